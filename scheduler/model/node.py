@@ -1,0 +1,61 @@
+"""Node (core/v1): labels, taints, ``spec.unschedulable``, allocatable and conditions."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from pydantic import Field
+
+from scheduler.model.base import ConditionFields, KubeModel, ObjectMeta
+from scheduler.model.quantity import ResourceList, resource_list
+
+
+class Taint(KubeModel):
+    """``core/v1 Taint``: ``key``, ``value`` and ``effect`` (NoSchedule | PreferNoSchedule | NoExecute)."""
+
+    key: str
+    value: str = ""
+    effect: str
+
+
+class NodeSpec(KubeModel):
+    """``core/v1 NodeSpec``: the scheduling-relevant fields."""
+
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+
+
+class NodeCondition(ConditionFields):
+    """``core/v1 NodeCondition``."""
+
+
+class NodeStatus(KubeModel):
+    """``core/v1 NodeStatus``: ``allocatable`` (what pods may request) and ``conditions``."""
+
+    allocatable: dict[str, str | int | float] = {}
+    capacity: dict[str, str | int | float] = {}
+    conditions: tuple[NodeCondition, ...] = ()
+
+
+class Node(KubeModel):
+    """``core/v1 Node``."""
+
+    api_version: str = "v1"
+    kind: str = "Node"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+    @property
+    def name(self) -> str:
+        """``metadata.name``."""
+        return self.metadata.name
+
+    @cached_property
+    def allocatable(self) -> ResourceList:
+        """``status.allocatable`` in integer units (milli-cpu, bytes, counts)."""
+        return resource_list(self.status.allocatable)
+
+    def condition(self, type_: str) -> NodeCondition | None:
+        """The condition of that type, if the node reports it."""
+        return next((c for c in self.status.conditions if c.type == type_), None)

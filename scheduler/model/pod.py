@@ -1,0 +1,215 @@
+"""Pod (core/v1): the fields a scheduler reads, and the pod's effective resource requests.
+
+``effective_requests`` follows kube-scheduler's ``resource.PodRequests`` (component-helpers
+``resource/helpers.go``, v1.37): the sum of the app containers, raised to the largest
+init-container request (restartable "sidecar" init containers are added to everything
+that starts after them), plus ``spec.overhead``; every pod also uses one ``pods`` slot.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from pydantic import Field
+
+from scheduler.model.base import ConditionFields, KubeModel, ObjectMeta
+from scheduler.model.quantity import PODS, ResourceList, add, maximum, resource_list
+
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+
+
+class ResourceRequirements(KubeModel):
+    """``core/v1 ResourceRequirements``; quantities kept as the API strings."""
+
+    requests: dict[str, str | int | float] = {}
+    limits: dict[str, str | int | float] = {}
+
+
+class Container(KubeModel):
+    """``core/v1 Container``: name, resources and (for init containers) ``restartPolicy``."""
+
+    name: str = ""
+    resources: ResourceRequirements = ResourceRequirements()
+    restart_policy: str | None = None
+
+    def requests(self) -> ResourceList:
+        """Requests in integer units; a limit with no request counts as the request (API defaulting)."""
+        merged = {**self.resources.limits, **self.resources.requests}
+        return resource_list(merged)
+
+
+class NodeSelectorRequirement(KubeModel):
+    """``core/v1 NodeSelectorRequirement``: ``key``, ``operator`` and ``values``."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+class NodeSelectorTerm(KubeModel):
+    """``core/v1 NodeSelectorTerm``: requirements on labels and on fields, ANDed."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+class NodeSelector(KubeModel):
+    """``core/v1 NodeSelector``: terms ORed."""
+
+    node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
+
+
+class NodeAffinity(KubeModel):
+    """``core/v1 NodeAffinity``; only the required part filters."""
+
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+
+
+class Affinity(KubeModel):
+    """``core/v1 Affinity``; pod (anti-)affinity is not read yet (Known Limitations)."""
+
+    node_affinity: NodeAffinity | None = None
+
+
+class Toleration(KubeModel):
+    """``core/v1 Toleration``."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class PodSchedulingGroup(KubeModel):
+    """``core/v1 PodSchedulingGroup`` (v1.37, gate GenericWorkload): the pod's leaf PodGroup."""
+
+    pod_group_name: str | None = None
+
+
+class PodResourceClaim(KubeModel):
+    """``core/v1 PodResourceClaim``."""
+
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodSchedulingGate(KubeModel):
+    """``core/v1 PodSchedulingGate``."""
+
+    name: str
+
+
+class PodSpec(KubeModel):
+    """``core/v1 PodSpec``: the scheduling-relevant fields."""
+
+    scheduler_name: str = "default-scheduler"
+    node_name: str = ""
+    scheduling_group: PodSchedulingGroup | None = None
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    overhead: dict[str, str | int | float] = {}
+    node_selector: dict[str, str] = {}
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    scheduling_gates: tuple[PodSchedulingGate, ...] = ()
+
+
+class PodCondition(ConditionFields):
+    """``core/v1 PodCondition``."""
+
+    observed_generation: int | None = None
+
+
+class PodResourceClaimStatus(KubeModel):
+    """``core/v1 PodResourceClaimStatus``: the claim generated for a pod's claim entry."""
+
+    name: str
+    resource_claim_name: str | None = None
+
+
+class PodStatus(KubeModel):
+    """``core/v1 PodStatus``: the scheduling-relevant fields."""
+
+    phase: str = "Pending"
+    conditions: tuple[PodCondition, ...] = ()
+    nominated_node_name: str | None = None
+    resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
+
+
+class Pod(KubeModel):
+    """``core/v1 Pod``."""
+
+    api_version: str = "v1"
+    kind: str = "Pod"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+    @property
+    def group_name(self) -> str | None:
+        """The leaf PodGroup named by ``spec.schedulingGroup.podGroupName`` (same namespace), if any."""
+        sg = self.spec.scheduling_group
+        return sg.pod_group_name if sg and sg.pod_group_name else None
+
+    @property
+    def is_bound(self) -> bool:
+        """``spec.nodeName`` is set."""
+        return bool(self.spec.node_name)
+
+    @property
+    def is_terminal(self) -> bool:
+        """Phase Succeeded or Failed: the pod no longer uses node resources."""
+        return self.status.phase in (SUCCEEDED, FAILED)
+
+    @property
+    def is_gated(self) -> bool:
+        """``spec.schedulingGates`` is non-empty: binding is rejected until they are removed."""
+        return bool(self.spec.scheduling_gates)
+
+    @cached_property
+    def requests(self) -> ResourceList:
+        """Effective requests in integer units (milli-cpu, bytes, counts), including one ``pods``."""
+        return effective_requests(self.spec)
+
+
+def effective_requests(spec: PodSpec) -> ResourceList:
+    """The resources a pod holds on its node, per kube-scheduler's ``PodRequests`` (v1.37).
+
+    ``spec``: the pod spec. Returns a resource list in integer units (milli-cpu, bytes,
+    counts) that always includes ``pods: 1``.
+
+    Rule (component-helpers ``resource/helpers.go``): app containers add up; init
+    containers run one at a time, so the pod needs at least the largest one, but a
+    restartable init container (``restartPolicy: Always``, a sidecar) keeps running and
+    is added to every container that starts after it; the result is the maximum of the
+    two, plus ``spec.overhead``.
+    Raises :class:`~scheduler.model.quantity.QuantityError` on a malformed quantity.
+    """
+    app: ResourceList = {}
+    for c in spec.containers:
+        app = add(app, c.requests())
+    init_peak: ResourceList = {}
+    sidecars: ResourceList = {}
+    for c in spec.init_containers:
+        req = c.requests()
+        if c.restart_policy == "Always":
+            sidecars = add(sidecars, req)
+            init_peak = maximum(init_peak, sidecars)
+        else:
+            init_peak = maximum(init_peak, add(req, sidecars))
+    total = maximum(add(app, sidecars), init_peak)
+    total = add(total, resource_list(spec.overhead))
+    total[PODS] = 1
+    return {k: v for k, v in total.items() if v or k == PODS}

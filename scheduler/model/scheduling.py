@@ -1,0 +1,202 @@
+"""scheduling.k8s.io objects: PodGroup (v1beta1), CompositePodGroup (v1alpha3), Workload (v1beta1),
+PriorityClass (v1).
+
+Shapes per ``../shared/reference/k8s-workload-apis.md`` §2–§4 and the v1.37 OpenAPI schema.
+A scheduling policy is a one-of: exactly one of ``basic`` / ``gang`` is set; the validators
+here do not enforce that (the API server does, and a malformed object must not stop parsing
+of the rest of a snapshot) — :func:`policy_error` reports it so the tree is marked Invalid.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from scheduler.model.base import Condition, KubeModel, ObjectMeta
+
+API_GROUP = "scheduling.k8s.io"
+PODGROUP_VERSION = "v1beta1"
+COMPOSITE_VERSION = "v1alpha3"
+WORKLOAD_VERSION = "v1beta1"
+
+INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+COMPOSITE_INITIALLY_SCHEDULED = "CompositePodGroupInitiallyScheduled"
+
+
+class Empty(KubeModel):
+    """An empty marker struct (``basic: {}``, ``all: {}``, ``single: {}``)."""
+
+
+class GangPolicy(KubeModel):
+    """``gang: {minCount}`` of a PodGroup."""
+
+    min_count: int | None = None
+
+
+class CompositeGangPolicy(KubeModel):
+    """``gang: {minGroupCount}`` of a CompositePodGroup."""
+
+    min_group_count: int | None = None
+
+
+class PodGroupSchedulingPolicy(KubeModel):
+    """``PodGroupSchedulingPolicy``: one of ``basic`` / ``gang``."""
+
+    basic: Empty | None = None
+    gang: GangPolicy | None = None
+
+
+class CompositePodGroupSchedulingPolicy(KubeModel):
+    """``CompositePodGroupSchedulingPolicy``: one of ``basic`` / ``gang``."""
+
+    basic: Empty | None = None
+    gang: CompositeGangPolicy | None = None
+
+
+class TopologyConstraint(KubeModel):
+    """``TopologyConstraint``: a node label key whose value all members must share."""
+
+    key: str
+
+
+class SchedulingConstraints(KubeModel):
+    """``PodGroupSchedulingConstraints`` / ``CompositePodGroupSchedulingConstraints``."""
+
+    topology: tuple[TopologyConstraint, ...] = ()
+
+
+class DisruptionMode(KubeModel):
+    """``DisruptionMode``: one of ``single`` (default) / ``all``."""
+
+    single: Empty | None = None
+    all: Empty | None = None
+
+
+class WorkloadReference(KubeModel):
+    """``WorkloadReference``: ``{workloadName, templateName}``."""
+
+    workload_name: str = ""
+    template_name: str = ""
+
+
+class PodGroupResourceClaim(KubeModel):
+    """``PodGroupResourceClaim``: a claim shared by the whole group (DRAWorkloadResourceClaims)."""
+
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodGroupSpec(KubeModel):
+    """``scheduling.k8s.io/v1beta1 PodGroupSpec``."""
+
+    parent_composite_pod_group_name: str | None = None
+    workload_ref: WorkloadReference | None = None
+    scheduling_policy: PodGroupSchedulingPolicy = Field(default_factory=PodGroupSchedulingPolicy)
+    scheduling_constraints: SchedulingConstraints | None = None
+    resource_claims: tuple[PodGroupResourceClaim, ...] = ()
+    disruption_mode: DisruptionMode | None = None
+    priority_class_name: str | None = None
+    priority: int | None = None
+    preemption_policy: str | None = None
+
+
+class PodGroupResourceClaimStatus(KubeModel):
+    """``PodGroupResourceClaimStatus``: the claim generated for a group claim entry."""
+
+    name: str
+    resource_claim_name: str | None = None
+
+
+class GroupStatus(KubeModel):
+    """``PodGroupStatus`` / ``CompositePodGroupStatus``."""
+
+    conditions: tuple[Condition, ...] = ()
+    resource_claim_statuses: tuple[PodGroupResourceClaimStatus, ...] = ()
+
+
+class PodGroup(KubeModel):
+    """``scheduling.k8s.io/v1beta1 PodGroup``: a leaf of a group tree."""
+
+    api_version: str = f"{API_GROUP}/{PODGROUP_VERSION}"
+    kind: str = "PodGroup"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
+    status: GroupStatus = Field(default_factory=GroupStatus)
+
+
+class CompositePodGroupSpec(KubeModel):
+    """``scheduling.k8s.io/v1alpha3 CompositePodGroupSpec``."""
+
+    parent_composite_pod_group_name: str | None = None
+    workload_ref: WorkloadReference | None = None
+    scheduling_policy: CompositePodGroupSchedulingPolicy = Field(
+        default_factory=CompositePodGroupSchedulingPolicy
+    )
+    scheduling_constraints: SchedulingConstraints | None = None
+    disruption_mode: DisruptionMode | None = None
+    priority_class_name: str | None = None
+    priority: int | None = None
+    preemption_policy: str | None = None
+
+
+class CompositePodGroup(KubeModel):
+    """``scheduling.k8s.io/v1alpha3 CompositePodGroup``: an inner node of a group tree."""
+
+    api_version: str = f"{API_GROUP}/{COMPOSITE_VERSION}"
+    kind: str = "CompositePodGroup"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: CompositePodGroupSpec = Field(default_factory=CompositePodGroupSpec)
+    status: GroupStatus = Field(default_factory=GroupStatus)
+
+
+class TypedLocalObjectReference(KubeModel):
+    """``TypedLocalObjectReference`` of a Workload's ``controllerRef`` (``apiGroup``, not ``apiVersion``)."""
+
+    api_group: str | None = None
+    kind: str = ""
+    name: str = ""
+
+
+class WorkloadSpec(KubeModel):
+    """``scheduling.k8s.io/v1beta1 WorkloadSpec``: read for context only (design §1)."""
+
+    controller_ref: TypedLocalObjectReference | None = None
+
+
+class Workload(KubeModel):
+    """``scheduling.k8s.io/v1beta1 Workload``: templates; the scheduler only reports on it."""
+
+    api_version: str = f"{API_GROUP}/{WORKLOAD_VERSION}"
+    kind: str = "Workload"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: WorkloadSpec = Field(default_factory=WorkloadSpec)
+
+
+class PriorityClass(KubeModel):
+    """``scheduling.k8s.io/v1 PriorityClass``."""
+
+    api_version: str = f"{API_GROUP}/v1"
+    kind: str = "PriorityClass"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    value: int = 0
+    global_default: bool = False
+    preemption_policy: str | None = None
+
+
+def topology_key(constraints: SchedulingConstraints | None) -> str | None:
+    """The one topology key of a group (the API allows at most one), or None."""
+    if constraints and constraints.topology:
+        return constraints.topology[0].key
+    return None
+
+
+def policy_error(policy: PodGroupSchedulingPolicy | CompositePodGroupSchedulingPolicy) -> str | None:
+    """Why a scheduling policy is invalid (not exactly one of basic/gang, or a count < 1), else None."""
+    if (policy.basic is None) == (policy.gang is None):
+        return "spec.schedulingPolicy must set exactly one of basic, gang"
+    gang = policy.gang
+    if isinstance(gang, GangPolicy) and (gang.min_count is None or gang.min_count < 1):
+        return "spec.schedulingPolicy.gang.minCount must be >= 1"
+    if isinstance(gang, CompositeGangPolicy) and (gang.min_group_count is None or gang.min_group_count < 1):
+        return "spec.schedulingPolicy.gang.minGroupCount must be >= 1"
+    return None

@@ -1,0 +1,158 @@
+"""Offline scheduling of a snapshot: the same tree assembly, queue order and solver as ``run``, no binder.
+
+``simulate(objects, …)`` builds the group trees, pops ready roots in queue order, solves each
+against the snapshot and *assumes* every plan before the next root (design §9), then returns a
+:class:`Simulation` with the outcome per group, per pod and per node. Rendering is in
+:mod:`scheduler.report`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from scheduler.groups.tree import Composite, Group, GroupKey, GroupTree, Leaf, TreeState, build_trees
+from scheduler.loader import LoadProblem, Objects
+from scheduler.model.pod import Pod
+from scheduler.queue import GroupQueue
+from scheduler.solver.plan import Plan, SolverConfig, Unschedulable
+from scheduler.solver.search import solve
+from scheduler.solver.snapshot import NodeTable, Snapshot
+
+EXAMPLE = "default-cluster.yaml"
+
+
+def example_path() -> Path:
+    """The built-in example snapshot shipped in the package (``scheduler/examples``)."""
+    return Path(str(resources.files("scheduler.examples").joinpath(EXAMPLE)))
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOutcome:
+    """The result for one group: ``status`` is Scheduled | Unschedulable | Waiting | Invalid."""
+
+    key: GroupKey
+    root: GroupKey
+    status: str
+    policy: str
+    placements: dict[str, str]
+    reason: str | None
+    priority: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodOutcome:
+    """The result for one pending pod of ours: the node chosen, or why none."""
+
+    pod: Pod
+    node: str | None
+    reason: str | None
+
+
+@dataclass(slots=True)
+class Simulation:
+    """Everything ``simulate`` decided, in queue order, plus the final snapshot for utilisation."""
+
+    groups: list[GroupOutcome] = field(default_factory=list)
+    pods: list[PodOutcome] = field(default_factory=list)
+    problems: list[LoadProblem] = field(default_factory=list)
+    snapshot: Snapshot | None = None
+    initial: Snapshot | None = None
+    results: list[tuple[GroupTree, Plan | Unschedulable]] = field(default_factory=list)
+
+
+def _policy(group: Group) -> str:
+    if isinstance(group, Composite):
+        return "basic" if group.min_group_count is None else f"gang minGroupCount {group.min_group_count}"
+    return "basic" if group.min_count is None else f"gang minCount {group.min_count}"
+
+
+def _walk(group: Group) -> list[Group]:
+    out: list[Group] = [group]
+    if isinstance(group, Composite):
+        for child in group.children:
+            out.extend(_walk(child))
+    return out
+
+
+def _subtree_placements(group: Group, placed: dict[str, str]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    leaves = [group] if isinstance(group, Leaf) else list(group.leaves())
+    for leaf in leaves:
+        for pod in leaf.pending:
+            if pod.key in placed:
+                names[pod.metadata.name] = placed[pod.key]
+    return names
+
+
+def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Simulation:
+    """Schedule every ready tree of ours in queue order, assuming each plan before the next."""
+    sim = Simulation(problems=list(objects.problems))
+    forest = build_trees(
+        objects.pods, objects.podgroups, objects.composites, objects.priority_classes, scheduler_name=scheduler_name
+    )
+    snapshot = Snapshot.build(NodeTable.build(objects.nodes), objects.pods)
+    sim.initial = snapshot
+    queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
+    decided: dict[GroupKey, Plan | Unschedulable] = {}
+    order: list[GroupTree] = []
+    while len(queue):
+        tree = queue.pop()
+        result = solve(tree, snapshot, config)
+        if isinstance(result, Plan):
+            snapshot = snapshot.assume(result.placements)
+        decided[tree.key] = result
+        order.append(tree)
+        sim.results.append((tree, result))
+    sim.snapshot = snapshot
+    order += sorted((t for t in forest.trees if t.state is not TreeState.READY), key=lambda t: tuple(t.key))
+
+    for tree in order:
+        result = decided.get(tree.key)
+        placed = {pod.key: node for pod, node in result.placements} if isinstance(result, Plan) else {}
+        for group in _walk(tree.root):
+            if group.key.kind == "Pod":
+                continue
+            status, reason = _group_status(tree, group, result)
+            sim.groups.append(GroupOutcome(group.key, tree.key, status, _policy(group),
+                                           _subtree_placements(group, placed), reason, tree.priority))
+        for leaf in tree.root.leaves():
+            for pod in leaf.pending:
+                if pod.key in placed:
+                    sim.pods.append(PodOutcome(pod, placed[pod.key], None))
+                else:
+                    sim.pods.append(PodOutcome(pod, None, _pod_reason(tree, leaf, pod, result)))
+    for orphan in forest.orphans:
+        sim.pods.append(PodOutcome(orphan.pod, None, orphan.message))
+    for pod in objects.pods:
+        if pod.is_gated and not pod.is_bound and pod.spec.scheduler_name == scheduler_name:
+            names = ", ".join(g.name for g in pod.spec.scheduling_gates)
+            sim.pods.append(PodOutcome(pod, None, f"scheduling gated ({names})"))
+    return sim
+
+
+def _group_status(tree: GroupTree, group: Group, result: Plan | Unschedulable | None) -> tuple[str, str | None]:
+    if tree.state is TreeState.INVALID:
+        return "Invalid", tree.message
+    if tree.state is TreeState.WAITING:
+        return "Waiting", tree.message
+    if tree.state is TreeState.SCHEDULED:
+        return "Scheduled", None
+    if isinstance(result, Plan):
+        if group.key in result.satisfied:
+            return "Scheduled", None
+        return "Unschedulable", result.group_reasons.get(group.key, "not satisfied")
+    if isinstance(result, Unschedulable):
+        return "Unschedulable", result.group_reasons.get(group.key, result.message)
+    return "Waiting", None  # pragma: no cover - every READY tree is decided above
+
+
+def _pod_reason(tree: GroupTree, leaf: Leaf, pod: Pod, result: Plan | Unschedulable | None) -> str:
+    if tree.state is not TreeState.READY:
+        return f"{tree.state.value}: {tree.message}" if tree.message else tree.state.value
+    if isinstance(result, Plan):
+        return result.unplaced.get(pod.key, "not placed")
+    if isinstance(result, Unschedulable):
+        return result.message
+    return "not decided"  # pragma: no cover

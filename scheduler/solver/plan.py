@@ -1,0 +1,67 @@
+"""What the solver returns: a :class:`Plan` for the whole tree, or :class:`Unschedulable`.
+
+Both are values (style guide: outcomes are not exceptions). The caller — ``simulate`` or the
+live scheduling cycle — assumes a Plan into its cache and hands it to the binder, or records
+the Unschedulable reasons on the pods and groups and backs the root off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from scheduler.groups.tree import GroupKey
+from scheduler.model.pod import Pod
+from scheduler.solver.status import Code
+
+Scoring = Literal["pack", "spread"]
+
+
+@dataclass(frozen=True, slots=True)
+class SolverConfig:
+    """Solver settings, passed as a value (kube's ``Features`` pattern); no global flags."""
+
+    scoring: Scoring = "pack"
+    """``pack`` (default): fewest nodes, fill partly used nodes first, keep accelerator nodes whole
+    for pods that need no accelerator. ``spread``: one pod at a time onto the emptiest node."""
+    search_budget: int = 256
+    """Most subtree placements tried for one root before giving up (bounds a failing search's
+    time; each attempt is one vectorised pass over the candidate nodes). 256 covers every
+    domain of a 3-zone × 40-rack cluster once per level with room for backtracking."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A placement that satisfies the root: every gang leaf ≥ minCount, every gang composite ≥ minGroupCount.
+
+    ``placements``: (pod, node name) for each pod to bind. ``satisfied``: groups satisfied by
+    the plan. ``unplaced``: pod key → reason, for pending members the plan leaves pending (a
+    basic group's overflow, or children of a composite beyond minGroupCount that did not fit).
+    ``group_reasons``: why each unsatisfied group inside the tree was left out. ``attempts``:
+    subtree placements tried (solver search effort).
+    """
+
+    root: GroupKey
+    placements: tuple[tuple[Pod, str], ...]
+    satisfied: frozenset[GroupKey]
+    unplaced: Mapping[str, str] = field(default_factory=dict)
+    group_reasons: Mapping[GroupKey, str] = field(default_factory=dict)
+    attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Unschedulable:
+    """No placement satisfies the root; nothing of the tree may be bound.
+
+    ``code``: UNSCHEDULABLE when capacity was the obstacle (preemption may help),
+    UNSCHEDULABLE_AND_UNRESOLVABLE when only static filters (taints, selectors, cordons)
+    rejected nodes. ``message``: the root's summary in kube-scheduler's style.
+    ``group_reasons``: the reason per group of the tree.
+    """
+
+    root: GroupKey
+    code: Code
+    message: str
+    group_reasons: Mapping[GroupKey, str] = field(default_factory=dict)
+    attempts: int = 0

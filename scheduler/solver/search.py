@@ -1,0 +1,412 @@
+"""The all-or-nothing search over a group tree.
+
+``solve(tree, snapshot, config)`` places the whole tree against one scratch copy of free
+capacity, so siblings can never double-book, and returns a :class:`~scheduler.solver.plan.Plan`
+only when every gang leaf has ≥ minCount members placed (bound members count) and every gang
+composite ≥ minGroupCount children satisfied, all at once; otherwise
+:class:`~scheduler.solver.plan.Unschedulable` and nothing.
+
+How (design §5):
+
+* **Signatures.** A leaf's pending pods are grouped by scheduling signature (static-filter
+  inputs + requests); for each signature the solver counts how many copies fit per node with
+  one vectorised pass (:func:`~scheduler.solver.fit.copies`) instead of trying pods one by one.
+* **Scoring.** ``pack``: if one node can take every remaining copy, take the tightest such
+  node, else the node that takes the most; penalise accelerator nodes for pods that need no
+  accelerator; break ties toward partly used nodes, then by node name. ``spread``: one copy at
+  a time onto the node with the most room.
+* **Topology.** A group with a topology key is placed inside one domain (node label value)
+  chosen among those inside its parent's domain; domains whose summed free capacity cannot
+  hold the group's minimum are pruned, the rest are tried tightest-first (``pack``) or
+  emptiest-first (``spread``). Bound members pin their domain.
+* **Backtracking.** Each group yields its feasible placements one at a time (a generator that
+  keeps its placement applied while suspended); a composite searches its children depth-first,
+  so a child that cannot fit makes the search revisit an earlier sibling's domain. The search
+  is bounded by ``SolverConfig.search_budget`` subtree placements.
+
+Pure: no I/O, no clock, no module state; the same input gives the same plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from scheduler.groups.tree import Composite, Group, GroupKey, GroupTree, Leaf
+from scheduler.model.pod import Pod
+from scheduler.model.quantity import PODS, format_units, is_extended
+from scheduler.solver import fit
+from scheduler.solver.plan import Plan, SolverConfig, Unschedulable
+from scheduler.solver.snapshot import BoolArray, IntArray, NodeTable, Snapshot, StaticFit, static_key
+from scheduler.solver.status import Code, node_histogram
+
+_BIG = np.int64(1) << 40
+
+
+class _BudgetExhausted(Exception):
+    """Raised inside the search when ``search_budget`` attempts were used."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Signature:
+    """Pending pods of one leaf that schedule alike: same static-filter inputs, same requests."""
+
+    pods: tuple[Pod, ...]
+    request: IntArray
+    unknown: tuple[str, ...]
+    static: StaticFit
+    needs_accelerator: bool
+
+
+@dataclass(slots=True)
+class _Failure:
+    """The best failed attempt seen for a group: most pods placed, and why it stopped."""
+
+    placed: int
+    message: str
+    resource_limited: bool
+
+
+def _describe(group: Group) -> str:
+    if isinstance(group, Composite):
+        return f"composite {group.name}"
+    if group.key.kind == "Pod":
+        return f"pod {group.name}"
+    return f"gang {group.name}" if group.min_count is not None else f"group {group.name}"
+
+
+class _Search:
+    """One solver run: scratch free capacity, an undo journal and the failure record."""
+
+    def __init__(self, snapshot: Snapshot, config: SolverConfig) -> None:
+        self.table: NodeTable = snapshot.table
+        self.config = config
+        self.free: IntArray = snapshot.free()
+        self.pods_col = self.table.column[PODS]
+        self.journal: list[tuple[int, IntArray, tuple[Pod, ...]]] = []
+        self.attempts = 0
+        self.failures: dict[GroupKey, _Failure] = {}
+        self.satisfied: set[GroupKey] = set()
+        self._sigs: dict[GroupKey, list[_Signature]] = {}
+        self._need: dict[GroupKey, IntArray] = {}
+
+    # -- state ---------------------------------------------------------------------
+    def mark(self) -> int:
+        return len(self.journal)
+
+    def undo(self, mark: int) -> None:
+        while len(self.journal) > mark:
+            row, used, _ = self.journal.pop()
+            self.free[row] += used
+
+    def apply(self, row: int, sig: _Signature, pods: tuple[Pod, ...]) -> None:
+        used = sig.request * len(pods)
+        self.free[row] -= used
+        self.journal.append((row, used, pods))
+
+    def tick(self) -> None:
+        self.attempts += 1
+        if self.attempts > self.config.search_budget:
+            raise _BudgetExhausted
+
+    def fail(self, group: Group, placed: int, message: str, resource_limited: bool) -> None:
+        best = self.failures.get(group.key)
+        if best is None or placed > best.placed:
+            self.failures[group.key] = _Failure(placed, message, resource_limited)
+
+    # -- signatures ----------------------------------------------------------------
+    def signatures(self, leaf: Leaf) -> list[_Signature]:
+        """The leaf's pending pods grouped by signature, largest requests first (bin-packing order)."""
+        hit = self._sigs.get(leaf.key)
+        if hit is not None:
+            return hit
+        groups: dict[tuple[object, ...], list[Pod]] = {}
+        for pod in leaf.pending:
+            key = (static_key(pod.spec), tuple(sorted(pod.requests.items())))
+            groups.setdefault(key, []).append(pod)
+        sigs: list[_Signature] = []
+        for pods in groups.values():
+            spec = pods[0].spec
+            vec, unknown = self.table.request_vector(pods[0].requests)
+            accel = any(is_extended(r) and v > 0 for r, v in pods[0].requests.items())
+            sigs.append(_Signature(tuple(pods), vec, unknown, self.table.static_fit(spec), accel))
+        share = self.table.max_allocatable
+        sigs.sort(key=lambda s: -float((s.request / share).sum()))
+        self._sigs[leaf.key] = sigs
+        return sigs
+
+    def need(self, group: Group) -> IntArray:
+        """A lower bound of the requests the group needs placed to be satisfied, ``(R,)``."""
+        hit = self._need.get(group.key)
+        if hit is not None:
+            return hit
+        if isinstance(group, Leaf):
+            sigs = self.signatures(group)
+            smallest = np.min([s.request for s in sigs], axis=0) if sigs else np.zeros(len(self.table.resources))
+            vec = (smallest * group.need).astype(np.int64)
+        else:
+            kids = np.array([self.need(c) for c in group.children], dtype=np.int64)
+            k = min(group.need, len(group.children))
+            vec = np.sort(kids, axis=0)[:k].sum(axis=0) if k else np.zeros(len(self.table.resources), np.int64)
+        self._need[group.key] = vec
+        return vec
+
+    # -- leaves --------------------------------------------------------------------
+    def choose(self, rows: IntArray, caps: IntArray, count: int, sig: _Signature) -> list[tuple[int, int]]:
+        """Pick nodes for up to ``count`` copies; ``rows``/``caps`` are candidate rows and copies per row."""
+        caps = np.minimum(caps, count)
+        alloc_pods = self.table.allocatable[rows, self.pods_col]
+        idle = (self.free[rows, self.pods_col] >= alloc_pods).astype(np.int64)
+        penalty = np.zeros(len(rows), dtype=np.int64)
+        if not sig.needs_accelerator:
+            penalty = self.table.accelerator[rows].astype(np.int64) * (1 + idle)
+        out: list[tuple[int, int]] = []
+        remaining = count
+        valid = caps > 0
+        spread = self.config.scoring == "spread"
+        while remaining > 0 and valid.any():
+            sub = np.flatnonzero(valid)
+            c = caps[sub]
+            if spread:
+                j = sub[np.argmin(penalty[sub] * _BIG - c * 2 - idle[sub])]
+                take = 1
+            else:
+                fits = c >= remaining
+                if fits.any():
+                    cand = sub[fits]
+                    j = cand[np.argmin(penalty[cand] * _BIG + caps[cand] * 2 + idle[cand])]
+                    take = remaining
+                else:
+                    j = sub[np.argmin(penalty[sub] * _BIG - c * 2 + idle[sub])]
+                    take = int(caps[j])
+            out.append((int(rows[j]), take))
+            caps[j] -= take
+            remaining -= take
+            valid[j] = caps[j] > 0
+        return out
+
+    def diagnose(self, sig: _Signature, mask: BoolArray) -> tuple[str, bool]:
+        """kube-style node histogram for the next copy of ``sig`` within ``mask``, and whether capacity was short."""
+        rows = np.flatnonzero(mask)
+        per_node: list[list[str]] = []
+        resource_limited = False
+        for row in rows:
+            status = sig.static.rejected.get(int(row))
+            if status is not None:
+                per_node.append(list(status.reasons))
+                continue
+            short = fit.reasons(self.free[row], sig.request, self.table.resources)
+            short += [fit.insufficient(r) for r in sig.unknown]
+            if short:
+                resource_limited = True
+                per_node.append(short)
+        return node_histogram(len(rows), per_node), resource_limited
+
+    def place_leaf(self, leaf: Leaf, mask: BoolArray) -> tuple[int, str, bool]:
+        """Place as many pending members as fit inside ``mask``.
+
+        Returns (pods placed, node histogram for the first member that did not fit, whether
+        capacity rather than a static filter stopped it).
+        """
+        placed = 0
+        reason = ""
+        limited = False
+        for sig in self.signatures(leaf):
+            n = len(sig.pods)
+            done = 0
+            if not sig.unknown:
+                rows = np.flatnonzero(mask & sig.static.ok)
+                if rows.size:
+                    caps = fit.copies(self.free[rows], sig.request)
+                    for row, k in self.choose(rows, caps, n, sig):
+                        self.apply(row, sig, sig.pods[done:done + k])
+                        done += k
+            placed += done
+            if done < n and not reason:
+                reason, limited = self.diagnose(sig, mask)
+        return placed, reason, limited
+
+    def leaf_satisfied(self, leaf: Leaf, placed: int) -> bool:
+        if leaf.min_count is None:
+            return placed + len(leaf.bound) >= 1
+        return placed + len(leaf.bound) >= leaf.min_count
+
+    # -- groups --------------------------------------------------------------------
+    def alternatives(self, group: Group, mask: BoolArray) -> Iterator[None]:
+        """Yield once per feasible placement of ``group`` within ``mask``, holding it applied while suspended."""
+        if group.topology_key is None:
+            yield from self.within(group, mask)
+            return
+        domains = self.domain_masks(group, mask)
+        for _value, dmask in domains:
+            yield from self.within(group, dmask)
+
+    def domain_masks(self, group: Group, mask: BoolArray) -> list[tuple[str, BoolArray]]:
+        """Candidate domains of the group's topology key inside ``mask``, in try order, pruned by capacity."""
+        key = group.topology_key
+        assert key is not None
+        doms = self.table.domains(key)
+        ids = doms.of_node
+        pinned = {int(ids[self.table.index[p.spec.node_name]]) for leaf in group.leaves() for p in leaf.bound
+                  if p.spec.node_name in self.table.index}
+        present = np.unique(ids[mask & (ids >= 0)])
+        if pinned:
+            if len(pinned) > 1 or -1 in pinned:
+                self.fail(group, 0, f"{_describe(group)}: bound members are not all in one {key} domain", False)
+                return []
+            present = present[np.isin(present, list(pinned))]
+        need = self.need(group)
+        cols = np.flatnonzero(need > 0)
+        scored: list[tuple[float, str, BoolArray]] = []
+        closest: tuple[float, str, str] | None = None  # (ratio, resource, text) of the nearest miss
+        for d in present:
+            dmask = mask & (ids == d)
+            if cols.size:
+                have = self.free[dmask][:, cols].sum(axis=0)
+                ratio = float(np.max(need[cols] / np.maximum(have, 1)))
+                if np.any(have < need[cols]):
+                    j = int(np.argmax(need[cols] / np.maximum(have, 1)))
+                    res = self.table.resources[cols[j]]
+                    text = (f"{doms.values[int(d)]} has {format_units(res, int(have[j]))} free, "
+                            f"needs {format_units(res, int(need[cols[j]]))}")
+                    if closest is None or ratio < closest[0]:
+                        closest = (ratio, res, text)
+                    continue
+            else:
+                ratio = 0.0
+            scored.append((ratio, doms.values[int(d)], dmask))
+        if not scored:
+            if closest is None:
+                message = f"{_describe(group)}: no node has the label {key}"
+            else:
+                message = (f"{_describe(group)}: no {key} domain has enough free {closest[1]} "
+                           f"({len(present)} checked; closest: {closest[2]})")
+            self.fail(group, 0, message, closest is not None)
+            return []
+        reverse = self.config.scoring == "pack"
+        scored.sort(key=lambda t: (-t[0] if reverse else t[0], t[1]))
+        return [(v, m) for _, v, m in scored]
+
+    def within(self, group: Group, mask: BoolArray) -> Iterator[None]:
+        """Yield the feasible placements of ``group`` inside ``mask`` (no further domain choice at this level)."""
+        if isinstance(group, Leaf):
+            self.tick()
+            start = self.mark()
+            placed, reason, limited = self.place_leaf(group, mask)
+            if placed < len(group.pending):
+                self.fail(group, placed, self.leaf_message(group, placed, reason), limited)
+            if not self.leaf_satisfied(group, placed):
+                self.undo(start)
+                return
+            self.satisfied.add(group.key)
+            yield
+            self.satisfied.discard(group.key)
+            self.undo(start)
+            return
+        yield from self.children(group, 0, 0, mask)
+
+    def children(self, comp: Composite, i: int, ok: int, mask: BoolArray) -> Iterator[None]:
+        """Depth-first over children ``i…``: each child placed (every alternative) or skipped.
+
+        Prunes as soon as fewer than ``need`` satisfied children remain reachable.
+        """
+        n = len(comp.children)
+        if ok + (n - i) < comp.need:
+            if comp.min_group_count is None:
+                message = f"{_describe(comp)}: no child group fits"
+            else:
+                message = f"{_describe(comp)}: {ok}/{n} child groups satisfied (minGroupCount {comp.need})"
+            self.fail(comp, ok, message, any(f.resource_limited for f in self.failures.values()))
+            return
+        if i == n:
+            self.satisfied.add(comp.key)
+            yield
+            self.satisfied.discard(comp.key)
+            return
+        for _ in self.alternatives(comp.children[i], mask):
+            yield from self.children(comp, i + 1, ok + 1, mask)
+        yield from self.children(comp, i + 1, ok, mask)
+
+    def leaf_message(self, leaf: Leaf, placed: int, nodes: str) -> str:
+        total = placed + len(leaf.bound)
+        if leaf.key.kind == "Pod":
+            return nodes
+        if leaf.min_count is None:
+            head = f"{_describe(leaf)}: 0/{len(leaf.pending)} placeable"
+        else:
+            members = len(leaf.pending) + len(leaf.bound)
+            head = f"{_describe(leaf)}: {total}/{members} placeable (minCount {leaf.min_count})"
+        return f"{head}; {nodes}" if nodes else head
+
+    # -- results -------------------------------------------------------------------
+    def plan(self, tree: GroupTree) -> Plan:
+        placements: list[tuple[Pod, str]] = []
+        placed_keys: set[str] = set()
+        for row, _used, pods in self.journal:
+            name = self.table.nodes[row].name
+            for pod in pods:
+                placements.append((pod, name))
+                placed_keys.add(pod.key)
+        unplaced: dict[str, str] = {}
+        reasons: dict[GroupKey, str] = {}
+        for leaf in tree.root.leaves():
+            failure = self.failures.get(leaf.key)
+            message = failure.message if failure else f"{_describe(leaf)}: not needed by its parent group"
+            if leaf.key not in self.satisfied:
+                reasons[leaf.key] = message
+            for pod in leaf.pending:
+                if pod.key not in placed_keys:
+                    unplaced[pod.key] = message
+        return Plan(tree.key, tuple(placements), frozenset(self.satisfied), unplaced, reasons, self.attempts)
+
+    def unschedulable(self, tree: GroupTree, budget: bool) -> Unschedulable:
+        reasons = {k: f.message for k, f in self.failures.items()}
+        root = self.failures.get(tree.key)
+        parts: list[str] = []
+        if budget:
+            parts.append(f"search budget of {self.config.search_budget} attempts exhausted")
+        if root is not None:
+            parts.append(root.message)
+        for key in tree.groups:
+            if key != tree.key and key in reasons and isinstance(self._group(tree, key), Leaf):
+                parts.append(reasons[key])
+        limited = budget or any(f.resource_limited for f in self.failures.values())
+        code = Code.UNSCHEDULABLE if limited else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        message = "; ".join(dict.fromkeys(parts)) or f"{_describe(tree.root)}: does not fit"
+        for key in tree.groups:
+            reasons.setdefault(key, message)
+        return Unschedulable(tree.key, code, message, reasons, self.attempts)
+
+    @staticmethod
+    def _group(tree: GroupTree, key: GroupKey) -> Group | None:
+        stack: list[Group] = [tree.root]
+        while stack:
+            g = stack.pop()
+            if g.key == key:
+                return g
+            if isinstance(g, Composite):
+                stack.extend(g.children)
+        return None
+
+
+def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = None) -> Plan | Unschedulable:
+    """Find an all-or-nothing placement for ``tree`` on ``snapshot``.
+
+    ``tree``: a READY tree from :func:`scheduler.groups.build_trees`. ``snapshot``: free
+    capacity (not modified). Returns a :class:`Plan` whose placements satisfy every gang in
+    the tree at once, or :class:`Unschedulable` with per-group reasons. A plan that would
+    place no pod at all is reported as Unschedulable. Never raises for unschedulable input.
+    """
+    search = _Search(snapshot, config or SolverConfig())
+    everything = np.ones(len(snapshot.table), dtype=bool)
+    try:
+        for _ in search.alternatives(tree.root, everything):
+            plan = search.plan(tree)
+            if plan.placements or not any(leaf.pending for leaf in tree.root.leaves()):
+                return plan
+            break
+    except _BudgetExhausted:
+        return search.unschedulable(tree, budget=True)
+    return search.unschedulable(tree, budget=False)
