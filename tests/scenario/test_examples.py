@@ -1,0 +1,144 @@
+"""Scenarios from realistic snapshots (../shared/examples, copied into tests/data)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from scheduler.loader import load
+from scheduler.simulate import Simulation, example_path, simulate
+from scheduler.solver import SolverConfig
+from tests.scenario.conftest import DATA
+
+FRAGMENTED = DATA / "fragmented-cluster.yaml"
+
+
+def run(*paths: Path, scoring: str = "pack") -> Simulation:
+    return simulate(load(paths), "gang-scheduler", SolverConfig(scoring=scoring))  # type: ignore[arg-type]
+
+
+def status(sim: Simulation) -> dict[str, str]:
+    return {g.key.name: g.status for g in sim.groups}
+
+
+def placements(sim: Simulation, group: str) -> dict[str, str]:
+    return next(g.placements for g in sim.groups if g.key.name == group)
+
+
+def zone_of(node: str) -> str:
+    return "dc1-hall-a" if int(node.split("-")[1]) <= 8 else "dc1-hall-b"
+
+
+def test_builtin_example_places_both_gangs_in_different_zones_and_rejects_the_third() -> None:
+    sim = run(example_path())
+    assert status(sim) == {
+        "llm-pretrain-6f7c9-workers-2rl42": "Scheduled",
+        "train-llm-workload-root": "Scheduled",
+        "train-llm-workers": "Scheduled",
+        "train-llm-driver": "Scheduled",
+        "eval-16x4": "Unschedulable",
+    }
+    pretrain = placements(sim, "llm-pretrain-6f7c9-workers-2rl42")
+    assert len(pretrain) == 8 and all(n.startswith("gpu-a") for n in pretrain.values())
+    workers = placements(sim, "train-llm-workers")
+    assert len(workers) == 4 and all(n.startswith("gpu-b1-") for n in workers.values())
+    assert all(n.startswith(("gpu-b1-", "gpu-b2-1")) for n in placements(sim, "train-llm-driver").values())
+    assert placements(sim, "eval-16x4") == {}
+    pods = {p.pod.metadata.name: p for p in sim.pods}
+    assert pods["notebook-prep"].node == "cpu-m5-1"
+    reason = next(g.reason for g in sim.groups if g.key.name == "eval-16x4")
+    assert reason == ("gang eval-16x4: no topology.kubernetes.io/zone domain has enough free nvidia.com/gpu "
+                      "(2 checked; closest: us-east-1b has 12 free, needs 16)")
+
+
+def test_fragmented_cluster_gang_found_by_slot_counting_not_first_fit() -> None:
+    sim = run(FRAGMENTED)
+    ddp = placements(sim, "ddp-8x2")
+    assert sorted(ddp.values()) == [f"dgx-{i:02d}" for i in range(9, 17)]  # one member per hall-b node
+    sweep = placements(sim, "sweep-4x3")
+    assert len(sweep) == 4 and set(sweep.values()) <= {"dgx-01", "dgx-02", "dgx-03", "dgx-05", "dgx-06"}
+
+
+EXTRA_NO_PACKING = """
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: big-6x4, namespace: ml-team, creationTimestamp: "2026-11-29T09:00:00Z"}
+spec:
+  schedulingPolicy: {gang: {minCount: 6}}
+  priority: 200000
+"""
+POD = """
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: ml-team, creationTimestamp: "2026-11-29T09:00:00Z"}}
+spec:
+  schedulerName: gang-scheduler
+  {group}
+  tolerations: [{{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}]
+  containers:
+  - name: main
+    image: example.com/train:1
+    resources:
+      requests: {{cpu: "4", memory: 16Gi, nvidia.com/gpu: "{gpu}"}}
+      limits: {{nvidia.com/gpu: "{gpu}"}}
+"""
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_fragmented_free_gpus_sum_to_enough_but_no_packing_exists(tmp_path: Path) -> None:
+    """34 GPUs free, a 6x4 gang needs 24, but no node has 4 free: nothing of it is placed; small pods still are."""
+    text = EXTRA_NO_PACKING + "".join(
+        POD.format(name=f"big-{i}", group="schedulingGroup: {podGroupName: big-6x4}", gpu=4) for i in range(6))
+    text += "".join(POD.format(name=f"nb-extra-{i}", group="", gpu=1) for i in range(2))
+    sim = run(FRAGMENTED, _write(tmp_path, "extra.yaml", text))
+    assert status(sim)["big-6x4"] == "Unschedulable"
+    assert placements(sim, "big-6x4") == {}
+    pods = {p.pod.metadata.name: p for p in sim.pods}
+    assert all(pods[f"big-{i}"].node is None for i in range(6))
+    assert pods["big-0"].reason == (
+        "gang big-6x4: 0/6 placeable (minCount 6); 0/16 nodes are available: 16 Insufficient nvidia.com/gpu.")
+    assert pods["nb-extra-0"].node is not None and pods["nb-extra-1"].node is not None
+
+
+TWO_GANGS = """
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {{name: {name}, namespace: ml-team, creationTimestamp: "{created}"}}
+spec:
+  schedulingPolicy: {{gang: {{minCount: 8}}}}
+  schedulingConstraints: {{topology: [{{key: topology.kubernetes.io/zone}}]}}
+  priority: 300000
+"""
+
+
+def test_two_gangs_that_fit_alone_but_not_together_exactly_one_is_placed_whole(tmp_path: Path) -> None:
+    text = ""
+    for gang, created in (("first", "2026-11-29T08:00:00Z"), ("second", "2026-11-29T08:00:01Z")):
+        text += TWO_GANGS.format(name=gang, created=created)
+        text += "".join(POD.format(name=f"{gang}-{i}", group=f"schedulingGroup: {{podGroupName: {gang}}}", gpu=2)
+                        for i in range(8))
+        text += "\n---\n"
+    path = _write(tmp_path, "two.yaml", text)
+    for alone in ("first", "second"):  # each fits alone: drop the other's objects
+        kept = "---".join(d for d in text.split("---") if f"name: {alone}" in d or f"podGroupName: {alone}" in d)
+        solo = run(FRAGMENTED, _write(tmp_path, f"{alone}.yaml", kept))
+        assert status(solo)[alone] == "Scheduled"
+    sim = run(FRAGMENTED, path)
+    assert status(sim)["first"] == "Scheduled" and len(placements(sim, "first")) == 8
+    assert status(sim)["second"] == "Unschedulable" and placements(sim, "second") == {}
+    assert {zone_of(n) for n in placements(sim, "first").values()} == {"dc1-hall-b"}
+
+
+@pytest.mark.parametrize("scoring", ["pack", "spread"])
+def test_scoring_strategies_both_respect_all_or_nothing(scoring: str) -> None:
+    sim = run(FRAGMENTED, scoring=scoring)
+    for g in sim.groups:
+        assert (g.status == "Scheduled") == bool(g.placements)

@@ -1,0 +1,226 @@
+"""Tree assembly: roots, children, readiness and every structural error case (design §1, KEP-6012)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler.groups import GroupKey, Leaf, TreeState, build_trees
+from scheduler.model import CompositePodGroup, Pod, PodGroup, PriorityClass
+
+NS = "ml"
+OURS = "gang-scheduler"
+
+
+def pg(name: str, min_count: int | None = 2, parent: str | None = None, topology: str | None = None,
+       priority: int | None = None, created: str = "2026-01-01T00:00:00Z", policy: dict[str, Any] | None = None,
+       priority_class: str | None = None) -> PodGroup:
+    spec: dict[str, Any] = {"schedulingPolicy": policy if policy is not None else (
+        {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}})}
+    if parent:
+        spec["parentCompositePodGroupName"] = parent
+        spec["workloadRef"] = {"workloadName": "w", "templateName": name}
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
+    if priority is not None:
+        spec["priority"] = priority
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return PodGroup.model_validate({"metadata": {"name": name, "namespace": NS, "creationTimestamp": created},
+                                    "spec": spec})
+
+
+def cpg(name: str, min_group_count: int | None = 2, parent: str | None = None,
+        created: str = "2026-01-01T00:00:00Z") -> CompositePodGroup:
+    spec: dict[str, Any] = {
+        "schedulingPolicy": {"gang": {"minGroupCount": min_group_count}} if min_group_count else {"basic": {}},
+        "workloadRef": {"workloadName": "w", "templateName": name},
+    }
+    if parent:
+        spec["parentCompositePodGroupName"] = parent
+    return CompositePodGroup.model_validate({"metadata": {"name": name, "namespace": NS, "creationTimestamp": created},
+                                             "spec": spec})
+
+
+def pod(name: str, group: str | None, scheduler: str = OURS, node: str | None = None, phase: str = "Pending",
+        gated: bool = False, priority: int | None = None, created: str = "2026-01-01T00:00:00Z") -> Pod:
+    spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [{"name": "c"}]}
+    if group:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    if node:
+        spec["nodeName"] = node
+    if gated:
+        spec["schedulingGates"] = [{"name": "example.com/wait"}]
+    if priority is not None:
+        spec["priority"] = priority
+    return Pod.model_validate({"metadata": {"name": name, "namespace": NS, "creationTimestamp": created},
+                               "spec": spec, "status": {"phase": phase}})
+
+
+def members(group: str, n: int, **kw: Any) -> list[Pod]:
+    return [pod(f"{group}-{i}", group, **kw) for i in range(n)]
+
+
+def trees(pods: list[Pod], pgs: list[PodGroup] = (), cpgs: list[CompositePodGroup] = (),  # type: ignore[assignment]
+          classes: list[PriorityClass] = ()):  # type: ignore[assignment,no-untyped-def]
+    return build_trees(pods, pgs, cpgs, classes, scheduler_name=OURS)
+
+
+def by_root(forest) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    return {t.key.name: t for t in forest.trees}
+
+
+def test_standalone_gang_with_enough_members_is_ready() -> None:
+    forest = trees(members("g", 3), [pg("g", 3)])
+    (tree,) = forest.trees
+    assert tree.state is TreeState.READY
+    assert isinstance(tree.root, Leaf) and tree.root.min_count == 3
+    assert [p.metadata.name for p in tree.root.pending] == ["g-0", "g-1", "g-2"]
+
+
+def test_gang_with_too_few_members_waits_with_counts() -> None:
+    forest = trees(members("g", 3), [pg("g", 8)])
+    (tree,) = forest.trees
+    assert tree.state is TreeState.WAITING
+    assert tree.message == "gang g: 3/8 pods exist (minCount 8)"
+
+
+def test_bound_members_count_toward_min_count() -> None:
+    pods = members("g", 2) + [pod("g-b0", "g", node="n1"), pod("g-b1", "g", node="n2")]
+    (tree,) = trees(pods, [pg("g", 4)]).trees
+    assert tree.state is TreeState.READY
+    assert isinstance(tree.root, Leaf)
+    assert len(tree.root.bound) == 2 and tree.root.need == 2
+
+
+def test_terminal_members_do_not_count() -> None:
+    pods = members("g", 2) + [pod("g-done", "g", node="n1", phase="Succeeded")]
+    (tree,) = trees(pods, [pg("g", 3)]).trees
+    assert tree.state is TreeState.WAITING
+    assert tree.message == "gang g: 2/3 pods exist (minCount 3)"
+
+
+def test_gated_members_are_not_tried_and_are_reported() -> None:
+    pods = members("g", 2) + [pod("g-gated", "g", gated=True)]
+    (tree,) = trees(pods, [pg("g", 3)]).trees
+    assert tree.state is TreeState.WAITING
+    assert tree.message == "gang g: 2/3 pods exist, 1 scheduling-gated (minCount 3)"
+
+
+def test_all_members_bound_is_scheduled() -> None:
+    pods = [pod("g-0", "g", node="n1"), pod("g-1", "g", node="n1")]
+    (tree,) = trees(pods, [pg("g", 2)]).trees
+    assert tree.state is TreeState.SCHEDULED
+
+
+def test_pod_naming_a_missing_podgroup_is_an_orphan() -> None:
+    forest = trees([pod("p", "nope")])
+    assert forest.trees == []
+    (orphan,) = forest.orphans
+    assert orphan.message == "waiting for PodGroup ml/nope to appear"
+
+
+def test_pod_without_group_is_its_own_basic_tree() -> None:
+    (tree,) = trees([pod("lone", None)]).trees
+    assert tree.key == GroupKey("Pod", NS, "lone")
+    assert tree.state is TreeState.READY
+    assert isinstance(tree.root, Leaf) and tree.root.min_count is None
+
+
+def test_other_schedulers_trees_and_pods_are_left_out() -> None:
+    forest = trees([pod("x", "theirs", scheduler="default-scheduler"), pod("y", None, scheduler="volcano")],
+                   [pg("theirs", 1)])
+    assert forest.trees == [] and forest.orphans == []
+
+
+def test_mixed_scheduler_names_make_the_tree_invalid() -> None:
+    pods = members("g", 2) + [pod("g-x", "g", scheduler="default-scheduler")]
+    (tree,) = trees(pods, [pg("g", 2)]).trees
+    assert tree.state is TreeState.INVALID
+    assert tree.message == ("pods of one tree must share one schedulerName, found "
+                            "default-scheduler (1), gang-scheduler (2)")
+
+
+def test_composite_tree_is_assembled_children_in_creation_order() -> None:
+    groups = [pg("workers", 2, parent="root", created="2026-01-01T00:00:02Z"),
+              pg("driver", 1, parent="root", created="2026-01-01T00:00:01Z")]
+    pods = members("workers", 2) + members("driver", 1)
+    (tree,) = trees(pods, groups, [cpg("root", 2)]).trees
+    assert tree.state is TreeState.READY
+    assert tree.key == GroupKey("CompositePodGroup", NS, "root")
+    assert [c.name for c in tree.root.children] == ["driver", "workers"]  # type: ignore[union-attr]
+    assert tree.groups == (GroupKey("CompositePodGroup", NS, "root"), GroupKey("PodGroup", NS, "driver"),
+                           GroupKey("PodGroup", NS, "workers"))
+
+
+def test_composite_waits_until_min_group_count_children_are_admissible() -> None:
+    groups = [pg("a", 2, parent="root"), pg("b", 2, parent="root")]
+    (tree,) = trees(members("a", 2) + members("b", 1), groups, [cpg("root", 2)]).trees
+    assert tree.state is TreeState.WAITING
+    assert tree.message == ("composite root: 1/2 child groups ready (minGroupCount 2); "
+                            "gang b: 1/2 pods exist (minCount 2)")
+
+
+def test_missing_parent_makes_only_that_subtree_invalid() -> None:
+    groups = [pg("orphaned", 1, parent="ghost"), pg("fine", 1)]
+    forest = trees(members("orphaned", 1) + members("fine", 1), groups)
+    roots = by_root(forest)
+    assert roots["orphaned"].state is TreeState.INVALID
+    assert roots["orphaned"].message == "parent CompositePodGroup ml/ghost not found"
+    assert roots["fine"].state is TreeState.READY
+
+
+def test_cycle_is_reported_once_and_other_trees_unaffected() -> None:
+    cpgs = [cpg("a", 1, parent="b"), cpg("b", 1, parent="a")]
+    groups = [pg("leaf", 1, parent="a"), pg("fine", 1)]
+    forest = trees(members("leaf", 1) + members("fine", 1), groups, cpgs)
+    roots = by_root(forest)
+    assert set(roots) == {"a", "fine"}
+    assert roots["a"].state is TreeState.INVALID
+    assert roots["a"].message.startswith("cycle in parentCompositePodGroupName: ")
+    assert roots["fine"].state is TreeState.READY
+
+
+def test_depth_over_four_is_invalid() -> None:
+    cpgs = [cpg("l1", 1), cpg("l2", 1, parent="l1"), cpg("l3", 1, parent="l2"), cpg("l4", 1, parent="l3")]
+    (tree,) = trees(members("leaf", 1), [pg("leaf", 1, parent="l4")], cpgs).trees
+    assert tree.state is TreeState.INVALID
+    assert tree.message == "tree depth 5 exceeds 4"
+
+
+def test_depth_four_is_allowed() -> None:
+    cpgs = [cpg("l1", 1), cpg("l2", 1, parent="l1"), cpg("l3", 1, parent="l2")]
+    (tree,) = trees(members("leaf", 1), [pg("leaf", 1, parent="l3")], cpgs).trees
+    assert tree.state is TreeState.READY
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        pytest.param({}, "PodGroup ml/g: spec.schedulingPolicy must set exactly one of basic, gang", id="no-policy"),
+        pytest.param({"basic": {}, "gang": {"minCount": 1}},
+                     "PodGroup ml/g: spec.schedulingPolicy must set exactly one of basic, gang", id="both-policies"),
+        pytest.param({"gang": {"minCount": 0}}, "PodGroup ml/g: spec.schedulingPolicy.gang.minCount must be >= 1",
+                     id="zero-min-count"),
+    ],
+)
+def test_malformed_policy_is_invalid(policy: dict[str, Any], message: str) -> None:
+    (tree,) = trees(members("g", 2), [pg("g", policy=policy)]).trees
+    assert tree.state is TreeState.INVALID
+    assert tree.message == message
+
+
+def test_priority_from_group_then_class_then_members() -> None:
+    classes = [PriorityClass.model_validate({"metadata": {"name": "high"}, "value": 1000})]
+    forest = trees(members("a", 1) + members("b", 1) + members("c", 1, priority=7),
+                   [pg("a", 1, priority=5), pg("b", 1, priority_class="high"), pg("c", 1)], classes=classes)
+    roots = by_root(forest)
+    assert (roots["a"].priority, roots["b"].priority, roots["c"].priority) == (5, 1000, 7)
+
+
+def test_pending_members_ordered_by_priority_then_creation() -> None:
+    pods = [pod("late", "g", created="2026-01-01T00:00:09Z"), pod("early", "g", created="2026-01-01T00:00:01Z"),
+            pod("vip", "g", priority=10, created="2026-01-01T00:00:05Z")]
+    (tree,) = trees(pods, [pg("g", 3)]).trees
+    assert [p.metadata.name for p in tree.root.pending] == ["vip", "early", "late"]  # type: ignore[union-attr]
