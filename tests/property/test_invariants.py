@@ -1,0 +1,135 @@
+"""Design §4 invariants as properties over random clusters and random group trees.
+
+1. All or nothing: a plan satisfies every gang it counts as satisfied (≥ minCount members,
+   ≥ minGroupCount children), places nothing from a group it did not satisfy, and an
+   Unschedulable result places nothing.
+2. No overcommit: after assuming every plan, no node's used requests exceed allocatable in any
+   resource a plan added to.
+3. Topology: the members of a group with a topology key share one label value, inside the
+   parent's domain.
+Plus determinism (same input, same plans) and completeness for a lone gang of identical pods.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduler.groups import Composite, Group, GroupTree, Leaf, TreeState, build_trees
+from scheduler.queue import GroupQueue
+from scheduler.solver import NodeTable, Plan, Snapshot, SolverConfig, solve
+from scheduler.solver.fit import copies
+from tests.property.strategies import Cluster, clusters
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def run_all(c: Cluster, scoring: str = "pack") -> tuple[Snapshot, Snapshot, list[tuple[GroupTree, object]]]:
+    forest = build_trees(c.pods, c.podgroups, c.composites, scheduler_name="gang-scheduler")
+    start = snapshot = Snapshot.build(NodeTable.build(c.nodes), c.pods)
+    queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
+    results = []
+    while len(queue):
+        tree = queue.pop()
+        result = solve(tree, snapshot, SolverConfig(scoring=scoring))  # type: ignore[arg-type]
+        if isinstance(result, Plan):
+            snapshot = snapshot.assume(result.placements)
+        results.append((tree, result))
+    return start, snapshot, results
+
+
+def placed_in(group: Group, placed: dict[str, str]) -> int:
+    return sum(p.key in placed for leaf in group.leaves() for p in leaf.pending)
+
+
+def check_group(group: Group, plan: Plan, placed: dict[str, str]) -> None:
+    if group.key not in plan.satisfied:
+        assert placed_in(group, placed) == 0, f"{group.key} unsatisfied but has placed pods"
+        return
+    if isinstance(group, Leaf):
+        have = sum(p.key in placed for p in group.pending) + len(group.bound)
+        assert have >= (group.min_count or 1), f"{group.key}: {have} < minCount {group.min_count}"
+        return
+    ok = sum(c.key in plan.satisfied for c in group.children)
+    assert ok >= group.need, f"{group.key}: {ok} children < minGroupCount {group.need}"
+    for child in group.children:
+        check_group(child, plan, placed)
+
+
+@SETTINGS
+@given(clusters(), st.sampled_from(["pack", "spread"]))
+def test_all_or_nothing(c: Cluster, scoring: str) -> None:
+    _, _, results = run_all(c, scoring)
+    for tree, result in results:
+        if isinstance(result, Plan):
+            placed = {p.key: n for p, n in result.placements}
+            assert tree.key in result.satisfied
+            check_group(tree.root, result, placed)
+            assert len(placed) == len(result.placements), "a pod placed twice"
+
+
+@SETTINGS
+@given(clusters(), st.sampled_from(["pack", "spread"]))
+def test_no_node_overcommitted(c: Cluster, scoring: str) -> None:
+    start, end, _ = run_all(c, scoring)
+    added = end.used - start.used
+    assert (added >= 0).all()
+    over = (added > 0) & (end.used > end.table.allocatable)
+    assert not over.any(), f"overcommitted: {np.argwhere(over)}"
+
+
+def domains_ok(group: Group, placed: dict[str, str], labels: dict[str, dict[str, str]],
+               parent: dict[str, str]) -> None:
+    nodes = {placed[p.key] for leaf in group.leaves() for p in leaf.pending if p.key in placed}
+    scope = dict(parent)
+    if group.topology_key and nodes:
+        values = {labels[n].get(group.topology_key) for n in nodes}
+        assert len(values) == 1 and None not in values, f"{group.key} spans {values}"
+        scope[group.topology_key] = values.pop()  # type: ignore[assignment]
+    for key, value in scope.items():
+        assert all(labels[n].get(key) == value for n in nodes), f"{group.key} outside parent domain {key}={value}"
+    if isinstance(group, Composite):
+        for child in group.children:
+            domains_ok(child, placed, labels, scope)
+
+
+@SETTINGS
+@given(clusters())
+def test_topology_domains_are_respected(c: Cluster) -> None:
+    _, _, results = run_all(c)
+    labels = {n.name: dict(n.metadata.labels) for n in c.nodes}
+    for tree, result in results:
+        if isinstance(result, Plan):
+            domains_ok(tree.root, {p.key: n for p, n in result.placements}, labels, {})
+
+
+@settings(max_examples=50, deadline=None)
+@given(clusters())
+def test_same_input_same_plans(c: Cluster) -> None:
+    _, _, first = run_all(c)
+    _, _, second = run_all(c)
+    summary = [(t.key, tuple((p.key, n) for p, n in r.placements) if isinstance(r, Plan) else None)
+               for t, r in first]
+    assert summary == [(t.key, tuple((p.key, n) for p, n in r.placements) if isinstance(r, Plan) else None)
+                       for t, r in second]
+
+
+@SETTINGS
+@given(clusters(max_roots=1))
+def test_lone_gang_of_identical_pods_fits_exactly_when_slots_suffice(c: Cluster) -> None:
+    """Completeness: for one gang leaf of identical pods with no topology key, the solver succeeds
+    exactly when the per-node copy counts add up to minCount (first-fit may miss such packings)."""
+    forest = build_trees(c.pods, c.podgroups, c.composites, scheduler_name="gang-scheduler")
+    (tree,) = forest.trees
+    root = tree.root
+    if (tree.state is not TreeState.READY or not isinstance(root, Leaf) or root.topology_key
+            or len({(tuple(sorted(p.requests.items()))) for p in root.pending}) != 1):
+        return
+    snapshot = Snapshot.build(NodeTable.build(c.nodes), c.pods)
+    table = snapshot.table
+    vec, unknown = table.request_vector(root.pending[0].requests)
+    ok = table.static_fit(root.pending[0].spec).ok
+    slots = 0 if unknown else int(copies(snapshot.free()[ok], vec).clip(max=len(root.pending)).sum())
+    result = solve(tree, snapshot)
+    assert isinstance(result, Plan) == (slots >= root.need and slots > 0)
