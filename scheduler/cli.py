@@ -7,6 +7,7 @@ read, is not YAML, or holds nothing the scheduler reads), with the file named on
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -39,9 +40,8 @@ def simulate_cmd(files: tuple[str, ...], output: str, scheduler_name: str | None
     PodGroups, CompositePodGroups, Workloads and PriorityClasses. With no FILE, a built-in
     example cluster is used.
     """
-    overrides = {k: v for k, v in {"scheduler_name": scheduler_name, "scoring": scoring,
-                                   "search_budget": search_budget}.items() if v is not None}
-    settings = Settings(**overrides)
+    overrides: dict[str, Any] = {"scheduler_name": scheduler_name, "scoring": scoring, "search_budget": search_budget}
+    settings = Settings.model_validate({k: v for k, v in overrides.items() if v is not None})
     paths = list(files) or [str(example_path())]
     try:
         objects = load(paths)

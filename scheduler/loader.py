@@ -90,7 +90,8 @@ class Objects:
             self.problems.append(LoadProblem(source, "?", "", "?", f"not an object: {type(raw).__name__}"))
             return
         api_version, kind = str(raw.get("apiVersion", "")), str(raw.get("kind", ""))
-        meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        meta_raw = raw.get("metadata")
+        meta: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
         ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
         model = KINDS.get((api_version, kind))
         if model is None:

@@ -109,12 +109,12 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
     order += sorted((t for t in forest.trees if t.state is not TreeState.READY), key=lambda t: tuple(t.key))
 
     for tree in order:
-        result = decided.get(tree.key)
-        placed = {pod.key: node for pod, node in result.placements} if isinstance(result, Plan) else {}
+        outcome = decided.get(tree.key)
+        placed = {pod.key: node for pod, node in outcome.placements} if isinstance(outcome, Plan) else {}
         for group in _walk(tree.root):
             if group.key.kind == "Pod":
                 continue
-            status, reason = _group_status(tree, group, result)
+            status, reason = _group_status(tree, group, outcome)
             sim.groups.append(GroupOutcome(group.key, tree.key, status, _policy(group),
                                            _subtree_placements(group, placed), reason, tree.priority))
         for leaf in tree.root.leaves():
@@ -122,7 +122,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
                 if pod.key in placed:
                     sim.pods.append(PodOutcome(pod, placed[pod.key], None))
                 else:
-                    sim.pods.append(PodOutcome(pod, None, _pod_reason(tree, leaf, pod, result)))
+                    sim.pods.append(PodOutcome(pod, None, _pod_reason(tree, leaf, pod, outcome)))
     for orphan in forest.orphans:
         sim.pods.append(PodOutcome(orphan.pod, None, orphan.message))
     for pod in objects.pods:

@@ -32,7 +32,7 @@ def copies(free: IntArray, request: IntArray) -> IntArray:
     if cols.size == 0:
         return np.full(free.shape[0], np.iinfo(np.int64).max // 2, dtype=np.int64)
     per = free[:, cols] // request[cols]
-    return np.maximum(per.min(axis=1), 0)
+    return np.asarray(np.maximum(per.min(axis=1), 0), dtype=np.int64)
 
 
 def reasons(free_row: IntArray, request: IntArray, resources: tuple[str, ...]) -> list[str]:

@@ -79,7 +79,9 @@ class NodeTable:
             for r, v in node.allocatable.items():
                 alloc[i, column[r]] = v
         ext_cols = [column[r] for r in resources if is_extended(r)]
-        accel = (alloc[:, ext_cols] > 0).any(axis=1) if ext_cols else np.zeros(len(ordered), dtype=bool)
+        accel: BoolArray = np.zeros(len(ordered), dtype=bool)
+        if ext_cols:
+            accel = np.asarray((alloc[:, ext_cols] > 0).any(axis=1), dtype=bool)
         return cls(ordered, resources, alloc, column, accel)
 
     def __len__(self) -> int:
@@ -95,7 +97,7 @@ class NodeTable:
         """``(R,)`` the largest allocatable of each resource on any node (≥ 1), to compare resources by share."""
         if not len(self.nodes):
             return np.ones(len(self.resources), dtype=np.int64)
-        return np.maximum(self.allocatable.max(axis=0), 1)
+        return np.asarray(np.maximum(self.allocatable.max(axis=0), 1), dtype=np.int64)
 
     def static_fit(self, spec: PodSpec) -> StaticFit:
         """Static filter results for pods like ``spec``, computed once per :func:`static_key` and memoised."""
