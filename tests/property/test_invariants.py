@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.groups import Composite, Group, GroupTree, Leaf, TreeState, build_trees
+from scheduler.loader import Objects
 from scheduler.queue import GroupQueue
+from scheduler.simulate import simulate
 from scheduler.solver import NodeTable, Plan, Snapshot, SolverConfig, solve
 from scheduler.solver.fit import copies
 from tests.property.strategies import Cluster, clusters
@@ -133,3 +135,15 @@ def test_lone_gang_of_identical_pods_fits_exactly_when_slots_suffice(c: Cluster)
     slots = 0 if unknown else int(copies(snapshot.free()[ok], vec).clip(max=len(root.pending)).sum())
     result = solve(tree, snapshot)
     assert isinstance(result, Plan) == (slots >= root.need and slots > 0)
+
+
+@SETTINGS
+@given(clusters())
+def test_nothing_lost_every_pending_pod_of_ours_gets_a_node_or_a_reason(c: Cluster) -> None:
+    objects = Objects(nodes=c.nodes, pods=c.pods, podgroups=c.podgroups, composites=c.composites)
+    sim = simulate(objects, "gang-scheduler", SolverConfig())
+    ours = {p.key for p in c.pods if p.spec.scheduler_name == "gang-scheduler" and not p.is_bound}
+    reported = {o.pod.key: o for o in sim.pods}
+    assert set(reported) == ours
+    for outcome in reported.values():
+        assert (outcome.node is None) != (outcome.reason is None)
