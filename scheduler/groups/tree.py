@@ -204,13 +204,13 @@ class _Builder:
                 continue
             group = pod.group_name
             if group is None:
-                if pod.spec.scheduler_name == scheduler_name and not pod.is_bound:
+                if pod.spec.scheduler_name == scheduler_name and not pod.is_bound and not pod.is_gated:
                     self.singles.append(pod)
                 continue
             key = (pod.metadata.namespace, group)
             if key in self.pgs:
                 self.members.setdefault(key, []).append(pod)
-            elif pod.spec.scheduler_name == scheduler_name and not pod.is_bound:
+            elif pod.spec.scheduler_name == scheduler_name and not pod.is_bound and not pod.is_gated:
                 self.orphans.append(
                     OrphanPod(pod, f"waiting for PodGroup {pod.metadata.namespace}/{group} to appear")
                 )

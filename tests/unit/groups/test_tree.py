@@ -224,3 +224,8 @@ def test_pending_members_ordered_by_priority_then_creation() -> None:
             pod("vip", "g", priority=10, created="2026-01-01T00:00:05Z")]
     (tree,) = trees(pods, [pg("g", 3)]).trees
     assert [p.metadata.name for p in tree.root.pending] == ["vip", "early", "late"]  # type: ignore[union-attr]
+
+
+def test_gated_pod_without_group_is_not_scheduled() -> None:
+    forest = trees([pod("lone", None, gated=True), pod("orphan", "nope", gated=True)])
+    assert forest.trees == [] and forest.orphans == []
