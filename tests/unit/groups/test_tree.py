@@ -8,39 +8,9 @@ import pytest
 
 from scheduler.groups import GroupKey, Leaf, TreeState, build_trees
 from scheduler.model import CompositePodGroup, Pod, PodGroup, PriorityClass
+from tests.unit.groups.builders import NS, cpg, pg
 
-NS = "ml"
 OURS = "gang-scheduler"
-
-
-def pg(name: str, min_count: int | None = 2, parent: str | None = None, topology: str | None = None,
-       priority: int | None = None, created: str = "2026-01-01T00:00:00Z", policy: dict[str, Any] | None = None,
-       priority_class: str | None = None) -> PodGroup:
-    spec: dict[str, Any] = {"schedulingPolicy": policy if policy is not None else (
-        {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}})}
-    if parent:
-        spec["parentCompositePodGroupName"] = parent
-        spec["workloadRef"] = {"workloadName": "w", "templateName": name}
-    if topology:
-        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
-    if priority is not None:
-        spec["priority"] = priority
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    return PodGroup.model_validate({"metadata": {"name": name, "namespace": NS, "creationTimestamp": created},
-                                    "spec": spec})
-
-
-def cpg(name: str, min_group_count: int | None = 2, parent: str | None = None,
-        created: str = "2026-01-01T00:00:00Z") -> CompositePodGroup:
-    spec: dict[str, Any] = {
-        "schedulingPolicy": {"gang": {"minGroupCount": min_group_count}} if min_group_count else {"basic": {}},
-        "workloadRef": {"workloadName": "w", "templateName": name},
-    }
-    if parent:
-        spec["parentCompositePodGroupName"] = parent
-    return CompositePodGroup.model_validate({"metadata": {"name": name, "namespace": NS, "creationTimestamp": created},
-                                             "spec": spec})
 
 
 def pod(name: str, group: str | None, scheduler: str = OURS, node: str | None = None, phase: str = "Pending",

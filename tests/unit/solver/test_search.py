@@ -1,0 +1,160 @@
+"""The all-or-nothing search: gang semantics, composites, topology, scoring, reasons and codes."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from scheduler.groups import GroupKey, TreeState, build_trees
+from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
+from scheduler.solver import Code, NodeTable, Plan, Snapshot, SolverConfig, Unschedulable, solve
+from tests.unit.groups.builders import NS, cpg, pg
+from tests.unit.solver.builders import node, pod
+
+ZONE = "topology.kubernetes.io/zone"
+RACK = "topology.example.com/rack"
+GPU_TOL = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def gang_pods(group: str, n: int, **kw: object) -> list[Pod]:
+    return [pod(f"{group}-{i}", namespace=NS, group=group, **kw) for i in range(n)]  # type: ignore[arg-type]
+
+
+def solve_one(nodes: list[Node], pods: list[Pod], pgs: list[PodGroup], cpgs: tuple[CompositePodGroup, ...] | list[
+        CompositePodGroup] = (), config: SolverConfig | None = None) -> Plan | Unschedulable:
+    (tree,) = [t for t in build_trees(pods, pgs, cpgs, scheduler_name="gang-scheduler").trees]
+    assert tree.state is TreeState.READY, tree.message
+    return solve(tree, Snapshot.build(NodeTable.build(nodes), pods), config)
+
+
+def nodes_used(plan: Plan | Unschedulable) -> Counter[str]:
+    assert isinstance(plan, Plan), plan
+    return Counter(n for _, n in plan.placements)
+
+
+def test_gang_placed_whole_on_fewest_nodes() -> None:
+    nodes = [node(f"n{i}", cpu="8") for i in range(4)]
+    plan = solve_one(nodes, gang_pods("g", 8, cpu="2"), [pg("g", 8)])
+    assert nodes_used(plan) == Counter({"n0": 4, "n1": 4})
+
+
+def test_gang_that_cannot_reach_min_count_places_nothing_and_says_why() -> None:
+    nodes = [node("n0", cpu="4"), node("n1", cpu="4", taints=["dedicated=infer:NoSchedule"])]
+    result = solve_one(nodes, gang_pods("g", 3, cpu="2"), [pg("g", 3)])
+    assert isinstance(result, Unschedulable)
+    assert result.code is Code.UNSCHEDULABLE
+    assert result.message == ("gang g: 2/3 placeable (minCount 3); 0/2 nodes are available: 1 Insufficient cpu, "
+                              "1 node(s) had untolerated taint {dedicated: infer}.")
+
+
+def test_only_static_rejections_are_unresolvable() -> None:
+    nodes = [node("n0", taints=["dedicated=infer:NoSchedule"])]
+    result = solve_one(nodes, gang_pods("g", 2), [pg("g", 2)])
+    assert isinstance(result, Unschedulable)
+    assert result.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+
+
+def test_gang_places_members_beyond_min_count_when_they_fit() -> None:
+    plan = solve_one([node("n0", cpu="3")], gang_pods("g", 4, cpu="1"), [pg("g", 2)])
+    assert isinstance(plan, Plan)
+    assert len(plan.placements) == 3
+    (left,) = plan.unplaced
+    assert plan.unplaced[left].endswith("0/1 nodes are available: 1 Insufficient cpu.")
+
+
+def test_bound_members_count_toward_min_count() -> None:
+    pods = gang_pods("g", 1, cpu="1") + [pod("g-bound", namespace=NS, group="g", node_name="n0", phase="Running")]
+    plan = solve_one([node("n0", cpu="2")], pods, [pg("g", 2)])
+    assert nodes_used(plan) == Counter({"n0": 1})
+
+
+def test_composite_gang_needs_min_group_count_children() -> None:
+    pgs = [pg("a", 2, parent="root"), pg("b", 2, parent="root")]
+    pods = gang_pods("a", 2, cpu="2") + gang_pods("b", 2, cpu="2")
+    result = solve_one([node("n0", cpu="6")], pods, pgs, [cpg("root", 2)])
+    assert isinstance(result, Unschedulable)
+    assert "composite root: 1/2 child groups satisfied (minGroupCount 2)" in result.message
+
+
+def test_composite_places_what_fits_beyond_min_group_count() -> None:
+    pgs = [pg("a", 2, parent="root"), pg("b", 2, parent="root")]
+    pods = gang_pods("a", 2, cpu="2") + gang_pods("b", 2, cpu="2")
+    plan = solve_one([node("n0", cpu="6")], pods, pgs, [cpg("root", 1)])
+    assert isinstance(plan, Plan)
+    assert plan.satisfied == {GroupKey("CompositePodGroup", NS, "root"), GroupKey("PodGroup", NS, "a")}
+    assert GroupKey("PodGroup", NS, "b") in plan.group_reasons
+
+
+def test_siblings_never_double_book() -> None:
+    pgs = [pg("a", 2, parent="root"), pg("b", 2, parent="root")]
+    pods = gang_pods("a", 2, cpu="2") + gang_pods("b", 2, cpu="2")
+    plan = solve_one([node("n0", cpu="4"), node("n1", cpu="4")], pods, pgs, [cpg("root", 2)])
+    assert nodes_used(plan) == Counter({"n0": 2, "n1": 2})
+
+
+def test_topology_gang_stays_in_one_domain() -> None:
+    nodes = [node("a1", cpu="2", labels={ZONE: "a"}), node("a2", cpu="2", labels={ZONE: "a"}),
+             node("b1", cpu="4", labels={ZONE: "b"})]
+    plan = solve_one(nodes, gang_pods("g", 3, cpu="1"), [pg("g", 3, topology=ZONE)])
+    used = nodes_used(plan)
+    assert set(used) <= {"a1", "a2"} or set(used) == {"b1"}
+
+
+def test_backtracking_revisits_an_earlier_siblings_domain() -> None:
+    """Greedy takes the tightest rack r1 for `a`; then `b` (needs all of r1's one big node) fails;
+    the search moves `a` to r2, and both fit. KEP-6012's greedy sibling order would give up."""
+    nodes = [node("r1-big", cpu="4", labels={RACK: "r1"}), node("r2-s1", cpu="2", labels={RACK: "r2"}),
+             node("r2-s2", cpu="2", labels={RACK: "r2"}), node("r2-s3", cpu="1", labels={RACK: "r2"})]
+    pgs = [pg("a", 2, parent="root", topology=RACK, created="2026-01-01T00:00:01Z"),
+           pg("b", 1, parent="root", topology=RACK, created="2026-01-01T00:00:02Z")]
+    pods = gang_pods("a", 2, cpu="2") + gang_pods("b", 1, cpu="4")
+    plan = solve_one(nodes, pods, pgs, [cpg("root", 2)])
+    assert isinstance(plan, Plan), plan
+    placed = {p.metadata.name: n for p, n in plan.placements}
+    assert placed["b-0"] == "r1-big"
+    assert {placed["a-0"], placed["a-1"]} == {"r2-s1", "r2-s2"}
+    assert plan.attempts > 3
+
+
+def test_bound_members_pin_the_domain() -> None:
+    nodes = [node("a1", cpu="2", labels={ZONE: "a"}), node("b1", cpu="8", labels={ZONE: "b"})]
+    pods = gang_pods("g", 1, cpu="1") + [pod("g-run", namespace=NS, group="g", node_name="a1", phase="Running")]
+    plan = solve_one(nodes, pods, [pg("g", 2, topology=ZONE)])
+    assert nodes_used(plan) == Counter({"a1": 1})
+
+
+def test_pack_keeps_accelerator_nodes_whole_for_cpu_pods() -> None:
+    nodes = [node("cpu", cpu="8"), node("gpu", cpu="64", gpu=8)]
+    plan = solve_one(nodes, gang_pods("g", 2, cpu="1"), [pg("g", 2)])
+    assert nodes_used(plan) == Counter({"cpu": 2})
+
+
+def test_spread_uses_more_nodes_than_pack() -> None:
+    nodes = [node(f"n{i}", cpu="8") for i in range(4)]
+    packed = nodes_used(solve_one(nodes, gang_pods("g", 4, cpu="1"), [pg("g", 4)]))
+    spread = nodes_used(solve_one(nodes, gang_pods("g", 4, cpu="1"), [pg("g", 4)],
+                                  config=SolverConfig(scoring="spread")))
+    assert len(packed) == 1 and len(spread) == 4
+
+
+def test_unknown_resource_is_reported_as_insufficient() -> None:
+    result = solve_one([node("n0")], gang_pods("g", 1, gpu=1), [pg("g", 1)])
+    assert isinstance(result, Unschedulable)
+    assert result.message.endswith("0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
+
+
+def test_search_budget_bounds_a_failing_search() -> None:
+    nodes = [node(f"n{i}", cpu="1", labels={RACK: f"r{i}"}) for i in range(6)]
+    pgs = [pg(f"c{i}", 1, parent="root", topology=RACK) for i in range(6)] + [pg("zbig", 1, parent="root")]
+    pods = [p for i in range(6) for p in gang_pods(f"c{i}", 1, cpu="1")] + gang_pods("zbig", 1, cpu="2")
+    result = solve_one(nodes, pods, pgs, [cpg("root", 7)], config=SolverConfig(search_budget=20))
+    assert isinstance(result, Unschedulable)
+    assert result.message.startswith("search budget of 20 attempts exhausted")
+    assert result.attempts == 21
+
+
+def test_same_input_same_plan() -> None:
+    nodes = [node(f"n{i}", cpu="4", labels={ZONE: f"z{i % 2}"}) for i in range(6)]
+    args = (nodes, gang_pods("g", 5, cpu="1"), [pg("g", 5, topology=ZONE)])
+    first, second = solve_one(*args), solve_one(*args)
+    assert isinstance(first, Plan) and isinstance(second, Plan)
+    assert [(p.key, n) for p, n in first.placements] == [(p.key, n) for p, n in second.placements]
