@@ -10,8 +10,8 @@ NS = "ml"
 
 
 def pg(name: str, min_count: int | None = 2, parent: str | None = None, topology: str | None = None,
-       namespace: str = NS, priority: int | None = None, created: str = "2026-01-01T00:00:00Z", policy: dict[str, Any] | None = None,
-       priority_class: str | None = None) -> PodGroup:
+       namespace: str = NS, priority: int | None = None, created: str = "2026-01-01T00:00:00Z",
+       policy: dict[str, Any] | None = None, priority_class: str | None = None) -> PodGroup:
     spec: dict[str, Any] = {"schedulingPolicy": policy if policy is not None else (
         {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}})}
     if parent:
