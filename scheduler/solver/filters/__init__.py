@@ -21,11 +21,13 @@ NodeFilter = Callable[[PodSpec, Node], Status | None]
 REGISTRY: dict[str, NodeFilter] = {
     node_unschedulable.NAME: node_unschedulable.filter_node,
     node_lifecycle.NAME: node_lifecycle.filter_node,
-    node_affinity.NAME: node_affinity.filter_node,
     taint_toleration.NAME: taint_toleration.filter_node,
+    node_affinity.NAME: node_affinity.filter_node,
 }
-"""Every static filter, run in this order; the first rejection is the node's reason (as kube's
-framework stops at the first failing Filter plugin)."""
+"""Every static filter, run in kube's default-profile order (``apis/config/v1/default_plugins.go``:
+NodeUnschedulable, …, TaintToleration, NodeAffinity; our NodeLifecycle right after the cordon
+check); the first rejection is the node's reason, as kube's framework stops at the first
+failing Filter plugin."""
 
 
 def run_filters(spec: PodSpec, node: Node) -> Status | None:

@@ -5,11 +5,12 @@ Mirrors ``plugins/nodeaffinity/node_affinity.go`` and ``component-helpers``
 required ``nodeSelectorTerms`` are ORed, a term's requirements ANDed; a term with no
 requirements matches nothing. Operators: In, NotIn, Exists, DoesNotExist, Gt, Lt (integer
 comparison; a non-integer label or value never matches). ``matchFields`` supports only
-``metadata.name`` (In / NotIn), as the API does.
+``metadata.name`` (In / NotIn, one value), as the API does.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 from scheduler.model.node import Node
@@ -22,11 +23,15 @@ REASON = "node(s) didn't match Pod's node affinity/selector"  # node_affinity.go
 _REJECT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON,), NAME)
 
 
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
 def _as_int(text: str) -> int | None:
-    try:
-        return int(text)
-    except ValueError:
+    """Go's ``strconv.ParseInt(text, 10, 64)``: decimal digits with an optional sign, within int64."""
+    if not _INT64.fullmatch(text):
         return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
 
 
 def _compare(label: str | None, values: tuple[str, ...], op: Callable[[int, int], bool]) -> bool:
@@ -62,7 +67,15 @@ def term_matches(term: NodeSelectorTerm, node: Node) -> bool:
     if not all(requirement_matches(r, node.metadata.labels) for r in term.match_expressions):
         return False
     fields = {"metadata.name": node.metadata.name}
-    return all(r.key in fields and requirement_matches(r, fields) for r in term.match_fields)
+    return all(_field_matches(r, fields) for r in term.match_fields)
+
+
+def _field_matches(req: NodeSelectorRequirement, fields: Mapping[str, str]) -> bool:
+    """A ``matchFields`` requirement: only ``metadata.name`` with In/NotIn and exactly one value
+    (``nodeSelectorRequirementsAsFieldSelector``); anything else matches nothing."""
+    if req.key not in fields or req.operator not in ("In", "NotIn") or len(req.values) != 1:
+        return False
+    return requirement_matches(req, fields)
 
 
 def filter_node(spec: PodSpec, node: Node) -> Status | None:
