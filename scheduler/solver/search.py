@@ -29,6 +29,7 @@ Pure: no I/O, no clock, no module state; the same input gives the same plan.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -40,7 +41,7 @@ from scheduler.model.quantity import PODS, format_units, is_extended
 from scheduler.solver import fit
 from scheduler.solver.plan import Plan, SolverConfig, Unschedulable
 from scheduler.solver.snapshot import BoolArray, IntArray, NodeTable, Snapshot, StaticFit, static_key
-from scheduler.solver.status import Code, node_histogram
+from scheduler.solver.status import Code, format_histogram
 
 _BIG = np.int64(1) << 40
 
@@ -188,21 +189,24 @@ class _Search:
         return out
 
     def diagnose(self, sig: _Signature, mask: BoolArray) -> tuple[str, bool]:
-        """kube-style node histogram for the next copy of ``sig`` within ``mask``, and whether capacity was short."""
-        rows = np.flatnonzero(mask)
-        per_node: list[list[str]] = []
-        resource_limited = False
-        for row in rows:
-            status = sig.static.rejected.get(int(row))
-            if status is not None:
-                per_node.append(list(status.reasons))
-                continue
-            short = fit.reasons(self.free[row], sig.request, self.table.resources)
-            short += [fit.insufficient(r) for r in sig.unknown]
-            if short:
-                resource_limited = True
-                per_node.append(short)
-        return node_histogram(len(rows), per_node), resource_limited
+        """kube-style node histogram for the next copy of ``sig`` within ``mask``, and whether capacity was short.
+
+        Static rejections count their reasons; every node passing them counts one
+        ``Insufficient <r>`` per short resource (vectorised over the nodes).
+        """
+        counts: Counter[str] = Counter()
+        for row, status in sig.static.rejected.items():
+            if mask[row]:
+                counts.update(status.reasons)
+        rows = np.flatnonzero(mask & sig.static.ok)
+        needed = np.flatnonzero(sig.request > 0)
+        short = (self.free[np.ix_(rows, needed)] < sig.request[needed]).sum(axis=0)
+        for j, n in zip(needed, short, strict=True):
+            counts[fit.insufficient(self.table.resources[j])] += int(n)
+        for resource in sig.unknown:
+            counts[fit.insufficient(resource)] += len(rows)
+        limited = bool(short.any()) or (bool(sig.unknown) and len(rows) > 0)
+        return format_histogram(int(mask.sum()), counts), limited
 
     def place_leaf(self, leaf: Leaf, mask: BoolArray) -> tuple[int, str, bool]:
         """Place as many pending members as fit inside ``mask``.

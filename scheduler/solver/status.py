@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 
@@ -46,6 +46,11 @@ def node_histogram(total: int, reasons_per_node: Iterable[Iterable[str]]) -> str
     counts: Counter[str] = Counter()
     for reasons in reasons_per_node:
         counts.update(reasons)
-    parts = sorted(f"{n} {reason}" for reason, n in counts.items())
+    return format_histogram(total, counts)
+
+
+def format_histogram(total: int, counts: Mapping[str, int]) -> str:
+    """The same message from reason counts already summed over nodes (zero counts are left out)."""
+    parts = sorted(f"{n} {reason}" for reason, n in counts.items() if n)
     head = NO_NODE_AVAILABLE.format(total=total)
     return f"{head}: {', '.join(parts)}." if parts else f"{head}."
