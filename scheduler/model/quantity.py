@@ -1,9 +1,12 @@
 """Kubernetes quantities as exact integers, and per-resource arithmetic.
 
-Parsing is lightkube's ``parse_quantity`` (a maintained implementation of the
-apimachinery grammar, returning a ``Decimal`` rounded *up* to milli-units, as
-``resource.Quantity`` does). This module only decides the integer unit each
-resource is counted in, the way kube-scheduler's ``framework.Resource`` does:
+Parsing follows apimachinery's ``resource.ParseQuantity`` grammar exactly
+(``<signedNumber><suffix>``; suffixes ``n u m "" k M G T P E``, ``Ki … Ei``, or a
+decimal exponent ``e3`` / ``E3``) into an exact ``Decimal``. We keep our own parser
+because the Python libraries checked (lightkube 0.17's ``parse_quantity``) reject
+``n``/``u``/``E3`` and accept ``Yi``/``Y``/``1e3m``, which the API server rejects.
+The integer unit each resource is counted in follows kube-scheduler's
+``framework.Resource``:
 
 * ``cpu`` in milli-cores (``Quantity.MilliValue()``);
 * every other resource (memory, ephemeral-storage, hugepages-*, pods,
@@ -15,10 +18,9 @@ A *resource list* here is a ``dict[str, int]`` in those units.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
-
-from lightkube.utils.quantity import parse_quantity
+from decimal import Decimal, InvalidOperation
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -33,19 +35,35 @@ class QuantityError(ValueError):
     """A string is not a valid Kubernetes quantity (raised by :func:`to_units`)."""
 
 
+_GRAMMAR = re.compile(
+    r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?[0-9]+|[numkMGTPE]?)"
+)
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+
+
 def parse(quantity: str | int | float) -> Decimal:
     """Parse a quantity (``"100m"``, ``"2Gi"``, ``"1e3"``, ``4``) into an exact ``Decimal``.
 
-    Raises :class:`QuantityError` for anything the apimachinery grammar rejects.
+    Raises :class:`QuantityError` for anything apimachinery's ``ParseQuantity`` rejects.
     """
-    text = str(quantity).strip()
+    text = str(quantity).strip()  # Quantity.UnmarshalJSON trims surrounding space
+    match = _GRAMMAR.fullmatch(text)
     try:
-        value = parse_quantity(text)
-    except ValueError as exc:
-        raise QuantityError(f"invalid quantity {quantity!r}: {exc}") from exc
-    if value is None:  # pragma: no cover - parse_quantity only returns None for None input
-        raise QuantityError(f"invalid quantity {quantity!r}")
-    return value
+        if match is None:
+            raise ValueError("does not match <signedNumber><suffix>")
+        number, suffix = Decimal(match["number"]), match["suffix"]
+    except (ValueError, InvalidOperation) as exc:
+        raise QuantityError(f"invalid quantity {quantity!r}: {exc}") from ValueError(str(exc))
+    try:
+        if suffix in _BINARY:
+            return number * (Decimal(1024) ** _BINARY[suffix])
+        if suffix in _DECIMAL:
+            return number.scaleb(_DECIMAL[suffix])
+        return number.scaleb(int(suffix[1:]))
+    except ArithmeticError as exc:  # an exponent beyond Decimal's range (decimal.Overflow)
+        raise QuantityError(f"invalid quantity {quantity!r}: out of range") from ValueError(str(exc))
 
 
 def to_units(resource: str, quantity: str | int | float) -> int:

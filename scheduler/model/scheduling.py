@@ -107,10 +107,15 @@ class PodGroupResourceClaimStatus(KubeModel):
     resource_claim_name: str | None = None
 
 
-class GroupStatus(KubeModel):
-    """``PodGroupStatus`` / ``CompositePodGroupStatus``."""
+class CompositePodGroupStatus(KubeModel):
+    """``CompositePodGroupStatus``: conditions only."""
 
     conditions: tuple[Condition, ...] = ()
+
+
+class PodGroupStatus(CompositePodGroupStatus):
+    """``PodGroupStatus``: conditions and the claims generated for the group's claim entries."""
+
     resource_claim_statuses: tuple[PodGroupResourceClaimStatus, ...] = ()
 
 
@@ -121,7 +126,7 @@ class PodGroup(KubeModel):
     kind: str = "PodGroup"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
-    status: GroupStatus = Field(default_factory=GroupStatus)
+    status: PodGroupStatus = Field(default_factory=PodGroupStatus)
 
 
 class CompositePodGroupSpec(KubeModel):
@@ -146,7 +151,7 @@ class CompositePodGroup(KubeModel):
     kind: str = "CompositePodGroup"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: CompositePodGroupSpec = Field(default_factory=CompositePodGroupSpec)
-    status: GroupStatus = Field(default_factory=GroupStatus)
+    status: CompositePodGroupStatus = Field(default_factory=CompositePodGroupStatus)
 
 
 class TypedLocalObjectReference(KubeModel):

@@ -12,7 +12,7 @@ from scheduler.simulate import Simulation, example_path, simulate
 from scheduler.solver import SolverConfig
 from tests.scenario.conftest import DATA
 
-FRAGMENTED = DATA / "fragmented-cluster.yaml"
+FRAGMENTED = DATA / "clusters" / "fragmented-cluster.yaml"
 
 
 def run(*paths: Path, scoring: str = "pack") -> Simulation:
