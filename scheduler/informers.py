@@ -1,0 +1,58 @@
+"""Informers: list, then watch from the list's resourceVersion, feeding the cache (client-go's reflector).
+
+Each :class:`Informer` owns one resource, cluster-wide. After a list it *replaces* that kind
+in the cache; then it applies watch events, resuming from the last resourceVersion seen when a
+stream ends. An expired resourceVersion (410 Gone) or any other API failure leads to a fresh
+list after a short backoff — a re-list replaces, so nothing is counted twice. The informer
+never writes to the API (we only watch: no annotations, no finalizers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from scheduler.cache import Changes, ClusterCache
+from scheduler.kube import ApiError, Gone, KubeClient, Resource
+
+log = logging.getLogger(__name__)
+
+
+class Informer:
+    """List+watch of one resource into the cache; ``synced`` is set after the first successful list."""
+
+    def __init__(self, kube: KubeClient, resource: Resource, cache: ClusterCache,
+                 on_change: Callable[[Changes], None], *, watch_timeout_s: int = 300,
+                 retry_s: float = 1.0) -> None:
+        self.kube = kube
+        self.resource = resource
+        self.cache = cache
+        self.on_change = on_change
+        self.watch_timeout_s = watch_timeout_s
+        """Server-side watch timeout (seconds); the stream is then resumed from the last resourceVersion."""
+        self.retry_s = retry_s
+        """Pause before re-listing after an API failure (seconds); short, the list is the recovery."""
+        self.synced = asyncio.Event()
+        self.relists = 0
+
+    async def run(self) -> None:
+        """Forever: list, then watch; re-list on 410 or failure. Cancel the task to stop."""
+        kind = self.resource.kind
+        while True:
+            try:
+                items, rv = await self.kube.list(self.resource)
+                self.on_change(self.cache.replace(kind, items))
+                self.synced.set()
+                self.relists += 1
+                while True:
+                    async for event in self.kube.watch(self.resource, rv, timeout_s=self.watch_timeout_s):
+                        obj = event.get("object") or {}
+                        rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                        if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                            self.on_change(self.cache.apply(kind, event["type"], obj))
+            except Gone:
+                log.info("watch %s: resourceVersion expired (410), re-listing", self.resource.plural)
+            except ApiError as exc:
+                log.warning("watch %s failed: %s; re-listing in %.0f s", self.resource.plural, exc, self.retry_s)
+                await asyncio.sleep(self.retry_s)

@@ -1,0 +1,263 @@
+"""The one seam to the API server: raw JSON requests over kubernetes-asyncio's configured client.
+
+Everything the scheduler reads or writes goes through :class:`KubeClient`, so tests run the real
+client against an emulated server (kmock) and nothing else talks HTTP. Objects stay plain JSON
+dicts here; the cache turns them into models. We use kubernetes-asyncio for configuration
+(kubeconfig, in-cluster service account, TLS, token refresh) and its ``call_api`` transport, but
+not its generated typed models: they do not know the v1.37 scheduling APIs, and the Binding call
+answers with a ``Status`` that the typed method fails to deserialise (kubernetes-client/python#825).
+
+Errors: every non-2xx answer raises :class:`ApiError` (or :class:`NotFound` / :class:`Conflict`);
+``ApiError.retryable`` is True for 429, 5xx and transport failures, where a retry can help.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio import client, config
+
+from scheduler.errors import GangSchedulerError
+
+JSON = dict[str, Any]
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(GangSchedulerError):
+    """A request failed: ``status`` is the HTTP code (0 for a transport failure)."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+    @property
+    def retryable(self) -> bool:
+        """429, 5xx or a transport failure: trying again later can succeed."""
+        return self.status == 0 or self.status == 429 or self.status >= 500
+
+
+class NotFound(ApiError):
+    """404: the object (or the API) does not exist."""
+
+
+class Conflict(ApiError):
+    """409: already exists, a stale resourceVersion, or a pod already bound / gated."""
+
+
+class Gone(ApiError):
+    """410: a watch's resourceVersion is too old; re-list."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """An API resource: group ('' for core), version, plural, scope and kind."""
+
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+    kind: str
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+        """``/api/v1/namespaces/ns/pods/name/binding`` and friends."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+        if sub:
+            base += f"/{sub}"
+        return base
+
+
+PODS = Resource("", "v1", "pods", True, "Pod")
+NODES = Resource("", "v1", "nodes", False, "Node")
+PODGROUPS = Resource("scheduling.k8s.io", "v1beta1", "podgroups", True, "PodGroup")
+COMPOSITES = Resource("scheduling.k8s.io", "v1alpha3", "compositepodgroups", True, "CompositePodGroup")
+PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", False, "PriorityClass")
+EVENTS = Resource("events.k8s.io", "v1", "events", True, "Event")
+LEASES = Resource("coordination.k8s.io", "v1", "leases", True, "Lease")
+
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+
+
+class RateLimiter:
+    """Token bucket on the event loop's clock: ``qps`` tokens per second, at most ``burst`` saved.
+
+    Mirrors client-go's client-side rate limiter (``--kube-api-qps`` / ``--kube-api-burst``).
+    """
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps = qps
+        self.burst = max(1, burst)
+        self._tokens = float(self.burst)
+        self._stamp: float | None = None
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        """Wait until a token is available and take it. ``qps <= 0`` disables limiting."""
+        if self.qps <= 0:
+            return
+        async with self._lock:
+            loop = asyncio.get_running_loop()
+            now = loop.time()
+            if self._stamp is not None:
+                self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
+            self._stamp = now
+            if self._tokens < 1:
+                wait = (1 - self._tokens) / self.qps
+                await asyncio.sleep(wait)
+                self._stamp = loop.time()
+                self._tokens = 0.0
+            else:
+                self._tokens -= 1
+
+
+class KubeClient:
+    """Raw JSON access to the API server; see the module docstring."""
+
+    def __init__(self, api: client.ApiClient, qps: float = 50.0, burst: int = 100) -> None:
+        self.api = api
+        self.limiter = RateLimiter(qps, burst)
+
+    @classmethod
+    async def connect(cls, kubeconfig: str | None = None, context: str | None = None, *, qps: float = 50.0,
+                      burst: int = 100) -> KubeClient:
+        """Configure from ``kubeconfig`` (or ``$KUBECONFIG`` / ``~/.kube/config``), else in-cluster."""
+        cfg = client.Configuration()
+        try:
+            await config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+        except config.ConfigException:
+            if kubeconfig:
+                raise
+            config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        return cls(client.ApiClient(cfg), qps=qps, burst=burst)
+
+    @classmethod
+    def for_host(cls, host: str, *, qps: float = 0.0, burst: int = 100) -> KubeClient:
+        """An unauthenticated client for ``host`` (tests and local emulators)."""
+        return cls(client.ApiClient(client.Configuration(host=host.rstrip("/"))), qps=qps, burst=burst)
+
+    async def close(self) -> None:
+        await self.api.close()
+
+    async def _send(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
+                    body: Any = None, content_type: str = "application/json",
+                    timeout: float | aiohttp.ClientTimeout | None = 30.0) -> aiohttp.ClientResponse:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            resp: aiohttp.ClientResponse = await self.api.call_api(
+                path, method, query_params=query or [], header_params=headers, body=body,
+                auth_settings=["BearerToken"], _preload_content=False, _request_timeout=timeout)
+        except client.ApiException as exc:  # raised for non-2xx by some code paths
+            raise _error(exc.status or 0, str(exc.reason), str(exc.body or "")) from exc
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise ApiError(0, type(exc).__name__, str(exc)) from exc
+        if resp.status >= 300:
+            text = await resp.text()
+            resp.release()
+            reason, message = resp.reason or "", text
+            try:
+                status = json.loads(text)
+                reason, message = status.get("reason", reason), status.get("message", text)
+            except ValueError:
+                pass
+            raise _error(resp.status, str(reason), str(message))
+        return resp
+
+    async def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
+                      body: Any = None, content_type: str = "application/json") -> JSON:
+        """One rate-limited request; returns the decoded JSON body. Raises :class:`ApiError`."""
+        await self.limiter.acquire()
+        resp = await self._send(method, path, query, body, content_type)
+        try:
+            data = await resp.json(content_type=None)
+        finally:
+            resp.release()
+        return data if isinstance(data, dict) else {}
+
+    async def list(self, res: Resource, namespace: str | None = None) -> tuple[list[JSON], str]:
+        """All objects (of a namespace, or cluster-wide) and the list's resourceVersion."""
+        data = await self.request("GET", res.path(namespace))
+        return list(data.get("items") or []), str((data.get("metadata") or {}).get("resourceVersion") or "")
+
+    async def watch(self, res: Resource, resource_version: str, namespace: str | None = None,
+                    timeout_s: int = 300) -> AsyncIterator[JSON]:
+        """Watch events (``{"type", "object"}``) after ``resource_version``, until the stream ends.
+
+        The iterator simply ends when the server closes the stream or the connection drops (the
+        caller resumes from the last resourceVersion it saw). Raises :class:`Gone` for an expired
+        resourceVersion (HTTP 410 or an in-stream ERROR 410), :class:`ApiError` for other failures.
+        """
+        query = [("watch", "true"), ("resourceVersion", resource_version), ("allowWatchBookmarks", "true"),
+                 ("timeoutSeconds", str(timeout_s))]
+        resp = await self._send("GET", res.path(namespace), query,
+                                timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout_s + 30))
+        try:
+            async for line in resp.content:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    obj = event.get("object") or {}
+                    raise _error(int(obj.get("code") or 500), str(obj.get("reason", "")), str(obj.get("message", "")))
+                yield event
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+            log.info("watch %s dropped (%s: %s); the caller resumes from its resourceVersion",
+                     res.plural, type(exc).__name__, exc)
+        finally:
+            resp.release()
+
+    async def get(self, res: Resource, namespace: str | None, name: str) -> JSON:
+        return await self.request("GET", res.path(namespace, name))
+
+    async def create(self, res: Resource, namespace: str | None, body: JSON) -> JSON:
+        return await self.request("POST", res.path(namespace), body=body)
+
+    async def replace(self, res: Resource, namespace: str | None, name: str, body: JSON) -> JSON:
+        return await self.request("PUT", res.path(namespace, name), body=body)
+
+    async def patch(self, res: Resource, namespace: str | None, name: str, body: JSON, *, sub: str | None = None,
+                    content_type: str = MERGE_PATCH) -> JSON:
+        return await self.request("PATCH", res.path(namespace, name, sub), body=body, content_type=content_type)
+
+    async def bind(self, namespace: str, name: str, node: str, uid: str | None = None) -> None:
+        """``POST pods/{name}/binding`` (v1 Binding to a Node). The 201 reply is a ``Status``, ignored.
+
+        Raises :class:`Conflict` (already bound, gated, being deleted, stale uid) or :class:`NotFound`.
+        """
+        meta: JSON = {"name": name, "namespace": namespace}
+        if uid:
+            meta["uid"] = uid
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        await self.request("POST", PODS.path(namespace, name, "binding"), body=body)
+
+    async def served(self, group_version: str) -> set[str]:
+        """Plural resource names served under ``group_version`` (``"scheduling.k8s.io/v1beta1"``); empty if none."""
+        path = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
+        try:
+            data = await self.request("GET", path)
+        except NotFound:
+            return set()
+        return {r["name"] for r in data.get("resources") or [] if "/" not in r.get("name", "")}
+
+
+def _error(status: int, reason: str, message: str) -> ApiError:
+    kind: type[ApiError] = {404: NotFound, 409: Conflict, 410: Gone}.get(status, ApiError)
+    return kind(status, reason, message)

@@ -1,0 +1,342 @@
+"""The live scheduler: informers → cache → queue → solver → binder, one cycle at a time.
+
+``Scheduler.run(stop)`` does, in order (design §2, §6–§8):
+
+1. serve ``/healthz`` and ``/readyz``;
+2. discover the APIs — without ``scheduling.k8s.io/v1beta1`` podgroups it logs one line naming
+   the API and the feature gate, reports not-ready and retries instead of crashing;
+3. start one informer per resource and wait for the caches to sync;
+4. run leader election (if enabled) — only the leader schedules, and losing the lease stops
+   popping at once;
+5. loop: rebuild the trees when the cache moved, sync the queue, re-activate roots on events
+   that can help, then pop roots one at a time: solve → on success *assume* the plan and hand
+   it to the binder (a guarded background task, so binding overlaps the next cycles) → on
+   failure write the reason (PodGroup condition, pod events) and back the root off.
+
+On ``stop`` (SIGTERM): stop popping, let in-flight binds finish within a grace period, release
+the lease, stop informers and the health server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+from scheduler.binder import Binder
+from scheduler.cache import Changes, ClusterCache
+from scheduler.config import Settings
+from scheduler.groups.tree import GroupKey, GroupTree, TreeState
+from scheduler.health import HealthServer
+from scheduler.informers import Informer
+from scheduler.kube import COMPOSITES, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, ApiError, KubeClient
+from scheduler.leader import LeaderElector
+from scheduler.queue import SchedulingQueue
+from scheduler.solver.plan import Plan, Unschedulable
+from scheduler.solver.search import solve
+from scheduler.solver.snapshot import Snapshot
+from scheduler.status import StatusWriter
+
+log = logging.getLogger(__name__)
+
+DISCOVERY_RETRY_S = 10.0
+"""Pause between API discovery attempts while the PodGroup API is missing, seconds."""
+SHUTDOWN_GRACE_S = 10.0
+"""How long in-flight binds may finish after SIGTERM, seconds (well inside a pod's 30 s grace)."""
+
+REQUIRED = (PODGROUPS, "GenericWorkload (and --runtime-config=scheduling.k8s.io/v1beta1=true)")
+OPTIONAL = (COMPOSITES, "CompositePodGroup (and --runtime-config=scheduling.k8s.io/v1alpha3=true)")
+
+
+class Scheduler:
+    """One scheduler process. ``identity`` names it in the Lease and in events."""
+
+    def __init__(self, settings: Settings, kube: KubeClient, *, identity: str | None = None) -> None:
+        self.settings = settings
+        self.kube = kube
+        self.identity = identity or f"{socket.gethostname()}-{id(self):x}"
+        self.cache = ClusterCache()
+        self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s)
+        self.binder = Binder(kube, concurrency=settings.bind_concurrency)
+        self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
+                                   event_interval_s=settings.event_interval_s)
+        self.elector = (LeaderElector(kube, settings.lease_namespace, settings.lease_name, self.identity,
+                                      lease_duration_s=settings.lease_duration_s,
+                                      renew_deadline_s=settings.renew_deadline_s,
+                                      retry_period_s=settings.retry_period_s)
+                        if settings.leader_elect else None)
+        self.informers: list[Informer] = []
+        self.wake = asyncio.Event()
+        self.changes = Changes()
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.api_problem: str | None = "API discovery has not run yet"
+        self._seen_version = -1
+        self._reported: dict[GroupKey, str] = {}
+        self.cycles = 0
+
+    # -- health --------------------------------------------------------------------
+    def ready(self) -> tuple[bool, str]:
+        """Ready = APIs served, caches synced and leader state known (design §8)."""
+        if self.api_problem:
+            return False, self.api_problem
+        if not self.informers or not all(i.synced.is_set() for i in self.informers):
+            return False, "caches not synced"
+        if self.elector is not None and not self.elector.state_known:
+            return False, "leader state unknown"
+        return True, "ok"
+
+    @property
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.leading.is_set()
+
+    # -- tasks ---------------------------------------------------------------------
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """Start a named background task whose failure is logged at once (kopf's guarded tasks)."""
+        task = asyncio.create_task(coro, name=name)
+        self.tasks.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self.tasks.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("task %s failed", name, exc_info=t.exception())
+
+        task.add_done_callback(done)
+        return task
+
+    def on_change(self, changes: Changes) -> None:
+        """Informer callback: remember what changed and wake the loop."""
+        if changes:
+            self.changes.merge(changes)
+            self.wake.set()
+
+    # -- startup -------------------------------------------------------------------
+    async def discover(self, stop: asyncio.Event) -> bool:
+        """Wait until the PodGroup API is served; returns False if stopped first."""
+        logged = False
+        while not stop.is_set():
+            try:
+                served = await self.kube.served(PODGROUPS.group_version)
+            except ApiError as exc:
+                served, reason = set(), f"API discovery failed: {exc}"
+            else:
+                reason = (f"API {PODGROUPS.group_version} {PODGROUPS.plural} is not served: enable the feature "
+                          f"gate {REQUIRED[1]}")
+            if PODGROUPS.plural in served:
+                self.api_problem = None
+                return True
+            self.api_problem = reason
+            if not logged:
+                log.error("%s; not ready, retrying every %.0f s", reason, DISCOVERY_RETRY_S)
+                logged = True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), DISCOVERY_RETRY_S)
+        return False
+
+    async def start_informers(self) -> None:
+        resources = [PODS, NODES, PODGROUPS, PRIORITY_CLASSES]
+        try:
+            if COMPOSITES.plural in await self.kube.served(COMPOSITES.group_version):
+                resources.append(COMPOSITES)
+            else:
+                log.warning("API %s %s is not served (feature gate %s): trees are single PodGroups",
+                            COMPOSITES.group_version, COMPOSITES.plural, OPTIONAL[1])
+        except ApiError as exc:
+            log.warning("could not discover %s: %s", COMPOSITES.group_version, exc)
+        for res in resources:
+            informer = Informer(self.kube, res, self.cache, self.on_change)
+            self.informers.append(informer)
+            self.spawn(informer.run(), f"informer/{res.plural}")
+        await asyncio.gather(*(i.synced.wait() for i in self.informers))
+        log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.objects["Node"]),
+                 len(self.cache.objects["Pod"]), len(self.cache.objects["PodGroup"]))
+
+    # -- main loop -----------------------------------------------------------------
+    async def run(self, stop: asyncio.Event) -> None:
+        """Run until ``stop`` is set; see the module docstring."""
+        s = self.settings
+        log.info("starting %s as %s: %s", s.scheduler_name, self.identity,
+                 s.model_dump_json(exclude={"kubeconfig"}))
+        host, _, port = s.bind_address.rpartition(":")
+        health = HealthServer(host or "0.0.0.0", int(port), self.ready)
+        await health.start()
+        try:
+            if not await self.discover(stop):
+                return
+            await self.start_informers()
+            if self.elector is not None:
+                self.spawn(self.elector.run(), "leader-election")
+                self.spawn(self._watch_leadership(), "leader-wake")
+            self.wake.set()
+            await self._loop(stop)
+        finally:
+            await self.shutdown()
+            await health.stop()
+
+    async def _watch_leadership(self) -> None:
+        assert self.elector is not None
+        while True:
+            await self.elector.leading.wait()
+            self._seen_version = -1  # a new leader starts from the cache, not from a stale queue
+            self.wake.set()
+            await self.elector.wait_until_not_leading()
+            log.warning("not leading: scheduling stopped")
+
+    async def _loop(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            wakeup = self.queue.next_wakeup()
+            timeout = None if wakeup is None else max(0.0, wakeup - loop.time())
+            waiter = asyncio.ensure_future(self.wake.wait())
+            stopper = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({waiter, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            stopper.cancel()
+            self.wake.clear()
+            if stop.is_set():
+                break
+            if self.leading:
+                await self.cycle(stop)
+
+    async def cycle(self, stop: asyncio.Event) -> None:
+        """Pop and schedule ready roots until none is ready (yielding to the loop between roots)."""
+        loop = asyncio.get_running_loop()
+        changes, self.changes = self.changes, Changes()
+        snapshot: Snapshot | None = None
+        snap_version = -1
+        if self.cache.version != self._seen_version:
+            self._refresh(changes, loop.time())
+        while not stop.is_set() and self.leading:
+            tree = self.queue.pop(loop.time())
+            if tree is None:
+                break
+            if snapshot is None or snap_version != self.cache.version:
+                snapshot = self.cache.snapshot()
+            snapshot = self.schedule_one(tree, snapshot)
+            snap_version = self.cache.version
+            self.cycles += 1
+            await asyncio.sleep(0)
+            if self.cache.version != snap_version:  # watch events arrived meanwhile
+                self._refresh(self.changes, loop.time())
+                self.changes = Changes()
+
+    def _refresh(self, changes: Changes, now: float) -> None:
+        """Rebuild trees from the cache, sync the queue, re-activate roots, report waiting/invalid ones."""
+        self._seen_version = self.cache.version
+        forest = self.cache.forest(self.settings.scheduler_name)
+        allowed = set(self.settings.namespaces)
+        trees = [t for t in forest.trees if not allowed or t.key.namespace in allowed]
+        self.queue.sync([t for t in trees if t.state is TreeState.READY], now)
+        if changes.capacity:
+            self.queue.activate(None, now)
+        elif changes.groups:
+            touched = [t.key for t in trees
+                       if any((k.namespace, k.name) in changes.groups for k in t.groups)
+                       or any((p.metadata.namespace, p.group_name) in changes.groups for p in t.pods())]
+            self.queue.activate(touched, now)
+        for tree in trees:
+            if tree.state in (TreeState.WAITING, TreeState.INVALID):
+                self._report_blocked(tree)
+        for orphan in forest.orphans:
+            if not allowed or orphan.pod.metadata.namespace in allowed:
+                self.spawn(self.status.pod_unschedulable(orphan.pod, "Unschedulable", orphan.message),
+                           f"status/{orphan.pod.key}")
+
+    def _report_blocked(self, tree: GroupTree) -> None:
+        if self._reported.get(tree.key) == tree.message:
+            return
+        self._reported[tree.key] = tree.message
+        log.info("root=%s result=%s reason=%r", tree.key, tree.state.value, tree.message)
+        reason = "Unschedulable" if tree.state is TreeState.WAITING else "SchedulerError"
+        self._write_groups(tree, False, reason, tree.message)
+        if tree.state is TreeState.INVALID:
+            for pod in tree.pods():
+                if not pod.is_bound:
+                    self.spawn(self.status.pod_unschedulable(pod, "SchedulerError", tree.message),
+                               f"status/{pod.key}")
+
+    def _write_groups(self, tree: GroupTree, scheduled: bool, reason: str, message: str,
+                      only: frozenset[GroupKey] | None = None) -> None:
+        for key in tree.groups:
+            if key.kind == "Pod" or (only is not None and key not in only):
+                continue
+            obj = self.cache.group(key.kind, key.namespace, key.name)
+            if obj is not None:
+                group_reason = "Invalid" if reason == "SchedulerError" and key.kind == "CompositePodGroup" else reason
+                self.spawn(self.status.group_condition(obj, scheduled, group_reason, message), f"status/{key}")
+
+    def schedule_one(self, tree: GroupTree, snapshot: Snapshot) -> Snapshot:
+        """Solve one root; assume and bind a plan, or report and back off. Returns the snapshot after it."""
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        result = solve(tree, snapshot, self.settings.solver())
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        if isinstance(result, Plan):
+            nodes = sorted({n for _, n in result.placements})
+            log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
+                     len(result.placements), ",".join(nodes), result.attempts, elapsed_ms)
+            self.cache.assume(result.placements)
+            self.queue.done(tree.key)
+            self._reported.pop(tree.key, None)
+            self.spawn(self.bind(tree, result), f"bind/{tree.key}")
+            return snapshot.assume(result.placements)
+        assert isinstance(result, Unschedulable)
+        delay = self.queue.backoff(tree, loop.time())
+        log.info("root=%s result=Unschedulable code=%s attempts=%d duration_ms=%.1f backoff_s=%.0f reason=%r",
+                 tree.key, result.code.value, result.attempts, elapsed_ms, delay, result.message)
+        self._report_unschedulable(tree, result)
+        return snapshot
+
+    def _report_unschedulable(self, tree: GroupTree, result: Unschedulable) -> None:
+        if self._reported.get(tree.key) != result.message:
+            self._reported[tree.key] = result.message
+            for key in tree.groups:
+                if key.kind != "Pod":
+                    obj = self.cache.group(key.kind, key.namespace, key.name)
+                    if obj is not None:
+                        message = result.message if key == tree.key else result.group_reasons.get(key, result.message)
+                        self.spawn(self.status.group_condition(obj, False, "Unschedulable", message), f"status/{key}")
+        for leaf in tree.root.leaves():
+            for pod in leaf.pending:
+                self.spawn(self.status.pod_unschedulable(pod, "Unschedulable", result.message), f"status/{pod.key}")
+
+    async def bind(self, tree: GroupTree, plan: Plan) -> None:
+        """Bind a plan; on success mark the groups scheduled, on failure forget the rest and requeue."""
+        loop = asyncio.get_running_loop()
+        outcome = await self.binder.bind_plan(plan.placements)
+        for pod, node in outcome.bound:
+            self.spawn(self.status.pod_scheduled(pod, node), f"status/{pod.key}")
+        if outcome.ok:
+            self._write_groups(tree, True, "Scheduled", "", only=plan.satisfied)
+            return
+        bound = {p.key for p, _ in outcome.bound}
+        self.cache.forget([p.key for p, _ in plan.placements if p.key not in bound])
+        assert outcome.failed is not None
+        failed_key, error = outcome.failed
+        message = (f"binding {failed_key} failed: {error}; {len(bound)}/{len(plan.placements)} members bound, "
+                   f"the rest forgotten and the group requeued")
+        log.warning("root=%s result=BindFailed %s", tree.key, message)
+        for pod, _ in plan.placements:
+            if pod.key not in bound:
+                self.spawn(self.status.pod_unschedulable(pod, "SchedulerError", message), f"status/{pod.key}")
+        self.queue.backoff(tree, loop.time())
+        self._seen_version = -1
+        self.wake.set()
+
+    async def shutdown(self) -> None:
+        """Stop scheduling, let binds finish within the grace period, release the lease, stop informers."""
+        binds = [t for t in self.tasks if t.get_name().startswith(("bind/", "status/"))]
+        if binds:
+            _, pending = await asyncio.wait(binds, timeout=SHUTDOWN_GRACE_S)
+            for task in pending:
+                task.cancel()
+            if pending:
+                log.warning("abandoned %d in-flight writes at shutdown", len(pending))
+        if self.elector is not None:
+            await self.elector.release()
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)

@@ -1,0 +1,126 @@
+"""A Kubernetes API emulator for integration tests: kmock's KubernetesEmulator plus what it lacks.
+
+From ``../shared/reference/testing-with-kmock.md`` §6 (checked against kmock 0.8): resourceVersions,
+uid and creationTimestamp on create, ``metadata.namespace`` from the URL, PUT, the
+``pods/{name}/binding`` subresource (sets ``spec.nodeName`` and ``PodScheduled=True``, answers
+201 with a ``Status``, 409 when already bound or gated), ``/status`` patches that apply only
+``.status``, equality label/field selectors, watches that resume from a resourceVersion, and an
+in-stream ``ERROR`` 410 for a resourceVersion older than the last :meth:`ApiServer.compact`.
+Injected error reactions pre-empt writes (they do not mutate the stored object).
+"""
+
+# ruff: noqa
+# mypy: ignore-errors
+import copy, datetime, functools, uuid
+import attrs, kmock
+from kmock import KubernetesError, KubernetesObjectNotFoundError, KubernetesResourceNotFoundError
+def _now(): return datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%dT%H:%M:%SZ')
+def _conflict(msg): return KubernetesError(status=409, reason='Conflict', message=msg)
+def _status(code, **kw): return {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'code': code, **kw}
+def _selected(params, obj):  # equality-based only: k=v, k==v, k!=v; fields as dotted paths
+    for sel, is_label in ((params.get('labelSelector', ''), True), (params.get('fieldSelector', ''), False)):
+        for term in filter(None, sel.split(',')):
+            key, _, val = term.replace('!=', '=').replace('==', '=').partition('=')
+            have = ((obj.get('metadata', {}).get('labels') or {}).get(key) if is_label else
+                    functools.reduce(lambda o, p: o.get(p) if isinstance(o, dict) else None, key.split('.'), obj))
+            if (str('' if have is None else have) == val) == ('!=' in term): return False
+    return True
+@attrs.define(kw_only=True)
+class ApiServer(kmock.KubernetesEmulator):
+    rv: int = 0
+    compacted_rv: int = 0
+    log: list = attrs.field(factory=list)   # (rv, resource, event): lets watches resume from an RV
+    def __attrs_post_init__(self):
+        super().__attrs_post_init__()       # stock fallbacks call our overridden _serve_* methods
+        self.fallback[kmock.method.PUT] << self._serve_put
+        self.fallback['post', kmock.subresource('binding')] << self._serve_binding
+    async def _handle(self, request):       # skip the stock mutate-before-dispatch step: all writes
+        return await kmock.RawHandler._handle(self, request)   # are fallbacks; reactions pre-empt them
+    def compact(self):                      # watches resuming from any RV seen so far get ERROR 410
+        self.rv += 1; self.compacted_rv, self.log = self.rv, []
+    def _obj(self, req):
+        key = (req.resource, req.namespace, req.name)
+        if key not in self._objects or self._objects[key].deleted: raise KubernetesObjectNotFoundError()
+        cur = copy.deepcopy(self._objects[key].raw); cur.setdefault('metadata', {})
+        return key, cur
+    async def _commit(self, key, body, type_):
+        self.rv += 1; body['metadata']['resourceVersion'] = str(self.rv)
+        if key in self._objects: self._objects[key].create(body)   # appends a history version
+        else: self._objects[key] = body
+        if type_ == 'DELETED': self._objects[key].delete()
+        event = {'type': type_, 'object': copy.deepcopy(body)}
+        self.log.append((self.rv, key[0], event)); await self._buses[key[0]].put(event)
+        return body
+    async def _serve_create(self, req):
+        body = copy.deepcopy(req.data); md = body.setdefault('metadata', {})
+        if req.namespace: md['namespace'] = req.namespace
+        if not md.get('name') and md.get('generateName'): md['name'] = md['generateName'] + uuid.uuid4().hex[:5]
+        key = (req.resource, md.get('namespace'), md['name'])
+        async with self._lock:
+            if key in self._objects and not self._objects[key].deleted: raise _conflict(f"{md['name']} exists")
+            md.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
+            return kmock.Response(status=201, payload=await self._commit(key, body, 'ADDED'))
+    async def _write(self, req, new_of):    # PATCH & PUT: RV precondition, keep identity fields
+        async with self._lock:
+            key, cur = self._obj(req); cm = cur['metadata']
+            new = new_of(cur); md = new.setdefault('metadata', {})
+            if md.get('resourceVersion') not in (None, cm.get('resourceVersion')):
+                raise _conflict('the object has been modified; please apply your changes to the latest version')
+            md.update({k: cm[k] for k in ('uid', 'name', 'namespace', 'creationTimestamp', 'generation') if k in cm})
+            gone = md.get('deletionTimestamp') and not md.get('finalizers')
+            return await self._commit(key, new, 'DELETED' if gone else 'MODIFIED')
+    async def _serve_update(self, req):     # PATCH: dict = merge patch (lists replaced), list = JSON patch
+        patch = req.data if req.subresource != 'status' or not isinstance(req.data, dict) else \
+            {'status': req.data.get('status'), 'metadata': req.data.get('metadata', {})}   # /status: .status only
+        def apply(cur): obj = kmock.Object(cur); obj.patch(patch); return copy.deepcopy(obj.raw)
+        return await self._write(req, apply)
+    async def _serve_put(self, req):        # replace (PUT .../status is not special-cased)
+        return await self._write(req, lambda cur: copy.deepcopy(req.data))
+    async def _serve_delete(self, req):
+        async with self._lock:
+            key, cur = self._obj(req); md = cur['metadata']
+            if not md.get('finalizers'): return await self._commit(key, cur, 'DELETED')
+            if md.get('deletionTimestamp'): return cur
+            md['deletionTimestamp'] = _now()  # soft delete; gone once the finalizers are patched away
+            return await self._commit(key, cur, 'MODIFIED')
+    async def _serve_binding(self, req):    # POST /api/v1/namespaces/{ns}/pods/{name}/binding
+        async with self._lock:
+            key, pod = self._obj(req); spec = pod.setdefault('spec', {})
+            if spec.get('nodeName'): raise _conflict(f"pod {req.name} is already assigned to node {spec['nodeName']}")
+            if spec.get('schedulingGates'): raise _conflict(f"pod {req.name} has non-empty .spec.schedulingGates")
+            spec['nodeName'] = req.data['target']['name']
+            conds = [c for c in pod.setdefault('status', {}).get('conditions', []) if c.get('type') != 'PodScheduled']
+            pod['status']['conditions'] = conds + [{'type': 'PodScheduled', 'status': 'True'}]
+            await self._commit(key, pod, 'MODIFIED')
+        return kmock.Response(status=201, payload=_status(201, status='Success'))
+    def _live(self, res): return [o for (r, _, _), o in self._objects.items() if r == res and not o.deleted]
+    def _matches(self, req, body):
+        return req.namespace in (None, body.get('metadata', {}).get('namespace')) and _selected(req.params, body)
+    async def _serve_list(self, req):
+        if req.resource not in self._get_resources(): raise KubernetesResourceNotFoundError()
+        async with self._lock:
+            items = [copy.deepcopy(o.raw) for o in self._live(req.resource) if self._matches(req, o.raw)]
+            return {'kind': f'{self._resources[req.resource].kind}List', 'items': items,
+                    'apiVersion': f'{req.resource.group}/{req.resource.version}'.lstrip('/'),
+                    'metadata': {'resourceVersion': str(self.rv)}}
+    async def _serve_watch(self, req):
+        yield b''                            # flush the headers
+        since, bus = req.params.get('resourceVersion', '0'), self._buses[req.resource]
+        since = int(since) if since.isdigit() else 0
+        async with self._lock:               # backlog + bus mark taken atomically: no gaps, no dups
+            mark = await bus.mark()
+            if 0 < since < self.compacted_rv:
+                backlog = [{'type': 'ERROR', 'object': _status(410, status='Failure', reason='Expired',
+                                                               message=f'too old resource version: {since}')}]
+            elif since:
+                backlog = [e for rv, r, e in self.log if r == req.resource and rv > since]
+            else:                            # no RV or "0": the current state as ADDED
+                backlog = [{'type': 'ADDED', 'object': copy.deepcopy(o.raw)} for o in self._live(req.resource)]
+        try:
+            for event in backlog:
+                if event['type'] == 'ERROR': yield event; return
+                if self._matches(req, event['object']): yield event
+            async for event in bus.stream(since=mark):
+                if self._matches(req, event['object']): yield event
+        finally:
+            await bus.unmark(mark)

@@ -1,0 +1,194 @@
+"""The live loop against the emulated API server: bind all or nothing, report, recover (issue #3)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import kmock
+import pytest
+
+from scheduler.kube import EVENTS, PODGROUPS, PODS, KubeClient
+from tests.integration.livekit import NS, bound, create_gang, create_node, pod, podgroup, running, until
+
+
+async def condition(kube: KubeClient, group: str, type_: str = "PodGroupInitiallyScheduled") -> dict | None:
+    obj = await kube.get(PODGROUPS, NS, group)
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+
+
+async def events(kube: KubeClient, reason: str) -> list[dict]:
+    items, _ = await kube.list(EVENTS)
+    return [e for e in items if e.get("reason") == reason]
+
+
+@pytest.mark.looptime
+async def test_gang_is_bound_whole_with_condition_and_events(k8s, kube: KubeClient) -> None:
+    for i in range(2):
+        await create_node(kube, f"n{i}", cpu="4")
+    await create_gang(kube, "g", 6, cpu="1")
+    async with running(kube):
+        placed = await until(lambda: _all_bound(kube, "g-", 6), what="gang bound")
+        assert len(placed) == 6
+        cond = await until(lambda: condition(kube, "g"), what="condition")
+        assert (cond["status"], cond["reason"]) == ("True", "Scheduled")
+        scheduled = await until(lambda: _at_least(events(kube, "Scheduled"), 6), what="Scheduled events")
+        notes = {e["note"] for e in scheduled}
+        assert f"Successfully assigned {NS}/g-0 to {placed['g-0']}" in notes
+
+
+async def _all_bound(kube: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
+    got = await bound(kube, prefix)
+    return got if len(got) >= n else None
+
+
+async def _at_least(coro, n: int):  # type: ignore[no-untyped-def]
+    items = await coro
+    return items if len(items) >= n else None
+
+
+@pytest.mark.looptime
+async def test_gang_that_does_not_fit_waits_whole_then_binds_when_a_node_arrives(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="4")
+    await create_gang(kube, "g", 6, cpu="1")
+    async with running(kube):
+        cond = await until(lambda: condition(kube, "g"), what="condition")
+        assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+        assert "gang g: 4/6 placeable (minCount 6)" in cond["message"]
+        failed = await until(lambda: events(kube, "FailedScheduling"), what="FailedScheduling")
+        assert failed[0]["type"] == "Warning"
+        await asyncio.sleep(5)
+        assert await bound(kube, "g-") == {}
+        await create_node(kube, "n1", cpu="4")
+        placed = await until(lambda: _all_bound(kube, "g-", 6), what="gang bound after node added")
+        assert set(placed.values()) == {"n0", "n1"}
+
+
+@pytest.mark.looptime
+async def test_pods_before_their_group_then_group_appears(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="8")
+    for i in range(3):
+        await kube.create(PODS, NS, pod(f"late-{i}", "late"))
+    async with running(kube):
+        await until(lambda: _at_least(events(kube, "FailedScheduling"), 1), what="waiting event")
+        notes = {e["note"] for e in await events(kube, "FailedScheduling")}
+        assert f"waiting for PodGroup {NS}/late to appear" in notes
+        await kube.create(PODGROUPS, NS, podgroup("late", 3))
+        await until(lambda: _all_bound(kube, "late-", 3), what="bound after group appeared")
+
+
+@pytest.mark.looptime
+async def test_min_count_lowered_while_waiting_binds(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="8")
+    await kube.create(PODGROUPS, NS, podgroup("g", 4))
+    for i in range(2):
+        await kube.create(PODS, NS, pod(f"g-{i}", "g"))
+    async with running(kube):
+        cond = await until(lambda: condition(kube, "g"), what="waiting condition")
+        assert cond["message"] == "gang g: 2/4 pods exist (minCount 4)"
+        await asyncio.sleep(3)
+        assert await bound(kube, "g-") == {}
+        await kube.patch(PODGROUPS, NS, "g", {"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
+        await until(lambda: _all_bound(kube, "g-", 2), what="bound after minCount lowered")
+
+
+@pytest.mark.looptime
+async def test_podgroup_deleted_while_pods_pend_leaves_them_waiting(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="2")
+    await create_gang(kube, "g", 3, cpu="1")
+    async with running(kube) as sched:
+        await until(lambda: condition(kube, "g"), what="unschedulable condition")
+        await kube.request("DELETE", PODGROUPS.path(NS, "g"))
+        await until(lambda: not sched.queue.ready and not sched.queue.backing_off, what="root dropped from queue")
+        await asyncio.sleep(3)
+        assert await bound(kube, "g-") == {}
+        notes = {e["note"] for e in await events(kube, "FailedScheduling")}
+        assert f"waiting for PodGroup {NS}/g to appear" in notes
+
+
+@pytest.mark.looptime
+async def test_two_gangs_competing_exactly_one_bound_whole(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="4")
+    await create_gang(kube, "a", 3, cpu="1")
+    await create_gang(kube, "b", 3, cpu="1")
+    async with running(kube):
+        await until(lambda: _all_bound(kube, "a-", 3), what="first gang")
+        await asyncio.sleep(20)
+        assert await bound(kube, "b-") == {}
+        cond = await until(lambda: condition(kube, "b"), what="b condition")
+        assert cond["status"] == "False"
+
+
+@pytest.mark.looptime
+async def test_bind_500_is_retried(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="4")
+    await create_gang(kube, "g", 2, cpu="1")
+    view = k8s['post v1/pods', kmock.subresource('binding')]
+    n = len(view)
+    view[n:n + 1] << 500 << {"kind": "Status", "code": 500, "reason": "InternalError", "message": "boom"}
+    async with running(kube):
+        await until(lambda: _all_bound(kube, "g-", 2), what="bound despite a 500")
+    assert len(view) >= n + 3  # two binds and one retry
+
+
+@pytest.mark.looptime
+async def test_bind_409_forgets_the_rest_and_requeues(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="8")
+    await create_gang(kube, "g", 4, cpu="1")
+    view = k8s['post v1/pods', kmock.subresource('binding'), kmock.name('g-0')]
+    n = len(view)
+    view[n:n + 1] << 409 << {"kind": "Status", "code": 409, "reason": "Conflict", "message": "injected conflict"}
+    async with running(kube, bind_concurrency=1):
+        failed = await until(lambda: _binding_failed(kube), what="bind failure reported")
+        assert "binding ml/g-0 failed" in failed
+        # bind_concurrency=1 and g-0 first: the rest of the plan was not attempted after the 409
+        await until(lambda: _all_bound(kube, "g-", 4), what="requeued root binds later")
+
+
+async def _binding_failed(kube: KubeClient) -> str | None:
+    for e in await events(kube, "FailedScheduling"):
+        if "binding" in e["note"]:
+            return str(e["note"])
+    return None
+
+
+@pytest.mark.looptime
+async def test_watch_dropped_and_410_relists_without_double_counting(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="4")
+    await kube.create(PODS, NS, pod("other", None, cpu="2", scheduler="default-scheduler", node_name="n0"))
+    async with running(kube) as sched:
+        informer = next(i for i in sched.informers if i.resource is PODS)
+        lists = informer.relists
+        k8s.compact()  # history dropped: resuming the pods watch from its resourceVersion gets ERROR 410
+        await until(lambda: informer.relists > lists, timeout_s=400, what="re-list after the stream drops + 410")
+        await create_gang(kube, "g", 3, cpu="1")
+        await asyncio.sleep(10)
+        # 4 cpu - 2 used by `other` = 2 free: a 3 x 1 cpu gang must not fit; usage was not counted twice
+        # (then 0 would be free) nor lost (then it would fit)
+        assert await bound(kube, "g-") == {}
+        used = sched.cache.snapshot().used
+        table = sched.cache.node_table()
+        assert int(used[0, table.column["cpu"]]) == 2000
+        await kube.request("DELETE", PODS.path(NS, "other"))
+        await until(lambda: _all_bound(kube, "g-", 3), what="gang after usage freed")
+
+
+@pytest.mark.looptime
+async def test_two_schedulers_only_the_leader_binds_and_stopping_it_hands_over(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="8")
+    lease = {"leader_elect": True, "lease_namespace": "kube-system", "lease_duration_s": 15,
+             "renew_deadline_s": 10, "retry_period_s": 2}
+    async with contextlib.AsyncExitStack() as a_ctx, contextlib.AsyncExitStack() as b_ctx:
+        a = await a_ctx.enter_async_context(running(kube, identity="a", **lease))
+        await until(lambda: a.leading, what="a leads")
+        b = await b_ctx.enter_async_context(running(kube, identity="b", **lease))
+        await create_gang(kube, "first", 2)
+        await until(lambda: _all_bound(kube, "first-", 2), what="first gang bound")
+        assert a.cycles > 0 and b.cycles == 0 and not b.leading
+        await asyncio.sleep(30)
+        assert not b.leading  # the leader keeps renewing
+        await a_ctx.aclose()  # SIGTERM to the leader: it stops scheduling and releases the lease
+        await until(lambda: b.leading, timeout_s=5, what="b takes over after the release")
+        await create_gang(kube, "second", 2)
+        await until(lambda: _all_bound(kube, "second-", 2), what="second gang bound by the new leader")
+        assert b.cycles > 0

@@ -1,0 +1,322 @@
+"""StatusWriter against the emulated API server: group conditions, pod Events, PodScheduled, flood control.
+
+Everything goes over real HTTP through :class:`KubeClient`; objects are seeded through the API and
+read back through it. Request counts come from the emulator's request log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+
+import kmock
+import pytest
+
+from scheduler.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, STRATEGIC_PATCH, KubeClient, Resource
+from scheduler.model.pod import Pod
+from scheduler.model.scheduling import CompositePodGroup, PodGroup
+from scheduler.status import StatusWriter
+from tests.integration.apiserver import ApiServer
+
+NS = "ml"
+PG_BODY = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "workers"},
+           "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+CPG_BODY = {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup", "metadata": {"name": "train"},
+            "spec": {"workloadRef": {"workloadName": "llm", "templateName": "all"},
+                     "schedulingPolicy": {"gang": {"minGroupCount": 2}}}}
+POD_BODY = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "worker-0"},
+            "spec": {"schedulerName": "gang-scheduler", "schedulingGroup": {"podGroupName": "workers"},
+                     "containers": [{"name": "c", "image": "i"}]}}
+OLD = "2020-01-01T00:00:00Z"
+MICROTIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+NO_FIT = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+
+
+@pytest.fixture
+def writer(kube: KubeClient) -> StatusWriter:
+    return StatusWriter(kube, "gang-scheduler", instance="gang-scheduler-0")
+
+
+async def pod_group(kube: KubeClient) -> PodGroup:
+    return PodGroup.model_validate(await kube.get(PODGROUPS, NS, "workers"))
+
+
+async def pod(kube: KubeClient) -> Pod:
+    return Pod.model_validate(await kube.get(PODS, NS, "worker-0"))
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in obj.get("status", {}).get("conditions", [])}
+
+
+def patches(k8s: ApiServer, res: Resource) -> list[kmock.Request]:
+    return [r for r in k8s if r.method == "PATCH" and r.resource == kmock.resource(res.group, res.version, res.plural)]
+
+
+async def events(kube: KubeClient) -> list[dict[str, Any]]:
+    items, _ = await kube.list(EVENTS, NS)
+    return items
+
+
+# --- PodGroup / CompositePodGroup condition --------------------------------------------------------------------
+
+
+async def test_condition_written_false_then_true(kube: KubeClient, writer: StatusWriter, k8s: ApiServer) -> None:
+    await kube.create(PODGROUPS, NS, PG_BODY)
+
+    assert await writer.group_condition(await pod_group(kube), False, "Unschedulable", "gang workers: 1/2 placeable")
+    cond = conditions(await kube.get(PODGROUPS, NS, "workers"))["PodGroupInitiallyScheduled"]
+    assert {k: v for k, v in cond.items() if k != "lastTransitionTime"} == {
+        "type": "PodGroupInitiallyScheduled", "status": "False", "reason": "Unschedulable",
+        "message": "gang workers: 1/2 placeable", "observedGeneration": 1}
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", cond["lastTransitionTime"])
+
+    assert await writer.group_condition(await pod_group(kube), True, "Scheduled", "2/2 pods bound")
+    cond = conditions(await kube.get(PODGROUPS, NS, "workers"))["PodGroupInitiallyScheduled"]
+    assert (cond["status"], cond["reason"], cond["message"]) == ("True", "Scheduled", "2/2 pods bound")
+    assert len(patches(k8s, PODGROUPS)) == 2
+    assert all(r.subresource == "status" for r in patches(k8s, PODGROUPS))
+    assert not k8s.errors
+
+
+async def test_true_is_terminal(kube: KubeClient, writer: StatusWriter, k8s: ApiServer) -> None:
+    await kube.create(PODGROUPS, NS, PG_BODY)
+    stale = await pod_group(kube)
+    assert await writer.group_condition(stale, True, "Scheduled", "bound")
+    stored = await kube.get(PODGROUPS, NS, "workers")
+
+    assert not await writer.group_condition(await pod_group(kube), False, "Unschedulable", "later failure")
+    assert len(patches(k8s, PODGROUPS)) == 1  # judged on the fresh object: no request at all
+
+    # A stale cached copy (no condition yet) is caught by the resourceVersion precondition: 409, re-read, no write.
+    seen = len(list(k8s))
+    assert not await writer.group_condition(stale, False, "Unschedulable", "later failure")
+    assert [(r.method, r.subresource) for r in list(k8s)[seen:]] == [("PATCH", "status"), ("GET", None)]
+    assert await kube.get(PODGROUPS, NS, "workers") == stored
+    assert [getattr(e, "status", None) for e in k8s.errors] == [409]  # the rejected stale PATCH
+
+
+async def test_identical_repeat_writes_nothing(kube: KubeClient, writer: StatusWriter, k8s: ApiServer) -> None:
+    await kube.create(PODGROUPS, NS, PG_BODY)
+    assert await writer.group_condition(await pod_group(kube), False, "Unschedulable", NO_FIT)
+
+    for _ in range(3):
+        assert not await writer.group_condition(await pod_group(kube), False, "Unschedulable", NO_FIT)
+
+    assert len(patches(k8s, PODGROUPS)) == 1
+
+
+async def test_new_generation_is_written_with_same_message(kube: KubeClient, writer: StatusWriter,
+                                                           k8s: ApiServer) -> None:
+    # The emulator never bumps generation; hand the writer a copy as the cache would see it after a spec change.
+    await kube.create(PODGROUPS, NS, PG_BODY)
+    assert await writer.group_condition(await pod_group(kube), False, "Unschedulable", NO_FIT)
+    group = await pod_group(kube)
+    bumped = group.model_copy(update={"metadata": group.metadata.model_copy(update={"generation": 2})})
+
+    assert await writer.group_condition(bumped, False, "Unschedulable", NO_FIT)
+
+    cond = conditions(await kube.get(PODGROUPS, NS, "workers"))["PodGroupInitiallyScheduled"]
+    assert cond["observedGeneration"] == 2
+
+
+async def seed_conditions(kube: KubeClient) -> None:
+    """A PodGroup with a DisruptionTarget and an old False condition, written through ``/status``."""
+    await kube.create(PODGROUPS, NS, PG_BODY)
+    await kube.patch(PODGROUPS, NS, "workers", {"status": {"conditions": [
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+         "message": "gang-scheduler: preempting", "lastTransitionTime": OLD},
+        {"type": "PodGroupInitiallyScheduled", "status": "False", "reason": "Unschedulable",
+         "message": "old message", "lastTransitionTime": OLD, "observedGeneration": 1},
+    ]}}, sub="status")
+
+
+async def test_message_change_keeps_last_transition_time(kube: KubeClient, writer: StatusWriter) -> None:
+    await seed_conditions(kube)
+
+    assert await writer.group_condition(await pod_group(kube), False, "Unschedulable", "new message")
+    cond = conditions(await kube.get(PODGROUPS, NS, "workers"))["PodGroupInitiallyScheduled"]
+    assert (cond["message"], cond["lastTransitionTime"]) == ("new message", OLD)
+
+    assert await writer.group_condition(await pod_group(kube), True, "Scheduled", "bound")
+    cond = conditions(await kube.get(PODGROUPS, NS, "workers"))["PodGroupInitiallyScheduled"]
+    assert cond["status"] == "True" and cond["lastTransitionTime"] != OLD
+
+
+async def test_other_condition_types_preserved(kube: KubeClient, writer: StatusWriter) -> None:
+    await seed_conditions(kube)
+
+    assert await writer.group_condition(await pod_group(kube), True, "Scheduled", "bound")
+
+    stored = (await kube.get(PODGROUPS, NS, "workers"))["status"]["conditions"]
+    assert [c["type"] for c in stored] == ["DisruptionTarget", "PodGroupInitiallyScheduled"]
+    assert stored[0] == {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                         "message": "gang-scheduler: preempting", "lastTransitionTime": OLD}
+
+
+async def test_composite_gets_composite_condition_type(kube: KubeClient, writer: StatusWriter,
+                                                       k8s: ApiServer) -> None:
+    await kube.create(COMPOSITES, NS, CPG_BODY)
+    cpg = CompositePodGroup.model_validate(await kube.get(COMPOSITES, NS, "train"))
+
+    assert await writer.group_condition(cpg, False, "Invalid", "tree depth 5 > 4")
+
+    stored = await kube.get(COMPOSITES, NS, "train")
+    assert [(c["type"], c["status"], c["reason"], c["message"]) for c in stored["status"]["conditions"]] == [
+        ("CompositePodGroupInitiallyScheduled", "False", "Invalid", "tree depth 5 > 4")]
+    assert len(patches(k8s, COMPOSITES)) == 1 and not patches(k8s, PODGROUPS)
+
+
+async def test_condition_message_truncated_to_limit(kube: KubeClient, writer: StatusWriter) -> None:
+    await kube.create(PODGROUPS, NS, PG_BODY)
+
+    assert await writer.group_condition(await pod_group(kube), False, "Unschedulable", "x" * 40000)
+
+    message = conditions(await kube.get(PODGROUPS, NS, "workers"))["PodGroupInitiallyScheduled"]["message"]
+    assert len(message.encode()) <= 32768 and message == "x" * 32765 + "…"
+
+
+async def test_group_write_error_is_logged_not_raised(kube: KubeClient, writer: StatusWriter, k8s: ApiServer,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    await kube.create(PODGROUPS, NS, PG_BODY)
+    k8s["patch", kmock.resource("scheduling.k8s.io/v1beta1/podgroups")] << 500 << {
+        "kind": "Status", "code": 500, "reason": "InternalError", "message": "etcd is down"}
+
+    with caplog.at_level(logging.WARNING, logger="scheduler.status"):
+        assert not await writer.group_condition(await pod_group(kube), True, "Scheduled", "bound")
+
+    assert "status" not in await kube.get(PODGROUPS, NS, "workers")
+    assert [r.getMessage() for r in caplog.records] == [
+        "status write failed: PodGroup ml/workers: 500 InternalError: etcd is down"]
+
+
+# --- pod Events and PodScheduled -------------------------------------------------------------------------------
+
+
+async def test_scheduled_event_shape(kube: KubeClient, writer: StatusWriter) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    p = await pod(kube)
+
+    await writer.pod_scheduled(p, "node-17")
+
+    [event] = await events(kube)
+    md = event.pop("metadata")
+    assert md["generateName"] == "worker-0." and md["name"].startswith("worker-0.") and md["namespace"] == NS
+    assert MICROTIME.fullmatch(event.pop("eventTime"))
+    assert event == {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "type": "Normal", "reason": "Scheduled",
+        "action": "Binding", "note": "Successfully assigned ml/worker-0 to node-17",
+        "reportingController": "gang-scheduler", "reportingInstance": "gang-scheduler-0",
+        "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": NS, "name": "worker-0",
+                      "uid": p.metadata.uid}}
+    assert p.metadata.uid
+
+
+async def test_failed_scheduling_event_and_condition(kube: KubeClient, writer: StatusWriter,
+                                                     k8s: ApiServer) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    p = await pod(kube)
+
+    await writer.pod_unschedulable(p, "Unschedulable", NO_FIT)
+
+    [event] = await events(kube)
+    assert {k: event[k] for k in ("type", "reason", "action", "note", "reportingController")} == {
+        "type": "Warning", "reason": "FailedScheduling", "action": "Scheduling", "note": NO_FIT,
+        "reportingController": "gang-scheduler"}
+    assert event["regarding"]["uid"] == p.metadata.uid
+    cond = conditions(await kube.get(PODS, NS, "worker-0"))["PodScheduled"]
+    assert {k: v for k, v in cond.items() if k != "lastTransitionTime"} == {
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": NO_FIT,
+        "observedGeneration": 1}
+    [patch] = patches(k8s, PODS)
+    assert patch.subresource == "status" and patch.headers["Content-Type"] == STRATEGIC_PATCH
+
+
+async def test_scheduler_error_keeps_other_pod_conditions(kube: KubeClient, writer: StatusWriter) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    await kube.patch(PODS, NS, "worker-0", {"status": {"conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "old",
+         "lastTransitionTime": OLD},
+        {"type": "PodReadyToStartContainers", "status": "False", "lastTransitionTime": OLD}]}}, sub="status")
+
+    await writer.pod_unschedulable(await pod(kube), "SchedulerError", "pods of one tree name two schedulers")
+
+    stored = (await kube.get(PODS, NS, "worker-0"))["status"]["conditions"]
+    assert stored == [
+        {"type": "PodScheduled", "status": "False", "reason": "SchedulerError",
+         "message": "pods of one tree name two schedulers", "lastTransitionTime": OLD, "observedGeneration": 1},
+        {"type": "PodReadyToStartContainers", "status": "False", "lastTransitionTime": OLD}]
+
+
+async def test_long_note_truncated_to_1024_bytes(kube: KubeClient, writer: StatusWriter) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    message = "é" * 600  # 1200 bytes
+
+    await writer.pod_unschedulable(await pod(kube), "Unschedulable", message)
+
+    [event] = await events(kube)
+    assert event["note"] == "é" * 510 + "…" and len(event["note"].encode()) <= 1024
+    assert conditions(await kube.get(PODS, NS, "worker-0"))["PodScheduled"]["message"] == message
+
+
+async def test_identical_failure_repeated_is_written_once(kube: KubeClient, writer: StatusWriter,
+                                                          k8s: ApiServer) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    p = await pod(kube)
+
+    for _ in range(3):
+        await writer.pod_unschedulable(p, "Unschedulable", NO_FIT)
+
+    assert len(await events(kube)) == 1
+    assert len(patches(k8s, PODS)) == 1
+
+
+async def test_changed_failure_message_is_written_at_once(kube: KubeClient, writer: StatusWriter,
+                                                          k8s: ApiServer) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+
+    await writer.pod_unschedulable(await pod(kube), "Unschedulable", NO_FIT)
+    await writer.pod_unschedulable(await pod(kube), "Unschedulable", "0/4 nodes are available: 4 Too many pods.")
+
+    assert sorted(e["note"] for e in await events(kube)) == [NO_FIT, "0/4 nodes are available: 4 Too many pods."]
+    assert conditions(await kube.get(PODS, NS, "worker-0"))["PodScheduled"]["message"] == \
+        "0/4 nodes are available: 4 Too many pods."
+    assert len(patches(k8s, PODS)) == 2
+
+
+@pytest.mark.looptime
+async def test_identical_failure_after_interval_is_written_again(kube: KubeClient, writer: StatusWriter,
+                                                                 k8s: ApiServer) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    await writer.pod_unschedulable(await pod(kube), "Unschedulable", NO_FIT)
+
+    await asyncio.sleep(59)
+    await writer.pod_unschedulable(await pod(kube), "Unschedulable", NO_FIT)
+    assert len(await events(kube)) == 1
+
+    await asyncio.sleep(2)  # 61 s after the first write
+    await writer.pod_unschedulable(await pod(kube), "Unschedulable", NO_FIT)
+
+    assert len(await events(kube)) == 2
+    assert len(patches(k8s, PODS)) == 1  # the pod already carries this exact condition
+    assert len(writer._recent) == 1  # the expired entry was replaced, not kept
+
+
+async def test_event_post_500_does_not_raise(kube: KubeClient, writer: StatusWriter, k8s: ApiServer,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    p = await pod(kube)
+    k8s["post", kmock.resource("events.k8s.io/v1/events")] << 500 << {
+        "kind": "Status", "code": 500, "reason": "InternalError", "message": "etcd is down"}
+
+    with caplog.at_level(logging.WARNING, logger="scheduler.status"):
+        await writer.pod_scheduled(p, "node-17")
+        await writer.pod_unschedulable(p, "Unschedulable", NO_FIT)
+
+    assert await events(kube) == []
+    assert conditions(await kube.get(PODS, NS, "worker-0"))["PodScheduled"]["reason"] == "Unschedulable"
+    assert [r.getMessage() for r in caplog.records] == [
+        "status write failed: Pod ml/worker-0 event Scheduled: 500 InternalError: etcd is down",
+        "status write failed: Pod ml/worker-0 event FailedScheduling: 500 InternalError: etcd is down"]
