@@ -2,11 +2,17 @@
 
 Objects are dispatched on ``apiVersion`` + ``kind`` (the scheduler-plugins CRD
 ``scheduling.x-k8s.io`` PodGroup is *not* ours and is skipped). Kinds the scheduler does not
-read (Jobs, Deployments, DRA objects for now) are counted and skipped. An object that fails to
-parse — a malformed field, a bad quantity — is reported as a :class:`LoadProblem` naming file,
-kind, namespace/name and what is wrong; the rest of the file still loads. An identical
-redefinition of an object is a no-op; a different one is a problem and the first one is kept.
-Only a file that cannot be read or parsed as YAML raises :class:`SnapshotError`.
+read (Jobs, Deployments, DRA objects for now) are counted in ``Objects.skipped``. A namespaced
+object without ``metadata.namespace`` is put in ``default``, as the API server does on create.
+An object that fails to parse — a malformed field, a bad quantity — is reported as a
+:class:`LoadProblem` naming file, kind, namespace/name and what is wrong, and a document that
+is not an object at all (a scalar, a sequence) as one naming the file and the document's
+position; the rest of the file still loads. An identical redefinition of an object is a no-op;
+a different one is a problem and the first one is kept.
+
+:class:`SnapshotError` is about the whole set of files: it is raised when a file cannot be read,
+is not UTF-8 or is not YAML, or when the files together hold no valid Node, Pod, PodGroup or
+CompositePodGroup (so one good file beside a bad one still loads).
 """
 
 from __future__ import annotations
@@ -38,10 +44,25 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
 }
 """(apiVersion, kind) → model, for every object the scheduler reads."""
 
+NAMESPACED: tuple[type[BaseModel], ...] = (Pod, PodGroup, CompositePodGroup, Workload)
+"""Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node and
+PriorityClass are cluster-scoped and keep an empty namespace)."""
+
+DEFAULT_NAMESPACE = "default"
+"""The namespace the API server gives a namespaced object created without one (kubectl's
+default context namespace)."""
+
+MAX_LISTED_PROBLEMS = 10
+"""Problems quoted in the SnapshotError raised when nothing valid was loaded; the rest are counted."""
+
 
 @dataclass(frozen=True, slots=True)
 class LoadProblem:
-    """An object that could not be used: where it is and what is wrong."""
+    """An object that could not be used: where it is and what is wrong.
+
+    ``kind`` and ``name`` are empty for a document that is not an object (then ``message``
+    gives its position in the file); ``namespace`` is empty for cluster-scoped kinds.
+    """
 
     file: str
     kind: str
@@ -50,6 +71,8 @@ class LoadProblem:
     message: str
 
     def __str__(self) -> str:
+        if not self.kind and not self.name:
+            return f"{self.file}: {self.message}"
         ident = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.file}: {self.kind} {ident}: {self.message}"
 
@@ -84,10 +107,19 @@ class Objects:
                 return self.priority_classes
         raise TypeError(type(obj))  # pragma: no cover - KINDS and this match are kept in step
 
-    def add(self, source: str, raw: Any) -> None:
-        """Parse one raw object into its model, or record why it cannot be used."""
+    @property
+    def usable(self) -> bool:
+        """At least one valid Node, Pod, PodGroup or CompositePodGroup was loaded."""
+        return bool(self.nodes or self.pods or self.podgroups or self.composites)
+
+    def add(self, source: str, raw: Any, where: str = "") -> None:
+        """Parse one raw object into its model, or record why it cannot be used.
+
+        ``source``: the file name; ``where``: the document's position in it (``document 2``,
+        ``document 1, items[3]``), quoted when the document is not an object.
+        """
         if not isinstance(raw, dict):
-            self.problems.append(LoadProblem(source, "?", "", "?", f"not an object: {type(raw).__name__}"))
+            self.problems.append(LoadProblem(source, "", "", "", f"{where or 'document'} is {_shape(raw)}, not an object"))
             return
         api_version, kind = str(raw.get("apiVersion", "")), str(raw.get("kind", ""))
         meta_raw = raw.get("metadata")
@@ -100,6 +132,9 @@ class Objects:
             else:
                 self.skipped[f"{api_version} {kind}"] += 1
             return
+        if not ns and model in NAMESPACED:
+            ns = DEFAULT_NAMESPACE
+            raw = {**raw, "metadata": {**meta, "namespace": ns}}
         if not name:
             self.problems.append(LoadProblem(source, kind, ns, "?", "metadata.name is missing"))
             return
@@ -124,6 +159,14 @@ class Objects:
         self._bucket(obj).append(obj)
 
 
+def _shape(raw: Any) -> str:
+    """What a non-object document is, for a :class:`LoadProblem`: ``a sequence``, ``a string ('abc')``."""
+    if isinstance(raw, list):
+        return "a sequence"
+    word = {str: "string", bool: "boolean", int: "number", float: "number"}.get(type(raw), type(raw).__name__)
+    return f"a {word} ({str(raw)[:40]!r})"
+
+
 def _check_quantities(obj: BaseModel) -> None:
     """Parse the quantities the solver will read now, so a bad one is reported at load time."""
     if isinstance(obj, Pod):
@@ -132,37 +175,74 @@ def _check_quantities(obj: BaseModel) -> None:
         _ = obj.allocatable
 
 
-def _documents(path: Path) -> Iterator[Any]:
+def _documents(path: Path) -> Iterator[tuple[str, Any]]:
+    """``(position, raw document)`` for each non-empty document of ``path``; ``kind: List`` items one by one.
+
+    Raises :class:`SnapshotError` naming the file if it cannot be read, is not UTF-8 (what
+    the API server and kubectl read and write; a UTF-8 byte-order mark is accepted), or is
+    not YAML (the error's line and column are given in ``path``).
+    """
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
         raise SnapshotError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SnapshotError(
+            f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} (offset {exc.start}); "
+            "save the file as UTF-8"
+        ) from exc
+    try:
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
+        _name_marks(exc, str(path))
         raise SnapshotError(f"{path}: not valid YAML: {exc}") from exc
-    for doc in docs:
+    for i, doc in enumerate(docs, start=1):
         if doc is None:
             continue
         if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
-            yield from doc.get("items") or []
+            items = doc.get("items") or []
+            if not isinstance(items, list):
+                yield f"document {i}, items", items
+                continue
+            for j, item in enumerate(items):
+                yield f"document {i}, items[{j}]", item
         else:
-            yield doc
+            yield f"document {i}", doc
+
+
+def _name_marks(exc: yaml.YAMLError, name: str) -> None:
+    """Make the positions in a PyYAML error name the file instead of ``<unicode string>``."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        for mark in (exc.context_mark, exc.problem_mark):
+            if mark is not None:
+                mark.name = name
+    elif isinstance(exc, yaml.reader.ReaderError):
+        exc.name = name
 
 
 def load(paths: Iterable[str | Path]) -> Objects:
     """Read every file into one :class:`Objects`.
 
-    Raises :class:`SnapshotError` if a file cannot be read or is not YAML, or if the files
-    hold no object the scheduler reads at all.
+    Raises :class:`SnapshotError` if a file cannot be read, is not UTF-8 or is not YAML, or if
+    the files *together* hold no valid Node, Pod, PodGroup or CompositePodGroup; in that case
+    the message quotes the load problems (up to :data:`MAX_LISTED_PROBLEMS`), since no report
+    follows to list them.
     """
     objects = Objects()
     names = [Path(p) for p in paths]
     for path in names:
-        for raw in _documents(path):
-            objects.add(str(path), raw)
+        for where, raw in _documents(path):
+            objects.add(str(path), raw, where)
     if not names:
         raise SnapshotError("no snapshot file given")
-    if not (objects.nodes or objects.pods or objects.podgroups or objects.composites or objects.problems):
-        raise SnapshotError(f"{', '.join(map(str, names))}: no Node, Pod, PodGroup or CompositePodGroup found")
+    if not objects.usable:
+        head = f"{', '.join(map(str, names))}: no Node, Pod, PodGroup or CompositePodGroup found"
+        lines = [f"{head}; {len(objects.problems)} invalid:" if objects.problems else head]
+        lines += [f"  {x}" for x in objects.problems[:MAX_LISTED_PROBLEMS]]
+        if len(objects.problems) > MAX_LISTED_PROBLEMS:
+            lines.append(f"  … and {len(objects.problems) - MAX_LISTED_PROBLEMS} more")
+        raise SnapshotError("\n".join(lines))
     return objects

@@ -16,6 +16,9 @@ from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
 from scheduler.simulate import Simulation
 from scheduler.solver.snapshot import Snapshot
 
+DRA_GROUP = "resource.k8s.io"
+"""API group of the DRA objects (ResourceSlice, DeviceClass, ResourceClaim…) the loader skips."""
+
 
 def _node_rows(initial: Snapshot, final: Snapshot) -> list[dict[str, Any]]:
     table = final.table
@@ -74,11 +77,13 @@ def _pct(used: int, alloc: int) -> str:
 
 
 def render_text(sim: Simulation) -> str:
-    """A readable report: groups in queue order, pods left pending, load problems, node utilisation."""
+    """A readable report: warnings, groups in queue order, lone pods placed, every pod left pending
+    with its reason, load problems, node utilisation."""
     out: list[str] = []
     scheduled = sum(g.status == "Scheduled" for g in sim.groups)
     placed = sum(p.node is not None for p in sim.pods)
     out.append(f"Groups: {scheduled}/{len(sim.groups)} scheduled; pods: {placed}/{len(sim.pods)} placed")
+    out.extend(_notes(sim))
     out.append("")
     for g in sim.groups:
         indent = "  " if g.key == g.root else "    "
@@ -93,19 +98,17 @@ def render_text(sim: Simulation) -> str:
             out.append(f"{indent}       placed {len(g.placements)} pod(s) on {nodes}")
         if g.reason:
             out.append(f"{indent}       {g.status}: {g.reason}")
-    single = [p for p in sim.pods if p.pod.group_name is None]
+    single = [p for p in sim.pods if p.pod.group_name is None and p.node is not None]
     if single:
         out.append("")
         out.append("Pods without a scheduling group:")
         for p in single:
-            where = f"-> {p.node}" if p.node else f"pending: {p.reason}"
-            out.append(f"  {p.pod.key} {where}")
-    orphans = [p for p in sim.pods if p.pod.group_name is not None and p.node is None and p.reason
-               and p.reason.startswith(("waiting for PodGroup", "scheduling gated"))]
-    if orphans:
+            out.append(f"  {p.pod.key} -> {p.node}")
+    pending = [p for p in sim.pods if p.node is None]
+    if pending:
         out.append("")
-        out.append("Pods waiting:")
-        for p in orphans:
+        out.append(f"Pods left pending ({len(pending)}):")
+        for p in pending:
             out.append(f"  {p.pod.key}: {p.reason}")
     if sim.problems:
         out.append("")
@@ -116,6 +119,26 @@ def render_text(sim: Simulation) -> str:
         out.append("")
         out.append(_utilisation(sim.initial, sim.snapshot))
     return "\n".join(out)
+
+
+def _notes(sim: Simulation) -> list[str]:
+    """One-line hints under the summary: no pod of ours found; DRA objects or claims ignored."""
+    notes: list[str] = []
+    ours = sim.scheduler_name
+    if not any(p.pod.spec.scheduler_name == ours for p in sim.pods):
+        found = ", ".join(f"{name} ({n})" for name, n in sorted(sim.pods_by_scheduler.items(),
+                                                                key=lambda kv: (-kv[1], kv[0])))
+        notes.append(f'note: no pending pod has spec.schedulerName "{ours}" (found: {found or "no pods"})')
+    dra = sum(n for kind, n in sim.skipped.items() if kind.startswith(f"{DRA_GROUP}/"))
+    claims = sum(1 for p in sim.pods if p.pod.spec.resource_claims)
+    if dra or claims:
+        parts = []
+        if dra:
+            parts.append(f"{dra} {DRA_GROUP} object(s) skipped")
+        if claims:
+            parts.append(f"{claims} pending pod(s) with spec.resourceClaims placed by their other requests only")
+        notes.append(f"warning: DRA is not supported yet: {'; '.join(parts)}")
+    return notes
 
 
 def _utilisation(initial: Snapshot, final: Snapshot) -> str:

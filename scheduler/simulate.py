@@ -2,12 +2,14 @@
 
 ``simulate(objects, …)`` builds the group trees, pops ready roots in queue order, solves each
 against the snapshot and *assumes* every plan before the next root (design §9), then returns a
-:class:`Simulation` with the outcome per group, per pod and per node. Rendering is in
-:mod:`scheduler.report`.
+:class:`Simulation` with the outcome per group, per pod and per node. Unlike ``run``, it also
+reports groups that have no pod at all (as Waiting) and explains pods whose PodGroup failed to
+load, because it has the loader's problem list. Rendering is in :mod:`scheduler.report`.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 from scheduler.groups.tree import Composite, Group, GroupKey, GroupTree, Leaf, TreeState, build_trees
 from scheduler.loader import LoadProblem, Objects
 from scheduler.model.pod import Pod
+from scheduler.model.scheduling import CompositePodGroup, GangPolicy, PodGroup
 from scheduler.queue import GroupQueue
 from scheduler.solver.plan import Plan, SolverConfig, Unschedulable
 from scheduler.solver.search import solve
@@ -52,7 +55,12 @@ class PodOutcome:
 
 @dataclass(slots=True)
 class Simulation:
-    """Everything ``simulate`` decided, in queue order, plus the final snapshot for utilisation."""
+    """Everything ``simulate`` decided, in queue order, plus the final snapshot for utilisation.
+
+    ``scheduler_name``: the ``spec.schedulerName`` simulated. ``pods_by_scheduler``: every pod
+    of the snapshot counted by its ``spec.schedulerName`` (to hint at a wrong name).
+    ``skipped``: objects the loader skipped, by ``"apiVersion kind"``.
+    """
 
     groups: list[GroupOutcome] = field(default_factory=list)
     pods: list[PodOutcome] = field(default_factory=list)
@@ -60,12 +68,24 @@ class Simulation:
     snapshot: Snapshot | None = None
     initial: Snapshot | None = None
     results: list[tuple[GroupTree, Plan | Unschedulable]] = field(default_factory=list)
+    scheduler_name: str = ""
+    pods_by_scheduler: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
 
 
-def _policy(group: Group) -> str:
-    if isinstance(group, Composite):
-        return "basic" if group.min_group_count is None else f"gang minGroupCount {group.min_group_count}"
-    return "basic" if group.min_count is None else f"gang minCount {group.min_count}"
+def _policy(obj: PodGroup | CompositePodGroup | None) -> str:
+    """The policy as written in the object (the tree coerces malformed ones), e.g. ``gang minCount 0``."""
+    if obj is None:
+        return "basic"  # a lone pod of ours
+    policy = obj.spec.scheduling_policy
+    if (policy.basic is None) == (policy.gang is None):
+        return "invalid policy"
+    gang = policy.gang
+    if gang is None:
+        return "basic"
+    name, count = (("minCount", gang.min_count) if isinstance(gang, GangPolicy)
+                   else ("minGroupCount", gang.min_group_count))
+    return f"gang {name} {'unset' if count is None else count}"
 
 
 def _walk(group: Group) -> list[Group]:
@@ -87,8 +107,17 @@ def _subtree_placements(group: Group, placed: dict[str, str]) -> dict[str, str]:
 
 
 def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Simulation:
-    """Schedule every ready tree of ours in queue order, assuming each plan before the next."""
-    sim = Simulation(problems=list(objects.problems))
+    """Schedule every ready tree of ours in queue order, assuming each plan before the next.
+
+    ``objects``: what the loader read (its problems are carried into the result and explain
+    pods whose PodGroup failed to load). ``scheduler_name``: our ``spec.schedulerName``.
+    Returns the :class:`Simulation`: one :class:`GroupOutcome` per group of every tree of
+    ours and of every group with no pod at all (reported Waiting, see ``Forest.empty``), one
+    :class:`PodOutcome` per pending pod of ours.
+    """
+    sim = Simulation(problems=list(objects.problems), scheduler_name=scheduler_name,
+                     pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods),
+                     skipped=Counter(objects.skipped))
     forest = build_trees(
         objects.pods, objects.podgroups, objects.composites, objects.priority_classes, scheduler_name=scheduler_name
     )
@@ -106,8 +135,11 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
         order.append(tree)
         sim.results.append((tree, result))
     sim.snapshot = snapshot
-    order += sorted((t for t in forest.trees if t.state is not TreeState.READY), key=lambda t: tuple(t.key))
+    rest = [t for t in forest.trees if t.state is not TreeState.READY] + forest.empty
+    order += sorted(rest, key=lambda t: tuple(t.key))
 
+    group_objects: list[PodGroup | CompositePodGroup] = [*objects.podgroups, *objects.composites]
+    objs = {GroupKey(o.kind, o.metadata.namespace, o.metadata.name): o for o in group_objects}
     for tree in order:
         outcome = decided.get(tree.key)
         placed = {pod.key: node for pod, node in outcome.placements} if isinstance(outcome, Plan) else {}
@@ -115,7 +147,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
             if group.key.kind == "Pod":
                 continue
             status, reason = _group_status(tree, group, outcome)
-            sim.groups.append(GroupOutcome(group.key, tree.key, status, _policy(group),
+            sim.groups.append(GroupOutcome(group.key, tree.key, status, _policy(objs.get(group.key)),
                                            _subtree_placements(group, placed), reason, tree.priority))
         for leaf in tree.root.leaves():
             for pod in leaf.pending:
@@ -123,8 +155,15 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
                     sim.pods.append(PodOutcome(pod, placed[pod.key], None))
                 else:
                     sim.pods.append(PodOutcome(pod, None, _pod_reason(tree, leaf, pod, outcome)))
+    invalid_groups: dict[tuple[str, str], str] = {}
+    for problem in objects.problems:
+        if problem.kind == "PodGroup":
+            invalid_groups.setdefault((problem.namespace, problem.name), problem.message)
     for orphan in forest.orphans:
-        sim.pods.append(PodOutcome(orphan.pod, None, orphan.message))
+        ns, name = orphan.pod.metadata.namespace, orphan.pod.group_name
+        what = invalid_groups.get((ns, name or ""))
+        reason = orphan.message if what is None else f"PodGroup {ns}/{name} is invalid: {what}"
+        sim.pods.append(PodOutcome(orphan.pod, None, reason))
     for pod in objects.pods:
         if pod.is_gated and not pod.is_bound and pod.spec.scheduler_name == scheduler_name:
             names = ", ".join(g.name for g in pod.spec.scheduling_gates)

@@ -11,6 +11,10 @@ tree per root and decides, per tree, whether it can be tried now:
   (kube-scheduler's GangScheduling PreEnqueue). Not tried until members appear.
 * **Ready** — handed to the solver.
 
+A tree with no pod at all (of any scheduler) is kept apart in ``Forest.empty``: it may be
+another scheduler's group whose pods are not created yet, so the live scheduler ignores it;
+``simulate`` reports it as Waiting.
+
 One bad tree never affects another: every problem is recorded on the tree (and pods
 naming a PodGroup that does not exist are reported on their own), the rest is built.
 This module does no I/O and imports no Kubernetes client.
@@ -173,6 +177,10 @@ class Forest:
 
     trees: list[GroupTree] = field(default_factory=list)
     orphans: list[OrphanPod] = field(default_factory=list)
+    empty: list[GroupTree] = field(default_factory=list)
+    """Trees with no pod at all (of any scheduler), Waiting or Invalid. Not in ``trees``: an
+    empty group may be another scheduler's, so the live scheduler leaves it alone; ``simulate``
+    reports them, since a snapshot is usually of one's own groups."""
 
 
 def _created(meta_ts: datetime | None) -> datetime:
@@ -215,6 +223,7 @@ class _Builder:
                     OrphanPod(pod, f"waiting for PodGroup {pod.metadata.namespace}/{group} to appear")
                 )
         self.children: dict[tuple[str, str], list[Node]] = {}
+        self.empty: list[GroupTree] = []
 
     # -- priorities ----------------------------------------------------------------
     def pod_priority(self, pod: Pod) -> int:
@@ -261,7 +270,7 @@ class _Builder:
             chain.append(nxt)
 
     def build(self) -> Forest:
-        forest = Forest(orphans=self.orphans)
+        forest = Forest(orphans=self.orphans, empty=self.empty)
         nodes: list[Node] = [("PodGroup", k) for k in sorted(self.pgs)]
         nodes += [("CompositePodGroup", k) for k in sorted(self.cpgs)]
         heads: dict[Node, str | None] = {}
@@ -302,8 +311,8 @@ class _Builder:
         pods = [p for leaf in group.leaves() for p in (*leaf.pending, *leaf.bound)]
         pods += [p for leaf in group.leaves() for p in self._gated(leaf)]
         names = sorted({p.spec.scheduler_name for p in pods})
-        if self.scheduler_name not in names:
-            return None  # no pod of ours: another scheduler's (or an empty) tree
+        if pods and self.scheduler_name not in names:
+            return None  # another scheduler's tree
         if len(names) > 1:
             counts = ", ".join(f"{n} ({sum(p.spec.scheduler_name == n for p in pods)})" for n in names)
             problems.append(f"pods of one tree must share one schedulerName, found {counts}")
@@ -314,6 +323,11 @@ class _Builder:
         if prio is None:
             prio = max((self.pod_priority(p) for p in pods), default=self.default_priority)
         common = dict(root=group, priority=prio, created=group.created, groups=tuple(keys))
+        if not pods:  # nobody's yet: kept apart (Forest.empty), never tried
+            state = TreeState.INVALID if problems else TreeState.WAITING
+            message = "; ".join(problems) if problems else _waiting_message(group)
+            self.empty.append(GroupTree(state=state, message=message, **common))  # type: ignore[arg-type]
+            return None
         if problems:
             return GroupTree(state=TreeState.INVALID, message="; ".join(problems), **common)  # type: ignore[arg-type]
         if not any(leaf.pending for leaf in group.leaves()):
@@ -372,7 +386,7 @@ class _Builder:
             g, d = self._group(child, problems, keys, depth + 1, path)
             children.append(g)
             deepest = max(deepest, d)
-        if not children:
+        if not self.children.get((ns, name)):  # children cut by cycle detection are reported as the cycle
             problems.append(f"CompositePodGroup {ns}/{name} has no child groups")
         cgang = cpg.spec.scheduling_policy.gang
         comp = Composite(
@@ -401,8 +415,10 @@ def _waiting_message(group: Group) -> str:
                 gated = f", {g.gated} scheduling-gated" if g.gated else ""
                 if g.min_count is None:
                     parts.append(f"group {g.name}: no pending pods{gated}")
+                elif g.gated:  # gated members exist but do not count: say "ready", not "exist"
+                    parts.append(f"gang {g.name}: {have}/{g.min_count} pods ready{gated} (minCount {g.min_count})")
                 else:
-                    parts.append(f"gang {g.name}: {have}/{g.min_count} pods exist{gated} (minCount {g.min_count})")
+                    parts.append(f"gang {g.name}: {have}/{g.min_count} pods exist (minCount {g.min_count})")
             return
         ok = sum(c.admissible for c in g.children)
         if ok < g.need:

@@ -16,8 +16,8 @@ How (design §5):
   accelerator; break ties toward partly used nodes, then by node name. ``spread``: one copy at
   a time onto the node with the most room.
 * **Topology.** A group with a topology key is placed inside one domain (node label value)
-  chosen among those inside its parent's domain; domains whose summed free capacity cannot
-  hold the group's minimum are pruned, the rest are tried tightest-first (``pack``) or
+  chosen among those inside its parent's domain; domains whose free capacity, summed over the
+  nodes that pass the static filters for some member, cannot hold the group's minimum are pruned, the rest are tried tightest-first (``pack``) or
   emptiest-first (``spread``). Bound members pin their domain.
 * **Backtracking.** Each group yields its feasible placements one at a time (a generator that
   keeps its placement applied while suspended); a composite searches its children depth-first,
@@ -90,8 +90,11 @@ class _Search:
         self.attempts = 0
         self.failures: dict[GroupKey, _Failure] = {}
         self.satisfied: set[GroupKey] = set()
+        self.leftover: dict[GroupKey, str] = {}
+        """Per satisfied leaf whose placement is applied now: why its remaining members were not placed."""
         self._sigs: dict[GroupKey, list[_Signature]] = {}
         self._need: dict[GroupKey, IntArray] = {}
+        self._usable: dict[GroupKey, BoolArray] = {}
 
     # -- state ---------------------------------------------------------------------
     def mark(self) -> int:
@@ -153,6 +156,20 @@ class _Search:
             vec = np.sort(kids, axis=0)[:k].sum(axis=0) if k else np.zeros(len(self.table.resources), np.int64)
         self._need[group.key] = vec
         return vec
+
+    def usable(self, group: Group) -> BoolArray:
+        """Nodes some pending member of the group could use: passing the static filters for at least
+        one signature of its leaves, ``(N,)``. Capacity elsewhere can never hold a member, so the
+        domain pruning sums free capacity over these nodes only."""
+        hit = self._usable.get(group.key)
+        if hit is not None:
+            return hit
+        mask = np.zeros(len(self.table), dtype=bool)
+        for leaf in group.leaves():
+            for sig in self.signatures(leaf):
+                mask |= sig.static.ok
+        self._usable[group.key] = mask
+        return mask
 
     # -- leaves --------------------------------------------------------------------
     def choose(self, rows: IntArray, caps: IntArray, count: int, sig: _Signature) -> list[tuple[int, int]]:
@@ -248,7 +265,11 @@ class _Search:
             yield from self.within(group, dmask)
 
     def domain_masks(self, group: Group, mask: BoolArray) -> list[tuple[str, BoolArray]]:
-        """Candidate domains of the group's topology key inside ``mask``, in try order, pruned by capacity."""
+        """Candidate domains of the group's topology key inside ``mask``, in try order, pruned by capacity.
+
+        A domain is pruned when the free capacity of its :meth:`usable` nodes is below
+        :meth:`need` for some resource; the nearest miss is quoted in the failure message.
+        """
         key = group.topology_key
         assert key is not None
         doms = self.table.domains(key)
@@ -263,12 +284,15 @@ class _Search:
             present = present[np.isin(present, list(pinned))]
         need = self.need(group)
         cols = np.flatnonzero(need > 0)
+        usable = self.usable(group)
         scored: list[tuple[float, str, BoolArray]] = []
         closest: tuple[float, str, str] | None = None  # (ratio, resource, text) of the nearest miss
         for d in present:
             dmask = mask & (ids == d)
             if cols.size:
-                have = self.free[dmask][:, cols].sum(axis=0)
+                # A necessary condition: every member placed lands on a node passing its static
+                # filters, so what the group needs must fit in the free capacity of those nodes.
+                have = self.free[dmask & usable][:, cols].sum(axis=0)
                 ratio = float(np.max(need[cols] / np.maximum(have, 1)))
                 if np.any(have < need[cols]):
                     j = int(np.argmax(need[cols] / np.maximum(have, 1)))
@@ -300,12 +324,15 @@ class _Search:
             start = self.mark()
             placed, reason, limited = self.place_leaf(group, mask)
             if placed < len(group.pending):
-                self.fail(group, placed, self.leaf_message(group, placed, reason), limited)
+                self.fail(group, placed, self.leaf_message(group, placed, reason, "placeable"), limited)
             if not self.leaf_satisfied(group, placed):
                 self.undo(start)
                 return
             self.satisfied.add(group.key)
+            if placed < len(group.pending):
+                self.leftover[group.key] = self.leaf_message(group, placed, reason, "placed")
             yield
+            self.leftover.pop(group.key, None)
             self.satisfied.discard(group.key)
             self.undo(start)
             return
@@ -333,15 +360,19 @@ class _Search:
             yield from self.children(comp, i + 1, ok + 1, mask)
         yield from self.children(comp, i + 1, ok, mask)
 
-    def leaf_message(self, leaf: Leaf, placed: int, nodes: str) -> str:
-        total = placed + len(leaf.bound)
+    def leaf_message(self, leaf: Leaf, placed: int, nodes: str, verb: str) -> str:
+        """``gang g: 3/8 placeable (minCount 8); 0/12 nodes are available: …``.
+
+        ``placed``: pending members placed by the attempt (bound members are added); ``nodes``:
+        the node histogram for the first member that did not fit; ``verb``: ``placeable`` for
+        the best failed attempt, ``placed`` for the leaf's placement in the final plan.
+        """
         if leaf.key.kind == "Pod":
             return nodes
-        if leaf.min_count is None:
-            head = f"{_describe(leaf)}: 0/{len(leaf.pending)} placeable"
-        else:
-            members = len(leaf.pending) + len(leaf.bound)
-            head = f"{_describe(leaf)}: {total}/{members} placeable (minCount {leaf.min_count})"
+        total, members = placed + len(leaf.bound), len(leaf.pending) + len(leaf.bound)
+        head = f"{_describe(leaf)}: {total}/{members} {verb}"
+        if leaf.min_count is not None:
+            head += f" (minCount {leaf.min_count})"
         return f"{head}; {nodes}" if nodes else head
 
     # -- results -------------------------------------------------------------------
@@ -356,9 +387,11 @@ class _Search:
         unplaced: dict[str, str] = {}
         reasons: dict[GroupKey, str] = {}
         for leaf in tree.root.leaves():
-            failure = self.failures.get(leaf.key)
-            message = failure.message if failure else f"{_describe(leaf)}: not needed by its parent group"
-            if leaf.key not in self.satisfied:
+            if leaf.key in self.satisfied:  # placed; members left over say how many this plan placed
+                message = self.leftover.get(leaf.key, "")
+            else:  # left out whole: the best attempt's count and reason
+                failure = self.failures.get(leaf.key)
+                message = failure.message if failure else f"{_describe(leaf)}: not needed by its parent group"
                 reasons[leaf.key] = message
             for pod in leaf.pending:
                 if pod.key not in placed_keys:

@@ -50,7 +50,7 @@ def test_builtin_example_places_both_gangs_in_different_zones_and_rejects_the_th
     assert pods["notebook-prep"].node == "cpu-m5-1"
     reason = next(g.reason for g in sim.groups if g.key.name == "eval-16x4")
     assert reason == ("gang eval-16x4: no topology.kubernetes.io/zone domain has enough free nvidia.com/gpu "
-                      "(2 checked; closest: us-east-1b has 12 free, needs 16)")
+                      "(2 checked; closest: us-east-1b has 4 free, needs 16)")
 
 
 def test_fragmented_cluster_gang_found_by_slot_counting_not_first_fit() -> None:

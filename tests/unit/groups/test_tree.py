@@ -75,7 +75,7 @@ def test_gated_members_are_not_tried_and_are_reported() -> None:
     pods = members("g", 2) + [pod("g-gated", "g", gated=True)]
     (tree,) = trees(pods, [pg("g", 3)]).trees
     assert tree.state is TreeState.WAITING
-    assert tree.message == "gang g: 2/3 pods exist, 1 scheduling-gated (minCount 3)"
+    assert tree.message == "gang g: 2/3 pods ready, 1 scheduling-gated (minCount 3)"
 
 
 def test_all_members_bound_is_scheduled() -> None:
