@@ -1,0 +1,281 @@
+"""Structured device allocation on one node: exact, with backtracking, for one or many claim copies.
+
+Mirrors the structured allocator of kube-scheduler's DynamicResources plugin
+(``k8s.io/dynamic-resource-allocation/structured``, v1.37) for what we support:
+
+* requests ``exactly`` (ExactCount with ``count``, or ``All``) and ``firstAvailable`` sub-requests,
+  tried in order; a result is named ``request`` or ``request/subrequest``;
+* class and request selectors (the caller's ``matches`` evaluates CEL);
+* claim ``constraints``: ``matchAttribute`` (every device of the listed requests has the same
+  value) and ``distinctAttribute`` (all different);
+* device taints NoSchedule/NoExecute unless tolerated;
+* shared counters (``consumesCounters``): a device fits only while every counter it consumes has
+  enough left in its counter set — partitionable GPUs and MIG never over-consume.
+
+Unlike a first-fit allocator, the search tries devices *best fit first* (the device that consumes
+the smallest share of its counter sets) and backtracks over device choices, within a budget, both
+inside one claim and across the copies of a gang on the node: so a whole GPU is not given to one
+member when two half-GPUs would serve two (the upstream greedy trap).
+
+Pure: plain dataclasses in, plain results out; the caller owns the :class:`DeviceState`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """A device as the allocator sees it.
+
+    ``id``: ``driver/pool/name``. ``attributes``: fully qualified name → value (short names already
+    qualified with the driver's domain). ``consumes``: (counter set id ``driver/pool/set``,
+    ((counter, amount), …)) pairs. ``taints``: (key, value, effect). ``weight``: best-fit order key
+    (share of its counter sets it consumes; 0 for plain devices) — smaller is tried first.
+    """
+
+    id: str
+    driver: str
+    pool: str
+    name: str
+    attributes: Mapping[str, object] = field(default_factory=dict)
+    consumes: tuple[tuple[str, tuple[tuple[str, Decimal], ...]], ...] = ()
+    taints: tuple[tuple[str, str, str], ...] = ()
+    weight: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceToleration:
+    """``DeviceToleration``: key, operator (Equal | Exists), value, effect."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, key: str, value: str, effect: str) -> bool:
+        if self.effect and self.effect != effect:
+            return False
+        if self.key != key and not (self.key == "" and self.operator == "Exists"):
+            return False
+        return self.operator == "Exists" or self.value == value
+
+
+@dataclass(frozen=True, slots=True)
+class SubRequest:
+    """One way to satisfy a request: ``count`` devices (or ``all``) of ``class_name`` matching ``selectors``."""
+
+    result: str
+    class_name: str
+    selectors: tuple[str, ...] = ()
+    count: int = 1
+    all: bool = False
+    tolerations: tuple[DeviceToleration, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A claim request: its ``name`` and the sub-requests tried in order (one for ``exactly``)."""
+
+    name: str
+    options: tuple[SubRequest, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """A claim constraint over ``requests`` (empty = every request of the claim)."""
+
+    requests: tuple[str, ...] = ()
+    match_attribute: str | None = None
+    distinct_attribute: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimSpec:
+    """What a claim asks for; hashable, so pods whose claims come from one template share a signature."""
+
+    requests: tuple[Request, ...]
+    constraints: tuple[Constraint, ...] = ()
+
+
+Result = tuple[str, Device]
+"""(result name, device): ``request`` or ``request/subrequest`` → the device given."""
+
+Matcher = Callable[[SubRequest, Device], bool]
+
+
+@dataclass(slots=True)
+class DeviceState:
+    """Devices taken and counters left, with an undo journal (one per solver run)."""
+
+    taken: set[str] = field(default_factory=set)
+    counters: dict[str, dict[str, Decimal]] = field(default_factory=dict)
+    journal: list[Device] = field(default_factory=list)
+
+    def fits(self, device: Device) -> bool:
+        if device.id in self.taken:
+            return False
+        for set_id, amounts in device.consumes:
+            left = self.counters.get(set_id)
+            if left is None:
+                return False  # a counter set no slice publishes: never allocatable
+            for counter, amount in amounts:
+                if left.get(counter, Decimal(0)) < amount:
+                    return False
+        return True
+
+    def take(self, device: Device) -> None:
+        self.taken.add(device.id)
+        for set_id, amounts in device.consumes:
+            left = self.counters[set_id]
+            for counter, amount in amounts:
+                left[counter] = left.get(counter, Decimal(0)) - amount
+        self.journal.append(device)
+
+    def mark(self) -> int:
+        return len(self.journal)
+
+    def undo(self, mark: int) -> None:
+        while len(self.journal) > mark:
+            device = self.journal.pop()
+            self.taken.discard(device.id)
+            for set_id, amounts in device.consumes:
+                left = self.counters[set_id]
+                for counter, amount in amounts:
+                    left[counter] += amount
+
+
+class BudgetExceeded(Exception):
+    """The allocation search used its step budget."""
+
+
+@dataclass(slots=True)
+class _Budget:
+    steps: int
+
+    def spend(self) -> None:
+        self.steps -= 1
+        if self.steps < 0:
+            raise BudgetExceeded
+
+
+def _tolerated(sub: SubRequest, device: Device) -> bool:
+    for key, value, effect in device.taints:
+        if effect in FILTERED_EFFECTS and not any(t.tolerates(key, value, effect) for t in sub.tolerations):
+            return False
+    return True
+
+
+def _constraints_ok(claim: ClaimSpec, chosen: Sequence[Result]) -> bool:
+    for c in claim.constraints:
+        scope = [d for name, d in chosen if not c.requests or name.split("/", 1)[0] in c.requests]
+        if c.match_attribute is not None and scope:
+            values = [d.attributes.get(c.match_attribute) for d in scope]
+            if any(v is None for v in values) or len(set(map(repr, values))) > 1:
+                return False
+        if c.distinct_attribute is not None and scope:
+            values = [d.attributes.get(c.distinct_attribute) for d in scope]
+            if any(v is None for v in values) or len(set(map(repr, values))) != len(values):
+                return False
+    return True
+
+
+def _take_all(state: DeviceState, devices: Sequence[Device]) -> bool:
+    """Take every device, checking each against what the previous ones consumed; undo on failure."""
+    mark = state.mark()
+    for d in devices:
+        if not state.fits(d):
+            state.undo(mark)
+            return False
+        state.take(d)
+    return True
+
+
+def claim_alternatives(claim: ClaimSpec, devices: Sequence[Device], matches: Matcher, state: DeviceState,
+                       budget: _Budget) -> Iterator[list[Result]]:
+    """Yield each allocation of ``claim`` from ``devices``, keeping it taken in ``state`` while suspended."""
+    ordered = sorted(devices, key=lambda d: (d.weight, d.id))
+    chosen: list[Result] = []
+
+    def requests(i: int) -> Iterator[list[Result]]:
+        if i == len(claim.requests):
+            yield list(chosen)
+            return
+        request = claim.requests[i]
+        for sub in request.options:
+            matching = [d for d in ordered if _tolerated(sub, d) and matches(sub, d)]
+            if sub.all:
+                if not matching or any(not state.fits(d) for d in matching):
+                    continue  # All: at least one, and every matching device must be free
+                combos: Iterator[tuple[Device, ...]] = iter([tuple(matching)])
+            else:
+                free = [d for d in matching if state.fits(d)]
+                if len(free) < sub.count:
+                    continue
+                combos = itertools.combinations(free, sub.count)
+            for combo in combos:
+                budget.spend()
+                mark = state.mark()
+                if not _take_all(state, combo):
+                    continue  # devices of one combo that share counters do not all fit together
+                for d in combo:
+                    chosen.append((sub.result, d))
+                if _constraints_ok(claim, chosen):
+                    yield from requests(i + 1)
+                del chosen[len(chosen) - len(combo):]
+                state.undo(mark)
+
+    yield from requests(0)
+
+
+def allocate_copies(claims: Sequence[ClaimSpec], copies: int, devices: Sequence[Device], matches: Matcher,
+                    state: DeviceState, budget_steps: int = 2000) -> list[list[list[Result]]]:
+    """Allocate ``claims`` (one pod's claims) up to ``copies`` times on one node; returns the most copies found.
+
+    Each copy is a list with one result list per claim. Devices chosen stay taken in ``state``;
+    nothing is taken for copies that are not returned. Searches depth-first over device choices
+    (best fit first) and keeps the deepest assignment; stops at ``copies`` or when ``budget_steps``
+    device combinations were tried.
+    """
+    best: list[list[list[Result]]] = []
+    current: list[list[list[Result]]] = []
+    budget = _Budget(budget_steps)
+    start = state.mark()
+    best_taken: list[Device] = []
+
+    def copy(n: int) -> Iterator[None]:
+        if n == copies:
+            yield
+            return
+        yield from claims_of_copy(0, [], n)
+
+    def claims_of_copy(i: int, results: list[list[Result]], n: int) -> Iterator[None]:
+        nonlocal best, best_taken
+        if i == len(claims):
+            current.append(list(results))
+            if len(current) > len(best):
+                best = [list(c) for c in current]
+                best_taken = list(state.journal[start:])
+            yield from copy(n + 1)
+            current.pop()
+            return
+        for alloc in claim_alternatives(claims[i], devices, matches, state, budget):
+            results.append(alloc)
+            yield from claims_of_copy(i + 1, results, n)
+            results.pop()
+
+    try:
+        for _ in copy(0):
+            break
+    except BudgetExceeded:
+        pass
+    state.undo(start)
+    for device in best_taken:
+        state.take(device)
+    return best
