@@ -4,18 +4,32 @@ This package imports no Kubernetes client: ``run``, ``simulate``, tests and benc
 share it.
 """
 
+from scheduler.model.dra import (
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+    device_id,
+    qualified_name,
+)
 from scheduler.model.node import Node, Taint
 from scheduler.model.pod import Pod, Toleration, effective_requests
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClass, Workload
 
 __all__ = [
     "CompositePodGroup",
+    "DeviceClass",
     "Node",
     "Pod",
     "PodGroup",
     "PriorityClass",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ResourceSlice",
     "Taint",
     "Toleration",
     "Workload",
+    "device_id",
     "effective_requests",
+    "qualified_name",
 ]

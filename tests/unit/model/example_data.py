@@ -15,7 +15,18 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from scheduler.model import CompositePodGroup, Node, Pod, PodGroup, PriorityClass, Workload
+from scheduler.model import (
+    CompositePodGroup,
+    DeviceClass,
+    Node,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+    Workload,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -26,6 +37,10 @@ MODELS: dict[tuple[str, str], type[BaseModel]] = {
     ("scheduling.k8s.io/v1alpha3", "CompositePodGroup"): CompositePodGroup,
     ("scheduling.k8s.io/v1beta1", "Workload"): Workload,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
+    ("resource.k8s.io/v1", "ResourceSlice"): ResourceSlice,
+    ("resource.k8s.io/v1", "DeviceClass"): DeviceClass,
+    ("resource.k8s.io/v1", "ResourceClaim"): ResourceClaim,
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"): ResourceClaimTemplate,
 }
 """(apiVersion, kind) → model, for the kinds the scheduler models."""
 

@@ -23,7 +23,18 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from scheduler.model import CompositePodGroup, Node, Pod, PodGroup, PriorityClass, Workload
+from scheduler.model import (
+    CompositePodGroup,
+    DeviceClass,
+    Node,
+    Pod,
+    PodGroup,
+    PriorityClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+    Workload,
+)
 from scheduler.model.node import NodeSpec, NodeStatus, Taint
 from scheduler.model.pod import Affinity, PodSpec, Toleration
 from scheduler.model.scheduling import PodGroupSpec, WorkloadReference
@@ -122,6 +133,11 @@ MODELS = [
     # The loader also reads these served versions with the same models.
     pytest.param(PodGroup, "io.k8s.api.scheduling.v1alpha3.PodGroup", id="PodGroup-v1alpha3"),
     pytest.param(Workload, "io.k8s.api.scheduling.v1alpha3.Workload", id="Workload-v1alpha3"),
+    pytest.param(ResourceSlice, "io.k8s.api.resource.v1.ResourceSlice", id="ResourceSlice-resource-v1"),
+    pytest.param(DeviceClass, "io.k8s.api.resource.v1.DeviceClass", id="DeviceClass-resource-v1"),
+    pytest.param(ResourceClaim, "io.k8s.api.resource.v1.ResourceClaim", id="ResourceClaim-resource-v1"),
+    pytest.param(ResourceClaimTemplate, "io.k8s.api.resource.v1.ResourceClaimTemplate",
+                 id="ResourceClaimTemplate-resource-v1"),
 ]
 
 
@@ -305,10 +321,15 @@ EXAMPLES = [
     ),
     pytest.param(
         "workloads/b-workload-composite-train-llm.yaml",
-        {"Workload": 1, "CompositePodGroup": 1, "PodGroup": 2, "Pod": 5},
+        {"Workload": 1, "CompositePodGroup": 1, "PodGroup": 2, "Pod": 5, "ResourceClaimTemplate": 1,
+         "ResourceClaim": 4},
         id="workload-b-composite",
     ),
-    pytest.param("workloads/c-podgroup-shared-claims.yaml", {"PodGroup": 1, "Pod": 4}, id="workload-c-shared-claims"),
+    pytest.param(
+        "workloads/c-podgroup-shared-claims.yaml",
+        {"PodGroup": 1, "Pod": 4, "ResourceClaimTemplate": 2, "ResourceClaim": 5},
+        id="workload-c-shared-claims",
+    ),
     pytest.param(
         "clusters/fragmented-cluster.yaml",
         {"PriorityClass": 5, "Node": 16, "Pod": 47, "PodGroup": 2},
@@ -316,9 +337,23 @@ EXAMPLES = [
     ),
     pytest.param(
         "clusters/small-gpu-cluster.yaml",
-        {"PriorityClass": 5, "Node": 9, "Pod": 21, "Workload": 2, "CompositePodGroup": 1, "PodGroup": 3},
+        {"PriorityClass": 5, "Node": 9, "Pod": 21, "Workload": 2, "CompositePodGroup": 1, "PodGroup": 3,
+         "DeviceClass": 2, "ResourceSlice": 12, "ResourceClaimTemplate": 1, "ResourceClaim": 11},
         id="cluster-small-gpu",
     ),
+    pytest.param("resourceslices/deviceclasses.yaml", {"DeviceClass": 9}, id="dra-deviceclasses"),
+    pytest.param("resourceslices/dra-example-driver-gpu.yaml", {"ResourceSlice": 1}, id="dra-example-driver-gpu"),
+    pytest.param("resourceslices/dranet-efa-p4d.yaml", {"ResourceSlice": 1}, id="dra-dranet-efa-p4d"),
+    pytest.param(
+        "resourceslices/dranet-gpu-efa-claimtemplates.yaml", {"ResourceClaimTemplate": 2}, id="dra-gpu-efa-templates"
+    ),
+    pytest.param(
+        "resourceslices/interconnect-example-per-rack.yaml", {"ResourceSlice": 4}, id="dra-interconnect-per-rack"
+    ),
+    pytest.param("resourceslices/nvidia-gpu-a100-p4d.yaml", {"ResourceSlice": 1}, id="dra-nvidia-a100-p4d"),
+    pytest.param("resourceslices/nvidia-gpu-h100-p5.yaml", {"ResourceSlice": 2}, id="dra-nvidia-h100-p5"),
+    pytest.param("resourceslices/nvidia-mig-a100-static.yaml", {"ResourceSlice": 1}, id="dra-nvidia-mig-a100"),
+    pytest.param("resourceslices/nvidia-vgpu-a100-10c-vks.yaml", {"ResourceSlice": 2}, id="dra-nvidia-vgpu-vks"),
 ]
 
 
