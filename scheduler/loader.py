@@ -119,7 +119,8 @@ class Objects:
         ``document 1, items[3]``), quoted when the document is not an object.
         """
         if not isinstance(raw, dict):
-            self.problems.append(LoadProblem(source, "", "", "", f"{where or 'document'} is {_shape(raw)}, not an object"))
+            message = f"{where or 'document'} is {_shape(raw)}, not an object"
+            self.problems.append(LoadProblem(source, "", "", "", message))
             return
         api_version, kind = str(raw.get("apiVersion", "")), str(raw.get("kind", ""))
         meta_raw = raw.get("metadata")

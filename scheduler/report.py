@@ -124,11 +124,11 @@ def render_text(sim: Simulation) -> str:
 def _notes(sim: Simulation) -> list[str]:
     """One-line hints under the summary: no pod of ours found; DRA objects or claims ignored."""
     notes: list[str] = []
-    ours = sim.scheduler_name
-    if not any(p.pod.spec.scheduler_name == ours for p in sim.pods):
+    if not sim.pods:  # sim.pods holds every pending pod of ours
         found = ", ".join(f"{name} ({n})" for name, n in sorted(sim.pods_by_scheduler.items(),
                                                                 key=lambda kv: (-kv[1], kv[0])))
-        notes.append(f'note: no pending pod has spec.schedulerName "{ours}" (found: {found or "no pods"})')
+        notes.append(f'note: no pending pod has spec.schedulerName "{sim.scheduler_name}" '
+                     f'(found: {found or "no pods"})')
     dra = sum(n for kind, n in sim.skipped.items() if kind.startswith(f"{DRA_GROUP}/"))
     claims = sum(1 for p in sim.pods if p.pod.spec.resource_claims)
     if dra or claims:

@@ -17,8 +17,9 @@ How (design §5):
   a time onto the node with the most room.
 * **Topology.** A group with a topology key is placed inside one domain (node label value)
   chosen among those inside its parent's domain; domains whose free capacity, summed over the
-  nodes that pass the static filters for some member, cannot hold the group's minimum are pruned, the rest are tried tightest-first (``pack``) or
-  emptiest-first (``spread``). Bound members pin their domain.
+  nodes that pass the static filters for some member, cannot hold the group's minimum are
+  pruned, the rest are tried tightest-first (``pack``) or emptiest-first (``spread``). Bound
+  members pin their domain.
 * **Backtracking.** Each group yields its feasible placements one at a time (a generator that
   keeps its placement applied while suspended); a composite searches its children depth-first,
   so a child that cannot fit makes the search revisit an earlier sibling's domain. The search

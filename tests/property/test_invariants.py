@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from scheduler.groups import Composite, Group, GroupTree, Leaf, TreeState, build_trees
 from scheduler.loader import Objects
 from scheduler.queue import GroupQueue
+from scheduler.report import render_text
 from scheduler.simulate import simulate
 from scheduler.solver import NodeTable, Plan, Snapshot, SolverConfig, solve
 from scheduler.solver.fit import copies
@@ -138,8 +139,35 @@ def test_lone_gang_of_identical_pods_fits_exactly_when_slots_suffice(c: Cluster)
 
 
 @SETTINGS
+@given(clusters(max_roots=1))
+def test_lone_topology_gang_fits_exactly_when_one_domain_has_the_slots(c: Cluster) -> None:
+    """Domain pruning is only a necessary condition: for one gang leaf of identical pods with a
+    topology key, the solver succeeds exactly when some domain's per-node copy counts (on nodes
+    passing the static filters; clusters hold tainted and cordoned nodes) add up to minCount."""
+    forest = build_trees(c.pods, c.podgroups, c.composites, scheduler_name="gang-scheduler")
+    (tree,) = forest.trees
+    root = tree.root
+    if (tree.state is not TreeState.READY or not isinstance(root, Leaf) or not root.topology_key
+            or len({(tuple(sorted(p.requests.items()))) for p in root.pending}) != 1):
+        return
+    snapshot = Snapshot.build(NodeTable.build(c.nodes), c.pods)
+    table = snapshot.table
+    vec, unknown = table.request_vector(root.pending[0].requests)
+    ok = table.static_fit(root.pending[0].spec).ok
+    ids = table.domains(root.topology_key).of_node
+    per_node = np.zeros(len(table), dtype=np.int64)
+    if not unknown:
+        per_node[ok] = copies(snapshot.free()[ok], vec)
+    best = max((int(per_node[ids == d].sum()) for d in np.unique(ids[ids >= 0])), default=0)
+    result = solve(tree, snapshot)
+    assert isinstance(result, Plan) == (min(best, len(root.pending)) >= max(root.need, 1))
+
+
+@SETTINGS
 @given(clusters())
 def test_nothing_lost_every_pending_pod_of_ours_gets_a_node_or_a_reason(c: Cluster) -> None:
+    """Every pending pod of ours is in the result with a node or a reason, and each one left
+    without a node is listed, with its reason, in the text report."""
     objects = Objects(nodes=c.nodes, pods=c.pods, podgroups=c.podgroups, composites=c.composites)
     sim = simulate(objects, "gang-scheduler", SolverConfig())
     ours = {p.key for p in c.pods if p.spec.scheduler_name == "gang-scheduler" and not p.is_bound}
@@ -147,3 +175,7 @@ def test_nothing_lost_every_pending_pod_of_ours_gets_a_node_or_a_reason(c: Clust
     assert set(reported) == ours
     for outcome in reported.values():
         assert (outcome.node is None) != (outcome.reason is None)
+    text = render_text(sim).splitlines()
+    for outcome in reported.values():
+        if outcome.node is None:
+            assert f"  {outcome.pod.key}: {outcome.reason}" in text

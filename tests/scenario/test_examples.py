@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from scheduler.loader import load
+from scheduler.report import render_text
 from scheduler.simulate import Simulation, example_path, simulate
 from scheduler.solver import SolverConfig
 from tests.scenario.conftest import DATA
@@ -142,3 +143,20 @@ def test_scoring_strategies_both_respect_all_or_nothing(scoring: str) -> None:
     sim = run(FRAGMENTED, scoring=scoring)
     for g in sim.groups:
         assert (g.status == "Scheduled") == bool(g.placements)
+
+
+def test_builtin_example_text_report_lists_the_pods_left_pending() -> None:
+    text = render_text(run(example_path())).splitlines()
+    reason = ("gang eval-16x4: no topology.kubernetes.io/zone domain has enough free nvidia.com/gpu "
+              "(2 checked; closest: us-east-1b has 4 free, needs 16)")
+    start = text.index("Pods left pending (4):")
+    assert text[start + 1:start + 5] == [f"  ml-team/eval-16x4-{i}: {reason}" for i in range(4)]
+    assert not any(line.startswith(("note:", "warning:")) for line in text)
+
+
+def test_dra_snapshot_warns_that_claims_are_not_served() -> None:
+    sim = run(DATA / "nodes" / "a100-8gpu-eks-p4d-dra.yaml", DATA / "workloads" / "c-podgroup-shared-claims.yaml")
+    assert sim.skipped["resource.k8s.io/v1 ResourceClaim"] == 5
+    assert render_text(sim).splitlines()[1] == (
+        "warning: DRA is not supported yet: 7 resource.k8s.io object(s) skipped; "
+        "4 pending pod(s) with spec.resourceClaims placed by their other requests only")

@@ -6,6 +6,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from scheduler.cli import main
@@ -101,3 +102,143 @@ def test_text_report_on_builtin_example_names_groups_and_nodes() -> None:
     assert "[FAIL] PodGroup ml-team/eval-16x4" in out
     assert "ml-team/notebook-prep -> cpu-m5-1" in out
     assert "Node utilisation" in out and "gpu-b2-2" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param(b"apiVersion: v1\nkind: Node\n# caf\xe9\nmetadata: {name: n1}\n",
+                     "{path}: not UTF-8 text: byte 0xe9 at line 3 (offset 31)", id="latin-1-comment"),
+        pytest.param(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "{path}: not UTF-8 text: byte 0x89 at line 1 (offset 0)",
+                     id="binary-file"),
+        pytest.param(b"kind: Pod\n  bad: [unclosed\n", '{path}: not valid YAML: mapping values are not allowed here\n'
+                     '  in "{path}", line 2, column 6', id="yaml-error-names-the-file"),
+        pytest.param(b"kind: Pod\x00\n", 'not valid YAML: unacceptable character #x0000: special characters are not '
+                     'allowed\n  in "{path}", position 9', id="control-character-names-the-file"),
+        pytest.param(b"hello\n", "{path}: no Node, Pod, PodGroup or CompositePodGroup found; 1 invalid:\n"
+                     "  {path}: document 1 is a string ('hello'), not an object", id="top-level-scalar"),
+        pytest.param(b"- a\n- b\n", "{path}: document 1 is a sequence, not an object", id="top-level-sequence"),
+        pytest.param(BAD_POD.encode(), "{path}: no Node, Pod, PodGroup or CompositePodGroup found; 1 invalid:\n"
+                     "  {path}: Pod default/broken: ", id="every-object-invalid"),
+    ],
+)
+def test_bad_snapshot_exits_2_with_an_error_naming_the_file(tmp_path: Path, content: bytes, expected: str) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_bytes(content)
+    code, out, err = invoke("simulate", str(path))
+    assert code == 2
+    assert out == ""
+    assert err.startswith("error: ")
+    assert expected.format(path=path) in err
+    assert "<unicode string>" not in err and "Traceback" not in err
+
+
+def test_exit_2_rule_applies_to_the_whole_set_of_files(tmp_path: Path) -> None:
+    """One usable file beside one with nothing usable: rc 0, and the bad document is listed by position."""
+    good, bad = write(tmp_path, NODE + "---" + GOOD_POD, "good.yaml"), write(tmp_path, "42\n", "bad.yaml")
+    code, out, _ = invoke("simulate", "-o", "json", good, bad)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["pods"][0]["node"] == "n1"
+    assert doc["invalid"] == [{"file": bad, "kind": "", "namespace": "", "name": "",
+                               "reason": "document 1 is a number ('42'), not an object"}]
+
+
+def test_list_item_that_is_not_an_object_is_named_by_position(tmp_path: Path) -> None:
+    text = "apiVersion: v1\nkind: List\nitems:\n- " + textwrap.indent(textwrap.dedent(NODE).strip(), "  ").lstrip()
+    code, out, _ = invoke("simulate", "-o", "json", write(tmp_path, text + "\n- oops\n"))
+    assert code == 0
+    (bad,) = json.loads(out)["invalid"]
+    assert bad["reason"] == "document 1, items[1] is a string ('oops'), not an object"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        pytest.param("GANG_SCHEDULER_SCORING", "bogus",
+                     "error: GANG_SCHEDULER_SCORING='bogus': Input should be 'pack' or 'spread'\n", id="scoring"),
+        pytest.param("GANG_SCHEDULER_SEARCH_BUDGET", "abc",
+                     "error: GANG_SCHEDULER_SEARCH_BUDGET='abc': Input should be a valid integer, unable to parse "
+                     "string as an integer\n", id="budget-not-a-number"),
+        pytest.param("GANG_SCHEDULER_SEARCH_BUDGET", "0",
+                     "error: GANG_SCHEDULER_SEARCH_BUDGET='0': Input should be greater than or equal to 1\n",
+                     id="budget-below-one"),
+    ],
+)
+def test_bad_environment_variable_exits_2_naming_it(variable: str, value: str, expected: str) -> None:
+    result = CliRunner().invoke(main, ["simulate"], env={variable: value})
+    assert result.exit_code == 2
+    assert result.stderr == expected
+    assert result.stdout == ""
+
+
+BASIC_GROUP = """
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: bg, namespace: default}
+spec: {schedulingPolicy: {basic: {}}}
+"""
+MEMBER = """
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default}}
+spec:
+  schedulerName: {scheduler}
+  schedulingGroup: {{podGroupName: bg}}
+  containers: [{{name: c, resources: {{requests: {{cpu: "2"}}}}}}]
+"""
+CLAIM_POD = GOOD_POD.replace("  containers:", "  resourceClaims: [{name: gpu, resourceClaimName: c1}]\n  containers:")
+CLAIM = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c1, namespace: default}
+"""
+
+
+def members(n: int, scheduler: str = "gang-scheduler") -> str:
+    return "---".join(MEMBER.format(name=f"m{i}", scheduler=scheduler) for i in range(n))
+
+
+@pytest.mark.parametrize(
+    ("snapshot", "args", "lines"),
+    [
+        pytest.param(NODE + "---" + BASIC_GROUP + "---" + members(3), [], [
+            "Pods left pending (1):",
+            "  default/m2: group bg: 2/3 placed; 0/1 nodes are available: 1 Insufficient cpu.",
+        ], id="basic-group-leftover-listed"),
+        pytest.param(NODE + "---" + GOOD_POD.replace('cpu: "1"', 'cpu: "64"'), [], [
+            "Pods left pending (1):", "  default/ok: 0/1 nodes are available: 1 Insufficient cpu.",
+        ], id="lone-pod-that-does-not-fit-listed-once"),
+        pytest.param(NODE + "---" + members(2).replace("podGroupName: bg", "podGroupName: nope"), [], [
+            "  default/m0: waiting for PodGroup default/nope to appear",
+        ], id="orphans-listed"),
+        pytest.param(NODE + "---" + GOOD_POD + "---" + members(2, "default-scheduler"), ["--scheduler-name", "foo"], [
+            'note: no pending pod has spec.schedulerName "foo" (found: default-scheduler (2), gang-scheduler (1))',
+        ], id="scheduler-name-hint"),
+        pytest.param(NODE, [], ['note: no pending pod has spec.schedulerName "gang-scheduler" (found: no pods)'],
+                     id="scheduler-name-hint-without-pods"),
+        pytest.param(NODE + "---" + CLAIM_POD + "---" + CLAIM, [], [
+            "warning: DRA is not supported yet: 1 resource.k8s.io object(s) skipped; 1 pending pod(s) with "
+            "spec.resourceClaims placed by their other requests only",
+        ], id="dra-warning"),
+    ],
+)
+def test_text_report_lines(tmp_path: Path, snapshot: str, args: list[str], lines: list[str]) -> None:
+    code, out, _ = invoke("simulate", *args, write(tmp_path, snapshot))
+    assert code == 0
+    report = out.splitlines()
+    for line in lines:
+        assert line in report
+    assert sum(line.startswith(("note:", "warning:")) for line in report) == sum(
+        line.startswith(("note:", "warning:")) for line in lines)
+
+
+def test_every_pod_left_pending_appears_once_in_the_text_report(tmp_path: Path) -> None:
+    path = write(tmp_path, NODE + "---" + BASIC_GROUP + "---" + members(3) + "---" +
+                 GOOD_POD.replace('cpu: "1"', 'cpu: "64"'))
+    _, out, _ = invoke("simulate", path)
+    _, doc, _ = invoke("simulate", "-o", "json", path)
+    pending = [f"{p['namespace']}/{p['name']}" for p in json.loads(doc)["pods"] if p["node"] is None]
+    assert sorted(pending) == ["default/m2", "default/ok"]
+    for key in pending:
+        assert sum(line.startswith(f"  {key}: ") for line in out.splitlines()) == 1

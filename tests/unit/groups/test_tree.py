@@ -78,6 +78,22 @@ def test_gated_members_are_not_tried_and_are_reported() -> None:
     assert tree.message == "gang g: 2/3 pods ready, 1 scheduling-gated (minCount 3)"
 
 
+@pytest.mark.parametrize(
+    ("ungated", "gated", "min_count", "message"),
+    [
+        pytest.param(0, 1, 1, "gang g: 0/1 pods ready, 1 scheduling-gated (minCount 1)", id="only-member-gated"),
+        pytest.param(1, 2, 3, "gang g: 1/3 pods ready, 2 scheduling-gated (minCount 3)", id="some-members-gated"),
+        pytest.param(1, 0, 3, "gang g: 1/3 pods exist (minCount 3)", id="none-gated-says-exist"),
+    ],
+)
+def test_waiting_message_never_says_fewer_pods_exist_than_do(ungated: int, gated: int, min_count: int,
+                                                             message: str) -> None:
+    pods = members("g", ungated) + [pod(f"g-gated-{i}", "g", gated=True) for i in range(gated)]
+    (tree,) = trees(pods, [pg("g", min_count)]).trees
+    assert tree.state is TreeState.WAITING
+    assert tree.message == message
+
+
 def test_all_members_bound_is_scheduled() -> None:
     pods = [pod("g-0", "g", node="n1"), pod("g-1", "g", node="n1")]
     (tree,) = trees(pods, [pg("g", 2)]).trees
@@ -150,6 +166,53 @@ def test_cycle_is_reported_once_and_other_trees_unaffected() -> None:
     assert roots["a"].state is TreeState.INVALID
     assert roots["a"].message.startswith("cycle in parentCompositePodGroupName: ")
     assert roots["fine"].state is TreeState.READY
+
+
+@pytest.mark.parametrize(
+    ("cpgs", "groups", "root", "message"),
+    [
+        pytest.param([cpg("a", 1, parent="b"), cpg("b", 1, parent="a")], [pg("leaf", 1, parent="a")], "a",
+                     "cycle in parentCompositePodGroupName: b → a → b", id="two-composites"),
+        pytest.param([cpg("cyc1", 1, parent="cyc2"), cpg("cyc2", 1, parent="cyc1")], [pg("leaf", 1, parent="cyc2")],
+                     "cyc1", "cycle in parentCompositePodGroupName: cyc2 → cyc1 → cyc2", id="leaf-under-second"),
+        pytest.param([cpg("self", 1, parent="self")], [pg("leaf", 1, parent="self")], "self",
+                     "cycle in parentCompositePodGroupName: self → self", id="own-parent"),
+    ],
+)
+def test_cycle_message_does_not_claim_a_composite_has_no_children(
+        cpgs: list[CompositePodGroup], groups: list[PodGroup], root: str, message: str) -> None:
+    (tree,) = trees(members("leaf", 1), groups, cpgs).trees
+    assert (tree.key.name, tree.state, tree.message) == (root, TreeState.INVALID, message)
+
+
+def test_composite_without_any_child_is_invalid() -> None:
+    forest = trees(members("g", 1), [pg("g", 1)], [cpg("lonely", 1)])
+    assert [t.key.name for t in forest.trees] == ["g"]
+    (empty,) = forest.empty
+    assert (empty.key.name, empty.state, empty.message) == (
+        "lonely", TreeState.INVALID, "CompositePodGroup ml/lonely has no child groups")
+
+
+@pytest.mark.parametrize(
+    ("pods", "pgs", "cpgs", "empty"),
+    [
+        pytest.param([], [pg("g", 3)], [], {"g": "gang g: 0/3 pods exist (minCount 3)"}, id="gang-without-pods"),
+        pytest.param([], [pg("a", 2, parent="root"), pg("b", 1, parent="root")], [cpg("root", 2)],
+                     {"root": "composite root: 0/2 child groups ready (minGroupCount 2); "
+                              "gang a: 0/2 pods exist (minCount 2); gang b: 0/1 pods exist (minCount 1)"},
+                     id="composite-without-pods"),
+        pytest.param([pod("x", "theirs", scheduler="default-scheduler")], [pg("theirs", 1)], [], {},
+                     id="another-schedulers-group-is-not-empty"),
+        pytest.param(members("a", 1), [pg("a", 1, parent="root"), pg("b", 1, parent="root")], [cpg("root", 1)], {},
+                     id="empty-child-of-a-tree-with-pods-stays-in-the-tree"),
+    ],
+)
+def test_trees_with_no_pod_at_all_are_kept_apart(pods: list[Pod], pgs: list[PodGroup], cpgs: list[CompositePodGroup],
+                                                 empty: dict[str, str]) -> None:
+    forest = trees(pods, pgs, cpgs)
+    assert {t.key.name: t.message for t in forest.empty} == empty
+    assert all(t.state is TreeState.WAITING for t in forest.empty)
+    assert not {t.key.name for t in forest.trees} & set(empty)
 
 
 def test_depth_over_four_is_invalid() -> None:

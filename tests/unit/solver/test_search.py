@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
+
+import pytest
 
 from scheduler.groups import GroupKey, TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
@@ -158,3 +161,79 @@ def test_same_input_same_plan() -> None:
     first, second = solve_one(*args), solve_one(*args)
     assert isinstance(first, Plan) and isinstance(second, Plan)
     assert [(p.key, n) for p, n in first.placements] == [(p.key, n) for p, n in second.placements]
+
+
+ZONE_A, ZONE_B = {ZONE: "a"}, {ZONE: "b"}
+DEDICATED = {"key": "dedicated", "operator": "Equal", "value": "infer", "effect": "NoSchedule"}
+
+
+@pytest.mark.parametrize(
+    ("unusable", "pod_kw"),
+    [
+        pytest.param(node("a-big", cpu="8", labels=ZONE_A, unschedulable=True), {}, id="cordoned"),
+        pytest.param(node("a-big", cpu="8", labels=ZONE_A, taints=["dedicated=infer:NoSchedule"]), {}, id="tainted"),
+        pytest.param(node("a-big", cpu="8", labels=ZONE_A), {"node_selector": {"pool": "train"}},
+                     id="selector-mismatch"),
+    ],
+)
+def test_domain_pruning_counts_only_nodes_the_members_can_use(unusable: Node, pod_kw: dict[str, Any]) -> None:
+    """Zone a's free cpu is 10 with the unusable node, 2 without; the message quotes usable capacity only."""
+    pool = {"pool": "train"}
+    nodes = [unusable, node("a-small", cpu="2", labels={**ZONE_A, **pool}),
+             node("b1", cpu="3", labels={**ZONE_B, **pool})]
+    result = solve_one(nodes, gang_pods("g", 4, cpu="1", memory=None, **pod_kw), [pg("g", 4, topology=ZONE)])
+    assert isinstance(result, Unschedulable)
+    assert result.message == (f"gang g: no {ZONE} domain has enough free cpu "
+                              "(2 checked; closest: b has 3 free, needs 4)")
+    assert result.code is Code.UNSCHEDULABLE
+
+
+def test_domain_pruning_counts_a_node_any_signature_of_the_group_can_use() -> None:
+    """Union over signatures: the tainted node is usable by the tolerating members, so zone a (2 + 2 cpu) is
+    tried and holds the gang; an intersection (a-plain only, 2 < 3 cpu) would prune it and fail the gang."""
+    nodes = [node("a-tainted", cpu="2", labels=ZONE_A, taints=["dedicated=infer:NoSchedule"]),
+             node("a-plain", cpu="2", labels=ZONE_A), node("b1", cpu="1", labels=ZONE_B)]
+    pods = (gang_pods("g", 2, cpu="1", memory=None, tolerations=[DEDICATED])
+            + [pod("g-plain", cpu="2", memory=None, namespace=NS, group="g")])
+    assert nodes_used(solve_one(nodes, pods, [pg("g", 3, topology=ZONE)])) == Counter({"a-tainted": 2, "a-plain": 1})
+
+
+@pytest.mark.parametrize(
+    ("pgs", "pods", "nodes", "reasons"),
+    [
+        pytest.param([pg("g", None)], gang_pods("g", 3, cpu="1"), [node("n0", cpu="2")],
+                     {"ml/g-2": "group g: 2/3 placed; 0/1 nodes are available: 1 Insufficient cpu."},
+                     id="basic-group-overflow"),
+        pytest.param([pg("g", None)],
+                     gang_pods("g", 2, cpu="1") + [pod("g-run", namespace=NS, group="g", node_name="n0",
+                                                       phase="Running")],
+                     [node("n0", cpu="2")],
+                     {"ml/g-1": "group g: 2/3 placed; 0/1 nodes are available: 1 Insufficient cpu."},
+                     id="basic-group-bound-member-counts"),
+        pytest.param([pg("g", 2)], gang_pods("g", 4, cpu="1"), [node("n0", cpu="3")],
+                     {"ml/g-3": "gang g: 3/4 placed (minCount 2); 0/1 nodes are available: 1 Insufficient cpu."},
+                     id="gang-beyond-min-count"),
+    ],
+)
+def test_members_left_over_by_a_plan_say_how_many_it_placed(pgs: list[PodGroup], pods: list[Pod], nodes: list[Node],
+                                                             reasons: dict[str, str]) -> None:
+    plan = solve_one(nodes, pods, pgs)
+    assert isinstance(plan, Plan)
+    assert dict(plan.unplaced) == reasons
+
+
+def test_leftover_reason_counts_the_final_plan_not_the_best_abandoned_attempt() -> None:
+    """spread tries the roomier rack r1 first: `a` places 3/4 there, `b` then fits nowhere, so the search
+    moves `a` to r2 (2/4) and `b` takes r1. The reason must say 2/4, the count of the plan returned."""
+    nodes = [node("r1-n", cpu="3", memory=None, labels={RACK: "r1"}),
+             node("r2-n", cpu="2", memory=None, labels={RACK: "r2"})]
+    pgs = [pg("a", None, parent="root", topology=RACK, created="2026-01-01T00:00:01Z"),
+           pg("b", 1, parent="root", topology=RACK, created="2026-01-01T00:00:02Z")]
+    pods = gang_pods("a", 4, cpu="1", memory=None) + gang_pods("b", 1, cpu="3", memory=None)
+    plan = solve_one(nodes, pods, pgs, [cpg("root", 2)], config=SolverConfig(scoring="spread"))
+    assert isinstance(plan, Plan)
+    assert nodes_used(plan) == Counter({"r2-n": 2, "r1-n": 1})
+    assert dict(plan.unplaced) == {
+        "ml/a-2": "group a: 2/4 placed; 0/1 nodes are available: 1 Insufficient cpu.",
+        "ml/a-3": "group a: 2/4 placed; 0/1 nodes are available: 1 Insufficient cpu.",
+    }

@@ -1,0 +1,177 @@
+"""``simulate`` and the loader behind the CLI, on small YAML snapshots: what each group and pod is
+reported as (policy as written, empty groups, invalid PodGroups) and how objects are read.
+
+Kept beside the CLI tests: these are the command's back end (``scheduler/loader.py``,
+``scheduler/simulate.py``), exercised through the same YAML a user would pass.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from scheduler.loader import load
+from scheduler.simulate import Simulation, simulate
+from scheduler.solver import SolverConfig
+
+NODE = """
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+"""
+
+
+def podgroup(name: str, policy: str, parent: str | None = None, namespace: str = "ml") -> str:
+    parent_line = f"\n  parentCompositePodGroupName: {parent}" if parent else ""
+    return f"""
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {{name: {name}, namespace: {namespace}}}
+spec:
+  schedulingPolicy: {policy}{parent_line}
+"""
+
+
+def composite(name: str, policy: str) -> str:
+    return f"""
+apiVersion: scheduling.k8s.io/v1alpha3
+kind: CompositePodGroup
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  schedulingPolicy: {policy}
+"""
+
+
+def member(name: str, group: str, cpu: str = "1", namespace: str | None = "ml") -> str:
+    ns = f", namespace: {namespace}" if namespace else ""
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}{ns}}}
+spec:
+  schedulerName: gang-scheduler
+  schedulingGroup: {{podGroupName: {group}}}
+  containers: [{{name: c, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+"""
+
+
+def run(tmp_path: Path, *docs: str) -> Simulation:
+    path = tmp_path / "snap.yaml"
+    path.write_text("---".join(textwrap.dedent(d) for d in (NODE, *docs)))
+    return simulate(load([path]), "gang-scheduler", SolverConfig())
+
+
+def group(sim: Simulation, name: str) -> tuple[str, str, str | None]:
+    (g,) = [g for g in sim.groups if g.key.name == name]
+    return g.status, g.policy, g.reason
+
+
+def pod_reasons(sim: Simulation) -> dict[str, str | None]:
+    return {p.pod.key: p.reason for p in sim.pods}
+
+
+@pytest.mark.parametrize(
+    ("policy", "shown"),
+    [
+        pytest.param("{basic: {}}", "basic", id="basic"),
+        pytest.param("{gang: {minCount: 2}}", "gang minCount 2", id="gang"),
+        pytest.param("{gang: {minCount: 0}}", "gang minCount 0", id="min-count-zero-shown-as-written"),
+        pytest.param("{gang: {}}", "gang minCount unset", id="min-count-missing"),
+        pytest.param("{}", "invalid policy", id="neither-basic-nor-gang"),
+        pytest.param("{basic: {}, gang: {minCount: 1}}", "invalid policy", id="both-basic-and-gang"),
+    ],
+)
+def test_group_policy_is_reported_as_written(tmp_path: Path, policy: str, shown: str) -> None:
+    sim = run(tmp_path, podgroup("g", policy), member("g-0", "g"), member("g-1", "g"))
+    assert group(sim, "g")[1] == shown
+
+
+@pytest.mark.parametrize(
+    ("policy", "shown"),
+    [
+        pytest.param("{gang: {minGroupCount: 1}}", "gang minGroupCount 1", id="gang"),
+        pytest.param("{gang: {minGroupCount: 0}}", "gang minGroupCount 0", id="min-group-count-zero"),
+        pytest.param("{}", "invalid policy", id="neither-basic-nor-gang"),
+    ],
+)
+def test_composite_policy_is_reported_as_written(tmp_path: Path, policy: str, shown: str) -> None:
+    sim = run(tmp_path, composite("root", policy), podgroup("a", "{gang: {minCount: 1}}", parent="root"),
+              member("a-0", "a"))
+    assert group(sim, "root")[1] == shown
+
+
+@pytest.mark.parametrize(
+    ("docs", "expected"),
+    [
+        pytest.param([podgroup("g", "{gang: {minCount: 3}}")],
+                     {"g": ("Waiting", "gang g: 0/3 pods exist (minCount 3)")}, id="empty-gang"),
+        pytest.param([podgroup("g", "{basic: {}}")], {"g": ("Waiting", "group g: no pending pods")},
+                     id="empty-basic-group"),
+        pytest.param([composite("root", "{gang: {minGroupCount: 1}}"),
+                      podgroup("a", "{gang: {minCount: 2}}", parent="root")],
+                     {"root": ("Waiting", "composite root: 0/1 child groups ready (minGroupCount 1); "
+                                          "gang a: 0/2 pods exist (minCount 2)"),
+                      "a": ("Waiting", "composite root: 0/1 child groups ready (minGroupCount 1); "
+                                       "gang a: 0/2 pods exist (minCount 2)")}, id="empty-composite-tree"),
+        pytest.param([composite("lonely", "{gang: {minGroupCount: 1}}")],
+                     {"lonely": ("Invalid", "CompositePodGroup ml/lonely has no child groups")},
+                     id="empty-and-malformed-is-invalid"),
+    ],
+)
+def test_groups_with_no_pod_at_all_are_reported(tmp_path: Path, docs: list[str],
+                                                 expected: dict[str, tuple[str, str]]) -> None:
+    sim = run(tmp_path, *docs)
+    assert {g.key.name: (g.status, g.reason) for g in sim.groups} == expected
+    assert sim.pods == []
+
+
+def test_group_with_only_another_schedulers_pods_is_not_reported(tmp_path: Path) -> None:
+    theirs = member("x", "g").replace("gang-scheduler", "default-scheduler")
+    sim = run(tmp_path, podgroup("g", "{gang: {minCount: 1}}"), theirs)
+    assert sim.groups == [] and sim.pods == []
+
+
+@pytest.mark.parametrize(
+    ("docs", "expected"),
+    [
+        pytest.param([podgroup("x", '{gang: {minCount: "three"}}'), member("x-0", "x")],
+                     "PodGroup ml/x is invalid: spec.schedulingPolicy.gang.minCount: Input should be a valid "
+                     "integer, unable to parse string as an integer", id="invalid-podgroup"),
+        pytest.param([podgroup("x", '{gang: {minCount: "three"}}', namespace="other"), member("x-0", "x")],
+                     "waiting for PodGroup ml/x to appear", id="invalid-podgroup-in-another-namespace"),
+        pytest.param([member("x-0", "x")], "waiting for PodGroup ml/x to appear", id="missing-podgroup"),
+    ],
+)
+def test_pods_of_a_podgroup_that_failed_to_load_say_so(tmp_path: Path, docs: list[str], expected: str) -> None:
+    assert pod_reasons(run(tmp_path, *docs)) == {"ml/x-0": expected}
+
+
+def test_basic_group_leftover_reason_counts_what_the_plan_placed(tmp_path: Path) -> None:
+    sim = run(tmp_path, podgroup("bg", "{basic: {}}"), *(member(f"m{i}", "bg", cpu="2") for i in range(3)))
+    assert group(sim, "bg") == ("Scheduled", "basic", None)
+    assert pod_reasons(sim) == {"ml/m0": None, "ml/m1": None,
+                                "ml/m2": "group bg: 2/3 placed; 0/1 nodes are available: 1 Insufficient cpu."}
+
+
+@pytest.mark.parametrize(
+    ("docs", "namespaces"),
+    [
+        pytest.param([podgroup("g", "{gang: {minCount: 1}}").replace(", namespace: ml", ""),
+                      member("g-0", "g", namespace=None)],
+                     {"PodGroup": "default", "Pod": "default", "Node": ""}, id="namespaced-kinds-default"),
+        pytest.param([podgroup("g", "{gang: {minCount: 1}}"), member("g-0", "g")],
+                     {"PodGroup": "ml", "Pod": "ml", "Node": ""}, id="given-namespace-kept"),
+    ],
+)
+def test_missing_namespace_defaults_to_default(tmp_path: Path, docs: list[str], namespaces: dict[str, str]) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text("---".join(textwrap.dedent(d) for d in (NODE, *docs)))
+    objects = load([path])
+    found = {"PodGroup": objects.podgroups[0].metadata.namespace, "Pod": objects.pods[0].metadata.namespace,
+             "Node": objects.nodes[0].metadata.namespace}
+    assert found == namespaces
+    sim = simulate(objects, "gang-scheduler", SolverConfig())
+    assert [(p.pod.key, p.node) for p in sim.pods] == [(f"{namespaces['Pod']}/g-0", "n1")]
