@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     client_qps: float = Field(default=50.0, ge=0, description="Client-side requests per second (client-go's "
                               "default for kube-scheduler is 50); 0 disables the limit.")
     client_burst: int = Field(default=100, ge=1, description="Requests allowed above the QPS in a burst.")
-    bind_address: str = Field(default="0.0.0.0:10251", description="host:port of /healthz, /readyz "
+    bind_address: str = Field(default="0.0.0.0:10251", description="host:port of /healthz, /readyz, /metrics "
                               "(10251 was kube-scheduler's insecure health port; ours serves no secrets).")
     leader_elect: bool = Field(default=True, description="Elect a leader through a Lease so two replicas "
                                "never schedule at once.")

@@ -63,6 +63,14 @@ class GroupQueue:
     def __len__(self) -> int:
         return len(self._live)
 
+    def trees(self) -> list[GroupTree]:
+        """The queued roots, one per key (the latest push), in no particular order; O(heap)."""
+        latest: dict[GroupKey, tuple[int, GroupTree]] = {}
+        for key, seq, tree in self._heap:
+            if self._live.get(tree.key) == key and seq > latest.get(tree.key, (-1, tree))[0]:
+                latest[tree.key] = (seq, tree)
+        return [tree for _, tree in latest.values()]
+
 
 class SchedulingQueue:
     """Ready roots (a :class:`GroupQueue`) plus roots backing off after a failed attempt.

@@ -2,7 +2,7 @@
 
 ``Scheduler.run(stop)`` does, in order (design §2, §6–§8):
 
-1. serve ``/healthz`` and ``/readyz``;
+1. serve ``/healthz``, ``/readyz`` and ``/metrics`` (``scheduler.metrics``);
 2. discover the APIs — without ``scheduling.k8s.io/v1beta1`` podgroups it logs one line naming
    the API and the feature gate, reports not-ready and retries instead of crashing;
 3. start one informer per resource and wait for the caches to sync;
@@ -35,6 +35,7 @@ from scheduler.health import HealthServer
 from scheduler.informers import Informer
 from scheduler.kube import COMPOSITES, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, ApiError, KubeClient
 from scheduler.leader import LeaderElector
+from scheduler.metrics import Metrics
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plan import Plan, Unschedulable
 from scheduler.solver.search import solve
@@ -77,6 +78,15 @@ class Scheduler:
         self._seen_version = -1
         self._reported: dict[GroupKey, str] = {}
         self.cycles = 0
+        # -- metrics (scheduler.metrics): recorded here, the solver stays pure --------------
+        self.metrics = Metrics(settings.scheduler_name)
+        self.metrics.track_leader(lambda: self.leading)
+        self.health_port: int | None = None
+        """The port /healthz, /readyz and /metrics are served on, once started (``--bind-address`` may say 0)."""
+        self._blocked: list[GroupTree] = []
+        """Waiting and Invalid trees of the last refresh, for the queue gauges."""
+        self._incomplete = 0
+        """Pods of ours waiting for their PodGroup to appear, at the last refresh."""
 
     # -- health --------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
@@ -149,6 +159,7 @@ class Scheduler:
         for res in resources:
             informer = Informer(self.kube, res, self.cache, self.on_change)
             self.informers.append(informer)
+            self.metrics.track_informer(res.plural, informer)
             self.spawn(informer.run(), f"informer/{res.plural}")
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
         log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.objects["Node"]),
@@ -162,7 +173,9 @@ class Scheduler:
                  s.model_dump_json(exclude={"kubeconfig"}))
         host, _, port = s.bind_address.rpartition(":")
         health = HealthServer(host or "0.0.0.0", int(port), self.ready)
+        health.add_route("GET", "/metrics", self.metrics.handler())
         await health.start()
+        self.health_port = health.port
         try:
             if not await self.discover(stop):
                 return
@@ -184,6 +197,7 @@ class Scheduler:
             self.wake.set()
             await self.elector.wait_until_not_leading()
             log.warning("not leading: scheduling stopped")
+            self.metrics.clear_queues()  # a follower's queue is not scheduled: report it empty
 
     async def _loop(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
@@ -222,6 +236,12 @@ class Scheduler:
             if self.cache.version != snap_version:  # watch events arrived meanwhile
                 self._refresh(self.changes, loop.time())
                 self.changes = Changes()
+        self._record_queues()
+
+    def _record_queues(self) -> None:
+        """Set the pending-pods / queued-entities gauges from the queue and the last refresh."""
+        self.metrics.set_queues(self.queue.ready.trees(), [t for _, t in self.queue.backing_off.values()],
+                                self._blocked, self._incomplete)
 
     def _refresh(self, changes: Changes, now: float) -> None:
         """Rebuild trees from the cache, sync the queue, re-activate roots, report waiting/invalid ones."""
@@ -230,6 +250,8 @@ class Scheduler:
         allowed = set(self.settings.namespaces)
         trees = [t for t in forest.trees if not allowed or t.key.namespace in allowed]
         self.queue.sync([t for t in trees if t.state is TreeState.READY], now)
+        self._blocked = [t for t in trees if t.state in (TreeState.WAITING, TreeState.INVALID)]
+        self._incomplete = sum(1 for o in forest.orphans if not allowed or o.pod.metadata.namespace in allowed)
         if changes.capacity:
             self.queue.activate(None, now)
         elif changes.groups:
@@ -274,6 +296,7 @@ class Scheduler:
         started = time.perf_counter()
         result = solve(tree, snapshot, self.settings.solver())
         elapsed_ms = (time.perf_counter() - started) * 1000
+        self.metrics.solved(tree, result, elapsed_ms / 1000)
         if isinstance(result, Plan):
             nodes = sorted({n for _, n in result.placements})
             log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
@@ -281,7 +304,7 @@ class Scheduler:
             self.cache.assume(result.placements)
             self.queue.done(tree.key)
             self._reported.pop(tree.key, None)
-            self.spawn(self.bind(tree, result), f"bind/{tree.key}")
+            self.spawn(self.bind(tree, result, started), f"bind/{tree.key}")
             return snapshot.assume(result.placements)
         assert isinstance(result, Unschedulable)
         delay = self.queue.backoff(tree, loop.time())
@@ -303,10 +326,15 @@ class Scheduler:
             for pod in leaf.pending:
                 self.spawn(self.status.pod_unschedulable(pod, "Unschedulable", result.message), f"status/{pod.key}")
 
-    async def bind(self, tree: GroupTree, plan: Plan) -> None:
-        """Bind a plan; on success mark the groups scheduled, on failure forget the rest and requeue."""
+    async def bind(self, tree: GroupTree, plan: Plan, started: float) -> None:
+        """Bind a plan; on success mark the groups scheduled, on failure forget the rest and requeue.
+
+        ``started``: ``time.perf_counter()`` when the plan's solve began (attempt latency metrics).
+        """
         loop = asyncio.get_running_loop()
         outcome = await self.binder.bind_plan(plan.placements)
+        self.metrics.bound(tree, plan, outcome, time.perf_counter() - started,
+                           root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
         for pod, node in outcome.bound:
             self.spawn(self.status.pod_scheduled(pod, node), f"status/{pod.key}")
         if outcome.ok:

@@ -1,0 +1,411 @@
+"""Prometheus metrics: every name, its meaning and unit, and the registry they live in.
+
+Design §8: the live scheduler serves these on ``/metrics`` (``GET``, same address as
+``/healthz``). Names follow kube-scheduler's where the meaning is the same, so dashboards and
+alerts written for it keep working (``pkg/scheduler/metrics/metrics.go``, v1.37 — the PodGroup
+metrics are the ``GenericWorkload`` ones); the rest carry the ``gang_scheduler_`` prefix.
+
+Kube-scheduler compatible (``profile`` is the scheduler name, ``--scheduler-name``):
+
+- ``scheduler_schedule_attempts_total{result, profile}`` counter (pods);
+- ``scheduler_scheduling_attempt_duration_seconds{result, profile}`` histogram;
+- ``scheduler_scheduling_algorithm_duration_seconds`` histogram (lone pods);
+- ``scheduler_podgroup_schedule_attempts_total{result, profile}`` counter;
+- ``scheduler_podgroup_scheduling_attempt_duration_seconds{result, profile}`` histogram;
+- ``scheduler_podgroup_scheduling_algorithm_duration_seconds`` histogram;
+- ``scheduler_pending_pods{queue}`` gauge;
+- ``scheduler_queued_entities{queue, type}`` gauge.
+
+Our own: ``gang_scheduler_podgroup_creation_to_bound_seconds``, ``gang_scheduler_gang_size_pods``,
+``gang_scheduler_bind_failures_total{reason}``, ``gang_scheduler_solver_attempts{result}``,
+``gang_scheduler_informer_synced{resource}``, ``gang_scheduler_informer_relists_total{resource}``,
+``gang_scheduler_is_leader``; plus the client library's ``process_*`` and ``python_*`` series.
+
+**Label values are closed sets** (:data:`RESULTS`, :data:`QUEUES`, :data:`ENTITY_TYPES`,
+:data:`BIND_FAILURE_REASONS`; ``resource`` is one of the five watched plurals and ``profile``
+the one scheduler name), so cardinality is bounded: no pod, group, node or namespace name is
+ever a label. Every combination is created at zero up front, so ``rate()`` and absence alerts
+work from the first scrape.
+
+**What counts as an attempt** (upstream semantics, ``schedule_one.go``): pods count as
+``scheduled`` when their bind succeeded, ``unschedulable`` when the solver could not place them
+(the pending members of a root that did not fit, and members a plan left pending), ``error``
+when their plan's binding failed (the member that failed and every member not bound with it).
+A root's attempt (``scheduler_podgroup_*``) ends when the solver rejects it, or when its plan's
+binds have all finished: ``scheduled`` if every bind succeeded, else ``error``. Lone pods of ours
+(no PodGroup) count in the pod metrics only, as in kube-scheduler.
+
+Each instance has its own :class:`~prometheus_client.CollectorRegistry` (never the global
+default), so two schedulers in one process — and tests — do not share series. The caller
+records; the solver stays pure (style guide §5). This module does no scheduling and no I/O
+beyond serving the registry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal, Protocol
+
+from aiohttp.typedefs import Handler
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
+from prometheus_client.aiohttp import make_aiohttp_handler
+from prometheus_client.core import CounterMetricFamily, Metric
+
+from scheduler.binder import BindOutcome
+from scheduler.groups.tree import GroupTree, Leaf, TreeState
+from scheduler.model.scheduling import (
+    COMPOSITE_INITIALLY_SCHEDULED,
+    INITIALLY_SCHEDULED,
+    CompositePodGroup,
+    PodGroup,
+)
+from scheduler.solver.plan import Plan, Unschedulable
+
+Result = Literal["scheduled", "unschedulable", "error"]
+RESULTS: tuple[Result, ...] = ("scheduled", "unschedulable", "error")
+"""``result`` of an attempt, as kube-scheduler's ``profile_metrics.go``."""
+
+Queue = Literal["active", "backoff", "unschedulable", "gated", "incomplete"]
+QUEUES: tuple[Queue, ...] = ("active", "backoff", "unschedulable", "gated", "incomplete")
+"""``queue`` of a pending pod (kube-scheduler's names; ours has no ``pending`` sub-queue):
+
+- ``active``: its root is ready to be tried;
+- ``backoff``: its root failed an attempt and waits for its backoff to end or for an event that
+  can help (our queue has no separate event-only wait: a backoff always ends, by default within
+  60 s);
+- ``unschedulable``: its tree is Invalid (missing parent, cycle, mixed schedulerNames…) and is
+  not tried until one of its objects changes;
+- ``gated``: never tried because the pod has ``schedulingGates``, or because its tree is
+  Waiting (a gang with fewer members than ``minCount``: kube-scheduler's GangScheduling
+  PreEnqueue gates those too). Gated lone pods and gated pods whose PodGroup is missing are
+  not in any tree and not counted;
+- ``incomplete``: the pod names a PodGroup that does not exist (yet).
+"""
+
+SolveResult = Literal["scheduled", "unschedulable"]
+SOLVE_RESULTS: tuple[SolveResult, ...] = ("scheduled", "unschedulable")
+"""``result`` of one solve (``gang_scheduler_solver_attempts``): a Plan or Unschedulable."""
+
+EntityQueue = Literal["active", "backoff", "unschedulable", "gated"]
+ENTITY_QUEUES: tuple[EntityQueue, ...] = ("active", "backoff", "unschedulable", "gated")
+"""``queue`` of a queued entity: :data:`QUEUES` without ``incomplete`` (pods, not entities)."""
+
+EntityType = Literal["pod", "podgroup"]
+ENTITY_TYPES: tuple[EntityType, ...] = ("pod", "podgroup")
+"""``type`` of a queued entity: ``podgroup`` for a root PodGroup or CompositePodGroup (one
+entity per tree, as the queue holds roots), ``pod`` for a lone pod of ours with no group."""
+
+BindFailureReason = Literal["conflict", "not_found", "server_error", "other"]
+BIND_FAILURE_REASONS: tuple[BindFailureReason, ...] = ("conflict", "not_found", "server_error", "other")
+"""``reason`` of a failed plan bind, from the HTTP status of the member that failed: 409
+``conflict`` (bound elsewhere, gated, being deleted), 404 ``not_found`` (pod deleted), 5xx
+``server_error`` (after the binder's retries), anything else ``other`` (429 after retries,
+transport failures, other 4xx)."""
+
+# -- buckets -------------------------------------------------------------------------------
+ATTEMPT_BUCKETS_S = tuple(0.001 * 2**i for i in range(15))
+"""1 ms … 16.4 s, doubling: kube-scheduler's ``ExponentialBuckets(0.001, 2, 15)`` for attempt and
+algorithm latencies, kept so upstream dashboards' quantiles compare like with like."""
+CREATION_TO_BOUND_BUCKETS_S = tuple(0.1 * 2**i for i in range(20))
+"""0.1 s … 14.6 h, doubling: a gang that fits binds in well under a second, one waiting for
+capacity can wait hours; 20 buckets cover both ends (upstream's pod SLI histogram uses 20
+doubling buckets from 10 ms, which tops out at 1.5 h — too short for gangs)."""
+GANG_SIZE_BUCKETS = tuple(float(2**i) for i in range(12))
+"""1 … 2048 pods, doubling: from a lone-member gang to the largest training jobs."""
+SOLVER_ATTEMPT_BUCKETS = tuple(float(2**i) for i in range(12))
+"""1 … 2048 subtree placements, doubling: one attempt is the common case; the default
+``--search-budget`` (256) lands in its own bucket, so budget exhaustion is visible."""
+
+GROUP_KINDS = frozenset({"PodGroup", "CompositePodGroup"})
+
+
+class InformerState(Protocol):
+    """What the metrics read from an informer (``scheduler.informers.Informer``) at scrape time."""
+
+    synced: asyncio.Event
+    relists: int
+    """Successful lists so far, the initial one included."""
+
+
+@dataclass(slots=True)
+class QueueCounts:
+    """Pending pods per queue and queued entities per (queue, type); see :data:`QUEUES`."""
+
+    pods: dict[Queue, int] = field(default_factory=lambda: dict.fromkeys(QUEUES, 0))
+    entities: dict[tuple[EntityQueue, EntityType], int] = field(
+        default_factory=lambda: {(q, t): 0 for q in ENTITY_QUEUES for t in ENTITY_TYPES})
+
+    def add_tree(self, tree: GroupTree, queue: EntityQueue) -> None:
+        """Count ``tree`` as one entity in ``queue``: its ungated pending pods go to ``queue``,
+        its scheduling-gated members to ``gated``."""
+        self.entities[(queue, entity_type(tree))] += 1
+        for leaf in _leaves(tree):
+            self.pods[queue] += len(leaf.pending)
+            self.pods["gated"] += leaf.gated
+
+
+def entity_type(tree: GroupTree) -> EntityType:
+    """``podgroup`` for a PodGroup/CompositePodGroup root, ``pod`` for a lone pod."""
+    return "podgroup" if tree.key.kind in GROUP_KINDS else "pod"
+
+
+def queue_counts(active: Iterable[GroupTree], backoff: Iterable[GroupTree], blocked: Iterable[GroupTree],
+                 incomplete_pods: int) -> QueueCounts:
+    """Tally the queues: ``active``/``backoff`` roots from the scheduling queue, ``blocked`` trees
+    (Waiting → ``gated``, Invalid → ``unschedulable``), and pods waiting for their PodGroup."""
+    counts = QueueCounts()
+    for tree in active:
+        counts.add_tree(tree, "active")
+    for tree in backoff:
+        counts.add_tree(tree, "backoff")
+    for tree in blocked:
+        counts.add_tree(tree, "unschedulable" if tree.state is TreeState.INVALID else "gated")
+    counts.pods["incomplete"] += incomplete_pods
+    return counts
+
+
+def bind_failure_reason(status: int) -> BindFailureReason:
+    """The ``reason`` label for a bind that failed with HTTP ``status`` (0: transport failure)."""
+    if status == 409:
+        return "conflict"
+    if status == 404:
+        return "not_found"
+    if status >= 500:
+        return "server_error"
+    return "other"
+
+
+def initially_scheduled(group: PodGroup | CompositePodGroup) -> bool:
+    """Whether ``group`` already has ``(Composite)PodGroupInitiallyScheduled=True`` (terminal)."""
+    ctype = COMPOSITE_INITIALLY_SCHEDULED if isinstance(group, CompositePodGroup) else INITIALLY_SCHEDULED
+    return any(c.type == ctype and c.is_true for c in group.status.conditions)
+
+
+def _leaves(tree: GroupTree) -> Iterator[Leaf]:
+    yield from tree.root.leaves()
+
+
+class _Relists:
+    """``gang_scheduler_informer_relists_total{resource}``, read from the informers at scrape time.
+
+    The informer already counts its lists; reading them here keeps ``informers.py`` free of
+    metrics. A counter: the count never goes down for the life of the informer.
+    """
+
+    NAME = "gang_scheduler_informer_relists"
+    HELP = ("Re-lists per watched resource after the initial list (a watch that failed or whose "
+            "resourceVersion expired with 410 Gone); each re-list replaces that kind in the cache.")
+
+    def __init__(self) -> None:
+        self.informers: dict[str, InformerState] = {}
+
+    def describe(self) -> Iterable[Metric]:
+        return [CounterMetricFamily(self.NAME, self.HELP, labels=["resource"])]
+
+    def collect(self) -> Iterable[Metric]:
+        family = CounterMetricFamily(self.NAME, self.HELP, labels=["resource"])
+        for resource, informer in sorted(self.informers.items()):
+            family.add_metric([resource], float(max(0, informer.relists - 1)))
+        return [family]
+
+
+class Metrics:
+    """One scheduler's metrics in its own registry; ``profile`` is the scheduler name.
+
+    Record with the domain methods (:meth:`solved`, :meth:`bound`, :meth:`set_queues`) or the
+    primitive ones they use; serve with :meth:`handler`. Not thread-safe beyond what
+    prometheus-client guarantees; used from the event loop.
+    """
+
+    def __init__(self, profile: str, *, process_metrics: bool = True) -> None:
+        self.profile = profile
+        self.registry = CollectorRegistry()
+        r = self.registry
+
+        # -- kube-scheduler's names ---------------------------------------------------------
+        self.schedule_attempts = Counter(
+            "scheduler_schedule_attempts", "Number of attempts to schedule pods, by the result. 'unschedulable' "
+            "means a pod could not be scheduled, while 'error' means an internal scheduler problem (here: its "
+            "plan's binding failed). Counts pods; 'scheduled' when the pod's bind succeeded.",
+            ["result", "profile"], registry=r)
+        self.attempt_duration = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds", "Scheduling attempt latency in seconds (scheduling "
+            "algorithm + binding), one observation per pod attempt: from the start of its root's solve to the "
+            "end of the plan's binds (scheduled, error) or of the solve (unschedulable).",
+            ["result", "profile"], buckets=ATTEMPT_BUCKETS_S, registry=r)
+        self.algorithm_duration = Histogram(
+            "scheduler_scheduling_algorithm_duration_seconds", "Scheduling algorithm latency in seconds, for "
+            "lone pods (no PodGroup): the solve only.", buckets=ATTEMPT_BUCKETS_S, registry=r)
+        self.podgroup_attempts = Counter(
+            "scheduler_podgroup_schedule_attempts", "Number of attempts to schedule pod group, by the result. "
+            "'unschedulable' means a pod group could not be scheduled, while 'error' means an internal scheduler "
+            "problem (here: its plan's binding failed). One per root PodGroup or CompositePodGroup attempt.",
+            ["result", "profile"], registry=r)
+        self.podgroup_attempt_duration = Histogram(
+            "scheduler_podgroup_scheduling_attempt_duration_seconds", "Pod group scheduling attempt latency in "
+            "seconds: from the start of the root's solve to the end of its plan's binds (scheduled, error) or "
+            "of the solve (unschedulable).", ["result", "profile"], buckets=ATTEMPT_BUCKETS_S, registry=r)
+        self.podgroup_algorithm_duration = Histogram(
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds", "Pod group scheduling algorithm latency "
+            "in seconds: one solve of a whole tree, no I/O.", buckets=ATTEMPT_BUCKETS_S, registry=r)
+        self.pending_pods = Gauge(
+            "scheduler_pending_pods", "Number of pending pods of ours, by the queue type. 'active': its root is "
+            "ready to be tried; 'backoff': its root failed and waits out its backoff; 'unschedulable': its tree "
+            "is invalid and waits for a change; 'gated': never tried because of schedulingGates or because its "
+            "gang has fewer members than minCount; 'incomplete': its PodGroup does not exist yet. As of the "
+            "leader's last scheduling cycle.", ["queue"], registry=r)
+        self.queued_entities = Gauge(
+            "scheduler_queued_entities", "Number of queued scheduling entities ('podgroup': a root PodGroup or "
+            "CompositePodGroup; 'pod': a lone pod of ours with no group) by the queue type, as "
+            "scheduler_pending_pods. As of the leader's last scheduling cycle.",
+            ["queue", "type"], registry=r)
+
+        # -- ours -----------------------------------------------------------------------------
+        self.creation_to_bound = Histogram(
+            "gang_scheduler_podgroup_creation_to_bound_seconds", "Seconds from a root group's "
+            "metadata.creationTimestamp to the moment every member of its plan is bound, observed once per "
+            "root: when it first becomes (Composite)PodGroupInitiallyScheduled=True.",
+            buckets=CREATION_TO_BOUND_BUCKETS_S, registry=r)
+        self.gang_size = Histogram(
+            "gang_scheduler_gang_size_pods", "Pods placed by one plan of a root PodGroup or CompositePodGroup "
+            "(members newly placed; members already bound are not counted).",
+            buckets=GANG_SIZE_BUCKETS, registry=r)
+        self.bind_failures = Counter(
+            "gang_scheduler_bind_failures", "Plans whose binding failed, by the HTTP outcome of the member that "
+            "failed: 'conflict' (409), 'not_found' (404), 'server_error' (5xx after retries), 'other'. The rest "
+            "of such a plan is forgotten and its root requeued.", ["reason"], registry=r)
+        self.solver_attempts = Histogram(
+            "gang_scheduler_solver_attempts", "Solver search effort per solve: subtree placements tried "
+            "(Plan.attempts / Unschedulable.attempts; bounded by --search-budget), by the solve's result "
+            "('scheduled' = a plan was found).", ["result"], buckets=SOLVER_ATTEMPT_BUCKETS, registry=r)
+        self.informer_synced = Gauge(
+            "gang_scheduler_informer_synced", "1 once the watched resource's first list is in the cache, else 0 "
+            "(re-lists replace the kind at once, so it stays 1).", ["resource"], registry=r)
+        self.is_leader = Gauge(
+            "gang_scheduler_is_leader", "1 while this replica schedules: it holds the leader Lease, or leader "
+            "election is off; else 0.", registry=r)
+        self._relists = _Relists()
+        r.register(self._relists)
+        if process_metrics:
+            ProcessCollector(registry=r)
+            PlatformCollector(registry=r)
+            GCCollector(registry=r)
+
+        for result in RESULTS:
+            self.schedule_attempts.labels(result, profile)
+            self.attempt_duration.labels(result, profile)
+            self.podgroup_attempts.labels(result, profile)
+            self.podgroup_attempt_duration.labels(result, profile)
+        for solve_result in SOLVE_RESULTS:
+            self.solver_attempts.labels(solve_result)
+        for reason in BIND_FAILURE_REASONS:
+            self.bind_failures.labels(reason)
+        self.set_queue_counts(QueueCounts())
+
+    # -- primitives --------------------------------------------------------------------------
+    def pod_attempts(self, result: Result, pods: int, duration_s: float) -> None:
+        """``pods`` pod attempts ended with ``result`` after ``duration_s`` seconds each."""
+        if pods <= 0:
+            return
+        self.schedule_attempts.labels(result, self.profile).inc(pods)
+        child = self.attempt_duration.labels(result, self.profile)
+        for _ in range(pods):
+            child.observe(duration_s)
+
+    def podgroup_attempt(self, result: Result, duration_s: float) -> None:
+        """One root group attempt ended with ``result`` after ``duration_s`` seconds."""
+        self.podgroup_attempts.labels(result, self.profile).inc()
+        self.podgroup_attempt_duration.labels(result, self.profile).observe(duration_s)
+
+    def bind_failed(self, status: int) -> None:
+        """A plan's binding failed; ``status`` is the failing member's HTTP status (0: transport)."""
+        self.bind_failures.labels(bind_failure_reason(status)).inc()
+
+    def set_queue_counts(self, counts: QueueCounts) -> None:
+        """Set both queue gauges to ``counts`` (every label combination, zeros included)."""
+        for queue, pods in counts.pods.items():
+            self.pending_pods.labels(queue).set(pods)
+        for (queue, type_), n in counts.entities.items():
+            self.queued_entities.labels(queue, type_).set(n)
+
+    def clear_queues(self) -> None:
+        """Set both queue gauges to zero (this replica stopped scheduling)."""
+        self.set_queue_counts(QueueCounts())
+
+    def track_informer(self, resource: str, informer: InformerState) -> None:
+        """Report ``informer``'s sync state and re-lists under ``resource`` (a plural), read at scrape time."""
+        self.informer_synced.labels(resource).set_function(lambda: float(informer.synced.is_set()))
+        self._relists.informers[resource] = informer
+
+    def track_leader(self, leading: Callable[[], bool]) -> None:
+        """Report ``leading()`` (read at scrape time) as ``gang_scheduler_is_leader``."""
+        self.is_leader.set_function(lambda: float(leading()))
+
+    # -- what the driver calls ---------------------------------------------------------------
+    def solved(self, tree: GroupTree, result: Plan | Unschedulable, solve_s: float) -> None:
+        """Record one solve of ``tree`` that took ``solve_s`` seconds.
+
+        Always: the algorithm latency (pod or podgroup histogram) and the search effort. A Plan:
+        the gang size (group roots) and the members it left pending as unschedulable; the rest of
+        the attempt is recorded by :meth:`bound`. Unschedulable: the attempt ends here — every
+        pending member counts ``unschedulable``, and so does the root group.
+        """
+        group = tree.key.kind in GROUP_KINDS
+        (self.podgroup_algorithm_duration if group else self.algorithm_duration).observe(solve_s)
+        if isinstance(result, Plan):
+            self.solver_attempts.labels("scheduled").observe(result.attempts)
+            if group:
+                self.gang_size.observe(len(result.placements))
+            self.pod_attempts("unschedulable", len(result.unplaced), solve_s)
+            return
+        self.solver_attempts.labels("unschedulable").observe(result.attempts)
+        self.pod_attempts("unschedulable", sum(len(leaf.pending) for leaf in _leaves(tree)), solve_s)
+        if group:
+            self.podgroup_attempt("unschedulable", solve_s)
+
+    def bound(self, tree: GroupTree, plan: Plan, outcome: BindOutcome, attempt_s: float,
+              root: PodGroup | CompositePodGroup | None = None, now: datetime | None = None) -> None:
+        """Record the end of a plan's binding, ``attempt_s`` seconds after its solve started.
+
+        Bound members count ``scheduled``, the others ``error``; the root group ``scheduled`` if
+        ``outcome.ok``, else ``error`` plus a bind failure. ``root``: the cached root object; when
+        the plan bound fully and ``root`` is not yet InitiallyScheduled, the time since its
+        creationTimestamp is observed (``now``: wall-clock UTC, for tests).
+        """
+        self.pod_attempts("scheduled", len(outcome.bound), attempt_s)
+        self.pod_attempts("error", len(plan.placements) - len(outcome.bound), attempt_s)
+        if outcome.failed is not None:
+            self.bind_failed(outcome.failed[1].status)
+        if tree.key.kind not in GROUP_KINDS:
+            return
+        self.podgroup_attempt("scheduled" if outcome.ok else "error", attempt_s)
+        if outcome.ok and root is not None and not initially_scheduled(root):
+            created = root.metadata.creation_timestamp
+            if created is not None:
+                if created.tzinfo is None:
+                    created = created.replace(tzinfo=UTC)
+                elapsed = ((now or datetime.now(UTC)) - created).total_seconds()
+                if math.isfinite(elapsed):
+                    self.creation_to_bound.observe(max(0.0, elapsed))
+
+    def set_queues(self, active: Iterable[GroupTree], backoff: Iterable[GroupTree], blocked: Iterable[GroupTree],
+                   incomplete_pods: int) -> None:
+        """Set the queue gauges; see :func:`queue_counts`."""
+        self.set_queue_counts(queue_counts(active, backoff, blocked, incomplete_pods))
+
+    # -- serving -------------------------------------------------------------------------------
+    def handler(self) -> Handler:
+        """An aiohttp handler serving this registry (text format 0.0.4 or OpenMetrics, by ``Accept``)."""
+        return make_aiohttp_handler(self.registry)
