@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from scheduler.groups.tree import GroupKey
 from scheduler.model.pod import Pod
@@ -32,6 +32,30 @@ class SolverConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimAllocation:
+    """A ResourceClaim the plan allocates (DRA): what to write to its ``status`` before any bind.
+
+    ``claim``: ``namespace/name``. ``reserved_for``: (kind ``Pod`` | ``PodGroup``, name, uid) consumers
+    (a PodGroup's uid is filled in by the writer). ``node``: the node of a per-pod claim, None for a
+    shared one. ``results``: (request, driver, pool, device). ``node_selector``: where the allocation
+    is usable, as an API ``NodeSelector`` dict (None: everywhere). ``synthetic``: a scheduler-made
+    extended-resource claim that must be created first, owned by ``pod``.
+    """
+
+    claim: str
+    reserved_for: tuple[tuple[str, str, str], ...]
+    node: str | None
+    results: tuple[tuple[str, str, str, str], ...]
+    node_selector: Mapping[str, Any] | None = None
+    synthetic: bool = False
+    pod: str | None = None
+
+    @property
+    def device_ids(self) -> tuple[str, ...]:
+        return tuple(f"{driver}/{pool}/{device}" for _, driver, pool, device in self.results)
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """A placement that satisfies the root: every gang leaf ≥ minCount, every gang composite ≥ minGroupCount.
 
@@ -48,6 +72,13 @@ class Plan:
     unplaced: Mapping[str, str] = field(default_factory=dict)
     group_reasons: Mapping[GroupKey, str] = field(default_factory=dict)
     attempts: int = 0
+    allocations: tuple[ClaimAllocation, ...] = ()
+    """Claims to allocate (DRA), written before the first bind."""
+
+    @property
+    def device_ids(self) -> tuple[str, ...]:
+        """Every device the plan takes."""
+        return tuple(d for a in self.allocations for d in a.device_ids)
 
 
 @dataclass(frozen=True, slots=True)

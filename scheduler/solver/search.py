@@ -36,11 +36,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scheduler.dra.allocator import ClaimSpec, Result
+from scheduler.dra.claims import NeededClaim, PodClaims
 from scheduler.groups.tree import Composite, Group, GroupKey, GroupTree, Leaf
 from scheduler.model.pod import Pod
 from scheduler.model.quantity import PODS, format_units, is_extended
-from scheduler.solver import fit
-from scheduler.solver.plan import Plan, SolverConfig, Unschedulable
+from scheduler.solver import devices, fit
+from scheduler.solver.devices import DevicePlacer
+from scheduler.solver.plan import ClaimAllocation, Plan, SolverConfig, Unschedulable
 from scheduler.solver.snapshot import BoolArray, IntArray, NodeTable, Snapshot, StaticFit, static_key
 from scheduler.solver.status import Code, format_histogram
 
@@ -60,6 +63,12 @@ class _Signature:
     unknown: tuple[str, ...]
     static: StaticFit
     needs_accelerator: bool
+    specs: tuple[ClaimSpec, ...] = ()
+    """Per-pod claims each member needs allocated on its node (DRA)."""
+    dra_mask: BoolArray | None = None
+    """Nodes allowed by the members' allocated claims and able to reach matching devices."""
+    waiting: str | None = None
+    """Why these members cannot be placed yet (a claim not created yet, a malformed claim)."""
 
 
 @dataclass(slots=True)
@@ -88,6 +97,11 @@ class _Search:
         self.free: IntArray = snapshot.free()
         self.pods_col = self.table.column[PODS]
         self.journal: list[tuple[int, IntArray, tuple[Pod, ...]]] = []
+        self.placer = DevicePlacer(snapshot.dra) if snapshot.dra is not None else None
+        self.dev_marks: list[int] = []
+        """Device-state mark before each journal step (parallel to ``journal``)."""
+        self.allocs: list[list[list[list[Result]]] | None] = []
+        """Per journal step: per pod, per claim, the devices given (parallel to ``journal``)."""
         self.attempts = 0
         self.failures: dict[GroupKey, _Failure] = {}
         self.satisfied: set[GroupKey] = set()
@@ -105,11 +119,29 @@ class _Search:
         while len(self.journal) > mark:
             row, used, _ = self.journal.pop()
             self.free[row] += used
+            self.allocs.pop()
+            dev_mark = self.dev_marks.pop()
+            if self.placer is not None:
+                self.placer.state.undo(dev_mark)
 
-    def apply(self, row: int, sig: _Signature, pods: tuple[Pod, ...]) -> None:
+    def apply(self, row: int, sig: _Signature, pods: tuple[Pod, ...], dev_mark: int = 0,
+              allocs: list[list[list[Result]]] | None = None) -> None:
         used = sig.request * len(pods)
         self.free[row] -= used
         self.journal.append((row, used, pods))
+        self.dev_marks.append(dev_mark)
+        self.allocs.append(allocs)
+
+    def commit(self, row: int, take: int, sig: _Signature, pods: tuple[Pod, ...]) -> int:
+        """Place up to ``take`` of ``pods`` on ``row``; with claims, only as many as get their devices."""
+        if not sig.specs or self.placer is None:
+            self.apply(row, sig, pods[:take])
+            return take
+        dev_mark = self.placer.state.mark()
+        copies = self.placer.realize(row, take, sig.specs)
+        if copies:
+            self.apply(row, sig, pods[:len(copies)], dev_mark, copies)
+        return len(copies)
 
     def tick(self) -> None:
         self.attempts += 1
@@ -128,15 +160,33 @@ class _Search:
         if hit is not None:
             return hit
         groups: dict[tuple[object, ...], list[Pod]] = {}
+        claims_of: dict[str, PodClaims] = {}
         for pod in leaf.pending:
-            key = (static_key(pod.spec), tuple(sorted(pod.requests.items())))
+            claims = self.placer.claims_of(pod.key) if self.placer is not None else None
+            dra_key: tuple[object, ...] = ()
+            if claims is not None:
+                claims_of[pod.key] = claims
+                dra_key = (tuple(n.spec for n in claims.allocate), claims.pinned, claims.waiting, claims.extended)
+            key = (static_key(pod.spec), tuple(sorted(pod.requests.items())), dra_key)
             groups.setdefault(key, []).append(pod)
         sigs: list[_Signature] = []
         for pods in groups.values():
             spec = pods[0].spec
-            vec, unknown = self.table.request_vector(pods[0].requests)
+            claims = claims_of.get(pods[0].key)
+            requests = pods[0].requests
+            if claims is not None and claims.extended:  # served through DRA, not by node allocatable
+                requests = {r: v for r, v in requests.items() if r not in claims.extended}
+            vec, unknown = self.table.request_vector(requests)
             accel = any(is_extended(r) and v > 0 for r, v in pods[0].requests.items())
-            sigs.append(_Signature(tuple(pods), vec, unknown, self.table.static_fit(spec), accel))
+            specs: tuple[ClaimSpec, ...] = ()
+            dra_mask = None
+            waiting = None
+            if claims is not None and self.placer is not None:
+                specs = tuple(n.spec for n in claims.allocate)
+                dra_mask = self.placer.node_mask(claims, specs)
+                waiting = claims.waiting
+            sigs.append(_Signature(tuple(pods), vec, unknown, self.table.static_fit(spec), accel or bool(specs),
+                                   specs, dra_mask, waiting))
         share = self.table.max_allocatable
         sigs.sort(key=lambda s: -float((s.request / share).sum()))
         self._sigs[leaf.key] = sigs
@@ -173,15 +223,17 @@ class _Search:
         return mask
 
     # -- leaves --------------------------------------------------------------------
-    def choose(self, rows: IntArray, caps: IntArray, count: int, sig: _Signature) -> list[tuple[int, int]]:
-        """Pick nodes for up to ``count`` copies; ``rows``/``caps`` are candidate rows and copies per row."""
+    def choose(self, rows: IntArray, caps: IntArray, count: int, sig: _Signature) -> int:
+        """Place up to ``count`` copies of ``sig`` on candidate ``rows`` (``caps`` copies fit by resources);
+        returns how many were placed. Each choice is committed at once (:meth:`commit`); a node that
+        takes fewer than chosen (its devices ran short) is dropped and the choice is made again."""
         caps = np.minimum(caps, count)
         alloc_pods = self.table.allocatable[rows, self.pods_col]
         idle = (self.free[rows, self.pods_col] >= alloc_pods).astype(np.int64)
         penalty = np.zeros(len(rows), dtype=np.int64)
         if not sig.needs_accelerator:
             penalty = self.table.accelerator[rows].astype(np.int64) * (1 + idle)
-        out: list[tuple[int, int]] = []
+        done = 0
         remaining = count
         valid = caps > 0
         spread = self.config.scoring == "spread"
@@ -200,11 +252,12 @@ class _Search:
                 else:
                     j = sub[np.argmin(penalty[sub] * _BIG - c * 2 + idle[sub])]
                     take = int(caps[j])
-            out.append((int(rows[j]), take))
-            caps[j] -= take
-            remaining -= take
+            got = self.commit(int(rows[j]), take, sig, sig.pods[done:done + take])
+            done += got
+            remaining -= got
+            caps[j] = caps[j] - take if got == take else 0
             valid[j] = caps[j] > 0
-        return out
+        return done
 
     def diagnose(self, sig: _Signature, mask: BoolArray) -> tuple[str, bool]:
         """kube-style node histogram for the next copy of ``sig`` within ``mask``, and whether capacity was short.
@@ -224,7 +277,15 @@ class _Search:
         for resource in sig.unknown:
             counts[fit.insufficient(resource)] += len(rows)
         limited = bool(short.any()) or (bool(sig.unknown) and len(rows) > 0)
-        return format_histogram(int(mask.sum()), counts), limited
+        if sig.dra_mask is not None or sig.specs:
+            resources_fit = rows[(self.free[np.ix_(rows, needed)] >= sig.request[needed]).all(axis=1)]
+            if resources_fit.size:
+                counts[devices.REASON] += int(resources_fit.size)
+                limited = True
+        message = format_histogram(int(mask.sum()), counts)
+        if self.placer is not None and (errors := self.placer.selector_errors()):
+            message += " " + "; ".join(errors)
+        return message, limited
 
     def place_leaf(self, leaf: Leaf, mask: BoolArray) -> tuple[int, str, bool]:
         """Place as many pending members as fit inside ``mask``.
@@ -238,13 +299,15 @@ class _Search:
         for sig in self.signatures(leaf):
             n = len(sig.pods)
             done = 0
+            if sig.waiting is not None:
+                reason = reason or sig.waiting
+                continue
             if not sig.unknown:
-                rows = np.flatnonzero(mask & sig.static.ok)
+                allowed = mask & sig.static.ok if sig.dra_mask is None else mask & sig.static.ok & sig.dra_mask
+                rows = np.flatnonzero(allowed)
                 if rows.size:
                     caps = fit.copies(self.free[rows], sig.request)
-                    for row, k in self.choose(rows, caps, n, sig):
-                        self.apply(row, sig, sig.pods[done:done + k])
-                        done += k
+                    done = self.choose(rows, caps, n, sig)
             placed += done
             if done < n and not reason:
                 reason, limited = self.diagnose(sig, mask)
@@ -321,23 +384,50 @@ class _Search:
     def within(self, group: Group, mask: BoolArray) -> Iterator[None]:
         """Yield the feasible placements of ``group`` inside ``mask`` (no further domain choice at this level)."""
         if isinstance(group, Leaf):
-            self.tick()
-            start = self.mark()
-            placed, reason, limited = self.place_leaf(group, mask)
-            if placed < len(group.pending):
-                self.fail(group, placed, self.leaf_message(group, placed, reason, "placeable"), limited)
-            if not self.leaf_satisfied(group, placed):
-                self.undo(start)
+            shared = self.shared_claims(group)
+            if not shared or self.placer is None:
+                yield from self.leaf_within(group, mask)
                 return
-            self.satisfied.add(group.key)
-            if placed < len(group.pending):
-                self.leftover[group.key] = self.leaf_message(group, placed, reason, "placed")
-            yield
-            self.leftover.pop(group.key, None)
-            self.satisfied.discard(group.key)
-            self.undo(start)
+            found = False
+            for reach in self.placer.shared(group.name, shared, mask):
+                found = True
+                yield from self.leaf_within(group, mask & reach)
+            if not found:
+                keys = ", ".join(c.key for c in shared)
+                errors = "; ".join(self.placer.selector_errors())
+                self.fail(group, 0, f"{_describe(group)}: cannot allocate shared claim(s) {keys} on any reachable "
+                          f"devices{'; ' + errors if errors else ''}", True)
             return
         yield from self.children(group, 0, 0, mask)
+
+    def shared_claims(self, leaf: Leaf) -> list[NeededClaim]:
+        """The leaf's claims allocated once for all members (PodGroup claims, claims shared by name)."""
+        if self.placer is None:
+            return []
+        out: dict[str, NeededClaim] = {}
+        for pod in leaf.pending:
+            claims = self.placer.claims_of(pod.key)
+            for needed in claims.shared if claims is not None else ():
+                out.setdefault(needed.key, needed)
+        return [out[k] for k in sorted(out)]
+
+    def leaf_within(self, group: Leaf, mask: BoolArray) -> Iterator[None]:
+        """Place a leaf's members inside ``mask``; yield if the leaf is satisfied (held while suspended)."""
+        self.tick()
+        start = self.mark()
+        placed, reason, limited = self.place_leaf(group, mask)
+        if placed < len(group.pending):
+            self.fail(group, placed, self.leaf_message(group, placed, reason, "placeable"), limited)
+        if not self.leaf_satisfied(group, placed):
+            self.undo(start)
+            return
+        self.satisfied.add(group.key)
+        if placed < len(group.pending):
+            self.leftover[group.key] = self.leaf_message(group, placed, reason, "placed")
+        yield
+        self.leftover.pop(group.key, None)
+        self.satisfied.discard(group.key)
+        self.undo(start)
 
     def children(self, comp: Composite, i: int, ok: int, mask: BoolArray) -> Iterator[None]:
         """Depth-first over children ``i…``: each child placed (every alternative) or skipped.
@@ -397,7 +487,49 @@ class _Search:
             for pod in leaf.pending:
                 if pod.key not in placed_keys:
                     unplaced[pod.key] = message
-        return Plan(tree.key, tuple(placements), frozenset(self.satisfied), unplaced, reasons, self.attempts)
+        return Plan(tree.key, tuple(placements), frozenset(self.satisfied), unplaced, reasons, self.attempts,
+                    self.claim_allocations())
+
+    def claim_allocations(self) -> tuple[ClaimAllocation, ...]:
+        """Every claim the plan allocates: per-pod claims from the journal, shared claims of placed leaves."""
+        if self.placer is None:
+            return ()
+        out: list[ClaimAllocation] = []
+        users: dict[str, list[Pod]] = {}
+        for (row, _used, pods), allocs in zip(self.journal, self.allocs, strict=True):
+            node = self.table.nodes[row].name
+            for pod in pods:
+                claims = self.placer.claims_of(pod.key)
+                for needed in claims.shared if claims is not None else ():
+                    users.setdefault(needed.key, []).append(pod)
+            if allocs is None:
+                continue
+            for pod, per_claim in zip(pods, allocs, strict=True):
+                claims = self.placer.claims_of(pod.key)
+                assert claims is not None
+                for needed, results in zip(claims.allocate, per_claim, strict=True):
+                    out.append(ClaimAllocation(
+                        claim=needed.key, reserved_for=(("Pod", pod.metadata.name, pod.metadata.uid),), node=node,
+                        results=tuple((r, d.driver, d.pool, d.name) for r, d in results),
+                        node_selector=self.placer.node_selector(results, node), synthetic=needed.synthetic,
+                        pod=pod.key))
+        for leaf_name, shared in self.placer.allocations_in_force():
+            for alloc in shared:
+                consumers = users.get(alloc.claim.key, [])
+                if alloc.claim.entry and any(self._is_group_claim(p, alloc.claim.key) for p in consumers):
+                    reserved: tuple[tuple[str, str, str], ...] = (("PodGroup", leaf_name, ""),)
+                else:
+                    reserved = tuple(("Pod", p.metadata.name, p.metadata.uid) for p in consumers)
+                out.append(ClaimAllocation(
+                    claim=alloc.claim.key, reserved_for=reserved, node=None,
+                    results=tuple((r, d.driver, d.pool, d.name) for r, d in alloc.results),
+                    node_selector=self.placer.node_selector(alloc.results, None)))
+        return tuple(out)
+
+    def _is_group_claim(self, pod: Pod, key: str) -> bool:
+        """Whether ``key`` is the pod's PodGroup claim (reserved for the group) rather than one shared by name."""
+        return not any(e.resource_claim_name and f"{pod.metadata.namespace}/{e.resource_claim_name}" == key
+                       for e in pod.spec.resource_claims)
 
     def unschedulable(self, tree: GroupTree, budget: bool) -> Unschedulable:
         reasons = {k: f.message for k, f in self.failures.items()}

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +25,9 @@ from scheduler.model.pod import Pod, PodSpec
 from scheduler.model.quantity import PODS, is_extended
 from scheduler.solver.filters import run_filters
 from scheduler.solver.status import Status
+
+if TYPE_CHECKING:
+    from scheduler.dra.view import DraView
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -145,13 +149,15 @@ class NodeTable:
 
 @dataclass(frozen=True, eq=False)
 class Snapshot:
-    """A consistent view for one scheduling cycle: the node table and the used-requests matrix."""
+    """A consistent view for one scheduling cycle: the node table, the used-requests matrix and,
+    when DRA objects exist, the device view (:class:`scheduler.dra.view.DraView`)."""
 
     table: NodeTable
     used: IntArray
+    dra: DraView | None = None
 
     @classmethod
-    def build(cls, table: NodeTable, pods: Iterable[Pod]) -> Snapshot:
+    def build(cls, table: NodeTable, pods: Iterable[Pod], dra: DraView | None = None) -> Snapshot:
         """Usage from every bound, non-terminal pod of any scheduler on a known node."""
         used = np.zeros_like(table.allocatable)
         row = table.index
@@ -165,17 +171,19 @@ class Snapshot:
                 col = table.column.get(r)
                 if col is not None:
                     used[i, col] += v
-        return cls(table, used)
+        return cls(table, used, dra)
 
     def free(self) -> IntArray:
         """A fresh ``(N, R)`` matrix of free capacity (allocatable − used); callers may modify it."""
         return self.table.allocatable - self.used
 
-    def assume(self, placements: Sequence[tuple[Pod, str]]) -> Snapshot:
-        """A new snapshot with ``placements`` (pod, node name) added to usage (design §2 *assume*)."""
+    def assume(self, placements: Sequence[tuple[Pod, str]], device_ids: Iterable[str] = ()) -> Snapshot:
+        """A new snapshot with ``placements`` (pod, node name) added to usage and ``device_ids`` taken
+        (design §2 *assume*). DRA-served extended resources are not node usage."""
         used = self.used.copy()
         row = self.table.index
         for pod, node_name in placements:
             vec, _ = self.table.request_vector(pod.requests)
             used[row[node_name]] += vec
-        return Snapshot(self.table, used)
+        dra = self.dra.with_allocated(device_ids) if self.dra is not None else None
+        return Snapshot(self.table, used, dra)

@@ -1,0 +1,226 @@
+"""What each pod and PodGroup needs from DRA: claims to allocate, claims that pin nodes, or why it waits.
+
+Resolution rules (reference §1.2, §3, §6.3, §6.6):
+
+* a pod's ``spec.resourceClaims`` entry names a claim directly (``resourceClaimName``) or through a
+  template (``resourceClaimTemplateName``; the generated claim's name is in
+  ``status.resourceClaimStatuses``). An entry equal to one of its PodGroup's
+  ``spec.resourceClaims`` entries resolves to the **group's** claim instead (name in the PodGroup's
+  ``status.resourceClaimStatuses``);
+* a claim that is already allocated only restricts the pod to the nodes its
+  ``allocation.nodeSelector`` allows; an unallocated one must be allocated by the plan;
+* an unallocated claim shared by name, or a PodGroup's claim, is allocated **once** for the leaf,
+  reserved for the PodGroup (group claims) and reachable from every member's node;
+* a pod whose claim does not exist yet waits, with a reason; so does a pod whose claim is malformed;
+* a pod requesting an extended resource that no node offers, but that a DeviceClass serves
+  (``extendedResourceName``, or the implicit ``deviceclass.resource.kubernetes.io/<class>``), gets a
+  synthesised claim with one request per (container, resource), ``container-<i>-request-<j>``.
+
+``simulate`` passes ``synthesize=True``: a template-generated claim absent from the snapshot is made
+from its template, as the resourceclaim controller would. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from scheduler.dra.allocator import ClaimSpec, Constraint, DeviceToleration, Request, SubRequest
+from scheduler.model.dra import (
+    ALL,
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimSpec,
+    ResourceClaimTemplate,
+    request_error,
+)
+from scheduler.model.pod import NodeSelector, Pod
+from scheduler.model.quantity import resource_list
+from scheduler.model.scheduling import PodGroup
+
+
+class ClaimError(ValueError):
+    """A claim spec the allocator cannot use (one-of violated, bad mode or count)."""
+
+
+def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
+    """Convert a ``ResourceClaimSpec`` into the allocator's hashable :class:`ClaimSpec`.
+
+    Raises :class:`ClaimError` for a malformed request.
+    """
+    requests = []
+    for req in spec.devices.requests:
+        if err := request_error(req):
+            raise ClaimError(err)
+        options = tuple(
+            SubRequest(
+                result=name,
+                class_name=alt.device_class_name,
+                selectors=tuple(s.cel.expression for s in alt.selectors if s.cel is not None),
+                count=alt.wanted,
+                all=alt.mode == ALL,
+                tolerations=tuple(DeviceToleration(t.key, t.operator, t.value, t.effect) for t in alt.tolerations),
+            )
+            for name, alt in req.alternatives()
+        )
+        requests.append(Request(req.name, options))
+    constraints = tuple(Constraint(tuple(c.requests), c.match_attribute, c.distinct_attribute)
+                        for c in spec.devices.constraints)
+    return ClaimSpec(tuple(requests), constraints)
+
+
+@dataclass(frozen=True, slots=True)
+class NeededClaim:
+    """A claim the plan must allocate: its ``key`` (``ns/name``), the pod's entry name, and the spec."""
+
+    key: str
+    entry: str
+    spec: ClaimSpec
+    synthetic: bool = False
+    """True for a scheduler-made extended-resource claim (created at bind time, §6.6)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodClaims:
+    """What one pod needs: ``allocate`` per-pod claims, ``shared`` leaf-level claims (group or shared
+    by name), ``pinned`` keys of allocated claims that restrict its nodes, or ``waiting`` (why not yet)."""
+
+    allocate: tuple[NeededClaim, ...] = ()
+    shared: tuple[NeededClaim, ...] = ()
+    pinned: tuple[str, ...] = ()
+    waiting: str | None = None
+    extended: tuple[str, ...] = ()
+    """Extended resources served through DRA (left out of the node resource fit)."""
+
+
+@dataclass(slots=True)
+class ClaimIndex:
+    """Claims, templates, classes and PodGroups by key; resolves pods with :meth:`for_pod`."""
+
+    claims: dict[str, ResourceClaim]
+    templates: dict[str, ResourceClaimTemplate]
+    classes: dict[str, DeviceClass]
+    podgroups: dict[tuple[str, str], PodGroup]
+    synthesize: bool = False
+    node_resources: frozenset[str] = frozenset()
+    """Resources some node offers in ``status.allocatable`` (those are never served through DRA)."""
+    synthesized: dict[str, ResourceClaim] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, claims: Iterable[ResourceClaim], templates: Iterable[ResourceClaimTemplate],
+              classes: Iterable[DeviceClass], podgroups: Iterable[PodGroup], node_resources: Iterable[str] = (),
+              *, synthesize: bool = False) -> ClaimIndex:
+        return cls({c.key: c for c in claims}, {t.key: t for t in templates},
+                   {c.metadata.name: c for c in classes},
+                   {(g.metadata.namespace, g.metadata.name): g for g in podgroups}, synthesize,
+                   frozenset(node_resources))
+
+    def extended_classes(self) -> dict[str, str]:
+        """Extended resource name → DeviceClass serving it (the newest class wins, then the first name)."""
+        out: dict[str, tuple[object, str]] = {}
+        for name in sorted(self.classes):
+            klass = self.classes[name]
+            stamp = klass.metadata.creation_timestamp
+            for res in klass.extended_resource_names:
+                prev = out.get(res)
+                if prev is None or (stamp is not None and (prev[0] is None or stamp > prev[0])):  # type: ignore[operator]
+                    out[res] = (stamp, name)
+        return {res: name for res, (_, name) in out.items()}
+
+    def for_pod(self, pod: Pod) -> PodClaims:
+        """Resolve a pod's claims (see the module docstring); never raises."""
+        ns = pod.metadata.namespace
+        group = self.podgroups.get((ns, pod.group_name)) if pod.group_name else None
+        group_entries = {(e.name, e.resource_claim_name, e.resource_claim_template_name): e
+                         for e in (group.spec.resource_claims if group else ())}
+        group_names = {s.name: s.resource_claim_name for s in (group.status.resource_claim_statuses if group else ())}
+        pod_names = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+        allocate: list[NeededClaim] = []
+        shared: list[NeededClaim] = []
+        pinned: list[str] = []
+        for entry in pod.spec.resource_claims:
+            ident = (entry.name, entry.resource_claim_name, entry.resource_claim_template_name)
+            is_group = ident in group_entries
+            if entry.resource_claim_name:
+                name: str | None = entry.resource_claim_name
+            elif is_group:
+                name = group_names.get(entry.name)
+            else:
+                name = pod_names.get(entry.name)
+            claim = self.claims.get(f"{ns}/{name}") if name else None
+            if claim is None and not is_group and entry.resource_claim_template_name and self.synthesize:
+                claim = self._synthesize(pod, entry.name, entry.resource_claim_template_name)
+            if claim is None:
+                what = (f"PodGroup {ns}/{pod.group_name} claim {entry.name!r}" if is_group
+                        else f"claim {entry.name!r}")
+                template = entry.resource_claim_template_name
+                source = f" (template {template})" if template else ""
+                return PodClaims(waiting=f"waiting for ResourceClaim of {what}{source} to be created")
+            if claim.is_allocated:
+                pinned.append(claim.key)
+                continue
+            try:
+                spec = to_spec(claim.spec)
+            except ClaimError as exc:
+                return PodClaims(waiting=f"ResourceClaim {claim.key} is invalid: {exc}")
+            needed = NeededClaim(claim.key, entry.name, spec)
+            (shared if is_group or entry.resource_claim_name else allocate).append(needed)
+        extended, ext_claim = self._extended(pod)
+        if ext_claim is not None:
+            allocate.append(ext_claim)
+        return PodClaims(tuple(allocate), tuple(shared), tuple(pinned), None, extended)
+
+    def _synthesize(self, pod: Pod, entry: str, template_name: str) -> ResourceClaim | None:
+        ns = pod.metadata.namespace
+        template = self.templates.get(f"{ns}/{template_name}")
+        if template is None:
+            return None
+        name = f"{pod.metadata.name}-{entry}"
+        claim = ResourceClaim.model_validate({
+            "metadata": {"name": name, "namespace": ns,
+                         "annotations": {"resource.kubernetes.io/pod-claim-name": entry}},
+            "spec": template.spec.spec.model_dump(by_alias=True, exclude_none=True)})
+        self.synthesized[claim.key] = claim
+        self.claims[claim.key] = claim
+        return claim
+
+    def _extended(self, pod: Pod) -> tuple[tuple[str, ...], NeededClaim | None]:
+        served = self.extended_classes()
+        if not served:
+            return (), None
+        requests: list[Request] = []
+        names: set[str] = set()
+        for i, container in enumerate(pod.spec.containers):
+            j = 0
+            for res, amount in sorted(resource_list({**container.resources.limits,
+                                                     **container.resources.requests}).items()):
+                if res in served and res not in self.node_resources and amount > 0:
+                    rname = f"container-{i}-request-{j}"
+                    requests.append(Request(rname, (SubRequest(rname, served[res], count=amount),)))
+                    names.add(res)
+                    j += 1
+        if not requests:
+            return (), None
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}-extended-resources"
+        return tuple(sorted(names)), NeededClaim(key, "extended-resources", ClaimSpec(tuple(requests)), True)
+
+    def pinned_selectors(self, keys: Iterable[str]) -> list[NodeSelector | None]:
+        """The ``allocation.nodeSelector`` of each allocated claim (None: usable everywhere)."""
+        out: list[NodeSelector | None] = []
+        for key in keys:
+            claim = self.claims.get(key)
+            alloc = claim.status.allocation if claim and claim.status else None
+            out.append(alloc.node_selector if alloc else None)
+        return out
+
+
+def resolve_all(index: ClaimIndex, pods: Iterable[Pod]) -> Mapping[str, PodClaims]:
+    """:meth:`ClaimIndex.for_pod` for every pending pod that has claims or DRA-served extended resources."""
+    out: dict[str, PodClaims] = {}
+    for pod in pods:
+        if pod.is_bound or pod.is_terminal:
+            continue
+        claims = index.for_pod(pod)
+        if claims.allocate or claims.shared or claims.pinned or claims.waiting or claims.extended:
+            out[pod.key] = claims
+    return out

@@ -1,0 +1,52 @@
+"""The solver's DRA input: the inventory plus every pending pod's resolved claims, as one value.
+
+Built once per cycle (``run``) or per snapshot (``simulate``); :meth:`DraView.with_allocated` adds a
+plan's devices the way :meth:`~scheduler.solver.snapshot.Snapshot.assume` adds its pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from scheduler.dra.claims import ClaimIndex, PodClaims, resolve_all
+from scheduler.dra.inventory import Inventory, _selector_mask
+from scheduler.model.pod import Pod
+from scheduler.solver.snapshot import BoolArray
+
+
+@dataclass(frozen=True, eq=False)
+class DraView:
+    """``inventory``; ``pods``: pod key → its claims; ``pinned``: allocated claim key → node mask;
+    ``assumed``: device ids held by plans not yet visible in claims."""
+
+    inventory: Inventory
+    pods: Mapping[str, PodClaims]
+    pinned: Mapping[str, BoolArray] = field(default_factory=dict)
+    assumed: frozenset[str] = frozenset()
+
+    @classmethod
+    def build(cls, inventory: Inventory, index: ClaimIndex, pods: Iterable[Pod],
+              assumed: Iterable[str] = ()) -> DraView:
+        resolved = resolve_all(index, pods)
+        keys = sorted({k for c in resolved.values() for k in c.pinned})
+        everywhere = np.ones(len(inventory.table), dtype=bool)
+        pinned = {}
+        for key, selector in zip(keys, index.pinned_selectors(keys), strict=True):
+            pinned[key] = everywhere if selector is None else _selector_mask(selector, inventory.table.nodes)
+        return cls(inventory, resolved, pinned, frozenset(assumed))
+
+    def with_allocated(self, device_ids: Iterable[str]) -> DraView:
+        """A view where ``device_ids`` are taken too (a plan was assumed)."""
+        return replace(self, assumed=self.assumed | frozenset(device_ids))
+
+    def pinned_mask(self, claims: PodClaims) -> BoolArray | None:
+        """Nodes every allocated claim of the pod allows, or None if it has none."""
+        mask: BoolArray | None = None
+        for key in claims.pinned:
+            m = self.pinned.get(key)
+            if m is not None:
+                mask = m.copy() if mask is None else mask & m
+        return mask

@@ -1,0 +1,225 @@
+"""DRA inside the all-or-nothing search (issue #4): claims decided in the same plan as the nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.dra.claims import ClaimIndex
+from scheduler.dra.inventory import Inventory
+from scheduler.dra.view import DraView
+from scheduler.groups import TreeState, build_trees
+from scheduler.model import Node, Pod, PodGroup
+from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from scheduler.solver import NodeTable, Plan, Snapshot, Unschedulable, solve
+from tests.unit.groups.builders import NS, pg
+from tests.unit.solver.builders import node
+
+DRIVER = "gpu.example.com"
+
+
+def gpu_slice(node_name: str, products: list[str], roots: list[str] | None = None,
+              counters: dict[str, Any] | None = None, devices: list[dict[str, Any]] | None = None) -> ResourceSlice:
+    devs = devices if devices is not None else [
+        {"name": f"gpu-{i}", "attributes": {"productName": {"string": p},
+                                          "resource.kubernetes.io/pcieRoot": {"string": (roots or ["r0"] * 8)[i]}},
+         "capacity": {"memory": {"value": "80Gi"}}}
+        for i, p in enumerate(products)]
+    spec: dict[str, Any] = {"driver": DRIVER, "nodeName": node_name,
+                            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1}, "devices": devs}
+    return ResourceSlice.model_validate({"metadata": {"name": f"{node_name}-gpus"}, "spec": spec})
+
+
+def device_class(name: str = "gpu.example.com", selector: str = f'device.driver == "{DRIVER}"',
+                 extended: str | None = None) -> DeviceClass:
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": selector}}]}
+    if extended:
+        spec["extendedResourceName"] = extended
+    return DeviceClass.model_validate({"metadata": {"name": name}, "spec": spec})
+
+
+def claim_spec(count: int = 1, selector: str | None = None, cls: str = "gpu.example.com",
+               constraints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": cls, "count": count}
+    if selector:
+        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    return {"devices": {"requests": [{"name": "gpus", "exactly": exactly}], "constraints": constraints or []}}
+
+
+def claim(name: str, spec: dict[str, Any], allocation: dict[str, Any] | None = None) -> ResourceClaim:
+    body: dict[str, Any] = {"metadata": {"name": name, "namespace": NS}, "spec": spec}
+    if allocation:
+        body["status"] = {"allocation": allocation}
+    return ResourceClaim.model_validate(body)
+
+
+def pod_with_claim(name: str, group: str | None, claim_name: str, *, template: bool = True, cpu: str = "1",
+                   extra: dict[str, Any] | None = None) -> Pod:
+    entry = {"name": "gpus", "resourceClaimTemplateName": "tpl"} if template else \
+        {"name": "gpus", "resourceClaimName": claim_name}
+    spec: dict[str, Any] = {"schedulerName": "gang-scheduler", "resourceClaims": [entry],
+                            "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu},
+                                                                         "claims": [{"name": "gpus"}]}}]}
+    if group:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    status: dict[str, Any] = {"phase": "Pending"}
+    if template:
+        status["resourceClaimStatuses"] = [{"name": "gpus", "resourceClaimName": claim_name}]
+    body = {"metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"}, "spec": spec, "status": status}
+    if extra:
+        body["spec"].update(extra)
+    return Pod.model_validate(body)
+
+
+def run(nodes: list[Node], pods: list[Pod], groups: list[PodGroup], slices: list[ResourceSlice],
+        claims: list[ResourceClaim], classes: list[DeviceClass] | None = None,
+        templates: list[ResourceClaimTemplate] = ()) -> Plan | Unschedulable:  # type: ignore[assignment]
+    classes = classes if classes is not None else [device_class()]
+    table = NodeTable.build(nodes)
+    inventory = Inventory.build(table, slices, classes, claims)
+    index = ClaimIndex.build(claims, templates, classes, groups, table.resources)
+    snapshot = Snapshot.build(table, pods, DraView.build(inventory, index, pods))
+    (tree,) = [t for t in build_trees(pods, groups, (), scheduler_name="gang-scheduler").trees]
+    assert tree.state is TreeState.READY, tree.message
+    return solve(tree, snapshot)
+
+
+def gang(n: int, count: int = 2, selector: str | None = None, constraints: list[dict[str, Any]] | None = None
+         ) -> tuple[list[Pod], list[ResourceClaim]]:
+    pods = [pod_with_claim(f"w-{i}", "g", f"w-{i}-gpus") for i in range(n)]
+    claims = [claim(f"w-{i}-gpus", claim_spec(count, selector, constraints=constraints)) for i in range(n)]
+    return pods, claims
+
+
+def devices_of(plan: Plan | Unschedulable) -> dict[str, tuple[str | None, list[str]]]:
+    assert isinstance(plan, Plan), plan
+    return {a.claim: (a.node, [d for _, _, _, d in a.results]) for a in plan.allocations}
+
+
+def test_gang_of_four_two_gpus_each_by_cel_selector_is_placed_whole() -> None:
+    """H100 pairs: 2 on n0, 1 on n1 (its other GPUs are A100), 0 on n2, 2 on n3 — four members fit."""
+    nodes = [node(f"n{i}", cpu="32") for i in range(4)]
+    slices = [gpu_slice("n0", ["H100"] * 4), gpu_slice("n1", ["H100"] * 2 + ["A100"] * 2),
+              gpu_slice("n2", ["A100"] * 4), gpu_slice("n3", ["H100"] * 4)]
+    pods, claims = gang(4, 2, selector='device.attributes["gpu.example.com"].productName == "H100"')
+    plan = run(nodes, pods, [pg("g", 4)], slices, claims)
+    got = devices_of(plan)
+    assert len(got) == 4
+    placed = {p.metadata.name: n for p, n in plan.placements}  # type: ignore[union-attr]
+    assert "n2" not in placed.values() and len(placed) == 4
+    used = [(node_name, d) for node_name, devs in got.values() for d in devs]
+    assert len(set(used)) == 8  # no device given twice
+    assert all(d in ("gpu-0", "gpu-1") for n, d in used if n == "n1")  # only the H100s of n1
+    a = next(a for a in plan.allocations if a.claim == f"{NS}/w-0-gpus")  # type: ignore[union-attr]
+    assert a.reserved_for == (("Pod", "w-0", "uid-w-0"),)
+    assert a.node_selector == {"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": [a.node]}]}]}
+
+
+def test_gang_that_needs_more_matching_gpus_than_exist_places_nothing() -> None:
+    nodes = [node("n0", cpu="32"), node("n1", cpu="32")]
+    slices = [gpu_slice("n0", ["H100"] * 4), gpu_slice("n1", ["A100"] * 4)]
+    pods, claims = gang(4, 2, selector='device.attributes["gpu.example.com"].productName == "H100"')
+    result = run(nodes, pods, [pg("g", 4)], slices, claims)
+    assert isinstance(result, Unschedulable)
+    assert "gang g: 2/4 placeable (minCount 4)" in result.message
+    assert "cannot allocate all claims" in result.message
+
+
+def test_match_attribute_keeps_a_claims_gpus_on_one_pcie_root() -> None:
+    nodes = [node("n0", cpu="32")]
+    slices = [gpu_slice("n0", ["H100"] * 4, roots=["r0", "r1", "r0", "r1"])]
+    pods, claims = gang(2, 2, constraints=[{"matchAttribute": "resource.kubernetes.io/pcieRoot"}])
+    got = devices_of(run(nodes, pods, [pg("g", 2)], slices, claims))
+    assert sorted(sorted(devs) for _, devs in got.values()) == [["gpu-0", "gpu-2"], ["gpu-1", "gpu-3"]]
+
+
+def test_already_allocated_claim_pins_its_pod_to_the_allocations_nodes() -> None:
+    nodes = [node("n0", cpu="32"), node("n1", cpu="32")]
+    slices = [gpu_slice("n0", ["H100"]), gpu_slice("n1", ["H100"])]
+    allocated = claim("shared", claim_spec(), allocation={
+        "devices": {"results": [{"request": "gpus", "driver": DRIVER, "pool": "n1", "device": "gpu-0"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}})
+    pods = [pod_with_claim("p", "g", "shared", template=False)]
+    plan = run(nodes, pods, [pg("g", 1)], slices, [allocated])
+    assert isinstance(plan, Plan)
+    assert [n for _, n in plan.placements] == ["n1"]
+    assert plan.allocations == ()
+
+
+def test_greedy_trap_two_half_gpus_serve_a_gang_of_two() -> None:
+    """One partitionable GPU per node published whole and as two halves on shared counters. First-fit
+    gives the whole GPU to the first member and the second cannot fit on the one node; best fit with
+    backtracking gives each member a half."""
+    devices = [{"name": "gpu-0", "consumesCounters": [{"counterSet": "gpu-0", "counters": {"slices": {"value": "8"}}}]},
+               {"name": "gpu-0-half-a", "consumesCounters": [
+                   {"counterSet": "gpu-0", "counters": {"slices": {"value": "4"}}}]},
+               {"name": "gpu-0-half-b", "consumesCounters": [
+                   {"counterSet": "gpu-0", "counters": {"slices": {"value": "4"}}}]}]
+    devs = gpu_slice("n0", [], devices=devices)
+    counters = ResourceSlice.model_validate({"metadata": {"name": "n0-counters"}, "spec": {
+        "driver": DRIVER, "nodeName": "n0", "pool": {"name": "n0", "generation": 1, "resourceSliceCount": 2},
+        "sharedCounters": [{"name": "gpu-0", "counters": {"slices": {"value": "8"}}}]}})
+    devs = ResourceSlice.model_validate({**devs.model_dump(by_alias=True, exclude_none=True),
+                                         "spec": {**devs.model_dump(by_alias=True, exclude_none=True)["spec"],
+                                                  "pool": {"name": "n0", "generation": 1, "resourceSliceCount": 2}}})
+    pods, claims = gang(2, 1)
+    got = devices_of(run([node("n0", cpu="8")], pods, [pg("g", 2)], [devs, counters], claims))
+    assert sorted(d for _, devs_ in got.values() for d in devs_) == ["gpu-0-half-a", "gpu-0-half-b"]
+
+
+def test_group_shared_claim_is_allocated_once_and_reserved_for_the_podgroup() -> None:
+    rack = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]}
+    channels = ResourceSlice.model_validate({"metadata": {"name": "rack-r1"}, "spec": {
+        "driver": "interconnect.example.com", "nodeSelector": rack,
+        "pool": {"name": "rack-r1", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "channel-0"}, {"name": "channel-1"}]}})
+    nodes = [node("a0", cpu="4", labels={"rack": "r0"}), node("b0", cpu="4", labels={"rack": "r1"}),
+             node("b1", cpu="4", labels={"rack": "r1"})]
+    group = PodGroup.model_validate({
+        "metadata": {"name": "g", "namespace": NS, "uid": "uid-g"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
+                 "resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "fabric"}]},
+        "status": {"resourceClaimStatuses": [{"name": "fabric", "resourceClaimName": "g-fabric"}]}})
+    fabric = claim("g-fabric", {"devices": {"requests": [{"name": "ch", "exactly": {
+        "deviceClassName": "interconnect"}}]}})
+    pods = [pod_with_claim(f"m-{i}", "g", "g-fabric", extra={"resourceClaims": [
+        {"name": "fabric", "resourceClaimTemplateName": "fabric"}]}) for i in range(2)]
+    classes = [device_class("interconnect", 'device.driver == "interconnect.example.com"')]
+    plan = run(nodes, pods, [group], [channels], [fabric], classes)
+    assert isinstance(plan, Plan), plan
+    assert {n for _, n in plan.placements} <= {"b0", "b1"}
+    (alloc,) = plan.allocations
+    assert alloc.claim == f"{NS}/g-fabric" and alloc.reserved_for == (("PodGroup", "g", ""),)
+    assert alloc.node is None and alloc.node_selector == rack
+    assert len(alloc.results) == 1
+
+
+def test_bad_cel_makes_the_claim_unschedulable_with_a_message_naming_the_class() -> None:
+    nodes = [node("n0", cpu="8")]
+    pods, claims = gang(1, 1)
+    bad = device_class(selector="device.attributes[")
+    result = run(nodes, pods, [pg("g", 1)], [gpu_slice("n0", ["H100"])], claims, [bad])
+    assert isinstance(result, Unschedulable)
+    assert "DeviceClass gpu.example.com: selector 'device.attributes['" in result.message
+
+
+def test_extended_resource_served_through_dra() -> None:
+    nodes = [node("n0", cpu="8")]  # no nvidia.com/gpu in allocatable
+    pod = Pod.model_validate({"metadata": {"name": "x", "namespace": NS, "uid": "uid-x"}, "spec": {
+        "schedulerName": "gang-scheduler", "schedulingGroup": {"podGroupName": "g"},
+        "containers": [{"name": "main", "resources": {"limits": {"example.com/gpu": "2"}}}]}})
+    classes = [device_class(extended="example.com/gpu")]
+    plan = run(nodes, [pod], [pg("g", 1)], [gpu_slice("n0", ["H100"] * 3)], [], classes)
+    assert isinstance(plan, Plan), plan
+    (alloc,) = plan.allocations
+    assert alloc.synthetic and alloc.pod == f"{NS}/x"
+    assert [(r, d) for r, _, _, d in alloc.results] == [("container-0-request-0", "gpu-0"),
+                                                       ("container-0-request-0", "gpu-1")]
+
+
+def test_pod_whose_generated_claim_does_not_exist_waits_with_a_reason() -> None:
+    pods = [pod_with_claim("p", "g", "missing-claim")]
+    result = run([node("n0")], pods, [pg("g", 1)], [gpu_slice("n0", ["H100"])], [])
+    assert isinstance(result, Unschedulable)
+    assert "waiting for ResourceClaim of claim 'gpus' (template tpl) to be created" in result.message
