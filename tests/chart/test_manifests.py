@@ -1,0 +1,70 @@
+"""deploy/: the plain manifests match the chart, and the example gang is valid and schedulable."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import yaml
+
+from scheduler.loader import load
+from scheduler.simulate import example_path, simulate
+from scheduler.solver import SolverConfig
+from tests.chart.helmchart import MANIFESTS, NAMESPACE, ROOT, manifests_text, objects, render
+
+EXAMPLE = ROOT / "deploy" / "examples" / "gang.yaml"
+
+
+def docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def test_deploy_manifests_are_the_default_render() -> None:
+    assert MANIFESTS.read_text() == manifests_text(), "deploy/gang-scheduler.yaml is stale: run `make manifests`"
+
+
+def test_deploy_manifests_hold_the_namespace_then_the_chart_objects() -> None:
+    namespace, *rest = docs(MANIFESTS)
+    assert namespace == {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    assert sorted(map(repr, rest)) == sorted(map(repr, objects(render())))
+    kinds = [d["kind"] for d in rest]
+    assert kinds.index("ServiceAccount") < kinds.index("ClusterRoleBinding") < kinds.index("Deployment")
+    for doc in [namespace, *rest]:
+        assert kubernetes_validate.validate(doc, "1.37.0", strict=True) == "1.37"
+
+
+def test_example_gang_validates_against_kubernetes_1_37() -> None:
+    objs = docs(EXAMPLE)
+    assert [o["kind"] for o in objs] == ["Namespace", "PodGroup", "Pod", "Pod", "Pod", "Pod"]
+    for obj in objs:
+        assert kubernetes_validate.validate(obj, "1.37.0", strict=True) == "1.37", obj["kind"]
+
+
+def test_example_gang_opts_in_with_scheduler_name_and_pod_group() -> None:
+    group, *pods = docs(EXAMPLE)[1:]
+    min_count = group["spec"]["schedulingPolicy"]["gang"]["minCount"]
+    assert len(pods) == min_count == 4
+    for pod in pods:
+        assert pod["spec"]["schedulerName"] == "gang-scheduler"
+        assert pod["spec"]["schedulingGroup"] == {"podGroupName": group["metadata"]["name"]}
+        assert pod["metadata"]["namespace"] == group["metadata"]["namespace"]
+
+
+def test_example_gang_is_scheduled_whole_by_simulate_on_the_builtin_cluster() -> None:
+    sim = simulate(load([example_path(), EXAMPLE]), "gang-scheduler", SolverConfig())
+    [train] = [g for g in sim.groups if g.key.namespace == "gang-demo"]
+    assert (train.key.name, train.status, train.reason) == ("train", "Scheduled", None)
+    assert sorted(train.placements) == [f"train-{i}" for i in range(4)]
+
+
+def test_readme_deploy_section_names_files_that_exist() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Deploy on a cluster", 1)[1].split("\n## ", 1)[0]
+    assert "helm install gang-scheduler charts/gang-scheduler -n gang-scheduler --create-namespace" in section
+    paths = set(re.findall(r"(?:deploy|charts)/[\w./-]+\.(?:yaml|json|md)|charts/gang-scheduler/", section))
+    assert {"deploy/examples/gang.yaml", "deploy/gang-scheduler.yaml", "deploy/grafana/gang-scheduler.json",
+            "deploy/prometheus/gang-scheduler-rules.yaml"} <= paths
+    for path in paths:
+        assert (ROOT / path).exists(), path
