@@ -73,12 +73,17 @@ GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
 
 def make_nodes(count: int, seed: int) -> list[Node]:
     """``count`` nodes, ``GPU_SHARE`` of them 8-GPU and tainted, spread over 3 zones × 40 racks."""
+    return [Node.model_validate(raw) for raw in node_dicts(count, seed)]
+
+
+def node_dicts(count: int, seed: int) -> list[dict[str, Any]]:
+    """The API dicts of :func:`make_nodes` (also created over HTTP by ``bench_e2e``)."""
     rng = random.Random(seed)
     n_gpu = round(count * GPU_SHARE)
     kinds = ["gpu"] * n_gpu + ["cpu"] * (count - n_gpu)
     rng.shuffle(kinds)
     racks = [(z, f"{z}-rack-{r:02d}") for z in ZONES for r in range(RACKS_PER_ZONE)]
-    nodes: list[Node] = []
+    nodes: list[dict[str, Any]] = []
     for i, kind in enumerate(kinds):
         zone, rack = racks[rng.randrange(len(racks))]
         name = f"{kind}-{i:05d}"
@@ -89,7 +94,7 @@ def make_nodes(count: int, seed: int) -> list[Node]:
         else:
             alloc = {"cpu": "64", "memory": "256Gi", "pods": "110"}
             taints = []
-        nodes.append(Node.model_validate({
+        nodes.append({
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {"name": name, "labels": labels},
@@ -99,7 +104,7 @@ def make_nodes(count: int, seed: int) -> list[Node]:
                 "capacity": alloc,
                 "conditions": [{"type": "Ready", "status": "True"}],
             },
-        }))
+        })
     return nodes
 
 

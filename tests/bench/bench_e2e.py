@@ -1,0 +1,764 @@
+"""End-to-end benchmark: ``gang-scheduler run`` binding gangs on the kmock emulator over HTTP.
+
+Run with ``make bench`` (after the solver benchmark) or
+``.venv/bin/python -m tests.bench.bench_e2e [--quick] [--nodes N] [--gangs G] [--pods-per-gang P]``
+(``--help`` lists every flag; results and analysis: ``docs/benchmarks.md``, section *End to end*).
+Not collected by pytest (the file is not named ``test_*.py``).
+
+Three processes, each with its own event loop:
+
+* the **emulator** (``tests.integration.apiserver.ApiServer`` serving the kinds of
+  ``tests.integration.conftest.RESOURCES`` on 127.0.0.1), started as
+  ``python -m tests.bench.bench_e2e --serve-emulator``;
+* the **scheduler**, ``gang-scheduler run --kubeconfig … --no-leader-elect --client-qps 0``, exactly
+  as a user runs it, so its RSS and CPU time are its own;
+* this **driver**: creates the nodes, then (once ``/readyz`` answers 200) the PodGroups and pods,
+  concurrently with at most ``--concurrency`` requests in flight, and watches pods to see them bound.
+
+Workload (defaults): 1,000 nodes from ``bench_solver.node_dicts`` (40 % 8-GPU tainted, 60 % CPU,
+3 zones × 40 racks); 200 gangs × 8 pods, all created at once. Even gangs are CPU pods (4 cpu,
+1Gi), odd gangs GPU pods (1 GPU, 8 cpu, 1Gi, tolerating the taint); PodGroup ``gang.minCount`` 8.
+
+Measured: pods bound/s = pods / (last bound − first pod created); last pod created → last pod
+bound; total wall time; the scheduler's and the emulator's ``VmHWM``; each process's CPU time
+(``/proc/<pid>/stat`` utime+stime) per phase, to show which process bounds the figure. Checked:
+every pod bound, no node overcommitted (requests summed per node ≤ allocatable), every gang
+whole. Then, unless ``--no-baseline``, the same API traffic without the scheduler on a fresh
+emulator: the creates alone, then one binding POST + one Event per pod (what the scheduler
+sends per bound pod) — the emulator's floor for this workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import functools
+import io
+import json
+import os
+import pstats
+import re
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import kmock
+import uvloop
+
+from scheduler.kube import EVENTS, NODES, PODGROUPS, PODS, ApiError, KubeClient
+from scheduler.model import Node, Pod
+from scheduler.model.scheduling import INITIALLY_SCHEDULED
+from tests.bench.bench_solver import GPU, GPU_SHARE, RACKS_PER_ZONE, ZONES, machine, node_dicts
+from tests.integration.apiserver import ApiServer
+from tests.integration.conftest import RESOURCES, VERBS
+from tests.integration.livekit import NS, pod, podgroup
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = Path(sys.executable).parent / "gang-scheduler"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+REFERENCE_PODS_PER_S = (40, 81)
+"""The in-tree kube-scheduler with DRA claim templates at 500 nodes (scheduler_perf; the issue's reference)."""
+
+
+# -- the emulator process ----------------------------------------------------------------------
+
+class BenchApiServer(ApiServer):
+    """:class:`ApiServer` that forgets each request once it has been dispatched.
+
+    kmock records every request for test assertions, and dispatching a request (``request in
+    payload._source``) walks that whole history through each reaction's filters: O(requests
+    served so far) per request, so the stock emulator slows down quadratically (measured: the
+    4th batch of 200 node creates takes 7x as long as the 1st). The benchmark asserts nothing on
+    requests, so it keeps only the request being dispatched. Matching runs synchronously before
+    the first ``await`` of ``_handle``, and kmock appends each request just before calling
+    ``_handle``, so the current request is always the last one and is never dropped too early.
+    Everything the emulator serves (objects, resourceVersions, watches, binding) is unchanged.
+    """
+
+    async def _handle(self, request: Any) -> Any:
+        del self._requests[:-1]
+        for payload in self._payloads:
+            payload._requests.clear()
+        return await super()._handle(request)  # type: ignore[no-untyped-call]
+
+
+async def _serve_emulator(stock: bool) -> None:
+    """Serve the emulator until stdin closes; print its URL as the first stdout line."""
+    async with (ApiServer() if stock else BenchApiServer()) as srv, kmock.Server(srv):
+        for path, (kind, namespaced, subresources) in RESOURCES.items():
+            srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
+                                                     verbs=VERBS, subresources=subresources)
+        print(str(srv.url).rstrip("/"), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+@contextlib.contextmanager
+def emulator(loop: str, stock: bool = False) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """An emulator process (``loop``: uvloop or asyncio; ``stock``: plain :class:`ApiServer`, see
+    :class:`BenchApiServer`); yields (process, base URL); always stopped."""
+    cmd = [sys.executable, "-m", "tests.bench.bench_e2e", "--serve-emulator", "--emulator-loop", loop]
+    proc = subprocess.Popen(cmd + (["--stock-emulator"] if stock else []), cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = _readline_within(proc, 30)
+        yield proc, url
+    finally:
+        stop(proc, close_stdin=True)
+
+
+def _readline_within(proc: subprocess.Popen[str], timeout_s: float) -> str:
+    import selectors
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout_s):
+            raise RuntimeError(f"emulator did not print its URL within {timeout_s} s")
+    line = proc.stdout.readline().strip()
+    if not line.startswith("http"):
+        raise RuntimeError(f"emulator failed to start (exit {proc.poll()}): {line!r}")
+    return line
+
+
+def stop(proc: subprocess.Popen[Any], *, close_stdin: bool = False, grace_s: float = 30.0) -> int | None:
+    """Ask ``proc`` to exit (stdin EOF or SIGTERM), wait ``grace_s``, then kill it. Returns the exit code."""
+    if proc.poll() is None:
+        if close_stdin and proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        else:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+            return None
+    return proc.returncode
+
+
+# -- /proc -------------------------------------------------------------------------------------
+
+def cpu_s(pid: int) -> float:
+    """utime + stime of ``pid`` in seconds (its threads included); NaN once it has been reaped."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def status_mib(pid: int, key: str) -> float:
+    """A ``/proc/<pid>/status`` memory line (``VmHWM``, ``VmRSS``) in MiB; NaN if gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024
+    except FileNotFoundError:
+        pass
+    return float("nan")
+
+
+def machine_busy_s() -> float:
+    """Busy CPU seconds of the whole machine, all CPUs (``/proc/stat``: everything but idle and iowait)."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    return (sum(values[:8]) - values[3] - values[4]) / CLK_TCK
+
+
+def self_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+@dataclass
+class Cpu:
+    """CPU seconds of each process at named instants."""
+
+    pids: dict[str, int]
+    marks: dict[str, tuple[float, dict[str, float]]] = field(default_factory=dict)
+
+    def mark(self, name: str) -> None:
+        now = {who: cpu_s(pid) for who, pid in self.pids.items()}
+        now["driver"] = self_cpu_s()
+        now["machine"] = machine_busy_s()
+        self.marks[name] = (time.monotonic(), now)
+
+    def between(self, a: str, b: str) -> tuple[float, dict[str, float]]:
+        (ta, ca), (tb, cb) = self.marks[a], self.marks[b]
+        used = {who: cb[who] - ca[who] for who in cb}
+        used["other"] = max(0.0, used.pop("machine") - sum(used.values()))  # other processes on the machine
+        return tb - ta, used
+
+
+# -- the workload --------------------------------------------------------------------------------
+
+def gang_pod(gang: str, index: int, member: int) -> dict[str, Any]:
+    """Member ``member`` of gang number ``index``: odd gangs GPU (1 GPU + 8 cpu), even gangs CPU (4 cpu)."""
+    if index % 2:
+        return pod(f"{gang}-{member}", gang, cpu="8", gpu=1)
+    body = pod(f"{gang}-{member}", gang, cpu="4")
+    del body["spec"]["tolerations"]  # CPU pods stay off the tainted GPU nodes
+    return body
+
+
+def gang_name(index: int) -> str:
+    return f"g-{index:04d}"
+
+
+async def bounded(concurrency: int, calls: list[Callable[[], Awaitable[Any]]]) -> list[Any]:
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(call: Callable[[], Awaitable[Any]]) -> Any:
+        async with sem:
+            return await call()
+
+    return await asyncio.gather(*(one(c) for c in calls))
+
+
+async def create_nodes(kube: KubeClient, count: int, seed: int, concurrency: int) -> float:
+    """Create the nodes; returns the seconds it took."""
+    t0 = time.monotonic()
+    await bounded(concurrency, [functools.partial(kube.create, NODES, None, raw) for raw in node_dicts(count, seed)])
+    return time.monotonic() - t0
+
+
+@dataclass
+class Created:
+    first_sent: float = 0.0
+    first_pod: float = float("inf")
+    last_pod: float = 0.0
+    pods: int = 0
+
+
+async def create_gangs(kube: KubeClient, gangs: int, per_gang: int, concurrency: int) -> Created:
+    """All gangs at once: each gang's PodGroup, then its pods; at most ``concurrency`` requests in flight."""
+    sem = asyncio.Semaphore(concurrency)
+    out = Created(first_sent=time.monotonic())
+
+    async def call(res: Any, body: dict[str, Any]) -> float:
+        async with sem:
+            await kube.create(res, NS, body)
+        return time.monotonic()
+
+    async def gang(index: int) -> None:
+        name = gang_name(index)
+        await call(PODGROUPS, podgroup(name, per_gang))
+        done = await asyncio.gather(*(call(PODS, gang_pod(name, index, m)) for m in range(per_gang)))
+        out.first_pod = min(out.first_pod, *done)
+        out.last_pod = max(out.last_pod, *done)
+        out.pods += len(done)
+
+    await asyncio.gather(*(gang(i) for i in range(gangs)))
+    return out
+
+
+class BindWatch:
+    """Watches pods in :data:`NS` and records when each was first seen with ``spec.nodeName``."""
+
+    def __init__(self, kube: KubeClient, expected: int) -> None:
+        self.kube = kube
+        self.expected = expected
+        self.bound: dict[str, tuple[float, str]] = {}
+        self.all_bound = asyncio.Event()
+        self.events = 0
+
+    def _see(self, obj: dict[str, Any]) -> None:
+        node = (obj.get("spec") or {}).get("nodeName")
+        name = (obj.get("metadata") or {}).get("name")
+        if node and name and name not in self.bound:
+            self.bound[name] = (time.monotonic(), node)
+            if len(self.bound) >= self.expected:
+                self.all_bound.set()
+
+    async def start(self) -> asyncio.Task[None]:
+        items, rv = await self.kube.list(PODS, NS)
+        for obj in items:
+            self._see(obj)
+        return asyncio.create_task(self._run(rv), name="bind-watch")
+
+    async def _run(self, rv: str) -> None:
+        while True:
+            try:
+                async for event in self.kube.watch(PODS, rv, NS):
+                    obj = event.get("object") or {}
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                    self.events += 1
+                    self._see(obj)
+            except ApiError:  # 410 or a dropped stream: re-list (bind times seen late are upper bounds)
+                items, rv = await self.kube.list(PODS, NS)
+                for obj in items:
+                    self._see(obj)
+
+
+# -- correctness ---------------------------------------------------------------------------------
+
+async def groups_marked_scheduled(kube: KubeClient, gangs: int, wait_s: float = 5.0) -> int:
+    """PodGroups whose ``PodGroupInitiallyScheduled`` condition is True, waiting up to ``wait_s`` for
+    the scheduler's status writes (they trail the binds) to settle."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        items, _ = await kube.list(PODGROUPS, NS)
+        marked = sum(1 for g in items if any(c.get("type") == INITIALLY_SCHEDULED and c.get("status") == "True"
+                                             for c in (g.get("status") or {}).get("conditions") or []))
+        if marked >= gangs or time.monotonic() > deadline:
+            return marked
+        await asyncio.sleep(0.25)
+
+
+async def check(kube: KubeClient, gangs: int, per_gang: int) -> list[str]:
+    """No node overcommitted; every gang whole (all members bound). Returns the violations."""
+    raw_nodes, _ = await kube.list(NODES)
+    raw_pods, _ = await kube.list(PODS, NS)
+    nodes = {n.metadata.name: n for n in (Node.model_validate(r) for r in raw_nodes)}
+    used: dict[str, Counter[str]] = defaultdict(Counter)
+    per_group: dict[str, list[str | None]] = defaultdict(list)
+    problems: list[str] = []
+    for raw in raw_pods:
+        p = Pod.model_validate(raw)
+        per_group[p.group_name or "-"].append(p.spec.node_name)
+        if p.spec.node_name:
+            if p.spec.node_name not in nodes:
+                problems.append(f"{p.key} bound to unknown node {p.spec.node_name}")
+                continue
+            used[p.spec.node_name].update(p.requests)
+    over = [(name, res, amount, nodes[name].allocatable.get(res, 0)) for name, c in used.items()
+            for res, amount in c.items() if amount > nodes[name].allocatable.get(res, 0)]
+    problems += [f"node {n} overcommitted on {r}: {a} > allocatable {al}" for n, r, a, al in over[:5]]
+    if over:
+        problems.append(f"{len({o[0] for o in over})} node(s) overcommitted in total")
+    for index in range(gangs):
+        members = per_group.get(gang_name(index), [])
+        bound = sum(1 for n in members if n)
+        if len(members) != per_gang or bound != per_gang:
+            problems.append(f"gang {gang_name(index)}: {bound}/{len(members)} pods bound, expected {per_gang}")
+    return problems
+
+
+# -- the scheduler process -----------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_kubeconfig(path: Path, url: str) -> None:
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "emu",
+        "clusters": [{"name": "emu", "cluster": {"server": url}}],
+        "users": [{"name": "u", "user": {}}],
+        "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "u"}}],
+    }))
+
+
+async def wait_ready(port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    async with aiohttp.ClientSession() as http:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the scheduler exited with code {proc.returncode} before it was ready")
+            with contextlib.suppress(aiohttp.ClientError, OSError):
+                async with http.get(f"http://127.0.0.1:{port}/readyz") as resp:
+                    if resp.status == 200:
+                        return
+            await asyncio.sleep(0.05)
+    raise TimeoutError(f"the scheduler was not ready within {timeout_s} s")
+
+
+LOG_SCHEDULED = re.compile(r"^(\S+ \S+) .*result=Scheduled pods=(\d+) .*duration_ms=([\d.]+)", re.MULTILINE)
+LOG_RESULT = re.compile(r"result=(\w+)")
+
+
+def summarize_log(text: str, mono_offset: float) -> dict[str, Any]:
+    """Counts and solve times from the scheduler's log; decision instants on this process's monotonic
+    clock (``mono_offset`` = wall − monotonic; log timestamps have millisecond resolution)."""
+    solves = [(int(m[2]), float(m[3]), m[1]) for m in LOG_SCHEDULED.finditer(text)]
+    decided = [dt.datetime.strptime(ts, "%Y-%m-%d %H:%M:%S,%f").timestamp() - mono_offset for _, _, ts in solves]
+    return {
+        "results": Counter(m[1] for m in LOG_RESULT.finditer(text)),
+        "solve_ms": sorted(ms for _, ms, _ in solves),
+        "pods_in_plans": sum(n for n, _, _ in solves),
+        "first_decided": min(decided, default=float("nan")),
+        "last_decided": max(decided, default=float("nan")),
+        "warnings": [line for line in text.splitlines() if " WARNING " in line or " ERROR " in line],
+    }
+
+
+# -- profiling -----------------------------------------------------------------------------------
+
+def pyspy_summary(raw_path: Path, top: int = 25) -> str:
+    """Self and inclusive sample shares per function from py-spy's ``--format raw`` (collapsed stacks)."""
+    own: Counter[str] = Counter()
+    incl: Counter[str] = Counter()
+    total = 0
+    for line in raw_path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        frames = [f for f in stack.split(";") if f]
+        total += n
+        if frames:
+            own[frames[-1]] += n
+        for f in set(frames):
+            incl[f] += n
+    if not total:
+        return "  (no samples)"
+    out = [f"  {total} samples (threads holding the GIL)", "  self time:"]
+    out += [f"    {100 * n / total:5.1f}%  {f}" for f, n in own.most_common(top)]
+    out.append("  inclusive time:")
+    out += [f"    {100 * n / total:5.1f}%  {f}" for f, n in incl.most_common(top * 2)]
+    return "\n".join(out)
+
+
+def cprofile_summary(path: Path, top: int = 30) -> str:
+    out = io.StringIO()
+    stats = pstats.Stats(str(path), stream=out)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+    return out.getvalue()
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+@dataclass
+class Result:
+    nodes_s: float = 0.0
+    ready_s: float = 0.0
+    created: Created = field(default_factory=Created)
+    bound: int = 0
+    first_bound: float = 0.0
+    last_bound: float = 0.0
+    bound_by_last_created: int = 0
+    sched_hwm: float = 0.0
+    emu_hwm: float = 0.0
+    emu_rss: float = 0.0
+    cpu: Cpu | None = None
+    log: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    groups_marked: int = 0
+    wall_s: float = 0.0
+    profile: str = ""
+
+
+async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
+    r = Result()
+    expected = args.gangs * args.pods_per_gang
+    wall = time.monotonic()
+    with emulator(args.emulator_loop, args.stock_emulator) as (emu, url):
+        kube = KubeClient.for_host(url)
+        sched: subprocess.Popen[bytes] | None = None
+        spy: subprocess.Popen[bytes] | None = None
+        log_path = tmp / "scheduler.log"
+        try:
+            r.nodes_s = await create_nodes(kube, args.nodes, args.seed, args.concurrency)
+            kubeconfig = tmp / "kubeconfig"
+            write_kubeconfig(kubeconfig, url)
+            port = free_port()
+            cmd = [str(CLI), "run", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
+                   "--bind-address", f"127.0.0.1:{port}", "--client-qps", "0", "--log-level", "INFO"]
+            if args.profile == "cprofile":
+                cmd = [sys.executable, "-m", "cProfile", "-o", str(tmp / "scheduler.prof"), *cmd]
+            t0 = time.monotonic()
+            with open(log_path, "wb") as log_file:
+                sched = subprocess.Popen(cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
+            await wait_ready(port, sched, args.ready_timeout)
+            r.ready_s = time.monotonic() - t0
+            if args.profile == "py-spy":
+                spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid",
+                                        str(sched.pid), "--format", "raw", "--nolineno", "--rate", "100", "--gil",
+                                        "--output", str(tmp / "pyspy.txt")],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                await asyncio.sleep(1.0)  # attach before the burst
+            watch = BindWatch(kube, expected)
+            watcher = await watch.start()
+            r.cpu = Cpu({"scheduler": sched.pid, "emulator": emu.pid})
+            r.cpu.mark("ready")
+            try:
+                r.created = await create_gangs(kube, args.gangs, args.pods_per_gang, args.concurrency)
+                r.cpu.mark("created")
+                r.bound_by_last_created = len(watch.bound)
+                deadline = time.monotonic() + args.timeout
+                while not watch.all_bound.is_set() and sched.poll() is None and time.monotonic() < deadline:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(watch.all_bound.wait(), 0.2)
+                r.cpu.mark("bound")
+            finally:
+                if spy is not None:  # the profile covers ready -> last bound only
+                    stop_spy(spy)
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            r.bound = len(watch.bound)
+            times = [t for t, _ in watch.bound.values()]
+            r.first_bound, r.last_bound = (min(times), max(times)) if times else (0.0, 0.0)
+            if r.bound < expected:
+                why = f"the scheduler exited (code {sched.returncode})" if sched.poll() is not None \
+                    else f"within {args.timeout:.0f} s"
+                r.problems.append(f"only {r.bound}/{expected} pods bound: {why}")
+                print(f"  ! {r.problems[-1]}")
+            r.sched_hwm = status_mib(sched.pid, "VmHWM")
+            r.emu_hwm = status_mib(emu.pid, "VmHWM")
+            r.emu_rss = status_mib(emu.pid, "VmRSS")
+            r.problems += await check(kube, args.gangs, args.pods_per_gang)
+            r.groups_marked = await groups_marked_scheduled(kube, args.gangs)
+        finally:
+            if spy is not None:
+                stop_spy(spy)
+                if (tmp / "pyspy.txt").exists():
+                    r.profile = pyspy_summary(tmp / "pyspy.txt")
+            if sched is not None:
+                r.exit_code = stop(sched)
+                text = log_path.read_text(errors="replace")
+                r.log = summarize_log(text, time.time() - time.monotonic())
+                if r.exit_code != 0 or r.problems:
+                    print("  last lines of the scheduler log:\n    " + "\n    ".join(text.splitlines()[-30:]))
+            if args.profile == "cprofile" and (tmp / "scheduler.prof").exists():
+                r.profile = cprofile_summary(tmp / "scheduler.prof")
+            await kube.close()
+    r.wall_s = time.monotonic() - wall
+    return r
+
+
+def stop_spy(spy: subprocess.Popen[bytes]) -> None:
+    """py-spy writes its output on SIGINT. Idempotent."""
+    if spy.returncode is not None:
+        return
+    if spy.poll() is None:
+        spy.send_signal(signal.SIGINT)
+        try:
+            spy.wait(30)
+        except subprocess.TimeoutExpired:
+            spy.kill()
+            spy.wait(10)
+    if spy.returncode and spy.stderr is not None:
+        print(f"  py-spy exited {spy.returncode}: {spy.stderr.read().decode(errors='replace')[-500:]}")
+
+
+@dataclass
+class Baseline:
+    create_s: float = 0.0
+    create_cpu_s: float = 0.0
+    bind_s: float = 0.0
+    bind_cpu_s: float = 0.0
+    create_driver_cpu_s: float = 0.0
+    bind_driver_cpu_s: float = 0.0
+    pods: int = 0
+
+
+async def run_baseline(args: argparse.Namespace) -> Baseline:
+    """The same creates, then one binding + one Event per pod from the driver, no scheduler.
+
+    Two pod watches stay open (the driver's and one standing in for the scheduler's informer),
+    so the emulator serializes each pod event twice, as in the real run.
+    """
+    b = Baseline()
+    with emulator(args.emulator_loop, args.stock_emulator) as (emu, url):
+        kube = KubeClient.for_host(url)
+        try:
+            await create_nodes(kube, args.nodes, args.seed, args.concurrency)
+            expected = args.gangs * args.pods_per_gang
+            watches = [BindWatch(kube, expected) for _ in range(2)]
+            tasks = [await w.start() for w in watches]
+            try:
+                c0, d0 = cpu_s(emu.pid), self_cpu_s()
+                created = await create_gangs(kube, args.gangs, args.pods_per_gang, args.concurrency)
+                b.create_s, b.pods = created.last_pod - created.first_sent, created.pods
+                c1, d1 = cpu_s(emu.pid), self_cpu_s()
+                b.create_cpu_s, b.create_driver_cpu_s = c1 - c0, d1 - d0
+                node_names = [n["metadata"]["name"] for n in node_dicts(args.nodes, args.seed)]
+                gpu_nodes = [n for n in node_names if n.startswith("gpu")]
+                cpu_nodes = [n for n in node_names if n.startswith("cpu")]
+
+                async def bind_one(index: int, member: int) -> None:
+                    name = f"{gang_name(index)}-{member}"
+                    pool = gpu_nodes if index % 2 else cpu_nodes
+                    node = pool[(index // 2) % len(pool)]
+                    await kube.bind(NS, name, node)
+                    await kube.create(EVENTS, NS, {
+                        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+                        "metadata": {"generateName": f"{name}.", "namespace": NS},
+                        "eventTime": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                        "reportingController": "gang-scheduler", "reportingInstance": "bench",
+                        "action": "Binding", "reason": "Scheduled", "type": "Normal",
+                        "note": f"Successfully assigned {NS}/{name} to {node}",
+                        "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": NS, "name": name}})
+
+                t0 = time.monotonic()
+                await bounded(16, [functools.partial(bind_one, g, m) for g in range(args.gangs)
+                                   for m in range(args.pods_per_gang)])
+                await asyncio.wait_for(watches[0].all_bound.wait(), args.timeout)
+                b.bind_s = time.monotonic() - t0
+                b.bind_cpu_s, b.bind_driver_cpu_s = cpu_s(emu.pid) - c1, self_cpu_s() - d1
+            finally:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            await kube.close()
+    return b
+
+
+# -- reporting -----------------------------------------------------------------------------------
+
+def code_version() -> str:
+    """The commit of the ``scheduler`` package the scheduler subprocess imports, and whether it is modified."""
+    import scheduler
+    src = Path(scheduler.__file__).parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=src, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=src, capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        head, dirty = "", ""
+    state = (f"commit {head}" + (" + uncommitted changes in scheduler/" if dirty else "")) if head else "not a git tree"
+    return f"scheduler package {src} ({state})"
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    return values[min(len(values) - 1, round(q / 100 * (len(values) - 1)))]
+
+
+def report(args: argparse.Namespace, r: Result, b: Baseline | None) -> bool:
+    expected = args.gangs * args.pods_per_gang
+    c = r.created
+    span = r.last_bound - c.first_pod if r.bound else float("nan")
+    rate = r.bound / span if r.bound and span > 0 else float("nan")
+    print(f"\nsetup: {args.nodes} nodes created in {r.nodes_s:.1f} s ({args.nodes / r.nodes_s:,.0f}/s); "
+          f"scheduler ready {r.ready_s:.1f} s after launch")
+    print(f"creates: {c.pods} pods + {args.gangs} PodGroups in {c.last_pod - c.first_sent:.2f} s "
+          f"({c.pods / max(1e-9, c.last_pod - c.first_sent):,.0f} pods/s, {args.concurrency} requests in flight)")
+    print(f"bound: {r.bound}/{expected} pods; {r.bound_by_last_created} already bound when the last pod was created")
+    if r.bound:
+        print(f"  first pod created -> first bound   {r.first_bound - c.first_pod:7.2f} s")
+        print(f"  last pod created  -> last bound    {r.last_bound - c.last_pod:7.2f} s")
+        print(f"  first pod created -> last bound    {span:7.2f} s")
+        if r.log:
+            print(f"  last pod created  -> last decided  {r.log['last_decided'] - c.last_pod:7.2f} s   "
+                  f"(last 'result=Scheduled' in the scheduler log)")
+            print(f"  last decided      -> last bound    {r.last_bound - r.log['last_decided']:7.2f} s   "
+                  f"(binds and their watch events still in flight)")
+        print(f"  pods bound / s                     {rate:7.1f}   (pods / (last bound - first pod created))")
+    print(f"  wall time of the whole run         {r.wall_s:7.1f} s")
+    print(f"memory: scheduler VmHWM {r.sched_hwm:.0f} MiB; emulator VmHWM {r.emu_hwm:.0f} MiB "
+          f"(VmRSS {r.emu_rss:.0f} MiB at the end); driver ru_maxrss "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    if r.cpu is not None and "bound" in r.cpu.marks:
+        print(f"cpu seconds (share of one core) per phase; nproc {len(os.sched_getaffinity(0))}:")
+        print(f"  {'phase':<34} {'wall s':>7} {'scheduler':>15} {'emulator':>15} {'driver':>15} {'other procs':>15}")
+        for a, z, title in (("ready", "created", "creating (ready -> last created)"),
+                            ("created", "bound", "tail (last created -> last bound)"),
+                            ("ready", "bound", "whole burst")):
+            wall, used = r.cpu.between(a, z)
+            cells = " ".join(f"{used[w]:6.2f} ({100 * used[w] / wall:3.0f}%)" if wall > 0 else "-"
+                             for w in ("scheduler", "emulator", "driver", "other"))
+            print(f"  {title:<34} {wall:7.2f} {cells}")
+    lg = r.log
+    if lg:
+        ms = lg["solve_ms"]
+        print(f"scheduler log: results {dict(lg['results'])}; {lg['pods_in_plans']} pods in plans; solve ms "
+              f"p50 {pct(ms, 50):.1f} p99 {pct(ms, 99):.1f} max {max(ms, default=0):.1f} "
+              f"total {sum(ms) / 1000:.2f} s; {len(lg['warnings'])} warning/error lines; exit code {r.exit_code}")
+        for line in lg["warnings"][:5]:
+            print(f"  ! {line}")
+    print(f"PodGroups with {INITIALLY_SCHEDULED}=True: {r.groups_marked}/{args.gangs} "
+          f"(status writes are best effort; not part of the pass/fail check)")
+    if b is not None:
+        print(f"baseline (fresh emulator, no scheduler, 2 pod watches open): {b.pods} creates in {b.create_s:.2f} s "
+              f"({b.pods / b.create_s:,.0f}/s; CPU s emulator {b.create_cpu_s:.2f}, "
+              f"driver {b.create_driver_cpu_s:.2f}); "
+              f"then binding + Event per pod at 16 in flight: {b.bind_s:.2f} s ({b.pods / b.bind_s:,.0f} pods/s; "
+              f"CPU s emulator {b.bind_cpu_s:.2f}, driver {b.bind_driver_cpu_s:.2f})")
+        floor = b.create_s + b.bind_s
+        print(f"  emulator floor for create+bind: {floor:.2f} s = {b.pods / floor:,.0f} pods/s end to end "
+              f"(the scheduler run took {span:.2f} s from first pod created to last bound)")
+    print(f"reference: in-tree kube-scheduler {REFERENCE_PODS_PER_S[0]}-{REFERENCE_PODS_PER_S[1]} pods/s with DRA "
+          f"claim templates at 500 nodes (scheduler_perf; a different workload, not like for like)")
+    if r.profile:
+        window = "ready -> last bound" if args.profile == "py-spy" else "the whole process, startup included"
+        print(f"\nscheduler profile ({args.profile}, {window}):\n{r.profile}")
+    ok = not r.problems and r.exit_code == 0
+    if r.problems:
+        for p in r.problems[:10]:
+            print(f"  ! VIOLATION {p}")
+        if len(r.problems) > 10:
+            print(f"  ! … and {len(r.problems) - 10} more")
+    else:
+        print("correctness: OK (every pod bound, no node overcommitted, every gang whole)")
+    if r.exit_code != 0:
+        print(f"  ! the scheduler exited with code {r.exit_code} on SIGTERM")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.bench.bench_e2e", description=__doc__.split("\n")[0])
+    ap.add_argument("--nodes", type=int, default=None, help="cluster size (default 1000; 200 with --quick)")
+    ap.add_argument("--gangs", type=int, default=None, help="gangs created at once (default 200; 40 with --quick)")
+    ap.add_argument("--pods-per-gang", type=int, default=8, help="pods per gang = its minCount (default 8)")
+    ap.add_argument("--quick", action="store_true", help="200 nodes, 40 gangs, no baseline: a few seconds")
+    ap.add_argument("--concurrency", type=int, default=32, help="driver requests in flight (default 32)")
+    ap.add_argument("--timeout", type=float, default=120.0, help="most seconds to wait for every pod bound")
+    ap.add_argument("--ready-timeout", type=float, default=60.0, help="most seconds to wait for /readyz")
+    ap.add_argument("--seed", type=int, default=20261129)
+    ap.add_argument("--no-baseline", action="store_true", help="skip the emulator-only run")
+    ap.add_argument("--emulator-loop", choices=("uvloop", "asyncio"), default="uvloop",
+                    help="event loop of the emulator process (the scheduler always runs on uvloop)")
+    ap.add_argument("--profile", choices=("py-spy", "cprofile"), default=None,
+                    help="profile the scheduler: py-spy attached from ready to last bound (needs `pip install "
+                         "py-spy` in the venv), or the whole process under cProfile (slower)")
+    ap.add_argument("--keep", metavar="DIR", default=None,
+                    help="write the scheduler log, kubeconfig and raw profile to DIR instead of a temporary directory")
+    ap.add_argument("--stock-emulator", action="store_true",
+                    help="serve with the unmodified ApiServer, whose kmock request history makes every request "
+                         "O(requests so far); see BenchApiServer (only practical with --quick)")
+    ap.add_argument("--serve-emulator", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.serve_emulator:
+        (uvloop.run if args.emulator_loop == "uvloop" else asyncio.run)(_serve_emulator(args.stock_emulator))
+        return 0
+    if args.profile == "py-spy" and not (Path(sys.executable).parent / "py-spy").exists():
+        ap.error("--profile py-spy needs py-spy in the venv: .venv/bin/pip install py-spy (not a project dependency)")
+    args.nodes = args.nodes or (200 if args.quick else 1000)
+    args.gangs = args.gangs or (40 if args.quick else 200)
+    if args.quick:
+        args.no_baseline = True
+
+    print("gang-scheduler end-to-end benchmark (live scheduler against the kmock emulator over HTTP)")
+    print(f"date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
+    print(f"machine: {machine()}")
+    print(f"code: {code_version()}")
+    print(f"cluster: {args.nodes} nodes ({GPU_SHARE:.0%} 8-GPU tainted, rest CPU), {len(ZONES)} zones x "
+          f"{RACKS_PER_ZONE} racks; workload: {args.gangs} gangs x {args.pods_per_gang} pods created at once "
+          f"(even gangs 4 cpu, odd gangs 1 {GPU} + 8 cpu); emulator loop {args.emulator_loop}")
+    with tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp:
+        work = Path(args.keep or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        result = uvloop.run(run_e2e(args, work))
+        if args.keep:
+            print(f"scheduler log, kubeconfig and profile kept in {work}")
+    baseline = None if args.no_baseline else uvloop.run(run_baseline(args))
+    ok = report(args, result, baseline)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
