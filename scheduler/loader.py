@@ -2,7 +2,12 @@
 
 Objects are dispatched on ``apiVersion`` + ``kind`` (the scheduler-plugins CRD
 ``scheduling.x-k8s.io`` PodGroup is *not* ours and is skipped). Kinds the scheduler does not
-read (Jobs, Deployments, DRA objects for now) are counted in ``Objects.skipped``. A namespaced
+read (Jobs, Deployments, DRA objects of other API versions) are counted in ``Objects.skipped``.
+DRA objects are read from ``resource.k8s.io/v1`` (ResourceSlice, DeviceClass, ResourceClaim,
+ResourceClaimTemplate); their quantities (device capacity, shared and consumed counters) are parsed
+at load time, so a bad one is a :class:`LoadProblem`. One-of rules (a slice's node selection, a
+request's ``exactly``/``firstAvailable``) are not checked here: the inventory reports a bad slice
+and a pod with a bad claim waits with the reason (:mod:`scheduler.dra`). A namespaced
 object without ``metadata.namespace`` is put in ``default``, as the API server does on create.
 An object that fails to parse — a malformed field, a bad quantity — is reported as a
 :class:`LoadProblem` naming file, kind, namespace/name and what is wrong, and a document that
@@ -27,6 +32,14 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
+from scheduler.model.dra import API_VERSION as DRA_API_VERSION
+from scheduler.model.dra import (
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+    counter_quantities,
+)
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.quantity import QuantityError
@@ -41,12 +54,17 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
     ("scheduling.k8s.io/v1beta1", "Workload"): Workload,
     ("scheduling.k8s.io/v1alpha3", "Workload"): Workload,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
+    (DRA_API_VERSION, "ResourceSlice"): ResourceSlice,
+    (DRA_API_VERSION, "DeviceClass"): DeviceClass,
+    (DRA_API_VERSION, "ResourceClaim"): ResourceClaim,
+    (DRA_API_VERSION, "ResourceClaimTemplate"): ResourceClaimTemplate,
 }
 """(apiVersion, kind) → model, for every object the scheduler reads."""
 
-NAMESPACED: tuple[type[BaseModel], ...] = (Pod, PodGroup, CompositePodGroup, Workload)
-"""Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node and
-PriorityClass are cluster-scoped and keep an empty namespace)."""
+NAMESPACED: tuple[type[BaseModel], ...] = (Pod, PodGroup, CompositePodGroup, Workload, ResourceClaim,
+                                           ResourceClaimTemplate)
+"""Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node,
+PriorityClass, ResourceSlice and DeviceClass are cluster-scoped and keep an empty namespace)."""
 
 DEFAULT_NAMESPACE = "default"
 """The namespace the API server gives a namespaced object created without one (kubectl's
@@ -87,6 +105,10 @@ class Objects:
     composites: list[CompositePodGroup] = field(default_factory=list)
     workloads: list[Workload] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
+    resource_slices: list[ResourceSlice] = field(default_factory=list)
+    device_classes: list[DeviceClass] = field(default_factory=list)
+    resource_claims: list[ResourceClaim] = field(default_factory=list)
+    claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     _seen: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
@@ -105,12 +127,26 @@ class Objects:
                 return self.workloads
             case PriorityClass():
                 return self.priority_classes
+            case ResourceSlice():
+                return self.resource_slices
+            case DeviceClass():
+                return self.device_classes
+            case ResourceClaim():
+                return self.resource_claims
+            case ResourceClaimTemplate():
+                return self.claim_templates
         raise TypeError(type(obj))  # pragma: no cover - KINDS and this match are kept in step
 
     @property
     def usable(self) -> bool:
         """At least one valid Node, Pod, PodGroup or CompositePodGroup was loaded."""
         return bool(self.nodes or self.pods or self.podgroups or self.composites)
+
+    @property
+    def has_dra(self) -> bool:
+        """Any DRA object was loaded, or some pod has ``spec.resourceClaims``: the solver needs a device view."""
+        return bool(self.resource_slices or self.device_classes or self.resource_claims or self.claim_templates
+                    or any(p.spec.resource_claims for p in self.pods))
 
     def add(self, source: str, raw: Any, where: str = "") -> None:
         """Parse one raw object into its model, or record why it cannot be used.
@@ -174,6 +210,14 @@ def _check_quantities(obj: BaseModel) -> None:
         _ = obj.requests
     elif isinstance(obj, Node):
         _ = obj.allocatable
+    elif isinstance(obj, ResourceSlice):
+        for counter_set in obj.spec.shared_counters:
+            counter_quantities(counter_set.counters)
+        for device in obj.spec.devices:
+            for cap in device.capacity.values():
+                _ = cap.quantity
+            for use in device.consumes_counters:
+                counter_quantities(use.counters)
 
 
 def _documents(path: Path) -> Iterator[tuple[str, Any]]:

@@ -3,6 +3,9 @@
 The JSON keys are a public interface (issue #2): ``groups[].{namespace, name, kind, root,
 status, placements, reason}`` and ``pods[].{namespace, name, node, reason}``; extra keys
 (``policy``, ``priority``, ``nodes``, ``invalid``) may be added, none removed or renamed.
+Issue #4 adds ``allocations[].{claim, reservedFor: {kind, name}, node, devices[].{request, driver,
+pool, device}}`` (one entry per claim a plan allocates, in queue order; ``[]`` without DRA), with
+the extra keys ``pods`` (the plan's pods using the claim) and ``synthesized``.
 """
 
 from __future__ import annotations
@@ -12,12 +15,16 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.dra.view import DraView
+from scheduler.model.dra import API_GROUP as DRA_GROUP
+from scheduler.model.dra import API_VERSION as DRA_VERSION
+from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
-from scheduler.simulate import Simulation
+from scheduler.simulate import AllocationOutcome, GroupOutcome, Simulation
 from scheduler.solver.snapshot import Snapshot
 
-DRA_GROUP = "resource.k8s.io"
-"""API group of the DRA objects (ResourceSlice, DeviceClass, ResourceClaim…) the loader skips."""
+MAX_DEVICE_LINES = 20
+"""Device lines shown per group in the text report (the JSON has every allocation)."""
 
 
 def _node_rows(initial: Snapshot, final: Snapshot) -> list[dict[str, Any]]:
@@ -64,7 +71,23 @@ def to_json(sim: Simulation) -> dict[str, Any]:
     }
     if sim.snapshot is not None and sim.initial is not None:
         doc["nodes"] = _node_rows(sim.initial, sim.snapshot)
+    doc["allocations"] = [_allocation_json(a) for a in sim.allocations]
     return doc
+
+
+def _allocation_json(outcome: AllocationOutcome) -> dict[str, Any]:
+    """One ``allocations`` entry. ``reservedFor`` is the first consumer (a claim shared by name
+    among several pods is reserved for each; ``pods`` lists the plan's pods using it)."""
+    a = outcome.allocation
+    kind, name, _uid = a.reserved_for[0] if a.reserved_for else ("", "", "")
+    return {
+        "claim": a.claim,
+        "reservedFor": {"kind": kind, "name": name},
+        "node": a.node,
+        "devices": [{"request": r, "driver": d, "pool": p, "device": n} for r, d, p, n in a.results],
+        "pods": [pod for pod, _ in outcome.pods],
+        "synthesized": outcome.synthesized,
+    }
 
 
 def render_json(sim: Simulation) -> str:
@@ -77,8 +100,9 @@ def _pct(used: int, alloc: int) -> str:
 
 
 def render_text(sim: Simulation) -> str:
-    """A readable report: warnings, groups in queue order, lone pods placed, every pod left pending
-    with its reason, load problems, node utilisation."""
+    """A readable report: warnings, groups in queue order (with the devices chosen per pod and per
+    group claim), lone pods placed, every pod left pending with its reason, load problems, DRA
+    problems, node utilisation and device utilisation."""
     out: list[str] = []
     scheduled = sum(g.status == "Scheduled" for g in sim.groups)
     placed = sum(p.node is not None for p in sim.pods)
@@ -96,48 +120,114 @@ def render_text(sim: Simulation) -> str:
                 by_node[node] = by_node.get(node, 0) + 1
             nodes = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(by_node.items()))
             out.append(f"{indent}       placed {len(g.placements)} pod(s) on {nodes}")
+            out.extend(_device_lines(_allocations_of(sim, g), f"{indent}       "))
         if g.reason:
-            out.append(f"{indent}       {g.status}: {g.reason}")
+            out.append(f"{indent}       {g.status}: {_continued(g.reason, indent + '         ')}")
     single = [p for p in sim.pods if p.pod.group_name is None and p.node is not None]
     if single:
         out.append("")
         out.append("Pods without a scheduling group:")
         for p in single:
-            out.append(f"  {p.pod.key} -> {p.node}")
+            mine = [a for a in sim.allocations if a.root.kind == "Pod" and (p.pod.metadata.name, p.node) in a.pods
+                    and a.root.namespace == p.pod.metadata.namespace]
+            devices = _devices_text([r for a in mine for r in a.allocation.results], p.node) if mine else ""
+            out.append(f"  {p.pod.key} -> {p.node}{': ' + devices if devices else ''}")
     pending = [p for p in sim.pods if p.node is None]
     if pending:
         out.append("")
         out.append(f"Pods left pending ({len(pending)}):")
         for p in pending:
-            out.append(f"  {p.pod.key}: {p.reason}")
+            out.append(f"  {p.pod.key}: {_continued(p.reason or '', '    ')}")
     if sim.problems:
         out.append("")
         out.append("Invalid objects (skipped):")
         for x in sim.problems:
             out.append(f"  {x}")
+    if sim.dra_problems:
+        out.append("")
+        out.append("DRA problems (devices not used, selectors that failed):")
+        out.extend(f"  {_continued(x, '    ')}" for x in sim.dra_problems)
     if sim.snapshot is not None and sim.initial is not None:
         out.append("")
         out.append(_utilisation(sim.initial, sim.snapshot))
+        if sim.snapshot.dra is not None and sim.initial.dra is not None:
+            device_rows = _device_utilisation(sim.initial.dra, sim.snapshot.dra)
+            if device_rows:
+                out.append("")
+                out.extend(device_rows)
     return "\n".join(out)
 
 
+def _continued(text: str, indent: str) -> str:
+    """``text`` with its continuation lines indented (a CEL compile error carries the expression and a caret)."""
+    return text.replace("\n", "\n" + indent)
+
+
+def _allocations_of(sim: Simulation, g: GroupOutcome) -> list[AllocationOutcome]:
+    """The allocations shown under PodGroup ``g``: its pods' claims and the claims reserved for it."""
+    mine = set(g.placements.items())
+    out = []
+    for a in sim.allocations:
+        if a.root != g.root:
+            continue
+        reserved = a.allocation.reserved_for
+        if any(kind == "PodGroup" and name == g.key.name for kind, name, _ in reserved) or mine & set(a.pods):
+            out.append(a)
+    return out
+
+
+def _device_lines(allocations: list[AllocationOutcome], indent: str) -> list[str]:
+    """``devices: w-0 -> node: gpu-0, gpu-1 (gpu.nvidia.com)`` per pod, then one line per shared claim."""
+    per_pod: dict[tuple[str, str], list[tuple[str, str, str, str]]] = {}
+    shared: list[str] = []
+    for a in allocations:
+        alloc = a.allocation
+        if alloc.node is not None and len(a.pods) == 1:
+            per_pod.setdefault(a.pods[0], []).extend(alloc.results)
+            continue
+        kind = alloc.reserved_for[0][0] if alloc.reserved_for else ""
+        who = "reserved for the PodGroup" if kind == "PodGroup" else f"shared by {len(a.pods)} pod(s)"
+        claim = alloc.claim.split("/", 1)[-1]
+        shared.append(f"claim {claim} ({who}) -> {_devices_text(alloc.results, None)}")
+    lines = [f"{pod} -> {node}: {_devices_text(results, node)}" for (pod, node), results in sorted(per_pod.items())]
+    lines += shared
+    if not lines:
+        return []
+    if len(lines) > MAX_DEVICE_LINES:
+        lines = [*lines[:MAX_DEVICE_LINES], f"… and {len(lines) - MAX_DEVICE_LINES} more (see --output json)"]
+    pad = " " * len("devices: ")
+    return [f"{indent}{'devices: ' if i == 0 else pad}{line}" for i, line in enumerate(lines)]
+
+
+def _devices_text(results: list[tuple[str, str, str, str]] | tuple[tuple[str, str, str, str], ...],
+                  node: str | None) -> str:
+    """``gpu-0, gpu-1 (gpu.nvidia.com); rack-b1/channel-0 (interconnect.example.com)``: devices by driver,
+    the pool shown unless it is named after ``node`` (node-local pools usually are)."""
+    by_driver: dict[str, list[str]] = {}
+    for _request, driver, pool, device in results:
+        by_driver.setdefault(driver, []).append(device if pool == node else f"{pool}/{device}")
+    return "; ".join(f"{', '.join(devs)} ({driver})" for driver, devs in by_driver.items())
+
+
 def _notes(sim: Simulation) -> list[str]:
-    """One-line hints under the summary: no pod of ours found; DRA objects or claims ignored."""
+    """One-line hints under the summary: no pod of ours found; DRA objects of another version
+    skipped; DRA problems (listed in full further down); claims made from templates."""
     notes: list[str] = []
     if not sim.pods:  # sim.pods holds every pending pod of ours
         found = ", ".join(f"{name} ({n})" for name, n in sorted(sim.pods_by_scheduler.items(),
                                                                 key=lambda kv: (-kv[1], kv[0])))
         notes.append(f'note: no pending pod has spec.schedulerName "{sim.scheduler_name}" '
                      f'(found: {found or "no pods"})')
-    dra = sum(n for kind, n in sim.skipped.items() if kind.startswith(f"{DRA_GROUP}/"))
-    claims = sum(1 for p in sim.pods if p.pod.spec.resource_claims)
-    if dra or claims:
-        parts = []
-        if dra:
-            parts.append(f"{dra} {DRA_GROUP} object(s) skipped")
-        if claims:
-            parts.append(f"{claims} pending pod(s) with spec.resourceClaims placed by their other requests only")
-        notes.append(f"warning: DRA is not supported yet: {'; '.join(parts)}")
+    other = sorted({kind.split()[0] for kind in sim.skipped if kind.startswith(f"{DRA_GROUP}/")})
+    if other:
+        count = sum(n for kind, n in sim.skipped.items() if kind.startswith(f"{DRA_GROUP}/"))
+        notes.append(f"warning: {count} {DRA_GROUP} object(s) of {', '.join(other)} skipped "
+                     f"(only {DRA_VERSION} is read)")
+    if sim.dra_problems:
+        notes.append(f"warning: {len(sim.dra_problems)} DRA problem(s), listed under \"DRA problems\" below")
+    if sim.synthesized:
+        notes.append(f"note: {len(sim.synthesized)} ResourceClaim(s) not in the snapshot made from their "
+                     "ResourceClaimTemplate, as the resourceclaim controller would")
     return notes
 
 
@@ -164,3 +254,40 @@ def _utilisation(initial: Snapshot, final: Snapshot) -> str:
             cells.append(f"  {text:>30}")
         lines.append(f"{node.name:<16}" + "".join(cells))
     return "\n".join(lines)
+
+
+def _device_utilisation(initial: DraView, final: DraView) -> list[str]:
+    """Devices allocated/published per node (node-local slices) and per pool of node-set or all-node
+    slices, before and after this run; ``free`` counts devices still allocatable (not allocated, and
+    enough left of every shared counter they consume)."""
+    inventory = final.inventory
+    state = inventory.state(final.assumed)
+    before = inventory.allocated | set(initial.assumed)
+    rows: dict[tuple[int, str, str], list[int]] = {}
+    elsewhere = 0
+    for dev_id, device in sorted(inventory.devices.items()):
+        scope = inventory.scope.get(dev_id)
+        if isinstance(scope, str):
+            if scope not in inventory.table.index:
+                elsewhere += 1
+                continue
+            key = (0, scope, device.driver)
+        else:
+            kind = "node set" if isinstance(scope, NodeSelector) else "all nodes"
+            key = (1, f"{device.pool} ({kind})", device.driver)
+        counts = rows.setdefault(key, [0, 0, 0, 0])
+        counts[0] += 1
+        counts[1] += dev_id in before
+        counts[2] += dev_id in state.taken
+        counts[3] += state.fits(device)
+    if not rows:
+        return []
+    lines = ["Devices (allocated/published after placement; +N = added by this run; free = still allocatable):"]
+    width = max(len(name) for _, name, _ in rows)
+    dwidth = max(len(driver) for _, _, driver in rows)
+    for (_, name, driver), (total, was, now, free) in sorted(rows.items()):
+        added = f" +{now - was}" if now > was else ""
+        lines.append(f"{name:<{width}}  {driver:<{dwidth}}  {f'{now}/{total}{added}':>10}  free {free}")
+    if elsewhere:
+        lines.append(f"({elsewhere} device(s) of node-local slices name nodes not in the snapshot)")
+    return lines

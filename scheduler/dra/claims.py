@@ -17,7 +17,8 @@ Resolution rules (reference §1.2, §3, §6.3, §6.6):
   synthesised claim with one request per (container, resource), ``container-<i>-request-<j>``.
 
 ``simulate`` passes ``synthesize=True``: a template-generated claim absent from the snapshot is made
-from its template, as the resourceclaim controller would. Pure: no I/O.
+from its template, as the resourceclaim controller would — ``<pod>-<entry>`` for a pod's own claim,
+``<podgroup>-<entry>`` (one for all members) for a PodGroup's claim. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -148,8 +149,9 @@ class ClaimIndex:
             else:
                 name = pod_names.get(entry.name)
             claim = self.claims.get(f"{ns}/{name}") if name else None
-            if claim is None and not is_group and entry.resource_claim_template_name and self.synthesize:
-                claim = self._synthesize(pod, entry.name, entry.resource_claim_template_name)
+            if claim is None and entry.resource_claim_template_name and self.synthesize:
+                owner = pod.group_name if is_group and pod.group_name else pod.metadata.name
+                claim = self._synthesize(ns, owner, entry.name, entry.resource_claim_template_name)
             if claim is None:
                 what = (f"PodGroup {ns}/{pod.group_name} claim {entry.name!r}" if is_group
                         else f"claim {entry.name!r}")
@@ -170,12 +172,15 @@ class ClaimIndex:
             allocate.append(ext_claim)
         return PodClaims(tuple(allocate), tuple(shared), tuple(pinned), None, extended)
 
-    def _synthesize(self, pod: Pod, entry: str, template_name: str) -> ResourceClaim | None:
-        ns = pod.metadata.namespace
+    def _synthesize(self, ns: str, owner: str, entry: str, template_name: str) -> ResourceClaim | None:
+        """The claim the resourceclaim controller would make from the template for ``owner`` (a pod,
+        or a PodGroup for its group claims: one claim shared by all members), named ``<owner>-<entry>``."""
         template = self.templates.get(f"{ns}/{template_name}")
         if template is None:
             return None
-        name = f"{pod.metadata.name}-{entry}"
+        name = f"{owner}-{entry}"
+        if f"{ns}/{name}" in self.synthesized:  # made for an earlier member (or pass): the current version
+            return self.claims.get(f"{ns}/{name}")
         claim = ResourceClaim.model_validate({
             "metadata": {"name": name, "namespace": ns,
                          "annotations": {"resource.kubernetes.io/pod-claim-name": entry}},

@@ -154,9 +154,12 @@ def test_builtin_example_text_report_lists_the_pods_left_pending() -> None:
     assert not any(line.startswith(("note:", "warning:")) for line in text)
 
 
-def test_dra_snapshot_warns_that_claims_are_not_served() -> None:
+def test_dra_objects_are_read_and_claims_decide_the_devices() -> None:
+    """The DRA-only p4d node and gang (c): every resource.k8s.io/v1 object is read, none skipped, and the
+    gang is judged with its claims (here it needs a rack label the node lacks)."""
     sim = run(DATA / "nodes" / "a100-8gpu-eks-p4d-dra.yaml", DATA / "workloads" / "c-podgroup-shared-claims.yaml")
-    assert sim.skipped["resource.k8s.io/v1 ResourceClaim"] == 5
-    assert render_text(sim).splitlines()[1] == (
-        "warning: DRA is not supported yet: 7 resource.k8s.io object(s) skipped; "
-        "4 pending pod(s) with spec.resourceClaims placed by their other requests only")
+    assert not any(kind.startswith("resource.k8s.io/") for kind in sim.skipped)
+    assert sim.allocations == [] and sim.dra_problems == []
+    text = render_text(sim).splitlines()
+    assert not any(line.startswith("warning:") for line in text)
+    assert "  [FAIL] PodGroup ml-team/allreduce-bench  (gang minCount 4, priority 50000)" in text

@@ -33,3 +33,4 @@ def test_json_keeps_the_documented_keys() -> None:
         assert group["status"] in {"Scheduled", "Unschedulable", "Waiting", "Invalid"}
     for pod in doc["pods"]:
         assert {"namespace", "name", "node", "reason"} <= set(pod)
+    assert doc["allocations"] == []  # the built-in example has no DRA objects (tests/scenario/test_dra.py has)

@@ -194,6 +194,29 @@ kind: ResourceClaim
 metadata: {name: c1, namespace: default}
 """
 
+TEMPLATE = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: t1, namespace: default}
+spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}
+"""
+SLICE = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {{name: n1-gpus}}
+spec:
+  driver: gpu.example.com
+  nodeName: n1
+  pool: {{name: n1, generation: 1, resourceSliceCount: {count}}}
+  devices: [{{name: gpu-0}}]
+"""
+GPU_CLASS = """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec: {selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]}
+"""
+
 
 def members(n: int, scheduler: str = "gang-scheduler") -> str:
     return "---".join(MEMBER.format(name=f"m{i}", scheduler=scheduler) for i in range(n))
@@ -217,10 +240,25 @@ def members(n: int, scheduler: str = "gang-scheduler") -> str:
         ], id="scheduler-name-hint"),
         pytest.param(NODE, [], ['note: no pending pod has spec.schedulerName "gang-scheduler" (found: no pods)'],
                      id="scheduler-name-hint-without-pods"),
-        pytest.param(NODE + "---" + CLAIM_POD + "---" + CLAIM, [], [
-            "warning: DRA is not supported yet: 1 resource.k8s.io object(s) skipped; 1 pending pod(s) with "
-            "spec.resourceClaims placed by their other requests only",
-        ], id="dra-warning"),
+        pytest.param(NODE + "---" + CLAIM_POD + "---" + CLAIM, [], ["Pods without a scheduling group:",
+                                                                    "  default/ok -> n1"], id="dra-empty-claim"),
+        pytest.param(NODE + "---" + CLAIM_POD, [], [
+            "  default/ok: waiting for ResourceClaim of claim 'gpu' to be created",
+        ], id="dra-claim-missing"),
+        pytest.param(NODE + "---" + CLAIM_POD.replace("c1}", "c1}, {name: x, resourceClaimTemplateName: t1}")
+                     + "---" + CLAIM + "---" + TEMPLATE + "---" + SLICE.format(count=1) + "---" + GPU_CLASS, [], [
+            "note: 1 ResourceClaim(s) not in the snapshot made from their ResourceClaimTemplate, as the "
+            "resourceclaim controller would",
+            "  default/ok -> n1: gpu-0 (gpu.example.com)",
+        ], id="dra-synthesised-claim-and-devices-of-a-lone-pod"),
+        pytest.param(NODE + "---" + CLAIM_POD + "---" + CLAIM + "---" + SLICE.format(count=2), [], [
+            'warning: 1 DRA problem(s), listed under "DRA problems" below',
+            "DRA problems (devices not used, selectors that failed):",
+            "  pool gpu.example.com/n1: 1/2 slices of generation 1 seen; not used until complete",
+        ], id="dra-incomplete-pool"),
+        pytest.param(NODE + "---" + GOOD_POD + "---" + SLICE.format(count=1).replace("k8s.io/v1", "k8s.io/v1beta1"),
+                     [], ["warning: 1 resource.k8s.io object(s) of resource.k8s.io/v1beta1 skipped "
+                          "(only resource.k8s.io/v1 is read)"], id="dra-other-version-skipped"),
     ],
 )
 def test_text_report_lines(tmp_path: Path, snapshot: str, args: list[str], lines: list[str]) -> None:

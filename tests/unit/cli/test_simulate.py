@@ -175,3 +175,139 @@ def test_missing_namespace_defaults_to_default(tmp_path: Path, docs: list[str], 
     assert found == namespaces
     sim = simulate(objects, "gang-scheduler", SolverConfig())
     assert [(p.pod.key, p.node) for p in sim.pods] == [(f"{namespaces['Pod']}/g-0", "n1")]
+
+
+# --- DRA ------------------------------------------------------------------------------------------
+
+GPU_NODE = """
+apiVersion: v1
+kind: Node
+metadata: {{name: {name}}}
+status: {{allocatable: {{cpu: "8", memory: 32Gi, pods: "110"}}}}
+"""
+
+
+def gpu_slice(node: str, count: int = 2, slices: int = 1, extra: str = "") -> str:
+    devices = ", ".join(f"{{name: gpu-{i}{extra}}}" for i in range(count))
+    return f"""
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {{name: {node}-gpus}}
+spec:
+  driver: gpu.example.com
+  nodeName: {node}
+  pool: {{name: {node}, generation: 1, resourceSliceCount: {slices}}}
+  devices: [{devices}]
+"""
+
+
+GPU_CLASS = """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec: {selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]}
+"""
+
+
+def shared_claim(name: str = "shared") -> str:
+    return f"""
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {{name: {name}, namespace: ml}}
+spec: {{devices: {{requests: [{{name: gpu, exactly: {{deviceClassName: gpu.example.com}}}}]}}}}
+"""
+
+
+def claim_user(name: str, claim: str = "shared", group: str | None = None, priority: int = 0) -> str:
+    sg = f"\n  schedulingGroup: {{podGroupName: {group}}}" if group else ""
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: ml, uid: uid-{name}}}
+spec:
+  schedulerName: gang-scheduler{sg}
+  priority: {priority}
+  resourceClaims: [{{name: gpu, resourceClaimName: {claim}}}]
+  containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: gpu}}]}}}}]
+"""
+
+
+def dra_run(tmp_path: Path, *docs: str) -> Simulation:
+    path = tmp_path / "snap.yaml"
+    path.write_text("---".join(textwrap.dedent(d) for d in docs))
+    return simulate(load([path]), "gang-scheduler", SolverConfig())
+
+
+def test_dra_objects_are_loaded_identical_redefinitions_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "snap.yaml"
+    docs = [NODE, gpu_slice("n1"), GPU_CLASS, shared_claim(), GPU_CLASS, """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: t}
+spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}
+"""]
+    path.write_text("---".join(textwrap.dedent(d) for d in docs))
+    objects = load([path])
+    assert objects.problems == []
+    assert [s.metadata.name for s in objects.resource_slices] == ["n1-gpus"]
+    assert [c.metadata.name for c in objects.device_classes] == ["gpu.example.com"]
+    assert [c.key for c in objects.resource_claims] == ["ml/shared"]
+    assert [t.key for t in objects.claim_templates] == ["default/t"]  # namespaced: default filled in
+    assert objects.resource_slices[0].metadata.namespace == ""  # cluster-scoped
+    assert objects.has_dra
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        pytest.param(gpu_slice("n1", extra=", capacity: {memory: {value: lots}}"),
+                     "ResourceSlice n1-gpus: invalid quantity 'lots'", id="bad-capacity-quantity"),
+        pytest.param(gpu_slice("n1", extra=", consumesCounters: [{counterSet: s, counters: {mem: {value: x1}}}]"),
+                     "ResourceSlice n1-gpus: invalid quantity 'x1'", id="bad-consumed-counter"),
+        pytest.param(gpu_slice("n1").replace("  devices:", "  sharedCounters: [{name: s, counters: {mem: "
+                                                           "{value: '-'}}}]\n  devices:"),
+                     "ResourceSlice n1-gpus: invalid quantity '-'", id="bad-shared-counter"),
+        pytest.param(gpu_slice("n1").replace("  driver: gpu.example.com\n", ""),
+                     "ResourceSlice n1-gpus: spec.driver: Field required", id="slice-without-driver"),
+        pytest.param(shared_claim().replace("requests: [", "requests: [7, "),
+                     "ResourceClaim ml/shared: spec.devices.requests.0", id="claim-request-not-an-object"),
+        pytest.param(GPU_CLASS + "---" + GPU_CLASS.replace("'gpu.example.com'", "'other'"),
+                     "DeviceClass gpu.example.com: defined again with different content; the first is kept",
+                     id="different-redefinition"),
+    ],
+)
+def test_malformed_dra_objects_are_load_problems(tmp_path: Path, doc: str, message: str) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text("---".join(textwrap.dedent(d) for d in (NODE, doc)))
+    objects = load([path])
+    (problem,) = objects.problems
+    assert str(problem).split(": ", 1)[1].startswith(message)
+
+
+def test_claim_shared_by_name_is_allocated_once_and_pins_a_later_root(tmp_path: Path) -> None:
+    """Two lone pods (two roots) share ResourceClaim ``shared``: the first plan allocates it (one device,
+    reserved for that pod); the second pod is then pinned to the allocation, not given a second device."""
+    sim = dra_run(tmp_path, GPU_NODE.format(name="n1"), GPU_NODE.format(name="n2"), gpu_slice("n2", count=2),
+                  GPU_CLASS, shared_claim(), claim_user("a", priority=10), claim_user("b"))
+    assert [(p.pod.metadata.name, p.node) for p in sim.pods] == [("a", "n2"), ("b", "n2")]
+    (only,) = sim.allocations
+    assert only.allocation.claim == "ml/shared" and only.allocation.reserved_for == (("Pod", "a", "uid-a"),)
+    assert only.allocation.results == (("gpu", "gpu.example.com", "n2", "gpu-0"),)
+
+
+def test_pod_whose_claim_failed_to_load_waits(tmp_path: Path) -> None:
+    sim = dra_run(tmp_path, NODE, shared_claim().replace("requests: [", "requests: [7, "), claim_user("a"))
+    assert [(p.pod.key, p.node, p.reason) for p in sim.pods] == [
+        ("ml/a", None, "waiting for ResourceClaim of claim 'gpu' to be created")]
+
+
+def test_devices_already_allocated_in_the_snapshot_are_never_given_again(tmp_path: Path) -> None:
+    allocated = shared_claim("old") + """status:
+  allocation:
+    devices: {results: [{request: gpu, driver: gpu.example.com, pool: n1, device: gpu-0}]}
+    nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]}
+"""
+    sim = dra_run(tmp_path, GPU_NODE.format(name="n1"), gpu_slice("n1", count=2), GPU_CLASS, allocated,
+                  shared_claim("new"), claim_user("a", claim="new"), claim_user("b", claim="new"))
+    assert [a.allocation.results for a in sim.allocations] == [(("gpu", "gpu.example.com", "n1", "gpu-1"),)]
+    assert [(p.pod.metadata.name, p.node) for p in sim.pods] == [("a", "n1"), ("b", "n1")]

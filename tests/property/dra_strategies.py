@@ -1,0 +1,196 @@
+"""Hypothesis strategies for DRA snapshots: nodes, ResourceSlices, DeviceClasses, claims and gangs, as raw
+API objects (dicts) that go through the loader like a user's YAML.
+
+* node-local GPU pools (driver ``gpu.example.com``, pool = node name): plain GPUs, and partitionable
+  GPUs published whole, as halves and as quarters on a shared counter set (``mem: 8``) in a separate
+  counters slice of the same pool; sometimes a stale older generation (``ghost-*`` devices) or an
+  incomplete pool (``orphan-*`` devices) that must never be used;
+* node-set pools (driver ``net.example.com``, one per rack, ``nodeSelector`` on the rack label) with
+  ``channel`` devices, and one ``allNodes`` pool with ``link`` devices;
+* claims already allocated in the snapshot (never over a counter set), per-pod claim templates of
+  several shapes (exact counts, selectors, ``firstAvailable``, ``matchAttribute``, ``All``), PodGroup
+  claims (synthesised by ``simulate``) and claims shared by name between pods of different roots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import strategies as st
+
+NS = "prop"
+GPU = "gpu.example.com"
+NET = "net.example.com"
+RACKS = ("r0", "r1")
+HALVES = ("a", "b")
+
+
+def kind_is(driver: str, *kinds: str) -> str:
+    return " || ".join(f"device.attributes['{driver}'].kind == '{k}'" for k in kinds)
+
+
+TEMPLATES: dict[str, dict[str, Any]] = {
+    "one-gpu": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 1}}]},
+    "two-gpus": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 2}}]},
+    "whole": {"requests": [{"name": "gpu", "exactly": {
+        "deviceClassName": "gpu", "selectors": [{"cel": {"expression": kind_is(GPU, "whole", "plain")}}]}}]},
+    "half": {"requests": [{"name": "gpu", "exactly": {
+        "deviceClassName": "gpu", "selectors": [{"cel": {"expression": kind_is(GPU, "half")}}]}}]},
+    "whole-or-two-halves": {"requests": [{"name": "gpu", "firstAvailable": [
+        {"name": "whole", "deviceClassName": "gpu", "selectors": [{"cel": {"expression": kind_is(GPU, "whole")}}]},
+        {"name": "halves", "deviceClassName": "gpu", "count": 2,
+         "selectors": [{"cel": {"expression": kind_is(GPU, "half")}}]}]}]},
+    "same-numa-pair": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 2}}],
+                       "constraints": [{"matchAttribute": f"{GPU}/numa"}]},
+    "all-quarters": {"requests": [{"name": "q", "exactly": {
+        "deviceClassName": "gpu", "allocationMode": "All",
+        "selectors": [{"cel": {"expression": kind_is(GPU, "quarter")}}]}}]},
+    "gpu-and-link": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 1}},
+        {"name": "link", "exactly": {"deviceClassName": "net",
+                                     "selectors": [{"cel": {"expression": kind_is(NET, "link")}}]}}]},
+    "channel": {"requests": [{"name": "ch", "exactly": {
+        "deviceClassName": "net", "selectors": [{"cel": {"expression": kind_is(NET, "channel")}}]}}]},
+}
+POD_TEMPLATES = tuple(t for t in TEMPLATES if t != "channel")
+
+
+@dataclass
+class DraCluster:
+    """Raw objects, plus what the test needs to know about them."""
+
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    preallocated: set[str] = field(default_factory=set)
+    """Device ids held by claims allocated in the snapshot."""
+
+
+def _node(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}", "rack": RACKS[i % 2]}},
+            "status": {"allocatable": {"cpu": "32", "memory": "64Gi", "pods": "110"}}}
+
+
+def _slice(name: str, driver: str, pool: str, devices: list[dict[str, Any]], where: dict[str, Any],
+           generation: int = 1, count: int = 1, counters: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool, "generation": generation,
+                                                       "resourceSliceCount": count}, **where}
+    if devices:
+        spec["devices"] = devices
+    if counters:
+        spec["sharedCounters"] = counters
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
+
+
+def _device(name: str, kind: str, numa: int, uses: tuple[str, int] | None = None) -> dict[str, Any]:
+    dev: dict[str, Any] = {"name": name, "attributes": {"kind": {"string": kind}, "numa": {"int": numa}}}
+    if uses:
+        dev["consumesCounters"] = [{"counterSet": uses[0], "counters": {"mem": {"value": str(uses[1])}}}]
+    return dev
+
+
+def _allocated_claim(name: str, results: list[tuple[str, str, str]], node: str | None,
+                     rack: str | None = None) -> dict[str, Any]:
+    if node:
+        selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                            "values": [node]}]}]}
+    else:
+        selector = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": [rack]}]}]}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": NS},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "r", "driver": d, "pool": p, "device": n} for d, p, n in results]},
+                "nodeSelector": selector}}}
+
+
+@st.composite
+def dra_clusters(draw: st.DrawFn, max_nodes: int = 4, max_roots: int = 4) -> DraCluster:
+    c = DraCluster()
+    add = c.objects.append
+    n_nodes = draw(st.integers(1, max_nodes))
+    for i in range(n_nodes):
+        node = f"n{i}"
+        add(_node(i))
+        devices: list[dict[str, Any]] = []
+        counters: list[dict[str, Any]] = []
+        held: list[tuple[str, str, str]] = []
+        for j in range(draw(st.integers(0, 2))):
+            devices.append(_device(f"plain-{j}", "plain", j % 2))
+            if draw(st.integers(0, 3)) == 0:
+                held.append((GPU, node, f"plain-{j}"))
+        for k in range(draw(st.integers(0, 2))):
+            cs = f"gpu-{k}"
+            counters.append({"name": cs, "counters": {"mem": {"value": "8"}}})
+            devices.append(_device(f"gpu-{k}", "whole", k % 2, (cs, 8)))
+            devices += [_device(f"gpu-{k}-half-{h}", "half", k % 2, (cs, 4)) for h in HALVES]
+            devices += [_device(f"gpu-{k}-quarter-{q}", "quarter", k % 2, (cs, 2)) for q in range(4)]
+            taken = draw(st.sampled_from([[], [], [f"gpu-{k}"], [f"gpu-{k}-half-a"],
+                                          [f"gpu-{k}-half-b", f"gpu-{k}-quarter-0"]]))
+            held += [(GPU, node, d) for d in taken]
+        local = {"nodeName": node}
+        if counters:
+            add(_slice(f"{node}-gpus", GPU, node, devices, local, count=2))
+            add(_slice(f"{node}-counters", GPU, node, [], local, count=2, counters=counters))
+        elif devices:
+            add(_slice(f"{node}-gpus", GPU, node, devices, local))
+        if devices and draw(st.integers(0, 4)) == 0:  # a stale generation of the same pool: never used
+            add(_slice(f"{node}-old", GPU, node, [_device("ghost-0", "whole", 0)], local, generation=0))
+        if draw(st.integers(0, 4)) == 0:  # a pool with a slice still missing: never used
+            add(_slice(f"{node}-partial", GPU, f"{node}-extra", [_device("orphan-0", "whole", 0)], local, count=2))
+        if held:
+            add(_allocated_claim(f"held-{node}", held, node))
+            c.preallocated |= {"/".join(h) for h in held}
+    for rack in RACKS:
+        channels = draw(st.integers(0, 3))
+        if channels:
+            selector = {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "rack", "operator": "In", "values": [rack]}]}]}}
+            add(_slice(f"rack-{rack}", NET, f"rack-{rack}",
+                       [_device(f"channel-{j}", "channel", 0) for j in range(channels)], selector))
+            if draw(st.booleans()):
+                add(_allocated_claim(f"held-{rack}", [(NET, f"rack-{rack}", "channel-0")], None, rack))
+                c.preallocated.add(f"{NET}/rack-{rack}/channel-0")
+    links = draw(st.integers(0, 3))
+    if links:
+        add(_slice("global-links", NET, "global", [_device(f"link-{j}", "link", 0) for j in range(links)],
+                   {"allNodes": True}))
+    for name, driver in (("gpu", GPU), ("net", NET)):
+        add({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+             "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]}})
+    for name, devices_spec in TEMPLATES.items():
+        add({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+             "metadata": {"name": name, "namespace": NS}, "spec": {"spec": {"devices": devices_spec}}})
+    shared = draw(st.integers(0, 2))
+    for s in range(shared):
+        add({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": f"shared-{s}",
+                                                                                      "namespace": NS},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}})
+    for r in range(draw(st.integers(1, max_roots))):
+        group = f"g{r}"
+        n_pods = draw(st.integers(1, 4))
+        spec: dict[str, Any] = {"schedulingPolicy": ({"gang": {"minCount": draw(st.integers(1, n_pods))}}
+                                                     if draw(st.booleans()) else {"basic": {}})}
+        if draw(st.booleans()):
+            spec["schedulingConstraints"] = {"topology": [{"key": "rack"}]}
+        group_claim = draw(st.integers(0, 2)) == 0
+        if group_claim:
+            spec["resourceClaims"] = [{"name": "fabric", "resourceClaimTemplateName": "channel"}]
+        add({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": group, "namespace": NS, "creationTimestamp": f"2026-01-01T00:00:{r:02d}Z"},
+             "spec": spec})
+        template = draw(st.sampled_from(POD_TEMPLATES))
+        by_name = draw(st.sampled_from([None, *(f"shared-{s}" for s in range(shared))]))
+        for p in range(n_pods):
+            entries: list[dict[str, Any]] = [{"name": "dev", "resourceClaimTemplateName": template}]
+            if group_claim:
+                entries.append({"name": "fabric", "resourceClaimTemplateName": "channel"})
+            if by_name:
+                entries.append({"name": "shared", "resourceClaimName": by_name})
+            add({"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": f"{group}-p{p}", "namespace": NS, "uid": f"uid-{group}-p{p}",
+                              "creationTimestamp": f"2026-01-01T00:00:{r:02d}Z"},
+                 "spec": {"schedulerName": "gang-scheduler", "schedulingGroup": {"podGroupName": group},
+                          "priority": draw(st.integers(0, 2)), "resourceClaims": entries,
+                          "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+                 "status": {"phase": "Pending"}})
+    return c

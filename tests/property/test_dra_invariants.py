@@ -1,0 +1,87 @@
+"""DRA invariants over random slices, claims and gangs, across every plan of a ``simulate`` run.
+
+1. No device is allocated to two claims: not by two plans, not twice by one plan, and never one that a
+   claim in the snapshot already holds; no claim is allocated twice (a claim shared by name or a
+   PodGroup claim is allocated once, later users are pinned to it).
+2. No shared counter set is over-consumed (partitionable GPUs: whole, halves and quarters of one GPU).
+3. Every allocated device is usable where its pods run: a per-pod claim's devices are reachable from
+   the pod's node, a shared claim's from every node of the pods that use it (in this plan or later
+   ones), and only devices of the newest complete pool generation are used.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from decimal import Decimal
+
+from hypothesis import HealthCheck, given, settings
+
+from scheduler.dra.inventory import Inventory
+from scheduler.loader import Objects
+from scheduler.simulate import Simulation, simulate
+from scheduler.solver import SolverConfig
+from tests.property.dra_strategies import DraCluster, dra_clusters
+
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def run(c: DraCluster) -> Simulation:
+    objects = Objects()
+    for i, raw in enumerate(c.objects):
+        objects.add("prop.yaml", raw, f"document {i + 1}")
+    assert objects.problems == []
+    return simulate(objects, "gang-scheduler", SolverConfig())
+
+
+def inventory_of(sim: Simulation) -> Inventory:
+    assert sim.initial is not None and sim.initial.dra is not None
+    return sim.initial.dra.inventory
+
+
+@SETTINGS
+@given(dra_clusters())
+def test_no_device_is_allocated_to_two_claims(c: DraCluster) -> None:
+    sim = run(c)
+    given_ = Counter(d for a in sim.allocations for d in a.allocation.device_ids)
+    assert [d for d, n in given_.items() if n > 1] == []
+    assert set(given_).isdisjoint(c.preallocated)
+    claims = Counter(a.allocation.claim for a in sim.allocations)
+    assert [k for k, n in claims.items() if n > 1] == []
+
+
+@SETTINGS
+@given(dra_clusters())
+def test_no_counter_set_is_over_consumed(c: DraCluster) -> None:
+    sim = run(c)
+    inventory = inventory_of(sim)
+    used: dict[tuple[str, str], Decimal] = {}
+    for dev_id in c.preallocated | {d for a in sim.allocations for d in a.allocation.device_ids}:
+        for set_id, amounts in inventory.devices[dev_id].consumes:
+            for counter, amount in amounts:
+                used[(set_id, counter)] = used.get((set_id, counter), Decimal(0)) + amount
+    for (set_id, counter), amount in used.items():
+        assert amount <= inventory.counters[set_id][counter], f"{set_id}/{counter}: {amount} used"
+
+
+@SETTINGS
+@given(dra_clusters())
+def test_allocated_devices_are_reachable_from_their_pods_and_current(c: DraCluster) -> None:
+    sim = run(c)
+    inventory = inventory_of(sim)
+    row = inventory.table.index
+    node_of = {p.pod.key: p.node for p in sim.pods}
+    devices_of = {a.allocation.claim: a.allocation.device_ids for a in sim.allocations}
+    for a in sim.allocations:
+        for dev_id in a.allocation.device_ids:
+            assert "ghost" not in dev_id and "orphan" not in dev_id, dev_id
+            assert all(inventory.reach[dev_id][row[node]] for _, node in a.pods), (a, dev_id)
+        if a.allocation.node is not None:
+            assert [node for _, node in a.pods] == [a.allocation.node]
+    for p in sim.pods:  # pods placed by a later plan, using a claim shared by name that an earlier one allocated
+        node = node_of[p.pod.key]
+        if node is None:
+            continue
+        for entry in p.pod.spec.resource_claims:
+            claim = f"{p.pod.metadata.namespace}/{entry.resource_claim_name}"
+            for dev_id in devices_of.get(claim, ()) if entry.resource_claim_name else ():
+                assert inventory.reach[dev_id][row[node]], (p.pod.key, claim, dev_id)

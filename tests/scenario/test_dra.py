@@ -1,0 +1,378 @@
+"""DRA in ``simulate`` on the shared example snapshots (copied into tests/data): devices chosen in the
+same all-or-nothing plan as the nodes, group claims allocated once, problems reported, JSON ``allocations``.
+
+``clusters/small-gpu-cluster.yaml`` is DRA-only: its H100s are ResourceSlice devices of driver
+``gpu.nvidia.com`` (pool = node name), node allocatable has no ``nvidia.com/gpu``, and the DeviceClass
+``gpu.nvidia.com`` serves that extended resource. Its header states the intended outcome: (a)
+``llm-pretrain`` (8 × ``nvidia.com/gpu: 2``) in us-east-1a, (b) ``train-llm`` workers (claim template
+``gpu-x2``) in rack-b1 of us-east-1b, the driver in rack-b1 or on gpu-b2-1.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.loader import load
+from scheduler.report import render_text, to_json
+from scheduler.simulate import AllocationOutcome, Simulation, simulate
+from scheduler.solver import SolverConfig
+from tests.scenario.conftest import DATA
+
+CLUSTER = DATA / "clusters" / "small-gpu-cluster.yaml"
+SHARED_CLAIMS = DATA / "workloads" / "c-podgroup-shared-claims.yaml"
+PRETRAIN = "llm-pretrain-6f7c9-workers-2rl42"
+ZONE_A = {"gpu-a1-1", "gpu-a1-2", "gpu-a2-1", "gpu-a2-2", "cpu-m5-1"}
+RACKS = {"rack-a1": {"gpu-a1-1", "gpu-a1-2"}, "rack-a2": {"gpu-a2-1", "gpu-a2-2"},
+         "rack-b1": {"gpu-b1-1", "gpu-b1-2"}, "rack-b2": {"gpu-b2-1", "gpu-b2-2"}}
+ALLOCATED_IN_SNAPSHOT = {  # from the running pods' allocated claims (header table)
+    "gpu-a1-1": 8, "gpu-a1-2": 4, "gpu-a2-1": 2, "gpu-b1-1": 4, "gpu-b2-1": 8}
+
+
+def run(*paths: Path) -> Simulation:
+    return simulate(load(paths), "gang-scheduler", SolverConfig())
+
+
+def status(sim: Simulation) -> dict[str, str]:
+    return {g.key.name: g.status for g in sim.groups}
+
+
+def placements(sim: Simulation, group: str) -> dict[str, str]:
+    return next(g.placements for g in sim.groups if g.key.name == group)
+
+
+def of_root(sim: Simulation, root: str) -> list[AllocationOutcome]:
+    return [a for a in sim.allocations if a.root.name == root]
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def without(tmp_path: Path, source: Path, prefix: str) -> Path:
+    """``source`` without the objects whose name starts with ``prefix`` (one gang taken out)."""
+    docs = [d for d in yaml.safe_load_all(source.read_text()) if d and not d["metadata"]["name"].startswith(prefix)]
+    path = tmp_path / f"without-{prefix}.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def assert_no_device_twice(sim: Simulation) -> None:
+    """No device given to two claims in the run, nor one the snapshot's claims already hold."""
+    given = Counter(d for a in sim.allocations for d in a.allocation.device_ids)
+    assert not [d for d, n in given.items() if n > 1]
+    assert sim.initial is not None and sim.initial.dra is not None
+    assert not set(given) & sim.initial.dra.inventory.allocated
+
+
+def test_small_gpu_cluster_places_both_gangs_where_its_header_says_with_their_devices() -> None:
+    sim = run(CLUSTER)
+    assert status(sim) == {PRETRAIN: "Scheduled", "train-llm-workload-root": "Scheduled",
+                           "train-llm-driver": "Scheduled", "train-llm-workers": "Scheduled"}
+    # (a) nvidia.com/gpu: 2 per pod, served by DeviceClass gpu.nvidia.com: one synthesised claim per pod
+    pretrain = placements(sim, PRETRAIN)
+    assert len(pretrain) == 8 and set(pretrain.values()) <= ZONE_A
+    a = of_root(sim, PRETRAIN)
+    assert len(a) == 8 and all(x.synthesized and x.allocation.synthetic for x in a)
+    for x in a:
+        ((pod, node),) = x.pods
+        assert pretrain[pod] == node == x.allocation.node
+        assert x.allocation.claim == f"ml-team/{pod}-extended-resources"
+        assert x.allocation.reserved_for[0][:2] == ("Pod", pod)
+        assert [(r, d, p) for r, d, p, _ in x.allocation.results] == [("container-0-request-0", "gpu.nvidia.com",
+                                                                       node)] * 2
+    # (b) workers: the existing template-generated claims (gpu-x2) in rack-b1; driver needs no device
+    workers = placements(sim, "train-llm-workers")
+    assert len(workers) == 4 and set(workers.values()) <= RACKS["rack-b1"]
+    assert set(placements(sim, "train-llm-driver").values()) <= RACKS["rack-b1"] | {"gpu-b2-1"}
+    b = of_root(sim, "train-llm-workload-root")
+    assert sorted(x.allocation.claim.split("-gpus-")[0] for x in b) == sorted(f"ml-team/{p}" for p in workers)
+    assert not any(x.synthesized for x in b)
+    assert all(len(x.allocation.results) == 2 and x.allocation.node == workers[x.pods[0][0]] for x in b)
+    on_b1_1 = sorted(d for x in b for _, _, pool, d in x.allocation.results if pool == "gpu-b1-1")
+    assert set(on_b1_1) <= {"gpu-4", "gpu-5", "gpu-6", "gpu-7"}  # gpu-0..3 belong to batch/eval-suite-4
+    assert_no_device_twice(sim)
+    # free GPUs afterwards never negative: allocated ≤ 8 per node
+    per_node = Counter(x.allocation.node for x in sim.allocations)
+    assert all(2 * n + ALLOCATED_IN_SNAPSHOT.get(node, 0) <= 8 for node, n in per_node.items() if node)
+
+
+def test_small_gpu_cluster_text_report_shows_devices_per_pod_and_per_node() -> None:
+    text = render_text(run(CLUSTER)).splitlines()
+    assert not any(line.startswith("warning:") for line in text)
+    workers = [line.strip() for line in text if line.strip().startswith(("devices: train-llm-workers",
+                                                                          "train-llm-workers-0-"))]
+    assert len(workers) == 4
+    assert workers[0].startswith("devices: train-llm-workers-0-0-ggp8c -> gpu-b1-")
+    assert all(line.endswith(" (gpu.nvidia.com)") for line in workers)
+    start = text.index("Devices (allocated/published after placement; +N = added by this run; "
+                       "free = still allocatable):")
+    rows = {line.split()[0]: line.split() for line in text[start + 1:]}
+    assert rows["gpu-a1-1"][1:] == ["gpu.nvidia.com", "8/8", "free", "0"]  # all in use before the run
+    assert rows["gpu-b2-2"][1:] == ["gpu.nvidia.com", "0/8", "free", "8"]  # cordoned: nothing placed
+    assert rows["gpu-b1-1"][1:] == ["gpu.nvidia.com", "8/8", "+4", "free", "0"]
+    assert rows["rack-b1"][1:] == ["(node", "set)", "interconnect.example.com", "0/4", "free", "4"]
+
+
+def test_shared_claim_gang_does_not_fit_beside_both_gangs_and_takes_nothing() -> None:
+    """With (a) and (b) placed, no rack has 8 free GPUs (rack-a2 keeps 2, rack-b1 4): allreduce-bench
+    (4 × 2 GPUs + one rack channel) is Unschedulable whole — no pod, no GPU, no channel."""
+    sim = run(CLUSTER, SHARED_CLAIMS)
+    assert status(sim)["allreduce-bench"] == "Unschedulable"
+    assert placements(sim, "allreduce-bench") == {} and of_root(sim, "allreduce-bench") == []
+    reason = next(g.reason for g in sim.groups if g.key.name == "allreduce-bench")
+    assert reason == ("gang allreduce-bench: 2/4 placeable (minCount 4); 0/2 nodes are available: "
+                      "2 cannot allocate all claims.")
+    assert status(sim)[PRETRAIN] == status(sim)["train-llm-workload-root"] == "Scheduled"
+    assert_no_device_twice(sim)
+
+
+def test_group_claim_is_allocated_once_reserved_for_the_podgroup_and_pins_the_gang_to_its_rack(
+        tmp_path: Path) -> None:
+    sim = run(without(tmp_path, CLUSTER, "llm-pretrain"), SHARED_CLAIMS)
+    assert status(sim)["allreduce-bench"] == "Scheduled"
+    bench = placements(sim, "allreduce-bench")
+    allocations = of_root(sim, "allreduce-bench")
+    (fabric,) = [x for x in allocations if x.allocation.claim == "ml-team/allreduce-bench-fabric-hmzwx"]
+    assert fabric.allocation.reserved_for == (("PodGroup", "allreduce-bench", ""),)
+    assert fabric.allocation.node is None and not fabric.synthesized
+    ((_, driver, rack, channel),) = fabric.allocation.results
+    assert driver == "interconnect.example.com" and channel.startswith("channel-")
+    assert set(bench.values()) <= RACKS[rack]  # every member where the channel is reachable
+    assert fabric.allocation.node_selector == {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "topology.example.com/rack", "operator": "In", "values": [rack]}]}]}
+    assert sorted(p for p, _ in fabric.pods) == sorted(bench)
+    gpus = [x for x in allocations if x is not fabric]
+    assert sorted(x.pods[0][0] for x in gpus) == sorted(bench) and all(len(x.allocation.results) == 2 for x in gpus)
+    assert_no_device_twice(sim)
+    text = render_text(sim)
+    assert (f"claim allreduce-bench-fabric-hmzwx (reserved for the PodGroup) -> {rack}/{channel} "
+            "(interconnect.example.com)") in text
+
+
+def test_absent_template_generated_claims_are_synthesised_for_pods_and_for_the_podgroup(tmp_path: Path) -> None:
+    """A hand-written snapshot: no generated ResourceClaims, no resourceClaimStatuses. simulate makes them
+    from the templates as the resourceclaim controller would: one per pod, one for the PodGroup."""
+    docs = []
+    for d in yaml.safe_load_all(SHARED_CLAIMS.read_text()):
+        if d["kind"] == "ResourceClaim":
+            continue
+        d.pop("status", None)
+        docs.append(d)
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(yaml.safe_dump_all(docs))
+    sim = run(without(tmp_path, CLUSTER, "llm-pretrain"), bare)
+    assert status(sim)["allreduce-bench"] == "Scheduled"
+    claims = sorted(x.allocation.claim for x in of_root(sim, "allreduce-bench"))
+    assert claims == ["ml-team/allreduce-bench-0-gpus", "ml-team/allreduce-bench-1-gpus",
+                      "ml-team/allreduce-bench-2-gpus", "ml-team/allreduce-bench-3-gpus",
+                      "ml-team/allreduce-bench-fabric"]
+    assert all(x.synthesized for x in of_root(sim, "allreduce-bench"))
+    assert sim.synthesized >= set(claims)
+    assert "note: 5 ResourceClaim(s) not in the snapshot made from their ResourceClaimTemplate, as the " \
+           "resourceclaim controller would" in render_text(sim).splitlines()
+
+
+PROBE_GANG = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {{name: probe-x1, namespace: ml-team}}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: {device_class}
+          selectors: [{{cel: {{expression: "{selector}"}}}}]
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {{name: probe, namespace: ml-team, creationTimestamp: "2026-11-29T09:00:00Z"}}
+spec:
+  schedulingPolicy: {{gang: {{minCount: 2}}}}
+  priority: 300000
+""" + "".join(f"""
+---
+apiVersion: v1
+kind: Pod
+metadata: {{{{name: probe-{i}, namespace: ml-team, creationTimestamp: "2026-11-29T09:00:00Z"}}}}
+spec:
+  schedulerName: gang-scheduler
+  schedulingGroup: {{{{podGroupName: probe}}}}
+  resourceClaims: [{{{{name: gpu, resourceClaimTemplateName: probe-x1}}}}]
+  tolerations: [{{{{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}}}]
+  containers: [{{{{name: main, resources: {{{{requests: {{{{cpu: "1"}}}}, claims: [{{{{name: gpu}}}}]}}}}}}}}]
+""" for i in range(2))
+BROKEN_CLASS = """
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: broken.nvidia.com}
+spec:
+  selectors:
+  - cel: {expression: "device.attributes['gpu.nvidia.com'].productName.startsWith("}
+"""
+
+
+def test_gang_whose_cel_selector_matches_no_device_is_unschedulable_whole_and_the_rest_fits(
+        tmp_path: Path) -> None:
+    """Tried first (priority 300000): no H100 is a B200, so neither member is placed; nothing is taken."""
+    extra = PROBE_GANG.format(device_class="gpu.nvidia.com",
+                              selector="device.attributes['gpu.nvidia.com'].productName == 'NVIDIA B200'")
+    sim = run(CLUSTER, write(tmp_path, "probe.yaml", extra))
+    assert status(sim)["probe"] == "Unschedulable" and placements(sim, "probe") == {}
+    assert of_root(sim, "probe") == []
+    assert next(g.reason for g in sim.groups if g.key.name == "probe") == (
+        "gang probe: 0/2 placeable (minCount 2); 0/9 nodes are available: 1 node(s) were unschedulable, "
+        "8 cannot allocate all claims.")
+    assert status(sim)[PRETRAIN] == status(sim)["train-llm-workload-root"] == "Scheduled"
+    assert sim.dra_problems == []
+
+
+def test_bad_cel_in_a_device_class_makes_that_claim_unschedulable_and_the_rest_is_scheduled(tmp_path: Path) -> None:
+    extra = PROBE_GANG.format(device_class="broken.nvidia.com", selector="true") + BROKEN_CLASS
+    sim = run(CLUSTER, write(tmp_path, "broken.yaml", extra))
+    assert status(sim) == {"probe": "Unschedulable", PRETRAIN: "Scheduled", "train-llm-workload-root": "Scheduled",
+                           "train-llm-driver": "Scheduled", "train-llm-workers": "Scheduled"}
+    reason = next(g.reason for g in sim.groups if g.key.name == "probe")
+    assert reason is not None
+    assert reason.startswith("gang probe: 0/2 placeable (minCount 2); 0/9 nodes are available: ")
+    selector = "device.attributes['gpu.nvidia.com'].productName.startsWith("
+    assert f'DeviceClass broken.nvidia.com: selector "{selector}": ' in reason
+    (problem,) = sim.dra_problems
+    assert problem.startswith(f'DeviceClass broken.nvidia.com: selector "{selector}": ') and "compile error" in problem
+    text = render_text(sim).splitlines()
+    assert text[1] == 'warning: 1 DRA problem(s), listed under "DRA problems" below'
+    start = text.index("DRA problems (devices not used, selectors that failed):")
+    assert text[start + 1] == f"  {problem.splitlines()[0]}"
+    # the other gangs' reasons do not inherit the error
+    assert all(g.reason is None for g in sim.groups if g.key.name != "probe")
+
+
+def test_gpu_and_efa_of_one_claim_share_a_pcie_root_on_the_p4d_node(tmp_path: Path) -> None:
+    """dranet's aligned template (matchAttribute resource.kubernetes.io/pcieRoot) on the real p4d slices:
+    4 EFA NICs, so a gang of 4 gets one GPU + one EFA on the same root each; a 5th member cannot."""
+    files = [DATA / "nodes" / "a100-8gpu-eks-p4d-dra.yaml", DATA / "resourceslices" / "nvidia-gpu-a100-p4d.yaml",
+             DATA / "resourceslices" / "dranet-efa-p4d.yaml", DATA / "resourceslices" / "deviceclasses.yaml",
+             DATA / "resourceslices" / "dranet-gpu-efa-claimtemplates.yaml"]
+
+    def gang(n: int) -> Path:
+        text = f"""
+        apiVersion: scheduling.k8s.io/v1beta1
+        kind: PodGroup
+        metadata: {{name: nccl, namespace: default}}
+        spec: {{schedulingPolicy: {{gang: {{minCount: {n}}}}}}}
+        """
+        for i in range(n):
+            text += f"""
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: nccl-{i}, namespace: default}}
+        spec:
+          schedulerName: gang-scheduler
+          schedulingGroup: {{podGroupName: nccl}}
+          resourceClaims: [{{name: net, resourceClaimTemplateName: gpu-efa-aligned}}]
+          tolerations: [{{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}]
+          containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: net}}]}}}}]
+        """
+        return write(tmp_path, f"gang-{n}.yaml", text)
+
+    sim = run(*files, gang(4))
+    assert status(sim) == {"nccl": "Scheduled"}
+    assert sim.initial is not None and sim.initial.dra is not None
+    inventory = sim.initial.dra.inventory
+    for x in sim.allocations:
+        devices = [inventory.devices[f"{d}/{p}/{n}"] for _, d, p, n in x.allocation.results]
+        assert sorted(dev.driver for dev in devices) == ["dra.net", "gpu.nvidia.com"]
+        assert len({dev.attributes["resource.kubernetes.io/pcieRoot"] for dev in devices}) == 1
+    assert_no_device_twice(sim)
+    roots = [inventory.devices[f"{d}/{p}/{n}"].attributes["resource.kubernetes.io/pcieRoot"]
+             for x in sim.allocations for _, d, p, n in x.allocation.results if d == "dra.net"]
+    assert sorted(roots) == ["pci0000:10", "pci0000:20", "pci0000:90", "pci0000:a0"]
+    five = run(*files, gang(5))
+    assert status(five) == {"nccl": "Unschedulable"} and five.allocations == []
+    assert five.groups[0].reason == ("gang nccl: 4/5 placeable (minCount 5); 0/1 nodes are available: "
+                                     "1 cannot allocate all claims.")
+
+
+SMALL = """
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: n1-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: n1
+  pool: {name: n1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: gpu-0, attributes: {model: {string: LATEST-GPU-MODEL}}}
+  - {name: gpu-1, attributes: {model: {string: LATEST-GPU-MODEL}}}
+  - {name: gpu-2, attributes: {model: {string: OLD-GPU-MODEL}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: latest, namespace: ml}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu.example.com
+          selectors: [{cel: {expression: "device.attributes['gpu.example.com'].model == 'LATEST-GPU-MODEL'"}}]
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: pair, namespace: ml}
+spec: {schedulingPolicy: {gang: {minCount: 2}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: w-0, namespace: ml, uid: uid-w-0}
+spec:
+  schedulerName: gang-scheduler
+  schedulingGroup: {podGroupName: pair}
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: latest}]
+  containers: [{name: c, resources: {requests: {cpu: "1"}, claims: [{name: gpu}]}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: w-1, namespace: ml, uid: uid-w-1}
+spec:
+  schedulerName: gang-scheduler
+  schedulingGroup: {podGroupName: pair}
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: latest}]
+  containers: [{name: c, resources: {requests: {cpu: "1"}, claims: [{name: gpu}]}}]
+"""
+
+
+def test_json_allocations_of_a_small_snapshot(tmp_path: Path) -> None:
+    doc: dict[str, Any] = json.loads(json.dumps(to_json(run(write(tmp_path, "small.yaml", SMALL)))))
+    assert doc["allocations"] == [
+        {"claim": "ml/w-0-gpu", "reservedFor": {"kind": "Pod", "name": "w-0"}, "node": "n1",
+         "devices": [{"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-0"}],
+         "pods": ["w-0"], "synthesized": True},
+        {"claim": "ml/w-1-gpu", "reservedFor": {"kind": "Pod", "name": "w-1"}, "node": "n1",
+         "devices": [{"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-1"}],
+         "pods": ["w-1"], "synthesized": True},
+    ]
+    assert doc["groups"][0]["placements"] == {"w-0": "n1", "w-1": "n1"}
