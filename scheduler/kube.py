@@ -91,6 +91,12 @@ COMPOSITES = Resource("scheduling.k8s.io", "v1alpha3", "compositepodgroups", Tru
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", False, "PriorityClass")
 EVENTS = Resource("events.k8s.io", "v1", "events", True, "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", True, "Lease")
+RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", False, "ResourceSlice")
+DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", False, "DeviceClass")
+RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", True, "ResourceClaim")
+RESOURCE_CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates", True, "ResourceClaimTemplate")
+DRA_RESOURCES = (RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
+"""What a DRA-aware scheduler watches (reference §6); all GA in ``resource.k8s.io/v1``."""
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
@@ -235,6 +241,9 @@ class KubeClient:
     async def patch(self, res: Resource, namespace: str | None, name: str, body: JSON, *, sub: str | None = None,
                     content_type: str = MERGE_PATCH) -> JSON:
         return await self.request("PATCH", res.path(namespace, name, sub), body=body, content_type=content_type)
+
+    async def delete(self, res: Resource, namespace: str | None, name: str) -> JSON:
+        return await self.request("DELETE", res.path(namespace, name))
 
     async def bind(self, namespace: str, name: str, node: str, uid: str | None = None) -> None:
         """``POST pods/{name}/binding`` (v1 Binding to a Node). The 201 reply is a ``Status``, ignored.

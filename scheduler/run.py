@@ -21,19 +21,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import socket
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from scheduler.binder import Binder
+from scheduler.binder import Binder, BindOutcome, ClaimOutcome, ClaimWrite, claim_writes
 from scheduler.cache import Changes, ClusterCache
 from scheduler.config import Settings
+from scheduler.dra.view import DraView
 from scheduler.groups.tree import GroupKey, GroupTree, TreeState
 from scheduler.health import HealthServer
 from scheduler.informers import Informer
-from scheduler.kube import COMPOSITES, NODES, PODGROUPS, PODS, PRIORITY_CLASSES, ApiError, KubeClient
+from scheduler.kube import (
+    COMPOSITES,
+    DEVICE_CLASSES,
+    DRA_RESOURCES,
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    ApiError,
+    KubeClient,
+)
 from scheduler.leader import LeaderElector
 from scheduler.metrics import Metrics
 from scheduler.queue import SchedulingQueue
@@ -60,7 +75,8 @@ class Scheduler:
         self.settings = settings
         self.kube = kube
         self.identity = identity or f"{socket.gethostname()}-{id(self):x}"
-        self.cache = ClusterCache()
+        self.cache = ClusterCache(dra=True)  # without the DRA API no claim exists: pods that name one wait
+        self._plan_ids = itertools.count(1)
         self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s)
         self.binder = Binder(kube, concurrency=settings.bind_concurrency)
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
@@ -156,6 +172,18 @@ class Scheduler:
                             COMPOSITES.group_version, COMPOSITES.plural, OPTIONAL[1])
         except ApiError as exc:
             log.warning("could not discover %s: %s", COMPOSITES.group_version, exc)
+        dra_api = RESOURCE_CLAIMS.group_version
+        try:
+            served = await self.kube.served(dra_api)
+        except ApiError as exc:
+            log.warning("could not discover %s: %s; pods with ResourceClaims wait", dra_api, exc)
+        else:
+            missing = [r.plural for r in DRA_RESOURCES if r.plural not in served]
+            if missing:
+                log.warning("API %s %s is not served: pods with ResourceClaims wait, extended resources are not "
+                            "served through DRA", dra_api, ", ".join(missing))
+            else:
+                resources += [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES]
         for res in resources:
             informer = Informer(self.kube, res, self.cache, self.on_change)
             self.informers.append(informer)
@@ -302,10 +330,17 @@ class Scheduler:
             log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
                      len(result.placements), ",".join(nodes), result.attempts, elapsed_ms)
             self.cache.assume(result.placements)
+            writes: list[ClaimWrite] = []
+            token: str | None = None
+            if snapshot.dra is not None:
+                writes = self._claim_writes(result, snapshot.dra)
+                if result.allocations:
+                    token = f"{tree.key}#{next(self._plan_ids)}"
+                    self.cache.assume_devices(token, result.allocations)
             self.queue.done(tree.key)
             self._reported.pop(tree.key, None)
-            self.spawn(self.bind(tree, result, started), f"bind/{tree.key}")
-            return snapshot.assume(result.placements)
+            self.spawn(self.bind(tree, result, started, writes, token), f"bind/{tree.key}")
+            return snapshot.assume(result.placements, result.device_ids)
         assert isinstance(result, Unschedulable)
         delay = self.queue.backoff(tree, loop.time())
         log.info("root=%s result=Unschedulable code=%s attempts=%d duration_ms=%.1f backoff_s=%.0f reason=%r",
@@ -326,12 +361,41 @@ class Scheduler:
             for pod in leaf.pending:
                 self.spawn(self.status.pod_unschedulable(pod, "Unschedulable", result.message), f"status/{pod.key}")
 
-    async def bind(self, tree: GroupTree, plan: Plan, started: float) -> None:
-        """Bind a plan; on success mark the groups scheduled, on failure forget the rest and requeue.
+    def _claim_writes(self, plan: Plan, dra: DraView) -> list[ClaimWrite]:
+        """The plan's claim writes (DRA), from the cache as the plan saw it (no await since the solve)."""
+        cache = self.cache
+        uids: dict[tuple[str, str], str] = {}
+        for a in plan.allocations:
+            ns = a.claim.partition("/")[0]
+            for kind, name, _ in a.reserved_for:
+                group = cache.group("PodGroup", ns, name) if kind == "PodGroup" else None
+                if group is not None:
+                    uids[(ns, name)] = group.metadata.uid
+        pinned = {p.key: dra.pods[p.key].pinned for p, _ in plan.placements if p.key in dra.pods}
+        served: dict[str, str] = {}
+        resources: tuple[str, ...] = ()
+        if any(a.synthetic for a in plan.allocations):
+            index = cache.claim_index()
+            served, resources = index.extended_classes(), tuple(index.node_resources)
+        return claim_writes(plan, cache.objects["ResourceClaim"], cache.objects["DeviceClass"], uids, pinned=pinned,
+                            served=served, node_resources=resources)
+
+    async def bind(self, tree: GroupTree, plan: Plan, started: float, writes: Sequence[ClaimWrite] = (),
+                   token: str | None = None) -> None:
+        """Write the plan's claims, then bind it; on success mark the groups scheduled, on failure forget
+        the rest and requeue.
 
         ``started``: ``time.perf_counter()`` when the plan's solve began (attempt latency metrics).
+        ``writes``: the plan's claim writes (DRA), all made before the first bind; ``token``: the plan's
+        device assumption in the cache.
         """
         loop = asyncio.get_running_loop()
+        claims: ClaimOutcome | None = None
+        if writes:
+            claims = await self.binder.write_claims(writes)
+            if not claims.ok:
+                self._claims_failed(tree, plan, claims, token, started)
+                return
         outcome = await self.binder.bind_plan(plan.placements)
         self.metrics.bound(tree, plan, outcome, time.perf_counter() - started,
                            root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
@@ -342,6 +406,8 @@ class Scheduler:
             return
         bound = {p.key for p, _ in outcome.bound}
         self.cache.forget([p.key for p, _ in plan.placements if p.key not in bound])
+        if claims is not None:
+            await self._release_unbound(plan, claims, bound, token)
         assert outcome.failed is not None
         failed_key, error = outcome.failed
         message = (f"binding {failed_key} failed: {error}; {len(bound)}/{len(plan.placements)} members bound, "
@@ -353,6 +419,46 @@ class Scheduler:
         self.queue.backoff(tree, loop.time())
         self._seen_version = -1
         self.wake.set()
+
+    def _claims_failed(self, tree: GroupTree, plan: Plan, claims: ClaimOutcome, token: str | None,
+                       started: float) -> None:
+        """A claim write failed (rolled back by the binder): no member was bound; forget the plan, requeue."""
+        assert claims.failed is not None
+        loop = asyncio.get_running_loop()
+        failed_key, error = claims.failed
+        pods = [p.key for p, _ in plan.placements]
+        self.metrics.bound(tree, plan, BindOutcome(failed=claims.failed, skipped=pods), time.perf_counter() - started,
+                           root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
+        self.cache.forget(pods)
+        kept = {r.write.claim for r in claims.written if r.key in claims.not_released}
+        if token is not None:
+            self.cache.forget_devices(token, [a.claim for a in plan.allocations if a.claim not in kept])
+        rolled_back = sum(1 for r in claims.written
+                          if (r.created or r.status_written) and r.key not in claims.not_released)
+        message = (f"writing ResourceClaim {failed_key} failed: {error}; no member bound, {rolled_back} claim "
+                   f"write(s) rolled back, the group requeued")
+        if claims.not_released:
+            message += f" (could not roll back {', '.join(claims.not_released)})"
+        log.warning("root=%s result=ClaimWriteFailed %s", tree.key, message)
+        for pod, _ in plan.placements:
+            self.spawn(self.status.pod_unschedulable(pod, "SchedulerError", message), f"status/{pod.key}")
+        self.queue.backoff(tree, loop.time())
+        self._seen_version = -1
+        self.wake.set()
+
+    async def _release_unbound(self, plan: Plan, claims: ClaimOutcome, bound: set[str], token: str | None) -> None:
+        """After a failed bind, roll back the claims written only for members that were not bound (all of
+        them if none was: a PodGroup claim too), so the next plan may choose other devices."""
+        unbound = {p.metadata.uid for p, _ in plan.placements if p.key not in bound}
+        release = [r for r in claims.written
+                   if not bound or (r.write.reserve and all(c.get("uid") in unbound for c in r.write.reserve))]
+        if not release:
+            return
+        not_released = set(await self.binder.release_claims(release))
+        log.info("released %d claim(s) of unbound members: %s", len(release) - len(not_released),
+                 ", ".join(r.key for r in release if r.key not in not_released))
+        if token is not None:
+            self.cache.forget_devices(token, [r.write.claim for r in release if r.key not in not_released])
 
     async def shutdown(self) -> None:
         """Stop scheduling, let binds finish within the grace period, release the lease, stop informers."""

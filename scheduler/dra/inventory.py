@@ -21,7 +21,7 @@ Pure apart from the memo; no client imports.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 import numpy as np
@@ -65,6 +65,8 @@ class Inventory:
     """(class or claim) label → error message, for every selector that failed."""
     _by_node: list[list[Device]] | None = None
     _match: dict[tuple[str, tuple[str, ...], str], bool] = field(default_factory=dict)
+    _match_errors: dict[tuple[str, tuple[str, ...], str], tuple[str, str]] = field(default_factory=dict)
+    """memo key → (label, message) of the selector error that made it False, re-reported on a memo hit."""
 
     @classmethod
     def build(cls, table: NodeTable, slices: Iterable[ResourceSlice], classes: Iterable[DeviceClass],
@@ -148,6 +150,17 @@ class Inventory:
                      for k, a in dev.attributes.items() if a.value is not None},
             {k: c.quantity for k, c in dev.capacity.items()}, bool(dev.allow_multiple_allocations))
 
+    def with_allocated(self, device_ids: Iterable[str]) -> Inventory:
+        """The same devices, reach, counters and selector memo, with ``device_ids`` as the allocated set.
+
+        For the live cache: the device index is rebuilt only when slices, classes or nodes change,
+        while allocations change with every claim; the copy starts with no selector errors and
+        collects those its own solve meets (memoised ones included).
+        """
+        if self._by_node is None and len(self.table):
+            self.on_node(0)  # index once, shared by every copy
+        return replace(self, allocated=set(device_ids), selector_errors={})
+
     # -- views ---------------------------------------------------------------------
     def on_node(self, row: int) -> list[Device]:
         """Devices reachable from node ``row``."""
@@ -180,27 +193,30 @@ class Inventory:
         """Whether ``device`` is of ``sub``'s class and passes the class's and the request's selectors."""
         key = (sub.class_name, sub.selectors, device.id)
         hit = self._match.get(key)
-        if hit is not None:
-            return hit
-        result = self._evaluate(sub, device)
-        self._match[key] = result
-        return result
+        if hit is None:
+            hit, error = self._evaluate(sub, device)
+            self._match[key] = hit
+            if error is not None:
+                self._match_errors[key] = error
+        if (error := self._match_errors.get(key)) is not None:
+            self.selector_errors[error[0]] = error[1]
+        return hit
 
-    def _evaluate(self, sub: SubRequest, device: Device) -> bool:
+    def _evaluate(self, sub: SubRequest, device: Device) -> tuple[bool, tuple[str, str] | None]:
+        """Whether ``device`` matches, and the (label, message) of the selector error that stopped it."""
         klass = self.classes.get(sub.class_name)
         if klass is None:
-            self.selector_errors[f"DeviceClass {sub.class_name}"] = f"DeviceClass {sub.class_name} not found"
-            return False
+            label = f"DeviceClass {sub.class_name}"
+            return False, (label, f"DeviceClass {sub.class_name} not found")
         class_exprs = [s.cel.expression for s in klass.spec.selectors if s.cel is not None]
         for label, exprs in ((f"DeviceClass {sub.class_name}", class_exprs), (f"request {sub.result}", sub.selectors)):
             for expr in exprs:
                 try:
                     if not cel.compile_selector(expr).matches(self.views[device.id]):
-                        return False
+                        return False, None
                 except cel.SelectorError as exc:
-                    self.selector_errors[label] = f"{label}: selector {expr!r}: {exc}"
-                    return False
-        return True
+                    return False, (label, f"{label}: selector {expr!r}: {exc}")
+        return True, None
 
     def usable_nodes(self, sub: SubRequest) -> BoolArray:
         """Nodes that can reach at least ``sub.count`` devices matching ``sub`` (ignoring what is taken)."""

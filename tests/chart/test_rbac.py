@@ -43,6 +43,7 @@ VERBS: dict[str, str | None] = {
     "create": "create",
     "replace": "update",  # PUT
     "patch": "patch",
+    "delete": "delete",  # binder.py Binder._release: a scheduler-made extended-resource claim rolled back
     "bind": "create",  # POST pods/{name}/binding (kube.py KubeClient.bind)
     "served": None,  # GET /apis/<group>/<version>: discovery, allowed by system:discovery
 }
@@ -53,7 +54,8 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
     # informers.py Informer.run lists and watches `self.resource`: one Informer per resource
     # that run.py Scheduler.start_informers creates (checked by test_informer_table_matches_run_py).
     ("informers.py", "Informer.run", "self.resource"): ("PODS", "NODES", "PODGROUPS", "PRIORITY_CLASSES",
-                                                        "COMPOSITES"),
+                                                        "COMPOSITES", "RESOURCE_SLICES", "DEVICE_CLASSES",
+                                                        "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES"),
     # status.py StatusWriter.group_condition / _patch_group: `res` is COMPOSITES for a
     # CompositePodGroup, else PODGROUPS (`res, ctype = (COMPOSITES, …) if isinstance(…) else (PODGROUPS, …)`).
     ("status.py", "StatusWriter.group_condition", "res"): ("PODGROUPS", "COMPOSITES"),
@@ -61,6 +63,14 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
 }
 
 LEASE_GROUP = "coordination.k8s.io"
+
+IMPLIED: dict[tuple[str, str, str], set[tuple[str, str, str]]] = {
+    # Writing status.allocation / status.reservedFor of a ResourceClaim also needs update/patch on the
+    # synthetic resourceclaims/binding subresource (authorization only; no request goes to it) since
+    # v1.36, gate DRAResourceClaimGranularStatusAuthorization (reference §6.4, §9).
+    ("resource.k8s.io", "resourceclaims/status", "patch"): {("resource.k8s.io", "resourceclaims/binding", "patch"),
+                                                           ("resource.k8s.io", "resourceclaims/binding", "update")},
+}
 
 
 @dataclass(frozen=True)
@@ -138,6 +148,8 @@ def needed() -> tuple[set[tuple[str, str, str]], list[Call]]:
         for name in names:
             res = constant(name)
             triples.add((res.group, res.plural + (f"/{call.sub}" if call.sub else ""), verb))
+    for triple in list(triples):
+        triples |= IMPLIED.get(triple, set())
     return triples, discovery
 
 

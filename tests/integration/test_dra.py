@@ -1,0 +1,417 @@
+"""DRA in the live loop against the emulated API server (issue #4): claims written before any bind.
+
+Devices come from a ResourceSlice shaped like kubernetes-sigs/dra-example-driver's (``gpu.example.com``,
+``../shared/examples/resourceslices/dra-example-driver-gpu.yaml``), chosen by a DeviceClass with a CEL
+selector. Template-generated claims are pre-created the way the resourceclaim controller makes them
+(named in ``pod.status.resourceClaimStatuses``); no controller runs here, so nothing else touches them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import kmock
+import pytest
+
+from scheduler.kube import (
+    DEVICE_CLASSES,
+    EVENTS,
+    PODGROUPS,
+    PODS,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    KubeClient,
+)
+from tests.integration.apiserver import ApiServer
+from tests.integration.livekit import NS, bound, create_node, podgroup, running, until
+
+DRIVER = "gpu.example.com"
+CLASS = "gpu.example.com"
+SELECTOR = f"device.driver == '{DRIVER}' && device.attributes['{DRIVER}'].model == 'LATEST-GPU-MODEL'"
+
+
+def gpu_slice(node: str, n: int = 4) -> dict[str, Any]:
+    devices = [{"name": f"gpu-{i}",
+                "attributes": {"driverVersion": {"version": "1.0.0"}, "index": {"int": i},
+                               "model": {"string": "LATEST-GPU-MODEL"}, "uuid": {"string": f"gpu-{node}-{i}"}},
+                "capacity": {"memory": {"value": "80Gi"}}} for i in range(n)]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-{DRIVER}"},
+            "spec": {"driver": DRIVER, "nodeName": node, "devices": devices,
+                     "pool": {"name": node, "generation": 0, "resourceSliceCount": 1}}}
+
+
+def device_class(extended: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": SELECTOR}}],
+                            "config": [{"opaque": {"driver": DRIVER, "parameters": {"sharing": "none"}}}]}
+    if extended:
+        spec["extendedResourceName"] = extended
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": CLASS}, "spec": spec}
+
+
+def claim_spec(count: int = 1) -> dict[str, Any]:
+    return {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS, "count": count}}]}}
+
+
+def template(name: str = "gpu-tpl", count: int = 1) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": NS}, "spec": {"spec": claim_spec(count)}}
+
+
+def dra_pod(name: str, group: str | None, claims: dict[str, str] | None = None, *, template_name: str = "gpu-tpl",
+            shared: str | None = None, limits: dict[str, str] | None = None) -> dict[str, Any]:
+    """A pod of ours; ``claims``: claim entry → generated claim name (template entries); ``shared``: a claim
+    used by name; ``limits``: container limits (extended resources)."""
+    entries: list[dict[str, Any]] = [{"name": e, "resourceClaimTemplateName": template_name} for e in claims or {}]
+    if shared:
+        entries.append({"name": "shared", "resourceClaimName": shared})
+    resources: dict[str, Any] = {"requests": {"cpu": "1"}, "claims": [{"name": e["name"]} for e in entries]}
+    if limits:
+        resources["limits"] = limits
+    spec: dict[str, Any] = {"schedulerName": "gang-scheduler", "resourceClaims": entries,
+                            "containers": [{"name": "main", "image": "example.com/x:1", "resources": resources}]}
+    if group:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    status: dict[str, Any] = {"phase": "Pending"}
+    if claims:
+        status["resourceClaimStatuses"] = [{"name": e, "resourceClaimName": c} for e, c in claims.items()]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec,
+            "status": status}
+
+
+async def create_claim(kube: KubeClient, name: str, count: int = 1, entry: str = "gpu",
+                       owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A claim as the resourceclaim controller generates it from ``gpu-tpl`` (owned by ``owner``)."""
+    meta: dict[str, Any] = {"name": name, "namespace": NS,
+                            "annotations": {"resource.kubernetes.io/pod-claim-name": entry}}
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": owner["apiVersion"], "kind": owner["kind"],
+                                    "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+                                    "controller": True, "blockOwnerDeletion": True}]
+    return await kube.create(RESOURCE_CLAIMS, NS, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                                   "metadata": meta, "spec": claim_spec(count)})
+
+
+async def allocate(kube: KubeClient, name: str, node: str, devices: list[str], consumer: dict[str, Any]) -> None:
+    """Allocate a claim out of band (as another scheduler did), reserved for ``consumer``."""
+    results = [{"request": "gpu", "driver": DRIVER, "pool": node, "device": d} for d in devices]
+    selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
+    reserved = [{"resource": "pods", "name": consumer["metadata"]["name"], "uid": consumer["metadata"]["uid"]}]
+    await kube.patch(RESOURCE_CLAIMS, NS, name, {"status": {
+        "allocation": {"devices": {"results": results}, "nodeSelector": selector}, "reservedFor": reserved}},
+        sub="status")
+
+
+async def gpu_cluster(kube: KubeClient, nodes: int = 1, gpus: int = 4, extended: str | None = None) -> None:
+    for i in range(nodes):
+        await create_node(kube, f"n{i}", cpu="8")
+    await kube.create(RESOURCE_SLICES, None, gpu_slice("n0", gpus))
+    await kube.create(DEVICE_CLASSES, None, device_class(extended))
+    await kube.create(RESOURCE_CLAIM_TEMPLATES, NS, template())
+
+
+async def gang_with_claims(kube: KubeClient, name: str, n: int, count: int = 1) -> list[dict[str, Any]]:
+    """A PodGroup of ``n`` pods, each with a template claim ``<pod>-gpu`` pre-created (owned by the pod)."""
+    await kube.create(PODGROUPS, NS, podgroup(name, n))
+    pods = []
+    for i in range(n):
+        pod = await kube.create(PODS, NS, dra_pod(f"{name}-{i}", name, {"gpu": f"{name}-{i}-gpu"}))
+        await create_claim(kube, f"{name}-{i}-gpu", count, owner=pod)
+        pods.append(pod)
+    return pods
+
+
+async def claim(kube: KubeClient, name: str) -> dict[str, Any]:
+    return await kube.get(RESOURCE_CLAIMS, NS, name)
+
+
+def devices(c: dict[str, Any]) -> list[str]:
+    alloc = (c.get("status") or {}).get("allocation") or {}
+    return sorted(r["device"] for r in alloc.get("devices", {}).get("results", []))
+
+
+async def events(kube: KubeClient, reason: str) -> list[dict[str, Any]]:
+    items, _ = await kube.list(EVENTS)
+    return [e for e in items if e.get("reason") == reason]
+
+
+async def all_bound(kube: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
+    got = await bound(kube, prefix)
+    return got if len(got) >= n else None
+
+
+async def event_with(kube: KubeClient, reason: str, text: str) -> str | None:
+    return next((e["note"] for e in await events(kube, reason) if text in e["note"]), None)
+
+
+def is_claim_status_write(r: Any, name: str | None = None) -> bool:
+    return (r.method == "PATCH" and r.resource is not None and r.resource.plural == "resourceclaims"
+            and r.subresource == "status" and (name is None or r.name == name))
+
+
+def is_binding(r: Any) -> bool:
+    return r.method == "POST" and r.subresource == "binding"
+
+
+def claim_status_writes(k8s: ApiServer, name: str | None = None) -> list[Any]:
+    return [r for r in list(k8s) if is_claim_status_write(r, name)]
+
+
+@pytest.mark.looptime
+async def test_gang_claims_are_allocated_and_reserved_before_any_pod_is_bound(k8s: ApiServer,
+                                                                             kube: KubeClient) -> None:
+    await gpu_cluster(kube)
+    pods = await gang_with_claims(kube, "g", 2)
+    async with running(kube):
+        placed = await until(lambda: all_bound(kube, "g-", 2), what="gang bound")
+    assert placed == {"g-0": "n0", "g-1": "n0"}
+    taken: list[str] = []
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        c = await claim(kube, f"{name}-gpu")
+        status = c["status"]
+        assert status["reservedFor"] == [{"resource": "pods", "name": name, "uid": pod["metadata"]["uid"]}]
+        alloc = status["allocation"]
+        assert [(r["request"], r["driver"], r["pool"]) for r in alloc["devices"]["results"]] == [("gpu", DRIVER, "n0")]
+        assert alloc["nodeSelector"] == {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["n0"]}]}]}
+        assert alloc["allocationTimestamp"]
+        assert alloc["devices"]["config"] == [{"source": "FromClass", "requests": ["gpu"], "opaque": {
+            "driver": DRIVER, "parameters": {"sharing": "none"}}}]
+        taken += devices(c)
+    assert len(set(taken)) == 2
+    log = list(k8s)
+    writes = [i for i, r in enumerate(log) if is_claim_status_write(r)]
+    binds = [i for i, r in enumerate(log) if is_binding(r)]
+    assert len(writes) == 2 and len(binds) == 2
+    assert max(writes) < min(binds)  # every claim status write precedes the first binding
+
+
+@pytest.mark.looptime
+async def test_conflict_on_a_claim_write_binds_no_pod_and_requeues_the_root(k8s: ApiServer, kube: KubeClient) -> None:
+    await gpu_cluster(kube)
+    await gang_with_claims(kube, "g", 2)
+    view = k8s['patch resource.k8s.io/v1/resourceclaims', kmock.subresource('status')]
+    view[0:1] << 409 << {"kind": "Status", "code": 409, "reason": "Conflict",
+                         "message": "the object has been modified; please apply your changes to the latest version"}
+    async with running(kube, bind_concurrency=1) as sched:
+        note = await until(lambda: event_with(kube, "FailedScheduling", "writing ResourceClaim"),
+                           what="claim conflict reported")
+        assert "409" in note and "no member bound" in note and "requeued" in note
+        await until(lambda: all_bound(kube, "g-", 2), what="gang bound after the requeue")
+        assert sched.metrics.bind_failures.labels("conflict")._value.get() == 1
+    log = list(k8s)
+    writes = [i for i, r in enumerate(log) if is_claim_status_write(r)]
+    binds = [i for i, r in enumerate(log) if is_binding(r)]
+    assert len(binds) == 2
+    # bind_concurrency=1: the 409 stopped the plan before its second claim; the requeued plan wrote both
+    assert len(writes) == 3 and writes[0] < writes[1] < writes[2] < min(binds)
+    for name in ("g-0-gpu", "g-1-gpu"):
+        assert len(devices(await claim(kube, name))) == 1
+
+
+@pytest.mark.looptime
+async def test_failure_after_a_claim_was_written_rolls_it_back_before_any_bind(k8s: ApiServer,
+                                                                              kube: KubeClient) -> None:
+    await gpu_cluster(kube)
+    await gang_with_claims(kube, "g", 2)
+    view = k8s['patch resource.k8s.io/v1/resourceclaims', kmock.subresource('status')]
+    view[1:2] << 403 << {"kind": "Status", "code": 403, "reason": "Forbidden", "message": "injected"}
+    async with running(kube, bind_concurrency=1):
+        note = await until(lambda: event_with(kube, "FailedScheduling", "writing ResourceClaim"),
+                           what="claim failure reported")
+        assert "403" in note and "1 claim write(s) rolled back" in note
+        await until(lambda: all_bound(kube, "g-", 2), what="gang bound after the requeue")
+    log = list(k8s)
+    writes = [r for r in log if is_claim_status_write(r)]
+    first = writes[0].name
+    # round 1: first claim written, second refused (403), first rolled back; then round 2 writes both
+    assert writes[1].name != first and writes[2].name == first
+    assert writes[0].data["status"]["allocation"] and writes[2].data["status"] == {"reservedFor": None,
+                                                                                  "allocation": None}
+    first_bind = min(i for i, r in enumerate(log) if is_binding(r))
+    assert log.index(writes[2]) < log.index(writes[3]) < first_bind
+
+
+@pytest.mark.looptime
+async def test_podgroup_claim_is_allocated_once_and_reserved_for_the_podgroup(k8s: ApiServer,
+                                                                            kube: KubeClient) -> None:
+    await gpu_cluster(kube, nodes=2)
+    group = podgroup("g", 2)
+    group["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "gpu-tpl"}]
+    group["status"] = {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "g-gpus"}]}
+    pg = await kube.create(PODGROUPS, NS, group)
+    await create_claim(kube, "g-gpus", count=2, entry="gpus", owner=pg)
+    for i in range(2):
+        await kube.create(PODS, NS, dra_pod(f"g-{i}", "g", {"gpus": "g-gpus"}))
+    async with running(kube):
+        placed = await until(lambda: all_bound(kube, "g-", 2), what="gang bound")
+    assert set(placed.values()) == {"n0"}  # the only node that reaches the group's devices
+    c = await claim(kube, "g-gpus")
+    assert c["status"]["reservedFor"] == [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "g",
+                                           "uid": pg["metadata"]["uid"]}]
+    assert len(devices(c)) == 2
+    assert len(claim_status_writes(k8s, "g-gpus")) == 1  # allocated once for the whole group
+
+
+@pytest.mark.looptime
+async def test_extended_resource_served_through_dra_gets_a_claim_and_the_pod_mapping(k8s: ApiServer,
+                                                                                   kube: KubeClient) -> None:
+    await gpu_cluster(kube, extended="example.com/gpu")
+    pod = await kube.create(PODS, NS, dra_pod("x", None, limits={"example.com/gpu": "2"}))
+    async with running(kube):
+        await until(lambda: all_bound(kube, "x", 1), what="pod bound")
+    items, _ = await kube.list(RESOURCE_CLAIMS, NS)
+    (c,) = items
+    meta = c["metadata"]
+    assert meta["name"].startswith("x-extended-resources-")
+    assert meta["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    assert meta["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "x", "uid": pod["metadata"]["uid"],
+                                        "controller": True, "blockOwnerDeletion": True}]
+    assert c["spec"] == {"devices": {"requests": [{"name": "container-0-request-0", "exactly": {
+        "deviceClassName": CLASS, "allocationMode": "ExactCount", "count": 2}}]}}
+    assert len(devices(c)) == 2
+    assert c["status"]["reservedFor"] == [{"resource": "pods", "name": "x", "uid": pod["metadata"]["uid"]}]
+    got = await kube.get(PODS, NS, "x")
+    assert got["status"]["extendedResourceClaimStatus"] == {
+        "requestMappings": [{"containerName": "main", "resourceName": "example.com/gpu",
+                             "requestName": "container-0-request-0"}],
+        "resourceClaimName": meta["name"]}
+    log = list(k8s)
+    order = [("create" if r.method == "POST" and r.resource is not None and r.resource.plural == "resourceclaims"
+              else "claim" if is_claim_status_write(r) else "pod-status" if r.method == "PATCH"
+              and r.subresource == "status" and r.name == "x" and "extendedResourceClaimStatus" in (r.data or {}).get(
+                  "status", {}) else "bind" if is_binding(r) else None) for r in log]
+    assert [o for o in order if o] == ["create", "claim", "pod-status", "bind"]
+
+
+@pytest.mark.looptime
+async def test_devices_of_an_allocated_claim_are_not_given_to_another_pod(k8s: ApiServer, kube: KubeClient) -> None:
+    await gpu_cluster(kube)
+    running_pod = await kube.create(PODS, NS, dra_pod("old", None, {"gpu": "old-gpu"}) | {
+        "spec": {**dra_pod("old", None, {"gpu": "old-gpu"})["spec"], "nodeName": "n0", "schedulerName": "other"}})
+    await create_claim(kube, "old-gpu", count=3, owner=running_pod)
+    await allocate(kube, "old-gpu", "n0", ["gpu-0", "gpu-1", "gpu-2"], running_pod)
+    for name in ("a", "b"):
+        pod = await kube.create(PODS, NS, dra_pod(name, None, {"gpu": f"{name}-gpu"}))
+        await create_claim(kube, f"{name}-gpu", owner=pod)
+    async with running(kube):
+        await until(lambda: all_bound(kube, "a", 1) or all_bound(kube, "b", 1), what="one pod bound")
+        await asyncio.sleep(5)
+        got = {name: devices(await claim(kube, f"{name}-gpu")) for name in ("a", "b")}
+        assert sorted(got.values()) == [[], ["gpu-3"]]  # the only free device; the other pod waits
+        waiting = "b" if got["a"] else "a"
+        assert await event_with(kube, "FailedScheduling", "cannot allocate all claims")
+        await kube.delete(RESOURCE_CLAIMS, NS, "old-gpu")  # its owner finished: the claim is gone
+        await until(lambda: all_bound(kube, waiting, 1), what="waiting pod bound once devices were freed")
+        assert len(devices(await claim(kube, f"{waiting}-gpu"))) == 1
+
+
+@pytest.mark.looptime
+async def test_deallocated_claim_frees_its_devices_for_a_waiting_gang(k8s: ApiServer, kube: KubeClient) -> None:
+    await gpu_cluster(kube)
+    holder = await kube.create(PODS, NS, dra_pod("holder", None, {"gpu": "holder-gpu"}))
+    await create_claim(kube, "holder-gpu", count=2, owner=holder)
+    await allocate(kube, "holder-gpu", "n0", ["gpu-0", "gpu-1"], holder)
+    await gang_with_claims(kube, "g", 2, count=2)
+    async with running(kube):
+        await until(lambda: event_with(kube, "FailedScheduling", "gang g: 1/2 placeable"), what="gang waits")
+        assert await bound(kube, "g-") == {}
+        # the claim's consumer is gone: its reservation and then its allocation are removed
+        current = await claim(kube, "holder-gpu")
+        await kube.patch(RESOURCE_CLAIMS, NS, "holder-gpu", {
+            "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+            "status": {"reservedFor": None, "allocation": None}}, sub="status")
+        await until(lambda: all_bound(kube, "g-", 2), what="gang bound once the devices were freed")
+    taken = devices(await claim(kube, "g-0-gpu")) + devices(await claim(kube, "g-1-gpu"))
+    assert sorted(taken) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+
+
+@pytest.mark.looptime
+async def test_pod_sharing_an_allocated_claim_is_pinned_and_added_to_its_reservations(k8s: ApiServer,
+                                                                                    kube: KubeClient) -> None:
+    await gpu_cluster(kube, nodes=2)
+    first = await kube.create(PODS, NS, dra_pod("first", None, shared="shared-gpu") | {
+        "spec": {**dra_pod("first", None, shared="shared-gpu")["spec"], "nodeName": "n0", "schedulerName": "other"}})
+    await create_claim(kube, "shared-gpu")
+    await allocate(kube, "shared-gpu", "n0", ["gpu-0"], first)
+    second = await kube.create(PODS, NS, dra_pod("second", None, shared="shared-gpu"))
+    async with running(kube):
+        placed = await until(lambda: all_bound(kube, "second", 1), what="pod bound")
+    assert placed == {"second": "n0"}  # where the allocation's nodeSelector allows
+    c = await claim(kube, "shared-gpu")
+    assert [r["name"] for r in c["status"]["reservedFor"]] == ["first", "second"]
+    assert c["status"]["reservedFor"][1]["uid"] == second["metadata"]["uid"]
+    assert devices(c) == ["gpu-0"]
+
+
+@pytest.mark.looptime
+async def test_devices_of_plans_in_flight_are_held_until_the_watch_shows_their_claims(k8s: ApiServer,
+                                                                                    kube: KubeClient) -> None:
+    await gpu_cluster(kube)
+    for i in range(5):  # lone pods, one root each: planned one after another while earlier claims are in flight
+        pod = await kube.create(PODS, NS, dra_pod(f"p{i}", None, {"gpu": f"p{i}-gpu"}))
+        await create_claim(kube, f"p{i}-gpu", owner=pod)
+    async with running(kube) as sched:
+        await until(lambda: all_bound(kube, "p", 4), what="four pods bound")
+        await asyncio.sleep(5)
+        assert len(await bound(kube, "p")) == 4  # four GPUs: the fifth pod waits
+        assert sched.cache.assumed_devices == {}  # every assumption ended with the watch
+    taken = [d for i in range(5) for d in devices(await claim(kube, f"p{i}-gpu"))]
+    assert sorted(taken) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+
+
+@pytest.mark.looptime
+async def test_a_later_cycle_does_not_reuse_the_devices_of_a_plan_still_writing_its_claims(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    await gpu_cluster(kube, gpus=1)
+    view = k8s['patch resource.k8s.io/v1/resourceclaims', kmock.subresource('status')]
+    view[0:3] << 500 << {"kind": "Status", "code": 500, "reason": "InternalError", "message": "slow etcd"}
+    pod = await kube.create(PODS, NS, dra_pod("p0", None, {"gpu": "p0-gpu"}))
+    await create_claim(kube, "p0-gpu", owner=pod)
+    async with running(kube):
+        await until(lambda: len(view) >= 1, what="first claim write attempted")
+        pod = await kube.create(PODS, NS, dra_pod("p1", None, {"gpu": "p1-gpu"}))  # planned while p0's write retries
+        await create_claim(kube, "p1-gpu", owner=pod)
+        await until(lambda: all_bound(kube, "p0", 1), what="p0 bound after the retries")
+        await asyncio.sleep(5)
+    assert await bound(kube, "p1") == {}
+    assert devices(await claim(kube, "p0-gpu")) == ["gpu-0"]
+    assert devices(await claim(kube, "p1-gpu")) == []
+
+
+@pytest.mark.looptime
+async def test_a_failed_bind_releases_the_claims_of_the_members_left_unbound(k8s: ApiServer, kube: KubeClient) -> None:
+    await gpu_cluster(kube)
+    await gang_with_claims(kube, "g", 2)
+    view = k8s['post v1/pods', kmock.subresource('binding'), kmock.name('g-1')]
+    view[0:1] << 409 << {"kind": "Status", "code": 409, "reason": "Conflict", "message": "injected conflict"}
+    async with running(kube, bind_concurrency=1):
+        await until(lambda: event_with(kube, "FailedScheduling", "binding ml/g-1 failed"), what="bind failure")
+        await until(lambda: all_bound(kube, "g-", 2), what="gang bound after the requeue")
+    kept = claim_status_writes(k8s, "g-0-gpu")
+    assert len(kept) == 1  # g-0 was bound: its claim stays as written
+    writes = claim_status_writes(k8s, "g-1-gpu")
+    assert [bool(w.data["status"].get("allocation")) for w in writes] == [True, False, True]
+    assert writes[1].data["status"] == {"reservedFor": None, "allocation": None}  # rolled back, then re-planned
+    assert len(devices(await claim(kube, "g-1-gpu"))) == 1
+
+
+@pytest.mark.looptime
+async def test_without_the_dra_api_pods_with_claims_wait_and_the_rest_is_scheduled(k8s: ApiServer,
+                                                                                 kube: KubeClient) -> None:
+    for plural in ("resourceslices", "deviceclasses", "resourceclaims", "resourceclaimtemplates"):
+        del k8s.resources[f"resource.k8s.io/v1/{plural}"]
+    await create_node(kube, "n0", cpu="8")
+    await kube.create(PODS, NS, dra_pod("with-claim", None, {"gpu": "with-claim-gpu"}))
+    await kube.create(PODS, NS, dra_pod("plain", None))
+    async with running(kube) as sched:
+        assert not sched.cache.objects["ResourceClaim"]
+        await until(lambda: all_bound(kube, "plain", 1), what="plain pod bound")
+        note = await until(lambda: event_with(kube, "FailedScheduling", "waiting for ResourceClaim"),
+                           what="pod with a claim waits")
+        assert "claim 'gpu' (template gpu-tpl) to be created" in note
+        assert {i.resource.plural for i in sched.informers}.isdisjoint({"resourceslices", "resourceclaims"})
+    assert await bound(kube, "with-claim") == {}

@@ -1,0 +1,190 @@
+"""ClusterCache with DRA objects: the device inventory, allocations from claims, held devices, re-activation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler.cache import ClusterCache
+from scheduler.solver.plan import ClaimAllocation
+
+NS = "ml"
+DRIVER = "gpu.example.com"
+
+
+def node(name: str) -> dict[str, Any]:
+    alloc = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    return {"metadata": {"name": name}, "status": {"allocatable": alloc}}
+
+
+def gpu_slice(node_name: str, n: int = 4, generation: int = 1) -> dict[str, Any]:
+    return {"metadata": {"name": f"{node_name}-gpus"},
+            "spec": {"driver": DRIVER, "nodeName": node_name,
+                     "pool": {"name": node_name, "generation": generation, "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{i}", "attributes": {"model": {"string": "H100"}}} for i in range(n)]}}
+
+
+def device_class(expression: str = f"device.driver == '{DRIVER}'") -> dict[str, Any]:
+    return {"metadata": {"name": "gpu"}, "spec": {"selectors": [{"cel": {"expression": expression}}]}}
+
+
+def claim(name: str, devices: list[str] = (), node_name: str = "n0", rv: str = "1",  # type: ignore[assignment]
+          owner: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "metadata": {"name": name, "namespace": NS, "resourceVersion": rv},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}
+    if owner:
+        body["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": owner, "uid": owner,
+                                                "controller": True}]
+    if devices:
+        body["status"] = {"allocation": {"devices": {"results": [
+            {"request": "gpu", "driver": DRIVER, "pool": node_name, "device": d} for d in devices]}}}
+    return body
+
+
+def pod(name: str, claim_name: str | None = None, node_name: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulerName": "gang-scheduler",
+                            "containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}]}
+    status: dict[str, Any] = {"phase": "Pending"}
+    if claim_name:
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "tpl"}]
+        status["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": claim_name}]
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"}, "spec": spec, "status": status}
+
+
+def alloc(claim_key: str, *devices: str, synthetic: bool = False, pod_key: str | None = None) -> ClaimAllocation:
+    return ClaimAllocation(claim=claim_key, reserved_for=(("Pod", "p", "uid-p"),), node="n0",
+                           results=tuple(("gpu", DRIVER, "n0", d) for d in devices), synthetic=synthetic, pod=pod_key)
+
+
+def dra_cache(*claims: dict[str, Any], pods: list[dict[str, Any]] = ()) -> ClusterCache:  # type: ignore[assignment]
+    cache = ClusterCache(dra=True)
+    cache.replace("Node", [node("n0"), node("n1")])
+    cache.replace("ResourceSlice", [gpu_slice("n0")])
+    cache.replace("DeviceClass", [device_class()])
+    cache.replace("ResourceClaim", list(claims))
+    cache.replace("Pod", list(pods))
+    return cache
+
+
+def free_devices(cache: ClusterCache) -> list[str]:
+    snap = cache.snapshot()
+    assert snap.dra is not None
+    state = snap.dra.inventory.state(snap.dra.assumed)
+    return sorted(d for d in snap.dra.inventory.devices if d not in state.taken)
+
+
+def ids(*names: str) -> list[str]:
+    return [f"{DRIVER}/n0/{n}" for n in names]
+
+
+def test_without_dra_a_snapshot_has_no_device_view() -> None:
+    cache = ClusterCache()
+    cache.replace("Node", [node("n0")])
+    assert cache.snapshot().dra is None
+
+
+def test_devices_named_by_claim_allocations_are_taken_and_return_when_the_allocation_is_removed() -> None:
+    cache = dra_cache(claim("a", ["gpu-0", "gpu-1"]))
+    assert free_devices(cache) == ids("gpu-2", "gpu-3")
+    changes = cache.apply("ResourceClaim", "MODIFIED", claim("a", rv="2"))  # deallocated
+    assert changes.capacity
+    assert free_devices(cache) == ids("gpu-0", "gpu-1", "gpu-2", "gpu-3")
+
+
+def test_a_deleted_claim_returns_its_devices() -> None:
+    cache = dra_cache(claim("a", ["gpu-0"]))
+    changes = cache.apply("ResourceClaim", "DELETED", claim("a", ["gpu-0"]))
+    assert changes.capacity
+    assert free_devices(cache) == ids("gpu-0", "gpu-1", "gpu-2", "gpu-3")
+
+
+@pytest.mark.parametrize("kind, event, raw, capacity", [
+    ("ResourceClaim", "ADDED", claim("new"), True),
+    ("ResourceClaim", "MODIFIED", claim("a", ["gpu-0", "gpu-1"], rv="2"), False),
+    ("ResourceSlice", "MODIFIED", gpu_slice("n0", 8, generation=2), True),
+    ("DeviceClass", "ADDED", {"metadata": {"name": "other"}, "spec": {}}, True),
+    ("ResourceClaimTemplate", "ADDED", {"metadata": {"name": "tpl", "namespace": NS}, "spec": {"spec": {}}}, False),
+], ids=["claim-appears-a-pod-may-wait-for-it", "allocation-added-helps-nobody", "slice-changed",
+        "class-added", "template-alone-changes-nothing"])
+def test_dra_events_that_can_help_a_waiting_root_count_as_capacity(kind: str, event: str, raw: dict[str, Any],
+                                                                   capacity: bool) -> None:
+    cache = dra_cache(claim("a", ["gpu-0"]))
+    assert cache.apply(kind, event, raw).capacity is capacity
+
+
+def test_inventory_is_rebuilt_only_when_slices_classes_or_nodes_change() -> None:
+    cache = dra_cache(claim("a"))
+    first = cache.inventory()
+    cache.apply("ResourceClaim", "MODIFIED", claim("a", ["gpu-0"], rv="2"))
+    cache.apply("Pod", "ADDED", pod("p", "a"))
+    assert cache.inventory() is first  # claims and pods do not rebuild the device index (nor drop the CEL memo)
+    cache.apply("ResourceSlice", "MODIFIED", gpu_slice("n0", 2, generation=2))
+    second = cache.inventory()
+    assert second is not first and len(second.devices) == 2
+    cache.apply("DeviceClass", "MODIFIED", device_class("true"))
+    third = cache.inventory()
+    assert third is not second
+    cache.apply("Node", "ADDED", node("n2"))
+    assert cache.inventory() is not third
+
+
+def test_live_claim_resolution_never_synthesises_a_missing_template_claim() -> None:
+    cache = dra_cache(pods=[pod("p", "p-gpu")])
+    cache.replace("ResourceClaimTemplate", [{"metadata": {"name": "tpl", "namespace": NS},
+                                            "spec": {"spec": {"devices": {"requests": []}}}}])
+    snap = cache.snapshot()
+    assert snap.dra is not None
+    assert snap.dra.pods[f"{NS}/p"].waiting == "waiting for ResourceClaim of claim 'gpu' (template tpl) to be created"
+
+
+def test_assumed_devices_are_held_until_the_watch_shows_the_claim_allocated() -> None:
+    cache = dra_cache(claim("a"), claim("b"))
+    cache.assume_devices("plan-1", [alloc(f"{NS}/a", "gpu-0"), alloc(f"{NS}/b", "gpu-1")])
+    assert free_devices(cache) == ids("gpu-2", "gpu-3")
+    cache.apply("ResourceClaim", "MODIFIED", claim("a", ["gpu-0"], rv="2"))
+    assert cache.assumed_devices == {"plan-1": {f"{NS}/b": cache.assumed_devices["plan-1"][f"{NS}/b"]}}
+    assert free_devices(cache) == ids("gpu-2", "gpu-3")  # gpu-0 now taken by the claim itself
+    cache.apply("ResourceClaim", "MODIFIED", claim("b", ["gpu-1"], rv="2"))
+    assert cache.assumed_devices == {}
+
+
+def test_a_synthetic_claim_is_recognised_by_its_devices_under_its_generated_name() -> None:
+    cache = dra_cache(pods=[pod("p")])
+    cache.assume_devices("plan-1", [alloc(f"{NS}/p-extended-resources", "gpu-0", "gpu-1", synthetic=True,
+                                          pod_key=f"{NS}/p")])
+    cache.apply("ResourceClaim", "ADDED", claim("p-extended-resources-x1y2z", owner="p"))
+    assert cache.assumed_device_ids() == frozenset(ids("gpu-0", "gpu-1"))
+    cache.apply("ResourceClaim", "MODIFIED", claim("p-extended-resources-x1y2z", ["gpu-0", "gpu-1"], rv="2"))
+    assert cache.assumed_devices == {}
+
+
+def test_held_devices_end_when_their_claim_or_owner_pod_is_gone() -> None:
+    cache = dra_cache(claim("a"), pods=[pod("p")])
+    cache.assume_devices("plan-1", [alloc(f"{NS}/a", "gpu-0"),
+                                    alloc(f"{NS}/p-extended-resources", "gpu-1", synthetic=True, pod_key=f"{NS}/p")])
+    cache.apply("ResourceClaim", "DELETED", claim("a"))
+    assert set(cache.assumed_devices["plan-1"]) == {f"{NS}/p-extended-resources"}
+    cache.apply("Pod", "DELETED", pod("p"))
+    assert cache.assumed_devices == {}
+
+
+def test_a_relist_settles_held_devices_like_the_watch() -> None:
+    cache = dra_cache(claim("a"), claim("b"))
+    cache.assume_devices("plan-1", [alloc(f"{NS}/a", "gpu-0"), alloc(f"{NS}/b", "gpu-1")])
+    cache.replace("ResourceClaim", [claim("a", ["gpu-0"], rv="3")])  # a allocated, b gone (missed events)
+    assert cache.assumed_devices == {}
+
+
+def test_forget_devices_releases_all_or_some_claims_of_a_plan() -> None:
+    cache = dra_cache(claim("a"), claim("b"))
+    cache.assume_devices("plan-1", [alloc(f"{NS}/a", "gpu-0"), alloc(f"{NS}/b", "gpu-1")])
+    cache.assume_devices("plan-2", [alloc(f"{NS}/c", "gpu-2")])
+    cache.forget_devices("plan-1", [f"{NS}/a"])
+    assert cache.assumed_device_ids() == frozenset(ids("gpu-1", "gpu-2"))
+    cache.forget_devices("plan-1")
+    assert set(cache.assumed_devices) == {"plan-2"}
+    assert free_devices(cache) == ids("gpu-0", "gpu-1", "gpu-3")
