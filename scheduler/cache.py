@@ -125,6 +125,7 @@ class ClusterCache:
         self.dra = dra
         """Whether DRA objects are watched: snapshots then carry a :class:`DraView`."""
         self.version = 0
+        self._assumed_copies: dict[str, tuple[Pod, str, Pod]] = {}
         """Bumped on every change; the driver rebuilds trees only when it moved."""
         self._node_version = 0
         self._device_version = 0
@@ -168,12 +169,21 @@ class ClusterCache:
         else:
             self.objects[kind][key] = obj
             new = obj
+        if kind == "Pod" and self._confirms_assumption(key, old, new):
+            # The watch shows our own bind landing where we assumed it: trees and usage are the
+            # same as before, so nothing is rebuilt (the end-to-end benchmark's main cost).
+            self._settle_assumptions((key,))
+            return Changes()
         self._touch(kind)
         if kind == "Pod":
             self._settle_assumptions((key,))
         elif kind == "ResourceClaim":
             self._settle_devices(key)
         return self._changed(kind, old, new)
+
+    def _confirms_assumption(self, key: str, old: Pod | None, new: Pod | None) -> bool:
+        return (old is not None and new is not None and not old.is_bound and new.is_bound
+                and not new.is_terminal and self.assumed.get(key) == new.spec.node_name)
 
     def _touch(self, kind: str) -> None:
         self.version += 1
@@ -297,13 +307,26 @@ class ClusterCache:
 
     # -- views ---------------------------------------------------------------------
     def pods(self) -> list[Pod]:
-        """Every pod, with assumed ones shown as bound to their planned node."""
+        """Every pod, with assumed ones shown as bound to their planned node.
+
+        The bound copy of an assumed pod is made once and reused while the pod object and the
+        assumption stay the same (copies were a third of the live loop's time).
+        """
         out = []
+        copies = self._assumed_copies
         for key, pod in self.objects["Pod"].items():
             node = self.assumed.get(key)
             if node is not None and not pod.is_bound:
-                pod = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})})
+                cached = copies.get(key)
+                if cached is not None and cached[0] is pod and cached[1] == node:
+                    pod = cached[2]
+                else:
+                    copy = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})})
+                    copies[key] = (pod, node, copy)
+                    pod = copy
             out.append(pod)
+        for key in [k for k in copies if k not in self.assumed]:
+            del copies[key]
         return out
 
     def node_table(self) -> NodeTable:
