@@ -19,9 +19,25 @@ Cases:
 * **b** — 200 gangs × 64 identical pods (1 GPU + 8 cpu + 64Gi each, minCount 64).
 * **c** — 100 topology gangs: a CompositePodGroup (minGroupCount 1, one zone) holding one
   PodGroup of 16 pods (2 GPU + 16 cpu + 128Gi each, minCount 16, one rack).
+* **d** (DRA) — its own cluster of 1,000 DRA-only nodes (``--dra-nodes``), each publishing 8 GPUs
+  in one node-local ``gpu.nvidia.com`` ResourceSlice (3/4 H100 80GB, 1/4 A100 40GB; attributes
+  productName, pcieRoot, …, capacity memory), DeviceClass ``gpu.nvidia.com`` with a CEL selector;
+  100 gangs × 8 pods, each pod with its own template-generated claim for 1 GPU (request selector:
+  memory > 40Gi, so H100s only), the claims pre-created as the resourceclaim controller would and
+  named in ``pod.status.resourceClaimStatuses``.
+* **e** (DRA, group-shared claim) — the same cluster plus one ``interconnect.example.com`` node-set
+  slice per rack (``spec.nodeSelector`` on the rack label, 4 channels); 20 PodGroups of 8 pods
+  (rack topology) with one group claim ``fabric`` (``PodGroup.spec.resourceClaims`` +
+  ``status.resourceClaimStatuses``) for one channel, and a 1-GPU per-pod claim per member.
+
+For the DRA cases the inventory (``Inventory.build`` + node index) and the per-cycle DRA view
+(``ClaimIndex.build`` + ``DraView.build``) are setup and printed separately; after each plan the
+snapshot assumes the plan's pods and devices (``snapshot.assume(plan.placements, plan.device_ids)``).
 
 Targets (issue): ≤ 2 ms p50 per 3-pod gang, ≤ 20 ms p99 per 64-pod gang; the in-tree Go
-kube-scheduler takes 3.7–5.7 ms per 3-pod gang at 5,000 nodes.
+kube-scheduler takes 3.7–5.7 ms per 3-pod gang at 5,000 nodes. DRA (issue 4): the in-tree
+scheduler manages 40–81 pods/s with claim templates at 500 nodes (scheduler_perf); aim for ≥ 3×
+that end to end (cases d/e time the solver only, not end to end).
 """
 
 from __future__ import annotations
