@@ -20,6 +20,7 @@ Pure apart from the memo; no client imports.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -39,7 +40,14 @@ from scheduler.model.dra import (
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 from scheduler.solver.filters.node_affinity import term_matches
-from scheduler.solver.snapshot import BoolArray, NodeTable
+from scheduler.solver.snapshot import BoolArray, IntArray, NodeTable
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_version(text: str) -> cel.Version:
+    """:meth:`cel.Version.parse`, memoised: a fleet publishes a handful of driver/CUDA versions on
+    thousands of devices, and a ``Version`` is immutable (a bad one raises each time; not cached)."""
+    return cel.Version.parse(text)
 
 
 def _selector_mask(selector: NodeSelector, nodes: tuple[Node, ...]) -> BoolArray:
@@ -67,6 +75,14 @@ class Inventory:
     _match: dict[tuple[str, tuple[str, ...], str], bool] = field(default_factory=dict)
     _match_errors: dict[tuple[str, tuple[str, ...], str], tuple[str, str]] = field(default_factory=dict)
     """memo key → (label, message) of the selector error that made it False, re-reported on a memo hit."""
+    _usable: dict[tuple[str, tuple[str, ...]], tuple[IntArray, frozenset[str], dict[str, str]]] = field(
+        default_factory=dict)
+    """(class, selectors) → per-node count of matching devices, their ids, and the selector errors met
+    (label → message, in the order :meth:`matches` reported them; re-reported on a memo hit)."""
+    home: dict[str, int] = field(default_factory=dict)
+    """device id → the one row that reaches it, or -1 when none or several do (node-set, all-nodes)."""
+    consuming: set[str] = field(default_factory=set)
+    """Ids of the devices that consume shared counters."""
 
     @classmethod
     def build(cls, table: NodeTable, slices: Iterable[ResourceSlice], classes: Iterable[DeviceClass],
@@ -94,9 +110,10 @@ class Inventory:
             for s in current:
                 if slice_error(s.spec):
                     continue
+                masks: dict[int, BoolArray] = {}  # id(NodeSelector) → its node mask, once per slice
                 for dev in s.spec.devices:
                     try:
-                        inv._add(s, dev, everywhere)
+                        inv._add(s, dev, everywhere, masks)
                     except ValueError as exc:  # a malformed quantity or version in the slice
                         inv.problems.append(f"device {driver}/{pool}/{dev.name}: {exc}")
         for claim in claims:
@@ -108,7 +125,7 @@ class Inventory:
                 inv.allocated.add(dev_id)
         return inv
 
-    def _add(self, s: ResourceSlice, dev: object, everywhere: BoolArray) -> None:
+    def _add(self, s: ResourceSlice, dev: object, everywhere: BoolArray, masks: dict[int, BoolArray]) -> None:
         from scheduler.model.dra import Device as ApiDevice
 
         assert isinstance(dev, ApiDevice)
@@ -125,7 +142,10 @@ class Inventory:
                 reach[row] = True
             scope: NodeSelector | str | None = node_name
         elif selector is not None:
-            reach = _selector_mask(selector, self.table.nodes)
+            shared = masks.get(id(selector))  # the slice's selector is shared by all its devices
+            if shared is None:
+                shared = masks[id(selector)] = _selector_mask(selector, self.table.nodes)
+            reach = shared
             scope = selector
         else:
             reach = everywhere if all_nodes else np.zeros(len(self.table), dtype=bool)
@@ -139,15 +159,22 @@ class Inventory:
             total = self.counters.get(set_id, {})
             shares = [float(a / total[c]) for c, a in amounts if total.get(c)]
             weight += max(shares, default=1.0)
-        attributes = {qualified_name(driver, k): a.value for k, a in dev.attributes.items() if a.value is not None}
+        present = [(k, a, v) for k, a in dev.attributes.items() if (v := a.value) is not None]
+        attributes = {qualified_name(driver, k): v for k, _, v in present}
         self.devices[dev_id] = Device(
             id=dev_id, driver=driver, pool=pool, name=dev.name, attributes=attributes, consumes=tuple(consumes),
             taints=tuple((t.key, t.value, t.effect) for t in dev.taints), weight=weight)
         self.reach[dev_id] = reach
         self.scope[dev_id] = scope
+        if node_name:
+            self.home[dev_id] = -1 if row is None else row
+        else:
+            rows = np.flatnonzero(reach)
+            self.home[dev_id] = int(rows[0]) if len(rows) == 1 else -1
+        if consumes:
+            self.consuming.add(dev_id)
         self.views[dev_id] = cel.DeviceView.build(
-            driver, {k: cel.Version.parse(a.version_value) if a.version_value is not None else a.value
-                     for k, a in dev.attributes.items() if a.value is not None},
+            driver, {k: _parse_version(a.version_value) if a.version_value is not None else v for k, a, v in present},
             {k: c.quantity for k, c in dev.capacity.items()}, bool(dev.allow_multiple_allocations))
 
     def with_allocated(self, device_ids: Iterable[str]) -> Inventory:
@@ -175,18 +202,14 @@ class Inventory:
     def state(self, assumed: Iterable[str] = ()) -> DeviceState:
         """A fresh scratch state: allocated (and ``assumed``) devices taken, their counter use subtracted."""
         counters = {k: dict(v) for k, v in self.counters.items()}
-        state = DeviceState(taken=set(), counters=counters)
-        for dev_id in sorted(self.allocated | set(assumed)):
-            dev = self.devices.get(dev_id)
-            if dev is None:
-                state.taken.add(dev_id)
-                continue
-            for set_id, amounts in dev.consumes:
+        taken = set(self.allocated)
+        taken.update(assumed)
+        state = DeviceState(taken=taken, counters=counters)
+        for dev_id in sorted(taken & self.consuming):  # only these change counters; in a fixed order
+            for set_id, amounts in self.devices[dev_id].consumes:
                 left = counters.setdefault(set_id, {})
                 for c, a in amounts:
                     left[c] = left.get(c, Decimal(0)) - a
-            state.taken.add(dev_id)
-        state.journal.clear()
         return state
 
     def matches(self, sub: SubRequest, device: Device) -> bool:
@@ -218,10 +241,31 @@ class Inventory:
                     return False, (label, f"{label}: selector {expr!r}: {exc}")
         return True, None
 
+    def usable_counts(self, sub: SubRequest) -> tuple[IntArray, frozenset[str]]:
+        """Per node, how many devices matching ``sub`` it reaches (ignoring what is taken), and the ids
+        of the matching devices. Memoised per (class, selectors) like :meth:`matches`, whose selector
+        errors it re-reports on a hit. Do not modify the returned array."""
+        key = (sub.class_name, sub.selectors)
+        hit = self._usable.get(key)
+        if hit is None:
+            counts = np.zeros(len(self.table), dtype=np.int64)
+            matching: list[str] = []
+            before = self.selector_errors
+            self.selector_errors = {}  # collect the errors this pass reports, in order
+            try:
+                for dev in self.devices.values():
+                    if self.matches(sub, dev):
+                        counts += self.reach[dev.id]
+                        matching.append(dev.id)
+                errors = self.selector_errors
+            finally:
+                self.selector_errors = before
+            counts.setflags(write=False)
+            hit = self._usable[key] = (counts, frozenset(matching), errors)
+        self.selector_errors.update(hit[2])
+        return hit[0], hit[1]
+
     def usable_nodes(self, sub: SubRequest) -> BoolArray:
         """Nodes that can reach at least ``sub.count`` devices matching ``sub`` (ignoring what is taken)."""
-        counts = np.zeros(len(self.table), dtype=np.int64)
-        for dev in self.devices.values():
-            if self.matches(sub, dev):
-                counts += self.reach[dev.id]
+        counts, _ = self.usable_counts(sub)
         return counts >= (1 if sub.all else sub.count)

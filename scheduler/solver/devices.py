@@ -25,6 +25,7 @@ from scheduler.dra.allocator import (
     ClaimSpec,
     DeviceState,
     Result,
+    SubRequest,
     _Budget,
     allocate_copies,
     claim_alternatives,
@@ -59,6 +60,8 @@ class DevicePlacer:
         self.view = view
         self.inventory = view.inventory
         self.state: DeviceState = view.inventory.state(view.assumed)
+        self.held: frozenset[str] = frozenset(self.state.taken)
+        """Devices taken for the whole run (allocated or assumed before it): no undo returns them."""
         self.shared_stack: list[tuple[str, tuple[SharedAllocation, ...]]] = []
 
     # -- per-pod claims ------------------------------------------------------------
@@ -66,7 +69,8 @@ class DevicePlacer:
         return self.view.pods.get(pod_key)
 
     def node_mask(self, claims: PodClaims, specs: Sequence[ClaimSpec]) -> BoolArray:
-        """Nodes the pod may use as far as DRA knows: allocated claims' selectors, and enough matching devices."""
+        """Nodes the pod may use as far as DRA knows: allocated claims' selectors, and enough matching devices
+        that are not :attr:`held` (a node outside the mask is one where :meth:`realize` finds no copy)."""
         mask = np.ones(len(self.inventory.table), dtype=bool)
         pinned = self.view.pinned_mask(claims)
         if pinned is not None:
@@ -75,9 +79,28 @@ class DevicePlacer:
             for request in spec.requests:
                 usable = np.zeros(len(mask), dtype=bool)
                 for sub in request.options:
-                    usable |= self.inventory.usable_nodes(sub)
+                    usable |= self._usable(sub)
                 mask &= usable
         return mask
+
+    def _usable(self, sub: SubRequest) -> BoolArray:
+        """Nodes reaching at least ``sub.count`` matching devices outside :attr:`held` (``All``: at least one
+        matching device, taken or not). A necessary condition for the allocator to satisfy ``sub`` on the
+        node at any point of this run, so leaving the other nodes out changes no plan, only skips tries."""
+        counts, matching = self.inventory.usable_counts(sub)
+        if sub.all:
+            return counts >= 1
+        held = matching & self.held
+        if held:
+            home = self.inventory.home
+            rows = np.fromiter(map(home.__getitem__, held), dtype=np.intp, count=len(held))
+            local = rows >= 0
+            counts = counts - np.bincount(rows[local], minlength=len(counts))
+            if not local.all():  # node-set and all-nodes devices: every row that reaches them
+                for dev_id in held:
+                    if home[dev_id] < 0:
+                        counts -= self.inventory.reach[dev_id]
+        return counts >= sub.count
 
     def realize(self, row: int, copies: int, specs: Sequence[ClaimSpec]) -> list[list[list[Result]]]:
         """Allocate ``specs`` (one pod's per-pod claims) ``copies`` times on node ``row``; the devices stay taken."""
