@@ -390,48 +390,37 @@ class CapacityRequirements(KubeModel):
     requests: dict[str, Quantity] = {}
 
 
-class DeviceSubRequest(KubeModel):
+class _DeviceRequestFields(KubeModel):
+    """The fields ``ExactDeviceRequest`` and ``DeviceSubRequest`` share, with their API defaults."""
+
+    device_class_name: str
+    selectors: tuple[DeviceSelector, ...] = ()
+    allocation_mode: str | None = None
+    count: int | None = None
+    tolerations: tuple[DeviceToleration, ...] = ()
+    capacity: CapacityRequirements | None = None
+
+    @property
+    def mode(self) -> str:
+        """``allocationMode`` with its default, ``ExactCount``."""
+        return self.allocation_mode or EXACT_COUNT
+
+    @property
+    def wanted(self) -> int:
+        """``count`` with its default, 1 (meaningful for ``ExactCount`` only)."""
+        return 1 if self.count is None else self.count
+
+
+class DeviceSubRequest(_DeviceRequestFields):
     """``DeviceSubRequest``: one alternative of ``firstAvailable`` (no ``adminAccess``)."""
 
     name: str
-    device_class_name: str
-    selectors: tuple[DeviceSelector, ...] = ()
-    allocation_mode: str | None = None
-    count: int | None = None
-    tolerations: tuple[DeviceToleration, ...] = ()
-    capacity: CapacityRequirements | None = None
-
-    @property
-    def mode(self) -> str:
-        """``allocationMode`` with its default, ``ExactCount``."""
-        return self.allocation_mode or EXACT_COUNT
-
-    @property
-    def wanted(self) -> int:
-        """``count`` with its default, 1 (meaningful for ``ExactCount`` only)."""
-        return 1 if self.count is None else self.count
 
 
-class ExactDeviceRequest(KubeModel):
+class ExactDeviceRequest(_DeviceRequestFields):
     """``ExactDeviceRequest``: one or more identical devices of a class."""
 
-    device_class_name: str
-    selectors: tuple[DeviceSelector, ...] = ()
-    allocation_mode: str | None = None
-    count: int | None = None
     admin_access: bool | None = None
-    tolerations: tuple[DeviceToleration, ...] = ()
-    capacity: CapacityRequirements | None = None
-
-    @property
-    def mode(self) -> str:
-        """``allocationMode`` with its default, ``ExactCount``."""
-        return self.allocation_mode or EXACT_COUNT
-
-    @property
-    def wanted(self) -> int:
-        """``count`` with its default, 1 (meaningful for ``ExactCount`` only)."""
-        return 1 if self.count is None else self.count
 
 
 class DeviceRequest(KubeModel):

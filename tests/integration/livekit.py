@@ -14,6 +14,7 @@ from typing import Any
 from scheduler.config import Settings
 from scheduler.kube import COMPOSITES, NODES, PODGROUPS, PODS, KubeClient
 from scheduler.run import Scheduler
+from tests.unit.groups.builders import pg_dict
 
 NS = "ml"
 TOLERATE_GPU = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -46,16 +47,9 @@ def pod(name: str, group: str | None, cpu: str = "1", gpu: int = 0, scheduler: s
 
 def podgroup(name: str, min_count: int | None, parent: str | None = None, topology: str | None = None,
              priority: int | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}} if min_count else {"basic": {}}}
-    if parent:
-        spec["parentCompositePodGroupName"] = parent
-        spec["workloadRef"] = {"workloadName": "w", "templateName": name}
-    if topology:
-        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
-    if priority is not None:
-        spec["priority"] = priority
-    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": NS}, "spec": spec}
+    body = pg_dict(name, min_count, parent=parent, topology=topology, namespace=NS, priority=priority)
+    del body["metadata"]["creationTimestamp"]  # the server stamps it
+    return body
 
 
 def composite(name: str, min_group_count: int) -> dict[str, Any]:

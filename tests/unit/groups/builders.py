@@ -9,9 +9,10 @@ from scheduler.model import CompositePodGroup, PodGroup
 NS = "ml"
 
 
-def pg(name: str, min_count: int | None = 2, parent: str | None = None, topology: str | None = None,
-       namespace: str = NS, priority: int | None = None, created: str = "2026-01-01T00:00:00Z",
-       policy: dict[str, Any] | None = None, priority_class: str | None = None) -> PodGroup:
+def pg_dict(name: str, min_count: int | None = 2, parent: str | None = None, topology: str | None = None,
+            namespace: str = NS, priority: int | None = None, created: str = "2026-01-01T00:00:00Z",
+            policy: dict[str, Any] | None = None, priority_class: str | None = None) -> dict[str, Any]:
+    """A PodGroup as the API sends it (``scheduling.k8s.io/v1beta1``)."""
     spec: dict[str, Any] = {"schedulingPolicy": policy if policy is not None else (
         {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}})}
     if parent:
@@ -23,8 +24,13 @@ def pg(name: str, min_count: int | None = 2, parent: str | None = None, topology
         spec["priority"] = priority
     if priority_class:
         spec["priorityClassName"] = priority_class
-    return PodGroup.model_validate({"metadata": {"name": name, "namespace": namespace, "creationTimestamp": created},
-                                    "spec": spec})
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": created}, "spec": spec}
+
+
+def pg(name: str, min_count: int | None = 2, **kw: Any) -> PodGroup:
+    """:func:`pg_dict` as a model."""
+    return PodGroup.model_validate(pg_dict(name, min_count, **kw))
 
 
 def cpg(name: str, min_group_count: int | None = 2, parent: str | None = None,
