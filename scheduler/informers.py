@@ -45,12 +45,17 @@ class Informer:
                 self.on_change(self.cache.replace(kind, items))
                 self.synced.set()
                 self.relists += 1
+                loop = asyncio.get_running_loop()
                 while True:
+                    opened, events = loop.time(), 0
                     async for event in self.kube.watch(self.resource, rv, timeout_s=self.watch_timeout_s):
+                        events += 1
                         obj = event.get("object") or {}
                         rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                         if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
                             self.on_change(self.cache.apply(kind, event["type"], obj))
+                    if not events and loop.time() - opened < 1.0:
+                        await asyncio.sleep(self.retry_s)  # a stream that ends at once: do not spin
             except Gone:
                 log.info("watch %s: resourceVersion expired (410), re-listing", self.resource.plural)
             except ApiError as exc:

@@ -193,6 +193,8 @@ class KubeClient:
         resp = await self._send(method, path, query, body, content_type)
         try:
             data = await resp.json(content_type=None)
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:  # body cut off or not JSON
+            raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
         finally:
             resp.release()
         return data if isinstance(data, dict) else {}

@@ -29,20 +29,33 @@ def queue_key(tree: GroupTree) -> QueueKey:
 
 
 class GroupQueue:
-    """A priority queue of roots; one entry per root key (a re-push replaces the entry)."""
+    """A priority queue of roots; one entry per root key.
+
+    A re-push of a key replaces its tree (the latest tree is the one popped) and moves it only
+    when its order key changed, so repeated refreshes neither grow the heap nor hand out a stale
+    tree. Stale heap entries are skipped on pop and compacted away when they pile up.
+    """
 
     def __init__(self, trees: Iterable[GroupTree] = ()) -> None:
-        self._heap: list[tuple[QueueKey, int, GroupTree]] = []
+        self._heap: list[tuple[QueueKey, int, GroupKey]] = []
         self._seq = itertools.count()
-        self._live: dict[GroupKey, QueueKey] = {}
+        self._live: dict[GroupKey, tuple[QueueKey, int, GroupTree]] = {}
         for tree in trees:
             self.push(tree)
 
     def push(self, tree: GroupTree) -> None:
-        """Add or replace the entry of ``tree.key``."""
-        key = queue_key(tree)
-        self._live[tree.key] = key
-        heapq.heappush(self._heap, (key, next(self._seq), tree))
+        """Add the entry of ``tree.key``, or replace its tree (re-positioned only if its order changed)."""
+        order = queue_key(tree)
+        current = self._live.get(tree.key)
+        if current is not None and current[0] == order:
+            self._live[tree.key] = (order, current[1], tree)
+            return
+        seq = next(self._seq)
+        self._live[tree.key] = (order, seq, tree)
+        heapq.heappush(self._heap, (order, seq, tree.key))
+        if len(self._heap) > 2 * len(self._live) + 64:
+            self._heap = [(o, q, k) for k, (o, q, _) in self._live.items()]
+            heapq.heapify(self._heap)
 
     def discard(self, key: GroupKey) -> None:
         """Remove the entry of ``key`` if present."""
@@ -52,24 +65,21 @@ class GroupQueue:
         return key in self._live
 
     def pop(self) -> GroupTree:
-        """The next root in order. Raises IndexError when empty."""
+        """The next root in order (its latest tree). Raises IndexError when empty."""
         while self._heap:
-            key, _, tree = heapq.heappop(self._heap)
-            if self._live.get(tree.key) == key:
-                del self._live[tree.key]
-                return tree
+            _, seq, key = heapq.heappop(self._heap)
+            current = self._live.get(key)
+            if current is not None and current[1] == seq:
+                del self._live[key]
+                return current[2]
         raise IndexError("pop from an empty GroupQueue")
 
     def __len__(self) -> int:
         return len(self._live)
 
     def trees(self) -> list[GroupTree]:
-        """The queued roots, one per key (the latest push), in no particular order; O(heap)."""
-        latest: dict[GroupKey, tuple[int, GroupTree]] = {}
-        for key, seq, tree in self._heap:
-            if self._live.get(tree.key) == key and seq > latest.get(tree.key, (-1, tree))[0]:
-                latest[tree.key] = (seq, tree)
-        return [tree for _, tree in latest.values()]
+        """The queued roots, one per key (the latest push), in no particular order."""
+        return [tree for _, _, tree in self._live.values()]
 
 
 class SchedulingQueue:

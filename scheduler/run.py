@@ -230,7 +230,7 @@ class Scheduler:
     async def _loop(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         while not stop.is_set():
-            wakeup = self.queue.next_wakeup()
+            wakeup = self.queue.next_wakeup() if self.leading else None  # a follower waits for a wake-up
             timeout = None if wakeup is None else max(0.0, wakeup - loop.time())
             waiter = asyncio.ensure_future(self.wake.wait())
             stopper = asyncio.ensure_future(stop.wait())
@@ -279,6 +279,9 @@ class Scheduler:
         trees = [t for t in forest.trees if not allowed or t.key.namespace in allowed]
         self.queue.sync([t for t in trees if t.state is TreeState.READY], now)
         self._blocked = [t for t in trees if t.state in (TreeState.WAITING, TreeState.INVALID)]
+        live = {t.key for t in trees}
+        for key in [k for k in self._reported if k not in live]:  # roots that are gone: forget their message
+            del self._reported[key]
         self._incomplete = sum(1 for o in forest.orphans if not allowed or o.pod.metadata.namespace in allowed)
         if changes.capacity:
             self.queue.activate(None, now)

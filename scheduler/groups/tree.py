@@ -208,8 +208,8 @@ class _Builder:
         self.singles: list[Pod] = []
         self.orphans: list[OrphanPod] = []
         for pod in pods:
-            if pod.is_terminal:
-                continue
+            if pod.is_terminal or pod.is_terminating:
+                continue  # a pod being deleted can neither be bound nor keep a gang alive
             group = pod.group_name
             if group is None:
                 if pod.spec.scheduler_name == scheduler_name and not pod.is_bound and not pod.is_gated:
@@ -255,25 +255,43 @@ class _Builder:
         the chain loops (the lexically first group of the loop stands for it).
         """
         chain = [node]
+        seen = {node}
+        result: tuple[Node, str | None]
         while True:
+            known = self._heads.get(chain[-1])
+            if known is not None:
+                result = known
+                break
             kind, nk = chain[-1]
             parent = self.parent_of(kind, nk)
             if parent is None:
-                return chain[-1], None
+                result = (chain[-1], None)
+                break
             if parent not in self.cpgs:
-                return chain[-1], f"parent CompositePodGroup {parent[0]}/{parent[1]} not found"
+                result = (chain[-1], f"parent CompositePodGroup {parent[0]}/{parent[1]} not found")
+                break
             nxt: Node = ("CompositePodGroup", parent)
-            if nxt in chain:
+            if nxt in seen:
                 loop = chain[chain.index(nxt):]
-                names = " → ".join(n for _, (_, n) in [*loop, nxt])
-                return min(loop), f"cycle in parentCompositePodGroupName: {names}"
+                first = loop.index(min(loop))
+                loop = loop[first:] + loop[:first]  # start at the lexically first group: one message per cycle
+                names = " → ".join(n for _, (_, n) in [*loop, loop[0]])
+                result = (loop[0], f"cycle in parentCompositePodGroupName: {names}")
+                break
             chain.append(nxt)
+            seen.add(nxt)
+        for member in chain:  # everything on the way up hangs from the same head (memo: O(groups) overall)
+            self._heads[member] = result
+        return result
 
     def build(self) -> Forest:
         forest = Forest(orphans=self.orphans, empty=self.empty)
         nodes: list[Node] = [("PodGroup", k) for k in sorted(self.pgs)]
         nodes += [("CompositePodGroup", k) for k in sorted(self.cpgs)]
         heads: dict[Node, str | None] = {}
+        self.tree_pgs: dict[Node, list[tuple[str, str]]] = {}
+        self._heads: dict[Node, tuple[Node, str | None]] = {}
+        """Every PodGroup under each head, however deep (membership does not depend on the depth cut)."""
         for node in nodes:
             kind, nk = node
             parent = self.parent_of(kind, nk)
@@ -281,6 +299,8 @@ class _Builder:
                 self.children.setdefault(parent, []).append(node)
             head, problem = self.head(node)
             heads[head] = problem
+            if kind == "PodGroup":
+                self.tree_pgs.setdefault(head, []).append(nk)
         for head, problem in heads.items():
             tree = self._tree(head, invalid=problem)
             if tree is not None:
@@ -308,15 +328,16 @@ class _Builder:
         problems: list[str] = [invalid] if invalid else []
         keys: list[GroupKey] = []
         group, depth = self._group(node, problems, keys, depth=1, path=set())
-        pods = [p for leaf in group.leaves() for p in (*leaf.pending, *leaf.bound)]
-        pods += [p for leaf in group.leaves() for p in self._gated(leaf)]
+        pods = [p for nk in self.tree_pgs.get(node, []) for p in self.members.get(nk, [])]
         names = sorted({p.spec.scheduler_name for p in pods})
         if pods and self.scheduler_name not in names:
             return None  # another scheduler's tree
         if len(names) > 1:
             counts = ", ".join(f"{n} ({sum(p.spec.scheduler_name == n for p in pods)})" for n in names)
             problems.append(f"pods of one tree must share one schedulerName, found {counts}")
-        if depth > MAX_DEPTH:
+        if depth > MAX_DEPTH + 1:
+            problems.append(f"tree depth exceeds {MAX_DEPTH} (more than {MAX_DEPTH + 1} levels)")
+        elif depth > MAX_DEPTH:
             problems.append(f"tree depth {depth} exceeds {MAX_DEPTH}")
         root_obj = self.pgs[node[1]] if node[0] == "PodGroup" else self.cpgs[node[1]]
         prio = self.group_priority(root_obj)
@@ -337,9 +358,6 @@ class _Builder:
         if not group.admissible:
             return GroupTree(state=TreeState.WAITING, message=_waiting_message(group), **common)  # type: ignore[arg-type]
         return GroupTree(state=TreeState.READY, **common)  # type: ignore[arg-type]
-
-    def _gated(self, leaf: Leaf) -> list[Pod]:
-        return [p for p in self.members.get((leaf.key.namespace, leaf.key.name), []) if p.is_gated and not p.is_bound]
 
     def _group(
         self,
@@ -382,11 +400,14 @@ class _Builder:
         )
         children: list[Group] = []
         deepest = depth
+        if depth > MAX_DEPTH and kids:  # too deep already: stop reading (the tree is Invalid; bounded recursion)
+            kids = []
+            deepest = depth + 2
         for child in kids:
             g, d = self._group(child, problems, keys, depth + 1, path)
             children.append(g)
             deepest = max(deepest, d)
-        if not self.children.get((ns, name)):  # children cut by cycle detection are reported as the cycle
+        if not self.children.get((ns, name)) and depth <= MAX_DEPTH:  # cut children are reported elsewhere
             problems.append(f"CompositePodGroup {ns}/{name} has no child groups")
         cgang = cpg.spec.scheduling_policy.gang
         comp = Composite(

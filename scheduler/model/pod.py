@@ -119,6 +119,8 @@ class PodSpec(KubeModel):
     tolerations: tuple[Toleration, ...] = ()
     resource_claims: tuple[PodResourceClaim, ...] = ()
     scheduling_gates: tuple[PodSchedulingGate, ...] = ()
+    resources: ResourceRequirements | None = None
+    """Pod-level requests and limits (KEP-2837, PodLevelResources)."""
 
 
 class PodCondition(ConditionFields):
@@ -174,6 +176,11 @@ class Pod(KubeModel):
         return self.status.phase in (SUCCEEDED, FAILED)
 
     @property
+    def is_terminating(self) -> bool:
+        """``metadata.deletionTimestamp`` is set: binding is refused, the pod is going away."""
+        return self.metadata.deletion_timestamp is not None
+
+    @property
     def is_gated(self) -> bool:
         """``spec.schedulingGates`` is non-empty: binding is rejected until they are removed."""
         return bool(self.spec.scheduling_gates)
@@ -210,6 +217,9 @@ def effective_requests(spec: PodSpec) -> ResourceList:
         else:
             init_peak = maximum(init_peak, add(req, sidecars))
     total = maximum(add(app, sidecars), init_peak)
+    if spec.resources is not None:  # KEP-2837: pod-level requests replace the containers' sum for their resources
+        pod_level = resource_list({**spec.resources.limits, **spec.resources.requests})
+        total = {**total, **pod_level}
     total = add(total, resource_list(spec.overhead))
     total[PODS] = 1
     return {k: v for k, v in total.items() if v or k == PODS}

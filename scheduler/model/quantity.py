@@ -31,7 +31,6 @@ HUGEPAGES_PREFIX = "hugepages-"
 
 ResourceList = dict[str, int]
 
-
 class QuantityError(ValueError):
     """A string is not a valid Kubernetes quantity (raised by :func:`to_units`)."""
 
@@ -77,9 +76,7 @@ def to_units(resource: str, quantity: str | int | float) -> int:
     hundred distinct quantities across thousands of pods (64 identical gang members parse once).
     """
     value = parse(quantity)
-    if resource == CPU:
-        return math.ceil(value * 1000)
-    return math.ceil(value)
+    return math.ceil(value * 1000) if resource == CPU else math.ceil(value)
 
 
 def resource_list(raw: Mapping[str, str | int | float] | None) -> ResourceList:

@@ -51,6 +51,8 @@ class SharedAllocation:
 
     claim: NeededClaim
     results: tuple[Result, ...]
+    reused: bool = False
+    """True when another leaf of the tree already allocated this claim in the plan (shared by name)."""
 
 
 class DevicePlacer:
@@ -120,6 +122,16 @@ class DevicePlacer:
         chosen: list[SharedAllocation] = []
 
         def go(i: int, reach: BoolArray) -> Iterator[BoolArray]:
+            if i < len(claims) and (held := self._held(claims[i].key)) is not None:
+                # allocated earlier in this plan by another leaf: share it, never allocate it twice
+                here = reach.copy()
+                for _, device in held:
+                    here &= self.inventory.reach[device.id]
+                if here.any():
+                    chosen.append(SharedAllocation(claims[i], held, reused=True))
+                    yield from go(i + 1, here)
+                    chosen.pop()
+                return
             if i == len(claims):
                 key = reach.tobytes()
                 if key in seen:
@@ -142,6 +154,13 @@ class DevicePlacer:
             yield from go(0, mask.copy())
         except BudgetExceeded:
             return
+
+    def _held(self, key: str) -> tuple[Result, ...] | None:
+        for _, allocations in self.shared_stack:
+            for alloc in allocations:
+                if alloc.claim.key == key:
+                    return alloc.results
+        return None
 
     def allocations_in_force(self) -> list[tuple[str, tuple[SharedAllocation, ...]]]:
         """Shared allocations of the leaves whose placement is applied now."""

@@ -287,8 +287,8 @@ class _Search:
             message += " " + "; ".join(errors)
         return message, limited
 
-    def place_leaf(self, leaf: Leaf, mask: BoolArray) -> tuple[int, str, bool]:
-        """Place as many pending members as fit inside ``mask``.
+    def place_leaf(self, leaf: Leaf, mask: BoolArray, limit: int | None = None) -> tuple[int, str, bool]:
+        """Place as many pending members as fit inside ``mask`` (at most ``limit`` if given).
 
         Returns (pods placed, node histogram for the first member that did not fit, whether
         capacity rather than a static filter stopped it).
@@ -297,7 +297,9 @@ class _Search:
         reason = ""
         limited = False
         for sig in self.signatures(leaf):
-            n = len(sig.pods)
+            n = len(sig.pods) if limit is None else min(len(sig.pods), limit - placed)
+            if n <= 0:
+                continue
             done = 0
             if sig.waiting is not None:
                 reason = reason or sig.waiting
@@ -356,7 +358,7 @@ class _Search:
             if cols.size:
                 # A necessary condition: every member placed lands on a node passing its static
                 # filters, so what the group needs must fit in the free capacity of those nodes.
-                have = self.free[dmask & usable][:, cols].sum(axis=0)
+                have = np.maximum(self.free[dmask & usable][:, cols], 0).sum(axis=0)  # overcommitted ≠ negative room
                 ratio = float(np.max(need[cols] / np.maximum(have, 1)))
                 if np.any(have < need[cols]):
                     j = int(np.argmax(need[cols] / np.maximum(have, 1)))
@@ -412,22 +414,36 @@ class _Search:
         return [out[k] for k in sorted(out)]
 
     def leaf_within(self, group: Leaf, mask: BoolArray) -> Iterator[None]:
-        """Place a leaf's members inside ``mask``; yield if the leaf is satisfied (held while suspended)."""
-        self.tick()
-        start = self.mark()
-        placed, reason, limited = self.place_leaf(group, mask)
-        if placed < len(group.pending):
-            self.fail(group, placed, self.leaf_message(group, placed, reason, "placeable"), limited)
-        if not self.leaf_satisfied(group, placed):
+        """Place a leaf's members inside ``mask``; yield if the leaf is satisfied (held while suspended).
+
+        Two alternatives: first every pending member that fits (issue #2: as many as fit, at least
+        minCount); then, if that placed more than the minimum, exactly the minimum — so extra
+        members of one gang never starve a sibling the parent needs (a gang already satisfied by
+        its bound members may then place nothing).
+        """
+        minimum = group.need
+        first: int | None = None
+        for limit in (None, minimum):
+            if limit is not None and (first is None or first <= limit):
+                return
+            self.tick()
+            start = self.mark()
+            placed, reason, limited = self.place_leaf(group, mask, limit)
+            if limit is None:
+                first = placed
+                if placed < len(group.pending):
+                    self.fail(group, placed, self.leaf_message(group, placed, reason, "placeable"), limited)
+            if not self.leaf_satisfied(group, placed):
+                self.undo(start)
+                return
+            self.satisfied.add(group.key)
+            if placed < len(group.pending):
+                why = reason or "left pending so that sibling groups fit"
+                self.leftover[group.key] = self.leaf_message(group, placed, why, "placed")
+            yield
+            self.leftover.pop(group.key, None)
+            self.satisfied.discard(group.key)
             self.undo(start)
-            return
-        self.satisfied.add(group.key)
-        if placed < len(group.pending):
-            self.leftover[group.key] = self.leaf_message(group, placed, reason, "placed")
-        yield
-        self.leftover.pop(group.key, None)
-        self.satisfied.discard(group.key)
-        self.undo(start)
 
     def children(self, comp: Composite, i: int, ok: int, mask: BoolArray) -> Iterator[None]:
         """Depth-first over children ``i…``: each child placed (every alternative) or skipped.
@@ -515,6 +531,8 @@ class _Search:
                         pod=pod.key))
         for leaf_name, shared in self.placer.allocations_in_force():
             for alloc in shared:
+                if alloc.reused:
+                    continue  # written once, by the leaf that allocated it; its consumers are all gathered
                 consumers = users.get(alloc.claim.key, [])
                 if alloc.claim.entry and any(self._is_group_claim(p, alloc.claim.key) for p in consumers):
                     reserved: tuple[tuple[str, str, str], ...] = (("PodGroup", leaf_name, ""),)

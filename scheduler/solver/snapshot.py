@@ -34,6 +34,15 @@ BoolArray = npt.NDArray[np.bool_]
 
 StaticKey = tuple[object, ...]
 
+MAX_UNITS = 2**53
+"""Amounts in the int64 matrices are clamped to ±2^53 units — far above any real node (8 EiB, 9e12
+cores) and far enough below 2^63 that sums over a node's pods cannot overflow. An API-valid but
+absurd request (``cpu: 1e16``) thus simply never fits instead of crashing the solver."""
+
+
+def _clamp(units: int) -> int:
+    return max(-MAX_UNITS, min(units, MAX_UNITS))
+
 
 def static_key(spec: PodSpec) -> StaticKey:
     """The part of a pod spec that static filters read: two pods with equal keys pass the same nodes."""
@@ -81,7 +90,7 @@ class NodeTable:
         alloc = np.zeros((len(ordered), len(resources)), dtype=np.int64)
         for i, node in enumerate(ordered):
             for r, v in node.allocatable.items():
-                alloc[i, column[r]] = v
+                alloc[i, column[r]] = _clamp(v)
         ext_cols = [column[r] for r in resources if is_extended(r)]
         accel: BoolArray = np.zeros(len(ordered), dtype=bool)
         if ext_cols:
@@ -143,7 +152,7 @@ class NodeTable:
                 if v > 0:
                     unknown.append(r)
             else:
-                vec[col] = v
+                vec[col] = _clamp(v)
         return vec, tuple(sorted(unknown))
 
 
@@ -170,7 +179,7 @@ class Snapshot:
             for r, v in pod.requests.items():
                 col = table.column.get(r)
                 if col is not None:
-                    used[i, col] += v
+                    used[i, col] += _clamp(v)
         return cls(table, used, dra)
 
     def free(self) -> IntArray:
