@@ -291,8 +291,12 @@ class Binder:
     """See the module docstring. ``rng`` gives the jitter (seedable for tests)."""
 
     def __init__(self, kube: KubeClient, *, concurrency: int = 16, max_attempts: int = 5,
-                 retry_initial_s: float = 0.2, retry_max_s: float = 5.0, rng: random.Random | None = None) -> None:
+                 retry_initial_s: float = 0.2, retry_max_s: float = 5.0, rng: random.Random | None = None,
+                 fence: Callable[[], bool] | None = None) -> None:
         self.kube = kube
+        self.fence = fence or (lambda: True)
+        """Checked before every claim write and bind: False (the lease was lost) starts no new write,
+        so a replica that stopped leading never binds next to the new leader (design §8)."""
         self.semaphore = asyncio.Semaphore(concurrency)
         self.max_attempts = max_attempts
         self.retry_initial_s = retry_initial_s
@@ -306,8 +310,9 @@ class Binder:
 
         async def one(pod: Pod, node: str) -> None:
             async with self.semaphore:
-                if stop.is_set():
+                if stop.is_set() or not self.fence():
                     outcome.skipped.append(pod.key)
+                    stop.set()
                     return
                 try:
                     await self._bind(pod, node)
@@ -362,6 +367,11 @@ class Binder:
         async def one(write: ClaimWrite) -> None:
             async with self.semaphore:
                 if stop.is_set():
+                    return
+                if not self.fence():
+                    if outcome.failed is None:
+                        outcome.failed = (write.claim, ApiError(0, "NotLeader", "leadership lost before the write"))
+                    stop.set()
                     return
                 record = WrittenClaim(write, write.claim.partition("/")[2])
                 outcome.written.append(record)

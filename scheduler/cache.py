@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.inventory import Inventory
@@ -35,7 +35,6 @@ from scheduler.groups.tree import Forest, build_trees
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.model.quantity import QuantityError
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClass
 from scheduler.solver.plan import ClaimAllocation
 from scheduler.solver.snapshot import NodeTable, Snapshot
@@ -96,7 +95,7 @@ def _parse(kind: str, raw: Mapping[str, Any]) -> Any | None:
         elif isinstance(obj, Node):
             _ = obj.allocatable
         return obj
-    except (ValidationError, QuantityError) as exc:
+    except (ValueError, ArithmeticError) as exc:  # pydantic ValidationError, QuantityError, decimal errors
         meta = raw.get("metadata") or {}
         log.warning("ignoring malformed %s %s/%s: %s", kind, meta.get("namespace", ""), meta.get("name", ""),
                     str(exc).splitlines()[0])

@@ -61,3 +61,6 @@ class Informer:
             except ApiError as exc:
                 log.warning("watch %s failed: %s; re-listing in %.0f s", self.resource.plural, exc, self.retry_s)
                 await asyncio.sleep(self.retry_s)
+            except Exception:  # a bug or an object we cannot digest must not freeze the cache for good
+                log.exception("informer %s failed; re-listing in %.0f s", self.resource.plural, self.retry_s)
+                await asyncio.sleep(self.retry_s)

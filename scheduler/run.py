@@ -78,7 +78,7 @@ class Scheduler:
         self.cache = ClusterCache(dra=True)  # without the DRA API no claim exists: pods that name one wait
         self._plan_ids = itertools.count(1)
         self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s)
-        self.binder = Binder(kube, concurrency=settings.bind_concurrency)
+        self.binder = Binder(kube, concurrency=settings.bind_concurrency, fence=lambda: self.leading)
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
                                    event_interval_s=settings.event_interval_s)
         self.elector = (LeaderElector(kube, settings.lease_namespace, settings.lease_name, self.identity,
@@ -385,6 +385,21 @@ class Scheduler:
 
     async def bind(self, tree: GroupTree, plan: Plan, started: float, writes: Sequence[ClaimWrite] = (),
                    token: str | None = None) -> None:
+        """:meth:`_bind`, guarded: an unexpected error forgets the plan and requeues the root instead of
+        leaking its assumptions (capacity and devices held forever) and losing the root."""
+        try:
+            await self._bind(tree, plan, started, writes, token)
+        except Exception:
+            log.exception("root=%s result=BindError: plan forgotten and requeued", tree.key)
+            self.cache.forget([p.key for p, _ in plan.placements])
+            if token is not None:
+                self.cache.forget_devices(token)
+            self.queue.backoff(tree, asyncio.get_running_loop().time())
+            self._seen_version = -1
+            self.wake.set()
+
+    async def _bind(self, tree: GroupTree, plan: Plan, started: float, writes: Sequence[ClaimWrite] = (),
+                    token: str | None = None) -> None:
         """Write the plan's claims, then bind it; on success mark the groups scheduled, on failure forget
         the rest and requeue.
 

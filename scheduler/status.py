@@ -21,7 +21,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -182,18 +182,21 @@ class StatusWriter:
         uid = pod.metadata.uid or pod.key
         if not self._first_in_interval((uid, reason, message)):
             return
-        note = truncate_utf8(message, NOTE_MAX_BYTES)
-        await self._event(pod, "Warning", EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note)
         new = _Condition(POD_SCHEDULED, "False", reason, truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
         conditions = _with_condition(pod.status.conditions, new, pod.metadata.generation, terminal=False)
-        if conditions is None:
-            return
-        try:
-            await self.kube.patch(PODS, pod.metadata.namespace, pod.metadata.name,
-                                  {"status": {"conditions": conditions}}, sub="status",
-                                  content_type=STRATEGIC_PATCH)
-        except ApiError as exc:
-            _warn(f"Pod {pod.key} condition {POD_SCHEDULED}", exc)
+        if conditions is not None:
+            body: dict[str, Any] = {"status": {"conditions": conditions}}
+            if pod.metadata.resource_version:  # the report is about this version: a pod bound since is left alone
+                body["metadata"] = {"resourceVersion": pod.metadata.resource_version}
+            try:
+                await self.kube.patch(PODS, pod.metadata.namespace, pod.metadata.name, body, sub="status",
+                                      content_type=STRATEGIC_PATCH)
+            except Conflict:
+                return  # the pod changed (bound, or a newer attempt): this report is stale; no event either
+            except ApiError as exc:
+                _warn(f"Pod {pod.key} condition {POD_SCHEDULED}", exc)
+        note = truncate_utf8(message, NOTE_MAX_BYTES)
+        await self._event(pod, "Warning", EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note)
 
     def _first_in_interval(self, key: tuple[str, str, str]) -> bool:
         """True (and remember ``key`` as written now) unless ``key`` was written within the interval.

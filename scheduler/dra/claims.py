@@ -158,6 +158,8 @@ class ClaimIndex:
                 template = entry.resource_claim_template_name
                 source = f" (template {template})" if template else ""
                 return PodClaims(waiting=f"waiting for ResourceClaim of {what}{source} to be created")
+            if claim.metadata.deletion_timestamp is not None:  # DynamicResources PreFilter: "being deleted"
+                return PodClaims(waiting=f"ResourceClaim {claim.key} is being deleted")
             if claim.is_allocated:
                 pinned.append(claim.key)
                 continue

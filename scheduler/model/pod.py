@@ -13,7 +13,7 @@ from functools import cached_property
 from pydantic import Field
 
 from scheduler.model.base import ConditionFields, KubeModel, ObjectMeta
-from scheduler.model.quantity import PODS, ResourceList, add, maximum, resource_list
+from scheduler.model.quantity import CPU, HUGEPAGES_PREFIX, MEMORY, PODS, ResourceList, add, maximum, resource_list
 
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
@@ -136,10 +136,25 @@ class PodResourceClaimStatus(KubeModel):
     resource_claim_name: str | None = None
 
 
+class ContainerStatus(KubeModel):
+    """``core/v1 ContainerStatus``: what the kubelet actuated (in-place resize, KEP-1287)."""
+
+    name: str = ""
+    allocated_resources: dict[str, str | int | float] = {}
+    resources: ResourceRequirements | None = None
+
+    def actuated(self) -> ResourceList:
+        """Per resource, the larger of ``allocatedResources`` and ``resources.requests``."""
+        requests = resource_list(self.resources.requests) if self.resources else {}
+        return maximum(resource_list(self.allocated_resources), requests)
+
+
 class PodStatus(KubeModel):
     """``core/v1 PodStatus``: the scheduling-relevant fields."""
 
     phase: str = "Pending"
+    container_statuses: tuple[ContainerStatus, ...] = ()
+    init_container_statuses: tuple[ContainerStatus, ...] = ()
     conditions: tuple[PodCondition, ...] = ()
     nominated_node_name: str | None = None
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
@@ -188,10 +203,10 @@ class Pod(KubeModel):
     @cached_property
     def requests(self) -> ResourceList:
         """Effective requests in integer units (milli-cpu, bytes, counts), including one ``pods``."""
-        return effective_requests(self.spec)
+        return effective_requests(self.spec, self.status)
 
 
-def effective_requests(spec: PodSpec) -> ResourceList:
+def effective_requests(spec: PodSpec, status: PodStatus | None = None) -> ResourceList:
     """The resources a pod holds on its node, per kube-scheduler's ``PodRequests`` (v1.37).
 
     ``spec``: the pod spec. Returns a resource list in integer units (milli-cpu, bytes,
@@ -202,15 +217,21 @@ def effective_requests(spec: PodSpec) -> ResourceList:
     restartable init container (``restartPolicy: Always``, a sidecar) keeps running and
     is added to every container that starts after it; the result is the maximum of the
     two, plus ``spec.overhead``.
+    With ``status``, a container's request is the larger of its spec and what the kubelet actuated
+    (``status.containerStatuses[].allocatedResources`` / ``.resources.requests``): a pod being
+    resized in place holds the old size until the resize is done (kube-scheduler
+    ``determineContainerReqs``, InPlacePodVerticalScaling).
     Raises :class:`~scheduler.model.quantity.QuantityError` on a malformed quantity.
     """
+    actuated = {s.name: s.actuated() for s in (status.container_statuses if status else ())}
+    init_actuated = {s.name: s.actuated() for s in (status.init_container_statuses if status else ())}
     app: ResourceList = {}
     for c in spec.containers:
-        app = add(app, c.requests())
+        app = add(app, maximum(c.requests(), actuated.get(c.name, {})))
     init_peak: ResourceList = {}
     sidecars: ResourceList = {}
     for c in spec.init_containers:
-        req = c.requests()
+        req = maximum(c.requests(), init_actuated.get(c.name, {}))
         if c.restart_policy == "Always":
             sidecars = add(sidecars, req)
             init_peak = maximum(init_peak, sidecars)
@@ -219,7 +240,8 @@ def effective_requests(spec: PodSpec) -> ResourceList:
     total = maximum(add(app, sidecars), init_peak)
     if spec.resources is not None:  # KEP-2837: pod-level requests replace the containers' sum for their resources
         pod_level = resource_list({**spec.resources.limits, **spec.resources.requests})
-        total = {**total, **pod_level}
+        total = {**total, **{r: v for r, v in pod_level.items()
+                             if r in (CPU, MEMORY) or r.startswith(HUGEPAGES_PREFIX)}}  # KEP-2837 scope
     total = add(total, resource_list(spec.overhead))
     total[PODS] = 1
     return {k: v for k, v in total.items() if v or k == PODS}

@@ -31,6 +31,10 @@ HUGEPAGES_PREFIX = "hugepages-"
 
 ResourceList = dict[str, int]
 
+MAX_EXPONENT = 24
+"""Largest decimal exponent :func:`to_units` accepts (1e24 bytes is a yottabyte; no node has it).
+The API accepts quantities like ``1e999999``; converting one to an integer would take seconds."""
+
 class QuantityError(ValueError):
     """A string is not a valid Kubernetes quantity (raised by :func:`to_units`)."""
 
@@ -76,6 +80,8 @@ def to_units(resource: str, quantity: str | int | float) -> int:
     hundred distinct quantities across thousands of pods (64 identical gang members parse once).
     """
     value = parse(quantity)
+    if value.adjusted() > MAX_EXPONENT:  # refuse before building a huge integer (event loop time)
+        raise QuantityError(f"invalid quantity {quantity!r}: larger than 1e{MAX_EXPONENT}")
     return math.ceil(value * 1000) if resource == CPU else math.ceil(value)
 
 

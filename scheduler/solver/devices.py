@@ -117,7 +117,7 @@ class DevicePlacer:
         reaches, the mask of nodes that reach all of them; the allocation is held while suspended."""
         candidates = sorted({d.id: d for row in np.flatnonzero(mask) for d in self.inventory.on_node(int(row))}
                             .values(), key=lambda d: d.id)
-        seen: set[bytes] = set()
+        seen: set[tuple[bytes, tuple[str, ...]]] = set()
         budget = _Budget(ALLOCATION_BUDGET)
         chosen: list[SharedAllocation] = []
 
@@ -133,7 +133,9 @@ class DevicePlacer:
                     chosen.pop()
                 return
             if i == len(claims):
-                key = reach.tobytes()
+                # One try per (reach, devices of a kind the members' own claims could also want): two
+                # allocations equal in both cannot differ in what they leave the members.
+                key = (reach.tobytes(), self._contested(chosen))
                 if key in seen:
                     return
                 seen.add(key)
@@ -154,6 +156,13 @@ class DevicePlacer:
             yield from go(0, mask.copy())
         except BudgetExceeded:
             return
+
+    def _contested(self, chosen: Sequence[SharedAllocation]) -> tuple[str, ...]:
+        """Device ids of the shared allocations that a node-local per-pod claim could also compete for
+        (devices of node-local slices); interchangeable network devices (a rack's channels) are not
+        listed, so trying each of them in turn is avoided."""
+        ids = [d.id for alloc in chosen for _, d in alloc.results if isinstance(self.inventory.scope.get(d.id), str)]
+        return tuple(sorted(ids))
 
     def _held(self, key: str) -> tuple[Result, ...] | None:
         for _, allocations in self.shared_stack:

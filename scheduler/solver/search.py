@@ -91,10 +91,13 @@ def _describe(group: Group) -> str:
 class _Search:
     """One solver run: scratch free capacity, an undo journal and the failure record."""
 
-    def __init__(self, snapshot: Snapshot, config: SolverConfig) -> None:
+    def __init__(self, snapshot: Snapshot, config: SolverConfig, priority: int = 0) -> None:
         self.table: NodeTable = snapshot.table
         self.config = config
         self.free: IntArray = snapshot.free()
+        for row, vec, pod_priority in snapshot.nominated:
+            if pod_priority >= priority:  # room preempted for a more important pod is not ours to take
+                self.free[row] -= vec
         self.pods_col = self.table.column[PODS]
         self.journal: list[tuple[int, IntArray, tuple[Pod, ...]]] = []
         self.placer = DevicePlacer(snapshot.dra) if snapshot.dra is not None else None
@@ -587,7 +590,7 @@ def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = Non
     the tree at once, or :class:`Unschedulable` with per-group reasons. A plan that would
     place no pod at all is reported as Unschedulable. Never raises for unschedulable input.
     """
-    search = _Search(snapshot, config or SolverConfig())
+    search = _Search(snapshot, config or SolverConfig(), tree.priority)
     everything = np.ones(len(snapshot.table), dtype=bool)
     try:
         for _ in search.alternatives(tree.root, everything):

@@ -164,14 +164,25 @@ class Snapshot:
     table: NodeTable
     used: IntArray
     dra: DraView | None = None
+    nominated: tuple[tuple[int, IntArray, int], ...] = ()
+    """Unbound pods with ``status.nominatedNodeName`` (row, requests, priority): room another
+    scheduler freed by preemption. The solver counts those of priority ≥ the root's as running
+    there (kube-scheduler ``addGENominatedPods``)."""
 
     @classmethod
     def build(cls, table: NodeTable, pods: Iterable[Pod], dra: DraView | None = None) -> Snapshot:
         """Usage from every bound, non-terminal pod of any scheduler on a known node."""
         used = np.zeros_like(table.allocatable)
         row = table.index
+        nominated: list[tuple[int, IntArray, int]] = []
         for pod in pods:
-            if not pod.is_bound or pod.is_terminal:
+            if pod.is_terminal:
+                continue
+            if not pod.is_bound:
+                target = row.get(pod.status.nominated_node_name or "")
+                if target is not None and not pod.is_terminating:
+                    vec, _ = table.request_vector(pod.requests)
+                    nominated.append((target, vec, pod.spec.priority or 0))
                 continue
             i = row.get(pod.spec.node_name)
             if i is None:
@@ -180,7 +191,7 @@ class Snapshot:
                 col = table.column.get(r)
                 if col is not None:
                     used[i, col] += _clamp(v)
-        return cls(table, used, dra)
+        return cls(table, used, dra, tuple(nominated))
 
     def free(self) -> IntArray:
         """A fresh ``(N, R)`` matrix of free capacity (allocatable − used); callers may modify it."""
@@ -195,4 +206,4 @@ class Snapshot:
             vec, _ = self.table.request_vector(pod.requests)
             used[row[node_name]] += vec
         dra = self.dra.with_allocated(device_ids) if self.dra is not None else None
-        return Snapshot(self.table, used, dra)
+        return Snapshot(self.table, used, dra, self.nominated)
