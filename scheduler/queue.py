@@ -61,9 +61,6 @@ class GroupQueue:
         """Remove the entry of ``key`` if present."""
         self._live.pop(key, None)
 
-    def __contains__(self, key: GroupKey) -> bool:
-        return key in self._live
-
     def pop(self) -> GroupTree:
         """The next root in order (its latest tree). Raises IndexError when empty."""
         while self._heap:
@@ -100,8 +97,9 @@ class SchedulingQueue:
         current = {t.key: t for t in trees}
         for key in [k for k in self.backing_off if k not in current]:
             del self.backing_off[key]
-        for key in [k for k in list(self.ready._live) if k not in current]:
-            self.ready.discard(key)
+        for tree in self.ready.trees():
+            if tree.key not in current:
+                self.ready.discard(tree.key)
         for key in [k for k in self.attempts if k not in current]:
             del self.attempts[key]
         for key, tree in current.items():

@@ -25,7 +25,7 @@ import itertools
 import logging
 import socket
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from scheduler.binder import Binder, BindOutcome, ClaimOutcome, ClaimWrite, claim_writes
@@ -312,14 +312,18 @@ class Scheduler:
                                f"status/{pod.key}")
 
     def _write_groups(self, tree: GroupTree, scheduled: bool, reason: str, message: str,
-                      only: frozenset[GroupKey] | None = None) -> None:
+                      only: frozenset[GroupKey] | None = None, per_group: Mapping[GroupKey, str] | None = None
+                      ) -> None:
+        """Set the InitiallyScheduled condition on the tree's groups (``only`` those, if given); a group
+        other than the root gets its own message from ``per_group`` when there is one."""
         for key in tree.groups:
             if key.kind == "Pod" or (only is not None and key not in only):
                 continue
             obj = self.cache.group(key.kind, key.namespace, key.name)
             if obj is not None:
                 group_reason = "Invalid" if reason == "SchedulerError" and key.kind == "CompositePodGroup" else reason
-                self.spawn(self.status.group_condition(obj, scheduled, group_reason, message), f"status/{key}")
+                text = message if key == tree.key or per_group is None else per_group.get(key, message)
+                self.spawn(self.status.group_condition(obj, scheduled, group_reason, text), f"status/{key}")
 
     def schedule_one(self, tree: GroupTree, snapshot: Snapshot) -> Snapshot:
         """Solve one root; assume and bind a plan, or report and back off. Returns the snapshot after it."""
@@ -354,12 +358,7 @@ class Scheduler:
     def _report_unschedulable(self, tree: GroupTree, result: Unschedulable) -> None:
         if self._reported.get(tree.key) != result.message:
             self._reported[tree.key] = result.message
-            for key in tree.groups:
-                if key.kind != "Pod":
-                    obj = self.cache.group(key.kind, key.namespace, key.name)
-                    if obj is not None:
-                        message = result.message if key == tree.key else result.group_reasons.get(key, result.message)
-                        self.spawn(self.status.group_condition(obj, False, "Unschedulable", message), f"status/{key}")
+            self._write_groups(tree, False, "Unschedulable", result.message, per_group=result.group_reasons)
         for leaf in tree.root.leaves():
             for pod in leaf.pending:
                 self.spawn(self.status.pod_unschedulable(pod, "Unschedulable", result.message), f"status/{pod.key}")

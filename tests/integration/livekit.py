@@ -98,6 +98,12 @@ async def bound(kube: KubeClient, prefix: str) -> dict[str, str]:
             if p["metadata"]["name"].startswith(prefix) and p.get("spec", {}).get("nodeName")}
 
 
+async def bound_at_least(kube: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
+    """The pods named ``prefix…`` that are bound (name → node), once at least ``n`` are; else None."""
+    got = await bound(kube, prefix)
+    return got if len(got) >= n else None
+
+
 def settings(**kw: Any) -> Settings:
     base: dict[str, Any] = {"leader_elect": False, "bind_address": "127.0.0.1:0", "backoff_initial_s": 1.0,
                             "backoff_max_s": 8.0, "client_qps": 0}

@@ -25,7 +25,7 @@ from scheduler.kube import (
     KubeClient,
 )
 from tests.integration.apiserver import ApiServer
-from tests.integration.livekit import NS, bound, create_node, podgroup, running, until
+from tests.integration.livekit import NS, bound, bound_at_least, create_node, podgroup, running, until
 
 DRIVER = "gpu.example.com"
 CLASS = "gpu.example.com"
@@ -137,11 +137,6 @@ async def events(kube: KubeClient, reason: str) -> list[dict[str, Any]]:
     return [e for e in items if e.get("reason") == reason]
 
 
-async def all_bound(kube: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = await bound(kube, prefix)
-    return got if len(got) >= n else None
-
-
 async def event_with(kube: KubeClient, reason: str, text: str) -> str | None:
     return next((e["note"] for e in await events(kube, reason) if text in e["note"]), None)
 
@@ -165,7 +160,7 @@ async def test_gang_claims_are_allocated_and_reserved_before_any_pod_is_bound(k8
     await gpu_cluster(kube)
     pods = await gang_with_claims(kube, "g", 2)
     async with running(kube):
-        placed = await until(lambda: all_bound(kube, "g-", 2), what="gang bound")
+        placed = await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound")
     assert placed == {"g-0": "n0", "g-1": "n0"}
     taken: list[str] = []
     for pod in pods:
@@ -200,7 +195,7 @@ async def test_conflict_on_a_claim_write_binds_no_pod_and_requeues_the_root(k8s:
         note = await until(lambda: event_with(kube, "FailedScheduling", "writing ResourceClaim"),
                            what="claim conflict reported")
         assert "409" in note and "no member bound" in note and "requeued" in note
-        await until(lambda: all_bound(kube, "g-", 2), what="gang bound after the requeue")
+        await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound after the requeue")
         assert sched.metrics.bind_failures.labels("conflict")._value.get() == 1
     log = list(k8s)
     writes = [i for i, r in enumerate(log) if is_claim_status_write(r)]
@@ -223,7 +218,7 @@ async def test_failure_after_a_claim_was_written_rolls_it_back_before_any_bind(k
         note = await until(lambda: event_with(kube, "FailedScheduling", "writing ResourceClaim"),
                            what="claim failure reported")
         assert "403" in note and "1 claim write(s) rolled back" in note
-        await until(lambda: all_bound(kube, "g-", 2), what="gang bound after the requeue")
+        await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound after the requeue")
     log = list(k8s)
     writes = [r for r in log if is_claim_status_write(r)]
     first = writes[0].name
@@ -247,7 +242,7 @@ async def test_podgroup_claim_is_allocated_once_and_reserved_for_the_podgroup(k8
     for i in range(2):
         await kube.create(PODS, NS, dra_pod(f"g-{i}", "g", {"gpus": "g-gpus"}))
     async with running(kube):
-        placed = await until(lambda: all_bound(kube, "g-", 2), what="gang bound")
+        placed = await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound")
     assert set(placed.values()) == {"n0"}  # the only node that reaches the group's devices
     c = await claim(kube, "g-gpus")
     assert c["status"]["reservedFor"] == [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "g",
@@ -262,7 +257,7 @@ async def test_extended_resource_served_through_dra_gets_a_claim_and_the_pod_map
     await gpu_cluster(kube, extended="example.com/gpu")
     pod = await kube.create(PODS, NS, dra_pod("x", None, limits={"example.com/gpu": "2"}))
     async with running(kube):
-        await until(lambda: all_bound(kube, "x", 1), what="pod bound")
+        await until(lambda: bound_at_least(kube, "x", 1), what="pod bound")
     items, _ = await kube.list(RESOURCE_CLAIMS, NS)
     (c,) = items
     meta = c["metadata"]
@@ -298,14 +293,17 @@ async def test_devices_of_an_allocated_claim_are_not_given_to_another_pod(k8s: A
         pod = await kube.create(PODS, NS, dra_pod(name, None, {"gpu": f"{name}-gpu"}))
         await create_claim(kube, f"{name}-gpu", owner=pod)
     async with running(kube):
-        await until(lambda: all_bound(kube, "a", 1) or all_bound(kube, "b", 1), what="one pod bound")
+        async def one_bound() -> bool:  # await both: `coroutine or coroutine` would only ever await the first
+            return bool(await bound_at_least(kube, "a", 1) or await bound_at_least(kube, "b", 1))
+
+        await until(one_bound, what="one pod bound")
         await asyncio.sleep(5)
         got = {name: devices(await claim(kube, f"{name}-gpu")) for name in ("a", "b")}
         assert sorted(got.values()) == [[], ["gpu-3"]]  # the only free device; the other pod waits
         waiting = "b" if got["a"] else "a"
         assert await event_with(kube, "FailedScheduling", "cannot allocate all claims")
         await kube.delete(RESOURCE_CLAIMS, NS, "old-gpu")  # its owner finished: the claim is gone
-        await until(lambda: all_bound(kube, waiting, 1), what="waiting pod bound once devices were freed")
+        await until(lambda: bound_at_least(kube, waiting, 1), what="waiting pod bound once devices were freed")
         assert len(devices(await claim(kube, f"{waiting}-gpu"))) == 1
 
 
@@ -324,7 +322,7 @@ async def test_deallocated_claim_frees_its_devices_for_a_waiting_gang(k8s: ApiSe
         await kube.patch(RESOURCE_CLAIMS, NS, "holder-gpu", {
             "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
             "status": {"reservedFor": None, "allocation": None}}, sub="status")
-        await until(lambda: all_bound(kube, "g-", 2), what="gang bound once the devices were freed")
+        await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound once the devices were freed")
     taken = devices(await claim(kube, "g-0-gpu")) + devices(await claim(kube, "g-1-gpu"))
     assert sorted(taken) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
 
@@ -339,7 +337,7 @@ async def test_pod_sharing_an_allocated_claim_is_pinned_and_added_to_its_reserva
     await allocate(kube, "shared-gpu", "n0", ["gpu-0"], first)
     second = await kube.create(PODS, NS, dra_pod("second", None, shared="shared-gpu"))
     async with running(kube):
-        placed = await until(lambda: all_bound(kube, "second", 1), what="pod bound")
+        placed = await until(lambda: bound_at_least(kube, "second", 1), what="pod bound")
     assert placed == {"second": "n0"}  # where the allocation's nodeSelector allows
     c = await claim(kube, "shared-gpu")
     assert [r["name"] for r in c["status"]["reservedFor"]] == ["first", "second"]
@@ -355,7 +353,7 @@ async def test_devices_of_plans_in_flight_are_held_until_the_watch_shows_their_c
         pod = await kube.create(PODS, NS, dra_pod(f"p{i}", None, {"gpu": f"p{i}-gpu"}))
         await create_claim(kube, f"p{i}-gpu", owner=pod)
     async with running(kube) as sched:
-        await until(lambda: all_bound(kube, "p", 4), what="four pods bound")
+        await until(lambda: bound_at_least(kube, "p", 4), what="four pods bound")
         await asyncio.sleep(5)
         assert len(await bound(kube, "p")) == 4  # four GPUs: the fifth pod waits
         assert sched.cache.assumed_devices == {}  # every assumption ended with the watch
@@ -375,7 +373,7 @@ async def test_a_later_cycle_does_not_reuse_the_devices_of_a_plan_still_writing_
         await until(lambda: len(view) >= 1, what="first claim write attempted")
         pod = await kube.create(PODS, NS, dra_pod("p1", None, {"gpu": "p1-gpu"}))  # planned while p0's write retries
         await create_claim(kube, "p1-gpu", owner=pod)
-        await until(lambda: all_bound(kube, "p0", 1), what="p0 bound after the retries")
+        await until(lambda: bound_at_least(kube, "p0", 1), what="p0 bound after the retries")
         await asyncio.sleep(5)
     assert await bound(kube, "p1") == {}
     assert devices(await claim(kube, "p0-gpu")) == ["gpu-0"]
@@ -390,7 +388,7 @@ async def test_a_failed_bind_releases_the_claims_of_the_members_left_unbound(k8s
     view[0:1] << 409 << {"kind": "Status", "code": 409, "reason": "Conflict", "message": "injected conflict"}
     async with running(kube, bind_concurrency=1):
         await until(lambda: event_with(kube, "FailedScheduling", "binding ml/g-1 failed"), what="bind failure")
-        await until(lambda: all_bound(kube, "g-", 2), what="gang bound after the requeue")
+        await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound after the requeue")
     kept = claim_status_writes(k8s, "g-0-gpu")
     assert len(kept) == 1  # g-0 was bound: its claim stays as written
     writes = claim_status_writes(k8s, "g-1-gpu")
@@ -409,7 +407,7 @@ async def test_without_the_dra_api_pods_with_claims_wait_and_the_rest_is_schedul
     await kube.create(PODS, NS, dra_pod("plain", None))
     async with running(kube) as sched:
         assert not sched.cache.objects["ResourceClaim"]
-        await until(lambda: all_bound(kube, "plain", 1), what="plain pod bound")
+        await until(lambda: bound_at_least(kube, "plain", 1), what="plain pod bound")
         note = await until(lambda: event_with(kube, "FailedScheduling", "waiting for ResourceClaim"),
                            what="pod with a claim waits")
         assert "claim 'gpu' (template gpu-tpl) to be created" in note

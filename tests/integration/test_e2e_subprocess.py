@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from scheduler.kube import KubeClient
-from tests.integration.livekit import bound, create_gang, create_node, until
+from tests.integration.livekit import bound_at_least, create_gang, create_node, until
 
 CLI = Path(sys.executable).parent / "gang-scheduler"
 
@@ -33,7 +33,7 @@ async def test_gang_scheduler_run_subprocess_binds_a_gang_and_exits_cleanly_on_s
         str(CLI), "run", "--kubeconfig", str(kubeconfig), "--no-leader-elect", "--bind-address", "127.0.0.1:0",
         "--log-level", "INFO", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     try:
-        placed = await until(lambda: _bound(kube, "g-", 4), timeout_s=60, what="gang bound by the subprocess")
+        placed = await until(lambda: bound_at_least(kube, "g-", 4), timeout_s=60, what="gang bound by the subprocess")
         assert set(placed.values()) == {"n0"}
     finally:
         if proc.returncode is None:
@@ -43,8 +43,3 @@ async def test_gang_scheduler_run_subprocess_binds_a_gang_and_exits_cleanly_on_s
     assert proc.returncode == 0, log
     assert "result=Scheduled pods=4 nodes=n0" in log
     assert "caches synced" in log
-
-
-async def _bound(kube: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = await bound(kube, prefix)
-    return got if len(got) >= n else None

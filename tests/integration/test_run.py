@@ -9,7 +9,7 @@ import kmock
 import pytest
 
 from scheduler.kube import EVENTS, PODGROUPS, PODS, KubeClient
-from tests.integration.livekit import NS, bound, create_gang, create_node, pod, podgroup, running, until
+from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 
 
 async def condition(kube: KubeClient, group: str, type_: str = "PodGroupInitiallyScheduled") -> dict | None:
@@ -28,18 +28,13 @@ async def test_gang_is_bound_whole_with_condition_and_events(k8s, kube: KubeClie
         await create_node(kube, f"n{i}", cpu="4")
     await create_gang(kube, "g", 6, cpu="1")
     async with running(kube):
-        placed = await until(lambda: _all_bound(kube, "g-", 6), what="gang bound")
+        placed = await until(lambda: bound_at_least(kube, "g-", 6), what="gang bound")
         assert len(placed) == 6
         cond = await until(lambda: condition(kube, "g"), what="condition")
         assert (cond["status"], cond["reason"]) == ("True", "Scheduled")
         scheduled = await until(lambda: _at_least(events(kube, "Scheduled"), 6), what="Scheduled events")
         notes = {e["note"] for e in scheduled}
         assert f"Successfully assigned {NS}/g-0 to {placed['g-0']}" in notes
-
-
-async def _all_bound(kube: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = await bound(kube, prefix)
-    return got if len(got) >= n else None
 
 
 async def _at_least(coro, n: int):  # type: ignore[no-untyped-def]
@@ -60,7 +55,7 @@ async def test_gang_that_does_not_fit_waits_whole_then_binds_when_a_node_arrives
         await asyncio.sleep(5)
         assert await bound(kube, "g-") == {}
         await create_node(kube, "n1", cpu="4")
-        placed = await until(lambda: _all_bound(kube, "g-", 6), what="gang bound after node added")
+        placed = await until(lambda: bound_at_least(kube, "g-", 6), what="gang bound after node added")
         assert set(placed.values()) == {"n0", "n1"}
 
 
@@ -74,7 +69,7 @@ async def test_pods_before_their_group_then_group_appears(k8s, kube: KubeClient)
         notes = {e["note"] for e in await events(kube, "FailedScheduling")}
         assert f"waiting for PodGroup {NS}/late to appear" in notes
         await kube.create(PODGROUPS, NS, podgroup("late", 3))
-        await until(lambda: _all_bound(kube, "late-", 3), what="bound after group appeared")
+        await until(lambda: bound_at_least(kube, "late-", 3), what="bound after group appeared")
 
 
 @pytest.mark.looptime
@@ -89,7 +84,7 @@ async def test_min_count_lowered_while_waiting_binds(k8s, kube: KubeClient) -> N
         await asyncio.sleep(3)
         assert await bound(kube, "g-") == {}
         await kube.patch(PODGROUPS, NS, "g", {"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
-        await until(lambda: _all_bound(kube, "g-", 2), what="bound after minCount lowered")
+        await until(lambda: bound_at_least(kube, "g-", 2), what="bound after minCount lowered")
 
 
 @pytest.mark.looptime
@@ -112,7 +107,7 @@ async def test_two_gangs_competing_exactly_one_bound_whole(k8s, kube: KubeClient
     await create_gang(kube, "a", 3, cpu="1")
     await create_gang(kube, "b", 3, cpu="1")
     async with running(kube):
-        await until(lambda: _all_bound(kube, "a-", 3), what="first gang")
+        await until(lambda: bound_at_least(kube, "a-", 3), what="first gang")
         await asyncio.sleep(20)
         assert await bound(kube, "b-") == {}
         cond = await until(lambda: condition(kube, "b"), what="b condition")
@@ -127,7 +122,7 @@ async def test_bind_500_is_retried(k8s, kube: KubeClient) -> None:
     n = len(view)
     view[n:n + 1] << 500 << {"kind": "Status", "code": 500, "reason": "InternalError", "message": "boom"}
     async with running(kube):
-        await until(lambda: _all_bound(kube, "g-", 2), what="bound despite a 500")
+        await until(lambda: bound_at_least(kube, "g-", 2), what="bound despite a 500")
     assert len(view) >= n + 3  # two binds and one retry
 
 
@@ -142,7 +137,7 @@ async def test_bind_409_forgets_the_rest_and_requeues(k8s, kube: KubeClient) -> 
         failed = await until(lambda: _binding_failed(kube), what="bind failure reported")
         assert "binding ml/g-0 failed" in failed
         # bind_concurrency=1 and g-0 first: the rest of the plan was not attempted after the 409
-        await until(lambda: _all_bound(kube, "g-", 4), what="requeued root binds later")
+        await until(lambda: bound_at_least(kube, "g-", 4), what="requeued root binds later")
 
 
 async def _binding_failed(kube: KubeClient) -> str | None:
@@ -170,7 +165,7 @@ async def test_watch_dropped_and_410_relists_without_double_counting(k8s, kube: 
         table = sched.cache.node_table()
         assert int(used[0, table.column["cpu"]]) == 2000
         await kube.request("DELETE", PODS.path(NS, "other"))
-        await until(lambda: _all_bound(kube, "g-", 3), what="gang after usage freed")
+        await until(lambda: bound_at_least(kube, "g-", 3), what="gang after usage freed")
 
 
 @pytest.mark.looptime
@@ -183,12 +178,12 @@ async def test_two_schedulers_only_the_leader_binds_and_stopping_it_hands_over(k
         await until(lambda: a.leading, what="a leads")
         b = await b_ctx.enter_async_context(running(kube, identity="b", **lease))
         await create_gang(kube, "first", 2)
-        await until(lambda: _all_bound(kube, "first-", 2), what="first gang bound")
+        await until(lambda: bound_at_least(kube, "first-", 2), what="first gang bound")
         assert a.cycles > 0 and b.cycles == 0 and not b.leading
         await asyncio.sleep(30)
         assert not b.leading  # the leader keeps renewing
         await a_ctx.aclose()  # SIGTERM to the leader: it stops scheduling and releases the lease
         await until(lambda: b.leading, timeout_s=5, what="b takes over after the release")
         await create_gang(kube, "second", 2)
-        await until(lambda: _all_bound(kube, "second-", 2), what="second gang bound by the new leader")
+        await until(lambda: bound_at_least(kube, "second-", 2), what="second gang bound by the new leader")
         assert b.cycles > 0

@@ -11,7 +11,7 @@ from scheduler.config import Settings
 from scheduler.kube import COMPOSITES, PODGROUPS, PODS, KubeClient
 from scheduler.run import Scheduler
 from tests.integration.conftest import RESOURCES, VERBS
-from tests.integration.livekit import NS, bound, create_gang, create_node, pod, podgroup, running, until
+from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 
 PODGROUPS_PATH = "scheduling.k8s.io/v1beta1/podgroups"
 
@@ -62,7 +62,7 @@ async def test_invalid_trees_are_reported_and_the_rest_is_scheduled(k8s, kube: K
     await kube.create(PODS, NS, pod("nopolicy-0", "nopolicy"))
     await create_gang(kube, "fine", 3)
     async with running(kube):
-        await until(lambda: _bound_n(kube, "fine-", 3), what="the valid gang is scheduled")
+        await until(lambda: bound_at_least(kube, "fine-", 3), what="the valid gang is scheduled")
         mixed = await until(lambda: _conditions(kube, PODGROUPS, "mixed"), what="mixed condition")
         assert (mixed[0]["status"], mixed[0]["reason"]) == ("False", "SchedulerError")
         assert "must share one schedulerName" in mixed[0]["message"]
@@ -73,8 +73,3 @@ async def test_invalid_trees_are_reported_and_the_rest_is_scheduled(k8s, kube: K
         assert "must set exactly one of basic, gang" in nopolicy[0]["message"]
         await asyncio.sleep(5)
         assert set(await bound(kube, "")) == {"fine-0", "fine-1", "fine-2"}
-
-
-async def _bound_n(kube: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = await bound(kube, prefix)
-    return got if len(got) >= n else None

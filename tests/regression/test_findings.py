@@ -27,7 +27,7 @@ from scheduler.queue import SchedulingQueue
 from scheduler.run import Scheduler
 from scheduler.solver import NodeTable, Plan, Snapshot, solve
 from tests.integration import livekit
-from tests.integration.livekit import NS, bound, create_node, running, until
+from tests.integration.livekit import NS, bound, bound_at_least, create_node, running, until
 from tests.unit.groups.builders import cpg, pg
 from tests.unit.solver.builders import node, pod
 from tests.unit.solver.test_dra_search import claim, claim_spec, device_class, gpu_slice, pod_with_claim
@@ -266,11 +266,7 @@ async def test_live_loop_survives_a_pod_with_a_huge_request(k8s: Any, kube: Kube
     await kube.create(PODS, NS, livekit.pod("big", None, cpu="1e16"))
     await livekit.create_gang(kube, "g", 2)
     async with running(kube):
-        await until(lambda: _count_bound(kube, "g-", 2), what="the ordinary gang bound")
-
-
-async def _count_bound(kube: KubeClient, prefix: str, n: int) -> bool:
-    return len(await bound(kube, prefix)) >= n
+        await until(lambda: bound_at_least(kube, "g-", 2), what="the ordinary gang bound")
 
 
 def test_deep_composite_chain_is_invalid_not_a_crash() -> None:
@@ -411,8 +407,8 @@ async def test_live_tree_sharing_a_claim_across_leaves_is_bound(k8s: Any, kube: 
         await kube.create(PODGROUPS, NS, livekit.podgroup(leaf, 1, parent="top"))
         await kube.create(PODS, NS, dra.dra_pod(f"{leaf}-0", leaf, shared="sc"))
     async with running(kube):
-        await until(lambda: _count_bound(kube, "a-", 1), timeout_s=60, what="a-0 bound")
-        await until(lambda: _count_bound(kube, "b-", 1), timeout_s=60, what="b-0 bound")
+        await until(lambda: bound_at_least(kube, "a-", 1), timeout_s=60, what="a-0 bound")
+        await until(lambda: bound_at_least(kube, "b-", 1), timeout_s=60, what="b-0 bound")
 
 
 # -- FINDING 13: binds of an old plan go on after the lease is lost ---------------------------------
