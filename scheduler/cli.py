@@ -20,9 +20,9 @@ from pydantic import ValidationError
 from scheduler import __version__
 from scheduler.config import Settings
 from scheduler.errors import SnapshotError
-from scheduler.loader import load
-from scheduler.report import render_json, render_text
-from scheduler.simulate import example_path, simulate
+from scheduler.offline.loader import load
+from scheduler.offline.report import render_json, render_text
+from scheduler.offline.simulate import example_path, simulate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -114,8 +114,8 @@ def run_cmd(log_level: str, **flags: Any) -> None:
 
 
 async def _run(settings: Settings) -> None:
-    from scheduler.kube import KubeClient  # the live path's imports stay out of `simulate`
-    from scheduler.run import Scheduler
+    from scheduler.live.driver import Scheduler
+    from scheduler.live.kube import KubeClient  # the live path's imports stay out of `simulate`
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from scheduler.solver.plan import Scoring, SolverConfig
+from scheduler.framework.plan import Scoring, SolverConfig
 
 
 class Settings(BaseSettings):

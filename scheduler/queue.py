@@ -1,25 +1,41 @@
-"""The scheduling queue: ready roots in order, with per-root exponential backoff.
+"""The scheduling queue: ready roots in order, per-root exponential backoff, and queueing hints.
 
-Order (design §7, kube-scheduler's ``PrioritySort`` for pod groups): higher priority first,
-then older (creation time of the root), then kind, namespace and name, so the same input always
-gives the same order (as coscheduling's ``Less`` breaks every tie).
+Order (kube-scheduler's ``PrioritySort`` for pod groups): higher priority first, then older
+(creation time of the root), then kind, namespace and name, so the same input always gives the
+same order (as coscheduling's ``Less`` breaks every tie).
 
-Backoff (design §7; kube-scheduler's pod backoff, 1 s initial): a root that failed waits
-``initial × 2^(attempts−1)`` seconds, capped at ``max``, before it is tried again — unless an
-event that can help (:meth:`SchedulingQueue.activate`) moves it back early. Time is passed in
-by the caller (the event loop's clock), so tests fast-forward it.
+The queue holds root *keys*, never trees: whoever pops a key looks up the root's current tree, so
+a tree queued before its pods were bound can never be planned again.
+
+Backoff (kube-scheduler's pod backoff, 1 s initial): a root that failed waits
+``initial × 2^(attempts−1)`` seconds, capped at ``max``, before it is tried again — unless a
+cluster event that can help moves it back early. Which events can help is decided by the
+**queueing hints** of the plugins that rejected it (``Unschedulable.rejectors``; kube's
+``QueueingHintFn``): a node added wakes only roots that failed for lack of capacity or of a
+matching node, a claim created only roots that waited for claims. Events scoped to one root (a
+member pod or a group of its tree changed) are routed to that root by the caller
+(:meth:`SchedulingQueue.activate`). Time is passed in by the caller (the event loop's clock), so
+tests fast-forward it.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
-from scheduler.groups.tree import GroupKey, GroupTree
+from scheduler.framework.events import ClusterEvent
+from scheduler.groups.tree import GroupTree
+from scheduler.model.scheduling import GroupKey
 
 QueueKey = tuple[int, datetime, str, str, str]
+QueueingHint = Callable[[ClusterEvent], bool]
+"""Whether an event may make a root rejected by the hint's plugin schedulable (True: Queue; False: Skip)."""
+
+WAKES_ALL = frozenset({"PriorityClass"})
+"""Kinds whose events wake every backing-off root (priorities reorder the queue and move nominated room)."""
 
 
 def queue_key(tree: GroupTree) -> QueueKey:
@@ -29,105 +45,121 @@ def queue_key(tree: GroupTree) -> QueueKey:
 
 
 class GroupQueue:
-    """A priority queue of roots; one entry per root key.
+    """A priority queue of root keys; one entry per key.
 
-    A re-push of a key replaces its tree (the latest tree is the one popped) and moves it only
-    when its order key changed, so repeated refreshes neither grow the heap nor hand out a stale
-    tree. Stale heap entries are skipped on pop and compacted away when they pile up.
+    A re-push of a key moves it only when its order key changed, so repeated refreshes neither grow
+    the heap nor reorder ties. Stale heap entries are skipped on pop and compacted when they pile up.
     """
 
     def __init__(self, trees: Iterable[GroupTree] = ()) -> None:
         self._heap: list[tuple[QueueKey, int, GroupKey]] = []
         self._seq = itertools.count()
-        self._live: dict[GroupKey, tuple[QueueKey, int, GroupTree]] = {}
+        self._live: dict[GroupKey, tuple[QueueKey, int]] = {}
         for tree in trees:
             self.push(tree)
 
     def push(self, tree: GroupTree) -> None:
-        """Add the entry of ``tree.key``, or replace its tree (re-positioned only if its order changed)."""
+        """Add the entry of ``tree.key`` (re-positioned only if its order changed)."""
         order = queue_key(tree)
         current = self._live.get(tree.key)
         if current is not None and current[0] == order:
-            self._live[tree.key] = (order, current[1], tree)
             return
         seq = next(self._seq)
-        self._live[tree.key] = (order, seq, tree)
+        self._live[tree.key] = (order, seq)
         heapq.heappush(self._heap, (order, seq, tree.key))
         if len(self._heap) > 2 * len(self._live) + 64:
-            self._heap = [(o, q, k) for k, (o, q, _) in self._live.items()]
+            self._heap = [(o, q, k) for k, (o, q) in self._live.items()]
             heapq.heapify(self._heap)
 
     def discard(self, key: GroupKey) -> None:
         """Remove the entry of ``key`` if present."""
         self._live.pop(key, None)
 
-    def pop(self) -> GroupTree:
-        """The next root in order (its latest tree). Raises IndexError when empty."""
+    def pop(self) -> GroupKey:
+        """The next root key in order. Raises IndexError when empty."""
         while self._heap:
             _, seq, key = heapq.heappop(self._heap)
             current = self._live.get(key)
             if current is not None and current[1] == seq:
                 del self._live[key]
-                return current[2]
+                return key
         raise IndexError("pop from an empty GroupQueue")
 
     def __len__(self) -> int:
         return len(self._live)
 
-    def trees(self) -> list[GroupTree]:
-        """The queued roots, one per key (the latest push), in no particular order."""
-        return [tree for _, _, tree in self._live.values()]
+    def __contains__(self, key: object) -> bool:
+        return key in self._live
+
+    def queued(self) -> list[GroupKey]:
+        """The queued root keys, in no particular order."""
+        return list(self._live)
+
+
+@dataclass(slots=True)
+class BackingOff:
+    """A root waiting after a failed attempt: until when, its order, and which plugins rejected it."""
+
+    until: float
+    order: GroupTree
+    rejectors: frozenset[str]
 
 
 class SchedulingQueue:
     """Ready roots (a :class:`GroupQueue`) plus roots backing off after a failed attempt.
 
-    ``initial_backoff_s`` / ``max_backoff_s``: the backoff bounds in seconds.
+    ``initial_backoff_s`` / ``max_backoff_s``: the backoff bounds in seconds. ``hints``: plugin name →
+    queueing hint (the solver's registry).
     """
 
-    def __init__(self, initial_backoff_s: float = 1.0, max_backoff_s: float = 60.0) -> None:
+    def __init__(self, initial_backoff_s: float = 1.0, max_backoff_s: float = 60.0,
+                 hints: Mapping[str, QueueingHint] | None = None) -> None:
         self.initial_backoff_s = initial_backoff_s
         self.max_backoff_s = max_backoff_s
+        self.hints: Mapping[str, QueueingHint] = hints or {}
         self.ready = GroupQueue()
-        self.backing_off: dict[GroupKey, tuple[float, GroupTree]] = {}
+        self.backing_off: dict[GroupKey, BackingOff] = {}
         self.attempts: dict[GroupKey, int] = {}
 
-    def sync(self, trees: Iterable[GroupTree], now: float) -> None:
-        """Make the queue hold exactly ``trees`` (the current ready roots), keeping backoffs."""
-        current = {t.key: t for t in trees}
-        for key in [k for k in self.backing_off if k not in current]:
-            del self.backing_off[key]
-        for tree in self.ready.trees():
-            if tree.key not in current:
-                self.ready.discard(tree.key)
-        for key in [k for k in self.attempts if k not in current]:
-            del self.attempts[key]
-        for key, tree in current.items():
-            if key in self.backing_off:
-                until, _ = self.backing_off[key]
-                self.backing_off[key] = (until, tree)
-            else:
-                self.ready.push(tree)
-        self._release(now)
+    def update(self, tree: GroupTree | None, key: GroupKey, *, ready: bool) -> None:
+        """Root ``key``'s tree appeared or changed (``tree``; None: gone). ``ready``: it can be tried now.
 
-    def pop(self, now: float) -> GroupTree | None:
-        """The next ready root in order, or None."""
+        A ready root that is not backing off is queued. One backing off is moved back early when its
+        tree differs from the one it failed with (the change is scoped to it: a member arrived, minCount
+        changed, a group of its tree changed), keeping its attempts; its own forgotten plan (the same
+        tree) does not move it. A root that is no longer ready leaves the queue and forgets its attempts.
+        """
+        if tree is None or not ready:
+            self.done(key)
+            return
+        entry = self.backing_off.get(key)
+        if entry is None:
+            self.ready.push(tree)
+        elif entry.order != tree:
+            del self.backing_off[key]
+            self.ready.push(tree)
+        else:
+            entry.order = tree
+
+    def pop(self, now: float) -> GroupKey | None:
+        """The next ready root key in order, or None."""
         self._release(now)
         if not len(self.ready):
             return None
         return self.ready.pop()
 
-    def backoff(self, tree: GroupTree, now: float) -> float:
-        """Park a root that failed; returns the backoff in seconds."""
+    def backoff(self, tree: GroupTree, now: float, rejectors: frozenset[str] = frozenset()) -> float:
+        """Park a root that failed; returns the backoff in seconds. ``rejectors``: the plugins that rejected
+        it, whose hints decide which events move it back early."""
         attempts = self.attempts.get(tree.key, 0) + 1
         self.attempts[tree.key] = attempts
         delay = float(min(self.initial_backoff_s * 2 ** (attempts - 1), self.max_backoff_s))
         self.ready.discard(tree.key)
-        self.backing_off[tree.key] = (now + delay, tree)
+        self.backing_off[tree.key] = BackingOff(now + delay, tree, rejectors)
         return delay
 
     def done(self, key: GroupKey) -> None:
-        """A root was scheduled: forget its attempts."""
+        """A root was scheduled, or is gone or not ready: forget it and its attempts."""
         self.attempts.pop(key, None)
         self.backing_off.pop(key, None)
         self.ready.discard(key)
@@ -136,18 +168,29 @@ class SchedulingQueue:
         """Move backing-off roots back to ready early (``None``: all of them); returns how many moved."""
         chosen = list(self.backing_off) if keys is None else [k for k in keys if k in self.backing_off]
         for key in chosen:
-            _, tree = self.backing_off.pop(key)
-            self.ready.push(tree)
+            self.ready.push(self.backing_off.pop(key).order)
         return len(chosen)
+
+    def on_event(self, event: ClusterEvent, now: float) -> int:
+        """Move back every backing-off root for which a rejecting plugin's hint says ``event`` may help;
+        returns how many moved."""
+        if event.kind in WAKES_ALL:
+            return self.activate(None, now)
+        woken = [key for key, entry in self.backing_off.items()
+                 if any((hint := self.hints.get(name)) is not None and hint(event) for name in entry.rejectors)]
+        return self.activate(woken, now)
 
     def next_wakeup(self) -> float | None:
         """Loop time when the earliest backoff ends, or None."""
-        return min((until for until, _ in self.backing_off.values()), default=None)
+        return min((entry.until for entry in self.backing_off.values()), default=None)
 
     def _release(self, now: float) -> None:
-        for key in [k for k, (until, _) in self.backing_off.items() if until <= now]:
-            _, tree = self.backing_off.pop(key)
-            self.ready.push(tree)
+        for key in [k for k, entry in self.backing_off.items() if entry.until <= now]:
+            self.ready.push(self.backing_off.pop(key).order)
+
+    def backing_off_trees(self) -> list[GroupTree]:
+        """The trees of the roots backing off (as of their last update)."""
+        return [entry.order for entry in self.backing_off.values()]
 
     def __len__(self) -> int:
         return len(self.ready) + len(self.backing_off)

@@ -9,8 +9,12 @@ Resolution rules (reference §1.2, §3, §6.3, §6.6):
   ``status.resourceClaimStatuses``);
 * a claim that is already allocated only restricts the pod to the nodes its
   ``allocation.nodeSelector`` allows; an unallocated one must be allocated by the plan;
-* an unallocated claim shared by name, or a PodGroup's claim, is allocated **once** for the leaf,
-  reserved for the PodGroup (group claims) and reachable from every member's node;
+* an unallocated claim named (``resourceClaimName``) by exactly one pending pod is that pod's claim:
+  allocated on the pod's node like a template claim. One named by several pending pods is *shared*:
+  allocated **once** and reachable from the node of every pod that uses it (only those pods). A
+  PodGroup's claim is allocated once for the leaf and reserved for the PodGroup;
+* a claim an in-flight plan is allocating (``in_flight``) makes the pod wait until the allocation is
+  visible, so two roots never allocate one claim twice;
 * a pod whose claim does not exist yet waits, with a reason; so does a pod whose claim is malformed;
 * a pod requesting an extended resource that no node offers, but that a DeviceClass serves
   (``extendedResourceName``, or the implicit ``deviceclass.resource.kubernetes.io/<class>``), gets a
@@ -23,8 +27,9 @@ from its template, as the resourceclaim controller would — ``<pod>-<entry>`` f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from scheduler.dra.allocator import ClaimSpec, Constraint, DeviceToleration, Request, SubRequest
 from scheduler.model.dra import (
@@ -70,6 +75,37 @@ def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
     return ClaimSpec(tuple(requests), constraints)
 
 
+class ExtendedRequest(NamedTuple):
+    """One request of a scheduler-made extended-resource claim: ``container-<i>-request-<j>``."""
+
+    name: str
+    container: str
+    resource: str
+    class_name: str
+    amount: int
+
+
+def extended_requests(pod: Pod, served: Mapping[str, str], node_resources: Collection[str]) -> list[ExtendedRequest]:
+    """The requests of ``pod``'s extended-resource claim, in the order the solver names them.
+
+    ``served``: extended resource → DeviceClass (``ClaimIndex.extended_classes()``); ``node_resources``:
+    resources some node offers (never served through DRA). The one naming rule (reference §6.6), used by claim
+    resolution and by the claim writes: per container ``i``, the served resources with a positive amount in name
+    order are ``container-<i>-request-<j>``.
+    """
+    out: list[ExtendedRequest] = []
+    for i, container in enumerate(pod.spec.containers):
+        j = 0
+        wanted = resource_list({**container.resources.limits, **container.resources.requests})
+        for res, amount in sorted(wanted.items()):
+            if res in served and res not in node_resources and amount > 0:
+                out.append(ExtendedRequest(f"container-{i}-request-{j}", container.name, res, served[res], amount))
+                j += 1
+    return out
+
+
+
+
 @dataclass(frozen=True, slots=True)
 class NeededClaim:
     """A claim the plan must allocate: its ``key`` (``ns/name``), the pod's entry name, and the spec."""
@@ -96,16 +132,22 @@ class PodClaims:
 
 @dataclass(slots=True)
 class ClaimIndex:
-    """Claims, templates, classes and PodGroups by key; resolves pods with :meth:`for_pod`."""
+    """Claims, templates, classes and PodGroups by key (``ns/name``; classes by name); resolves pods with
+    :meth:`for_pod`. The mappings may be the cache's live dicts: the index never writes to them."""
 
-    claims: dict[str, ResourceClaim]
-    templates: dict[str, ResourceClaimTemplate]
-    classes: dict[str, DeviceClass]
-    podgroups: dict[tuple[str, str], PodGroup]
+    claims: Mapping[str, ResourceClaim]
+    templates: Mapping[str, ResourceClaimTemplate]
+    classes: Mapping[str, DeviceClass]
+    podgroups: Mapping[str, PodGroup]
     synthesize: bool = False
     node_resources: frozenset[str] = frozenset()
     """Resources some node offers in ``status.allocatable`` (those are never served through DRA)."""
     synthesized: dict[str, ResourceClaim] = field(default_factory=dict)
+    """Claims made from their template (``synthesize``), by key."""
+    in_flight: frozenset[str] = frozenset()
+    """Keys of claims an in-flight plan is allocating: pods naming them wait."""
+    named_by: dict[str, int] = field(default_factory=dict)
+    """Claim key → how many pending pods name it (``resourceClaimName``); set by :func:`resolve_all`."""
 
     @classmethod
     def build(cls, claims: Iterable[ResourceClaim], templates: Iterable[ResourceClaimTemplate],
@@ -113,8 +155,12 @@ class ClaimIndex:
               *, synthesize: bool = False) -> ClaimIndex:
         return cls({c.key: c for c in claims}, {t.key: t for t in templates},
                    {c.metadata.name: c for c in classes},
-                   {(g.metadata.namespace, g.metadata.name): g for g in podgroups}, synthesize,
+                   {f"{g.metadata.namespace}/{g.metadata.name}": g for g in podgroups}, synthesize,
                    frozenset(node_resources))
+
+    def claim(self, key: str) -> ResourceClaim | None:
+        """The claim of ``key``: from the API objects, or made from its template."""
+        return self.claims.get(key) or self.synthesized.get(key)
 
     def extended_classes(self) -> dict[str, str]:
         """Extended resource name → DeviceClass serving it (the newest class wins, then the first name)."""
@@ -131,7 +177,7 @@ class ClaimIndex:
     def for_pod(self, pod: Pod) -> PodClaims:
         """Resolve a pod's claims (see the module docstring); never raises."""
         ns = pod.metadata.namespace
-        group = self.podgroups.get((ns, pod.group_name)) if pod.group_name else None
+        group = self.podgroups.get(f"{ns}/{pod.group_name}") if pod.group_name else None
         group_entries = {(e.name, e.resource_claim_name, e.resource_claim_template_name): e
                          for e in (group.spec.resource_claims if group else ())}
         group_names = {s.name: s.resource_claim_name for s in (group.status.resource_claim_statuses if group else ())}
@@ -148,7 +194,7 @@ class ClaimIndex:
                 name = group_names.get(entry.name)
             else:
                 name = pod_names.get(entry.name)
-            claim = self.claims.get(f"{ns}/{name}") if name else None
+            claim = self.claim(f"{ns}/{name}") if name else None
             if claim is None and entry.resource_claim_template_name and self.synthesize:
                 owner = pod.group_name if is_group and pod.group_name else pod.metadata.name
                 claim = self._synthesize(ns, owner, entry.name, entry.resource_claim_template_name)
@@ -163,12 +209,16 @@ class ClaimIndex:
             if claim.is_allocated:
                 pinned.append(claim.key)
                 continue
+            if claim.key in self.in_flight:
+                return PodClaims(waiting=f"ResourceClaim {claim.key} is being allocated for another group; "
+                                         "waiting for its allocation to be written")
             try:
                 spec = to_spec(claim.spec)
             except ClaimError as exc:
                 return PodClaims(waiting=f"ResourceClaim {claim.key} is invalid: {exc}")
             needed = NeededClaim(claim.key, entry.name, spec)
-            (shared if is_group or entry.resource_claim_name else allocate).append(needed)
+            by_name = bool(entry.resource_claim_name) and self.named_by.get(claim.key, 0) > 1
+            (shared if is_group or by_name else allocate).append(needed)
         extended, ext_claim = self._extended(pod)
         if ext_claim is not None:
             allocate.append(ext_claim)
@@ -181,52 +231,51 @@ class ClaimIndex:
         if template is None:
             return None
         name = f"{owner}-{entry}"
-        if f"{ns}/{name}" in self.synthesized:  # made for an earlier member (or pass): the current version
-            return self.claims.get(f"{ns}/{name}")
+        made = self.synthesized.get(f"{ns}/{name}")
+        if made is not None:  # made for an earlier member: one claim for all of a PodGroup's members
+            return made
         claim = ResourceClaim.model_validate({
             "metadata": {"name": name, "namespace": ns,
                          "annotations": {"resource.kubernetes.io/pod-claim-name": entry}},
             "spec": template.spec.spec.model_dump(by_alias=True, exclude_none=True)})
         self.synthesized[claim.key] = claim
-        self.claims[claim.key] = claim
         return claim
 
     def _extended(self, pod: Pod) -> tuple[tuple[str, ...], NeededClaim | None]:
         served = self.extended_classes()
         if not served:
             return (), None
-        requests: list[Request] = []
-        names: set[str] = set()
-        for i, container in enumerate(pod.spec.containers):
-            j = 0
-            for res, amount in sorted(resource_list({**container.resources.limits,
-                                                     **container.resources.requests}).items()):
-                if res in served and res not in self.node_resources and amount > 0:
-                    rname = f"container-{i}-request-{j}"
-                    requests.append(Request(rname, (SubRequest(rname, served[res], count=amount),)))
-                    names.add(res)
-                    j += 1
-        if not requests:
+        wanted = extended_requests(pod, served, self.node_resources)
+        if not wanted:
             return (), None
+        requests = tuple(Request(r.name, (SubRequest(r.name, r.class_name, count=r.amount),)) for r in wanted)
         key = f"{pod.metadata.namespace}/{pod.metadata.name}-extended-resources"
-        return tuple(sorted(names)), NeededClaim(key, "extended-resources", ClaimSpec(tuple(requests)), True)
+        return tuple(sorted({r.resource for r in wanted})), NeededClaim(key, "extended-resources", ClaimSpec(requests),
+                                                                        True)
 
     def pinned_selectors(self, keys: Iterable[str]) -> list[NodeSelector | None]:
         """The ``allocation.nodeSelector`` of each allocated claim (None: usable everywhere)."""
         out: list[NodeSelector | None] = []
         for key in keys:
-            claim = self.claims.get(key)
+            claim = self.claim(key)
             alloc = claim.status.allocation if claim and claim.status else None
             out.append(alloc.node_selector if alloc else None)
         return out
 
 
 def resolve_all(index: ClaimIndex, pods: Iterable[Pod]) -> Mapping[str, PodClaims]:
-    """:meth:`ClaimIndex.for_pod` for every pending pod that has claims or DRA-served extended resources."""
+    """:meth:`ClaimIndex.for_pod` for every pending pod that has claims or DRA-served extended resources,
+    after counting how many of them name each claim (a claim named by one pod is that pod's own)."""
+    pending = [p for p in pods if not p.is_bound and not p.is_terminal]
+    counts: dict[str, int] = {}
+    for pod in pending:
+        for entry in pod.spec.resource_claims:
+            if entry.resource_claim_name:
+                key = f"{pod.metadata.namespace}/{entry.resource_claim_name}"
+                counts[key] = counts.get(key, 0) + 1
+    index.named_by = counts
     out: dict[str, PodClaims] = {}
-    for pod in pods:
-        if pod.is_bound or pod.is_terminal:
-            continue
+    for pod in pending:
         claims = index.for_pod(pod)
         if claims.allocate or claims.shared or claims.pinned or claims.waiting or claims.extended:
             out[pod.key] = claims

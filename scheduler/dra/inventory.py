@@ -1,6 +1,11 @@
 """The DRA device inventory: which devices each node can reach, what is allocated, what counters are left.
 
-Built from ResourceSlices, DeviceClasses and ResourceClaims against a node table:
+Maintained from ResourceSlices and DeviceClasses against a node table, **per pool**: the cache
+calls :meth:`Inventory.set_slice` / :meth:`Inventory.remove_slice` for each slice event and only
+that slice's pool is indexed again (O(devices of the pool)), :meth:`Inventory.set_class` /
+:meth:`Inventory.remove_class` forget only that class's selector results, and
+:meth:`Inventory.set_table` recomputes reach when nodes change (the CEL memo survives all three
+except for the devices or class concerned).
 
 * per (driver, pool) only the slices of the highest ``pool.generation`` count, and only once the
   pool is complete (``resourceSliceCount`` slices of that generation seen); incomplete pools are
@@ -8,20 +13,23 @@ Built from ResourceSlices, DeviceClasses and ResourceClaims against a node table
 * a device is reachable from the node named by its slice (``nodeName``), from every node its
   ``nodeSelector`` matches, or from all nodes (``allNodes``); with ``perDeviceNodeSelection`` the
   device says it itself;
-* devices named in an allocated claim's ``status.allocation`` are taken, and what they consume
-  of shared counters is subtracted (so partitionable GPUs and MIG are never over-allocated);
+* devices named in an allocated claim's ``status.allocation`` are taken (:meth:`with_allocated`
+  gives a cycle's copy with the allocated set), and what they consume of shared counters is
+  subtracted (so partitionable GPUs and MIG are never over-allocated);
 * selectors are evaluated lazily with :mod:`scheduler.dra.cel`, memoised per (class, selectors,
-  device); a selector that fails to compile or evaluate matches nothing and is recorded in
-  :attr:`Inventory.selector_errors`, so the claim is unschedulable with a message naming the
-  class or claim — it never raises into the solver.
+  device); a selector that fails to compile or evaluate matches nothing and is reported into the
+  caller's error sink (one per solve), so the claim is unschedulable with a message naming the
+  class or request — it never raises into the solver.
 
-Pure apart from the memo; no client imports.
+A copy made by :meth:`with_allocated` shares the index with the live inventory: it is valid until
+the next ``set_*``/``remove_*`` call (the cycle never solves on a snapshot older than the cache);
+:attr:`generation` tells them apart. Pure apart from the memo; no client imports.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -29,6 +37,9 @@ import numpy as np
 
 from scheduler.dra import cel
 from scheduler.dra.allocator import Device, DeviceState, SubRequest
+from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
+from scheduler.framework.selectors import node_selector_matches
+from scheduler.model.dra import Device as ApiDevice
 from scheduler.model.dra import (
     DeviceClass,
     ResourceClaim,
@@ -39,8 +50,12 @@ from scheduler.model.dra import (
 )
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
-from scheduler.solver.filters.node_affinity import term_matches
-from scheduler.solver.snapshot import BoolArray, IntArray, NodeTable
+
+PoolKey = tuple[str, str]
+"""(driver, pool name): pools are per driver."""
+
+ErrorSink = MutableMapping[str, str]
+"""Where selector errors are reported: (class or request) label → message."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -50,8 +65,13 @@ def _parse_version(text: str) -> cel.Version:
     return cel.Version.parse(text)
 
 
-def _selector_mask(selector: NodeSelector, nodes: tuple[Node, ...]) -> BoolArray:
-    return np.array([any(term_matches(t, n) for t in selector.node_selector_terms) for n in nodes], dtype=bool)
+def selector_mask(selector: NodeSelector, nodes: tuple[Node, ...]) -> BoolArray:
+    """Which of ``nodes`` a NodeSelector matches, as a mask."""
+    return np.array([node_selector_matches(selector, n) for n in nodes], dtype=bool)
+
+
+MatchKey = tuple[str, tuple[str, ...]]
+"""(class name, request selectors): what a device's selector result depends on besides the device."""
 
 
 @dataclass(eq=False)
@@ -59,76 +79,159 @@ class Inventory:
     """Devices, reach, counters and allocations; see the module docstring."""
 
     table: NodeTable
-    devices: dict[str, Device]
-    reach: dict[str, BoolArray]
+    classes: dict[str, DeviceClass] = field(default_factory=dict)
+    devices: dict[str, Device] = field(default_factory=dict)
+    reach: dict[str, BoolArray] = field(default_factory=dict)
     """device id → nodes (rows of ``table``) that can use it."""
-    scope: dict[str, NodeSelector | str | None]
+    scope: dict[str, NodeSelector | str | None] = field(default_factory=dict)
     """device id → where an allocation of it is usable: a node name, the slice's NodeSelector, or None (all)."""
-    views: dict[str, cel.DeviceView]
-    counters: dict[str, dict[str, Decimal]]
-    classes: dict[str, DeviceClass]
+    views: dict[str, cel.DeviceView] = field(default_factory=dict)
+    counters: dict[str, dict[str, Decimal]] = field(default_factory=dict)
     allocated: set[str] = field(default_factory=set)
-    problems: list[str] = field(default_factory=list)
-    selector_errors: dict[str, str] = field(default_factory=dict)
-    """(class or claim) label → error message, for every selector that failed."""
-    _by_node: list[list[Device]] | None = None
-    _match: dict[tuple[str, tuple[str, ...], str], bool] = field(default_factory=dict)
-    _match_errors: dict[tuple[str, tuple[str, ...], str], tuple[str, str]] = field(default_factory=dict)
-    """memo key → (label, message) of the selector error that made it False, re-reported on a memo hit."""
-    _usable: dict[tuple[str, tuple[str, ...]], tuple[IntArray, frozenset[str], dict[str, str]]] = field(
-        default_factory=dict)
-    """(class, selectors) → per-node count of matching devices, their ids, and the selector errors met
-    (label → message, in the order :meth:`matches` reported them; re-reported on a memo hit)."""
     home: dict[str, int] = field(default_factory=dict)
     """device id → the one row that reaches it, or -1 when none or several do (node-set, all-nodes)."""
     consuming: set[str] = field(default_factory=set)
     """Ids of the devices that consume shared counters."""
+    generation: int = 0
+    """Bumped by every change to the index (copies made before it are stale)."""
+    _slices: dict[PoolKey, dict[str, ResourceSlice]] = field(default_factory=dict)
+    _pool_devices: dict[PoolKey, list[str]] = field(default_factory=dict)
+    _pool_counters: dict[PoolKey, list[str]] = field(default_factory=dict)
+    _pool_problems: dict[PoolKey, list[str]] = field(default_factory=dict)
+    _match: dict[str, dict[MatchKey, bool]] = field(default_factory=dict)
+    """device id → (class, selectors) → whether it matches (the CEL memo)."""
+    _match_errors: dict[str, dict[MatchKey, tuple[str, str]]] = field(default_factory=dict)
+    """device id → memo key → (label, message) of the selector error that made it False, re-reported on a hit."""
+    _usable: dict[MatchKey, tuple[IntArray, frozenset[str], dict[str, str]]] = field(default_factory=dict)
+    """(class, selectors) → per-node count of matching devices, their ids, and the selector errors met
+    (label → message, in the order :meth:`matches` reported them; re-reported on a hit)."""
+    _by_node: list[list[Device]] | None = None
 
     @classmethod
     def build(cls, table: NodeTable, slices: Iterable[ResourceSlice], classes: Iterable[DeviceClass],
               claims: Iterable[ResourceClaim]) -> Inventory:
-        """Index the usable pools' devices for ``table``'s nodes; mark allocated claims' devices taken."""
-        inv = cls(table, {}, {}, {}, {}, {}, {c.metadata.name: c for c in classes})
-        pools: dict[tuple[str, str], list[ResourceSlice]] = {}
+        """Index ``slices`` for ``table``'s nodes with ``classes``; mark allocated claims' devices taken."""
+        inv = cls(table, {c.metadata.name: c for c in classes})
+        pools: dict[PoolKey, dict[str, ResourceSlice]] = {}
         for s in slices:
-            pools.setdefault(s.pool_key, []).append(s)
-        everywhere = np.ones(len(table), dtype=bool)
-        for (driver, pool), members in sorted(pools.items()):
-            newest = max(s.spec.pool.generation for s in members)
-            current = [s for s in members if s.spec.pool.generation == newest]
-            want = max(s.spec.pool.resource_slice_count for s in current)
-            if len(current) < want:
-                inv.problems.append(f"pool {driver}/{pool}: {len(current)}/{want} slices of generation {newest} "
-                                    "seen; not used until complete")
-                continue
-            for s in current:
-                if err := slice_error(s.spec):
-                    inv.problems.append(f"ResourceSlice {s.metadata.name}: {err}")
-                    continue
-                for cs in s.spec.shared_counters:
-                    inv.counters[f"{driver}/{pool}/{cs.name}"] = counter_quantities(cs.counters)
-            for s in current:
-                if slice_error(s.spec):
-                    continue
-                masks: dict[int, BoolArray] = {}  # id(NodeSelector) → its node mask, once per slice
-                for dev in s.spec.devices:
-                    try:
-                        inv._add(s, dev, everywhere, masks)
-                    except ValueError as exc:  # a malformed quantity or version in the slice
-                        inv.problems.append(f"device {driver}/{pool}/{dev.name}: {exc}")
+            pools.setdefault(s.pool_key, {})[s.metadata.name] = s
+        inv._slices = pools
+        for key in sorted(pools):
+            inv._index_pool(key)
         for claim in claims:
             alloc = claim.status.allocation if claim.status else None
-            if alloc is None:
-                continue
-            for result in alloc.devices.results if alloc.devices else ():
-                dev_id = result.device_id
-                inv.allocated.add(dev_id)
+            for result in alloc.devices.results if alloc is not None and alloc.devices else ():
+                inv.allocated.add(result.device_id)
         return inv
 
-    def _add(self, s: ResourceSlice, dev: object, everywhere: BoolArray, masks: dict[int, BoolArray]) -> None:
-        from scheduler.model.dra import Device as ApiDevice
+    # -- maintenance (the cache, per event) --------------------------------------------------------
+    def set_slice(self, s: ResourceSlice, previous: ResourceSlice | None = None) -> None:
+        """A slice was added or changed (``previous``: its old version, if any): index its pool again
+        (and the old pool, when the slice moved to another pool)."""
+        if previous is not None and previous.pool_key != s.pool_key:
+            self.remove_slice(previous)
+        self._slices.setdefault(s.pool_key, {})[s.metadata.name] = s
+        self._index_pool(s.pool_key)
 
-        assert isinstance(dev, ApiDevice)
+    def remove_slice(self, s: ResourceSlice) -> None:
+        """A slice was deleted: index its pool again without it."""
+        pool = self._slices.get(s.pool_key)
+        if pool is not None:
+            pool.pop(s.metadata.name, None)
+            if not pool:
+                del self._slices[s.pool_key]
+        self._index_pool(s.pool_key)
+
+    def set_class(self, klass: DeviceClass) -> None:
+        """A DeviceClass was added or changed: forget the selector results that depend on it."""
+        self.classes[klass.metadata.name] = klass
+        self._forget_class(klass.metadata.name)
+
+    def remove_class(self, name: str) -> None:
+        """A DeviceClass was deleted: requests of it match nothing from now on."""
+        self.classes.pop(name, None)
+        self._forget_class(name)
+
+    def set_table(self, table: NodeTable) -> None:
+        """Nodes changed: recompute every device's reach against ``table`` (selector results are kept)."""
+        self.table = table
+        for key in sorted(self._slices.keys() | self._pool_devices.keys()):
+            self._index_pool(key, keep_memo=True)
+
+    def _forget_class(self, name: str) -> None:
+        for results in self._match.values():
+            for key in [k for k in results if k[0] == name]:
+                del results[key]
+        for errors in self._match_errors.values():
+            for key in [k for k in errors if k[0] == name]:
+                del errors[key]
+        self._changed()
+
+    def _changed(self) -> None:
+        self.generation += 1
+        self._usable.clear()
+        self._by_node = None
+
+    def _index_pool(self, key: PoolKey, *, keep_memo: bool = False) -> None:
+        """(Re)index one pool: drop its devices and counter sets, then add those of its newest complete
+        generation (reporting an incomplete pool or a bad slice in :attr:`problems`)."""
+        for dev_id in self._pool_devices.pop(key, []):
+            self.devices.pop(dev_id, None)
+            self.reach.pop(dev_id, None)
+            self.scope.pop(dev_id, None)
+            self.views.pop(dev_id, None)
+            self.home.pop(dev_id, None)
+            self.consuming.discard(dev_id)
+            if not keep_memo:
+                self._match.pop(dev_id, None)
+                self._match_errors.pop(dev_id, None)
+        for set_id in self._pool_counters.pop(key, []):
+            self.counters.pop(set_id, None)
+        self._pool_problems.pop(key, None)
+        self._changed()
+        members = list(self._slices.get(key, {}).values())
+        if not members:
+            return
+        driver, pool = key
+        problems: list[str] = []
+        newest = max(s.spec.pool.generation for s in members)
+        current = sorted((s for s in members if s.spec.pool.generation == newest), key=lambda s: s.metadata.name)
+        want = max(s.spec.pool.resource_slice_count for s in current)
+        if len(current) < want:
+            self._pool_problems[key] = [f"pool {driver}/{pool}: {len(current)}/{want} slices of generation "
+                                        f"{newest} seen; not used until complete"]
+            return
+        usable = []
+        for s in current:
+            if err := slice_error(s.spec):
+                problems.append(f"ResourceSlice {s.metadata.name}: {err}")
+                continue
+            usable.append(s)
+            for cs in s.spec.shared_counters:
+                set_id = f"{driver}/{pool}/{cs.name}"
+                self.counters[set_id] = counter_quantities(cs.counters)
+                self._pool_counters.setdefault(key, []).append(set_id)
+        everywhere = np.ones(len(self.table), dtype=bool)
+        added: list[str] = []
+        for s in usable:
+            masks: dict[int, BoolArray] = {}  # id(NodeSelector) → its node mask, once per slice
+            for dev in s.spec.devices:
+                try:
+                    added.append(self._add(s, dev, everywhere, masks))
+                except ValueError as exc:  # a malformed quantity or version in the slice
+                    problems.append(f"device {driver}/{pool}/{dev.name}: {exc}")
+        self._pool_devices[key] = added
+        if problems:
+            self._pool_problems[key] = problems
+
+    @property
+    def problems(self) -> list[str]:
+        """Why pools, slices or devices are not used (incomplete pools, bad node selection, bad values),
+        in pool order."""
+        return [p for key in sorted(self._pool_problems) for p in self._pool_problems[key]]
+
+    def _add(self, s: ResourceSlice, dev: ApiDevice, everywhere: BoolArray, masks: dict[int, BoolArray]) -> str:
+        """Index one device of a usable slice; returns its id."""
         driver, pool = s.spec.driver, s.spec.pool.name
         dev_id = f"{driver}/{pool}/{dev.name}"
         spec = s.spec
@@ -144,7 +247,7 @@ class Inventory:
         elif selector is not None:
             shared = masks.get(id(selector))  # the slice's selector is shared by all its devices
             if shared is None:
-                shared = masks[id(selector)] = _selector_mask(selector, self.table.nodes)
+                shared = masks[id(selector)] = selector_mask(selector, self.table.nodes)
             reach = shared
             scope = selector
         else:
@@ -176,17 +279,15 @@ class Inventory:
         self.views[dev_id] = cel.DeviceView.build(
             driver, {k: _parse_version(a.version_value) if a.version_value is not None else v for k, a, v in present},
             {k: c.quantity for k, c in dev.capacity.items()}, bool(dev.allow_multiple_allocations))
+        return dev_id
 
     def with_allocated(self, device_ids: Iterable[str]) -> Inventory:
-        """The same devices, reach, counters and selector memo, with ``device_ids`` as the allocated set.
-
-        For the live cache: the device index is rebuilt only when slices, classes or nodes change,
-        while allocations change with every claim; the copy starts with no selector errors and
-        collects those its own solve meets (memoised ones included).
-        """
+        """The same devices, reach, counters and selector memo, with ``device_ids`` as the allocated set:
+        a cycle's copy (allocations change with every claim, the index only with slices, classes and
+        nodes). Shares the index, so it is valid until the next change (:attr:`generation`)."""
         if self._by_node is None and len(self.table):
             self.on_node(0)  # index once, shared by every copy
-        return replace(self, allocated=set(device_ids), selector_errors={})
+        return replace(self, allocated=set(device_ids))
 
     # -- views ---------------------------------------------------------------------
     def on_node(self, row: int) -> list[Device]:
@@ -212,17 +313,21 @@ class Inventory:
                     left[c] = left.get(c, Decimal(0)) - a
         return state
 
-    def matches(self, sub: SubRequest, device: Device) -> bool:
-        """Whether ``device`` is of ``sub``'s class and passes the class's and the request's selectors."""
-        key = (sub.class_name, sub.selectors, device.id)
-        hit = self._match.get(key)
+    def matches(self, sub: SubRequest, device: Device, errors: ErrorSink | None = None) -> bool:
+        """Whether ``device`` is of ``sub``'s class and passes the class's and the request's selectors.
+
+        A selector that fails is reported into ``errors`` (label → message), also when the memo answers.
+        """
+        key = (sub.class_name, sub.selectors)
+        memo = self._match.setdefault(device.id, {})
+        hit = memo.get(key)
         if hit is None:
             hit, error = self._evaluate(sub, device)
-            self._match[key] = hit
+            memo[key] = hit
             if error is not None:
-                self._match_errors[key] = error
-        if (error := self._match_errors.get(key)) is not None:
-            self.selector_errors[error[0]] = error[1]
+                self._match_errors.setdefault(device.id, {})[key] = error
+        if errors is not None and (error := self._match_errors.get(device.id, {}).get(key)) is not None:
+            errors[error[0]] = error[1]
         return hit
 
     def _evaluate(self, sub: SubRequest, device: Device) -> tuple[bool, tuple[str, str] | None]:
@@ -238,34 +343,25 @@ class Inventory:
                     if not cel.compile_selector(expr).matches(self.views[device.id]):
                         return False, None
                 except cel.SelectorError as exc:
-                    return False, (label, f"{label}: selector {expr!r}: {exc}")
+                    return False, (label, f"{label}: selector {expr!r}: {exc.reason}")
         return True, None
 
-    def usable_counts(self, sub: SubRequest) -> tuple[IntArray, frozenset[str]]:
+    def usable_counts(self, sub: SubRequest, errors: ErrorSink | None = None) -> tuple[IntArray, frozenset[str]]:
         """Per node, how many devices matching ``sub`` it reaches (ignoring what is taken), and the ids
-        of the matching devices. Memoised per (class, selectors) like :meth:`matches`, whose selector
-        errors it re-reports on a hit. Do not modify the returned array."""
+        of the matching devices. Memoised per (class, selectors) until the next change; the selector
+        errors met are reported into ``errors`` on every call. Do not modify the returned array."""
         key = (sub.class_name, sub.selectors)
         hit = self._usable.get(key)
         if hit is None:
             counts = np.zeros(len(self.table), dtype=np.int64)
             matching: list[str] = []
-            before = self.selector_errors
-            self.selector_errors = {}  # collect the errors this pass reports, in order
-            try:
-                for dev in self.devices.values():
-                    if self.matches(sub, dev):
-                        counts += self.reach[dev.id]
-                        matching.append(dev.id)
-                errors = self.selector_errors
-            finally:
-                self.selector_errors = before
+            met: dict[str, str] = {}
+            for dev in self.devices.values():
+                if self.matches(sub, dev, met):
+                    counts += self.reach[dev.id]
+                    matching.append(dev.id)
             counts.setflags(write=False)
-            hit = self._usable[key] = (counts, frozenset(matching), errors)
-        self.selector_errors.update(hit[2])
+            hit = self._usable[key] = (counts, frozenset(matching), met)
+        if errors is not None:
+            errors.update(hit[2])
         return hit[0], hit[1]
-
-    def usable_nodes(self, sub: SubRequest) -> BoolArray:
-        """Nodes that can reach at least ``sub.count`` devices matching ``sub`` (ignoring what is taken)."""
-        counts, _ = self.usable_counts(sub)
-        return counts >= (1 if sub.all else sub.count)

@@ -1,7 +1,7 @@
 """The solver's DRA input: the inventory plus every pending pod's resolved claims, as one value.
 
 Built once per cycle (``run``) or per snapshot (``simulate``); :meth:`DraView.with_allocated` adds a
-plan's devices the way :meth:`~scheduler.solver.snapshot.Snapshot.assume` adds its pods.
+plan's devices the way :meth:`~scheduler.framework.snapshot.Snapshot.assume` adds its pods.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from scheduler.dra.claims import ClaimIndex, PodClaims, resolve_all
-from scheduler.dra.inventory import Inventory, _selector_mask
+from scheduler.dra.inventory import Inventory, selector_mask
+from scheduler.framework.node_table import BoolArray
 from scheduler.model.pod import Pod
-from scheduler.solver.snapshot import BoolArray
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,7 +35,7 @@ class DraView:
         everywhere = np.ones(len(inventory.table), dtype=bool)
         pinned = {}
         for key, selector in zip(keys, index.pinned_selectors(keys), strict=True):
-            pinned[key] = everywhere if selector is None else _selector_mask(selector, inventory.table.nodes)
+            pinned[key] = everywhere if selector is None else selector_mask(selector, inventory.table.nodes)
         return cls(inventory, resolved, pinned, frozenset(assumed))
 
     def with_allocated(self, device_ids: Iterable[str]) -> DraView:

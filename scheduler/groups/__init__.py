@@ -1,22 +1,13 @@
 """Group trees and their readiness; pure, no Kubernetes client."""
 
-from scheduler.groups.tree import (
-    Composite,
-    Forest,
-    Group,
-    GroupKey,
-    GroupTree,
-    Leaf,
-    OrphanPod,
-    TreeState,
-    build_trees,
-)
+from scheduler.groups.index import GroupIndex, build_trees
+from scheduler.groups.tree import Composite, Forest, Group, GroupTree, Leaf, OrphanPod, TreeState
 
 __all__ = [
     "Composite",
     "Forest",
     "Group",
-    "GroupKey",
+    "GroupIndex",
     "GroupTree",
     "Leaf",
     "OrphanPod",

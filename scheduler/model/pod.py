@@ -47,6 +47,21 @@ class NodeSelectorRequirement(KubeModel):
     values: tuple[str, ...] = ()
 
 
+class LabelSelectorRequirement(KubeModel):
+    """``metav1.LabelSelectorRequirement``: ``key``, ``operator`` (In | NotIn | Exists | DoesNotExist), ``values``."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+class LabelSelector(KubeModel):
+    """``metav1.LabelSelector``: ``matchLabels`` and ``matchExpressions``, ANDed."""
+
+    match_labels: dict[str, str] = {}
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+
 class NodeSelectorTerm(KubeModel):
     """``core/v1 NodeSelectorTerm``: requirements on labels and on fields, ANDed."""
 

@@ -9,6 +9,8 @@ of the rest of a snapshot) — :func:`policy_error` reports it so the tree is ma
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pydantic import Field
 
 from scheduler.model.base import Condition, KubeModel, ObjectMeta
@@ -20,6 +22,17 @@ WORKLOAD_VERSION = "v1beta1"
 
 INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 COMPOSITE_INITIALLY_SCHEDULED = "CompositePodGroupInitiallyScheduled"
+
+
+class GroupKey(NamedTuple):
+    """Identity of a schedulable unit: ``kind`` is PodGroup, CompositePodGroup or Pod."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
 
 
 class Empty(KubeModel):

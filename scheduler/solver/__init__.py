@@ -1,12 +1,9 @@
-"""The placement solver: filters, fit, scoring, topology and the all-or-nothing search.
+"""The placement solver: the all-or-nothing search over a group tree and its plugins.
 
-Pure functions over a :class:`Snapshot`; imports no Kubernetes client, cache or binder, so
-``run``, ``simulate``, tests and benchmarks share one code path.
+Pure functions over a :class:`~scheduler.framework.snapshot.Snapshot`; imports no Kubernetes client,
+cache or binder, so ``run``, ``simulate``, tests and benchmarks share one code path.
 """
 
-from scheduler.solver.plan import Plan, Scoring, SolverConfig, Unschedulable
 from scheduler.solver.search import solve
-from scheduler.solver.snapshot import NodeTable, Snapshot
-from scheduler.solver.status import Code, Status
 
-__all__ = ["Code", "NodeTable", "Plan", "Scoring", "Snapshot", "SolverConfig", "Status", "Unschedulable", "solve"]
+__all__ = ["solve"]

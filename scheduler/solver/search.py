@@ -1,20 +1,20 @@
-"""The all-or-nothing search over a group tree.
+"""The all-or-nothing search over a group tree, on the scheduling framework.
 
-``solve(tree, snapshot, config)`` places the whole tree against one scratch copy of free
-capacity, so siblings can never double-book, and returns a :class:`~scheduler.solver.plan.Plan`
-only when every gang leaf has ≥ minCount members placed (bound members count) and every gang
-composite ≥ minGroupCount children satisfied, all at once; otherwise
-:class:`~scheduler.solver.plan.Unschedulable` and nothing.
+``solve(tree, snapshot, config)`` places the whole tree against one
+:class:`~scheduler.framework.cycle_state.CycleState` (scratch free capacity plus the plugins'
+state, one undo journal), so siblings can never double-book, and returns a
+:class:`~scheduler.framework.plan.Plan` only when every gang leaf has ≥ minCount members placed
+(bound members count) and every gang composite ≥ minGroupCount children satisfied, all at once;
+otherwise :class:`~scheduler.framework.plan.Unschedulable` and nothing.
 
-How (design §5):
+How (docs/architecture.md, "The solver"):
 
 * **Signatures.** A leaf's pending pods are grouped by scheduling signature (static-filter
-  inputs + requests); for each signature the solver counts how many copies fit per node with
-  one vectorised pass (:func:`~scheduler.solver.fit.copies`) instead of trying pods one by one.
-* **Scoring.** ``pack``: if one node can take every remaining copy, take the tightest such
-  node, else the node that takes the most; penalise accelerator nodes for pods that need no
-  accelerator; break ties toward partly used nodes, then by node name. ``spread``: one copy at
-  a time onto the node with the most room.
+  inputs, requests, and what each PreFilter plugin reads); for each signature the Filter plugins
+  say how many copies fit per node in one vectorised pass instead of trying pods one by one.
+* **Choosing nodes.** Score plugins' weighted sum, then the packing order
+  (:mod:`scheduler.solver.plugins.scoring`); every placement goes through the Reserve plugins and
+  the journal, so later members and siblings see it.
 * **Topology.** A group with a topology key is placed inside one domain (node label value)
   chosen among those inside its parent's domain; domains whose free capacity, summed over the
   nodes that pass the static filters for some member, cannot hold the group's minimum are
@@ -32,52 +32,43 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from scheduler.dra.allocator import ClaimSpec, Result
-from scheduler.dra.claims import NeededClaim, PodClaims
-from scheduler.groups.tree import Composite, Group, GroupKey, GroupTree, Leaf
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import Signature
+from scheduler.framework.node_table import BoolArray, IntArray, static_key
+from scheduler.framework.plan import Plan, SolverConfig, Unschedulable
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Code, format_histogram
+from scheduler.groups.tree import Composite, Group, GroupTree, Leaf
 from scheduler.model.pod import Pod
-from scheduler.model.quantity import PODS, format_units, is_extended
-from scheduler.solver import devices, fit
-from scheduler.solver.devices import DevicePlacer
-from scheduler.solver.plan import ClaimAllocation, Plan, SolverConfig, Unschedulable
-from scheduler.solver.snapshot import BoolArray, IntArray, NodeTable, Snapshot, StaticFit, static_key
-from scheduler.solver.status import Code, format_histogram
-
-_BIG = np.int64(1) << 40
+from scheduler.model.quantity import format_units, is_extended
+from scheduler.model.scheduling import GroupKey
+from scheduler.solver.plugins import DEFAULT_PROFILE, TOPOLOGY, Profile, dynamic_resources
+from scheduler.solver.plugins.scoring import NodeOrder
 
 
 class _BudgetExhausted(Exception):
     """Raised inside the search when ``search_budget`` attempts were used."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Signature:
-    """Pending pods of one leaf that schedule alike: same static-filter inputs, same requests."""
-
-    pods: tuple[Pod, ...]
-    request: IntArray
-    unknown: tuple[str, ...]
-    static: StaticFit
-    needs_accelerator: bool
-    specs: tuple[ClaimSpec, ...] = ()
-    """Per-pod claims each member needs allocated on its node (DRA)."""
-    dra_mask: BoolArray | None = None
-    """Nodes allowed by the members' allocated claims and able to reach matching devices."""
-    waiting: str | None = None
-    """Why these members cannot be placed yet (a claim not created yet, a malformed claim)."""
-
-
 @dataclass(slots=True)
 class _Failure:
-    """The best failed attempt seen for a group: most pods placed, and why it stopped."""
+    """The best failed attempt seen for a group: most pods placed, why it stopped, which plugins said so."""
 
     placed: int
     message: str
     resource_limited: bool
+    rejectors: frozenset[str] = frozenset()
+
+
+@dataclass(slots=True)
+class _Diagnosis:
+    message: str
+    limited: bool
+    rejectors: frozenset[str] = field(default_factory=frozenset)
 
 
 def _describe(group: Group) -> str:
@@ -89,107 +80,64 @@ def _describe(group: Group) -> str:
 
 
 class _Search:
-    """One solver run: scratch free capacity, an undo journal and the failure record."""
+    """One solver run: the cycle state, the profile's plugins and the failure record."""
 
-    def __init__(self, snapshot: Snapshot, config: SolverConfig, priority: int = 0) -> None:
-        self.table: NodeTable = snapshot.table
+    def __init__(self, snapshot: Snapshot, config: SolverConfig, priority: int, profile: Profile) -> None:
+        self.profile = profile
+        self.state = CycleState(snapshot, config, priority, profile.reservers)
+        self.table = snapshot.table
         self.config = config
-        self.free: IntArray = snapshot.free()
-        for row, vec, pod_priority in snapshot.nominated:
-            if pod_priority >= priority:  # room preempted for a more important pod is not ours to take
-                self.free[row] -= vec
-        self.pods_col = self.table.column[PODS]
-        self.journal: list[tuple[int, IntArray, tuple[Pod, ...]]] = []
-        self.placer = DevicePlacer(snapshot.dra) if snapshot.dra is not None else None
-        self.dev_marks: list[int] = []
-        """Device-state mark before each journal step (parallel to ``journal``)."""
-        self.allocs: list[list[list[list[Result]]] | None] = []
-        """Per journal step: per pod, per claim, the devices given (parallel to ``journal``)."""
         self.attempts = 0
         self.failures: dict[GroupKey, _Failure] = {}
         self.satisfied: set[GroupKey] = set()
         self.leftover: dict[GroupKey, str] = {}
         """Per satisfied leaf whose placement is applied now: why its remaining members were not placed."""
-        self._sigs: dict[GroupKey, list[_Signature]] = {}
+        self._sigs: dict[GroupKey, list[Signature]] = {}
         self._need: dict[GroupKey, IntArray] = {}
         self._usable: dict[GroupKey, BoolArray] = {}
 
     # -- state ---------------------------------------------------------------------
     def mark(self) -> int:
-        return len(self.journal)
+        return self.state.mark()
 
     def undo(self, mark: int) -> None:
-        while len(self.journal) > mark:
-            row, used, _ = self.journal.pop()
-            self.free[row] += used
-            self.allocs.pop()
-            dev_mark = self.dev_marks.pop()
-            if self.placer is not None:
-                self.placer.state.undo(dev_mark)
-
-    def apply(self, row: int, sig: _Signature, pods: tuple[Pod, ...], dev_mark: int = 0,
-              allocs: list[list[list[Result]]] | None = None) -> None:
-        used = sig.request * len(pods)
-        self.free[row] -= used
-        self.journal.append((row, used, pods))
-        self.dev_marks.append(dev_mark)
-        self.allocs.append(allocs)
-
-    def commit(self, row: int, take: int, sig: _Signature, pods: tuple[Pod, ...]) -> int:
-        """Place up to ``take`` of ``pods`` on ``row``; with claims, only as many as get their devices."""
-        if not sig.specs or self.placer is None:
-            self.apply(row, sig, pods[:take])
-            return take
-        dev_mark = self.placer.state.mark()
-        copies = self.placer.realize(row, take, sig.specs)
-        if copies:
-            self.apply(row, sig, pods[:len(copies)], dev_mark, copies)
-        return len(copies)
+        self.state.undo(mark)
 
     def tick(self) -> None:
         self.attempts += 1
         if self.attempts > self.config.search_budget:
             raise _BudgetExhausted
 
-    def fail(self, group: Group, placed: int, message: str, resource_limited: bool) -> None:
+    def fail(self, group: Group, placed: int, message: str, resource_limited: bool,
+             rejectors: frozenset[str] = frozenset()) -> None:
         best = self.failures.get(group.key)
         if best is None or placed > best.placed:
-            self.failures[group.key] = _Failure(placed, message, resource_limited)
+            self.failures[group.key] = _Failure(placed, message, resource_limited, rejectors)
 
     # -- signatures ----------------------------------------------------------------
-    def signatures(self, leaf: Leaf) -> list[_Signature]:
-        """The leaf's pending pods grouped by signature, largest requests first (bin-packing order)."""
+    def signatures(self, leaf: Leaf) -> list[Signature]:
+        """The leaf's pending pods grouped by signature, largest requests first (bin-packing order); each
+        signature went through every PreFilter plugin."""
         hit = self._sigs.get(leaf.key)
         if hit is not None:
             return hit
         groups: dict[tuple[object, ...], list[Pod]] = {}
-        claims_of: dict[str, PodClaims] = {}
         for pod in leaf.pending:
-            claims = self.placer.claims_of(pod.key) if self.placer is not None else None
-            dra_key: tuple[object, ...] = ()
-            if claims is not None:
-                claims_of[pod.key] = claims
-                dra_key = (tuple(n.spec for n in claims.allocate), claims.pinned, claims.waiting, claims.extended)
-            key = (static_key(pod.spec), tuple(sorted(pod.requests.items())), dra_key)
+            key = (static_key(pod.spec), tuple(sorted(pod.requests.items())),
+                   *(p.signature_key(self.state, pod) for p in self.profile.pre_filters))
             groups.setdefault(key, []).append(pod)
-        sigs: list[_Signature] = []
+        sigs: list[Signature] = []
         for pods in groups.values():
-            spec = pods[0].spec
-            claims = claims_of.get(pods[0].key)
-            requests = pods[0].requests
-            if claims is not None and claims.extended:  # served through DRA, not by node allocatable
-                requests = {r: v for r, v in requests.items() if r not in claims.extended}
-            vec, unknown = self.table.request_vector(requests)
-            accel = any(is_extended(r) and v > 0 for r, v in pods[0].requests.items())
-            specs: tuple[ClaimSpec, ...] = ()
-            dra_mask = None
-            waiting = None
-            if claims is not None and self.placer is not None:
-                specs = tuple(n.spec for n in claims.allocate)
-                dra_mask = self.placer.node_mask(claims, specs)
-                waiting = claims.waiting
-            sigs.append(_Signature(tuple(pods), vec, unknown, self.table.static_fit(spec), accel or bool(specs),
-                                   specs, dra_mask, waiting))
+            first = pods[0]
+            vec, unknown = self.table.request_vector(first.requests)
+            accel = any(is_extended(r) and v > 0 for r, v in first.requests.items())
+            sig = Signature(tuple(pods), vec, unknown, self.table.static_fit(first.spec, self.profile.static_check),
+                            accel)
+            for plugin in self.profile.pre_filters:
+                nodes = plugin.pre_filter(self.state, sig)
+                if nodes is not None:
+                    sig.nodes = nodes if sig.nodes is None else sig.nodes & nodes
+            sigs.append(sig)
         share = self.table.max_allocatable
         sigs.sort(key=lambda s: -float((s.request / share).sum()))
         self._sigs[leaf.key] = sigs
@@ -226,97 +174,120 @@ class _Search:
         return mask
 
     # -- leaves --------------------------------------------------------------------
-    def choose(self, rows: IntArray, caps: IntArray, count: int, sig: _Signature) -> int:
-        """Place up to ``count`` copies of ``sig`` on candidate ``rows`` (``caps`` copies fit by resources);
-        returns how many were placed. Each choice is committed at once (:meth:`commit`); a node that
-        takes fewer than chosen (its devices ran short) is dropped and the choice is made again."""
-        caps = np.minimum(caps, count)
-        alloc_pods = self.table.allocatable[rows, self.pods_col]
-        idle = (self.free[rows, self.pods_col] >= alloc_pods).astype(np.int64)
-        penalty = np.zeros(len(rows), dtype=np.int64)
-        if not sig.needs_accelerator:
-            penalty = self.table.accelerator[rows].astype(np.int64) * (1 + idle)
+    def caps(self, sig: Signature, rows: IntArray) -> IntArray:
+        """Copies of ``sig`` each of ``rows`` can take now: the minimum over the Filter plugins."""
+        caps: IntArray | None = None
+        for plugin in self.profile.filters:
+            got = plugin.filter(self.state, sig, rows)
+            caps = got if caps is None else np.minimum(caps, got)
+        assert caps is not None
+        return caps
+
+    def preference(self, sig: Signature, rows: IntArray) -> IntArray | None:
+        """The Score plugins' weighted sum per row, or None when no plugin has a preference."""
+        total: IntArray | None = None
+        for plugin in self.profile.scorers:
+            scores = plugin.score(self.state, sig, rows)
+            if scores.any():
+                weighted = scores.astype(np.int64) * plugin.weight
+                total = weighted if total is None else total + weighted
+        return total
+
+    def choose(self, rows: IntArray, count: int, sig: Signature) -> int:
+        """Place up to ``count`` copies of ``sig`` on candidate ``rows``; returns how many were placed.
+
+        Each choice is reserved at once (journaled); a node that takes fewer than chosen (its devices
+        ran short) is dropped and the choice made again. Filters and scores are asked again after each
+        placement, so a rule between members (anti-affinity, spread) sees the copies placed before.
+        """
+        order = NodeOrder(self.state, sig, rows)
+        caps = np.minimum(self.caps(sig, rows), count)
+        preference = self.preference(sig, rows)
+        interacting = any(p.interacts(self.state, sig) for p in self.profile.filters)
+        rescore = any(p.interacts(self.state, sig) for p in self.profile.scorers)
         done = 0
         remaining = count
         valid = caps > 0
-        spread = self.config.scoring == "spread"
         while remaining > 0 and valid.any():
-            sub = np.flatnonzero(valid)
-            c = caps[sub]
-            if spread:
-                j = sub[np.argmin(penalty[sub] * _BIG - c * 2 - idle[sub])]
-                take = 1
-            else:
-                fits = c >= remaining
-                if fits.any():
-                    cand = sub[fits]
-                    j = cand[np.argmin(penalty[cand] * _BIG + caps[cand] * 2 + idle[cand])]
-                    take = remaining
-                else:
-                    j = sub[np.argmin(penalty[sub] * _BIG - c * 2 + idle[sub])]
-                    take = int(caps[j])
-            got = self.commit(int(rows[j]), take, sig, sig.pods[done:done + take])
+            j, take = order.pick(np.flatnonzero(valid), caps, remaining, preference)
+            got = self.state.reserve(int(rows[j]), sig, sig.pods[done:done + take])
             done += got
             remaining -= got
-            caps[j] = caps[j] - take if got == take else 0
-            valid[j] = caps[j] > 0
+            if got < take:  # its devices ran short: never offer it again for this signature
+                valid[j] = False
+                caps[j] = 0
+            elif interacting and remaining > 0:  # a rule between members: every node's answer may change
+                caps = np.where(valid, np.minimum(self.caps(sig, rows), remaining), 0)
+                valid = caps > 0
+            else:
+                caps[j] -= got
+                valid[j] = caps[j] > 0
+            if rescore and remaining > 0:
+                preference = self.preference(sig, rows)
         return done
 
-    def diagnose(self, sig: _Signature, mask: BoolArray) -> tuple[str, bool]:
-        """kube-style node histogram for the next copy of ``sig`` within ``mask``, and whether capacity was short.
+    def diagnose(self, sig: Signature, mask: BoolArray) -> _Diagnosis:
+        """kube-style node histogram for the next copy of ``sig`` within ``mask``, whether capacity was short
+        (preemption may help), and the plugins that rejected nodes.
 
-        Static rejections count their reasons; every node passing them counts one
-        ``Insufficient <r>`` per short resource (vectorised over the nodes).
+        Static rejections count their reasons; the nodes passing them go through the Filter plugins in
+        order, each node counted under the first plugin that refuses it (a plugin may count several
+        reasons per node: one ``Insufficient <r>`` per short resource). Nodes every Filter allows where
+        Reserve still placed nothing count under the DRA reason.
         """
         counts: Counter[str] = Counter()
+        rejectors: set[str] = set()
         for row, status in sig.static.rejected.items():
             if mask[row]:
                 counts.update(status.reasons)
+                rejectors.add(status.plugin)
         rows = np.flatnonzero(mask & sig.static.ok)
-        needed = np.flatnonzero(sig.request > 0)
-        short = (self.free[np.ix_(rows, needed)] < sig.request[needed]).sum(axis=0)
-        for j, n in zip(needed, short, strict=True):
-            counts[fit.insufficient(self.table.resources[j])] += int(n)
-        for resource in sig.unknown:
-            counts[fit.insufficient(resource)] += len(rows)
-        limited = bool(short.any()) or (bool(sig.unknown) and len(rows) > 0)
-        if sig.dra_mask is not None or sig.specs:
-            resources_fit = rows[(self.free[np.ix_(rows, needed)] >= sig.request[needed]).all(axis=1)]
-            if resources_fit.size:
-                counts[devices.REASON] += int(resources_fit.size)
-                limited = True
+        limited = False
+        for plugin in self.profile.filters:
+            if not rows.size:
+                break
+            caps = plugin.filter(self.state, sig, rows)
+            refused = caps <= 0
+            if refused.any():
+                found = plugin.rejections(self.state, sig, rows[refused])
+                if found.counts:
+                    counts.update(found.counts)
+                    rejectors.add(plugin.name)
+                    limited |= found.code is Code.UNSCHEDULABLE
+            rows = rows[~refused]
+        if rows.size:
+            counts[self.profile.devices.failure_reason()] += int(rows.size)
+            rejectors.add(self.profile.devices.name)
+            limited = True
         message = format_histogram(int(mask.sum()), counts)
-        if self.placer is not None and (errors := self.placer.selector_errors()):
+        if errors := dynamic_resources.selector_errors(self.state):
             message += " " + "; ".join(errors)
-        return message, limited
+        return _Diagnosis(message, limited, frozenset(rejectors))
 
-    def place_leaf(self, leaf: Leaf, mask: BoolArray, limit: int | None = None) -> tuple[int, str, bool]:
+    def place_leaf(self, leaf: Leaf, mask: BoolArray, limit: int | None = None) -> tuple[int, _Diagnosis | None]:
         """Place as many pending members as fit inside ``mask`` (at most ``limit`` if given).
 
-        Returns (pods placed, node histogram for the first member that did not fit, whether
-        capacity rather than a static filter stopped it).
+        Returns (pods placed, the diagnosis for the first member that did not fit, or None).
         """
         placed = 0
-        reason = ""
-        limited = False
+        why: _Diagnosis | None = None
         for sig in self.signatures(leaf):
             n = len(sig.pods) if limit is None else min(len(sig.pods), limit - placed)
             if n <= 0:
                 continue
-            done = 0
-            if sig.waiting is not None:
-                reason = reason or sig.waiting
+            if sig.rejected is not None:
+                why = why or _Diagnosis(sig.rejected.reasons[0], sig.rejected.code is Code.UNSCHEDULABLE,
+                                        frozenset((sig.rejected.plugin,)))
                 continue
-            if not sig.unknown:
-                allowed = mask & sig.static.ok if sig.dra_mask is None else mask & sig.static.ok & sig.dra_mask
-                rows = np.flatnonzero(allowed)
-                if rows.size:
-                    caps = fit.copies(self.free[rows], sig.request)
-                    done = self.choose(rows, caps, n, sig)
+            done = 0
+            allowed = mask & sig.static.ok if sig.nodes is None else mask & sig.static.ok & sig.nodes
+            rows = np.flatnonzero(allowed)
+            if rows.size:
+                done = self.choose(rows, n, sig)
             placed += done
-            if done < n and not reason:
-                reason, limited = self.diagnose(sig, mask)
-        return placed, reason, limited
+            if done < n and why is None:
+                why = self.diagnose(sig, mask)
+        return placed, why
 
     def leaf_satisfied(self, leaf: Leaf, placed: int) -> bool:
         if leaf.min_count is None:
@@ -348,7 +319,8 @@ class _Search:
         present = np.unique(ids[mask & (ids >= 0)])
         if pinned:
             if len(pinned) > 1 or -1 in pinned:
-                self.fail(group, 0, f"{_describe(group)}: bound members are not all in one {key} domain", False)
+                self.fail(group, 0, f"{_describe(group)}: bound members are not all in one {key} domain", False,
+                          frozenset((TOPOLOGY,)))
                 return []
             present = present[np.isin(present, list(pinned))]
         need = self.need(group)
@@ -361,7 +333,8 @@ class _Search:
             if cols.size:
                 # A necessary condition: every member placed lands on a node passing its static
                 # filters, so what the group needs must fit in the free capacity of those nodes.
-                have = np.maximum(self.free[dmask & usable][:, cols], 0).sum(axis=0)  # overcommitted ≠ negative room
+                # (an overcommitted node has no room, not negative room)
+                have = np.maximum(self.state.free[dmask & usable][:, cols], 0).sum(axis=0)
                 ratio = float(np.max(need[cols] / np.maximum(have, 1)))
                 if np.any(have < need[cols]):
                     j = int(np.argmax(need[cols] / np.maximum(have, 1)))
@@ -375,12 +348,14 @@ class _Search:
                 ratio = 0.0
             scored.append((ratio, doms.values[int(d)], dmask))
         if not scored:
-            if closest is None:
+            if not len(self.table):
+                message = f"{_describe(group)}: no nodes available to schedule pods"  # kube's ErrNoNodesAvailable
+            elif closest is None:
                 message = f"{_describe(group)}: no node has the label {key}"
             else:
                 message = (f"{_describe(group)}: no {key} domain has enough free {closest[1]} "
                            f"({len(present)} checked; closest: {closest[2]})")
-            self.fail(group, 0, message, closest is not None)
+            self.fail(group, 0, message, closest is not None, frozenset((TOPOLOGY,)))
             return []
         reverse = self.config.scoring == "pack"
         scored.sort(key=lambda t: (-t[0] if reverse else t[0], t[1]))
@@ -389,32 +364,22 @@ class _Search:
     def within(self, group: Group, mask: BoolArray) -> Iterator[None]:
         """Yield the feasible placements of ``group`` inside ``mask`` (no further domain choice at this level)."""
         if isinstance(group, Leaf):
-            shared = self.shared_claims(group)
-            if not shared or self.placer is None:
+            devices = self.profile.devices
+            shared = devices.shared_claims(self.state, group.pending)
+            if not shared:
                 yield from self.leaf_within(group, mask)
                 return
             found = False
-            for reach in self.placer.shared(group.name, shared, mask):
+            for _ in devices.shared(self.state, group.name, shared, mask):
                 found = True
-                yield from self.leaf_within(group, mask & reach)
+                yield from self.leaf_within(group, mask)
             if not found:
                 keys = ", ".join(c.key for c in shared)
-                errors = "; ".join(self.placer.selector_errors())
+                errors = "; ".join(dynamic_resources.selector_errors(self.state))
                 self.fail(group, 0, f"{_describe(group)}: cannot allocate shared claim(s) {keys} on any reachable "
-                          f"devices{'; ' + errors if errors else ''}", True)
+                          f"devices{'; ' + errors if errors else ''}", True, frozenset((devices.name,)))
             return
         yield from self.children(group, 0, 0, mask)
-
-    def shared_claims(self, leaf: Leaf) -> list[NeededClaim]:
-        """The leaf's claims allocated once for all members (PodGroup claims, claims shared by name)."""
-        if self.placer is None:
-            return []
-        out: dict[str, NeededClaim] = {}
-        for pod in leaf.pending:
-            claims = self.placer.claims_of(pod.key)
-            for needed in claims.shared if claims is not None else ():
-                out.setdefault(needed.key, needed)
-        return [out[k] for k in sorted(out)]
 
     def leaf_within(self, group: Leaf, mask: BoolArray) -> Iterator[None]:
         """Place a leaf's members inside ``mask``; yield if the leaf is satisfied (held while suspended).
@@ -431,18 +396,20 @@ class _Search:
                 return
             self.tick()
             start = self.mark()
-            placed, reason, limited = self.place_leaf(group, mask, limit)
+            placed, why = self.place_leaf(group, mask, limit)
+            reason = why.message if why is not None else ""
             if limit is None:
                 first = placed
                 if placed < len(group.pending):
-                    self.fail(group, placed, self.leaf_message(group, placed, reason, "placeable"), limited)
+                    self.fail(group, placed, self.leaf_message(group, placed, reason, "placeable"),
+                              why is not None and why.limited, why.rejectors if why is not None else frozenset())
             if not self.leaf_satisfied(group, placed):
                 self.undo(start)
                 return
             self.satisfied.add(group.key)
             if placed < len(group.pending):
-                why = reason or "left pending so that sibling groups fit"
-                self.leftover[group.key] = self.leaf_message(group, placed, why, "placed")
+                self.leftover[group.key] = self.leaf_message(group, placed, reason or "left pending so that "
+                                                             "sibling groups fit", "placed")
             yield
             self.leftover.pop(group.key, None)
             self.satisfied.discard(group.key)
@@ -459,7 +426,8 @@ class _Search:
                 message = f"{_describe(comp)}: no child group fits"
             else:
                 message = f"{_describe(comp)}: {ok}/{n} child groups satisfied (minGroupCount {comp.need})"
-            self.fail(comp, ok, message, any(f.resource_limited for f in self.failures.values()))
+            self.fail(comp, ok, message, any(f.resource_limited for f in self.failures.values()),
+                      frozenset(r for f in self.failures.values() for r in f.rejectors))
             return
         if i == n:
             self.satisfied.add(comp.key)
@@ -489,9 +457,9 @@ class _Search:
     def plan(self, tree: GroupTree) -> Plan:
         placements: list[tuple[Pod, str]] = []
         placed_keys: set[str] = set()
-        for row, _used, pods in self.journal:
-            name = self.table.nodes[row].name
-            for pod in pods:
+        for entry in self.state.journal:
+            name = self.table.nodes[entry.row].name
+            for pod in entry.pods:
                 placements.append((pod, name))
                 placed_keys.add(pod.key)
         unplaced: dict[str, str] = {}
@@ -507,50 +475,8 @@ class _Search:
                 if pod.key not in placed_keys:
                     unplaced[pod.key] = message
         return Plan(tree.key, tuple(placements), frozenset(self.satisfied), unplaced, reasons, self.attempts,
-                    self.claim_allocations())
-
-    def claim_allocations(self) -> tuple[ClaimAllocation, ...]:
-        """Every claim the plan allocates: per-pod claims from the journal, shared claims of placed leaves."""
-        if self.placer is None:
-            return ()
-        out: list[ClaimAllocation] = []
-        users: dict[str, list[Pod]] = {}
-        for (row, _used, pods), allocs in zip(self.journal, self.allocs, strict=True):
-            node = self.table.nodes[row].name
-            for pod in pods:
-                claims = self.placer.claims_of(pod.key)
-                for needed in claims.shared if claims is not None else ():
-                    users.setdefault(needed.key, []).append(pod)
-            if allocs is None:
-                continue
-            for pod, per_claim in zip(pods, allocs, strict=True):
-                claims = self.placer.claims_of(pod.key)
-                assert claims is not None
-                for needed, results in zip(claims.allocate, per_claim, strict=True):
-                    out.append(ClaimAllocation(
-                        claim=needed.key, reserved_for=(("Pod", pod.metadata.name, pod.metadata.uid),), node=node,
-                        results=tuple((r, d.driver, d.pool, d.name) for r, d in results),
-                        node_selector=self.placer.node_selector(results, node), synthetic=needed.synthetic,
-                        pod=pod.key))
-        for leaf_name, shared in self.placer.allocations_in_force():
-            for alloc in shared:
-                if alloc.reused:
-                    continue  # written once, by the leaf that allocated it; its consumers are all gathered
-                consumers = users.get(alloc.claim.key, [])
-                if alloc.claim.entry and any(self._is_group_claim(p, alloc.claim.key) for p in consumers):
-                    reserved: tuple[tuple[str, str, str], ...] = (("PodGroup", leaf_name, ""),)
-                else:
-                    reserved = tuple(("Pod", p.metadata.name, p.metadata.uid) for p in consumers)
-                out.append(ClaimAllocation(
-                    claim=alloc.claim.key, reserved_for=reserved, node=None,
-                    results=tuple((r, d.driver, d.pool, d.name) for r, d in alloc.results),
-                    node_selector=self.placer.node_selector(alloc.results, None)))
-        return tuple(out)
-
-    def _is_group_claim(self, pod: Pod, key: str) -> bool:
-        """Whether ``key`` is the pod's PodGroup claim (reserved for the group) rather than one shared by name."""
-        return not any(e.resource_claim_name and f"{pod.metadata.namespace}/{e.resource_claim_name}" == key
-                       for e in pod.spec.resource_claims)
+                    self.profile.devices.claim_allocations(self.state),
+                    tuple(dynamic_resources.selector_errors(self.state)))
 
     def unschedulable(self, tree: GroupTree, budget: bool) -> Unschedulable:
         reasons = {k: f.message for k, f in self.failures.items()}
@@ -568,7 +494,9 @@ class _Search:
         message = "; ".join(dict.fromkeys(parts)) or f"{_describe(tree.root)}: does not fit"
         for key in tree.groups:
             reasons.setdefault(key, message)
-        return Unschedulable(tree.key, code, message, reasons, self.attempts)
+        rejectors = frozenset(r for f in self.failures.values() for r in f.rejectors)
+        return Unschedulable(tree.key, code, message, reasons, self.attempts, rejectors,
+                             tuple(dynamic_resources.selector_errors(self.state)))
 
     @staticmethod
     def _group(tree: GroupTree, key: GroupKey) -> Group | None:
@@ -582,15 +510,17 @@ class _Search:
         return None
 
 
-def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = None) -> Plan | Unschedulable:
+def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = None,
+          profile: Profile = DEFAULT_PROFILE) -> Plan | Unschedulable:
     """Find an all-or-nothing placement for ``tree`` on ``snapshot``.
 
-    ``tree``: a READY tree from :func:`scheduler.groups.build_trees`. ``snapshot``: free
-    capacity (not modified). Returns a :class:`Plan` whose placements satisfy every gang in
-    the tree at once, or :class:`Unschedulable` with per-group reasons. A plan that would
+    ``tree``: a READY tree from :mod:`scheduler.groups`. ``snapshot``: the cycle's view (not
+    modified). ``profile``: the plugins to run (the default profile unless a test says otherwise).
+    Returns a :class:`Plan` whose placements satisfy every gang in the tree at once, or
+    :class:`Unschedulable` with per-group reasons and the plugins that rejected. A plan that would
     place no pod at all is reported as Unschedulable. Never raises for unschedulable input.
     """
-    search = _Search(snapshot, config or SolverConfig(), tree.priority)
+    search = _Search(snapshot, config or SolverConfig(), tree.priority, profile)
     everything = np.ones(len(snapshot.table), dtype=bool)
     try:
         for _ in search.alternatives(tree.root, everything):

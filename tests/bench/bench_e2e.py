@@ -57,7 +57,7 @@ import aiohttp
 import kmock
 import uvloop
 
-from scheduler.kube import EVENTS, NODES, PODGROUPS, PODS, ApiError, KubeClient
+from scheduler.live.kube import EVENTS, NODES, PODGROUPS, PODS, ApiError, KubeClient
 from scheduler.model import Node, Pod
 from scheduler.model.scheduling import INITIALLY_SCHEDULED
 from tests.bench.bench_solver import GPU, GPU_SHARE, RACKS_PER_ZONE, ZONES, machine, node_dicts

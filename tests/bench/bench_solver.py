@@ -72,11 +72,12 @@ import numpy as np
 from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.inventory import Inventory
 from scheduler.dra.view import DraView
+from scheduler.framework import NodeTable, Plan, Snapshot, SolverConfig
 from scheduler.groups import GroupTree, TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from scheduler.queue import GroupQueue
-from scheduler.solver import NodeTable, Plan, Snapshot, SolverConfig, solve
+from scheduler.solver import solve
 
 SCHEDULER = "gang-scheduler"
 NAMESPACE = "bench"

@@ -9,9 +9,9 @@ from typing import Any
 import kubernetes_validate
 import yaml
 
-from scheduler.loader import load
-from scheduler.simulate import example_path, simulate
-from scheduler.solver import SolverConfig
+from scheduler.framework import SolverConfig
+from scheduler.offline.loader import load
+from scheduler.offline.simulate import example_path, simulate
 from tests.chart.helmchart import MANIFESTS, NAMESPACE, ROOT, manifests_text, objects, render
 
 EXAMPLE = ROOT / "deploy" / "examples" / "gang.yaml"

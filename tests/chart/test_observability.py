@@ -1,7 +1,7 @@
 """The Grafana dashboard and the PrometheusRule: well-formed, and every query names real metrics.
 
 Every PromQL expression is parsed (``promql-parser``, a PromQL parser compiled from Rust), and each
-series it selects must be one that ``scheduler.metrics.Metrics`` exposes: the metric name, every
+series it selects must be one that ``scheduler.live.metrics.Metrics`` exposes: the metric name, every
 label it matches on or aggregates by (beyond the target labels Prometheus adds), and every
 label value it matches exactly. So a metric renamed in scheduler/metrics.py breaks this test,
 not a dashboard in production. When ``promtool`` is installed, the alerts' unit tests in
@@ -22,7 +22,7 @@ import promql_parser as promql
 import pytest
 import yaml
 
-from scheduler.metrics import Metrics
+from scheduler.live.metrics import Metrics
 from tests.chart.helmchart import ROOT
 
 DASHBOARD = ROOT / "deploy" / "grafana" / "gang-scheduler.json"

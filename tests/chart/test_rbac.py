@@ -1,6 +1,6 @@
 """The chart's RBAC grants exactly what the scheduler's code uses: every verb it needs, no other.
 
-Every API request of the scheduler goes through ``scheduler.kube.KubeClient`` (the one HTTP
+Every API request of the scheduler goes through ``scheduler.live.kube.KubeClient`` (the one HTTP
 seam, docs/architecture.md). This test finds every call of a ``KubeClient`` method in
 ``scheduler/`` by parsing the source (``<x>.kube.<method>(...)`` or ``kube.<method>(...)``), turns
 each into the (API group, resource, verb) it needs, and compares the union with the rules of
@@ -12,7 +12,7 @@ How a call becomes a permission:
 - the method gives the verb (:data:`VERBS`): ``list``, ``watch``, ``get``, ``create``,
   ``replace`` → ``update``, ``patch``; ``bind`` is ``create`` on ``pods/binding``; ``served`` is
   API discovery (a non-resource GET that the default ``system:discovery`` role allows everyone);
-- the first argument gives the resource: a constant of ``scheduler/kube.py`` (``PODS``,
+- the first argument gives the resource: a constant of ``scheduler/live/kube.py`` (``PODS``,
   ``LEASES``…) is read from the code; a variable is resolved by :data:`DYNAMIC`, a table that
   cites where its values come from — and, for the informers, is itself checked against the code;
 - ``sub="status"`` makes it the ``…/status`` subresource.
@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from scheduler import kube as kube_module
-from scheduler.kube import Resource
+from scheduler.live import kube as kube_module
+from scheduler.live.kube import Resource
 from tests.chart.helmchart import ROOT, objects, render
 
 SCHEDULER = ROOT / "scheduler"
@@ -53,13 +53,13 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
     # (file, function, argument as written) -> the kube.py constants it can hold, and why
     # informers.py Informer.run lists and watches `self.resource`: one Informer per resource
     # that run.py Scheduler.start_informers creates (checked by test_informer_table_matches_run_py).
-    ("informers.py", "Informer.run", "self.resource"): ("PODS", "NODES", "PODGROUPS", "PRIORITY_CLASSES",
+    ("live/informers.py", "Informer.run", "self.resource"): ("PODS", "NODES", "PODGROUPS", "PRIORITY_CLASSES",
                                                         "COMPOSITES", "RESOURCE_SLICES", "DEVICE_CLASSES",
                                                         "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES"),
     # status.py StatusWriter.group_condition / _patch_group: `res` is COMPOSITES for a
     # CompositePodGroup, else PODGROUPS (`res, ctype = (COMPOSITES, …) if isinstance(…) else (PODGROUPS, …)`).
-    ("status.py", "StatusWriter.group_condition", "res"): ("PODGROUPS", "COMPOSITES"),
-    ("status.py", "StatusWriter._patch_group", "res"): ("PODGROUPS", "COMPOSITES"),
+    ("live/status_writer.py", "StatusWriter.group_condition", "res"): ("PODGROUPS", "COMPOSITES"),
+    ("live/status_writer.py", "StatusWriter._patch_group", "res"): ("PODGROUPS", "COMPOSITES"),
 }
 
 LEASE_GROUP = "coordination.k8s.io"
@@ -87,7 +87,7 @@ def kube_calls() -> list[Call]:
     """Every ``….kube.<method>(…)`` / ``kube.<method>(…)`` call in scheduler/, except kube.py itself."""
     calls: list[Call] = []
     for path in sorted(SCHEDULER.rglob("*.py")):
-        if path.name == "kube.py" and path.parent == SCHEDULER:
+        if path.name == "kube.py" and path.parent == SCHEDULER / "live":
             continue
         tree = ast.parse(path.read_text(), filename=str(path))
         for function, node in _calls_with_scope(tree):
@@ -122,7 +122,7 @@ def _calls_with_scope(tree: ast.Module) -> Iterator[tuple[str, ast.Call]]:
 
 def constant(name: str) -> Resource:
     res = getattr(kube_module, name, None)
-    assert isinstance(res, Resource), f"{name} is not a Resource constant of scheduler/kube.py"
+    assert isinstance(res, Resource), f"{name} is not a Resource constant of scheduler/live/kube.py"
     return res
 
 
@@ -165,22 +165,24 @@ def rbac(values: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
 def test_every_kube_call_is_understood() -> None:
     """The scan sees the calls we know of (a scan that finds nothing would prove nothing)."""
     methods = {(c.file, c.method) for c in kube_calls()}
-    assert {("informers.py", "list"), ("informers.py", "watch"), ("binder.py", "bind"), ("binder.py", "get"),
-            ("status.py", "patch"), ("status.py", "create"), ("leader.py", "replace"), ("leader.py", "create"),
-            ("run.py", "served")} <= methods
+    assert {("live/informers.py", "list"), ("live/informers.py", "watch"), ("live/binder.py", "bind"),
+            ("live/binder.py", "get"),
+            ("live/status_writer.py", "patch"), ("live/status_writer.py", "create"), ("live/leader.py", "replace"),
+            ("live/leader.py", "create"),
+            ("live/driver.py", "served")} <= methods
     triples, discovery = needed()
     assert triples
-    assert {c.file for c in discovery} == {"run.py"}
+    assert {c.file for c in discovery} == {"live/driver.py"}
 
 
 def test_informer_table_matches_run_py() -> None:
     """DYNAMIC's informer resources are the Resource constants named in run.py Scheduler.start_informers."""
-    tree = ast.parse((SCHEDULER / "run.py").read_text())
+    tree = ast.parse((SCHEDULER / "live" / "driver.py").read_text())
     start = next(node for node in ast.walk(tree)
                  if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef) and node.name == "start_informers")
     named = {n.id for n in ast.walk(start) if isinstance(n, ast.Name) and isinstance(getattr(kube_module, n.id, None),
                                                                                         Resource)}
-    assert named == set(DYNAMIC["informers.py", "Informer.run", "self.resource"])
+    assert named == set(DYNAMIC["live/informers.py", "Informer.run", "self.resource"])
 
 
 def test_cluster_role_grants_exactly_the_verbs_the_code_uses() -> None:

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 import kmock
 import pytest_asyncio
 
-from scheduler.kube import KubeClient
+from scheduler.live.kube import KubeClient
 from tests.integration.apiserver import ApiServer
 
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}

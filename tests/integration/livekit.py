@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from scheduler.config import Settings
-from scheduler.kube import COMPOSITES, NODES, PODGROUPS, PODS, KubeClient
-from scheduler.run import Scheduler
+from scheduler.live.driver import Scheduler
+from scheduler.live.kube import COMPOSITES, NODES, PODGROUPS, PODS, KubeClient
 from tests.unit.groups.builders import pg_dict
 
 NS = "ml"

@@ -14,7 +14,7 @@ from typing import Any
 import kmock
 import pytest
 
-from scheduler.kube import (
+from scheduler.live.kube import (
     DEVICE_CLASSES,
     EVENTS,
     PODGROUPS,
@@ -356,7 +356,7 @@ async def test_devices_of_plans_in_flight_are_held_until_the_watch_shows_their_c
         await until(lambda: bound_at_least(kube, "p", 4), what="four pods bound")
         await asyncio.sleep(5)
         assert len(await bound(kube, "p")) == 4  # four GPUs: the fifth pod waits
-        assert sched.cache.assumed_devices == {}  # every assumption ended with the watch
+        assert sched.cache.devices.held == {}  # every assumption ended with the watch
     taken = [d for i in range(5) for d in devices(await claim(kube, f"p{i}-gpu"))]
     assert sorted(taken) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
 

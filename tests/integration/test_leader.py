@@ -1,4 +1,4 @@
-"""Leader election (``scheduler.leader``) against the kmock ``ApiServer`` on a fake loop clock.
+"""Leader election (``scheduler.live.leader``) against the kmock ``ApiServer`` on a fake loop clock.
 
 Every test runs on looptime's clock, so lease durations of 15 s cost milliseconds, and time
 figures are exact: the emulator answers in zero loop time. ``k8s`` and ``kube`` come from
@@ -15,8 +15,8 @@ import kmock
 import pytest
 import pytest_asyncio
 
-from scheduler.kube import JSON, LEASES, KubeClient
-from scheduler.leader import LeaderElector
+from scheduler.live.kube import JSON, LEASES, KubeClient
+from scheduler.live.leader import LeaderElector
 from tests.integration.apiserver import ApiServer
 
 NS, NAME = "kube-system", "gang-scheduler"

@@ -8,7 +8,7 @@ import contextlib
 import kmock
 import pytest
 
-from scheduler.kube import EVENTS, PODGROUPS, PODS, KubeClient
+from scheduler.live.kube import EVENTS, PODGROUPS, PODS, KubeClient
 from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 
 
@@ -161,9 +161,8 @@ async def test_watch_dropped_and_410_relists_without_double_counting(k8s, kube: 
         # 4 cpu - 2 used by `other` = 2 free: a 3 x 1 cpu gang must not fit; usage was not counted twice
         # (then 0 would be free) nor lost (then it would fit)
         assert await bound(kube, "g-") == {}
-        used = sched.cache.snapshot().used
-        table = sched.cache.node_table()
-        assert int(used[0, table.column["cpu"]]) == 2000
+        snapshot = sched.cache.snapshot()
+        assert int(snapshot.used[0, snapshot.table.column["cpu"]]) == 2000
         await kube.request("DELETE", PODS.path(NS, "other"))
         await until(lambda: bound_at_least(kube, "g-", 3), what="gang after usage freed")
 

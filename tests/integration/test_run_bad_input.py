@@ -8,8 +8,8 @@ import kmock
 import pytest
 
 from scheduler.config import Settings
-from scheduler.kube import COMPOSITES, PODGROUPS, PODS, KubeClient
-from scheduler.run import Scheduler
+from scheduler.live.driver import Scheduler
+from scheduler.live.kube import COMPOSITES, PODGROUPS, PODS, KubeClient
 from tests.integration.conftest import RESOURCES, VERBS
 from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 

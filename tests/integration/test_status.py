@@ -14,10 +14,10 @@ from typing import Any
 import kmock
 import pytest
 
-from scheduler.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, STRATEGIC_PATCH, KubeClient, Resource
+from scheduler.live.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, STRATEGIC_PATCH, KubeClient, Resource
+from scheduler.live.status_writer import StatusWriter
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, PodGroup
-from scheduler.status import StatusWriter
 from tests.integration.apiserver import ApiServer
 
 NS = "ml"
@@ -184,7 +184,7 @@ async def test_group_write_error_is_logged_not_raised(kube: KubeClient, writer: 
     k8s["patch", kmock.resource("scheduling.k8s.io/v1beta1/podgroups")] << 500 << {
         "kind": "Status", "code": 500, "reason": "InternalError", "message": "etcd is down"}
 
-    with caplog.at_level(logging.WARNING, logger="scheduler.status"):
+    with caplog.at_level(logging.WARNING, logger="scheduler.live.status_writer"):
         assert not await writer.group_condition(await pod_group(kube), True, "Scheduled", "bound")
 
     assert "status" not in await kube.get(PODGROUPS, NS, "workers")
@@ -311,7 +311,7 @@ async def test_event_post_500_does_not_raise(kube: KubeClient, writer: StatusWri
     k8s["post", kmock.resource("events.k8s.io/v1/events")] << 500 << {
         "kind": "Status", "code": 500, "reason": "InternalError", "message": "etcd is down"}
 
-    with caplog.at_level(logging.WARNING, logger="scheduler.status"):
+    with caplog.at_level(logging.WARNING, logger="scheduler.live.status_writer"):
         await writer.pod_scheduled(p, "node-17")
         await writer.pod_unschedulable(p, "Unschedulable", NO_FIT)
 

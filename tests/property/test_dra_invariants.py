@@ -17,9 +17,9 @@ from decimal import Decimal
 from hypothesis import HealthCheck, given, settings
 
 from scheduler.dra.inventory import Inventory
-from scheduler.loader import Objects
-from scheduler.simulate import Simulation, simulate
-from scheduler.solver import SolverConfig
+from scheduler.framework import SolverConfig
+from scheduler.offline.loader import Objects
+from scheduler.offline.simulate import Simulation, simulate
 from tests.property.dra_strategies import DraCluster, dra_clusters
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -16,30 +16,27 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduler.framework import NodeTable, Plan, Snapshot, SolverConfig
 from scheduler.groups import Composite, Group, GroupTree, Leaf, TreeState, build_trees
-from scheduler.loader import Objects
-from scheduler.queue import GroupQueue
-from scheduler.report import render_text
-from scheduler.simulate import simulate
-from scheduler.solver import NodeTable, Plan, Snapshot, SolverConfig, solve
-from scheduler.solver.fit import copies
+from scheduler.offline.loader import Objects
+from scheduler.offline.report import render_text
+from scheduler.offline.simulate import simulate
+from scheduler.solver import solve
+from scheduler.solver.plugins import run_filters
+from scheduler.solver.plugins.resources_fit import copies
 from tests.property.strategies import Cluster, clusters
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def run_all(c: Cluster, scoring: str = "pack") -> tuple[Snapshot, Snapshot, list[tuple[GroupTree, object]]]:
-    forest = build_trees(c.pods, c.podgroups, c.composites, scheduler_name="gang-scheduler")
-    start = snapshot = Snapshot.build(NodeTable.build(c.nodes), c.pods)
-    queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
-    results = []
-    while len(queue):
-        tree = queue.pop()
-        result = solve(tree, snapshot, SolverConfig(scoring=scoring))  # type: ignore[arg-type]
-        if isinstance(result, Plan):
-            snapshot = snapshot.assume(result.placements)
-        results.append((tree, result))
-    return start, snapshot, results
+    """The one cycle, as ``run`` and ``simulate`` drive it: the cluster loaded into a ClusterCache, each root
+    assumed and bound (by the recording binder) before the next, the cache's assume/settle bookkeeping
+    included. Returns the snapshots before and after, and each root's tree with its decision."""
+    objects = Objects(nodes=c.nodes, pods=c.pods, podgroups=c.podgroups, composites=c.composites)
+    sim = simulate(objects, "gang-scheduler", SolverConfig(scoring=scoring))  # type: ignore[arg-type]
+    assert sim.initial is not None and sim.snapshot is not None
+    return sim.initial, sim.snapshot, list(sim.results)
 
 
 def placed_in(group: Group, placed: dict[str, str]) -> int:
@@ -132,7 +129,7 @@ def test_lone_gang_of_identical_pods_fits_exactly_when_slots_suffice(c: Cluster)
     snapshot = Snapshot.build(NodeTable.build(c.nodes), c.pods)
     table = snapshot.table
     vec, unknown = table.request_vector(root.pending[0].requests)
-    ok = table.static_fit(root.pending[0].spec).ok
+    ok = table.static_fit(root.pending[0].spec, run_filters).ok
     slots = 0 if unknown else int(copies(snapshot.free()[ok], vec).clip(max=len(root.pending)).sum())
     result = solve(tree, snapshot)
     assert isinstance(result, Plan) == (slots >= root.need and slots > 0)
@@ -153,7 +150,7 @@ def test_lone_topology_gang_fits_exactly_when_one_domain_has_the_slots(c: Cluste
     snapshot = Snapshot.build(NodeTable.build(c.nodes), c.pods)
     table = snapshot.table
     vec, unknown = table.request_vector(root.pending[0].requests)
-    ok = table.static_fit(root.pending[0].spec).ok
+    ok = table.static_fit(root.pending[0].spec, run_filters).ok
     ids = table.domains(root.topology_key).of_node
     per_node = np.zeros(len(table), dtype=np.int64)
     if not unknown:

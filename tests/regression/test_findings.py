@@ -12,20 +12,22 @@ from typing import Any
 import kmock
 import pytest
 
-from scheduler.binder import Binder
-from scheduler.cache import Changes, ClusterCache
+from scheduler.cache.cluster import ClusterCache
 from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.inventory import Inventory
 from scheduler.dra.view import DraView
+from scheduler.framework import NodeTable, Plan, Snapshot
 from scheduler.groups import TreeState, build_trees
-from scheduler.groups.tree import GroupKey, GroupTree, Leaf
-from scheduler.informers import Informer
-from scheduler.kube import NODES, PODGROUPS, PODS, KubeClient
+from scheduler.groups.tree import GroupTree, Leaf
+from scheduler.live.binder import Binder
+from scheduler.live.driver import Scheduler
+from scheduler.live.informers import Informer
+from scheduler.live.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.model import Pod
 from scheduler.model.pod import effective_requests
-from scheduler.queue import SchedulingQueue
-from scheduler.run import Scheduler
-from scheduler.solver import NodeTable, Plan, Snapshot, solve
+from scheduler.model.scheduling import GroupKey
+from scheduler.queue import BackingOff, SchedulingQueue
+from scheduler.solver import solve
 from tests.integration import livekit
 from tests.integration.livekit import NS, bound, bound_at_least, create_node, running, until
 from tests.unit.groups.builders import cpg, pg
@@ -76,19 +78,21 @@ async def _server(handler: Any) -> tuple[asyncio.Server, int]:
 # -- FINDING 1: the queue hands out a stale tree; a pod can be planned twice -------------------------
 
 
-def test_queue_pop_returns_the_tree_of_the_latest_sync() -> None:
+def test_queue_hands_out_keys_never_trees() -> None:
+    """The queue cannot hand out a stale tree: it holds root keys, and the cycle looks the tree up."""
     q = SchedulingQueue()
     old, new = _leaf_tree("g", "a", "b"), _leaf_tree("g", "a", "c")
-    q.sync([old], 0.0)
-    q.sync([new], 0.0)  # a mid-cycle refresh: same root, same queue key, fresh members
-    assert q.pop(0.0) is new
+    q.update(old, old.key, ready=True)
+    q.update(new, new.key, ready=True)  # a mid-cycle refresh: same root, same queue key, fresh members
+    assert q.pop(0.0) == new.key
+    assert q.pop(0.0) is None
 
 
 def test_queue_heap_does_not_grow_with_refreshes() -> None:
     q = SchedulingQueue()
     tree = _leaf_tree("g", "a")
     for _ in range(1000):
-        q.sync([tree], 0.0)
+        q.update(tree, tree.key, ready=True)
     assert len(q.ready._heap) <= 2
 
 
@@ -104,8 +108,9 @@ async def test_a_pod_assumed_by_one_plan_is_never_planned_again() -> None:
     plans: list[tuple[str, list[str]]] = []
     rvs = iter(range(100, 10_000))
 
-    async def bind(tree: GroupTree, plan: Plan, *_: Any, **__: Any) -> None:
-        plans.append((tree.key.name, sorted(p.metadata.name for p, _ in plan.placements)))
+    async def bind(attempt: Any, *_: Any, **__: Any) -> None:
+        plan = attempt.plan
+        plans.append((attempt.tree.key.name, sorted(p.metadata.name for p, _ in plan.placements)))
         # while the plan binds, an unrelated watch event lands (any pod of any scheduler)
         other = livekit.pod(f"other-{next(rvs)}", None, cpu="0", scheduler="default-scheduler")
         sched.on_change(cache.apply("Pod", "ADDED", _api(other, next(rvs))))
@@ -113,7 +118,7 @@ async def test_a_pod_assumed_by_one_plan_is_never_planned_again() -> None:
     sched.bind = bind  # type: ignore[method-assign]
     stop = asyncio.Event()
     for _ in range(2):
-        await sched.cycle(stop)
+        await sched.schedule_ready(stop)
         await asyncio.sleep(0)
     planned = [name for _, names in plans for name in names]
     assert planned.count("r-0") == 1, plans
@@ -207,7 +212,7 @@ async def test_bind_plan_reports_a_truncated_response_as_an_outcome() -> None:
 async def test_informer_survives_a_truncated_list_response() -> None:
     srv, port = await _server(_truncated_201)
     kube = KubeClient.for_host(f"http://127.0.0.1:{port}")
-    informer = Informer(kube, PODS, ClusterCache(), lambda c: None, retry_s=0.01)
+    informer = Informer(kube, PODS, ClusterCache(OURS), lambda c: None, retry_s=0.01)
     task = asyncio.create_task(informer.run())
     try:
         await asyncio.sleep(0.3)
@@ -226,7 +231,7 @@ async def test_follower_loop_does_not_spin_on_an_expired_backoff() -> None:
     kube = KubeClient.for_host("http://127.0.0.1:1")
     sched = Scheduler(livekit.settings(leader_elect=True), kube, identity="follower")
     tree = _leaf_tree("g", "a")
-    sched.queue.backing_off[tree.key] = (0.0, tree)  # left over from an earlier term as leader
+    sched.queue.backing_off[tree.key] = BackingOff(0.0, tree, frozenset())  # left over from an earlier term
     turns = 0
     real = sched.queue.next_wakeup
 
@@ -250,13 +255,13 @@ async def test_follower_loop_does_not_spin_on_an_expired_backoff() -> None:
 
 
 def test_huge_request_quantity_does_not_crash_snapshot_or_solve() -> None:
-    cache = ClusterCache()
+    cache = ClusterCache(OURS)
     cache.replace("Node", [livekit.node("n0")])
     cache.apply("Pod", "ADDED", livekit.pod("big", None, cpu="1e16"))  # valid Quantity; 1e19 milli-cpu
     cache.apply("Pod", "ADDED", livekit.pod("pinned", None, cpu="1e16", node_name="n0",
                                             scheduler="default-scheduler"))
     snapshot = cache.snapshot()
-    (tree,) = [t for t in cache.forest(OURS).trees if t.key.name == "big"]
+    (tree,) = [t for t in cache.forest().trees if t.key.name == "big"]
     solve(tree, snapshot)  # must return Unschedulable, not raise
 
 
@@ -319,14 +324,14 @@ def test_child_satisfied_by_bound_members_does_not_block_its_sibling() -> None:
 
 
 def test_node_update_that_changes_nothing_schedulable_is_not_a_capacity_event() -> None:
-    cache = ClusterCache()
+    cache = ClusterCache(OURS)
     cache.replace("Node", [_api(livekit.node("n0"), 1)])
-    table = cache.node_table()
+    table = cache.usage.table
     heartbeat = _api(livekit.node("n0"), 2)  # same labels, taints, allocatable: a status heartbeat
     heartbeat["metadata"]["annotations"] = {"node.alpha.kubernetes.io/ttl": "0"}
     changes = cache.apply("Node", "MODIFIED", heartbeat)
-    assert not changes.capacity
-    assert cache.node_table() is table  # the static-filter memo and the DRA/CEL memo survive
+    assert changes == []  # no cluster event: no queueing hint can wake a root
+    assert cache.usage.table is table  # the static-filter memo and the DRA/CEL memo survive
 
 
 # -- FINDING 10: a watch that closes at once is re-opened in a tight loop ----------------------------
@@ -353,7 +358,7 @@ async def test_watch_closing_immediately_is_not_reopened_in_a_tight_loop() -> No
 
     srv, port = await _server(handle)
     kube = KubeClient.for_host(f"http://127.0.0.1:{port}")
-    task = asyncio.create_task(Informer(kube, NODES, ClusterCache(), lambda c: None).run())
+    task = asyncio.create_task(Informer(kube, NODES, ClusterCache(OURS), lambda c: None).run())
     await asyncio.sleep(0.5)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
@@ -383,18 +388,18 @@ async def test_reported_messages_of_deleted_roots_are_forgotten() -> None:
     for j in range(20):
         cache.replace("PodGroup", [_api(livekit.podgroup(f"g{j}", 2), 2)])
         cache.replace("Pod", [_api(livekit.pod(f"g{j}-{i}", f"g{j}", cpu="4"), 3 + i) for i in range(2)])
-        sched._refresh(Changes(), 0.0)
-        await sched.cycle(asyncio.Event())  # unschedulable: the message is remembered
+        sched._refresh(0.0)
+        await sched.schedule_ready(asyncio.Event())  # unschedulable: the message is remembered
         cache.replace("PodGroup", [])
         cache.replace("Pod", [])
-        sched._refresh(Changes(), 0.0)  # the job is gone
+        sched._refresh(0.0)  # the job is gone
     await asyncio.sleep(0)
     assert len(sched._reported) == 0, len(sched._reported)
 
 
 @pytest.mark.looptime
 async def test_live_tree_sharing_a_claim_across_leaves_is_bound(k8s: Any, kube: KubeClient) -> None:
-    from scheduler.kube import COMPOSITES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES
+    from scheduler.live.kube import COMPOSITES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES
     from tests.integration import test_dra as dra
 
     await create_node(kube, "n0", cpu="8")
@@ -432,7 +437,7 @@ async def test_no_bind_is_issued_after_leadership_is_lost() -> None:
     cache.replace("Node", [_api(livekit.node("n0", cpu="8"), 1)])
     cache.replace("PodGroup", [_api(livekit.podgroup("g", 3), 2)])
     cache.replace("Pod", [_api(livekit.pod(f"g-{i}", "g"), 3 + i) for i in range(3)])
-    await sched.cycle(asyncio.Event())  # plan g-0..g-2, bind task started
+    await sched.schedule_ready(asyncio.Event())  # plan g-0..g-2, bind task started
     await until(lambda: binds, timeout_s=5, what="first bind in flight")
     sched.elector.leading.clear()  # another replica takes over (lease lost)
     release.set()
@@ -445,7 +450,7 @@ async def test_no_bind_is_issued_after_leadership_is_lost() -> None:
 
 
 def test_cpu_quantity_with_a_huge_exponent_is_ignored_not_raised() -> None:
-    cache = ClusterCache()
+    cache = ClusterCache(OURS)
     body = livekit.pod("p", None)
     body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1e999999"}}
     cache.apply("Pod", "ADDED", body)  # must not raise: this call runs inside the Pod informer
@@ -506,7 +511,7 @@ def test_shared_claim_leaves_the_device_a_members_own_claim_needs() -> None:
 
 
 async def test_stale_failure_report_does_not_mark_a_bound_pod_unscheduled(k8s: Any, kube: KubeClient) -> None:
-    from scheduler.status import StatusWriter
+    from scheduler.live.status_writer import StatusWriter
 
     await create_node(kube, "n0")
     created = await kube.create(PODS, NS, livekit.pod("p", None))

@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml
 
-from scheduler.loader import load
-from scheduler.report import render_text, to_json
-from scheduler.simulate import AllocationOutcome, Simulation, simulate
-from scheduler.solver import SolverConfig
+from scheduler.framework import SolverConfig
+from scheduler.offline.loader import load
+from scheduler.offline.report import render_text, to_json
+from scheduler.offline.simulate import AllocationOutcome, Simulation, simulate
 from tests.scenario.conftest import DATA
 
 CLUSTER = DATA / "clusters" / "small-gpu-cluster.yaml"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.loader import load
-from scheduler.report import render_text
-from scheduler.simulate import Simulation, example_path, simulate
-from scheduler.solver import SolverConfig
+from scheduler.framework import SolverConfig
+from scheduler.offline.loader import load
+from scheduler.offline.report import render_text
+from scheduler.offline.simulate import Simulation, example_path, simulate
 from tests.scenario.conftest import DATA
 
 FRAGMENTED = DATA / "clusters" / "fragmented-cluster.yaml"

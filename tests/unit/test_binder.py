@@ -7,13 +7,14 @@ from typing import Any
 
 import pytest
 
-from scheduler.binder import Binder, ClaimWrite, claim_writes, consumer, extended_requests
-from scheduler.dra.claims import ClaimIndex
-from scheduler.groups.tree import GroupKey
-from scheduler.kube import JSON, ApiError, Conflict, Resource
+from scheduler.dra.claims import ClaimIndex, extended_requests
+from scheduler.dra.writes import ClaimWrite, claim_writes, consumer
+from scheduler.framework.plan import ClaimAllocation, Plan
+from scheduler.live.binder import Binder
+from scheduler.live.kube import JSON, ApiError, Conflict, Resource
 from scheduler.model import Pod
 from scheduler.model.dra import DeviceClass, ResourceClaim
-from scheduler.solver.plan import ClaimAllocation, Plan
+from scheduler.model.scheduling import GroupKey
 
 NS = "ml"
 DRIVER = "gpu.example.com"

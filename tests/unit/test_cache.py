@@ -6,8 +6,11 @@ from typing import Any
 
 import pytest
 
-from scheduler.cache import ClusterCache
-from scheduler.solver.plan import ClaimAllocation
+from scheduler.cache.cluster import ClusterCache
+from scheduler.framework.events import ClusterEvent
+from scheduler.framework.plan import ClaimAllocation, Plan
+from scheduler.model.scheduling import GroupKey
+from scheduler.solver.plugins import dynamic_resources
 
 NS = "ml"
 DRIVER = "gpu.example.com"
@@ -61,13 +64,23 @@ def alloc(claim_key: str, *devices: str, synthetic: bool = False, pod_key: str |
 
 
 def dra_cache(*claims: dict[str, Any], pods: list[dict[str, Any]] = ()) -> ClusterCache:  # type: ignore[assignment]
-    cache = ClusterCache(dra=True)
+    cache = ClusterCache("gang-scheduler", dra=True)
     cache.replace("Node", [node("n0"), node("n1")])
     cache.replace("ResourceSlice", [gpu_slice("n0")])
     cache.replace("DeviceClass", [device_class()])
     cache.replace("ResourceClaim", list(claims))
     cache.replace("Pod", list(pods))
     return cache
+
+
+def assume_devices(cache: ClusterCache, token: str, allocations: list[ClaimAllocation]) -> None:
+    """Assume a plan that places no pod, only allocates ``allocations``."""
+    cache.assume(Plan(GroupKey("PodGroup", NS, "g"), (), frozenset(), allocations=tuple(allocations)), token)
+
+
+def may_help(events: list[ClusterEvent]) -> bool:
+    """Whether the DRA plugin's queueing hint wakes a root it rejected on one of ``events``."""
+    return any(dynamic_resources.queueing_hint(e) for e in events)
 
 
 def free_devices(cache: ClusterCache) -> list[str]:
@@ -82,7 +95,7 @@ def ids(*names: str) -> list[str]:
 
 
 def test_without_dra_a_snapshot_has_no_device_view() -> None:
-    cache = ClusterCache()
+    cache = ClusterCache("gang-scheduler")
     cache.replace("Node", [node("n0")])
     assert cache.snapshot().dra is None
 
@@ -91,14 +104,14 @@ def test_devices_named_by_claim_allocations_are_taken_and_return_when_the_alloca
     cache = dra_cache(claim("a", ["gpu-0", "gpu-1"]))
     assert free_devices(cache) == ids("gpu-2", "gpu-3")
     changes = cache.apply("ResourceClaim", "MODIFIED", claim("a", rv="2"))  # deallocated
-    assert changes.capacity
+    assert may_help(changes)
     assert free_devices(cache) == ids("gpu-0", "gpu-1", "gpu-2", "gpu-3")
 
 
 def test_a_deleted_claim_returns_its_devices() -> None:
     cache = dra_cache(claim("a", ["gpu-0"]))
     changes = cache.apply("ResourceClaim", "DELETED", claim("a", ["gpu-0"]))
-    assert changes.capacity
+    assert may_help(changes)
     assert free_devices(cache) == ids("gpu-0", "gpu-1", "gpu-2", "gpu-3")
 
 
@@ -113,23 +126,29 @@ def test_a_deleted_claim_returns_its_devices() -> None:
 def test_dra_events_that_can_help_a_waiting_root_count_as_capacity(kind: str, event: str, raw: dict[str, Any],
                                                                    capacity: bool) -> None:
     cache = dra_cache(claim("a", ["gpu-0"]))
-    assert cache.apply(kind, event, raw).capacity is capacity
+    assert may_help(cache.apply(kind, event, raw)) is capacity
 
 
-def test_inventory_is_rebuilt_only_when_slices_classes_or_nodes_change() -> None:
+def test_inventory_is_updated_only_when_slices_classes_or_nodes_change() -> None:
     cache = dra_cache(claim("a"))
-    first = cache.inventory()
+    inventory = cache.devices.inventory
+    sub = dynamic_resources.SubRequest("gpu", "gpu")
+    assert inventory.matches(sub, inventory.devices[f"{DRIVER}/n0/gpu-0"])
+    first = inventory.generation
     cache.apply("ResourceClaim", "MODIFIED", claim("a", ["gpu-0"], rv="2"))
     cache.apply("Pod", "ADDED", pod("p", "a"))
-    assert cache.inventory() is first  # claims and pods do not rebuild the device index (nor drop the CEL memo)
+    # claims and pods do not touch the device index (nor drop the CEL memo)
+    assert inventory.generation == first and inventory._match[f"{DRIVER}/n0/gpu-0"]
     cache.apply("ResourceSlice", "MODIFIED", gpu_slice("n0", 2, generation=2))
-    second = cache.inventory()
-    assert second is not first and len(second.devices) == 2
+    second = inventory.generation
+    assert second > first and len(inventory.devices) == 2  # the pool was indexed again
+    assert f"{DRIVER}/n0/gpu-0" not in inventory._match  # its devices' results went with it
+    assert inventory.matches(sub, inventory.devices[f"{DRIVER}/n0/gpu-0"])
     cache.apply("DeviceClass", "MODIFIED", device_class("true"))
-    third = cache.inventory()
-    assert third is not second
+    assert inventory.generation > second and not inventory._match[f"{DRIVER}/n0/gpu-0"]  # the class's results forgotten
+    third = inventory.generation
     cache.apply("Node", "ADDED", node("n2"))
-    assert cache.inventory() is not third
+    assert inventory.generation > third and len(inventory.table) == 3
 
 
 def test_live_claim_resolution_never_synthesises_a_missing_template_claim() -> None:
@@ -143,48 +162,48 @@ def test_live_claim_resolution_never_synthesises_a_missing_template_claim() -> N
 
 def test_assumed_devices_are_held_until_the_watch_shows_the_claim_allocated() -> None:
     cache = dra_cache(claim("a"), claim("b"))
-    cache.assume_devices("plan-1", [alloc(f"{NS}/a", "gpu-0"), alloc(f"{NS}/b", "gpu-1")])
+    assume_devices(cache, "plan-1", [alloc(f"{NS}/a", "gpu-0"), alloc(f"{NS}/b", "gpu-1")])
     assert free_devices(cache) == ids("gpu-2", "gpu-3")
     cache.apply("ResourceClaim", "MODIFIED", claim("a", ["gpu-0"], rv="2"))
-    assert cache.assumed_devices == {"plan-1": {f"{NS}/b": cache.assumed_devices["plan-1"][f"{NS}/b"]}}
+    assert cache.devices.held == {"plan-1": {f"{NS}/b": cache.devices.held["plan-1"][f"{NS}/b"]}}
     assert free_devices(cache) == ids("gpu-2", "gpu-3")  # gpu-0 now taken by the claim itself
     cache.apply("ResourceClaim", "MODIFIED", claim("b", ["gpu-1"], rv="2"))
-    assert cache.assumed_devices == {}
+    assert cache.devices.held == {}
 
 
 def test_a_synthetic_claim_is_recognised_by_its_devices_under_its_generated_name() -> None:
     cache = dra_cache(pods=[pod("p")])
-    cache.assume_devices("plan-1", [alloc(f"{NS}/p-extended-resources", "gpu-0", "gpu-1", synthetic=True,
+    assume_devices(cache, "plan-1", [alloc(f"{NS}/p-extended-resources", "gpu-0", "gpu-1", synthetic=True,
                                           pod_key=f"{NS}/p")])
     cache.apply("ResourceClaim", "ADDED", claim("p-extended-resources-x1y2z", owner="p"))
-    assert cache.assumed_device_ids() == frozenset(ids("gpu-0", "gpu-1"))
+    assert cache.devices.held_device_ids() == frozenset(ids("gpu-0", "gpu-1"))
     cache.apply("ResourceClaim", "MODIFIED", claim("p-extended-resources-x1y2z", ["gpu-0", "gpu-1"], rv="2"))
-    assert cache.assumed_devices == {}
+    assert cache.devices.held == {}
 
 
 def test_held_devices_end_when_their_claim_or_owner_pod_is_gone() -> None:
     cache = dra_cache(claim("a"), pods=[pod("p")])
-    cache.assume_devices("plan-1", [alloc(f"{NS}/a", "gpu-0"),
+    assume_devices(cache, "plan-1", [alloc(f"{NS}/a", "gpu-0"),
                                     alloc(f"{NS}/p-extended-resources", "gpu-1", synthetic=True, pod_key=f"{NS}/p")])
     cache.apply("ResourceClaim", "DELETED", claim("a"))
-    assert set(cache.assumed_devices["plan-1"]) == {f"{NS}/p-extended-resources"}
+    assert set(cache.devices.held["plan-1"]) == {f"{NS}/p-extended-resources"}
     cache.apply("Pod", "DELETED", pod("p"))
-    assert cache.assumed_devices == {}
+    assert cache.devices.held == {}
 
 
 def test_a_relist_settles_held_devices_like_the_watch() -> None:
     cache = dra_cache(claim("a"), claim("b"))
-    cache.assume_devices("plan-1", [alloc(f"{NS}/a", "gpu-0"), alloc(f"{NS}/b", "gpu-1")])
+    assume_devices(cache, "plan-1", [alloc(f"{NS}/a", "gpu-0"), alloc(f"{NS}/b", "gpu-1")])
     cache.replace("ResourceClaim", [claim("a", ["gpu-0"], rv="3")])  # a allocated, b gone (missed events)
-    assert cache.assumed_devices == {}
+    assert cache.devices.held == {}
 
 
 def test_forget_devices_releases_all_or_some_claims_of_a_plan() -> None:
     cache = dra_cache(claim("a"), claim("b"))
-    cache.assume_devices("plan-1", [alloc(f"{NS}/a", "gpu-0"), alloc(f"{NS}/b", "gpu-1")])
-    cache.assume_devices("plan-2", [alloc(f"{NS}/c", "gpu-2")])
+    assume_devices(cache, "plan-1", [alloc(f"{NS}/a", "gpu-0"), alloc(f"{NS}/b", "gpu-1")])
+    assume_devices(cache, "plan-2", [alloc(f"{NS}/c", "gpu-2")])
     cache.forget_devices("plan-1", [f"{NS}/a"])
-    assert cache.assumed_device_ids() == frozenset(ids("gpu-1", "gpu-2"))
+    assert cache.devices.held_device_ids() == frozenset(ids("gpu-1", "gpu-2"))
     cache.forget_devices("plan-1")
-    assert set(cache.assumed_devices) == {"plan-2"}
+    assert set(cache.devices.held) == {"plan-2"}
     assert free_devices(cache) == ids("gpu-0", "gpu-1", "gpu-3")

@@ -1,4 +1,4 @@
-"""The probe server (``scheduler.health``): real HTTP on a free loopback port."""
+"""The probe server (``scheduler.live.health``): real HTTP on a free loopback port."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from scheduler.health import HealthServer
+from scheduler.live.health import HealthServer
 
 
 class Readiness:

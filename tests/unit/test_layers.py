@@ -15,8 +15,8 @@ import pytest
 import scheduler
 
 PURE = ("solver", "groups", "model")
-FORBIDDEN = ("kubernetes_asyncio", "kopf", "prometheus_client", "scheduler.cache", "scheduler.binder",
-             "scheduler.simulate", "scheduler.cli", "scheduler.report", "scheduler.loader")
+FORBIDDEN = ("kubernetes_asyncio", "kopf", "prometheus_client", "scheduler.cache.cluster", "scheduler.live.binder",
+             "scheduler.offline.simulate", "scheduler.cli", "scheduler.offline.report", "scheduler.offline.loader")
 ROOT = Path(scheduler.__file__).parent
 
 

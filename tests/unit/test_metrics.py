@@ -1,4 +1,4 @@
-"""Metrics (``scheduler.metrics``): names, bounded labels, and what each recording moves."""
+"""Metrics (``scheduler.live.metrics``): names, bounded labels, and what each recording moves."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ import pytest_asyncio
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from scheduler.binder import BindOutcome
+from scheduler.framework.plan import Plan, Unschedulable
+from scheduler.framework.status import Code
 from scheduler.groups import GroupTree, TreeState, build_trees
-from scheduler.health import HealthServer
-from scheduler.kube import ApiError, Conflict, NotFound
-from scheduler.metrics import (
+from scheduler.live.binder import BindOutcome
+from scheduler.live.health import HealthServer
+from scheduler.live.kube import ApiError, Conflict, NotFound
+from scheduler.live.metrics import (
     BIND_FAILURE_REASONS,
     ENTITY_QUEUES,
     ENTITY_TYPES,
@@ -29,8 +31,6 @@ from scheduler.metrics import (
 )
 from scheduler.model import Pod, PodGroup
 from scheduler.queue import GroupQueue
-from scheduler.solver.plan import Plan, Unschedulable
-from scheduler.solver.status import Code
 from tests.unit.groups.builders import NS, pg
 
 PROFILE = "gang-scheduler"
@@ -315,16 +315,16 @@ def test_set_queues_then_clear_queues() -> None:
     assert value(m, "scheduler_pending_pods", queue="backoff") == 0
 
 
-def test_group_queue_trees_lists_each_queued_root_once() -> None:
+def test_group_queue_keys_lists_each_queued_root_once() -> None:
     q = GroupQueue()
     a, b = gang("a", 1), gang("b", 1)
     q.push(a)
     q.push(a)  # re-push replaces
     q.push(b)
     q.discard(b.key)
-    assert [t.key.name for t in q.trees()] == ["a"]
+    assert [k.name for k in q.queued()] == ["a"]
     q.pop()
-    assert q.trees() == []
+    assert q.queued() == []
 
 
 # -- state read at scrape time ---------------------------------------------------------------

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.loader import load
-from scheduler.simulate import Simulation, simulate
-from scheduler.solver import SolverConfig
+from scheduler.framework import SolverConfig
+from scheduler.offline.loader import load
+from scheduler.offline.simulate import Simulation, simulate
 
 NODE = """
 apiVersion: v1

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from scheduler.groups import GroupKey, Leaf, TreeState, build_trees
+from scheduler.groups import Leaf, TreeState, build_trees
 from scheduler.model import CompositePodGroup, Pod, PodGroup, PriorityClass
+from scheduler.model.scheduling import GroupKey
 from tests.unit.groups.builders import NS, cpg, pg
 
 OURS = "gang-scheduler"

@@ -2,7 +2,7 @@
 
 The files are verbatim copies of the shared examples (each keeps its origin header). This
 module only splits them into raw objects and picks the model for each one; it does not use
-``scheduler.loader`` so that the model tests do not depend on the loader.
+``scheduler.offline.loader`` so that the model tests do not depend on the loader.
 """
 
 from __future__ import annotations

@@ -7,10 +7,11 @@ from typing import Any
 from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.inventory import Inventory
 from scheduler.dra.view import DraView
+from scheduler.framework import NodeTable, Plan, Snapshot, Unschedulable
 from scheduler.groups import TreeState, build_trees
 from scheduler.model import Node, Pod, PodGroup
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
-from scheduler.solver import NodeTable, Plan, Snapshot, Unschedulable, solve
+from scheduler.solver import solve
 from tests.unit.groups.builders import NS, pg
 from tests.unit.solver.builders import node
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scheduler.solver import fit
-from scheduler.solver.snapshot import NodeTable
+from scheduler.framework.node_table import NodeTable
+from scheduler.solver.plugins import resources_fit as fit
 from tests.unit.solver.builders import node, pod
 
 GI = 2**30

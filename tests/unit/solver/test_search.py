@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
-from scheduler.groups import GroupKey, TreeState, build_trees
+from scheduler.framework import Code, NodeTable, Plan, Snapshot, SolverConfig, Unschedulable
+from scheduler.groups import TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
-from scheduler.solver import Code, NodeTable, Plan, Snapshot, SolverConfig, Unschedulable, solve
+from scheduler.model.scheduling import GroupKey
+from scheduler.solver import solve
 from tests.unit.groups.builders import NS, cpg, pg
 from tests.unit.solver.builders import node, pod
 

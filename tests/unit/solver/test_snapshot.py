@@ -7,9 +7,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scheduler.framework.node_table import NodeTable, static_key
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Code, Status
 from scheduler.model import Node, Pod
-from scheduler.solver.snapshot import NodeTable, Snapshot, static_key
-from scheduler.solver.status import Code, Status
+from scheduler.solver.plugins import run_filters
 from tests.unit.solver.builders import node, pod
 
 GI = 2**30
@@ -95,7 +97,7 @@ def static_table() -> NodeTable:
 
 
 def test_static_fit_masks_and_reasons_per_node() -> None:
-    fit = static_table().static_fit(pod("p", node_selector={"pool": "gpu"}).spec)
+    fit = static_table().static_fit(pod("p", node_selector={"pool": "gpu"}).spec, run_filters)
     assert fit.ok.tolist() == [True, False, False, False]
     assert dict(fit.rejected) == {
         1: Status(U, ("node(s) had untolerated taint {gpu: true}",), "TaintToleration"),
@@ -105,7 +107,7 @@ def test_static_fit_masks_and_reasons_per_node() -> None:
 
 
 def test_static_fit_tolerations_change_the_result() -> None:
-    fit = static_table().static_fit(pod("p", tolerations=[{"operator": "Exists"}]).spec)
+    fit = static_table().static_fit(pod("p", tolerations=[{"operator": "Exists"}]).spec, run_filters)
     assert fit.ok.tolist() == [True, True, True, True]
     assert dict(fit.rejected) == {}
 
@@ -130,7 +132,7 @@ def test_static_fit_memoised_for_equal_static_inputs(first: dict[str, Any], seco
     table = static_table()
     a, b = pod("p1", **first), pod("p2", **second)
     assert static_key(a.spec) == static_key(b.spec)
-    assert table.static_fit(a.spec) is table.static_fit(b.spec)
+    assert table.static_fit(a.spec, run_filters) is table.static_fit(b.spec, run_filters)
 
 
 @pytest.mark.parametrize(("first", "second"), [
@@ -143,7 +145,7 @@ def test_static_fit_not_shared_across_different_static_inputs(first: dict[str, A
     table = static_table()
     a, b = pod("p1", **first), pod("p2", **second)
     assert static_key(a.spec) != static_key(b.spec)
-    assert table.static_fit(a.spec) is not table.static_fit(b.spec)
+    assert table.static_fit(a.spec, run_filters) is not table.static_fit(b.spec, run_filters)
 
 
 # --- NodeTable.domains ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from scheduler.solver.status import Code, Status, node_histogram
+from scheduler.framework.status import Code, Status, node_histogram
 
 CPU = "Insufficient cpu"
 MEMORY = "Insufficient memory"

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.solver.filters import node_affinity
-from scheduler.solver.status import Code, Status
+from scheduler.framework.status import Code, Status
+from scheduler.solver.plugins import node_affinity
 from tests.unit.solver.builders import expr, node, pod, required_affinity, term
 
 REJECT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't match Pod's node affinity/selector",),

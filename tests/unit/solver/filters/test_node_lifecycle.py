@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.solver.filters import node_lifecycle
-from scheduler.solver.status import Code, Status
+from scheduler.framework.status import Code, Status
+from scheduler.solver.plugins import node_lifecycle
 from tests.unit.solver.builders import node, pod
 
 

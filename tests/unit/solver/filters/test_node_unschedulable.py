@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.solver.filters import node_unschedulable
-from scheduler.solver.status import Code, Status
+from scheduler.framework.status import Code, Status
+from scheduler.solver.plugins import node_unschedulable
 from tests.unit.solver.builders import node, pod
 
 KEY = "node.kubernetes.io/unschedulable"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.framework.status import Code, Status
 from scheduler.model import Node
-from scheduler.solver.filters import REGISTRY, run_filters
-from scheduler.solver.status import Code, Status
+from scheduler.solver.plugins import REGISTRY, run_filters
 from tests.unit.solver.builders import node, pod
 
 U = Code.UNSCHEDULABLE_AND_UNRESOLVABLE

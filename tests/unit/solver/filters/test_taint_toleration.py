@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from scheduler.framework.status import Code, Status
 from scheduler.model import Taint
-from scheduler.solver.filters import taint_toleration
-from scheduler.solver.status import Code, Status
+from scheduler.solver.plugins import taint_toleration
 from tests.unit.solver.builders import node, pod
 
 

@@ -1,8 +1,9 @@
 """What the solver returns: a :class:`Plan` for the whole tree, or :class:`Unschedulable`.
 
-Both are values (style guide: outcomes are not exceptions). The caller — ``simulate`` or the
-live scheduling cycle — assumes a Plan into its cache and hands it to the binder, or records
-the Unschedulable reasons on the pods and groups and backs the root off.
+Both are values (outcomes are not exceptions); a :data:`Decision` is either. The caller of the
+one scheduling cycle (``scheduler.cycle.schedule_one``) — ``simulate`` or the live driver —
+assumes a Plan into its cache and hands it to its binder, or records the Unschedulable reasons
+on the pods and groups and backs the root off.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scheduler.groups.tree import GroupKey
+from scheduler.framework.status import Code
 from scheduler.model.pod import Pod
-from scheduler.solver.status import Code
+from scheduler.model.scheduling import GroupKey
 
 Scoring = Literal["pack", "spread"]
 
@@ -74,6 +75,8 @@ class Plan:
     attempts: int = 0
     allocations: tuple[ClaimAllocation, ...] = ()
     """Claims to allocate (DRA), written before the first bind."""
+    selector_errors: tuple[str, ...] = ()
+    """CEL selector errors this solve met (DRA), for the reports; each solve has its own."""
 
     @property
     def device_ids(self) -> tuple[str, ...]:
@@ -96,3 +99,12 @@ class Unschedulable:
     message: str
     group_reasons: Mapping[GroupKey, str] = field(default_factory=dict)
     attempts: int = 0
+    rejectors: frozenset[str] = frozenset()
+    """Names of the plugins that rejected nodes or members (kube's "unschedulable plugins"): the queue
+    wakes the root only on cluster events that one of them says may help (queueing hints)."""
+    selector_errors: tuple[str, ...] = ()
+    """CEL selector errors this solve met (DRA), for the reports; each solve has its own."""
+
+
+Decision = Plan | Unschedulable
+"""What one scheduling cycle decides for a root."""

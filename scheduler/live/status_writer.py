@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from scheduler.kube import (
+from scheduler.live.kube import (
     COMPOSITES,
     EVENTS,
     JSON,

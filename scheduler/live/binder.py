@@ -31,28 +31,20 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NamedTuple, TypeVar
+from typing import TypeVar
 
-from scheduler.kube import JSON, PODS, RESOURCE_CLAIMS, ApiError, Conflict, KubeClient, NotFound
-from scheduler.model.dra import (
-    API_VERSION,
-    EXTENDED_RESOURCE_CLAIM_ANNOTATION,
-    DeviceClass,
-    ResourceClaim,
-    ResourceClaimSpec,
-)
+from scheduler.cycle import BindResult, Failure
+from scheduler.dra.writes import ClaimWrite, landed, merged_reservations
+from scheduler.framework.plan import Plan
+from scheduler.live.kube import JSON, PODS, RESOURCE_CLAIMS, ApiError, Conflict, KubeClient, NotFound
 from scheduler.model.pod import Pod
-from scheduler.model.quantity import resource_list
-from scheduler.solver.plan import ClaimAllocation, Plan
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-PODGROUP_API_GROUP = "scheduling.k8s.io"
 
 
 @dataclass(slots=True)
@@ -69,33 +61,6 @@ class BindOutcome:
 
 
 # -- claim writes (DRA) ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimWrite:
-    """One ResourceClaim write of a plan, made before its first bind.
-
-    ``claim``: ``namespace/name`` (for a synthetic claim the solver's name; the created claim gets a
-    generated one). ``reserve``: ``reservedFor`` entries to add (API dicts). ``resource_version``: the
-    claim's version the plan was made from ("" for a claim to create). ``existing``: its ``reservedFor``
-    as read. ``allocation``: the ``status.allocation`` to write (without timestamp), or None when the
-    claim is allocated already and only ``reserve`` is added. ``create``: the body of a scheduler-made
-    extended-resource claim to create first; ``pod``: its owning pod (``namespace/name``) and
-    ``request_mappings`` the pod's ``extendedResourceClaimStatus.requestMappings``.
-    """
-
-    claim: str
-    reserve: tuple[JSON, ...]
-    resource_version: str = ""
-    existing: tuple[JSON, ...] = ()
-    allocation: JSON | None = None
-    create: JSON | None = None
-    pod: str | None = None
-    request_mappings: tuple[JSON, ...] = ()
-
-    @property
-    def namespace(self) -> str:
-        return self.claim.partition("/")[0]
 
 
 @dataclass(slots=True)
@@ -129,164 +94,6 @@ class ClaimOutcome:
         return self.failed is None
 
 
-class ExtendedRequest(NamedTuple):
-    """One request of a scheduler-made extended-resource claim: ``container-<i>-request-<j>``."""
-
-    name: str
-    container: str
-    resource: str
-    class_name: str
-    amount: int
-
-
-def extended_requests(pod: Pod, served: Mapping[str, str], node_resources: Collection[str]) -> list[ExtendedRequest]:
-    """The requests of ``pod``'s extended-resource claim, in the order the solver names them.
-
-    ``served``: extended resource → DeviceClass (``ClaimIndex.extended_classes()``); ``node_resources``:
-    resources some node offers (never served through DRA). Mirrors ``scheduler.dra.claims.ClaimIndex._extended``
-    (reference §6.6): per container ``i``, the served resources with a positive amount in name order are
-    ``container-<i>-request-<j>``.
-    """
-    out: list[ExtendedRequest] = []
-    for i, container in enumerate(pod.spec.containers):
-        j = 0
-        wanted = resource_list({**container.resources.limits, **container.resources.requests})
-        for res, amount in sorted(wanted.items()):
-            if res in served and res not in node_resources and amount > 0:
-                out.append(ExtendedRequest(f"container-{i}-request-{j}", container.name, res, served[res], amount))
-                j += 1
-    return out
-
-
-def consumer(kind: str, name: str, uid: str) -> JSON:
-    """A ``reservedFor`` entry: a pod (``resource: pods``) or a PodGroup (``scheduling.k8s.io/podgroups``)."""
-    if kind == "PodGroup":
-        return {"apiGroup": PODGROUP_API_GROUP, "resource": "podgroups", "name": name, "uid": uid}
-    return {"resource": "pods", "name": name, "uid": uid}
-
-
-def _reserved(claim: ResourceClaim) -> tuple[JSON, ...]:
-    return tuple(r.model_dump(by_alias=True, exclude_none=True) for r in claim.status.reserved_for)
-
-
-def _allocation_config(spec: ResourceClaimSpec, requests: Sequence[str],
-                       classes: Mapping[str, DeviceClass]) -> list[JSON]:
-    """``devices.config`` of an allocation: each used class's config for the requests it served (FromClass),
-    then the claim's own config (FromClaim) — what drivers read at prepare time (structured allocator)."""
-    by_name: dict[str, str] = {}
-    for req in spec.devices.requests:
-        for name, alt in req.alternatives():
-            by_name[name] = alt.device_class_name
-    out: list[JSON] = []
-    for name in dict.fromkeys(requests):
-        klass = classes.get(by_name.get(name, ""))
-        for cfg in klass.spec.config if klass is not None else ():
-            if cfg.opaque is not None:
-                out.append({"source": "FromClass", "requests": [name],
-                            "opaque": cfg.opaque.model_dump(by_alias=True, exclude_none=True)})
-    for claim_cfg in spec.devices.config:
-        if claim_cfg.opaque is not None:
-            out.append({"source": "FromClaim", "requests": list(claim_cfg.requests),
-                        "opaque": claim_cfg.opaque.model_dump(by_alias=True, exclude_none=True)})
-    return out
-
-
-def _allocation(a: ClaimAllocation, spec: ResourceClaimSpec, classes: Mapping[str, DeviceClass]) -> JSON:
-    devices: JSON = {"results": [{"request": r, "driver": d, "pool": p, "device": dev} for r, d, p, dev in a.results]}
-    config = _allocation_config(spec, [r for r, _, _, _ in a.results], classes)
-    if config:
-        devices["config"] = config
-    body: JSON = {"devices": devices}
-    if a.node_selector is not None:
-        body["nodeSelector"] = dict(a.node_selector)
-    return body
-
-
-def claim_writes(plan: Plan, claims: Mapping[str, ResourceClaim], classes: Mapping[str, DeviceClass],
-                 podgroup_uids: Mapping[tuple[str, str], str], *, pinned: Mapping[str, Sequence[str]] | None = None,
-                 served: Mapping[str, str] | None = None, node_resources: Collection[str] = ()) -> list[ClaimWrite]:
-    """The claim writes a plan needs before its first bind.
-
-    * every ``plan.allocations`` entry: its allocation and reservations, with the resourceVersion of the
-      cached claim (``claims``: key → claim as the plan saw it); a PodGroup consumer gets its uid from
-      ``podgroup_uids`` ((namespace, name) → uid; "" if unknown, which the binder refuses to write);
-    * a synthetic (extended-resource) allocation: the claim to create (owned by the pod, annotated
-      ``resource.kubernetes.io/extended-resource-claim: "true"``) with ``served`` / ``node_resources``
-      giving its requests, and the pod's request mappings;
-    * ``pinned``: pod key → keys of claims that were already allocated: a placed pod not yet in such a
-      claim's ``reservedFor`` (nor its PodGroup) is added to it (the kubelet runs only reserved consumers).
-    """
-    pinned = pinned or {}
-    served = served or {}
-    pods = {p.key: p for p, _ in plan.placements}
-    out: list[ClaimWrite] = []
-    for a in plan.allocations:
-        ns = a.claim.partition("/")[0]
-        reserve = tuple(consumer(kind, name, uid or (podgroup_uids.get((ns, name), "") if kind == "PodGroup" else ""))
-                        for kind, name, uid in a.reserved_for)
-        if a.synthetic and a.pod is not None and a.pod in pods:
-            pod = pods[a.pod]
-            requests = extended_requests(pod, served, node_resources)
-            spec_body: JSON = {"devices": {"requests": [
-                {"name": r.name, "exactly": {"deviceClassName": r.class_name, "allocationMode": "ExactCount",
-                                             "count": r.amount}} for r in requests]}}
-            create: JSON = {
-                "apiVersion": API_VERSION, "kind": "ResourceClaim",
-                "metadata": {"generateName": f"{pod.metadata.name}-extended-resources-", "namespace": ns,
-                             "annotations": {EXTENDED_RESOURCE_CLAIM_ANNOTATION: "true"},
-                             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod.metadata.name,
-                                                  "uid": pod.metadata.uid, "controller": True,
-                                                  "blockOwnerDeletion": True}]},
-                "spec": spec_body}
-            mappings = tuple({"containerName": r.container, "resourceName": r.resource, "requestName": r.name}
-                             for r in requests)
-            out.append(ClaimWrite(a.claim, reserve, allocation=_allocation(
-                a, ResourceClaimSpec.model_validate(spec_body), classes), create=create, pod=a.pod,
-                request_mappings=mappings))
-            continue
-        claim = claims.get(a.claim)
-        if claim is None:
-            out.append(ClaimWrite(a.claim, reserve, allocation=_allocation(a, ResourceClaimSpec(), classes)))
-            continue
-        out.append(ClaimWrite(a.claim, reserve, claim.metadata.resource_version, _reserved(claim),
-                              _allocation(a, claim.spec, classes)))
-    adds: dict[str, list[JSON]] = {}
-    for pod, _ in plan.placements:
-        for key in pinned.get(pod.key, ()):
-            claim = claims.get(key)
-            if claim is None or not claim.is_allocated:
-                continue
-            held = claim.status.reserved_for
-            if any(r.uid == pod.metadata.uid for r in held) or any(
-                    r.resource == "podgroups" and r.name == pod.group_name for r in held):
-                continue
-            adds.setdefault(key, []).append(consumer("Pod", pod.metadata.name, pod.metadata.uid))
-    for key, entries in sorted(adds.items()):
-        claim = claims[key]
-        out.append(ClaimWrite(key, tuple(entries), claim.metadata.resource_version, _reserved(claim)))
-    return out
-
-
-def _merged(existing: Sequence[JSON], reserve: Sequence[JSON]) -> list[JSON]:
-    uids = {r.get("uid") for r in existing}
-    return [*existing, *(r for r in reserve if r.get("uid") not in uids)]
-
-
-def _results(status: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-    alloc = status.get("allocation") or {}
-    return sorted((r.get("request"), r.get("driver"), r.get("pool"), r.get("device"))
-                  for r in (alloc.get("devices") or {}).get("results") or [])
-
-
-def _ours(current: JSON, write: ClaimWrite) -> bool:
-    """Whether ``current`` (a claim as read) holds our allocation and reservations (our write landed)."""
-    status = current.get("status") or {}
-    uids = {r.get("uid") for r in status.get("reservedFor") or []}
-    if any(r["uid"] not in uids for r in write.reserve):
-        return False
-    return write.allocation is None or _results(status) == _results({"allocation": write.allocation})
-
-
 class Binder:
     """See the module docstring. ``rng`` gives the jitter (seedable for tests)."""
 
@@ -302,6 +109,60 @@ class Binder:
         self.retry_initial_s = retry_initial_s
         self.retry_max_s = retry_max_s
         self.rng = rng or random.Random()
+
+    # -- the transaction -----------------------------------------------------------------------------
+    async def commit(self, plan: Plan, writes: Sequence[ClaimWrite]) -> tuple[BindResult, BindOutcome]:
+        """Write a plan: every claim (allocation, reservations) first, then every binding — one transaction.
+
+        Returns what the cycle must give back (:class:`~scheduler.cycle.BindResult`: pods to forget,
+        claims whose devices are free again, the failure message) and the per-pod outcome for the
+        metrics. A failed claim write rolls back every claim written and binds nothing. A failed bind
+        stops the plan's remaining binds; the members not bound are forgotten and the claims written
+        only for them are rolled back, so the next plan may choose other devices.
+        """
+        claims: ClaimOutcome | None = None
+        pods = [p.key for p, _ in plan.placements]
+        if writes:
+            claims = await self.write_claims(writes)
+            if claims.failed is not None:
+                failed_key, error = claims.failed
+                kept = {r.write.claim for r in claims.written if r.key in claims.not_released}
+                rolled_back = sum(1 for r in claims.written
+                                  if (r.created or r.status_written) and r.key not in claims.not_released)
+                message = (f"writing ResourceClaim {failed_key} failed: {error}; no member bound, {rolled_back} "
+                           "claim write(s) rolled back, the group requeued")
+                if claims.not_released:
+                    message += f" (could not roll back {', '.join(claims.not_released)})"
+                result = BindResult(failure=Failure(failed_key, message, error.status), forget=pods,
+                                    release=[a.claim for a in plan.allocations if a.claim not in kept])
+                return result, BindOutcome(failed=claims.failed, skipped=pods)
+        outcome = await self.bind_plan(plan.placements)
+        if outcome.ok:
+            return BindResult(bound=list(outcome.bound)), outcome
+        bound = {p.key for p, _ in outcome.bound}
+        release = await self._release_unbound(plan, claims, bound) if claims is not None else []
+        if outcome.failed is not None:
+            failed_key, error = outcome.failed
+            what, status = f"binding {failed_key} failed: {error}", error.status
+        else:
+            failed_key, what, status = outcome.skipped[0], "leadership lost before binding", 0
+        message = (f"{what}; {len(bound)}/{len(plan.placements)} members bound, the rest forgotten and the "
+                   "group requeued")
+        return BindResult(bound=list(outcome.bound), failure=Failure(failed_key, message, status),
+                          forget=[k for k in pods if k not in bound], release=release), outcome
+
+    async def _release_unbound(self, plan: Plan, claims: ClaimOutcome, bound: set[str]) -> list[str]:
+        """After a failed bind, roll back the claims written only for members that were not bound (all of
+        them if none was: a PodGroup claim too); returns the plan's claim keys released."""
+        unbound = {p.metadata.uid for p, _ in plan.placements if p.key not in bound}
+        release = [r for r in claims.written
+                   if not bound or (r.write.reserve and all(c.get("uid") in unbound for c in r.write.reserve))]
+        if not release:
+            return []
+        not_released = set(await self.release_claims(release))
+        done = [r for r in release if r.key not in not_released]
+        log.info("released %d claim(s) of unbound members: %s", len(done), ", ".join(r.key for r in done))
+        return [r.write.claim for r in done]
 
     async def bind_plan(self, placements: Sequence[tuple[Pod, str]]) -> BindOutcome:
         """Bind every (pod, node) of a plan; stop starting new binds after a permanent failure."""
@@ -404,7 +265,7 @@ class Binder:
             rv = str(created["metadata"].get("resourceVersion") or "")
         elif not rv:
             raise NotFound(404, "NotFound", f"ResourceClaim {write.claim} is not in the cache")
-        status: JSON = {"reservedFor": _merged(write.existing, write.reserve)}
+        status: JSON = {"reservedFor": merged_reservations(write.existing, write.reserve)}
         if write.allocation is not None:
             status["allocation"] = {**write.allocation,
                                     "allocationTimestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
@@ -412,7 +273,7 @@ class Binder:
             result = await self._patch_claim_status(record, rv, status, "write")
         except Conflict:
             current = await self._read_claim(ns, record.name)
-            if current is None or not _ours(current, write):
+            if current is None or not landed(current, write):
                 raise
             result = current  # an earlier attempt of ours landed
         record.status_written = True
@@ -470,7 +331,7 @@ class Binder:
         ns = write.namespace
         ours = {r["uid"] for r in write.reserve}
         rv = record.resource_version
-        current: JSON = {"status": {"reservedFor": _merged(write.existing, write.reserve)}}
+        current: JSON = {"status": {"reservedFor": merged_reservations(write.existing, write.reserve)}}
         for _ in range(self.max_attempts):
             remaining = [r for r in (current.get("status") or {}).get("reservedFor") or [] if r.get("uid") not in ours]
             status: JSON = {"reservedFor": remaining or None}
@@ -483,7 +344,7 @@ class Binder:
                 return
             except Conflict:
                 fresh = await self.kube.get(RESOURCE_CLAIMS, ns, record.name)
-                if not _ours(fresh, write):
+                if not landed(fresh, write):
                     return  # someone else changed it since: nothing of ours is left to remove
                 current = fresh
                 rv = str((fresh.get("metadata") or {}).get("resourceVersion") or "")

@@ -1,10 +1,10 @@
-"""The solver's view of the cluster: a node table (static) and a snapshot of usage (per cycle).
+"""The static half of a snapshot: nodes, their allocatable matrix, labels, domains, and static filter memos.
 
-``NodeTable`` holds what changes only when nodes change: names, labels, taints, allocatable
-as an ``(N, R)`` integer matrix, topology domains, and a memo of static filter results per
-pod scheduling signature. ``Snapshot`` adds the ``(N, R)`` matrix of used requests (bound and
-assumed pods) and is immutable: :meth:`Snapshot.assume` returns a new one, so a solver run
-can never change the caller's state.
+``NodeTable`` holds what changes only when nodes change: names, labels, taints, allocatable as an
+``(N, R)`` integer matrix, topology domains, and a memo of static filter results per pod
+scheduling signature. It is immutable once built: the cache builds a new table when a node is
+added, removed or relabelled, and :meth:`NodeTable.with_allocatable` shares the memos when only
+allocatable changed (static filters never read it).
 
 Units: ``cpu`` in milli-cores, every other resource in whole units (bytes, counts).
 Nodes are sorted by name, which makes every tie-break in the solver deterministic.
@@ -12,27 +12,24 @@ Nodes are sorted by name, which makes every tie-break in the solver deterministi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.framework.status import Status
 from scheduler.model.node import Node
-from scheduler.model.pod import Pod, PodSpec
+from scheduler.model.pod import PodSpec
 from scheduler.model.quantity import PODS, is_extended
-from scheduler.solver.filters import run_filters
-from scheduler.solver.status import Status
-
-if TYPE_CHECKING:
-    from scheduler.dra.view import DraView
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 StaticKey = tuple[object, ...]
+StaticCheck = Callable[[PodSpec, Node], Status | None]
+"""A node's verdict on a pod spec from its static properties alone (the static filters in order)."""
 
 MAX_UNITS = 2**53
 """Amounts in the int64 matrices are clamped to ±2^53 units — far above any real node (8 EiB, 9e12
@@ -40,7 +37,8 @@ cores) and far enough below 2^63 that sums over a node's pods cannot overflow. A
 absurd request (``cpu: 1e16``) thus simply never fits instead of crashing the solver."""
 
 
-def _clamp(units: int) -> int:
+def clamp(units: int) -> int:
+    """``units`` clamped to ±:data:`MAX_UNITS`."""
     return max(-MAX_UNITS, min(units, MAX_UNITS))
 
 
@@ -90,12 +88,23 @@ class NodeTable:
         alloc = np.zeros((len(ordered), len(resources)), dtype=np.int64)
         for i, node in enumerate(ordered):
             for r, v in node.allocatable.items():
-                alloc[i, column[r]] = _clamp(v)
-        ext_cols = [column[r] for r in resources if is_extended(r)]
-        accel: BoolArray = np.zeros(len(ordered), dtype=bool)
-        if ext_cols:
-            accel = np.asarray((alloc[:, ext_cols] > 0).any(axis=1), dtype=bool)
-        return cls(ordered, resources, alloc, column, accel)
+                alloc[i, column[r]] = clamp(v)
+        return cls(ordered, resources, alloc, column, _accelerators(resources, alloc))
+
+    def with_allocatable(self, node: Node) -> NodeTable | None:
+        """A table where ``node`` (already a row, same name) has its new allocatable, sharing the static
+        and domain memos (static filters do not read allocatable); None when the node offers a resource
+        the table has no column for (the caller rebuilds)."""
+        row = self.index[node.name]
+        if any(r not in self.column for r in node.allocatable):
+            return None
+        alloc = self.allocatable.copy()
+        alloc[row] = 0
+        for r, v in node.allocatable.items():
+            alloc[row, self.column[r]] = clamp(v)
+        nodes = list(self.nodes)
+        nodes[row] = node
+        return replace(self, nodes=tuple(nodes), allocatable=alloc, accelerator=_accelerators(self.resources, alloc))
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -112,8 +121,9 @@ class NodeTable:
             return np.ones(len(self.resources), dtype=np.int64)
         return np.asarray(np.maximum(self.allocatable.max(axis=0), 1), dtype=np.int64)
 
-    def static_fit(self, spec: PodSpec) -> StaticFit:
-        """Static filter results for pods like ``spec``, computed once per :func:`static_key` and memoised."""
+    def static_fit(self, spec: PodSpec, check: StaticCheck) -> StaticFit:
+        """``check`` over every node for pods like ``spec``, computed once per :func:`static_key` and memoised
+        (``check`` must be the same function for the table's lifetime: the solver's static filter chain)."""
         key = static_key(spec)
         hit = self._static.get(key)
         if hit is not None:
@@ -121,7 +131,7 @@ class NodeTable:
         ok = np.ones(len(self.nodes), dtype=bool)
         rejected: dict[int, Status] = {}
         for i, node in enumerate(self.nodes):
-            status = run_filters(spec, node)
+            status = check(spec, node)
             if status is not None:
                 ok[i] = False
                 rejected[i] = status
@@ -152,58 +162,12 @@ class NodeTable:
                 if v > 0:
                     unknown.append(r)
             else:
-                vec[col] = _clamp(v)
+                vec[col] = clamp(v)
         return vec, tuple(sorted(unknown))
 
 
-@dataclass(frozen=True, eq=False)
-class Snapshot:
-    """A consistent view for one scheduling cycle: the node table, the used-requests matrix and,
-    when DRA objects exist, the device view (:class:`scheduler.dra.view.DraView`)."""
-
-    table: NodeTable
-    used: IntArray
-    dra: DraView | None = None
-    nominated: tuple[tuple[int, IntArray, int], ...] = ()
-    """Unbound pods with ``status.nominatedNodeName`` (row, requests, priority): room another
-    scheduler freed by preemption. The solver counts those of priority ≥ the root's as running
-    there (kube-scheduler ``addGENominatedPods``)."""
-
-    @classmethod
-    def build(cls, table: NodeTable, pods: Iterable[Pod], dra: DraView | None = None) -> Snapshot:
-        """Usage from every bound, non-terminal pod of any scheduler on a known node."""
-        used = np.zeros_like(table.allocatable)
-        row = table.index
-        nominated: list[tuple[int, IntArray, int]] = []
-        for pod in pods:
-            if pod.is_terminal:
-                continue
-            if not pod.is_bound:
-                target = row.get(pod.status.nominated_node_name or "")
-                if target is not None and not pod.is_terminating:
-                    vec, _ = table.request_vector(pod.requests)
-                    nominated.append((target, vec, pod.spec.priority or 0))
-                continue
-            i = row.get(pod.spec.node_name)
-            if i is None:
-                continue
-            for r, v in pod.requests.items():
-                col = table.column.get(r)
-                if col is not None:
-                    used[i, col] += _clamp(v)
-        return cls(table, used, dra, tuple(nominated))
-
-    def free(self) -> IntArray:
-        """A fresh ``(N, R)`` matrix of free capacity (allocatable − used); callers may modify it."""
-        return self.table.allocatable - self.used
-
-    def assume(self, placements: Sequence[tuple[Pod, str]], device_ids: Iterable[str] = ()) -> Snapshot:
-        """A new snapshot with ``placements`` (pod, node name) added to usage and ``device_ids`` taken
-        (design §2 *assume*). DRA-served extended resources are not node usage."""
-        used = self.used.copy()
-        row = self.table.index
-        for pod, node_name in placements:
-            vec, _ = self.table.request_vector(pod.requests)
-            used[row[node_name]] += vec
-        dra = self.dra.with_allocated(device_ids) if self.dra is not None else None
-        return Snapshot(self.table, used, dra, self.nominated)
+def _accelerators(resources: tuple[str, ...], alloc: IntArray) -> BoolArray:
+    ext_cols = [j for j, r in enumerate(resources) if is_extended(r)]
+    if not ext_cols:
+        return np.zeros(alloc.shape[0], dtype=bool)
+    return np.asarray((alloc[:, ext_cols] > 0).any(axis=1), dtype=bool)

@@ -1,17 +1,19 @@
-"""The live scheduler: informers → cache → queue → solver → binder, one cycle at a time.
+"""The live scheduler: informers → cache → queue → cycle → binder, one root at a time.
 
-``Scheduler.run(stop)`` does, in order (design §2, §6–§8):
+``Scheduler.run(stop)`` does, in order (docs/architecture.md, "Live data flow"):
 
-1. serve ``/healthz``, ``/readyz`` and ``/metrics`` (``scheduler.metrics``);
+1. serve ``/healthz``, ``/readyz`` and ``/metrics`` (``scheduler.live.metrics``);
 2. discover the APIs — without ``scheduling.k8s.io/v1beta1`` podgroups it logs one line naming
    the API and the feature gate, reports not-ready and retries instead of crashing;
 3. start one informer per resource and wait for the caches to sync;
 4. run leader election (if enabled) — only the leader schedules, and losing the lease stops
    popping at once;
-5. loop: rebuild the trees when the cache moved, sync the queue, re-activate roots on events
-   that can help, then pop roots one at a time: solve → on success *assume* the plan and hand
-   it to the binder (a guarded background task, so binding overlaps the next cycles) → on
-   failure write the reason (PodGroup condition, pod events) and back the root off.
+5. loop: route what changed — the roots whose trees changed go to the queue (ready ones queued,
+   backing-off ones moved back when their own tree changed), every other cluster event to the
+   queueing hints of the plugins that rejected each backing-off root — then pop roots one at a
+   time through the one :class:`~scheduler.cycle.Cycle`: a plan is assumed and handed to the
+   binder's transaction (a guarded background task, so binding overlaps the next cycles); a root
+   that did not fit gets its reason written (PodGroup condition, pod events) and backs off.
 
 On ``stop`` (SIGTERM): stop popping, let in-flight binds finish within a grace period, release
 the lease, stop informers and the health server.
@@ -21,21 +23,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import socket
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
-from scheduler.binder import Binder, BindOutcome, ClaimOutcome, ClaimWrite, claim_writes
-from scheduler.cache import Changes, ClusterCache
+from scheduler.cache.cluster import ClusterCache
 from scheduler.config import Settings
-from scheduler.dra.view import DraView
-from scheduler.groups.tree import GroupKey, GroupTree, TreeState
-from scheduler.health import HealthServer
-from scheduler.informers import Informer
-from scheduler.kube import (
+from scheduler.cycle import Attempt, BindResult, Cycle
+from scheduler.framework.events import ClusterEvent
+from scheduler.framework.plan import Plan, Unschedulable
+from scheduler.groups.tree import GroupTree, TreeState
+from scheduler.live.binder import Binder, BindOutcome
+from scheduler.live.health import HealthServer
+from scheduler.live.informers import Informer
+from scheduler.live.kube import (
     COMPOSITES,
     DEVICE_CLASSES,
     DRA_RESOURCES,
@@ -49,13 +52,12 @@ from scheduler.kube import (
     ApiError,
     KubeClient,
 )
-from scheduler.leader import LeaderElector
-from scheduler.metrics import Metrics
+from scheduler.live.leader import LeaderElector
+from scheduler.live.metrics import Metrics
+from scheduler.live.status_writer import StatusWriter
+from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
-from scheduler.solver.plan import Plan, Unschedulable
-from scheduler.solver.search import solve
-from scheduler.solver.snapshot import Snapshot
-from scheduler.status import StatusWriter
+from scheduler.solver.plugins import QUEUEING_HINTS
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +77,9 @@ class Scheduler:
         self.settings = settings
         self.kube = kube
         self.identity = identity or f"{socket.gethostname()}-{id(self):x}"
-        self.cache = ClusterCache(dra=True)  # without the DRA API no claim exists: pods that name one wait
-        self._plan_ids = itertools.count(1)
-        self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s)
+        self.cache = ClusterCache(settings.scheduler_name, dra=True)  # without the DRA API no claim exists
+        self.cycle = Cycle(self.cache, settings.solver())
+        self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s, QUEUEING_HINTS)
         self.binder = Binder(kube, concurrency=settings.bind_concurrency, fence=lambda: self.leading)
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
                                    event_interval_s=settings.event_interval_s)
@@ -88,25 +90,27 @@ class Scheduler:
                         if settings.leader_elect else None)
         self.informers: list[Informer] = []
         self.wake = asyncio.Event()
-        self.changes = Changes()
+        self.events: list[ClusterEvent] = []
+        """Cluster events not routed yet."""
         self.tasks: set[asyncio.Task[Any]] = set()
         self.api_problem: str | None = "API discovery has not run yet"
-        self._seen_version = -1
         self._reported: dict[GroupKey, str] = {}
+        """Root → the message last reported for it (Waiting, Invalid, Unschedulable): no repeat writes."""
+        self._orphans_reported: dict[str, str] = {}
+        self._resync = True
+        """Route every tree again on the next refresh (a new term as leader starts from the cache)."""
         self.cycles = 0
-        # -- metrics (scheduler.metrics): recorded here, the solver stays pure --------------
+        # -- metrics (scheduler.live.metrics): recorded here, the solver stays pure ----------
         self.metrics = Metrics(settings.scheduler_name)
         self.metrics.track_leader(lambda: self.leading)
         self.health_port: int | None = None
         """The port /healthz, /readyz and /metrics are served on, once started (``--bind-address`` may say 0)."""
-        self._blocked: list[GroupTree] = []
-        """Waiting and Invalid trees of the last refresh, for the queue gauges."""
-        self._incomplete = 0
-        """Pods of ours waiting for their PodGroup to appear, at the last refresh."""
+        self._blocked: dict[GroupKey, GroupTree] = {}
+        """Waiting and Invalid trees of ours, for the queue gauges."""
 
     # -- health --------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
-        """Ready = APIs served, caches synced and leader state known (design §8)."""
+        """Ready = APIs served, caches synced and leader state known."""
         if self.api_problem:
             return False, self.api_problem
         if not self.informers or not all(i.synced.is_set() for i in self.informers):
@@ -133,10 +137,10 @@ class Scheduler:
         task.add_done_callback(done)
         return task
 
-    def on_change(self, changes: Changes) -> None:
+    def on_change(self, events: list[ClusterEvent]) -> None:
         """Informer callback: remember what changed and wake the loop."""
-        if changes:
-            self.changes.merge(changes)
+        if events:
+            self.events.extend(events)
             self.wake.set()
 
     # -- startup -------------------------------------------------------------------
@@ -221,7 +225,7 @@ class Scheduler:
         assert self.elector is not None
         while True:
             await self.elector.leading.wait()
-            self._seen_version = -1  # a new leader starts from the cache, not from a stale queue
+            self._resync = True  # a new leader starts from the cache, not from a stale queue
             self.wake.set()
             await self.elector.wait_until_not_leading()
             log.warning("not leading: scheduling stopped")
@@ -241,62 +245,73 @@ class Scheduler:
             if stop.is_set():
                 break
             if self.leading:
-                await self.cycle(stop)
+                await self.schedule_ready(stop)
 
-    async def cycle(self, stop: asyncio.Event) -> None:
-        """Pop and schedule ready roots until none is ready (yielding to the loop between roots)."""
+    async def schedule_ready(self, stop: asyncio.Event) -> None:
+        """Route what changed, then pop and decide ready roots until none is ready (yielding to the loop
+        between roots, so watch events and binds keep flowing)."""
         loop = asyncio.get_running_loop()
-        changes, self.changes = self.changes, Changes()
-        snapshot: Snapshot | None = None
-        snap_version = -1
-        if self.cache.version != self._seen_version:
-            self._refresh(changes, loop.time())
+        self._refresh(loop.time())
         while not stop.is_set() and self.leading:
-            tree = self.queue.pop(loop.time())
-            if tree is None:
+            key = self.queue.pop(loop.time())
+            if key is None:
                 break
-            if snapshot is None or snap_version != self.cache.version:
-                snapshot = self.cache.snapshot()
-            snapshot = self.schedule_one(tree, snapshot)
-            snap_version = self.cache.version
+            started = time.perf_counter()
+            attempt = self.cycle.attempt(key)
+            if attempt is None:
+                continue  # bound, gone or not ready since it was queued
+            self._decided(attempt, started)
             self.cycles += 1
             await asyncio.sleep(0)
-            if self.cache.version != snap_version:  # watch events arrived meanwhile
-                self._refresh(self.changes, loop.time())
-                self.changes = Changes()
+            self._refresh(loop.time())
         self._record_queues()
 
     def _record_queues(self) -> None:
-        """Set the pending-pods / queued-entities gauges from the queue and the last refresh."""
-        self.metrics.set_queues(self.queue.ready.trees(), [t for _, t in self.queue.backing_off.values()],
-                                self._blocked, self._incomplete)
+        """Set the pending-pods / queued-entities gauges from the queue and the trees."""
+        trees = self.cache.groups.trees
+        active = [t for k in self.queue.ready.queued() if (t := trees.get(k)) is not None]
+        backoff = [t for k in self.queue.backing_off if (t := trees.get(k)) is not None]
+        self.metrics.set_queues(active, backoff, self._blocked.values(), len(self._allowed_orphans()))
 
-    def _refresh(self, changes: Changes, now: float) -> None:
-        """Rebuild trees from the cache, sync the queue, re-activate roots, report waiting/invalid ones."""
-        self._seen_version = self.cache.version
-        forest = self.cache.forest(self.settings.scheduler_name)
-        allowed = set(self.settings.namespaces)
-        trees = [t for t in forest.trees if not allowed or t.key.namespace in allowed]
-        self.queue.sync([t for t in trees if t.state is TreeState.READY], now)
-        self._blocked = [t for t in trees if t.state in (TreeState.WAITING, TreeState.INVALID)]
-        live = {t.key for t in trees}
-        for key in [k for k in self._reported if k not in live]:  # roots that are gone: forget their message
-            del self._reported[key]
-        self._incomplete = sum(1 for o in forest.orphans if not allowed or o.pod.metadata.namespace in allowed)
-        if changes.capacity:
-            self.queue.activate(None, now)
-        elif changes.groups:
-            touched = [t.key for t in trees
-                       if any((k.namespace, k.name) in changes.groups for k in t.groups)
-                       or any((p.metadata.namespace, p.group_name) in changes.groups for p in t.pods())]
-            self.queue.activate(touched, now)
-        for tree in trees:
-            if tree.state in (TreeState.WAITING, TreeState.INVALID):
+    def _allowed(self, namespace: str) -> bool:
+        return not self.settings.namespaces or namespace in self.settings.namespaces
+
+    def _allowed_orphans(self) -> list[Any]:
+        return [o for o in self.cache.groups.orphans.values() if self._allowed(o.pod.metadata.namespace)]
+
+    def _refresh(self, now: float) -> None:
+        """Route the roots whose trees changed and the cluster events since the last call; report new
+        Waiting / Invalid trees and orphan pods."""
+        changed = self.cache.take_changed_roots()
+        if self._resync:
+            self._resync = False
+            changed |= set(self.cache.groups.trees)
+        trees = self.cache.groups.trees
+        for key in changed:
+            found = trees.get(key)
+            tree = found if found is not None and self._allowed(key.namespace) else None
+            self.queue.update(tree, key, ready=tree is not None and tree.state is TreeState.READY)
+            if tree is not None and tree.state in (TreeState.WAITING, TreeState.INVALID):
+                self._blocked[key] = tree
                 self._report_blocked(tree)
-        for orphan in forest.orphans:
-            if not allowed or orphan.pod.metadata.namespace in allowed:
+            else:
+                self._blocked.pop(key, None)
+                if tree is None:
+                    self._reported.pop(key, None)  # a root that is gone: forget its message
+        events, self.events = self.events, []
+        for event in events:
+            self.queue.on_event(event, now)
+        self._report_orphans()
+
+    def _report_orphans(self) -> None:
+        orphans = {o.pod.key: o for o in self._allowed_orphans()}
+        for key in [k for k in self._orphans_reported if k not in orphans]:
+            del self._orphans_reported[key]
+        for key, orphan in orphans.items():
+            if self._orphans_reported.get(key) != orphan.message:
+                self._orphans_reported[key] = orphan.message
                 self.spawn(self.status.pod_unschedulable(orphan.pod, "Unschedulable", orphan.message),
-                           f"status/{orphan.pod.key}")
+                           f"status/{key}")
 
     def _report_blocked(self, tree: GroupTree) -> None:
         if self._reported.get(tree.key) == tree.message:
@@ -306,10 +321,18 @@ class Scheduler:
         reason = "Unschedulable" if tree.state is TreeState.WAITING else "SchedulerError"
         self._write_groups(tree, False, reason, tree.message)
         if tree.state is TreeState.INVALID:
-            for pod in tree.pods():
-                if not pod.is_bound:
-                    self.spawn(self.status.pod_unschedulable(pod, "SchedulerError", tree.message),
-                               f"status/{pod.key}")
+            self._report_pods(tree, "SchedulerError", tree.message)
+
+    def _report_pods(self, tree: GroupTree, reason: str, message: str, keys: frozenset[str] | None = None) -> None:
+        """``PodScheduled=False`` and a FailedScheduling event on the tree's pending pods (``keys``: only those),
+        each read from the cache now so the write carries the pod's current resourceVersion."""
+        for leaf in tree.root.leaves():
+            for member in leaf.pending:
+                if keys is not None and member.key not in keys:
+                    continue
+                pod = self.cache.pod(member.key)
+                if pod is not None and not pod.is_bound:
+                    self.spawn(self.status.pod_unschedulable(pod, reason, message), f"status/{pod.key}")
 
     def _write_groups(self, tree: GroupTree, scheduled: bool, reason: str, message: str,
                       only: frozenset[GroupKey] | None = None, per_group: Mapping[GroupKey, str] | None = None
@@ -325,157 +348,69 @@ class Scheduler:
                 text = message if key == tree.key or per_group is None else per_group.get(key, message)
                 self.spawn(self.status.group_condition(obj, scheduled, group_reason, text), f"status/{key}")
 
-    def schedule_one(self, tree: GroupTree, snapshot: Snapshot) -> Snapshot:
-        """Solve one root; assume and bind a plan, or report and back off. Returns the snapshot after it."""
+    # -- one decision ---------------------------------------------------------------
+    def _decided(self, attempt: Attempt, started: float) -> None:
+        """Act on one decision: bind a plan in the background, or report and back off."""
         loop = asyncio.get_running_loop()
-        started = time.perf_counter()
-        result = solve(tree, snapshot, self.settings.solver())
+        tree, result = attempt.tree, attempt.decision
         elapsed_ms = (time.perf_counter() - started) * 1000
         self.metrics.solved(tree, result, elapsed_ms / 1000)
         if isinstance(result, Plan):
             nodes = sorted({n for _, n in result.placements})
             log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
                      len(result.placements), ",".join(nodes), result.attempts, elapsed_ms)
-            self.cache.assume(result.placements)
-            writes: list[ClaimWrite] = []
-            token: str | None = None
-            if snapshot.dra is not None:
-                writes = self._claim_writes(result, snapshot.dra)
-                if result.allocations:
-                    token = f"{tree.key}#{next(self._plan_ids)}"
-                    self.cache.assume_devices(token, result.allocations)
+            writes = self.cycle.claim_writes(attempt)
             self.queue.done(tree.key)
             self._reported.pop(tree.key, None)
-            self.spawn(self.bind(tree, result, started, writes, token), f"bind/{tree.key}")
-            return snapshot.assume(result.placements, result.device_ids)
-        assert isinstance(result, Unschedulable)
-        delay = self.queue.backoff(tree, loop.time())
+            self.spawn(self.bind(attempt, started, writes), f"bind/{tree.key}")
+            return
+        delay = self.queue.backoff(tree, loop.time(), result.rejectors)
         log.info("root=%s result=Unschedulable code=%s attempts=%d duration_ms=%.1f backoff_s=%.0f reason=%r",
                  tree.key, result.code.value, result.attempts, elapsed_ms, delay, result.message)
         self._report_unschedulable(tree, result)
-        return snapshot
 
     def _report_unschedulable(self, tree: GroupTree, result: Unschedulable) -> None:
         if self._reported.get(tree.key) != result.message:
             self._reported[tree.key] = result.message
             self._write_groups(tree, False, "Unschedulable", result.message, per_group=result.group_reasons)
-        for leaf in tree.root.leaves():
-            for pod in leaf.pending:
-                self.spawn(self.status.pod_unschedulable(pod, "Unschedulable", result.message), f"status/{pod.key}")
+        self._report_pods(tree, "Unschedulable", result.message)
 
-    def _claim_writes(self, plan: Plan, dra: DraView) -> list[ClaimWrite]:
-        """The plan's claim writes (DRA), from the cache as the plan saw it (no await since the solve)."""
-        cache = self.cache
-        uids: dict[tuple[str, str], str] = {}
-        for a in plan.allocations:
-            ns = a.claim.partition("/")[0]
-            for kind, name, _ in a.reserved_for:
-                group = cache.group("PodGroup", ns, name) if kind == "PodGroup" else None
-                if group is not None:
-                    uids[(ns, name)] = group.metadata.uid
-        pinned = {p.key: dra.pods[p.key].pinned for p, _ in plan.placements if p.key in dra.pods}
-        served: dict[str, str] = {}
-        resources: tuple[str, ...] = ()
-        if any(a.synthetic for a in plan.allocations):
-            index = cache.claim_index()
-            served, resources = index.extended_classes(), tuple(index.node_resources)
-        return claim_writes(plan, cache.objects["ResourceClaim"], cache.objects["DeviceClass"], uids, pinned=pinned,
-                            served=served, node_resources=resources)
+    async def bind(self, attempt: Attempt, started: float, writes: Any = ()) -> None:
+        """Run the plan's bind transaction; on success mark its groups scheduled, on failure requeue the root.
 
-    async def bind(self, tree: GroupTree, plan: Plan, started: float, writes: Sequence[ClaimWrite] = (),
-                   token: str | None = None) -> None:
-        """:meth:`_bind`, guarded: an unexpected error forgets the plan and requeues the root instead of
-        leaking its assumptions (capacity and devices held forever) and losing the root."""
-        try:
-            await self._bind(tree, plan, started, writes, token)
-        except Exception:
-            log.exception("root=%s result=BindError: plan forgotten and requeued", tree.key)
-            self.cache.forget([p.key for p, _ in plan.placements])
-            if token is not None:
-                self.cache.forget_devices(token)
-            self.queue.backoff(tree, asyncio.get_running_loop().time())
-            self._seen_version = -1
-            self.wake.set()
-
-    async def _bind(self, tree: GroupTree, plan: Plan, started: float, writes: Sequence[ClaimWrite] = (),
-                    token: str | None = None) -> None:
-        """Write the plan's claims, then bind it; on success mark the groups scheduled, on failure forget
-        the rest and requeue.
-
-        ``started``: ``time.perf_counter()`` when the plan's solve began (attempt latency metrics).
-        ``writes``: the plan's claim writes (DRA), all made before the first bind; ``token``: the plan's
-        device assumption in the cache.
+        Guarded: an unexpected error forgets the plan and requeues the root instead of leaking its
+        assumptions (capacity and devices held forever) and losing the root.
         """
-        loop = asyncio.get_running_loop()
-        claims: ClaimOutcome | None = None
-        if writes:
-            claims = await self.binder.write_claims(writes)
-            if not claims.ok:
-                self._claims_failed(tree, plan, claims, token, started)
-                return
-        outcome = await self.binder.bind_plan(plan.placements)
-        self.metrics.bound(tree, plan, outcome, time.perf_counter() - started,
-                           root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
-        for pod, node in outcome.bound:
+        plan = attempt.plan
+        assert plan is not None
+        try:
+            result, outcome = await self.binder.commit(plan, writes)
+        except Exception:
+            log.exception("root=%s result=BindError: plan forgotten and requeued", attempt.tree.key)
+            result = BindResult(forget=[p.key for p, _ in plan.placements], release=None)
+            self._finish(attempt, result, None, started)
+            return
+        self._finish(attempt, result, outcome, started)
+
+    def _finish(self, attempt: Attempt, result: BindResult, outcome: BindOutcome | None, started: float) -> None:
+        """The one place a plan ends: settle the cache, record, report, and requeue a failed root."""
+        tree, plan = attempt.tree, attempt.plan
+        assert plan is not None
+        self.cycle.settle(attempt, result)
+        if outcome is not None:
+            self.metrics.bound(tree, plan, outcome, time.perf_counter() - started,
+                               root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
+        for pod, node in result.bound:
             self.spawn(self.status.pod_scheduled(pod, node), f"status/{pod.key}")
-        if outcome.ok:
+        if result.ok:
             self._write_groups(tree, True, "Scheduled", "", only=plan.satisfied)
             return
-        bound = {p.key for p, _ in outcome.bound}
-        self.cache.forget([p.key for p, _ in plan.placements if p.key not in bound])
-        if claims is not None:
-            await self._release_unbound(plan, claims, bound, token)
-        assert outcome.failed is not None
-        failed_key, error = outcome.failed
-        message = (f"binding {failed_key} failed: {error}; {len(bound)}/{len(plan.placements)} members bound, "
-                   f"the rest forgotten and the group requeued")
+        message = result.failure.message if result.failure is not None else "the plan's binder failed"
         log.warning("root=%s result=BindFailed %s", tree.key, message)
-        for pod, _ in plan.placements:
-            if pod.key not in bound:
-                self.spawn(self.status.pod_unschedulable(pod, "SchedulerError", message), f"status/{pod.key}")
-        self.queue.backoff(tree, loop.time())
-        self._seen_version = -1
+        self._report_pods(tree, "SchedulerError", message, frozenset(result.forget))
+        current = self.cache.tree(tree.key) or tree
+        self.queue.backoff(current, asyncio.get_running_loop().time())
         self.wake.set()
-
-    def _claims_failed(self, tree: GroupTree, plan: Plan, claims: ClaimOutcome, token: str | None,
-                       started: float) -> None:
-        """A claim write failed (rolled back by the binder): no member was bound; forget the plan, requeue."""
-        assert claims.failed is not None
-        loop = asyncio.get_running_loop()
-        failed_key, error = claims.failed
-        pods = [p.key for p, _ in plan.placements]
-        self.metrics.bound(tree, plan, BindOutcome(failed=claims.failed, skipped=pods), time.perf_counter() - started,
-                           root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
-        self.cache.forget(pods)
-        kept = {r.write.claim for r in claims.written if r.key in claims.not_released}
-        if token is not None:
-            self.cache.forget_devices(token, [a.claim for a in plan.allocations if a.claim not in kept])
-        rolled_back = sum(1 for r in claims.written
-                          if (r.created or r.status_written) and r.key not in claims.not_released)
-        message = (f"writing ResourceClaim {failed_key} failed: {error}; no member bound, {rolled_back} claim "
-                   f"write(s) rolled back, the group requeued")
-        if claims.not_released:
-            message += f" (could not roll back {', '.join(claims.not_released)})"
-        log.warning("root=%s result=ClaimWriteFailed %s", tree.key, message)
-        for pod, _ in plan.placements:
-            self.spawn(self.status.pod_unschedulable(pod, "SchedulerError", message), f"status/{pod.key}")
-        self.queue.backoff(tree, loop.time())
-        self._seen_version = -1
-        self.wake.set()
-
-    async def _release_unbound(self, plan: Plan, claims: ClaimOutcome, bound: set[str], token: str | None) -> None:
-        """After a failed bind, roll back the claims written only for members that were not bound (all of
-        them if none was: a PodGroup claim too), so the next plan may choose other devices."""
-        unbound = {p.metadata.uid for p, _ in plan.placements if p.key not in bound}
-        release = [r for r in claims.written
-                   if not bound or (r.write.reserve and all(c.get("uid") in unbound for c in r.write.reserve))]
-        if not release:
-            return
-        not_released = set(await self.binder.release_claims(release))
-        log.info("released %d claim(s) of unbound members: %s", len(release) - len(not_released),
-                 ", ".join(r.key for r in release if r.key not in not_released))
-        if token is not None:
-            self.cache.forget_devices(token, [r.write.claim for r in release if r.key not in not_released])
 
     async def shutdown(self) -> None:
         """Stop scheduling, let binds finish within the grace period, release the lease, stop informers."""

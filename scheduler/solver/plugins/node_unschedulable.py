@@ -6,10 +6,11 @@ Mirrors ``plugins/nodeunschedulable/node_unschedulable.go`` (v1.37): a pod toler
 
 from __future__ import annotations
 
+from scheduler.framework.events import Action, ClusterEvent
+from scheduler.framework.status import Code, Status
 from scheduler.model.node import Node, Taint
 from scheduler.model.pod import PodSpec
-from scheduler.solver.filters.taint_toleration import tolerates
-from scheduler.solver.status import Code, Status
+from scheduler.solver.plugins.taint_toleration import tolerates
 
 NAME = "NodeUnschedulable"
 REASON = "node(s) were unschedulable"  # node_unschedulable.go ErrReasonUnschedulable
@@ -25,3 +26,11 @@ def filter_node(spec: PodSpec, node: Node) -> Status | None:
     if any(tolerates(t, UNSCHEDULABLE_TAINT) for t in spec.tolerations):
         return None
     return _REJECT
+
+
+def queueing_hint(event: ClusterEvent) -> bool:
+    """A node added, or a node uncordoned."""
+    if event.kind != "Node":
+        return False
+    return event.action is Action.ADD or (event.action is Action.UPDATE and event.old.spec.unschedulable
+                                          and not event.new.spec.unschedulable)

@@ -137,6 +137,13 @@ class Objects:
                 return self.claim_templates
         raise TypeError(type(obj))  # pragma: no cover - KINDS and this match are kept in step
 
+    def by_kind(self) -> dict[str, list[Any]]:
+        """The objects the scheduler's cache holds, by kind (Workloads are context only: not cached)."""
+        return {"Node": self.nodes, "Pod": self.pods, "PodGroup": self.podgroups,
+                "CompositePodGroup": self.composites, "PriorityClass": self.priority_classes,
+                "ResourceSlice": self.resource_slices, "DeviceClass": self.device_classes,
+                "ResourceClaim": self.resource_claims, "ResourceClaimTemplate": self.claim_templates}
+
     @property
     def usable(self) -> bool:
         """At least one valid Node, Pod, PodGroup or CompositePodGroup was loaded."""

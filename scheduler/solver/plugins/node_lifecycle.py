@@ -8,9 +8,10 @@ a gang started there would be disrupted soon. Pods already running are not touch
 
 from __future__ import annotations
 
+from scheduler.framework.events import Action, ClusterEvent
+from scheduler.framework.status import Code, Status
 from scheduler.model.node import Node
 from scheduler.model.pod import PodSpec
-from scheduler.solver.status import Code, Status
 
 NAME = "NodeLifecycle"
 BLOCKING_CONDITIONS = ("DrainInProgress", "Drained", "MaintenancePlanned")
@@ -27,3 +28,13 @@ def filter_node(spec: PodSpec, node: Node) -> Status | None:
         if cond.type in _REJECT and cond.is_true:
             return _REJECT[cond.type]
     return None
+
+
+def queueing_hint(event: ClusterEvent) -> bool:
+    """A node added, or a node whose lifecycle conditions changed."""
+    if event.kind != "Node":
+        return False
+    return event.action is Action.ADD or (
+        event.action is Action.UPDATE
+        and [(c.type, c.status) for c in event.old.status.conditions if c.type in BLOCKING_CONDITIONS]
+        != [(c.type, c.status) for c in event.new.status.conditions if c.type in BLOCKING_CONDITIONS])

@@ -1,11 +1,14 @@
-"""NodeAffinity: ``spec.nodeSelector`` and required node affinity.
+"""Label and node selector matching, with the API's semantics; shared by plugins and the DRA inventory.
 
-Mirrors ``plugins/nodeaffinity/node_affinity.go`` and ``component-helpers``
-``scheduling/corev1/nodeaffinity`` (v1.37): every nodeSelector pair must match a label; the
-required ``nodeSelectorTerms`` are ORed, a term's requirements ANDed; a term with no
-requirements matches nothing. Operators: In, NotIn, Exists, DoesNotExist, Gt, Lt (integer
+Node selectors (``core/v1 NodeSelector``) follow ``component-helpers``
+``scheduling/corev1/nodeaffinity`` (v1.37): terms are ORed, a term's requirements ANDed, a term with
+no requirements matches nothing. Operators: In, NotIn, Exists, DoesNotExist, Gt, Lt (integer
 comparison; a non-integer label or value never matches). ``matchFields`` supports only
 ``metadata.name`` (In / NotIn, one value), as the API does.
+
+Label selectors (``metav1.LabelSelector``) follow apimachinery ``LabelSelectorAsSelector``:
+``matchLabels`` and ``matchExpressions`` (In, NotIn, Exists, DoesNotExist) are ANDed; an empty
+selector matches everything, a nil one nothing (the caller decides which it has).
 """
 
 from __future__ import annotations
@@ -14,14 +17,13 @@ import re
 from collections.abc import Callable, Mapping
 
 from scheduler.model.node import Node
-from scheduler.model.pod import NodeSelectorRequirement, NodeSelectorTerm, PodSpec
-from scheduler.solver.status import Code, Status
-
-NAME = "NodeAffinity"
-REASON = "node(s) didn't match Pod's node affinity/selector"  # node_affinity.go ErrReasonPod
-
-_REJECT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON,), NAME)
-
+from scheduler.model.pod import (
+    LabelSelector,
+    LabelSelectorRequirement,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+)
 
 _INT64 = re.compile(r"[+-]?[0-9]+")
 
@@ -41,7 +43,7 @@ def _compare(label: str | None, values: tuple[str, ...], op: Callable[[int, int]
     return have is not None and want is not None and op(have, want)
 
 
-def requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool:
+def requirement_matches(req: NodeSelectorRequirement | LabelSelectorRequirement, labels: Mapping[str, str]) -> bool:
     """Whether one label requirement matches a label set (``labels.Selector`` semantics)."""
     value = labels.get(req.key)
     match req.operator:
@@ -70,6 +72,11 @@ def term_matches(term: NodeSelectorTerm, node: Node) -> bool:
     return all(_field_matches(r, fields) for r in term.match_fields)
 
 
+def node_selector_matches(selector: NodeSelector, node: Node) -> bool:
+    """Whether any term of ``selector`` matches ``node`` (terms are ORed)."""
+    return any(term_matches(t, node) for t in selector.node_selector_terms)
+
+
 def _field_matches(req: NodeSelectorRequirement, fields: Mapping[str, str]) -> bool:
     """A ``matchFields`` requirement: only ``metadata.name`` with In/NotIn and exactly one value
     (``nodeSelectorRequirementsAsFieldSelector``); anything else matches nothing."""
@@ -78,14 +85,18 @@ def _field_matches(req: NodeSelectorRequirement, fields: Mapping[str, str]) -> b
     return requirement_matches(req, fields)
 
 
-def filter_node(spec: PodSpec, node: Node) -> Status | None:
-    """Reject the node unless nodeSelector and the required node affinity both match."""
-    labels = node.metadata.labels
-    for key, value in spec.node_selector.items():
+def label_selector_matches(selector: LabelSelector, labels: Mapping[str, str]) -> bool:
+    """Whether ``labels`` satisfy ``selector`` (``matchLabels`` and every ``matchExpressions`` entry).
+
+    Operators In, NotIn, Exists, DoesNotExist (``metav1.LabelSelectorOperator``); an empty selector
+    matches every label set. Unknown operators match nothing (the API server rejects them).
+    """
+    for key, value in selector.match_labels.items():
         if labels.get(key) != value:
-            return _REJECT
-    affinity = spec.affinity.node_affinity if spec.affinity else None
-    required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
-    if required is not None and not any(term_matches(t, node) for t in required.node_selector_terms):
-        return _REJECT
-    return None
+            return False
+    for expr in selector.match_expressions:
+        if expr.operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False
+        if not requirement_matches(expr, labels):
+            return False
+    return True

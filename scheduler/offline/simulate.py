@@ -1,19 +1,19 @@
-"""Offline scheduling of a snapshot: the same tree assembly, queue order and solver as ``run``, no binder.
+"""Offline scheduling of a snapshot: the live scheduler's cache, queue order and cycle, a recording binder.
 
-``simulate(objects, …)`` builds the group trees, pops ready roots in queue order, solves each
-against the snapshot and *assumes* every plan before the next root (design §9), then returns a
-:class:`Simulation` with the outcome per group, per pod and per node. Unlike ``run``, it also
-reports groups that have no pod at all (as Waiting) and explains pods whose PodGroup failed to
-load, because it has the loader's problem list. Rendering is in :mod:`scheduler.report`.
+``simulate(objects, …)`` loads the snapshot into a :class:`~scheduler.cache.cluster.ClusterCache`,
+pops the ready roots in queue order, runs each through the one :class:`~scheduler.cycle.Cycle`
+(solve, assume) and binds each plan with the :class:`~scheduler.offline.recorder.RecordingBinder`
+before the next root (docs/architecture.md, "simulate"), then returns a :class:`Simulation` with
+the outcome per group, per pod and per node. Unlike ``run``, it also reports groups that have no
+pod at all (as Waiting) and explains pods whose PodGroup failed to load, because it has the
+loader's problem list. Rendering is in :mod:`scheduler.offline.report`.
 
 DRA: when the snapshot has ``resource.k8s.io/v1`` objects or pods with ``spec.resourceClaims``,
-the snapshot carries a :class:`~scheduler.dra.view.DraView` (inventory from the ResourceSlices,
-claims resolved per pending pod). A template-generated claim missing from the snapshot is
-synthesised from its template, as the resourceclaim controller would create it. Each plan's
-devices are assumed with its pods; a plan that allocates a claim other pods may still reference
-(a PodGroup claim, a claim shared by name) also records the allocation on the claim, as the
-binder's ``status.allocation`` write would, so later pods are pinned to it instead of
-allocating it again.
+snapshots carry a :class:`~scheduler.dra.view.DraView`. A template-generated claim missing from the
+snapshot is synthesised from its template, as the resourceclaim controller would create it. Each
+plan's claim writes are applied to the cache as the API would show them, so a claim allocated by
+one plan (a PodGroup claim, a claim shared by name) pins the pods of later plans instead of being
+allocated again — by the same bookkeeping as the live scheduler's.
 """
 
 from __future__ import annotations
@@ -23,18 +23,17 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from scheduler.dra.claims import ClaimIndex
-from scheduler.dra.inventory import Inventory
+from scheduler.cache.cluster import ClusterCache
+from scheduler.cycle import Attempt, Cycle
 from scheduler.dra.view import DraView
-from scheduler.groups.tree import Composite, Group, GroupKey, GroupTree, Leaf, TreeState, build_trees
-from scheduler.loader import LoadProblem, Objects
-from scheduler.model.dra import ResourceClaim
+from scheduler.framework.plan import ClaimAllocation, Decision, Plan, SolverConfig, Unschedulable
+from scheduler.framework.snapshot import Snapshot
+from scheduler.groups.tree import Composite, Group, GroupTree, Leaf, TreeState
 from scheduler.model.pod import Pod
-from scheduler.model.scheduling import CompositePodGroup, GangPolicy, PodGroup
+from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, PodGroup
+from scheduler.offline.loader import LoadProblem, Objects
+from scheduler.offline.recorder import RecordingBinder
 from scheduler.queue import GroupQueue
-from scheduler.solver.plan import ClaimAllocation, Plan, SolverConfig, Unschedulable
-from scheduler.solver.search import solve
-from scheduler.solver.snapshot import NodeTable, Snapshot
 
 EXAMPLE = "default-cluster.yaml"
 
@@ -104,61 +103,6 @@ class Simulation:
     dra_problems: list[str] = field(default_factory=list)
 
 
-def dra_inputs(objects: Objects, table: NodeTable) -> tuple[DraView, ClaimIndex] | None:
-    """The device view for ``table``'s nodes and the claim index behind it, or None when the
-    snapshot has nothing of DRA. Template-generated claims absent from the snapshot are
-    synthesised (``synthesize=True``)."""
-    if not objects.has_dra:
-        return None
-    inventory = Inventory.build(table, objects.resource_slices, objects.device_classes, objects.resource_claims)
-    index = ClaimIndex.build(objects.resource_claims, objects.claim_templates, objects.device_classes,
-                             objects.podgroups, table.resources, synthesize=True)
-    return DraView.build(inventory, index, objects.pods), index
-
-
-def allocated_claim(claim: ResourceClaim, allocation: ClaimAllocation) -> ResourceClaim:
-    """``claim`` as the binder leaves it: ``status.allocation`` (devices, nodeSelector) and
-    ``status.reservedFor`` from the plan's ``allocation``."""
-    refs = [{"resource": "pods", "name": name, "uid": uid} if kind == "Pod" else
-            {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": name, "uid": uid}
-            for kind, name, uid in allocation.reserved_for]
-    results = [{"request": r, "driver": d, "pool": p, "device": n} for r, d, p, n in allocation.results]
-    alloc: dict[str, object] = {"devices": {"results": results}}
-    if allocation.node_selector is not None:
-        alloc["nodeSelector"] = dict(allocation.node_selector)
-    body = claim.model_dump(by_alias=True, exclude_none=True)
-    return ResourceClaim.model_validate({**body, "status": {"allocation": alloc, "reservedFor": refs}})
-
-
-def _allocation_outcomes(root: GroupKey, plan: Plan, view: DraView | None,
-                         index: ClaimIndex | None) -> list[AllocationOutcome]:
-    """The plan's claim allocations, each with the plan's pods that use the claim."""
-    users: dict[str, list[tuple[str, str]]] = {}
-    for pod, node in plan.placements:
-        claims = view.pods.get(pod.key) if view is not None else None
-        for needed in (*claims.allocate, *claims.shared) if claims is not None else ():
-            users.setdefault(needed.key, []).append((pod.metadata.name, node))
-    made = index.synthesized if index is not None else {}
-    return [AllocationOutcome(root, a, tuple(users.get(a.claim, ())), a.synthetic or a.claim in made)
-            for a in plan.allocations]
-
-
-def _record_shared(snapshot: Snapshot, plan: Plan, index: ClaimIndex, pending: list[Pod]) -> Snapshot:
-    """After ``plan`` was assumed: if it allocated claims that other pods may reference (PodGroup
-    claims, claims shared by name — per-pod claims carry their node), write the allocation into
-    those claims and resolve the ``pending`` pods again, so they are pinned to it rather than
-    allocating the claim a second time."""
-    view = snapshot.dra
-    shared = [a for a in plan.allocations if a.node is None and not a.synthetic]
-    if view is None or not shared:
-        return snapshot
-    for allocation in shared:
-        claim = index.claims.get(allocation.claim)
-        if claim is not None:
-            index.claims[allocation.claim] = allocated_claim(claim, allocation)
-    return Snapshot(snapshot.table, snapshot.used, DraView.build(view.inventory, index, pending, view.assumed))
-
-
 def _policy(obj: PodGroup | CompositePodGroup | None) -> str:
     """The policy as written in the object (the tree coerces malformed ones), e.g. ``gang minCount 0``."""
     if obj is None:
@@ -193,52 +137,51 @@ def _subtree_placements(group: Group, placed: dict[str, str]) -> dict[str, str]:
 
 
 def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Simulation:
-    """Schedule every ready tree of ours in queue order, assuming each plan before the next.
+    """Schedule every ready tree of ours in queue order, binding each plan before the next root.
 
     ``objects``: what the loader read (its problems are carried into the result and explain
     pods whose PodGroup failed to load). ``scheduler_name``: our ``spec.schedulerName``.
-    Returns the :class:`Simulation`: one :class:`GroupOutcome` per group of every tree of
+    The objects go into the same :class:`~scheduler.cache.cluster.ClusterCache` the live scheduler
+    uses, and each root goes through the same :class:`~scheduler.cycle.Cycle`; the
+    :class:`RecordingBinder` then applies each plan's writes to the cache as the watch would show
+    them. Returns the :class:`Simulation`: one :class:`GroupOutcome` per group of every tree of
     ours and of every group with no pod at all (reported Waiting, see ``Forest.empty``), one
     :class:`PodOutcome` per pending pod of ours.
     """
     sim = Simulation(problems=list(objects.problems), scheduler_name=scheduler_name,
                      pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods),
                      skipped=Counter(objects.skipped))
-    forest = build_trees(
-        objects.pods, objects.podgroups, objects.composites, objects.priority_classes, scheduler_name=scheduler_name
-    )
-    table = NodeTable.build(objects.nodes)
-    dra = dra_inputs(objects, table)
-    snapshot = Snapshot.build(table, objects.pods, dra[0] if dra else None)
-    sim.initial = snapshot
+    cache = ClusterCache(scheduler_name, dra=objects.has_dra, synthesize_claims=True)
+    for kind, items in objects.by_kind().items():
+        cache.load(kind, items)
+    sim.initial = cache.snapshot()
+    forest = cache.forest()
     queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
-    decided: dict[GroupKey, Plan | Unschedulable] = {}
+    cycle = Cycle(cache, config)
+    binder = RecordingBinder(cache)
+    decided: dict[GroupKey, Decision] = {}
     order: list[GroupTree] = []
-    placed_keys: set[str] = set()
-    selector_errors: dict[str, str] = {}
+    selector_errors: set[str] = set()
     while len(queue):
-        tree = queue.pop()
-        if dra is not None:  # each solve's messages name only the selector errors it met
-            errors = dra[0].inventory.selector_errors
-            selector_errors.update(errors)
-            errors.clear()
-        result = solve(tree, snapshot, config)
-        if isinstance(result, Plan):
-            snapshot = snapshot.assume(result.placements, result.device_ids)
-            sim.allocations.extend(_allocation_outcomes(tree.key, result, snapshot.dra, dra[1] if dra else None))
-            placed_keys.update(pod.key for pod, _ in result.placements)
-            if dra is not None:
-                pending = [p for p in objects.pods if p.key not in placed_keys]
-                snapshot = _record_shared(snapshot, result, dra[1], pending)
-        decided[tree.key] = result
-        order.append(tree)
-        sim.results.append((tree, result))
-    sim.snapshot = snapshot
-    if dra is not None:
-        inventory = dra[0].inventory
-        selector_errors.update(inventory.selector_errors)
-        sim.synthesized = frozenset(dra[1].synthesized)
-        sim.dra_problems = [*inventory.problems, *sorted(set(selector_errors.values()))]
+        attempt = cycle.attempt(queue.pop())
+        if attempt is None:
+            continue
+        decision = attempt.decision
+        selector_errors.update(decision.selector_errors)
+        if attempt.plan is not None:
+            users = _claim_users(attempt)
+            result, made = binder.commit(attempt.plan, cycle.claim_writes(attempt))
+            cycle.settle(attempt, result)
+            sim.allocations.extend(AllocationOutcome(attempt.tree.key, a, tuple(users.get(a.claim, ())),
+                                                     a.synthetic or a.claim in made)
+                                   for a in attempt.plan.allocations)
+        decided[attempt.tree.key] = decision
+        order.append(attempt.tree)
+        sim.results.append((attempt.tree, decision))
+    sim.snapshot = cache.snapshot()
+    if objects.has_dra:
+        sim.synthesized = frozenset(cache.devices.synthesized)
+        sim.dra_problems = [*cache.devices.inventory.problems, *sorted(selector_errors)]
     rest = [t for t in forest.trees if t.state is not TreeState.READY] + forest.empty
     order += sorted(rest, key=lambda t: tuple(t.key))
 
@@ -273,6 +216,19 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
             names = ", ".join(g.name for g in pod.spec.scheduling_gates)
             sim.pods.append(PodOutcome(pod, None, f"scheduling gated ({names})"))
     return sim
+
+
+def _claim_users(attempt: Attempt) -> dict[str, list[tuple[str, str]]]:
+    """Claim key → the plan's (pod name, node) pairs that use the claim."""
+    plan = attempt.plan
+    assert plan is not None
+    view = attempt.snapshot.dra
+    users: dict[str, list[tuple[str, str]]] = {}
+    for pod, node in plan.placements:
+        claims = view.pods.get(pod.key) if isinstance(view, DraView) else None
+        for needed in (*claims.allocate, *claims.shared) if claims is not None else ():
+            users.setdefault(needed.key, []).append((pod.metadata.name, node))
+    return users
 
 
 def _group_status(tree: GroupTree, group: Group, result: Plan | Unschedulable | None) -> tuple[str, str | None]:

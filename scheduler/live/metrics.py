@@ -63,15 +63,15 @@ from prometheus_client import (
 from prometheus_client.aiohttp import make_aiohttp_handler
 from prometheus_client.core import CounterMetricFamily, Metric
 
-from scheduler.binder import BindOutcome
+from scheduler.framework.plan import Plan, Unschedulable
 from scheduler.groups.tree import GroupTree, Leaf, TreeState
+from scheduler.live.binder import BindOutcome
 from scheduler.model.scheduling import (
     COMPOSITE_INITIALLY_SCHEDULED,
     INITIALLY_SCHEDULED,
     CompositePodGroup,
     PodGroup,
 )
-from scheduler.solver.plan import Plan, Unschedulable
 
 Result = Literal["scheduled", "unschedulable", "error"]
 RESULTS: tuple[Result, ...] = ("scheduled", "unschedulable", "error")
@@ -132,7 +132,7 @@ GROUP_KINDS = frozenset({"PodGroup", "CompositePodGroup"})
 
 
 class InformerState(Protocol):
-    """What the metrics read from an informer (``scheduler.informers.Informer``) at scrape time."""
+    """What the metrics read from an informer (``scheduler.live.informers.Informer``) at scrape time."""
 
     synced: asyncio.Event
     relists: int

@@ -8,9 +8,10 @@ Mirrors ``plugins/tainttoleration/taint_toleration.go`` and ``v1helper.Toleratio
 
 from __future__ import annotations
 
+from scheduler.framework.events import Action, ClusterEvent
+from scheduler.framework.status import Code, Status
 from scheduler.model.node import Node, Taint
 from scheduler.model.pod import PodSpec, Toleration
-from scheduler.solver.status import Code, Status
 
 NAME = "TaintToleration"
 FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
@@ -40,3 +41,11 @@ def filter_node(spec: PodSpec, node: Node) -> Status | None:
         if not any(tolerates(t, taint) for t in spec.tolerations):
             return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (reason(taint),), NAME)
     return None
+
+
+def queueing_hint(event: ClusterEvent) -> bool:
+    """A node added, or a node whose taints changed, may now be tolerated."""
+    if event.kind != "Node":
+        return False
+    return event.action is Action.ADD or (event.action is Action.UPDATE
+                                          and event.old.spec.taints != event.new.spec.taints)

@@ -13,8 +13,9 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from scheduler.cache import Changes, ClusterCache
-from scheduler.kube import ApiError, Gone, KubeClient, Resource
+from scheduler.cache.cluster import ClusterCache
+from scheduler.framework.events import ClusterEvent
+from scheduler.live.kube import ApiError, Gone, KubeClient, Resource
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,7 @@ class Informer:
     """List+watch of one resource into the cache; ``synced`` is set after the first successful list."""
 
     def __init__(self, kube: KubeClient, resource: Resource, cache: ClusterCache,
-                 on_change: Callable[[Changes], None], *, watch_timeout_s: int = 300,
+                 on_change: Callable[[list[ClusterEvent]], None], *, watch_timeout_s: int = 300,
                  retry_s: float = 1.0) -> None:
         self.kube = kube
         self.resource = resource

@@ -1,4 +1,4 @@
-"""Rendering a :class:`~scheduler.simulate.Simulation`: the readable report and the JSON document.
+"""Rendering a :class:`~scheduler.offline.simulate.Simulation`: the readable report and the JSON document.
 
 The JSON keys are a public interface (issue #2): ``groups[].{namespace, name, kind, root,
 status, placements, reason}`` and ``pods[].{namespace, name, node, reason}``; extra keys
@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 
 from scheduler.dra.view import DraView
+from scheduler.framework.snapshot import Snapshot
 from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import API_VERSION as DRA_VERSION
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
-from scheduler.simulate import AllocationOutcome, GroupOutcome, Simulation
-from scheduler.solver.snapshot import Snapshot
+from scheduler.offline.simulate import AllocationOutcome, GroupOutcome, Simulation
 
 MAX_DEVICE_LINES = 20
 """Device lines shown per group in the text report (the JSON has every allocation)."""
@@ -150,7 +150,7 @@ def render_text(sim: Simulation) -> str:
     if sim.snapshot is not None and sim.initial is not None:
         out.append("")
         out.append(_utilisation(sim.initial, sim.snapshot))
-        if sim.snapshot.dra is not None and sim.initial.dra is not None:
+        if isinstance(sim.snapshot.dra, DraView) and isinstance(sim.initial.dra, DraView):
             device_rows = _device_utilisation(sim.initial.dra, sim.snapshot.dra)
             if device_rows:
                 out.append("")
@@ -262,7 +262,7 @@ def _device_utilisation(initial: DraView, final: DraView) -> list[str]:
     enough left of every shared counter they consume)."""
     inventory = final.inventory
     state = inventory.state(final.assumed)
-    before = inventory.allocated | set(initial.assumed)
+    before = initial.inventory.allocated | set(initial.assumed)
     rows: dict[tuple[int, str, str], list[int]] = {}
     elsewhere = 0
     for dev_id, device in sorted(inventory.devices.items()):

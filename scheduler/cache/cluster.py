@@ -1,0 +1,370 @@
+"""ClusterCache: the scheduler's picture of the cluster, fed only by the watch, plus assumptions.
+
+Holds the current Pods, Nodes, PodGroups, CompositePodGroups and PriorityClasses — and, when the
+server serves ``resource.k8s.io/v1``, ResourceSlices, DeviceClasses, ResourceClaims and
+ResourceClaimTemplates — by key (the informers call :meth:`ClusterCache.replace` after each list and
+:meth:`ClusterCache.apply` for each watch event; ``simulate`` calls :meth:`ClusterCache.load` with its
+snapshot), and the placements and devices the scheduler has *assumed* but the API does not show
+yet (a plan's capacity is held in memory from the moment it is decided, never by half-bound pods
+or half-written claims).
+
+Everything derived is **incremental**: an event updates what it touches and nothing else —
+
+* :class:`~scheduler.cache.usage.NodeUsage`: one row of the used matrix and one NodeInfo per pod
+  event; a new table only when nodes change;
+* :class:`~scheduler.groups.index.GroupIndex`: only the trees a pod or group event touches are
+  rebuilt (:meth:`take_changed_roots` says which);
+* :class:`~scheduler.cache.devices.DeviceCache`: the device inventory per pool, allocations per claim.
+
+Every change is returned as typed :class:`~scheduler.framework.events.ClusterEvent` values; a change
+the scheduler does not read — a node heartbeat, a status condition (our own writes included), the
+watch confirming one of our own binds — returns none and rebuilds nothing. The cache never calls
+the queue: the driver routes events to queueing hints. A re-list replaces the whole kind, so a
+missed delete or a replayed add can never double-count usage. An assumption ends when the watch
+shows the pod bound (or gone), or when the driver calls :meth:`forget` after a failed bind; a pod
+already assumed or bound is never assumed again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from scheduler.cache.devices import DeviceCache
+from scheduler.cache.usage import NodeUsage
+from scheduler.dra.view import DraView
+from scheduler.framework.events import Action, ClusterEvent
+from scheduler.framework.plan import ClaimAllocation, Plan
+from scheduler.framework.snapshot import Snapshot, bound_copy
+from scheduler.groups.index import GroupIndex
+from scheduler.groups.tree import Forest, GroupTree
+from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+from scheduler.model.quantity import is_extended
+from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup, PriorityClass
+
+log = logging.getLogger(__name__)
+
+KINDS: dict[str, type[BaseModel]] = {
+    "Pod": Pod,
+    "Node": Node,
+    "PodGroup": PodGroup,
+    "CompositePodGroup": CompositePodGroup,
+    "PriorityClass": PriorityClass,
+    "ResourceSlice": ResourceSlice,
+    "DeviceClass": DeviceClass,
+    "ResourceClaim": ResourceClaim,
+    "ResourceClaimTemplate": ResourceClaimTemplate,
+}
+
+_ACTIONS = {"ADDED": Action.ADD, "MODIFIED": Action.UPDATE, "DELETED": Action.DELETE}
+
+
+class AssumeError(ValueError):
+    """A plan names a pod that is already bound or assumed: assuming it again would count it twice.
+
+    Permanent for that plan: it was made from a stale tree; drop it and schedule the root again.
+    """
+
+
+def key_of(obj: Any) -> str:
+    """The cache key of an object: ``namespace/name``, or ``name`` for a cluster-scoped one."""
+    meta = obj.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+def node_essence(node: Node) -> tuple[object, ...]:
+    """What the scheduler reads of a node: labels, spec (taints, cordon), allocatable, condition statuses."""
+    return (node.metadata.labels, node.spec, node.status.allocatable,
+            tuple((c.type, c.status) for c in node.status.conditions))
+
+
+def pod_essence(pod: Pod) -> tuple[object, ...]:
+    """What the scheduler reads of a pod: spec, labels, deletion, phase, nomination, generated claim names,
+    actuated resources — not its conditions (our own status writes) nor its resourceVersion."""
+    statuses = (*pod.status.container_statuses, *pod.status.init_container_statuses)
+    return (pod.metadata.uid, pod.spec, pod.metadata.labels, pod.metadata.deletion_timestamp, pod.status.phase,
+            pod.status.nominated_node_name, pod.status.resource_claim_statuses, statuses)
+
+
+def group_essence(group: PodGroup | CompositePodGroup) -> tuple[object, ...]:
+    """What the scheduler reads of a group: spec, deletion and (PodGroup) generated claim names — not its
+    conditions, which the scheduler writes itself."""
+    claims = group.status.resource_claim_statuses if isinstance(group, PodGroup) else ()
+    return group.metadata.uid, group.spec, group.metadata.deletion_timestamp, claims
+
+
+_ESSENCE: dict[str, Callable[[Any], tuple[object, ...]]] = {
+    "Node": node_essence, "Pod": pod_essence, "PodGroup": group_essence, "CompositePodGroup": group_essence}
+
+
+def _parse(kind: str, raw: Mapping[str, Any]) -> Any | None:
+    try:
+        obj = KINDS[kind].model_validate(raw)
+        if isinstance(obj, Pod):
+            _ = obj.requests
+        elif isinstance(obj, Node):
+            _ = obj.allocatable
+        return obj
+    except (ValueError, ArithmeticError) as exc:  # pydantic ValidationError, QuantityError, decimal errors
+        meta = raw.get("metadata") or {}
+        log.warning("ignoring malformed %s %s/%s: %s", kind, meta.get("namespace", ""), meta.get("name", ""),
+                    str(exc).splitlines()[0])
+        return None
+
+
+def _wants_devices(pod: Pod) -> bool:
+    """A pending pod that may need DRA: it has claims, or requests an extended resource (which a
+    DeviceClass may serve)."""
+    if pod.is_bound or pod.is_terminal:
+        return False
+    return bool(pod.spec.resource_claims) or any(is_extended(r) for r in pod.requests)
+
+
+class ClusterCache:
+    """See the module docstring. Not thread-safe: used from the event loop only.
+
+    ``scheduler_name``: our ``spec.schedulerName`` (which trees are ours). ``dra``: whether snapshots
+    carry a device view (live: whether the DRA API is watched; without it, pods that name a claim
+    wait). ``synthesize_claims``: make template claims that are missing from their template
+    (``simulate``, which has no resourceclaim controller).
+    """
+
+    def __init__(self, scheduler_name: str, *, dra: bool = False, synthesize_claims: bool = False) -> None:
+        self.scheduler_name = scheduler_name
+        self.objects: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
+        self.assumed: dict[str, str] = {}
+        """Pod key → node name, for pods planned and being bound."""
+        self.dra = dra
+        self.usage = NodeUsage()
+        self.groups = GroupIndex(scheduler_name)
+        self.devices = DeviceCache(self.objects["ResourceClaim"], self.objects["ResourceClaimTemplate"],
+                                   self.objects["PodGroup"], synthesize=synthesize_claims)
+        self.version = 0
+        """Bumped on every change the scheduler reads (and on assume/forget): a snapshot older than it is stale."""
+        self._wants_devices: dict[str, Pod] = {}
+        self._snapshot: tuple[int, Snapshot] | None = None
+        self._changed_roots: set[GroupKey] = set()
+
+    # -- feeding -------------------------------------------------------------------------------
+    def replace(self, kind: str, raws: Iterable[Mapping[str, Any]]) -> list[ClusterEvent]:
+        """Replace every object of ``kind`` with a fresh list (initial list and re-list after 410)."""
+        fresh = {}
+        for raw in raws:
+            obj = _parse(kind, raw)
+            if obj is not None:
+                fresh[key_of(obj)] = obj
+        return self._replace(kind, fresh)
+
+    def load(self, kind: str, objects: Iterable[BaseModel]) -> list[ClusterEvent]:
+        """Replace every object of ``kind`` with parsed models (``simulate``'s snapshot)."""
+        return self._replace(kind, {key_of(obj): obj for obj in objects})
+
+    def load_one(self, kind: str, obj: BaseModel) -> list[ClusterEvent]:
+        """Add or update one parsed object, as a watch event would (``simulate``'s recording binder)."""
+        key = key_of(obj)
+        return self._set(kind, key, self.objects[kind].get(key), obj)
+
+    def _replace(self, kind: str, fresh: dict[str, Any]) -> list[ClusterEvent]:
+        old = self.objects[kind]
+        events: list[ClusterEvent] = []
+        if kind == "Node":
+            return self._set_nodes(fresh)
+        for key in sorted(old.keys() | fresh.keys()):
+            before, after = old.get(key), fresh.get(key)
+            if before is not after and before != after:
+                events.extend(self._set(kind, key, before, after))
+        return events
+
+    def apply(self, kind: str, event_type: str, raw: Mapping[str, Any]) -> list[ClusterEvent]:
+        """Apply one watch event (``ADDED`` / ``MODIFIED`` / ``DELETED``)."""
+        obj = _parse(kind, raw)
+        if obj is None:
+            return []
+        key = key_of(obj)
+        old = self.objects[kind].get(key)
+        new = None if event_type == "DELETED" else obj
+        if old is None and new is None:
+            return []
+        return self._set(kind, key, old, new)
+
+    def _set(self, kind: str, key: str, old: Any, new: Any) -> list[ClusterEvent]:
+        """Store ``new`` (None: delete) under ``key`` and update what derives from it; the events it makes."""
+        if new is None:
+            self.objects[kind].pop(key, None)
+        else:
+            self.objects[kind][key] = new
+        action = Action.ADD if old is None else Action.DELETE if new is None else Action.UPDATE
+        essence = _ESSENCE.get(kind)
+        quiet = essence is not None and old is not None and new is not None and essence(old) == essence(new)
+        if kind == "Node":
+            if quiet:
+                return []
+            return self._set_nodes(self.objects["Node"], ClusterEvent(kind, action, old, new))
+        if kind == "Pod":
+            quiet = self._set_pod(key, old, new)
+        elif kind == "PodGroup":
+            self.groups.set_podgroup(_name(key), new, quiet=quiet)
+        elif kind == "CompositePodGroup":
+            self.groups.set_composite(_name(key), new, quiet=quiet)
+        elif kind == "PriorityClass":
+            self.groups.set_priority_class(key, new)
+        elif kind == "ResourceSlice":
+            self.devices.set_slice(old, new)
+        elif kind == "DeviceClass":
+            self.devices.set_class(key, new)
+        elif kind == "ResourceClaim":
+            self.devices.set_claim(key, new)
+            self.devices.settle(key, self.objects["Pod"])
+        if quiet:
+            return []
+        self.version += 1
+        return [ClusterEvent(kind, action, old, new)]
+
+    def _set_nodes(self, nodes: dict[str, Node], event: ClusterEvent | None = None) -> list[ClusterEvent]:
+        """Nodes changed (a re-list, or one event): the fast path for an allocatable-only update, else a
+        new table (and the inventory's reach against it)."""
+        if nodes is not self.objects["Node"]:  # a re-list: diff to events
+            old = self.objects["Node"]
+            events = []
+            for key in sorted(old.keys() | nodes.keys()):
+                before, after = old.get(key), nodes.get(key)
+                if before is None or after is None or node_essence(before) != node_essence(after):
+                    action = Action.ADD if before is None else Action.DELETE if after is None else Action.UPDATE
+                    events.append(ClusterEvent("Node", action, before, after))
+            self.objects["Node"] = nodes
+        else:
+            assert event is not None
+            events = [event]
+        if not events:
+            return []
+        fast = (len(events) == 1 and events[0].action is Action.UPDATE
+                and events[0].old.metadata.labels == events[0].new.metadata.labels
+                and events[0].old.spec == events[0].new.spec
+                and [(c.type, c.status) for c in events[0].old.status.conditions]
+                == [(c.type, c.status) for c in events[0].new.status.conditions]
+                and self.usage.update_node(events[0].new))
+        if not fast:
+            self.usage.set_nodes(self.objects["Node"].values())
+            self.devices.set_table(self.usage.table)
+        self.version += 1
+        return events
+
+    def _set_pod(self, key: str, old: Pod | None, pod: Pod | None) -> bool:
+        """Update what derives from one pod; True when nothing the scheduler reads changed (a status
+        condition, or the watch confirming our own bind where we assumed it)."""
+        node = self.assumed.get(key)
+        before = old if old is None or node is None else bound_copy(old, node)
+        if node is not None and (pod is None or pod.is_bound or pod.is_terminal):
+            del self.assumed[key]  # the watch caught up (or the pod is gone / bound by someone else)
+            node = None
+        shown = pod if pod is None or node is None else bound_copy(pod, node)
+        quiet = before is not None and shown is not None and pod_essence(before) == pod_essence(shown)
+        self.usage.set_pod(key, shown)
+        self.groups.set_pod(key, shown, quiet=quiet)
+        if pod is not None and _wants_devices(pod):
+            self._wants_devices[key] = pod
+        else:
+            self._wants_devices.pop(key, None)
+        if self.devices.held:
+            self.devices.settle(None, self.objects["Pod"])
+        return quiet
+
+    # -- assume / forget -----------------------------------------------------------------------
+    def assume(self, plan: Plan, token: str) -> None:
+        """Hold a plan's capacity: each pod counts as bound to its node until the watch or :meth:`forget`
+        says otherwise, and its claim allocations hold their devices (``token``: unique to the plan).
+
+        Raises :class:`AssumeError` (and assumes nothing) if a pod of the plan is gone, already bound or
+        already assumed.
+        """
+        pods = self.objects["Pod"]
+        for pod, _ in plan.placements:
+            current = pods.get(pod.key)
+            if pod.key in self.assumed or current is None or current.is_bound:
+                raise AssumeError(f"pod {pod.key} is {'gone' if current is None else 'already bound or assumed'}")
+        for pod, node in plan.placements:
+            self.assumed[pod.key] = node
+            shown = bound_copy(pods[pod.key], node)
+            self.usage.set_pod(pod.key, shown)
+            self.groups.set_pod(pod.key, shown)
+        self.devices.assume(token, plan.allocations)
+        self.version += 1
+
+    def forget(self, pod_keys: Iterable[str]) -> None:
+        """Drop assumptions (a failed or abandoned bind): the capacity is free again and the pods pending."""
+        for key in pod_keys:
+            if self.assumed.pop(key, None) is None:
+                continue
+            pod = self.objects["Pod"].get(key)
+            self.usage.set_pod(key, pod)
+            self.groups.set_pod(key, pod)
+        self.version += 1
+
+    def forget_devices(self, token: str, claims: Iterable[str] | None = None) -> None:
+        """Release a plan's held devices: all, or only those of ``claims`` (keys as in the plan)."""
+        self.devices.forget(token, claims)
+        self.version += 1
+
+    def held_claims(self, token: str) -> frozenset[str]:
+        """The claims whose devices a plan still holds."""
+        return frozenset(self.devices.held.get(token, {}))
+
+    # -- views ---------------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """Usage, NodeInfos and (with DRA) the device view, as of now; memoised until the next change."""
+        hit = self._snapshot
+        if hit is not None and hit[0] == self.version:
+            return hit[1]
+        view: DraView | None = None
+        if self.dra:
+            classes = self.objects["DeviceClass"]
+            served = {res for c in classes.values() for res in c.extended_resource_names}
+            pending = [p for p in self._wants_devices.values()
+                       if p.key not in self.assumed and (p.spec.resource_claims or served & p.requests.keys())]
+            view = self.devices.view(self.usage.table, classes, pending)
+        snap = self.usage.snapshot(view)
+        self._snapshot = (self.version, snap)
+        return snap
+
+    def take_changed_roots(self) -> set[GroupKey]:
+        """Roots whose tree appeared, changed or disappeared since the last call (their trees rebuilt)."""
+        changed = self.groups.refresh() | self._changed_roots
+        self._changed_roots = set()
+        return changed
+
+    def tree(self, key: GroupKey) -> GroupTree | None:
+        """The current tree of root ``key`` (rebuilding what changed first), or None."""
+        self._changed_roots |= self.groups.refresh()
+        return self.groups.trees.get(key)
+
+    def forest(self) -> Forest:
+        """Every tree, orphan and empty tree, as of now."""
+        self._changed_roots |= self.groups.refresh()
+        return self.groups.forest()
+
+    def group(self, kind: str, namespace: str, name: str) -> Any | None:
+        """The current PodGroup / CompositePodGroup object, if known."""
+        return self.objects[kind].get(f"{namespace}/{name}")
+
+    def pod(self, key: str) -> Pod | None:
+        """The current pod of ``key`` as the API shows it (not the assumed copy)."""
+        pod: Pod | None = self.objects["Pod"].get(key)
+        return pod
+
+    def claim_allocations_in_flight(self) -> Mapping[str, Mapping[str, object]]:
+        """Plan token → claim key → what the plan holds (for diagnostics and tests)."""
+        return self.devices.held
+
+    def assumed_allocations(self, plan: Plan) -> tuple[ClaimAllocation, ...]:
+        """The claim allocations of ``plan`` whose devices are still held."""
+        return tuple(a for a in plan.allocations if any(a.claim in h for h in self.devices.held.values()))
+
+
+def _name(key: str) -> tuple[str, str]:
+    ns, _, name = key.partition("/")
+    return ns, name

@@ -1,0 +1,169 @@
+"""The DRA half of the cache: the device inventory per pool, what claims allocate, and in-flight plans.
+
+* The :class:`~scheduler.dra.inventory.Inventory` is updated per slice (only that slice's pool is
+  indexed again), per DeviceClass and when nodes change — never rebuilt whole on an event.
+* Allocated devices are kept per claim from ``status.allocation``, so a claim losing its allocation
+  (or deleted) returns its devices at once.
+* A plan's claim allocations are *held* from the moment it is assumed (:meth:`DeviceCache.assume`)
+  until the watch shows each claim allocated (a created extended-resource claim is recognised by
+  its devices), the claim that existed is gone, the pod owning a created claim is gone — or the
+  driver forgets them after a failed write. A claim whose allocation is in flight is not offered
+  to another plan: a pod of another root that names it waits until the allocation is visible and
+  is then pinned to it (so a claim shared by name between roots is allocated once).
+
+Not thread-safe: used from the event loop only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from scheduler.dra.claims import ClaimIndex
+from scheduler.dra.inventory import Inventory
+from scheduler.dra.view import DraView
+from scheduler.framework.node_table import NodeTable
+from scheduler.framework.plan import ClaimAllocation
+from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceSlice
+from scheduler.model.pod import Pod
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class HeldClaim:
+    """Devices an in-flight plan holds for one claim: ``devices`` (ids), whether the claim ``existed`` in
+    the cache when assumed (else it is created by the plan, under a generated name), and the ``pod``
+    owning a created claim (``ns/name``)."""
+
+    devices: frozenset[str]
+    existed: bool
+    pod: str | None = None
+
+
+def allocated_ids(claim: ResourceClaim | None) -> frozenset[str]:
+    """Device ids a claim's ``status.allocation`` names (empty if unallocated or None)."""
+    alloc = claim.status.allocation if claim is not None else None
+    return frozenset(r.device_id for r in alloc.devices.results) if alloc is not None else frozenset()
+
+
+class DeviceCache:
+    """See the module docstring. ``claims``/``templates``/``podgroups``: the cache's live dicts (read only
+    here). ``synthesize``: make missing template claims from their template (``simulate``)."""
+
+    def __init__(self, claims: Mapping[str, ResourceClaim], templates: Mapping[str, object],
+                 podgroups: Mapping[str, object], *, synthesize: bool = False) -> None:
+        self.inventory = Inventory(NodeTable.build(()))
+        self._claims = claims
+        self._templates = templates
+        self._podgroups = podgroups
+        self.synthesize = synthesize
+        self._allocated: dict[str, frozenset[str]] = {}
+        self._allocated_ids: frozenset[str] | None = frozenset()
+        self.held: dict[str, dict[str, HeldClaim]] = {}
+        """Plan token → claim key → devices the plan allocates, until the watch shows them."""
+        self._logged_problems: set[str] = set()
+        self.synthesized: dict[str, ResourceClaim] = {}
+        """Claims made from their template (``synthesize``), kept across snapshots: made once, by key."""
+
+    # -- feeding -------------------------------------------------------------------------------
+    def set_slice(self, old: ResourceSlice | None, new: ResourceSlice | None) -> None:
+        if new is not None:
+            self.inventory.set_slice(new, old)
+        elif old is not None:
+            self.inventory.remove_slice(old)
+        self._log_problems()
+
+    def set_class(self, name: str, klass: DeviceClass | None) -> None:
+        if klass is None:
+            self.inventory.remove_class(name)
+        else:
+            self.inventory.set_class(klass)
+
+    def set_table(self, table: NodeTable) -> None:
+        self.inventory.set_table(table)
+        self._log_problems()
+
+    def set_claim(self, key: str, claim: ResourceClaim | None) -> None:
+        """A claim changed: its allocated devices, and the holds the watch has now caught up with."""
+        ids = allocated_ids(claim)
+        if ids:
+            self._allocated[key] = ids
+        else:
+            self._allocated.pop(key, None)
+        self._allocated_ids = None
+
+    def _log_problems(self) -> None:
+        problems = set(self.inventory.problems)
+        for problem in sorted(problems - self._logged_problems):
+            log.warning("DRA: %s", problem)
+        self._logged_problems = problems
+
+    # -- in-flight plans -------------------------------------------------------------------------
+    def assume(self, token: str, allocations: Iterable[ClaimAllocation]) -> None:
+        """Hold the devices of a plan's claim allocations (``token``: unique to the plan)."""
+        held = {a.claim: HeldClaim(frozenset(a.device_ids), a.claim in self._claims, a.pod if a.synthetic else None)
+                for a in allocations}
+        if held:
+            self.held[token] = held
+
+    def forget(self, token: str, claims: Iterable[str] | None = None) -> None:
+        """Release a plan's held devices: all of them, or only those of ``claims`` (keys as in the plan)."""
+        held = self.held.get(token)
+        if held is None:
+            return
+        for key in list(held) if claims is None else claims:
+            held.pop(key, None)
+        if not held:
+            del self.held[token]
+
+    def settle(self, changed: str | None, pods: Mapping[str, Pod]) -> None:
+        """End holds the watch has caught up with: the claim is shown allocated (a created claim, under a
+        generated name, is recognised by its devices), a claim that existed is gone, or the pod owning a
+        created claim is gone (``pods``: the cache's pods, when a pod changed). ``changed``: the claim
+        key that changed, or None to check every hold."""
+        if not self.held:
+            return
+        allocated = self.allocated_device_ids()
+        for token in list(self.held):
+            held = self.held[token]
+            for key, hold in list(held.items()):
+                if hold.existed:
+                    claim = self._claims.get(key)
+                    done = (changed is None or changed == key) and (claim is None or claim.is_allocated)
+                else:
+                    done = bool(hold.devices) and hold.devices <= allocated
+                if not done and hold.pod is not None:
+                    owner = pods.get(hold.pod)
+                    done = owner is None or owner.is_terminal
+                if done:
+                    del held[key]
+            if not held:
+                del self.held[token]
+
+    # -- views ---------------------------------------------------------------------------------
+    def allocated_device_ids(self) -> frozenset[str]:
+        """Devices named by the ``status.allocation`` of some claim in the cache."""
+        if self._allocated_ids is None:
+            self._allocated_ids = frozenset(d for ids in self._allocated.values() for d in ids)
+        return self._allocated_ids
+
+    def held_device_ids(self) -> frozenset[str]:
+        """Every device held by an in-flight plan."""
+        return frozenset(d for held in self.held.values() for h in held.values() for d in h.devices)
+
+    def in_flight(self) -> frozenset[str]:
+        """Keys of claims an in-flight plan is allocating (existing claims only)."""
+        return frozenset(k for held in self.held.values() for k, h in held.items() if h.existed)
+
+    def claim_index(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> ClaimIndex:
+        """Claims, templates, classes and PodGroups for claim resolution, over the cache's live dicts."""
+        return ClaimIndex(self._claims, self._templates, classes, self._podgroups,  # type: ignore[arg-type]
+                          self.synthesize, frozenset(table.resources), self.synthesized, self.in_flight())
+
+    def view(self, table: NodeTable, classes: Mapping[str, DeviceClass], pending: Iterable[Pod]) -> DraView:
+        """The solver's DRA input for the ``pending`` pods that may need devices: the inventory with every
+        claim's allocation and every in-flight plan's devices taken."""
+        inventory = self.inventory.with_allocated(self.allocated_device_ids())
+        return DraView.build(inventory, self.claim_index(table, classes), pending, self.held_device_ids())

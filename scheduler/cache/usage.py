@@ -1,0 +1,137 @@
+"""The per-node half of the cache: node table, used-requests matrix and NodeInfos, kept per event.
+
+:class:`NodeUsage` is fed pods as the scheduler should see them (an assumed pod already shown bound
+to its node) and nodes. A pod event changes one row of the ``(N, R)`` used matrix and one
+:class:`~scheduler.framework.node_info.NodeInfo` — O(R + pods on that node), never O(all pods).
+A node added or removed rebuilds the static table (O(N)) and *remaps* the matrix rows and columns
+(numpy fancy indexing, O(N·R)); only the pods of nodes the table did not have before are summed.
+A node whose allocatable alone changed keeps the table's static memos. Pods bound to a node the
+cache has not seen yet are kept by node name and count as soon as the node appears.
+
+:meth:`snapshot` hands out an immutable :class:`~scheduler.framework.snapshot.Snapshot` (a copy of
+the matrix, the NodeInfos as a tuple), memoised until the next change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from scheduler.framework.node_info import NodeInfo
+from scheduler.framework.node_table import IntArray, NodeTable
+from scheduler.framework.snapshot import DeviceSnapshot, Nominated, Snapshot, nominated_pod, pod_vector, uses_node
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+
+
+class NodeUsage:
+    """See the module docstring. Not thread-safe: used from the event loop only."""
+
+    def __init__(self) -> None:
+        self.table = NodeTable.build(())
+        self.used: IntArray = np.zeros_like(self.table.allocatable)
+        self._infos: dict[str, NodeInfo] = {}
+        """Node name → the pods using it (also for nodes not in the table yet)."""
+        self._rows: list[NodeInfo] = []
+        """``_infos`` of the table's nodes, by row."""
+        self._counted: dict[str, tuple[str, Pod]] = {}
+        """Pod key → (node, pod) of every pod that uses a node."""
+        self._nominated: dict[str, Pod] = {}
+        """Unbound pods with ``status.nominatedNodeName``."""
+        self._snapshot: Snapshot | None = None
+
+    # -- pods ------------------------------------------------------------------------------------
+    def set_pod(self, key: str, pod: Pod | None) -> None:
+        """The pod of ``key`` is now ``pod`` (None: gone). O(R + pods on its node)."""
+        old = self._counted.pop(key, None)
+        if old is not None:
+            node, before = old
+            info = self._infos[node].without_pods((key,))
+            self._store(node, info)
+            row = self.table.index.get(node)
+            if row is not None:
+                self.used[row] -= pod_vector(self.table, before)
+        self._nominated.pop(key, None)
+        if pod is not None and uses_node(pod):
+            node = pod.spec.node_name
+            self._counted[key] = (node, pod)
+            self._store(node, self._infos.get(node, NodeInfo(node)).with_pod(pod))
+            row = self.table.index.get(node)
+            if row is not None:
+                self.used[row] += pod_vector(self.table, pod)
+        elif pod is not None and pod.status.nominated_node_name and not pod.is_terminal:
+            self._nominated[key] = pod
+        self._snapshot = None
+
+    def _store(self, node: str, info: NodeInfo) -> None:
+        if len(info):
+            self._infos[node] = info
+        else:
+            self._infos.pop(node, None)
+        row = self.table.index.get(node)
+        if row is not None:
+            self._rows[row] = info
+
+    # -- nodes -----------------------------------------------------------------------------------
+    def set_nodes(self, nodes: Iterable[Node]) -> None:
+        """The node set changed (added, removed, relabelled, retainted…): a new table, the matrix remapped."""
+        old = self.table
+        table = NodeTable.build(nodes)
+        used = np.zeros_like(table.allocatable)
+        kept = [(table.index[n.name], old.index[n.name]) for n in table.nodes if n.name in old.index]
+        shared_cols = [(table.column[r], old.column[r]) for r in table.resources if r in old.column]
+        if kept and shared_cols:
+            new_rows, old_rows = (np.array(x, dtype=np.intp) for x in zip(*kept, strict=True))
+            new_cols, old_cols = (np.array(x, dtype=np.intp) for x in zip(*shared_cols, strict=True))
+            used[np.ix_(new_rows, new_cols)] = self.used[np.ix_(old_rows, old_cols)]
+        if len(shared_cols) < len(table.resources):  # a new column: the kept nodes' pods may request it too
+            fresh = list(range(len(table)))
+        else:
+            fresh = [table.index[n.name] for n in table.nodes if n.name not in old.index]
+        rows_fresh = set(fresh)
+        if rows_fresh:
+            used[sorted(rows_fresh)] = 0
+            for node, pod in self._counted.values():
+                row = table.index.get(node)
+                if row is not None and row in rows_fresh:
+                    used[row] += pod_vector(table, pod)
+        self.table = table
+        self.used = used
+        self._rows = [self._infos.get(n.name) or NodeInfo(n.name) for n in table.nodes]
+        self._snapshot = None
+
+    def update_node(self, node: Node) -> bool:
+        """A known node's allocatable changed and nothing static did: update it in place, keeping the
+        table's memos. Returns False when that is not possible (the caller calls :meth:`set_nodes`)."""
+        if node.name not in self.table.index:
+            return False
+        table = self.table.with_allocatable(node)
+        if table is None:
+            return False
+        self.table = table
+        self._snapshot = None
+        return True
+
+    # -- views -----------------------------------------------------------------------------------
+    def snapshot(self, dra: DeviceSnapshot | None = None) -> Snapshot:
+        """An immutable snapshot of usage (memoised while nothing changed and ``dra`` is the same)."""
+        hit = self._snapshot
+        if hit is not None and hit.dra is dra:
+            return hit
+        nominated: list[Nominated] = []
+        for pod in self._nominated.values():
+            entry = nominated_pod(self.table, pod)
+            if entry is not None:
+                nominated.append(entry)
+        snap = Snapshot(self.table, self.used.copy(), tuple(self._rows), dra, tuple(nominated))
+        self._snapshot = snap
+        return snap
+
+    def pods_on(self, node: str) -> NodeInfo:
+        """The NodeInfo of ``node`` (empty if no pod uses it)."""
+        return self._infos.get(node) or NodeInfo(node)
+
+    def counted(self) -> Iterable[Pod]:
+        """Every pod that uses a node."""
+        return (pod for _, pod in self._counted.values())

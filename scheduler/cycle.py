@@ -1,0 +1,154 @@
+"""The one scheduling cycle, shared by ``run``, ``simulate``, the property tests and the benchmarks.
+
+:func:`schedule_one` decides for one root: the all-or-nothing search on a snapshot, then — for a
+root that did not fit with code UNSCHEDULABLE — the PostFilter plugins (preemption's point). It is
+pure: a tree, a snapshot and settings in, a :data:`~scheduler.framework.plan.Decision` out.
+
+:class:`Cycle` is what both drivers run around it against the same
+:class:`~scheduler.cache.cluster.ClusterCache`: take the root's *current* tree from the cache (a
+root popped from the queue is looked up, never trusted from when it was queued), decide, *assume*
+a plan (its pods count as bound and its devices as taken until the binder's outcome or the
+watch says otherwise), and after the binder has run, *settle* the outcome: forget what was not
+bound and release what was not written. The live driver binds in the background through the API;
+``simulate`` binds through a recording binder that applies the writes to the cache as the watch
+would. So assume, forget and claim bookkeeping are one code path.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from scheduler.cache.cluster import AssumeError, ClusterCache
+from scheduler.dra.view import DraView
+from scheduler.dra.writes import ClaimWrite, claim_writes
+from scheduler.framework.interface import PostFilterPlugin
+from scheduler.framework.plan import Decision, Plan, SolverConfig, Unschedulable
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Code
+from scheduler.groups.tree import GroupTree, TreeState
+from scheduler.model.pod import Pod
+from scheduler.model.scheduling import GroupKey
+from scheduler.solver.search import solve
+
+
+def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
+                 post_filters: Sequence[PostFilterPlugin] = ()) -> Decision:
+    """Decide for one READY root: a :class:`Plan` for the whole tree, or :class:`Unschedulable`.
+
+    ``post_filters`` run, in order, only when the search failed with code UNSCHEDULABLE (capacity was
+    short: removing pods could help); the first that returns a decision wins. Binding and preemption
+    never happen in the same cycle (kube-scheduler's PodGroup cycle, reference §8.2).
+    """
+    result = solve(tree, snapshot, config)
+    if isinstance(result, Unschedulable) and result.code is Code.UNSCHEDULABLE:
+        for plugin in post_filters:
+            decision = plugin.post_filter(tree, snapshot, result, config)
+            if decision is not None:
+                return decision
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One root decided: its ``tree`` and the ``snapshot`` it was solved on, the ``decision``, and for a
+    plan the ``token`` under which the cache holds its devices."""
+
+    tree: GroupTree
+    snapshot: Snapshot
+    decision: Decision
+    token: str | None = None
+
+    @property
+    def plan(self) -> Plan | None:
+        return self.decision if isinstance(self.decision, Plan) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a plan's writes stopped: the object (``ns/name`` of a pod or claim), the message for the
+    pods and logs, and the HTTP status of the failed request (0: none, e.g. leadership lost)."""
+
+    key: str
+    message: str
+    status: int = 0
+
+
+@dataclass(slots=True)
+class BindResult:
+    """What a binder did with a plan: ``bound`` (pod, node) pairs, the first ``failure`` if any, and what
+    the cache must give back — ``forget`` pod keys whose assumption ends unbound, ``release`` claim keys
+    whose held devices are free again (None: all of the plan's)."""
+
+    bound: list[tuple[Pod, str]] = field(default_factory=list)
+    failure: Failure | None = None
+    forget: list[str] = field(default_factory=list)
+    release: list[str] | None = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+class Cycle:
+    """Decide roots against ``cache`` with ``config`` (see the module docstring)."""
+
+    def __init__(self, cache: ClusterCache, config: SolverConfig,
+                 post_filters: Sequence[PostFilterPlugin] = ()) -> None:
+        self.cache = cache
+        self.config = config
+        self.post_filters = tuple(post_filters)
+        self._tokens = itertools.count(1)
+
+    def attempt(self, key: GroupKey) -> Attempt | None:
+        """Decide root ``key`` on the cache as it is now; None when it has no READY tree any more.
+
+        A plan is assumed before this returns (so the next attempt does not reuse its room). A plan
+        that names a pod bound or assumed meanwhile cannot be (:class:`AssumeError`): it is reported as
+        an Unschedulable ERROR decision, and nothing is held.
+        """
+        tree = self.cache.tree(key)
+        if tree is None or tree.state is not TreeState.READY:
+            return None
+        snapshot = self.cache.snapshot()
+        decision = schedule_one(tree, snapshot, self.config, self.post_filters)
+        if not isinstance(decision, Plan):
+            return Attempt(tree, snapshot, decision)
+        token = f"{tree.key}#{next(self._tokens)}"
+        try:
+            self.cache.assume(decision, token)
+        except AssumeError as exc:
+            return Attempt(tree, snapshot, Unschedulable(tree.key, Code.ERROR, f"plan not assumed: {exc}"))
+        return Attempt(tree, snapshot, decision, token)
+
+    def claim_writes(self, attempt: Attempt) -> list[ClaimWrite]:
+        """The plan's claim writes (DRA), from the cache as the plan saw it (call before any await)."""
+        plan, view = attempt.plan, attempt.snapshot.dra
+        if plan is None or not isinstance(view, DraView):
+            return []
+        cache = self.cache
+        uids: dict[tuple[str, str], str] = {}
+        for a in plan.allocations:
+            ns = a.claim.partition("/")[0]
+            for kind, name, _ in a.reserved_for:
+                group = cache.group("PodGroup", ns, name) if kind == "PodGroup" else None
+                if group is not None:
+                    uids[(ns, name)] = group.metadata.uid
+        pinned = {p.key: view.pods[p.key].pinned for p, _ in plan.placements if p.key in view.pods}
+        served: dict[str, str] = {}
+        resources: tuple[str, ...] = ()
+        if any(a.synthetic for a in plan.allocations):
+            index = cache.devices.claim_index(attempt.snapshot.table, cache.objects["DeviceClass"])
+            served, resources = index.extended_classes(), tuple(index.node_resources)
+        claims = {**cache.devices.synthesized, **cache.objects["ResourceClaim"]}
+        return claim_writes(plan, claims, cache.objects["DeviceClass"], uids, pinned=pinned, served=served,
+                            node_resources=resources)
+
+    def settle(self, attempt: Attempt, result: BindResult) -> None:
+        """Give back what a plan's binder did not use: its unbound pods' assumptions and its claims' devices."""
+        if result.forget:
+            self.cache.forget(result.forget)
+        if attempt.token is not None and (result.release is None or result.release):
+            self.cache.forget_devices(attempt.token, result.release)
+

@@ -1,0 +1,181 @@
+"""The plugin extension points, as one-method Protocols whose docstrings are the contract.
+
+Modelled on kube-scheduler's framework (``staging/src/k8s.io/kube-scheduler/framework/interface.go``),
+reshaped for a solver that places whole gangs of identical pods at once:
+
+* the unit a plugin judges is a :class:`Signature` — the pending pods of one group that schedule
+  alike — and the dynamic extension points are **array-shaped**: a Filter answers "how many
+  copies fit on each of these nodes *now*" for a vector of rows, so a 64-pod gang costs one
+  vectorised pass instead of 64 pod-by-node calls;
+* "now" includes the pods placed earlier in the same plan: every placement goes through the
+  Reserve plugins and is journaled on the :class:`~scheduler.framework.cycle_state.CycleState`,
+  so a Filter sees its siblings' placements and Unreserve undoes them when the search backtracks.
+
+Extension points, in the order a cycle uses them:
+
+=================  ===========================================================================
+StaticFilter       per node, static properties only (labels, taints, cordon); memoised per static
+                   pod key on the node table, so it runs once per template, not per cycle
+PreFilter          once per signature per solve: what the Filter needs; may restrict the nodes or
+                   reject the signature outright (a claim not created yet)
+Filter             copies allowed per candidate node given the plan so far (≥ 0)
+Score              0–100 per candidate node; weighted and added before the packing order
+Reserve/Unreserve  commit a placement to the plugin's cycle state / take it back (idempotent
+                   per journal entry; Unreserve runs only for entries Reserve returned)
+PostFilter         after a root failed: may find room (preemption), or nothing
+PreBind            live only (``scheduler.live``): API writes that must land before the first bind
+=================  ===========================================================================
+
+Codes (``Status.code``): UNSCHEDULABLE lets PostFilter try (preemption may help);
+UNSCHEDULABLE_AND_UNRESOLVABLE skips it; ERROR is an internal fault. Callers branch on the
+code, never on the message.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from scheduler.framework.cycle_state import CycleState, Placement, StateKey
+from scheduler.framework.node_table import BoolArray, IntArray, StaticFit
+from scheduler.framework.plan import Decision, SolverConfig, Unschedulable
+from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Code, Status
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod, PodSpec
+
+
+@dataclass(eq=False)
+class Signature:
+    """Pending pods of one leaf that schedule alike: same static-filter inputs, same requests, same
+    answer from every PreFilter plugin's :meth:`PreFilterPlugin.signature_key`.
+
+    ``request``: one pod's requests over the table's columns (resources served through DRA left
+    out); ``unknown``: requested resources no node offers; ``static``: the static filters' verdict;
+    ``nodes``: the nodes PreFilter plugins allow (None: all); ``rejected``: a PreFilter's rejection of
+    the whole signature; ``data``: per-plugin values written at PreFilter (read with :meth:`read`).
+    """
+
+    pods: tuple[Pod, ...]
+    request: IntArray
+    unknown: tuple[str, ...]
+    static: StaticFit
+    needs_accelerator: bool
+    nodes: BoolArray | None = None
+    rejected: Status | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def write(self, key: StateKey[Any], value: Any) -> None:
+        self.data[key.name] = value
+
+    def read(self, key: StateKey[Any]) -> Any:
+        """The value a PreFilter plugin stored; raises KeyError when it did not (a wiring bug)."""
+        return self.data[key.name]
+
+
+@dataclass(frozen=True, slots=True)
+class Rejections:
+    """Why a Filter refused nodes: reason → number of nodes, and the code those nodes count under."""
+
+    counts: Counter[str]
+    code: Code = Code.UNSCHEDULABLE
+
+
+class StaticFilterPlugin(Protocol):
+    """A yes/no check per node on static properties. Must read only ``spec`` and ``node`` (its result is
+    memoised per static key for the node table's lifetime). Returns None (passes) or a non-success
+    Status, usually UNSCHEDULABLE_AND_UNRESOLVABLE since preemption cannot change a label or taint."""
+
+    @property
+    def name(self) -> str: ...
+
+    def filter_node(self, spec: PodSpec, node: Node) -> Status | None: ...
+
+
+class PreFilterPlugin(Protocol):
+    """Once-per-signature work.
+
+    :meth:`signature_key` is what of a pod the plugin reads beyond the static key and requests (pods
+    with different keys never share a signature). :meth:`pre_filter` may restrict the signature's
+    nodes (return a mask) or reject it (set ``sig.rejected``); it stores what its Filter or Reserve
+    reads in ``sig.data``. It must not change the cycle's journal.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def signature_key(self, state: CycleState, pod: Pod) -> Hashable: ...
+
+    def pre_filter(self, state: CycleState, sig: Signature) -> BoolArray | None: ...
+
+
+class FilterPlugin(Protocol):
+    """How many more copies of ``sig`` each node in ``rows`` can take given the cycle state (the pods
+    placed so far in this plan included): an ``(len(rows),)`` int64 array ≥ 0; a large number means
+    "no limit from this plugin". Must read only ``state`` and ``sig`` (preemption passes an edited
+    snapshot). :meth:`rejections` explains the rows where the plugin allows 0, for the histogram."""
+
+    @property
+    def name(self) -> str: ...
+
+    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray: ...
+
+    def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections: ...
+
+    def interacts(self, state: CycleState, sig: Signature) -> bool:
+        """Whether placing copies of ``sig`` on one node can change this plugin's answer for ``sig`` on
+        *other* nodes (a spread or anti-affinity rule over a wider domain): the search then asks again
+        after each placement instead of counting down the node it used."""
+        ...
+
+
+class ScorePlugin(Protocol):
+    """A preference over candidate nodes: ``(len(rows),)`` scores in 0–100, higher is better, multiplied by
+    ``weight``. The weighted sum ranks nodes before the packing order (``--scoring``), as kube's
+    weighted score sum ranks them before its tie-breaks."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def weight(self) -> int: ...
+
+    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray: ...
+
+    def interacts(self, state: CycleState, sig: Signature) -> bool:
+        """Whether placing copies of ``sig`` changes its own scores (the search then scores again)."""
+        ...
+
+
+class ReservePlugin(Protocol):
+    """Commit ``pods`` (a prefix of one signature's pods) on node ``row`` to the plugin's cycle state.
+
+    Returns (how many were reserved, a token). Only the first Reserve plugin of a profile may
+    reserve fewer than asked (device allocation can fall short where the Filter could only bound
+    it); the others must take all. :meth:`unreserve` gets the placement and the token back when
+    the search undoes it; it must restore the state exactly.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def reserve(self, state: CycleState, sig: Signature, row: int, pods: tuple[Pod, ...]) -> tuple[int, Any]: ...
+
+    def unreserve(self, state: CycleState, placement: Placement, token: Any) -> None: ...
+
+
+class PostFilterPlugin(Protocol):
+    """Runs once for a root that could not be placed with code UNSCHEDULABLE (preemption's point).
+
+    Returns a new decision (for example a nomination of victims) or None when it cannot help. It
+    gets the cycle's snapshot and may evaluate what-ifs on ``snapshot.without(pods)``; it must not
+    bind, and binding and preemption never happen in the same cycle.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def post_filter(self, tree: Any, snapshot: Snapshot, result: Unschedulable,
+                    config: SolverConfig) -> Decision | None: ...

@@ -1,0 +1,149 @@
+"""A consistent view of the cluster for one scheduling cycle: node table, usage, NodeInfos, devices.
+
+``Snapshot`` joins the static :class:`~scheduler.framework.node_table.NodeTable`, the ``(N, R)``
+matrix of requests in use (bound and assumed pods), one :class:`~scheduler.framework.node_info.NodeInfo`
+per row (which pods are where), the device view when DRA objects exist, and the nominated pods.
+It is immutable: :meth:`Snapshot.assume` returns one with a plan's pods added, and
+:meth:`Snapshot.without` one with pods removed (preemption's "would the tree fit if these pods
+were gone?"), so no solver run can change the caller's state. Both cost O(N·R) for the matrix copy
+plus O(pods touched) — cheap enough to clone per what-if.
+
+The live cache maintains usage and NodeInfos per event and hands out snapshots;
+:meth:`Snapshot.build` computes one from scratch (tests, benchmarks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from scheduler.framework.node_info import NodeInfo
+from scheduler.framework.node_table import IntArray, NodeTable, clamp
+from scheduler.model.pod import Pod
+
+
+class DeviceSnapshot(Protocol):
+    """The device half of a snapshot (implemented by ``scheduler.dra.view.DraView``): what the framework
+    needs of it to assume a plan. Kept as a protocol so the framework does not depend on DRA."""
+
+    def with_allocated(self, device_ids: Iterable[str]) -> DeviceSnapshot:
+        """A view where ``device_ids`` (``driver/pool/device``) are taken too."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Nominated:
+    """An unbound pod with ``status.nominatedNodeName``: room freed for it by preemption.
+
+    ``row``: the nominated node's row; ``request``: its requests over the table's columns;
+    ``priority``: its priority. The solver counts those of priority ≥ the root's as running there
+    (kube-scheduler ``addGENominatedPods``).
+    """
+
+    row: int
+    request: IntArray
+    priority: int
+
+
+def pod_vector(table: NodeTable, pod: Pod) -> IntArray:
+    """``pod``'s requests as a row over ``table``'s columns (resources no node offers are left out)."""
+    vec, _ = table.request_vector(pod.requests)
+    return vec
+
+
+def uses_node(pod: Pod) -> bool:
+    """Whether ``pod`` counts on its node: bound (``spec.nodeName``) and not Succeeded/Failed."""
+    return pod.is_bound and not pod.is_terminal
+
+
+def nominated_pod(table: NodeTable, pod: Pod) -> Nominated | None:
+    """The :class:`Nominated` entry of an unbound, non-terminating pod nominated to a known node, else None."""
+    if pod.is_bound or pod.is_terminal or pod.is_terminating:
+        return None
+    row = table.index.get(pod.status.nominated_node_name or "")
+    if row is None:
+        return None
+    return Nominated(row, pod_vector(table, pod), pod.spec.priority or 0)
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    """See the module docstring. ``infos[i]`` is the NodeInfo of ``table.nodes[i]``."""
+
+    table: NodeTable
+    used: IntArray
+    infos: tuple[NodeInfo, ...]
+    dra: DeviceSnapshot | None = None
+    nominated: tuple[Nominated, ...] = ()
+
+    @classmethod
+    def build(cls, table: NodeTable, pods: Iterable[Pod], dra: DeviceSnapshot | None = None) -> Snapshot:
+        """Usage and NodeInfos from every bound, non-terminal pod of any scheduler on a known node;
+        nominated pods from the unbound ones."""
+        used = np.zeros_like(table.allocatable)
+        row = table.index
+        on_node: list[dict[str, Pod]] = [{} for _ in table.nodes]
+        nominated: list[Nominated] = []
+        for pod in pods:
+            if not uses_node(pod):
+                if (entry := nominated_pod(table, pod)) is not None:
+                    nominated.append(entry)
+                continue
+            i = row.get(pod.spec.node_name)
+            if i is None:
+                continue
+            for r, v in pod.requests.items():
+                col = table.column.get(r)
+                if col is not None:
+                    used[i, col] += clamp(v)
+            on_node[i][pod.key] = pod
+        infos = tuple(NodeInfo(n.name, pods) for n, pods in zip(table.nodes, on_node, strict=True))
+        return cls(table, used, infos, dra, tuple(nominated))
+
+    def free(self) -> IntArray:
+        """A fresh ``(N, R)`` matrix of free capacity (allocatable − used); callers may modify it."""
+        return self.table.allocatable - self.used
+
+    def info(self, node: str) -> NodeInfo | None:
+        """The NodeInfo of the node called ``node``, or None if it is not in the table."""
+        row = self.table.index.get(node)
+        return None if row is None else self.infos[row]
+
+    def assume(self, placements: Sequence[tuple[Pod, str]], device_ids: Iterable[str] = ()) -> Snapshot:
+        """A new snapshot with ``placements`` (pod, node name) added to usage and NodeInfos, shown bound,
+        and ``device_ids`` taken (the cycle's *assume*). DRA-served extended resources are not node usage."""
+        used = self.used.copy()
+        infos = list(self.infos)
+        row = self.table.index
+        for pod, node_name in placements:
+            i = row[node_name]
+            used[i] += pod_vector(self.table, pod)
+            shown = pod if pod.spec.node_name == node_name else bound_copy(pod, node_name)
+            infos[i] = infos[i].with_pod(shown)
+        dra = self.dra.with_allocated(device_ids) if self.dra is not None else None
+        return Snapshot(self.table, used, tuple(infos), dra, self.nominated)
+
+    def without(self, pods: Iterable[Pod]) -> Snapshot:
+        """A new snapshot in which ``pods`` (bound or assumed, found by key on their node) no longer use
+        their nodes: their requests are subtracted and they leave their NodeInfos. Pods not in the
+        snapshot are ignored. Devices are the caller's business (the device view is kept as is)."""
+        used = self.used.copy()
+        infos = list(self.infos)
+        gone: dict[int, list[str]] = {}
+        for pod in pods:
+            i = self.table.index.get(pod.spec.node_name)
+            if i is None or pod.key not in infos[i].pods:
+                continue
+            used[i] -= pod_vector(self.table, infos[i].pods[pod.key])
+            gone.setdefault(i, []).append(pod.key)
+        for i, keys in gone.items():
+            infos[i] = infos[i].without_pods(keys)
+        return Snapshot(self.table, used, tuple(infos), self.dra, self.nominated)
+
+
+def bound_copy(pod: Pod, node: str) -> Pod:
+    """``pod`` as it will look once bound to ``node`` (``spec.nodeName`` set): how assumed pods are shown."""
+    return pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})})

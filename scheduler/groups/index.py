@@ -1,0 +1,461 @@
+"""Tree assembly, incremental: the trees follow pod and group changes, rebuilding only what they touch.
+
+:class:`GroupIndex` is fed every pod, PodGroup, CompositePodGroup and PriorityClass as it changes
+(``set_*``; pods as the scheduler should see them — an assumed pod already bound to its node) and
+keeps one :class:`~scheduler.groups.tree.GroupTree` per root group of ours, plus the lone pods of
+ours as one-pod trees and the pods waiting for a PodGroup that does not exist. :meth:`refresh`
+rebuilds only the roots ("heads") that a change touched, in O(members of those trees):
+
+* a pod change touches the tree of its PodGroup (or its lone-pod tree, or the orphans);
+* a group added, removed or re-parented changes which head groups hang from: the heads are
+  recomputed from the back-references (O(groups), rare) and every tree whose head or content
+  changed is rebuilt;
+* a PriorityClass change touches every tree (priorities resolve through classes).
+
+Children point *up* (``spec.parentCompositePodGroupName``); a tree hangs from its *head*: the
+root, or the highest group found when a parent is missing (then the tree is Invalid), or the
+lexically first group of a cycle. :func:`build_trees` assembles everything at once (tests,
+benchmarks) through the same code. No I/O; never raises on bad input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+from scheduler.groups.tree import (
+    MAX_DEPTH,
+    Composite,
+    Forest,
+    Group,
+    GroupTree,
+    Leaf,
+    OrphanPod,
+    TreeState,
+    created_at,
+    waiting_message,
+)
+from scheduler.model.pod import Pod
+from scheduler.model.scheduling import (
+    CompositePodGroup,
+    GroupKey,
+    PodGroup,
+    PriorityClass,
+    policy_error,
+    topology_key,
+)
+
+Name = tuple[str, str]
+"""(namespace, name) of a group."""
+Node = tuple[str, Name]
+"""A group object during assembly: ``(kind, (namespace, name))``."""
+
+_NO_PODS: Mapping[str, Pod] = MappingProxyType({})
+
+
+def _live(pod: Pod | None) -> Pod | None:
+    """The pod if it can still be bound or keep a gang alive: not terminal, not being deleted."""
+    return None if pod is None or pod.is_terminal or pod.is_terminating else pod
+
+
+class GroupIndex:
+    """See the module docstring. ``scheduler_name``: our ``spec.schedulerName``."""
+
+    def __init__(self, scheduler_name: str) -> None:
+        self.scheduler_name = scheduler_name
+        self.pgs: dict[Name, PodGroup] = {}
+        self.cpgs: dict[Name, CompositePodGroup] = {}
+        self.class_value: dict[str, int] = {}
+        self.default_priority = 0
+        self._classes: dict[str, PriorityClass] = {}
+        self._members: dict[Name, dict[str, Pod]] = {}
+        """Live pods by the PodGroup they name (whether or not it exists)."""
+        self._pod_group: dict[str, Name] = {}
+        self._singles: dict[str, Pod] = {}
+        """Lone pods of ours (no schedulingGroup), pending and not gated."""
+        self._children: dict[Name, set[Node]] = {}
+        self._heads: dict[Node, tuple[Node, str | None]] = {}
+        self._under: dict[Node, list[Name]] = {}
+        """Every PodGroup under each head, however deep (membership does not depend on the depth cut)."""
+        self._structure_dirty = False
+        self._dirty: set[Node] = set()
+        self._dirty_orphans: set[Name] = set()
+        self._dirty_singles: set[str] = set()
+        self.trees: dict[GroupKey, GroupTree] = {}
+        """Trees of ours by root key: group trees and lone-pod trees."""
+        self.empty: dict[GroupKey, GroupTree] = {}
+        """Trees with no pod at all (see :attr:`Forest.empty`)."""
+        self.orphans: dict[str, OrphanPod] = {}
+        """Pods of ours naming a PodGroup that does not exist, by pod key."""
+        self._tree_of_head: dict[Node, GroupKey] = {}
+
+    # -- feeding -------------------------------------------------------------------------------
+    def set_pod(self, key: str, pod: Pod | None, *, quiet: bool = False) -> None:
+        """The pod of ``key`` is now ``pod`` (None: deleted). Terminal and terminating pods count as gone.
+
+        ``quiet``: nothing a tree reads changed (a status condition): the stored object is replaced and no
+        tree is rebuilt.
+        """
+        pod = _live(pod)
+        if quiet and pod is not None:
+            name = self._pod_group.get(key)
+            if name is not None and key in self._members.get(name, _NO_PODS):
+                self._members[name][key] = pod
+                return
+            if key in self._singles:
+                self._singles[key] = pod
+                return
+        old_group = self._pod_group.pop(key, None)
+        if old_group is not None:
+            members = self._members.get(old_group)
+            if members is not None:
+                members.pop(key, None)
+                if not members:
+                    del self._members[old_group]
+            self._touch_group(old_group)
+        if self._singles.pop(key, None) is not None:
+            self._dirty_singles.add(key)
+        if pod is None:
+            return
+        group = pod.group_name
+        if group is None:
+            if pod.spec.scheduler_name == self.scheduler_name and not pod.is_bound and not pod.is_gated:
+                self._singles[key] = pod
+                self._dirty_singles.add(key)
+            return
+        name = (pod.metadata.namespace, group)
+        self._members.setdefault(name, {})[key] = pod
+        self._pod_group[key] = name
+        self._touch_group(name)
+
+    def set_podgroup(self, name: Name, pg: PodGroup | None, *, quiet: bool = False) -> None:
+        """The PodGroup ``name`` is now ``pg`` (None: deleted); ``quiet``: only what trees do not read changed."""
+        old = self.pgs.get(name)
+        if quiet and pg is not None and old is not None:
+            self.pgs[name] = pg
+            return
+        if pg is None:
+            self.pgs.pop(name, None)
+        else:
+            self.pgs[name] = pg
+        self._group_changed(("PodGroup", name), old, pg)
+        self._dirty_orphans.add(name)
+
+    def set_composite(self, name: Name, cpg: CompositePodGroup | None, *, quiet: bool = False) -> None:
+        """The CompositePodGroup ``name`` is now ``cpg`` (None: deleted); ``quiet`` as for PodGroups."""
+        old = self.cpgs.get(name)
+        if quiet and cpg is not None and old is not None:
+            self.cpgs[name] = cpg
+            return
+        if cpg is None:
+            self.cpgs.pop(name, None)
+        else:
+            self.cpgs[name] = cpg
+        self._group_changed(("CompositePodGroup", name), old, cpg)
+
+    def set_priority_class(self, name: str, pc: PriorityClass | None) -> None:
+        """A PriorityClass changed: every tree's priority may change."""
+        if pc is None:
+            self._classes.pop(name, None)
+        else:
+            self._classes[name] = pc
+        self.class_value = {c.metadata.name: c.value for c in self._classes.values()}
+        self.default_priority = next((c.value for c in sorted(self._classes.values(), key=lambda c: c.metadata.name)
+                                      if c.global_default), 0)
+        self._dirty.update(head for head, _ in self._heads.values())
+        self._dirty_singles.update(self._singles)
+
+    def _group_changed(self, node: Node, old: PodGroup | CompositePodGroup | None,
+                       new: PodGroup | CompositePodGroup | None) -> None:
+        old_parent = old.spec.parent_composite_pod_group_name if old is not None else None
+        new_parent = new.spec.parent_composite_pod_group_name if new is not None else None
+        if old is None or new is None or old_parent != new_parent:
+            self._structure_dirty = True
+        self._dirty.add(node)
+        known = self._heads.get(node)
+        if known is not None:
+            self._dirty.add(known[0])
+
+    def _touch_group(self, name: Name) -> None:
+        if name in self.pgs:
+            node: Node = ("PodGroup", name)
+            known = self._heads.get(node)
+            self._dirty.add(known[0] if known is not None else node)
+        else:
+            self._dirty_orphans.add(name)
+
+    # -- refreshing ----------------------------------------------------------------------------
+    def refresh(self) -> set[GroupKey]:
+        """Rebuild what changed since the last call; returns the root keys whose tree appeared, changed
+        or disappeared (lone-pod trees included)."""
+        changed: set[GroupKey] = set()
+        if self._structure_dirty:
+            self._structure_dirty = False
+            before = dict(self._heads)
+            self._rebuild_structure()
+            for node in before.keys() | self._heads.keys():
+                old, new = before.get(node), self._heads.get(node)
+                if old != new:
+                    if old is not None:
+                        self._dirty.add(old[0])
+                    if new is not None:
+                        self._dirty.add(new[0])
+        dirty, self._dirty = self._dirty, set()
+        heads = {self._heads[n][0] if n in self._heads else n for n in dirty}
+        for head in heads:
+            old_key = self._tree_of_head.pop(head, None)
+            if old_key is not None:
+                self.trees.pop(old_key, None)
+                self.empty.pop(old_key, None)
+                changed.add(old_key)
+            if head not in self._heads or self._heads[head][0] != head:
+                continue  # no longer a head (the group is gone or hangs under another)
+            tree, is_empty = self._tree(head, self._heads[head][1])
+            if tree is None:
+                continue
+            (self.empty if is_empty else self.trees)[tree.key] = tree
+            self._tree_of_head[head] = tree.key
+            changed.add(tree.key)
+        for name in self._dirty_orphans:
+            self._refresh_orphans(name)
+        self._dirty_orphans.clear()
+        for key in self._dirty_singles:
+            tree_key = _single_key(key)
+            self.trees.pop(tree_key, None)
+            pod = self._singles.get(key)
+            if pod is not None:
+                self.trees[tree_key] = self._single(pod)
+            changed.add(tree_key)
+        self._dirty_singles.clear()
+        return changed
+
+    def forest(self) -> Forest:
+        """Every tree, orphan and empty tree, in a stable order (the result of :func:`build_trees`)."""
+        self.refresh()
+        trees = sorted(self.trees.values(), key=lambda t: (t.key.kind != "Pod", tuple(t.key)))
+        group_trees = [t for t in trees if t.key.kind != "Pod"]
+        singles = [t for t in trees if t.key.kind == "Pod"]
+        return Forest(trees=group_trees + singles, orphans=[self.orphans[k] for k in sorted(self.orphans)],
+                      empty=sorted(self.empty.values(), key=lambda t: tuple(t.key)))
+
+    def _refresh_orphans(self, name: Name) -> None:
+        for key in [k for k, o in self.orphans.items() if (o.pod.metadata.namespace, o.pod.group_name) == name]:
+            del self.orphans[key]
+        if name in self.pgs:
+            return
+        for key, pod in self._members.get(name, _NO_PODS).items():
+            if pod.spec.scheduler_name == self.scheduler_name and not pod.is_bound and not pod.is_gated:
+                self.orphans[key] = OrphanPod(pod, f"waiting for PodGroup {name[0]}/{name[1]} to appear")
+
+    def _rebuild_structure(self) -> None:
+        """Children lists and every group's head, from the back-references (O(groups))."""
+        self._children = {}
+        nodes: list[Node] = [("PodGroup", k) for k in sorted(self.pgs)]
+        nodes += [("CompositePodGroup", k) for k in sorted(self.cpgs)]
+        for node in nodes:
+            parent = self._parent_of(node)
+            if parent is not None and parent in self.cpgs:
+                self._children.setdefault(parent, set()).add(node)
+        self._heads = {}
+        self._under = {}
+        for node in nodes:
+            head, _ = self._head(node)
+            if node[0] == "PodGroup":
+                self._under.setdefault(head, []).append(node[1])
+
+    def _parent_of(self, node: Node) -> Name | None:
+        kind, nk = node
+        obj: PodGroup | CompositePodGroup = self.pgs[nk] if kind == "PodGroup" else self.cpgs[nk]
+        parent = obj.spec.parent_composite_pod_group_name
+        return (nk[0], parent) if parent else None
+
+    def _head(self, node: Node) -> tuple[Node, str | None]:
+        """Walk up from ``node`` to the group its tree hangs from, and why that tree is invalid.
+
+        Returns ``(root, None)`` for a sound chain; ``(group, "parent … not found")`` when a parent
+        is missing (the tree hangs from the last group found); ``(first member, "cycle …")`` when
+        the chain loops (the lexically first group of the loop stands for it).
+        """
+        chain = [node]
+        seen = {node}
+        result: tuple[Node, str | None]
+        while True:
+            known = self._heads.get(chain[-1])
+            if known is not None:
+                result = known
+                break
+            parent = self._parent_of(chain[-1])
+            if parent is None:
+                result = (chain[-1], None)
+                break
+            if parent not in self.cpgs:
+                result = (chain[-1], f"parent CompositePodGroup {parent[0]}/{parent[1]} not found")
+                break
+            nxt: Node = ("CompositePodGroup", parent)
+            if nxt in seen:
+                loop = chain[chain.index(nxt):]
+                first = loop.index(min(loop))
+                loop = loop[first:] + loop[:first]  # start at the lexically first group: one message per cycle
+                names = " → ".join(n for _, (_, n) in [*loop, loop[0]])
+                result = (loop[0], f"cycle in parentCompositePodGroupName: {names}")
+                break
+            chain.append(nxt)
+            seen.add(nxt)
+        for member in chain:  # everything on the way up hangs from the same head (memo: O(groups) overall)
+            self._heads[member] = result
+        return result
+
+    # -- priorities ----------------------------------------------------------------------------
+    def pod_priority(self, pod: Pod) -> int:
+        """``spec.priority``, else the value of ``priorityClassName``, else the global default."""
+        if pod.spec.priority is not None:
+            return pod.spec.priority
+        if pod.spec.priority_class_name:
+            return self.class_value.get(pod.spec.priority_class_name, self.default_priority)
+        return self.default_priority
+
+    def group_priority(self, obj: PodGroup | CompositePodGroup) -> int | None:
+        """The group's ``priority``, else its ``priorityClassName``'s value, else None."""
+        if obj.spec.priority is not None:
+            return obj.spec.priority
+        if obj.spec.priority_class_name and obj.spec.priority_class_name in self.class_value:
+            return self.class_value[obj.spec.priority_class_name]
+        return None
+
+    # -- assembling one tree -------------------------------------------------------------------
+    def _single(self, pod: Pod) -> GroupTree:
+        leaf = Leaf(key=_single_key(pod.key), min_count=None, topology_key=None, pending=(pod,),
+                    created=created_at(pod.metadata.creation_timestamp))
+        return GroupTree(root=leaf, state=TreeState.READY, priority=self.pod_priority(pod), created=leaf.created,
+                         groups=(leaf.key,))
+
+    def _tree(self, node: Node, invalid: str | None) -> tuple[GroupTree | None, bool]:
+        """The tree hanging from head ``node`` and whether it is empty (no pod at all), or (None, False)
+        when it is another scheduler's."""
+        problems: list[str] = [invalid] if invalid else []
+        keys: list[GroupKey] = []
+        group, depth = self._group(node, problems, keys, depth=1, path=frozenset())
+        pods = [p for nk in self._under.get(node, []) for p in self._members.get(nk, _NO_PODS).values()]
+        names = sorted({p.spec.scheduler_name for p in pods})
+        if pods and self.scheduler_name not in names:
+            return None, False  # another scheduler's tree
+        if len(names) > 1:
+            counts = ", ".join(f"{n} ({sum(p.spec.scheduler_name == n for p in pods)})" for n in names)
+            problems.append(f"pods of one tree must share one schedulerName, found {counts}")
+        if depth > MAX_DEPTH + 1:
+            problems.append(f"tree depth exceeds {MAX_DEPTH}")
+        elif depth > MAX_DEPTH:
+            problems.append(f"tree depth {depth} exceeds {MAX_DEPTH}")
+        root_obj = self.pgs[node[1]] if node[0] == "PodGroup" else self.cpgs[node[1]]
+        prio = self.group_priority(root_obj)
+        if prio is None:
+            prio = max((self.pod_priority(p) for p in pods), default=self.default_priority)
+
+        def tree(state: TreeState, message: str = "") -> GroupTree:
+            return GroupTree(root=group, state=state, message=message, priority=prio, created=group.created,
+                             groups=tuple(keys))
+
+        if not pods:  # nobody's yet: kept apart (Forest.empty), never tried
+            if problems:
+                return tree(TreeState.INVALID, "; ".join(problems)), True
+            return tree(TreeState.WAITING, waiting_message(group)), True
+        if problems:
+            return tree(TreeState.INVALID, "; ".join(problems)), False
+        if not any(leaf.pending for leaf in group.leaves()) and all(leaf.admissible for leaf in group.leaves()):
+            return tree(TreeState.SCHEDULED), False
+        if not group.admissible:
+            return tree(TreeState.WAITING, waiting_message(group)), False
+        return tree(TreeState.READY), False
+
+    def _group(self, node: Node, problems: list[str], keys: list[GroupKey], depth: int,
+               path: frozenset[Node]) -> tuple[Group, int]:
+        kind, (ns, name) = node
+        key = GroupKey(kind, ns, name)
+        keys.append(key)
+        path = path | {node}
+        if kind == "PodGroup":
+            pg = self.pgs[(ns, name)]
+            if err := policy_error(pg.spec.scheduling_policy):
+                problems.append(f"PodGroup {ns}/{name}: {err}")
+            gang = pg.spec.scheduling_policy.gang
+            members = self._members.get((ns, name), _NO_PODS).values()
+            pending = sorted(
+                (p for p in members if not p.is_bound and not p.is_gated),
+                key=lambda p: (-self.pod_priority(p), created_at(p.metadata.creation_timestamp), p.metadata.name),
+            )
+            leaf = Leaf(
+                key=key,
+                min_count=gang.min_count if gang is not None and gang.min_count else (None if gang is None else 1),
+                topology_key=topology_key(pg.spec.scheduling_constraints),
+                pending=tuple(pending),
+                bound=tuple(sorted((p for p in members if p.is_bound), key=lambda p: p.metadata.name)),
+                gated=sum(1 for p in members if p.is_gated and not p.is_bound),
+                created=created_at(pg.metadata.creation_timestamp),
+            )
+            return leaf, depth
+        cpg = self.cpgs[(ns, name)]
+        if err := policy_error(cpg.spec.scheduling_policy):
+            problems.append(f"CompositePodGroup {ns}/{name}: {err}")
+        kids = sorted(
+            (c for c in self._children.get((ns, name), ()) if c not in path),
+            key=lambda c: (self._created_of(c), c[1][1]),
+        )
+        children: list[Group] = []
+        deepest = depth
+        if depth > MAX_DEPTH and kids:  # too deep already: stop reading (the tree is Invalid; bounded recursion)
+            kids = []
+            deepest = depth + 2
+        for child in kids:
+            g, d = self._group(child, problems, keys, depth + 1, path)
+            children.append(g)
+            deepest = max(deepest, d)
+        if not self._children.get((ns, name)) and depth <= MAX_DEPTH:  # cut children are reported elsewhere
+            problems.append(f"CompositePodGroup {ns}/{name} has no child groups")
+        cgang = cpg.spec.scheduling_policy.gang
+        comp = Composite(
+            key=key,
+            min_group_count=(cgang.min_group_count or 1) if cgang is not None else None,
+            topology_key=topology_key(cpg.spec.scheduling_constraints),
+            children=tuple(children),
+            created=created_at(cpg.metadata.creation_timestamp),
+        )
+        return comp, deepest
+
+    def _created_of(self, node: Node) -> object:
+        kind, nk = node
+        obj: PodGroup | CompositePodGroup = self.pgs[nk] if kind == "PodGroup" else self.cpgs[nk]
+        return created_at(obj.metadata.creation_timestamp)
+
+
+def _single_key(pod_key: str) -> GroupKey:
+    ns, _, name = pod_key.partition("/")
+    return GroupKey("Pod", ns, name)
+
+
+def build_trees(
+    pods: Iterable[Pod],
+    podgroups: Iterable[PodGroup],
+    composites: Iterable[CompositePodGroup],
+    priority_classes: Iterable[PriorityClass] = (),
+    *,
+    scheduler_name: str,
+) -> Forest:
+    """Assemble one :class:`GroupTree` per root group of ours, plus lone pods of ours as one-pod trees.
+
+    ``pods``: every pod known (any scheduler; bound ones count toward minCount, terminal ones
+    are ignored). ``podgroups`` / ``composites``: every PodGroup / CompositePodGroup.
+    ``scheduler_name``: our ``spec.schedulerName``; a tree none of whose pods is ours is left out.
+
+    Returns a :class:`Forest`; trees carry their :class:`TreeState` and message. Never raises on
+    bad input: structural problems make only the trees concerned Invalid.
+    """
+    index = GroupIndex(scheduler_name)
+    for pc in priority_classes:
+        index.set_priority_class(pc.metadata.name, pc)
+    for pg in podgroups:
+        index.set_podgroup((pg.metadata.namespace, pg.metadata.name), pg)
+    for cpg in composites:
+        index.set_composite((cpg.metadata.namespace, cpg.metadata.name), cpg)
+    for pod in pods:
+        index.set_pod(pod.key, pod)
+    return index.forest()

@@ -1,0 +1,109 @@
+"""The solver's plugins, one concept per module, and the one explicit registry of them.
+
+A :class:`Profile` lists the plugins of each extension point (``scheduler.framework.interface``) in
+the order they run — kube-scheduler's scheduling profile. :data:`DEFAULT_PROFILE` is the only one;
+nothing discovers plugins at import time.
+
+Static filters run in kube's default-profile order (``apis/config/v1/default_plugins.go``:
+NodeUnschedulable, …, TaintToleration, NodeAffinity; our NodeLifecycle right after the cordon
+check); the first rejection is the node's reason, as kube's framework stops at the first failing
+Filter plugin. Dynamic filters run NodeResourcesFit before DynamicResources, so a node short of
+cpu is reported as such and only nodes that fit count as "cannot allocate all claims".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from scheduler.framework.events import ClusterEvent
+from scheduler.framework.interface import (
+    FilterPlugin,
+    PreFilterPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    StaticFilterPlugin,
+)
+from scheduler.framework.status import Status
+from scheduler.model.node import Node
+from scheduler.model.pod import PodSpec
+from scheduler.solver.plugins import (
+    dynamic_resources,
+    node_affinity,
+    node_lifecycle,
+    node_unschedulable,
+    resources_fit,
+    taint_toleration,
+)
+
+TOPOLOGY = "TopologyPlacement"
+"""Rejector name of a group whose topology domains all lack room (kube's topology-aware placement)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StaticFilter:
+    """A static filter given as a function (``filter_node`` of its module) under its plugin name."""
+
+    name: str
+    check: Callable[[PodSpec, Node], Status | None]
+
+    def filter_node(self, spec: PodSpec, node: Node) -> Status | None:
+        return self.check(spec, node)
+
+
+REGISTRY: dict[str, StaticFilterPlugin] = {
+    node_unschedulable.NAME: StaticFilter(node_unschedulable.NAME, node_unschedulable.filter_node),
+    node_lifecycle.NAME: StaticFilter(node_lifecycle.NAME, node_lifecycle.filter_node),
+    taint_toleration.NAME: StaticFilter(taint_toleration.NAME, taint_toleration.filter_node),
+    node_affinity.NAME: StaticFilter(node_affinity.NAME, node_affinity.filter_node),
+}
+"""Every static filter, in the order they run (see the module docstring)."""
+
+
+def run_filters(spec: PodSpec, node: Node) -> Status | None:
+    """Run every static filter in order; return the first rejection, or None (the node passes)."""
+    for plugin in REGISTRY.values():
+        status = plugin.filter_node(spec, node)
+        if status is not None:
+            return status
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """The plugins of each extension point, in the order they run (kube's scheduling profile).
+
+    ``devices``: the DRA plugin, which the search also asks for a leaf's shared claims and the
+    plan's claim allocations; it is the first Reserve plugin because it alone may reserve fewer
+    copies than its Filter allowed.
+    """
+
+    static_check: Callable[[PodSpec, Node], Status | None]
+    pre_filters: tuple[PreFilterPlugin, ...]
+    filters: tuple[FilterPlugin, ...]
+    scorers: tuple[ScorePlugin, ...]
+    reservers: tuple[ReservePlugin, ...]
+    devices: dynamic_resources.DynamicResources
+
+
+QUEUEING_HINTS: dict[str, Callable[[ClusterEvent], bool]] = {
+    node_unschedulable.NAME: node_unschedulable.queueing_hint,
+    node_lifecycle.NAME: node_lifecycle.queueing_hint,
+    taint_toleration.NAME: taint_toleration.queueing_hint,
+    node_affinity.NAME: node_affinity.queueing_hint,
+    resources_fit.NAME: resources_fit.queueing_hint,
+    dynamic_resources.NAME: dynamic_resources.queueing_hint,
+    TOPOLOGY: resources_fit.queueing_hint,
+}
+"""Plugin name → its queueing hint: which cluster events may make a root it rejected schedulable. A
+topology domain short of room (``TopologyPlacement``) is helped by what frees room, like NodeResourcesFit."""
+
+DEFAULT_PROFILE = Profile(
+    static_check=run_filters,
+    pre_filters=(dynamic_resources.PLUGIN,),
+    filters=(resources_fit.PLUGIN, dynamic_resources.PLUGIN),
+    scorers=(),
+    reservers=(dynamic_resources.PLUGIN, resources_fit.PLUGIN),
+    devices=dynamic_resources.PLUGIN,
+)
+"""The profile every cycle uses."""

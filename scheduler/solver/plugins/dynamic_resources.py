@@ -1,0 +1,396 @@
+"""DynamicResources: device allocation inside the gang search (kube-scheduler's DynamicResources plugin).
+
+The plugin decides every claim of the tree against one scratch
+:class:`~scheduler.dra.allocator.DeviceState` per solve (its cycle state, :data:`DEVICES`), journaled
+with the nodes, so two members or two sibling groups never get the same device, a group's shared
+claim is allocated once, and the search's undo also returns devices and counters.
+
+* PreFilter resolves each signature's claims (per-pod claims to allocate, allocated claims that pin
+  nodes, a claim not created yet → the signature waits, with the reason) and drops DRA-served
+  extended resources from the node request;
+* Filter allows only the nodes that pinned claims admit and that reach enough matching devices;
+* Reserve allocates ``k`` copies of the signature's per-pod claims on the node (exact, best fit
+  first, backtracking across the copies — :mod:`scheduler.dra.allocator`); it is the profile's
+  *first* Reserve plugin because it may place fewer copies than the Filter allowed;
+* :meth:`DynamicResources.shared` holds the allocations of a leaf's shared claims (PodGroup claims,
+  claims several pods name) one way after another; while one is held, the Filter allows each
+  signature only the nodes reaching the devices of the shared claims *its* pods use;
+* :meth:`DynamicResources.claim_allocations` turns what the plan holds into ``ClaimAllocation`` values.
+
+Selector errors (CEL) met during the solve are collected per solve (never shared between roots) and
+quoted in that solve's messages.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scheduler.dra.allocator import (
+    BudgetExceeded,
+    ClaimSpec,
+    Device,
+    DeviceState,
+    Result,
+    SubRequest,
+    _Budget,
+    allocate_copies,
+    claim_alternatives,
+)
+from scheduler.dra.claims import NeededClaim, PodClaims
+from scheduler.dra.view import DraView
+from scheduler.framework.cycle_state import CycleState, Placement, StateKey
+from scheduler.framework.events import Action, ClusterEvent
+from scheduler.framework.interface import Rejections, Signature
+from scheduler.framework.node_table import BoolArray, IntArray
+from scheduler.framework.plan import ClaimAllocation
+from scheduler.framework.status import Code, Status
+from scheduler.model.pod import NodeSelector, Pod
+from scheduler.solver.plugins.resources_fit import UNLIMITED
+
+NAME = "DynamicResources"
+REASON = "cannot allocate all claims"
+"""Node histogram reason when node resources fit but the claims' devices cannot be allocated
+(kube-scheduler dynamicresources.go wording)."""
+
+ALLOCATION_BUDGET = 2000
+"""Device combinations tried per node and per shared-claim search (bounds a hard node's time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SharedAllocation:
+    """A leaf-level claim allocated for a whole group: the claim, its devices, where they are usable."""
+
+    claim: NeededClaim
+    results: tuple[Result, ...]
+    reused: bool = False
+    """True when another leaf of the tree already allocated this claim in the plan (shared by name)."""
+
+
+@dataclass(eq=False)
+class DeviceCycle:
+    """The plugin's cycle state: the solve's device view, scratch device state and selector errors."""
+
+    view: DraView
+    state: DeviceState
+    held: frozenset[str]
+    """Devices taken for the whole run (allocated or assumed before it): no undo returns them."""
+    errors: dict[str, str] = field(default_factory=dict)
+    """(class or request) label → CEL selector error met by this solve."""
+    shared_stack: list[tuple[str, tuple[SharedAllocation, ...]]] = field(default_factory=list)
+
+    def matches(self, sub: SubRequest, device: Device) -> bool:
+        return self.view.inventory.matches(sub, device, self.errors)
+
+
+DEVICES: StateKey[DeviceCycle] = StateKey(f"{NAME}/devices")
+SPECS: StateKey[tuple[ClaimSpec, ...]] = StateKey(f"{NAME}/specs")
+"""Per signature: the per-pod claims each member needs allocated on its node."""
+MASK: StateKey[BoolArray] = StateKey(f"{NAME}/mask")
+"""Per signature: nodes the members' allocated claims allow and that reach matching devices."""
+SHARED: StateKey[tuple[str, ...]] = StateKey(f"{NAME}/shared")
+"""Per signature: keys of the shared claims its pods use (their held allocation restricts the nodes)."""
+
+
+def devices(state: CycleState) -> DeviceCycle | None:
+    """The solve's device state, created on first use; None when the snapshot has no device view."""
+    cycle = state.get(DEVICES)
+    if cycle is None:
+        view = state.snapshot.dra
+        if view is None:
+            return None
+        assert isinstance(view, DraView)
+        scratch = view.inventory.state(view.assumed)
+        cycle = DeviceCycle(view, scratch, frozenset(scratch.taken))
+        state.write(DEVICES, cycle)
+    return cycle
+
+
+def claims_of(state: CycleState, pod: Pod) -> PodClaims | None:
+    """The pod's resolved claims, or None when it needs nothing from DRA."""
+    cycle = devices(state)
+    return cycle.view.pods.get(pod.key) if cycle is not None else None
+
+
+def selector_errors(state: CycleState) -> list[str]:
+    """The CEL selector errors this solve met, sorted (for its messages)."""
+    cycle = state.get(DEVICES)
+    return sorted(set(cycle.errors.values())) if cycle is not None else []
+
+
+class DynamicResources:
+    """PreFilter, Filter and Reserve for claims; see the module docstring."""
+
+    name = NAME
+
+    # -- PreFilter -----------------------------------------------------------------------------
+    def signature_key(self, state: CycleState, pod: Pod) -> Hashable:
+        claims = claims_of(state, pod)
+        if claims is None:
+            return ()
+        return (tuple(n.spec for n in claims.allocate), tuple(n.key for n in claims.shared), claims.pinned,
+                claims.waiting, claims.extended)
+
+    def pre_filter(self, state: CycleState, sig: Signature) -> BoolArray | None:
+        claims = claims_of(state, sig.pods[0])
+        cycle = state.get(DEVICES)
+        if claims is None or cycle is None:
+            return None
+        if claims.extended:  # served through DRA, not by node allocatable
+            requests = {r: v for r, v in sig.pods[0].requests.items() if r not in claims.extended}
+            sig.request, sig.unknown = state.table.request_vector(requests)
+        specs = tuple(n.spec for n in claims.allocate)
+        sig.needs_accelerator = sig.needs_accelerator or bool(specs)
+        sig.write(SPECS, specs)
+        sig.write(MASK, self._node_mask(cycle, claims, specs))
+        sig.write(SHARED, tuple(n.key for n in claims.shared))
+        if claims.waiting is not None:
+            sig.rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (claims.waiting,), NAME)
+        return None
+
+    def _node_mask(self, cycle: DeviceCycle, claims: PodClaims, specs: Sequence[ClaimSpec]) -> BoolArray:
+        """Nodes the pod may use as far as DRA knows: allocated claims' selectors, and enough matching devices
+        that are not held (a node outside the mask is one where Reserve finds no copy)."""
+        inventory = cycle.view.inventory
+        mask = np.ones(len(inventory.table), dtype=bool)
+        pinned = cycle.view.pinned_mask(claims)
+        if pinned is not None:
+            mask &= pinned
+        for spec in specs:
+            for request in spec.requests:
+                usable = np.zeros(len(mask), dtype=bool)
+                for sub in request.options:
+                    usable |= self._usable(cycle, sub)
+                mask &= usable
+        return mask
+
+    @staticmethod
+    def _usable(cycle: DeviceCycle, sub: SubRequest) -> BoolArray:
+        """Nodes reaching at least ``sub.count`` matching devices outside ``held`` (``All``: at least one
+        matching device, taken or not). A necessary condition for the allocator to satisfy ``sub`` on the
+        node at any point of this run, so leaving the other nodes out changes no plan, only skips tries."""
+        inventory = cycle.view.inventory
+        counts, matching = inventory.usable_counts(sub, cycle.errors)
+        if sub.all:
+            return counts >= 1
+        held = matching & cycle.held
+        if held:
+            home = inventory.home
+            rows = np.fromiter(map(home.__getitem__, held), dtype=np.intp, count=len(held))
+            local = rows >= 0
+            counts = counts - np.bincount(rows[local], minlength=len(counts))
+            if not local.all():  # node-set and all-nodes devices: every row that reaches them
+                for dev_id in held:
+                    if home[dev_id] < 0:
+                        counts -= inventory.reach[dev_id]
+        return counts >= sub.count
+
+    # -- Filter --------------------------------------------------------------------------------
+    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
+        mask = sig.data.get(MASK.name)
+        if mask is None:
+            return np.full(len(rows), UNLIMITED, dtype=np.int64)
+        allowed = mask[rows]
+        for key in sig.read(SHARED):
+            held = _held(state.read(DEVICES), key)
+            for _, device in held or ():
+                allowed = allowed & state.read(DEVICES).view.inventory.reach[device.id][rows]
+        return np.where(allowed, UNLIMITED, 0).astype(np.int64)
+
+    def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
+        return Rejections(Counter({REASON: len(rows)}) if len(rows) else Counter())
+
+    def interacts(self, state: CycleState, sig: Signature) -> bool:
+        return False  # a placement changes only its own node's answer
+
+    # -- Reserve -------------------------------------------------------------------------------
+    def reserve(self, state: CycleState, sig: Signature, row: int, pods: tuple[Pod, ...]) -> tuple[int, Any]:
+        specs: tuple[ClaimSpec, ...] = sig.data.get(SPECS.name, ())
+        cycle = state.get(DEVICES)
+        if not specs or cycle is None:
+            return len(pods), None
+        mark = cycle.state.mark()
+        copies = allocate_copies(specs, len(pods), cycle.view.inventory.on_node(row), cycle.matches, cycle.state,
+                                 ALLOCATION_BUDGET)
+        return len(copies), (mark, copies)
+
+    def unreserve(self, state: CycleState, placement: Placement, token: Any) -> None:
+        if token is not None:
+            state.read(DEVICES).state.undo(token[0])
+
+    def failure_reason(self) -> str:
+        """The histogram reason for nodes every Filter allowed where Reserve still placed nothing."""
+        return REASON
+
+    # -- shared claims -------------------------------------------------------------------------
+    def shared_claims(self, state: CycleState, pending: Sequence[Pod]) -> list[NeededClaim]:
+        """The claims a leaf allocates once for all members (PodGroup claims, claims shared by name)."""
+        out: dict[str, NeededClaim] = {}
+        for pod in pending:
+            claims = claims_of(state, pod)
+            for needed in claims.shared if claims is not None else ():
+                out.setdefault(needed.key, needed)
+        return [out[k] for k in sorted(out)]
+
+    def shared(self, state: CycleState, leaf_name: str, claims: Sequence[NeededClaim],
+               mask: BoolArray) -> Iterator[None]:
+        """Hold, one after another, each distinct way to allocate the leaf's shared ``claims`` from devices
+        that some node in ``mask`` reaches (per claim); the allocation is held while suspended, and the
+        Filter restricts each signature to the nodes reaching the devices of the claims its pods use."""
+        cycle = state.read(DEVICES)
+        inventory = cycle.view.inventory
+        candidates = sorted({d.id: d for row in np.flatnonzero(mask) for d in inventory.on_node(int(row))}
+                            .values(), key=lambda d: d.id)
+        seen: set[tuple[bytes, ...]] = set()
+        budget = _Budget(ALLOCATION_BUDGET)
+        chosen: list[SharedAllocation] = []
+        reaches: list[bytes] = []
+
+        def reach_of(results: Sequence[Result]) -> BoolArray:
+            here = mask.copy()
+            for _, device in results:
+                here &= inventory.reach[device.id]
+            return here
+
+        def go(i: int) -> Iterator[None]:
+            if i < len(claims) and (held := _held(cycle, claims[i].key)) is not None:
+                # allocated earlier in this plan by another leaf: share it, never allocate it twice
+                here = reach_of(held)
+                if here.any():
+                    chosen.append(SharedAllocation(claims[i], held, reused=True))
+                    reaches.append(here.tobytes())
+                    yield from go(i + 1)
+                    reaches.pop()
+                    chosen.pop()
+                return
+            if i == len(claims):
+                # One try per (reach of each claim, devices of a kind the members' own claims could also
+                # want): two allocations equal in both cannot differ in what they leave the members.
+                key = (*reaches, *_contested(cycle, chosen))
+                if key in seen:
+                    return
+                seen.add(key)
+                cycle.shared_stack.append((leaf_name, tuple(chosen)))
+                yield
+                cycle.shared_stack.pop()
+                return
+            for results in claim_alternatives(claims[i].spec, candidates, cycle.matches, cycle.state, budget):
+                here = reach_of(results)
+                if here.any():
+                    chosen.append(SharedAllocation(claims[i], tuple(results)))
+                    reaches.append(here.tobytes())
+                    yield from go(i + 1)
+                    reaches.pop()
+                    chosen.pop()
+
+        try:
+            yield from go(0)
+        except BudgetExceeded:
+            return
+
+    # -- results -------------------------------------------------------------------------------
+    def claim_allocations(self, state: CycleState) -> tuple[ClaimAllocation, ...]:
+        """Every claim the plan allocates: per-pod claims from the journal, shared claims of placed leaves."""
+        cycle = state.get(DEVICES)
+        if cycle is None:
+            return ()
+        index = state.reservers.index(self)
+        out: list[ClaimAllocation] = []
+        users: dict[str, list[Pod]] = {}
+        for placement in state.journal:
+            node = state.table.nodes[placement.row].name
+            for pod in placement.pods:
+                claims = cycle.view.pods.get(pod.key)
+                for needed in claims.shared if claims is not None else ():
+                    users.setdefault(needed.key, []).append(pod)
+            token = placement.tokens[index]
+            if token is None:
+                continue
+            for pod, per_claim in zip(placement.pods, token[1], strict=True):
+                claims = cycle.view.pods[pod.key]
+                for needed, results in zip(claims.allocate, per_claim, strict=True):
+                    out.append(ClaimAllocation(
+                        claim=needed.key, reserved_for=(("Pod", pod.metadata.name, pod.metadata.uid),), node=node,
+                        results=tuple((r, d.driver, d.pool, d.name) for r, d in results),
+                        node_selector=node_selector(cycle, results, node), synthetic=needed.synthetic,
+                        pod=pod.key))
+        for leaf_name, shared in cycle.shared_stack:
+            for alloc in shared:
+                if alloc.reused:
+                    continue  # written once, by the leaf that allocated it; its consumers are all gathered
+                consumers = users.get(alloc.claim.key, [])
+                if alloc.claim.entry and any(_is_group_claim(p, alloc.claim.key) for p in consumers):
+                    reserved: tuple[tuple[str, str, str], ...] = (("PodGroup", leaf_name, ""),)
+                else:
+                    reserved = tuple(("Pod", p.metadata.name, p.metadata.uid) for p in consumers)
+                out.append(ClaimAllocation(
+                    claim=alloc.claim.key, reserved_for=reserved, node=None,
+                    results=tuple((r, d.driver, d.pool, d.name) for r, d in alloc.results),
+                    node_selector=node_selector(cycle, alloc.results, None)))
+        return tuple(out)
+
+
+def _held(cycle: DeviceCycle, key: str) -> tuple[Result, ...] | None:
+    for _, allocations in cycle.shared_stack:
+        for alloc in allocations:
+            if alloc.claim.key == key:
+                return alloc.results
+    return None
+
+
+def _contested(cycle: DeviceCycle, chosen: Sequence[SharedAllocation]) -> tuple[bytes, ...]:
+    """Device ids of the shared allocations that a node-local per-pod claim could also compete for
+    (devices of node-local slices); interchangeable network devices (a rack's channels) are not
+    listed, so trying each of them in turn is avoided."""
+    scope = cycle.view.inventory.scope
+    ids = [d.id for alloc in chosen for _, d in alloc.results if isinstance(scope.get(d.id), str)]
+    return tuple(i.encode() for i in sorted(ids))
+
+
+def _is_group_claim(pod: Pod, key: str) -> bool:
+    """Whether ``key`` is the pod's PodGroup claim (reserved for the group) rather than one shared by name."""
+    return not any(e.resource_claim_name and f"{pod.metadata.namespace}/{e.resource_claim_name}" == key
+                   for e in pod.spec.resource_claims)
+
+
+def node_selector(cycle: DeviceCycle, results: Sequence[Result], node: str | None) -> dict[str, Any] | None:
+    """Where an allocation is usable, as an API ``NodeSelector`` (None: everywhere).
+
+    A node-local device pins it to its node (``matchFields metadata.name``, as kube-scheduler
+    writes it); a device of a node-set slice to the slice's selector.
+    """
+    scopes = [cycle.view.inventory.scope.get(d.id) for _, d in results]
+    local = next((s for s in scopes if isinstance(s, str)), None)
+    if local is not None or (node is not None and any(isinstance(s, str) for s in scopes)):
+        name = local or node
+        return {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [name]}]}]}
+    selector = next((s for s in scopes if isinstance(s, NodeSelector)), None)
+    if selector is not None:
+        return selector.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+    return None
+
+
+PLUGIN = DynamicResources()
+
+
+DRA_KINDS = frozenset({"ResourceSlice", "DeviceClass"})
+
+
+def queueing_hint(event: ClusterEvent) -> bool:
+    """Devices published or changed, a class changed, a claim created (a pod may wait for it) or deleted,
+    a claim's allocation removed (its devices are free), or a node added (it may reach node-set devices).
+    A template alone changes nothing: the pod waits for the claim made from it."""
+    if event.kind in DRA_KINDS:
+        return True
+    if event.kind == "Node":
+        return event.action is Action.ADD
+    if event.kind != "ResourceClaim":
+        return False
+    if event.action is not Action.UPDATE:
+        return True
+    return bool(event.old.is_allocated and not event.new.is_allocated) or event.old.spec != event.new.spec

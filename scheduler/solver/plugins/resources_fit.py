@@ -1,0 +1,122 @@
+"""NodeResourcesFit, vectorised: how many copies of a request fit on each node, and their reservation.
+
+Mirrors ``plugins/noderesources/fit.go`` ``fitsRequest`` (v1.37): a pod fits when, for every
+resource it requests (including one ``pods`` slot), request ≤ allocatable − used. Reasons use
+upstream's wording: ``Insufficient <resource>`` and ``Too many pods``; they count as
+UNSCHEDULABLE (evicting pods can free room). A signature asking for a resource no node offers
+gets 0 everywhere and one ``Insufficient <resource>`` per candidate node.
+
+State: the cycle's ``free`` matrix (:class:`~scheduler.framework.cycle_state.CycleState`);
+Reserve subtracts the placed pods' requests from their node's row, Unreserve adds them back.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from scheduler.framework.cycle_state import CycleState, Placement
+from scheduler.framework.events import Action, ClusterEvent
+from scheduler.framework.interface import Rejections, Signature
+from scheduler.framework.node_table import IntArray
+from scheduler.model.pod import Pod
+from scheduler.model.quantity import PODS
+
+NAME = "NodeResourcesFit"
+TOO_MANY_PODS = "Too many pods"  # fit.go
+
+UNLIMITED = np.iinfo(np.int64).max // 2
+"""Copies allowed where a plugin sets no limit (half of int64 max, so sums cannot overflow)."""
+
+
+def insufficient(resource: str) -> str:
+    """``Insufficient <resource>`` (fit.go)."""
+    return TOO_MANY_PODS if resource == PODS else f"Insufficient {resource}"
+
+
+def copies(free: IntArray, request: IntArray) -> IntArray:
+    """Copies of ``request`` that fit on each row of ``free``.
+
+    ``free``: ``(N, R)`` free capacity; ``request``: ``(R,)`` one pod's requests, same units.
+    Returns ``(N,)`` counts ≥ 0. A request of nothing but zeros fits without bound; it is
+    capped by the ``pods`` column in practice, since every pod requests one.
+    """
+    cols = np.flatnonzero(request > 0)
+    if cols.size == 0:
+        return np.full(free.shape[0], UNLIMITED, dtype=np.int64)
+    per = free[:, cols] // request[cols]
+    return np.asarray(np.maximum(per.min(axis=1), 0), dtype=np.int64)
+
+
+def reasons(free_row: IntArray, request: IntArray, resources: tuple[str, ...]) -> list[str]:
+    """Every resource of one node that is short for ``request`` (each becomes one counted reason)."""
+    short = np.flatnonzero((request > 0) & (free_row < request))
+    return [insufficient(resources[j]) for j in short]
+
+
+class NodeResourcesFit:
+    """Filter and Reserve over the cycle's free-capacity matrix; see the module docstring."""
+
+    name = NAME
+
+    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
+        if sig.unknown:
+            return np.zeros(len(rows), dtype=np.int64)
+        return copies(state.free[rows], sig.request)
+
+    def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
+        """One ``Insufficient <r>`` per short resource per node (several per node are each counted, as
+        upstream's histogram does), vectorised over ``rows``."""
+        counts: Counter[str] = Counter()
+        needed = np.flatnonzero(sig.request > 0)
+        short = (state.free[np.ix_(rows, needed)] < sig.request[needed]).sum(axis=0)
+        for j, n in zip(needed, short, strict=True):
+            if n:
+                counts[insufficient(state.table.resources[j])] += int(n)
+        for resource in sig.unknown:
+            counts[insufficient(resource)] += len(rows)
+        return Rejections(counts)
+
+    def interacts(self, state: CycleState, sig: Signature) -> bool:
+        return False  # a placement changes only its own node's answer
+
+    def reserve(self, state: CycleState, sig: Signature, row: int, pods: tuple[Pod, ...]) -> tuple[int, IntArray]:
+        used = sig.request * len(pods)
+        state.free[row] -= used
+        return len(pods), used
+
+    def unreserve(self, state: CycleState, placement: Placement, token: IntArray) -> None:
+        state.free[placement.row] += token
+
+
+PLUGIN = NodeResourcesFit()
+
+
+def frees_room(event: ClusterEvent) -> bool:
+    """Whether ``event`` can leave more room on some node: a node added or given more allocatable; a pod
+    that used a node deleted, finished, moved or shrunk (in-place resize); a nomination withdrawn
+    (kube's ``isSchedulableAfterNodeChange`` / ``isSchedulableAfterPodEvent`` in ``fit.go``)."""
+    if event.kind == "Node":
+        if event.action is Action.ADD:
+            return True
+        if event.action is Action.UPDATE:
+            before, after = event.old.allocatable, event.new.allocatable
+            return any(v > before.get(r, 0) for r, v in after.items())
+        return False
+    if event.kind != "Pod":
+        return False
+    old, new = event.old, event.new
+    if old is None:
+        return False
+    if old.is_bound and not old.is_terminal:
+        if new is None or new.is_terminal or new.spec.node_name != old.spec.node_name:
+            return True
+        return any(v < old.requests.get(r, 0) for r, v in new.requests.items())
+    return bool(old.status.nominated_node_name) and (new is None or new.status.nominated_node_name
+                                                     != old.status.nominated_node_name)
+
+
+def queueing_hint(event: ClusterEvent) -> bool:
+    """See :func:`frees_room`."""
+    return frees_room(event)
