@@ -32,6 +32,7 @@ from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.inventory import Inventory
 from scheduler.dra.view import DraView
 from scheduler.groups.tree import Forest, build_trees
+from scheduler.model.base import describe
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
@@ -98,7 +99,7 @@ def _parse(kind: str, raw: Mapping[str, Any]) -> Any | None:
     except (ValueError, ArithmeticError) as exc:  # pydantic ValidationError, QuantityError, decimal errors
         meta = raw.get("metadata") or {}
         log.warning("ignoring malformed %s %s/%s: %s", kind, meta.get("namespace", ""), meta.get("name", ""),
-                    str(exc).splitlines()[0])
+                    describe(exc))
         return None
 
 

@@ -32,6 +32,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
+from scheduler.model.base import describe
 from scheduler.model.dra import API_VERSION as DRA_API_VERSION
 from scheduler.model.dra import (
     DeviceClass,
@@ -185,12 +186,8 @@ class Objects:
         try:
             obj = model.model_validate(raw)
             _check_quantities(obj)
-        except ValidationError as exc:
-            detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
-            self.problems.append(LoadProblem(source, kind, ns, name, detail))
-            return
-        except QuantityError as exc:
-            self.problems.append(LoadProblem(source, kind, ns, name, str(exc)))
+        except (ValidationError, QuantityError) as exc:
+            self.problems.append(LoadProblem(source, kind, ns, name, describe(exc)))
             return
         self._seen[ident] = raw
         self._bucket(obj).append(obj)
