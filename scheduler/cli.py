@@ -143,20 +143,20 @@ SIMULATE_FIELDS = ("scheduler_name", "scoring", "search_budget")
 
 
 @main.command(name="simulate")
-@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_settings_options(SIMULATE_FIELDS)
 def simulate_cmd(files: tuple[str, ...], output: str, **flags: Any) -> None:
     """Schedule a cluster snapshot offline and report the placements.
 
     FILES are YAML files (multi-document or `kubectl get -o yaml` lists) with Nodes, Pods,
-    PodGroups, CompositePodGroups, Workloads and PriorityClasses. With no FILE, a built-in
-    example cluster is used.
+    PodGroups, CompositePodGroups, Workloads and PriorityClasses; `-` reads one from standard
+    input. With no FILE, a built-in example cluster is used.
     """
     settings = _settings(flags)
     paths = list(files) or [str(example_path())]
     try:
-        objects = load(paths)
+        objects = load(paths)  # a `-` reads sys.stdin
     except SnapshotError as exc:
         _fail(str(exc))
     sim = simulate(objects, settings.scheduler_name, settings.solver())

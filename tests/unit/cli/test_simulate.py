@@ -373,3 +373,12 @@ def test_objects_the_api_server_would_refuse_are_invalid_and_the_rest_is_schedul
     assert {g.key.name: g.status for g in sim.groups} == groups
     assert {p.pod.key: p.node for p in sim.pods} == pods
     assert [str(p).split(": ", 1)[1] for p in sim.problems] == problems
+
+
+def test_loader_reads_dash_from_the_stdin_it_is_given(tmp_path: Path) -> None:
+    import io
+
+    stdin = io.BytesIO(textwrap.dedent(NODE + "---" + podgroup("g", "{gang: {minCount: 1}}")).encode())
+    objects = load(["-"], stdin=stdin)
+    assert ([n.name for n in objects.nodes], [g.metadata.name for g in objects.podgroups]) == (["n1"], ["g"])
+    assert stdin.read() == b""  # read to its end
