@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from scheduler.model import CompositePodGroup, Node, Pod, PodGroup, PriorityClass
+from scheduler.model import CompositePodGroup, Node, Pod, PodGroup, PriorityClass, ResourceSlice
 from scheduler.model.base import describe
 from scheduler.model.scheduling import policy_error
 
@@ -109,6 +109,11 @@ REJECTED = [
                  "(got -2147483649)", id="min-group-count-below-int32"),
     pytest.param(PriorityClass, {"metadata": {"name": "high"}, "value": "1000"},
                  'value: Input should be a valid integer (got "1000")', id="priority-class-value-string"),
+    pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {
+                     "driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1"},
+                     "devices": [{"name": "gpu-0", "capacity": {"memory": {"value": True}}}]}},
+                 "spec.devices[0].capacity.memory.value: must be a quantity (a string or a number) (got true)",
+                 id="boolean-device-capacity"),
 ]
 
 
