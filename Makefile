@@ -1,32 +1,43 @@
-# gang-scheduler developer commands. Each target creates .venv and installs on first use.
+# gang-scheduler developer commands. Each target creates .venv and installs on first use:
+# `run` the package alone (what a user needs for `simulate`), every other target its dev extras too.
+# Each install has its own stamp, newer than pyproject.toml once done; the dev install also
+# stamps the runtime one (it includes it), so `make run` after `make test` installs nothing,
+# and `make test` after `make run` adds the dev extras to the same .venv.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+DEV_STAMP     := $(VENV)/.installed-dev
 
 .PHONY: run test bench lint manifests clean
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-run: $(STAMP)  ## simulate the built-in example cluster
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(RUNTIME_STAMP)
+
+run: $(RUNTIME_STAMP)  ## simulate the built-in example cluster
 	$(BIN)/gang-scheduler simulate
 
-test: $(STAMP)  ## the whole test suite (unit, property, scenario, golden)
+test: $(DEV_STAMP)  ## the whole test suite (unit, property, scenario, golden)
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)  ## solver and end-to-end benchmarks (not part of `make test`)
+bench: $(DEV_STAMP)  ## solver and end-to-end benchmarks (not part of `make test`)
 	$(BIN)/python -m tests.bench.bench_solver
 	$(BIN)/python -m tests.bench.bench_e2e
 
-lint: $(STAMP)  ## ruff + mypy on scheduler/
+lint: $(DEV_STAMP)  ## ruff + mypy on scheduler/
 	$(BIN)/ruff check scheduler tests
 	$(BIN)/mypy scheduler
 
-manifests: $(STAMP)  ## render charts/gang-scheduler into deploy/gang-scheduler.yaml (plain manifests)
+manifests: $(DEV_STAMP)  ## render charts/gang-scheduler into deploy/gang-scheduler.yaml (plain manifests)
 	$(BIN)/python -m tests.chart.helmchart
 
 clean:

@@ -1,20 +1,66 @@
 """Settings, from flags and ``GANG_SCHEDULER_*`` environment variables (pydantic-settings).
 
-Each setting documents its unit and why its default is what it is.
+Each setting documents its unit and why its default is what it is. The command line derives one
+typed flag per setting from the field's annotation and constraints (``scheduler.cli``), so a
+setting is declared here once.
 """
 
 from __future__ import annotations
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+import json
+import re
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from scheduler.framework.plan import Scoring, SolverConfig
+
+ENV_PREFIX = "GANG_SCHEDULER_"
+
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+"""A namespace name is an RFC 1123 DNS label (apimachinery ``IsDNS1123Label``), at most 63 characters."""
+
+
+def namespace_list(value: Any) -> list[str]:
+    """The ``namespaces`` setting from what a user writes: ``"ml,research"`` (the variable, or one
+    flag), several flags (``["ml", "research,infra"]``, each split on commas), or a JSON list
+    (``'["ml","research"]'``, as the Helm chart renders it). Entries are stripped; empty ones (a
+    trailing comma, an empty variable) are dropped and repeats kept once, in order.
+
+    Raises ``PydanticCustomError`` naming the first entry that is not a namespace name, or when a
+    JSON value is not a list of strings.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                raise PydanticCustomError("namespaces_json", "not a JSON list: {error}", {"error": str(exc)}) from exc
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise PydanticCustomError("namespaces_json", "a JSON value must be a list of strings")
+        else:
+            value = [text]
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise PydanticCustomError("namespaces_type", "must be namespace names separated by commas")
+    names: list[str] = []
+    for entry in value:
+        for name in (part.strip() for part in entry.split(",")):
+            if name and not (len(name) <= 63 and _NAMESPACE.fullmatch(name)):
+                raise PydanticCustomError(
+                    "namespace_name", "{name} is not a namespace name (lowercase letters, digits and '-', "
+                    "at most 63 characters; separate names with commas)", {"name": repr(name)})
+            if name and name not in names:
+                names.append(name)
+    return names
 
 
 class Settings(BaseSettings):
     """Scheduler settings shared by ``simulate`` and ``run``."""
 
-    model_config = SettingsConfigDict(env_prefix="GANG_SCHEDULER_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     scheduler_name: str = Field(
         default="gang-scheduler",
@@ -34,8 +80,11 @@ class Settings(BaseSettings):
     # -- run -------------------------------------------------------------------------
     kubeconfig: str | None = Field(default=None, description="Path to a kubeconfig; unset: $KUBECONFIG, "
                                    "~/.kube/config, then the in-cluster service account.")
-    namespaces: list[str] = Field(default_factory=list, description="Namespaces whose pods we schedule; "
-                                  "empty: all. Pods of every namespace are still watched, their usage counts.")
+    namespaces: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Namespaces whose pods we schedule, separated by commas; empty: all. "
+        "Pods of every namespace are still watched, their usage counts.")
+    """``NoDecode``: pydantic-settings would read the variable as JSON only; :func:`namespace_list`
+    takes the comma-separated form too."""
     backoff_initial_s: float = Field(default=1.0, gt=0, description="First backoff of a failed root, seconds "
                                      "(kube-scheduler's podInitialBackoffSeconds).")
     backoff_max_s: float = Field(default=60.0, gt=0, description="Backoff cap, seconds (design §7: gangs are "
@@ -58,6 +107,11 @@ class Settings(BaseSettings):
                                   "seconds (client-go default).")
     event_interval_s: float = Field(default=60.0, gt=0, description="An identical FailedScheduling event "
                                     "is sent at most once per this many seconds per pod (flood control).")
+
+    @field_validator("namespaces", mode="before")
+    @classmethod
+    def _namespaces(cls, value: Any) -> list[str]:
+        return namespace_list(value)
 
     def solver(self) -> SolverConfig:
         """The solver's part of the settings, as a value."""

@@ -41,6 +41,7 @@ from scheduler.framework.plan import ClaimAllocation, Plan
 from scheduler.framework.snapshot import Snapshot, bound_copy
 from scheduler.groups.index import GroupIndex
 from scheduler.groups.tree import Forest, GroupTree
+from scheduler.model.base import describe
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
@@ -113,7 +114,7 @@ def _parse(kind: str, raw: Mapping[str, Any]) -> Any | None:
     except (ValueError, ArithmeticError) as exc:  # pydantic ValidationError, QuantityError, decimal errors
         meta = raw.get("metadata") or {}
         log.warning("ignoring malformed %s %s/%s: %s", kind, meta.get("namespace", ""), meta.get("name", ""),
-                    str(exc).splitlines()[0])
+                    describe(exc))
         return None
 
 

@@ -16,14 +16,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import yaml
 from kubernetes_asyncio import client, config
 
-from scheduler.errors import GangSchedulerError
+from scheduler.errors import ClusterConfigError, GangSchedulerError
 
 JSON = dict[str, Any]
 
@@ -144,14 +146,60 @@ class KubeClient:
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, context: str | None = None, *, qps: float = 50.0,
                       burst: int = 100) -> KubeClient:
-        """Configure from ``kubeconfig`` (or ``$KUBECONFIG`` / ``~/.kube/config``), else in-cluster."""
+        """Configure from a kubeconfig, else from the in-cluster service account (client-go's order).
+
+        ``kubeconfig``: a path; only that file is used. Unset: the files in ``$KUBECONFIG``
+        (``:``-separated, merged), else ``~/.kube/config``; when none of them exists, the
+        in-cluster configuration (``KUBERNETES_SERVICE_HOST`` / ``KUBERNETES_SERVICE_PORT`` and the
+        service-account token). Makes no request.
+
+        Raises :class:`~scheduler.errors.ClusterConfigError` with one line naming every path and
+        variable looked at: the kubeconfig is missing or invalid (no ``current-context``, a bad
+        ``context``, unreadable YAML), or none exists and the process is not in a cluster.
+        """
+        def one_line(exc: BaseException) -> str:
+            return " ".join(str(exc).split()) or type(exc).__name__
+
+        # What kubernetes-asyncio raises for a configuration it cannot use: ConfigException, an
+        # unreadable file, bad YAML, or Type/Attribute/KeyError from a file that is not a kubeconfig.
+        unusable = (config.ConfigException, OSError, yaml.YAMLError, ValueError, TypeError, AttributeError, KeyError)
         cfg = client.Configuration()
+        found: str | None
+        if kubeconfig:
+            path = os.path.expanduser(kubeconfig)
+            if not os.path.isfile(path):
+                raise ClusterConfigError(f"kubeconfig {kubeconfig}: no such file")
+            found, where = path, f"kubeconfig {kubeconfig}"
+        else:
+            listed = os.environ.get("KUBECONFIG", "")
+            paths = [os.path.expanduser(p) for p in listed.split(os.pathsep) if p] or [
+                os.path.expanduser(os.path.join("~", ".kube", "config"))]
+            source = "from $KUBECONFIG" if listed else "$KUBECONFIG unset"
+            existing = [p for p in paths if os.path.isfile(p)]
+            found = os.pathsep.join(existing) if existing else None
+            where = f"kubeconfig {', '.join(existing)} ({source})" if existing else \
+                f"no kubeconfig at {', '.join(paths)} ({source})"
+        if found is not None:
+            try:
+                await config.load_kube_config(config_file=found, context=context, client_configuration=cfg)
+            except unusable as exc:
+                if kubeconfig:
+                    raise ClusterConfigError(f"{where}: {one_line(exc)}") from exc
+                problem = f"{where}: {one_line(exc)}"
+            else:
+                return cls(client.ApiClient(cfg), qps=qps, burst=burst)
+        else:
+            problem = where
+        host, port = "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"
+        if not (os.environ.get(host) and os.environ.get(port)):
+            raise ClusterConfigError(f"{problem}, and not in a cluster ({host} / {port} not set)")
         try:
-            await config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
-        except config.ConfigException:
-            if kubeconfig:
-                raise
             config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        except unusable as exc:
+            raise ClusterConfigError(f"{problem}; in-cluster configuration ({host}={os.environ[host]}): "
+                                     f"{one_line(exc)}") from exc
+        if found is not None:
+            log.warning("%s; using the in-cluster configuration instead", problem)
         return cls(client.ApiClient(cfg), qps=qps, burst=burst)
 
     @classmethod

@@ -3,14 +3,31 @@
 Models describe exactly the fields the scheduler reads (design §1); everything else
 in an object is ignored so newer servers and extra fields never break parsing.
 ``tests/unit/model/test_schema.py`` checks every alias against the v1.37 OpenAPI schema.
+
+Where the API server's decoder or validation would refuse a value the scheduler reads, the field
+type refuses it too (:data:`Int32`; quantities in :mod:`scheduler.model.quantity`), so a bad
+object is reported, by :func:`describe`, instead of being scheduled wrongly.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 from pydantic.alias_generators import to_camel
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+Int32 = Annotated[int, Strict(), Field(ge=INT32_MIN, le=INT32_MAX)]
+"""An ``int32`` API field: a JSON integer within int32. Strict: a string (``"2"``) or a boolean is
+refused, as Go's JSON decoder refuses it for an ``int32`` (``cannot unmarshal string into Go
+struct field … of type int32``), and so is ``10**30``, which does not fit."""
+
+MAX_MESSAGE_ERRORS = 3
+"""Errors :func:`describe` spells out; the rest are counted (the first few name the mistake)."""
 
 
 class KubeModel(BaseModel):
@@ -68,3 +85,38 @@ class Condition(ConditionFields):
     """``metav1.Condition``, as on PodGroup / CompositePodGroup status."""
 
     observed_generation: int | None = None
+
+
+def field_path(loc: Sequence[int | str]) -> str:
+    """A pydantic error location as a Kubernetes field path: ``("spec", "containers", 0, "resources")``
+    → ``spec.containers[0].resources`` (apimachinery ``field.Path.String()``: list indices in
+    brackets, names joined by dots; map keys are joined by dots too, ``requests.cpu``)."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def describe(exc: Exception) -> str:
+    """One line saying why an object could not be used.
+
+    ``exc``: a pydantic ``ValidationError`` from ``model_validate`` — each error as
+    ``<field path>: <message> (got <value as JSON>)`` (the value only when it is a scalar), up
+    to :data:`MAX_MESSAGE_ERRORS` joined by ``; `` — or any other error (a ``QuantityError``
+    raised while converting), as the first line of its message.
+    """
+    if not isinstance(exc, ValidationError):
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    errors = exc.errors(include_url=False)
+    parts = [f"{field_path(e['loc'])}: {e['msg']}{_got(e['input'])}" for e in errors[:MAX_MESSAGE_ERRORS]]
+    if len(errors) > MAX_MESSAGE_ERRORS:
+        parts.append(f"and {len(errors) - MAX_MESSAGE_ERRORS} more")
+    return "; ".join(parts)
+
+
+def _got(value: object) -> str:
+    """`` (got "-6")`` for a scalar input, as written in JSON (truncated); empty for an object or a list."""
+    if not isinstance(value, str | int | float | bool) and value is not None:
+        return ""
+    text = json.dumps(value)
+    return f" (got {text[:60]}…)" if len(text) > 60 else f" (got {text})"

@@ -30,7 +30,7 @@ from pydantic import Field
 
 from scheduler.model.base import KubeModel, ObjectMeta
 from scheduler.model.pod import NodeSelector
-from scheduler.model.quantity import parse
+from scheduler.model.quantity import Quantity, parse
 
 API_GROUP = "resource.k8s.io"
 API_VERSION = f"{API_GROUP}/v1"
@@ -44,9 +44,6 @@ EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-c
 """On a scheduler-made extended-resource claim, value ``"true"`` (§6.6)."""
 IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 """Every DeviceClass is reachable as the extended resource ``<prefix><class name>`` (§6.2)."""
-
-Quantity = str | int | float
-"""A ``resource.Quantity`` as it appears in a document (the schema allows a string or a number)."""
 
 AttributeValue = int | bool | str
 """The value of a :class:`DeviceAttribute`; a version is its semver string."""

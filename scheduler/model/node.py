@@ -7,7 +7,7 @@ from functools import cached_property
 from pydantic import Field
 
 from scheduler.model.base import ConditionFields, KubeModel, ObjectMeta
-from scheduler.model.quantity import ResourceList, resource_list
+from scheduler.model.quantity import NonNegativeQuantity, ResourceList, resource_list
 
 
 class Taint(KubeModel):
@@ -30,10 +30,13 @@ class NodeCondition(ConditionFields):
 
 
 class NodeStatus(KubeModel):
-    """``core/v1 NodeStatus``: ``allocatable`` (what pods may request) and ``conditions``."""
+    """``core/v1 NodeStatus``: ``allocatable`` (what pods may request) and ``conditions``.
 
-    allocatable: dict[str, str | int | float] = {}
-    capacity: dict[str, str | int | float] = {}
+    Quantities stay the API strings; each is ≥ 0, as the API server's ``ValidateNodeResources`` requires.
+    """
+
+    allocatable: dict[str, NonNegativeQuantity] = {}
+    capacity: dict[str, NonNegativeQuantity] = {}
     conditions: tuple[NodeCondition, ...] = ()
 
 

@@ -12,18 +12,41 @@ from functools import cached_property
 
 from pydantic import Field
 
-from scheduler.model.base import ConditionFields, KubeModel, ObjectMeta
-from scheduler.model.quantity import CPU, HUGEPAGES_PREFIX, MEMORY, PODS, ResourceList, add, maximum, resource_list
+from scheduler.model.base import ConditionFields, Int32, KubeModel, ObjectMeta
+from scheduler.model.quantity import (
+    CPU,
+    HUGEPAGES_PREFIX,
+    MEMORY,
+    PODS,
+    NonNegativeQuantity,
+    Quantity,
+    ResourceList,
+    add,
+    maximum,
+    resource_list,
+)
 
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 
 
 class ResourceRequirements(KubeModel):
-    """``core/v1 ResourceRequirements``; quantities kept as the API strings."""
+    """``core/v1 ResourceRequirements`` of a container or a pod spec; quantities kept as the API
+    strings, each ≥ 0 (the API server rejects a negative request or limit)."""
 
-    requests: dict[str, str | int | float] = {}
-    limits: dict[str, str | int | float] = {}
+    requests: dict[str, NonNegativeQuantity] = {}
+    limits: dict[str, NonNegativeQuantity] = {}
+
+
+class ActuatedResources(KubeModel):
+    """``core/v1 ResourceRequirements`` as the kubelet reports it in a container status.
+
+    Signs are not checked here: the API server has no such rule for status, and the scheduler
+    only takes the larger of these and the (checked) spec, so a negative one never counts.
+    """
+
+    requests: dict[str, Quantity] = {}
+    limits: dict[str, Quantity] = {}
 
 
 class Container(KubeModel):
@@ -123,12 +146,12 @@ class PodSpec(KubeModel):
     scheduler_name: str = "default-scheduler"
     node_name: str = ""
     scheduling_group: PodSchedulingGroup | None = None
-    priority: int | None = None
+    priority: Int32 | None = None
     priority_class_name: str = ""
     preemption_policy: str | None = None
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
-    overhead: dict[str, str | int | float] = {}
+    overhead: dict[str, NonNegativeQuantity] = {}
     node_selector: dict[str, str] = {}
     affinity: Affinity | None = None
     tolerations: tuple[Toleration, ...] = ()
@@ -155,8 +178,8 @@ class ContainerStatus(KubeModel):
     """``core/v1 ContainerStatus``: what the kubelet actuated (in-place resize, KEP-1287)."""
 
     name: str = ""
-    allocated_resources: dict[str, str | int | float] = {}
-    resources: ResourceRequirements | None = None
+    allocated_resources: dict[str, Quantity] = {}
+    resources: ActuatedResources | None = None
 
     def actuated(self) -> ResourceList:
         """Per resource, the larger of ``allocatedResources`` and ``resources.requests``."""

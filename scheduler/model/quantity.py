@@ -13,6 +13,12 @@ The integer unit each resource is counted in follows kube-scheduler's
   extended resources) in whole units, rounded up (``Quantity.Value()``).
 
 A *resource list* here is a ``dict[str, int]`` in those units.
+
+:data:`Quantity` and :data:`NonNegativeQuantity` are the pydantic field types of a quantity as
+it appears in an object: a string or a number, never a boolean (``Quantity.UnmarshalJSON``
+fails on ``true``), and for resource requests, limits, overhead and node capacity not below 0
+(the API server's ``ValidateResourceQuantityValue``). A malformed string still passes them and
+raises :class:`QuantityError` when it is converted, so an object with one parses.
 """
 
 from __future__ import annotations
@@ -22,6 +28,10 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
+from typing import Annotated
+
+from pydantic import PlainValidator
+from pydantic_core import PydanticCustomError
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -34,6 +44,11 @@ ResourceList = dict[str, int]
 MAX_EXPONENT = 24
 """Largest decimal exponent :func:`to_units` accepts (1e24 bytes is a yottabyte; no node has it).
 The API accepts quantities like ``1e999999``; converting one to an integer would take seconds."""
+
+GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+"""What Go's ``strings.TrimSpace`` removes (``unicode.IsSpace``: the Unicode White_Space set).
+Python's ``str.strip()`` also removes U+001C..U+001F, which Go keeps (and ParseQuantity rejects)."""
+
 
 class QuantityError(ValueError):
     """A string is not a valid Kubernetes quantity (raised by :func:`to_units`)."""
@@ -50,9 +65,14 @@ _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "
 def parse(quantity: str | int | float) -> Decimal:
     """Parse a quantity (``"100m"``, ``"2Gi"``, ``"1e3"``, ``4``) into an exact ``Decimal``.
 
-    Raises :class:`QuantityError` for anything apimachinery's ``ParseQuantity`` rejects.
+    Surrounding white space is removed first, as the API server does when it decodes an object:
+    ``Quantity.UnmarshalJSON`` (apimachinery ``pkg/api/resource/quantity.go``, v1.37) calls
+    ``ParseQuantity(strings.TrimSpace(value))``, kept "for backwards compatibility"
+    (kubernetes/kubernetes#26907; YAML sent by kubectl is decoded as JSON), so ``cpu: " 2 "`` is
+    stored as ``2``. ``ParseQuantity`` alone (CEL's ``quantity()``) rejects it: see ``dra/cel.py``.
+    Raises :class:`QuantityError` for anything else ``ParseQuantity`` rejects.
     """
-    text = str(quantity).strip()  # Quantity.UnmarshalJSON trims surrounding space
+    text = str(quantity).strip(GO_SPACE)
     match = _GRAMMAR.fullmatch(text)
     try:
         if match is None:
@@ -83,6 +103,42 @@ def to_units(resource: str, quantity: str | int | float) -> int:
     if value.adjusted() > MAX_EXPONENT:  # refuse before building a huge integer (event loop time)
         raise QuantityError(f"invalid quantity {quantity!r}: larger than 1e{MAX_EXPONENT}")
     return math.ceil(value * 1000) if resource == CPU else math.ceil(value)
+
+
+def _as_quantity(value: object) -> str | int | float:
+    """A quantity as written: a string or a number. Raises ``PydanticCustomError`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise PydanticCustomError("quantity_type", "must be a quantity (a string or a number)")
+    return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_negative(quantity: str | int | float) -> bool:
+    """``quantity`` parses and is below 0 (a malformed one is not negative: it fails on conversion)."""
+    try:
+        return parse(quantity) < 0
+    except QuantityError:
+        return False
+
+
+def _as_non_negative_quantity(value: object) -> str | int | float:
+    """A quantity that is not below 0; ``PydanticCustomError`` otherwise, in the API server's words."""
+    quantity = _as_quantity(value)
+    if _is_negative(quantity):
+        # apimachinery validation IsNegativeErrorMsg, via core ValidateNonnegativeQuantity (v1.37)
+        raise PydanticCustomError("quantity_negative", "must be greater than or equal to 0")
+    return quantity
+
+
+Quantity = Annotated[str | int | float, PlainValidator(_as_quantity)]
+"""A ``resource.Quantity`` field: a string or a number (the schema's ``oneOf``), not a boolean."""
+
+NonNegativeQuantity = Annotated[str | int | float, PlainValidator(_as_non_negative_quantity)]
+"""A quantity the API server requires to be ≥ 0: container and pod-level requests and limits,
+``spec.overhead`` (core ``ValidateResourceRequirements`` / ``validateOverhead``), node
+``status.capacity`` and ``status.allocatable`` (``ValidateNodeResources``), all through
+``ValidateResourceQuantityValue`` (pkg/apis/core/validation, v1.37). Without this a bound pod
+requesting ``nvidia.com/gpu: "-6"`` would free six GPUs on its node."""
 
 
 def resource_list(raw: Mapping[str, str | int | float] | None) -> ResourceList:

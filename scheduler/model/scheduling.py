@@ -3,22 +3,33 @@ PriorityClass (v1).
 
 Shapes per ``../shared/reference/k8s-workload-apis.md`` §2–§4 and the v1.37 OpenAPI schema.
 A scheduling policy is a one-of: exactly one of ``basic`` / ``gang`` is set; the validators
-here do not enforce that (the API server does, and a malformed object must not stop parsing
-of the rest of a snapshot) — :func:`policy_error` reports it so the tree is marked Invalid.
+here do not enforce that, nor ``minCount`` / ``minGroupCount`` ≥ 1 (the API server does) —
+:func:`policy_error` reports those so the tree is marked Invalid with its members, rather than
+the group being dropped as if it did not exist. Values of the wrong type or range are refused
+when the object is parsed (it is then a load problem, or a cache warning): counts and priorities
+are JSON integers within int32 (:data:`~scheduler.model.base.Int32`; ``"2"``, ``true`` and
+``10**30`` are not), and a group priority is at most 1e9.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
 from pydantic import Field
 
-from scheduler.model.base import Condition, KubeModel, ObjectMeta
+from scheduler.model.base import Condition, Int32, KubeModel, ObjectMeta
 
 API_GROUP = "scheduling.k8s.io"
 PODGROUP_VERSION = "v1beta1"
 COMPOSITE_VERSION = "v1alpha3"
 WORKLOAD_VERSION = "v1beta1"
+
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+"""``scheduling.HighestUserDefinablePriority``: the most a PodGroup's or CompositePodGroup's
+``priority`` may be (reference §3, "int32 ≤ 1e9"); system priority classes above it are for pods."""
+
+GroupPriority = Annotated[Int32, Field(le=HIGHEST_USER_DEFINABLE_PRIORITY)]
+"""``spec.priority`` of a PodGroup / CompositePodGroup: an int32 no larger than 1e9."""
 
 INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 COMPOSITE_INITIALLY_SCHEDULED = "CompositePodGroupInitiallyScheduled"
@@ -42,13 +53,13 @@ class Empty(KubeModel):
 class GangPolicy(KubeModel):
     """``gang: {minCount}`` of a PodGroup."""
 
-    min_count: int | None = None
+    min_count: Int32 | None = None
 
 
 class CompositeGangPolicy(KubeModel):
     """``gang: {minGroupCount}`` of a CompositePodGroup."""
 
-    min_group_count: int | None = None
+    min_group_count: Int32 | None = None
 
 
 class PodGroupSchedulingPolicy(KubeModel):
@@ -109,7 +120,7 @@ class PodGroupSpec(KubeModel):
     resource_claims: tuple[PodGroupResourceClaim, ...] = ()
     disruption_mode: DisruptionMode | None = None
     priority_class_name: str | None = None
-    priority: int | None = None
+    priority: GroupPriority | None = None
     preemption_policy: str | None = None
 
 
@@ -153,7 +164,7 @@ class CompositePodGroupSpec(KubeModel):
     scheduling_constraints: SchedulingConstraints | None = None
     disruption_mode: DisruptionMode | None = None
     priority_class_name: str | None = None
-    priority: int | None = None
+    priority: GroupPriority | None = None
     preemption_policy: str | None = None
 
 
@@ -196,7 +207,7 @@ class PriorityClass(KubeModel):
     api_version: str = f"{API_GROUP}/v1"
     kind: str = "PriorityClass"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    value: int = 0
+    value: Int32 = 0
     global_default: bool = False
     preemption_policy: str | None = None
 

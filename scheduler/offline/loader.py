@@ -22,16 +22,18 @@ CompositePodGroup (so one good file beside a bad one still loads).
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
+from scheduler.model.base import describe
 from scheduler.model.dra import API_VERSION as DRA_API_VERSION
 from scheduler.model.dra import (
     DeviceClass,
@@ -69,6 +71,9 @@ PriorityClass, ResourceSlice and DeviceClass are cluster-scoped and keep an empt
 DEFAULT_NAMESPACE = "default"
 """The namespace the API server gives a namespaced object created without one (kubectl's
 default context namespace)."""
+
+STDIN = "-"
+"""The file name that means standard input (``simulate -``); named ``<stdin>`` in messages."""
 
 MAX_LISTED_PROBLEMS = 10
 """Problems quoted in the SnapshotError raised when nothing valid was loaded; the rest are counted."""
@@ -192,12 +197,8 @@ class Objects:
         try:
             obj = model.model_validate(raw)
             _check_quantities(obj)
-        except ValidationError as exc:
-            detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
-            self.problems.append(LoadProblem(source, kind, ns, name, detail))
-            return
-        except QuantityError as exc:
-            self.problems.append(LoadProblem(source, kind, ns, name, str(exc)))
+        except (ValidationError, QuantityError) as exc:
+            self.problems.append(LoadProblem(source, kind, ns, name, describe(exc)))
             return
         self._seen[ident] = raw
         self._bucket(obj).append(obj)
@@ -227,30 +228,37 @@ def _check_quantities(obj: BaseModel) -> None:
                 counter_quantities(use.counters)
 
 
-def _documents(path: Path) -> Iterator[tuple[str, Any]]:
+def _name(path: Path) -> str:
+    """How a file is named in messages: its path, or ``<stdin>`` for :data:`STDIN`."""
+    return "<stdin>" if str(path) == STDIN else str(path)
+
+
+def _documents(path: Path, stdin: BinaryIO | None) -> Iterator[tuple[str, Any]]:
     """``(position, raw document)`` for each non-empty document of ``path``; ``kind: List`` items one by one.
 
-    Raises :class:`SnapshotError` naming the file if it cannot be read, is not UTF-8 (what
-    the API server and kubectl read and write; a UTF-8 byte-order mark is accepted), or is
-    not YAML (the error's line and column are given in ``path``).
+    ``path`` :data:`STDIN` reads ``stdin`` (default ``sys.stdin``) to its end. Raises
+    :class:`SnapshotError` naming the file if it cannot be read, is not UTF-8 (what the API server
+    and kubectl read and write; a UTF-8 byte-order mark is accepted), or is not YAML (the error's
+    line and column are given).
     """
+    name = _name(path)
     try:
-        data = path.read_bytes()
+        data = (stdin or sys.stdin.buffer).read() if str(path) == STDIN else path.read_bytes()
     except OSError as exc:
-        raise SnapshotError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        raise SnapshotError(f"{name}: cannot read: {exc.strerror or exc}") from exc
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise SnapshotError(
-            f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} (offset {exc.start}); "
+            f"{name}: not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} (offset {exc.start}); "
             "save the file as UTF-8"
         ) from exc
     try:
         docs = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
-        _name_marks(exc, str(path))
-        raise SnapshotError(f"{path}: not valid YAML: {exc}") from exc
+        _name_marks(exc, name)
+        raise SnapshotError(f"{name}: not valid YAML: {exc}") from exc
     for i, doc in enumerate(docs, start=1):
         if doc is None:
             continue
@@ -275,8 +283,9 @@ def _name_marks(exc: yaml.YAMLError, name: str) -> None:
         exc.name = name
 
 
-def load(paths: Iterable[str | Path]) -> Objects:
-    """Read every file into one :class:`Objects`.
+def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None) -> Objects:
+    """Read every file into one :class:`Objects`; a path :data:`STDIN` (``-``) is read from
+    ``stdin`` (default: the process's standard input) and named ``<stdin>``.
 
     Raises :class:`SnapshotError` if a file cannot be read, is not UTF-8 or is not YAML, or if
     the files *together* hold no valid Node, Pod, PodGroup or CompositePodGroup; in that case
@@ -286,12 +295,12 @@ def load(paths: Iterable[str | Path]) -> Objects:
     objects = Objects()
     names = [Path(p) for p in paths]
     for path in names:
-        for where, raw in _documents(path):
-            objects.add(str(path), raw, where)
+        for where, raw in _documents(path, stdin):
+            objects.add(_name(path), raw, where)
     if not names:
         raise SnapshotError("no snapshot file given")
     if not objects.usable:
-        head = f"{', '.join(map(str, names))}: no Node, Pod, PodGroup or CompositePodGroup found"
+        head = f"{', '.join(map(_name, names))}: no Node, Pod, PodGroup or CompositePodGroup found"
         lines = [f"{head}; {len(objects.problems)} invalid:" if objects.problems else head]
         lines += [f"  {x}" for x in objects.problems[:MAX_LISTED_PROBLEMS]]
         if len(objects.problems) > MAX_LISTED_PROBLEMS:

@@ -280,3 +280,41 @@ def test_every_pod_left_pending_appears_once_in_the_text_report(tmp_path: Path) 
     assert sorted(pending) == ["default/m2", "default/ok"]
     for key in pending:
         assert sum(line.startswith(f"  {key}: ") for line in out.splitlines()) == 1
+
+
+# --- `simulate -`: the snapshot on standard input (issue 9, item 8) -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "pods", "invalid"),
+    [
+        pytest.param(["-"], NODE + "---" + GOOD_POD, [("ok", "n1")], [], id="dash-reads-stdin"),
+        pytest.param(["-"], NODE + "---" + GOOD_POD + "---" + BAD_POD, [("ok", "n1")],
+                     [("<stdin>", "broken")], id="stdin-problems-name-stdin"),
+        pytest.param(["{file}", "-"], GOOD_POD, [("ok", "n1")], [], id="file-and-stdin-are-merged"),
+    ],
+)
+def test_simulate_dash_reads_the_snapshot_from_stdin(tmp_path: Path, args: list[str], stdin: str,
+                                                     pods: list[tuple[str, str]],
+                                                     invalid: list[tuple[str, str]]) -> None:
+    node_file = write(tmp_path, NODE, "node.yaml")
+    result = CliRunner().invoke(main, ["simulate", "-o", "json", *(a.format(file=node_file) for a in args)],
+                                input=textwrap.dedent(stdin))
+    assert (result.exit_code, result.stderr) == (0, "")
+    doc = json.loads(result.stdout)
+    assert [(p["name"], p["node"]) for p in doc["pods"]] == pods
+    assert [(p["file"], p["name"]) for p in doc["invalid"]] == invalid
+
+
+@pytest.mark.parametrize(
+    ("stdin", "expected"),
+    [
+        pytest.param("kind: Pod\n  bad: [unclosed\n", 'error: <stdin>: not valid YAML: mapping values are not '
+                     'allowed here\n  in "<stdin>", line 2, column 6', id="yaml-error-names-stdin"),
+        pytest.param("", "error: <stdin>: no Node, Pod, PodGroup or CompositePodGroup found", id="empty-stdin"),
+    ],
+)
+def test_unusable_stdin_exits_2_naming_stdin(stdin: str, expected: str) -> None:
+    result = CliRunner().invoke(main, ["simulate", "-"], input=stdin)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(expected)

@@ -139,7 +139,7 @@ def test_group_with_only_another_schedulers_pods_is_not_reported(tmp_path: Path)
     [
         pytest.param([podgroup("x", '{gang: {minCount: "three"}}'), member("x-0", "x")],
                      "PodGroup ml/x is invalid: spec.schedulingPolicy.gang.minCount: Input should be a valid "
-                     "integer, unable to parse string as an integer", id="invalid-podgroup"),
+                     'integer (got "three")', id="invalid-podgroup"),
         pytest.param([podgroup("x", '{gang: {minCount: "three"}}', namespace="other"), member("x-0", "x")],
                      "waiting for PodGroup ml/x to appear", id="invalid-podgroup-in-another-namespace"),
         pytest.param([member("x-0", "x")], "waiting for PodGroup ml/x to appear", id="missing-podgroup"),
@@ -270,7 +270,7 @@ spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.ex
         pytest.param(gpu_slice("n1").replace("  driver: gpu.example.com\n", ""),
                      "ResourceSlice n1-gpus: spec.driver: Field required", id="slice-without-driver"),
         pytest.param(shared_claim().replace("requests: [", "requests: [7, "),
-                     "ResourceClaim ml/shared: spec.devices.requests.0", id="claim-request-not-an-object"),
+                     "ResourceClaim ml/shared: spec.devices.requests[0]", id="claim-request-not-an-object"),
         pytest.param(GPU_CLASS + "---" + GPU_CLASS.replace("'gpu.example.com'", "'other'"),
                      "DeviceClass gpu.example.com: defined again with different content; the first is kept",
                      id="different-redefinition"),
@@ -311,3 +311,74 @@ def test_devices_already_allocated_in_the_snapshot_are_never_given_again(tmp_pat
                   shared_claim("new"), claim_user("a", claim="new"), claim_user("b", claim="new"))
     assert [a.allocation.results for a in sim.allocations] == [(("gpu", "gpu.example.com", "n1", "gpu-1"),)]
     assert [(p.pod.metadata.name, p.node) for p in sim.pods] == [("a", "n1"), ("b", "n1")]
+
+
+# --- values the API server refuses (issue 9, item 6) ----------------------------------------------
+
+TWO_GPU_NODE = """
+apiVersion: v1
+kind: Node
+metadata: {name: gpu-a}
+status: {allocatable: {cpu: "64", memory: 256Gi, pods: "110", nvidia.com/gpu: "2"}}
+"""
+
+
+def gpu_pod(name: str, gpus: str, node: str = "", scheduler: str = "gang-scheduler", group: str = "") -> str:
+    bound = f"\n  nodeName: {node}" if node else ""
+    sg = f"\n  schedulingGroup: {{podGroupName: {group}}}" if group else ""
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  schedulerName: {scheduler}{bound}{sg}
+  containers: [{{name: c, resources: {{requests: {{cpu: "1", nvidia.com/gpu: "{gpus}"}}}}}}]
+"""
+
+
+EIGHT_GPU_GANG = [podgroup("train", "{gang: {minCount: 8}}"), *(gpu_pod(f"w{i}", "1", group="train") for i in range(8))]
+
+
+@pytest.mark.parametrize(
+    ("docs", "groups", "pods", "problems"),
+    [
+        pytest.param([TWO_GPU_NODE, gpu_pod("hog", "-6", node="gpu-a", scheduler="default-scheduler"),
+                      *EIGHT_GPU_GANG],
+                     {"train": "Unschedulable"}, {f"ml/w{i}": None for i in range(8)},
+                     ['Pod ml/hog: spec.containers[0].resources.requests.nvidia.com/gpu: must be greater than or '
+                      'equal to 0 (got "-6")'], id="bound-pod-with-negative-gpus-frees-nothing"),
+        pytest.param([TWO_GPU_NODE, gpu_pod("neg", "-1"), gpu_pod("ok", "1")], {}, {"ml/ok": "gpu-a"},
+                     ['Pod ml/neg: spec.containers[0].resources.requests.nvidia.com/gpu: must be greater than or '
+                      'equal to 0 (got "-1")'], id="pending-pod-with-a-negative-request-is-not-placed"),
+        pytest.param([TWO_GPU_NODE, TWO_GPU_NODE.replace("gpu-a", "gpu-b").replace('cpu: "64"', 'cpu: "-4"'),
+                      gpu_pod("a", "2"), gpu_pod("b", "2")], {}, {"ml/a": "gpu-a", "ml/b": None},
+                     ['Node gpu-b: status.allocatable.cpu: must be greater than or equal to 0 (got "-4")'],
+                     id="node-with-negative-allocatable-is-not-used"),
+        pytest.param([podgroup("s", '{gang: {minCount: "2"}}'), member("s-0", "s"), member("s-1", "s"),
+                      podgroup("t", "{gang: {minCount: true}}"), member("t-0", "t")], {},
+                     {"ml/s-0": None, "ml/s-1": None, "ml/t-0": None},
+                     ['PodGroup ml/s: spec.schedulingPolicy.gang.minCount: Input should be a valid integer (got "2")',
+                      "PodGroup ml/t: spec.schedulingPolicy.gang.minCount: Input should be a valid integer (got true)"],
+                     id="min-count-that-is-not-a-json-integer"),
+    ],
+)
+def test_objects_the_api_server_would_refuse_are_invalid_and_the_rest_is_scheduled(
+        tmp_path: Path, docs: list[str], groups: dict[str, str], pods: dict[str, str | None],
+        problems: list[str]) -> None:
+    """``groups``: status by group; ``pods``: node (or None) of every pending pod of ours reported;
+    ``problems``: the invalid objects, as listed under ``invalid``."""
+    path = tmp_path / "snap.yaml"
+    path.write_text("---".join(textwrap.dedent(d) for d in docs))
+    sim = simulate(load([path]), "gang-scheduler", SolverConfig())
+    assert {g.key.name: g.status for g in sim.groups} == groups
+    assert {p.pod.key: p.node for p in sim.pods} == pods
+    assert [str(p).split(": ", 1)[1] for p in sim.problems] == problems
+
+
+def test_loader_reads_dash_from_the_stdin_it_is_given(tmp_path: Path) -> None:
+    import io
+
+    stdin = io.BytesIO(textwrap.dedent(NODE + "---" + podgroup("g", "{gang: {minCount: 1}}")).encode())
+    objects = load(["-"], stdin=stdin)
+    assert ([n.name for n in objects.nodes], [g.metadata.name for g in objects.podgroups]) == (["n1"], ["g"])
+    assert stdin.read() == b""  # read to its end

@@ -118,6 +118,8 @@ PARSE = [
     pytest.param("1n", Decimal("1E-9"), id="nano"),
     pytest.param("1E3", Decimal(1000), id="uppercase-exponent"),
     pytest.param(" 2Gi ", Decimal(2 * GI), id="surrounding-space-trimmed-like-UnmarshalJSON"),
+    pytest.param("\t2\n", Decimal(2), id="tab-and-newline-trimmed"),
+    pytest.param("\u00a02\u3000", Decimal(2), id="unicode-white-space-trimmed-like-go-TrimSpace"),
     pytest.param(7, Decimal(7), id="int-input"),
     pytest.param(0.25, Decimal("0.25"), id="float-input"),
 ]
@@ -147,6 +149,8 @@ MALFORMED = [
     pytest.param("1ki", id="lowercase-ki"),
     pytest.param(".", id="lone-dot"),
     pytest.param("1.5.Gi", id="dot-after-fraction"),
+    pytest.param("\x1c1", id="file-separator-is-not-go-white-space-though-python-strips-it"),
+    pytest.param("1\u200b", id="zero-width-space-is-not-white-space"),
 ]
 
 

@@ -1,0 +1,153 @@
+"""Values the API server refuses are refused by the models, with the field named (issue 9, item 6).
+
+Each case is an object the API server would not store — a negative request, limit, overhead or
+node allocatable/capacity (core ``ValidateResourceQuantityValue``, "must be greater than or equal
+to 0"), a boolean quantity, an int32 field written as a string or a boolean or out of range, a
+group priority above 1e9 — and the exact one-line reason :func:`scheduler.model.base.describe`
+gives for it. The accepted cases next to them pin where the line is: 0, ``"-0"``, surrounding
+white space (``Quantity.UnmarshalJSON`` trims it), a ``minCount`` of 0 (left to ``policy_error``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from scheduler.model import CompositePodGroup, Node, Pod, PodGroup, PriorityClass, ResourceSlice
+from scheduler.model.base import describe
+from scheduler.model.scheduling import policy_error
+
+
+def pod_with(spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": "p", "namespace": "ml"}, "spec": spec, "status": status or {}}
+
+
+def container(requests: dict[str, Any] | None = None, limits: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"name": "c", "resources": {"requests": requests or {}, "limits": limits or {}}}
+
+
+def node_with(status: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "n1"}, "status": status}
+
+
+def podgroup_with(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "g", "namespace": "ml"}, "spec": spec}
+
+
+GANG_2 = {"schedulingPolicy": {"gang": {"minCount": 2}}}
+
+REJECTED = [
+    pytest.param(Pod, pod_with({"containers": [container({"nvidia.com/gpu": "-6"})]}),
+                 'spec.containers[0].resources.requests.nvidia.com/gpu: must be greater than or equal to 0 (got "-6")',
+                 id="negative-gpu-request"),
+    pytest.param(Pod, pod_with({"containers": [container({"cpu": "1"}), container({"cpu": "-1"})]}),
+                 'spec.containers[1].resources.requests.cpu: must be greater than or equal to 0 (got "-1")',
+                 id="negative-cpu-request-names-the-container-index"),
+    pytest.param(Pod, pod_with({"containers": [container({"cpu": -1})]}),
+                 "spec.containers[0].resources.requests.cpu: must be greater than or equal to 0 (got -1)",
+                 id="negative-number-request"),
+    pytest.param(Pod, pod_with({"containers": [container({"memory": "-1Ki"})]}),
+                 'spec.containers[0].resources.requests.memory: must be greater than or equal to 0 (got "-1Ki")',
+                 id="negative-binary-suffix"),
+    pytest.param(Pod, pod_with({"containers": [container({"cpu": "-1n"})]}),
+                 'spec.containers[0].resources.requests.cpu: must be greater than or equal to 0 (got "-1n")',
+                 id="negative-below-a-milli-core-still-negative"),
+    pytest.param(Pod, pod_with({"containers": [container(limits={"nvidia.com/gpu": "-2"})]}),
+                 'spec.containers[0].resources.limits.nvidia.com/gpu: must be greater than or equal to 0 (got "-2")',
+                 id="negative-limit"),
+    pytest.param(Pod, pod_with({"initContainers": [container({"cpu": "-500m"})]}),
+                 'spec.initContainers[0].resources.requests.cpu: must be greater than or equal to 0 (got "-500m")',
+                 id="negative-init-container-request"),
+    pytest.param(Pod, pod_with({"resources": {"requests": {"memory": "-1Gi"}}}),
+                 'spec.resources.requests.memory: must be greater than or equal to 0 (got "-1Gi")',
+                 id="negative-pod-level-request"),
+    pytest.param(Pod, pod_with({"overhead": {"cpu": "-250m"}}),
+                 'spec.overhead.cpu: must be greater than or equal to 0 (got "-250m")', id="negative-overhead"),
+    pytest.param(Pod, pod_with({"containers": [container({"cpu": True})]}),
+                 "spec.containers[0].resources.requests.cpu: must be a quantity (a string or a number) (got true)",
+                 id="boolean-quantity"),
+    pytest.param(Pod, pod_with({"containers": [container({"cpu": ["1"]})]}),
+                 "spec.containers[0].resources.requests.cpu: must be a quantity (a string or a number)",
+                 id="list-quantity"),
+    pytest.param(Pod, pod_with({"containers": [container()]}, {"containerStatuses": [
+                     {"name": "c", "allocatedResources": {"cpu": False}}]}),
+                 "status.containerStatuses[0].allocatedResources.cpu: must be a quantity (a string or a number) "
+                 "(got false)", id="boolean-quantity-in-a-container-status"),
+    pytest.param(Pod, pod_with({"priority": "1000"}), 'spec.priority: Input should be a valid integer (got "1000")',
+                 id="pod-priority-string"),
+    pytest.param(Node, node_with({"allocatable": {"cpu": "-4", "memory": "8Gi"}}),
+                 'status.allocatable.cpu: must be greater than or equal to 0 (got "-4")', id="negative-allocatable"),
+    pytest.param(Node, node_with({"capacity": {"nvidia.com/gpu": -8}}),
+                 "status.capacity.nvidia.com/gpu: must be greater than or equal to 0 (got -8)", id="negative-capacity"),
+    pytest.param(Node, node_with({"allocatable": {"pods": True}}),
+                 "status.allocatable.pods: must be a quantity (a string or a number) (got true)",
+                 id="boolean-allocatable"),
+    pytest.param(PodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minCount": "2"}}}),
+                 'spec.schedulingPolicy.gang.minCount: Input should be a valid integer (got "2")',
+                 id="min-count-string"),
+    pytest.param(PodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minCount": True}}}),
+                 "spec.schedulingPolicy.gang.minCount: Input should be a valid integer (got true)",
+                 id="min-count-boolean"),
+    pytest.param(PodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minCount": 10**30}}}),
+                 "spec.schedulingPolicy.gang.minCount: Input should be less than or equal to 2147483647 "
+                 "(got 1000000000000000000000000000000)", id="min-count-beyond-int32"),
+    pytest.param(PodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minCount": 2.5}}}),
+                 "spec.schedulingPolicy.gang.minCount: Input should be a valid integer (got 2.5)",
+                 id="min-count-fraction"),
+    pytest.param(PodGroup, podgroup_with({**GANG_2, "priority": 1_000_000_001}),
+                 "spec.priority: Input should be less than or equal to 1000000000 (got 1000000001)",
+                 id="group-priority-above-1e9"),
+    pytest.param(PodGroup, podgroup_with({**GANG_2, "priority": "10"}),
+                 'spec.priority: Input should be a valid integer (got "10")', id="group-priority-string"),
+    pytest.param(CompositePodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minGroupCount": "2"}}}),
+                 'spec.schedulingPolicy.gang.minGroupCount: Input should be a valid integer (got "2")',
+                 id="min-group-count-string"),
+    pytest.param(CompositePodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minGroupCount": -(2**31) - 1}}}),
+                 "spec.schedulingPolicy.gang.minGroupCount: Input should be greater than or equal to -2147483648 "
+                 "(got -2147483649)", id="min-group-count-below-int32"),
+    pytest.param(PriorityClass, {"metadata": {"name": "high"}, "value": "1000"},
+                 'value: Input should be a valid integer (got "1000")', id="priority-class-value-string"),
+    pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {
+                     "driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1"},
+                     "devices": [{"name": "gpu-0", "capacity": {"memory": {"value": True}}}]}},
+                 "spec.devices[0].capacity.memory.value: must be a quantity (a string or a number) (got true)",
+                 id="boolean-device-capacity"),
+]
+
+
+@pytest.mark.parametrize(("model", "raw", "reason"), REJECTED)
+def test_values_the_api_server_refuses_are_refused_naming_the_field(model: type[BaseModel], raw: dict[str, Any],
+                                                                    reason: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        model.model_validate(raw)
+    assert describe(err.value) == reason
+
+
+ACCEPTED = [
+    pytest.param(Pod, pod_with({"containers": [container({"cpu": "0", "nvidia.com/gpu": 0})]}),
+                 lambda p: p.requests == {"pods": 1}, id="zero-requests"),
+    pytest.param(Pod, pod_with({"containers": [container({"cpu": "-0"})]}), lambda p: p.requests == {"pods": 1},
+                 id="minus-zero-is-zero"),
+    pytest.param(Pod, pod_with({"containers": [container({"cpu": " 2 "})]}),
+                 lambda p: p.requests == {"cpu": 2000, "pods": 1}, id="surrounding-space-trimmed-like-UnmarshalJSON"),
+    pytest.param(Pod, pod_with({"containers": [container()]}, {"containerStatuses": [
+                     {"name": "c", "allocatedResources": {"cpu": "-1"}}]}),
+                 lambda p: p.requests == {"pods": 1}, id="status-quantities-are-not-sign-checked-and-never-count"),
+    pytest.param(Pod, pod_with({"priority": 2_000_001_000}), lambda p: p.spec.priority == 2_000_001_000,
+                 id="pod-priority-of-a-system-class-above-1e9"),
+    pytest.param(PodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minCount": 0}}}),
+                 lambda g: policy_error(g.spec.scheduling_policy) == "spec.schedulingPolicy.gang.minCount must be >= 1",
+                 id="min-count-zero-is-a-policy-error-not-a-parse-error"),
+    pytest.param(PodGroup, podgroup_with({**GANG_2, "priority": -5}), lambda g: g.spec.priority == -5,
+                 id="negative-group-priority"),
+    pytest.param(PodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minCount": 2**31 - 1}}}),
+                 lambda g: g.spec.scheduling_policy.gang.min_count == 2**31 - 1, id="min-count-int32-max"),
+]
+
+
+@pytest.mark.parametrize(("model", "raw", "check"), ACCEPTED)
+def test_values_the_api_server_stores_are_accepted(model: type[BaseModel], raw: dict[str, Any],
+                                                   check: Any) -> None:
+    assert check(model.model_validate(raw))

@@ -1,0 +1,61 @@
+"""ClusterCache with objects the API server would refuse (issue 9, item 6): each is left out with a
+warning naming the field, the informer call does not raise, and the rest of the cluster is cached."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from scheduler.cache.cluster import ClusterCache
+
+GPU = "nvidia.com/gpu"
+
+
+def node(name: str, cpu: Any = "8", gpus: Any = "2") -> dict[str, Any]:
+    return {"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "pods": "110", GPU: gpus}}}
+
+
+def pod(name: str, gpus: Any, node_name: str = "n0") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ml"},
+            "spec": {"schedulerName": "default-scheduler", "nodeName": node_name,
+                     "containers": [{"name": "main", "resources": {"requests": {GPU: gpus}}}]},
+            "status": {"phase": "Running"}}
+
+
+def podgroup(name: str, min_count: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ml"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "good", "bad", "warning"),
+    [
+        pytest.param("Pod", pod("ok", "1"), pod("hog", "-6"),
+                     'ignoring malformed Pod ml/hog: spec.containers[0].resources.requests.nvidia.com/gpu: must be '
+                     'greater than or equal to 0 (got "-6")', id="bound-pod-with-a-negative-request"),
+        pytest.param("Node", node("n0"), node("n1", cpu="-4"),
+                     'ignoring malformed Node /n1: status.allocatable.cpu: must be greater than or equal to 0 '
+                     '(got "-4")', id="node-with-negative-allocatable"),
+        pytest.param("PodGroup", podgroup("g", 2), podgroup("h", "2"),
+                     'ignoring malformed PodGroup ml/h: spec.schedulingPolicy.gang.minCount: Input should be a valid '
+                     'integer (got "2")', id="podgroup-with-a-string-min-count"),
+    ],
+)
+def test_a_refused_object_is_logged_by_field_and_left_out(kind: str, good: dict[str, Any], bad: dict[str, Any],
+                                                          warning: str, caplog: pytest.LogCaptureFixture) -> None:
+    cache = ClusterCache("gang-scheduler")
+    with caplog.at_level(logging.WARNING, logger="scheduler.cache.cluster"):
+        cache.replace(kind, [good])
+        cache.apply(kind, "ADDED", bad)  # runs inside an informer: must not raise
+    assert [r.getMessage() for r in caplog.records] == [warning]
+    assert [obj.metadata.name for obj in cache.objects[kind].values()] == [good["metadata"]["name"]]
+
+
+def test_a_negative_request_frees_no_capacity_on_its_node() -> None:
+    cache = ClusterCache("gang-scheduler")
+    cache.replace("Node", [node("n0", gpus="2")])
+    cache.replace("Pod", [pod("ok", "1"), pod("hog", "-6")])
+    snapshot = cache.snapshot()
+    assert int(snapshot.free()[0, snapshot.table.column[GPU]]) == 1
