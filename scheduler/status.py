@@ -30,8 +30,9 @@ Events are written the way kube-scheduler's recorder writes them (client-go
   client-go's key leaves the note out; ours keeps it, so a changed failure message shows at
   once as its own Event instead of hiding behind an old note.
 
-Flood control and series together: a repeat within ``event_interval_s`` of the last write is
-only counted in memory; the first repeat after it writes the count with one strategic merge
+Flood control and series together: a failure report that repeats the pod's last one within
+``event_interval_s`` writes nothing; a repeated Event within ``event_interval_s`` of its last
+write is only counted in memory; the first repeat after it writes the count with one strategic merge
 PATCH of ``series`` (client-go's first-repeat PATCH). So an Event is written at most once per
 interval however often the gang is retried, and its count stays true up to one interval. A
 series ends ``max(SERIES_WINDOW_S, event_interval_s)`` after its last observation (client-go's
@@ -174,7 +175,7 @@ class StatusWriter:
         self.scheduler_name = scheduler_name
         self.instance = instance[:REPORTING_INSTANCE_MAX]
         self.event_interval_s = event_interval_s
-        self._recent: dict[tuple[str, str, str], float] = {}  # key -> loop time written; oldest first
+        self._recent: dict[str, tuple[tuple[str, str], float]] = {}  # pod uid -> last (reason, message), loop time
         self._events: dict[_EventKey, _Recorded] = {}  # least recently observed first
         self._last_ns = 0
 
@@ -244,19 +245,20 @@ class StatusWriter:
         ``message``: the aggregated failure text; the Event note is cut to 1024 bytes ending in "…",
         the condition message to 32768 bytes.
 
-        Flood control: the same (pod uid, reason, message) is written at most once per
-        ``event_interval_s`` of event-loop time; within it the call writes nothing and only counts
-        into the Event's series. Otherwise the Event is recorded (created, or its series written:
-        see the module docstring), and the condition is patched only when the pod's current
-        ``PodScheduled`` differs in status, reason, message or observedGeneration (kube-scheduler's
-        ``updatePod`` skips equal conditions). The condition patch is a strategic merge PATCH of
-        ``pods/{name}/status`` with the pod's whole ``conditions`` list, ours replaced: the API
-        server merges by ``type``, a list-replacing server gets the same result.
+        Flood control: a report equal (reason, message) to the last one written for this pod within
+        ``event_interval_s`` of event-loop time writes nothing and only counts into the Event's
+        series. Otherwise the Event is recorded (created, or counted into its series, which is
+        written at most once per interval: see the module docstring), and the condition is patched
+        only when the pod's current ``PodScheduled`` differs in status, reason, message or
+        observedGeneration (kube-scheduler's ``updatePod`` skips equal conditions). The condition
+        patch is a strategic merge PATCH of ``pods/{name}/status`` with the pod's whole
+        ``conditions`` list, ours replaced: the API server merges by ``type``, a list-replacing
+        server gets the same result.
         API errors are logged and swallowed; a failed Event does not stop the condition patch.
         """
         uid = pod.metadata.uid or pod.key
         note = truncate_utf8(message, NOTE_MAX_BYTES)
-        if not self._first_in_interval((uid, reason, message)):
+        if not self._first_in_interval(uid, (reason, message)):
             self._count((uid, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note),
                         asyncio.get_running_loop().time())
             return
@@ -275,22 +277,28 @@ class StatusWriter:
                 _warn(f"Pod {pod.key} condition {POD_SCHEDULED}", exc)
         await self._event(pod, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note)
 
-    def _first_in_interval(self, key: tuple[str, str, str]) -> bool:
-        """True (and remember ``key`` as written now) unless ``key`` was written within the interval.
+    def _first_in_interval(self, uid: str, report: tuple[str, str]) -> bool:
+        """True (and remember ``report`` as pod ``uid``'s last, written now) unless it repeats the report last
+        written for this pod, within the interval.
 
-        The memory is a dict in write order: expired entries are dropped from its front on every
-        call, and the oldest beyond :data:`MAX_REMEMBERED_FAILURES`.
+        Only the *last* report counts, so a message that changes and changes back (a Waiting gang:
+        "3/4 pods exist", a fourth pod comes and goes, "3/4 pods exist") rewrites the pod's condition
+        at once instead of leaving the middle message on it; its Event is still written at most once
+        per interval (:meth:`_event`). The memory is one entry per pod in write order: expired entries
+        are dropped from its front on every call, and the oldest beyond :data:`MAX_REMEMBERED_FAILURES`.
         """
         now = asyncio.get_running_loop().time()
         recent = self._recent
         while recent:
-            oldest, stamp = next(iter(recent.items()))
+            oldest, (_, stamp) = next(iter(recent.items()))
             if now - stamp < self.event_interval_s and len(recent) < MAX_REMEMBERED_FAILURES:
                 break
             del recent[oldest]
-        if key in recent:
+        last = recent.get(uid)
+        if last is not None and last[0] == report:
             return False
-        recent[key] = now
+        recent.pop(uid, None)  # re-inserted at the end: the dict stays in write order
+        recent[uid] = (report, now)
         return True
 
     async def _event(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:

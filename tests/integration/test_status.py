@@ -287,6 +287,21 @@ async def test_changed_failure_message_is_written_at_once(kube: KubeClient, writ
     assert len(patches(k8s, PODS)) == 2
 
 
+async def test_message_that_changes_back_rewrites_the_condition_but_not_its_event(kube: KubeClient,
+                                                                                  writer: StatusWriter,
+                                                                                  k8s: ApiServer) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    waiting = "gang workers: 3/4 pods exist (minCount 4)"
+
+    for message in (waiting, NO_FIT, waiting):  # a fourth pod came and went within the interval
+        await writer.pod_unschedulable(await pod(kube), "Unschedulable", message)
+
+    assert conditions(await kube.get(PODS, NS, "worker-0"))["PodScheduled"]["message"] == waiting
+    assert sorted(e["note"] for e in await events(kube)) == sorted([waiting, NO_FIT])
+    assert not patches(k8s, EVENTS)  # the third report counts into the first Event's series, written later
+    assert len(patches(k8s, PODS)) == 3
+
+
 @pytest.mark.looptime
 async def test_identical_failure_after_interval_is_written_again(kube: KubeClient, writer: StatusWriter,
                                                                  k8s: ApiServer) -> None:
