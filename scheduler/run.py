@@ -305,11 +305,9 @@ class Scheduler:
         log.info("root=%s result=%s reason=%r", tree.key, tree.state.value, tree.message)
         reason = "Unschedulable" if tree.state is TreeState.WAITING else "SchedulerError"
         self._write_groups(tree, False, reason, tree.message)
-        if tree.state is TreeState.INVALID:
-            for pod in tree.pods():
-                if not pod.is_bound:
-                    self.spawn(self.status.pod_unschedulable(pod, "SchedulerError", tree.message),
-                               f"status/{pod.key}")
+        for pod in tree.pods():  # Waiting pods too (issue 9): FailedScheduling + PodScheduled=False/Unschedulable
+            if not pod.is_bound:
+                self.spawn(self.status.pod_unschedulable(pod, reason, tree.message), f"status/{pod.key}")
 
     def _write_groups(self, tree: GroupTree, scheduled: bool, reason: str, message: str,
                       only: frozenset[GroupKey] | None = None, per_group: Mapping[GroupKey, str] | None = None
