@@ -320,8 +320,7 @@ class Scheduler:
         log.info("root=%s result=%s reason=%r", tree.key, tree.state.value, tree.message)
         reason = "Unschedulable" if tree.state is TreeState.WAITING else "SchedulerError"
         self._write_groups(tree, False, reason, tree.message)
-        if tree.state is TreeState.INVALID:
-            self._report_pods(tree, "SchedulerError", tree.message)
+        self._report_pods(tree, reason, tree.message)  # Waiting pods too: FailedScheduling + PodScheduled=False
 
     def _report_pods(self, tree: GroupTree, reason: str, message: str, keys: frozenset[str] | None = None) -> None:
         """``PodScheduled=False`` and a FailedScheduling event on the tree's pending pods (``keys``: only those),

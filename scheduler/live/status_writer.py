@@ -13,13 +13,48 @@ What it must not do: decide anything, or stop scheduling. Every API failure is l
 warning line and swallowed, because a lost status write is repaired by the next cycle while
 a raised one would abort a bind that already happened. Repeated identical failures are
 written at most once per ``event_interval_s`` so a stuck gang does not flood the API server.
+
+Events are written the way kube-scheduler's recorder writes them (client-go
+``tools/events``: ``event_recorder.go`` ``makeEvent``, ``event_broadcaster.go`` ``recordToSink``
+/ ``recordEvent``), because the API server validates ``events.k8s.io/v1`` strictly
+(``pkg/apis/core/validation/events.go`` ``ValidateEventCreate``; issue 9: the old
+``generateName: "<pod>."`` was refused with 422 on every real cluster):
+
+* the name is ``<pod name>.<hex wall-clock nanoseconds>`` (:func:`event_name`), strictly
+  increasing per writer so two Events of one pod never collide;
+* ``eventTime`` (MicroTime), ``reportingController`` (our scheduler name), ``reportingInstance``
+  (≤ 128 characters), ``action``, ``reason``, ``type``, ``note`` (≤ 1024 bytes) and ``regarding``
+  (the pod: apiVersion, kind, namespace, name, uid) are always set; nothing deprecated is;
+* repeats are a *series*, not new Events: the first observation of (pod, type, reason,
+  action, note) creates the Event; later ones count into ``series: {count, lastObservedTime}``.
+  client-go's key leaves the note out; ours keeps it, so a changed failure message shows at
+  once as its own Event instead of hiding behind an old note.
+
+Flood control and series together: a failure report that repeats the pod's last one within
+``event_interval_s`` writes nothing; a repeated Event within ``event_interval_s`` of its last
+write is only counted in memory; the first repeat after it writes the count with one strategic merge
+PATCH of ``series`` (client-go's first-repeat PATCH). So an Event is written at most once per
+interval however often the gang is retried, and its count stays true up to one interval. A
+series ends ``max(SERIES_WINDOW_S, event_interval_s)`` after its last observation (client-go's
+6-minute ``finishTime``); a later repeat creates a new Event. An Event the server no longer has
+(404: ``--event-ttl``, 1 h by default) is created again with its series, as ``recordEvent`` does.
+
+Known limitations: the observations counted after the last write of a series that then stops
+are not written (client-go writes them when its finish timer fires; we have no timer), so a
+count can lag by one interval. The memory is per process: after a restart a repeat is a new
+Event. ``reportingController`` must be a qualified name (≤ 63 characters): a longer
+``scheduler_name`` makes the server refuse every Event (logged, not checked here).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import time
+import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -35,6 +70,7 @@ from scheduler.live.kube import (
     ApiError,
     Conflict,
     KubeClient,
+    NotFound,
     Resource,
 )
 from scheduler.model.base import Condition, ConditionFields
@@ -62,9 +98,25 @@ EVENT_SCHEDULED = "Scheduled"
 EVENT_FAILED_SCHEDULING = "FailedScheduling"
 ACTION_BINDING = "Binding"
 ACTION_SCHEDULING = "Scheduling"
+# Event types: the only two the API server accepts (core/v1 EventTypeNormal / EventTypeWarning).
+EVENT_NORMAL = "Normal"
+EVENT_WARNING = "Warning"
 
 NOTE_MAX_BYTES = 1024
-"""``events.k8s.io/v1`` Event ``note`` limit (apimachinery ``NoteLengthLimit``)."""
+"""``events.k8s.io/v1`` Event ``note`` limit (pkg/apis/core/validation/events.go ``NoteLengthLimit``; bytes)."""
+
+REPORTING_INSTANCE_MAX = 128
+"""``reportingInstance`` limit (same file, ``ReportingInstanceLengthLimit``); a longer identity is cut."""
+
+NAME_MAX = 253
+"""``metadata.name`` limit of a DNS-subdomain name (apimachinery ``DNS1123SubdomainMaxLength``)."""
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+"""apimachinery ``dns1123SubdomainFmt``."""
+
+SERIES_WINDOW_S = 360.0
+"""A series ends this long after its last observation, seconds: client-go's ``finishTime`` (6 minutes,
+tools/events/event_broadcaster.go), after which its recorder forgets the Event and a repeat is new."""
 
 CONDITION_MESSAGE_MAX_BYTES = 32768
 """``metav1.Condition.message`` limit (maxLength 32768; Go validation counts bytes)."""
@@ -85,24 +137,47 @@ class _Condition(NamedTuple):
     message: str
 
 
+@dataclass(slots=True)
+class _Recorded:
+    """An Event this writer created and its series as counted here.
+
+    ``body``: the Event as created (created again from it if the server lost it). ``count``: observations so
+    far, ≥ 1. ``last_observed``: MicroTime of the latest. ``observed_at`` / ``written_at``: event-loop time of
+    the latest observation / of the latest write (create or series PATCH), seconds.
+    """
+
+    body: JSON
+    count: int
+    last_observed: str
+    observed_at: float
+    written_at: float
+
+
+_EventKey = tuple[str, str, str, str, str]
+"""What makes two Events the same one: (pod uid, type, reason, action, note)."""
+
+
 class StatusWriter:
     """Writes group conditions, pod conditions and pod Events; never raises on API errors.
 
     ``kube``: the API seam. ``scheduler_name``: our ``spec.schedulerName``, sent as the Events'
     ``reportingController`` (kube-scheduler reports its profile name the same way).
-    ``instance``: this replica's identity (e.g. the pod name), the Events' ``reportingInstance``.
-    ``event_interval_s``: the same failure (pod uid, reason, message) is written at most once per
-    this many seconds of event-loop time. 60 s keeps a stuck gang retried every 1–10 s by
-    backoff (§8.3) down to one Event per pod per minute, while a changed message shows at once.
+    ``instance``: this replica's identity (e.g. the pod name), the Events' ``reportingInstance``,
+    cut to 128 characters. ``event_interval_s``: the same failure (pod uid, reason, message) is
+    written at most once per this many seconds of event-loop time, and so is an Event's series.
+    60 s keeps a stuck gang retried every 1–10 s by backoff (§8.3) down to one write per pod per
+    minute, while a changed message shows at once.
     """
 
     def __init__(self, kube: KubeClient, scheduler_name: str, *, instance: str,
                  event_interval_s: float = 60.0) -> None:
         self.kube = kube
         self.scheduler_name = scheduler_name
-        self.instance = instance
+        self.instance = instance[:REPORTING_INSTANCE_MAX]
         self.event_interval_s = event_interval_s
-        self._recent: dict[tuple[str, str, str], float] = {}  # key -> loop time written; oldest first
+        self._recent: dict[str, tuple[tuple[str, str], float]] = {}  # pod uid -> last (reason, message), loop time
+        self._events: dict[_EventKey, _Recorded] = {}  # least recently observed first
+        self._last_ns = 0
 
     async def group_condition(self, group: PodGroup | CompositePodGroup, scheduled: bool, reason: str,
                               message: str) -> bool:
@@ -161,7 +236,7 @@ class StatusWriter:
         API errors are logged and swallowed.
         """
         note = f"Successfully assigned {pod.key} to {node}"
-        await self._event(pod, "Normal", EVENT_SCHEDULED, ACTION_BINDING, note)
+        await self._event(pod, EVENT_NORMAL, EVENT_SCHEDULED, ACTION_BINDING, note)
 
     async def pod_unschedulable(self, pod: Pod, reason: str, message: str) -> None:
         """Report a failed attempt on ``pod``: a ``FailedScheduling`` Warning Event and ``PodScheduled=False``.
@@ -170,17 +245,22 @@ class StatusWriter:
         ``message``: the aggregated failure text; the Event note is cut to 1024 bytes ending in "…",
         the condition message to 32768 bytes.
 
-        Flood control: the same (pod uid, reason, message) is written at most once per
-        ``event_interval_s`` of event-loop time; within it the call does nothing. Otherwise the
-        Event is always created, and the condition is patched only when the pod's current
-        ``PodScheduled`` differs in status, reason, message or observedGeneration (kube-scheduler's
-        ``updatePod`` skips equal conditions). The condition patch is a strategic merge PATCH of
-        ``pods/{name}/status`` with the pod's whole ``conditions`` list, ours replaced: the API
-        server merges by ``type``, a list-replacing server gets the same result.
+        Flood control: a report equal (reason, message) to the last one written for this pod within
+        ``event_interval_s`` of event-loop time writes nothing and only counts into the Event's
+        series. Otherwise the Event is recorded (created, or counted into its series, which is
+        written at most once per interval: see the module docstring), and the condition is patched
+        only when the pod's current ``PodScheduled`` differs in status, reason, message or
+        observedGeneration (kube-scheduler's ``updatePod`` skips equal conditions). The condition
+        patch is a strategic merge PATCH of ``pods/{name}/status`` with the pod's whole
+        ``conditions`` list, ours replaced: the API server merges by ``type``, a list-replacing
+        server gets the same result.
         API errors are logged and swallowed; a failed Event does not stop the condition patch.
         """
         uid = pod.metadata.uid or pod.key
-        if not self._first_in_interval((uid, reason, message)):
+        note = truncate_utf8(message, NOTE_MAX_BYTES)
+        if not self._first_in_interval(uid, (reason, message)):
+            self._count((uid, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note),
+                        asyncio.get_running_loop().time())
             return
         new = _Condition(POD_SCHEDULED, "False", reason, truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
         conditions = _with_condition(pod.status.conditions, new, pod.metadata.generation, terminal=False)
@@ -195,35 +275,114 @@ class StatusWriter:
                 return  # the pod changed (bound, or a newer attempt): this report is stale; no event either
             except ApiError as exc:
                 _warn(f"Pod {pod.key} condition {POD_SCHEDULED}", exc)
-        note = truncate_utf8(message, NOTE_MAX_BYTES)
-        await self._event(pod, "Warning", EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note)
+        await self._event(pod, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note)
 
-    def _first_in_interval(self, key: tuple[str, str, str]) -> bool:
-        """True (and remember ``key`` as written now) unless ``key`` was written within the interval.
+    def _first_in_interval(self, uid: str, report: tuple[str, str]) -> bool:
+        """True (and remember ``report`` as pod ``uid``'s last, written now) unless it repeats the report last
+        written for this pod, within the interval.
 
-        The memory is a dict in write order: expired entries are dropped from its front on every
-        call, and the oldest beyond :data:`MAX_REMEMBERED_FAILURES`.
+        Only the *last* report counts, so a message that changes and changes back (a Waiting gang:
+        "3/4 pods exist", a fourth pod comes and goes, "3/4 pods exist") rewrites the pod's condition
+        at once instead of leaving the middle message on it; its Event is still written at most once
+        per interval (:meth:`_event`). The memory is one entry per pod in write order: expired entries
+        are dropped from its front on every call, and the oldest beyond :data:`MAX_REMEMBERED_FAILURES`.
         """
         now = asyncio.get_running_loop().time()
         recent = self._recent
         while recent:
-            oldest, stamp = next(iter(recent.items()))
+            oldest, (_, stamp) = next(iter(recent.items()))
             if now - stamp < self.event_interval_s and len(recent) < MAX_REMEMBERED_FAILURES:
                 break
             del recent[oldest]
-        if key in recent:
+        last = recent.get(uid)
+        if last is not None and last[0] == report:
             return False
-        recent[key] = now
+        recent.pop(uid, None)  # re-inserted at the end: the dict stays in write order
+        recent[uid] = (report, now)
         return True
 
     async def _event(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:
-        """Create one ``events.k8s.io/v1`` Event regarding ``pod``; log and swallow API errors."""
+        """Record one observation of an Event regarding ``pod``: create it, or count it into its series.
+
+        The first observation of (pod uid, ``type_``, ``reason``, ``action``, ``note``), or the first after its
+        series ended, creates an ``events.k8s.io/v1`` Event (:meth:`_new_event`). A repeat is counted and, when
+        ``event_interval_s`` has passed since the Event was last written, its series is written
+        (:meth:`_write_series`). API errors are logged and swallowed; a failed create is forgotten, so the next
+        observation tries again.
+        """
+        now = asyncio.get_running_loop().time()
+        key: _EventKey = (pod.metadata.uid or pod.key, type_, reason, action, note)
+        rec = self._count(key, now)
+        if rec is None:
+            stamp, unix_ns = self._wall_clock()
+            body = self._new_event(pod, type_, reason, action, note, stamp, unix_ns)
+            rec = _Recorded(body, count=1, last_observed=stamp, observed_at=now, written_at=now)
+            self._events[key] = rec  # before the await: a concurrent repeat counts into it instead of creating a twin
+            try:
+                await self.kube.create(EVENTS, pod.metadata.namespace, body)
+            except ApiError as exc:
+                if self._events.get(key) is rec:
+                    del self._events[key]
+                _warn(f"Pod {pod.key} event {reason}", exc)
+        elif now - rec.written_at >= self.event_interval_s:
+            await self._write_series(pod, rec, now)
+
+    def _count(self, key: _EventKey, now: float) -> _Recorded | None:
+        """Count an observation of ``key`` into its live series and return it; None if there is none.
+
+        Series whose last observation is ``max(SERIES_WINDOW_S, event_interval_s)`` old are dropped first
+        (from the front of the dict, which is in observation order), and the oldest beyond
+        :data:`MAX_REMEMBERED_FAILURES`.
+        """
+        window = max(SERIES_WINDOW_S, self.event_interval_s)
+        events = self._events
+        while events:
+            oldest, first = next(iter(events.items()))
+            if now - first.observed_at < window and len(events) < MAX_REMEMBERED_FAILURES:
+                break
+            del events[oldest]
+        rec = events.pop(key, None)
+        if rec is None:
+            return None
+        rec.count += 1
+        rec.last_observed = self._wall_clock()[0]
+        rec.observed_at = now
+        events[key] = rec  # now the most recently observed
+        return rec
+
+    async def _write_series(self, pod: Pod, rec: _Recorded, now: float) -> None:
+        """Write ``rec``'s series: a strategic merge PATCH of ``{series: {count, lastObservedTime}}``.
+
+        This is the patch client-go's ``createPatchBytesForSeries`` computes (only ``series`` differs). On 404
+        the Event is created again with the same name and its series (``recordEvent`` does the same when the
+        Event "may have been removed"). Other API errors are logged; the next write comes an interval later.
+        """
+        rec.written_at = now  # before the await: concurrent repeats do not patch twice
+        series: JSON = {"count": rec.count, "lastObservedTime": rec.last_observed}
+        md = rec.body["metadata"]
+        try:
+            try:
+                await self.kube.patch(EVENTS, md["namespace"], md["name"], {"series": series},
+                                      content_type=STRATEGIC_PATCH)
+            except NotFound:
+                await self.kube.create(EVENTS, md["namespace"], {**rec.body, "series": series})
+        except ApiError as exc:
+            _warn(f"Pod {pod.key} event {rec.body['reason']} series", exc)
+
+    def _new_event(self, pod: Pod, type_: str, reason: str, action: str, note: str, stamp: str,
+                   unix_ns: int) -> JSON:
+        """An ``events.k8s.io/v1`` Event regarding ``pod``, as client-go's ``makeEvent`` builds it.
+
+        ``stamp``: ``eventTime`` (MicroTime); ``unix_ns``: the same instant, naming the Event (:func:`event_name`).
+        ``regarding`` carries no ``resourceVersion`` (client-go's ``GetReference`` copies it): the field is
+        optional, and our own PodScheduled patch changes it, so a repeat would not look like the same Event.
+        """
         md = pod.metadata
-        body: JSON = {
+        return {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{md.name}.", "namespace": md.namespace},
-            "eventTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),  # MicroTime
+            "metadata": {"name": event_name(md.name, unix_ns), "namespace": md.namespace},
+            "eventTime": stamp,
             "reportingController": self.scheduler_name,
             "reportingInstance": self.instance,
             "action": action,
@@ -233,10 +392,33 @@ class StatusWriter:
             "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": md.namespace, "name": md.name,
                           "uid": md.uid},
         }
-        try:
-            await self.kube.create(EVENTS, md.namespace, body)
-        except ApiError as exc:
-            _warn(f"Pod {pod.key} event {reason}", exc)
+
+    def _wall_clock(self) -> tuple[str, int]:
+        """Wall-clock now as (MicroTime, Unix nanoseconds); the nanoseconds strictly increase per writer."""
+        self._last_ns = max(time.time_ns(), self._last_ns + 1)
+        return micro_time(self._last_ns), self._last_ns
+
+
+def event_name(regarding: str, unix_ns: int) -> str:
+    """The ``metadata.name`` of an Event about the object named ``regarding``, recorded at ``unix_ns``.
+
+    ``<regarding>.<unix_ns in hex>``, as client-go names Events (``GenerateEventName``,
+    tools/record/util/util.go): a valid DNS subdomain for every valid object name. Only when the
+    17-character suffix pushes a long name over 253 characters (a pod name may be 253 itself) is it
+    invalid; then, as client-go does (issues.k8s.io/127594), a random UUID (36 characters, lowercase
+    hex and '-') names the Event instead. Nothing finds Events by name: ``kubectl describe`` selects
+    them by the regarding object.
+    """
+    name = f"{regarding}.{unix_ns:x}"
+    if len(name) <= NAME_MAX and _DNS_SUBDOMAIN.fullmatch(name):
+        return name
+    return str(uuid.uuid4())
+
+
+def micro_time(unix_ns: int) -> str:
+    """``metav1.MicroTime`` JSON for ``unix_ns`` (UTC, six fractional digits: ``2026-11-29T10:00:00.123456Z``)."""
+    seconds, rest = divmod(unix_ns, 1_000_000_000)
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{rest // 1000:06d}Z"
 
 
 def truncate_utf8(text: str, limit_bytes: int) -> str:
@@ -300,5 +482,7 @@ __all__ = [
     "REASON_SCHEDULER_ERROR",
     "REASON_UNSCHEDULABLE",
     "StatusWriter",
+    "event_name",
+    "micro_time",
     "truncate_utf8",
 ]

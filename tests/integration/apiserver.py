@@ -7,6 +7,13 @@ uid and creationTimestamp on create, ``metadata.namespace`` from the URL, PUT, t
 ``.status``, equality label/field selectors, watches that resume from a resourceVersion, and an
 in-stream ``ERROR`` 410 for a resourceVersion older than the last :meth:`ApiServer.compact`.
 Injected error reactions pre-empt writes (they do not mutate the stored object).
+
+Validation (issue 9): creates are checked like a real server's (``apivalidation.py``): every
+``metadata.name`` and ``generateName`` against the kind's name rule (a DNS subdomain for all our
+kinds), names generated like the server's (``prefix[:58]`` + 5 random characters), and
+``events.k8s.io/v1`` Event bodies on create and on every PATCH/PUT. A rejected write answers the
+real server's ``422 Invalid`` Status (``details.causes`` per field) and stores nothing; an
+undecodable time answers 400 ``BadRequest``.
 """
 
 # ruff: noqa
@@ -14,6 +21,7 @@ Injected error reactions pre-empt writes (they do not mutate the stored object).
 import copy, datetime, functools, uuid
 import attrs, kmock
 from kmock import KubernetesError, KubernetesObjectNotFoundError, KubernetesResourceNotFoundError
+from tests.integration import apivalidation as av
 def _now(): return datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%dT%H:%M:%SZ')
 def _conflict(msg): return KubernetesError(status=409, reason='Conflict', message=msg)
 def _status(code, **kw): return {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'code': code, **kw}
@@ -54,7 +62,8 @@ class ApiServer(kmock.KubernetesEmulator):
     async def _serve_create(self, req):
         body = copy.deepcopy(req.data); md = body.setdefault('metadata', {})
         if req.namespace: md['namespace'] = req.namespace
-        if not md.get('name') and md.get('generateName'): md['name'] = md['generateName'] + uuid.uuid4().hex[:5]
+        if not md.get('name') and md.get('generateName'): md['name'] = av.generate_name(md['generateName'])
+        self._validate(req, body, None)
         key = (req.resource, md.get('namespace'), md['name'])
         async with self._lock:
             if key in self._objects and not self._objects[key].deleted: raise _conflict(f"{md['name']} exists")
@@ -67,6 +76,7 @@ class ApiServer(kmock.KubernetesEmulator):
             if md.get('resourceVersion') not in (None, cm.get('resourceVersion')):
                 raise _conflict('the object has been modified; please apply your changes to the latest version')
             md.update({k: cm[k] for k in ('uid', 'name', 'namespace', 'creationTimestamp', 'generation') if k in cm})
+            self._validate(req, new, cur)
             gone = md.get('deletionTimestamp') and not md.get('finalizers')
             return await self._commit(key, new, 'DELETED' if gone else 'MODIFIED')
     async def _serve_update(self, req):     # PATCH: dict = merge patch (lists replaced), list = JSON patch
@@ -93,6 +103,19 @@ class ApiServer(kmock.KubernetesEmulator):
             pod['status']['conditions'] = conds + [{'type': 'PodScheduled', 'status': 'True'}]
             await self._commit(key, pod, 'MODIFIED')
         return kmock.Response(status=201, payload=_status(201, status='Success'))
+    def _validate(self, req, body, old):    # create (old None) or update: raise the real server's 422 / 400
+        r, md = req.resource, body.get('metadata') or {}
+        events = (r.group, r.version, r.plural) == av.EVENTS_V1
+        if events and (bad := av.bad_times(body)):
+            raise KubernetesError(status=400, reason='BadRequest', message='; '.join(bad))
+        if events: errs = av.validate_event_create(body) if old is None else av.validate_event_update(body, old)
+        elif old is None: errs = av.validate_metadata(md, av.name_rule(r.group, r.version, r.plural, self._kind(r)))
+        else: errs = []                     # names are immutable; other kinds' fields are not schema-checked
+        if errs:
+            status = av.invalid_status(r.group, self._kind(r), md.get('name') or '', errs)
+            raise KubernetesError(status=422, reason='Invalid', message=status['message'], details=status['details'])
+    def _kind(self, res):
+        return self._resources[res].kind if res in self._resources else res.plural
     def _live(self, res): return [o for (r, _, _), o in self._objects.items() if r == res and not o.deleted]
     def _matches(self, req, body):
         return req.namespace in (None, body.get('metadata', {}).get('namespace')) and _selected(req.params, body)

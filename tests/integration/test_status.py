@@ -14,7 +14,7 @@ from typing import Any
 import kmock
 import pytest
 
-from scheduler.live.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, STRATEGIC_PATCH, KubeClient, Resource
+from scheduler.live.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, STRATEGIC_PATCH, ApiError, KubeClient, Resource
 from scheduler.live.status_writer import StatusWriter
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, PodGroup
@@ -31,6 +31,7 @@ POD_BODY = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "worker-0"},
                      "containers": [{"name": "c", "image": "i"}]}}
 OLD = "2020-01-01T00:00:00Z"
 MICROTIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+EVENT_NAME = re.compile(r"worker-0\.[0-9a-f]{16}")  # client-go's <pod name>.<hex nanoseconds>
 NO_FIT = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
 
 
@@ -203,7 +204,7 @@ async def test_scheduled_event_shape(kube: KubeClient, writer: StatusWriter) -> 
 
     [event] = await events(kube)
     md = event.pop("metadata")
-    assert md["generateName"] == "worker-0." and md["name"].startswith("worker-0.") and md["namespace"] == NS
+    assert EVENT_NAME.fullmatch(md["name"]) and md["namespace"] == NS and "generateName" not in md
     assert MICROTIME.fullmatch(event.pop("eventTime"))
     assert event == {
         "apiVersion": "events.k8s.io/v1", "kind": "Event", "type": "Normal", "reason": "Scheduled",
@@ -286,6 +287,21 @@ async def test_changed_failure_message_is_written_at_once(kube: KubeClient, writ
     assert len(patches(k8s, PODS)) == 2
 
 
+async def test_message_that_changes_back_rewrites_the_condition_but_not_its_event(kube: KubeClient,
+                                                                                  writer: StatusWriter,
+                                                                                  k8s: ApiServer) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    waiting = "gang workers: 3/4 pods exist (minCount 4)"
+
+    for message in (waiting, NO_FIT, waiting):  # a fourth pod came and went within the interval
+        await writer.pod_unschedulable(await pod(kube), "Unschedulable", message)
+
+    assert conditions(await kube.get(PODS, NS, "worker-0"))["PodScheduled"]["message"] == waiting
+    assert sorted(e["note"] for e in await events(kube)) == sorted([waiting, NO_FIT])
+    assert not patches(k8s, EVENTS)  # the third report counts into the first Event's series, written later
+    assert len(patches(k8s, PODS)) == 3
+
+
 @pytest.mark.looptime
 async def test_identical_failure_after_interval_is_written_again(kube: KubeClient, writer: StatusWriter,
                                                                  k8s: ApiServer) -> None:
@@ -299,7 +315,9 @@ async def test_identical_failure_after_interval_is_written_again(kube: KubeClien
     await asyncio.sleep(2)  # 61 s after the first write
     await writer.pod_unschedulable(await pod(kube), "Unschedulable", NO_FIT)
 
-    assert len(await events(kube)) == 2
+    [event] = await events(kube)  # one Event whose series counts all three observations
+    assert event["series"]["count"] == 3 and MICROTIME.fullmatch(event["series"]["lastObservedTime"])
+    assert len(patches(k8s, EVENTS)) == 1
     assert len(patches(k8s, PODS)) == 1  # the pod already carries this exact condition
     assert len(writer._recent) == 1  # the expired entry was replaced, not kept
 
@@ -320,3 +338,132 @@ async def test_event_post_500_does_not_raise(kube: KubeClient, writer: StatusWri
     assert [r.getMessage() for r in caplog.records] == [
         "status write failed: Pod ml/worker-0 event Scheduled: 500 InternalError: etcd is down",
         "status write failed: Pod ml/worker-0 event FailedScheduling: 500 InternalError: etcd is down"]
+
+
+# --- issue 9: Events a real API server accepts, repeats as a series -------------------------------------------
+
+
+async def test_issue9_old_generate_name_is_refused_and_the_writers_event_is_accepted(
+        kube: KubeClient, writer: StatusWriter, caplog: pytest.LogCaptureFixture) -> None:
+    await kube.create(PODS, NS, {**POD_BODY, "metadata": {"name": "fits-2"}})
+    p = Pod.model_validate(await kube.get(PODS, NS, "fits-2"))
+    old = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"generateName": "fits-2.", "namespace": NS},
+           "eventTime": "2026-11-29T10:00:00.000000Z", "reportingController": "gang-scheduler",
+           "reportingInstance": "gang-scheduler-0", "action": "Binding", "reason": "Scheduled", "type": "Normal",
+           "note": "Successfully assigned ml/fits-2 to node-17",
+           "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": NS, "name": "fits-2", "uid": p.metadata.uid}}
+
+    with pytest.raises(ApiError) as info:  # the body the writer sent before the fix, as the issue reports it
+        await kube.create(EVENTS, NS, old)
+    with caplog.at_level(logging.WARNING, logger="scheduler.live.status_writer"):
+        await writer.pod_scheduled(p, "node-17")
+        await writer.pod_unschedulable(p, "Unschedulable", NO_FIT)
+
+    assert (info.value.status, info.value.reason) == (422, "Invalid")
+    assert 'is invalid: metadata.generateName: Invalid value: "fits-2.": a lowercase RFC 1123 subdomain' \
+        in info.value.message
+    assert caplog.records == []
+    assert sorted(e["reason"] for e in await events(kube)) == ["FailedScheduling", "Scheduled"]
+    assert all(re.fullmatch(r"fits-2\.[0-9a-f]{16}", e["metadata"]["name"]) for e in await events(kube))
+
+
+async def test_longest_pod_name_gets_a_uuid_named_event(kube: KubeClient, writer: StatusWriter) -> None:
+    name = "p" * 253  # a valid pod name; "<name>.<hex>" would be 270 characters
+    await kube.create(PODS, NS, {**POD_BODY, "metadata": {"name": name}})
+    p = Pod.model_validate(await kube.get(PODS, NS, name))
+
+    await writer.pod_unschedulable(p, "Unschedulable", NO_FIT)
+
+    [event] = await events(kube)
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", event["metadata"]["name"])
+    assert event["regarding"]["name"] == name
+
+
+async def test_long_identity_is_cut_to_the_reporting_instance_limit(kube: KubeClient) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    writer = StatusWriter(kube, "gang-scheduler", instance="i" * 200)
+
+    await writer.pod_scheduled(await pod(kube), "node-17")
+
+    [event] = await events(kube)
+    assert event["reportingInstance"] == "i" * 128
+
+
+async def test_concurrent_identical_events_create_one_event(kube: KubeClient, writer: StatusWriter,
+                                                            k8s: ApiServer) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    p = await pod(kube)
+
+    await asyncio.gather(writer.pod_scheduled(p, "node-17"), writer.pod_scheduled(p, "node-17"))
+
+    assert len(await events(kube)) == 1
+    assert not patches(k8s, EVENTS)  # the repeat is counted; a series is written an interval later at the earliest
+
+
+async def test_failed_event_create_is_forgotten_and_tried_again(kube: KubeClient, writer: StatusWriter,
+                                                                k8s: ApiServer) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    p = await pod(kube)
+    view = k8s["post", kmock.resource("events.k8s.io/v1/events")]
+    n = len(view)
+    view[n:n + 1] << 500 << {"kind": "Status", "code": 500, "reason": "InternalError", "message": "etcd is down"}
+
+    await writer.pod_scheduled(p, "node-17")
+    assert await events(kube) == []
+    await writer.pod_scheduled(p, "node-17")
+
+    [event] = await events(kube)
+    assert "series" not in event
+
+
+@pytest.mark.looptime
+async def test_series_is_written_at_most_once_per_interval_then_ends(kube: KubeClient, writer: StatusWriter,
+                                                                     k8s: ApiServer) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    loop = asyncio.get_running_loop()
+    start, counts = loop.time(), list[int | None]()
+    for at in (0, 30, 61, 90, 125):  # seconds of loop time; the writer's interval is 60 s
+        await asyncio.sleep(start + at - loop.time())
+        await writer.pod_unschedulable(await pod(kube), "Unschedulable", NO_FIT)
+        [event] = await events(kube)
+        counts.append((event.get("series") or {}).get("count"))
+
+    assert counts == [None, None, 3, 3, 5]  # 30 s and 90 s are counted only; 61 s and 125 s write the count
+    assert [r.headers["Content-Type"] for r in patches(k8s, EVENTS)] == [STRATEGIC_PATCH] * 2
+    first_patch = patches(k8s, EVENTS)[0].data
+    assert first_patch["series"]["count"] == 3 and first_patch.keys() == {"series"}
+    assert MICROTIME.fullmatch(first_patch["series"]["lastObservedTime"])
+
+    await asyncio.sleep(361)  # past client-go's 6-minute finishTime: the series has ended
+    await writer.pod_unschedulable(await pod(kube), "Unschedulable", NO_FIT)
+
+    second = [e for e in await events(kube) if e["metadata"]["name"] != event["metadata"]["name"]]
+    assert [e.get("series") for e in second] == [None]  # a new Event, not a sixth count on the old one
+
+
+@pytest.mark.looptime
+async def test_series_of_an_event_the_server_dropped_recreates_it(kube: KubeClient, writer: StatusWriter) -> None:
+    await kube.create(PODS, NS, POD_BODY)
+    await writer.pod_unschedulable(await pod(kube), "Unschedulable", NO_FIT)
+    [first] = await events(kube)
+    await kube.delete(EVENTS, NS, first["metadata"]["name"])  # what the API server's --event-ttl (1 h) does
+
+    await asyncio.sleep(61)
+    await writer.pod_unschedulable(await pod(kube), "Unschedulable", NO_FIT)
+
+    [again] = await events(kube)
+    assert again["metadata"]["name"] == first["metadata"]["name"] and again["series"]["count"] == 2
+    assert {k: again[k] for k in ("eventTime", "note", "reason")} == {k: first[k] for k in ("eventTime", "note",
+                                                                                           "reason")}
+
+
+async def test_report_on_a_pod_bound_meanwhile_writes_no_event(kube: KubeClient, writer: StatusWriter) -> None:
+    # the server's order: our report is about the pod as the cache saw it; the bind lands first
+    await kube.create(PODS, NS, POD_BODY)
+    stale = await pod(kube)
+    await kube.bind(NS, "worker-0", "node-17")
+
+    await writer.pod_unschedulable(stale, "Unschedulable", NO_FIT)
+
+    assert await events(kube) == []
+    assert conditions(await kube.get(PODS, NS, "worker-0"))["PodScheduled"]["status"] == "True"
