@@ -26,16 +26,18 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 run: $(RUNTIME_STAMP)  ## simulate the built-in example cluster
 	$(BIN)/gang-scheduler simulate
 
-test: $(DEV_STAMP)  ## the whole test suite (unit, property, scenario, golden)
+test: $(DEV_STAMP)  ## the layering contract, then the whole test suite (unit, property, scenario, golden)
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
 
 bench: $(DEV_STAMP)  ## solver and end-to-end benchmarks (not part of `make test`)
 	$(BIN)/python -m tests.bench.bench_solver
 	$(BIN)/python -m tests.bench.bench_e2e
 
-lint: $(DEV_STAMP)  ## ruff + mypy on scheduler/
+lint: $(DEV_STAMP)  ## ruff, mypy and the import-linter layering contract (.importlinter)
 	$(BIN)/ruff check scheduler tests
 	$(BIN)/mypy scheduler
+	$(BIN)/lint-imports --no-cache
 
 manifests: $(DEV_STAMP)  ## render charts/gang-scheduler into deploy/gang-scheduler.yaml (plain manifests)
 	$(BIN)/python -m tests.chart.helmchart

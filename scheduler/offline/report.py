@@ -5,12 +5,17 @@ status, placements, reason}`` and ``pods[].{namespace, name, node, reason}``; ex
 (``policy``, ``priority``, ``nodes``, ``invalid``) may be added, none removed or renamed.
 Issue #4 adds ``allocations[].{claim, reservedFor: {kind, name}, node, devices[].{request, driver,
 pool, device}}`` (one entry per claim a plan allocates, in queue order; ``[]`` without DRA), with
-the extra keys ``pods`` (the plan's pods using the claim) and ``synthesized``.
+the extra keys ``pods`` (the plan's pods using the claim) and ``synthesized``. Issues #8/#9 add
+``warnings[].{level, kind, message}`` (the summary's ``note:`` / ``warning:`` lines, ``kind`` one of
+``no-pods-of-ours``, ``skipped-api-version``, ``dra-problems``, ``synthesized-claims``) and
+``dra_problems[]`` (every line of the report's "DRA problems" section: unusable pools and slices,
+selector errors met while solving).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -72,6 +77,8 @@ def to_json(sim: Simulation) -> dict[str, Any]:
     if sim.snapshot is not None and sim.initial is not None:
         doc["nodes"] = _node_rows(sim.initial, sim.snapshot)
     doc["allocations"] = [_allocation_json(a) for a in sim.allocations]
+    doc["warnings"] = [{"level": n.level, "kind": n.kind, "message": n.message} for n in notices(sim)]
+    doc["dra_problems"] = list(sim.dra_problems)
     return doc
 
 
@@ -107,7 +114,7 @@ def render_text(sim: Simulation) -> str:
     scheduled = sum(g.status == "Scheduled" for g in sim.groups)
     placed = sum(p.node is not None for p in sim.pods)
     out.append(f"Groups: {scheduled}/{len(sim.groups)} scheduled; pods: {placed}/{len(sim.pods)} placed")
-    out.extend(_notes(sim))
+    out.extend(f"{n.level}: {n.message}" for n in notices(sim))
     out.append("")
     for g in sim.groups:
         indent = "  " if g.key == g.root else "    "
@@ -209,26 +216,38 @@ def _devices_text(results: list[tuple[str, str, str, str]] | tuple[tuple[str, st
     return "; ".join(f"{', '.join(devs)} ({driver})" for driver, devs in by_driver.items())
 
 
-def _notes(sim: Simulation) -> list[str]:
-    """One-line hints under the summary: no pod of ours found; DRA objects of another version
-    skipped; DRA problems (listed in full further down); claims made from templates."""
-    notes: list[str] = []
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """One hint of the report's summary: ``level`` ``note`` or ``warning``, a stable ``kind``, the text."""
+
+    level: str
+    kind: str
+    message: str
+
+
+def notices(sim: Simulation) -> list[Notice]:
+    """The hints under the summary, for both renderings: no pod of ours found; DRA objects of another
+    version skipped; DRA problems (listed in full under their own heading / key); claims made from
+    templates."""
+    out: list[Notice] = []
     if not sim.pods:  # sim.pods holds every pending pod of ours
         found = ", ".join(f"{name} ({n})" for name, n in sorted(sim.pods_by_scheduler.items(),
                                                                 key=lambda kv: (-kv[1], kv[0])))
-        notes.append(f'note: no pending pod has spec.schedulerName "{sim.scheduler_name}" '
-                     f'(found: {found or "no pods"})')
+        out.append(Notice("note", "no-pods-of-ours", f'no pending pod has spec.schedulerName "{sim.scheduler_name}" '
+                                                     f'(found: {found or "no pods"})'))
     other = sorted({kind.split()[0] for kind in sim.skipped if kind.startswith(f"{DRA_GROUP}/")})
     if other:
         count = sum(n for kind, n in sim.skipped.items() if kind.startswith(f"{DRA_GROUP}/"))
-        notes.append(f"warning: {count} {DRA_GROUP} object(s) of {', '.join(other)} skipped "
-                     f"(only {DRA_VERSION} is read)")
+        out.append(Notice("warning", "skipped-api-version", f"{count} {DRA_GROUP} object(s) of {', '.join(other)} "
+                                                            f"skipped (only {DRA_VERSION} is read)"))
     if sim.dra_problems:
-        notes.append(f"warning: {len(sim.dra_problems)} DRA problem(s), listed under \"DRA problems\" below")
+        out.append(Notice("warning", "dra-problems",
+                          f"{len(sim.dra_problems)} DRA problem(s), listed under \"DRA problems\" below"))
     if sim.synthesized:
-        notes.append(f"note: {len(sim.synthesized)} ResourceClaim(s) not in the snapshot made from their "
-                     "ResourceClaimTemplate, as the resourceclaim controller would")
-    return notes
+        out.append(Notice("note", "synthesized-claims",
+                          f"{len(sim.synthesized)} ResourceClaim(s) not in the snapshot made from their "
+                          "ResourceClaimTemplate, as the resourceclaim controller would"))
+    return out
 
 
 def _utilisation(initial: Snapshot, final: Snapshot) -> str:
