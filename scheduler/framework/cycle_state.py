@@ -58,11 +58,12 @@ class CycleState:
 
     ``snapshot``: the cycle's frozen view (never modified). ``config``: the solver settings.
     ``priority``: the root's priority (room nominated to pods of at least this priority is not
-    ours). ``reservers``: the profile's Reserve plugins, in the order they run.
+    ours). ``own``: keys of the root's pending pods (room nominated to them is theirs to use).
+    ``reservers``: the profile's Reserve plugins, in the order they run.
     """
 
     def __init__(self, snapshot: Snapshot, config: SolverConfig, priority: int,
-                 reservers: Sequence[ReservePlugin]) -> None:
+                 reservers: Sequence[ReservePlugin], own: frozenset[str] = frozenset()) -> None:
         self.snapshot = snapshot
         self.table: NodeTable = snapshot.table
         self.config = config
@@ -70,7 +71,8 @@ class CycleState:
         self.reservers = tuple(reservers)
         self.free: IntArray = snapshot.free()
         for nominated in snapshot.nominated:
-            if nominated.priority >= priority:  # room preempted for a more important pod is not ours to take
+            # room held for a pod at least as important is not ours to take (unless it is ours)
+            if nominated.priority >= priority and nominated.pod not in own:
                 self.free[nominated.row] -= nominated.request
         self.journal: list[Placement] = []
         self._data: dict[str, object] = {}

@@ -38,11 +38,12 @@ class DeviceSnapshot(Protocol):
 class Nominated:
     """An unbound pod with ``status.nominatedNodeName``: room freed for it by preemption.
 
-    ``row``: the nominated node's row; ``request``: its requests over the table's columns;
-    ``priority``: its priority. The solver counts those of priority ≥ the root's as running there
-    (kube-scheduler ``addGENominatedPods``).
+    ``pod``: its key; ``row``: the nominated node's row; ``request``: its requests over the table's
+    columns; ``priority``: its priority. The solver counts those of priority ≥ the root's as running
+    there (kube-scheduler ``addGENominatedPods``) — except the root's own pods, for which the room is held.
     """
 
+    pod: str
     row: int
     request: IntArray
     priority: int
@@ -66,7 +67,7 @@ def nominated_pod(table: NodeTable, pod: Pod) -> Nominated | None:
     row = table.index.get(pod.status.nominated_node_name or "")
     if row is None:
         return None
-    return Nominated(row, pod_vector(table, pod), pod.spec.priority or 0)
+    return Nominated(pod.key, row, pod_vector(table, pod), pod.spec.priority or 0)
 
 
 @dataclass(frozen=True, eq=False)

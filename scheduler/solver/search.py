@@ -82,9 +82,10 @@ def _describe(group: Group) -> str:
 class _Search:
     """One solver run: the cycle state, the profile's plugins and the failure record."""
 
-    def __init__(self, snapshot: Snapshot, config: SolverConfig, priority: int, profile: Profile) -> None:
+    def __init__(self, snapshot: Snapshot, config: SolverConfig, tree: GroupTree, profile: Profile) -> None:
         self.profile = profile
-        self.state = CycleState(snapshot, config, priority, profile.reservers)
+        own = frozenset(p.key for leaf in tree.root.leaves() for p in leaf.pending)
+        self.state = CycleState(snapshot, config, tree.priority, profile.reservers, own)
         self.table = snapshot.table
         self.config = config
         self.attempts = 0
@@ -520,7 +521,7 @@ def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = Non
     :class:`Unschedulable` with per-group reasons and the plugins that rejected. A plan that would
     place no pod at all is reported as Unschedulable. Never raises for unschedulable input.
     """
-    search = _Search(snapshot, config or SolverConfig(), tree.priority, profile)
+    search = _Search(snapshot, config or SolverConfig(), tree, profile)
     everything = np.ones(len(snapshot.table), dtype=bool)
     try:
         for _ in search.alternatives(tree.root, everything):
