@@ -111,7 +111,8 @@ class Binder:
         self.rng = rng or random.Random()
 
     # -- the transaction -----------------------------------------------------------------------------
-    async def commit(self, plan: Plan, writes: Sequence[ClaimWrite]) -> tuple[BindResult, BindOutcome]:
+    async def commit(self, plan: Plan, writes: Sequence[ClaimWrite],
+                     outcome: BindOutcome | None = None) -> tuple[BindResult, BindOutcome]:
         """Write a plan: every claim (allocation, reservations) first, then every binding — one transaction.
 
         Returns what the cycle must give back (:class:`~scheduler.cycle.BindResult`: pods to forget,
@@ -119,7 +120,11 @@ class Binder:
         metrics. A failed claim write rolls back every claim written and binds nothing. A failed bind
         stops the plan's remaining binds; the members not bound are forgotten and the claims written
         only for them are rolled back, so the next plan may choose other devices.
+
+        ``outcome``: filled in as binds land, so a caller whose transaction raised still knows which
+        members are bound (they must never be forgotten: the server has them).
         """
+        outcome = outcome if outcome is not None else BindOutcome()
         claims: ClaimOutcome | None = None
         pods = [p.key for p, _ in plan.placements]
         if writes:
@@ -135,8 +140,9 @@ class Binder:
                     message += f" (could not roll back {', '.join(claims.not_released)})"
                 result = BindResult(failure=Failure(failed_key, message, error.status), forget=pods,
                                     release=[a.claim for a in plan.allocations if a.claim not in kept])
-                return result, BindOutcome(failed=claims.failed, skipped=pods)
-        outcome = await self.bind_plan(plan.placements)
+                outcome.failed, outcome.skipped = claims.failed, pods
+                return result, outcome
+        await self.bind_plan(plan.placements, outcome)
         if outcome.ok:
             return BindResult(bound=list(outcome.bound)), outcome
         bound = {p.key for p, _ in outcome.bound}
@@ -164,9 +170,11 @@ class Binder:
         log.info("released %d claim(s) of unbound members: %s", len(done), ", ".join(r.key for r in done))
         return [r.write.claim for r in done]
 
-    async def bind_plan(self, placements: Sequence[tuple[Pod, str]]) -> BindOutcome:
-        """Bind every (pod, node) of a plan; stop starting new binds after a permanent failure."""
-        outcome = BindOutcome()
+    async def bind_plan(self, placements: Sequence[tuple[Pod, str]],
+                        outcome: BindOutcome | None = None) -> BindOutcome:
+        """Bind every (pod, node) of a plan; stop starting new binds after a permanent failure. ``outcome``
+        (returned) is filled in as each bind lands."""
+        outcome = outcome if outcome is not None else BindOutcome()
         stop = asyncio.Event()
 
         async def one(pod: Pod, node: str) -> None:
@@ -205,9 +213,11 @@ class Binder:
         try:
             await self._retry(f"bind {pod.key} -> {node}", lambda: self.kube.bind(
                 pod.metadata.namespace, pod.metadata.name, node, uid=pod.metadata.uid or None))
-        except Conflict:
-            if await self._bound_to(pod, node):
-                return  # an earlier attempt of ours landed (reference §1.3: treat as success)
+        except ApiError as exc:
+            # A 409, or a failure whose reply may have been lost (5xx, timeout): an attempt of ours may have
+            # landed (reference §1.3: "already assigned" to our node is success) — ask the server.
+            if (isinstance(exc, Conflict) or exc.retryable) and await self._bound_to(pod, node):
+                return
             raise
 
     async def _bound_to(self, pod: Pod, node: str) -> bool:

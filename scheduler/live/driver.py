@@ -26,12 +26,13 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.config import Settings
-from scheduler.cycle import Attempt, BindResult, Cycle
+from scheduler.cycle import Attempt, BindResult, Cycle, Failure
+from scheduler.dra.writes import ClaimWrite
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import Plan, Unschedulable
 from scheduler.groups.tree import GroupTree, TreeState
@@ -374,31 +375,38 @@ class Scheduler:
             self._write_groups(tree, False, "Unschedulable", result.message, per_group=result.group_reasons)
         self._report_pods(tree, "Unschedulable", result.message)
 
-    async def bind(self, attempt: Attempt, started: float, writes: Any = ()) -> None:
+    async def bind(self, attempt: Attempt, started: float, writes: Sequence[ClaimWrite] = ()) -> None:
         """Run the plan's bind transaction; on success mark its groups scheduled, on failure requeue the root.
 
-        Guarded: an unexpected error forgets the plan and requeues the root instead of leaking its
-        assumptions (capacity and devices held forever) and losing the root.
+        Guarded: an unexpected error forgets the members not bound and requeues the root instead of
+        leaking their assumptions (capacity and devices held forever) and losing the root. Members
+        already bound are never forgotten — the server has them, and forgetting them would free room
+        another plan would then take twice.
         """
         plan = attempt.plan
         assert plan is not None
+        outcome = BindOutcome()
         try:
-            result, outcome = await self.binder.commit(plan, writes)
-        except Exception:
-            log.exception("root=%s result=BindError: plan forgotten and requeued", attempt.tree.key)
-            result = BindResult(forget=[p.key for p, _ in plan.placements], release=None)
-            self._finish(attempt, result, None, started)
-            return
+            result, _ = await self.binder.commit(plan, writes, outcome)
+        except Exception as exc:
+            log.exception("root=%s result=BindError: members not bound forgotten and requeued", attempt.tree.key)
+            bound = {p.key for p, _ in outcome.bound}
+            unbound = [p.key for p, _ in plan.placements if p.key not in bound]
+            result = BindResult(bound=list(outcome.bound), forget=unbound, release=[] if bound else None,
+                                failure=Failure(unbound[0] if unbound else attempt.tree.key.name,
+                                                f"internal error while binding: {exc!r}; {len(bound)}/"
+                                                f"{len(plan.placements)} members bound, the rest forgotten and "
+                                                "the group requeued"))
+            outcome.skipped = [k for k in unbound if k not in outcome.skipped] + outcome.skipped
         self._finish(attempt, result, outcome, started)
 
-    def _finish(self, attempt: Attempt, result: BindResult, outcome: BindOutcome | None, started: float) -> None:
+    def _finish(self, attempt: Attempt, result: BindResult, outcome: BindOutcome, started: float) -> None:
         """The one place a plan ends: settle the cache, record, report, and requeue a failed root."""
         tree, plan = attempt.tree, attempt.plan
         assert plan is not None
         self.cycle.settle(attempt, result)
-        if outcome is not None:
-            self.metrics.bound(tree, plan, outcome, time.perf_counter() - started,
-                               root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
+        self.metrics.bound(tree, plan, outcome, time.perf_counter() - started,
+                           root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
         for pod, node in result.bound:
             self.spawn(self.status.pod_scheduled(pod, node), f"status/{pod.key}")
         if result.ok:
