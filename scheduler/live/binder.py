@@ -103,7 +103,7 @@ class Binder:
         self.kube = kube
         self.fence = fence or (lambda: True)
         """Checked before every claim write and bind: False (the lease was lost) starts no new write,
-        so a replica that stopped leading never binds next to the new leader (design §8)."""
+        so a replica that stopped leading never binds next to the new leader (architecture §8)."""
         self.semaphore = asyncio.Semaphore(concurrency)
         self.max_attempts = max_attempts
         self.retry_initial_s = retry_initial_s

@@ -17,7 +17,7 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +99,9 @@ RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", True, "Res
 RESOURCE_CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates", True, "ResourceClaimTemplate")
 DRA_RESOURCES = (RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
 """What a DRA-aware scheduler watches (reference §6); all GA in ``resource.k8s.io/v1``."""
+
+LIST_PAGE_SIZE = 500
+"""Objects per list page (client-go's reflector default): bounds the raw JSON held during a re-list."""
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
@@ -251,6 +254,24 @@ class KubeClient:
         """All objects (of a namespace, or cluster-wide) and the list's resourceVersion."""
         data = await self.request("GET", res.path(namespace))
         return list(data.get("items") or []), str((data.get("metadata") or {}).get("resourceVersion") or "")
+
+    async def list_pages(self, res: Resource, namespace: str | None = None,
+                         limit: int = LIST_PAGE_SIZE) -> AsyncIterator[tuple[Sequence[JSON], str]]:
+        """The objects in pages of at most ``limit`` (``limit`` / ``continue``, as client-go's reflector lists),
+        each with the list's resourceVersion, so a caller never holds more than one page of raw objects.
+
+        A server that ignores ``limit`` answers everything in one page. Raises :class:`Gone` when a
+        ``continue`` token expired (the caller lists again), :class:`ApiError` for other failures.
+        """
+        token = ""
+        while True:
+            query = [("limit", str(limit))] + ([("continue", token)] if token else [])
+            data = await self.request("GET", res.path(namespace), query)
+            meta = data.get("metadata") or {}
+            yield list(data.get("items") or []), str(meta.get("resourceVersion") or "")
+            token = str(meta.get("continue") or "")
+            if not token:
+                return
 
     async def watch(self, res: Resource, resource_version: str, namespace: str | None = None,
                     timeout_s: int = 300) -> AsyncIterator[JSON]:

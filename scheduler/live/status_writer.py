@@ -232,7 +232,7 @@ class StatusWriter:
         """Record a ``Scheduled`` Normal Event (action ``Binding``) on ``pod``, bound to ``node``.
 
         Note wording is kube-scheduler's: "Successfully assigned NS/NAME to NODE"
-        (schedule_one.go ``finishBinding``). Call after the bind succeeded (design §6 step 3).
+        (schedule_one.go ``finishBinding``). Call after the bind succeeded (architecture §6 step 3).
         API errors are logged and swallowed.
         """
         note = f"Successfully assigned {pod.key} to {node}"

@@ -155,7 +155,7 @@ def test_every_alias_exists_in_the_v1_37_schema(model: type[BaseModel], definiti
         "Pod.spec.containers[].resources.limits",
         "Pod.spec.schedulingGroup.podGroupName",
         "Pod.status.resourceClaimStatuses[].resourceClaimName",
-        "Pod.metadata.ownerReferences[].apiVersion",
+        "Pod.status.containerStatuses[].allocatedResources",
     ],
 )
 def test_walker_reaches_nested_fields(deep_path: str) -> None:
