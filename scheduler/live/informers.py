@@ -3,8 +3,9 @@
 Each :class:`Informer` owns one resource, cluster-wide. A list is read in pages (``limit`` /
 ``continue``) fed to the cache one by one, and when it is complete it *replaces* that kind in the
 cache (whatever the list did not contain is deleted); then it applies watch events, resuming from
-the last resourceVersion seen when a stream ends. An expired resourceVersion (410 Gone) or any other API failure leads to a fresh
-list after a short backoff — a re-list replaces, so nothing is counted twice. The informer
+the last resourceVersion seen when a stream ends. An expired resourceVersion (410 Gone) or any other
+API failure leads to a fresh list after a short backoff — a re-list replaces, so nothing is counted
+twice. The informer
 never writes to the API (we only watch: no annotations, no finalizers).
 """
 
