@@ -69,16 +69,16 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.cycle import schedule_one
 from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.inventory import Inventory
 from scheduler.dra.view import DraView
-from scheduler.cycle import schedule_one
 from scheduler.framework import NodeTable, Plan, Snapshot, SolverConfig, Unschedulable
 from scheduler.groups import GroupTree, TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
-from scheduler.queue import GroupQueue
 from scheduler.model.scheduling import GroupKey
+from scheduler.queue import GroupQueue
 from scheduler.solver.plugins import run_filters
 
 SCHEDULER = "gang-scheduler"
