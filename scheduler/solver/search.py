@@ -85,7 +85,9 @@ class _Search:
     def __init__(self, snapshot: Snapshot, config: SolverConfig, tree: GroupTree, profile: Profile) -> None:
         profile = profile.for_snapshot(snapshot)
         self.profile = profile
-        own = frozenset(p.key for leaf in tree.root.leaves() for p in leaf.pending) if snapshot.nominated else frozenset()
+        own: frozenset[str] = frozenset()
+        if snapshot.nominated:  # only then does it matter whose nominated room it is
+            own = frozenset(p.key for leaf in tree.root.leaves() for p in leaf.pending)
         self.state = CycleState(snapshot, config, tree.priority, profile.reservers, own)
         self.table = snapshot.table
         self.config = config
