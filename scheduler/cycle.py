@@ -30,6 +30,7 @@ from scheduler.framework.status import Code
 from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
+from scheduler.solver.plugins import node_unschedulable, taint_toleration
 from scheduler.solver.search import solve
 
 
@@ -144,6 +145,37 @@ class Cycle:
         claims = {**cache.devices.synthesized, **cache.objects["ResourceClaim"]}
         return claim_writes(plan, claims, cache.objects["DeviceClass"], uids, pinned=pinned, served=served,
                             node_resources=resources)
+
+    def target_problem(self, plan: Plan, pod: Pod, node: str) -> str | None:
+        """Why binding ``pod`` to ``node`` no longer fits the cache as it is now, or None (issue 12: the
+        check the binder makes just before each bind).
+
+        Refused: the node is gone; cordoned (``spec.unschedulable``, unless the pod tolerates
+        kube's ``node.kubernetes.io/unschedulable`` taint); tainted NoSchedule/NoExecute against the pod
+        (TaintToleration's rule); a claim the plan allocates for the pod is gone, being deleted, or
+        allocated to other devices than the plan's.
+        """
+        obj = self.cache.objects["Node"].get(node)
+        if obj is None:
+            return f"node {node} no longer exists"
+        if node_unschedulable.filter_node(pod.spec, obj) is not None:
+            return f"node {node} was cordoned"
+        rejected = taint_toleration.filter_node(pod.spec, obj)
+        if rejected is not None:
+            return f"node {node}: {'; '.join(rejected.reasons)}"
+        for allocation in plan.allocations:
+            if allocation.synthetic or not any(uid == pod.metadata.uid or (kind == "PodGroup"
+                                                                           and name == pod.group_name)
+                                               for kind, name, uid in allocation.reserved_for):
+                continue
+            claim = self.cache.objects["ResourceClaim"].get(allocation.claim)
+            if claim is None:
+                return f"ResourceClaim {allocation.claim} no longer exists"
+            if claim.metadata.deletion_timestamp is not None:
+                return f"ResourceClaim {allocation.claim} is being deleted"
+            if claim.is_allocated and sorted(claim.allocated_device_ids) != sorted(allocation.device_ids):
+                return f"ResourceClaim {allocation.claim} was allocated other devices"
+        return None
 
     def settle(self, attempt: Attempt, result: BindResult) -> None:
         """Give back what a plan's binder did not use: its unbound pods' assumptions and its claims' devices."""

@@ -1,8 +1,9 @@
 """The scheduling queue: ready roots in order, per-root exponential backoff, and queueing hints.
 
-Order (kube-scheduler's ``PrioritySort`` for pod groups): higher priority first, then older
-(creation time of the root), then kind, namespace and name, so the same input always gives the
-same order (as coscheduling's ``Less`` breaks every tie).
+Order: *partial* roots first (members bound below minCount: they hold nodes they cannot use until
+they are completed, issue 12), then kube-scheduler's ``PrioritySort`` for pod groups: higher priority
+first, then older (creation time of the root), then kind, namespace and name, so the same input always
+gives the same order (as coscheduling's ``Less`` breaks every tie).
 
 The queue holds root *keys*, never trees: whoever pops a key looks up the root's current tree, so
 a tree queued before its pods were bound can never be planned again.
@@ -30,7 +31,7 @@ from scheduler.framework.events import ClusterEvent
 from scheduler.groups.tree import GroupTree
 from scheduler.model.scheduling import GroupKey
 
-QueueKey = tuple[int, datetime, str, str, str]
+QueueKey = tuple[bool, int, datetime, str, str, str]
 QueueingHint = Callable[[ClusterEvent], bool]
 """Whether an event may make a root rejected by the hint's plugin schedulable (True: Queue; False: Skip)."""
 
@@ -39,9 +40,9 @@ WAKES_ALL = frozenset({"PriorityClass"})
 
 
 def queue_key(tree: GroupTree) -> QueueKey:
-    """Sort key of a root: (−priority, created, kind, namespace, name)."""
+    """Sort key of a root: (not partial, −priority, created, kind, namespace, name)."""
     k = tree.key
-    return (-tree.priority, tree.created, k.kind, k.namespace, k.name)
+    return (not tree.partial, -tree.priority, tree.created, k.kind, k.namespace, k.name)
 
 
 class GroupQueue:

@@ -14,7 +14,10 @@ Everything derived is **incremental**: an event updates what it touches and noth
   event; a new table only when nodes change;
 * :class:`~scheduler.groups.index.GroupIndex`: only the trees a pod or group event touches are
   rebuilt (:meth:`take_changed_roots` says which);
-* :class:`~scheduler.cache.devices.DeviceCache`: the device inventory per pool, allocations per claim.
+* :class:`~scheduler.cache.devices.DeviceCache`: the device inventory per pool, allocations per claim;
+* :attr:`ClusterCache.holds`: the room each *partial* tree (members bound below its minCount) holds on
+  the nodes its PodGroups' durable intent names (:func:`held_room`, architecture §12), recomputed with
+  its tree and added to every snapshot's nominated room.
 
 Every change is returned as typed :class:`~scheduler.framework.events.ClusterEvent` values; a change
 the scheduler does not read — a node heartbeat, a status condition (our own writes included), the
@@ -27,6 +30,7 @@ already assumed or bound is never assumed again.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -38,8 +42,9 @@ from scheduler.cache.usage import NodeUsage
 from scheduler.dra.view import DraView
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.plan import ClaimAllocation, Plan
-from scheduler.framework.snapshot import Snapshot, bound_copy
+from scheduler.framework.snapshot import Nominated, Snapshot, bound_copy, pod_vector
 from scheduler.groups.index import GroupIndex
+from scheduler.groups.intent import INTENT_ANNOTATION
 from scheduler.groups.tree import Forest, GroupTree
 from scheduler.model.base import describe
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
@@ -93,10 +98,13 @@ def pod_essence(pod: Pod) -> tuple[object, ...]:
 
 
 def group_essence(group: PodGroup | CompositePodGroup) -> tuple[object, ...]:
-    """What the scheduler reads of a group: spec, deletion and (PodGroup) generated claim names — not its
-    conditions, which the scheduler writes itself."""
-    claims = group.status.resource_claim_statuses if isinstance(group, PodGroup) else ()
-    return group.metadata.uid, group.spec, group.metadata.deletion_timestamp, claims
+    """What the scheduler reads of a group: spec, deletion and (PodGroup) generated claim names and durable
+    intent — not its conditions, which the scheduler writes itself."""
+    if isinstance(group, PodGroup):
+        claims, intent = group.status.resource_claim_statuses, group.metadata.annotations.get(INTENT_ANNOTATION)
+    else:
+        claims, intent = (), None
+    return group.metadata.uid, group.spec, group.metadata.deletion_timestamp, claims, intent
 
 
 _ESSENCE: dict[str, Callable[[Any], tuple[object, ...]]] = {
@@ -150,6 +158,8 @@ class ClusterCache:
         self._wants_devices: dict[str, Pod] = {}
         self._snapshot: tuple[int, Snapshot] | None = None
         self._changed_roots: set[GroupKey] = set()
+        self.holds: dict[GroupKey, tuple[tuple[Pod, str, int], ...]] = {}
+        """Partial roots → the room they hold (:func:`held_room`), kept with their trees."""
 
     # -- feeding -------------------------------------------------------------------------------
     def replace(self, kind: str, raws: Iterable[Mapping[str, Any]]) -> list[ClusterEvent]:
@@ -324,7 +334,10 @@ class ClusterCache:
 
     # -- views ---------------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        """Usage, NodeInfos and (with DRA) the device view, as of now; memoised until the next change."""
+        """Usage, NodeInfos, (with DRA) the device view and the nominated room — the pods' own
+        ``status.nominatedNodeName`` and the room partial gangs hold (:attr:`holds`) — as of now; memoised
+        until the next change."""
+        self._refresh_groups()
         hit = self._snapshot
         if hit is not None and hit[0] == self.version:
             return hit[1]
@@ -336,24 +349,48 @@ class ClusterCache:
                        if p.key not in self.assumed and (p.spec.resource_claims or served & p.requests.keys())]
             view = self.devices.view(self.usage.table, classes, pending)
         snap = self.usage.snapshot(view)
+        if self.holds:
+            table = snap.table
+            held = tuple(Nominated(pod.key, row, pod_vector(table, pod), priority)
+                         for room in self.holds.values() for pod, node, priority in room
+                         if (row := table.index.get(node)) is not None)
+            snap = dataclasses.replace(snap, nominated=snap.nominated + held)
         self._snapshot = (self.version, snap)
         return snap
 
     def take_changed_roots(self) -> set[GroupKey]:
         """Roots whose tree appeared, changed or disappeared since the last call (their trees rebuilt)."""
-        changed = self.groups.refresh() | self._changed_roots
-        self._changed_roots = set()
+        self._refresh_groups()
+        changed, self._changed_roots = self._changed_roots, set()
         return changed
 
     def tree(self, key: GroupKey) -> GroupTree | None:
         """The current tree of root ``key`` (rebuilding what changed first), or None."""
-        self._changed_roots |= self.groups.refresh()
+        self._refresh_groups()
         return self.groups.trees.get(key)
 
     def forest(self) -> Forest:
         """Every tree, orphan and empty tree, as of now."""
-        self._changed_roots |= self.groups.refresh()
+        self._refresh_groups()
         return self.groups.forest()
+
+    def _refresh_groups(self) -> None:
+        """Rebuild the trees that changed; note their roots as changed and recompute their held room."""
+        changed = self.groups.refresh()
+        if not changed:
+            return
+        self._changed_roots |= changed
+        trees, touched = self.groups.trees, False
+        for key in changed:
+            tree = trees.get(key)
+            held = held_room(tree) if tree is not None else ()
+            if held:
+                self.holds[key] = held
+                touched = True
+            elif self.holds.pop(key, None) is not None:
+                touched = True
+        if touched:
+            self._bump()
 
     def group(self, kind: str, namespace: str, name: str) -> Any | None:
         """The current PodGroup / CompositePodGroup object, if known."""
@@ -414,7 +451,7 @@ class Relist:
             elif old is not obj and old != obj:
                 events.extend(self.cache._set(self.kind, key, old, obj))
         if self.kind != "Node":  # trees let go of the page's old objects now, not after the whole list
-            self.cache._changed_roots |= self.cache.groups.refresh()
+            self.cache._refresh_groups()
         return events
 
     def finish(self) -> list[ClusterEvent]:
@@ -426,6 +463,25 @@ class Relist:
         for key in sorted(k for k in current if k not in self.seen):
             events.extend(self.cache._set(self.kind, key, current[key], None))
         return events
+
+
+def held_room(tree: GroupTree) -> tuple[tuple[Pod, str, int], ...]:
+    """The room a partial tree holds: (pending pod, the node its durable intent names, the root's priority).
+
+    Issue 12: a gang with members bound below its minCount keeps the nodes its plan chose for the rest,
+    against every root of lower or equal priority (as nominated room, kube-scheduler's
+    ``addGENominatedPods``), until it is satisfied or torn down. A pod that carries its own
+    ``status.nominatedNodeName`` (preemption) is held there instead. Empty for any other tree.
+    """
+    if not tree.partial:
+        return ()
+    held: list[tuple[Pod, str, int]] = []
+    for leaf in tree.root.leaves():
+        if leaf.intended:
+            nodes = dict(leaf.intended)
+            held += [(pod, nodes[pod.key], tree.priority) for pod in leaf.pending
+                     if pod.key in nodes and not pod.status.nominated_node_name]
+    return tuple(held)
 
 
 def _name(key: str) -> tuple[str, str]:

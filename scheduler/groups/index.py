@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
+from scheduler.groups.intent import intended_node, parse_intent
 from scheduler.groups.tree import (
     MAX_DEPTH,
     Composite,
@@ -71,6 +72,9 @@ class GroupIndex:
         self._members: dict[Name, dict[str, Pod]] = {}
         """Live pods by the PodGroup they name (whether or not it exists)."""
         self._pod_group: dict[str, Name] = {}
+        self._succeeded: dict[Name, set[str]] = {}
+        """Per PodGroup, the keys of members seen finished with phase Succeeded (kept after the pods are
+        deleted, until the PodGroup is: a gang whose members complete is done, not below minCount)."""
         self._singles: dict[str, Pod] = {}
         """Lone pods of ours (no schedulingGroup), pending and not gated."""
         self._children: dict[Name, set[Node]] = {}
@@ -100,6 +104,11 @@ class GroupIndex:
         tree is rebuilt on the next refresh without being reported as changed (so it lets go of the old
         object, and the queue is not woken by the scheduler's own status writes).
         """
+        if pod is not None and pod.status.phase == "Succeeded" and pod.group_name is not None:
+            done = self._succeeded.setdefault((pod.metadata.namespace, pod.group_name), set())
+            if key not in done:
+                done.add(key)
+                self._touch_group((pod.metadata.namespace, pod.group_name))
         pod = _live(pod)
         if quiet and pod is not None:
             name = self._pod_group.get(key)
@@ -144,6 +153,7 @@ class GroupIndex:
             return
         if pg is None:
             self.pgs.pop(name, None)
+            self._succeeded.pop(name, None)
         else:
             self.pgs[name] = pg
         self._group_changed(("PodGroup", name), old, pg)
@@ -392,11 +402,15 @@ class GroupIndex:
             if err := policy_error(pg.spec.scheduling_policy):
                 problems.append(f"PodGroup {ns}/{name}: {err}")
             gang = pg.spec.scheduling_policy.gang
-            members = self._members.get((ns, name), _NO_PODS).values()
+            by_key = self._members.get((ns, name), _NO_PODS)
+            members = by_key.values()
             pending = sorted(
                 (p for p in members if not p.is_bound and not p.is_gated),
                 key=lambda p: (-self.pod_priority(p), created_at(p.metadata.creation_timestamp), p.metadata.name),
             )
+            intent = parse_intent(pg)
+            intended = tuple((p.key, n) for p in pending if (n := intended_node(intent, p)) is not None) \
+                if intent else ()
             leaf = Leaf(
                 key=key,
                 min_count=gang.min_count if gang is not None and gang.min_count else (None if gang is None else 1),
@@ -405,6 +419,8 @@ class GroupIndex:
                 bound=tuple(sorted((p for p in members if p.is_bound), key=lambda p: p.metadata.name)),
                 gated=sum(1 for p in members if p.is_gated and not p.is_bound),
                 created=created_at(pg.metadata.creation_timestamp),
+                succeeded=sum(1 for k in self._succeeded.get((ns, name), ()) if k not in by_key),
+                intended=intended,
             )
             return leaf, depth
         cpg = self.cpgs[(ns, name)]

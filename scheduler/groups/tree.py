@@ -60,7 +60,10 @@ class Leaf:
     placed one by one, whatever fits). ``pending`` are the unbound, ungated, non-terminal
     member pods in try order (priority descending, then creation, then name — kube-scheduler's
     in-group order); ``bound`` are members already on a node (they count toward minCount);
-    ``gated`` counts members held by ``schedulingGates``.
+    ``gated`` counts members held by ``schedulingGates``; ``succeeded`` counts members seen finished
+    with phase Succeeded (they did their part: a gang whose members complete is not *below* minCount).
+    ``intended``: (pending pod key, node) for each pending member the PodGroup's durable intent names a
+    node for (:mod:`scheduler.groups.intent`).
     """
 
     key: GroupKey
@@ -70,6 +73,8 @@ class Leaf:
     bound: tuple[Pod, ...] = ()
     gated: int = 0
     created: datetime = _EPOCH
+    succeeded: int = 0
+    intended: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -88,6 +93,13 @@ class Leaf:
         if self.min_count is None:
             return bool(self.pending)
         return len(self.pending) + len(self.bound) >= self.min_count
+
+    @property
+    def satisfied(self) -> bool:
+        """Satisfied by members already bound (or succeeded): gang ≥ minCount, basic at least one."""
+        if self.min_count is None:
+            return bool(self.bound) or self.succeeded > 0
+        return len(self.bound) + self.succeeded >= self.min_count
 
     def leaves(self) -> Iterable[Leaf]:
         yield self
@@ -116,6 +128,11 @@ class Composite:
     def admissible(self) -> bool:
         """At least ``need`` children are admissible (KEP-6012 PreEnqueue)."""
         return sum(c.admissible for c in self.children) >= self.need
+
+    @property
+    def satisfied(self) -> bool:
+        """At least ``need`` children are satisfied by bound members."""
+        return sum(c.satisfied for c in self.children) >= self.need
 
     def leaves(self) -> Iterable[Leaf]:
         for child in self.children:
@@ -146,6 +163,18 @@ class GroupTree:
         for leaf in self.root.leaves():
             yield from leaf.pending
             yield from leaf.bound
+
+    @property
+    def bound_count(self) -> int:
+        """Members on a node."""
+        return sum(len(leaf.bound) for leaf in self.root.leaves())
+
+    @property
+    def partial(self) -> bool:
+        """Some members are bound but the root is not satisfied by them: the gang holds nodes it cannot use
+        yet (a bind failed, the scheduler stopped mid-plan, or a running gang lost members). Issue 12: such a
+        tree's intended room is held for it and it is tried before every other root."""
+        return self.bound_count > 0 and not self.root.satisfied
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,22 @@
-"""The binder: writes a plan — its claims' allocations first, then its bindings — and reports the outcome.
+"""The binder: writes a plan — its durable intent, its claims' allocations, then its bindings — and reports
+the outcome.
 
-Design §6: each member is bound with ``POST pods/{name}/binding``; there is no group bind.
+Architecture §6: each member is bound with ``POST pods/{name}/binding``; there is no group bind.
 What keeps the gang atomic is that the plan was complete and assumed before the first write,
 and that the driver forgets the rest of the plan as soon as one member cannot be bound.
+
+**Durable intent** (architecture §12, issue 12): before any claim write or bind, every PodGroup the plan
+places members of gets the annotation :data:`~scheduler.groups.intent.INTENT_ANNOTATION` (a merge PATCH
+of ``metadata.annotations``, one per PodGroup, in the URGENT lane) naming each member's node. If the
+binds then stop half-way — a failed bind, a crash, a lost lease — whoever schedules next reads the
+plan back from the PodGroups and holds the rest of its room. A permanent failure of this write binds
+nothing.
+
+**Check before each bind** (``precheck``, issue 12): just before a member's bind, the driver's check of
+its target against the cache as it is *now* — the node still exists, is not cordoned and has no
+NoSchedule/NoExecute taint the pod does not tolerate, the pod's claims still stand. A refusal stops the
+plan like a failed bind: no further bind starts, the members not bound are forgotten, and the root is
+requeued (partial, if some members are bound: they keep their claim on the rest).
 
 * 429, 5xx and transport failures are retried with jittered exponential backoff
   (``retry_initial_s`` doubling up to ``retry_max_s``, at most ``max_attempts`` tries).
@@ -39,12 +53,33 @@ from typing import TypeVar
 from scheduler.cycle import BindResult, Failure
 from scheduler.dra.writes import ClaimWrite, landed, merged_reservations
 from scheduler.framework.plan import Plan
-from scheduler.live.kube import JSON, PODS, RESOURCE_CLAIMS, ApiError, Conflict, KubeClient, Lane, NotFound
+from scheduler.groups.intent import INTENT_ANNOTATION, intent_annotation
+from scheduler.live.kube import (
+    JSON,
+    PODGROUPS,
+    PODS,
+    RESOURCE_CLAIMS,
+    ApiError,
+    Conflict,
+    KubeClient,
+    Lane,
+    NotFound,
+)
 from scheduler.model.pod import Pod
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+Precheck = Callable[[Pod, str], str | None]
+"""Asked just before binding (pod, node): None to go ahead, else why the target no longer fits."""
+
+
+class TargetChanged(ApiError):
+    """The pre-bind check refused a member's target (no request was sent; ``status`` 0)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "TargetChanged", message)
 
 
 @dataclass(slots=True)
@@ -111,9 +146,10 @@ class Binder:
         self.rng = rng or random.Random()
 
     # -- the transaction -----------------------------------------------------------------------------
-    async def commit(self, plan: Plan, writes: Sequence[ClaimWrite],
-                     outcome: BindOutcome | None = None) -> tuple[BindResult, BindOutcome]:
-        """Write a plan: every claim (allocation, reservations) first, then every binding — one transaction.
+    async def commit(self, plan: Plan, writes: Sequence[ClaimWrite], outcome: BindOutcome | None = None,
+                     intent: str | None = None, precheck: Precheck | None = None) -> tuple[BindResult, BindOutcome]:
+        """Write a plan: its durable intent (``intent``: the plan's token; None writes none), every claim
+        (allocation, reservations), then every binding, each checked by ``precheck`` first — one transaction.
 
         Returns what the cycle must give back (:class:`~scheduler.cycle.BindResult`: pods to forget,
         claims whose devices are free again, the failure message) and the per-pod outcome for the
@@ -127,6 +163,13 @@ class Binder:
         outcome = outcome if outcome is not None else BindOutcome()
         claims: ClaimOutcome | None = None
         pods = [p.key for p, _ in plan.placements]
+        if intent is not None:
+            failed = await self.write_intent(plan, intent)
+            if failed is not None:
+                group, error = failed
+                message = f"recording the plan on PodGroup {group} failed: {error}; no member bound, the group requeued"
+                outcome.failed, outcome.skipped = failed, pods
+                return BindResult(failure=Failure(group, message, error.status), forget=pods, release=None), outcome
         if writes:
             claims = await self.write_claims(writes)
             if claims.failed is not None:
@@ -142,7 +185,7 @@ class Binder:
                                     release=[a.claim for a in plan.allocations if a.claim not in kept])
                 outcome.failed, outcome.skipped = claims.failed, pods
                 return result, outcome
-        await self.bind_plan(plan.placements, outcome)
+        await self.bind_plan(plan.placements, outcome, precheck)
         if outcome.ok:
             return BindResult(bound=list(outcome.bound)), outcome
         bound = {p.key for p, _ in outcome.bound}
@@ -150,6 +193,8 @@ class Binder:
         if outcome.failed is not None:
             failed_key, error = outcome.failed
             what, status = f"binding {failed_key} failed: {error}", error.status
+            if isinstance(error, TargetChanged):
+                what = f"not binding {failed_key}: {error.message}"
         else:
             failed_key, what, status = outcome.skipped[0], "leadership lost before binding", 0
         message = (f"{what}; {len(bound)}/{len(plan.placements)} members bound, the rest forgotten and the "
@@ -170,10 +215,33 @@ class Binder:
         log.info("released %d claim(s) of unbound members: %s", len(done), ", ".join(r.key for r in done))
         return [r.write.claim for r in done]
 
-    async def bind_plan(self, placements: Sequence[tuple[Pod, str]],
-                        outcome: BindOutcome | None = None) -> BindOutcome:
-        """Bind every (pod, node) of a plan; stop starting new binds after a permanent failure. ``outcome``
-        (returned) is filled in as each bind lands."""
+    async def write_intent(self, plan: Plan, token: str) -> tuple[str, ApiError] | None:
+        """Record ``plan`` (under ``token``) on each PodGroup it places members of; None when all were
+        written, else the first PodGroup (``ns/name``) whose write failed for good, and the error."""
+        by_group: dict[tuple[str, str], list[tuple[Pod, str]]] = {}
+        for pod, node in plan.placements:
+            if pod.group_name is not None:
+                by_group.setdefault((pod.metadata.namespace, pod.group_name), []).append((pod, node))
+        failures: list[tuple[str, ApiError]] = []
+
+        async def one(ns: str, name: str, placements: list[tuple[Pod, str]]) -> None:
+            body: JSON = {"metadata": {"annotations": {INTENT_ANNOTATION: intent_annotation(token, placements)}}}
+            async with self.semaphore:
+                try:
+                    await self._retry(f"record plan on PodGroup {ns}/{name}", lambda: self.kube.patch(
+                        PODGROUPS, ns, name, body, lane=Lane.URGENT))
+                except ApiError as exc:
+                    failures.append((f"{ns}/{name}", exc))
+
+        if not self.fence():
+            return (f"{plan.root.namespace}/{plan.root.name}", ApiError(0, "NotLeader", "leadership lost"))
+        await asyncio.gather(*(one(ns, name, ps) for (ns, name), ps in sorted(by_group.items())))
+        return failures[0] if failures else None
+
+    async def bind_plan(self, placements: Sequence[tuple[Pod, str]], outcome: BindOutcome | None = None,
+                        precheck: Precheck | None = None) -> BindOutcome:
+        """Bind every (pod, node) of a plan; stop starting new binds after a permanent failure or a refusal
+        of ``precheck``. ``outcome`` (returned) is filled in as each bind lands."""
         outcome = outcome if outcome is not None else BindOutcome()
         stop = asyncio.Event()
 
@@ -181,6 +249,12 @@ class Binder:
             async with self.semaphore:
                 if stop.is_set() or not self.fence():
                     outcome.skipped.append(pod.key)
+                    stop.set()
+                    return
+                refused = precheck(pod, node) if precheck is not None else None
+                if refused is not None:
+                    if outcome.failed is None:
+                        outcome.failed = (pod.key, TargetChanged(refused))
                     stop.set()
                     return
                 try:

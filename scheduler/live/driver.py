@@ -386,7 +386,9 @@ class Scheduler:
         assert plan is not None
         outcome = BindOutcome()
         try:
-            result, _ = await self.binder.commit(plan, writes, outcome)
+            result, _ = await self.binder.commit(
+                plan, writes, outcome, intent=attempt.token,
+                precheck=lambda pod, node: self.cycle.target_problem(plan, pod, node))
         except Exception as exc:
             log.exception("root=%s result=BindError: members not bound forgotten and requeued", attempt.tree.key)
             bound = {p.key for p, _ in outcome.bound}

@@ -35,10 +35,10 @@ async def _scenario(kube: KubeClient) -> None:
         real = sched.binder.commit
         calls = 0
 
-        async def commit_then_fail(plan: Any, writes: Any, outcome: BindOutcome | None = None) -> Any:
+        async def commit_then_fail(plan: Any, writes: Any, outcome: BindOutcome | None = None, **kw: Any) -> Any:
             nonlocal calls
             calls += 1
-            await real(plan, writes, outcome)  # every bind lands...
+            await real(plan, writes, outcome, **kw)  # every bind lands...
             raise RuntimeError("a bug after binding")  # ...then the transaction blows up
 
         sched.binder.commit = commit_then_fail  # type: ignore[method-assign]

@@ -1,0 +1,163 @@
+"""Issue 12: a gang is never left half-bound — durable intent, held room, the check before each bind.
+
+Each test replays what the reliability run found (issue 12, problems 1 and 4) against the emulator:
+a gang 7/8 bound after a bind failure or a restart must keep the room of its eighth member against a
+gang of equal priority created meanwhile, and complete; binds stop at a node deleted or cordoned after
+the plan was made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import kmock
+import pytest
+
+from scheduler.groups.intent import INTENT_ANNOTATION
+from scheduler.live.kube import NODES, PODGROUPS, PODS, KubeClient
+from tests.integration.livekit import (
+    NS,
+    bound,
+    bound_at_least,
+    create_gang,
+    create_node,
+    pod,
+    podgroup,
+    running,
+    until,
+)
+
+
+class Refuse:
+    """Every bind of ``pod`` answered 404 (a permanent failure) until :meth:`stop`; other binds, and all
+    after, go through to the emulator's binding subresource. Installed with :meth:`on_binds`."""
+
+    def __init__(self, pod: str) -> None:
+        self.pod = pod
+        self.refused = 0
+        self.on = True
+
+    def on_binds(self, k8s: Any) -> Refuse:
+        async def react(request: kmock.Request) -> Any:
+            if request.name != self.pod or not self.on:
+                return await k8s._serve_binding(request)  # (a reaction answering None would be disabled)
+            return self.refuse()
+
+        k8s['post v1/pods', kmock.subresource('binding')] << react
+        return self
+
+    def refuse(self) -> kmock.KubernetesError:
+        self.refused += 1
+        return kmock.KubernetesError(status=404, reason="NotFound", message=f"pods {self.pod!r} not found (injected)")
+
+    def stop(self) -> None:
+        self.on = False
+
+
+async def intent_of(kube: KubeClient, group: str) -> dict[str, Any]:
+    obj = await kube.get(PODGROUPS, NS, group)
+    text = (obj["metadata"].get("annotations") or {}).get(INTENT_ANNOTATION)
+    return json.loads(text) if text else {}
+
+
+@pytest.mark.looptime
+async def test_intent_is_recorded_on_the_podgroup_before_the_first_bind(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="8")
+    await create_gang(kube, "g", 3, cpu="1")
+    order: list[str] = []
+
+    async def patch(request: kmock.Request) -> Any:
+        order.append(f"PATCH podgroups{'/' + request.subresource if request.subresource else ''} {request.name}")
+        return await k8s._serve_update(request)
+
+    async def bind(request: kmock.Request) -> Any:
+        order.append(f"POST pods/binding {request.name}")
+        return await k8s._serve_binding(request)
+
+    k8s['patch', kmock.resource('scheduling.k8s.io/v1beta1/podgroups')] << patch
+    k8s['post v1/pods', kmock.subresource('binding')] << bind
+    async with running(kube):
+        await until(lambda: bound_at_least(kube, "g-", 3), what="gang bound")
+    intent = await intent_of(kube, "g")
+    assert {name: entry["node"] for name, entry in intent["pods"].items()} == {"g-0": "n0", "g-1": "n0", "g-2": "n0"}
+    first_bind = next(i for i, line in enumerate(order) if "binding" in line)
+    assert any(line.startswith("PATCH podgroups g") for line in order[:first_bind]), order
+
+
+@pytest.mark.looptime
+async def test_bind_failure_keeps_the_room_against_an_equal_priority_gang(k8s, kube: KubeClient) -> None:
+    """Problem 1 after a bind failure: the thief (equal priority, fits exactly the freed room) waits."""
+    await create_node(kube, "n0", cpu="8")
+    await create_gang(kube, "a", 8, cpu="1")
+    refuse = Refuse("a-7").on_binds(k8s)
+    async with running(kube):
+        await until(lambda: bound_at_least(kube, "a-", 7), what="7 of 8 bound")
+        await create_gang(kube, "thief", 1, cpu="1")
+        await asyncio.sleep(10)
+        assert await bound(kube, "thief-") == {}, "the thief took the half-bound gang's room"
+        assert refuse.refused >= 2  # the gang was retried meanwhile
+        refuse.stop()
+        placed = await until(lambda: bound_at_least(kube, "a-", 8), timeout_s=60, what="the gang completed")
+        await asyncio.sleep(5)
+        assert await bound(kube, "thief-") == {}
+    assert placed["a-7"] == "n0"
+
+
+@pytest.mark.looptime
+async def test_restart_keeps_the_room_of_a_half_bound_gang_from_its_intent(k8s, kube: KubeClient) -> None:
+    """Problem 1 after a restart: the new process has no memory but the PodGroup's intent. The thief is of
+    equal priority and ahead in the queue by age and name (its PodGroup was created first and its name
+    sorts first; its pod is created during the downtime), so it would be tried first and take the room."""
+    await create_node(kube, "n0", cpu="8")
+    await kube.create(PODGROUPS, NS, podgroup("0-thief", 1))
+    await create_gang(kube, "a", 8, cpu="1")
+    refuse = Refuse("a-7").on_binds(k8s)
+    async with running(kube):
+        await until(lambda: bound_at_least(kube, "a-", 7), what="7 of 8 bound")
+    assert len(await bound(kube, "a-")) == 7
+    await kube.create(PODS, NS, pod("0-thief-0", "0-thief", cpu="1"))  # during the downtime
+    refuse.stop()
+    async with running(kube):
+        await until(lambda: bound_at_least(kube, "a-", 8), timeout_s=60, what="the gang completed after restart")
+        await asyncio.sleep(10)
+        assert await bound(kube, "0-thief-") == {}, "the thief took the half-bound gang's room after the restart"
+
+
+@pytest.mark.looptime
+async def test_held_room_is_not_held_against_a_higher_priority_gang(k8s, kube: KubeClient) -> None:
+    """Room is held against lower or equal priority only (kube's nominated-pod rule)."""
+    await create_node(kube, "n0", cpu="8")
+    await create_gang(kube, "a", 8, cpu="1")
+    Refuse("a-7").on_binds(k8s)
+    async with running(kube):
+        await until(lambda: bound_at_least(kube, "a-", 7), what="7 of 8 bound")
+        await kube.create(PODGROUPS, NS, podgroup("vip", 1, priority=1000))
+        await kube.create(PODS, NS, pod("vip-0", "vip", cpu="1"))
+        await until(lambda: bound_at_least(kube, "vip-", 1), timeout_s=60, what="the higher-priority gang bound")
+    assert len(await bound(kube, "a-")) == 7
+
+
+@pytest.mark.looptime
+async def test_binds_stop_at_a_node_deleted_after_the_plan(k8s, kube: KubeClient) -> None:
+    """Problem 4: the node disappears between two binds of one plan; no member is bound to it."""
+    await create_node(kube, "n0", cpu="4")
+    await create_node(kube, "n1", cpu="4")
+    await create_gang(kube, "g", 8, cpu="1")
+
+    async def delete_n1_on_first_bind(request: kmock.Request) -> Any:
+        if "n1" in k8s_nodes():
+            await kube.delete(NODES, None, "n1")
+            await asyncio.sleep(0.5)  # the watch delivers the deletion before this bind is answered
+        return await k8s._serve_binding(request)
+
+    def k8s_nodes() -> set[str]:
+        return {name for (res, _, name), obj in k8s.objects.items() if res.plural == "nodes" and not obj.deleted}
+
+    k8s['post v1/pods', kmock.subresource('binding')] << delete_n1_on_first_bind
+    async with running(kube, bind_concurrency=1):
+        await asyncio.sleep(15)
+    placed = await bound(kube, "g-")
+    assert "n1" not in placed.values()
+    assert len(placed) < 8
