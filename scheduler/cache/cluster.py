@@ -2,11 +2,12 @@
 
 Holds the current Pods, Nodes, PodGroups, CompositePodGroups and PriorityClasses — and, when the
 server serves ``resource.k8s.io/v1``, ResourceSlices, DeviceClasses, ResourceClaims and
-ResourceClaimTemplates; PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes — by key (the informers call :meth:`ClusterCache.replace` after each list and
-:meth:`ClusterCache.apply` for each watch event; ``simulate`` calls :meth:`ClusterCache.load` with its
-snapshot), and the placements and devices the scheduler has *assumed* but the API does not show
-yet (a plan's capacity is held in memory from the moment it is decided, never by half-bound pods
-or half-written claims).
+ResourceClaimTemplates; PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes — by
+key (the informers call :meth:`ClusterCache.replace` after each list and :meth:`ClusterCache.apply`
+for each watch event; ``simulate`` calls :meth:`ClusterCache.load` with its snapshot), and the
+placements, devices and PVC decisions the scheduler has *assumed* but the API does not show yet (a
+plan's capacity is held in memory from the moment it is decided, never by half-bound pods or
+half-written claims).
 
 Everything derived is **incremental**: an event updates what it touches and nothing else —
 

@@ -477,7 +477,8 @@ class _Search:
                     unplaced[pod.key] = message
         return Plan(tree.key, tuple(placements), frozenset(self.satisfied), unplaced, reasons, self.attempts,
                     self.profile.devices.claim_allocations(self.state),
-                    tuple(dynamic_resources.selector_errors(self.state)))
+                    tuple(dynamic_resources.selector_errors(self.state)),
+                    self.profile.volumes.bindings(self.state))
 
     def unschedulable(self, tree: GroupTree, budget: bool) -> Unschedulable:
         reasons = {k: f.message for k, f in self.failures.items()}

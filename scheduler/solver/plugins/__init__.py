@@ -32,8 +32,12 @@ from scheduler.solver.plugins import (
     node_affinity,
     node_lifecycle,
     node_unschedulable,
+    node_volume_limits,
     resources_fit,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 
 TOPOLOGY = "TopologyPlacement"
@@ -75,7 +79,8 @@ class Profile:
 
     ``devices``: the DRA plugin, which the search also asks for a leaf's shared claims and the
     plan's claim allocations; it is the first Reserve plugin because it alone may reserve fewer
-    copies than its Filter allowed.
+    copies than its Filter allowed. ``volumes``: the VolumeBinding plugin, which the search asks for
+    the plan's PersistentVolumeClaim decisions.
     """
 
     static_check: Callable[[PodSpec, Node], Status | None]
@@ -84,6 +89,7 @@ class Profile:
     scorers: tuple[ScorePlugin, ...]
     reservers: tuple[ReservePlugin, ...]
     devices: dynamic_resources.DynamicResources
+    volumes: volume_binding.VolumeBinding
 
 
 QUEUEING_HINTS: dict[str, Callable[[ClusterEvent], bool]] = {
@@ -93,6 +99,10 @@ QUEUEING_HINTS: dict[str, Callable[[ClusterEvent], bool]] = {
     node_affinity.NAME: node_affinity.queueing_hint,
     resources_fit.NAME: resources_fit.queueing_hint,
     dynamic_resources.NAME: dynamic_resources.queueing_hint,
+    volume_restrictions.NAME: volume_restrictions.queueing_hint,
+    node_volume_limits.NAME: node_volume_limits.queueing_hint,
+    volume_binding.NAME: volume_binding.queueing_hint,
+    volume_zone.NAME: volume_zone.queueing_hint,
     TOPOLOGY: resources_fit.queueing_hint,
 }
 """Plugin name → its queueing hint: which cluster events may make a root it rejected schedulable. A
@@ -100,10 +110,17 @@ topology domain short of room (``TopologyPlacement``) is helped by what frees ro
 
 DEFAULT_PROFILE = Profile(
     static_check=run_filters,
-    pre_filters=(dynamic_resources.PLUGIN,),
-    filters=(resources_fit.PLUGIN, dynamic_resources.PLUGIN),
+    pre_filters=(dynamic_resources.PLUGIN, volume_restrictions.PLUGIN, node_volume_limits.PLUGIN,
+                 volume_binding.PLUGIN, volume_zone.PLUGIN),
+    filters=(resources_fit.PLUGIN, volume_restrictions.PLUGIN, node_volume_limits.PLUGIN, volume_binding.PLUGIN,
+             volume_zone.PLUGIN, dynamic_resources.PLUGIN),
     scorers=(),
-    reservers=(dynamic_resources.PLUGIN, resources_fit.PLUGIN),
+    reservers=(dynamic_resources.PLUGIN, resources_fit.PLUGIN, volume_restrictions.PLUGIN, node_volume_limits.PLUGIN,
+               volume_binding.PLUGIN),
     devices=dynamic_resources.PLUGIN,
+    volumes=volume_binding.PLUGIN,
 )
-"""The profile every cycle uses."""
+"""The profile every cycle uses. Volume PreFilters run after DynamicResources' so that a volume rejection
+replaces a DRA one: kube's profile runs the volume plugins first and reports the first PreFilter that
+rejects. Filters run in kube's order (NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding,
+VolumeZone, …, DynamicResources), each refused node counted under the first that refuses it."""
