@@ -119,6 +119,34 @@ def resolve(view: StorageView, pod: Pod) -> PodVolumes:
     return PodVolumes(None, tuple(bound), tuple(delay), tuple(claims), legacy)
 
 
+def not_honoured(view: StorageView, pod: Pod) -> tuple[str, ...]:
+    """What ``pod``'s volumes ask for that the volume plugins do not honour, one phrase each (for warnings:
+    nothing a pod asks for is dropped silently). Kept apart from the plugins so a report can list it.
+
+    * an unbound claim's ``spec.volumeAttributesClassName``: kube's ``FindMatchingVolume`` also matches it
+      against a PV's; here PVs are matched without it.
+
+    What no pod field shows (CSIStorageCapacity, VolumeAttachments, in-tree volumes migrated to CSI) is
+    listed under Known limitations instead (docs/architecture.md, "Volumes").
+    """
+    out: list[str] = []
+    ns = pod.metadata.namespace
+    for key in dict.fromkeys(f"{ns}/{n}" for n in _claim_names(pod)):
+        claim = view.claims.get(key)
+        if claim is None:
+            continue
+        if claim.spec.volume_attributes_class_name and not claim.is_bound:
+            out.append(f"PersistentVolumeClaim {key}: spec.volumeAttributesClassName "
+                       f"{_q(claim.spec.volume_attributes_class_name)} is not matched against PersistentVolumes")
+    return tuple(out)
+
+
+def _claim_names(pod: Pod) -> list[str]:
+    return [v.persistent_volume_claim.claim_name if v.persistent_volume_claim is not None
+            else ephemeral_claim_name(pod.metadata.name, v) for v in pod.spec.volumes
+            if v.persistent_volume_claim is not None or v.ephemeral is not None]
+
+
 def _controlled_by(claim: PersistentVolumeClaim, pod: Pod) -> bool:
     """``metav1.IsControlledBy``: the claim's controller owner reference has the pod's uid."""
     return any(o.controller and o.uid == pod.metadata.uid for o in claim.metadata.owner_references)

@@ -349,6 +349,12 @@ EXAMPLES = [
          "DeviceClass": 2, "ResourceSlice": 12, "ResourceClaimTemplate": 1, "ResourceClaim": 11},
         id="cluster-small-gpu",
     ),
+    pytest.param(
+        "workloads/d-statefulset-wffc-pvcs.yaml",
+        {"Node": 4, "CSINode": 4, "StorageClass": 2, "PersistentVolume": 4, "PodGroup": 5,
+         "PersistentVolumeClaim": 6, "Pod": 10},
+        id="workload-statefulset-pvcs",
+    ),
     pytest.param("resourceslices/deviceclasses.yaml", {"DeviceClass": 9}, id="dra-deviceclasses"),
     pytest.param("resourceslices/dra-example-driver-gpu.yaml", {"ResourceSlice": 1}, id="dra-example-driver-gpu"),
     pytest.param("resourceslices/dranet-efa-p4d.yaml", {"ResourceSlice": 1}, id="dra-dranet-efa-p4d"),
