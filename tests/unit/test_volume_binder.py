@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from scheduler.dra.writes import ClaimWrite, consumer
 from scheduler.framework.events import Action, ClusterEvent
-from scheduler.framework.plan import Plan, VolumeClaimBinding
+from scheduler.framework.plan import ClaimAllocation, Plan, VolumeClaimBinding
 from scheduler.live.binder import Binder
 from scheduler.live.kube import JSON, ApiError, Conflict, Resource
 from scheduler.live.volume_binder import (
@@ -51,6 +52,8 @@ class FakeCluster:
         self.calls: list[tuple[str, str, str, Any]] = []
         self.fail: dict[tuple[str, str], ApiError] = {}
         self.lag = False
+        self.resource_claims: dict[str, JSON] = {}
+        """DRA claims by name: ``status`` patches land here (resourceVersion checked)."""
 
     def source(self) -> ClaimSource:
         return ClaimSource(self.claims.get, self.volumes.get, self.nodes.get, self.changes)
@@ -68,6 +71,13 @@ class FakeCluster:
         self.calls.append(("patch", res.plural, name, body))
         if (error := self.fail.pop((res.plural, name), None)) is not None:
             raise error
+        if res.plural == "resourceclaims":
+            obj = self.resource_claims[name]
+            if body["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
+                raise Conflict(409, "Conflict", "modified")
+            obj["status"] = {**obj.get("status", {}), **body["status"]}
+            obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
+            return obj
         key = f"{ns}/{name}" if ns else name
         current = self.claims.get(key) if ns else self.volumes.get(name)
         assert current is not None
@@ -295,6 +305,23 @@ async def test_the_transaction_binds_no_member_when_a_claim_times_out() -> None:
     assert result.failure.message == (
         f"binding volumes failed: {TIMED_OUT} (60 s; not bound: ml/b); no member bound, the group requeued; left in "
         "place, as kube-scheduler leaves them: ml/a, ml/b (the next attempt resumes with them)")
+
+
+async def test_device_claims_written_before_a_claim_that_times_out_are_rolled_back() -> None:
+    cluster = FakeCluster([pvc("data", namespace=NS)])
+    cluster.resource_claims["gpu"] = {"metadata": {"name": "gpu", "namespace": NS, "resourceVersion": "7"}}
+    write = ClaimWrite(f"{NS}/gpu", (consumer("Pod", "g-0", "uid-g-0"),), "7", allocation={"devices": {"results": [
+        {"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-0"}]}})
+    plan = Plan(GroupKey("PodGroup", NS, "g"), ((member("g-0"), "n1"),), frozenset(), volumes=(provisioned("data"),),
+                allocations=(ClaimAllocation(f"{NS}/gpu", (("Pod", "g-0", "uid-g-0"),), "n1",
+                                             (("gpu", "gpu.example.com", "n1", "gpu-0"),)),))
+    result, _ = await Binder(cluster, volumes=cluster.source(), volume_timeout_s=10).commit(plan, [write])  # type: ignore[arg-type]
+    assert cluster.resource_claims["gpu"]["status"] == {"reservedFor": None, "allocation": None}
+    assert [c[:3] for c in cluster.calls] == [("patch", "resourceclaims", "gpu"),
+                                              ("patch", "persistentvolumeclaims", "data"),
+                                              ("patch", "resourceclaims", "gpu")]  # written, annotated, rolled back
+    assert result.release == [f"{NS}/gpu"] and result.failure is not None
+    assert "no member bound, 1 claim write(s) rolled back, the group requeued" in result.failure.message
 
 
 async def test_the_transaction_binds_every_member_once_its_claims_are_bound() -> None:
