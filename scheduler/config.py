@@ -87,7 +87,7 @@ class Settings(BaseSettings):
     takes the comma-separated form too."""
     backoff_initial_s: float = Field(default=1.0, gt=0, description="First backoff of a failed root, seconds "
                                      "(kube-scheduler's podInitialBackoffSeconds).")
-    backoff_max_s: float = Field(default=60.0, gt=0, description="Backoff cap, seconds (design §7: gangs are "
+    backoff_max_s: float = Field(default=60.0, gt=0, description="Backoff cap, seconds (gangs are "
                                  "large and retried on events anyway, so longer than kube's 10 s).")
     bind_concurrency: int = Field(default=16, ge=1, description="Binding calls in flight at once.")
     client_qps: float = Field(default=50.0, ge=0, description="Client-side requests per second (client-go's "

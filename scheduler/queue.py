@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -171,14 +171,19 @@ class SchedulingQueue:
             self.ready.push(self.backing_off.pop(key).order)
         return len(chosen)
 
-    def on_event(self, event: ClusterEvent, now: float) -> int:
-        """Move back every backing-off root for which a rejecting plugin's hint says ``event`` may help;
-        returns how many moved."""
-        if event.kind in WAKES_ALL:
+    def on_events(self, events: Sequence[ClusterEvent], now: float) -> int:
+        """Move back every backing-off root for which a rejecting plugin's hint says one of ``events`` may
+        help; returns how many moved. Each plugin's hint is asked until it fires once (O(events × plugins),
+        not × roots), then the roots it rejected are woken."""
+        if not events or not self.backing_off:
+            return 0
+        if any(e.kind in WAKES_ALL for e in events):
             return self.activate(None, now)
-        woken = [key for key, entry in self.backing_off.items()
-                 if any((hint := self.hints.get(name)) is not None and hint(event) for name in entry.rejectors)]
-        return self.activate(woken, now)
+        wanted = {name for entry in self.backing_off.values() for name in entry.rejectors}
+        fired = {name for name in wanted if (hint := self.hints.get(name)) is not None and any(map(hint, events))}
+        if not fired:
+            return 0
+        return self.activate([key for key, entry in self.backing_off.items() if entry.rejectors & fired], now)
 
     def next_wakeup(self) -> float | None:
         """Loop time when the earliest backoff ends, or None."""

@@ -180,12 +180,13 @@ class ClusterCache:
     # -- feeding -------------------------------------------------------------------------------
     def replace(self, kind: str, raws: Iterable[Mapping[str, Any]]) -> list[ClusterEvent]:
         """Replace every object of ``kind`` with a fresh list (initial list and re-list after 410)."""
-        fresh = {}
-        for raw in raws:
-            obj = _parse(kind, raw)
-            if obj is not None:
-                fresh[key_of(obj)] = obj
-        return self._replace(kind, fresh)
+        relist = self.relist(kind)
+        events = relist.add(raws)
+        return events + relist.finish()
+
+    def relist(self, kind: str) -> Relist:
+        """A re-list of ``kind`` fed page by page (:meth:`Relist.add`), applied when :meth:`Relist.finish`."""
+        return Relist(self, kind)
 
     def load(self, kind: str, objects: Iterable[BaseModel]) -> list[ClusterEvent]:
         """Replace every object of ``kind`` with parsed models (``simulate``'s snapshot)."""
@@ -251,7 +252,7 @@ class ClusterCache:
             self.storage.changed(kind)
         if quiet:
             return []
-        self.version += 1
+        self._bump()
         return [ClusterEvent(kind, action, old, new)]
 
     def _set_nodes(self, nodes: dict[str, Node], event: ClusterEvent | None = None) -> list[ClusterEvent]:
@@ -280,7 +281,7 @@ class ClusterCache:
         if not fast:
             self.usage.set_nodes(self.objects["Node"].values())
             self.devices.set_table(self.usage.table)
-        self.version += 1
+        self._bump()
         return events
 
     def _set_pod(self, key: str, old: Pod | None, pod: Pod | None) -> bool:
@@ -325,7 +326,7 @@ class ClusterCache:
             self.groups.set_pod(pod.key, shown)
         self.devices.assume(token, plan.allocations)
         self.storage.assume(token, plan.volumes)
-        self.version += 1
+        self._bump()
 
     def forget(self, pod_keys: Iterable[str]) -> None:
         """Drop assumptions (a failed or abandoned bind): the capacity is free again and the pods pending."""
@@ -336,7 +337,7 @@ class ClusterCache:
             self.usage.set_pod(key, pod)
             self.storage.set_pod(key, pod)
             self.groups.set_pod(key, pod)
-        self.version += 1
+        self._bump()
 
     def forget_volumes(self, token: str) -> None:
         """A plan settled: its claim decisions are no longer held (those written show through the watch)."""
@@ -346,11 +347,17 @@ class ClusterCache:
     def forget_devices(self, token: str, claims: Iterable[str] | None = None) -> None:
         """Release a plan's held devices: all, or only those of ``claims`` (keys as in the plan)."""
         self.devices.forget(token, claims)
-        self.version += 1
+        self._bump()
 
     def held_claims(self, token: str) -> frozenset[str]:
         """The claims whose devices a plan still holds."""
         return frozenset(self.devices.held.get(token, {}))
+
+    def _bump(self) -> None:
+        """Something the scheduler reads changed: snapshots taken before are stale (and are let go of, so an
+        old snapshot never keeps replaced objects alive)."""
+        self.version += 1
+        self._snapshot = None
 
     # -- views ---------------------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -401,6 +408,61 @@ class ClusterCache:
     def assumed_allocations(self, plan: Plan) -> tuple[ClaimAllocation, ...]:
         """The claim allocations of ``plan`` whose devices are still held."""
         return tuple(a for a in plan.allocations if any(a.claim in h for h in self.devices.held.values()))
+
+
+class Relist:
+    """One list of a kind, replacing it in the cache as pages arrive.
+
+    Each object of a page is applied at once, unless it is the version the cache already has: an object
+    whose ``metadata.resourceVersion`` equals the cached one's is not even parsed, so a re-list after a
+    410 costs little more than reading it. :meth:`add` returns the page's events (the caller routes them
+    page by page, so a re-list of 50,000 changed pods never holds 50,000 old objects); :meth:`finish`
+    deletes what the list did not contain and returns those events. Nodes are gathered and applied at
+    once in :meth:`finish` (one new table). Memory: one page of raw objects, plus its changed objects.
+    """
+
+    def __init__(self, cache: ClusterCache, kind: str) -> None:
+        self.cache = cache
+        self.kind = kind
+        self.seen: set[str] = set()
+        self._nodes: dict[str, Any] = {}
+
+    def add(self, raws: Iterable[Mapping[str, Any]]) -> list[ClusterEvent]:
+        """Apply one page of raw API objects; returns its events."""
+        current = self.cache.objects[self.kind]
+        events: list[ClusterEvent] = []
+        for raw in raws:
+            meta = raw.get("metadata") or {}
+            key = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+            old = current.get(key)
+            rv = meta.get("resourceVersion")
+            if old is not None and rv and rv == old.metadata.resource_version:
+                self.seen.add(key)
+                if self.kind == "Node":
+                    self._nodes[key] = old
+                continue
+            obj = _parse(self.kind, raw)
+            if obj is None:
+                continue
+            key = key_of(obj)
+            self.seen.add(key)
+            if self.kind == "Node":
+                self._nodes[key] = obj
+            elif old is not obj and old != obj:
+                events.extend(self.cache._set(self.kind, key, old, obj))
+        if self.kind != "Node":  # trees let go of the page's old objects now, not after the whole list
+            self.cache._changed_roots |= self.cache.groups.refresh()
+        return events
+
+    def finish(self) -> list[ClusterEvent]:
+        """Delete what the list did not contain; returns the events of that (and of the nodes)."""
+        if self.kind == "Node":
+            return self.cache._set_nodes(self._nodes)
+        current = self.cache.objects[self.kind]
+        events: list[ClusterEvent] = []
+        for key in sorted(k for k in current if k not in self.seen):
+            events.extend(self.cache._set(self.kind, key, current[key], None))
+        return events
 
 
 def _name(key: str) -> tuple[str, str]:

@@ -35,7 +35,7 @@ from scheduler.framework.storage import (
     overlays,
     uses_node,
 )
-from scheduler.model.base import ObjectMeta, OwnerReference
+from scheduler.model.base import OwnedObjectMeta, OwnerReference
 from scheduler.model.pod import Pod
 from scheduler.model.storage import SELECTED_NODE, PersistentVolumeClaim
 from scheduler.model.volume import ephemeral_claim_name
@@ -53,7 +53,7 @@ def synthesized_claim(pod: Pod, volume_name: str) -> PersistentVolumeClaim | Non
         return None
     owner = OwnerReference(api_version="v1", kind="Pod", name=pod.metadata.name, uid=pod.metadata.uid,
                            controller=True)
-    meta = ObjectMeta(name=ephemeral_claim_name(pod.metadata.name, volume), namespace=pod.metadata.namespace,
+    meta = OwnedObjectMeta(name=ephemeral_claim_name(pod.metadata.name, volume), namespace=pod.metadata.namespace,
                       labels=template.metadata.labels, annotations=template.metadata.annotations,
                       owner_references=(owner,))
     return PersistentVolumeClaim(metadata=meta, spec=template.spec)

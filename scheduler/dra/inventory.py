@@ -319,15 +319,19 @@ class Inventory:
         A selector that fails is reported into ``errors`` (label → message), also when the memo answers.
         """
         key = (sub.class_name, sub.selectors)
-        memo = self._match.setdefault(device.id, {})
+        memo = self._match.get(device.id)
+        if memo is None:
+            memo = self._match[device.id] = {}
         hit = memo.get(key)
         if hit is None:
             hit, error = self._evaluate(sub, device)
             memo[key] = hit
             if error is not None:
                 self._match_errors.setdefault(device.id, {})[key] = error
-        if errors is not None and (error := self._match_errors.get(device.id, {}).get(key)) is not None:
-            errors[error[0]] = error[1]
+        if errors is not None and self._match_errors:
+            known = self._match_errors.get(device.id)
+            if known is not None and (error := known.get(key)) is not None:
+                errors[error[0]] = error[1]
         return hit
 
     def _evaluate(self, sub: SubRequest, device: Device) -> tuple[bool, tuple[str, str] | None]:

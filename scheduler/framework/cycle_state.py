@@ -105,6 +105,11 @@ class CycleState:
         asked for that many, and the placement is journaled with that prefix of ``pods``. Returns how
         many were placed (0: nothing was journaled and every plugin's state is as before).
         """
+        if len(self.reservers) == 1:  # the common case (no DRA view): no prefix bookkeeping
+            got, token = self.reservers[0].reserve(self, sig, row, pods)
+            if got:
+                self.journal.append(Placement(row, sig, pods[:got], (token,)))
+            return got
         tokens: list[Any] = []
         count = len(pods)
         for i, plugin in enumerate(self.reservers):

@@ -7,8 +7,9 @@ as a row of the snapshot's ``used`` matrix (vectorised over nodes); NodeInfo hol
 per-node rule needs beyond sums: which pods, with their labels, host ports and volumes.
 
 ``pods`` holds every pod that uses the node: bound pods of any scheduler that are not terminal,
-and pods of ours that are *assumed* there (shown with ``spec.nodeName`` set), keyed
-``namespace/name``.
+and pods of ours that are *assumed* there, keyed ``namespace/name`` (the cache shows an assumed pod
+bound, ``spec.nodeName`` set; a plan assumed into a snapshot keeps the pod object as planned — the
+node is the NodeInfo's).
 """
 
 from __future__ import annotations
@@ -31,8 +32,13 @@ class NodeInfo:
 
     def with_pod(self, pod: Pod) -> NodeInfo:
         """This node with ``pod`` added (or replaced, by key)."""
+        return self.with_pods((pod,))
+
+    def with_pods(self, added: Iterable[Pod]) -> NodeInfo:
+        """This node with ``added`` pods added (or replaced, by key): one copy for any number of pods."""
         pods = dict(self.pods)
-        pods[pod.key] = pod
+        for pod in added:
+            pods[pod.key] = pod
         return NodeInfo(self.name, MappingProxyType(pods))
 
     def without_pods(self, keys: Iterable[str]) -> NodeInfo:

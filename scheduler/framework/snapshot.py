@@ -121,17 +121,20 @@ class Snapshot:
 
     def assume(self, placements: Sequence[tuple[Pod, str]], device_ids: Iterable[str] = (),
                volumes: Iterable[VolumeClaimBinding] = ()) -> Snapshot:
-        """A new snapshot with ``placements`` (pod, node name) added to usage and NodeInfos, shown bound,
-        ``device_ids`` taken and the claim decisions ``volumes`` applied (the cycle's *assume*). DRA-served
-        extended resources are not node usage."""
+        """A new snapshot with ``placements`` (pod, node name) added to usage and NodeInfos, ``device_ids``
+        taken and the claim decisions ``volumes`` applied (the cycle's *assume*). A NodeInfo holds the pod
+        object as planned (its node is the NodeInfo's: no bound copy is made). DRA-served extended resources
+        are not node usage."""
         used = self.used.copy()
         infos = list(self.infos)
         row = self.table.index
+        by_row: dict[int, dict[str, Pod]] = {}
         for pod, node_name in placements:
             i = row[node_name]
             used[i] += pod_vector(self.table, pod)
-            shown = pod if pod.spec.node_name == node_name else bound_copy(pod, node_name)
-            infos[i] = infos[i].with_pod(shown)
+            by_row.setdefault(i, {})[pod.key] = pod
+        for i, added in by_row.items():
+            infos[i] = infos[i].with_pods(added.values())
         dra = self.dra.with_allocated(device_ids) if self.dra is not None else None
         storage = self.volumes.with_assumed(placements, volumes) if self.volumes is not None else None
         return Snapshot(self.table, used, tuple(infos), dra, self.nominated, storage)
@@ -146,6 +149,8 @@ class Snapshot:
         for pod in pods:
             i = self.table.index.get(pod.spec.node_name)
             if i is None or pod.key not in infos[i].pods:
+                i = next((r for r, info in enumerate(infos) if pod.key in info.pods), None)  # planned, not bound
+            if i is None:
                 continue
             used[i] -= pod_vector(self.table, infos[i].pods[pod.key])
             gone.setdefault(i, []).append(pod.key)

@@ -81,6 +81,9 @@ class GroupIndex:
         self._dirty: set[Node] = set()
         self._dirty_orphans: set[Name] = set()
         self._dirty_singles: set[str] = set()
+        self._stale: set[Node] = set()
+        """Heads whose trees hold pod objects replaced by a quiet update: rebuilt, not reported."""
+        self._stale_singles: set[str] = set()
         self.trees: dict[GroupKey, GroupTree] = {}
         """Trees of ours by root key: group trees and lone-pod trees."""
         self.empty: dict[GroupKey, GroupTree] = {}
@@ -93,17 +96,22 @@ class GroupIndex:
     def set_pod(self, key: str, pod: Pod | None, *, quiet: bool = False) -> None:
         """The pod of ``key`` is now ``pod`` (None: deleted). Terminal and terminating pods count as gone.
 
-        ``quiet``: nothing a tree reads changed (a status condition): the stored object is replaced and no
-        tree is rebuilt.
+        ``quiet``: nothing a tree reads changed (a status condition): the stored object is replaced and its
+        tree is rebuilt on the next refresh without being reported as changed (so it lets go of the old
+        object, and the queue is not woken by the scheduler's own status writes).
         """
         pod = _live(pod)
         if quiet and pod is not None:
             name = self._pod_group.get(key)
             if name is not None and key in self._members.get(name, _NO_PODS):
                 self._members[name][key] = pod
+                node: Node = ("PodGroup", name)
+                known = self._heads.get(node)
+                self._stale.add(known[0] if known is not None else node)
                 return
             if key in self._singles:
                 self._singles[key] = pod
+                self._stale_singles.add(key)
                 return
         old_group = self._pod_group.pop(key, None)
         if old_group is not None:
@@ -202,12 +210,15 @@ class GroupIndex:
                         self._dirty.add(new[0])
         dirty, self._dirty = self._dirty, set()
         heads = {self._heads[n][0] if n in self._heads else n for n in dirty}
-        for head in heads:
+        stale = {self._heads[n][0] if n in self._heads else n for n in self._stale} - heads
+        self._stale = set()
+        for head in (*heads, *stale):
             old_key = self._tree_of_head.pop(head, None)
             if old_key is not None:
                 self.trees.pop(old_key, None)
                 self.empty.pop(old_key, None)
-                changed.add(old_key)
+                if head in heads:
+                    changed.add(old_key)
             if head not in self._heads or self._heads[head][0] != head:
                 continue  # no longer a head (the group is gone or hangs under another)
             tree, is_empty = self._tree(head, self._heads[head][1])
@@ -215,17 +226,20 @@ class GroupIndex:
                 continue
             (self.empty if is_empty else self.trees)[tree.key] = tree
             self._tree_of_head[head] = tree.key
-            changed.add(tree.key)
+            if head in heads:
+                changed.add(tree.key)
         for name in self._dirty_orphans:
             self._refresh_orphans(name)
         self._dirty_orphans.clear()
-        for key in self._dirty_singles:
+        for key in self._dirty_singles | self._stale_singles:
             tree_key = _single_key(key)
             self.trees.pop(tree_key, None)
             pod = self._singles.get(key)
             if pod is not None:
                 self.trees[tree_key] = self._single(pod)
-            changed.add(tree_key)
+            if key in self._dirty_singles:
+                changed.add(tree_key)
+        self._stale_singles.clear()
         self._dirty_singles.clear()
         return changed
 

@@ -45,7 +45,7 @@ from typing import TypeVar
 from scheduler.cycle import BindResult, Failure
 from scheduler.dra.writes import ClaimWrite, landed, merged_reservations
 from scheduler.framework.plan import Plan
-from scheduler.live.kube import JSON, PODS, RESOURCE_CLAIMS, ApiError, Conflict, KubeClient, NotFound
+from scheduler.live.kube import JSON, PODS, RESOURCE_CLAIMS, ApiError, Conflict, KubeClient, Lane, NotFound
 from scheduler.live.volume_binder import ClaimSource, VolumeBinder, VolumeFailure
 from scheduler.model.pod import Pod
 
@@ -126,7 +126,7 @@ class Binder:
         self.kube = kube
         self.fence = fence or (lambda: True)
         """Checked before every claim write and bind: False (the lease was lost) starts no new write,
-        so a replica that stopped leading never binds next to the new leader (design §8)."""
+        so a replica that stopped leading never binds next to the new leader (architecture §8)."""
         self.semaphore = asyncio.Semaphore(concurrency)
         self.max_attempts = max_attempts
         self.retry_initial_s = retry_initial_s
@@ -284,7 +284,7 @@ class Binder:
     async def _bound_to(self, pod: Pod, node: str) -> bool:
         """Whether the pod is bound to ``node`` now (decides a 409 by the object, not the message text)."""
         try:
-            current = await self.kube.get(PODS, pod.metadata.namespace, pod.metadata.name)
+            current = await self.kube.get(PODS, pod.metadata.namespace, pod.metadata.name, lane=Lane.URGENT)
         except ApiError:
             return False
         return bool((current.get("spec") or {}).get("nodeName") == node)
@@ -330,7 +330,7 @@ class Binder:
         if write.create is not None:
             body = write.create
             created = await self._retry(f"create claim for {write.pod}",
-                                        lambda: self.kube.create(RESOURCE_CLAIMS, ns, body))
+                                        lambda: self.kube.create(RESOURCE_CLAIMS, ns, body, lane=Lane.URGENT))
             record.name = str(created["metadata"]["name"])
             record.created = True
             rv = str(created["metadata"].get("resourceVersion") or "")
@@ -354,7 +354,7 @@ class Binder:
             patch = {"status": {"extendedResourceClaimStatus": {"requestMappings": list(write.request_mappings),
                                                                 "resourceClaimName": record.name}}}
             await self._retry(f"write extendedResourceClaimStatus of {write.pod}",
-                              lambda: self.kube.patch(PODS, pod_ns, pod_name, patch, sub="status"))
+                              lambda: self.kube.patch(PODS, pod_ns, pod_name, patch, sub="status", lane=Lane.URGENT))
             record.pod_status_written = True
 
     async def _patch_claim_status(self, record: WrittenClaim, rv: str, status: JSON, what: str) -> JSON:
@@ -362,11 +362,11 @@ class Binder:
         still at resourceVersion ``rv`` (else :class:`Conflict`)."""
         body = {"metadata": {"resourceVersion": rv}, "status": status}
         return await self._retry(f"{what} claim {record.key}", lambda: self.kube.patch(
-            RESOURCE_CLAIMS, record.write.namespace, record.name, body, sub="status"))
+            RESOURCE_CLAIMS, record.write.namespace, record.name, body, sub="status", lane=Lane.URGENT))
 
     async def _read_claim(self, ns: str, name: str) -> JSON | None:
         try:
-            return await self.kube.get(RESOURCE_CLAIMS, ns, name)
+            return await self.kube.get(RESOURCE_CLAIMS, ns, name, lane=Lane.URGENT)
         except ApiError:
             return None
 
@@ -388,11 +388,11 @@ class Binder:
             if record.pod_status_written and record.write.pod is not None:
                 pod_ns, _, pod_name = record.write.pod.partition("/")
                 clear = {"status": {"extendedResourceClaimStatus": None}}
-                await self._retry(f"clear extendedResourceClaimStatus of {record.write.pod}",
-                                  lambda: self.kube.patch(PODS, pod_ns, pod_name, clear, sub="status"))
+                await self._retry(f"clear extendedResourceClaimStatus of {record.write.pod}", lambda: self.kube.patch(
+                    PODS, pod_ns, pod_name, clear, sub="status", lane=Lane.URGENT))
             with contextlib.suppress(NotFound):
-                await self._retry(f"delete claim {record.key}",
-                                  lambda: self.kube.delete(RESOURCE_CLAIMS, record.write.namespace, record.name))
+                await self._retry(f"delete claim {record.key}", lambda: self.kube.delete(
+                    RESOURCE_CLAIMS, record.write.namespace, record.name, lane=Lane.URGENT))
         elif record.status_written:
             await self._unwrite(record)
 
@@ -414,7 +414,7 @@ class Binder:
             except NotFound:
                 return
             except Conflict:
-                fresh = await self.kube.get(RESOURCE_CLAIMS, ns, record.name)
+                fresh = await self.kube.get(RESOURCE_CLAIMS, ns, record.name, lane=Lane.URGENT)
                 if not landed(fresh, write):
                     return  # someone else changed it since: nothing of ours is left to remove
                 current = fresh

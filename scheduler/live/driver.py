@@ -326,8 +326,7 @@ class Scheduler:
                 if tree is None:
                     self._reported.pop(key, None)  # a root that is gone: forget its message
         events, self.events = self.events, []
-        for event in events:
-            self.queue.on_event(event, now)
+        self.queue.on_events(events, now)
         self._report_orphans()
 
     def _report_orphans(self) -> None:

@@ -1,9 +1,11 @@
 """Informers: list, then watch from the list's resourceVersion, feeding the cache (client-go's reflector).
 
-Each :class:`Informer` owns one resource, cluster-wide. After a list it *replaces* that kind
-in the cache; then it applies watch events, resuming from the last resourceVersion seen when a
-stream ends. An expired resourceVersion (410 Gone) or any other API failure leads to a fresh
-list after a short backoff — a re-list replaces, so nothing is counted twice. The informer
+Each :class:`Informer` owns one resource, cluster-wide. A list is read in pages (``limit`` /
+``continue``) fed to the cache one by one, and when it is complete it *replaces* that kind in the
+cache (whatever the list did not contain is deleted); then it applies watch events, resuming from
+the last resourceVersion seen when a stream ends. An expired resourceVersion (410 Gone) or any other
+API failure leads to a fresh list after a short backoff — a re-list replaces, so nothing is counted
+twice. The informer
 never writes to the API (we only watch: no annotations, no finalizers).
 """
 
@@ -42,8 +44,12 @@ class Informer:
         kind = self.resource.kind
         while True:
             try:
-                items, rv = await self.kube.list(self.resource)
-                self.on_change(self.cache.replace(kind, items))
+                relist = self.cache.relist(kind)
+                rv = ""
+                async for items, page_rv in self.kube.list_pages(self.resource):
+                    self.on_change(relist.add(items))
+                    rv = page_rv  # every page carries the list's resourceVersion
+                self.on_change(relist.finish())
                 self.synced.set()
                 self.relists += 1
                 loop = asyncio.get_running_loop()

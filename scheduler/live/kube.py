@@ -14,10 +14,12 @@ Errors: every non-2xx answer raises :class:`ApiError` (or :class:`NotFound` / :c
 from __future__ import annotations
 
 import asyncio
+import collections
+import enum
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,14 +108,33 @@ CSI_NODES = Resource("storage.k8s.io", "v1", "csinodes", False, "CSINode")
 STORAGE_RESOURCES = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)
 """What the volume plugins read (kube-scheduler's VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits)."""
 
+LIST_PAGE_SIZE = 500
+"""Objects per list page (client-go's reflector default): bounds the raw JSON held during a re-list."""
+
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
 
-class RateLimiter:
-    """Token bucket on the event loop's clock: ``qps`` tokens per second, at most ``burst`` saved.
+class Lane(enum.IntEnum):
+    """Which requests go first when the client rate limit makes them wait (lower value first).
 
-    Mirrors client-go's client-side rate limiter (``--kube-api-qps`` / ``--kube-api-burst``).
+    ``URGENT``: what a gang's atomicity or the leader lease depends on — binds, claim writes, the
+    durable intent, evictions, lease renewals: a bind never waits behind reports. ``NORMAL``: reads.
+    ``REPORT``: conditions and Events, which are repaired by the next reconciliation if late.
+    """
+
+    URGENT = 0
+    NORMAL = 1
+    REPORT = 2
+
+
+class RateLimiter:
+    """Token bucket on the event loop's clock: ``qps`` tokens per second, at most ``burst`` saved, handed
+    to waiting requests by :class:`Lane` (then first come, first served).
+
+    Mirrors client-go's client-side rate limiter (``--kube-api-qps`` / ``--kube-api-burst``), with
+    lanes in front of it so a backlog of status writes (after a restart, 500 of them) cannot delay a
+    bind. A waiter that is cancelled gives its place up without using a token.
     """
 
     def __init__(self, qps: float, burst: int) -> None:
@@ -121,25 +142,48 @@ class RateLimiter:
         self.burst = max(1, burst)
         self._tokens = float(self.burst)
         self._stamp: float | None = None
-        self._lock = asyncio.Lock()
+        self._waiting: dict[Lane, collections.deque[asyncio.Future[None]]] = {
+            lane: collections.deque() for lane in Lane}
+        self._pump: asyncio.Task[None] | None = None
 
-    async def acquire(self) -> None:
-        """Wait until a token is available and take it. ``qps <= 0`` disables limiting."""
+    def _refill(self, now: float) -> None:
+        if self._stamp is not None:
+            self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
+        self._stamp = now
+
+    async def acquire(self, lane: Lane = Lane.NORMAL) -> None:
+        """Wait until a token is available for ``lane`` and take it. ``qps <= 0`` disables limiting."""
         if self.qps <= 0:
             return
-        async with self._lock:
-            loop = asyncio.get_running_loop()
-            now = loop.time()
-            if self._stamp is not None:
-                self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.qps)
-            self._stamp = now
+        loop = asyncio.get_running_loop()
+        self._refill(loop.time())
+        if self._tokens >= 1 and not any(self._waiting.values()):
+            self._tokens -= 1
+            return
+        ticket: asyncio.Future[None] = loop.create_future()
+        self._waiting[lane].append(ticket)
+        if self._pump is None or self._pump.done():
+            self._pump = loop.create_task(self._hand_out(), name="kube/rate-limiter")
+        await ticket
+
+    async def _hand_out(self) -> None:
+        """Give tokens to waiters, the most urgent lane first, as they accrue."""
+        loop = asyncio.get_running_loop()
+        while True:
+            lane = next((ln for ln in Lane if self._waiting[ln]), None)
+            if lane is None:
+                return
+            ticket = self._waiting[lane][0]
+            if ticket.done():  # cancelled while waiting: no token used
+                self._waiting[lane].popleft()
+                continue
+            self._refill(loop.time())
             if self._tokens < 1:
-                wait = (1 - self._tokens) / self.qps
-                await asyncio.sleep(wait)
-                self._stamp = loop.time()
-                self._tokens = 0.0
-            else:
-                self._tokens -= 1
+                await asyncio.sleep((1 - self._tokens) / self.qps)
+                continue
+            self._tokens -= 1
+            self._waiting[lane].popleft()
+            ticket.set_result(None)
 
 
 class KubeClient:
@@ -241,9 +285,9 @@ class KubeClient:
         return resp
 
     async def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
-                      body: Any = None, content_type: str = "application/json") -> JSON:
-        """One rate-limited request; returns the decoded JSON body. Raises :class:`ApiError`."""
-        await self.limiter.acquire()
+                      body: Any = None, content_type: str = "application/json", lane: Lane = Lane.NORMAL) -> JSON:
+        """One rate-limited request in ``lane``; returns the decoded JSON body. Raises :class:`ApiError`."""
+        await self.limiter.acquire(lane)
         resp = await self._send(method, path, query, body, content_type)
         try:
             data = await resp.json(content_type=None)
@@ -257,6 +301,24 @@ class KubeClient:
         """All objects (of a namespace, or cluster-wide) and the list's resourceVersion."""
         data = await self.request("GET", res.path(namespace))
         return list(data.get("items") or []), str((data.get("metadata") or {}).get("resourceVersion") or "")
+
+    async def list_pages(self, res: Resource, namespace: str | None = None,
+                         limit: int = LIST_PAGE_SIZE) -> AsyncIterator[tuple[Sequence[JSON], str]]:
+        """The objects in pages of at most ``limit`` (``limit`` / ``continue``, as client-go's reflector lists),
+        each with the list's resourceVersion, so a caller never holds more than one page of raw objects.
+
+        A server that ignores ``limit`` answers everything in one page. Raises :class:`Gone` when a
+        ``continue`` token expired (the caller lists again), :class:`ApiError` for other failures.
+        """
+        token = ""
+        while True:
+            query = [("limit", str(limit))] + ([("continue", token)] if token else [])
+            data = await self.request("GET", res.path(namespace), query)
+            meta = data.get("metadata") or {}
+            yield list(data.get("items") or []), str(meta.get("resourceVersion") or "")
+            token = str(meta.get("continue") or "")
+            if not token:
+                return
 
     async def watch(self, res: Resource, resource_version: str, namespace: str | None = None,
                     timeout_s: int = 300) -> AsyncIterator[JSON]:
@@ -285,24 +347,29 @@ class KubeClient:
         finally:
             resp.release()
 
-    async def get(self, res: Resource, namespace: str | None, name: str) -> JSON:
-        return await self.request("GET", res.path(namespace, name))
+    async def get(self, res: Resource, namespace: str | None, name: str, *, lane: Lane = Lane.NORMAL) -> JSON:
+        return await self.request("GET", res.path(namespace, name), lane=lane)
 
-    async def create(self, res: Resource, namespace: str | None, body: JSON) -> JSON:
-        return await self.request("POST", res.path(namespace), body=body)
+    async def create(self, res: Resource, namespace: str | None, body: JSON, *, lane: Lane = Lane.NORMAL) -> JSON:
+        return await self.request("POST", res.path(namespace), body=body, lane=lane)
 
-    async def replace(self, res: Resource, namespace: str | None, name: str, body: JSON) -> JSON:
-        return await self.request("PUT", res.path(namespace, name), body=body)
+    async def replace(self, res: Resource, namespace: str | None, name: str, body: JSON, *,
+                      lane: Lane = Lane.NORMAL) -> JSON:
+        return await self.request("PUT", res.path(namespace, name), body=body, lane=lane)
 
     async def patch(self, res: Resource, namespace: str | None, name: str, body: JSON, *, sub: str | None = None,
-                    content_type: str = MERGE_PATCH) -> JSON:
-        return await self.request("PATCH", res.path(namespace, name, sub), body=body, content_type=content_type)
+                    content_type: str = MERGE_PATCH, lane: Lane = Lane.NORMAL) -> JSON:
+        return await self.request("PATCH", res.path(namespace, name, sub), body=body, content_type=content_type,
+                                  lane=lane)
 
-    async def delete(self, res: Resource, namespace: str | None, name: str) -> JSON:
-        return await self.request("DELETE", res.path(namespace, name))
+    async def delete(self, res: Resource, namespace: str | None, name: str, *, body: JSON | None = None,
+                     lane: Lane = Lane.NORMAL) -> JSON:
+        """DELETE; ``body``: ``DeleteOptions`` (``preconditions.uid``, ``gracePeriodSeconds``…)."""
+        return await self.request("DELETE", res.path(namespace, name), body=body, lane=lane)
 
     async def bind(self, namespace: str, name: str, node: str, uid: str | None = None) -> None:
-        """``POST pods/{name}/binding`` (v1 Binding to a Node). The 201 reply is a ``Status``, ignored.
+        """``POST pods/{name}/binding`` (v1 Binding to a Node), in the URGENT lane. The 201 reply is a
+        ``Status``, ignored.
 
         Raises :class:`Conflict` (already bound, gated, being deleted, stale uid) or :class:`NotFound`.
         """
@@ -311,7 +378,7 @@ class KubeClient:
             meta["uid"] = uid
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-        await self.request("POST", PODS.path(namespace, name, "binding"), body=body)
+        await self.request("POST", PODS.path(namespace, name, "binding"), body=body, lane=Lane.URGENT)
 
     async def served(self, group_version: str) -> set[str]:
         """Plural resource names served under ``group_version`` (``"scheduling.k8s.io/v1beta1"``); empty if none."""

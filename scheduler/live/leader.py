@@ -45,7 +45,7 @@ import json
 import logging
 import math
 
-from scheduler.live.kube import JSON, LEASES, ApiError, Conflict, KubeClient, NotFound
+from scheduler.live.kube import JSON, LEASES, ApiError, Conflict, KubeClient, Lane, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -173,12 +173,12 @@ class LeaderElector:
                 now = micro_time()
                 body["spec"].update(holderIdentity="", leaseDurationSeconds=1, acquireTime=now, renewTime=now)
                 try:
-                    self._observe(await self.kube.replace(LEASES, self.namespace, self.name, body))
+                    self._observe(await self.kube.replace(LEASES, self.namespace, self.name, body, lane=Lane.URGENT))
                     logger.info("lease %s/%s: released by %s", self.namespace, self.name, self.identity)
                     return
                 except Conflict:
                     try:
-                        self._observe(await self.kube.get(LEASES, self.namespace, self.name))
+                        self._observe(await self.kube.get(LEASES, self.namespace, self.name, lane=Lane.URGENT))
                     except ApiError as exc:
                         logger.warning("lease %s/%s: release failed: %s", self.namespace, self.name, exc)
                         return
@@ -197,13 +197,13 @@ class LeaderElector:
                 # Fast path (client-go ≥ 1.26): renew the record we wrote last, without a GET.
                 try:
                     self._observe(await self.kube.replace(LEASES, self.namespace, self.name,
-                                                          self._claim(self._observed)))
+                                                          self._claim(self._observed), lane=Lane.URGENT))
                     self.renewed_at = started
                     return
                 except Conflict:
                     logger.info("lease %s/%s: changed since our last renewal; re-reading", self.namespace, self.name)
             try:
-                lease = await self.kube.get(LEASES, self.namespace, self.name)
+                lease = await self.kube.get(LEASES, self.namespace, self.name, lane=Lane.URGENT)
             except NotFound:
                 await self._create(started)
                 return
@@ -213,7 +213,8 @@ class LeaderElector:
             if holder and holder != self.identity and not self._expired(spec):
                 return  # a follower: _observe has cleared `leading` and logged the holder
             try:
-                self._observe(await self.kube.replace(LEASES, self.namespace, self.name, self._claim(lease)))
+                self._observe(await self.kube.replace(LEASES, self.namespace, self.name, self._claim(lease),
+                                                      lane=Lane.URGENT))
             except Conflict:
                 # Someone wrote the lease between our GET and PUT: they won; the next round reads who.
                 self._lose("lost a race to write the lease")
@@ -233,7 +234,7 @@ class LeaderElector:
                      "acquireTime": now, "renewTime": now, "leaseTransitions": 0},
         }
         try:
-            self._observe(await self.kube.create(LEASES, self.namespace, body))
+            self._observe(await self.kube.create(LEASES, self.namespace, body, lane=Lane.URGENT))
         except Conflict:
             self._lose("lost a race to create the lease")
             logger.info("lease %s/%s: another candidate created it first", self.namespace, self.name)

@@ -70,6 +70,7 @@ from scheduler.live.kube import (
     ApiError,
     Conflict,
     KubeClient,
+    Lane,
     NotFound,
     Resource,
 )
@@ -211,7 +212,7 @@ class StatusWriter:
             _warn(what, exc)
             return False
         try:
-            fresh = await self.kube.get(res, group.metadata.namespace, group.metadata.name)
+            fresh = await self.kube.get(res, group.metadata.namespace, group.metadata.name, lane=Lane.REPORT)
             return await self._patch_group(res, type(group).model_validate(fresh), new)
         except (ApiError, ValidationError) as exc:
             _warn(what, exc)
@@ -225,14 +226,14 @@ class StatusWriter:
         body: JSON = {"status": {"conditions": conditions}}
         if group.metadata.resource_version:
             body["metadata"] = {"resourceVersion": group.metadata.resource_version}
-        await self.kube.patch(res, group.metadata.namespace, group.metadata.name, body, sub="status")
+        await self.kube.patch(res, group.metadata.namespace, group.metadata.name, body, sub="status", lane=Lane.REPORT)
         return True
 
     async def pod_scheduled(self, pod: Pod, node: str) -> None:
         """Record a ``Scheduled`` Normal Event (action ``Binding``) on ``pod``, bound to ``node``.
 
         Note wording is kube-scheduler's: "Successfully assigned NS/NAME to NODE"
-        (schedule_one.go ``finishBinding``). Call after the bind succeeded (design §6 step 3).
+        (schedule_one.go ``finishBinding``). Call after the bind succeeded (architecture §6 step 3).
         API errors are logged and swallowed.
         """
         note = f"Successfully assigned {pod.key} to {node}"
@@ -270,7 +271,7 @@ class StatusWriter:
                 body["metadata"] = {"resourceVersion": pod.metadata.resource_version}
             try:
                 await self.kube.patch(PODS, pod.metadata.namespace, pod.metadata.name, body, sub="status",
-                                      content_type=STRATEGIC_PATCH)
+                                      content_type=STRATEGIC_PATCH, lane=Lane.REPORT)
             except Conflict:
                 return  # the pod changed (bound, or a newer attempt): this report is stale; no event either
             except ApiError as exc:
@@ -319,7 +320,7 @@ class StatusWriter:
             rec = _Recorded(body, count=1, last_observed=stamp, observed_at=now, written_at=now)
             self._events[key] = rec  # before the await: a concurrent repeat counts into it instead of creating a twin
             try:
-                await self.kube.create(EVENTS, pod.metadata.namespace, body)
+                await self.kube.create(EVENTS, pod.metadata.namespace, body, lane=Lane.REPORT)
             except ApiError as exc:
                 if self._events.get(key) is rec:
                     del self._events[key]
@@ -363,9 +364,9 @@ class StatusWriter:
         try:
             try:
                 await self.kube.patch(EVENTS, md["namespace"], md["name"], {"series": series},
-                                      content_type=STRATEGIC_PATCH)
+                                      content_type=STRATEGIC_PATCH, lane=Lane.REPORT)
             except NotFound:
-                await self.kube.create(EVENTS, md["namespace"], {**rec.body, "series": series})
+                await self.kube.create(EVENTS, md["namespace"], {**rec.body, "series": series}, lane=Lane.REPORT)
         except ApiError as exc:
             _warn(f"Pod {pod.key} event {rec.body['reason']} series", exc)
 

@@ -5,12 +5,12 @@ here it is one step of the gang's bind transaction (``Binder.commit``: claims, *
 so no pod of the plan is bound before every WaitForFirstConsumer claim of the plan is:
 
 1. **Write** each :class:`~scheduler.framework.plan.VolumeClaimBinding` (concurrently, bounded by the
-   binder's semaphore, each behind the leadership fence): a provisioned claim gets the annotation
-   ``volume.kubernetes.io/selected-node: <node>`` (merge patch on the PVC); a statically bound one its
-   PV's ``spec.claimRef`` plus ``pv.kubernetes.io/bound-by-controller`` (merge patch on the PV, kube's
-   ``GetBindVolumeToClaim``). Each patch carries the ``resourceVersion`` the cache shows, so a claim or
-   PV someone else changed since answers 409 — unless a re-read shows our value already there. A
-   claim annotated for another node, or a PV claimed for another claim, fails at once.
+   binder's semaphore, each behind the leadership fence, in the client's urgent lane like binds): a
+   provisioned claim gets the annotation ``volume.kubernetes.io/selected-node: <node>`` (merge patch on
+   the PVC); a statically bound one its PV's ``spec.claimRef`` plus ``pv.kubernetes.io/bound-by-controller``
+   (merge patch on the PV, kube's ``GetBindVolumeToClaim``). Each patch carries the ``resourceVersion`` the
+   cache shows, so a claim or PV someone else changed since answers 409 — unless a re-read shows our value
+   already there. A claim annotated for another node, or a PV claimed for another claim, fails at once.
 2. **Wait** — bounded by ``timeout_s`` — until the cache shows every claim fully bound
    (``spec.volumeName`` and ``pv.kubernetes.io/bind-completed``) to a PV whose node affinity admits the
    chosen node. The step learns of changes from the watch: the driver hands every cache event to
@@ -42,7 +42,7 @@ from typing import Protocol, TypeVar
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import VolumeClaimBinding
 from scheduler.framework.selectors import node_selector_matches
-from scheduler.live.kube import JSON, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, ApiError, Conflict, KubeClient
+from scheduler.live.kube import JSON, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, ApiError, Conflict, KubeClient, Lane
 from scheduler.model.base import ObjectMeta
 from scheduler.model.node import Node
 from scheduler.model.storage import (
@@ -211,9 +211,9 @@ class VolumeBinder:
                                    "annotations": {SELECTED_NODE: binding.node}}}
         try:
             await self.retry(f"annotate claim {binding.claim}",
-                             lambda: self.kube.patch(PERSISTENT_VOLUME_CLAIMS, ns, name, body))
+                             lambda: self.kube.patch(PERSISTENT_VOLUME_CLAIMS, ns, name, body, lane=Lane.URGENT))
         except Conflict:
-            current = await self.kube.get(PERSISTENT_VOLUME_CLAIMS, ns, name)
+            current = await self.kube.get(PERSISTENT_VOLUME_CLAIMS, ns, name, lane=Lane.URGENT)
             if ((current.get("metadata") or {}).get("annotations") or {}).get(SELECTED_NODE) != binding.node:
                 raise
             # an earlier attempt of ours landed
@@ -226,9 +226,9 @@ class VolumeBinder:
                                    "annotations": {BOUND_BY_CONTROLLER: "yes"}}, "spec": {"claimRef": ref}}
         try:
             await self.retry(f"bind volume {volume.name} to {claim.key}",
-                             lambda: self.kube.patch(PERSISTENT_VOLUMES, None, volume.name, body))
+                             lambda: self.kube.patch(PERSISTENT_VOLUMES, None, volume.name, body, lane=Lane.URGENT))
         except Conflict:
-            current = await self.kube.get(PERSISTENT_VOLUMES, None, volume.name)
+            current = await self.kube.get(PERSISTENT_VOLUMES, None, volume.name, lane=Lane.URGENT)
             got = (current.get("spec") or {}).get("claimRef") or {}
             if (got.get("namespace"), got.get("name"), got.get("uid")) != (meta.namespace, meta.name, meta.uid):
                 raise

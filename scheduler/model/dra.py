@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from scheduler.model.base import KubeModel, ObjectMeta
+from scheduler.model.base import KubeModel, ObjectMeta, OwnedObjectMeta
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import Quantity, parse
 
@@ -171,14 +171,14 @@ class DeviceCounterConsumption(KubeModel):
     """``DeviceCounterConsumption``: what a device takes from one shared counter set."""
 
     counter_set: str
-    counters: dict[str, Counter] = {}
+    counters: dict[str, Counter] = Field(default_factory=dict)
 
 
 class CounterSet(KubeModel):
     """``CounterSet``: a named set of counters shared by the pool's devices (partitionable GPUs)."""
 
     name: str
-    counters: dict[str, Counter] = {}
+    counters: dict[str, Counter] = Field(default_factory=dict)
 
 
 class DeviceTaint(KubeModel):
@@ -197,8 +197,8 @@ class Device(KubeModel):
     """
 
     name: str
-    attributes: dict[str, DeviceAttribute] = {}
-    capacity: dict[str, DeviceCapacity] = {}
+    attributes: dict[str, DeviceAttribute] = Field(default_factory=dict)
+    capacity: dict[str, DeviceCapacity] = Field(default_factory=dict)
     consumes_counters: tuple[DeviceCounterConsumption, ...] = ()
     node_name: str | None = None
     node_selector: NodeSelector | None = None
@@ -384,7 +384,7 @@ class DeviceToleration(KubeModel):
 class CapacityRequirements(KubeModel):
     """``CapacityRequirements``: per-capacity amounts to take from each allocated device."""
 
-    requests: dict[str, Quantity] = {}
+    requests: dict[str, Quantity] = Field(default_factory=dict)
 
 
 class _DeviceRequestFields(KubeModel):
@@ -487,7 +487,7 @@ class DeviceRequestAllocationResult(KubeModel):
     device: str
     admin_access: bool | None = None
     share_id: str | None = Field(None, alias="shareID")
-    consumed_capacity: dict[str, Quantity] = {}
+    consumed_capacity: dict[str, Quantity] = Field(default_factory=dict)
 
     @property
     def device_id(self) -> str:
@@ -540,7 +540,7 @@ class ResourceClaim(KubeModel):
 
     api_version: str = API_VERSION
     kind: str = "ResourceClaim"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    metadata: OwnedObjectMeta = Field(default_factory=OwnedObjectMeta)
     spec: ResourceClaimSpec = Field(default_factory=ResourceClaimSpec)
     status: ResourceClaimStatus = Field(default_factory=ResourceClaimStatus)
 

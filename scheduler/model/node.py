@@ -35,8 +35,8 @@ class NodeStatus(KubeModel):
     Quantities stay the API strings; each is ≥ 0, as the API server's ``ValidateNodeResources`` requires.
     """
 
-    allocatable: dict[str, NonNegativeQuantity] = {}
-    capacity: dict[str, NonNegativeQuantity] = {}
+    allocatable: dict[str, NonNegativeQuantity] = Field(default_factory=dict)
+    capacity: dict[str, NonNegativeQuantity] = Field(default_factory=dict)
     conditions: tuple[NodeCondition, ...] = ()
 
 

@@ -37,8 +37,8 @@ class ResourceRequirements(KubeModel):
     """``core/v1 ResourceRequirements`` of a container or a pod spec; quantities kept as the API
     strings, each ≥ 0 (the API server rejects a negative request or limit)."""
 
-    requests: dict[str, NonNegativeQuantity] = {}
-    limits: dict[str, NonNegativeQuantity] = {}
+    requests: dict[str, NonNegativeQuantity] = Field(default_factory=dict)
+    limits: dict[str, NonNegativeQuantity] = Field(default_factory=dict)
 
 
 class ActuatedResources(KubeModel):
@@ -48,8 +48,8 @@ class ActuatedResources(KubeModel):
     only takes the larger of these and the (checked) spec, so a negative one never counts.
     """
 
-    requests: dict[str, Quantity] = {}
-    limits: dict[str, Quantity] = {}
+    requests: dict[str, Quantity] = Field(default_factory=dict)
+    limits: dict[str, Quantity] = Field(default_factory=dict)
 
 
 class Container(KubeModel):
@@ -139,8 +139,8 @@ class PodSpec(KubeModel):
     preemption_policy: str | None = None
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
-    overhead: dict[str, NonNegativeQuantity] = {}
-    node_selector: dict[str, str] = {}
+    overhead: dict[str, NonNegativeQuantity] = Field(default_factory=dict)
+    node_selector: dict[str, str] = Field(default_factory=dict)
     affinity: Affinity | None = None
     tolerations: tuple[Toleration, ...] = ()
     resource_claims: tuple[PodResourceClaim, ...] = ()
@@ -168,7 +168,7 @@ class ContainerStatus(KubeModel):
     """``core/v1 ContainerStatus``: what the kubelet actuated (in-place resize, KEP-1287)."""
 
     name: str = ""
-    allocated_resources: dict[str, Quantity] = {}
+    allocated_resources: dict[str, Quantity] = Field(default_factory=dict)
     resources: ActuatedResources | None = None
 
     def actuated(self) -> ResourceList:

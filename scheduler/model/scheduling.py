@@ -17,7 +17,7 @@ from typing import Annotated, NamedTuple
 
 from pydantic import Field
 
-from scheduler.model.base import Condition, Int32, KubeModel, ObjectMeta
+from scheduler.model.base import Condition, Int32, KubeModel, ObjectMeta, OwnedObjectMeta
 
 API_GROUP = "scheduling.k8s.io"
 PODGROUP_VERSION = "v1beta1"
@@ -148,7 +148,7 @@ class PodGroup(KubeModel):
 
     api_version: str = f"{API_GROUP}/{PODGROUP_VERSION}"
     kind: str = "PodGroup"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    metadata: OwnedObjectMeta = Field(default_factory=OwnedObjectMeta)
     spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
     status: PodGroupStatus = Field(default_factory=PodGroupStatus)
 
@@ -173,7 +173,7 @@ class CompositePodGroup(KubeModel):
 
     api_version: str = f"{API_GROUP}/{COMPOSITE_VERSION}"
     kind: str = "CompositePodGroup"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    metadata: OwnedObjectMeta = Field(default_factory=OwnedObjectMeta)
     spec: CompositePodGroupSpec = Field(default_factory=CompositePodGroupSpec)
     status: CompositePodGroupStatus = Field(default_factory=CompositePodGroupStatus)
 
@@ -187,7 +187,7 @@ class TypedLocalObjectReference(KubeModel):
 
 
 class WorkloadSpec(KubeModel):
-    """``scheduling.k8s.io/v1beta1 WorkloadSpec``: read for context only (design §1)."""
+    """``scheduling.k8s.io/v1beta1 WorkloadSpec``: read for context only (architecture §1)."""
 
     controller_ref: TypedLocalObjectReference | None = None
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from scheduler.model.base import Int32, KubeModel, ObjectMeta
+from scheduler.model.base import Int32, KubeModel, ObjectMeta, OwnedObjectMeta
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import NonNegativeQuantity, resource_list
 from scheduler.model.volume import (
@@ -69,7 +69,8 @@ class PersistentVolumeClaim(KubeModel):
 
     api_version: str = "v1"
     kind: str = "PersistentVolumeClaim"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    metadata: OwnedObjectMeta = Field(default_factory=OwnedObjectMeta)
+    """With ``ownerReferences``: a generic ephemeral volume's claim must be controlled by its pod."""
     spec: PersistentVolumeClaimSpec = Field(default_factory=PersistentVolumeClaimSpec)
     status: PersistentVolumeClaimStatus = Field(default_factory=PersistentVolumeClaimStatus)
 
@@ -131,7 +132,7 @@ class CSIPersistentVolumeSource(KubeModel):
 class PersistentVolumeSpec(KubeModel):
     """``core/v1 PersistentVolumeSpec``: what matching, node affinity and attach counting read."""
 
-    capacity: dict[str, NonNegativeQuantity] = {}
+    capacity: dict[str, NonNegativeQuantity] = Field(default_factory=dict)
     access_modes: tuple[AccessMode, ...] = ()
     claim_ref: TypedObjectReference | None = None
     storage_class_name: str = ""

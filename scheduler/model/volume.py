@@ -38,8 +38,8 @@ STORAGE = "storage"
 class VolumeResourceRequirements(KubeModel):
     """``core/v1 VolumeResourceRequirements``: ``requests.storage`` is what a PV must hold (≥ 0)."""
 
-    requests: dict[str, NonNegativeQuantity] = {}
-    limits: dict[str, NonNegativeQuantity] = {}
+    requests: dict[str, NonNegativeQuantity] = Field(default_factory=dict)
+    limits: dict[str, NonNegativeQuantity] = Field(default_factory=dict)
 
 
 class PersistentVolumeClaimSpec(KubeModel):

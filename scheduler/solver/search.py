@@ -83,8 +83,11 @@ class _Search:
     """One solver run: the cycle state, the profile's plugins and the failure record."""
 
     def __init__(self, snapshot: Snapshot, config: SolverConfig, tree: GroupTree, profile: Profile) -> None:
+        profile = profile.for_snapshot(snapshot)
         self.profile = profile
-        own = frozenset(p.key for leaf in tree.root.leaves() for p in leaf.pending)
+        own: frozenset[str] = frozenset()
+        if snapshot.nominated:  # only then does it matter whose nominated room it is
+            own = frozenset(p.key for leaf in tree.root.leaves() for p in leaf.pending)
         self.state = CycleState(snapshot, config, tree.priority, profile.reservers, own)
         self.table = snapshot.table
         self.config = config
@@ -123,9 +126,11 @@ class _Search:
         if hit is not None:
             return hit
         groups: dict[tuple[object, ...], list[Pod]] = {}
+        pre_filters = self.profile.pre_filters
         for pod in leaf.pending:
-            key = (static_key(pod.spec), tuple(sorted(pod.requests.items())),
-                   *(p.signature_key(self.state, pod) for p in self.profile.pre_filters))
+            key: tuple[object, ...] = (static_key(pod.spec), tuple(sorted(pod.requests.items())))
+            if pre_filters:
+                key += tuple(p.signature_key(self.state, pod) for p in pre_filters)
             groups.setdefault(key, []).append(pod)
         sigs: list[Signature] = []
         for pods in groups.values():

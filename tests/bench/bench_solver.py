@@ -75,17 +75,18 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.cycle import schedule_one
 from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.inventory import Inventory
 from scheduler.dra.view import DraView
-from scheduler.framework import NodeTable, Plan, Snapshot, SolverConfig
+from scheduler.framework import NodeTable, Plan, Snapshot, SolverConfig, Unschedulable
 from scheduler.framework.storage import StorageView
 from scheduler.groups import GroupTree, TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from scheduler.model.scheduling import GroupKey
 from scheduler.model.storage import CSINode, PersistentVolumeClaim, StorageClass
 from scheduler.queue import GroupQueue
-from scheduler.solver import solve
 from scheduler.solver.plugins import run_filters
 
 SCHEDULER = "gang-scheduler"
@@ -533,12 +534,10 @@ def check(snapshot: Snapshot, plans: list[tuple[GroupTree, Plan]]) -> list[str]:
     return problems
 
 
-def solve_all(trees: list[GroupTree], snapshot: Snapshot, result: CaseResult,
+def solve_all(queue: GroupQueue, trees: dict[GroupKey, GroupTree], snapshot: Snapshot, result: CaseResult,
               profile: cProfile.Profile | None = None) -> tuple[Snapshot, list[tuple[GroupTree, Plan]]]:
-    """Pop every tree in ``GroupQueue`` order, time only ``solve``, assume each plan (pods, devices, claim
-    bindings); fills ``result``."""
-    queue = GroupQueue(trees)
-    by_key = {t.key: t for t in trees}
+    """Pop every root, time only the cycle's decision (``schedule_one``), assume each plan (pods and
+    devices); fills ``result``."""
     config = SolverConfig()
     # Start every case from a clean heap, so a full collection owed to object building (or to an
     # earlier case) does not land in this case's timed region. GC stays enabled while timing: the
@@ -549,12 +548,12 @@ def solve_all(trees: list[GroupTree], snapshot: Snapshot, result: CaseResult,
     plans: list[tuple[GroupTree, Plan]] = []
     failures: Counter[str] = Counter()
     while len(queue):
-        tree = by_key[queue.pop()]  # the queue hands out root keys (issue 8)
+        tree = trees[queue.pop()]
         if profile is not None:
             profile.enable()
         watch.active = True
         start = time.perf_counter()
-        outcome = solve(tree, snapshot, config)
+        outcome = schedule_one(tree, snapshot, config)
         elapsed = time.perf_counter() - start
         watch.active = False
         if profile is not None:
@@ -562,6 +561,7 @@ def solve_all(trees: list[GroupTree], snapshot: Snapshot, result: CaseResult,
         result.times_ms.append(elapsed * 1000.0)
         result.slowest.append((elapsed * 1000.0, tree.key.name))
         result.attempts += outcome.attempts
+        assert isinstance(outcome, Plan | Unschedulable)
         if isinstance(outcome, Plan):
             snapshot = snapshot.assume(outcome.placements, outcome.device_ids, outcome.volumes)
             result.gangs_placed += 1
@@ -592,13 +592,14 @@ def run_case(name: str, title: str, nodes: int, gangs: int, seed: int,
     forest = build_trees(pods, groups, comps, scheduler_name=SCHEDULER)
     snapshot = Snapshot.build(NodeTable.build(node_objs), pods)
     ready = [t for t in forest.trees if t.state is TreeState.READY]
+    queue = GroupQueue(ready)
     setup = time.perf_counter() - t0
     states = Counter(t.state for t in forest.trees)
     if states[TreeState.READY] != gangs:
         print(f"  ! expected {gangs} READY trees, got {dict(states)}")
 
     result = CaseResult(name, title, nodes, gangs, setup, pods_total=len(pods))
-    solve_all(ready, snapshot, result, profile)
+    solve_all(queue, {t.key: t for t in ready}, snapshot, result, profile)
     result.rss_mib = peak_rss_mib()
     return result
 
@@ -647,7 +648,7 @@ def run_volume_case(name: str, title: str, nodes: int, gangs: int, seed: int,
     snapshot = Snapshot.build(NodeTable.build(node_objs), pods, volumes=view)
     ready = [t for t in forest.trees if t.state is TreeState.READY]
     result = CaseResult(name, title, nodes, gangs, time.perf_counter() - t0, pods_total=len(pods))
-    final, plans = solve_all(ready, snapshot, result, profile)
+    final, plans = solve_all(GroupQueue(ready), {t.key: t for t in ready}, snapshot, result, profile)
     result.violations += check_volumes(final, plans)
     result.rss_mib = peak_rss_mib()
     return result
@@ -685,6 +686,7 @@ def run_dra_case(name: str, title: str, nodes: int, gangs: int, seed: int, share
     table = NodeTable.build(objs.nodes)
     forest = build_trees(objs.pods, objs.groups, (), scheduler_name=SCHEDULER)
     ready = [tr for tr in forest.trees if tr.state is TreeState.READY]
+    queue = GroupQueue(ready)
     t_trees = time.perf_counter() - t
     # The device index: in `run` it is cached and rebuilt only when slices, classes or nodes change
     # (ClusterCache.inventory), and `with_allocated` indexes devices per node once; do both here.
@@ -722,7 +724,7 @@ def run_dra_case(name: str, title: str, nodes: int, gangs: int, seed: int, share
         f"(cached across cycles in run); ClaimIndex.build + DraView.build {t_view * 1000:.0f} ms first, "
         f"{t_view_warm * 1000:.0f} ms again (per cycle in run, {len(objs.pods)} pending pods); "
         f"Snapshot.build {t_snapshot * 1000:.0f} ms")
-    final, plans = solve_all(ready, snapshot, result, profile)
+    final, plans = solve_all(queue, {t.key: t for t in ready}, snapshot, result, profile)
     result.violations = check_dra(final, plans, view) + result.violations
     result.rss_mib = peak_rss_mib()
     return result

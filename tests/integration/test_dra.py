@@ -413,3 +413,77 @@ async def test_without_the_dra_api_pods_with_claims_wait_and_the_rest_is_schedul
         assert "claim 'gpu' (template gpu-tpl) to be created" in note
         assert {i.resource.plural for i in sched.informers}.isdisjoint({"resourceslices", "resourceclaims"})
     assert await bound(kube, "with-claim") == {}
+
+
+async def named_claim_cluster(kube: KubeClient) -> None:
+    """Two nodes with four GPUs each (their own slices), the class, and no template."""
+    for node in ("n0", "n1"):
+        await create_node(kube, node, cpu="8")
+        await kube.create(RESOURCE_SLICES, None, gpu_slice(node, 4))
+    await kube.create(DEVICE_CLASSES, None, device_class())
+
+
+@pytest.mark.looptime
+async def test_pods_each_naming_their_own_claim_are_bound_with_each_claim_on_its_pods_node(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    """Issue 9 item 3, live: four pods, each with ``resourceClaimName`` of its own 2-GPU claim."""
+    await named_claim_cluster(kube)
+    await kube.create(PODGROUPS, NS, podgroup("quad", 4))
+    for i in range(4):
+        await kube.create(RESOURCE_CLAIMS, NS, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                                "metadata": {"name": f"quad-{i}-gpu", "namespace": NS},
+                                                "spec": claim_spec(2)})
+        await kube.create(PODS, NS, dra_pod(f"quad-{i}", "quad", shared=f"quad-{i}-gpu"))
+    async with running(kube):
+        placed = await until(lambda: bound_at_least(kube, "quad-", 4), what="gang bound")
+    assert sorted(placed.values()) == ["n0", "n0", "n1", "n1"]
+    for i in range(4):
+        c = await claim(kube, f"quad-{i}-gpu")
+        results = c["status"]["allocation"]["devices"]["results"]
+        assert {r["pool"] for r in results} == {placed[f"quad-{i}"]} and len(results) == 2
+        assert [r["name"] for r in c["status"]["reservedFor"]] == [f"quad-{i}"]
+
+
+@pytest.mark.looptime
+async def test_two_claims_shared_by_different_pairs_of_one_gang_need_no_common_node(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    """Issue 9 item 3, live: pods a-0/a-1 share ``claim-a``, b-0/b-1 share ``claim-b``; each pair lands where its
+    claim's device is, the pairs on different nodes (each node has room for only two pods)."""
+    for node in ("n0", "n1"):
+        await create_node(kube, node, cpu="2")
+        await kube.create(RESOURCE_SLICES, None, gpu_slice(node, 1))
+    await kube.create(DEVICE_CLASSES, None, device_class())
+    await kube.create(PODGROUPS, NS, podgroup("pairs", 4))
+    for name in ("claim-a", "claim-b"):
+        await kube.create(RESOURCE_CLAIMS, NS, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                                "metadata": {"name": name, "namespace": NS}, "spec": claim_spec(1)})
+    for pair in ("a", "b"):
+        for i in range(2):
+            await kube.create(PODS, NS, dra_pod(f"{pair}-{i}", "pairs", shared=f"claim-{pair}"))
+    async with running(kube):
+        placed = await until(lambda: bound_at_least(kube, "", 4), what="gang bound")
+    assert placed["a-0"] == placed["a-1"] != placed["b-0"] == placed["b-1"]
+    for pair in ("a", "b"):
+        c = await claim(kube, f"claim-{pair}")
+        assert sorted(r["name"] for r in c["status"]["reservedFor"]) == [f"{pair}-0", f"{pair}-1"]
+        assert {r["pool"] for r in c["status"]["allocation"]["devices"]["results"]} == {placed[f"{pair}-0"]}
+
+
+@pytest.mark.looptime
+async def test_a_claim_named_by_two_roots_is_allocated_once_live(k8s: ApiServer, kube: KubeClient) -> None:
+    """Issue 8 item 6: the live cache allocated it twice (gpu-0 for the first root, gpu-1 for the second)."""
+    await named_claim_cluster(kube)
+    await kube.create(RESOURCE_CLAIMS, NS, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                            "metadata": {"name": "shared", "namespace": NS}, "spec": claim_spec(1)})
+    for root, name in (("r1", "x"), ("r2", "y")):
+        await kube.create(PODGROUPS, NS, podgroup(root, 1))
+        await kube.create(PODS, NS, dra_pod(name, root, shared="shared"))
+    async with running(kube):
+        await until(lambda: bound_at_least(kube, "x", 1), what="x bound")
+        await until(lambda: bound_at_least(kube, "y", 1), what="y bound")
+    allocations = [r for r in claim_status_writes(k8s, "shared")
+                   if "allocation" in ((r.data or {}).get("status") or {})]
+    assert len(allocations) == 1
+    c = await claim(kube, "shared")
+    assert len(devices(c)) == 1
+    assert sorted(r["name"] for r in c["status"]["reservedFor"]) == ["x", "y"]

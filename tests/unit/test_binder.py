@@ -170,11 +170,11 @@ class FakeKube:
         if errors:
             raise errors.pop(0)
 
-    async def get(self, res: Resource, ns: str | None, name: str) -> JSON:
+    async def get(self, res: Resource, ns: str | None, name: str, **_: Any) -> JSON:
         self.calls.append(("get", name, None))
         return copy.deepcopy(self.objects[name])
 
-    async def create(self, res: Resource, ns: str | None, body: JSON) -> JSON:
+    async def create(self, res: Resource, ns: str | None, body: JSON, **_: Any) -> JSON:
         name = body["metadata"]["generateName"] + "abcde"
         self.calls.append(("create", name, body))
         self.rv += 1
@@ -182,7 +182,8 @@ class FakeKube:
                                                                    "resourceVersion": str(self.rv)}}
         return copy.deepcopy(self.objects[name])
 
-    async def patch(self, res: Resource, ns: str | None, name: str, body: JSON, *, sub: str | None = None) -> JSON:
+    async def patch(self, res: Resource, ns: str | None, name: str, body: JSON, *, sub: str | None = None,
+                    **_: Any) -> JSON:
         self.calls.append(("patch", name, body))
         self._maybe_fail("patch", name)
         obj = self.objects.setdefault(name, {"metadata": {"name": name}})
@@ -194,7 +195,7 @@ class FakeKube:
         obj["metadata"]["resourceVersion"] = str(self.rv)
         return copy.deepcopy(obj)
 
-    async def delete(self, res: Resource, ns: str | None, name: str) -> JSON:
+    async def delete(self, res: Resource, ns: str | None, name: str, **_: Any) -> JSON:
         self.calls.append(("delete", name, None))
         self.objects.pop(name, None)
         return {}
@@ -216,7 +217,8 @@ async def test_a_409_after_a_retried_write_that_landed_is_success() -> None:
     real_patch = kube.patch
     landed = {"done": False}
 
-    async def flaky(res: Resource, ns: str | None, name: str, body: JSON, *, sub: str | None = None) -> JSON:
+    async def flaky(res: Resource, ns: str | None, name: str, body: JSON, *, sub: str | None = None,
+                    **_: Any) -> JSON:
         result = await real_patch(res, ns, name, body, sub=sub)
         if not landed["done"]:
             landed["done"] = True
@@ -249,7 +251,7 @@ async def test_a_rollback_that_meets_a_change_by_someone_else_leaves_the_claim_a
     real_patch = kube.patch
 
     async def reallocated_meanwhile(res: Resource, ns: str | None, name: str, body: JSON, *,
-                                    sub: str | None = None) -> JSON:
+                                    sub: str | None = None, **_: Any) -> JSON:
         if name == "a" and (body.get("status") or {}).get("allocation", "") is None:  # our rollback
             kube.objects["a"]["status"] = copy.deepcopy(theirs)  # deallocated and given to another pod
             kube.objects["a"]["metadata"]["resourceVersion"] = "999"

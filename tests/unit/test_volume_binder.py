@@ -13,7 +13,7 @@ from scheduler.dra.writes import ClaimWrite, consumer
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.plan import ClaimAllocation, Plan, VolumeClaimBinding
 from scheduler.live.binder import Binder
-from scheduler.live.kube import JSON, ApiError, Conflict, Resource
+from scheduler.live.kube import JSON, ApiError, Conflict, Lane, Resource
 from scheduler.live.volume_binder import (
     ANNOTATED_ELSEWHERE,
     CLAIM_DELETED,
@@ -67,7 +67,8 @@ class FakeCluster:
             store[key] = obj
         self.changes.notify([ClusterEvent("PersistentVolumeClaim", Action.UPDATE)])
 
-    async def patch(self, res: Resource, ns: str | None, name: str, body: JSON, *, sub: str | None = None) -> JSON:
+    async def patch(self, res: Resource, ns: str | None, name: str, body: JSON, *, sub: str | None = None,
+                    lane: Lane = Lane.NORMAL) -> JSON:
         self.calls.append(("patch", res.plural, name, body))
         if (error := self.fail.pop((res.plural, name), None)) is not None:
             raise error
@@ -89,12 +90,12 @@ class FakeCluster:
             self.show(model, key)
         return raw
 
-    async def get(self, res: Resource, ns: str | None, name: str) -> JSON:
+    async def get(self, res: Resource, ns: str | None, name: str, *, lane: Lane = Lane.NORMAL) -> JSON:
         self.calls.append(("get", res.plural, name, None))
         obj = self.claims[f"{ns}/{name}"] if ns else self.volumes[name]
         return obj.model_dump(by_alias=True, mode="json", exclude_none=True)
 
-    async def bind(self, namespace: str, name: str, node: str, uid: str | None = None) -> None:
+    async def bind(self, namespace: str, name: str, node: str, uid: str | None = None, **_: object) -> None:
         self.calls.append(("bind", "pods", name, node))
 
 
@@ -262,9 +263,9 @@ async def test_a_409_whose_reread_shows_our_annotation_is_success_and_another_is
     cluster.fail[("persistentvolumeclaims", "a")] = Conflict(409, "Conflict", "modified")
     real_get = cluster.get
 
-    async def reread(res: Resource, ns: str | None, name: str) -> JSON:
+    async def reread(res: Resource, ns: str | None, name: str, **kw: Lane) -> JSON:
         cluster.show(ours, f"{NS}/a")  # our earlier attempt had landed
-        return await real_get(res, ns, name)
+        return await real_get(res, ns, name, **kw)
 
     cluster.get = reread  # type: ignore[method-assign]
     helper = asyncio.create_task(provisioner(cluster, f"{NS}/a"))

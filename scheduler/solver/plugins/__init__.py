@@ -14,7 +14,7 @@ cpu is reported as such and only nodes that fit count as "cannot allocate all cl
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.interface import (
@@ -24,6 +24,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
     StaticFilterPlugin,
 )
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
 from scheduler.model.node import Node
 from scheduler.model.pod import PodSpec
@@ -90,6 +91,25 @@ class Profile:
     reservers: tuple[ReservePlugin, ...]
     devices: dynamic_resources.DynamicResources
     volumes: volume_binding.VolumeBinding
+
+    without_devices: Profile | None = field(default=None, compare=False, repr=False)
+    """This profile without the DRA plugin (made once, in ``__post_init__``)."""
+
+    def __post_init__(self) -> None:
+        if self.without_devices is None and self.devices in (*self.pre_filters, *self.filters, *self.reservers):
+            devices = self.devices
+            plain = replace(self, pre_filters=tuple(p for p in self.pre_filters if p is not devices),
+                            filters=tuple(p for p in self.filters if p is not devices),
+                            reservers=tuple(p for p in self.reservers if p is not devices))
+            object.__setattr__(plain, "without_devices", plain)
+            object.__setattr__(self, "without_devices", plain)
+
+    def for_snapshot(self, snapshot: Snapshot) -> Profile:
+        """The profile for one solve: without the DRA plugin when the snapshot has no device view (nothing
+        can need a device then, and skipping it keeps the hot path of plain gangs as short as before)."""
+        if snapshot.dra is not None or self.without_devices is None:
+            return self
+        return self.without_devices
 
 
 QUEUEING_HINTS: dict[str, Callable[[ClusterEvent], bool]] = {

@@ -23,8 +23,9 @@ quoted in that solve's messages.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,9 +83,11 @@ class DeviceCycle:
     errors: dict[str, str] = field(default_factory=dict)
     """(class or request) label → CEL selector error met by this solve."""
     shared_stack: list[tuple[str, tuple[SharedAllocation, ...]]] = field(default_factory=list)
+    matches: Callable[[SubRequest, Device], bool] = field(init=False)
+    """The inventory's selector check, reporting into :attr:`errors` (the allocator's matcher)."""
 
-    def matches(self, sub: SubRequest, device: Device) -> bool:
-        return self.view.inventory.matches(sub, device, self.errors)
+    def __post_init__(self) -> None:
+        self.matches = functools.partial(self.view.inventory.matches, errors=self.errors)
 
 
 DEVICES: StateKey[DeviceCycle] = StateKey(f"{NAME}/devices")

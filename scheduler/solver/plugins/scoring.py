@@ -37,9 +37,11 @@ class NodeOrder:
         table = state.table
         col = table.column[PODS]
         self.idle: IntArray = (state.free[rows, col] >= table.allocatable[rows, col]).astype(np.int64)
-        self.penalty: IntArray = np.zeros(len(rows), dtype=np.int64)
+        penalty = np.zeros(len(rows), dtype=np.int64)
         if not sig.needs_accelerator:
-            self.penalty = table.accelerator[rows].astype(np.int64) * (1 + self.idle)
+            penalty = table.accelerator[rows].astype(np.int64) * (1 + self.idle)
+        self.base: IntArray = penalty * _BIG
+        """The accelerator penalty, already weighted (the part of every key that does not change)."""
         self.spread = state.config.scoring == "spread"
 
     def pick(self, sub: IntArray, caps: IntArray, remaining: int, preference: IntArray | None) -> tuple[int, int]:
@@ -50,19 +52,20 @@ class NodeOrder:
         or None.
         """
         c = caps[sub]
-        pref = 0 if preference is None else preference[sub] * PREFERENCE_UNIT
+        base = self.base[sub]
+        if preference is not None:
+            base = base - preference[sub] * PREFERENCE_UNIT
         if self.spread:
-            j = sub[np.argmin(self.penalty[sub] * _BIG - c * 2 - self.idle[sub] - pref)]
+            j = sub[np.argmin(base - c * 2 - self.idle[sub])]
             return int(j), 1
         fits = c >= remaining
-        if fits.any() and preference is None:
-            cand = sub[fits]
-            j = cand[np.argmin(self.penalty[cand] * _BIG + caps[cand] * 2 + self.idle[cand])]
-            return int(j), remaining
         if fits.any():
+            if preference is None:
+                cand = sub[fits]
+                j = cand[np.argmin(self.base[cand] + caps[cand] * 2 + self.idle[cand])]
+                return int(j), remaining
             # with preferences, a preferred node that cannot take all still comes first
-            key = self.penalty[sub] * _BIG + np.where(fits, caps[sub] * 2, 1 << 20) + self.idle[sub] - pref
-            j = sub[np.argmin(key)]
+            j = sub[np.argmin(base + np.where(fits, c * 2, 1 << 20) + self.idle[sub])]
             return int(j), int(min(caps[j], remaining))
-        j = sub[np.argmin(self.penalty[sub] * _BIG - c * 2 + self.idle[sub] - pref)]
+        j = sub[np.argmin(base - c * 2 + self.idle[sub])]
         return int(j), int(caps[j])

@@ -1,4 +1,4 @@
-"""Tree assembly: roots, children, readiness and every structural error case (design §1, KEP-6012)."""
+"""Tree assembly: roots, children, readiness and every structural error case (architecture §1, KEP-6012)."""
 
 from __future__ import annotations
 

@@ -160,7 +160,7 @@ def test_every_alias_exists_in_the_v1_37_schema(model: type[BaseModel], definiti
         "Pod.spec.containers[].resources.limits",
         "Pod.spec.schedulingGroup.podGroupName",
         "Pod.status.resourceClaimStatuses[].resourceClaimName",
-        "Pod.metadata.ownerReferences[].apiVersion",
+        "Pod.status.containerStatuses[].allocatedResources",
         "Pod.spec.volumes[].ephemeral.volumeClaimTemplate.spec.resources.requests",
         "Pod.spec.volumes[].awsElasticBlockStore.volumeID",
         "Pod.spec.volumes[].rbd.monitors",
