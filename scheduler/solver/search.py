@@ -83,7 +83,7 @@ class _Search:
     """One solver run: the cycle state, the profile's plugins and the failure record."""
 
     def __init__(self, snapshot: Snapshot, config: SolverConfig, tree: GroupTree, profile: Profile) -> None:
-        profile = profile.for_snapshot(snapshot)
+        profile = profile.for_solve(snapshot, any(p.spec.volumes for leaf in tree.root.leaves() for p in leaf.pending))
         self.profile = profile
         own: frozenset[str] = frozenset()
         if snapshot.nominated:  # only then does it matter whose nominated room it is

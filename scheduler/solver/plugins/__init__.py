@@ -91,14 +91,27 @@ class Profile:
     reservers: tuple[ReservePlugin, ...]
     devices: dynamic_resources.DynamicResources
     volumes: volume_binding.VolumeBinding
+    storage: tuple[object, ...] = ()
+    """The volume plugins (VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone): a solve whose
+    pending pods name no volume leaves them out (:meth:`for_solve`), as one without a device view leaves out DRA."""
 
     without_devices: Profile | None = field(default=None, compare=False, repr=False)
     """This profile without the DRA plugin (made once, in ``__post_init__``)."""
+    without_storage: Profile | None = field(default=None, compare=False, repr=False)
+    """This profile without its volume plugins (made once, in ``__post_init__``)."""
 
     def __post_init__(self) -> None:
+        if self.without_storage is None and self.storage:
+            gone = {id(p) for p in self.storage}
+            object.__setattr__(self, "without_storage", replace(
+                self, storage=(), without_devices=None, without_storage=None,
+                pre_filters=tuple(p for p in self.pre_filters if id(p) not in gone),
+                filters=tuple(p for p in self.filters if id(p) not in gone),
+                reservers=tuple(p for p in self.reservers if id(p) not in gone)))
         if self.without_devices is None and self.devices in (*self.pre_filters, *self.filters, *self.reservers):
             devices = self.devices
-            plain = replace(self, pre_filters=tuple(p for p in self.pre_filters if p is not devices),
+            plain = replace(self, without_storage=None,  # it makes its own
+                            pre_filters=tuple(p for p in self.pre_filters if p is not devices),
                             filters=tuple(p for p in self.filters if p is not devices),
                             reservers=tuple(p for p in self.reservers if p is not devices))
             object.__setattr__(plain, "without_devices", plain)
@@ -110,6 +123,14 @@ class Profile:
         if snapshot.dra is not None or self.without_devices is None:
             return self
         return self.without_devices
+
+    def for_solve(self, snapshot: Snapshot, volumes: bool) -> Profile:
+        """:meth:`for_snapshot`, and without the volume plugins unless ``volumes`` (some pending pod of the tree
+        has ``spec.volumes``): a pod without volumes is never refused by them, so plain gangs pay nothing."""
+        profile = self.for_snapshot(snapshot)
+        if volumes or profile.without_storage is None:
+            return profile
+        return profile.without_storage
 
 
 QUEUEING_HINTS: dict[str, Callable[[ClusterEvent], bool]] = {
@@ -139,6 +160,7 @@ DEFAULT_PROFILE = Profile(
                volume_binding.PLUGIN),
     devices=dynamic_resources.PLUGIN,
     volumes=volume_binding.PLUGIN,
+    storage=(volume_restrictions.PLUGIN, node_volume_limits.PLUGIN, volume_binding.PLUGIN, volume_zone.PLUGIN),
 )
 """The profile every cycle uses. Volume PreFilters run after DynamicResources' so that a volume rejection
 replaces a DRA one: kube's profile runs the volume plugins first and reports the first PreFilter that

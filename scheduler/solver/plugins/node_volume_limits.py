@@ -169,6 +169,8 @@ class NodeVolumeLimits:
     name = NAME
 
     def signature_key(self, state: CycleState, pod: Pod) -> Hashable:
+        if not pod.spec.volumes:
+            return ()  # the common case, first: a pod without volumes costs one attribute read
         volumes = pod_volumes(state, pod)
         if not volumes.claims or volumes.error is not None:
             return ()
@@ -176,6 +178,8 @@ class NodeVolumeLimits:
         return tuple(sorted(fresh.items())), tuple(sorted((d, tuple(sorted(h))) for d, h in known.items()))
 
     def pre_filter(self, state: CycleState, sig: Signature) -> BoolArray | None:
+        if not sig.pods[0].spec.volumes:
+            return None
         pod = sig.pods[0]
         volumes = pod_volumes(state, pod)
         if not volumes.claims or volumes.error is not None:

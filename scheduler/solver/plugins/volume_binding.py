@@ -204,6 +204,8 @@ class VolumeBinding:
 
     # -- PreFilter -----------------------------------------------------------------------------
     def signature_key(self, state: CycleState, pod: Pod) -> Hashable:
+        if not pod.spec.volumes:
+            return ()  # the common case, first: a pod without volumes costs one attribute read
         volumes = pod_volumes(state, pod)
         if not volumes.any:
             return ()
@@ -215,6 +217,8 @@ class VolumeBinding:
         return bound, tuple(shape_key(view, c) for c in delay_order(view, volumes))
 
     def pre_filter(self, state: CycleState, sig: Signature) -> BoolArray | None:
+        if not sig.pods[0].spec.volumes:
+            return None
         volumes = pod_volumes(state, sig.pods[0])
         if volumes.error is not None:
             sig.rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (volumes.error,), NAME)

@@ -99,6 +99,8 @@ class VolumeRestrictions:
     name = NAME
 
     def signature_key(self, state: CycleState, pod: Pod) -> Hashable:
+        if not pod.spec.volumes:
+            return ()  # the common case, first: a pod without volumes costs one attribute read
         volumes = pod_volumes(state, pod)
         if not volumes.any or volumes.error is not None:
             return ()
@@ -109,6 +111,8 @@ class VolumeRestrictions:
         return in_use, tuple(k for k in rwop if k in view.shared), disks
 
     def pre_filter(self, state: CycleState, sig: Signature) -> BoolArray | None:
+        if not sig.pods[0].spec.volumes:
+            return None
         pod = sig.pods[0]
         volumes = pod_volumes(state, pod)
         if volumes.error is not None:

@@ -95,10 +95,14 @@ class VolumeZone:
     name = NAME
 
     def signature_key(self, state: CycleState, pod: Pod) -> Hashable:
+        if not pod.spec.volumes:
+            return ()  # the common case, first: a pod without volumes costs one attribute read
         volumes = pod_volumes(state, pod)
         return topology(volumes.bound) if volumes.bound and volumes.error is None else ()
 
     def pre_filter(self, state: CycleState, sig: Signature) -> BoolArray | None:
+        if not sig.pods[0].spec.volumes:
+            return None
         volumes = pod_volumes(state, sig.pods[0])
         wanted = topology(volumes.bound) if volumes.error is None else ()
         if not wanted:
