@@ -36,6 +36,7 @@ from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
 from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.framework.storage import StorageView, claim_keys
 from scheduler.model.pod import Pod
@@ -123,6 +124,27 @@ def _clear_if_large(view: StorageView, table: NodeTable) -> None:
         memo.clear()
 
 
+def attached_counts(view: StorageView, snapshot: Snapshot, driver: str) -> IntArray:
+    """``(N,)`` distinct volumes of ``driver`` the pods using each node have (:func:`attached`, counted). Memoised
+    with the NodeInfos it was counted from: a later snapshot recounts only the nodes whose NodeInfo changed (a
+    NodeInfo is replaced whenever a pod lands on its node or leaves it), so a cycle costs O(N) identity checks."""
+    key = f"{NAME}/counts/{driver}"
+    infos = snapshot.infos
+    hit = view.memo.get(key)
+    if hit is not None and hit[0] is infos:
+        return hit[1]  # type: ignore[no-any-return]
+    if hit is not None and len(hit[0]) == len(infos) and hit[2] is snapshot.table:
+        counts: IntArray = hit[1].copy()
+        changed = np.fromiter((a is not b for a, b in zip(hit[0], infos, strict=True)), dtype=bool, count=len(infos))
+        for i in np.flatnonzero(changed):
+            counts[i] = len(attached(view, infos[i]).get(driver, ()))
+    else:
+        counts = np.fromiter((len(attached(view, info).get(driver, ())) for info in infos), dtype=np.int64,
+                             count=len(infos))
+    view.memo[key] = (infos, counts, snapshot.table)
+    return counts
+
+
 @dataclass(frozen=True, slots=True)
 class SigLimits:
     """Per signature: per driver, how many volumes every copy brings that no node has yet (``fresh``), and the
@@ -200,21 +222,31 @@ class NodeVolumeLimits:
         cycle = state.get(CYCLE)
         for driver in data.drivers:
             limit = limits(view, state.table, driver)[rows]
+            limited = np.flatnonzero(limit < UNLIMITED)
+            if not limited.size:
+                continue
             fresh = data.fresh.get(driver, 0)
             known = data.known.get(driver, frozenset())
-            for i in np.flatnonzero(limit < UNLIMITED):
-                row = int(rows[i])
-                have = set(attached(view, state.snapshot.infos[row]).get(driver, ()))
-                if cycle is not None and (row, driver) in cycle.placed:
-                    have |= {h for h, n in cycle.placed[row, driver].items() if n > 0}
-                first = fresh + len(known - have)
-                room = int(limit[i]) - len(have)
-                if first == 0:
-                    continue
-                if room < first:
-                    caps[i] = 0
-                elif fresh:
-                    caps[i] = min(caps[i], 1 + (room - first) // fresh)
+            have = attached_counts(view, state.snapshot, driver)[rows]
+            first = np.full(len(rows), fresh, dtype=np.int64)
+            placed = [(r, c) for (r, d), c in cycle.placed.items() if d == driver] if cycle is not None else []
+            exact = {int(r) for r, _ in placed}
+            if known:  # handles the node may have already: per node, only for the limited ones
+                exact |= {int(rows[i]) for i in limited}
+            if exact:
+                index = {int(r): i for i, r in enumerate(rows)}
+                for row in exact & index.keys():
+                    handles = set(attached(view, state.snapshot.infos[row]).get(driver, ()))
+                    if cycle is not None and (row, driver) in cycle.placed:
+                        handles |= {h for h, n in cycle.placed[row, driver].items() if n > 0}
+                    i = index[row]
+                    have[i] = len(handles)
+                    first[i] = fresh + len(known - handles)
+            room = limit - have
+            per_copy = np.maximum(fresh, 1)
+            fits = np.where(room >= first, 1 + (room - first) // per_copy if fresh else UNLIMITED, 0)
+            need = (limit < UNLIMITED) & (first > 0)
+            caps = np.where(need, np.minimum(caps, fits), caps)
         return caps
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
