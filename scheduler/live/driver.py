@@ -88,9 +88,10 @@ class Scheduler:
         self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s, QUEUEING_HINTS)
         self.claim_changes = ClaimChanges()
         """Wakes bind transactions waiting for their PersistentVolumeClaims (fed in :meth:`on_change`)."""
-        objects = self.cache.objects
-        claims = ClaimSource(claims=objects["PersistentVolumeClaim"].get, volumes=objects["PersistentVolume"].get,
-                             nodes=objects["Node"].get, changes=self.claim_changes)
+        objects = self.cache.objects  # looked up per call: a re-list may replace a kind's dict (nodes do)
+        claims = ClaimSource(claims=lambda key: objects["PersistentVolumeClaim"].get(key),
+                             volumes=lambda name: objects["PersistentVolume"].get(name),
+                             nodes=lambda name: objects["Node"].get(name), changes=self.claim_changes)
         self.binder = Binder(kube, concurrency=settings.bind_concurrency, fence=lambda: self.leading, volumes=claims,
                              volume_timeout_s=settings.volume_binding_timeout_s)
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
