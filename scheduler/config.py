@@ -107,6 +107,12 @@ class Settings(BaseSettings):
                                   "seconds (client-go default).")
     event_interval_s: float = Field(default=60.0, gt=0, description="An identical FailedScheduling event "
                                     "is sent at most once per this many seconds per pod (flood control).")
+    volume_binding_timeout_s: float = Field(
+        default=300.0, gt=0, description="How long a plan waits, after writing volume.kubernetes.io/selected-node "
+        "(or a PV's claimRef), for its WaitForFirstConsumer PersistentVolumeClaims to be bound before it is rolled "
+        "back, seconds. Half kube-scheduler's bindTimeoutSeconds (600): the whole gang's capacity is held unbound "
+        "while it waits, a CSI provisioner creates a disk in seconds to a few minutes, and the annotations are "
+        "left on rollback, so a retry resumes waiting for the same volumes.")
 
     @field_validator("namespaces", mode="before")
     @classmethod

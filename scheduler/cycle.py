@@ -178,9 +178,18 @@ class Cycle:
         return None
 
     def settle(self, attempt: Attempt, result: BindResult) -> None:
-        """Give back what a plan's binder did not use: its unbound pods' assumptions and its claims' devices."""
+        """Give back what a plan's binder did not use: its unbound pods' assumptions and its claims' devices.
+
+        Its PVC decisions are dropped whatever the outcome, and the view shows the API's objects again
+        (kube-scheduler's Unreserve restores its assume cache the same way): after a success the binder has
+        seen every claim bound in the cache; after a failure the ones it did not write are void, and an
+        annotation it did write shows through the watch and keeps pinning the claim, as kube-scheduler's
+        does."""
         if result.forget:
             self.cache.forget(result.forget)
         if attempt.token is not None and (result.release is None or result.release):
             self.cache.forget_devices(attempt.token, result.release)
+        plan = attempt.plan
+        if attempt.token is not None and plan is not None and plan.volumes:
+            self.cache.forget_volumes(attempt.token)
 

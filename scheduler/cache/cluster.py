@@ -2,11 +2,12 @@
 
 Holds the current Pods, Nodes, PodGroups, CompositePodGroups and PriorityClasses — and, when the
 server serves ``resource.k8s.io/v1``, ResourceSlices, DeviceClasses, ResourceClaims and
-ResourceClaimTemplates — by key (the informers call :meth:`ClusterCache.replace` after each list and
-:meth:`ClusterCache.apply` for each watch event; ``simulate`` calls :meth:`ClusterCache.load` with its
-snapshot), and the placements and devices the scheduler has *assumed* but the API does not show
-yet (a plan's capacity is held in memory from the moment it is decided, never by half-bound pods
-or half-written claims).
+ResourceClaimTemplates; PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes — by
+key (the informers call :meth:`ClusterCache.replace` after each list and :meth:`ClusterCache.apply`
+for each watch event; ``simulate`` calls :meth:`ClusterCache.load` with its snapshot), and the
+placements, devices and PVC decisions the scheduler has *assumed* but the API does not show yet (a
+plan's capacity is held in memory from the moment it is decided, never by half-bound pods or
+half-written claims).
 
 Everything derived is **incremental**: an event updates what it touches and nothing else —
 
@@ -15,6 +16,8 @@ Everything derived is **incremental**: an event updates what it touches and noth
 * :class:`~scheduler.groups.index.GroupIndex`: only the trees a pod or group event touches are
   rebuilt (:meth:`take_changed_roots` says which);
 * :class:`~scheduler.cache.devices.DeviceCache`: the device inventory per pool, allocations per claim;
+* :class:`~scheduler.cache.storage.StorageCache`: which pods use which PVC, plans' PVC decisions in
+  flight, the storage view of the snapshot;
 * :attr:`ClusterCache.holds`: the room each *partial* tree (members bound below its minCount) holds on
   the nodes its PodGroups' durable intent names (:func:`held_room`, architecture §12), recomputed with
   its tree and added to every snapshot's nominated room.
@@ -38,6 +41,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from scheduler.cache.devices import DeviceCache
+from scheduler.cache.storage import STORAGE_KINDS, StorageCache
 from scheduler.cache.usage import NodeUsage
 from scheduler.dra.view import DraView
 from scheduler.framework.events import Action, ClusterEvent
@@ -52,6 +56,7 @@ from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.quantity import is_extended
 from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup, PriorityClass
+from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +70,10 @@ KINDS: dict[str, type[BaseModel]] = {
     "DeviceClass": DeviceClass,
     "ResourceClaim": ResourceClaim,
     "ResourceClaimTemplate": ResourceClaimTemplate,
+    "PersistentVolumeClaim": PersistentVolumeClaim,
+    "PersistentVolume": PersistentVolume,
+    "StorageClass": StorageClass,
+    "CSINode": CSINode,
 }
 
 _ACTIONS = {"ADDED": Action.ADD, "MODIFIED": Action.UPDATE, "DELETED": Action.DELETE}
@@ -107,8 +116,23 @@ def group_essence(group: PodGroup | CompositePodGroup) -> tuple[object, ...]:
     return group.metadata.uid, group.spec, group.metadata.deletion_timestamp, claims, intent
 
 
+def claim_essence(claim: PersistentVolumeClaim) -> tuple[object, ...]:
+    """What the volume plugins read of a PVC: spec, annotations (class, selected node, bind completed),
+    owners (ephemeral claims), deletion and phase — not its conditions or capacity."""
+    meta = claim.metadata
+    return (meta.uid, claim.spec, meta.annotations, meta.owner_references, meta.deletion_timestamp,
+            claim.status.phase)
+
+
+def volume_essence(volume: PersistentVolume) -> tuple[object, ...]:
+    """What the volume plugins read of a PV: labels (zones), the class annotation, spec, deletion and phase."""
+    meta = volume.metadata
+    return meta.labels, meta.annotations, volume.spec, meta.deletion_timestamp, volume.status.phase
+
+
 _ESSENCE: dict[str, Callable[[Any], tuple[object, ...]]] = {
-    "Node": node_essence, "Pod": pod_essence, "PodGroup": group_essence, "CompositePodGroup": group_essence}
+    "Node": node_essence, "Pod": pod_essence, "PodGroup": group_essence, "CompositePodGroup": group_essence,
+    "PersistentVolumeClaim": claim_essence, "PersistentVolume": volume_essence}
 
 
 def _parse(kind: str, raw: Mapping[str, Any]) -> Any | None:
@@ -139,8 +163,9 @@ class ClusterCache:
 
     ``scheduler_name``: our ``spec.schedulerName`` (which trees are ours). ``dra``: whether snapshots
     carry a device view (live: whether the DRA API is watched; without it, pods that name a claim
-    wait). ``synthesize_claims``: make template claims that are missing from their template
-    (``simulate``, which has no resourceclaim controller).
+    wait). ``synthesize_claims``: make template claims that are missing from their template, and
+    generic ephemeral volumes' missing PVCs from the pod's template (``simulate``, which has neither
+    the resourceclaim controller nor the ephemeral volume controller).
     """
 
     def __init__(self, scheduler_name: str, *, dra: bool = False, synthesize_claims: bool = False) -> None:
@@ -153,6 +178,7 @@ class ClusterCache:
         self.groups = GroupIndex(scheduler_name)
         self.devices = DeviceCache(self.objects["ResourceClaim"], self.objects["ResourceClaimTemplate"],
                                    self.objects["PodGroup"], synthesize=synthesize_claims)
+        self.storage = StorageCache(self.objects, synthesize=synthesize_claims)
         self.version = 0
         """Bumped on every change the scheduler reads (and on assume/forget): a snapshot older than it is stale."""
         self._wants_devices: dict[str, Pod] = {}
@@ -232,6 +258,8 @@ class ClusterCache:
         elif kind == "ResourceClaim":
             self.devices.set_claim(key, new)
             self.devices.settle(key, self.objects["Pod"])
+        elif kind in STORAGE_KINDS and not quiet:
+            self.storage.changed(kind)
         if quiet:
             return []
         self._bump()
@@ -277,6 +305,7 @@ class ClusterCache:
         shown = pod if pod is None or node is None else bound_copy(pod, node)
         quiet = before is not None and shown is not None and pod_essence(before) == pod_essence(shown)
         self.usage.set_pod(key, shown)
+        self.storage.set_pod(key, shown)
         self.groups.set_pod(key, shown, quiet=quiet)
         if pod is not None and _wants_devices(pod):
             self._wants_devices[key] = pod
@@ -303,8 +332,10 @@ class ClusterCache:
             self.assumed[pod.key] = node
             shown = bound_copy(pods[pod.key], node)
             self.usage.set_pod(pod.key, shown)
+            self.storage.set_pod(pod.key, shown)
             self.groups.set_pod(pod.key, shown)
         self.devices.assume(token, plan.allocations)
+        self.storage.assume(token, plan.volumes)
         self._bump()
 
     def forget(self, pod_keys: Iterable[str]) -> None:
@@ -314,8 +345,14 @@ class ClusterCache:
                 continue
             pod = self.objects["Pod"].get(key)
             self.usage.set_pod(key, pod)
+            self.storage.set_pod(key, pod)
             self.groups.set_pod(key, pod)
         self._bump()
+
+    def forget_volumes(self, token: str) -> None:
+        """A plan settled: its claim decisions are no longer held (those written show through the watch)."""
+        self.storage.forget(token)
+        self.version += 1
 
     def forget_devices(self, token: str, claims: Iterable[str] | None = None) -> None:
         """Release a plan's held devices: all, or only those of ``claims`` (keys as in the plan)."""
@@ -348,7 +385,7 @@ class ClusterCache:
             pending = [p for p in self._wants_devices.values()
                        if p.key not in self.assumed and (p.spec.resource_claims or served & p.requests.keys())]
             view = self.devices.view(self.usage.table, classes, pending)
-        snap = self.usage.snapshot(view)
+        snap = self.usage.snapshot(view, self.storage.view())
         if self.holds:
             table = snap.table
             held = tuple(Nominated(pod.key, row, pod_vector(table, pod), priority)

@@ -21,6 +21,7 @@ import numpy as np
 from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import IntArray, NodeTable
 from scheduler.framework.snapshot import DeviceSnapshot, Nominated, Snapshot, nominated_pod, pod_vector, uses_node
+from scheduler.framework.storage import StorageView
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 
@@ -114,17 +115,17 @@ class NodeUsage:
         return True
 
     # -- views -----------------------------------------------------------------------------------
-    def snapshot(self, dra: DeviceSnapshot | None = None) -> Snapshot:
-        """An immutable snapshot of usage (memoised while nothing changed and ``dra`` is the same)."""
+    def snapshot(self, dra: DeviceSnapshot | None = None, volumes: StorageView | None = None) -> Snapshot:
+        """An immutable snapshot of usage (memoised while nothing changed and ``dra`` and ``volumes`` are the same)."""
         hit = self._snapshot
-        if hit is not None and hit.dra is dra:
+        if hit is not None and hit.dra is dra and hit.volumes is volumes:
             return hit
         nominated: list[Nominated] = []
         for pod in self._nominated.values():
             entry = nominated_pod(self.table, pod)
             if entry is not None:
                 nominated.append(entry)
-        snap = Snapshot(self.table, self.used.copy(), tuple(self._rows), dra, tuple(nominated))
+        snap = Snapshot(self.table, self.used.copy(), tuple(self._rows), dra, tuple(nominated), volumes)
         self._snapshot = snap
         return snap
 

@@ -19,9 +19,10 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.framework.selectors import as_int
 from scheduler.framework.status import Status
 from scheduler.model.node import Node
-from scheduler.model.pod import PodSpec
+from scheduler.model.pod import NodeSelector, NodeSelectorRequirement, PodSpec
 from scheduler.model.quantity import PODS, is_extended
 
 IntArray = npt.NDArray[np.int64]
@@ -75,6 +76,7 @@ class NodeTable:
     """Nodes that offer any extended resource (GPUs and the like)."""
     _static: dict[StaticKey, StaticFit] = field(default_factory=dict, repr=False)
     _domains: dict[str, Domains] = field(default_factory=dict, repr=False)
+    _selectors: dict[tuple[NodeSelector, bool], BoolArray] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, nodes: Iterable[Node], extra_resources: Iterable[str] = ()) -> NodeTable:
@@ -151,6 +153,64 @@ class NodeTable:
         doms = Domains(tuple(values), of_node)
         self._domains[key] = doms
         return doms
+
+    def selector_mask(self, selector: NodeSelector, *, names: bool = True) -> BoolArray:
+        """Which nodes ``selector`` matches, ``(N,)`` (memoised per selector; do not modify the result).
+
+        The semantics of :func:`scheduler.framework.selectors.node_selector_matches` (terms ORed, a term's
+        requirements ANDed, an empty term matches nothing; ``matchFields`` only ``metadata.name`` In/NotIn
+        with one value), vectorised over the label domains. ``names=False`` matches against nodes that
+        have labels but no name, as kube's ``CheckNodeAffinity`` does for a PersistentVolume's node affinity
+        (``volume/util``: the node is built from labels only, so ``matchFields`` sees ``metadata.name: ""``).
+        """
+        key = (selector, names)
+        hit = self._selectors.get(key)
+        if hit is not None:
+            return hit
+        mask = np.zeros(len(self.nodes), dtype=bool)
+        for term in selector.node_selector_terms:
+            if not term.match_expressions and not term.match_fields:
+                continue
+            here = np.ones(len(self.nodes), dtype=bool)
+            for req in term.match_expressions:
+                here &= self._label_requirement(req)
+            for req in term.match_fields:
+                here &= self._field_requirement(req, names)
+            mask |= here
+        mask.setflags(write=False)
+        self._selectors[key] = mask
+        return mask
+
+    def _label_requirement(self, req: NodeSelectorRequirement) -> BoolArray:
+        doms = self.domains(req.key)
+        ids = doms.of_node
+        has = ids >= 0
+        wanted = np.array([i for i, v in enumerate(doms.values) if v in req.values], dtype=np.int32)
+        match req.operator:
+            case "In":
+                return np.isin(ids, wanted)
+            case "NotIn":
+                return ~np.isin(ids, wanted)
+            case "Exists":
+                return has
+            case "DoesNotExist":
+                return ~has
+            case "Gt" | "Lt":
+                want = as_int(req.values[0]) if len(req.values) == 1 else None
+                if want is None:
+                    return np.zeros(len(ids), dtype=bool)
+                have = [as_int(v) for v in doms.values]
+                ok = np.array([h is not None and (h > want if req.operator == "Gt" else h < want) for h in have]
+                              + [False], dtype=bool)
+                return ok[ids]  # -1 (no label) indexes the trailing False
+        return np.zeros(len(ids), dtype=bool)
+
+    def _field_requirement(self, req: NodeSelectorRequirement, names: bool) -> BoolArray:
+        if req.key != "metadata.name" or req.operator not in ("In", "NotIn") or len(req.values) != 1:
+            return np.zeros(len(self.nodes), dtype=bool)
+        equal = (np.array([n.name == req.values[0] for n in self.nodes], dtype=bool) if names
+                 else np.full(len(self.nodes), req.values[0] == "", dtype=bool))
+        return equal if req.operator == "In" else ~equal
 
     def request_vector(self, requests: Mapping[str, int]) -> tuple[IntArray, tuple[str, ...]]:
         """A request as a row over this table's columns, plus the resources no node offers at all."""

@@ -57,6 +57,23 @@ class ClaimAllocation:
 
 
 @dataclass(frozen=True, slots=True)
+class VolumeClaimBinding:
+    """A WaitForFirstConsumer PersistentVolumeClaim the plan binds (VolumeBinding): what to write before any bind.
+
+    ``claim``: ``namespace/name``. ``node``: the node chosen for it (the plan's node of its pods).
+    ``volume``: the name of an available PersistentVolume the plan binds it to (kube's *static binding*:
+    the PV's ``spec.claimRef`` is written), or None to have it provisioned for ``node`` (the PVC's
+    ``volume.kubernetes.io/selected-node`` annotation is written). ``pods``: keys of the plan's pods that
+    use the claim (one, or several sharing it — all on ``node``).
+    """
+
+    claim: str
+    node: str
+    volume: str | None = None
+    pods: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """A placement that satisfies the root: every gang leaf ≥ minCount, every gang composite ≥ minGroupCount.
 
@@ -77,6 +94,8 @@ class Plan:
     """Claims to allocate (DRA), written before the first bind."""
     selector_errors: tuple[str, ...] = ()
     """CEL selector errors this solve met (DRA), for the reports; each solve has its own."""
+    volumes: tuple[VolumeClaimBinding, ...] = ()
+    """WaitForFirstConsumer claims to bind (VolumeBinding), written and waited for before the first bind."""
 
     @property
     def device_ids(self) -> tuple[str, ...]:

@@ -28,7 +28,7 @@ from scheduler.model.pod import (
 _INT64 = re.compile(r"[+-]?[0-9]+")
 
 
-def _as_int(text: str) -> int | None:
+def as_int(text: str) -> int | None:
     """Go's ``strconv.ParseInt(text, 10, 64)``: decimal digits with an optional sign, within int64."""
     if not _INT64.fullmatch(text):
         return None
@@ -39,7 +39,7 @@ def _as_int(text: str) -> int | None:
 def _compare(label: str | None, values: tuple[str, ...], op: Callable[[int, int], bool]) -> bool:
     if label is None or len(values) != 1:
         return False
-    have, want = _as_int(label), _as_int(values[0])
+    have, want = as_int(label), as_int(values[0])
     return have is not None and want is not None and op(have, want)
 
 

@@ -22,6 +22,8 @@ import numpy as np
 
 from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import IntArray, NodeTable, clamp
+from scheduler.framework.plan import VolumeClaimBinding
+from scheduler.framework.storage import StorageView
 from scheduler.model.pod import Pod
 
 
@@ -79,11 +81,15 @@ class Snapshot:
     infos: tuple[NodeInfo, ...]
     dra: DeviceSnapshot | None = None
     nominated: tuple[Nominated, ...] = ()
+    volumes: StorageView | None = None
+    """Claims, volumes, classes, CSINodes and claim users (None: no storage object known — every claim is missing)."""
 
     @classmethod
-    def build(cls, table: NodeTable, pods: Iterable[Pod], dra: DeviceSnapshot | None = None) -> Snapshot:
+    def build(cls, table: NodeTable, pods: Iterable[Pod], dra: DeviceSnapshot | None = None,
+              volumes: StorageView | None = None) -> Snapshot:
         """Usage and NodeInfos from every bound, non-terminal pod of any scheduler on a known node;
-        nominated pods from the unbound ones."""
+        nominated pods from the unbound ones. ``volumes``: the storage view (its users built from the
+        same pods, e.g. by ``StorageView.build``)."""
         used = np.zeros_like(table.allocatable)
         row = table.index
         on_node: list[dict[str, Pod]] = [{} for _ in table.nodes]
@@ -102,7 +108,7 @@ class Snapshot:
                     used[i, col] += clamp(v)
             on_node[i][pod.key] = pod
         infos = tuple(NodeInfo(n.name, pods) for n, pods in zip(table.nodes, on_node, strict=True))
-        return cls(table, used, infos, dra, tuple(nominated))
+        return cls(table, used, infos, dra, tuple(nominated), volumes)
 
     def free(self) -> IntArray:
         """A fresh ``(N, R)`` matrix of free capacity (allocatable − used); callers may modify it."""
@@ -113,10 +119,12 @@ class Snapshot:
         row = self.table.index.get(node)
         return None if row is None else self.infos[row]
 
-    def assume(self, placements: Sequence[tuple[Pod, str]], device_ids: Iterable[str] = ()) -> Snapshot:
-        """A new snapshot with ``placements`` (pod, node name) added to usage and NodeInfos, and ``device_ids``
-        taken (the cycle's *assume*). A NodeInfo holds the pod object as planned (its node is the NodeInfo's:
-        no bound copy is made). DRA-served extended resources are not node usage."""
+    def assume(self, placements: Sequence[tuple[Pod, str]], device_ids: Iterable[str] = (),
+               volumes: Iterable[VolumeClaimBinding] = ()) -> Snapshot:
+        """A new snapshot with ``placements`` (pod, node name) added to usage and NodeInfos, ``device_ids``
+        taken and the claim decisions ``volumes`` applied (the cycle's *assume*). A NodeInfo holds the pod
+        object as planned (its node is the NodeInfo's: no bound copy is made). DRA-served extended resources
+        are not node usage."""
         used = self.used.copy()
         infos = list(self.infos)
         row = self.table.index
@@ -128,7 +136,8 @@ class Snapshot:
         for i, added in by_row.items():
             infos[i] = infos[i].with_pods(added.values())
         dra = self.dra.with_allocated(device_ids) if self.dra is not None else None
-        return Snapshot(self.table, used, tuple(infos), dra, self.nominated)
+        storage = self.volumes.with_assumed(placements, volumes) if self.volumes is not None else None
+        return Snapshot(self.table, used, tuple(infos), dra, self.nominated, storage)
 
     def without(self, pods: Iterable[Pod]) -> Snapshot:
         """A new snapshot in which ``pods`` (bound or assumed, found by key on their node) no longer use
@@ -147,7 +156,7 @@ class Snapshot:
             gone.setdefault(i, []).append(pod.key)
         for i, keys in gone.items():
             infos[i] = infos[i].without_pods(keys)
-        return Snapshot(self.table, used, tuple(infos), self.dra, self.nominated)
+        return Snapshot(self.table, used, tuple(infos), self.dra, self.nominated, self.volumes)
 
 
 def bound_copy(pod: Pod, node: str) -> Pod:

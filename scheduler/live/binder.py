@@ -37,6 +37,12 @@ the plan was made (unless a re-read shows our own write landed); any permanent f
 remaining claim writes and rolls back the ones written (:meth:`Binder.release_claims`: our allocation and
 reservations removed, a created claim deleted), so no pod is bound. :func:`claim_writes` turns a plan's
 allocations into writes; it is pure.
+
+**Volumes** (kube-scheduler's VolumeBinding PreBind, per gang): after the claims and before the first bind,
+:class:`~scheduler.live.volume_binder.VolumeBinder` writes the plan's WaitForFirstConsumer claim bindings
+(``volume.kubernetes.io/selected-node``, or a PV's ``claimRef``) and waits, bounded, until the watch shows
+every claim bound. If one fails or times out, the claims written are rolled back and no pod is bound; the
+annotations and claimRefs stay, as kube-scheduler leaves them (see that module for why).
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ from scheduler.live.kube import (
     Lane,
     NotFound,
 )
+from scheduler.live.volume_binder import ClaimSource, VolumeBinder, VolumeFailure
 from scheduler.model.pod import Pod
 
 log = logging.getLogger(__name__)
@@ -93,6 +100,21 @@ class BindOutcome:
     @property
     def ok(self) -> bool:
         return self.failed is None and not self.skipped
+
+
+@dataclass(frozen=True, slots=True)
+class BindResultParts:
+    """A plan stopped before any bind: the failing object, the message, the HTTP status, the claims released."""
+
+    key: str
+    message: str
+    status: int
+    release: list[str]
+
+
+def failure_result(parts: BindResultParts, pods: list[str]) -> BindResult:
+    """The result of a plan stopped before its first bind: every member forgotten, ``parts.release`` released."""
+    return BindResult(failure=Failure(parts.key, parts.message, parts.status), forget=pods, release=parts.release)
 
 
 # -- claim writes (DRA) ------------------------------------------------------------------------------
@@ -134,7 +156,8 @@ class Binder:
 
     def __init__(self, kube: KubeClient, *, concurrency: int = 16, max_attempts: int = 5,
                  retry_initial_s: float = 0.2, retry_max_s: float = 5.0, rng: random.Random | None = None,
-                 fence: Callable[[], bool] | None = None) -> None:
+                 fence: Callable[[], bool] | None = None, volumes: ClaimSource | None = None,
+                 volume_timeout_s: float = 300.0) -> None:
         self.kube = kube
         self.fence = fence or (lambda: True)
         """Checked before every claim write and bind: False (the lease was lost) starts no new write,
@@ -144,6 +167,9 @@ class Binder:
         self.retry_initial_s = retry_initial_s
         self.retry_max_s = retry_max_s
         self.rng = rng or random.Random()
+        self.volumes = (VolumeBinder(kube, volumes, timeout_s=volume_timeout_s, retry=self._retry,
+                                     semaphore=self.semaphore, fence=self.fence) if volumes is not None else None)
+        """The PVC step (None: a plan with claim bindings fails, as nothing could see them bound)."""
 
     # -- the transaction -----------------------------------------------------------------------------
     async def commit(self, plan: Plan, writes: Sequence[ClaimWrite], outcome: BindOutcome | None = None,
@@ -159,6 +185,9 @@ class Binder:
 
         ``outcome``: filled in as binds land, so a caller whose transaction raised still knows which
         members are bound (they must never be forgotten: the server has them).
+
+        Between the claims and the binds, the plan's PersistentVolumeClaims are bound (:meth:`_bind_volumes`);
+        if one is not, the claims written are rolled back and no member is bound.
         """
         outcome = outcome if outcome is not None else BindOutcome()
         claims: ClaimOutcome | None = None
@@ -185,6 +214,12 @@ class Binder:
                                     release=[a.claim for a in plan.allocations if a.claim not in kept])
                 outcome.failed, outcome.skipped = claims.failed, pods
                 return result, outcome
+        if plan.volumes:
+            failure = await self._bind_volumes(plan, claims)
+            if failure is not None:
+                outcome.failed = (failure.key, ApiError(failure.status, "VolumeBinding", failure.message))
+                outcome.skipped = pods
+                return failure_result(failure, pods), outcome
         await self.bind_plan(plan.placements, outcome, precheck)
         if outcome.ok:
             return BindResult(bound=list(outcome.bound)), outcome
@@ -201,6 +236,32 @@ class Binder:
                    "group requeued")
         return BindResult(bound=list(outcome.bound), failure=Failure(failed_key, message, status),
                           forget=[k for k in pods if k not in bound], release=release), outcome
+
+    async def _bind_volumes(self, plan: Plan, claims: ClaimOutcome | None) -> BindResultParts | None:
+        """Bind the plan's PersistentVolumeClaims; on failure roll back the claims written. Returns None when
+        every claim is bound, else what the result must say."""
+        if self.volumes is None:
+            vol = VolumeFailure(plan.volumes[0].claim, "no PersistentVolumeClaim watch: claims cannot be seen bound")
+            written: list[str] = []
+        else:
+            outcome = await self.volumes.bind(plan.volumes)
+            if outcome.failure is None:
+                return None
+            vol, written = outcome.failure, outcome.written
+        records = claims.written if claims is not None else []
+        not_released = set(await self.release_claims(records)) if records else set()
+        kept = {r.write.claim for r in records if r.key in not_released}
+        release = [a.claim for a in plan.allocations if a.claim not in kept]
+        message = f"binding volumes failed: {vol.message}; no member bound"
+        if records:
+            message += f", {len(records) - len(not_released)} claim write(s) rolled back"
+        message += ", the group requeued"
+        if written:
+            message += (f"; left in place, as kube-scheduler leaves them: {', '.join(written)} (the next attempt "
+                        "resumes with them)")
+        if not_released:
+            message += f" (could not roll back {', '.join(sorted(not_released))})"
+        return BindResultParts(vol.key, message, vol.status, release)
 
     async def _release_unbound(self, plan: Plan, claims: ClaimOutcome, bound: set[str]) -> list[str]:
         """After a failed bind, roll back the claims written only for members that were not bound (all of

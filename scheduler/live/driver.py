@@ -41,21 +41,26 @@ from scheduler.live.health import HealthServer
 from scheduler.live.informers import Informer
 from scheduler.live.kube import (
     COMPOSITES,
+    CSI_NODES,
     DEVICE_CLASSES,
     DRA_RESOURCES,
     NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
     PODGROUPS,
     PODS,
     PRIORITY_CLASSES,
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
+    STORAGE_CLASSES,
     ApiError,
     KubeClient,
 )
 from scheduler.live.leader import LeaderElector
 from scheduler.live.metrics import Metrics
 from scheduler.live.status_writer import StatusWriter
+from scheduler.live.volume_binder import ClaimChanges, ClaimSource
 from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
@@ -81,7 +86,14 @@ class Scheduler:
         self.cache = ClusterCache(settings.scheduler_name, dra=True)  # without the DRA API no claim exists
         self.cycle = Cycle(self.cache, settings.solver())
         self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s, QUEUEING_HINTS)
-        self.binder = Binder(kube, concurrency=settings.bind_concurrency, fence=lambda: self.leading)
+        self.claim_changes = ClaimChanges()
+        """Wakes bind transactions waiting for their PersistentVolumeClaims (fed in :meth:`on_change`)."""
+        objects = self.cache.objects  # looked up per call: a re-list may replace a kind's dict (nodes do)
+        claims = ClaimSource(claims=lambda key: objects["PersistentVolumeClaim"].get(key),
+                             volumes=lambda name: objects["PersistentVolume"].get(name),
+                             nodes=lambda name: objects["Node"].get(name), changes=self.claim_changes)
+        self.binder = Binder(kube, concurrency=settings.bind_concurrency, fence=lambda: self.leading, volumes=claims,
+                             volume_timeout_s=settings.volume_binding_timeout_s)
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
                                    event_interval_s=settings.event_interval_s)
         self.elector = (LeaderElector(kube, settings.lease_namespace, settings.lease_name, self.identity,
@@ -139,10 +151,11 @@ class Scheduler:
         return task
 
     def on_change(self, events: list[ClusterEvent]) -> None:
-        """Informer callback: remember what changed and wake the loop."""
+        """Informer callback: remember what changed and wake the loop (and binds waiting for their claims)."""
         if events:
             self.events.extend(events)
             self.wake.set()
+            self.claim_changes.notify(events)
 
     # -- startup -------------------------------------------------------------------
     async def discover(self, stop: asyncio.Event) -> bool:
@@ -189,6 +202,20 @@ class Scheduler:
                             "served through DRA", dra_api, ", ".join(missing))
             else:
                 resources += [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES]
+        # The storage kinds the volume plugins read (all GA): a server lacking one is logged once, and pods whose
+        # volumes need it wait (claims) or are not limited by it (classes, CSINodes).
+        for storage in ((PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES), (STORAGE_CLASSES, CSI_NODES)):
+            api = storage[0].group_version
+            try:
+                served = await self.kube.served(api)
+            except ApiError as exc:
+                log.warning("could not discover %s: %s; volumes that need it are not honoured", api, exc)
+                continue
+            for res in storage:
+                if res.plural in served:
+                    resources.append(res)
+                else:
+                    log.warning("API %s %s is not served: volumes that need it are not honoured", api, res.plural)
         for res in resources:
             informer = Informer(self.kube, res, self.cache, self.on_change)
             self.informers.append(informer)

@@ -101,6 +101,12 @@ RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", True, "Res
 RESOURCE_CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates", True, "ResourceClaimTemplate")
 DRA_RESOURCES = (RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
 """What a DRA-aware scheduler watches (reference §6); all GA in ``resource.k8s.io/v1``."""
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", True, "PersistentVolumeClaim")
+PERSISTENT_VOLUMES = Resource("", "v1", "persistentvolumes", False, "PersistentVolume")
+STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", False, "StorageClass")
+CSI_NODES = Resource("storage.k8s.io", "v1", "csinodes", False, "CSINode")
+STORAGE_RESOURCES = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)
+"""What the volume plugins read (kube-scheduler's VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits)."""
 
 LIST_PAGE_SIZE = 500
 """Objects per list page (client-go's reflector default): bounds the raw JSON held during a re-list."""

@@ -77,6 +77,21 @@ class OwnedObjectMeta(ObjectMeta):
     owner_references: tuple[OwnerReference, ...] = ()
 
 
+class LabelSelectorRequirement(KubeModel):
+    """``metav1.LabelSelectorRequirement``: ``key``, ``operator`` (In | NotIn | Exists | DoesNotExist), ``values``."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+class LabelSelector(KubeModel):
+    """``metav1.LabelSelector``: ``matchLabels`` and ``matchExpressions``, ANDed."""
+
+    match_labels: dict[str, str] = Field(default_factory=dict)
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+
 class ConditionFields(KubeModel):
     """The fields every condition shape shares: ``type``, ``status``, ``reason``, ``message``."""
 

@@ -13,6 +13,8 @@ from functools import cached_property
 from pydantic import Field
 
 from scheduler.model.base import ConditionFields, Int32, KubeModel, ObjectMeta
+from scheduler.model.base import LabelSelector as LabelSelector  # re-exported: metav1, moved to base
+from scheduler.model.base import LabelSelectorRequirement as LabelSelectorRequirement
 from scheduler.model.quantity import (
     CPU,
     HUGEPAGES_PREFIX,
@@ -25,6 +27,7 @@ from scheduler.model.quantity import (
     maximum,
     resource_list,
 )
+from scheduler.model.volume import Volume
 
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
@@ -68,21 +71,6 @@ class NodeSelectorRequirement(KubeModel):
     key: str
     operator: str
     values: tuple[str, ...] = ()
-
-
-class LabelSelectorRequirement(KubeModel):
-    """``metav1.LabelSelectorRequirement``: ``key``, ``operator`` (In | NotIn | Exists | DoesNotExist), ``values``."""
-
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-
-class LabelSelector(KubeModel):
-    """``metav1.LabelSelector``: ``matchLabels`` and ``matchExpressions``, ANDed."""
-
-    match_labels: dict[str, str] = Field(default_factory=dict)
-    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
 
 
 class NodeSelectorTerm(KubeModel):
@@ -159,6 +147,8 @@ class PodSpec(KubeModel):
     scheduling_gates: tuple[PodSchedulingGate, ...] = ()
     resources: ResourceRequirements | None = None
     """Pod-level requests and limits (KEP-2837, PodLevelResources)."""
+    volumes: tuple[Volume, ...] = ()
+    """PVCs, generic ephemeral volumes and legacy inline disks (``scheduler.model.volume``)."""
 
 
 class PodCondition(ConditionFields):

@@ -3,6 +3,8 @@
 Objects are dispatched on ``apiVersion`` + ``kind`` (the scheduler-plugins CRD
 ``scheduling.x-k8s.io`` PodGroup is *not* ours and is skipped). Kinds the scheduler does not
 read (Jobs, Deployments, DRA objects of other API versions) are counted in ``Objects.skipped``.
+Storage objects are read from ``v1`` (PersistentVolumeClaim, PersistentVolume) and
+``storage.k8s.io/v1`` (StorageClass, CSINode), their sizes parsed at load time.
 DRA objects are read from ``resource.k8s.io/v1`` (ResourceSlice, DeviceClass, ResourceClaim,
 ResourceClaimTemplate); their quantities (device capacity, shared and consumed counters) are parsed
 at load time, so a bad one is a :class:`LoadProblem`. One-of rules (a slice's node selection, a
@@ -46,6 +48,7 @@ from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.quantity import QuantityError
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClass, Workload
+from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
 KINDS: dict[tuple[str, str], type[BaseModel]] = {
     ("v1", "Pod"): Pod,
@@ -60,13 +63,18 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
     (DRA_API_VERSION, "DeviceClass"): DeviceClass,
     (DRA_API_VERSION, "ResourceClaim"): ResourceClaim,
     (DRA_API_VERSION, "ResourceClaimTemplate"): ResourceClaimTemplate,
+    ("v1", "PersistentVolumeClaim"): PersistentVolumeClaim,
+    ("v1", "PersistentVolume"): PersistentVolume,
+    ("storage.k8s.io/v1", "StorageClass"): StorageClass,
+    ("storage.k8s.io/v1", "CSINode"): CSINode,
 }
 """(apiVersion, kind) → model, for every object the scheduler reads."""
 
 NAMESPACED: tuple[type[BaseModel], ...] = (Pod, PodGroup, CompositePodGroup, Workload, ResourceClaim,
-                                           ResourceClaimTemplate)
+                                           ResourceClaimTemplate, PersistentVolumeClaim)
 """Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node,
-PriorityClass, ResourceSlice and DeviceClass are cluster-scoped and keep an empty namespace)."""
+PriorityClass, ResourceSlice, DeviceClass, PersistentVolume, StorageClass and CSINode are
+cluster-scoped and keep an empty namespace)."""
 
 DEFAULT_NAMESPACE = "default"
 """The namespace the API server gives a namespaced object created without one (kubectl's
@@ -114,6 +122,10 @@ class Objects:
     device_classes: list[DeviceClass] = field(default_factory=list)
     resource_claims: list[ResourceClaim] = field(default_factory=list)
     claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
+    volume_claims: list[PersistentVolumeClaim] = field(default_factory=list)
+    volumes: list[PersistentVolume] = field(default_factory=list)
+    storage_classes: list[StorageClass] = field(default_factory=list)
+    csi_nodes: list[CSINode] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     _seen: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
@@ -140,6 +152,14 @@ class Objects:
                 return self.resource_claims
             case ResourceClaimTemplate():
                 return self.claim_templates
+            case PersistentVolumeClaim():
+                return self.volume_claims
+            case PersistentVolume():
+                return self.volumes
+            case StorageClass():
+                return self.storage_classes
+            case CSINode():
+                return self.csi_nodes
         raise TypeError(type(obj))  # pragma: no cover - KINDS and this match are kept in step
 
     def by_kind(self) -> dict[str, list[Any]]:
@@ -147,7 +167,9 @@ class Objects:
         return {"Node": self.nodes, "Pod": self.pods, "PodGroup": self.podgroups,
                 "CompositePodGroup": self.composites, "PriorityClass": self.priority_classes,
                 "ResourceSlice": self.resource_slices, "DeviceClass": self.device_classes,
-                "ResourceClaim": self.resource_claims, "ResourceClaimTemplate": self.claim_templates}
+                "ResourceClaim": self.resource_claims, "ResourceClaimTemplate": self.claim_templates,
+                "PersistentVolumeClaim": self.volume_claims, "PersistentVolume": self.volumes,
+                "StorageClass": self.storage_classes, "CSINode": self.csi_nodes}
 
     @property
     def usable(self) -> bool:
@@ -218,6 +240,10 @@ def _check_quantities(obj: BaseModel) -> None:
         _ = obj.requests
     elif isinstance(obj, Node):
         _ = obj.allocatable
+    elif isinstance(obj, PersistentVolumeClaim):
+        _ = obj.request_bytes
+    elif isinstance(obj, PersistentVolume):
+        _ = obj.capacity_bytes
     elif isinstance(obj, ResourceSlice):
         for counter_set in obj.spec.shared_counters:
             counter_quantities(counter_set.counters)

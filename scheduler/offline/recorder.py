@@ -3,7 +3,9 @@
 After the cycle assumed a plan, :meth:`RecordingBinder.commit` makes the plan's writes the way the
 API server would show them to the watch — each :class:`~scheduler.dra.writes.ClaimWrite` applied to
 its claim (``status.allocation`` and ``status.reservedFor``; a claim the plan creates, or made from
-its template, appears allocated), then each pod bound to its node — and feeds them to the
+its template, appears allocated), each PersistentVolumeClaim of the plan bound (:func:`bound_claim`:
+what the PV controller and the external provisioner would make of it), then each pod bound to its
+node — and feeds them to the
 :class:`~scheduler.cache.cluster.ClusterCache` as watch events. The cache then ends the plan's
 assumptions exactly as it does live: a claim allocated by one plan pins the pods of later plans to
 it, never allocated twice. Nothing fails here, so the result always says every pod was bound.
@@ -16,9 +18,27 @@ from collections.abc import Sequence
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cycle import BindResult
 from scheduler.dra.writes import ClaimWrite, merged_reservations
-from scheduler.framework.plan import Plan
+from scheduler.framework.plan import Plan, VolumeClaimBinding
 from scheduler.framework.snapshot import bound_copy
+from scheduler.framework.storage import annotated, claimed
+from scheduler.model.base import ObjectMeta
 from scheduler.model.dra import ResourceClaim
+from scheduler.model.node import Node
+from scheduler.model.pod import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from scheduler.model.storage import (
+    BIND_COMPLETED,
+    BOUND,
+    BOUND_BY_CONTROLLER,
+    CSINode,
+    CSIPersistentVolumeSource,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PersistentVolumeSpec,
+    PersistentVolumeStatus,
+    StorageClass,
+    VolumeNodeAffinity,
+)
+from scheduler.model.volume import STORAGE
 
 
 class RecordingBinder:
@@ -45,11 +65,65 @@ class RecordingBinder:
             if write.allocation is not None:
                 status["allocation"] = write.allocation
             self.cache.load_one("ResourceClaim", ResourceClaim.model_validate({**body, "status": status}))
+        for binding in plan.volumes:
+            self._bind_claim(binding)
         for pod, node in plan.placements:
             current_pod = self.cache.pod(pod.key)
             if current_pod is not None:
                 self.cache.load_one("Pod", bound_copy(current_pod, node))
         return BindResult(bound=list(plan.placements)), made
+
+
+    def _bind_claim(self, binding: VolumeClaimBinding) -> None:
+        """Show one of the plan's claims bound, with its PV, as the watch would once the controllers are done."""
+        objects = self.cache.objects
+        claim = objects["PersistentVolumeClaim"].get(binding.claim) or self.cache.storage.synthesized.get(binding.claim)
+        if claim is None:
+            return
+        volume = objects["PersistentVolume"].get(binding.volume) if binding.volume is not None else None
+        klass = objects["StorageClass"].get(claim.storage_class)
+        node = objects["Node"].get(binding.node)
+        pv, pvc = bound_claim(claim, binding, volume, klass, node, objects["CSINode"].get(binding.node))
+        self.cache.load_one("PersistentVolume", pv)
+        self.cache.load_one("PersistentVolumeClaim", pvc)
+
+
+def bound_claim(claim: PersistentVolumeClaim, binding: VolumeClaimBinding, volume: PersistentVolume | None,
+                klass: StorageClass | None, node: Node | None, csi_node: CSINode | None
+                ) -> tuple[PersistentVolume, PersistentVolumeClaim]:
+    """The PV and the claim once ``binding`` is done: the claim's ``spec.volumeName``, ``pv.kubernetes.io/
+    bind-completed`` and phase Bound; the PV's ``claimRef`` and phase Bound.
+
+    A statically bound claim gets ``volume``. A provisioned one gets a new PV as the external provisioner
+    makes it: named ``pvc-<claim uid>`` (``pvc-<namespace>-<name>`` without a uid), the claim's size,
+    access modes and class, a CSI source of the class's provisioner, and node affinity on the node's
+    values of the topology keys its CSINode lists for that driver (none without a CSINode) — the
+    provisioner's accessible topology for a volume made for that node.
+    """
+    if volume is None:
+        ns, name = claim.metadata.namespace, claim.metadata.name
+        pv_name = f"pvc-{claim.metadata.uid}" if claim.metadata.uid else f"pvc-{ns}-{name}"
+        driver = klass.provisioner if klass is not None else ""
+        keys = next((d.topology_keys for d in csi_node.spec.drivers if d.name == driver), ()) if csi_node else ()
+        labels = node.metadata.labels if node is not None else {}
+        terms = [NodeSelectorRequirement(key=k, operator="In", values=(labels[k],)) for k in keys if k in labels]
+        affinity = (VolumeNodeAffinity(required=NodeSelector(node_selector_terms=(
+            NodeSelectorTerm(match_expressions=tuple(terms)),))) if terms else None)
+        volume = PersistentVolume(metadata=ObjectMeta(name=pv_name), spec=PersistentVolumeSpec(
+            capacity={STORAGE: claim.spec.resources.requests.get(STORAGE, "0")},
+            access_modes=claim.spec.access_modes, storage_class_name=claim.storage_class, node_affinity=affinity,
+            volume_mode=claim.spec.volume_mode, csi=CSIPersistentVolumeSource(driver=driver, volume_handle=pv_name)))
+        claim = annotated(claim, binding.node)
+    pv = claimed(volume, claim)
+    pv = pv.model_copy(update={"status": PersistentVolumeStatus(phase=BOUND)})
+    annotations = {**claim.metadata.annotations, BIND_COMPLETED: "yes"}
+    if binding.volume is not None:
+        annotations[BOUND_BY_CONTROLLER] = "yes"
+    pvc = claim.model_copy(update={
+        "metadata": claim.metadata.model_copy(update={"annotations": annotations}),
+        "spec": claim.spec.model_copy(update={"volume_name": pv.name}),
+        "status": claim.status.model_copy(update={"phase": BOUND})})
+    return pv, pvc
 
 
 def _created(write: ClaimWrite) -> ResourceClaim:

@@ -7,9 +7,12 @@ Issue #4 adds ``allocations[].{claim, reservedFor: {kind, name}, node, devices[]
 pool, device}}`` (one entry per claim a plan allocates, in queue order; ``[]`` without DRA), with
 the extra keys ``pods`` (the plan's pods using the claim) and ``synthesized``. Issues #8/#9 add
 ``warnings[].{level, kind, message}`` (the summary's ``note:`` / ``warning:`` lines, ``kind`` one of
-``no-pods-of-ours``, ``skipped-api-version``, ``dra-problems``, ``synthesized-claims``) and
+``no-pods-of-ours``, ``skipped-api-version``, ``dra-problems``, ``synthesized-claims``; issue #10 adds
+``synthesized-volume-claims`` and ``volumes-not-honoured``) and
 ``dra_problems[]`` (every line of the report's "DRA problems" section: unusable pools and slices,
-selector errors met while solving).
+selector errors met while solving). Issue #10 adds ``volumes[].{claim, node, volume, provisioned, pods,
+root}`` (one entry per WaitForFirstConsumer PersistentVolumeClaim a plan binds, in queue order: the PV
+matched or, ``provisioned``, the one made for it; ``[]`` without such claims).
 """
 
 from __future__ import annotations
@@ -79,6 +82,9 @@ def to_json(sim: Simulation) -> dict[str, Any]:
     doc["allocations"] = [_allocation_json(a) for a in sim.allocations]
     doc["warnings"] = [{"level": n.level, "kind": n.kind, "message": n.message} for n in notices(sim)]
     doc["dra_problems"] = list(sim.dra_problems)
+    doc["volumes"] = [{"claim": v.binding.claim, "node": v.binding.node, "volume": v.volume,
+                       "provisioned": v.provisioned, "pods": [k.partition("/")[2] for k in v.binding.pods],
+                       "root": v.root.name} for v in sim.volumes]
     return doc
 
 
@@ -128,6 +134,7 @@ def render_text(sim: Simulation) -> str:
             nodes = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(by_node.items()))
             out.append(f"{indent}       placed {len(g.placements)} pod(s) on {nodes}")
             out.extend(_device_lines(_allocations_of(sim, g), f"{indent}       "))
+            out.extend(_volume_lines(sim, g, f"{indent}       "))
         if g.reason:
             out.append(f"{indent}       {g.status}: {_continued(g.reason, indent + '         ')}")
     single = [p for p in sim.pods if p.pod.group_name is None and p.node is not None]
@@ -206,6 +213,17 @@ def _device_lines(allocations: list[AllocationOutcome], indent: str) -> list[str
     return [f"{indent}{'devices: ' if i == 0 else pad}{line}" for i, line in enumerate(lines)]
 
 
+def _volume_lines(sim: Simulation, g: GroupOutcome, indent: str) -> list[str]:
+    """``volumes: data-web-0 -> pvc-… (provisioned on web-node-1)`` per claim the group's pods bound."""
+    pods = {f"{g.key.namespace}/{name}" for name in g.placements}
+    lines = [f"{v.binding.claim.partition('/')[2]} -> {v.volume} ({'provisioned on' if v.provisioned else 'on'} "
+             f"{v.binding.node})" for v in sim.volumes if v.root == g.root and pods & set(v.binding.pods)]
+    if len(lines) > MAX_DEVICE_LINES:
+        lines = [*lines[:MAX_DEVICE_LINES], f"… and {len(lines) - MAX_DEVICE_LINES} more (see --output json)"]
+    pad = " " * len("volumes: ")
+    return [f"{indent}{'volumes: ' if i == 0 else pad}{line}" for i, line in enumerate(lines)]
+
+
 def _devices_text(results: list[tuple[str, str, str, str]] | tuple[tuple[str, str, str, str], ...],
                   node: str | None) -> str:
     """``gpu-0, gpu-1 (gpu.nvidia.com); rack-b1/channel-0 (interconnect.example.com)``: devices by driver,
@@ -228,7 +246,8 @@ class Notice:
 def notices(sim: Simulation) -> list[Notice]:
     """The hints under the summary, for both renderings: no pod of ours found; DRA objects of another
     version skipped; DRA problems (listed in full under their own heading / key); claims made from
-    templates."""
+    templates; ephemeral volumes' PVCs made from pods' templates; volume features pods ask for that are
+    not honoured (one warning each)."""
     out: list[Notice] = []
     if not sim.pods:  # sim.pods holds every pending pod of ours
         found = ", ".join(f"{name} ({n})" for name, n in sorted(sim.pods_by_scheduler.items(),
@@ -247,6 +266,12 @@ def notices(sim: Simulation) -> list[Notice]:
         out.append(Notice("note", "synthesized-claims",
                           f"{len(sim.synthesized)} ResourceClaim(s) not in the snapshot made from their "
                           "ResourceClaimTemplate, as the resourceclaim controller would"))
+    if sim.synthesized_volume_claims:
+        out.append(Notice("note", "synthesized-volume-claims",
+                          f"{len(sim.synthesized_volume_claims)} PersistentVolumeClaim(s) of generic ephemeral "
+                          "volumes not in the snapshot made from the pods' templates, as the ephemeral volume "
+                          "controller would"))
+    out.extend(Notice("warning", "volumes-not-honoured", f"not honoured: {line}") for line in sim.volumes_not_honoured)
     return out
 
 

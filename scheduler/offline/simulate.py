@@ -8,6 +8,11 @@ the outcome per group, per pod and per node. Unlike ``run``, it also reports gro
 pod at all (as Waiting) and explains pods whose PodGroup failed to load, because it has the
 loader's problem list. Rendering is in :mod:`scheduler.offline.report`.
 
+Volumes: PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes of the snapshot feed
+the volume plugins; each plan's WaitForFirstConsumer claims are then shown bound (a matched PV, or one
+provisioned for the chosen node), so later plans see them bound, as they would live. A generic
+ephemeral volume's missing claim is made from the pod's template, as its controller would.
+
 DRA: when the snapshot has ``resource.k8s.io/v1`` objects or pods with ``spec.resourceClaims``,
 snapshots carry a :class:`~scheduler.dra.view.DraView`. A template-generated claim missing from the
 snapshot is synthesised from its template, as the resourceclaim controller would create it. Each
@@ -26,7 +31,7 @@ from pathlib import Path
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cycle import Attempt, Cycle
 from scheduler.dra.view import DraView
-from scheduler.framework.plan import ClaimAllocation, Decision, Plan, SolverConfig, Unschedulable
+from scheduler.framework.plan import ClaimAllocation, Decision, Plan, SolverConfig, Unschedulable, VolumeClaimBinding
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import Composite, Group, GroupTree, Leaf, TreeState
 from scheduler.model.pod import Pod
@@ -34,6 +39,7 @@ from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, 
 from scheduler.offline.loader import LoadProblem, Objects
 from scheduler.offline.recorder import RecordingBinder
 from scheduler.queue import GroupQueue
+from scheduler.solver.plugins.volume_claims import not_honoured
 
 EXAMPLE = "default-cluster.yaml"
 
@@ -77,6 +83,20 @@ class AllocationOutcome:
     synthesized: bool
 
 
+@dataclass(frozen=True, slots=True)
+class VolumeOutcome:
+    """One PersistentVolumeClaim a plan bound: the ``binding`` as the solver made it, the ``root`` whose plan made
+    it, and the PV it ended up bound to (``volume``: the matched one, or the one provisioned for it)."""
+
+    root: GroupKey
+    binding: VolumeClaimBinding
+    volume: str
+
+    @property
+    def provisioned(self) -> bool:
+        return self.binding.volume is None
+
+
 @dataclass(slots=True)
 class Simulation:
     """Everything ``simulate`` decided, in queue order, plus the final snapshot for utilisation.
@@ -87,6 +107,10 @@ class Simulation:
     claim allocation of every plan, in queue order, with the root whose plan made it.
     ``synthesized``: keys (``ns/name``) of claims not in the snapshot that were made from their
     template. ``dra_problems``: unusable pools and slices, and selector errors met while solving.
+    ``volumes``: every WaitForFirstConsumer claim a plan bound, in queue order.
+    ``synthesized_volume_claims``: keys of generic ephemeral volumes' claims not in the snapshot, made from
+    the pods' templates. ``volumes_not_honoured``: what pending pods' volumes ask for that is not honoured
+    (``volume_claims.not_honoured``), one line each.
     """
 
     groups: list[GroupOutcome] = field(default_factory=list)
@@ -101,6 +125,9 @@ class Simulation:
     allocations: list[AllocationOutcome] = field(default_factory=list)
     synthesized: frozenset[str] = frozenset()
     dra_problems: list[str] = field(default_factory=list)
+    volumes: list[VolumeOutcome] = field(default_factory=list)
+    synthesized_volume_claims: frozenset[str] = frozenset()
+    volumes_not_honoured: list[str] = field(default_factory=list)
 
 
 def _policy(obj: PodGroup | CompositePodGroup | None) -> str:
@@ -155,6 +182,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
     for kind, items in objects.by_kind().items():
         cache.load(kind, items)
     sim.initial = cache.snapshot()
+    sim.volumes_not_honoured = _not_honoured(sim.initial, scheduler_name, objects.pods)
     forest = cache.forest()
     queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
     cycle = Cycle(cache, config)
@@ -175,10 +203,14 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
             sim.allocations.extend(AllocationOutcome(attempt.tree.key, a, tuple(users.get(a.claim, ())),
                                                      a.synthetic or a.claim in made)
                                    for a in attempt.plan.allocations)
+            claims = cache.objects["PersistentVolumeClaim"]
+            sim.volumes.extend(VolumeOutcome(attempt.tree.key, b, claims[b.claim].spec.volume_name)
+                               for b in attempt.plan.volumes if b.claim in claims)
         decided[attempt.tree.key] = decision
         order.append(attempt.tree)
         sim.results.append((attempt.tree, decision))
     sim.snapshot = cache.snapshot()
+    sim.synthesized_volume_claims = frozenset(cache.storage.synthesized)
     if objects.has_dra:
         sim.synthesized = frozenset(cache.devices.synthesized)
         sim.dra_problems = [*cache.devices.inventory.problems, *sorted(selector_errors)]
@@ -216,6 +248,15 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
             names = ", ".join(g.name for g in pod.spec.scheduling_gates)
             sim.pods.append(PodOutcome(pod, None, f"scheduling gated ({names})"))
     return sim
+
+
+def _not_honoured(snapshot: Snapshot, scheduler_name: str, pods: list[Pod]) -> list[str]:
+    """``<pod>: <what>`` for each volume feature a pending pod of ours asks for that is not honoured."""
+    view = snapshot.volumes
+    if view is None:
+        return []
+    return [f"{p.key}: {what}" for p in pods if p.spec.scheduler_name == scheduler_name and not p.is_bound
+            for what in not_honoured(view, p)]
 
 
 def _claim_users(attempt: Attempt) -> dict[str, list[tuple[str, str]]]:

@@ -83,7 +83,7 @@ class _Search:
     """One solver run: the cycle state, the profile's plugins and the failure record."""
 
     def __init__(self, snapshot: Snapshot, config: SolverConfig, tree: GroupTree, profile: Profile) -> None:
-        profile = profile.for_snapshot(snapshot)
+        profile = profile.for_solve(snapshot, any(p.spec.volumes for leaf in tree.root.leaves() for p in leaf.pending))
         self.profile = profile
         own: frozenset[str] = frozenset()
         if snapshot.nominated:  # only then does it matter whose nominated room it is
@@ -482,7 +482,8 @@ class _Search:
                     unplaced[pod.key] = message
         return Plan(tree.key, tuple(placements), frozenset(self.satisfied), unplaced, reasons, self.attempts,
                     self.profile.devices.claim_allocations(self.state),
-                    tuple(dynamic_resources.selector_errors(self.state)))
+                    tuple(dynamic_resources.selector_errors(self.state)),
+                    self.profile.volumes.bindings(self.state))
 
     def unschedulable(self, tree: GroupTree, budget: bool) -> Unschedulable:
         reasons = {k: f.message for k, f in self.failures.items()}

@@ -29,6 +29,12 @@ Cases:
   slice per rack (``spec.nodeSelector`` on the rack label, 4 channels); 20 PodGroups of 8 pods
   (rack topology) with one group claim ``fabric`` (``PodGroup.spec.resourceClaims`` +
   ``status.resourceClaimStatuses``) for one channel, and a 1-GPU per-pod claim per member.
+* **f** (volumes) — the 5,000-node cluster of a–c, a CSINode per node (``ebs.csi.aws.com``, attach limit
+  25) and the WaitForFirstConsumer class ``gp3`` (``allowedTopologies``: two of the three zones); 100
+  StatefulSet-like gangs × 8 CPU pods (4 cpu / 16Gi), each pod with its own unbound 100Gi ``gp3`` claim
+  ``data-<pod>`` (the StatefulSet controller's naming). Every plan's claim bindings are assumed into
+  the snapshot (``snapshot.assume(..., plan.volumes)``). Checks: each claim bound once, on its pod's
+  node, in an allowed zone; no node above its attach limit.
 
 For the DRA cases the inventory (``Inventory.build`` + node index) and the per-cycle DRA view
 (``ClaimIndex.build`` + ``DraView.build``) are setup and printed separately; after each plan the
@@ -74,10 +80,12 @@ from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.inventory import Inventory
 from scheduler.dra.view import DraView
 from scheduler.framework import NodeTable, Plan, Snapshot, SolverConfig, Unschedulable
+from scheduler.framework.storage import StorageView
 from scheduler.groups import GroupTree, TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from scheduler.model.scheduling import GroupKey
+from scheduler.model.storage import CSINode, PersistentVolumeClaim, StorageClass
 from scheduler.queue import GroupQueue
 from scheduler.solver.plugins import run_filters
 
@@ -555,7 +563,7 @@ def solve_all(queue: GroupQueue, trees: dict[GroupKey, GroupTree], snapshot: Sna
         result.attempts += outcome.attempts
         assert isinstance(outcome, Plan | Unschedulable)
         if isinstance(outcome, Plan):
-            snapshot = snapshot.assume(outcome.placements, outcome.device_ids)
+            snapshot = snapshot.assume(outcome.placements, outcome.device_ids, outcome.volumes)
             result.gangs_placed += 1
             result.pods_placed += len(outcome.placements)
             result.claims_allocated += len(outcome.allocations)
@@ -594,6 +602,78 @@ def run_case(name: str, title: str, nodes: int, gangs: int, seed: int,
     solve_all(queue, {t.key: t for t in ready}, snapshot, result, profile)
     result.rss_mib = peak_rss_mib()
     return result
+
+
+# -- volumes (case f) -----------------------------------------------------------------------
+
+EBS_DRIVER = "ebs.csi.aws.com"
+ATTACH_LIMIT = 25
+VOLUME_ZONES = ZONES[:2]
+
+
+def volume_workload(node_objs: list[Node], gangs: int) -> tuple[Workload, StorageView]:
+    """Case f: 8-pod gangs, one unbound WaitForFirstConsumer claim per pod; the storage view of it all."""
+    pods: list[Pod] = []
+    groups: list[PodGroup] = []
+    claims: list[PersistentVolumeClaim] = []
+    for g in range(gangs):
+        name = f"f-{g:05d}"
+        groups.append(make_podgroup(name, 8, created=g))
+        for m in range(8):
+            pod_name = f"{name}-{m}"
+            raw = make_pod(pod_name, name, CPU_POD, False, created=g).model_dump(by_alias=True, mode="json")
+            raw["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-{pod_name}"}}]
+            pods.append(Pod.model_validate(raw))
+            claims.append(PersistentVolumeClaim.model_validate({
+                "metadata": {"name": f"data-{pod_name}", "namespace": NAMESPACE, "uid": f"uid-{pod_name}"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3",
+                         "resources": {"requests": {"storage": "100Gi"}}}}))
+    klass = StorageClass.model_validate({
+        "metadata": {"name": "gp3"}, "provisioner": EBS_DRIVER, "volumeBindingMode": "WaitForFirstConsumer",
+        "allowedTopologies": [{"matchLabelExpressions": [{"key": ZONE_KEY, "values": list(VOLUME_ZONES)}]}]})
+    csi_nodes = [CSINode.model_validate({"metadata": {"name": n.name}, "spec": {"drivers": [
+        {"name": EBS_DRIVER, "nodeID": f"i-{n.name}", "allocatable": {"count": ATTACH_LIMIT},
+         "topologyKeys": [ZONE_KEY]}]}}) for n in node_objs]
+    view = StorageView.build(claims=claims, classes=[klass], csi_nodes=csi_nodes, pods=pods)
+    return (pods, groups, []), view
+
+
+def run_volume_case(name: str, title: str, nodes: int, gangs: int, seed: int,
+                    profile: cProfile.Profile | None = None) -> CaseResult:
+    """Case f: the cluster, the claims and CSINodes (setup, not timed), solve, check the claim bindings."""
+    t0 = time.perf_counter()
+    node_objs = make_nodes(nodes, seed)
+    (pods, groups, comps), view = volume_workload(node_objs, gangs)
+    forest = build_trees(pods, groups, comps, scheduler_name=SCHEDULER)
+    snapshot = Snapshot.build(NodeTable.build(node_objs), pods, volumes=view)
+    ready = [t for t in forest.trees if t.state is TreeState.READY]
+    result = CaseResult(name, title, nodes, gangs, time.perf_counter() - t0, pods_total=len(pods))
+    final, plans = solve_all(GroupQueue(ready), {t.key: t for t in ready}, snapshot, result, profile)
+    result.violations += check_volumes(final, plans)
+    result.rss_mib = peak_rss_mib()
+    return result
+
+
+def check_volumes(snapshot: Snapshot, plans: list[tuple[GroupTree, Plan]]) -> list[str]:
+    """Every placed pod's claim bound once, on its node, in an allowed zone; no node above its attach limit."""
+    problems: list[str] = []
+    table = snapshot.table
+    per_node: Counter[str] = Counter()
+    decided: Counter[str] = Counter()
+    for _tree, plan in plans:
+        by_claim = {b.claim: b for b in plan.volumes}
+        decided.update(b.claim for b in plan.volumes)
+        for pod, node in plan.placements:
+            binding = by_claim.get(f"{NAMESPACE}/data-{pod.metadata.name}")
+            if binding is None or binding.node != node or binding.pods != (pod.key,):
+                problems.append(f"{pod.key}: its claim is not bound on its node {node} ({binding})")
+            zone = table.nodes[table.index[node]].metadata.labels.get(ZONE_KEY)
+            if zone not in VOLUME_ZONES:
+                problems.append(f"{pod.key}: placed in {zone}, where gp3 does not provision")
+            per_node[node] += 1
+    problems += [f"claim {c} bound {n} times" for c, n in decided.items() if n > 1]
+    problems += [f"node {n} has {k} > {ATTACH_LIMIT} volumes" for n, k in per_node.items() if k > ATTACH_LIMIT]
+    return problems[:10]
 
 
 def run_dra_case(name: str, title: str, nodes: int, gangs: int, seed: int, shared: bool,
@@ -675,14 +755,14 @@ def check_dra(snapshot: Snapshot, plans: list[tuple[GroupTree, Plan]], initial: 
                 continue
             row = table.index[node]
             for needed in (*claims.allocate, *claims.shared):
-                a = allocs.get(needed.key)
-                if a is None:
+                got = allocs.get(needed.key)
+                if got is None:
                     problems.append(f"{pod.key} placed on {node} but its claim {needed.key} is not allocated")
                     continue
                 wanted = sum(sub.count for r in needed.spec.requests for sub in r.options[:1])
-                if len(a.results) != wanted:
-                    problems.append(f"claim {needed.key}: {len(a.results)} device(s), wants {wanted}")
-                for request, driver, pool, device in a.results:
+                if len(got.results) != wanted:
+                    problems.append(f"claim {needed.key}: {len(got.results)} device(s), wants {wanted}")
+                for request, driver, pool, device in got.results:
                     dev_id = f"{driver}/{pool}/{device}"
                     dev = inv.devices.get(dev_id)
                     if dev is None or not inv.reach[dev_id][row]:
@@ -692,17 +772,17 @@ def check_dra(snapshot: Snapshot, plans: list[tuple[GroupTree, Plan]], initial: 
                     if not inv.matches(sub, dev):
                         problems.append(f"claim {needed.key}: {dev_id} does not match request {request}")
                 if needed in claims.allocate:
-                    if a.node != node or a.reserved_for != (("Pod", pod.metadata.name, pod.metadata.uid),):
-                        problems.append(f"claim {needed.key}: node {a.node} / reservedFor {a.reserved_for} "
+                    if got.node != node or got.reserved_for != (("Pod", pod.metadata.name, pod.metadata.uid),):
+                        problems.append(f"claim {needed.key}: node {got.node} / reservedFor {got.reserved_for} "
                                         f"but its pod {pod.key} is on {node}")
-                elif a.node is not None or [k for k, _, _ in a.reserved_for] != ["PodGroup"]:
-                    problems.append(f"group claim {needed.key}: node {a.node}, reservedFor {a.reserved_for}")
+                elif got.node is not None or [k for k, _, _ in got.reserved_for] != ["PodGroup"]:
+                    problems.append(f"group claim {needed.key}: node {got.node}, reservedFor {got.reserved_for}")
     # Counters: no counter set over-consumed once every allocated device is taken.
     state = inv.state(owner)
     over = [f"{s}/{c}={v}" for s, left in state.counters.items() for c, v in left.items() if v < 0]
     if over:
         problems.append(f"counter sets over-consumed: {', '.join(over[:5])}")
-    final = snapshot.dra.assumed if snapshot.dra is not None else frozenset()
+    final = snapshot.dra.assumed if isinstance(snapshot.dra, DraView) else frozenset()
     if set(owner) != set(final) - set(initial.assumed):
         problems.append(f"snapshot holds {len(final)} assumed devices, the plans allocated {len(owner)}")
     return problems
@@ -802,6 +882,10 @@ def verdict(results: dict[str, CaseResult]) -> None:
     sized = a or b
     if sized is not None and sized.nodes != 5000:
         print("  note: targets are stated for 5,000 nodes; this run used a different size")
+    f = results.get("f")
+    if f is not None:
+        print(f"  (f) volumes: per 8-pod gang with a WaitForFirstConsumer claim per pod p50 {f.pct(50):.2f} ms, "
+              f"p99 {f.pct(99):.2f} ms (no target set; compare with (a)/(b) per pod)")
     for name in "de":
         r = results.get(name)
         if r is None:
@@ -825,9 +909,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gangs-d", type=int, default=None, help="8-pod DRA gangs in case (d) (default 100)")
     ap.add_argument("--gangs-e", type=int, default=None,
                     help="8-pod DRA gangs with a group-shared claim in case (e) (default 20)")
+    ap.add_argument("--gangs-f", type=int, default=None,
+                    help="8-pod gangs with a WaitForFirstConsumer claim per pod in case (f) (default 100)")
     ap.add_argument("--dra-nodes", type=int, default=None,
                     help="cluster size of the DRA cases d/e (default 1000; 200 with --quick)")
-    ap.add_argument("--cases", default="abcde", help="which cases to run, e.g. 'ab' or 'de' (default abcde)")
+    ap.add_argument("--cases", default="abcdef", help="which cases to run, e.g. 'ab' or 'de' (default abcdef)")
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--tune-malloc", action="store_true",
                     help="raise glibc's mmap/trim thresholds first (see docs/benchmarks.md, allocator)")
@@ -838,13 +924,14 @@ def main(argv: list[str] | None = None) -> int:
 
     nodes = args.nodes or (500 if args.quick else 5000)
     dra_nodes = args.dra_nodes or (200 if args.quick else 1000)
-    defaults = (100, 20, 10, 20, 5) if args.quick else (1000, 200, 100, 100, 20)
+    defaults = (100, 20, 10, 20, 5, 20) if args.quick else (1000, 200, 100, 100, 20, 100)
     gangs = {
         "a": args.gangs_a if args.gangs_a is not None else defaults[0],
         "b": args.gangs_b if args.gangs_b is not None else defaults[1],
         "c": args.gangs_c if args.gangs_c is not None else defaults[2],
         "d": args.gangs_d if args.gangs_d is not None else defaults[3],
         "e": args.gangs_e if args.gangs_e is not None else defaults[4],
+        "f": args.gangs_f if args.gangs_f is not None else defaults[5],
     }
     cases: dict[str, tuple[str, Callable[[int], Workload]]] = {
         "a": ("3-pod gangs (half CPU 4cpu/16Gi, half 1 GPU/8cpu/64Gi), minCount 3", workload_a),
@@ -871,10 +958,14 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, CaseResult] = {}
     wall = time.perf_counter()
     for name in args.cases:
-        if name not in cases and name not in dra_cases:
+        if name not in cases and name not in dra_cases and name != "f":
             ap.error(f"unknown case {name!r}")
         prof = cProfile.Profile() if args.profile else None
-        if name in dra_cases:
+        if name == "f":
+            r = run_volume_case(name, "volumes: 8-pod StatefulSet-like gangs, 1 WaitForFirstConsumer claim per pod "
+                                "(CSINode attach limit 25, class in 2 of 3 zones)", nodes, gangs[name], args.seed,
+                                prof)
+        elif name in dra_cases:
             r = run_dra_case(name, dra_cases[name], dra_nodes, gangs[name], args.seed, name == "e", prof)
         else:
             title, build = cases[name]

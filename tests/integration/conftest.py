@@ -36,6 +36,10 @@ RESOURCES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
     "resource.k8s.io/v1/deviceclasses": ("DeviceClass", False, ()),
     "resource.k8s.io/v1/resourceclaims": ("ResourceClaim", True, ("status",)),
     "resource.k8s.io/v1/resourceclaimtemplates": ("ResourceClaimTemplate", True, ()),
+    "v1/persistentvolumeclaims": ("PersistentVolumeClaim", True, ("status",)),
+    "v1/persistentvolumes": ("PersistentVolume", False, ("status",)),
+    "storage.k8s.io/v1/storageclasses": ("StorageClass", False, ()),
+    "storage.k8s.io/v1/csinodes": ("CSINode", False, ()),
 }
 
 

@@ -27,6 +27,7 @@ from scheduler.model import (
     ResourceSlice,
     Workload,
 )
+from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -41,6 +42,10 @@ MODELS: dict[tuple[str, str], type[BaseModel]] = {
     ("resource.k8s.io/v1", "DeviceClass"): DeviceClass,
     ("resource.k8s.io/v1", "ResourceClaim"): ResourceClaim,
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): ResourceClaimTemplate,
+    ("v1", "PersistentVolumeClaim"): PersistentVolumeClaim,
+    ("v1", "PersistentVolume"): PersistentVolume,
+    ("storage.k8s.io/v1", "StorageClass"): StorageClass,
+    ("storage.k8s.io/v1", "CSINode"): CSINode,
 }
 """(apiVersion, kind) → model, for the kinds the scheduler models."""
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup, PriorityClass, ResourceSlice
 from scheduler.model.base import describe
 from scheduler.model.scheduling import policy_error
+from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
 
 def pod_with(spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -114,6 +115,30 @@ REJECTED = [
                      "devices": [{"name": "gpu-0", "capacity": {"memory": {"value": True}}}]}},
                  "spec.devices[0].capacity.memory.value: must be a quantity (a string or a number) (got true)",
                  id="boolean-device-capacity"),
+    pytest.param(PersistentVolumeClaim, {"metadata": {"name": "data", "namespace": "ml"}, "spec": {
+                     "resources": {"requests": {"storage": "-1Gi"}}}},
+                 'spec.resources.requests.storage: must be greater than or equal to 0 (got "-1Gi")',
+                 id="negative-claim-size"),
+    pytest.param(PersistentVolumeClaim, {"metadata": {"name": "data", "namespace": "ml"}, "spec": {
+                     "accessModes": ["ReadWriteSometimes"]}},
+                 "spec.accessModes[0]: Input should be 'ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany' or "
+                 "'ReadWriteOncePod' (got \"ReadWriteSometimes\")", id="unknown-access-mode"),
+    pytest.param(PersistentVolume, {"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "-10Gi"}}},
+                 'spec.capacity.storage: must be greater than or equal to 0 (got "-10Gi")', id="negative-pv-capacity"),
+    pytest.param(PersistentVolume, {"metadata": {"name": "pv"}, "spec": {"volumeMode": "Raw"}},
+                 "spec.volumeMode: Input should be 'Filesystem' or 'Block' (got \"Raw\")", id="unknown-volume-mode"),
+    pytest.param(StorageClass, {"metadata": {"name": "fast"}, "provisioner": "ebs.csi.aws.com",
+                                "volumeBindingMode": "Later"},
+                 "volumeBindingMode: Input should be 'Immediate' or 'WaitForFirstConsumer' (got \"Later\")",
+                 id="unknown-binding-mode"),
+    pytest.param(CSINode, {"metadata": {"name": "n1"}, "spec": {"drivers": [
+                     {"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": -1}}]}},
+                 "spec.drivers[0].allocatable.count: Input should be greater than or equal to 0 (got -1)",
+                 id="negative-attach-count"),
+    pytest.param(CSINode, {"metadata": {"name": "n1"}, "spec": {"drivers": [
+                     {"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": "25"}}]}},
+                 'spec.drivers[0].allocatable.count: Input should be a valid integer (got "25")',
+                 id="attach-count-string"),
 ]
 
 
@@ -144,6 +169,11 @@ ACCEPTED = [
                  id="negative-group-priority"),
     pytest.param(PodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minCount": 2**31 - 1}}}),
                  lambda g: g.spec.scheduling_policy.gang.min_count == 2**31 - 1, id="min-count-int32-max"),
+    pytest.param(StorageClass, {"metadata": {"name": "standard"}, "provisioner": "ebs.csi.aws.com"},
+                 lambda c: c.volume_binding_mode == "Immediate", id="binding-mode-defaults-to-immediate-as-the-api"),
+    pytest.param(PersistentVolumeClaim, {"metadata": {"name": "d", "namespace": "ml", "annotations": {
+                     "volume.beta.kubernetes.io/storage-class": "old"}}, "spec": {"storageClassName": "new"}},
+                 lambda c: c.storage_class == "old", id="beta-class-annotation-wins-over-the-spec"),
 ]
 
 

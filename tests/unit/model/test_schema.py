@@ -38,6 +38,7 @@ from scheduler.model import (
 from scheduler.model.node import NodeSpec, NodeStatus, Taint
 from scheduler.model.pod import Affinity, PodSpec, Toleration
 from scheduler.model.scheduling import PodGroupSpec, WorkloadReference
+from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from tests.unit.model.example_data import DATA, differences, documents, is_subset, modelled_objects
 
 SCHEMA_VERSION = "v1.37.0-local"
@@ -138,6 +139,10 @@ MODELS = [
     pytest.param(ResourceClaim, "io.k8s.api.resource.v1.ResourceClaim", id="ResourceClaim-resource-v1"),
     pytest.param(ResourceClaimTemplate, "io.k8s.api.resource.v1.ResourceClaimTemplate",
                  id="ResourceClaimTemplate-resource-v1"),
+    pytest.param(PersistentVolumeClaim, "io.k8s.api.core.v1.PersistentVolumeClaim", id="PersistentVolumeClaim-v1"),
+    pytest.param(PersistentVolume, "io.k8s.api.core.v1.PersistentVolume", id="PersistentVolume-v1"),
+    pytest.param(StorageClass, "io.k8s.api.storage.v1.StorageClass", id="StorageClass-storage-v1"),
+    pytest.param(CSINode, "io.k8s.api.storage.v1.CSINode", id="CSINode-storage-v1"),
 ]
 
 
@@ -156,6 +161,9 @@ def test_every_alias_exists_in_the_v1_37_schema(model: type[BaseModel], definiti
         "Pod.spec.schedulingGroup.podGroupName",
         "Pod.status.resourceClaimStatuses[].resourceClaimName",
         "Pod.status.containerStatuses[].allocatedResources",
+        "Pod.spec.volumes[].ephemeral.volumeClaimTemplate.spec.resources.requests",
+        "Pod.spec.volumes[].awsElasticBlockStore.volumeID",
+        "Pod.spec.volumes[].rbd.monitors",
     ],
 )
 def test_walker_reaches_nested_fields(deep_path: str) -> None:
@@ -340,6 +348,12 @@ EXAMPLES = [
         {"PriorityClass": 5, "Node": 9, "Pod": 21, "Workload": 2, "CompositePodGroup": 1, "PodGroup": 3,
          "DeviceClass": 2, "ResourceSlice": 12, "ResourceClaimTemplate": 1, "ResourceClaim": 11},
         id="cluster-small-gpu",
+    ),
+    pytest.param(
+        "workloads/d-statefulset-wffc-pvcs.yaml",
+        {"Node": 4, "CSINode": 4, "StorageClass": 2, "PersistentVolume": 4, "PodGroup": 5,
+         "PersistentVolumeClaim": 6, "Pod": 10},
+        id="workload-statefulset-pvcs",
     ),
     pytest.param("resourceslices/deviceclasses.yaml", {"DeviceClass": 9}, id="dra-deviceclasses"),
     pytest.param("resourceslices/dra-example-driver-gpu.yaml", {"ResourceSlice": 1}, id="dra-example-driver-gpu"),
