@@ -1,4 +1,5 @@
-"""Event names and timestamps of ``scheduler.live.status_writer`` (issue 9): valid for the API server for every pod name.
+"""Event names and timestamps of ``scheduler.live.status_writer`` (issue 9): valid for the API server for every
+pod name.
 
 The oracle is the emulator's copy of the server's rule (``tests/integration/apivalidation.py``), written
 independently of the code under test.
