@@ -1,6 +1,7 @@
 """ClusterCache: the scheduler's picture of the cluster, fed only by the watch, plus assumptions.
 
-Holds the current Pods, Nodes, PodGroups, CompositePodGroups and PriorityClasses — and, when the
+Holds the current Pods, Nodes, PodGroups, CompositePodGroups, PriorityClasses and Namespaces (their
+labels, for pod affinity's ``namespaceSelector``) — and, when the
 server serves ``resource.k8s.io/v1``, ResourceSlices, DeviceClasses, ResourceClaims and
 ResourceClaimTemplates — by key (the informers call :meth:`ClusterCache.replace` after each list and
 :meth:`ClusterCache.apply` for each watch event; ``simulate`` calls :meth:`ClusterCache.load` with its
@@ -43,6 +44,7 @@ from scheduler.groups.index import GroupIndex
 from scheduler.groups.tree import Forest, GroupTree
 from scheduler.model.base import describe
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.quantity import is_extended
@@ -60,6 +62,7 @@ KINDS: dict[str, type[BaseModel]] = {
     "DeviceClass": DeviceClass,
     "ResourceClaim": ResourceClaim,
     "ResourceClaimTemplate": ResourceClaimTemplate,
+    "Namespace": Namespace,
 }
 
 _ACTIONS = {"ADDED": Action.ADD, "MODIFIED": Action.UPDATE, "DELETED": Action.DELETE}
@@ -99,8 +102,14 @@ def group_essence(group: PodGroup | CompositePodGroup) -> tuple[object, ...]:
     return group.metadata.uid, group.spec, group.metadata.deletion_timestamp, claims
 
 
+def namespace_essence(namespace: Namespace) -> tuple[object, ...]:
+    """What the scheduler reads of a namespace: its labels."""
+    return (namespace.metadata.labels,)
+
+
 _ESSENCE: dict[str, Callable[[Any], tuple[object, ...]]] = {
-    "Node": node_essence, "Pod": pod_essence, "PodGroup": group_essence, "CompositePodGroup": group_essence}
+    "Node": node_essence, "Pod": pod_essence, "PodGroup": group_essence, "CompositePodGroup": group_essence,
+    "Namespace": namespace_essence}
 
 
 def _parse(kind: str, raw: Mapping[str, Any]) -> Any | None:
@@ -148,6 +157,8 @@ class ClusterCache:
         self.version = 0
         """Bumped on every change the scheduler reads (and on assume/forget): a snapshot older than it is stale."""
         self._wants_devices: dict[str, Pod] = {}
+        self._namespace_labels: dict[str, Mapping[str, str]] = {}
+        """Namespace name → labels, replaced (a new dict) when a namespace's labels change."""
         self._snapshot: tuple[int, Snapshot] | None = None
         self._changed_roots: set[GroupKey] = set()
 
@@ -221,6 +232,8 @@ class ClusterCache:
         elif kind == "ResourceClaim":
             self.devices.set_claim(key, new)
             self.devices.settle(key, self.objects["Pod"])
+        elif kind == "Namespace" and not quiet:
+            self._namespace_labels = {name: ns.metadata.labels for name, ns in self.objects["Namespace"].items()}
         if quiet:
             return []
         self.version += 1
@@ -328,7 +341,7 @@ class ClusterCache:
             pending = [p for p in self._wants_devices.values()
                        if p.key not in self.assumed and (p.spec.resource_claims or served & p.requests.keys())]
             view = self.devices.view(self.usage.table, classes, pending)
-        snap = self.usage.snapshot(view)
+        snap = self.usage.snapshot(view, self._namespace_labels)
         self._snapshot = (self.version, snap)
         return snap
 
