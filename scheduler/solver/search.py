@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Signature
+from scheduler.framework.interface import FilterPlugin, Signature
 from scheduler.framework.node_table import BoolArray, IntArray, static_key
 from scheduler.framework.plan import Plan, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
@@ -47,6 +47,7 @@ from scheduler.model.pod import Pod
 from scheduler.model.quantity import format_units, is_extended
 from scheduler.model.scheduling import GroupKey
 from scheduler.solver.plugins import DEFAULT_PROFILE, TOPOLOGY, Profile, dynamic_resources
+from scheduler.solver.plugins.resources_fit import UNLIMITED
 from scheduler.solver.plugins.scoring import NodeOrder
 
 
@@ -84,8 +85,9 @@ class _Search:
 
     def __init__(self, snapshot: Snapshot, config: SolverConfig, tree: GroupTree, profile: Profile) -> None:
         self.profile = profile
-        own = frozenset(p.key for leaf in tree.root.leaves() for p in leaf.pending)
-        self.state = CycleState(snapshot, config, tree.priority, profile.reservers, own)
+        pending = tuple(p for leaf in tree.root.leaves() for p in leaf.pending)
+        own = frozenset(p.key for p in pending)
+        self.state = CycleState(snapshot, config, tree.priority, profile.reservers, own, pending)
         self.table = snapshot.table
         self.config = config
         self.attempts = 0
@@ -175,14 +177,13 @@ class _Search:
         return mask
 
     # -- leaves --------------------------------------------------------------------
-    def caps(self, sig: Signature, rows: IntArray) -> IntArray:
-        """Copies of ``sig`` each of ``rows`` can take now: the minimum over the Filter plugins."""
+    def caps(self, sig: Signature, rows: IntArray, plugins: tuple[FilterPlugin, ...]) -> IntArray:
+        """Copies of ``sig`` each of ``rows`` can take now: the minimum over ``plugins`` (no limit if none)."""
         caps: IntArray | None = None
-        for plugin in self.profile.filters:
+        for plugin in plugins:
             got = plugin.filter(self.state, sig, rows)
             caps = got if caps is None else np.minimum(caps, got)
-        assert caps is not None
-        return caps
+        return caps if caps is not None else np.full(len(rows), UNLIMITED, dtype=np.int64)
 
     def preference(self, sig: Signature, rows: IntArray) -> IntArray | None:
         """The Score plugins' weighted sum per row, or None when no plugin has a preference."""
@@ -198,13 +199,18 @@ class _Search:
         """Place up to ``count`` copies of ``sig`` on candidate ``rows``; returns how many were placed.
 
         Each choice is reserved at once (journaled); a node that takes fewer than chosen (its devices
-        ran short) is dropped and the choice made again. Filters and scores are asked again after each
-        placement, so a rule between members (anti-affinity, spread) sees the copies placed before.
+        ran short) is dropped and the choice made again. The Filter plugins that say they *interact*
+        (a rule between members over a domain wider than a node: zone anti-affinity, spread) are asked
+        again after each placement, so they see the copies placed before; the others' answers are
+        counted down on the node used, which is all a placement changes for them. Scores are asked
+        again when a Score plugin interacts.
         """
         order = NodeOrder(self.state, sig, rows)
-        caps = np.minimum(self.caps(sig, rows), count)
+        filters = self.profile.filters
+        interacting = tuple(p for p in filters if p.interacts(self.state, sig))
+        steady = np.minimum(self.caps(sig, rows, tuple(p for p in filters if p not in interacting)), count)
+        caps = np.minimum(steady, self.caps(sig, rows, interacting)) if interacting else steady.copy()
         preference = self.preference(sig, rows)
-        interacting = any(p.interacts(self.state, sig) for p in self.profile.filters)
         rescore = any(p.interacts(self.state, sig) for p in self.profile.scorers)
         done = 0
         remaining = count
@@ -217,8 +223,12 @@ class _Search:
             if got < take:  # its devices ran short: never offer it again for this signature
                 valid[j] = False
                 caps[j] = 0
-            elif interacting and remaining > 0:  # a rule between members: every node's answer may change
-                caps = np.where(valid, np.minimum(self.caps(sig, rows), remaining), 0)
+                steady[j] = 0
+                continue
+            steady[j] -= got
+            if interacting and remaining > 0:  # a rule between members: every node's answer may change
+                # (a spread constraint may open a node again once the other domains caught up)
+                caps = np.minimum(np.minimum(steady, self.caps(sig, rows, interacting)), remaining)
                 valid = caps > 0
             else:
                 caps[j] -= got
@@ -270,6 +280,16 @@ class _Search:
 
         Returns (pods placed, the diagnosis for the first member that did not fit, or None).
         """
+        placed = 0
+        why: _Diagnosis | None = None
+        outer, self.state.scope = self.state.scope, mask  # the leaf's domain, for plugins that rule within it
+        try:
+            placed, why = self._place_signatures(leaf, mask, limit)
+        finally:
+            self.state.scope = outer
+        return placed, why
+
+    def _place_signatures(self, leaf: Leaf, mask: BoolArray, limit: int | None) -> tuple[int, _Diagnosis | None]:
         placed = 0
         why: _Diagnosis | None = None
         for sig in self.signatures(leaf):
