@@ -7,8 +7,10 @@ nothing discovers plugins at import time.
 Static filters run in kube's default-profile order (``apis/config/v1/default_plugins.go``:
 NodeUnschedulable, …, TaintToleration, NodeAffinity; our NodeLifecycle right after the cordon
 check); the first rejection is the node's reason, as kube's framework stops at the first failing
-Filter plugin. Dynamic filters run NodeResourcesFit before DynamicResources, so a node short of
-cpu is reported as such and only nodes that fit count as "cannot allocate all claims".
+Filter plugin. Dynamic filters run in the same order: NodePorts, NodeResourcesFit,
+PodTopologySpread, InterPodAffinity, DynamicResources — a node short of cpu is reported as such, and
+only nodes every other filter allows count as "cannot allocate all claims". Score plugins carry kube's
+default weights (TaintToleration 3, NodeAffinity 2, PodTopologySpread 2, InterPodAffinity 2).
 """
 
 from __future__ import annotations
@@ -29,9 +31,12 @@ from scheduler.model.node import Node
 from scheduler.model.pod import PodSpec
 from scheduler.solver.plugins import (
     dynamic_resources,
+    inter_pod_affinity,
     node_affinity,
     node_lifecycle,
+    node_ports,
     node_unschedulable,
+    pod_topology_spread,
     resources_fit,
     taint_toleration,
 )
@@ -93,6 +98,9 @@ QUEUEING_HINTS: dict[str, Callable[[ClusterEvent], bool]] = {
     node_affinity.NAME: node_affinity.queueing_hint,
     resources_fit.NAME: resources_fit.queueing_hint,
     dynamic_resources.NAME: dynamic_resources.queueing_hint,
+    node_ports.NAME: node_ports.queueing_hint,
+    pod_topology_spread.NAME: pod_topology_spread.queueing_hint,
+    inter_pod_affinity.NAME: inter_pod_affinity.queueing_hint,
     TOPOLOGY: resources_fit.queueing_hint,
 }
 """Plugin name → its queueing hint: which cluster events may make a root it rejected schedulable. A
@@ -100,10 +108,12 @@ topology domain short of room (``TopologyPlacement``) is helped by what frees ro
 
 DEFAULT_PROFILE = Profile(
     static_check=run_filters,
-    pre_filters=(dynamic_resources.PLUGIN,),
-    filters=(resources_fit.PLUGIN, dynamic_resources.PLUGIN),
-    scorers=(),
-    reservers=(dynamic_resources.PLUGIN, resources_fit.PLUGIN),
+    pre_filters=(dynamic_resources.PLUGIN, node_ports.PLUGIN, pod_topology_spread.PLUGIN, inter_pod_affinity.PLUGIN),
+    filters=(node_ports.PLUGIN, resources_fit.PLUGIN, pod_topology_spread.PLUGIN, inter_pod_affinity.PLUGIN,
+             dynamic_resources.PLUGIN),
+    scorers=(taint_toleration.SCORE, node_affinity.SCORE, pod_topology_spread.SCORE, inter_pod_affinity.SCORE),
+    reservers=(dynamic_resources.PLUGIN, resources_fit.PLUGIN, node_ports.PLUGIN, pod_topology_spread.PLUGIN,
+               inter_pod_affinity.PLUGIN),
     devices=dynamic_resources.PLUGIN,
 )
 """The profile every cycle uses."""
