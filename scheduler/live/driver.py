@@ -42,6 +42,7 @@ from scheduler.live.kube import (
     COMPOSITES,
     DEVICE_CLASSES,
     DRA_RESOURCES,
+    NAMESPACES,
     NODES,
     PODGROUPS,
     PODS,
@@ -167,7 +168,7 @@ class Scheduler:
         return False
 
     async def start_informers(self) -> None:
-        resources = [PODS, NODES, PODGROUPS, PRIORITY_CLASSES]
+        resources = [PODS, NODES, PODGROUPS, PRIORITY_CLASSES, NAMESPACES]  # namespaces: pod affinity
         try:
             if COMPOSITES.plural in await self.kube.served(COMPOSITES.group_version):
                 resources.append(COMPOSITES)

@@ -42,6 +42,7 @@ from scheduler.model.dra import (
     ResourceSlice,
     counter_quantities,
 )
+from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.quantity import QuantityError
@@ -50,6 +51,7 @@ from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClas
 KINDS: dict[tuple[str, str], type[BaseModel]] = {
     ("v1", "Pod"): Pod,
     ("v1", "Node"): Node,
+    ("v1", "Namespace"): Namespace,
     ("scheduling.k8s.io/v1beta1", "PodGroup"): PodGroup,
     ("scheduling.k8s.io/v1alpha3", "PodGroup"): PodGroup,
     ("scheduling.k8s.io/v1alpha3", "CompositePodGroup"): CompositePodGroup,
@@ -65,7 +67,7 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
 
 NAMESPACED: tuple[type[BaseModel], ...] = (Pod, PodGroup, CompositePodGroup, Workload, ResourceClaim,
                                            ResourceClaimTemplate)
-"""Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node,
+"""Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node, Namespace,
 PriorityClass, ResourceSlice and DeviceClass are cluster-scoped and keep an empty namespace)."""
 
 DEFAULT_NAMESPACE = "default"
@@ -114,6 +116,7 @@ class Objects:
     device_classes: list[DeviceClass] = field(default_factory=list)
     resource_claims: list[ResourceClaim] = field(default_factory=list)
     claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
+    namespaces: list[Namespace] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     _seen: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
@@ -140,6 +143,8 @@ class Objects:
                 return self.resource_claims
             case ResourceClaimTemplate():
                 return self.claim_templates
+            case Namespace():
+                return self.namespaces
         raise TypeError(type(obj))  # pragma: no cover - KINDS and this match are kept in step
 
     def by_kind(self) -> dict[str, list[Any]]:
@@ -147,7 +152,8 @@ class Objects:
         return {"Node": self.nodes, "Pod": self.pods, "PodGroup": self.podgroups,
                 "CompositePodGroup": self.composites, "PriorityClass": self.priority_classes,
                 "ResourceSlice": self.resource_slices, "DeviceClass": self.device_classes,
-                "ResourceClaim": self.resource_claims, "ResourceClaimTemplate": self.claim_templates}
+                "ResourceClaim": self.resource_claims, "ResourceClaimTemplate": self.claim_templates,
+                "Namespace": self.namespaces}
 
     @property
     def usable(self) -> bool:

@@ -54,8 +54,9 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
     # informers.py Informer.run lists and watches `self.resource`: one Informer per resource
     # that run.py Scheduler.start_informers creates (checked by test_informer_table_matches_run_py).
     ("live/informers.py", "Informer.run", "self.resource"): ("PODS", "NODES", "PODGROUPS", "PRIORITY_CLASSES",
-                                                        "COMPOSITES", "RESOURCE_SLICES", "DEVICE_CLASSES",
-                                                        "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES"),
+                                                        "NAMESPACES", "COMPOSITES", "RESOURCE_SLICES",
+                                                        "DEVICE_CLASSES", "RESOURCE_CLAIMS",
+                                                        "RESOURCE_CLAIM_TEMPLATES"),
     # status.py StatusWriter.group_condition / _patch_group: `res` is COMPOSITES for a
     # CompositePodGroup, else PODGROUPS (`res, ctype = (COMPOSITES, …) if isinstance(…) else (PODGROUPS, …)`).
     ("live/status_writer.py", "StatusWriter.group_condition", "res"): ("PODGROUPS", "COMPOSITES"),
