@@ -9,7 +9,9 @@ the extra keys ``pods`` (the plan's pods using the claim) and ``synthesized``. I
 ``warnings[].{level, kind, message}`` (the summary's ``note:`` / ``warning:`` lines, ``kind`` one of
 ``no-pods-of-ours``, ``skipped-api-version``, ``dra-problems``, ``synthesized-claims``) and
 ``dra_problems[]`` (every line of the report's "DRA problems" section: unusable pools and slices,
-selector errors met while solving).
+selector errors met while solving). Issue #10 adds ``warnings[]`` entries of kind
+``unhonoured-field``, one per field a pending pod sets that no plugin honours, with the extra keys
+``pod`` (``namespace/name``) and ``field`` (the field path).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from scheduler.model.dra import API_VERSION as DRA_VERSION
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
 from scheduler.offline.simulate import AllocationOutcome, GroupOutcome, Simulation
+
+UNHONOURED = "unhonoured-field"
+"""``warnings[].kind`` of a field a pod sets that no plugin honours."""
 
 MAX_DEVICE_LINES = 20
 """Device lines shown per group in the text report (the JSON has every allocation)."""
@@ -77,9 +82,18 @@ def to_json(sim: Simulation) -> dict[str, Any]:
     if sim.snapshot is not None and sim.initial is not None:
         doc["nodes"] = _node_rows(sim.initial, sim.snapshot)
     doc["allocations"] = [_allocation_json(a) for a in sim.allocations]
-    doc["warnings"] = [{"level": n.level, "kind": n.kind, "message": n.message} for n in notices(sim)]
+    doc["warnings"] = [_notice_json(n) for n in notices(sim)]
     doc["dra_problems"] = list(sim.dra_problems)
     return doc
+
+
+def _notice_json(n: Notice) -> dict[str, Any]:
+    """One ``warnings`` entry: ``level``, ``kind``, ``message``, and ``pod`` / ``field`` when about a pod's field."""
+    entry: dict[str, Any] = {"level": n.level, "kind": n.kind, "message": n.message}
+    if n.pod is not None:
+        entry["pod"] = n.pod
+        entry["field"] = n.field
+    return entry
 
 
 def _allocation_json(outcome: AllocationOutcome) -> dict[str, Any]:
@@ -218,17 +232,20 @@ def _devices_text(results: list[tuple[str, str, str, str]] | tuple[tuple[str, st
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """One hint of the report's summary: ``level`` ``note`` or ``warning``, a stable ``kind``, the text."""
+    """One hint of the report's summary: ``level`` ``note`` or ``warning``, a stable ``kind``, the text; for a
+    pod's unhonoured field also the ``pod`` (``namespace/name``) and the ``field`` path."""
 
     level: str
     kind: str
     message: str
+    pod: str | None = None
+    field: str | None = None
 
 
 def notices(sim: Simulation) -> list[Notice]:
     """The hints under the summary, for both renderings: no pod of ours found; DRA objects of another
     version skipped; DRA problems (listed in full under their own heading / key); claims made from
-    templates."""
+    templates; then one warning per field a pending pod sets that no plugin honours."""
     out: list[Notice] = []
     if not sim.pods:  # sim.pods holds every pending pod of ours
         found = ", ".join(f"{name} ({n})" for name, n in sorted(sim.pods_by_scheduler.items(),
@@ -247,6 +264,8 @@ def notices(sim: Simulation) -> list[Notice]:
         out.append(Notice("note", "synthesized-claims",
                           f"{len(sim.synthesized)} ResourceClaim(s) not in the snapshot made from their "
                           "ResourceClaimTemplate, as the resourceclaim controller would"))
+    for pod, finding in sim.unhonoured:
+        out.append(Notice("warning", UNHONOURED, f"pod {pod.key}: {finding} (not honoured)", pod.key, finding.field))
     return out
 
 

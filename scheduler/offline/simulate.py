@@ -34,6 +34,7 @@ from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, 
 from scheduler.offline.loader import LoadProblem, Objects
 from scheduler.offline.recorder import RecordingBinder
 from scheduler.queue import GroupQueue
+from scheduler.solver.unsupported import Context, Unhonoured, unhonoured
 
 EXAMPLE = "default-cluster.yaml"
 
@@ -87,6 +88,8 @@ class Simulation:
     claim allocation of every plan, in queue order, with the root whose plan made it.
     ``synthesized``: keys (``ns/name``) of claims not in the snapshot that were made from their
     template. ``dra_problems``: unusable pools and slices, and selector errors met while solving.
+    ``unhonoured``: per pending pod of ours, the fields it sets that no plugin honours
+    (:mod:`scheduler.solver.unsupported`).
     """
 
     groups: list[GroupOutcome] = field(default_factory=list)
@@ -101,6 +104,7 @@ class Simulation:
     allocations: list[AllocationOutcome] = field(default_factory=list)
     synthesized: frozenset[str] = frozenset()
     dra_problems: list[str] = field(default_factory=list)
+    unhonoured: list[tuple[Pod, Unhonoured]] = field(default_factory=list)
 
 
 def _policy(obj: PodGroup | CompositePodGroup | None) -> str:
@@ -215,6 +219,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
         if pod.is_gated and not pod.is_bound and pod.spec.scheduler_name == scheduler_name:
             names = ", ".join(g.name for g in pod.spec.scheduling_gates)
             sim.pods.append(PodOutcome(pod, None, f"scheduling gated ({names})"))
+    context = Context(namespaces_known=bool(objects.namespaces))
+    sim.unhonoured = [(o.pod, finding) for o in sim.pods for finding in unhonoured(o.pod, context)]
     return sim
 
 
