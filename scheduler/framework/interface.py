@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.node_table import BoolArray, IntArray, StaticFit
@@ -128,6 +128,34 @@ class FilterPlugin(Protocol):
         """Whether placing copies of ``sig`` on one node can change this plugin's answer for ``sig`` on
         *other* nodes (a spread or anti-affinity rule over a wider domain): the search then asks again
         after each placement instead of counting down the node it used."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """A batch of copies an interacting Filter allows at once: at most ``caps[i]`` on row ``rows[i]``, and at
+    most ``budget[d]`` over the rows whose ``domain[i]`` is ``d`` (−1: no budget for that row).
+
+    The plugin promises that placing *exactly* ``min(count, budget.sum())`` copies within these bounds, in
+    any order, leaves a state its per-pod rule reaches in some order; a batch that places fewer must be
+    undone and placed again copy by copy (the search does).
+    """
+
+    caps: IntArray
+    domain: IntArray
+    budget: IntArray
+
+
+@runtime_checkable
+class QuotaFilterPlugin(FilterPlugin, Protocol):
+    """A Filter whose rule between members is a budget per topology domain (topology spread): instead of being
+    asked again after each placement, it hands the search a :class:`Quota` for the whole batch, so a
+    16-pod gang spread over three zones is placed in three picks, not sixteen."""
+
+    def quota(self, state: CycleState, sig: Signature, rows: IntArray, capacity: IntArray,
+              count: int) -> Quota | None:
+        """The batch for up to ``count`` copies on ``rows``, given ``capacity`` (copies each row can take by
+        the other Filters); None when the rule cannot be put as one (the search then asks after each copy)."""
         ...
 
 

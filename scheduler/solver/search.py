@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import FilterPlugin, Signature
+from scheduler.framework.interface import FilterPlugin, Quota, QuotaFilterPlugin, Signature
 from scheduler.framework.node_table import BoolArray, IntArray, static_key
 from scheduler.framework.plan import Plan, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
@@ -202,14 +202,48 @@ class _Search:
         ran short) is dropped and the choice made again. The Filter plugins that say they *interact*
         (a rule between members over a domain wider than a node: zone anti-affinity, spread) are asked
         again after each placement, so they see the copies placed before; the others' answers are
-        counted down on the node used, which is all a placement changes for them. Scores are asked
-        again when a Score plugin interacts.
+        counted down on the node used, which is all a placement changes for them. An interacting
+        plugin that can state its rule as a :class:`~scheduler.framework.interface.Quota` for the
+        batch (per-domain budgets: topology spread) is counted down like the others instead; if the
+        batch then falls short of its quota, it is undone and placed again copy by copy. Scores are
+        asked again when a Score plugin interacts.
         """
+        mark = self.mark()
+        done = self._choose(rows, count, sig, quotas=True)
+        if done < 0:  # a quota batch fell short: its partial state may be one no order reaches
+            self.undo(mark)
+            done = self._choose(rows, count, sig, quotas=False)
+        return done
+
+    def _choose(self, rows: IntArray, count: int, sig: Signature, quotas: bool) -> int:
+        """:meth:`choose`'s loop; −1 when a quota batch placed fewer copies than its quota promised."""
         order = NodeOrder(self.state, sig, rows)
         filters = self.profile.filters
         interacting = tuple(p for p in filters if p.interacts(self.state, sig))
         steady = np.minimum(self.caps(sig, rows, tuple(p for p in filters if p not in interacting)), count)
-        caps = np.minimum(steady, self.caps(sig, rows, interacting)) if interacting else steady.copy()
+        budgets: list[Quota] = []
+        if quotas:
+            asked_each_time: list[FilterPlugin] = []
+            for plugin in interacting:
+                quota = plugin.quota(self.state, sig, rows, steady, count) if isinstance(
+                    plugin, QuotaFilterPlugin) else None
+                if quota is None:
+                    asked_each_time.append(plugin)
+                else:
+                    budgets.append(quota)
+                    steady = np.minimum(steady, quota.caps)
+            interacting = tuple(asked_each_time)
+        promised = min([count] + [int(q.budget.sum()) for q in budgets])
+
+        def current(remaining: int) -> IntArray:
+            caps = steady
+            for q in budgets:
+                caps = np.minimum(caps, np.where(q.domain >= 0, q.budget[np.maximum(q.domain, 0)], UNLIMITED))
+            if interacting:
+                caps = np.minimum(caps, self.caps(sig, rows, interacting))
+            return np.asarray(np.minimum(caps, remaining), dtype=np.int64)
+
+        caps = current(count)
         preference = self.preference(sig, rows)
         rescore = any(p.interacts(self.state, sig) for p in self.profile.scorers)
         done = 0
@@ -226,15 +260,19 @@ class _Search:
                 steady[j] = 0
                 continue
             steady[j] -= got
-            if interacting and remaining > 0:  # a rule between members: every node's answer may change
-                # (a spread constraint may open a node again once the other domains caught up)
-                caps = np.minimum(np.minimum(steady, self.caps(sig, rows, interacting)), remaining)
+            for q in budgets:
+                if q.domain[j] >= 0:
+                    q.budget[q.domain[j]] -= got
+            if (interacting or budgets) and remaining > 0:  # a rule between members: other nodes' answers change
+                caps = current(remaining)  # (a spread constraint may open a node again once the others caught up)
                 valid = caps > 0
             else:
                 caps[j] -= got
                 valid[j] = caps[j] > 0
             if rescore and remaining > 0:
                 preference = self.preference(sig, rows)
+        if budgets and done < promised:
+            return -1
         return done
 
     def diagnose(self, sig: Signature, mask: BoolArray) -> _Diagnosis:

@@ -1,7 +1,9 @@
 """Inter-pod invariants over random clusters: no plan breaks a required anti-affinity (either direction),
 a required affinity, a DoNotSchedule spread constraint or a host port, counting the running pods and the
-pods placed before — replayed in the order the plans place their pods, as kube-scheduler would have
-checked each pod in turn.
+pods placed before. The plans are replayed root after root, each plan's pods one at a time as
+kube-scheduler would have checked them: a plan is bound at once, so it is right when *some* order of its
+pods passes every rule (the replay tries the pod whose spread domain is least loaded first, the order
+that admits the most).
 
 The oracle reads the raw fields (``matchLabels`` on ``app``, one namespace: see
 ``inter_pod_strategies.py``) and walks every pod: it shares no code with the plugins.
@@ -13,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 
 from scheduler.framework import Plan, SolverConfig
 from scheduler.model import Node, Pod
+from scheduler.model.pod import TopologySpreadConstraint
 from scheduler.offline.loader import Objects
 from scheduler.offline.simulate import simulate
 from tests.property.inter_pod_strategies import inter_pod_clusters
@@ -49,41 +52,72 @@ class Replay:
         va = self.labels[a].get(key)
         return va is not None and va == self.labels[b].get(key)
 
-    def check(self, pod: Pod, node: str) -> None:
+    def problem(self, pod: Pod, node: str) -> str | None:
+        """Why placing ``pod`` on ``node`` now breaks a rule, or None."""
         for sel, key in _terms(pod, "pod_anti_affinity"):
             bad = [(e.metadata.name, n) for e, n in self.on if _matches(sel, e) and self.same(node, n, key)]
-            assert not bad, f"{pod.metadata.name} on {node}: its anti-affinity {sel}/{key} matches {bad}"
+            if bad:
+                return f"{pod.metadata.name} on {node}: its anti-affinity {sel}/{key} matches {bad}"
         for e, n in self.on:
             for sel, key in _terms(e, "pod_anti_affinity"):
-                assert not (_matches(sel, pod) and self.same(node, n, key)), (
-                    f"{pod.metadata.name} on {node}: {e.metadata.name} on {n} repels it ({sel}/{key})")
+                if _matches(sel, pod) and self.same(node, n, key):
+                    return f"{pod.metadata.name} on {node}: {e.metadata.name} on {n} repels it ({sel}/{key})"
         affinity = _terms(pod, "pod_affinity")
         if affinity:
-            assert all(key in self.labels[node] for _, key in affinity), f"{pod.metadata.name} on {node}: a key missing"
+            if not all(key in self.labels[node] for _, key in affinity):
+                return f"{pod.metadata.name} on {node}: a topology key of its affinity is missing"
             matching = [(e, n) for e, n in self.on if all(_matches(sel, e) for sel, _ in affinity)]
             anywhere = [(e, n) for e, n in matching if any(key in self.labels[n] for _, key in affinity)]
             if anywhere:
                 for _, key in affinity:
-                    assert any(self.same(node, n, key) for _, n in matching), (
-                        f"{pod.metadata.name} on {node}: no pod matching its affinity in its {key} domain")
-            else:
-                assert all(_matches(sel, pod) for sel, _ in affinity), (
-                    f"{pod.metadata.name} on {node}: its affinity matches no pod and not itself")
+                    if not any(self.same(node, n, key) for _, n in matching):
+                        return f"{pod.metadata.name} on {node}: no pod matching its affinity in its {key} domain"
+            elif not all(_matches(sel, pod) for sel, _ in affinity):
+                return f"{pod.metadata.name} on {node}: its affinity matches no pod and not itself"
         for c in pod.spec.topology_spread_constraints:
-            sel = dict(c.label_selector.match_labels) if c.label_selector else {}
             key = c.topology_key
-            assert key in self.labels[node], f"{pod.metadata.name} on {node} lacks {key}"
-            counts = {v[key]: 0 for v in self.labels.values() if key in v}
-            for e, n in self.on:
-                if key in self.labels[n] and sel and _matches(sel, e):
-                    counts[self.labels[n][key]] += 1
-            skew = counts[self.labels[node][key]] + int(_matches(sel, pod)) - min(counts.values())
-            assert skew <= c.max_skew, f"{pod.metadata.name} on {node}: skew {skew} > {c.max_skew} ({counts})"
+            if key not in self.labels[node]:
+                return f"{pod.metadata.name} on {node} lacks {key}"
+            counts = self.spread_counts(c)
+            skew = counts[self.labels[node][key]] + int(_matches(_sel(c), pod)) - min(counts.values())
+            if skew > c.max_skew:
+                return f"{pod.metadata.name} on {node}: skew {skew} > {c.max_skew} ({counts})"
         wanted = _ports(pod)
         for e, n in self.on:
-            assert not (n == node and wanted & _ports(e)), (
-                f"{pod.metadata.name} on {node}: host port {wanted & _ports(e)} held by {e.metadata.name}")
-        self.on.append((pod, node))
+            if n == node and wanted & _ports(e):
+                return f"{pod.metadata.name} on {node}: host port {wanted & _ports(e)} held by {e.metadata.name}"
+        return None
+
+    def spread_counts(self, c: TopologySpreadConstraint) -> dict[str, int]:
+        key, sel = c.topology_key, _sel(c)
+        counts = {v[key]: 0 for v in self.labels.values() if key in v}
+        for e, n in self.on:
+            if key in self.labels[n] and sel and _matches(sel, e):
+                counts[self.labels[n][key]] += 1
+        return counts
+
+    def load(self, pod: Pod, node: str) -> int:
+        """How loaded the pod's spread domain on ``node`` is (0 without spread): replayed least loaded first."""
+        c = next(iter(pod.spec.topology_spread_constraints), None)
+        if c is None or c.topology_key not in self.labels[node]:
+            return 0
+        return self.spread_counts(c)[self.labels[node][c.topology_key]]
+
+    def replay(self, placements: list[tuple[Pod, str]]) -> None:
+        """Add a plan's pods one at a time in some order that passes every rule; fail if none does."""
+        left = list(placements)
+        while left:
+            left.sort(key=lambda pn: self.load(*pn))
+            for i, (pod, node) in enumerate(left):
+                if self.problem(pod, node) is None:
+                    self.on.append(left.pop(i))
+                    break
+            else:
+                raise AssertionError(self.problem(*left[0]))
+
+
+def _sel(c: TopologySpreadConstraint) -> dict[str, str]:
+    return dict(c.label_selector.match_labels) if c.label_selector else {}
 
 
 @SETTINGS
@@ -94,8 +128,7 @@ def test_no_plan_breaks_a_required_inter_pod_rule(c: Cluster) -> None:
     replay = Replay(c.nodes, [p for p in c.pods if p.is_bound])
     for _tree, result in sim.results:
         if isinstance(result, Plan):
-            for pod, node in result.placements:
-                replay.check(pod, node)
+            replay.replay(list(result.placements))
 
 
 @SETTINGS

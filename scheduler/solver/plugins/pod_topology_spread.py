@@ -48,7 +48,7 @@ import numpy as np
 
 from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.events import Action, ClusterEvent
-from scheduler.framework.interface import Rejections, Signature
+from scheduler.framework.interface import Quota, Rejections, Signature
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable, static_key
 from scheduler.framework.pod_index import PodEntry
 from scheduler.framework.pod_terms import Selector, selector_of
@@ -176,6 +176,49 @@ def _constraints(state: CycleState, rep: Pod, action: str) -> tuple[_Constraint,
     return tuple(out)
 
 
+SMALL_DOMAINS = 32
+"""Up to this many domains the water fill runs on Python ints (zones, racks); beyond, on numpy arrays."""
+
+
+def _water_fill(counts: IntArray, room: IntArray, domains: BoolArray, max_skew: int, count: int) -> IntArray:
+    """Copies per domain when up to ``count`` copies go one by one to the least-loaded domain (``counts``)
+    among ``domains`` that has ``room`` left, while kube's rule ``count + 1 − min ≤ maxSkew`` admits it.
+    Least-loaded first is the order that admits the most, and the result is reached by it."""
+    out = np.zeros(len(counts), dtype=np.int64)
+    ids = np.flatnonzero(domains)
+    if not ids.size:
+        return out
+    if ids.size <= SMALL_DOMAINS:
+        level = [int(counts[i]) for i in ids]
+        left = [int(room[i]) for i in ids]
+        added = [0] * len(ids)
+        for _ in range(count):
+            best = -1
+            for i in range(len(ids)):
+                if added[i] < left[i] and (best < 0 or level[i] < level[best]):
+                    best = i
+            if best < 0 or level[best] + 1 - min(level) > max_skew:
+                break
+            level[best] += 1
+            added[best] += 1
+        out[ids] = added
+        return out
+    level_arr = counts[ids].astype(np.int64)
+    left_arr = room[ids].astype(np.int64)
+    added_arr = np.zeros(ids.size, dtype=np.int64)
+    for _ in range(count):
+        open_ = added_arr < left_arr
+        if not open_.any():
+            break
+        best = int(np.argmin(np.where(open_, level_arr, np.iinfo(np.int64).max)))
+        if level_arr[best] + 1 - int(level_arr.min()) > max_skew:
+            break
+        level_arr[best] += 1
+        added_arr[best] += 1
+    out[ids] = added_arr
+    return out
+
+
 def _add(s: _SigState, hits: tuple[bool, ...], row: int, n: int) -> None:
     for c, hit in zip(s.constraints, hits, strict=True):
         if hit and c.eligible_nodes[row]:
@@ -262,6 +305,41 @@ class PodTopologySpread:
         over = ~missing & (match + int(c.self_match) - low > c.max_skew)
         room = np.where(c.eligible_nodes[rows], c.max_skew + low - match, UNLIMITED).astype(np.int64)
         return missing, over, room
+
+    def quota(self, state: CycleState, sig: Signature, rows: IntArray, capacity: IntArray,
+              count: int) -> Quota | None:
+        """The batch of a signature with one self-matching DoNotSchedule constraint: per domain, the copies
+        kube's rule admits one at a time when each goes to the least-loaded domain that still has room
+        (the order that admits the most; "room" is ``capacity`` summed over the domain's rows) — so the
+        batch ends in a state some order reaches. With fewer eligible domains than ``minDomains`` the
+        minimum stays 0 and each domain simply takes ``maxSkew − count``. None (copy by copy) with
+        several self-matching constraints, or when a candidate row's copies would not be counted (its
+        node is not eligible)."""
+        s: _SigState | None = sig.data.get(DATA.name)
+        own = [c for c in s.filters if c.self_match] if s is not None else []
+        if s is None or len(own) != 1:
+            return None
+        c = own[0]
+        caps = np.full(len(rows), UNLIMITED, dtype=np.int64)
+        for other in s.filters:
+            if other is not c:
+                missing, over, _ = self._judge(state, other, rows)
+                caps[missing | over] = 0
+        d = c.domains.of_node[rows]
+        keyed = d >= 0
+        if np.any(keyed & ~c.eligible_nodes[rows]):
+            return None
+        caps[~keyed] = 0
+        doms = c.in_scope(state.scope)
+        room = np.maximum(np.minimum(capacity, caps), 0)
+        per_domain = np.bincount(d[keyed], weights=room[keyed], minlength=c.domains.count).astype(np.int64)
+        per_domain[~doms] = 0
+        if int(doms.sum()) < c.min_domains:
+            budget = np.minimum(np.maximum(c.max_skew - c.counts, 0), per_domain)
+        else:
+            budget = _water_fill(c.counts, per_domain, doms, c.max_skew, count)
+        budget[~doms] = 0
+        return Quota(caps, np.where(keyed, d, -1).astype(np.int64), budget)
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
         s: _SigState = sig.read(DATA)

@@ -6,14 +6,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pytest
 
 from scheduler.framework import Code, Unschedulable
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.model import Pod
-from scheduler.solver.plugins.pod_topology_spread import queueing_hint
+from scheduler.solver.plugins.pod_topology_spread import _water_fill, queueing_hint
 from tests.unit.groups.builders import cpg, pg
-from tests.unit.solver.builders import HOSTNAME, ZONE, node, pod, spread
+from tests.unit.solver.builders import HOSTNAME, ZONE, node, pod, pod_affinity, pod_term, spread
 from tests.unit.solver.plugins.solving import NS, message, placed, solve_root, zoned_nodes
 
 FOO = {"foo": "bar"}
@@ -208,3 +209,29 @@ def test_schedule_anyway_prefers_the_emptier_zone_and_never_refuses() -> None:
 ], ids=["bound-pod-deleted", "pending-pod-added", "node-deleted", "node-retainted", "node-allocatable-only"])
 def test_queueing_hint(event: ClusterEvent, queue: bool) -> None:
     assert queueing_hint(event) is queue
+
+
+@pytest.mark.parametrize("counts, room, max_skew, count, expected", [
+    ([0, 0, 0], [9, 9, 9], 1, 6, [2, 2, 2]),
+    ([0, 0, 0], [9, 9, 9], 1, 16, [6, 5, 5]),
+    ([3, 0, 0], [9, 9, 9], 1, 4, [0, 2, 2]),
+    ([0, 0, 0], [9, 1, 9], 1, 6, [2, 1, 2]),
+    ([0, 0, 0], [9, 0, 9], 1, 6, [1, 0, 1]),
+    ([0, 0], [9, 9], 2, 5, [3, 2]),
+], ids=["even-batch", "uneven-batch", "catch-up-first", "a-domain-out-of-room-stops-it-from-rising",
+        "an-empty-domain-without-room-holds-the-minimum", "max-skew-2"])
+def test_water_fill(counts: list[int], room: list[int], max_skew: int, count: int, expected: list[int]) -> None:
+    """Copies per domain, least-loaded first, as kube's per-pod rule admits them one by one (the room-bound
+    case stops at 5: with b full at 1, a third copy in a or c would be 2 above b)."""
+    got = _water_fill(np.array(counts), np.array(room), np.ones(len(counts), dtype=bool), max_skew, count)
+    assert got.tolist() == expected
+
+
+def test_spread_batch_that_another_rule_cuts_short_is_placed_again_copy_by_copy() -> None:
+    """Zone spread (batch of 2/2/2) and zone anti-affinity on the gang's own label (one per zone): the batch
+    falls short, is undone and placed copy by copy — three pods, one per zone, a state kube reaches."""
+    pods = [pod(f"g-{i}", namespace=NS, group="g", labels={"app": "g"}, spec={"topologySpreadConstraints": [
+        spread(1, ZONE, {"app": "g"})]}, affinity=pod_affinity(anti=[pod_term({"app": "g"}, ZONE)]))
+        for i in range(6)]
+    result = solve_root(zoned_nodes({"za": 2, "zb": 2, "zc": 2}), pods, groups=[pg("g", 3)])
+    assert zones_of(result) == Counter({"za": 1, "zb": 1, "zc": 1})
