@@ -114,13 +114,15 @@ class PreFilterPlugin(Protocol):
 class FilterPlugin(Protocol):
     """How many more copies of ``sig`` each node in ``rows`` can take given the cycle state (the pods
     placed so far in this plan included): an ``(len(rows),)`` int64 array ≥ 0; a large number means
-    "no limit from this plugin". Must read only ``state`` and ``sig`` (preemption passes an edited
-    snapshot). :meth:`rejections` explains the rows where the plugin allows 0, for the histogram."""
+    "no limit from this plugin", and None means no limit on any row (the plugin has nothing to say about
+    this signature: cheaper than an array of large numbers). Must read only ``state`` and ``sig``
+    (preemption passes an edited snapshot). :meth:`rejections` explains the rows where the plugin
+    allows 0, for the histogram."""
 
     @property
     def name(self) -> str: ...
 
-    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray: ...
+    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None: ...
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections: ...
 
@@ -161,8 +163,8 @@ class QuotaFilterPlugin(FilterPlugin, Protocol):
 
 class ScorePlugin(Protocol):
     """A preference over candidate nodes: ``(len(rows),)`` scores in 0–100, higher is better, multiplied by
-    ``weight``. The weighted sum ranks nodes before the packing order (``--scoring``), as kube's
-    weighted score sum ranks them before its tie-breaks."""
+    ``weight`` (None: no preference for this signature). The weighted sum ranks nodes before the packing
+    order (``--scoring``), as kube's weighted score sum ranks them before its tie-breaks."""
 
     @property
     def name(self) -> str: ...
@@ -170,7 +172,7 @@ class ScorePlugin(Protocol):
     @property
     def weight(self) -> int: ...
 
-    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray: ...
+    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None: ...
 
     def interacts(self, state: CycleState, sig: Signature) -> bool:
         """Whether placing copies of ``sig`` changes its own scores (the search then scores again)."""

@@ -247,6 +247,8 @@ def host_ports(pod: Pod) -> tuple[HostPort, ...]:
     """The host ports ``pod`` takes (``GetHostPorts``): app containers' and sidecar init containers'
     ports with ``hostPort > 0``; for a ``hostNetwork`` pod an unset ``hostPort`` is its ``containerPort``."""
     spec = pod.spec
+    if not any(c.ports for c in spec.containers) and not any(c.ports for c in spec.init_containers):
+        return ()
     out: list[HostPort] = []
     containers = (*spec.containers, *(c for c in spec.init_containers if c.restart_policy == "Always"))
     for container in containers:

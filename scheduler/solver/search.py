@@ -84,9 +84,10 @@ class _Search:
     """One solver run: the cycle state, the profile's plugins and the failure record."""
 
     def __init__(self, snapshot: Snapshot, config: SolverConfig, tree: GroupTree, profile: Profile) -> None:
-        self.profile = profile
         pending = tuple(p for leaf in tree.root.leaves() for p in leaf.pending)
         own = frozenset(p.key for p in pending)
+        profile = profile.for_pods(snapshot, pending)  # without the plugins no pod of this root needs
+        self.profile = profile
         self.state = CycleState(snapshot, config, tree.priority, profile.reservers, own, pending)
         self.table = snapshot.table
         self.config = config
@@ -182,7 +183,8 @@ class _Search:
         caps: IntArray | None = None
         for plugin in plugins:
             got = plugin.filter(self.state, sig, rows)
-            caps = got if caps is None else np.minimum(caps, got)
+            if got is not None:
+                caps = got if caps is None else np.minimum(caps, got)
         return caps if caps is not None else np.full(len(rows), UNLIMITED, dtype=np.int64)
 
     def preference(self, sig: Signature, rows: IntArray) -> IntArray | None:
@@ -190,7 +192,7 @@ class _Search:
         total: IntArray | None = None
         for plugin in self.profile.scorers:
             scores = plugin.score(self.state, sig, rows)
-            if scores.any():
+            if scores is not None and scores.any():
                 weighted = scores.astype(np.int64) * plugin.weight
                 total = weighted if total is None else total + weighted
         return total
@@ -243,7 +245,7 @@ class _Search:
                 caps = np.minimum(caps, self.caps(sig, rows, interacting))
             return np.asarray(np.minimum(caps, remaining), dtype=np.int64)
 
-        caps = current(count)
+        caps = current(count) if budgets or interacting else steady.copy()
         preference = self.preference(sig, rows)
         rescore = any(p.interacts(self.state, sig) for p in self.profile.scorers)
         done = 0
@@ -296,6 +298,8 @@ class _Search:
             if not rows.size:
                 break
             caps = plugin.filter(self.state, sig, rows)
+            if caps is None:
+                continue
             refused = caps <= 0
             if refused.any():
                 found = plugin.rejections(self.state, sig, rows[refused])

@@ -15,8 +15,9 @@ default weights (TaintToleration 3, NodeAffinity 2, PodTopologySpread 2, InterPo
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.interface import (
@@ -26,9 +27,10 @@ from scheduler.framework.interface import (
     ScorePlugin,
     StaticFilterPlugin,
 )
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
 from scheduler.model.node import Node
-from scheduler.model.pod import PodSpec
+from scheduler.model.pod import Pod, PodSpec
 from scheduler.solver.plugins import (
     dynamic_resources,
     inter_pod_affinity,
@@ -74,13 +76,19 @@ def run_filters(spec: PodSpec, node: Node) -> Status | None:
     return None
 
 
+Gate = Callable[[Snapshot, Sequence[Pod]], bool]
+"""Whether a plugin has anything to judge for a root's pending pods on a snapshot."""
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
     """The plugins of each extension point, in the order they run (kube's scheduling profile).
 
     ``devices``: the DRA plugin, which the search also asks for a leaf's shared claims and the
     plan's claim allocations; it is the first Reserve plugin because it alone may reserve fewer
-    copies than its Filter allowed.
+    copies than its Filter allowed. ``gates``: plugin name → :data:`Gate`; a plugin whose gate says
+    no for a solve is left out of every extension point of it (kube's PreFilter / PreScore ``Skip``,
+    decided once per solve: no pod of the root asks for what it judges).
     """
 
     static_check: Callable[[PodSpec, Node], Status | None]
@@ -89,6 +97,26 @@ class Profile:
     scorers: tuple[ScorePlugin, ...]
     reservers: tuple[ReservePlugin, ...]
     devices: dynamic_resources.DynamicResources
+    gates: Mapping[str, Gate] = field(default_factory=dict)
+    _skipping: dict[tuple[str, ...], Profile] = field(default_factory=dict, compare=False, repr=False)
+
+    def for_pods(self, snapshot: Snapshot, pending: Sequence[Pod]) -> Profile:
+        """This profile without the plugins whose gate says they have nothing to judge for ``pending`` on
+        ``snapshot`` (memoised per set of plugins left out)."""
+        skip: tuple[str, ...] = ()
+        for name, gate in self.gates.items():
+            if not gate(snapshot, pending):
+                skip += (name,)
+        if not skip:
+            return self
+        hit = self._skipping.get(skip)
+        if hit is None:
+            def keep(plugins: tuple[Any, ...]) -> tuple[Any, ...]:
+                return tuple(p for p in plugins if p.name not in skip)
+            hit = replace(self, pre_filters=keep(self.pre_filters), filters=keep(self.filters),
+                          scorers=keep(self.scorers), reservers=keep(self.reservers), gates={})
+            self._skipping[skip] = hit
+        return hit
 
 
 QUEUEING_HINTS: dict[str, Callable[[ClusterEvent], bool]] = {
@@ -115,5 +143,8 @@ DEFAULT_PROFILE = Profile(
     reservers=(dynamic_resources.PLUGIN, resources_fit.PLUGIN, node_ports.PLUGIN, pod_topology_spread.PLUGIN,
                inter_pod_affinity.PLUGIN),
     devices=dynamic_resources.PLUGIN,
+    gates={node_ports.NAME: node_ports.gate, pod_topology_spread.NAME: pod_topology_spread.gate,
+           inter_pod_affinity.NAME: inter_pod_affinity.gate, node_affinity.NAME: node_affinity.score_gate,
+           taint_toleration.NAME: taint_toleration.score_gate},
 )
 """The profile every cycle uses."""

@@ -190,10 +190,10 @@ class DynamicResources:
         return counts >= sub.count
 
     # -- Filter --------------------------------------------------------------------------------
-    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
+    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
         mask = sig.data.get(MASK.name)
         if mask is None:
-            return np.full(len(rows), UNLIMITED, dtype=np.int64)
+            return None  # no claims: no limit
         allowed = mask[rows]
         for key in sig.read(SHARED):
             held = _held(state.read(DEVICES), key)

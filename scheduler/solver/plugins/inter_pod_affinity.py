@@ -45,7 +45,7 @@ pods' preferred terms are always counted (``ignorePreferredTermsOfExistingPods``
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +57,7 @@ from scheduler.framework.interface import Rejections, Signature
 from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.pod_index import PodEntry, pod_entry
 from scheduler.framework.pod_terms import AffinityTerm, PodTerms, pod_terms
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.model.pod import LabelSelector, Pod, PodAffinity, PodAffinityTerm
 from scheduler.solver.plugins.inter_pod import domains_of, placed_entry, signature_labels
@@ -77,6 +78,16 @@ WEIGHT = 2
 
 SIGS: StateKey[list[_SigState]] = StateKey(f"{NAME}/signatures")
 DATA: StateKey[_SigState] = StateKey(f"{NAME}/signature")
+
+
+def gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+    """Whether any pod — running, or pending in the root — has a pod (anti-)affinity term; if none has, the
+    plugin has nothing to judge (the profile leaves it out of the solve)."""
+    for p in pending:
+        affinity = p.spec.affinity
+        if affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None):
+            return True
+    return snapshot.pod_index.has_terms()
 
 Scope = frozenset[str] | None
 
@@ -305,10 +316,10 @@ class InterPodAffinity:
                 out |= (d >= 0) & (arr[np.maximum(d, 0)] > 0)
         return out
 
-    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
-        s: _SigState = sig.read(DATA)
-        if not s.affinity_keys and s.anti_total <= 0 and s.sym_total <= 0 and not s.self_anti_keys:
-            return np.full(len(rows), UNLIMITED, dtype=np.int64)
+    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
+        s: _SigState | None = sig.data.get(DATA.name)
+        if s is None or (not s.affinity_keys and s.anti_total <= 0 and s.sym_total <= 0 and not s.self_anti_keys):
+            return None
         affinity, anti, sym = self._failures(state, s, rows)
         caps = np.full(len(rows), UNLIMITED, dtype=np.int64)
         if s.self_anti_keys:  # its own anti-affinity repels a second copy from the node's domains
@@ -333,27 +344,29 @@ class InterPodAffinity:
         return Rejections(counts, code)
 
     def interacts(self, state: CycleState, sig: Signature) -> bool:
-        s: _SigState = sig.read(DATA)
+        s: _SigState | None = sig.data.get(DATA.name)
+        if s is None:
+            return False
         if any(not domains_of(state.table, key).singleton for key in s.self_anti_keys):
             return True
         return bool(s.affinity_keys) and s.affinity_total <= 0 and s.self_affine
 
     # -- Score -------------------------------------------------------------------------------------
-    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
-        s: _SigState = sig.read(DATA)
-        if not s.score:
-            return np.zeros(len(rows), dtype=np.int64)
+    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
+        s: _SigState | None = sig.data.get(DATA.name)
+        if s is None or not s.score:
+            return None
         raw = np.zeros(len(rows), dtype=np.int64)
         for key, arr in s.score.items():
             d = domains_of(state.table, key).of_node[rows]
             raw += np.where(d >= 0, arr[np.maximum(d, 0)], 0)
         low, high = int(raw.min()), int(raw.max())
         if high == low:
-            return np.zeros(len(rows), dtype=np.int64)
+            return None
         return np.asarray((raw - low) * 100 // (high - low), dtype=np.int64)
 
-    def score_interacts(self, s: _SigState) -> bool:
-        return s.self_scores
+    def score_interacts(self, s: _SigState | None) -> bool:
+        return s is not None and s.self_scores
 
     # -- Reserve -----------------------------------------------------------------------------------
     def reserve(self, state: CycleState, sig: Signature, row: int, pods: tuple[Pod, ...]) -> tuple[int, Any]:
@@ -380,11 +393,11 @@ class InterPodAffinityScore:
     def __init__(self, plugin: InterPodAffinity) -> None:
         self.plugin = plugin
 
-    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
+    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
         return self.plugin.score(state, sig, rows)
 
     def interacts(self, state: CycleState, sig: Signature) -> bool:
-        return self.plugin.score_interacts(sig.read(DATA))
+        return self.plugin.score_interacts(sig.data.get(DATA.name))
 
 
 PLUGIN = InterPodAffinity()

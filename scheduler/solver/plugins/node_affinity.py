@@ -11,6 +11,8 @@ computed once per pod template and node table (``NodeTable.memo``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
@@ -18,9 +20,10 @@ from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Signature
 from scheduler.framework.node_table import IntArray, NodeTable, static_key
 from scheduler.framework.selectors import node_selector_matches, term_matches
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import Node
-from scheduler.model.pod import PodSpec
+from scheduler.model.pod import Pod, PodSpec
 
 NAME = "NodeAffinity"
 REASON = "node(s) didn't match Pod's node affinity/selector"  # node_affinity.go ErrReasonPod
@@ -80,11 +83,11 @@ class NodeAffinityScore:
     name = NAME
     weight = WEIGHT
 
-    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
+    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
         affinity = sig.pods[0].spec.affinity
         node_affinity = affinity.node_affinity if affinity else None
         if node_affinity is None or not node_affinity.preferred_during_scheduling_ignored_during_execution:
-            return np.zeros(len(rows), dtype=np.int64)
+            return None
         return normalize(preferred_raw(state.table, sig.pods[0].spec)[rows])
 
     def interacts(self, state: CycleState, sig: Signature) -> bool:
@@ -92,3 +95,12 @@ class NodeAffinityScore:
 
 
 SCORE = NodeAffinityScore()
+
+
+def score_gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+    """Whether a pending pod of the root has preferred node affinity terms."""
+    for p in pending:
+        affinity = p.spec.affinity.node_affinity if p.spec.affinity else None
+        if affinity is not None and affinity.preferred_during_scheduling_ignored_during_execution:
+            return True
+    return False

@@ -14,7 +14,7 @@ identical pods is placed one per node in one pass, not pod by pod.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,15 +25,17 @@ from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
 from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.pod_terms import HostPort, host_ports, ports_conflict
+from scheduler.framework.snapshot import Snapshot
 from scheduler.model.pod import Pod
 from scheduler.solver.plugins.inter_pod import placed_entry
-from scheduler.solver.plugins.resources_fit import UNLIMITED
 
 NAME = "NodePorts"
 REASON = "node(s) didn't have free ports for the requested pod ports"  # node_ports.go ErrReason (Unschedulable)
 
 SIGS: StateKey[list[_SigState]] = StateKey(f"{NAME}/signatures")
 DATA: StateKey[_SigState] = StateKey(f"{NAME}/signature")
+PORTS: StateKey[tuple[HostPort, ...]] = StateKey(f"{NAME}/ports")
+"""Per signature: the host ports its pods take (empty for most)."""
 
 
 @dataclass(eq=False)
@@ -55,6 +57,7 @@ class NodePorts:
 
     def pre_filter(self, state: CycleState, sig: Signature) -> BoolArray | None:
         wanted = host_ports(sig.pods[0])
+        sig.write(PORTS, wanted)
         if not wanted:
             return None
         table = state.table
@@ -83,10 +86,10 @@ class NodePorts:
             s.memo[id(placed)] = hit
         return hit
 
-    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
+    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
         s: _SigState | None = sig.data.get(DATA.name)
         if s is None:
-            return np.full(len(rows), UNLIMITED, dtype=np.int64)
+            return None
         return np.where(s.blocked[rows] > 0, 0, 1).astype(np.int64)
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
@@ -96,20 +99,32 @@ class NodePorts:
         return False  # a placement takes ports on its own node only
 
     def reserve(self, state: CycleState, sig: Signature, row: int, pods: tuple[Pod, ...]) -> tuple[int, Any]:
-        if host_ports(sig.pods[0]):
+        if sig.data.get(PORTS.name):
             for s in state.get(SIGS) or ():
                 if self._conflicts(state, s, sig, row):
                     s.blocked[row] += len(pods)
         return len(pods), None
 
     def unreserve(self, state: CycleState, placement: Placement, token: Any) -> None:
-        if host_ports(placement.signature.pods[0]):
+        if placement.signature.data.get(PORTS.name):
             for s in state.get(SIGS) or ():
                 if self._conflicts(state, s, placement.signature, placement.row):
                     s.blocked[placement.row] -= len(placement.pods)
 
 
 PLUGIN = NodePorts()
+
+
+def gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+    """Whether a pending pod of the root wants a host port (running pods' ports conflict only with those)."""
+    for p in pending:
+        for c in p.spec.containers:
+            if c.ports and host_ports(p):
+                return True
+        for c in p.spec.init_containers:
+            if c.ports and host_ports(p):
+                return True
+    return False
 
 
 def queueing_hint(event: ClusterEvent) -> bool:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,7 @@ from scheduler.framework.interface import Quota, Rejections, Signature
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable, static_key
 from scheduler.framework.pod_index import PodEntry
 from scheduler.framework.pod_terms import Selector, selector_of
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.model.pod import LabelSelectorRequirement, Pod, PodSpec, TopologySpreadConstraint
 from scheduler.solver.plugins import node_affinity, taint_toleration
@@ -280,11 +281,11 @@ class PodTopologySpread:
         return hits
 
     # -- Filter ------------------------------------------------------------------------------------
-    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
+    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
         s: _SigState | None = sig.data.get(DATA.name)
+        if s is None or not s.filters:
+            return None
         caps = np.full(len(rows), UNLIMITED, dtype=np.int64)
-        if s is None:
-            return caps
         for c in s.filters:
             missing, over, room = self._judge(state, c, rows)
             caps[missing | over] = 0
@@ -376,10 +377,10 @@ class PodTopologySpread:
         return False
 
     # -- Score -------------------------------------------------------------------------------------
-    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
+    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
         s: _SigState | None = sig.data.get(DATA.name)
         if s is None or not s.scores:
-            return np.zeros(len(rows), dtype=np.int64)
+            return None
         ignored = np.zeros(len(rows), dtype=bool)
         ids = [c.domains.of_node[rows] for c in s.scores]
         for d in ids:
@@ -399,7 +400,7 @@ class PodTopologySpread:
 
     # -- Reserve -----------------------------------------------------------------------------------
     def reserve(self, state: CycleState, sig: Signature, row: int, pods: tuple[Pod, ...]) -> tuple[int, Any]:
-        for s in state.get(SIGS) or ():
+        for s in state.get(SIGS) or ():  # none registered unless a pod of this solve spreads
             _add(s, self._hits(state, s, sig, row), row, len(pods))
         return len(pods), None
 
@@ -418,7 +419,7 @@ class PodTopologySpreadScore:
     def __init__(self, plugin: PodTopologySpread) -> None:
         self.plugin = plugin
 
-    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
+    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
         return self.plugin.score(state, sig, rows)
 
     def interacts(self, state: CycleState, sig: Signature) -> bool:
@@ -428,6 +429,12 @@ class PodTopologySpreadScore:
 
 PLUGIN = PodTopologySpread()
 SCORE = PodTopologySpreadScore(PLUGIN)
+
+
+def gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+    """Whether a pending pod of the root has topology spread constraints (only they are judged: running
+    pods' constraints bind nobody else)."""
+    return any(p.spec.topology_spread_constraints for p in pending)
 
 
 def queueing_hint(event: ClusterEvent) -> bool:

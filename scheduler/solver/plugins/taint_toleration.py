@@ -11,15 +11,18 @@ weight 3, computed once per pod template and node table (``NodeTable.memo``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Signature
 from scheduler.framework.node_table import IntArray, NodeTable, static_key
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import Node, Taint
-from scheduler.model.pod import PodSpec, Toleration
+from scheduler.model.pod import Pod, PodSpec, Toleration
 
 NAME = "TaintToleration"
 FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
@@ -86,9 +89,9 @@ class TaintTolerationScore:
     name = NAME
     weight = WEIGHT
 
-    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
+    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
         if not _any_preferred(state.table):
-            return np.zeros(len(rows), dtype=np.int64)
+            return None
         raw = intolerable_preferred(state.table, sig.pods[0].spec)[rows]
         high = int(raw.max()) if raw.size else 0
         if high <= 0:
@@ -101,3 +104,8 @@ class TaintTolerationScore:
 
 
 SCORE = TaintTolerationScore()
+
+
+def score_gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+    """Whether some node has a PreferNoSchedule taint."""
+    return _any_preferred(snapshot.table)
