@@ -252,7 +252,9 @@ class IndexView:
 
     def has_terms(self) -> bool:
         """Whether any pod here has an affinity or anti-affinity term."""
-        return bool(self.index.with_terms) or any(e.terms for e in self._overlay_entries())
+        if self.index.with_terms:
+            return True
+        return bool(self.overlay) and any(e.terms for e in self._overlay_entries())
 
     def term_keys(self) -> frozenset[str]:
         """Label keys some pod's terms here read (a superset when the overlay removed pods)."""

@@ -102,7 +102,7 @@ class Snapshot:
 
     def _index_after(self, changes: Mapping[str, PodEntry | None], in_place: bool) -> IndexView | None:
         """The pod index of a snapshot derived from this one by ``changes``, if this one has an index yet."""
-        view = self.__dict__.get("pod_index")
+        view = self.__dict__.get("pod_index") or self.index_view
         if not isinstance(view, IndexView) or not view.valid:
             return None
         return view.advanced(changes) if in_place else view.branched(changes)

@@ -245,7 +245,8 @@ class _Search:
                 caps = np.minimum(caps, self.caps(sig, rows, interacting))
             return np.asarray(np.minimum(caps, remaining), dtype=np.int64)
 
-        caps = current(count) if budgets or interacting else steady.copy()
+        between = bool(budgets or interacting)
+        caps = current(count) if between else steady  # without rules between members: one array, counted down
         preference = self.preference(sig, rows)
         rescore = any(p.interacts(self.state, sig) for p in self.profile.scorers)
         done = 0
@@ -261,14 +262,15 @@ class _Search:
                 caps[j] = 0
                 steady[j] = 0
                 continue
-            steady[j] -= got
-            for q in budgets:
-                if q.domain[j] >= 0:
-                    q.budget[q.domain[j]] -= got
-            if (interacting or budgets) and remaining > 0:  # a rule between members: other nodes' answers change
+            if between:
+                steady[j] -= got
+                for q in budgets:
+                    if q.domain[j] >= 0:
+                        q.budget[q.domain[j]] -= got
+            if between and remaining > 0:  # a rule between members: other nodes' answers change
                 caps = current(remaining)  # (a spread constraint may open a node again once the others caught up)
                 valid = caps > 0
-            else:
+            else:  # ``caps`` is ``steady`` when no rule is between members: counted down once
                 caps[j] -= got
                 valid[j] = caps[j] > 0
             if rescore and remaining > 0:

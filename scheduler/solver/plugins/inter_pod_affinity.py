@@ -87,7 +87,8 @@ def gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
         affinity = p.spec.affinity
         if affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None):
             return True
-    return snapshot.pod_index.has_terms()
+    view = snapshot.index_view  # the view handed over, when valid, without building the snapshot's own
+    return view.has_terms() if view is not None and view.valid else snapshot.pod_index.has_terms()
 
 Scope = frozenset[str] | None
 

@@ -78,9 +78,13 @@ def intolerable_preferred(table: NodeTable, spec: PodSpec) -> IntArray:
     return table.memo((NAME, "prefer-no-schedule", static_key(spec)), compute)
 
 
+_ANY_PREFERRED = (NAME, "any-prefer-no-schedule")
+
+
 def _any_preferred(table: NodeTable) -> bool:
-    return table.memo((NAME, "any-prefer-no-schedule"), lambda: any(
-        t.effect == PREFER_NO_SCHEDULE for n in table.nodes for t in n.spec.taints))
+    def compute() -> bool:
+        return any(t.effect == PREFER_NO_SCHEDULE for n in table.nodes for t in n.spec.taints)
+    return table.memo(_ANY_PREFERRED, compute)
 
 
 class TaintTolerationScore:
