@@ -94,3 +94,66 @@ def test_without_the_namespaces_the_cache_namespace_selector_matches_nothing_and
     warnings = [w for w in json.loads(render_json(sim))["warnings"] if w["kind"] == "unhonoured-field"]
     assert [w["pod"] for w in warnings] == [f"ml-team/embed-batch-{i}" for i in range(3)]
     assert warnings[0]["field"].endswith(".namespaceSelector") and warnings[0]["level"] == "warning"
+
+
+ISSUE_10 = """
+apiVersion: v1
+kind: Node
+metadata: {name: n0, labels: {kubernetes.io/hostname: n0, topology.kubernetes.io/zone: za}}
+status: {allocatable: {cpu: "16", memory: 64Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/hostname: n1, topology.kubernetes.io/zone: za}}
+status: {allocatable: {cpu: "16", memory: 64Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2, labels: {kubernetes.io/hostname: n2, topology.kubernetes.io/zone: zb}}
+status: {allocatable: {cpu: "16", memory: 64Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n3, labels: {kubernetes.io/hostname: n3, topology.kubernetes.io/zone: zb, pool: fast}}
+status: {allocatable: {cpu: "16", memory: 64Gi, pods: "110"}}
+"""
+
+
+def issue_pods(name: str, n: int, labels: dict[str, str], spec: dict[str, object]) -> str:
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": name},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": n}}}}
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{name}-{i}", "labels": labels},
+             "spec": {"schedulerName": "gang-scheduler", "schedulingGroup": {"podGroupName": name},
+                      "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}], **spec}}
+            for i in range(n)]
+    return yaml.safe_dump_all([group, *pods])
+
+
+def test_issue_10_as_a_new_user_reported_it(tmp_path: Path) -> None:
+    """The five cases of the issue, each of which used to be placed ignoring the field."""
+    hostname_anti = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "anti"}}, "topologyKey": "kubernetes.io/hostname"}]}}}
+    zone_spread = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                                  "whenUnsatisfiable": "DoNotSchedule",
+                                                  "labelSelector": {"matchLabels": {"app": "spread"}}}]}
+    lonely = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "nobody"}}, "topologyKey": "kubernetes.io/hostname"}]}}}
+    ports = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}},
+                             "ports": [{"containerPort": 29500, "hostPort": 29500}]}]}
+    preferred = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "preference": {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["fast"]}]}}]}}}
+    files = {"nodes.yaml": ISSUE_10, "anti.yaml": issue_pods("anti", 4, {"app": "anti"}, hostname_anti),
+             "spread.yaml": issue_pods("spread", 4, {"app": "spread"}, zone_spread),
+             "lonely.yaml": issue_pods("lonely", 1, {"app": "lonely"}, lonely),
+             "ports.yaml": issue_pods("ports", 3, {"app": "ports"}, ports),
+             "preferred.yaml": issue_pods("preferred", 1, {"app": "preferred"}, preferred)}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    sim = simulate(load(sorted(tmp_path.iterdir())), "gang-scheduler", SolverConfig())
+    zone_of = {"n0": "za", "n1": "za", "n2": "zb", "n3": "zb"}
+    assert len(set(placements(sim, "anti").values())) == 4
+    assert Counter(zone_of[n] for n in placements(sim, "spread").values()) == Counter({"za": 2, "zb": 2})
+    lonely_group = next(g for g in sim.groups if g.key.name == "lonely")
+    assert lonely_group.status == "Unschedulable" and "didn't match pod affinity rules" in (lonely_group.reason or "")
+    assert len(set(placements(sim, "ports").values())) == 3
+    assert placements(sim, "preferred") == {"preferred-0": "n3"}
