@@ -699,7 +699,8 @@ def run_case(name: str, title: str, nodes: int, gangs: int, seed: int,
     if states[TreeState.READY] != gangs:
         print(f"  ! expected {gangs} READY trees, got {dict(states)}")
 
-    result = CaseResult(name, title, nodes, gangs, setup, pods_total=len(pods))
+    result = CaseResult(name, title, nodes, gangs, setup,
+                        pods_total=sum(p.spec.scheduler_name == SCHEDULER for p in pods))
     solve_all(queue, {t.key: t for t in ready}, snapshot, result, profile)
     result.rss_mib = peak_rss_mib()
     return result
