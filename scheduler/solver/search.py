@@ -252,6 +252,18 @@ class _Search:
         done = 0
         remaining = count
         valid = caps > 0
+        if not between and preference is None and not rescore and self.config.scoring == "pack":
+            # nothing changes between picks but the nodes used: make them all at once
+            for j, take in order.run(np.flatnonzero(valid), caps, remaining):
+                got = self.state.reserve(int(rows[j]), sig, sig.pods[done:done + take])
+                done += got
+                remaining -= got
+                caps[j] -= got
+                valid[j] = caps[j] > 0
+                if got < take:  # its devices ran short: never offer it again; the loop below goes on
+                    valid[j] = False
+                    caps[j] = 0
+                    break
         while remaining > 0 and valid.any():
             j, take = order.pick(np.flatnonzero(valid), caps, remaining, preference)
             got = self.state.reserve(int(rows[j]), sig, sig.pods[done:done + take])
