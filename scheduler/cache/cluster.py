@@ -1,6 +1,7 @@
 """ClusterCache: the scheduler's picture of the cluster, fed only by the watch, plus assumptions.
 
-Holds the current Pods, Nodes, PodGroups, CompositePodGroups and PriorityClasses — and, when the
+Holds the current Pods, Nodes, PodGroups, CompositePodGroups, PriorityClasses and Namespaces (their
+labels, for pod affinity's ``namespaceSelector``) — and, when the
 server serves ``resource.k8s.io/v1``, ResourceSlices, DeviceClasses, ResourceClaims and
 ResourceClaimTemplates; PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes — by
 key (the informers call :meth:`ClusterCache.replace` after each list and :meth:`ClusterCache.apply`
@@ -52,6 +53,7 @@ from scheduler.groups.intent import INTENT_ANNOTATION
 from scheduler.groups.tree import Forest, GroupTree
 from scheduler.model.base import describe
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.quantity import is_extended
@@ -74,6 +76,7 @@ KINDS: dict[str, type[BaseModel]] = {
     "PersistentVolume": PersistentVolume,
     "StorageClass": StorageClass,
     "CSINode": CSINode,
+    "Namespace": Namespace,
 }
 
 _ACTIONS = {"ADDED": Action.ADD, "MODIFIED": Action.UPDATE, "DELETED": Action.DELETE}
@@ -130,9 +133,14 @@ def volume_essence(volume: PersistentVolume) -> tuple[object, ...]:
     return meta.labels, meta.annotations, volume.spec, meta.deletion_timestamp, volume.status.phase
 
 
+def namespace_essence(namespace: Namespace) -> tuple[object, ...]:
+    """What the scheduler reads of a namespace: its labels."""
+    return (namespace.metadata.labels,)
+
+
 _ESSENCE: dict[str, Callable[[Any], tuple[object, ...]]] = {
     "Node": node_essence, "Pod": pod_essence, "PodGroup": group_essence, "CompositePodGroup": group_essence,
-    "PersistentVolumeClaim": claim_essence, "PersistentVolume": volume_essence}
+    "PersistentVolumeClaim": claim_essence, "PersistentVolume": volume_essence, "Namespace": namespace_essence}
 
 
 def _parse(kind: str, raw: Mapping[str, Any]) -> Any | None:
@@ -182,6 +190,8 @@ class ClusterCache:
         self.version = 0
         """Bumped on every change the scheduler reads (and on assume/forget): a snapshot older than it is stale."""
         self._wants_devices: dict[str, Pod] = {}
+        self._namespace_labels: dict[str, Mapping[str, str]] = {}
+        """Namespace name → labels, replaced (a new dict) when a namespace's labels change."""
         self._snapshot: tuple[int, Snapshot] | None = None
         self._changed_roots: set[GroupKey] = set()
         self.holds: dict[GroupKey, tuple[tuple[Pod, str, int], ...]] = {}
@@ -260,6 +270,8 @@ class ClusterCache:
             self.devices.settle(key, self.objects["Pod"])
         elif kind in STORAGE_KINDS and not quiet:
             self.storage.changed(kind)
+        elif kind == "Namespace" and not quiet:
+            self._namespace_labels = {name: ns.metadata.labels for name, ns in self.objects["Namespace"].items()}
         if quiet:
             return []
         self._bump()
@@ -385,7 +397,7 @@ class ClusterCache:
             pending = [p for p in self._wants_devices.values()
                        if p.key not in self.assumed and (p.spec.resource_claims or served & p.requests.keys())]
             view = self.devices.view(self.usage.table, classes, pending)
-        snap = self.usage.snapshot(view, self.storage.view())
+        snap = self.usage.snapshot(view, self.storage.view(), self._namespace_labels)
         if self.holds:
             table = snap.table
             held = tuple(Nominated(pod.key, row, pod_vector(table, pod), priority)

@@ -9,17 +9,21 @@ A node whose allocatable alone changed keeps the table's static memos. Pods boun
 cache has not seen yet are kept by node name and count as soon as the node appears.
 
 :meth:`snapshot` hands out an immutable :class:`~scheduler.framework.snapshot.Snapshot` (a copy of
-the matrix, the NodeInfos as a tuple), memoised until the next change.
+the matrix, the NodeInfos as a tuple), memoised until the next change. Once a snapshot's pod index
+(:mod:`scheduler.framework.pod_index`) has been built, the pod changes since are recorded and the
+next snapshot moves that index forward with them instead of rebuilding it (O(changes)); a new node
+table starts over (a node that appears brings pods the index never saw).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
 from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import IntArray, NodeTable
+from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
 from scheduler.framework.snapshot import DeviceSnapshot, Nominated, Snapshot, nominated_pod, pod_vector, uses_node
 from scheduler.framework.storage import StorageView
 from scheduler.model.node import Node
@@ -41,6 +45,10 @@ class NodeUsage:
         self._nominated: dict[str, Pod] = {}
         """Unbound pods with ``status.nominatedNodeName``."""
         self._snapshot: Snapshot | None = None
+        self._last: Snapshot | None = None
+        """The latest snapshot handed out whose pod index may be carried forward."""
+        self._changes: dict[str, PodEntry | None] = {}
+        """Pod key → its index entry now (None: gone), since :attr:`_last` was made."""
 
     # -- pods ------------------------------------------------------------------------------------
     def set_pod(self, key: str, pod: Pod | None) -> None:
@@ -63,6 +71,8 @@ class NodeUsage:
                 self.used[row] += pod_vector(self.table, pod)
         elif pod is not None and pod.status.nominated_node_name and not pod.is_terminal:
             self._nominated[key] = pod
+        if self._last is not None and (old is not None or key in self._counted):
+            self._changes[key] = pod_entry(pod) if key in self._counted and pod is not None else None
         self._snapshot = None
 
     def _store(self, node: str, info: NodeInfo) -> None:
@@ -101,6 +111,8 @@ class NodeUsage:
         self.used = used
         self._rows = [self._infos.get(n.name) or NodeInfo(n.name) for n in table.nodes]
         self._snapshot = None
+        self._last = None  # pods of nodes new to the table are not in any index yet
+        self._changes.clear()
 
     def update_node(self, node: Node) -> bool:
         """A known node's allocatable changed and nothing static did: update it in place, keeping the
@@ -115,19 +127,34 @@ class NodeUsage:
         return True
 
     # -- views -----------------------------------------------------------------------------------
-    def snapshot(self, dra: DeviceSnapshot | None = None, volumes: StorageView | None = None) -> Snapshot:
-        """An immutable snapshot of usage (memoised while nothing changed and ``dra`` and ``volumes`` are the same)."""
+    def snapshot(self, dra: DeviceSnapshot | None = None, volumes: StorageView | None = None,
+                 namespaces: Mapping[str, Mapping[str, str]] | None = None) -> Snapshot:
+        """An immutable snapshot of usage (memoised while nothing changed and ``dra``, ``volumes`` and
+        ``namespaces`` are the same objects); ``namespaces``: name → labels of the known namespaces."""
         hit = self._snapshot
-        if hit is not None and hit.dra is dra and hit.volumes is volumes:
+        if (hit is not None and hit.dra is dra and hit.volumes is volumes
+                and (namespaces is None or hit.namespaces is namespaces)):
             return hit
         nominated: list[Nominated] = []
         for pod in self._nominated.values():
             entry = nominated_pod(self.table, pod)
             if entry is not None:
                 nominated.append(entry)
-        snap = Snapshot(self.table, self.used.copy(), tuple(self._rows), dra, tuple(nominated), volumes)
+        view = self._carried_index()
+        snap = Snapshot(self.table, self.used.copy(), tuple(self._rows), dra, tuple(nominated), volumes,
+                        namespaces if namespaces is not None else {}, view)
         self._snapshot = snap
+        self._last = snap
+        self._changes = {}
         return snap
+
+    def _carried_index(self) -> IndexView | None:
+        """The last snapshot's pod index moved forward by the changes since, if it was built and is valid."""
+        last = self._last
+        built = (last.__dict__.get("pod_index") or last.index_view) if last is not None else None
+        if not isinstance(built, IndexView) or not built.valid:
+            return None
+        return built.advanced(self._changes)
 
     def pods_on(self, node: str) -> NodeInfo:
         """The NodeInfo of ``node`` (empty if no pod uses it)."""

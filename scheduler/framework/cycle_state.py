@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from scheduler.framework.node_table import IntArray, NodeTable
+from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
 from scheduler.framework.plan import SolverConfig
 from scheduler.framework.snapshot import Snapshot
 from scheduler.model.pod import Pod
@@ -59,12 +59,20 @@ class CycleState:
     ``snapshot``: the cycle's frozen view (never modified). ``config``: the solver settings.
     ``priority``: the root's priority (room nominated to pods of at least this priority is not
     ours). ``own``: keys of the root's pending pods (room nominated to them is theirs to use).
-    ``reservers``: the profile's Reserve plugins, in the order they run.
+    ``reservers``: the profile's Reserve plugins, in the order they run. ``pending``: the root's pending
+    pods (what inter-pod plugins read of the pods the plan may place).
+
+    ``scope``: the nodes the group being placed may use — its topology domain inside its parents', set
+    by the search while it places a leaf (None: no restriction); PodTopologySpread applies its
+    constraints among the domains inside it.
     """
 
     def __init__(self, snapshot: Snapshot, config: SolverConfig, priority: int,
-                 reservers: Sequence[ReservePlugin], own: frozenset[str] = frozenset()) -> None:
+                 reservers: Sequence[ReservePlugin], own: frozenset[str] = frozenset(),
+                 pending: Sequence[Pod] = ()) -> None:
         self.snapshot = snapshot
+        self.pending = tuple(pending)
+        self.scope: BoolArray | None = None
         self.table: NodeTable = snapshot.table
         self.config = config
         self.priority = priority

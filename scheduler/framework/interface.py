@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.node_table import BoolArray, IntArray, StaticFit
@@ -114,13 +114,15 @@ class PreFilterPlugin(Protocol):
 class FilterPlugin(Protocol):
     """How many more copies of ``sig`` each node in ``rows`` can take given the cycle state (the pods
     placed so far in this plan included): an ``(len(rows),)`` int64 array ≥ 0; a large number means
-    "no limit from this plugin". Must read only ``state`` and ``sig`` (preemption passes an edited
-    snapshot). :meth:`rejections` explains the rows where the plugin allows 0, for the histogram."""
+    "no limit from this plugin", and None means no limit on any row (the plugin has nothing to say about
+    this signature: cheaper than an array of large numbers). Must read only ``state`` and ``sig``
+    (preemption passes an edited snapshot). :meth:`rejections` explains the rows where the plugin
+    allows 0, for the histogram."""
 
     @property
     def name(self) -> str: ...
 
-    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray: ...
+    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None: ...
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections: ...
 
@@ -131,10 +133,38 @@ class FilterPlugin(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """A batch of copies an interacting Filter allows at once: at most ``caps[i]`` on row ``rows[i]``, and at
+    most ``budget[d]`` over the rows whose ``domain[i]`` is ``d`` (−1: no budget for that row).
+
+    The plugin promises that placing *exactly* ``min(count, budget.sum())`` copies within these bounds, in
+    any order, leaves a state its per-pod rule reaches in some order; a batch that places fewer must be
+    undone and placed again copy by copy (the search does).
+    """
+
+    caps: IntArray
+    domain: IntArray
+    budget: IntArray
+
+
+@runtime_checkable
+class QuotaFilterPlugin(FilterPlugin, Protocol):
+    """A Filter whose rule between members is a budget per topology domain (topology spread): instead of being
+    asked again after each placement, it hands the search a :class:`Quota` for the whole batch, so a
+    16-pod gang spread over three zones is placed in three picks, not sixteen."""
+
+    def quota(self, state: CycleState, sig: Signature, rows: IntArray, capacity: IntArray,
+              count: int) -> Quota | None:
+        """The batch for up to ``count`` copies on ``rows``, given ``capacity`` (copies each row can take by
+        the other Filters); None when the rule cannot be put as one (the search then asks after each copy)."""
+        ...
+
+
 class ScorePlugin(Protocol):
     """A preference over candidate nodes: ``(len(rows),)`` scores in 0–100, higher is better, multiplied by
-    ``weight``. The weighted sum ranks nodes before the packing order (``--scoring``), as kube's
-    weighted score sum ranks them before its tie-breaks."""
+    ``weight`` (None: no preference for this signature). The weighted sum ranks nodes before the packing
+    order (``--scoring``), as kube's weighted score sum ranks them before its tie-breaks."""
 
     @property
     def name(self) -> str: ...
@@ -142,7 +172,7 @@ class ScorePlugin(Protocol):
     @property
     def weight(self) -> int: ...
 
-    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray: ...
+    def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None: ...
 
     def interacts(self, state: CycleState, sig: Signature) -> bool:
         """Whether placing copies of ``sig`` changes its own scores (the search then scores again)."""

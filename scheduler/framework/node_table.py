@@ -12,9 +12,10 @@ Nodes are sorted by name, which makes every tie-break in the solver deterministi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -43,9 +44,16 @@ def clamp(units: int) -> int:
     return max(-MAX_UNITS, min(units, MAX_UNITS))
 
 
+T = TypeVar("T")
+
+
 def static_key(spec: PodSpec) -> StaticKey:
-    """The part of a pod spec that static filters read: two pods with equal keys pass the same nodes."""
-    return (tuple(sorted(spec.node_selector.items())), spec.affinity, spec.tolerations)
+    """The part of a pod spec that static filters (and the static scores: preferred node affinity,
+    PreferNoSchedule taints) read: two pods with equal keys pass, and score, the same nodes. Of
+    ``spec.affinity`` only the node affinity: pod (anti-)affinity is dynamic (InterPodAffinity keys
+    its signatures on it)."""
+    node_affinity = spec.affinity.node_affinity if spec.affinity is not None else None
+    return (tuple(sorted(spec.node_selector.items())), node_affinity, spec.tolerations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +85,7 @@ class NodeTable:
     _static: dict[StaticKey, StaticFit] = field(default_factory=dict, repr=False)
     _domains: dict[str, Domains] = field(default_factory=dict, repr=False)
     _selectors: dict[tuple[NodeSelector, bool], BoolArray] = field(default_factory=dict, repr=False)
+    _memo: dict[Hashable, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, nodes: Iterable[Node], extra_resources: Iterable[str] = ()) -> NodeTable:
@@ -211,6 +220,16 @@ class NodeTable:
         equal = (np.array([n.name == req.values[0] for n in self.nodes], dtype=bool) if names
                  else np.full(len(self.nodes), req.values[0] == "", dtype=bool))
         return equal if req.operator == "In" else ~equal
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` once per ``key`` for this table's lifetime (shared with :meth:`with_allocatable`):
+        for per-node values that depend only on labels and taints, e.g. a static score per static key.
+        ``key`` must start with the caller's plugin name."""
+        if key in self._memo:
+            return self._memo[key]  # type: ignore[no-any-return]
+        value = compute()
+        self._memo[key] = value
+        return value
 
     def request_vector(self, requests: Mapping[str, int]) -> tuple[IntArray, tuple[str, ...]]:
         """A request as a row over this table's columns, plus the resources no node offers at all."""

@@ -8,14 +8,21 @@ It is immutable: :meth:`Snapshot.assume` returns one with a plan's pods added, a
 were gone?"), so no solver run can change the caller's state. Both cost O(N·R) for the matrix copy
 plus O(pods touched) — cheap enough to clone per what-if.
 
+It also carries the namespaces' labels (pod affinity's ``namespaceSelector``) and
+:attr:`Snapshot.pod_index`, the pods indexed for inter-pod rules
+(:mod:`scheduler.framework.pod_index`): handed over by the cache, carried forward by ``assume``
+(in place: the snapshot it was called on then rebuilds its own if asked again) and ``without`` (an
+overlay), or built from the NodeInfos on first use.
+
 The live cache maintains usage and NodeInfos per event and hands out snapshots;
 :meth:`Snapshot.build` computes one from scratch (tests, benchmarks).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -23,6 +30,7 @@ import numpy as np
 from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import IntArray, NodeTable, clamp
 from scheduler.framework.plan import VolumeClaimBinding
+from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
 from scheduler.framework.storage import StorageView
 from scheduler.model.pod import Pod
 
@@ -74,7 +82,8 @@ def nominated_pod(table: NodeTable, pod: Pod) -> Nominated | None:
 
 @dataclass(frozen=True, eq=False)
 class Snapshot:
-    """See the module docstring. ``infos[i]`` is the NodeInfo of ``table.nodes[i]``."""
+    """See the module docstring. ``infos[i]`` is the NodeInfo of ``table.nodes[i]``; ``namespaces``: namespace
+    name → its labels (those the cache knows); ``index_view``: the pod index handed over, if any."""
 
     table: NodeTable
     used: IntArray
@@ -83,13 +92,32 @@ class Snapshot:
     nominated: tuple[Nominated, ...] = ()
     volumes: StorageView | None = None
     """Claims, volumes, classes, CSINodes and claim users (None: no storage object known — every claim is missing)."""
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    index_view: IndexView | None = field(default=None, repr=False)
+
+    @cached_property
+    def pod_index(self) -> IndexView:
+        """The pods of :attr:`infos` indexed for inter-pod rules: the view handed over while it is valid,
+        else one built from the NodeInfos (O(pods), once per snapshot)."""
+        view = self.index_view
+        if view is not None and view.valid:
+            return view
+        return IndexView.build(pod_entry(p, info.name) for info in self.infos for p in info.pods.values())
+
+    def _index_after(self, changes: Mapping[str, PodEntry | None], in_place: bool) -> IndexView | None:
+        """The pod index of a snapshot derived from this one by ``changes``, if this one has an index yet."""
+        view = self.__dict__.get("pod_index") or self.index_view
+        if not isinstance(view, IndexView) or not view.valid:
+            return None
+        return view.advanced(changes) if in_place else view.branched(changes)
 
     @classmethod
     def build(cls, table: NodeTable, pods: Iterable[Pod], dra: DeviceSnapshot | None = None,
-              volumes: StorageView | None = None) -> Snapshot:
+              volumes: StorageView | None = None, namespaces: Mapping[str, Mapping[str, str]] | None = None
+              ) -> Snapshot:
         """Usage and NodeInfos from every bound, non-terminal pod of any scheduler on a known node;
         nominated pods from the unbound ones. ``volumes``: the storage view (its users built from the
-        same pods, e.g. by ``StorageView.build``)."""
+        same pods, e.g. by ``StorageView.build``); ``namespaces``: name → labels of the known namespaces."""
         used = np.zeros_like(table.allocatable)
         row = table.index
         on_node: list[dict[str, Pod]] = [{} for _ in table.nodes]
@@ -108,7 +136,7 @@ class Snapshot:
                     used[i, col] += clamp(v)
             on_node[i][pod.key] = pod
         infos = tuple(NodeInfo(n.name, pods) for n, pods in zip(table.nodes, on_node, strict=True))
-        return cls(table, used, infos, dra, tuple(nominated), volumes)
+        return cls(table, used, infos, dra, tuple(nominated), volumes, dict(namespaces or {}))
 
     def free(self) -> IntArray:
         """A fresh ``(N, R)`` matrix of free capacity (allocatable − used); callers may modify it."""
@@ -129,15 +157,18 @@ class Snapshot:
         infos = list(self.infos)
         row = self.table.index
         by_row: dict[int, dict[str, Pod]] = {}
+        changes: dict[str, PodEntry | None] = {}
         for pod, node_name in placements:
             i = row[node_name]
             used[i] += pod_vector(self.table, pod)
             by_row.setdefault(i, {})[pod.key] = pod
+            changes[pod.key] = pod_entry(pod, node_name)
         for i, added in by_row.items():
             infos[i] = infos[i].with_pods(added.values())
         dra = self.dra.with_allocated(device_ids) if self.dra is not None else None
         storage = self.volumes.with_assumed(placements, volumes) if self.volumes is not None else None
-        return Snapshot(self.table, used, tuple(infos), dra, self.nominated, storage)
+        return Snapshot(self.table, used, tuple(infos), dra, self.nominated, storage, self.namespaces,
+                        self._index_after(changes, in_place=True))
 
     def without(self, pods: Iterable[Pod]) -> Snapshot:
         """A new snapshot in which ``pods`` (bound or assumed, found by key on their node) no longer use
@@ -156,7 +187,9 @@ class Snapshot:
             gone.setdefault(i, []).append(pod.key)
         for i, keys in gone.items():
             infos[i] = infos[i].without_pods(keys)
-        return Snapshot(self.table, used, tuple(infos), self.dra, self.nominated, self.volumes)
+        changes: dict[str, PodEntry | None] = {key: None for keys in gone.values() for key in keys}
+        return Snapshot(self.table, used, tuple(infos), self.dra, self.nominated, self.volumes, self.namespaces,
+                        self._index_after(changes, in_place=False))
 
 
 def bound_copy(pod: Pod, node: str) -> Pod:

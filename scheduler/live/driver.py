@@ -44,6 +44,7 @@ from scheduler.live.kube import (
     CSI_NODES,
     DEVICE_CLASSES,
     DRA_RESOURCES,
+    NAMESPACES,
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
@@ -59,11 +60,12 @@ from scheduler.live.kube import (
 )
 from scheduler.live.leader import LeaderElector
 from scheduler.live.metrics import Metrics
-from scheduler.live.status_writer import StatusWriter
+from scheduler.live.status_writer import EVENT_UNHONOURED, StatusWriter
 from scheduler.live.volume_binder import ClaimChanges, ClaimSource
 from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
+from scheduler.solver.unsupported import Context, unhonoured
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,8 @@ DISCOVERY_RETRY_S = 10.0
 """Pause between API discovery attempts while the PodGroup API is missing, seconds."""
 SHUTDOWN_GRACE_S = 10.0
 """How long in-flight binds may finish after SIGTERM, seconds (well inside a pod's 30 s grace)."""
+MAX_WARNED_PODS = 65536
+"""Pods remembered as warned about unhonoured fields (oldest forgotten first; a forgotten pod is warned again)."""
 
 REQUIRED = (PODGROUPS, "GenericWorkload (and --runtime-config=scheduling.k8s.io/v1beta1=true)")
 OPTIONAL = (COMPOSITES, "CompositePodGroup (and --runtime-config=scheduling.k8s.io/v1alpha3=true)")
@@ -120,6 +124,8 @@ class Scheduler:
         """The port /healthz, /readyz and /metrics are served on, once started (``--bind-address`` may say 0)."""
         self._blocked: dict[GroupKey, GroupTree] = {}
         """Waiting and Invalid trees of ours, for the queue gauges."""
+        self._warned: dict[str, None] = {}
+        """Uids of pods warned about fields no plugin honours (once per pod), oldest first."""
 
     # -- health --------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
@@ -181,7 +187,7 @@ class Scheduler:
         return False
 
     async def start_informers(self) -> None:
-        resources = [PODS, NODES, PODGROUPS, PRIORITY_CLASSES]
+        resources = [PODS, NODES, PODGROUPS, PRIORITY_CLASSES, NAMESPACES]  # namespaces: pod affinity
         try:
             if COMPOSITES.plural in await self.kube.served(COMPOSITES.group_version):
                 resources.append(COMPOSITES)
@@ -381,6 +387,7 @@ class Scheduler:
         tree, result = attempt.tree, attempt.decision
         elapsed_ms = (time.perf_counter() - started) * 1000
         self.metrics.solved(tree, result, elapsed_ms / 1000)
+        self._warn_unhonoured(tree)
         if isinstance(result, Plan):
             nodes = sorted({n for _, n in result.placements})
             log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
@@ -394,6 +401,24 @@ class Scheduler:
         log.info("root=%s result=Unschedulable code=%s attempts=%d duration_ms=%.1f backoff_s=%.0f reason=%r",
                  tree.key, result.code.value, result.attempts, elapsed_ms, delay, result.message)
         self._report_unschedulable(tree, result)
+
+    def _warn_unhonoured(self, tree: GroupTree) -> None:
+        """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours."""
+        context: Context | None = None
+        for leaf in tree.root.leaves():
+            for pod in leaf.pending:
+                uid = pod.metadata.uid or pod.key
+                if uid in self._warned:
+                    continue
+                self._warned[uid] = None
+                if len(self._warned) > MAX_WARNED_PODS:
+                    del self._warned[next(iter(self._warned))]
+                if context is None:
+                    context = Context(storage=self.cache.snapshot().volumes)
+                findings = unhonoured(pod, context)
+                if findings:
+                    note = "not honoured: " + "; ".join(map(str, findings))
+                    self.spawn(self.status.pod_warning(pod, EVENT_UNHONOURED, note), f"status/{pod.key}")
 
     def _report_unschedulable(self, tree: GroupTree, result: Unschedulable) -> None:
         if self._reported.get(tree.key) != result.message:

@@ -90,6 +90,7 @@ class Resource:
 
 PODS = Resource("", "v1", "pods", True, "Pod")
 NODES = Resource("", "v1", "nodes", False, "Node")
+NAMESPACES = Resource("", "v1", "namespaces", False, "Namespace")
 PODGROUPS = Resource("scheduling.k8s.io", "v1beta1", "podgroups", True, "PodGroup")
 COMPOSITES = Resource("scheduling.k8s.io", "v1alpha3", "compositepodgroups", True, "CompositePodGroup")
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", False, "PriorityClass")

@@ -97,6 +97,8 @@ POD_SCHEDULED = "PodScheduled"
 # Event reasons and actions, as kube-scheduler records them (pkg/scheduler/schedule_one.go, v1.37).
 EVENT_SCHEDULED = "Scheduled"
 EVENT_FAILED_SCHEDULING = "FailedScheduling"
+EVENT_UNHONOURED = "UnhonouredField"
+"""Our Event reason (kube-scheduler has none) for a pod field no plugin honours (issue 10)."""
 ACTION_BINDING = "Binding"
 ACTION_SCHEDULING = "Scheduling"
 # Event types: the only two the API server accepts (core/v1 EventTypeNormal / EventTypeWarning).
@@ -277,6 +279,12 @@ class StatusWriter:
             except ApiError as exc:
                 _warn(f"Pod {pod.key} condition {POD_SCHEDULED}", exc)
         await self._event(pod, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note)
+
+    async def pod_warning(self, pod: Pod, reason: str, message: str) -> None:
+        """Record a Warning Event (action ``Scheduling``) with ``reason`` and ``message`` (cut to 1024 bytes)
+        on ``pod`` — e.g. :data:`EVENT_UNHONOURED`; no condition is written. Repeats count into the Event's
+        series (:meth:`_event`); the caller decides how often to report. API errors are logged and swallowed."""
+        await self._event(pod, EVENT_WARNING, reason, ACTION_SCHEDULING, truncate_utf8(message, NOTE_MAX_BYTES))
 
     def _first_in_interval(self, uid: str, report: tuple[str, str]) -> bool:
         """True (and remember ``report`` as pod ``uid``'s last, written now) unless it repeats the report last

@@ -12,6 +12,7 @@ from scheduler.model.dra import (
     device_id,
     qualified_name,
 )
+from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node, Taint
 from scheduler.model.pod import Pod, Toleration, effective_requests
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClass, Workload
@@ -19,6 +20,7 @@ from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClas
 __all__ = [
     "CompositePodGroup",
     "DeviceClass",
+    "Namespace",
     "Node",
     "Pod",
     "PodGroup",

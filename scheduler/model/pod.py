@@ -52,12 +52,23 @@ class ActuatedResources(KubeModel):
     limits: dict[str, Quantity] = Field(default_factory=dict)
 
 
+class ContainerPort(KubeModel):
+    """``core/v1 ContainerPort``: what NodePorts reads (``hostPort`` > 0 takes the port on the node's
+    ``hostIP``, default ``0.0.0.0``, for ``protocol``, default ``TCP``)."""
+
+    container_port: Int32 = 0
+    host_port: Int32 | None = None
+    host_ip: str = Field("", alias="hostIP")
+    protocol: str = "TCP"
+
+
 class Container(KubeModel):
-    """``core/v1 Container``: name, resources and (for init containers) ``restartPolicy``."""
+    """``core/v1 Container``: name, resources, ``ports`` and (for init containers) ``restartPolicy``."""
 
     name: str = ""
     resources: ResourceRequirements = ResourceRequirements()
     restart_policy: str | None = None
+    ports: tuple[ContainerPort, ...] = ()
 
     def requests(self) -> ResourceList:
         """Requests in integer units; a limit with no request counts as the request (API defaulting)."""
@@ -86,16 +97,66 @@ class NodeSelector(KubeModel):
     node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
 
 
+class PreferredSchedulingTerm(KubeModel):
+    """``core/v1 PreferredSchedulingTerm``: a node selector term and its ``weight`` (1–100)."""
+
+    weight: Int32 = 0
+    preference: NodeSelectorTerm = NodeSelectorTerm()
+
+
 class NodeAffinity(KubeModel):
-    """``core/v1 NodeAffinity``; only the required part filters."""
+    """``core/v1 NodeAffinity``: the required part filters, the preferred part scores."""
 
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
+
+
+class PodAffinityTerm(KubeModel):
+    """``core/v1 PodAffinityTerm``: pods matching ``labelSelector`` (None matches no pod) in ``namespaces``
+    / namespaces matching ``namespaceSelector`` (both unset: the pod's own), per ``topologyKey`` domain."""
+
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    topology_key: str = ""
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+class WeightedPodAffinityTerm(KubeModel):
+    """``core/v1 WeightedPodAffinityTerm``: a preferred term and its ``weight`` (1–100)."""
+
+    weight: Int32 = 0
+    pod_affinity_term: PodAffinityTerm = PodAffinityTerm()
+
+
+class PodAffinity(KubeModel):
+    """``core/v1 PodAffinity`` (and, with the same shape, ``PodAntiAffinity``)."""
+
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
 
 
 class Affinity(KubeModel):
-    """``core/v1 Affinity``; pod (anti-)affinity is not read yet (Known Limitations)."""
+    """``core/v1 Affinity``: node affinity, pod affinity and pod anti-affinity."""
 
     node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(KubeModel):
+    """``core/v1 TopologySpreadConstraint``. Unset policies are kube's defaults: ``nodeAffinityPolicy``
+    Honor, ``nodeTaintsPolicy`` Ignore, ``minDomains`` 1 (read by the PodTopologySpread plugin)."""
+
+    max_skew: Int32 = 1
+    topology_key: str = ""
+    when_unsatisfiable: str = ""
+    label_selector: LabelSelector | None = None
+    min_domains: Int32 | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: tuple[str, ...] = ()
 
 
 class Toleration(KubeModel):
@@ -143,6 +204,8 @@ class PodSpec(KubeModel):
     node_selector: dict[str, str] = Field(default_factory=dict)
     affinity: Affinity | None = None
     tolerations: tuple[Toleration, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    host_network: bool = False
     resource_claims: tuple[PodResourceClaim, ...] = ()
     scheduling_gates: tuple[PodSchedulingGate, ...] = ()
     resources: ResourceRequirements | None = None

@@ -44,6 +44,7 @@ from scheduler.model.dra import (
     ResourceSlice,
     counter_quantities,
 )
+from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.quantity import QuantityError
@@ -53,6 +54,7 @@ from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeC
 KINDS: dict[tuple[str, str], type[BaseModel]] = {
     ("v1", "Pod"): Pod,
     ("v1", "Node"): Node,
+    ("v1", "Namespace"): Namespace,
     ("scheduling.k8s.io/v1beta1", "PodGroup"): PodGroup,
     ("scheduling.k8s.io/v1alpha3", "PodGroup"): PodGroup,
     ("scheduling.k8s.io/v1alpha3", "CompositePodGroup"): CompositePodGroup,
@@ -72,7 +74,7 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
 
 NAMESPACED: tuple[type[BaseModel], ...] = (Pod, PodGroup, CompositePodGroup, Workload, ResourceClaim,
                                            ResourceClaimTemplate, PersistentVolumeClaim)
-"""Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node,
+"""Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node, Namespace,
 PriorityClass, ResourceSlice, DeviceClass, PersistentVolume, StorageClass and CSINode are
 cluster-scoped and keep an empty namespace)."""
 
@@ -126,6 +128,7 @@ class Objects:
     volumes: list[PersistentVolume] = field(default_factory=list)
     storage_classes: list[StorageClass] = field(default_factory=list)
     csi_nodes: list[CSINode] = field(default_factory=list)
+    namespaces: list[Namespace] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     _seen: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
@@ -160,6 +163,8 @@ class Objects:
                 return self.storage_classes
             case CSINode():
                 return self.csi_nodes
+            case Namespace():
+                return self.namespaces
         raise TypeError(type(obj))  # pragma: no cover - KINDS and this match are kept in step
 
     def by_kind(self) -> dict[str, list[Any]]:
@@ -169,7 +174,7 @@ class Objects:
                 "ResourceSlice": self.resource_slices, "DeviceClass": self.device_classes,
                 "ResourceClaim": self.resource_claims, "ResourceClaimTemplate": self.claim_templates,
                 "PersistentVolumeClaim": self.volume_claims, "PersistentVolume": self.volumes,
-                "StorageClass": self.storage_classes, "CSINode": self.csi_nodes}
+                "StorageClass": self.storage_classes, "CSINode": self.csi_nodes, "Namespace": self.namespaces}
 
     @property
     def usable(self) -> bool:

@@ -8,11 +8,13 @@ pool, device}}`` (one entry per claim a plan allocates, in queue order; ``[]`` w
 the extra keys ``pods`` (the plan's pods using the claim) and ``synthesized``. Issues #8/#9 add
 ``warnings[].{level, kind, message}`` (the summary's ``note:`` / ``warning:`` lines, ``kind`` one of
 ``no-pods-of-ours``, ``skipped-api-version``, ``dra-problems``, ``synthesized-claims``; issue #10 adds
-``synthesized-volume-claims`` and ``volumes-not-honoured``) and
+``synthesized-volume-claims`` and ``unhonoured-field``) and
 ``dra_problems[]`` (every line of the report's "DRA problems" section: unusable pools and slices,
 selector errors met while solving). Issue #10 adds ``volumes[].{claim, node, volume, provisioned, pods,
 root}`` (one entry per WaitForFirstConsumer PersistentVolumeClaim a plan binds, in queue order: the PV
-matched or, ``provisioned``, the one made for it; ``[]`` without such claims).
+matched or, ``provisioned``, the one made for it; ``[]`` without such claims), and ``warnings[]`` entries
+of kind ``unhonoured-field``, one per field a pending pod sets that no plugin honours (its volume claims'
+included), with the extra keys ``pod`` (``namespace/name``) and ``field`` (the field path).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from scheduler.model.dra import API_VERSION as DRA_VERSION
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
 from scheduler.offline.simulate import AllocationOutcome, GroupOutcome, Simulation
+
+UNHONOURED = "unhonoured-field"
+"""``warnings[].kind`` of a field a pod sets that no plugin honours."""
 
 MAX_DEVICE_LINES = 20
 """Device lines shown per group in the text report (the JSON has every allocation)."""
@@ -80,12 +85,21 @@ def to_json(sim: Simulation) -> dict[str, Any]:
     if sim.snapshot is not None and sim.initial is not None:
         doc["nodes"] = _node_rows(sim.initial, sim.snapshot)
     doc["allocations"] = [_allocation_json(a) for a in sim.allocations]
-    doc["warnings"] = [{"level": n.level, "kind": n.kind, "message": n.message} for n in notices(sim)]
+    doc["warnings"] = [_notice_json(n) for n in notices(sim)]
     doc["dra_problems"] = list(sim.dra_problems)
     doc["volumes"] = [{"claim": v.binding.claim, "node": v.binding.node, "volume": v.volume,
                        "provisioned": v.provisioned, "pods": [k.partition("/")[2] for k in v.binding.pods],
                        "root": v.root.name} for v in sim.volumes]
     return doc
+
+
+def _notice_json(n: Notice) -> dict[str, Any]:
+    """One ``warnings`` entry: ``level``, ``kind``, ``message``, and ``pod`` / ``field`` when about a pod's field."""
+    entry: dict[str, Any] = {"level": n.level, "kind": n.kind, "message": n.message}
+    if n.pod is not None:
+        entry["pod"] = n.pod
+        entry["field"] = n.field
+    return entry
 
 
 def _allocation_json(outcome: AllocationOutcome) -> dict[str, Any]:
@@ -236,18 +250,21 @@ def _devices_text(results: list[tuple[str, str, str, str]] | tuple[tuple[str, st
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """One hint of the report's summary: ``level`` ``note`` or ``warning``, a stable ``kind``, the text."""
+    """One hint of the report's summary: ``level`` ``note`` or ``warning``, a stable ``kind``, the text; for a
+    pod's unhonoured field also the ``pod`` (``namespace/name``) and the ``field`` path."""
 
     level: str
     kind: str
     message: str
+    pod: str | None = None
+    field: str | None = None
 
 
 def notices(sim: Simulation) -> list[Notice]:
     """The hints under the summary, for both renderings: no pod of ours found; DRA objects of another
     version skipped; DRA problems (listed in full under their own heading / key); claims made from
-    templates; ephemeral volumes' PVCs made from pods' templates; volume features pods ask for that are
-    not honoured (one warning each)."""
+    templates; ephemeral volumes' PVCs made from pods' templates; then one warning per field a pending pod
+    sets that no plugin honours."""
     out: list[Notice] = []
     if not sim.pods:  # sim.pods holds every pending pod of ours
         found = ", ".join(f"{name} ({n})" for name, n in sorted(sim.pods_by_scheduler.items(),
@@ -271,7 +288,8 @@ def notices(sim: Simulation) -> list[Notice]:
                           f"{len(sim.synthesized_volume_claims)} PersistentVolumeClaim(s) of generic ephemeral "
                           "volumes not in the snapshot made from the pods' templates, as the ephemeral volume "
                           "controller would"))
-    out.extend(Notice("warning", "volumes-not-honoured", f"not honoured: {line}") for line in sim.volumes_not_honoured)
+    for pod, finding in sim.unhonoured:
+        out.append(Notice("warning", UNHONOURED, f"pod {pod.key}: {finding} (not honoured)", pod.key, finding.field))
     return out
 
 

@@ -39,7 +39,7 @@ from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, 
 from scheduler.offline.loader import LoadProblem, Objects
 from scheduler.offline.recorder import RecordingBinder
 from scheduler.queue import GroupQueue
-from scheduler.solver.plugins.volume_claims import not_honoured
+from scheduler.solver.unsupported import Context, Unhonoured, unhonoured
 
 EXAMPLE = "default-cluster.yaml"
 
@@ -109,8 +109,8 @@ class Simulation:
     template. ``dra_problems``: unusable pools and slices, and selector errors met while solving.
     ``volumes``: every WaitForFirstConsumer claim a plan bound, in queue order.
     ``synthesized_volume_claims``: keys of generic ephemeral volumes' claims not in the snapshot, made from
-    the pods' templates. ``volumes_not_honoured``: what pending pods' volumes ask for that is not honoured
-    (``volume_claims.not_honoured``), one line each.
+    the pods' templates. ``unhonoured``: per pending pod of ours, the fields it sets that no plugin honours
+    (:mod:`scheduler.solver.unsupported`, its volume claims' included).
     """
 
     groups: list[GroupOutcome] = field(default_factory=list)
@@ -127,7 +127,7 @@ class Simulation:
     dra_problems: list[str] = field(default_factory=list)
     volumes: list[VolumeOutcome] = field(default_factory=list)
     synthesized_volume_claims: frozenset[str] = frozenset()
-    volumes_not_honoured: list[str] = field(default_factory=list)
+    unhonoured: list[tuple[Pod, Unhonoured]] = field(default_factory=list)
 
 
 def _policy(obj: PodGroup | CompositePodGroup | None) -> str:
@@ -182,7 +182,6 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
     for kind, items in objects.by_kind().items():
         cache.load(kind, items)
     sim.initial = cache.snapshot()
-    sim.volumes_not_honoured = _not_honoured(sim.initial, scheduler_name, objects.pods)
     forest = cache.forest()
     queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
     cycle = Cycle(cache, config)
@@ -247,16 +246,9 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
         if pod.is_gated and not pod.is_bound and pod.spec.scheduler_name == scheduler_name:
             names = ", ".join(g.name for g in pod.spec.scheduling_gates)
             sim.pods.append(PodOutcome(pod, None, f"scheduling gated ({names})"))
+    context = Context(namespaces_known=bool(objects.namespaces), storage=sim.initial.volumes)
+    sim.unhonoured = [(o.pod, finding) for o in sim.pods for finding in unhonoured(o.pod, context)]
     return sim
-
-
-def _not_honoured(snapshot: Snapshot, scheduler_name: str, pods: list[Pod]) -> list[str]:
-    """``<pod>: <what>`` for each volume feature a pending pod of ours asks for that is not honoured."""
-    view = snapshot.volumes
-    if view is None:
-        return []
-    return [f"{p.key}: {what}" for p in pods if p.spec.scheduler_name == scheduler_name and not p.is_bound
-            for what in not_honoured(view, p)]
 
 
 def _claim_users(attempt: Attempt) -> dict[str, list[tuple[str, str]]]:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Signature
+from scheduler.framework.interface import FilterPlugin, Quota, QuotaFilterPlugin, Signature
 from scheduler.framework.node_table import BoolArray, IntArray, static_key
 from scheduler.framework.plan import Plan, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
@@ -47,6 +47,7 @@ from scheduler.model.pod import Pod
 from scheduler.model.quantity import format_units, is_extended
 from scheduler.model.scheduling import GroupKey
 from scheduler.solver.plugins import DEFAULT_PROFILE, TOPOLOGY, Profile, dynamic_resources
+from scheduler.solver.plugins.resources_fit import UNLIMITED
 from scheduler.solver.plugins.scoring import NodeOrder
 
 
@@ -83,12 +84,11 @@ class _Search:
     """One solver run: the cycle state, the profile's plugins and the failure record."""
 
     def __init__(self, snapshot: Snapshot, config: SolverConfig, tree: GroupTree, profile: Profile) -> None:
-        profile = profile.for_solve(snapshot, any(p.spec.volumes for leaf in tree.root.leaves() for p in leaf.pending))
+        pending = tuple(p for leaf in tree.root.leaves() for p in leaf.pending)
+        own = frozenset(p.key for p in pending) if snapshot.nominated else frozenset()  # only then does it matter
+        profile = profile.for_pods(snapshot, pending)  # without the plugins no pod of this root needs
         self.profile = profile
-        own: frozenset[str] = frozenset()
-        if snapshot.nominated:  # only then does it matter whose nominated room it is
-            own = frozenset(p.key for leaf in tree.root.leaves() for p in leaf.pending)
-        self.state = CycleState(snapshot, config, tree.priority, profile.reservers, own)
+        self.state = CycleState(snapshot, config, tree.priority, profile.reservers, own, pending)
         self.table = snapshot.table
         self.config = config
         self.attempts = 0
@@ -180,21 +180,21 @@ class _Search:
         return mask
 
     # -- leaves --------------------------------------------------------------------
-    def caps(self, sig: Signature, rows: IntArray) -> IntArray:
-        """Copies of ``sig`` each of ``rows`` can take now: the minimum over the Filter plugins."""
+    def caps(self, sig: Signature, rows: IntArray, plugins: tuple[FilterPlugin, ...]) -> IntArray:
+        """Copies of ``sig`` each of ``rows`` can take now: the minimum over ``plugins`` (no limit if none)."""
         caps: IntArray | None = None
-        for plugin in self.profile.filters:
+        for plugin in plugins:
             got = plugin.filter(self.state, sig, rows)
-            caps = got if caps is None else np.minimum(caps, got)
-        assert caps is not None
-        return caps
+            if got is not None:
+                caps = got if caps is None else np.minimum(caps, got)
+        return caps if caps is not None else np.full(len(rows), UNLIMITED, dtype=np.int64)
 
     def preference(self, sig: Signature, rows: IntArray) -> IntArray | None:
         """The Score plugins' weighted sum per row, or None when no plugin has a preference."""
         total: IntArray | None = None
         for plugin in self.profile.scorers:
             scores = plugin.score(self.state, sig, rows)
-            if scores.any():
+            if scores is not None and scores.any():
                 weighted = scores.astype(np.int64) * plugin.weight
                 total = weighted if total is None else total + weighted
         return total
@@ -203,17 +203,69 @@ class _Search:
         """Place up to ``count`` copies of ``sig`` on candidate ``rows``; returns how many were placed.
 
         Each choice is reserved at once (journaled); a node that takes fewer than chosen (its devices
-        ran short) is dropped and the choice made again. Filters and scores are asked again after each
-        placement, so a rule between members (anti-affinity, spread) sees the copies placed before.
+        ran short) is dropped and the choice made again. The Filter plugins that say they *interact*
+        (a rule between members over a domain wider than a node: zone anti-affinity, spread) are asked
+        again after each placement, so they see the copies placed before; the others' answers are
+        counted down on the node used, which is all a placement changes for them. An interacting
+        plugin that can state its rule as a :class:`~scheduler.framework.interface.Quota` for the
+        batch (per-domain budgets: topology spread) is counted down like the others instead; if the
+        batch then falls short of its quota, it is undone and placed again copy by copy. Scores are
+        asked again when a Score plugin interacts.
         """
+        mark = self.mark()
+        done = self._choose(rows, count, sig, quotas=True)
+        if done < 0:  # a quota batch fell short: its partial state may be one no order reaches
+            self.undo(mark)
+            done = self._choose(rows, count, sig, quotas=False)
+        return done
+
+    def _choose(self, rows: IntArray, count: int, sig: Signature, quotas: bool) -> int:
+        """:meth:`choose`'s loop; −1 when a quota batch placed fewer copies than its quota promised."""
         order = NodeOrder(self.state, sig, rows)
-        caps = np.minimum(self.caps(sig, rows), count)
+        filters = self.profile.filters
+        interacting = tuple(p for p in filters if p.interacts(self.state, sig))
+        steady = np.minimum(self.caps(sig, rows, tuple(p for p in filters if p not in interacting)), count)
+        budgets: list[Quota] = []
+        if quotas:
+            asked_each_time: list[FilterPlugin] = []
+            for plugin in interacting:
+                quota = plugin.quota(self.state, sig, rows, steady, count) if isinstance(
+                    plugin, QuotaFilterPlugin) else None
+                if quota is None:
+                    asked_each_time.append(plugin)
+                else:
+                    budgets.append(quota)
+                    steady = np.minimum(steady, quota.caps)
+            interacting = tuple(asked_each_time)
+        promised = min([count] + [int(q.budget.sum()) for q in budgets])
+
+        def current(remaining: int) -> IntArray:
+            caps = steady
+            for q in budgets:
+                caps = np.minimum(caps, np.where(q.domain >= 0, q.budget[np.maximum(q.domain, 0)], UNLIMITED))
+            if interacting:
+                caps = np.minimum(caps, self.caps(sig, rows, interacting))
+            return np.asarray(np.minimum(caps, remaining), dtype=np.int64)
+
+        between = bool(budgets or interacting)
+        caps = current(count) if between else steady  # without rules between members: one array, counted down
         preference = self.preference(sig, rows)
-        interacting = any(p.interacts(self.state, sig) for p in self.profile.filters)
         rescore = any(p.interacts(self.state, sig) for p in self.profile.scorers)
         done = 0
         remaining = count
         valid = caps > 0
+        if not between and preference is None and not rescore and self.config.scoring == "pack":
+            # nothing changes between picks but the nodes used: make them all at once
+            for j, take in order.run(np.flatnonzero(valid), caps, remaining):
+                got = self.state.reserve(int(rows[j]), sig, sig.pods[done:done + take])
+                done += got
+                remaining -= got
+                caps[j] -= got
+                valid[j] = caps[j] > 0
+                if got < take:  # its devices ran short: never offer it again; the loop below goes on
+                    valid[j] = False
+                    caps[j] = 0
+                    break
         while remaining > 0 and valid.any():
             j, take = order.pick(np.flatnonzero(valid), caps, remaining, preference)
             got = self.state.reserve(int(rows[j]), sig, sig.pods[done:done + take])
@@ -222,14 +274,23 @@ class _Search:
             if got < take:  # its devices ran short: never offer it again for this signature
                 valid[j] = False
                 caps[j] = 0
-            elif interacting and remaining > 0:  # a rule between members: every node's answer may change
-                caps = np.where(valid, np.minimum(self.caps(sig, rows), remaining), 0)
+                steady[j] = 0
+                continue
+            if between:
+                steady[j] -= got
+                for q in budgets:
+                    if q.domain[j] >= 0:
+                        q.budget[q.domain[j]] -= got
+            if between and remaining > 0:  # a rule between members: other nodes' answers change
+                caps = current(remaining)  # (a spread constraint may open a node again once the others caught up)
                 valid = caps > 0
-            else:
+            else:  # ``caps`` is ``steady`` when no rule is between members: counted down once
                 caps[j] -= got
                 valid[j] = caps[j] > 0
             if rescore and remaining > 0:
                 preference = self.preference(sig, rows)
+        if budgets and done < promised:
+            return -1
         return done
 
     def diagnose(self, sig: Signature, mask: BoolArray) -> _Diagnosis:
@@ -253,6 +314,8 @@ class _Search:
             if not rows.size:
                 break
             caps = plugin.filter(self.state, sig, rows)
+            if caps is None:
+                continue
             refused = caps <= 0
             if refused.any():
                 found = plugin.rejections(self.state, sig, rows[refused])
@@ -275,6 +338,16 @@ class _Search:
 
         Returns (pods placed, the diagnosis for the first member that did not fit, or None).
         """
+        placed = 0
+        why: _Diagnosis | None = None
+        outer, self.state.scope = self.state.scope, mask  # the leaf's domain, for plugins that rule within it
+        try:
+            placed, why = self._place_signatures(leaf, mask, limit)
+        finally:
+            self.state.scope = outer
+        return placed, why
+
+    def _place_signatures(self, leaf: Leaf, mask: BoolArray, limit: int | None) -> tuple[int, _Diagnosis | None]:
         placed = 0
         why: _Diagnosis | None = None
         for sig in self.signatures(leaf):

@@ -29,7 +29,18 @@ Cases:
   slice per rack (``spec.nodeSelector`` on the rack label, 4 channels); 20 PodGroups of 8 pods
   (rack topology) with one group claim ``fabric`` (``PodGroup.spec.resourceClaims`` +
   ``status.resourceClaimStatuses``) for one channel, and a 1-GPU per-pod claim per member.
-* **f** (volumes) — the 5,000-node cluster of a–c, a CSINode per node (``ebs.csi.aws.com``, attach limit
+* **f** (issue 10) — 200 gangs × 8 CPU pods (4 cpu / 16Gi) with required podAntiAffinity on their own
+  gang label per ``kubernetes.io/hostname`` (one pod per node); the pods also carry an index label no
+  selector reads.
+* **g** (issue 10) — 100 gangs × 16 CPU pods with a ``topology.kubernetes.io/zone`` spread constraint
+  (maxSkew 1, DoNotSchedule) on their own label.
+* **h** (issue 10) — 100 gangs × 8 CPU pods, each with required podAffinity per rack to its own cache pod,
+  one running pod of another scheduler per gang on a random CPU node.
+
+f, g and h each run first without the constraint (the same pods, same cluster: ``f0``, ``g0``, ``h0``),
+since their target is relative: p50 per gang ≤ 2× the unconstrained gangs and ≤ 5 ms. Their checks add
+the rule itself (distinct nodes, zone skew ≤ 1, the cache's rack).
+* **i** (volumes) — the 5,000-node cluster of a–c, a CSINode per node (``ebs.csi.aws.com``, attach limit
   25) and the WaitForFirstConsumer class ``gp3`` (``allowedTopologies``: two of the three zones); 100
   StatefulSet-like gangs × 8 CPU pods (4 cpu / 16Gi), each pod with its own unbound 100Gi ``gp3`` claim
   ``data-<pod>`` (the StatefulSet controller's naming). Every plan's claim bindings are assumed into
@@ -151,18 +162,21 @@ def _ts(seconds: int) -> str:
     return (EPOCH + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def make_pod(name: str, group: str, requests: dict[str, str], gpu: bool, created: int) -> Pod:
+def make_pod(name: str, group: str, requests: dict[str, str], gpu: bool, created: int,
+             labels: dict[str, str] | None = None, extra: dict[str, Any] | None = None) -> Pod:
     spec: dict[str, Any] = {
         "schedulerName": SCHEDULER,
         "schedulingGroup": {"podGroupName": group},
         "containers": [{"name": "main", "resources": {"requests": requests, "limits": requests}}],
+        **(extra or {}),
     }
     if gpu:
         spec["tolerations"] = [GPU_TOLERATION]
     return Pod.model_validate({
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE, "creationTimestamp": _ts(created)},
+        "metadata": {"name": name, "namespace": NAMESPACE, "creationTimestamp": _ts(created),
+                     "labels": labels or {}},
         "spec": spec,
         "status": {"phase": "Pending"},
     })
@@ -237,6 +251,74 @@ def workload_c(gangs: int) -> Workload:
         for m in range(16):
             pods.append(make_pod(f"{leaf}-{m:02d}", leaf, GPU2_POD, True, created=g))
     return pods, groups, comps
+
+
+# -- inter-pod workloads (cases f, g, h; issue 10) ------------------------------------------------
+# Each builds the constrained gangs or, with ``constrained=False``, the same gangs without the
+# constraint (the baseline the target is stated against).
+
+GANG_LABEL = "bench.example.com/gang"
+HOSTNAME_KEY = "kubernetes.io/hostname"
+
+
+def workload_f(gangs: int, constrained: bool = True) -> Workload:
+    """8-pod CPU gangs with required podAntiAffinity on their own label per hostname (one pod per node)."""
+    pods: list[Pod] = []
+    groups: list[PodGroup] = []
+    for g in range(gangs):
+        name = f"f-{g:05d}"
+        groups.append(make_podgroup(name, 8, created=g))
+        extra = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {GANG_LABEL: name}}, "topologyKey": HOSTNAME_KEY}]}}} \
+            if constrained else {}
+        for m in range(8):
+            pods.append(make_pod(f"{name}-{m}", name, CPU_POD, False, created=g,
+                                 labels={GANG_LABEL: name, "bench.example.com/index": str(m)}, extra=extra))
+    return pods, groups, []
+
+
+def workload_g(gangs: int, constrained: bool = True) -> Workload:
+    """16-pod CPU gangs with a zone topologySpreadConstraint (maxSkew 1, DoNotSchedule) on their own label."""
+    pods: list[Pod] = []
+    groups: list[PodGroup] = []
+    for g in range(gangs):
+        name = f"g-{g:05d}"
+        groups.append(make_podgroup(name, 16, created=g))
+        extra = {"topologySpreadConstraints": [{
+            "maxSkew": 1, "topologyKey": ZONE_KEY, "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {GANG_LABEL: name}}}]} if constrained else {}
+        for m in range(16):
+            pods.append(make_pod(f"{name}-{m:02d}", name, CPU_POD, False, created=g,
+                                 labels={GANG_LABEL: name}, extra=extra))
+    return pods, groups, []
+
+
+CACHE_POD = {"cpu": "2", "memory": "8Gi"}
+
+
+def workload_h(gangs: int, constrained: bool = True, seed: int = 0, nodes: int = 0) -> Workload:
+    """8-pod CPU gangs, each with required podAffinity to its own running cache pod per rack; the caches
+    (another scheduler's pods, one per gang) run on seeded random CPU nodes."""
+    rng = random.Random(seed)
+    cpu_nodes = [n["metadata"]["name"] for n in node_dicts(nodes, seed) if n["metadata"]["name"].startswith("cpu-")]
+    pods: list[Pod] = []
+    groups: list[PodGroup] = []
+    for g in range(gangs):
+        name = f"h-{g:05d}"
+        cache = f"cache-{g:05d}"
+        pods.append(Pod.model_validate({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": cache, "namespace": NAMESPACE, "labels": {"app": cache}},
+            "spec": {"schedulerName": "default-scheduler", "nodeName": rng.choice(cpu_nodes),
+                     "containers": [{"name": "main", "resources": {"requests": CACHE_POD}}]},
+            "status": {"phase": "Running"}}))
+        groups.append(make_podgroup(name, 8, created=g))
+        extra = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": cache}}, "topologyKey": RACK_KEY}]}}} if constrained else {}
+        for m in range(8):
+            pods.append(make_pod(f"{name}-{m}", name, CPU_POD, False, created=g, labels={GANG_LABEL: name},
+                                 extra=extra))
+    return pods, groups, []
 
 
 # -- DRA workloads (cases d, e) -------------------------------------------------------------
@@ -534,6 +616,34 @@ def check(snapshot: Snapshot, plans: list[tuple[GroupTree, Plan]]) -> list[str]:
     return problems
 
 
+def check_inter_pod(snapshot: Snapshot, plans: list[tuple[GroupTree, Plan]]) -> list[str]:
+    """Cases f, g, h: each plan keeps its gang's own rule — one pod per node (anti-affinity), a zone skew of at
+    most 1 (spread), every pod in its cache's rack (affinity)."""
+    problems: list[str] = []
+    table = snapshot.table
+    caches = {p.metadata.labels.get("app"): p.spec.node_name for info in snapshot.infos for p in info.pods.values()
+              if p.metadata.name.startswith("cache-")}
+    for tree, plan in plans:
+        pods = list(plan.placements)
+        if not pods or not pods[0][0].metadata.labels.get(GANG_LABEL):
+            continue
+        spec = pods[0][0].spec
+        labels = [table.nodes[table.index[n]].metadata.labels for _, n in pods]
+        if spec.affinity and spec.affinity.pod_anti_affinity and len({n for _, n in pods}) != len(pods):
+            problems.append(f"{tree.key}: two pods share a node despite hostname anti-affinity")
+        if spec.topology_spread_constraints:
+            zones = Counter(lb[ZONE_KEY] for lb in labels)
+            counts = [zones.get(z, 0) for z in ZONES]
+            if max(counts) - min(counts) > 1:
+                problems.append(f"{tree.key}: zone skew {counts}")
+        if spec.affinity and spec.affinity.pod_affinity:
+            cache_node = caches.get(tree.key.name.replace("h-", "cache-"))
+            rack = table.nodes[table.index[cache_node]].metadata.labels[RACK_KEY] if cache_node else None
+            if any(lb.get(RACK_KEY) != rack for lb in labels):
+                problems.append(f"{tree.key}: a pod outside its cache's rack {rack}")
+    return problems
+
+
 def solve_all(queue: GroupQueue, trees: dict[GroupKey, GroupTree], snapshot: Snapshot, result: CaseResult,
               profile: cProfile.Profile | None = None) -> tuple[Snapshot, list[tuple[GroupTree, Plan]]]:
     """Pop every root, time only the cycle's decision (``schedule_one``), assume each plan (pods and
@@ -578,7 +688,7 @@ def solve_all(queue: GroupQueue, trees: dict[GroupKey, GroupTree], snapshot: Sna
     gc.callbacks.remove(watch)
     result.gc_in_solve = watch.pauses
     result.slowest = sorted(result.slowest, reverse=True)[:3]
-    result.violations = check(snapshot, plans)
+    result.violations = check(snapshot, plans) + check_inter_pod(snapshot, plans)
     for message, n in failures.most_common(3):
         result.violations.append(f"(not a violation) {n} gang(s) unschedulable: {message}")
     return snapshot, plans
@@ -598,7 +708,8 @@ def run_case(name: str, title: str, nodes: int, gangs: int, seed: int,
     if states[TreeState.READY] != gangs:
         print(f"  ! expected {gangs} READY trees, got {dict(states)}")
 
-    result = CaseResult(name, title, nodes, gangs, setup, pods_total=len(pods))
+    result = CaseResult(name, title, nodes, gangs, setup,
+                        pods_total=sum(p.spec.scheduler_name == SCHEDULER for p in pods))
     solve_all(queue, {t.key: t for t in ready}, snapshot, result, profile)
     result.rss_mib = peak_rss_mib()
     return result
@@ -864,8 +975,21 @@ def print_case(r: CaseResult) -> None:
             print(f"  ! {v}")
 
 
+TARGET_INTER_POD_RATIO = 2.0
+TARGET_INTER_POD_P50_MS = 5.0
+
+
 def verdict(results: dict[str, CaseResult]) -> None:
     print("\ntargets:")
+    for name in "fgh":
+        r, base = results.get(name), results.get(f"{name}0")
+        if r is None or base is None:
+            continue
+        ratio = r.pct(50) / base.pct(50) if base.pct(50) else float("inf")
+        ok = ratio <= TARGET_INTER_POD_RATIO and r.pct(50) <= TARGET_INTER_POD_P50_MS
+        print(f"  ({name}) p50 per gang {r.pct(50):.2f} ms vs {base.pct(50):.2f} ms without the constraint "
+              f"({ratio:.2f}x; target <= {TARGET_INTER_POD_RATIO}x and <= {TARGET_INTER_POD_P50_MS} ms): "
+              f"{'MET' if ok else 'MISSED'}; p99 {r.pct(99):.2f} ms vs {base.pct(99):.2f} ms")
     a = results.get("a")
     if a is not None:
         p50 = a.pct(50)
@@ -882,9 +1006,9 @@ def verdict(results: dict[str, CaseResult]) -> None:
     sized = a or b
     if sized is not None and sized.nodes != 5000:
         print("  note: targets are stated for 5,000 nodes; this run used a different size")
-    f = results.get("f")
+    f = results.get("i")
     if f is not None:
-        print(f"  (f) volumes: per 8-pod gang with a WaitForFirstConsumer claim per pod p50 {f.pct(50):.2f} ms, "
+        print(f"  (i) volumes: per 8-pod gang with a WaitForFirstConsumer claim per pod p50 {f.pct(50):.2f} ms, "
               f"p99 {f.pct(99):.2f} ms (no target set; compare with (a)/(b) per pod)")
     for name in "de":
         r = results.get(name)
@@ -909,11 +1033,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gangs-d", type=int, default=None, help="8-pod DRA gangs in case (d) (default 100)")
     ap.add_argument("--gangs-e", type=int, default=None,
                     help="8-pod DRA gangs with a group-shared claim in case (e) (default 20)")
-    ap.add_argument("--gangs-f", type=int, default=None,
-                    help="8-pod gangs with a WaitForFirstConsumer claim per pod in case (f) (default 100)")
+    ap.add_argument("--gangs-i", type=int, default=None,
+                    help="8-pod gangs with a WaitForFirstConsumer claim per pod in case (i) (default 100)")
     ap.add_argument("--dra-nodes", type=int, default=None,
                     help="cluster size of the DRA cases d/e (default 1000; 200 with --quick)")
-    ap.add_argument("--cases", default="abcdef", help="which cases to run, e.g. 'ab' or 'de' (default abcdef)")
+    ap.add_argument("--cases", default="abcdefghi",
+                    help="which cases to run, e.g. 'ab' or 'de' (default abcdefghi; f, g, h also run their baseline)")
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--tune-malloc", action="store_true",
                     help="raise glibc's mmap/trim thresholds first (see docs/benchmarks.md, allocator)")
@@ -924,19 +1049,28 @@ def main(argv: list[str] | None = None) -> int:
 
     nodes = args.nodes or (500 if args.quick else 5000)
     dra_nodes = args.dra_nodes or (200 if args.quick else 1000)
-    defaults = (100, 20, 10, 20, 5, 20) if args.quick else (1000, 200, 100, 100, 20, 100)
+    defaults = (100, 20, 10, 20, 5, 40, 20, 20, 20) if args.quick else (1000, 200, 100, 100, 20, 200, 100, 100, 100)
     gangs = {
         "a": args.gangs_a if args.gangs_a is not None else defaults[0],
         "b": args.gangs_b if args.gangs_b is not None else defaults[1],
         "c": args.gangs_c if args.gangs_c is not None else defaults[2],
         "d": args.gangs_d if args.gangs_d is not None else defaults[3],
         "e": args.gangs_e if args.gangs_e is not None else defaults[4],
-        "f": args.gangs_f if args.gangs_f is not None else defaults[5],
+        "f": defaults[5],
+        "g": defaults[6],
+        "h": defaults[7],
+        "i": args.gangs_i if args.gangs_i is not None else defaults[8],
     }
     cases: dict[str, tuple[str, Callable[[int], Workload]]] = {
         "a": ("3-pod gangs (half CPU 4cpu/16Gi, half 1 GPU/8cpu/64Gi), minCount 3", workload_a),
         "b": ("64-pod gangs (1 GPU/8cpu/64Gi each), minCount 64", workload_b),
         "c": ("16-pod gangs (2 GPU each), rack topology inside a zone-topology composite", workload_c),
+    }
+    inter_pod: dict[str, tuple[str, Callable[[int, bool], Workload]]] = {
+        "f": ("8-pod gangs (4cpu/16Gi), required podAntiAffinity on their own label per hostname", workload_f),
+        "g": ("16-pod gangs (4cpu/16Gi), zone topologySpreadConstraint maxSkew 1 DoNotSchedule", workload_g),
+        "h": ("8-pod gangs (4cpu/16Gi), required podAffinity to their own running cache pod per rack",
+              lambda n, c: workload_h(n, c, args.seed, nodes)),
     }
     dra_cases = {
         "d": "DRA: 8-pod gangs, 1 template-generated GPU claim per pod (CEL class + request selector)",
@@ -958,13 +1092,20 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, CaseResult] = {}
     wall = time.perf_counter()
     for name in args.cases:
-        if name not in cases and name not in dra_cases and name != "f":
+        if name not in cases and name not in dra_cases and name not in inter_pod and name != "i":
             ap.error(f"unknown case {name!r}")
         prof = cProfile.Profile() if args.profile else None
-        if name == "f":
+        if name == "i":
             r = run_volume_case(name, "volumes: 8-pod StatefulSet-like gangs, 1 WaitForFirstConsumer claim per pod "
                                 "(CSINode attach limit 25, class in 2 of 3 zones)", nodes, gangs[name], args.seed,
                                 prof)
+        elif name in inter_pod:
+            title, pair = inter_pod[name]
+            base = run_case(f"{name}0", f"baseline of ({name}): the same gangs without the constraint", nodes,
+                            gangs[name], args.seed, lambda n, pair=pair: pair(n, False), None)
+            print_case(base)
+            r = run_case(name, title, nodes, gangs[name], args.seed, lambda n, pair=pair: pair(n, True), prof)
+            results[f"{name}0"] = base
         elif name in dra_cases:
             r = run_dra_case(name, dra_cases[name], dra_nodes, gangs[name], args.seed, name == "e", prof)
         else:

@@ -55,8 +55,8 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
     # informers.py Informer.run lists and watches `self.resource`: one Informer per resource
     # that run.py Scheduler.start_informers creates (checked by test_informer_table_matches_run_py).
     ("live/informers.py", "Informer.run", "self.resource"): ("PODS", "NODES", "PODGROUPS", "PRIORITY_CLASSES",
-                                                        "COMPOSITES", "RESOURCE_SLICES", "DEVICE_CLASSES",
-                                                        "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES",
+                                                        "NAMESPACES", "COMPOSITES", "RESOURCE_SLICES",
+                                                        "DEVICE_CLASSES", "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES",
                                                         "PERSISTENT_VOLUME_CLAIMS", "PERSISTENT_VOLUMES",
                                                         "STORAGE_CLASSES", "CSI_NODES"),
     # status.py StatusWriter.group_condition / _patch_group: `res` is COMPOSITES for a

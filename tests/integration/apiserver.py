@@ -14,6 +14,11 @@ kinds), names generated like the server's (``prefix[:58]`` + 5 random characters
 ``events.k8s.io/v1`` Event bodies on create and on every PATCH/PUT. A rejected write answers the
 real server's ``422 Invalid`` Status (``details.causes`` per field) and stores nothing; an
 undecodable time answers 400 ``BadRequest``.
+
+Paths of the ``namespaces`` resource itself (``/api/v1/namespaces``, ``/api/v1/namespaces/{name}``):
+kmock 0.8's ``parse_path`` reads the segment after ``namespaces`` as a namespace and fails on the
+list (500 ``ValueError``); :func:`_parse_path` reads them as the cluster-scoped resource, as the
+real server routes them, and hands every other path to kmock's parser.
 """
 
 # ruff: noqa
@@ -21,7 +26,15 @@ undecodable time answers 400 ``BadRequest``.
 import copy, datetime, functools, uuid
 import attrs, kmock
 from kmock import KubernetesError, KubernetesObjectNotFoundError, KubernetesResourceNotFoundError
+from kmock._internal import parsing as _kmock_parsing
 from tests.integration import apivalidation as av
+_kmock_parse_path = _kmock_parsing.parse_path
+def _parse_path(path):  # the namespaces resource's own paths; everything else as kmock parses it
+    parts = path.strip('/').split('/')
+    if parts[:3] == ['api', 'v1', 'namespaces'] and len(parts) <= 4:
+        return _kmock_parsing.ParsedPath('', 'v1', 'namespaces', None, parts[3] if len(parts) == 4 else None, None)
+    return _kmock_parse_path(path)
+_kmock_parsing.parse_path = _parse_path
 def _now(): return datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%dT%H:%M:%SZ')
 def _conflict(msg): return KubernetesError(status=409, reason='Conflict', message=msg)
 def _status(code, **kw): return {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'code': code, **kw}

@@ -7,14 +7,18 @@ nothing discovers plugins at import time.
 Static filters run in kube's default-profile order (``apis/config/v1/default_plugins.go``:
 NodeUnschedulable, …, TaintToleration, NodeAffinity; our NodeLifecycle right after the cordon
 check); the first rejection is the node's reason, as kube's framework stops at the first failing
-Filter plugin. Dynamic filters run NodeResourcesFit before DynamicResources, so a node short of
-cpu is reported as such and only nodes that fit count as "cannot allocate all claims".
+Filter plugin. Dynamic filters run in the same order: NodePorts, NodeResourcesFit, VolumeRestrictions,
+NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity, DynamicResources — a
+node short of cpu is reported as such, and only nodes every other filter allows count as "cannot
+allocate all claims". Score plugins carry kube's default weights (TaintToleration 3, NodeAffinity 2,
+PodTopologySpread 2, InterPodAffinity 2).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.interface import (
@@ -27,13 +31,16 @@ from scheduler.framework.interface import (
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
 from scheduler.model.node import Node
-from scheduler.model.pod import PodSpec
+from scheduler.model.pod import Pod, PodSpec
 from scheduler.solver.plugins import (
     dynamic_resources,
+    inter_pod_affinity,
     node_affinity,
     node_lifecycle,
+    node_ports,
     node_unschedulable,
     node_volume_limits,
+    pod_topology_spread,
     resources_fit,
     taint_toleration,
     volume_binding,
@@ -74,6 +81,10 @@ def run_filters(spec: PodSpec, node: Node) -> Status | None:
     return None
 
 
+Gate = Callable[[Snapshot, Sequence[Pod]], bool]
+"""Whether a plugin has anything to judge for a root's pending pods on a snapshot."""
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
     """The plugins of each extension point, in the order they run (kube's scheduling profile).
@@ -81,7 +92,11 @@ class Profile:
     ``devices``: the DRA plugin, which the search also asks for a leaf's shared claims and the
     plan's claim allocations; it is the first Reserve plugin because it alone may reserve fewer
     copies than its Filter allowed. ``volumes``: the VolumeBinding plugin, which the search asks for
-    the plan's PersistentVolumeClaim decisions.
+    the plan's PersistentVolumeClaim decisions. ``gates``: (plugin names, :data:`Gate`) pairs; plugins
+    whose gate says no for a solve are left out of every extension point of it (kube's PreFilter /
+    PreScore ``Skip``, decided once per solve: no pod of the root asks for what they judge). The DRA
+    plugin is gated on the snapshot having a device view, the volume plugins on a pending pod naming
+    a volume, so a plain gang's hot path runs only what it needs.
     """
 
     static_check: Callable[[PodSpec, Node], Status | None]
@@ -91,46 +106,26 @@ class Profile:
     reservers: tuple[ReservePlugin, ...]
     devices: dynamic_resources.DynamicResources
     volumes: volume_binding.VolumeBinding
-    storage: tuple[object, ...] = ()
-    """The volume plugins (VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone): a solve whose
-    pending pods name no volume leaves them out (:meth:`for_solve`), as one without a device view leaves out DRA."""
+    gates: tuple[tuple[frozenset[str], Gate], ...] = ()
+    _skipping: dict[frozenset[str], Profile] = field(default_factory=dict, compare=False, repr=False)
 
-    without_devices: Profile | None = field(default=None, compare=False, repr=False)
-    """This profile without the DRA plugin (made once, in ``__post_init__``)."""
-    without_storage: Profile | None = field(default=None, compare=False, repr=False)
-    """This profile without its volume plugins (made once, in ``__post_init__``)."""
-
-    def __post_init__(self) -> None:
-        if self.without_storage is None and self.storage:
-            gone = {id(p) for p in self.storage}
-            object.__setattr__(self, "without_storage", replace(
-                self, storage=(), without_devices=None, without_storage=None,
-                pre_filters=tuple(p for p in self.pre_filters if id(p) not in gone),
-                filters=tuple(p for p in self.filters if id(p) not in gone),
-                reservers=tuple(p for p in self.reservers if id(p) not in gone)))
-        if self.without_devices is None and self.devices in (*self.pre_filters, *self.filters, *self.reservers):
-            devices = self.devices
-            plain = replace(self, without_storage=None,  # it makes its own
-                            pre_filters=tuple(p for p in self.pre_filters if p is not devices),
-                            filters=tuple(p for p in self.filters if p is not devices),
-                            reservers=tuple(p for p in self.reservers if p is not devices))
-            object.__setattr__(plain, "without_devices", plain)
-            object.__setattr__(self, "without_devices", plain)
-
-    def for_snapshot(self, snapshot: Snapshot) -> Profile:
-        """The profile for one solve: without the DRA plugin when the snapshot has no device view (nothing
-        can need a device then, and skipping it keeps the hot path of plain gangs as short as before)."""
-        if snapshot.dra is not None or self.without_devices is None:
+    def for_pods(self, snapshot: Snapshot, pending: Sequence[Pod]) -> Profile:
+        """This profile without the plugins whose gate says they have nothing to judge for ``pending`` on
+        ``snapshot`` (memoised per set of plugins left out: the same set gives the same profile)."""
+        skip: frozenset[str] = frozenset()
+        for names, gate in self.gates:
+            if not gate(snapshot, pending):
+                skip |= names
+        if not skip:
             return self
-        return self.without_devices
-
-    def for_solve(self, snapshot: Snapshot, volumes: bool) -> Profile:
-        """:meth:`for_snapshot`, and without the volume plugins unless ``volumes`` (some pending pod of the tree
-        has ``spec.volumes``): a pod without volumes is never refused by them, so plain gangs pay nothing."""
-        profile = self.for_snapshot(snapshot)
-        if volumes or profile.without_storage is None:
-            return profile
-        return profile.without_storage
+        hit = self._skipping.get(skip)
+        if hit is None:
+            def keep(plugins: tuple[Any, ...]) -> tuple[Any, ...]:
+                return tuple(p for p in plugins if p.name not in skip)
+            hit = replace(self, pre_filters=keep(self.pre_filters), filters=keep(self.filters),
+                          scorers=keep(self.scorers), reservers=keep(self.reservers), gates=(), _skipping={})
+            self._skipping[skip] = hit
+        return hit
 
 
 QUEUEING_HINTS: dict[str, Callable[[ClusterEvent], bool]] = {
@@ -144,6 +139,9 @@ QUEUEING_HINTS: dict[str, Callable[[ClusterEvent], bool]] = {
     node_volume_limits.NAME: node_volume_limits.queueing_hint,
     volume_binding.NAME: volume_binding.queueing_hint,
     volume_zone.NAME: volume_zone.queueing_hint,
+    node_ports.NAME: node_ports.queueing_hint,
+    pod_topology_spread.NAME: pod_topology_spread.queueing_hint,
+    inter_pod_affinity.NAME: inter_pod_affinity.queueing_hint,
     TOPOLOGY: resources_fit.queueing_hint,
 }
 """Plugin name → its queueing hint: which cluster events may make a root it rejected schedulable. A
@@ -152,17 +150,29 @@ topology domain short of room (``TopologyPlacement``) is helped by what frees ro
 DEFAULT_PROFILE = Profile(
     static_check=run_filters,
     pre_filters=(dynamic_resources.PLUGIN, volume_restrictions.PLUGIN, node_volume_limits.PLUGIN,
-                 volume_binding.PLUGIN, volume_zone.PLUGIN),
-    filters=(resources_fit.PLUGIN, volume_restrictions.PLUGIN, node_volume_limits.PLUGIN, volume_binding.PLUGIN,
-             volume_zone.PLUGIN, dynamic_resources.PLUGIN),
-    scorers=(),
-    reservers=(dynamic_resources.PLUGIN, resources_fit.PLUGIN, volume_restrictions.PLUGIN, node_volume_limits.PLUGIN,
-               volume_binding.PLUGIN),
+                 volume_binding.PLUGIN, volume_zone.PLUGIN, node_ports.PLUGIN, pod_topology_spread.PLUGIN,
+                 inter_pod_affinity.PLUGIN),
+    filters=(node_ports.PLUGIN, resources_fit.PLUGIN, volume_restrictions.PLUGIN, node_volume_limits.PLUGIN,
+             volume_binding.PLUGIN, volume_zone.PLUGIN, pod_topology_spread.PLUGIN, inter_pod_affinity.PLUGIN,
+             dynamic_resources.PLUGIN),
+    scorers=(taint_toleration.SCORE, node_affinity.SCORE, pod_topology_spread.SCORE, inter_pod_affinity.SCORE),
+    reservers=(dynamic_resources.PLUGIN, resources_fit.PLUGIN, node_ports.PLUGIN, volume_restrictions.PLUGIN,
+               node_volume_limits.PLUGIN, volume_binding.PLUGIN, pod_topology_spread.PLUGIN,
+               inter_pod_affinity.PLUGIN),
     devices=dynamic_resources.PLUGIN,
     volumes=volume_binding.PLUGIN,
-    storage=(volume_restrictions.PLUGIN, node_volume_limits.PLUGIN, volume_binding.PLUGIN, volume_zone.PLUGIN),
+    gates=(
+        (frozenset({dynamic_resources.NAME}), dynamic_resources.gate),
+        (frozenset({volume_restrictions.NAME, node_volume_limits.NAME, volume_binding.NAME, volume_zone.NAME}),
+         volume_binding.gate),
+        (frozenset({node_ports.NAME}), node_ports.gate),
+        (frozenset({pod_topology_spread.NAME}), pod_topology_spread.gate),
+        (frozenset({inter_pod_affinity.NAME}), inter_pod_affinity.gate),
+        (frozenset({node_affinity.NAME}), node_affinity.score_gate),
+        (frozenset({taint_toleration.NAME}), taint_toleration.score_gate),
+    ),
 )
 """The profile every cycle uses. Volume PreFilters run after DynamicResources' so that a volume rejection
 replaces a DRA one: kube's profile runs the volume plugins first and reports the first PreFilter that
-rejects. Filters run in kube's order (NodeResourcesFit, VolumeRestrictions, NodeVolumeLimits, VolumeBinding,
-VolumeZone, …, DynamicResources), each refused node counted under the first that refuses it."""
+rejects. Filters run in kube's order (see the module docstring), each refused node counted under the first
+that refuses it."""

@@ -49,6 +49,7 @@ from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
 from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.plan import ClaimAllocation
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import NodeSelector, Pod
 from scheduler.solver.plugins.resources_fit import UNLIMITED
@@ -193,10 +194,10 @@ class DynamicResources:
         return counts >= sub.count
 
     # -- Filter --------------------------------------------------------------------------------
-    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
+    def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
         mask = sig.data.get(MASK.name)
         if mask is None:
-            return np.full(len(rows), UNLIMITED, dtype=np.int64)
+            return None  # no claims: no limit
         allowed = mask[rows]
         for key in sig.read(SHARED):
             held = _held(state.read(DEVICES), key)
@@ -382,6 +383,12 @@ PLUGIN = DynamicResources()
 
 
 DRA_KINDS = frozenset({"ResourceSlice", "DeviceClass"})
+
+
+def gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+    """Whether the plugin has anything to judge: only when the snapshot has a device view (without one no
+    claim can be allocated and no pod was let through needing one)."""
+    return snapshot.dra is not None
 
 
 def queueing_hint(event: ClusterEvent) -> bool:

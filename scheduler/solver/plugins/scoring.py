@@ -10,7 +10,9 @@ spread constraints with ``ScheduleAnyway``) wins over the packing order, as kube
 weighted score sum ranks nodes before its tie-breaks; with no preference, the order is the
 packing order alone.
 
-Pure and vectorised: each pick is one ``argmin`` over the candidate rows.
+Pure and vectorised: each pick is one ``argmin`` over the candidate rows; :meth:`NodeOrder.run` makes
+the whole sequence of ``pack`` picks at once when nothing changes between them but the nodes used
+(no preference, no rule between members), as one partition instead of one pass per pick.
 """
 
 from __future__ import annotations
@@ -69,3 +71,45 @@ class NodeOrder:
             return int(j), int(min(caps[j], remaining))
         j = sub[np.argmin(base - c * 2 + self.idle[sub])]
         return int(j), int(caps[j])
+
+    def run(self, sub: IntArray, caps: IntArray, remaining: int) -> list[tuple[int, int]]:
+        """The picks :meth:`pick` makes one after another (``pack``, no preference) when each takes what it
+        chose and nothing else changes: a node used is left with no room (a pick takes all of a node's
+        copies unless it takes all that remain). ``sub``: candidate indices in ascending order with
+        ``caps > 0``. Returns (index, copies) in pick order; identical to repeated :meth:`pick`, ties
+        included (lowest index first)."""
+        assert not self.spread
+        c = caps[sub]
+        count = min(len(sub), remaining)
+        if count <= 0:
+            return []
+        base = self.base[sub] + self.idle[sub]
+        order_key = base - c * 2  # what a pick that cannot take all remaining copies minimises
+        if count < len(sub):
+            threshold = order_key[np.argpartition(order_key, count - 1)[count - 1]]
+            below = np.flatnonzero(order_key < threshold)
+            ties = np.flatnonzero(order_key == threshold)[:count - len(below)]
+            chosen = np.concatenate([below, ties])
+        else:
+            chosen = np.arange(len(sub))
+        chosen = chosen[np.lexsort((chosen, order_key[chosen]))]
+        rest = np.ones(len(sub), dtype=bool)
+        rest[chosen] = False
+        rest_max = int(c[rest].max()) if rest.any() else 0
+        chosen_c = c[chosen]
+        suffix_max = np.maximum.accumulate(chosen_c[::-1])[::-1]
+        out: list[tuple[int, int]] = []
+        taken = np.zeros(len(sub), dtype=bool)
+        for step, i in enumerate(chosen):
+            if max(rest_max, int(suffix_max[step])) >= remaining:  # some node takes all that remain
+                fits = ~taken & (c >= remaining)
+                cand = np.flatnonzero(fits)
+                j = cand[np.argmin(base[cand] + c[cand] * 2)]  # the tightest node that takes them all
+                out.append((int(sub[j]), remaining))
+                return out
+            out.append((int(sub[i]), int(c[i])))
+            taken[i] = True
+            remaining -= int(c[i])
+            if remaining <= 0:
+                return out
+        return out

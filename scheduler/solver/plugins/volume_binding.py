@@ -32,7 +32,7 @@ read (every class is taken to have room; see docs/architecture.md, "Volumes"). N
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,7 @@ from scheduler.framework.interface import Rejections, Signature
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
 from scheduler.framework.plan import VolumeClaimBinding
 from scheduler.framework.selectors import label_selector_matches
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.storage import StorageView
 from scheduler.model.pod import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod
@@ -382,6 +383,13 @@ def _pick(shape: Shape, row: int, taken: set[str], used: set[str]) -> int | None
 PLUGIN = VolumeBinding()
 
 VOLUME_KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode"})
+
+
+def gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+    """Whether the volume plugins (VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone) have
+    anything to judge: some pending pod of the root has ``spec.volumes`` (a pod without volumes is never
+    refused by them, so plain gangs pay nothing for them)."""
+    return any(p.spec.volumes for p in pending)
 
 
 def queueing_hint(event: ClusterEvent) -> bool:

@@ -119,9 +119,10 @@ def resolve(view: StorageView, pod: Pod) -> PodVolumes:
     return PodVolumes(None, tuple(bound), tuple(delay), tuple(claims), legacy)
 
 
-def not_honoured(view: StorageView, pod: Pod) -> tuple[str, ...]:
-    """What ``pod``'s volumes ask for that the volume plugins do not honour, one phrase each (for warnings:
-    nothing a pod asks for is dropped silently). Kept apart from the plugins so a report can list it.
+def not_honoured(view: StorageView, pod: Pod) -> tuple[tuple[str, str], ...]:
+    """What ``pod``'s volumes ask for that the volume plugins do not honour: (field path of the pod's volume,
+    what is not honoured) each, for :mod:`scheduler.solver.unsupported` (nothing a pod asks for is dropped
+    silently).
 
     * an unbound claim's ``spec.volumeAttributesClassName``: kube's ``FindMatchingVolume`` also matches it
       against a PV's; here PVs are matched without it.
@@ -129,22 +130,26 @@ def not_honoured(view: StorageView, pod: Pod) -> tuple[str, ...]:
     What no pod field shows (CSIStorageCapacity, VolumeAttachments, in-tree volumes migrated to CSI) is
     listed under Known limitations instead (docs/architecture.md, "Volumes").
     """
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     ns = pod.metadata.namespace
-    for key in dict.fromkeys(f"{ns}/{n}" for n in _claim_names(pod)):
-        claim = view.claims.get(key)
-        if claim is None:
+    seen: set[str] = set()
+    for i, volume in enumerate(pod.spec.volumes):
+        if volume.persistent_volume_claim is not None:
+            name, path = volume.persistent_volume_claim.claim_name, f"spec.volumes[{i}].persistentVolumeClaim"
+        elif volume.ephemeral is not None:
+            name, path = ephemeral_claim_name(pod.metadata.name, volume), f"spec.volumes[{i}].ephemeral"
+        else:
             continue
+        key = f"{ns}/{name}"
+        claim = view.claims.get(key)
+        if claim is None or key in seen:
+            continue
+        seen.add(key)
         if claim.spec.volume_attributes_class_name and not claim.is_bound:
-            out.append(f"PersistentVolumeClaim {key}: spec.volumeAttributesClassName "
-                       f"{_q(claim.spec.volume_attributes_class_name)} is not matched against PersistentVolumes")
+            value = _q(claim.spec.volume_attributes_class_name)
+            out.append((path, f"PersistentVolumeClaim {key}: spec.volumeAttributesClassName {value} is not matched "
+                              "against PersistentVolumes"))
     return tuple(out)
-
-
-def _claim_names(pod: Pod) -> list[str]:
-    return [v.persistent_volume_claim.claim_name if v.persistent_volume_claim is not None
-            else ephemeral_claim_name(pod.metadata.name, v) for v in pod.spec.volumes
-            if v.persistent_volume_claim is not None or v.ephemeral is not None]
 
 
 def _controlled_by(claim: PersistentVolumeClaim, pod: Pod) -> bool:

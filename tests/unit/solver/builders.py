@@ -9,7 +9,9 @@ resource out entirely.
 Taints may be given as kubectl strings (``"key=value:NoSchedule"``, ``"key:NoExecute"``),
 API dicts or :class:`Taint` models; conditions as ``(type, status)`` pairs, API dicts or
 :class:`NodeCondition` models; tolerations as API dicts or :class:`Toleration` models.
-:func:`expr`, :func:`term` and :func:`required_affinity` build ``spec.affinity`` dicts.
+:func:`expr`, :func:`term` and :func:`required_affinity` build ``spec.affinity`` dicts;
+:func:`pod_term`, :func:`pod_affinity`, :func:`spread` and :func:`host_port` the inter-pod fields
+(pass them to :func:`pod` as ``affinity=`` / ``spec=`` with ``labels=``).
 """
 
 from __future__ import annotations
@@ -106,8 +108,13 @@ def pod(
     phase: str = "Pending",
     priority: int | None = None,
     created: str = "2026-01-01T00:00:00Z",
+    labels: Mapping[str, str] | None = None,
+    spec: Mapping[str, Any] | None = None,
+    ports: Iterable[Mapping[str, Any]] = (),
+    uid: str | None = None,
 ) -> Pod:
-    """A one-container pod requesting ``cpu``/``memory`` (and ``gpu`` × nvidia.com/gpu if > 0)."""
+    """A one-container pod requesting ``cpu``/``memory`` (and ``gpu`` × nvidia.com/gpu if > 0), with
+    ``labels``, the container's ``ports`` and further ``spec`` fields (API dicts) merged in."""
     requests: dict[str, str] = {}
     if cpu is not None:
         requests["cpu"] = cpu
@@ -115,11 +122,13 @@ def pod(
         requests["memory"] = memory
     if gpu:
         requests[GPU] = str(gpu)
-    spec: dict[str, Any] = {
+    extra = dict(spec or {})
+    spec = {
         "schedulerName": scheduler,
-        "containers": [{"name": "main", "resources": {"requests": requests}}],
+        "containers": [{"name": "main", "resources": {"requests": requests}, "ports": [dict(p) for p in ports]}],
         "tolerations": [_toleration(t) for t in tolerations],
         "nodeSelector": dict(node_selector or {}),
+        **extra,
     }
     if node_name is not None:
         spec["nodeName"] = node_name
@@ -130,10 +139,14 @@ def pod(
             affinity, Affinity) else dict(affinity)
     if priority is not None:
         spec["priority"] = priority
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "creationTimestamp": created,
+                                "labels": dict(labels or {})}
+    if uid is not None:
+        metadata["uid"] = uid
     return Pod.model_validate({
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": created},
+        "metadata": metadata,
         "spec": spec,
         "status": {"phase": phase},
     })
@@ -152,3 +165,58 @@ def term(*expressions: Mapping[str, Any], fields: Iterable[Mapping[str, Any]] = 
 def required_affinity(*terms: Mapping[str, Any]) -> dict[str, Any]:
     """A ``spec.affinity`` dict whose required node affinity ORs ``terms``."""
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
+
+
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def pod_term(match_labels: Mapping[str, str] | None = None, key: str = HOSTNAME, *,
+             expressions: Iterable[Mapping[str, Any]] = (), selector: bool = True, **fields: Any) -> dict[str, Any]:
+    """A ``PodAffinityTerm`` dict: ``labelSelector`` from ``match_labels`` and ``expressions`` (``selector=False``
+    leaves it nil), ``topologyKey`` ``key``, plus API fields (``namespaces=[…]``, ``namespaceSelector={…}``,
+    ``matchLabelKeys=[…]``…)."""
+    term: dict[str, Any] = {"topologyKey": key, **fields}
+    if selector:
+        term["labelSelector"] = {"matchLabels": dict(match_labels or {}), "matchExpressions": list(expressions)}
+    return term
+
+
+def pod_affinity(required: Iterable[Mapping[str, Any]] = (), anti: Iterable[Mapping[str, Any]] = (),
+                 preferred: Iterable[tuple[int, Mapping[str, Any]]] = (),
+                 preferred_anti: Iterable[tuple[int, Mapping[str, Any]]] = ()) -> dict[str, Any]:
+    """A ``spec.affinity`` dict with pod affinity (``required`` / ``preferred``) and anti-affinity (``anti`` /
+    ``preferred_anti``) terms; preferred ones as (weight, term)."""
+    out: dict[str, Any] = {}
+    if required or preferred:
+        out["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": list(required),
+                              "preferredDuringSchedulingIgnoredDuringExecution": [
+                                  {"weight": w, "podAffinityTerm": t} for w, t in preferred]}
+    if anti or preferred_anti:
+        out["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": list(anti),
+                                  "preferredDuringSchedulingIgnoredDuringExecution": [
+                                      {"weight": w, "podAffinityTerm": t} for w, t in preferred_anti]}
+    return out
+
+
+def spread(max_skew: int, key: str = ZONE, match_labels: Mapping[str, str] | None = None,
+           when: str = "DoNotSchedule", **fields: Any) -> dict[str, Any]:
+    """A ``TopologySpreadConstraint`` dict (``fields``: ``minDomains``, ``nodeAffinityPolicy``, ``matchLabelKeys``…;
+    ``labelSelector=None`` in ``fields`` leaves the selector nil)."""
+    out: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when,
+                           "labelSelector": {"matchLabels": dict(match_labels or {})}}
+    out.update(fields)
+    if out.get("labelSelector") is None:
+        del out["labelSelector"]
+    return out
+
+
+def host_port(port: int, protocol: str | None = None, ip: str | None = None,
+              container_port: int | None = None) -> dict[str, Any]:
+    """A ``ContainerPort`` dict taking ``port`` on the host."""
+    out: dict[str, Any] = {"containerPort": container_port or port, "hostPort": port}
+    if protocol is not None:
+        out["protocol"] = protocol
+    if ip is not None:
+        out["hostIP"] = ip
+    return out

@@ -18,9 +18,10 @@ def test_an_unbound_claims_volume_attributes_class_is_reported() -> None:
     worker = with_volumes(pod("w-0", namespace=NS), "fast-data", "plain")
     view = StorageView.build(claims=[with_vac(pvc("fast-data", namespace=NS), "gold"), pvc("plain", namespace=NS)],
                              classes=[storage_class()])
-    assert not_honoured(view, worker) == (
+    assert not_honoured(view, worker) == ((
+        "spec.volumes[0].persistentVolumeClaim",
         'PersistentVolumeClaim ml/fast-data: spec.volumeAttributesClassName "gold" is not matched against '
-        "PersistentVolumes",)
+        "PersistentVolumes"),)
 
 
 def test_a_bound_claim_asks_nothing_more() -> None:
