@@ -14,7 +14,7 @@ the matrix, the NodeInfos as a tuple), memoised until the next change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -114,14 +114,18 @@ class NodeUsage:
         return True
 
     # -- views -----------------------------------------------------------------------------------
-    def snapshot(self, dra: DeviceSnapshot | None = None) -> Snapshot:
-        """An immutable snapshot of usage (memoised while nothing changed and ``dra`` is the same)."""
+    def snapshot(self, dra: DeviceSnapshot | None = None, priority: Callable[[Pod], int] | None = None) -> Snapshot:
+        """An immutable snapshot of usage (memoised while nothing changed and ``dra`` is the same).
+
+        ``priority``: the priority a nominated pod holds its room at (the cache passes its group's,
+        :meth:`~scheduler.groups.index.GroupIndex.effective_priority`); None: ``spec.priority``.
+        """
         hit = self._snapshot
         if hit is not None and hit.dra is dra:
             return hit
         nominated: list[Nominated] = []
         for pod in self._nominated.values():
-            entry = nominated_pod(self.table, pod)
+            entry = nominated_pod(self.table, pod, None if priority is None else priority(pod))
             if entry is not None:
                 nominated.append(entry)
         snap = Snapshot(self.table, self.used.copy(), tuple(self._rows), dra, tuple(nominated))

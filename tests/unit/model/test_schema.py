@@ -37,6 +37,7 @@ from scheduler.model import (
 )
 from scheduler.model.node import NodeSpec, NodeStatus, Taint
 from scheduler.model.pod import Affinity, PodSpec, Toleration
+from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.scheduling import PodGroupSpec, WorkloadReference
 from tests.unit.model.example_data import DATA, differences, documents, is_subset, modelled_objects
 
@@ -138,6 +139,7 @@ MODELS = [
     pytest.param(ResourceClaim, "io.k8s.api.resource.v1.ResourceClaim", id="ResourceClaim-resource-v1"),
     pytest.param(ResourceClaimTemplate, "io.k8s.api.resource.v1.ResourceClaimTemplate",
                  id="ResourceClaimTemplate-resource-v1"),
+    pytest.param(PodDisruptionBudget, "io.k8s.api.policy.v1.PodDisruptionBudget", id="PodDisruptionBudget-policy-v1"),
 ]
 
 
