@@ -9,7 +9,10 @@ the extra keys ``pods`` (the plan's pods using the claim) and ``synthesized``. I
 ``warnings[].{level, kind, message}`` (the summary's ``note:`` / ``warning:`` lines, ``kind`` one of
 ``no-pods-of-ours``, ``skipped-api-version``, ``dra-problems``, ``synthesized-claims``) and
 ``dra_problems[]`` (every line of the report's "DRA problems" section: unusable pools and slices,
-selector errors met while solving).
+selector errors met while solving). Issue #11 adds ``preemptions[]``: one entry per preempting root,
+``{preemptor: {namespace, name, kind}, victims: [{namespace, name, node}]}`` (victims are pods, in
+eviction order), always present (``[]`` with none, and with ``--no-preemption``), plus the extra key
+``message``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import API_VERSION as DRA_VERSION
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
-from scheduler.offline.simulate import AllocationOutcome, GroupOutcome, Simulation
+from scheduler.offline.simulate import AllocationOutcome, GroupOutcome, PreemptionOutcome, Simulation
 
 MAX_DEVICE_LINES = 20
 """Device lines shown per group in the text report (the JSON has every allocation)."""
@@ -79,7 +82,19 @@ def to_json(sim: Simulation) -> dict[str, Any]:
     doc["allocations"] = [_allocation_json(a) for a in sim.allocations]
     doc["warnings"] = [{"level": n.level, "kind": n.kind, "message": n.message} for n in notices(sim)]
     doc["dra_problems"] = list(sim.dra_problems)
+    doc["preemptions"] = [_preemption_json(p) for p in sim.preemptions]
     return doc
+
+
+def _preemption_json(outcome: PreemptionOutcome) -> dict[str, Any]:
+    """One ``preemptions`` entry (stable keys ``preemptor`` and ``victims``; ``message`` extra)."""
+    root = outcome.root
+    return {
+        "preemptor": {"namespace": root.namespace, "name": root.name, "kind": root.kind},
+        "victims": [{"namespace": pod.metadata.namespace, "name": pod.metadata.name, "node": node}
+                    for pod, node in outcome.victims],
+        "message": outcome.message,
+    }
 
 
 def _allocation_json(outcome: AllocationOutcome) -> dict[str, Any]:
@@ -130,6 +145,8 @@ def render_text(sim: Simulation) -> str:
             out.extend(_device_lines(_allocations_of(sim, g), f"{indent}       "))
         if g.reason:
             out.append(f"{indent}       {g.status}: {_continued(g.reason, indent + '         ')}")
+        if g.key == g.root:
+            out.extend(_preemption_lines(sim, g, f"{indent}       "))
     single = [p for p in sim.pods if p.pod.group_name is None and p.node is not None]
     if single:
         out.append("")
@@ -163,6 +180,23 @@ def render_text(sim: Simulation) -> str:
                 out.append("")
                 out.extend(device_rows)
     return "\n".join(out)
+
+
+def _preemption_lines(sim: Simulation, g: GroupOutcome, indent: str) -> list[str]:
+    """``preempted 10 pod(s) to make room:`` and one line per victim group (``PodGroup ml/low-3: low-3-0 on
+    n1, …``; pods of no group on a line of their own), for each preemption root ``g`` made."""
+    lines: list[str] = []
+    for outcome in sim.preemptions:
+        if outcome.root != g.key:
+            continue
+        lines.append(f"{indent}preempted {len(outcome.victims)} pod(s) to make room:")
+        by_group: dict[str, list[str]] = {}
+        for pod, node in outcome.victims:
+            group = f"PodGroup {pod.metadata.namespace}/{pod.group_name}" if pod.group_name else \
+                f"pods without a group in {pod.metadata.namespace}"
+            by_group.setdefault(group, []).append(f"{pod.metadata.name} on {node}")
+        lines.extend(f"{indent}  {group}: {', '.join(pods)}" for group, pods in sorted(by_group.items()))
+    return lines
 
 
 def _continued(text: str, indent: str) -> str:
