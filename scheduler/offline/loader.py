@@ -44,6 +44,8 @@ from scheduler.model.dra import (
 )
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+from scheduler.model.policy import API_VERSION as POLICY_API_VERSION
+from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.quantity import QuantityError
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClass, Workload
 
@@ -60,11 +62,12 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
     (DRA_API_VERSION, "DeviceClass"): DeviceClass,
     (DRA_API_VERSION, "ResourceClaim"): ResourceClaim,
     (DRA_API_VERSION, "ResourceClaimTemplate"): ResourceClaimTemplate,
+    (POLICY_API_VERSION, "PodDisruptionBudget"): PodDisruptionBudget,
 }
 """(apiVersion, kind) → model, for every object the scheduler reads."""
 
 NAMESPACED: tuple[type[BaseModel], ...] = (Pod, PodGroup, CompositePodGroup, Workload, ResourceClaim,
-                                           ResourceClaimTemplate)
+                                           ResourceClaimTemplate, PodDisruptionBudget)
 """Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node,
 PriorityClass, ResourceSlice and DeviceClass are cluster-scoped and keep an empty namespace)."""
 
@@ -114,6 +117,7 @@ class Objects:
     device_classes: list[DeviceClass] = field(default_factory=list)
     resource_claims: list[ResourceClaim] = field(default_factory=list)
     claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
+    budgets: list[PodDisruptionBudget] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     _seen: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
@@ -140,6 +144,8 @@ class Objects:
                 return self.resource_claims
             case ResourceClaimTemplate():
                 return self.claim_templates
+            case PodDisruptionBudget():
+                return self.budgets
         raise TypeError(type(obj))  # pragma: no cover - KINDS and this match are kept in step
 
     def by_kind(self) -> dict[str, list[Any]]:
@@ -147,7 +153,8 @@ class Objects:
         return {"Node": self.nodes, "Pod": self.pods, "PodGroup": self.podgroups,
                 "CompositePodGroup": self.composites, "PriorityClass": self.priority_classes,
                 "ResourceSlice": self.resource_slices, "DeviceClass": self.device_classes,
-                "ResourceClaim": self.resource_claims, "ResourceClaimTemplate": self.claim_templates}
+                "ResourceClaim": self.resource_claims, "ResourceClaimTemplate": self.claim_templates,
+                "PodDisruptionBudget": self.budgets}
 
     @property
     def usable(self) -> bool:

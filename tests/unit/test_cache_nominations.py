@@ -47,7 +47,8 @@ def test_nominate_shows_the_room_held_at_once_until_the_watch_agrees() -> None:
     # a status change the watch shows without the nomination (ours not written yet) keeps it
     pod = cache.pod("ml/g-0")
     assert pod is not None
-    cache.load_one("Pod", pod.model_copy(update={"metadata": pod.metadata.model_copy(update={"resource_version": "7"})}))
+    newer = pod.metadata.model_copy(update={"resource_version": "7"})
+    cache.load_one("Pod", pod.model_copy(update={"metadata": newer}))
     assert nominated_rows(c, cache) == {"ml/g-0": (1, 50)}
     # the watch shows our write: the memory entry ends, the room is still held
     status = pod.status.model_copy(update={"nominated_node_name": "n1"})
