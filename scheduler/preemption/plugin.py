@@ -25,9 +25,10 @@ metrics; no I/O, no clock.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Iterable
 
-from scheduler.framework.plan import Decision, Preemption, SolverConfig, Unschedulable
+from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
 from scheduler.model.pod import NEVER, Pod
@@ -53,6 +54,21 @@ FOUND = "found a placement for podgroup, preempting {victims} victims"
 """PR #140311's message once victims are chosen; ours adds the units and the budgets exceeded."""
 
 
+class Outcome(enum.Enum):
+    """What one PostFilter call came to (the ``result`` label of the preemption metrics)."""
+
+    PREEMPTING = "preempting"
+    """Victims chosen: the root is nominated and waits for them."""
+    WAITING = "waiting"
+    """Victims of an earlier preemption are still terminating: nothing new."""
+    NOT_HELPFUL = "not_helpful"
+    """Lower-priority pods exist, but the root does not fit even with all of them gone."""
+    NO_VICTIMS = "no_victims"
+    """No running pod of lower priority on a node the root could use."""
+    NOT_ELIGIBLE = "not_eligible"
+    """``preemptionPolicy: Never``."""
+
+
 class DefaultPreemption:
     """The PostFilter plugin (see the module docstring). ``view``: the groups, budgets and preemptions in
     flight (read at each call); ``profile``: the plugins the what-ifs solve with."""
@@ -66,22 +82,36 @@ class DefaultPreemption:
     def post_filter(self, tree: GroupTree, snapshot: Snapshot, result: Unschedulable,
                     config: SolverConfig) -> Decision | None:
         """Preempt for ``tree`` if that can help; see the module docstring for what comes back."""
+        return self.evaluate(tree, snapshot, result, config)[1]
+
+    def evaluate(self, tree: GroupTree, snapshot: Snapshot, result: Unschedulable,
+                 config: SolverConfig) -> tuple[Outcome, Decision | None]:
+        """:meth:`post_filter` with the :class:`Outcome` it came to (for the caller's metrics)."""
         prefix = POD_PREFIX if tree.key.kind == "Pod" else GROUP_PREFIX
         if self.policy(tree) == NEVER:
-            return _appended(result, prefix + NOT_ELIGIBLE_NEVER)
+            return Outcome.NOT_ELIGIBLE, _appended(result, prefix + NOT_ELIGIBLE_NEVER)
         nominated = tuple((p, node) for p in _pending(tree) if (node := p.status.nominated_node_name))
         if self.view.awaiting(tree.key) or self._victims_terminating(tree, snapshot, nominated):
-            return Preemption(tree.key, (), nominated, None, result, prefix + ONGOING)
+            return Outcome.WAITING, Preemption(tree.key, (), nominated, None, result, prefix + ONGOING)
         rows = usable_rows(snapshot, tree, self.profile.static_check)
         units = candidates(snapshot, tree, self.view, rows)
         if not units:
-            return None
+            return Outcome.NO_VICTIMS, None
         chosen = select(tree, snapshot, units, self.view.budgets(), config, self.profile)
         if chosen is None:
             pods = sum(len(u.pods) for u in units)
-            return _appended(result, f"{prefix}{NOT_HELPFUL} (no fit even with all {pods} lower-priority "
-                                     f"pod(s) evicted)")
-        return _decision(tree, result, chosen, prefix)
+            return Outcome.NOT_HELPFUL, _appended(result, f"{prefix}{NOT_HELPFUL} (no fit even with all {pods} "
+                                                          "lower-priority pod(s) evicted)")
+        return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix)
+
+    def reservation(self, tree: GroupTree, snapshot: Snapshot, config: SolverConfig) -> Plan | None:
+        """The best plan of a starving root (the starvation guard's reservation): where it would go once the
+        fewest running pods of priority *at most* its own — equal ones included, they are what keeps taking
+        the room — have finished, chosen like victims but evicting nothing. None when no such plan exists."""
+        rows = usable_rows(snapshot, tree, self.profile.static_check)
+        units = candidates(snapshot, tree, self.view, rows, inclusive=True)
+        chosen = select(tree, snapshot, units, self.view.budgets(), config, self.profile) if units else None
+        return None if chosen is None else chosen.plan
 
     def policy(self, tree: GroupTree) -> str | None:
         """The root's ``preemptionPolicy``: the root group's (or its class's); for a lone pod, or a group that

@@ -94,10 +94,12 @@ def usable_rows(snapshot: Snapshot, tree: GroupTree, static_check: object) -> Bo
     return mask
 
 
-def candidates(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolArray) -> list[Unit]:
+def candidates(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolArray, *,
+               inclusive: bool = False) -> list[Unit]:
     """The victim units the root of ``tree`` may evict, found on the nodes of ``rows`` (see the module
     docstring), in no particular order. Each unit's pods are every running pod of it (an ``all`` unit's
-    on any node); empty when nothing of lower priority runs there.
+    on any node); empty when nothing of lower priority runs there. ``inclusive``: units of the root's own
+    priority count too — never for eviction, only for the starvation guard's "which pods must finish".
     """
     own = {p.key for p in tree.pods()}
     ceiling = tree.priority
@@ -117,7 +119,7 @@ def candidates(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolA
                 m = members.get(memo_key)  # type: ignore[assignment]
                 if m is None:
                     m = members[memo_key] = view.membership(pod)
-            if m.priority >= ceiling:
+            if m.priority > ceiling or (m.priority == ceiling and not inclusive):
                 continue
             if m.unit is not None:
                 unit = units.get(m.unit)
