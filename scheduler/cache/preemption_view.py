@@ -8,7 +8,7 @@ structurally (the Protocol needs no import), and whoever builds the cycle (``run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.groups.tree import Membership
@@ -53,8 +53,8 @@ class CacheGroupView:
         found = self.cache.objects["PodDisruptionBudget"]
         return [found[k] for k in sorted(found)]
 
-    def is_assumed(self, pod_key: str) -> bool:
-        return pod_key in self.cache.assumed
+    def assumed(self) -> Collection[str]:
+        return self.cache.assumed.keys()
 
     def awaiting(self, root: GroupKey) -> bool:
         return self._awaiting(root)

@@ -381,7 +381,9 @@ class GroupIndex:
         leaf_key, leaf = chain[0]
         gang = leaf.spec.scheduling_policy.gang
         min_count = gang.min_count if gang is not None and isinstance(gang, GangPolicy) else None
-        running = sum(1 for p in self.members(leaf_key.namespace, leaf_key.name).values() if p.is_bound)
+        running = 0  # only single-mode gangs need it (which members are spare)
+        if unit is None and min_count is not None:
+            running = sum(1 for p in self.members(leaf_key.namespace, leaf_key.name).values() if p.is_bound)
         return Membership(self.chain_priority(chain), unit, leaf_key, min_count, running)
 
     def members(self, namespace: str, pod_group: str) -> Mapping[str, Pod]:

@@ -166,7 +166,8 @@ class Membership:
     are evicted together or not at all; None: the pod is a unit of its own (``single``, the default,
     or no group). ``leaf``: its PodGroup, if any. ``min_count``: the PodGroup's ``gang.minCount`` (None
     for a basic group or no group). ``running``: running members of the PodGroup (bound, not
-    terminating), for the "keep gangs at or above minCount" preference.
+    terminating) when it is a single-mode gang — for the "keep gangs at or above minCount" preference;
+    0 otherwise (not needed).
     """
 
     priority: int

@@ -22,6 +22,8 @@ from scheduler.preemption.units import Unit
 
 def violations(units: Sequence[Unit], budgets: Sequence[PodDisruptionBudget]) -> list[int]:
     """Per unit of ``units`` (in importance order), how many of its pods would violate a budget, ≥ 0."""
+    if not budgets:
+        return [0] * len(units)
     allowed = [b.status.disruptions_allowed for b in budgets]
     out: list[int] = []
     for unit in units:

@@ -33,7 +33,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
 from scheduler.model.pod import NEVER, Pod
 from scheduler.preemption.selection import Selection, select
-from scheduler.preemption.units import candidates, usable_rows
+from scheduler.preemption.units import NodeEntries, candidates, usable_rows
 from scheduler.preemption.view import GroupView
 from scheduler.solver.plugins import DEFAULT_PROFILE, Profile
 
@@ -78,6 +78,8 @@ class DefaultPreemption:
     def __init__(self, view: GroupView, profile: Profile = DEFAULT_PROFILE) -> None:
         self.view = view
         self.profile = profile
+        self.nodes = NodeEntries()
+        """Running pods per node and group, memoised across calls while each node's NodeInfo is the same."""
 
     def post_filter(self, tree: GroupTree, snapshot: Snapshot, result: Unschedulable,
                     config: SolverConfig) -> Decision | None:
@@ -94,10 +96,10 @@ class DefaultPreemption:
         if self.view.awaiting(tree.key) or self._victims_terminating(tree, snapshot, nominated):
             return Outcome.WAITING, Preemption(tree.key, (), nominated, None, result, prefix + ONGOING)
         rows = usable_rows(snapshot, tree, self.profile.static_check)
-        units = candidates(snapshot, tree, self.view, rows)
+        units = candidates(snapshot, tree, self.view, rows, nodes=self.nodes)
         if not units:
             return Outcome.NO_VICTIMS, None
-        chosen = select(tree, snapshot, units, self.view.budgets(), config, self.profile)
+        chosen = select(tree, snapshot, units, self.view.budgets(), config, self.profile, rows)
         if chosen is None:
             pods = sum(len(u.pods) for u in units)
             return Outcome.NOT_HELPFUL, _appended(result, f"{prefix}{NOT_HELPFUL} (no fit even with all {pods} "
@@ -109,8 +111,8 @@ class DefaultPreemption:
         fewest running pods of priority *at most* its own — equal ones included, they are what keeps taking
         the room — have finished, chosen like victims but evicting nothing. None when no such plan exists."""
         rows = usable_rows(snapshot, tree, self.profile.static_check)
-        units = candidates(snapshot, tree, self.view, rows, inclusive=True)
-        chosen = select(tree, snapshot, units, self.view.budgets(), config, self.profile) if units else None
+        units = candidates(snapshot, tree, self.view, rows, inclusive=True, nodes=self.nodes)
+        chosen = select(tree, snapshot, units, self.view.budgets(), config, self.profile, rows) if units else None
         return None if chosen is None else chosen.plan
 
     def policy(self, tree: GroupTree) -> str | None:

@@ -12,7 +12,7 @@ value (:meth:`~scheduler.groups.index.GroupIndex.membership` computes it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Protocol
 
 from scheduler.groups.tree import Membership
@@ -46,8 +46,8 @@ class GroupView(Protocol):
         """Every policy/v1 PodDisruptionBudget, in a stable order."""
         ...
 
-    def is_assumed(self, pod_key: str) -> bool:
-        """Whether the pod is only *assumed* on its node (a plan of ours still being bound): not a victim."""
+    def assumed(self) -> Collection[str]:
+        """Keys of the pods only *assumed* on their nodes (plans of ours still being bound): never victims."""
         ...
 
     def awaiting(self, root: GroupKey) -> bool:

@@ -584,3 +584,11 @@ def node_local(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None 
             if any(p.interacts(search.state, sig) for p in profile.filters):
                 return False
     return True
+
+
+def minimum_need(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = None,
+                 profile: Profile = DEFAULT_PROFILE) -> IntArray:
+    """A lower bound of what ``tree`` needs placed to be satisfied, ``(R,)`` over the snapshot's columns: per
+    gang leaf ``need × the smallest request`` of its pending pods, per composite the ``minGroupCount``
+    smallest children summed — the bound the search prunes topology domains with. Pure."""
+    return _Search(snapshot, config or SolverConfig(), tree, profile).need(tree.root)

@@ -94,5 +94,5 @@ def test_chain_membership_and_unit_of_a_pod_in_a_composite_tree() -> None:
     assert [k for k, _ in chain] == [GroupKey("PodGroup", NS, "leaf"), GroupKey("CompositePodGroup", NS, "job")]
     m = cache.groups.membership(pod)
     assert (m.priority, m.unit, m.leaf, m.min_count, m.running) == (
-        3, GroupKey("CompositePodGroup", NS, "job"), GroupKey("PodGroup", NS, "leaf"), 2, 1)
+        3, GroupKey("CompositePodGroup", NS, "job"), GroupKey("PodGroup", NS, "leaf"), 2, 0)  # all: no spares
     assert cache.groups.leaves_under(GroupKey("CompositePodGroup", NS, "job")) == [(NS, "leaf")]
