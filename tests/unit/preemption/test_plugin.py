@@ -288,3 +288,24 @@ def test_extra_members_of_a_satisfied_gang_do_not_preempt_equal_priority() -> No
     c.pods += [running("elastic-0", "n0", "elastic"), running("elastic-1", "n1", "elastic"),
                pending("elastic-2", "elastic"), running("peer-0", "n2", "peer")]
     assert isinstance(c.decide("elastic")[1], Unschedulable)
+
+
+def test_a_reservation_is_the_best_plan_once_equal_or_lower_pods_finish_and_evicts_nothing() -> None:
+    """The starvation guard's plan: where a root fits once the fewest pods of priority ≤ its own finish —
+    here the node whose one equal-priority pod is the youngest (an older one, or a higher one, stays)."""
+    from scheduler.cache.preemption_view import CacheGroupView
+    from scheduler.framework import SolverConfig
+    from scheduler.preemption import DefaultPreemption
+
+    c = Cluster(nodes=nodes(3, cpu="1"))
+    c.pods += [running("old", "n0", priority=5, started="2026-01-01T00:00:00Z"),
+               running("young", "n1", priority=5, started="2026-01-02T00:00:00Z"),
+               running("vip", "n2", priority=9)]
+    add_gang(c, "big", 1, priority=5)
+    cache = c.cache()
+    tree = cache.tree(GroupKey("PodGroup", NS, "big"))
+    assert tree is not None
+    plan = DefaultPreemption(CacheGroupView(cache)).reservation(tree, cache.snapshot(), SolverConfig())
+    assert plan is not None and [(p.metadata.name, n) for p, n in plan.placements] == [("big-0", "n1")]
+    _, decision = c.decide("big")
+    assert isinstance(decision, Unschedulable)  # equal priority: no preemption for the same root
