@@ -234,6 +234,8 @@ class ClusterCache:
             self.devices.settle(key, self.objects["Pod"])
         if quiet:
             return []
+        if kind in ("PodGroup", "CompositePodGroup", "PriorityClass"):
+            self.usage.invalidate()  # nominated room is held at the group's priority
         self.version += 1
         return [ClusterEvent(kind, action, old, new)]
 

@@ -132,6 +132,11 @@ class NodeUsage:
         self._snapshot = snap
         return snap
 
+    def invalidate(self) -> None:
+        """Forget the memoised snapshot: something its nominated pods' priorities derive from (groups,
+        PriorityClasses) changed."""
+        self._snapshot = None
+
     def pods_on(self, node: str) -> NodeInfo:
         """The NodeInfo of ``node`` (empty if no pod uses it)."""
         return self._infos.get(node) or NodeInfo(node)

@@ -96,3 +96,11 @@ def test_chain_membership_and_unit_of_a_pod_in_a_composite_tree() -> None:
     assert (m.priority, m.unit, m.leaf, m.min_count, m.running) == (
         3, GroupKey("CompositePodGroup", NS, "job"), GroupKey("PodGroup", NS, "leaf"), 2, 0)  # all: no spares
     assert cache.groups.leaves_under(GroupKey("CompositePodGroup", NS, "job")) == [(NS, "leaf")]
+
+
+def test_a_group_appearing_after_its_nominated_pod_raises_the_room_it_holds() -> None:
+    c = Cluster(nodes=nodes(1), pods=[pending("g-0", "g", priority=1, nominated="n0")])
+    cache = c.cache()
+    assert nominated_rows(c, cache) == {"ml/g-0": (0, 1)}
+    cache.load_one("PodGroup", group("g", 1, priority=80))
+    assert nominated_rows(c, cache) == {"ml/g-0": (0, 80)}
