@@ -184,25 +184,15 @@ def candidates(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolA
             m = found_m if found_m is not None else members.setdefault(group, view.membership(entry.pods[0]))
             if m.priority >= limit:
                 continue
+            if m.unit is not None:
+                whole_unit = units.get(m.unit)
+                if whole_unit is None:
+                    whole_unit = units[m.unit] = Unit(m.unit, m.priority, RANK_ALL, str(m.unit), uid=entry.least_uid)
+                    whole.append(whole_unit)
+                _add(whole_unit, entry, row, assumed)
+                continue
             picked = range(len(entry.keys)) if not assumed else [i for i, k in enumerate(entry.keys)
                                                                  if k not in assumed]
-            if m.unit is not None:
-                unit = units.get(m.unit)
-                if unit is None:
-                    unit = units[m.unit] = Unit(m.unit, m.priority, RANK_ALL, str(m.unit))
-                    whole.append(unit)
-                if len(picked) == len(entry.keys):  # the whole entry: in bulk
-                    unit.pods.extend(entry.pods)
-                    unit.rows.extend([row] * len(entry.pods))
-                    unit.start = min(unit.start, entry.earliest)
-                    unit.uid = min(unit.uid, entry.least_uid) if unit.uid else entry.least_uid
-                    continue
-                for i in picked:
-                    unit.pods.append(entry.pods[i])
-                    unit.rows.append(row)
-                    unit.start = min(unit.start, entry.starts[i])
-                    unit.uid = min(unit.uid, entry.uids[i]) if unit.uid else entry.uids[i]
-                continue
             leaf = str(m.leaf)
             for i in picked:
                 units[entry.keys[i]] = Unit(entry.keys[i], m.priority, RANK_MEMBER, leaf, [entry.pods[i]], [row],
@@ -212,6 +202,24 @@ def candidates(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolA
     found = [u for u in units.values() if u.pods]
     _order_within_groups(found, members)
     return found
+
+
+def _add(unit: Unit, entry: Entry, row: int, assumed: Collection[str]) -> None:
+    """Add the pods of ``entry`` (on node ``row``) to an ``all`` unit, all at once unless some are assumed."""
+    if not assumed:
+        unit.pods.extend(entry.pods)
+        unit.rows.extend([row] * len(entry.pods))
+        if entry.earliest < unit.start:
+            unit.start = entry.earliest
+        if entry.least_uid < unit.uid:
+            unit.uid = entry.least_uid
+        return
+    for i, key in enumerate(entry.keys):
+        if key not in assumed:
+            unit.pods.append(entry.pods[i])
+            unit.rows.append(row)
+            unit.start = min(unit.start, entry.starts[i])
+            unit.uid = min(unit.uid, entry.uids[i])
 
 
 def _gather(snapshot: Snapshot, view: GroupView, whole: Iterable[Unit], assumed: Collection[str]) -> None:

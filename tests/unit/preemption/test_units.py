@@ -84,3 +84,19 @@ def test_importance_orders_priority_then_spares_then_rank_then_size_then_age() -
         ["gang-2"],                          # the gang's one spare member (its youngest)
         ["old"], ["young"],                  # lone pods, older first
     ]
+
+
+def test_an_all_unit_leaves_out_its_members_still_being_bound() -> None:
+    c = Cluster(nodes=nodes(2), groups=[group("whole", 1, priority=1, mode="all")])
+    c.pods += [running("whole-0", "n0", "whole"), pending("whole-1", "whole")]
+    preemptor(c)
+    cache = c.cache()
+    tree = cache.tree(GroupKey("PodGroup", NS, "whole"))
+    assert tree is not None
+    member = next(p for leaf in tree.root.leaves() for p in leaf.pending)
+    cache.assume(Plan(tree.key, ((member, "n1"),), frozenset({tree.key})), "t1")
+    high = cache.tree(GroupKey("PodGroup", NS, "high"))
+    assert high is not None
+    snapshot = cache.snapshot()
+    found = candidates(snapshot, high, CacheGroupView(cache), usable_rows(snapshot, high, DEFAULT_PROFILE.static_check))
+    assert [names(u.pods) for u in found] == [["whole-0"]]
