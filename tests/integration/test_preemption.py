@@ -282,3 +282,24 @@ async def test_raising_min_count_never_evicts_running_members_and_a_new_member_j
         await kube.create(PODS, NS, pod("g-2", "g"))
         assert (await until(lambda: _bound(kube, "g-", 3), what="new member bound"))["g-2"] == "n0"
         assert [r for r in k8s if r.method == "DELETE"] == []
+
+
+@pytest.mark.looptime
+async def test_a_victim_group_is_marked_and_evicted_whole(k8s: ApiServer, kube: KubeClient) -> None:
+    """A running disruptionMode-all PodGroup spread over two nodes: the 1-pod preemptor needs one node's room,
+    the whole group goes, and the PodGroup gets DisruptionTarget."""
+    for i in range(2):
+        await create_node(kube, f"n{i}", cpu="1")
+    body = podgroup("low", 2, priority=1)
+    body["spec"]["disruptionMode"] = {"all": {}}
+    await kube.create(PODGROUPS, NS, body)
+    for i in range(2):
+        member = pod(f"low-{i}", "low", node_name=f"n{i}")
+        member["metadata"]["finalizers"] = [HOLD]
+        await kube.create(PODS, NS, member)
+    await create_gang(kube, "high", 1, priority=100)
+    async with running(kube):
+        for i in range(2):
+            await until(lambda n=f"low-{i}": terminating(kube, n), what="both members deleted")  # type: ignore[misc]
+        cond = await until(lambda: _condition(kube, "low", DISRUPTION_TARGET), what="group DisruptionTarget")
+        assert (cond["status"], cond["reason"]) == ("True", REASON_PREEMPTION_BY_SCHEDULER)
