@@ -63,7 +63,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,8 +76,10 @@ from scheduler.framework import NodeTable, Plan, Snapshot, SolverConfig
 from scheduler.groups import GroupTree, TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from scheduler.model.scheduling import GroupKey
 from scheduler.queue import GroupQueue
 from scheduler.solver import solve
+from scheduler.solver.plugins import DEFAULT_PROFILE
 
 SCHEDULER = "gang-scheduler"
 NAMESPACE = "bench"
@@ -518,14 +520,15 @@ def check(snapshot: Snapshot, plans: list[tuple[GroupTree, Plan]]) -> list[str]:
             if 0 < placed < (leaf.min_count or 0) - len(leaf.bound):
                 problems.append(f"{leaf.key}: partial gang placed ({placed}/{leaf.min_count})")
         for pod, node in plan.placements:
-            if not table.static_fit(pod.spec).ok[table.index[node]]:
+            if not table.static_fit(pod.spec, DEFAULT_PROFILE.static_check).ok[table.index[node]]:
                 problems.append(f"{pod.key} placed on {node}, which its static filters reject")
                 break
     return problems
 
 
 def solve_all(queue: GroupQueue, snapshot: Snapshot, result: CaseResult,
-              profile: cProfile.Profile | None = None) -> tuple[Snapshot, list[tuple[GroupTree, Plan]]]:
+              profile: cProfile.Profile | None = None, trees: Mapping[GroupKey, GroupTree] | None = None
+              ) -> tuple[Snapshot, list[tuple[GroupTree, Plan]]]:
     """Pop every tree, time only ``solve``, assume each plan (pods and devices); fills ``result``."""
     config = SolverConfig()
     # Start every case from a clean heap, so a full collection owed to object building (or to an
@@ -537,7 +540,8 @@ def solve_all(queue: GroupQueue, snapshot: Snapshot, result: CaseResult,
     plans: list[tuple[GroupTree, Plan]] = []
     failures: Counter[str] = Counter()
     while len(queue):
-        tree = queue.pop()
+        assert trees is not None
+        tree = trees[queue.pop()]  # the queue holds root keys since issue 8
         if profile is not None:
             profile.enable()
         watch.active = True
@@ -587,7 +591,7 @@ def run_case(name: str, title: str, nodes: int, gangs: int, seed: int,
         print(f"  ! expected {gangs} READY trees, got {dict(states)}")
 
     result = CaseResult(name, title, nodes, gangs, setup, pods_total=len(pods))
-    solve_all(queue, snapshot, result, profile)
+    solve_all(queue, snapshot, result, profile, {t.key: t for t in ready})
     result.rss_mib = peak_rss_mib()
     return result
 
@@ -640,7 +644,7 @@ def run_dra_case(name: str, title: str, nodes: int, gangs: int, seed: int, share
         f"(cached across cycles in run); ClaimIndex.build + DraView.build {t_view * 1000:.0f} ms first, "
         f"{t_view_warm * 1000:.0f} ms again (per cycle in run, {len(objs.pods)} pending pods); "
         f"Snapshot.build {t_snapshot * 1000:.0f} ms")
-    final, plans = solve_all(queue, snapshot, result, profile)
+    final, plans = solve_all(queue, snapshot, result, profile, {t.key: t for t in ready})
     result.violations = check_dra(final, plans, view) + result.violations
     result.rss_mib = peak_rss_mib()
     return result
