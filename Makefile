@@ -30,8 +30,9 @@ test: $(DEV_STAMP)  ## the layering contract, then the whole test suite (unit, p
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
 
-bench: $(DEV_STAMP)  ## solver and end-to-end benchmarks (not part of `make test`)
+bench: $(DEV_STAMP)  ## solver, preemption and end-to-end benchmarks (not part of `make test`)
 	$(BIN)/python -m tests.bench.bench_solver
+	$(BIN)/python -m tests.bench.bench_preemption
 	$(BIN)/python -m tests.bench.bench_e2e
 
 lint: $(DEV_STAMP)  ## ruff, mypy and the import-linter layering contract (.importlinter)

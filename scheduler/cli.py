@@ -138,7 +138,7 @@ def _settings(flags: dict[str, Any]) -> Settings:
     sys.exit(2)
 
 
-SIMULATE_FIELDS = ("scheduler_name", "scoring", "search_budget")
+SIMULATE_FIELDS = ("scheduler_name", "scoring", "search_budget", "preemption")
 """The settings ``simulate`` reads; ``run`` takes every setting."""
 
 
@@ -159,7 +159,7 @@ def simulate_cmd(files: tuple[str, ...], output: str, **flags: Any) -> None:
         objects = load(paths)  # a `-` reads sys.stdin
     except SnapshotError as exc:
         _fail(str(exc))
-    sim = simulate(objects, settings.scheduler_name, settings.solver())
+    sim = simulate(objects, settings.scheduler_name, settings.solver(), settings.preemption)
     click.echo(render_json(sim) if output == "json" else render_text(sim))
 
 

@@ -76,6 +76,25 @@ class Settings(BaseSettings):
         ge=1,
         description="Most subtree placements tried per root; bounds a failing search's time.",
     )
+    preemption: bool = Field(
+        default=True,
+        description="A root that does not fit may evict whole groups of strictly lower priority "
+        "(workload-aware preemption, on by default as in Kubernetes v1.37); off: it waits.",
+    )
+    starvation_after_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="Seconds a root may stay unschedulable while equal-priority roots keep taking freed room "
+        "before it gets a reservation (5 min: kube-scheduler's podMaxInUnschedulablePodsDuration, the "
+        "longest it leaves a pod without a retry).",
+    )
+    reservation_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="Seconds a starving root's reservation holds the nodes of its best plan before it "
+        "expires (10 min: twice the starvation time, so smaller roots get room again if it still "
+        "does not fit).",
+    )
 
     # -- run -------------------------------------------------------------------------
     kubeconfig: str | None = Field(default=None, description="Path to a kubeconfig; unset: $KUBECONFIG, "

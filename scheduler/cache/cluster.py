@@ -1,7 +1,8 @@
 """ClusterCache: the scheduler's picture of the cluster, fed only by the watch, plus assumptions.
 
-Holds the current Pods, Nodes, PodGroups, CompositePodGroups, PriorityClasses and Namespaces (their
-labels, for pod affinity's ``namespaceSelector``) — and, when the
+Holds the current Pods, Nodes, PodGroups, CompositePodGroups, PriorityClasses, Namespaces (their
+labels, for pod affinity's ``namespaceSelector``) and PodDisruptionBudgets (preemption's preferences) —
+and, when the
 server serves ``resource.k8s.io/v1``, ResourceSlices, DeviceClasses, ResourceClaims and
 ResourceClaimTemplates; PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes — by
 key (the informers call :meth:`ClusterCache.replace` after each list and :meth:`ClusterCache.apply`
@@ -56,6 +57,7 @@ from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplat
 from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.quantity import is_extended
 from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup, PriorityClass
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
@@ -77,6 +79,7 @@ KINDS: dict[str, type[BaseModel]] = {
     "StorageClass": StorageClass,
     "CSINode": CSINode,
     "Namespace": Namespace,
+    "PodDisruptionBudget": PodDisruptionBudget,
 }
 
 _ACTIONS = {"ADDED": Action.ADD, "MODIFIED": Action.UPDATE, "DELETED": Action.DELETE}
@@ -181,6 +184,9 @@ class ClusterCache:
         self.objects: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
         self.assumed: dict[str, str] = {}
         """Pod key → node name, for pods planned and being bound."""
+        self.nominations: dict[str, str | None] = {}
+        """Pod key → the ``status.nominatedNodeName`` decided but not yet shown by the watch (None: cleared):
+        the in-memory nominator, so the room preemption frees is held from the moment it is decided."""
         self.dra = dra
         self.usage = NodeUsage()
         self.groups = GroupIndex(scheduler_name)
@@ -216,6 +222,11 @@ class ClusterCache:
         """Add or update one parsed object, as a watch event would (``simulate``'s recording binder)."""
         key = key_of(obj)
         return self._set(kind, key, self.objects[kind].get(key), obj)
+
+    def delete_one(self, kind: str, key: str) -> list[ClusterEvent]:
+        """Remove one object, as a watch DELETED event would (``simulate``: preemption victims gone)."""
+        old = self.objects[kind].get(key)
+        return [] if old is None else self._set(kind, key, old, None)
 
     def _replace(self, kind: str, fresh: dict[str, Any]) -> list[ClusterEvent]:
         old = self.objects[kind]
@@ -274,6 +285,8 @@ class ClusterCache:
             self._namespace_labels = {name: ns.metadata.labels for name, ns in self.objects["Namespace"].items()}
         if quiet:
             return []
+        if kind in ("PodGroup", "CompositePodGroup", "PriorityClass"):
+            self.usage.invalidate()  # nominated room is held at the group's priority
         self._bump()
         return [ClusterEvent(kind, action, old, new)]
 
@@ -309,12 +322,13 @@ class ClusterCache:
     def _set_pod(self, key: str, old: Pod | None, pod: Pod | None) -> bool:
         """Update what derives from one pod; True when nothing the scheduler reads changed (a status
         condition, or the watch confirming our own bind where we assumed it)."""
-        node = self.assumed.get(key)
-        before = old if old is None or node is None else bound_copy(old, node)
-        if node is not None and (pod is None or pod.is_bound or pod.is_terminal):
+        before = self._shown(key, old)
+        if key in self.assumed and (pod is None or pod.is_bound or pod.is_terminal):
             del self.assumed[key]  # the watch caught up (or the pod is gone / bound by someone else)
-            node = None
-        shown = pod if pod is None or node is None else bound_copy(pod, node)
+        if key in self.nominations and (pod is None or pod.is_bound or pod.is_terminal
+                                        or pod.status.nominated_node_name == self.nominations[key]):
+            del self.nominations[key]  # the watch shows it (or the pod no longer waits for room)
+        shown = self._shown(key, pod)
         quiet = before is not None and shown is not None and pod_essence(before) == pod_essence(shown)
         self.usage.set_pod(key, shown)
         self.storage.set_pod(key, shown)
@@ -326,6 +340,47 @@ class ClusterCache:
         if self.devices.held:
             self.devices.settle(None, self.objects["Pod"])
         return quiet
+
+    def _shown(self, key: str, pod: Pod | None) -> Pod | None:
+        """``pod`` as the scheduler sees it: bound to its node while assumed, nominated as decided."""
+        if pod is None:
+            return None
+        node = self.assumed.get(key)
+        if node is not None:
+            return bound_copy(pod, node)
+        if key in self.nominations:
+            status = pod.status.model_copy(update={"nominated_node_name": self.nominations[key]})
+            return pod.model_copy(update={"status": status})
+        return pod
+
+    # -- nominations ---------------------------------------------------------------------------
+    def nominate(self, nominations: Iterable[tuple[str, str | None]]) -> None:
+        """Show pods nominated to nodes (None: not nominated) before the watch does: (pod key, node).
+
+        The cache's in-memory nominator (kube-scheduler updates its nominator before the API write,
+        reference §3.6): the room preemption frees is held for the preemptor at once
+        (:class:`~scheduler.framework.snapshot.Nominated`). Each entry lasts until the watch shows the same
+        ``status.nominatedNodeName``, or the pod is bound, finished or gone. Pods unknown or bound are skipped.
+        """
+        for key, node in nominations:
+            pod = self.objects["Pod"].get(key)
+            if pod is None or pod.is_bound or pod.is_terminal:
+                continue
+            if pod.status.nominated_node_name == node:
+                self.nominations.pop(key, None)
+            else:
+                self.nominations[key] = node
+            shown = self._shown(key, pod)
+            self.usage.set_pod(key, shown)
+            self.groups.set_pod(key, shown)
+        self._bump()
+
+    def nominated_node(self, key: str) -> str | None:
+        """The node pod ``key`` is nominated to as the scheduler sees it (in memory first, then the API)."""
+        if key in self.nominations:
+            return self.nominations[key]
+        pod = self.pod(key)
+        return pod.status.nominated_node_name if pod is not None else None
 
     # -- assume / forget -----------------------------------------------------------------------
     def assume(self, plan: Plan, token: str) -> None:
@@ -355,7 +410,7 @@ class ClusterCache:
         for key in pod_keys:
             if self.assumed.pop(key, None) is None:
                 continue
-            pod = self.objects["Pod"].get(key)
+            pod = self._shown(key, self.objects["Pod"].get(key))
             self.usage.set_pod(key, pod)
             self.storage.set_pod(key, pod)
             self.groups.set_pod(key, pod)
@@ -364,7 +419,7 @@ class ClusterCache:
     def forget_volumes(self, token: str) -> None:
         """A plan settled: its claim decisions are no longer held (those written show through the watch)."""
         self.storage.forget(token)
-        self.version += 1
+        self._bump()
 
     def forget_devices(self, token: str, claims: Iterable[str] | None = None) -> None:
         """Release a plan's held devices: all, or only those of ``claims`` (keys as in the plan)."""
@@ -397,7 +452,8 @@ class ClusterCache:
             pending = [p for p in self._wants_devices.values()
                        if p.key not in self.assumed and (p.spec.resource_claims or served & p.requests.keys())]
             view = self.devices.view(self.usage.table, classes, pending)
-        snap = self.usage.snapshot(view, self.storage.view(), self._namespace_labels)
+        snap = self.usage.snapshot(view, self.storage.view(), self._namespace_labels,
+                                   self.groups.effective_priority)
         if self.holds:
             table = snap.table
             held = tuple(Nominated(pod.key, row, pod_vector(table, pod), priority)

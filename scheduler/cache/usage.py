@@ -17,7 +17,7 @@ table starts over (a node that appears brings pods the index never saw).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -128,16 +128,21 @@ class NodeUsage:
 
     # -- views -----------------------------------------------------------------------------------
     def snapshot(self, dra: DeviceSnapshot | None = None, volumes: StorageView | None = None,
-                 namespaces: Mapping[str, Mapping[str, str]] | None = None) -> Snapshot:
+                 namespaces: Mapping[str, Mapping[str, str]] | None = None,
+                 priority: Callable[[Pod], int] | None = None) -> Snapshot:
         """An immutable snapshot of usage (memoised while nothing changed and ``dra``, ``volumes`` and
-        ``namespaces`` are the same objects); ``namespaces``: name → labels of the known namespaces."""
+        ``namespaces`` are the same objects); ``namespaces``: name → labels of the known namespaces.
+
+        ``priority``: the priority a nominated pod holds its room at (the cache passes its group's,
+        :meth:`~scheduler.groups.index.GroupIndex.effective_priority`); None: ``spec.priority``.
+        """
         hit = self._snapshot
         if (hit is not None and hit.dra is dra and hit.volumes is volumes
                 and (namespaces is None or hit.namespaces is namespaces)):
             return hit
         nominated: list[Nominated] = []
         for pod in self._nominated.values():
-            entry = nominated_pod(self.table, pod)
+            entry = nominated_pod(self.table, pod, None if priority is None else priority(pod))
             if entry is not None:
                 nominated.append(entry)
         view = self._carried_index()
@@ -155,6 +160,11 @@ class NodeUsage:
         if not isinstance(built, IndexView) or not built.valid:
             return None
         return built.advanced(self._changes)
+
+    def invalidate(self) -> None:
+        """Forget the memoised snapshot: something its nominated pods' priorities derive from (groups,
+        PriorityClasses) changed."""
+        self._snapshot = None
 
     def pods_on(self, node: str) -> NodeInfo:
         """The NodeInfo of ``node`` (empty if no pod uses it)."""

@@ -7,7 +7,7 @@ kube-scheduler's ``pkg/scheduler/framework`` in Python, vectorised where it pays
 from scheduler.framework.cycle_state import CycleState, MissingState, Placement, StateKey
 from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import NodeTable, StaticFit
-from scheduler.framework.plan import ClaimAllocation, Decision, Plan, Scoring, SolverConfig, Unschedulable
+from scheduler.framework.plan import ClaimAllocation, Decision, Plan, Preemption, Scoring, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Nominated, Snapshot
 from scheduler.framework.status import Code, Status
 
@@ -22,6 +22,7 @@ __all__ = [
     "Nominated",
     "Placement",
     "Plan",
+    "Preemption",
     "Scoring",
     "Snapshot",
     "SolverConfig",

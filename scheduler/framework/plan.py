@@ -1,9 +1,12 @@
-"""What the solver returns: a :class:`Plan` for the whole tree, or :class:`Unschedulable`.
+"""What one cycle decides: a :class:`Plan` for the whole tree, :class:`Unschedulable`, or :class:`Preemption`.
 
-Both are values (outcomes are not exceptions); a :data:`Decision` is either. The caller of the
-one scheduling cycle (``scheduler.cycle.schedule_one``) — ``simulate`` or the live driver —
-assumes a Plan into its cache and hands it to its binder, or records the Unschedulable reasons
-on the pods and groups and backs the root off.
+All are values (outcomes are not exceptions); a :data:`Decision` is one of them. The solver returns
+a Plan or an Unschedulable; the PostFilter plugins (preemption) may turn an Unschedulable into a
+Preemption. The caller of the one scheduling cycle (``scheduler.cycle.schedule_one``) — ``simulate``
+or the live driver — assumes a Plan into its cache and hands it to its binder; records the
+Unschedulable reasons on the pods and groups and backs the root off; or, for a Preemption, nominates
+the preemptor's pods and evicts the victims, and binds the tree in a later cycle once the room is
+there (binding and preemption never happen in the same cycle).
 """
 
 from __future__ import annotations
@@ -125,5 +128,50 @@ class Unschedulable:
     """CEL selector errors this solve met (DRA), for the reports; each solve has its own."""
 
 
-Decision = Plan | Unschedulable
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    """The root does not fit as the cluster is, but does once ``victims`` are gone: evict them first.
+
+    ``victims``: the running pods to evict, whole victim units at a time (a group with
+    ``disruptionMode: all`` entirely), each of strictly lower priority than the root; empty while
+    the victims of an earlier preemption of this root are still terminating (``waiting``).
+    ``nominations``: (preemptor pod, node) — ``status.nominatedNodeName`` to set so the room freed is
+    held for the root. ``plan``: the placement the tree gets once the victims are gone (None when
+    ``waiting``); it is *not* to be bound in this cycle. ``failure``: why the tree did not fit
+    without preemption (its reasons and rejecting plugins still describe the root until it fits).
+    ``message``: the PostFilter's summary (``pod group preemption: …``). ``units``: how many victim
+    units the victims form; ``reprieved``: candidate units the reprieve pass kept;
+    ``pdb_violations``: victim pods whose eviction exceeds a PodDisruptionBudget.
+    """
+
+    root: GroupKey
+    victims: tuple[Pod, ...]
+    nominations: tuple[tuple[Pod, str], ...]
+    plan: Plan | None
+    failure: Unschedulable
+    message: str
+    units: int = 0
+    reprieved: int = 0
+    pdb_violations: int = 0
+
+    @property
+    def waiting(self) -> bool:
+        """The victims of an earlier preemption are still terminating: nothing new is evicted."""
+        return self.plan is None
+
+    @property
+    def rejectors(self) -> frozenset[str]:
+        """The plugins that rejected the root without preemption (the queue's hints key on them)."""
+        return self.failure.rejectors
+
+    @property
+    def selector_errors(self) -> tuple[str, ...]:
+        return self.failure.selector_errors
+
+    @property
+    def attempts(self) -> int:
+        return self.failure.attempts
+
+
+Decision = Plan | Unschedulable | Preemption
 """What one scheduling cycle decides for a root."""

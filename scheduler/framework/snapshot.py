@@ -70,14 +70,18 @@ def uses_node(pod: Pod) -> bool:
     return pod.is_bound and not pod.is_terminal
 
 
-def nominated_pod(table: NodeTable, pod: Pod) -> Nominated | None:
-    """The :class:`Nominated` entry of an unbound, non-terminating pod nominated to a known node, else None."""
+def nominated_pod(table: NodeTable, pod: Pod, priority: int | None = None) -> Nominated | None:
+    """The :class:`Nominated` entry of an unbound, non-terminating pod nominated to a known node, else None.
+
+    ``priority``: what the pod counts at — for a grouped pod its group's priority (the cache passes
+    it); None: ``spec.priority`` (0 if unset), for callers that know no groups.
+    """
     if pod.is_bound or pod.is_terminal or pod.is_terminating:
         return None
     row = table.index.get(pod.status.nominated_node_name or "")
     if row is None:
         return None
-    return Nominated(pod.key, row, pod_vector(table, pod), pod.spec.priority or 0)
+    return Nominated(pod.key, row, pod_vector(table, pod), pod.spec.priority or 0 if priority is None else priority)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,7 +1,7 @@
 """Group trees and their readiness; pure, no Kubernetes client."""
 
 from scheduler.groups.index import GroupIndex, build_trees
-from scheduler.groups.tree import Composite, Forest, Group, GroupTree, Leaf, OrphanPod, TreeState
+from scheduler.groups.tree import Composite, Forest, Group, GroupTree, Leaf, Membership, OrphanPod, TreeState
 
 __all__ = [
     "Composite",
@@ -10,6 +10,7 @@ __all__ = [
     "GroupIndex",
     "GroupTree",
     "Leaf",
+    "Membership",
     "OrphanPod",
     "TreeState",
     "build_trees",

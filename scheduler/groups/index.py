@@ -31,6 +31,7 @@ from scheduler.groups.tree import (
     Group,
     GroupTree,
     Leaf,
+    Membership,
     OrphanPod,
     TreeState,
     created_at,
@@ -39,6 +40,7 @@ from scheduler.groups.tree import (
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import (
     CompositePodGroup,
+    GangPolicy,
     GroupKey,
     PodGroup,
     PriorityClass,
@@ -207,17 +209,7 @@ class GroupIndex:
         """Rebuild what changed since the last call; returns the root keys whose tree appeared, changed
         or disappeared (lone-pod trees included)."""
         changed: set[GroupKey] = set()
-        if self._structure_dirty:
-            self._structure_dirty = False
-            before = dict(self._heads)
-            self._rebuild_structure()
-            for node in before.keys() | self._heads.keys():
-                old, new = before.get(node), self._heads.get(node)
-                if old != new:
-                    if old is not None:
-                        self._dirty.add(old[0])
-                    if new is not None:
-                        self._dirty.add(new[0])
+        self._ensure_structure()
         dirty, self._dirty = self._dirty, set()
         heads = {self._heads[n][0] if n in self._heads else n for n in dirty}
         stale = {self._heads[n][0] if n in self._heads else n for n in self._stale} - heads
@@ -252,6 +244,22 @@ class GroupIndex:
         self._stale_singles.clear()
         self._dirty_singles.clear()
         return changed
+
+    def _ensure_structure(self) -> None:
+        """Rebuild the children lists and heads if groups were added, removed or re-parented, marking every
+        tree whose head changed for the next :meth:`refresh`."""
+        if not self._structure_dirty:
+            return
+        self._structure_dirty = False
+        before = dict(self._heads)
+        self._rebuild_structure()
+        for node in before.keys() | self._heads.keys():
+            old, new = before.get(node), self._heads.get(node)
+            if old != new:
+                if old is not None:
+                    self._dirty.add(old[0])
+                if new is not None:
+                    self._dirty.add(new[0])
 
     def forest(self) -> Forest:
         """Every tree, orphan and empty tree, in a stable order (the result of :func:`build_trees`)."""
@@ -337,6 +345,109 @@ class GroupIndex:
         if pod.spec.priority_class_name:
             return self.class_value.get(pod.spec.priority_class_name, self.default_priority)
         return self.default_priority
+
+    def chain(self, namespace: str, pod_group: str) -> tuple[tuple[GroupKey, PodGroup | CompositePodGroup], ...]:
+        """The PodGroup ``namespace/pod_group`` and its ancestors, leaf first, as (key, object).
+
+        The walk follows ``parentCompositePodGroupName`` up to the root; a missing parent, a cycle
+        or :data:`MAX_DEPTH` + 1 levels end it at the last group found (as kube-scheduler's priority
+        walk does, bounded by ``WorkloadMaxTreeDepth``). Empty when the PodGroup is unknown. Reads the
+        groups as they are now (no refresh needed); O(depth).
+        """
+        pg = self.pgs.get((namespace, pod_group))
+        if pg is None:
+            return ()
+        out: list[tuple[GroupKey, PodGroup | CompositePodGroup]] = [(GroupKey("PodGroup", namespace, pod_group), pg)]
+        seen = {pod_group}
+        parent = pg.spec.parent_composite_pod_group_name
+        while parent and parent not in seen and len(out) <= MAX_DEPTH:
+            cpg = self.cpgs.get((namespace, parent))
+            if cpg is None:
+                break
+            seen.add(parent)
+            out.append((GroupKey("CompositePodGroup", namespace, parent), cpg))
+            parent = cpg.spec.parent_composite_pod_group_name
+        return tuple(out)
+
+    def chain_priority(self, chain: tuple[tuple[GroupKey, PodGroup | CompositePodGroup], ...]) -> int:
+        """The priority every pod under the top of ``chain`` schedules and is preempted at: the tree's
+        priority when the tree is ours (:class:`GroupTree.priority`), else the top group's ``priority`` /
+        ``priorityClassName``, else the highest priority of the pods under it, else the default class.
+
+        The same rule the queue orders roots by (reference §8.4: a grouped pod counts at its group's
+        priority; kube-scheduler walks to the root, ``podgrouppreemption.go`` v1.37).
+        """
+        key, top = chain[-1]
+        tree = self.trees.get(key)
+        if tree is not None:
+            return tree.priority
+        own = self.group_priority(top)
+        if own is not None:
+            return own
+        node: Node = (key.kind, (key.namespace, key.name))
+        leaves = self._under.get(node) or ([(key.namespace, key.name)] if key.kind == "PodGroup" else [])
+        return max((self.pod_priority(p) for nk in leaves for p in self._members.get(nk, _NO_PODS).values()),
+                   default=self.default_priority)
+
+    def membership(self, pod: Pod) -> Membership:
+        """How a running ``pod`` (any scheduler) is grouped for preemption: the priority it counts at
+        (:meth:`chain_priority`, or its own without a known PodGroup), the highest group of its chain with
+        ``disruptionMode: all`` (its victim unit), its PodGroup with ``minCount`` and running members."""
+        group = pod.group_name
+        chain = self.chain(pod.metadata.namespace, group) if group is not None else ()
+        if not chain:
+            return Membership(self.pod_priority(pod))
+        unit: GroupKey | None = None
+        for key, obj in chain:
+            mode = obj.spec.disruption_mode
+            if mode is not None and mode.all is not None:
+                unit = key
+        leaf_key, leaf = chain[0]
+        gang = leaf.spec.scheduling_policy.gang
+        min_count = gang.min_count if gang is not None and isinstance(gang, GangPolicy) else None
+        running = 0  # only single-mode gangs need it (which members are spare)
+        if unit is None and min_count is not None:
+            running = sum(1 for p in self.members(leaf_key.namespace, leaf_key.name).values() if p.is_bound)
+        return Membership(self.chain_priority(chain), unit, leaf_key, min_count, running)
+
+    def members(self, namespace: str, pod_group: str) -> Mapping[str, Pod]:
+        """The live pods (not terminal, not being deleted) naming PodGroup ``namespace/pod_group``, by key."""
+        return self._members.get((namespace, pod_group), _NO_PODS)
+
+    def leaves_under(self, key: GroupKey) -> list[Name]:
+        """The PodGroups at or under group ``key`` (a PodGroup: itself), as the groups are now; cycle-safe,
+        depth-bounded like the trees. The trees themselves are rebuilt only by :meth:`refresh`."""
+        if key.kind == "PodGroup":
+            return [(key.namespace, key.name)]
+        self._ensure_structure()
+        out: list[Name] = []
+        stack: list[tuple[Node, int]] = [(("CompositePodGroup", (key.namespace, key.name)), 1)]
+        seen: set[Node] = set()
+        while stack:
+            node, depth = stack.pop()
+            if node in seen or depth > MAX_DEPTH + 1:
+                continue
+            seen.add(node)
+            if node[0] == "PodGroup":
+                out.append(node[1])
+                continue
+            stack.extend((child, depth + 1) for child in sorted(self._children.get(node[1], ())))
+        return sorted(out)
+
+    def class_policy(self, class_name: str | None) -> str | None:
+        """The ``preemptionPolicy`` of PriorityClass ``class_name``, if it exists and sets one."""
+        pc = self._classes.get(class_name or "")
+        return pc.preemption_policy if pc is not None else None
+
+    def effective_priority(self, pod: Pod) -> int:
+        """The priority ``pod`` counts at for preemption and nominated room: its tree's
+        (:meth:`chain_priority`) when it names a known PodGroup, else its own (:meth:`pod_priority`)."""
+        group = pod.group_name
+        if group is not None:
+            chain = self.chain(pod.metadata.namespace, group)
+            if chain:
+                return self.chain_priority(chain)
+        return self.pod_priority(pod)
 
     def group_priority(self, obj: PodGroup | CompositePodGroup) -> int | None:
         """The group's ``priority``, else its ``priorityClassName``'s value, else None."""

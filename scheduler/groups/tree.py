@@ -185,6 +185,27 @@ class OrphanPod:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """A running pod's place in the groups, as preemption sees it.
+
+    ``priority``: what the pod counts at — its tree's priority for a grouped pod (``spec.priority``,
+    else ``priorityClassName``, else the highest member priority), else its own. ``unit``: the
+    highest group above it (its PodGroup included) with ``disruptionMode: all``, whose running pods
+    are evicted together or not at all; None: the pod is a unit of its own (``single``, the default,
+    or no group). ``leaf``: its PodGroup, if any. ``min_count``: the PodGroup's ``gang.minCount`` (None
+    for a basic group or no group). ``running``: running members of the PodGroup (bound, not
+    terminating) when it is a single-mode gang — for the "keep gangs at or above minCount" preference;
+    0 otherwise (not needed).
+    """
+
+    priority: int
+    unit: GroupKey | None = None
+    leaf: GroupKey | None = None
+    min_count: int | None = None
+    running: int = 0
+
+
 @dataclass(slots=True)
 class Forest:
     """Every tree of ours, plus pods waiting for their group (:func:`scheduler.groups.index.build_trees`)."""

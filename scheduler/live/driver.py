@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import socket
 import time
@@ -30,11 +31,12 @@ from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
+from scheduler.cache.preemption_view import CacheGroupView
 from scheduler.config import Settings
 from scheduler.cycle import Attempt, BindResult, Cycle, Failure
 from scheduler.dra.writes import ClaimWrite
 from scheduler.framework.events import ClusterEvent
-from scheduler.framework.plan import Plan, Unschedulable
+from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.live.binder import Binder, BindOutcome
 from scheduler.live.health import HealthServer
@@ -48,6 +50,7 @@ from scheduler.live.kube import (
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
+    POD_DISRUPTION_BUDGETS,
     PODGROUPS,
     PODS,
     PRIORITY_CLASSES,
@@ -60,9 +63,12 @@ from scheduler.live.kube import (
 )
 from scheduler.live.leader import LeaderElector
 from scheduler.live.metrics import Metrics
+from scheduler.live.preemptor import Preemptor, TimedPreemption
 from scheduler.live.status_writer import EVENT_UNHONOURED, StatusWriter
 from scheduler.live.volume_binder import ClaimChanges, ClaimSource
 from scheduler.model.scheduling import GroupKey
+from scheduler.preemption import DefaultPreemption
+from scheduler.preemption.starvation import Reservation, StarvationGuard
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
 from scheduler.solver.unsupported import Context, unhonoured
@@ -88,7 +94,6 @@ class Scheduler:
         self.kube = kube
         self.identity = identity or f"{socket.gethostname()}-{id(self):x}"
         self.cache = ClusterCache(settings.scheduler_name, dra=True)  # without the DRA API no claim exists
-        self.cycle = Cycle(self.cache, settings.solver())
         self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s, QUEUEING_HINTS)
         self.claim_changes = ClaimChanges()
         """Wakes bind transactions waiting for their PersistentVolumeClaims (fed in :meth:`on_change`)."""
@@ -120,6 +125,15 @@ class Scheduler:
         # -- metrics (scheduler.live.metrics): recorded here, the solver stays pure ----------
         self.metrics = Metrics(settings.scheduler_name)
         self.metrics.track_leader(lambda: self.leading)
+        # -- preemption (issue 11): the pure plugin in the cycle, its actuation in scheduler.live.preemptor ----
+        self.preemptor = Preemptor(kube, self.cache, self.status, self.metrics, settings.scheduler_name,
+                                   self.spawn, fence=lambda: self.leading)
+        self.preemption = DefaultPreemption(CacheGroupView(self.cache, self.preemptor.awaiting))
+        """Victim selection; also finds a starving root's best plan (the starvation guard works without
+        ``--preemption``)."""
+        self.starvation = StarvationGuard(settings.starvation_after_s, settings.reservation_s)
+        self.cycle = Cycle(self.cache, settings.solver(),
+                           (TimedPreemption(self.preemption, self.metrics),) if settings.preemption else ())
         self.health_port: int | None = None
         """The port /healthz, /readyz and /metrics are served on, once started (``--bind-address`` may say 0)."""
         self._blocked: dict[GroupKey, GroupTree] = {}
@@ -188,6 +202,8 @@ class Scheduler:
 
     async def start_informers(self) -> None:
         resources = [PODS, NODES, PODGROUPS, PRIORITY_CLASSES, NAMESPACES]  # namespaces: pod affinity
+        if self.settings.preemption:
+            resources.append(POD_DISRUPTION_BUDGETS)  # preemption's preferences (policy/v1, always served)
         try:
             if COMPOSITES.plural in await self.kube.served(COMPOSITES.group_version):
                 resources.append(COMPOSITES)
@@ -286,6 +302,7 @@ class Scheduler:
         between roots, so watch events and binds keep flowing)."""
         loop = asyncio.get_running_loop()
         self._refresh(loop.time())
+        self._expire_reservations(loop.time())
         while not stop.is_set() and self.leading:
             key = self.queue.pop(loop.time())
             if key is None:
@@ -332,6 +349,7 @@ class Scheduler:
                 self._blocked.pop(key, None)
                 if tree is None:
                     self._reported.pop(key, None)  # a root that is gone: forget its message
+                    self._gone(key)
         events, self.events = self.events, []
         self.queue.on_events(events, now)
         self._report_orphans()
@@ -395,12 +413,79 @@ class Scheduler:
             writes = self.cycle.claim_writes(attempt)
             self.queue.done(tree.key)
             self._reported.pop(tree.key, None)
+            self._placed(tree)
             self.spawn(self.bind(attempt, started, writes), f"bind/{tree.key}")
             return
         delay = self.queue.backoff(tree, loop.time(), result.rejectors)
+        if isinstance(result, Preemption):
+            self._preempting(tree, result, elapsed_ms, delay)
+            return
         log.info("root=%s result=Unschedulable code=%s attempts=%d duration_ms=%.1f backoff_s=%.0f reason=%r",
                  tree.key, result.code.value, result.attempts, elapsed_ms, delay, result.message)
         self._report_unschedulable(tree, result)
+        self._unschedulable(attempt, loop.time())
+
+    # -- preemption and the starvation guard (issue 11); acting is scheduler.live.preemptor's ------------
+    def _preempting(self, tree: GroupTree, result: Preemption, elapsed_ms: float, delay: float) -> None:
+        """A root preempts (or waits for its victims): nominate and evict in the background, report, back off."""
+        self.starvation.failed(tree.key, tree.priority, asyncio.get_running_loop().time())
+        if not result.waiting:
+            self.preemptor.start(tree, result)
+        nodes = sorted({n for _, n in result.nominations})
+        log.info("root=%s result=%s victims=%d units=%d reprieved=%d pdb_violations=%d nodes=%s duration_ms=%.1f "
+                 "backoff_s=%.0f", tree.key, "WaitingForVictims" if result.waiting else "Preempting",
+                 len(result.victims), result.units, result.reprieved, result.pdb_violations, ",".join(nodes),
+                 elapsed_ms, delay)
+        failure = result.failure
+        self._report_unschedulable(tree, dataclasses.replace(failure, message=f"{failure.message}; {result.message}"))
+
+    def _unschedulable(self, attempt: Attempt, now: float) -> None:
+        """A root failed without preempting: its pods give up the room nominated to them — unless it is starving,
+        then the nodes of its best plan are reserved for it."""
+        tree = attempt.tree
+        self.starvation.failed(tree.key, tree.priority, now)
+        if tree.key in self.starvation.reservations:
+            return
+        entry = self.starvation.starving(tree.key, now)
+        plan = None if entry is None else self.preemption.reservation(tree, attempt.snapshot, self.settings.solver())
+        if entry is None or plan is None:
+            self.preemptor.release_tree(tree)
+            return
+        reservation = self.starvation.reserve(tree.key, self.preemptor.reserve(tree, plan), now)
+        nodes = ",".join(sorted({n for _, n in reservation.nominations}))
+        log.info("root=%s result=Reserved nodes=%s overtaken=%d hold_s=%.0f", tree.key, nodes, entry.overtaken,
+                 self.starvation.hold_s)
+        self.metrics.reservation("granted", len(self.starvation.reservations))
+        self._reservation_condition(tree.key, True, "Starving", f"unschedulable for {now - entry.since:.0f} s while "
+                                    f"{entry.overtaken} root(s) of priority {tree.priority} were placed; nodes "
+                                    f"{nodes} are held for it for {self.starvation.hold_s:.0f} s")
+
+    def _placed(self, tree: GroupTree) -> None:
+        ended = self.starvation.placed(tree.key, tree.priority)
+        if ended is not None:
+            self.metrics.reservation("fitted", len(self.starvation.reservations))
+            self._reservation_condition(tree.key, False, "Fitted", "the group fitted; the nodes are no longer held")
+
+    def _expire_reservations(self, now: float) -> None:
+        for ended in self.starvation.expired(now):
+            self._end_reservation(ended, "expired", "Expired", "the reservation expired; the nodes are no longer held")
+
+    def _gone(self, key: GroupKey) -> None:
+        self.preemptor.forget(key)
+        ended = self.starvation.forget(key)
+        if ended is not None:
+            self._end_reservation(ended, "dropped", None, "")
+
+    def _end_reservation(self, ended: Reservation, event: Any, reason: str | None, message: str) -> None:
+        self.preemptor.release(key for key, _ in ended.nominations)
+        self.metrics.reservation(event, len(self.starvation.reservations))
+        if reason is not None:
+            self._reservation_condition(ended.root, False, reason, message)
+
+    def _reservation_condition(self, key: GroupKey, held: bool, reason: str, message: str) -> None:
+        obj = self.cache.group(key.kind, key.namespace, key.name) if key.kind != "Pod" else None
+        if obj is not None:
+            self.spawn(self.status.group_reservation(obj, held, reason, message), f"status/{key}")
 
     def _warn_unhonoured(self, tree: GroupTree) -> None:
         """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours."""
@@ -462,6 +547,7 @@ class Scheduler:
                            root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
         for pod, node in result.bound:
             self.spawn(self.status.pod_scheduled(pod, node), f"status/{pod.key}")
+        self.preemptor.settled(plan, result.bound)
         if result.ok:
             self._write_groups(tree, True, "Scheduled", "", only=plan.satisfied)
             return
@@ -474,7 +560,7 @@ class Scheduler:
 
     async def shutdown(self) -> None:
         """Stop scheduling, let binds finish within the grace period, release the lease, stop informers."""
-        binds = [t for t in self.tasks if t.get_name().startswith(("bind/", "status/"))]
+        binds = [t for t in self.tasks if t.get_name().startswith(("bind/", "status/", "preempt/"))]
         if binds:
             _, pending = await asyncio.wait(binds, timeout=SHUTDOWN_GRACE_S)
             for task in pending:

@@ -100,6 +100,7 @@ RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", False, "Re
 DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", False, "DeviceClass")
 RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", True, "ResourceClaim")
 RESOURCE_CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates", True, "ResourceClaimTemplate")
+POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", True, "PodDisruptionBudget")
 DRA_RESOURCES = (RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
 """What a DRA-aware scheduler watches (reference §6); all GA in ``resource.k8s.io/v1``."""
 PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", True, "PersistentVolumeClaim")
@@ -363,9 +364,14 @@ class KubeClient:
         return await self.request("PATCH", res.path(namespace, name, sub), body=body, content_type=content_type,
                                   lane=lane)
 
-    async def delete(self, res: Resource, namespace: str | None, name: str, *, body: JSON | None = None,
-                     lane: Lane = Lane.NORMAL) -> JSON:
-        """DELETE; ``body``: ``DeleteOptions`` (``preconditions.uid``, ``gracePeriodSeconds``…)."""
+    async def delete(self, res: Resource, namespace: str | None, name: str, *, uid: str | None = None,
+                     body: JSON | None = None, lane: Lane = Lane.NORMAL) -> JSON:
+        """``DELETE`` one object; ``body``: ``DeleteOptions``. ``uid``: only if it is still that object
+        (``DeleteOptions.preconditions.uid``): a pod of the same name created since answers 409 :class:`Conflict`
+        instead of being deleted. No grace period is given, so the object's own (a pod's
+        ``terminationGracePeriodSeconds``) applies."""
+        if uid is not None:
+            body = {"apiVersion": "v1", "kind": "DeleteOptions", **(body or {}), "preconditions": {"uid": uid}}
         return await self.request("DELETE", res.path(namespace, name), body=body, lane=lane)
 
     async def bind(self, namespace: str, name: str, node: str, uid: str | None = None) -> None:

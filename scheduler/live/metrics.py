@@ -16,7 +16,18 @@ Kube-scheduler compatible (``profile`` is the scheduler name, ``--scheduler-name
 - ``scheduler_pending_pods{queue}`` gauge;
 - ``scheduler_queued_entities{queue, type}`` gauge.
 
-Our own: ``gang_scheduler_podgroup_creation_to_bound_seconds``, ``gang_scheduler_gang_size_pods``,
+Preemption (issue 11 names them after KEP-5710; kube-scheduler's code calls its own
+``scheduler_workload_preemption_attempts_total{result}``, ``scheduler_workload_preemption_victims``,
+``scheduler_preemption_evaluation_duration_seconds{preemptor,result}`` and has no reprieve counter):
+
+- ``scheduler_podgroup_preemption_attempts_total{result}`` counter (one per PostFilter call);
+- ``scheduler_podgroup_preemption_attempt_duration_seconds{result}`` histogram (victim selection);
+- ``scheduler_podgroup_preemption_victims`` histogram (victim pods per preemption);
+- ``scheduler_podgroup_preemption_reprieved_total`` counter (candidate units the reprieve kept).
+
+Our own: ``gang_scheduler_preemption_evictions_total{result}``, ``gang_scheduler_reservations_active``,
+``gang_scheduler_reservations_total{event}``, ``gang_scheduler_podgroup_creation_to_bound_seconds``,
+``gang_scheduler_gang_size_pods``,
 ``gang_scheduler_bind_failures_total{reason}``, ``gang_scheduler_solver_attempts{result}``,
 ``gang_scheduler_informer_synced{resource}``, ``gang_scheduler_informer_relists_total{resource}``,
 ``gang_scheduler_is_leader``; plus the client library's ``process_*`` and ``python_*`` series.
@@ -63,7 +74,7 @@ from prometheus_client import (
 from prometheus_client.aiohttp import make_aiohttp_handler
 from prometheus_client.core import CounterMetricFamily, Metric
 
-from scheduler.framework.plan import Plan, Unschedulable
+from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.tree import GroupTree, Leaf, TreeState
 from scheduler.live.binder import BindOutcome
 from scheduler.model.scheduling import (
@@ -114,6 +125,24 @@ BIND_FAILURE_REASONS: tuple[BindFailureReason, ...] = ("conflict", "not_found", 
 ``server_error`` (after the binder's retries), anything else ``other`` (429 after retries,
 transport failures, other 4xx)."""
 
+PreemptionResult = Literal["preempting", "waiting", "not_helpful", "no_victims", "not_eligible"]
+PREEMPTION_RESULTS: tuple[PreemptionResult, ...] = ("preempting", "waiting", "not_helpful", "no_victims",
+                                                    "not_eligible")
+"""``result`` of one preemption attempt (``scheduler.preemption.Outcome``): victims chosen; waiting for the
+victims of an earlier one; not helpful (no fit even with every lower-priority pod gone); no lower-priority
+pod to evict; not eligible (``preemptionPolicy: Never``). Upstream labels the status code instead."""
+
+EvictionResult = Literal["deleted", "gone", "replaced", "error"]
+EVICTION_RESULTS: tuple[EvictionResult, ...] = ("deleted", "gone", "replaced", "error")
+"""``result`` of one victim's eviction: the DELETE was accepted (its grace period runs); the pod was already
+gone (404) or already terminating; a pod of the same name but another uid is there (409 on the uid
+precondition: not deleted); any other API error."""
+
+ReservationEvent = Literal["granted", "fitted", "expired", "dropped"]
+RESERVATION_EVENTS: tuple[ReservationEvent, ...] = ("granted", "fitted", "expired", "dropped")
+"""What happened to a starvation reservation: made; ended because the root fitted; timed out; the root is
+gone."""
+
 # -- buckets -------------------------------------------------------------------------------
 ATTEMPT_BUCKETS_S = tuple(0.001 * 2**i for i in range(15))
 """1 ms … 16.4 s, doubling: kube-scheduler's ``ExponentialBuckets(0.001, 2, 15)`` for attempt and
@@ -127,6 +156,11 @@ GANG_SIZE_BUCKETS = tuple(float(2**i) for i in range(12))
 SOLVER_ATTEMPT_BUCKETS = tuple(float(2**i) for i in range(12))
 """1 … 2048 subtree placements, doubling: one attempt is the common case; the default
 ``--search-budget`` (256) lands in its own bucket, so budget exhaustion is visible."""
+
+PREEMPTION_BUCKETS_S = tuple(0.001 * 2**i for i in range(16))
+"""1 ms … 32.8 s, doubling: kube-scheduler's ``ExponentialBuckets(0.001, 2, 16)`` for preemption evaluation."""
+VICTIM_BUCKETS = tuple(float(2**i) for i in range(11))
+"""1 … 1024 pods, doubling: kube-scheduler's ``ExponentialBuckets(1, 2, 11)`` for workload preemption victims."""
 
 GROUP_KINDS = frozenset({"PodGroup", "CompositePodGroup"})
 
@@ -296,6 +330,32 @@ class Metrics:
         self.is_leader = Gauge(
             "gang_scheduler_is_leader", "1 while this replica schedules: it holds the leader Lease, or leader "
             "election is off; else 0.", registry=r)
+        # -- preemption (issue 11's names; see the module docstring for upstream's) ----------------
+        self.preemption_attempts = Counter(
+            "scheduler_podgroup_preemption_attempts", "Preemption attempts for roots that did not fit, by the "
+            "result: 'preempting' (victims chosen), 'waiting' (an earlier preemption's victims still terminate), "
+            "'not_helpful' (no fit even with every lower-priority pod gone), 'no_victims', 'not_eligible' "
+            "(preemptionPolicy Never).", ["result"], registry=r)
+        self.preemption_duration = Histogram(
+            "scheduler_podgroup_preemption_attempt_duration_seconds", "Seconds one preemption attempt took to "
+            "choose victims (the PostFilter call: candidate units, the what-if solves, the reprieve), by result.",
+            ["result"], buckets=PREEMPTION_BUCKETS_S, registry=r)
+        self.preemption_victims = Histogram(
+            "scheduler_podgroup_preemption_victims", "Victim pods chosen by one preemption.",
+            buckets=VICTIM_BUCKETS, registry=r)
+        self.preemption_reprieved = Counter(
+            "scheduler_podgroup_preemption_reprieved", "Candidate victim units the reprieve pass put back "
+            "(not evicted) because the root fitted without evicting them.", registry=r)
+        self.evictions = Counter(
+            "gang_scheduler_preemption_evictions", "Victim pods acted on, by the outcome of the DELETE: 'deleted' "
+            "(accepted; the pod's grace period runs), 'gone' (already gone or terminating), 'replaced' (another "
+            "pod of that name now: not deleted), 'error'.", ["result"], registry=r)
+        self.reservations = Gauge(
+            "gang_scheduler_reservations_active", "Starving roots whose best plan's nodes are held for them now "
+            "(PodGroup condition NodesReserved=True).", registry=r)
+        self.reservation_events = Counter(
+            "gang_scheduler_reservations", "Starvation reservations by what happened: 'granted', 'fitted' (the "
+            "root was placed), 'expired', 'dropped' (the root is gone).", ["event"], registry=r)
         self._relists = _Relists()
         r.register(self._relists)
         if process_metrics:
@@ -312,6 +372,13 @@ class Metrics:
             self.solver_attempts.labels(solve_result)
         for reason in BIND_FAILURE_REASONS:
             self.bind_failures.labels(reason)
+        for preemption_result in PREEMPTION_RESULTS:
+            self.preemption_attempts.labels(preemption_result)
+            self.preemption_duration.labels(preemption_result)
+        for eviction in EVICTION_RESULTS:
+            self.evictions.labels(eviction)
+        for event in RESERVATION_EVENTS:
+            self.reservation_events.labels(event)
         self.set_queue_counts(QueueCounts())
 
     # -- primitives --------------------------------------------------------------------------
@@ -332,6 +399,25 @@ class Metrics:
     def bind_failed(self, status: int) -> None:
         """A plan's binding failed; ``status`` is the failing member's HTTP status (0: transport)."""
         self.bind_failures.labels(bind_failure_reason(status)).inc()
+
+    def preemption_attempt(self, result: PreemptionResult, duration_s: float,
+                           decision: Preemption | None = None) -> None:
+        """One PostFilter call ended with ``result`` after ``duration_s``; ``decision``: its Preemption, whose
+        victims and reprieved units are recorded when it chose victims."""
+        self.preemption_attempts.labels(result).inc()
+        self.preemption_duration.labels(result).observe(duration_s)
+        if decision is not None and decision.victims:
+            self.preemption_victims.observe(len(decision.victims))
+            self.preemption_reprieved.inc(decision.reprieved)
+
+    def evicted(self, result: EvictionResult) -> None:
+        """One victim pod acted on."""
+        self.evictions.labels(result).inc()
+
+    def reservation(self, event: ReservationEvent, active: int) -> None:
+        """A starvation reservation was granted or ended; ``active``: how many hold now."""
+        self.reservation_events.labels(event).inc()
+        self.reservations.set(active)
 
     def set_queue_counts(self, counts: QueueCounts) -> None:
         """Set both queue gauges to ``counts`` (every label combination, zeros included)."""
@@ -354,12 +440,13 @@ class Metrics:
         self.is_leader.set_function(lambda: float(leading()))
 
     # -- what the driver calls ---------------------------------------------------------------
-    def solved(self, tree: GroupTree, result: Plan | Unschedulable, solve_s: float) -> None:
+    def solved(self, tree: GroupTree, result: Plan | Unschedulable | Preemption, solve_s: float) -> None:
         """Record one solve of ``tree`` that took ``solve_s`` seconds.
 
         Always: the algorithm latency (pod or podgroup histogram) and the search effort. A Plan:
         the gang size (group roots) and the members it left pending as unschedulable; the rest of
-        the attempt is recorded by :meth:`bound`. Unschedulable: the attempt ends here — every
+        the attempt is recorded by :meth:`bound`. Unschedulable, or a Preemption (the root waits for
+        its victims; upstream counts it as waiting on preemption): the attempt ends here — every
         pending member counts ``unschedulable``, and so does the root group.
         """
         group = tree.key.kind in GROUP_KINDS

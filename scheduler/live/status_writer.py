@@ -75,7 +75,7 @@ from scheduler.live.kube import (
     Resource,
 )
 from scheduler.model.base import Condition, ConditionFields
-from scheduler.model.pod import Pod, PodCondition
+from scheduler.model.pod import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER, Pod, PodCondition
 from scheduler.model.scheduling import (
     COMPOSITE_INITIALLY_SCHEDULED,
     INITIALLY_SCHEDULED,
@@ -93,6 +93,9 @@ REASON_SCHEDULER_ERROR = "SchedulerError"
 REASON_INVALID = "Invalid"
 
 POD_SCHEDULED = "PodScheduled"
+NODES_RESERVED = "NodesReserved"
+"""Our PodGroup condition while the starvation guard holds the nodes of a root's best plan for it (no
+upstream equivalent: kube-scheduler has no starvation protection, reference ``issue11-preemption.md`` §6)."""
 
 # Event reasons and actions, as kube-scheduler records them (pkg/scheduler/schedule_one.go, v1.37).
 EVENT_SCHEDULED = "Scheduled"
@@ -101,6 +104,11 @@ EVENT_UNHONOURED = "UnhonouredField"
 """Our Event reason (kube-scheduler has none) for a pod field no plugin honours (issue 10)."""
 ACTION_BINDING = "Binding"
 ACTION_SCHEDULING = "Scheduling"
+# Preemption (pkg/scheduler/framework/preemption/executor.go, v1.37): the victim's Event reason and action.
+EVENT_PREEMPTED = "Preempted"
+ACTION_PREEMPTING = "Preempting"
+EVENT_PREEMPTING = "Preempting"
+"""Reason of our Event on the preemptor's group naming its victims (upstream records none)."""
 # Event types: the only two the API server accepts (core/v1 EventTypeNormal / EventTypeWarning).
 EVENT_NORMAL = "Normal"
 EVENT_WARNING = "Warning"
@@ -156,6 +164,9 @@ class _Recorded:
     written_at: float
 
 
+Regarding = Pod | PodGroup | CompositePodGroup
+"""What an Event of ours is about: a pod, or a group (a preemptor's ``Preempting`` Event)."""
+
 _EventKey = tuple[str, str, str, str, str]
 """What makes two Events the same one: (pod uid, type, reason, action, note)."""
 
@@ -201,13 +212,28 @@ class StatusWriter:
         can neither drop a condition another writer added nor overwrite a True. On 409 the object
         is read again and the rules re-applied once. Any other API error is logged, returns False.
         """
-        res, ctype = (COMPOSITES, COMPOSITE_INITIALLY_SCHEDULED) if isinstance(group, CompositePodGroup) \
-            else (PODGROUPS, INITIALLY_SCHEDULED)
+        ctype = COMPOSITE_INITIALLY_SCHEDULED if isinstance(group, CompositePodGroup) else INITIALLY_SCHEDULED
         new = _Condition(ctype, "True" if scheduled else "False", reason,
                          truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
+        return await self._set_group_condition(group, new, terminal=True)
+
+    async def group_reservation(self, group: PodGroup | CompositePodGroup, held: bool, reason: str,
+                                message: str) -> bool:
+        """Set ``NodesReserved`` on a starving root's group: True while the nodes of its best plan are held for
+        it (reason ``Starving``), False when the reservation ends (``Fitted``, ``Expired``). Written as
+        :meth:`group_condition` writes, not terminal; True if a PATCH was accepted."""
+        new = _Condition(NODES_RESERVED, "True" if held else "False", reason,
+                         truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
+        return await self._set_group_condition(group, new, terminal=False)
+
+    async def _set_group_condition(self, group: PodGroup | CompositePodGroup, new: _Condition, *,
+                                   terminal: bool) -> bool:
+        """PATCH ``new`` into ``group``'s conditions (see :meth:`group_condition`): on 409 the group is read
+        again and judged once more; API errors are logged and give False."""
+        res = COMPOSITES if isinstance(group, CompositePodGroup) else PODGROUPS
         what = f"{res.kind} {group.metadata.namespace}/{group.metadata.name}"
         try:
-            return await self._patch_group(res, group, new)
+            return await self._patch_group(res, group, new, terminal)
         except Conflict:
             pass  # our copy is stale: judge again against the server's
         except ApiError as exc:
@@ -215,14 +241,16 @@ class StatusWriter:
             return False
         try:
             fresh = await self.kube.get(res, group.metadata.namespace, group.metadata.name, lane=Lane.REPORT)
-            return await self._patch_group(res, type(group).model_validate(fresh), new)
+            return await self._patch_group(res, type(group).model_validate(fresh), new, terminal)
         except (ApiError, ValidationError) as exc:
             _warn(what, exc)
             return False
 
-    async def _patch_group(self, res: Resource, group: PodGroup | CompositePodGroup, new: _Condition) -> bool:
-        """PATCH ``new`` into ``group``'s status unless it changes nothing; True if written. Raises ApiError."""
-        conditions = _with_condition(group.status.conditions, new, group.metadata.generation, terminal=True)
+    async def _patch_group(self, res: Resource, group: PodGroup | CompositePodGroup, new: _Condition,
+                           terminal: bool = True) -> bool:
+        """PATCH ``new`` into ``group``'s status unless it changes nothing; True if written. Raises ApiError.
+        ``terminal``: an existing True of that type is never replaced."""
+        conditions = _with_condition(group.status.conditions, new, group.metadata.generation, terminal=terminal)
         if conditions is None:
             return False
         body: JSON = {"status": {"conditions": conditions}}
@@ -230,6 +258,52 @@ class StatusWriter:
             body["metadata"] = {"resourceVersion": group.metadata.resource_version}
         await self.kube.patch(res, group.metadata.namespace, group.metadata.name, body, sub="status", lane=Lane.REPORT)
         return True
+
+    async def disruption_target(self, obj: Regarding, message: str) -> bool:
+        """Set ``DisruptionTarget=True`` (reason ``PreemptionByScheduler``) on a preemption victim: a pod, or a
+        PodGroup / CompositePodGroup whose pods are evicted. True if a PATCH was accepted.
+
+        As kube-scheduler's ``PreemptPod`` (``preemption/executor.go``, v1.37): written only when the condition
+        changes, through the status subresource — a strategic merge PATCH of the pod's ``conditions`` (merged
+        by ``type`` on a real server), a merge PATCH of the group's with its ``resourceVersion``. A pod that is
+        gone raises :class:`NotFound` (the victim is already gone: the caller deletes nothing and records no
+        Event, as upstream); every other API error is logged and gives False.
+        """
+        new = _Condition(DISRUPTION_TARGET, "True", REASON_PREEMPTION_BY_SCHEDULER,
+                         truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
+        if not isinstance(obj, Pod):
+            return await self._set_group_condition(obj, new, terminal=False)
+        conditions = _with_condition(obj.status.conditions, new, obj.metadata.generation, terminal=False)
+        if conditions is None:
+            return False
+        try:
+            await self.kube.patch(PODS, obj.metadata.namespace, obj.metadata.name,
+                                  {"status": {"conditions": conditions}}, sub="status", content_type=STRATEGIC_PATCH,
+                                  lane=Lane.URGENT)  # a victim's condition goes with its eviction
+        except NotFound:
+            raise
+        except ApiError as exc:
+            _warn(f"Pod {obj.key} condition {DISRUPTION_TARGET}", exc)
+            return False
+        return True
+
+    async def preempted(self, victim: Pod, preemptor: Regarding) -> None:
+        """A ``Preempted`` Normal Event (action ``Preempting``) on ``victim``, related to ``preemptor``.
+
+        Upstream's note is ``Preempted by podgroup <uid> on node cluster`` (``executor.go``); ours names the
+        preemptor by kind, namespace/name and uid. API errors are logged and swallowed.
+        """
+        md = preemptor.metadata
+        note = f"Preempted by {preemptor.kind} {md.namespace}/{md.name} (uid {md.uid or 'unknown'})"
+        await self._event(victim, EVENT_NORMAL, EVENT_PREEMPTED, ACTION_PREEMPTING, note, related=preemptor)
+
+    async def preempting(self, preemptor: Regarding, victims: Sequence[tuple[str, str]]) -> None:
+        """A ``Preempting`` Normal Event on the preemptor's group naming its ``victims`` (pod key, node); the note
+        is cut to 1024 bytes. API errors are logged and swallowed."""
+        listed = ", ".join(f"{key} on {node}" for key, node in victims)
+        note = truncate_utf8(f"Preempting {len(victims)} pod(s) of lower priority to make room: {listed}",
+                             NOTE_MAX_BYTES)
+        await self._event(preemptor, EVENT_NORMAL, EVENT_PREEMPTING, ACTION_PREEMPTING, note)
 
     async def pod_scheduled(self, pod: Pod, node: str) -> None:
         """Record a ``Scheduled`` Normal Event (action ``Binding``) on ``pod``, bound to ``node``.
@@ -310,21 +384,22 @@ class StatusWriter:
         recent[uid] = (report, now)
         return True
 
-    async def _event(self, pod: Pod, type_: str, reason: str, action: str, note: str) -> None:
-        """Record one observation of an Event regarding ``pod``: create it, or count it into its series.
+    async def _event(self, pod: Regarding, type_: str, reason: str, action: str, note: str,
+                     related: Regarding | None = None) -> None:
+        """Record one observation of an Event regarding ``pod`` (or a group): create it, or count it into its series.
 
         The first observation of (pod uid, ``type_``, ``reason``, ``action``, ``note``), or the first after its
         series ended, creates an ``events.k8s.io/v1`` Event (:meth:`_new_event`). A repeat is counted and, when
         ``event_interval_s`` has passed since the Event was last written, its series is written
         (:meth:`_write_series`). API errors are logged and swallowed; a failed create is forgotten, so the next
-        observation tries again.
+        observation tries again. ``related``: the Event's secondary object (a preemptor, for a victim).
         """
         now = asyncio.get_running_loop().time()
-        key: _EventKey = (pod.metadata.uid or pod.key, type_, reason, action, note)
+        key: _EventKey = (pod.metadata.uid or _key(pod), type_, reason, action, note)
         rec = self._count(key, now)
         if rec is None:
             stamp, unix_ns = self._wall_clock()
-            body = self._new_event(pod, type_, reason, action, note, stamp, unix_ns)
+            body = self._new_event(pod, type_, reason, action, note, stamp, unix_ns, related)
             rec = _Recorded(body, count=1, last_observed=stamp, observed_at=now, written_at=now)
             self._events[key] = rec  # before the await: a concurrent repeat counts into it instead of creating a twin
             try:
@@ -332,7 +407,7 @@ class StatusWriter:
             except ApiError as exc:
                 if self._events.get(key) is rec:
                     del self._events[key]
-                _warn(f"Pod {pod.key} event {reason}", exc)
+                _warn(f"{pod.kind} {_key(pod)} event {reason}", exc)
         elif now - rec.written_at >= self.event_interval_s:
             await self._write_series(pod, rec, now)
 
@@ -359,7 +434,7 @@ class StatusWriter:
         events[key] = rec  # now the most recently observed
         return rec
 
-    async def _write_series(self, pod: Pod, rec: _Recorded, now: float) -> None:
+    async def _write_series(self, pod: Regarding, rec: _Recorded, now: float) -> None:
         """Write ``rec``'s series: a strategic merge PATCH of ``{series: {count, lastObservedTime}}``.
 
         This is the patch client-go's ``createPatchBytesForSeries`` computes (only ``series`` differs). On 404
@@ -376,18 +451,19 @@ class StatusWriter:
             except NotFound:
                 await self.kube.create(EVENTS, md["namespace"], {**rec.body, "series": series}, lane=Lane.REPORT)
         except ApiError as exc:
-            _warn(f"Pod {pod.key} event {rec.body['reason']} series", exc)
+            _warn(f"{pod.kind} {_key(pod)} event {rec.body['reason']} series", exc)
 
-    def _new_event(self, pod: Pod, type_: str, reason: str, action: str, note: str, stamp: str,
-                   unix_ns: int) -> JSON:
-        """An ``events.k8s.io/v1`` Event regarding ``pod``, as client-go's ``makeEvent`` builds it.
+    def _new_event(self, pod: Regarding, type_: str, reason: str, action: str, note: str, stamp: str,
+                   unix_ns: int, related: Regarding | None = None) -> JSON:
+        """An ``events.k8s.io/v1`` Event regarding ``pod`` (or a group), as client-go's ``makeEvent`` builds it.
 
         ``stamp``: ``eventTime`` (MicroTime); ``unix_ns``: the same instant, naming the Event (:func:`event_name`).
         ``regarding`` carries no ``resourceVersion`` (client-go's ``GetReference`` copies it): the field is
         optional, and our own PodScheduled patch changes it, so a repeat would not look like the same Event.
+        ``related``: an optional second object reference, built the same way.
         """
         md = pod.metadata
-        return {
+        body: JSON = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"name": event_name(md.name, unix_ns), "namespace": md.namespace},
@@ -398,14 +474,27 @@ class StatusWriter:
             "reason": reason,
             "type": type_,
             "note": note,
-            "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": md.namespace, "name": md.name,
-                          "uid": md.uid},
+            "regarding": _reference(pod),
         }
+        if related is not None:
+            body["related"] = _reference(related)
+        return body
 
     def _wall_clock(self) -> tuple[str, int]:
         """Wall-clock now as (MicroTime, Unix nanoseconds); the nanoseconds strictly increase per writer."""
         self._last_ns = max(time.time_ns(), self._last_ns + 1)
         return micro_time(self._last_ns), self._last_ns
+
+
+def _reference(obj: Regarding) -> JSON:
+    """An ``ObjectReference`` to ``obj``: apiVersion, kind, namespace, name, uid."""
+    md = obj.metadata
+    return {"apiVersion": obj.api_version, "kind": obj.kind, "namespace": md.namespace, "name": md.name,
+            "uid": md.uid}
+
+
+def _key(obj: Regarding) -> str:
+    return f"{obj.metadata.namespace}/{obj.metadata.name}"
 
 
 def event_name(regarding: str, unix_ns: int) -> str:

@@ -8,6 +8,7 @@ that starts after them), plus ``spec.overhead``; every pod also uses one ``pods`
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import cached_property
 
 from pydantic import Field
@@ -31,6 +32,14 @@ from scheduler.model.volume import Volume
 
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
+
+DISRUPTION_TARGET = "DisruptionTarget"
+"""Pod condition type: the pod is about to be terminated by a disruption (core/v1 ``DisruptionTarget``)."""
+REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+"""``DisruptionTarget`` reason when a scheduler preempts the pod (core/v1 ``PodReasonPreemptionByScheduler``,
+staging/src/k8s.io/api/core/v1/types.go, v1.37)."""
+NEVER = "Never"
+"""``preemptionPolicy: Never``: the pod (or group) waits instead of preempting (core/v1 ``PreemptNever``)."""
 
 
 class ResourceRequirements(KubeModel):
@@ -249,6 +258,8 @@ class PodStatus(KubeModel):
     conditions: tuple[PodCondition, ...] = ()
     nominated_node_name: str | None = None
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
+    start_time: datetime | None = None
+    """When the kubelet acknowledged the pod (``status.startTime``): preemption evicts younger pods first."""
 
 
 class Pod(KubeModel):
@@ -285,6 +296,15 @@ class Pod(KubeModel):
     def is_terminating(self) -> bool:
         """``metadata.deletionTimestamp`` is set: binding is refused, the pod is going away."""
         return self.metadata.deletion_timestamp is not None
+
+    @property
+    def terminating_by_preemption(self) -> bool:
+        """Being deleted, and its first ``DisruptionTarget`` condition is True with reason
+        ``PreemptionByScheduler`` (kube-scheduler ``PodTerminatingByPreemption``, pkg/scheduler/util, v1.37)."""
+        if not self.is_terminating:
+            return False
+        cond = next((c for c in self.status.conditions if c.type == DISRUPTION_TARGET), None)
+        return cond is not None and cond.is_true and cond.reason == REASON_PREEMPTION_BY_SCHEDULER
 
     @property
     def is_gated(self) -> bool:

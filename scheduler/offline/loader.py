@@ -47,6 +47,8 @@ from scheduler.model.dra import (
 from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+from scheduler.model.policy import API_VERSION as POLICY_API_VERSION
+from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.quantity import QuantityError
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClass, Workload
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
@@ -69,11 +71,12 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
     ("v1", "PersistentVolume"): PersistentVolume,
     ("storage.k8s.io/v1", "StorageClass"): StorageClass,
     ("storage.k8s.io/v1", "CSINode"): CSINode,
+    (POLICY_API_VERSION, "PodDisruptionBudget"): PodDisruptionBudget,
 }
 """(apiVersion, kind) → model, for every object the scheduler reads."""
 
 NAMESPACED: tuple[type[BaseModel], ...] = (Pod, PodGroup, CompositePodGroup, Workload, ResourceClaim,
-                                           ResourceClaimTemplate, PersistentVolumeClaim)
+                                           ResourceClaimTemplate, PersistentVolumeClaim, PodDisruptionBudget)
 """Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node, Namespace,
 PriorityClass, ResourceSlice, DeviceClass, PersistentVolume, StorageClass and CSINode are
 cluster-scoped and keep an empty namespace)."""
@@ -129,6 +132,7 @@ class Objects:
     storage_classes: list[StorageClass] = field(default_factory=list)
     csi_nodes: list[CSINode] = field(default_factory=list)
     namespaces: list[Namespace] = field(default_factory=list)
+    budgets: list[PodDisruptionBudget] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     _seen: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
@@ -165,6 +169,8 @@ class Objects:
                 return self.csi_nodes
             case Namespace():
                 return self.namespaces
+            case PodDisruptionBudget():
+                return self.budgets
         raise TypeError(type(obj))  # pragma: no cover - KINDS and this match are kept in step
 
     def by_kind(self) -> dict[str, list[Any]]:
@@ -174,7 +180,8 @@ class Objects:
                 "ResourceSlice": self.resource_slices, "DeviceClass": self.device_classes,
                 "ResourceClaim": self.resource_claims, "ResourceClaimTemplate": self.claim_templates,
                 "PersistentVolumeClaim": self.volume_claims, "PersistentVolume": self.volumes,
-                "StorageClass": self.storage_classes, "CSINode": self.csi_nodes, "Namespace": self.namespaces}
+                "StorageClass": self.storage_classes, "CSINode": self.csi_nodes, "Namespace": self.namespaces,
+                "PodDisruptionBudget": self.budgets}
 
     @property
     def usable(self) -> bool:

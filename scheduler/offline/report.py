@@ -14,7 +14,10 @@ selector errors met while solving). Issue #10 adds ``volumes[].{claim, node, vol
 root}`` (one entry per WaitForFirstConsumer PersistentVolumeClaim a plan binds, in queue order: the PV
 matched or, ``provisioned``, the one made for it; ``[]`` without such claims), and ``warnings[]`` entries
 of kind ``unhonoured-field``, one per field a pending pod sets that no plugin honours (its volume claims'
-included), with the extra keys ``pod`` (``namespace/name``) and ``field`` (the field path).
+included), with the extra keys ``pod`` (``namespace/name``) and ``field`` (the field path). Issue #11
+adds ``preemptions[]``: one entry per preempting root, ``{preemptor: {namespace, name, kind}, victims:
+[{namespace, name, node}]}`` (victims are pods, in eviction order), always present (``[]`` with none,
+and with ``--no-preemption``), plus the extra key ``message``.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import API_VERSION as DRA_VERSION
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
-from scheduler.offline.simulate import AllocationOutcome, GroupOutcome, Simulation
+from scheduler.offline.simulate import AllocationOutcome, GroupOutcome, PreemptionOutcome, Simulation
 
 UNHONOURED = "unhonoured-field"
 """``warnings[].kind`` of a field a pod sets that no plugin honours."""
@@ -90,6 +93,7 @@ def to_json(sim: Simulation) -> dict[str, Any]:
     doc["volumes"] = [{"claim": v.binding.claim, "node": v.binding.node, "volume": v.volume,
                        "provisioned": v.provisioned, "pods": [k.partition("/")[2] for k in v.binding.pods],
                        "root": v.root.name} for v in sim.volumes]
+    doc["preemptions"] = [_preemption_json(p) for p in sim.preemptions]
     return doc
 
 
@@ -100,6 +104,17 @@ def _notice_json(n: Notice) -> dict[str, Any]:
         entry["pod"] = n.pod
         entry["field"] = n.field
     return entry
+
+
+def _preemption_json(outcome: PreemptionOutcome) -> dict[str, Any]:
+    """One ``preemptions`` entry (stable keys ``preemptor`` and ``victims``; ``message`` extra)."""
+    root = outcome.root
+    return {
+        "preemptor": {"namespace": root.namespace, "name": root.name, "kind": root.kind},
+        "victims": [{"namespace": pod.metadata.namespace, "name": pod.metadata.name, "node": node}
+                    for pod, node in outcome.victims],
+        "message": outcome.message,
+    }
 
 
 def _allocation_json(outcome: AllocationOutcome) -> dict[str, Any]:
@@ -151,6 +166,8 @@ def render_text(sim: Simulation) -> str:
             out.extend(_volume_lines(sim, g, f"{indent}       "))
         if g.reason:
             out.append(f"{indent}       {g.status}: {_continued(g.reason, indent + '         ')}")
+        if g.key == g.root:
+            out.extend(_preemption_lines(sim, g, f"{indent}       "))
     single = [p for p in sim.pods if p.pod.group_name is None and p.node is not None]
     if single:
         out.append("")
@@ -184,6 +201,23 @@ def render_text(sim: Simulation) -> str:
                 out.append("")
                 out.extend(device_rows)
     return "\n".join(out)
+
+
+def _preemption_lines(sim: Simulation, g: GroupOutcome, indent: str) -> list[str]:
+    """``preempted 10 pod(s) to make room:`` and one line per victim group (``PodGroup ml/low-3: low-3-0 on
+    n1, …``; pods of no group on a line of their own), for each preemption root ``g`` made."""
+    lines: list[str] = []
+    for outcome in sim.preemptions:
+        if outcome.root != g.key:
+            continue
+        lines.append(f"{indent}preempted {len(outcome.victims)} pod(s) to make room:")
+        by_group: dict[str, list[str]] = {}
+        for pod, node in outcome.victims:
+            group = f"PodGroup {pod.metadata.namespace}/{pod.group_name}" if pod.group_name else \
+                f"pods without a group in {pod.metadata.namespace}"
+            by_group.setdefault(group, []).append(f"{pod.metadata.name} on {node}")
+        lines.extend(f"{indent}  {group}: {', '.join(pods)}" for group, pods in sorted(by_group.items()))
+    return lines
 
 
 def _continued(text: str, indent: str) -> str:

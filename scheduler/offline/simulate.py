@@ -13,6 +13,12 @@ the volume plugins; each plan's WaitForFirstConsumer claims are then shown bound
 provisioned for the chosen node), so later plans see them bound, as they would live. A generic
 ephemeral volume's missing claim is made from the pod's template, as its controller would.
 
+Preemption (``--preemption``, the default): a root that does not fit may preempt through the same
+PostFilter plugin as ``run`` (:class:`~scheduler.preemption.DefaultPreemption`). ``simulate`` then
+applies the decision the way the live scheduler's watch would show it once the evictions completed:
+the victims are removed from the cache and the root is decided again at once, so it shows as
+Scheduled with its placements; the victims are listed per preemptor (:class:`PreemptionOutcome`).
+
 DRA: when the snapshot has ``resource.k8s.io/v1`` objects or pods with ``spec.resourceClaims``,
 snapshots carry a :class:`~scheduler.dra.view.DraView`. A template-generated claim missing from the
 snapshot is synthesised from its template, as the resourceclaim controller would create it. Each
@@ -23,25 +29,40 @@ allocated again — by the same bookkeeping as the live scheduler's.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from scheduler.cache.cluster import ClusterCache
+from scheduler.cache.preemption_view import CacheGroupView
 from scheduler.cycle import Attempt, Cycle
 from scheduler.dra.view import DraView
-from scheduler.framework.plan import ClaimAllocation, Decision, Plan, SolverConfig, Unschedulable, VolumeClaimBinding
+from scheduler.framework.plan import (
+    ClaimAllocation,
+    Plan,
+    Preemption,
+    SolverConfig,
+    Unschedulable,
+    VolumeClaimBinding,
+)
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import Composite, Group, GroupTree, Leaf, TreeState
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, PodGroup
 from scheduler.offline.loader import LoadProblem, Objects
 from scheduler.offline.recorder import RecordingBinder
+from scheduler.preemption import DefaultPreemption
 from scheduler.queue import GroupQueue
 from scheduler.solver.unsupported import Context, Unhonoured, unhonoured
 
 EXAMPLE = "default-cluster.yaml"
+
+MAX_PREEMPTION_ROUNDS = 3
+"""Preemptions applied for one root in one run before its decision is taken as it stands. One round is
+the normal case (the victims' room lets the root fit); a second can only happen when the plain solve
+misses a placement the preemption's steered what-if found, and the bound keeps a run finite."""
 
 
 def example_path() -> Path:
@@ -97,6 +118,16 @@ class VolumeOutcome:
         return self.binding.volume is None
 
 
+@dataclass(frozen=True, slots=True)
+class PreemptionOutcome:
+    """One preemption ``simulate`` applied: the ``root`` that preempted, its ``victims`` as (pod, node they
+    ran on), and the PostFilter's ``message``."""
+
+    root: GroupKey
+    victims: tuple[tuple[Pod, str], ...]
+    message: str
+
+
 @dataclass(slots=True)
 class Simulation:
     """Everything ``simulate`` decided, in queue order, plus the final snapshot for utilisation.
@@ -111,6 +142,7 @@ class Simulation:
     ``synthesized_volume_claims``: keys of generic ephemeral volumes' claims not in the snapshot, made from
     the pods' templates. ``unhonoured``: per pending pod of ours, the fields it sets that no plugin honours
     (:mod:`scheduler.solver.unsupported`, its volume claims' included).
+    ``preemptions``: every preemption applied, in queue order (empty with preemption off).
     """
 
     groups: list[GroupOutcome] = field(default_factory=list)
@@ -128,6 +160,7 @@ class Simulation:
     volumes: list[VolumeOutcome] = field(default_factory=list)
     synthesized_volume_claims: frozenset[str] = frozenset()
     unhonoured: list[tuple[Pod, Unhonoured]] = field(default_factory=list)
+    preemptions: list[PreemptionOutcome] = field(default_factory=list)
 
 
 def _policy(obj: PodGroup | CompositePodGroup | None) -> str:
@@ -163,7 +196,7 @@ def _subtree_placements(group: Group, placed: dict[str, str]) -> dict[str, str]:
     return names
 
 
-def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Simulation:
+def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemption: bool = True) -> Simulation:
     """Schedule every ready tree of ours in queue order, binding each plan before the next root.
 
     ``objects``: what the loader read (its problems are carried into the result and explain
@@ -173,7 +206,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
     :class:`RecordingBinder` then applies each plan's writes to the cache as the watch would show
     them. Returns the :class:`Simulation`: one :class:`GroupOutcome` per group of every tree of
     ours and of every group with no pod at all (reported Waiting, see ``Forest.empty``), one
-    :class:`PodOutcome` per pending pod of ours.
+    :class:`PodOutcome` per pending pod of ours. ``preemption``: let roots that do not fit preempt
+    lower-priority pods (applied as if the evictions completed, see the module docstring).
     """
     sim = Simulation(problems=list(objects.problems), scheduler_name=scheduler_name,
                      pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods),
@@ -184,16 +218,30 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
     sim.initial = cache.snapshot()
     forest = cache.forest()
     queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
-    cycle = Cycle(cache, config)
+    cycle = Cycle(cache, config, (DefaultPreemption(CacheGroupView(cache)),) if preemption else ())
     binder = RecordingBinder(cache)
-    decided: dict[GroupKey, Decision] = {}
+    decided: dict[GroupKey, Plan | Unschedulable] = {}
     order: list[GroupTree] = []
     selector_errors: set[str] = set()
+    preempted: dict[GroupKey, str] = {}
     while len(queue):
-        attempt = cycle.attempt(queue.pop())
+        key = queue.pop()
+        attempt = cycle.attempt(key)
+        rounds = 0
+        while attempt is not None and isinstance(attempt.decision, Preemption) and rounds < MAX_PREEMPTION_ROUNDS:
+            if attempt.decision.waiting:
+                break
+            _evict(cache, attempt.decision, sim, preempted)
+            rounds += 1
+            attempt = cycle.attempt(key)
         if attempt is None:
             continue
-        decision = attempt.decision
+        decision: Plan | Unschedulable
+        if isinstance(attempt.decision, Preemption):  # still waiting, or rounds used up: report why
+            decision = _as_failure(attempt.decision)
+            attempt = dataclasses.replace(attempt, decision=decision)
+        else:
+            decision = attempt.decision
         selector_errors.update(decision.selector_errors)
         if attempt.plan is not None:
             users = _claim_users(attempt)
@@ -217,6 +265,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
     order += sorted(rest, key=lambda t: tuple(t.key))
 
     group_objects: list[PodGroup | CompositePodGroup] = [*objects.podgroups, *objects.composites]
+
     objs = {GroupKey(o.kind, o.metadata.namespace, o.metadata.name): o for o in group_objects}
     for tree in order:
         outcome = decided.get(tree.key)
@@ -225,6 +274,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
             if group.key.kind == "Pod":
                 continue
             status, reason = _group_status(tree, group, outcome)
+            if group.key in preempted:
+                reason = f"{reason}; {preempted[group.key]}" if reason else preempted[group.key]
             sim.groups.append(GroupOutcome(group.key, tree.key, status, _policy(objs.get(group.key)),
                                            _subtree_placements(group, placed), reason, tree.priority))
         for leaf in tree.root.leaves():
@@ -249,6 +300,28 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig) -> Sim
     context = Context(namespaces_known=bool(objects.namespaces), storage=sim.initial.volumes)
     sim.unhonoured = [(o.pod, finding) for o in sim.pods for finding in unhonoured(o.pod, context)]
     return sim
+
+
+def _evict(cache: ClusterCache, decision: Preemption, sim: Simulation, preempted: dict[GroupKey, str]) -> None:
+    """Apply a preemption as the watch would show it once the evictions completed: every victim deleted
+    from ``cache``. Records the outcome in ``sim`` and, per victim PodGroup, what took its pods."""
+    victims = tuple((pod, pod.spec.node_name) for pod in decision.victims)
+    sim.preemptions.append(PreemptionOutcome(decision.root, victims, decision.message))
+    lost: Counter[GroupKey] = Counter()
+    for pod, _ in victims:
+        cache.delete_one("Pod", pod.key)
+        if pod.group_name:
+            lost[GroupKey("PodGroup", pod.metadata.namespace, pod.group_name)] += 1
+    for key, count in lost.items():
+        before = preempted.get(key)
+        text = f"{count} running pod(s) preempted by {decision.root}"
+        preempted[key] = f"{before}; {text}" if before else text
+
+
+def _as_failure(decision: Preemption) -> Unschedulable:
+    """A preemption ``simulate`` could not carry through, reported as the root's failure plus why."""
+    failure = decision.failure
+    return dataclasses.replace(failure, message=f"{failure.message}; {decision.message}")
 
 
 def _claim_users(attempt: Attempt) -> dict[str, list[tuple[str, str]]]:

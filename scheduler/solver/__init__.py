@@ -4,6 +4,6 @@ Pure functions over a :class:`~scheduler.framework.snapshot.Snapshot`; imports n
 cache or binder, so ``run``, ``simulate``, tests and benchmarks share one code path.
 """
 
-from scheduler.solver.search import solve
+from scheduler.solver.search import minimum_need, node_local, placements_hold, solve
 
-__all__ = ["solve"]
+__all__ = ["minimum_need", "node_local", "placements_hold", "solve"]

@@ -611,3 +611,63 @@ def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = Non
     except _BudgetExhausted:
         return search.unschedulable(tree, budget=True)
     return search.unschedulable(tree, budget=False)
+
+
+def placements_hold(tree: GroupTree, snapshot: Snapshot, plan: Plan, config: SolverConfig | None = None,
+                    profile: Profile = DEFAULT_PROFILE) -> bool:
+    """Whether ``plan`` — made for ``tree`` on another snapshot — still holds on ``snapshot`` as it is.
+
+    Each of the plan's placements, in plan order, must pass the static filters and every Filter
+    plugin on its node with the placements before it reserved (kube-scheduler 1.37's reprieve check,
+    ``podgrouppreemption.go``: Filter for every planned preemptor pod on its proposed node, the earlier
+    ones assumed). The placement is not searched again, so this is much cheaper than :func:`solve` —
+    and stricter: False may mean only that *this* placement no longer works. Plans whose leaves use
+    shared claims (DRA) are never confirmed here (False: solve again). Pure; never raises.
+    """
+    search = _Search(snapshot, config or SolverConfig(), tree, profile)
+    sig_of: dict[str, Signature] = {}
+    for leaf in tree.root.leaves():
+        if profile.devices.shared_claims(search.state, leaf.pending):
+            return False
+        for sig in search.signatures(leaf):
+            for pod in sig.pods:
+                sig_of[pod.key] = sig
+    index = snapshot.table.index
+    runs: list[tuple[int, Signature, list[Pod]]] = []
+    for pod, node in plan.placements:
+        found, where = sig_of.get(pod.key), index.get(node)
+        if found is None or where is None:
+            return False
+        if runs and runs[-1][0] == where and runs[-1][1] is found:
+            runs[-1][2].append(pod)
+        else:
+            runs.append((where, found, [pod]))
+    for row, sig, pods in runs:
+        if sig.rejected is not None or not sig.static.ok[row] or (sig.nodes is not None and not sig.nodes[row]):
+            return False
+        if int(search.caps(sig, np.array([row], dtype=np.int64), search.profile.filters)[0]) < len(pods):
+            return False
+        if search.state.reserve(row, sig, tuple(pods)) < len(pods):
+            return False
+    return True
+
+
+def node_local(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = None,
+               profile: Profile = DEFAULT_PROFILE) -> bool:
+    """Whether every Filter plugin judges each of ``tree``'s pending pods by its node alone (no plugin
+    ``interacts`` for any of its signatures): then pods on nodes a plan does not use cannot affect
+    whether the plan holds, and preemption may reprieve them without a check. Pure."""
+    search = _Search(snapshot, config or SolverConfig(), tree, profile)
+    for leaf in tree.root.leaves():
+        for sig in search.signatures(leaf):
+            if any(p.interacts(search.state, sig) for p in search.profile.filters):
+                return False
+    return True
+
+
+def minimum_need(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = None,
+                 profile: Profile = DEFAULT_PROFILE) -> IntArray:
+    """A lower bound of what ``tree`` needs placed to be satisfied, ``(R,)`` over the snapshot's columns: per
+    gang leaf ``need × the smallest request`` of its pending pods, per composite the ``minGroupCount``
+    smallest children summed — the bound the search prunes topology domains with. Pure."""
+    return _Search(snapshot, config or SolverConfig(), tree, profile).need(tree.root)

@@ -75,7 +75,13 @@ async def test_rendered_deployment_schedules_the_example_gang(k8s: ApiServer, ku
     proc = await asyncio.create_subprocess_exec(str(CLI), "run", *container["args"], env=env,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
     try:
-        placed = await until(lambda: bound(kube, namespace), timeout_s=60, what="the example gang bound")
+        try:
+            placed = await until(lambda: bound(kube, namespace), timeout_s=60, what="the example gang bound")
+        except AssertionError:
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGTERM)
+            out, _ = await asyncio.wait_for(proc.communicate(), 30)
+            raise AssertionError("the example gang was not bound; the scheduler's log:\n" + out.decode()) from None
         assert set(placed.values()) == {"n0"}
         base = f"http://127.0.0.1:{port}"
         assert await get(base + container["livenessProbe"]["httpGet"]["path"]) == (200, "ok")

@@ -150,8 +150,15 @@ def test_every_dashboard_query_selects_exposed_metrics() -> None:
     ("gang_scheduler_podgroup_creation_to_bound_seconds_bucket", "histogram_quantile(0.9"),
     ("gang_scheduler_bind_failures_total", "sum by (reason)"),
     ("gang_scheduler_is_leader", "sum(gang_scheduler_is_leader"),
+    ("scheduler_podgroup_preemption_attempts_total", "sum by (result)"),
+    ("scheduler_podgroup_preemption_attempt_duration_seconds_bucket", "histogram_quantile(0.99"),
+    ("scheduler_podgroup_preemption_victims_bucket", "histogram_quantile(0.5"),
+    ("scheduler_podgroup_preemption_reprieved_total", "rate("),
+    ("gang_scheduler_preemption_evictions_total", "sum by (result)"),
+    ("gang_scheduler_reservations_active", "sum(gang_scheduler_reservations_active"),
 ], ids=["podgroup-attempts-by-result", "pod-attempts-by-result", "pending-groups", "pending-pods",
-        "attempt-latency-quantiles", "algorithm-latency-quantiles", "creation-to-bound", "bind-failures", "leader"])
+        "attempt-latency-quantiles", "algorithm-latency-quantiles", "creation-to-bound", "bind-failures", "leader",
+        "preemption-attempts", "victim-selection-latency", "victims", "reprieved", "evictions", "reservations"])
 def test_dashboard_shows(metric: str, must_contain: str) -> None:
     exprs = [t["expr"] for p in panels() for t in p["targets"] if metric in t["expr"]]
     assert any(must_contain in e for e in exprs), f"no panel shows {metric} with {must_contain}: {exprs}"

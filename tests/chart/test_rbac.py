@@ -44,7 +44,7 @@ VERBS: dict[str, str | None] = {
     "create": "create",
     "replace": "update",  # PUT
     "patch": "patch",
-    "delete": "delete",  # binder.py Binder._release: a scheduler-made extended-resource claim rolled back
+    "delete": "delete",  # binder.py Binder._release (a claim rolled back); preemptor.py Preemptor._evict (victims)
     "bind": "create",  # POST pods/{name}/binding (kube.py KubeClient.bind)
     "served": None,  # GET /apis/<group>/<version>: discovery, allowed by system:discovery
 }
@@ -58,10 +58,10 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
                                                         "NAMESPACES", "COMPOSITES", "RESOURCE_SLICES",
                                                         "DEVICE_CLASSES", "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES",
                                                         "PERSISTENT_VOLUME_CLAIMS", "PERSISTENT_VOLUMES",
-                                                        "STORAGE_CLASSES", "CSI_NODES"),
-    # status.py StatusWriter.group_condition / _patch_group: `res` is COMPOSITES for a
-    # CompositePodGroup, else PODGROUPS (`res, ctype = (COMPOSITES, …) if isinstance(…) else (PODGROUPS, …)`).
-    ("live/status_writer.py", "StatusWriter.group_condition", "res"): ("PODGROUPS", "COMPOSITES"),
+                                                        "STORAGE_CLASSES", "CSI_NODES", "POD_DISRUPTION_BUDGETS"),
+    # status_writer.py StatusWriter._set_group_condition / _patch_group: `res` is COMPOSITES for a
+    # CompositePodGroup, else PODGROUPS (`res = COMPOSITES if isinstance(…) else PODGROUPS`).
+    ("live/status_writer.py", "StatusWriter._set_group_condition", "res"): ("PODGROUPS", "COMPOSITES"),
     ("live/status_writer.py", "StatusWriter._patch_group", "res"): ("PODGROUPS", "COMPOSITES"),
 }
 

@@ -6,7 +6,8 @@ uid and creationTimestamp on create, ``metadata.namespace`` from the URL, PUT, t
 201 with a ``Status``, 409 when already bound or gated), ``/status`` patches that apply only
 ``.status``, equality label/field selectors, watches that resume from a resourceVersion, and an
 in-stream ``ERROR`` 410 for a resourceVersion older than the last :meth:`ApiServer.compact`.
-Injected error reactions pre-empt writes (they do not mutate the stored object).
+Injected error reactions pre-empt writes (they do not mutate the stored object). DELETE honours
+``DeleteOptions.preconditions`` (uid, resourceVersion: 409 Conflict when they no longer match).
 
 Validation (issue 9): creates are checked like a real server's (``apivalidation.py``): every
 ``metadata.name`` and ``generateName`` against the kind's name rule (a DNS subdomain for all our
@@ -102,6 +103,12 @@ class ApiServer(kmock.KubernetesEmulator):
     async def _serve_delete(self, req):
         async with self._lock:
             key, cur = self._obj(req); md = cur['metadata']
+            pre = (req.data.get('preconditions') or {}) if isinstance(req.data, dict) else {}
+            if pre.get('uid') and pre['uid'] != md.get('uid'):  # DeleteOptions.preconditions, as the server checks
+                raise _conflict(f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {md.get('uid')}")
+            if pre.get('resourceVersion') and pre['resourceVersion'] != md.get('resourceVersion'):
+                raise _conflict(f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                                f"ResourceVersion in object meta: {md.get('resourceVersion')}")
             if not md.get('finalizers'): return await self._commit(key, cur, 'DELETED')
             if md.get('deletionTimestamp'): return cur
             md['deletionTimestamp'] = _now()  # soft delete; gone once the finalizers are patched away

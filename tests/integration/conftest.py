@@ -32,6 +32,7 @@ RESOURCES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
     "scheduling.k8s.io/v1beta1/podgroups": ("PodGroup", True, ("status",)),
     "scheduling.k8s.io/v1alpha3/compositepodgroups": ("CompositePodGroup", True, ("status",)),
     "scheduling.k8s.io/v1/priorityclasses": ("PriorityClass", False, ()),
+    "policy/v1/poddisruptionbudgets": ("PodDisruptionBudget", True, ()),
     "resource.k8s.io/v1/resourceslices": ("ResourceSlice", False, ()),
     "resource.k8s.io/v1/deviceclasses": ("DeviceClass", False, ()),
     "resource.k8s.io/v1/resourceclaims": ("ResourceClaim", True, ("status",)),

@@ -16,8 +16,9 @@ from tests.scenario.conftest import DATA
 FRAGMENTED = DATA / "clusters" / "fragmented-cluster.yaml"
 
 
-def run(*paths: Path, scoring: str = "pack") -> Simulation:
-    return simulate(load(paths), "gang-scheduler", SolverConfig(scoring=scoring))  # type: ignore[arg-type]
+def run(*paths: Path, scoring: str = "pack", preemption: bool = True) -> Simulation:
+    return simulate(load(paths), "gang-scheduler", SolverConfig(scoring=scoring),  # type: ignore[arg-type]
+                    preemption)
 
 
 def status(sim: Simulation) -> dict[str, str]:
@@ -99,7 +100,7 @@ def test_fragmented_free_gpus_sum_to_enough_but_no_packing_exists(tmp_path: Path
     text = EXTRA_NO_PACKING + "".join(
         POD.format(name=f"big-{i}", group="schedulingGroup: {podGroupName: big-6x4}", gpu=4) for i in range(6))
     text += "".join(POD.format(name=f"nb-extra-{i}", group="", gpu=1) for i in range(2))
-    sim = run(FRAGMENTED, _write(tmp_path, "extra.yaml", text))
+    sim = run(FRAGMENTED, _write(tmp_path, "extra.yaml", text), preemption=False)  # packing alone
     assert status(sim)["big-6x4"] == "Unschedulable"
     assert placements(sim, "big-6x4") == {}
     pods = {p.pod.metadata.name: p for p in sim.pods}
@@ -132,7 +133,7 @@ def test_two_gangs_that_fit_alone_but_not_together_exactly_one_is_placed_whole(t
         kept = "---".join(d for d in text.split("---") if f"name: {alone}" in d or f"podGroupName: {alone}" in d)
         solo = run(FRAGMENTED, _write(tmp_path, f"{alone}.yaml", kept))
         assert status(solo)[alone] == "Scheduled"
-    sim = run(FRAGMENTED, path)
+    sim = run(FRAGMENTED, path, preemption=False)  # all or nothing between two gangs, no evictions
     assert status(sim)["first"] == "Scheduled" and len(placements(sim, "first")) == 8
     assert status(sim)["second"] == "Unschedulable" and placements(sim, "second") == {}
     assert {zone_of(n) for n in placements(sim, "first").values()} == {"dc1-hall-b"}
@@ -146,7 +147,7 @@ def test_scoring_strategies_both_respect_all_or_nothing(scoring: str) -> None:
 
 
 def test_builtin_example_text_report_lists_the_pods_left_pending() -> None:
-    text = render_text(run(example_path())).splitlines()
+    text = render_text(run(example_path(), preemption=False)).splitlines()  # the reason without preemption's
     reason = ("gang eval-16x4: no topology.kubernetes.io/zone domain has enough free nvidia.com/gpu "
               "(2 checked; closest: us-east-1b has 4 free, needs 16)")
     start = text.index("Pods left pending (4):")

@@ -23,7 +23,10 @@ from scheduler.live.metrics import (
     BIND_FAILURE_REASONS,
     ENTITY_QUEUES,
     ENTITY_TYPES,
+    EVICTION_RESULTS,
+    PREEMPTION_RESULTS,
     QUEUES,
+    RESERVATION_EVENTS,
     RESULTS,
     Metrics,
     bind_failure_reason,
@@ -58,7 +61,8 @@ EXPECTED: dict[str, str] = {
     "gang_scheduler_is_leader": "gauge",
 }
 ALLOWED_LABELS: dict[str, set[str] | None] = {
-    "result": set(RESULTS),
+    "result": set(RESULTS) | set(PREEMPTION_RESULTS) | set(EVICTION_RESULTS),  # preemption's: issue 11
+    "event": set(RESERVATION_EVENTS),
     "profile": {PROFILE},
     "queue": set(QUEUES),
     "type": set(ENTITY_TYPES),
@@ -384,3 +388,30 @@ async def test_metrics_endpoint_serves_the_registry(served: tuple[Metrics, str],
         assert resp.headers["Content-Type"].startswith(content_type)
         body = await resp.text()
     assert 'scheduler_schedule_attempts_total{profile="gang-scheduler",result="scheduled"} 2.0' in body
+
+
+# -- preemption (issue 11) ---------------------------------------------------------------------
+def test_preemption_series_exist_at_zero_and_count_a_preemption() -> None:
+    from scheduler.framework import Preemption
+
+    m = Metrics(PROFILE, process_metrics=False)
+    for result in PREEMPTION_RESULTS:
+        assert value(m, "scheduler_podgroup_preemption_attempts_total", result=result) == 0
+    for result in EVICTION_RESULTS:
+        assert value(m, "gang_scheduler_preemption_evictions_total", result=result) == 0
+    for event in RESERVATION_EVENTS:
+        assert value(m, "gang_scheduler_reservations_total", event=event) == 0
+    tree = gang("g", 2)
+    failure = Unschedulable(tree.key, Code.UNSCHEDULABLE, "no")
+    victims = tuple(p for leaf in gang("v", 3).root.leaves() for p in leaf.pending)
+    decision = Preemption(tree.key, victims, (), plan_for(tree), failure, "m", units=1, reprieved=4)
+    m.preemption_attempt("preempting", 0.004, decision)
+    m.preemption_attempt("waiting", 0.001, None)
+    assert value(m, "scheduler_podgroup_preemption_attempts_total", result="preempting") == 1
+    assert value(m, "scheduler_podgroup_preemption_attempt_duration_seconds_count", result="waiting") == 1
+    assert value(m, "scheduler_podgroup_preemption_victims_sum") == 3
+    assert value(m, "scheduler_podgroup_preemption_reprieved_total") == 4
+    m.solved(tree, decision, 0.004)  # the root's attempt ends unschedulable: it waits for its victims
+    assert value(m, "scheduler_podgroup_schedule_attempts_total", result="unschedulable", profile=PROFILE) == 1
+    m.reservation("granted", 1)
+    assert value(m, "gang_scheduler_reservations_active") == 1

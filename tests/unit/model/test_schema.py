@@ -37,6 +37,7 @@ from scheduler.model import (
 )
 from scheduler.model.node import NodeSpec, NodeStatus, Taint
 from scheduler.model.pod import Affinity, PodSpec, Toleration
+from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.scheduling import PodGroupSpec, WorkloadReference
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from tests.unit.model.example_data import DATA, differences, documents, is_subset, modelled_objects
@@ -143,6 +144,7 @@ MODELS = [
     pytest.param(PersistentVolume, "io.k8s.api.core.v1.PersistentVolume", id="PersistentVolume-v1"),
     pytest.param(StorageClass, "io.k8s.api.storage.v1.StorageClass", id="StorageClass-storage-v1"),
     pytest.param(CSINode, "io.k8s.api.storage.v1.CSINode", id="CSINode-storage-v1"),
+    pytest.param(PodDisruptionBudget, "io.k8s.api.policy.v1.PodDisruptionBudget", id="PodDisruptionBudget-policy-v1"),
 ]
 
 

@@ -1,0 +1,258 @@
+"""Acting on preemption decisions in a live cluster: nominations, DisruptionTarget, deletes, Events.
+
+The cycle decides (``scheduler.preemption``); this module acts, off the bind path and off the
+scheduling loop, in one guarded background task per preemption (``preempt/<root>``). In order, as
+kube-scheduler's executor does (``pkg/scheduler/framework/preemption/executor.go``, v1.37;
+reference ``issue11-preemption.md`` §3):
+
+1. **Nominations first, in memory at once.** Before the task starts, the cache shows the
+   preemptor's pods nominated to their planned nodes (:meth:`ClusterCache.nominate`), so from this
+   cycle on the room the victims free is held for the root against every root of lower or equal
+   priority (the one held-room mechanism, :class:`~scheduler.framework.snapshot.Nominated`); the
+   task then writes ``status.nominatedNodeName`` on each pod (``pods/status``), the durable form.
+2. **Each victim**, concurrently (at most :data:`CONCURRENCY`): skipped if already terminating;
+   ``DisruptionTarget=True`` (reason ``PreemptionByScheduler``) on its status — 404 means it is gone
+   already, and nothing more is done for it; then ``DELETE`` with a uid precondition (a pod recreated
+   under the same name is not touched; upstream sends no precondition) and no grace-period override
+   (its own ``terminationGracePeriodSeconds`` applies); then a ``Preempted`` Event naming the preemptor.
+3. **Victim groups**: ``DisruptionTarget`` on every PodGroup that lost pods and every
+   ``disruptionMode: all`` group evicted whole.
+4. **The preemptor's group** gets a ``Preempting`` Event naming the victims.
+
+While the victims terminate, :meth:`Preemptor.awaiting` tells the PostFilter this root waits (no
+second preemption). The root binds in a later cycle once the watch shows the room free. Nominations
+are cleared when the root binds (kube-apiserver does it on Binding with
+``ClearingNominatedNodeNameAfterBinding``; we clear what is still shown, for servers without it),
+when a plan leaves the pod pending, when the root no longer needs them (it fails without
+preempting), and vanish with the pod when it is deleted. Nothing is rolled back: victims deleted for
+a preemptor that is deleted meanwhile stay deleted, as upstream.
+
+:class:`TimedPreemption` wraps the pure PostFilter plugin to time it and record its metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any
+
+from scheduler.cache.cluster import ClusterCache
+from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
+from scheduler.framework.snapshot import Snapshot
+from scheduler.groups.tree import GroupTree
+from scheduler.live.kube import MERGE_PATCH, PODS, ApiError, Conflict, KubeClient, Lane, NotFound
+from scheduler.live.metrics import EvictionResult, Metrics
+from scheduler.live.status_writer import Regarding, StatusWriter
+from scheduler.model.pod import Pod
+from scheduler.model.scheduling import GroupKey
+from scheduler.preemption import DefaultPreemption
+
+log = logging.getLogger(__name__)
+
+CONCURRENCY = 16
+"""Victims acted on at once (kube-scheduler's preemption parallelism, ``prepareCandidate``)."""
+
+DISRUPTION_MESSAGE = "{scheduler}: preempting to accommodate a higher priority {kind}"
+"""``DisruptionTarget`` message (``executor.go`` v1.37: ``"<schedulerName>: preempting to accommodate a
+higher priority podgroup"``); ``kind`` is ``podgroup``, ``compositepodgroup`` or ``pod``."""
+
+
+class TimedPreemption:
+    """The PostFilter plugin as the live cycle runs it: :class:`DefaultPreemption`, timed, its outcome recorded
+    in ``metrics`` (``scheduler_podgroup_preemption_*``). The plugin stays pure; the clock is here."""
+
+    def __init__(self, plugin: DefaultPreemption, metrics: Metrics) -> None:
+        self.plugin = plugin
+        self.metrics = metrics
+        self.name = plugin.name
+
+    def post_filter(self, tree: GroupTree, snapshot: Snapshot, result: Unschedulable,
+                    config: SolverConfig) -> Decision | None:
+        started = time.perf_counter()
+        outcome, decision = self.plugin.evaluate(tree, snapshot, result, config)
+        self.metrics.preemption_attempt(outcome.value, time.perf_counter() - started,
+                                        decision if isinstance(decision, Preemption) else None)
+        return decision
+
+
+class Preemptor:
+    """See the module docstring.
+
+    ``spawn``: the driver's guarded task starter; ``fence``: whether this replica may still write (it
+    leads); ``scheduler_name``: ours, in the DisruptionTarget message.
+    """
+
+    def __init__(self, kube: KubeClient, cache: ClusterCache, status: StatusWriter, metrics: Metrics,
+                 scheduler_name: str, spawn: Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]],
+                 fence: Callable[[], bool] = lambda: True) -> None:
+        self.kube = kube
+        self.cache = cache
+        self.status = status
+        self.metrics = metrics
+        self.scheduler_name = scheduler_name
+        self.spawn = spawn
+        self.fence = fence
+        self._victims: dict[GroupKey, dict[str, str]] = {}
+        """Root → its victims still to go: pod key → uid."""
+
+    # -- what the PostFilter asks -------------------------------------------------------------------
+    def awaiting(self, root: GroupKey) -> bool:
+        """Whether victims chosen for ``root`` are still in the cluster (the same pod, by uid)."""
+        victims = self._victims.get(root)
+        if not victims:
+            return False
+        still = {key: uid for key, uid in victims.items()
+                 if (pod := self.cache.pod(key)) is not None and (pod.metadata.uid or key) == uid}
+        if still:
+            self._victims[root] = still
+            return True
+        del self._victims[root]
+        return False
+
+    # -- what the driver calls ----------------------------------------------------------------------
+    def start(self, tree: GroupTree, decision: Preemption) -> None:
+        """Act on ``decision`` (not a waiting one): nominate in memory now, then write everything in the
+        background (see the module docstring)."""
+        nominations = [(pod.key, node) for pod, node in decision.nominations]
+        self.cache.nominate(nominations)
+        self._victims[tree.key] = {p.key: p.metadata.uid or p.key for p in decision.victims}
+        self.spawn(self._actuate(tree, decision), f"preempt/{tree.key}")
+
+    def reserve(self, tree: GroupTree, plan: Plan) -> tuple[tuple[str, str], ...]:
+        """Hold the nodes of ``plan`` for a starving root without evicting anything: its pods are nominated
+        there (memory now, the API in the background). Returns the nominations."""
+        nominations = tuple((pod.key, node) for pod, node in plan.placements)
+        self.cache.nominate(nominations)
+        self.spawn(self._write_nominations(nominations), f"status/nominate/{tree.key}")
+        return nominations
+
+    def release(self, pod_keys: Iterable[str]) -> None:
+        """The pods no longer need the room they are nominated to: clear it in memory now, on the API soon."""
+        cleared = [(key, None) for key in pod_keys if self.cache.nominated_node(key)]
+        if not cleared:
+            return
+        api = [(key, None) for key, _ in cleared if (pod := self.cache.pod(key)) is not None
+               and pod.status.nominated_node_name]
+        self.cache.nominate(cleared)
+        if api:
+            self.spawn(self._write_nominations(api), f"status/nominate/{api[0][0]}")
+
+    def release_tree(self, tree: GroupTree) -> None:
+        """:meth:`release` for every pending pod of ``tree`` (it failed without preempting)."""
+        self.release(p.key for leaf in tree.root.leaves() for p in leaf.pending)
+
+    def settled(self, plan: Plan, bound: Iterable[tuple[Pod, str]]) -> None:
+        """A plan's binds ended: clear the nominations still shown on its bound pods (servers without
+        ``ClearingNominatedNodeNameAfterBinding``) and on the members it left pending."""
+        done = [pod.key for pod, _ in bound]
+        shown = [(key, None) for key in done if (pod := self.cache.pod(key)) is not None
+                 and pod.status.nominated_node_name]
+        if shown:
+            self.spawn(self._write_nominations(shown), f"status/nominate/{shown[0][0]}")
+        self.release(plan.unplaced)
+
+    def forget(self, root: GroupKey) -> None:
+        """``root`` is gone: stop waiting for its victims (their deletion, once sent, is not undone)."""
+        self._victims.pop(root, None)
+
+    # -- the background work ------------------------------------------------------------------------
+    async def _actuate(self, tree: GroupTree, decision: Preemption) -> None:
+        """The background half of :meth:`start`. A victim whose eviction failed is no longer waited for (the root
+        tries afresh next cycle, as upstream re-activates the preemptor); so is every victim if this fails."""
+        failed: list[str] = []
+        try:
+            await self._act(tree, decision, failed)
+        except BaseException:
+            failed.extend(v.key for v in decision.victims)
+            raise
+        finally:
+            waiting = self._victims.get(tree.key)
+            if waiting is not None:
+                for key in failed:
+                    waiting.pop(key, None)
+
+    async def _act(self, tree: GroupTree, decision: Preemption, failed: list[str]) -> None:
+        preemptor = self._object(tree.key)
+        await self._write_nominations([(pod.key, node) for pod, node in decision.nominations])
+        kind = tree.key.kind.lower()
+        message = DISRUPTION_MESSAGE.format(scheduler=self.scheduler_name, kind=kind)
+        gate = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(victim: Pod) -> None:
+            async with gate:
+                result = await self._evict(victim, message, preemptor)
+            self.metrics.evicted(result)
+            if result == "error":
+                failed.append(victim.key)
+
+        await asyncio.gather(*(one(v) for v in decision.victims))
+        for group in self._victim_groups(decision.victims):
+            if self.fence():
+                await self.status.disruption_target(group, message)
+        if preemptor is not None and self.fence():
+            await self.status.preempting(preemptor, [(v.key, v.spec.node_name) for v in decision.victims])
+
+    async def _evict(self, victim: Pod, message: str, preemptor: Regarding | None) -> EvictionResult:
+        """DisruptionTarget, DELETE with the uid precondition, ``Preempted`` Event; the outcome for the metrics."""
+        if not self.fence():
+            return "error"
+        current = self.cache.pod(victim.key)
+        if current is None or current.is_terminating:
+            return "gone"
+        if current.metadata.uid != victim.metadata.uid:
+            return "replaced"
+        ns, name = victim.metadata.namespace, victim.metadata.name
+        try:
+            await self.status.disruption_target(current, message)
+            await self.kube.delete(PODS, ns, name, uid=victim.metadata.uid or None, lane=Lane.URGENT)
+        except NotFound:
+            return "gone"
+        except Conflict as exc:
+            log.info("preemption victim %s not deleted: %s", victim.key, exc)
+            return "replaced"
+        except ApiError as exc:
+            log.warning("preemption victim %s not deleted: %s", victim.key, exc)
+            return "error"
+        if preemptor is not None:
+            await self.status.preempted(current, preemptor)
+        return "deleted"
+
+    async def _write_nominations(self, nominations: Iterable[tuple[str, str | None]]) -> None:
+        """``status.nominatedNodeName`` (None: removed) on each pod whose API copy differs (merge patch of
+        ``pods/status``); a pod gone or bound meanwhile is skipped, other errors logged."""
+        for key, node in nominations:
+            pod = self.cache.pod(key)
+            if pod is None or pod.status.nominated_node_name == node or (node is not None and pod.is_bound):
+                continue
+            if not self.fence():
+                return
+            try:
+                await self.kube.patch(PODS, pod.metadata.namespace, pod.metadata.name,
+                                      {"status": {"nominatedNodeName": node}}, sub="status", content_type=MERGE_PATCH,
+                                      lane=Lane.URGENT)
+            except NotFound:
+                continue
+            except ApiError as exc:
+                log.warning("nominatedNodeName of %s not written: %s", key, exc)
+
+    def _object(self, key: GroupKey) -> Regarding | None:
+        """The cached object a root stands for: its group, or its pod."""
+        if key.kind == "Pod":
+            return self.cache.pod(f"{key.namespace}/{key.name}")
+        found: Regarding | None = self.cache.group(key.kind, key.namespace, key.name)
+        return found
+
+    def _victim_groups(self, victims: Iterable[Pod]) -> list[Regarding]:
+        """Every PodGroup that lost pods, and every ``disruptionMode: all`` group evicted whole, once each."""
+        keys: dict[GroupKey, None] = {}
+        for pod in victims:
+            if pod.group_name is None:
+                continue
+            membership = self.cache.groups.membership(pod)
+            for key in (membership.leaf, membership.unit):
+                if key is not None:
+                    keys[key] = None
+        found = [self.cache.group(k.kind, k.namespace, k.name) for k in keys]
+        return [g for g in found if g is not None]

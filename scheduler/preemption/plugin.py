@@ -1,0 +1,158 @@
+"""DefaultPreemption: the PostFilter plugin that makes room for a root by evicting lower-priority units.
+
+Runs once for a root that the search rejected with code UNSCHEDULABLE, for the whole tree at once
+(kube-scheduler's ``PodGroupPostFilter``, reference §8.4). In order:
+
+1. **Eligibility.** A root whose ``preemptionPolicy`` is ``Never`` — the root group's, else (as
+   without the ``PodGroupPreemptionPolicy`` gate) any pending pod's — does not preempt.
+2. **Ongoing preemption.** While victims chosen earlier for this root are still in the cluster
+   (:meth:`GroupView.awaiting`), or a lower-priority pod terminating by preemption still runs on a
+   node one of its pods is nominated to (kube's ``PodTerminatingByPreemption`` check, after PR
+   #140641), nothing new is evicted: the decision is a waiting :class:`Preemption` that keeps the
+   current nominations.
+3. **Victims.** Candidate units (:mod:`~scheduler.preemption.units`). None → the plugin returns None
+   and the root's reason stays as the search wrote it (kube appends "No preemption victims found for
+   incoming preemptor"; we leave the message of a cluster without lower-priority pods unchanged).
+   Otherwise :func:`~scheduler.preemption.selection.select`; if the tree does not fit even with every
+   candidate gone, nothing is evicted and the message says so.
+
+Outcomes are values: a :class:`~scheduler.framework.plan.Preemption`, or the root's
+:class:`~scheduler.framework.plan.Unschedulable` with the PostFilter's message appended (kube puts
+the PostFilter message at the end of the failure). Pure: the live driver times it and records the
+metrics; no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Iterable
+
+from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
+from scheduler.framework.snapshot import Snapshot
+from scheduler.groups.tree import GroupTree
+from scheduler.model.pod import NEVER, Pod
+from scheduler.preemption.selection import Selection, select
+from scheduler.preemption.units import NodeEntries, candidates, usable_rows
+from scheduler.preemption.view import GroupView
+from scheduler.solver.plugins import DEFAULT_PROFILE, Profile
+
+NAME = "DefaultPreemption"
+
+# Messages, with kube-scheduler's wording where the meaning is the same (v1.37):
+GROUP_PREFIX = "pod group preemption: "
+"""``schedule_one_podgroup.go``: prefix of the PodGroupPostFilter message on the group status (PR #140311)."""
+POD_PREFIX = "preemption: "
+"""``default_preemption.go``: prefix of the pod PostFilter message."""
+NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+"""``PodEligibleToPreemptOthers`` / ``PodGroupPostFilter``: the preemptor's policy is ``Never``."""
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+"""``preemption.go``: even with every candidate gone the root does not fit; ours adds the counts."""
+ONGOING = "ongoing preemption on nominated nodes"
+"""``podgrouppreemption.go`` after PR #140641: victims of an earlier preemption are still terminating."""
+FOUND = "found a placement for podgroup, preempting {victims} victims"
+"""PR #140311's message once victims are chosen; ours adds the units and the budgets exceeded."""
+
+
+class Outcome(enum.Enum):
+    """What one PostFilter call came to (the ``result`` label of the preemption metrics)."""
+
+    PREEMPTING = "preempting"
+    """Victims chosen: the root is nominated and waits for them."""
+    WAITING = "waiting"
+    """Victims of an earlier preemption are still terminating: nothing new."""
+    NOT_HELPFUL = "not_helpful"
+    """Lower-priority pods exist, but the root does not fit even with all of them gone."""
+    NO_VICTIMS = "no_victims"
+    """No running pod of lower priority on a node the root could use."""
+    NOT_ELIGIBLE = "not_eligible"
+    """``preemptionPolicy: Never``."""
+
+
+class DefaultPreemption:
+    """The PostFilter plugin (see the module docstring). ``view``: the groups, budgets and preemptions in
+    flight (read at each call); ``profile``: the plugins the what-ifs solve with."""
+
+    name = NAME
+
+    def __init__(self, view: GroupView, profile: Profile = DEFAULT_PROFILE) -> None:
+        self.view = view
+        self.profile = profile
+        self.nodes = NodeEntries()
+        """Running pods per node and group, memoised across calls while each node's NodeInfo is the same."""
+
+    def post_filter(self, tree: GroupTree, snapshot: Snapshot, result: Unschedulable,
+                    config: SolverConfig) -> Decision | None:
+        """Preempt for ``tree`` if that can help; see the module docstring for what comes back."""
+        return self.evaluate(tree, snapshot, result, config)[1]
+
+    def evaluate(self, tree: GroupTree, snapshot: Snapshot, result: Unschedulable,
+                 config: SolverConfig) -> tuple[Outcome, Decision | None]:
+        """:meth:`post_filter` with the :class:`Outcome` it came to (for the caller's metrics)."""
+        prefix = POD_PREFIX if tree.key.kind == "Pod" else GROUP_PREFIX
+        if self.policy(tree) == NEVER:
+            return Outcome.NOT_ELIGIBLE, _appended(result, prefix + NOT_ELIGIBLE_NEVER)
+        nominated = tuple((p, node) for p in _pending(tree) if (node := p.status.nominated_node_name))
+        if self.view.awaiting(tree.key) or self._victims_terminating(tree, snapshot, nominated):
+            return Outcome.WAITING, Preemption(tree.key, (), nominated, None, result, prefix + ONGOING)
+        rows = usable_rows(snapshot, tree, self.profile.static_check)
+        units = candidates(snapshot, tree, self.view, rows, nodes=self.nodes)
+        if not units:
+            return Outcome.NO_VICTIMS, None
+        chosen = select(tree, snapshot, units, self.view.budgets(), config, self.profile, rows)
+        if chosen is None:
+            pods = sum(len(u.pods) for u in units)
+            return Outcome.NOT_HELPFUL, _appended(result, f"{prefix}{NOT_HELPFUL} (no fit even with all {pods} "
+                                                          "lower-priority pod(s) evicted)")
+        return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix)
+
+    def reservation(self, tree: GroupTree, snapshot: Snapshot, config: SolverConfig) -> Plan | None:
+        """The best plan of a starving root (the starvation guard's reservation): where it would go once the
+        fewest running pods of priority *at most* its own — equal ones included, they are what keeps taking
+        the room — have finished, chosen like victims but evicting nothing. None when no such plan exists."""
+        rows = usable_rows(snapshot, tree, self.profile.static_check)
+        units = candidates(snapshot, tree, self.view, rows, inclusive=True, nodes=self.nodes)
+        chosen = select(tree, snapshot, units, self.view.budgets(), config, self.profile, rows) if units else None
+        return None if chosen is None else chosen.plan
+
+    def policy(self, tree: GroupTree) -> str | None:
+        """The root's ``preemptionPolicy``: the root group's (or its class's); for a lone pod, or a group that
+        sets none, ``Never`` if any pending pod says so (KEP-5710 without the PodGroupPreemptionPolicy gate)."""
+        if tree.key.kind != "Pod":
+            own = self.view.preemption_policy(tree.key)
+            if own is not None:
+                return own
+        for pod in _pending(tree):
+            if self.view.pod_preemption_policy(pod) == NEVER:
+                return NEVER
+        return None
+
+    def _victims_terminating(self, tree: GroupTree, snapshot: Snapshot,
+                             nominated: Iterable[tuple[Pod, str]]) -> bool:
+        """A pod of lower priority than the root, terminating by preemption, still runs on a nominated node."""
+        for node in sorted({n for _, n in nominated}):
+            info = snapshot.info(node)
+            if info is None:
+                continue
+            for pod in info.pods.values():
+                if pod.terminating_by_preemption and self.view.membership(pod).priority < tree.priority:
+                    return True
+        return False
+
+
+def _pending(tree: GroupTree) -> Iterable[Pod]:
+    for leaf in tree.root.leaves():
+        yield from leaf.pending
+
+
+def _appended(result: Unschedulable, message: str) -> Unschedulable:
+    """``result`` with the PostFilter's ``message`` at the end of the root's summary."""
+    return dataclasses.replace(result, message=f"{result.message}; {message}" if result.message else message)
+
+
+def _decision(tree: GroupTree, result: Unschedulable, chosen: Selection, prefix: str) -> Preemption:
+    victims = chosen.pods
+    text = FOUND.format(victims=len(victims)) + f" ({len(chosen.victims)} unit(s)"
+    text += f", {chosen.pdb_violations} over a PodDisruptionBudget)" if chosen.pdb_violations else ")"
+    return Preemption(tree.key, victims, chosen.plan.placements, chosen.plan, result, prefix + text,
+                      units=len(chosen.victims), reprieved=chosen.reprieved, pdb_violations=chosen.pdb_violations)

@@ -1,0 +1,261 @@
+"""Victim units: which running pods a preemptor may evict, grouped into what must go together, in order.
+
+Who can be a victim (reference §8.4; kube-scheduler ``podgrouppreemption.go``, v1.37): a running
+pod — bound to a node, not terminating, not merely assumed — of *strictly* lower priority than the
+preemptor, of any scheduler, outside the preemptor's own tree. A grouped pod counts at its group's
+priority (:class:`~scheduler.preemption.view.Membership`).
+
+What goes together: a pod whose groups up to the root have no ``disruptionMode: all`` is a unit of
+its own; otherwise the unit is the whole group rooted at its highest ancestor with ``all``, and
+every running pod of it — on any node — is evicted, or none is.
+
+Only pods on nodes the preemptor could use at all (passing the static filters for one of its pending
+pods) are looked at: evicting elsewhere never frees room it can use. An ``all`` unit found there
+still brings all of its pods, wherever they run.
+
+Importance (:func:`importance`, most important first — the reprieve order, so the least important
+units are the ones left to evict): higher priority; then members a single-mode gang needs to stay
+at ``minCount`` before its spare members (the youngest ``running − minCount`` are spare); then a
+group before a lone pod (kube 1.38 ``MoreImportantVictim`` ranks: ``all`` unit > member of a group >
+pod); then larger units; then the earlier start (``status.startTime``; none yet counts as youngest);
+then the group, so members of one single-mode gang stay adjacent and one gang is emptied before the
+next is touched (volcano#4607); then the uid (kube 1.38's deterministic tie-break).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+
+from scheduler.framework.node_info import NodeInfo
+from scheduler.framework.node_table import BoolArray
+from scheduler.framework.snapshot import Snapshot
+from scheduler.groups.tree import GroupTree
+from scheduler.model.pod import Pod
+from scheduler.model.scheduling import GroupKey
+from scheduler.preemption.view import GroupView, Membership
+
+YOUNGEST = datetime.max.replace(tzinfo=UTC)
+"""The start time of a pod without ``status.startTime`` (kube's ``GetPodStartTime`` uses now): youngest."""
+
+MAX_REMEMBERED_NODES = 100_000
+"""Nodes :class:`NodeEntries` remembers before starting afresh (a 5,000-node cluster uses 5,000)."""
+
+RANK_ALL = 2
+RANK_MEMBER = 1
+RANK_POD = 0
+"""Unit ranks, kube 1.38 ``MoreImportantVictim``: compositepodgroup/podgroup unit > member of a group > pod."""
+
+
+@dataclass(slots=True)
+class Unit:
+    """Pods that are evicted together. ``key``: the ``all`` group, or the pod's key. ``pods`` and ``rows``
+    (each pod's node row) are parallel. ``group``: the group whose members are ordered together (the
+    unit's group, a single-mode member's PodGroup, or the pod). ``essential``: a single-mode gang
+    member its gang needs to stay at ``minCount``."""
+
+    key: GroupKey | str
+    priority: int
+    rank: int
+    group: str
+    pods: list[Pod] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)
+    essential: bool = False
+    start: datetime = YOUNGEST
+    group_size: int = 1
+    group_start: datetime = YOUNGEST
+    uid: str = ""
+    """The smallest uid of its pods (the last tie-break), filled in with the start times."""
+
+
+def start_of(pod: Pod) -> datetime:
+    """``status.startTime`` (timezone-aware), or :data:`YOUNGEST`."""
+    ts = pod.status.start_time
+    if ts is None:
+        return YOUNGEST
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
+
+
+def importance(unit: Unit) -> tuple[object, ...]:
+    """Sort key, most important first (see the module docstring)."""
+    return (-unit.priority, not unit.essential, -unit.rank, -unit.group_size, unit.group_start, unit.group,
+            -len(unit.pods), unit.start, unit.uid)
+
+
+def usable_rows(snapshot: Snapshot, tree: GroupTree, static_check: object) -> BoolArray:
+    """Nodes that pass the static filters for at least one pending pod of ``tree`` (``static_check``: the
+    profile's, memoised per pod template on the node table)."""
+    table = snapshot.table
+    mask = np.zeros(len(table), dtype=bool)
+    for leaf in tree.root.leaves():
+        for pod in leaf.pending:
+            mask |= table.static_fit(pod.spec, static_check).ok  # type: ignore[arg-type]
+    return mask
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """The running pods of one group on one node (or one lone pod), as the scan reads them: ``group`` is the
+    (namespace, PodGroup) they name, None for a lone pod; ``keys``, ``pods``, ``starts`` and ``uids`` are
+    parallel."""
+
+    group: tuple[str, str] | None
+    keys: tuple[str, ...]
+    pods: tuple[Pod, ...]
+    starts: tuple[datetime, ...]
+    uids: tuple[str, ...]
+    earliest: datetime = YOUNGEST
+    """The earliest of ``starts``."""
+    least_uid: str = ""
+    """The smallest of ``uids``."""
+
+
+class NodeEntries:
+    """:class:`Entry` lists per node, memoised while the node's :class:`NodeInfo` is the same object (NodeInfos
+    are immutable: the cache replaces a node's when a pod lands on it or leaves it), so a scan of a cluster
+    that barely changed between two preemptions reads each group once per node instead of each pod.
+    Pods being deleted are left out (they are going already)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[str, tuple[NodeInfo, tuple[Entry, ...]]] = {}
+
+    def entries(self, info: NodeInfo) -> tuple[Entry, ...]:
+        hit = self._memo.get(info.name)
+        if hit is not None and hit[0] is info:
+            return hit[1]
+        grouped: dict[tuple[str, str], list[tuple[str, Pod]]] = {}
+        lone: list[Entry] = []
+        for key, pod in info.pods.items():
+            if pod.metadata.deletion_timestamp is not None:
+                continue
+            sg = pod.spec.scheduling_group
+            if sg is not None and sg.pod_group_name:
+                grouped.setdefault((pod.metadata.namespace, sg.pod_group_name), []).append((key, pod))
+            else:
+                start, uid = start_of(pod), pod.metadata.uid or key
+                lone.append(Entry(None, (key,), (pod,), (start,), (uid,), start, uid))
+        found: list[Entry] = []
+        for g, pairs in grouped.items():
+            starts = tuple(start_of(p) for _, p in pairs)
+            uids = tuple(p.metadata.uid or k for k, p in pairs)
+            found.append(Entry(g, tuple(k for k, _ in pairs), tuple(p for _, p in pairs), starts, uids, min(starts),
+                               min(uids)))
+        entries = (*found, *lone)
+        if len(self._memo) >= MAX_REMEMBERED_NODES:  # bound the memory of nodes long gone
+            self._memo.clear()
+        self._memo[info.name] = (info, entries)
+        return entries
+
+
+def candidates(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolArray, *,
+               inclusive: bool = False, nodes: NodeEntries | None = None) -> list[Unit]:
+    """The victim units the root of ``tree`` may evict, found on the nodes of ``rows`` (see the module
+    docstring), in no particular order. Each unit's pods are every running pod of it (an ``all`` unit's
+    on any node); empty when nothing of lower priority runs there. ``inclusive``: units of the root's own
+    priority count too — never for eviction, only for the starvation guard's "which pods must finish".
+    ``nodes``: a memo kept across calls (the plugin's), else one for this call.
+    """
+    nodes = nodes or NodeEntries()
+    own = {p.key for p in tree.pods()}
+    own_groups = {(leaf.key.namespace, leaf.key.name) for leaf in tree.root.leaves() if leaf.key.kind == "PodGroup"}
+    limit = tree.priority + 1 if inclusive else tree.priority  # victims: priority < limit
+    assumed = view.assumed()
+    members: dict[tuple[str, str], Membership] = {}
+    units: dict[GroupKey | str, Unit] = {}
+    whole: list[Unit] = []
+    for row in np.flatnonzero(rows).tolist():
+        for entry in nodes.entries(snapshot.infos[row]):
+            group = entry.group
+            if group is None:
+                key, pod = entry.keys[0], entry.pods[0]
+                if key in own or key in assumed:
+                    continue
+                m = view.membership(pod)
+                if m.priority < limit:
+                    units[key] = Unit(key, m.priority, RANK_POD, key, [pod], [row], start=entry.starts[0],
+                                      uid=entry.uids[0])
+                continue
+            if group in own_groups:
+                continue
+            found_m = members.get(group)
+            m = found_m if found_m is not None else members.setdefault(group, view.membership(entry.pods[0]))
+            if m.priority >= limit:
+                continue
+            if m.unit is not None:
+                whole_unit = units.get(m.unit)
+                if whole_unit is None:
+                    whole_unit = units[m.unit] = Unit(m.unit, m.priority, RANK_ALL, str(m.unit), uid=entry.least_uid)
+                    whole.append(whole_unit)
+                _add(whole_unit, entry, row, assumed)
+                continue
+            picked = range(len(entry.keys)) if not assumed else [i for i, k in enumerate(entry.keys)
+                                                                 if k not in assumed]
+            leaf = str(m.leaf)
+            for i in picked:
+                units[entry.keys[i]] = Unit(entry.keys[i], m.priority, RANK_MEMBER, leaf, [entry.pods[i]], [row],
+                                            start=entry.starts[i], uid=entry.uids[i])
+    if not rows.all() and whole:  # an all unit's pods elsewhere go too: gather them from the groups
+        _gather(snapshot, view, whole, assumed)
+    found = [u for u in units.values() if u.pods]
+    _order_within_groups(found, members)
+    return found
+
+
+def _add(unit: Unit, entry: Entry, row: int, assumed: Collection[str]) -> None:
+    """Add the pods of ``entry`` (on node ``row``) to an ``all`` unit, all at once unless some are assumed."""
+    if not assumed:
+        unit.pods.extend(entry.pods)
+        unit.rows.extend([row] * len(entry.pods))
+        if entry.earliest < unit.start:
+            unit.start = entry.earliest
+        if entry.least_uid < unit.uid:
+            unit.uid = entry.least_uid
+        return
+    for i, key in enumerate(entry.keys):
+        if key not in assumed:
+            unit.pods.append(entry.pods[i])
+            unit.rows.append(row)
+            unit.start = min(unit.start, entry.starts[i])
+            unit.uid = min(unit.uid, entry.uids[i])
+
+
+def _gather(snapshot: Snapshot, view: GroupView, whole: Iterable[Unit], assumed: Collection[str]) -> None:
+    """Add to each ``all`` unit its running pods on nodes the scan did not read."""
+    table = snapshot.table
+    for unit in whole:
+        seen = {p.key for p in unit.pods}
+        for pod in view.unit_pods(unit.key):  # type: ignore[arg-type]
+            where = table.index.get(pod.spec.node_name)
+            if (where is None or pod.key in seen or pod.is_terminating or pod.key in assumed
+                    or pod.key not in snapshot.infos[where].pods):  # only what the snapshot counts frees room
+                continue
+            unit.pods.append(pod)
+            unit.rows.append(where)
+            unit.start = min(unit.start, start_of(pod))
+            unit.uid = min(unit.uid or pod.metadata.uid or pod.key, pod.metadata.uid or pod.key)
+
+
+def _order_within_groups(units: Iterable[Unit], members: dict[tuple[str, str], Membership]) -> None:
+    """Fill in group sizes and start times, and the ``essential`` flag of single-mode gang members."""
+    by_group: dict[str, list[Unit]] = {}
+    for unit in units:
+        by_group.setdefault(unit.group, []).append(unit)
+    for group_units in by_group.values():
+        size = sum(len(u.pods) for u in group_units)
+        start = min(u.start for u in group_units)
+        for u in group_units:
+            u.group_size, u.group_start = size, start
+        first = group_units[0]
+        if first.rank != RANK_MEMBER:
+            continue
+        pod = first.pods[0]
+        m = members.get((pod.metadata.namespace, pod.group_name or ""))
+        if m is None or m.min_count is None:
+            continue
+        spare = max(0, m.running - m.min_count)
+        youngest_first = sorted(group_units, key=lambda u: (u.start, u.uid), reverse=True)
+        for i, u in enumerate(youngest_first):
+            u.essential = i >= spare

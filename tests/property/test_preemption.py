@@ -1,0 +1,112 @@
+"""Preemption's rules as properties over random clusters of running groups and one preemptor.
+
+1. Victims are always of strictly lower priority than the preemptor (a grouped pod at its group's),
+   and never of its own tree.
+2. A ``disruptionMode: all`` unit is evicted whole or not at all.
+3. The victim set is minimal: putting back any one victim unit leaves the tree unplaceable.
+4. No preemption when it cannot help: with every candidate gone the tree must fit, and it does fit
+   once the victims are gone.
+5. An equal-priority root never preempts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduler.cache.preemption_view import CacheGroupView
+from scheduler.framework import Plan, Preemption
+from scheduler.model.scheduling import GroupKey
+from scheduler.preemption.units import candidates, usable_rows
+from scheduler.solver import solve
+from scheduler.solver.plugins import DEFAULT_PROFILE
+from tests.unit.groups.builders import NS
+from tests.unit.preemption.kit import Cluster, group, pending, running
+from tests.unit.solver.builders import node
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@dataclass
+class Case:
+    cluster: Cluster
+    root: GroupKey
+
+
+@st.composite
+def cases(draw: st.DrawFn, equal: bool = False) -> Case:
+    """Nodes of 2–6 cpu filled (partly) by running groups and lone pods of priority 0–3, and one pending gang."""
+    n = draw(st.integers(1, 5))
+    free = {f"n{i}": draw(st.sampled_from([2, 4, 6])) for i in range(n)}
+    c = Cluster(nodes=[node(name, cpu=str(cap), memory="64Gi") for name, cap in free.items()])
+    preemptor_priority = draw(st.integers(0, 4))
+    for g in range(draw(st.integers(0, 4))):
+        size = draw(st.integers(1, 4))
+        mode = draw(st.sampled_from(["all", "single", None]))
+        prio = preemptor_priority if equal else draw(st.integers(0, 3))
+        c.groups.append(group(f"run{g}", draw(st.integers(1, size)), priority=prio, mode=mode))
+        for j in range(size):
+            where = draw(st.sampled_from(sorted(free)))
+            if free[where] < 1:
+                continue
+            cpu = draw(st.integers(1, min(2, free[where])))
+            free[where] -= cpu
+            c.pods.append(running(f"run{g}-{j}", where, f"run{g}", cpu=str(cpu),
+                                  started=f"2026-01-01T00:{draw(st.integers(0, 59)):02d}:00Z"))
+    for k in range(draw(st.integers(0, 3))):
+        where = draw(st.sampled_from(sorted(free)))
+        if free[where] >= 1:
+            free[where] -= 1
+            prio = preemptor_priority if equal else draw(st.integers(0, 3))
+            c.pods.append(running(f"lone{k}", where, priority=prio, scheduler="default-scheduler"))
+    size = draw(st.integers(1, 4))
+    c.groups.append(group("high", draw(st.integers(1, size)), priority=preemptor_priority))
+    c.pods += [pending(f"high-{i}", "high", cpu=str(draw(st.integers(1, 3)))) for i in range(size)]
+    for where, room in free.items():  # fill the rest so that the preemptor usually has to preempt
+        if room and draw(st.integers(0, 3)):
+            prio = preemptor_priority if equal else draw(st.integers(0, 3))
+            c.pods.append(running(f"filler-{where}", where, cpu=str(room), priority=prio))
+    return Case(c, GroupKey("PodGroup", NS, "high"))
+
+
+@SETTINGS
+@given(cases())
+def test_victims_are_lower_priority_whole_units_minimal_and_helpful(case: Case) -> None:
+    tree, decision = case.cluster.decide(case.root)
+    cache = case.cluster.cache()
+    snapshot = cache.snapshot()
+    view = CacheGroupView(cache)
+    units = candidates(snapshot, tree, view, usable_rows(snapshot, tree, DEFAULT_PROFILE.static_check))
+    everything_gone = snapshot.without([p for u in units for p in u.pods])
+    fits_when_all_gone = isinstance(solve(tree, everything_gone), Plan)
+    if isinstance(solve(tree, snapshot), Plan):
+        assert not isinstance(decision, Preemption)
+        return
+    if not isinstance(decision, Preemption):
+        assert not units or not fits_when_all_gone  # nothing evicted in vain, and never when it would help
+        return
+    assert fits_when_all_gone
+    own = {p.key for p in tree.pods()}
+    victims = {p.key: p for p in decision.victims}
+    for pod in decision.victims:
+        assert pod.key not in own
+        assert view.membership(pod).priority < tree.priority
+    for unit in units:  # whole units or nothing
+        inside = {p.key in victims for p in unit.pods}
+        assert len(inside) == 1, f"unit {unit.key} split"
+    assert isinstance(solve(tree, snapshot.without(decision.victims)), Plan)
+    chosen = [u for u in units if u.pods[0].key in victims]
+    assert sum(len(u.pods) for u in chosen) == len(victims)
+    for unit in chosen:  # minimal: no victim unit can be put back while the tree still fits
+        kept = {p.key for p in unit.pods}
+        rest = [p for p in decision.victims if p.key not in kept]
+        assert not isinstance(solve(tree, snapshot.without(rest)), Plan), f"{unit.key} could be reprieved"
+
+
+@SETTINGS
+@given(cases(equal=True))
+def test_an_equal_priority_root_never_preempts(case: Case) -> None:
+    _, decision = case.cluster.decide(case.root)
+    assert not isinstance(decision, Preemption)

@@ -1,0 +1,311 @@
+"""DefaultPreemption decisions on small clusters: who is evicted, who never is, and what the root is told."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.framework import Plan, Preemption, Unschedulable
+from scheduler.model import PriorityClass
+from scheduler.model.pod import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
+from scheduler.model.scheduling import GroupKey
+from scheduler.preemption.plugin import GROUP_PREFIX, NOT_ELIGIBLE_NEVER, NOT_HELPFUL, ONGOING, POD_PREFIX
+from scheduler.solver import solve
+from tests.unit.groups.builders import NS
+from tests.unit.preemption.kit import Cluster, budget, composite, group, names, nodes, pending, running
+
+
+def spread_gangs(count: int, size: int, mode: str | None, priority: int = 1) -> Cluster:
+    """``count`` running ``size``-pod gangs, one pod of each per node, on ``size`` nodes filled by them."""
+    c = Cluster(nodes=nodes(size, cpu=str(count)))
+    for g in range(count):
+        c.groups.append(group(f"low{g}", size, priority=priority, mode=mode))
+        c.pods += [running(f"low{g}-{j}", f"n{j}", f"low{g}", started=f"2026-01-01T00:{g:02d}:00Z")
+                   for j in range(size)]
+    return c
+
+
+def add_gang(c: Cluster, name: str, size: int, priority: int | None = 100, cpu: str = "1", **kw: object) -> None:
+    c.groups.append(group(name, size, priority=priority, **kw))  # type: ignore[arg-type]
+    c.pods += [pending(f"{name}-{i}", name, cpu=cpu) for i in range(size)]
+
+
+def preemption(c: Cluster, root: str = "high") -> Preemption:
+    _, decision = c.decide(root)
+    assert isinstance(decision, Preemption), decision
+    return decision
+
+
+@pytest.mark.parametrize("mode", ["all", "single", None], ids=["disruption-all", "disruption-single", "default-single"])
+def test_ten_spread_gangs_one_whole_gang_is_evicted_not_one_pod_of_each(mode: str | None) -> None:
+    """volcano#4607: ten running 10-pod gangs spread one pod per node over ten full nodes; a 10-pod gang of
+    higher priority needs ten slots. Exactly one job goes, whole — the youngest."""
+    c = spread_gangs(10, 10, mode)
+    add_gang(c, "high", 10)
+    decision = preemption(c)
+    assert names(decision.victims) == [f"low9-{j}" for j in range(10)]
+    assert decision.plan is not None and len(decision.plan.placements) == 10
+    assert decision.nominations == decision.plan.placements
+    assert decision.units == (1 if mode == "all" else 10)
+
+
+def test_one_pod_gang_evicts_exactly_one_pod_of_an_eleven_pod_basic_group() -> None:
+    """volcano#5984: one running 11-pod basic group filling eleven nodes; a 1-pod high-priority gang → one victim."""
+    c = Cluster(nodes=nodes(11, cpu="1"), groups=[group("basic11", None, priority=1)])
+    c.pods += [running(f"b-{j}", f"n{j}", "basic11") for j in range(11)]
+    add_gang(c, "high", 1)
+    decision = preemption(c)
+    assert len(decision.victims) == 1 and decision.units == 1
+    assert decision.message == GROUP_PREFIX + "found a placement for podgroup, preempting 1 victims (1 unit(s))"
+
+
+@pytest.mark.parametrize("where", ["podgroup", "pod", "priority-class"])
+def test_preemption_policy_never_waits(where: str) -> None:
+    c = spread_gangs(1, 2, None)
+    c.groups.append(group("high", 2, priority=100, policy="Never" if where == "podgroup" else None,
+                          priority_class="no-preempt" if where == "priority-class" else None))
+    c.classes.append(PriorityClass.model_validate({"metadata": {"name": "no-preempt"}, "value": 100,
+                                                   "preemptionPolicy": "Never"}))
+    c.pods += [pending(f"high-{i}", "high", cpu="1", policy="Never" if where == "pod" and i == 0 else None)
+               for i in range(2)]
+    _, decision = c.decide("high")
+    assert isinstance(decision, Unschedulable)
+    assert decision.message.endswith("; " + GROUP_PREFIX + NOT_ELIGIBLE_NEVER)
+
+
+def test_group_policy_overrides_its_pods() -> None:
+    """The PodGroup's preemptionPolicy wins over its pods' (gate PodGroupPreemptionPolicy semantics)."""
+    c = spread_gangs(1, 2, None)
+    c.groups.append(group("high", 2, priority=100, policy="PreemptLowerPriority"))
+    c.pods += [pending(f"high-{i}", "high", policy="Never") for i in range(2)]
+    assert isinstance(c.decide("high")[1], Preemption)
+
+
+def test_composite_preemptor_makes_room_for_its_whole_tree() -> None:
+    """A CompositePodGroup of two 2-pod gangs (minGroupCount 2) preempts for both children at once."""
+    c = spread_gangs(2, 4, "all")
+    c.composites.append(composite("train", 2, priority=100))
+    for child in ("a", "b"):
+        c.groups.append(group(child, 2, parent="train"))
+        c.pods += [pending(f"{child}-{i}", child) for i in range(2)]
+    decision = preemption(c, GroupKey("CompositePodGroup", NS, "train"))  # type: ignore[arg-type]
+    assert names(decision.victims) == [f"low1-{j}" for j in range(4)]
+    assert decision.plan is not None and decision.plan.satisfied >= {
+        GroupKey("CompositePodGroup", NS, "train"), GroupKey("PodGroup", NS, "a"), GroupKey("PodGroup", NS, "b")}
+
+
+def test_equal_priority_root_never_preempts() -> None:
+    c = spread_gangs(2, 2, None, priority=100)
+    add_gang(c, "high", 2, priority=100)
+    _, decision = c.decide("high")
+    assert isinstance(decision, Unschedulable)
+    assert decision.message == "gang high: 0/2 placeable (minCount 2); 0/2 nodes are available: 2 Insufficient cpu."
+
+
+@pytest.mark.parametrize(("priorities", "size", "evicted"), [
+    pytest.param((1, 3), 2, "low0", id="lower-priority-unit-goes-first"),
+    pytest.param((3, 1), 2, "low1", id="order-of-creation-does-not-matter"),
+    pytest.param((50, 150), 2, "low0", id="a-unit-below-the-preemptor-goes"),
+    pytest.param((50, 150), 3, None, id="a-unit-above-the-preemptor-never-goes"),
+])
+def test_victims_are_of_strictly_lower_priority_lowest_first(priorities: tuple[int, int], size: int,
+                                                             evicted: str | None) -> None:
+    c = Cluster(nodes=nodes(2, cpu="2"))
+    for g, prio in enumerate(priorities):
+        c.groups.append(group(f"low{g}", 2, priority=prio, mode="all"))
+        c.pods += [running(f"low{g}-{j}", f"n{j}", f"low{g}") for j in range(2)]
+    add_gang(c, "high", size, priority=100)
+    _, decision = c.decide("high")
+    if evicted is None:
+        assert isinstance(decision, Unschedulable)
+        assert decision.message.endswith(f"{GROUP_PREFIX}{NOT_HELPFUL} (no fit even with all 2 lower-priority "
+                                         "pod(s) evicted)")
+        return
+    assert isinstance(decision, Preemption)
+    assert {p.group_name for p in decision.victims} == {evicted}
+    assert all(p.metadata.name.startswith(evicted) for p in decision.victims)
+
+
+def test_nothing_is_evicted_in_vain() -> None:
+    """Every lower-priority pod gone still leaves no room (a 3-cpu pod on 2-cpu nodes): nothing is evicted."""
+    c = spread_gangs(2, 2, None)
+    add_gang(c, "high", 1, cpu="3")
+    _, decision = c.decide("high")
+    assert isinstance(decision, Unschedulable)
+    assert NOT_HELPFUL in decision.message
+
+
+def test_a_grouped_pod_counts_at_its_groups_priority_not_its_own() -> None:
+    """The running pods say nothing (priority 0) but their PodGroup has 500: a 100 root cannot evict them."""
+    c = Cluster(nodes=nodes(1, cpu="1"), groups=[group("important", 1, priority=500)])
+    c.pods.append(running("imp-0", "n0", "important", priority=0))
+    add_gang(c, "high", 1, priority=100)
+    assert isinstance(c.decide("high")[1], Unschedulable)
+
+
+@pytest.mark.parametrize(("class_value", "member_priority", "preempts"), [
+    pytest.param(10, None, True, id="priority-class-of-the-group"),
+    pytest.param(None, 10, True, id="highest-member-priority"),
+    pytest.param(None, 200, False, id="highest-member-priority-above-the-root"),
+])
+def test_group_priority_falls_back_to_class_then_members(class_value: int | None, member_priority: int | None,
+                                                         preempts: bool) -> None:
+    c = Cluster(nodes=nodes(1, cpu="2"))
+    if class_value is not None:
+        c.classes.append(PriorityClass.model_validate({"metadata": {"name": "batch"}, "value": class_value}))
+    c.groups.append(group("victim", 1, priority_class="batch" if class_value is not None else None))
+    c.pods += [running("v-0", "n0", "victim", priority=member_priority),
+               running("v-1", "n0", "victim", priority=None)]
+    add_gang(c, "high", 1, priority=100)
+    assert isinstance(c.decide("high")[1], Preemption) is preempts
+
+
+def test_a_pdb_protected_unit_is_kept_when_another_makes_room() -> None:
+    c = Cluster(nodes=nodes(2, cpu="1"), budgets=[budget("keep-a", {"matchLabels": {"app": "a"}}, allowed=0)])
+    c.pods += [running("a", "n0", labels={"app": "a"}, priority=1, started="2026-01-01T00:00:00Z"),
+               running("b", "n1", labels={"app": "b"}, priority=1, started="2026-01-01T00:00:00Z")]
+    add_gang(c, "high", 1)
+    decision = preemption(c)
+    assert names(decision.victims) == ["b"] and decision.pdb_violations == 0
+
+
+def test_a_pdb_never_blocks_preemption_it_is_only_counted() -> None:
+    c = Cluster(nodes=nodes(1, cpu="1"), budgets=[budget("keep", {}, allowed=0)])
+    c.pods.append(running("a", "n0", priority=1))
+    add_gang(c, "high", 1)
+    decision = preemption(c)
+    assert names(decision.victims) == ["a"] and decision.pdb_violations == 1
+    assert decision.message.endswith("(1 unit(s), 1 over a PodDisruptionBudget)")
+
+
+def test_the_youngest_of_equal_victims_goes() -> None:
+    c = Cluster(nodes=nodes(3, cpu="1"))
+    c.pods += [running(f"p{i}", f"n{i}", priority=1, started=f"2026-01-01T0{i}:00:00Z") for i in range(3)]
+    add_gang(c, "high", 1)
+    assert names(preemption(c).victims) == ["p2"]
+
+
+def test_spare_members_of_a_single_mode_gang_go_before_a_gang_drops_below_min_count() -> None:
+    """Gang ``tight`` runs exactly minCount; gang ``loose`` runs 4 with minCount 2. Two slots are needed: the
+    two youngest members of ``loose`` go, although ``tight`` is the younger gang."""
+    c = Cluster(nodes=nodes(6, cpu="1"))
+    c.groups += [group("loose", 2, priority=1), group("tight", 2, priority=1)]
+    c.pods += [running(f"loose-{j}", f"n{j}", "loose", started=f"2026-01-01T00:0{j}:00Z") for j in range(4)]
+    c.pods += [running(f"tight-{j}", f"n{4 + j}", "tight", started="2026-01-01T05:00:00Z") for j in range(2)]
+    add_gang(c, "high", 2)
+    assert names(preemption(c).victims) == ["loose-2", "loose-3"]
+
+
+def test_an_all_unit_is_evicted_whole_even_where_the_preemptor_cannot_go() -> None:
+    """A disruptionMode-all gang with a pod on a tainted node the preemptor does not tolerate: that pod goes
+    too (all or nothing), although only the other node's room is used."""
+    c = Cluster(nodes=nodes(1, cpu="1") + nodes(2, cpu="1", taints=["dedicated=x:NoSchedule"])[1:])
+    c.groups.append(group("low", 2, priority=1, mode="all"))
+    c.pods += [running("low-0", "n0", "low"), running("low-1", "n1", "low")]
+    add_gang(c, "high", 1)
+    assert names(preemption(c).victims) == ["low-0", "low-1"]
+
+
+def test_all_mode_on_a_composite_makes_its_whole_tree_one_unit() -> None:
+    c = Cluster(nodes=nodes(2, cpu="1"), composites=[composite("job", 2, priority=1, mode="all")])
+    for child, where in (("x", "n0"), ("y", "n1")):
+        c.groups.append(group(child, 1, parent="job"))
+        c.pods.append(running(f"{child}-0", where, child))
+    add_gang(c, "high", 1)
+    decision = preemption(c)
+    assert names(decision.victims) == ["x-0", "y-0"] and decision.units == 1
+
+
+def test_pods_of_other_schedulers_are_victims_too() -> None:
+    c = Cluster(nodes=nodes(1, cpu="1"))
+    c.pods.append(running("web", "n0", scheduler="default-scheduler", priority=0))
+    add_gang(c, "high", 1)
+    assert names(preemption(c).victims) == ["web"]
+
+
+def test_terminating_pods_are_not_victims_but_still_hold_room() -> None:
+    c = Cluster(nodes=nodes(1, cpu="1"))
+    c.pods.append(running("going", "n0", priority=0, terminating=True))
+    add_gang(c, "high", 1)
+    _, decision = c.decide("high")
+    assert isinstance(decision, Unschedulable)  # nothing to evict: the reason is the search's own
+
+
+def test_lone_pod_preemptor_uses_the_pod_prefix() -> None:
+    c = Cluster(nodes=nodes(1, cpu="1"))
+    c.pods += [running("low", "n0", priority=0), pending("vip", priority=10)]
+    decision = preemption(c, GroupKey("Pod", NS, "vip"))  # type: ignore[arg-type]
+    assert names(decision.victims) == ["low"] and decision.message.startswith(POD_PREFIX)
+
+
+def test_the_plan_fits_once_the_victims_are_gone() -> None:
+    c = spread_gangs(4, 4, None)
+    add_gang(c, "high", 6)
+    tree, decision = c.decide("high")
+    assert isinstance(decision, Preemption)
+    snapshot = c.cache().snapshot().without(decision.victims)
+    assert isinstance(solve(tree, snapshot), Plan)
+    assert len(decision.victims) == 6  # pods of one gang are single-mode units: exactly the room needed
+
+
+@pytest.mark.parametrize("why", ["awaiting", "terminating-victim-on-nominated-node"])
+def test_ongoing_preemption_evicts_nothing_new_and_keeps_nominations(why: str) -> None:
+    c = Cluster(nodes=nodes(2, cpu="1"))
+    victim_condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": REASON_PREEMPTION_BY_SCHEDULER}
+    c.pods += [running("old", "n0", priority=0, terminating=why != "awaiting", conditions=[victim_condition]),
+               running("other", "n1", priority=0)]
+    c.groups.append(group("high", 1, priority=100))
+    c.pods.append(pending("high-0", "high", nominated="n0"))
+    if why == "awaiting":
+        c.awaiting.add(GroupKey("PodGroup", NS, "high"))
+    decision = preemption(c)
+    assert decision.waiting and decision.victims == () and decision.plan is None
+    assert [(p.metadata.name, n) for p, n in decision.nominations] == [("high-0", "n0")]
+    assert decision.message == GROUP_PREFIX + ONGOING
+
+
+def test_a_terminating_pod_of_higher_priority_on_the_nominated_node_does_not_stop_a_new_preemption() -> None:
+    c = Cluster(nodes=nodes(2, cpu="1"))
+    victim_condition = {"type": DISRUPTION_TARGET, "status": "True", "reason": REASON_PREEMPTION_BY_SCHEDULER}
+    c.pods += [running("vip", "n0", priority=1000, terminating=True, conditions=[victim_condition]),
+               running("low", "n1", priority=0)]
+    c.groups.append(group("high", 1, priority=100))
+    c.pods.append(pending("high-0", "high", nominated="n0"))
+    decision = preemption(c)
+    assert names(decision.victims) == ["low"]
+
+
+def test_own_running_members_are_never_victims() -> None:
+    """An elastic gang running 2 (minCount 2) with a third member pending: it may evict lower pods for the
+    third, never its own members."""
+    c = Cluster(nodes=nodes(3, cpu="1"), groups=[group("elastic", 2, priority=100)])
+    c.pods += [running("elastic-0", "n0", "elastic"), running("elastic-1", "n1", "elastic"),
+               pending("elastic-2", "elastic"), running("low", "n2", priority=0)]
+    assert names(preemption(c, "elastic").victims) == ["low"]
+
+
+def test_extra_members_of_a_satisfied_gang_do_not_preempt_equal_priority() -> None:
+    c = Cluster(nodes=nodes(3, cpu="1"), groups=[group("elastic", 2, priority=5), group("peer", 1, priority=5)])
+    c.pods += [running("elastic-0", "n0", "elastic"), running("elastic-1", "n1", "elastic"),
+               pending("elastic-2", "elastic"), running("peer-0", "n2", "peer")]
+    assert isinstance(c.decide("elastic")[1], Unschedulable)
+
+
+def test_a_reservation_is_the_best_plan_once_equal_or_lower_pods_finish_and_evicts_nothing() -> None:
+    """The starvation guard's plan: where a root fits once the fewest pods of priority ≤ its own finish —
+    here the node whose one equal-priority pod is the youngest (an older one, or a higher one, stays)."""
+    from scheduler.cache.preemption_view import CacheGroupView
+    from scheduler.framework import SolverConfig
+    from scheduler.preemption import DefaultPreemption
+
+    c = Cluster(nodes=nodes(3, cpu="1"))
+    c.pods += [running("old", "n0", priority=5, started="2026-01-01T00:00:00Z"),
+               running("young", "n1", priority=5, started="2026-01-02T00:00:00Z"),
+               running("vip", "n2", priority=9)]
+    add_gang(c, "big", 1, priority=5)
+    cache = c.cache()
+    tree = cache.tree(GroupKey("PodGroup", NS, "big"))
+    assert tree is not None
+    plan = DefaultPreemption(CacheGroupView(cache)).reservation(tree, cache.snapshot(), SolverConfig())
+    assert plan is not None and [(p.metadata.name, n) for p, n in plan.placements] == [("big-0", "n1")]
+    _, decision = c.decide("big")
+    assert isinstance(decision, Unschedulable)  # equal priority: no preemption for the same root

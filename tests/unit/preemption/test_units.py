@@ -1,0 +1,102 @@
+"""Victim units: who is a candidate, what goes together, and the importance (reprieve) order."""
+
+from __future__ import annotations
+
+from scheduler.cache.preemption_view import CacheGroupView
+from scheduler.framework import Plan
+from scheduler.model.scheduling import GroupKey
+from scheduler.preemption.units import RANK_ALL, RANK_MEMBER, RANK_POD, Unit, candidates, importance, usable_rows
+from scheduler.solver.plugins import DEFAULT_PROFILE
+from tests.unit.groups.builders import NS
+from tests.unit.preemption.kit import Cluster, group, names, nodes, pending, running
+
+
+def units_of(c: Cluster, root: str = "high") -> list[Unit]:
+    cache = c.cache()
+    tree = cache.tree(GroupKey("PodGroup", NS, root))
+    assert tree is not None
+    snapshot = cache.snapshot()
+    return candidates(snapshot, tree, CacheGroupView(cache), usable_rows(snapshot, tree, DEFAULT_PROFILE.static_check))
+
+
+def preemptor(c: Cluster, priority: int = 100) -> None:
+    c.groups.append(group("high", 1, priority=priority))
+    c.pods.append(pending("high-0", "high"))
+
+
+def test_candidates_are_running_pods_of_lower_priority_outside_the_own_tree() -> None:
+    c = Cluster(nodes=nodes(2))
+    c.pods += [running("low", "n0", priority=1), running("equal", "n0", priority=100), running("higher", "n1",
+               priority=1000), running("going", "n1", priority=1, terminating=True)]
+    preemptor(c)
+    assert [names(u.pods) for u in units_of(c)] == [["low"]]
+
+
+def test_an_all_group_is_one_unit_a_single_group_one_per_pod() -> None:
+    c = Cluster(nodes=nodes(2), groups=[group("whole", 2, priority=1, mode="all"), group("each", 2, priority=1)])
+    c.pods += [running("whole-0", "n0", "whole"), running("whole-1", "n1", "whole"),
+               running("each-0", "n0", "each"), running("each-1", "n1", "each"), running("lone", "n1", priority=1)]
+    preemptor(c)
+    found = sorted((names(u.pods), u.rank, u.key) for u in units_of(c))
+    assert found == [(["each-0"], RANK_MEMBER, "ml/each-0"), (["each-1"], RANK_MEMBER, "ml/each-1"),
+                     (["lone"], RANK_POD, "ml/lone"),
+                     (["whole-0", "whole-1"], RANK_ALL, GroupKey("PodGroup", NS, "whole"))]
+
+
+def test_only_nodes_the_preemptor_could_use_are_searched() -> None:
+    c = Cluster(nodes=nodes(1) + nodes(2, taints=["dedicated=x:NoSchedule"])[1:])
+    c.pods += [running("here", "n0", priority=1), running("there", "n1", priority=1)]
+    preemptor(c)
+    assert [names(u.pods) for u in units_of(c)] == [["here"]]
+
+
+def test_assumed_pods_are_not_victims() -> None:
+    c = Cluster(nodes=nodes(1), groups=[group("low", 1, priority=1)])
+    c.pods.append(pending("low-0", "low"))
+    preemptor(c)
+    cache = c.cache()
+    low = cache.tree(GroupKey("PodGroup", NS, "low"))
+    assert low is not None
+    cache.assume(Plan(low.key, ((low.root.leaves().__next__().pending[0], "n0"),), frozenset({low.key})), "t1")
+    tree = cache.tree(GroupKey("PodGroup", NS, "high"))
+    assert tree is not None
+    snapshot = cache.snapshot()
+    assert candidates(snapshot, tree, CacheGroupView(cache),
+                      usable_rows(snapshot, tree, DEFAULT_PROFILE.static_check)) == []
+
+
+def test_importance_orders_priority_then_spares_then_rank_then_size_then_age() -> None:
+    c = Cluster(nodes=nodes(4, cpu="8"), groups=[
+        group("big", 3, priority=1, mode="all"), group("small", 1, priority=1, mode="all"),
+        group("gang", 2, priority=1), group("higher", 1, priority=5)])
+    c.pods += [running(f"big-{j}", f"n{j}", "big") for j in range(3)]
+    c.pods += [running("small-0", "n0", "small"), running("higher-0", "n1", "higher")]
+    c.pods += [running(f"gang-{j}", f"n{j}", "gang", started=f"2026-01-01T00:0{j}:00Z") for j in range(3)]
+    c.pods += [running("old", "n3", priority=1, started="2025-01-01T00:00:00Z"),
+               running("young", "n3", priority=1, started="2026-06-01T00:00:00Z")]
+    preemptor(c)
+    order = [names(u.pods) for u in sorted(units_of(c), key=importance)]
+    assert order == [
+        ["higher-0"],                        # highest priority
+        ["gang-0"], ["gang-1"],              # the two members gang (minCount 2) needs
+        ["big-0", "big-1", "big-2"],         # an all unit before a member, a larger one first
+        ["small-0"],
+        ["gang-2"],                          # the gang's one spare member (its youngest)
+        ["old"], ["young"],                  # lone pods, older first
+    ]
+
+
+def test_an_all_unit_leaves_out_its_members_still_being_bound() -> None:
+    c = Cluster(nodes=nodes(2), groups=[group("whole", 1, priority=1, mode="all")])
+    c.pods += [running("whole-0", "n0", "whole"), pending("whole-1", "whole")]
+    preemptor(c)
+    cache = c.cache()
+    tree = cache.tree(GroupKey("PodGroup", NS, "whole"))
+    assert tree is not None
+    member = next(p for leaf in tree.root.leaves() for p in leaf.pending)
+    cache.assume(Plan(tree.key, ((member, "n1"),), frozenset({tree.key})), "t1")
+    high = cache.tree(GroupKey("PodGroup", NS, "high"))
+    assert high is not None
+    snapshot = cache.snapshot()
+    found = candidates(snapshot, high, CacheGroupView(cache), usable_rows(snapshot, high, DEFAULT_PROFILE.static_check))
+    assert [names(u.pods) for u in found] == [["whole-0"]]
