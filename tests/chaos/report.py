@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import pytest
+
 from tests.chaos.atrest import Check, Verdict
 
 REPORT_PATH = Path(__file__).resolve().parents[2] / ".chaos-report.json"
@@ -61,6 +63,11 @@ class VariantReport:
     @property
     def passed(self) -> bool:
         return not self.failed
+
+    def assert_passed(self) -> None:
+        """Fail the test with the failed assertions and their findings (no traceback of the harness)."""
+        if not self.passed:
+            pytest.fail("\n".join([self.line(), *self.details()]), pytrace=False)
 
     def faults_total(self) -> int:
         return sum(n for by_code in self.faults.values() for n in by_code.values())

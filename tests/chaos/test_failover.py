@@ -63,4 +63,4 @@ async def test_leader_killed_mid_gang_the_standby_finishes_it(chaos: OpenVariant
                 await h.start(leader)  # back as the standby
         await live_leader(h, replicas)
         await h.finish(expect_full=[g.key for g in gangs])
-    assert h.report.passed, "\n".join(h.report.details())
+    h.report.assert_passed()

@@ -64,4 +64,4 @@ async def test_faults_watch_resets_and_410s(chaos: OpenVariant) -> None:
             compactor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await compactor
-    assert h.report.passed, "\n".join(h.report.details())
+    h.report.assert_passed()

@@ -107,4 +107,4 @@ async def test_malformed_objects_do_not_stop_the_scheduler(chaos: OpenVariant) -
         await h.finish(expect_full=[g.key for g in feeder.good], extra={
             ALIVE: [] if proc.alive else [f"exited with {proc.returncode}"],
             KEPT_BINDING: [falsified] if falsified else []})
-    assert h.report.passed, "\n".join(h.report.details())
+    h.report.assert_passed()

@@ -10,7 +10,9 @@ thief that fits in the victim's unbound room appears:
   ``disruptionMode: all``, so a scheduler that lets the higher priority take the room can tear the
   victim down whole (issue 12's gang repair; its timeout must be below ``CHAOS_SETTLE_S``, set
   through ``CHAOS_SCHEDULER_ARGS``);
-* rounds 2, 5: **same priority, newer**: a whole new thief of the victim's PriorityClass.
+* rounds 2, 5: **same priority, newer**: a whole new thief of the victim's PriorityClass. Queue order
+  is priority, then creationTimestamp — whole seconds, as on a real server — then name, so a thief
+  created in the victim's second comes first ("thief-…" < "victim-…").
 
 At rest no victim may be left with 0 < bound < 8. Nothing is required to be fully bound (the
 room fits one of the two gangs, and which one depends on the priorities), but the kills themselves
@@ -73,4 +75,4 @@ async def test_thief_gang_during_each_downtime(chaos: OpenVariant) -> None:
         if not proc.alive:
             await h.start(proc)
         await h.finish()
-    assert h.report.passed, "\n".join(h.report.details())
+    h.report.assert_passed()
