@@ -27,6 +27,8 @@ from tests.chaos.server import HARNESS_AGENT, ChaosApiServer, KillSwitch, chaos_
 DEFAULT_SEED = 12
 DEFAULT_SETTLE_S = 20.0
 TRACEBACKS = "no traceback in the scheduler's log"
+NO_EXIT = "the scheduler never exited on its own"
+KILLS_FIRED = "every kill switch fired (the writes it waited for came)"
 
 OpenVariant = Callable[[str], contextlib.AbstractAsyncContextManager["Harness"]]
 """The ``chaos`` fixture: ``async with chaos("variant") as h``."""
@@ -61,6 +63,7 @@ class Harness:
         self.kubeconfig = write_kubeconfig(log_dir / "kubeconfig", str(server.url))
         self.processes: list[SchedulerProcess] = []
         self.sampler = HalfGangSampler(kube)
+        self.missed: list[str] = []
         self.judged = False
         """Set by :meth:`finish`: the variant ran to its end and its report holds the verdict."""
 
@@ -80,13 +83,19 @@ class Harness:
     async def killed(self, switch: KillSwitch, proc: SchedulerProcess, timeout_s: float = 30.0) -> bool:
         """Wait for ``switch`` to fire and ``proc`` (its target) to be gone, then count the gangs left partial.
 
-        False (counted as missed, the switch disarmed) when it did not fire within ``timeout_s``.
+        False (counted as missed, the switch disarmed) when it did not fire within ``timeout_s``, or when the
+        process exited on its own first (noted by the process, judged by :meth:`finish`).
         """
-        try:
-            await asyncio.wait_for(switch.fired.wait(), timeout_s)
-        except TimeoutError:
+        assert proc.proc is not None
+        fired = asyncio.ensure_future(switch.fired.wait())
+        exited = asyncio.ensure_future(proc.proc.wait())
+        await asyncio.wait({fired, exited}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        fired.cancel()
+        exited.cancel()
+        if not switch.fired.is_set():
             self.server.disarm(switch)
             self.report.kills_missed += 1
+            self.missed.append(f"{switch.what}: {switch.seen} matching write(s) in {timeout_s:.0f} s")
             return False
         await proc.wait_exit()
         self.report.kills += 1
@@ -100,7 +109,10 @@ class Harness:
                      timeout_s: float | None = None) -> Verdict:
         """Wait for rest (``CHAOS_SETTLE_S``), judge, add the traceback check, record it all in the report."""
         verdict = await settle(self.kube, expect_full, settle_s() if timeout_s is None else timeout_s)
-        checks = {TRACEBACKS: [t for p in self.processes for t in p.tracebacks()]}
+        checks = {TRACEBACKS: [t for p in self.processes for t in p.tracebacks()],
+                  NO_EXIT: [e for p in self.processes for e in p.exits] +
+                  [f"{p.name} is not running" for p in self.processes if p.starts and not p.alive],
+                  KILLS_FIRED: self.missed}
         checks.update(extra or {})
         self.report.record(verdict, checks)
         self.judged = True

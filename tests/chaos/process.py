@@ -54,6 +54,9 @@ class SchedulerProcess:
         self.logs: list[Path] = []
         self.starts = 0
         self.kills = 0
+        self.exits: list[str] = []
+        """Lives that ended without our SIGKILL or SIGTERM: ``log name: exit code``."""
+        self._ended_by_us = False
 
     async def __aenter__(self) -> SchedulerProcess:
         return self
@@ -73,7 +76,9 @@ class SchedulerProcess:
     async def start(self) -> None:
         """Start a new life (the previous one must be over)."""
         assert not self.alive, f"{self.name} is still running"
+        self._note_exit()
         self.starts += 1
+        self._ended_by_us = False
         log = self.log_dir / f"{self.name}-{self.starts}.log"
         self.logs.append(log)
         with log.open("wb") as out:  # the child keeps its own descriptor
@@ -86,6 +91,7 @@ class SchedulerProcess:
         """SIGKILL now (synchronous: callable from inside a request handler)."""
         if self.alive:
             assert self.proc is not None
+            self._ended_by_us = True
             os.kill(self.proc.pid, signal.SIGKILL)
             self.kills += 1
 
@@ -96,13 +102,20 @@ class SchedulerProcess:
     async def stop(self) -> None:
         """SIGTERM, then SIGKILL after 10 s; reaps the process. Safe to call at any time."""
         if self.proc is None or self.proc.returncode is not None:
+            self._note_exit()
             return
+        self._ended_by_us = True
         self.proc.send_signal(signal.SIGTERM)
         try:
             await asyncio.wait_for(self.proc.wait(), 10)
         except TimeoutError:
             self.proc.kill()
             await self.proc.wait()
+
+    def _note_exit(self) -> None:
+        if self.proc is not None and self.proc.returncode is not None and not self._ended_by_us:
+            self.exits.append(f"{self.logs[-1].name}: exited with {self.proc.returncode}")
+            self._ended_by_us = True  # noted once
 
     def identity(self) -> str | None:
         """The Lease identity of the current life, from its first log line (None before it is written)."""

@@ -6,8 +6,8 @@ scheduler's state carries over from one example to the next) creates a batch fro
 :func:`tests.chaos.malformed.batches`, then a good gang on the ``good`` nodes (every fourth a DRA gang),
 and requires that gang to be fully bound within 20 s while the scheduler keeps running. Hypothesis
 runs in a worker thread; each example's I/O runs on the test's loop, where the emulator serves.
-At rest, besides the usual checks: no traceback in the log, the process never exited, and every
-good gang is fully bound.
+At rest, besides the usual checks (no traceback in the log and no exit among them): every good
+gang is fully bound.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ pytestmark = pytest.mark.chaos
 
 BUDGET_S = 200.0
 GOOD_BIND_S = 20.0
-ALIVE = "the scheduler never exited"
 KEPT_BINDING = "good gangs created alongside kept binding"
 
 
@@ -104,7 +103,5 @@ async def test_malformed_objects_do_not_stop_the_scheduler(chaos: OpenVariant) -
         falsified = await asyncio.to_thread(run_hypothesis, feeder, asyncio.get_running_loop())
         h.report.notes.append(f"{feeder.created} malformed objects created ({feeder.refused} refused by the "
                               f"emulator) in {len(feeder.good)} batches")
-        await h.finish(expect_full=[g.key for g in feeder.good], extra={
-            ALIVE: [] if proc.alive else [f"exited with {proc.returncode}"],
-            KEPT_BINDING: [falsified] if falsified else []})
+        await h.finish(expect_full=[g.key for g in feeder.good], extra={KEPT_BINDING: [falsified] if falsified else []})
     h.report.assert_passed()
