@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from scheduler.live.kube import KubeClient
 from tests.chaos.harness import Harness, OpenVariant
 from tests.chaos.process import SchedulerProcess
 from tests.chaos.server import STATUS_KINDS, KillSwitch, Kind, kinds_of
@@ -46,6 +47,17 @@ async def kill_rounds(h: Harness, rounds: int, wave: Wave, arm: Arm) -> list[Gan
     return gangs
 
 
+def waves(h: Harness, prefix: str, size: int, create: Callable[[KubeClient, GangSpec], Awaitable[None]]) -> Wave:
+    """Each round, two new gangs ``prefix-<round>-<j>`` of ``size`` pods made by ``create``."""
+    async def wave(i: int) -> list[GangSpec]:
+        gangs = [GangSpec(f"{prefix}-{i}-{j}", size) for j in range(2)]
+        for gang in gangs:
+            await create(h.kube, gang)
+        return gangs
+
+    return wave
+
+
 async def run_variant(h: Harness, rounds: int, wave: Wave, arm: Arm) -> None:
     async with asyncio.timeout(BUDGET_S):
         gangs = await kill_rounds(h, rounds, wave, arm)
@@ -56,12 +68,6 @@ async def test_kill_after_the_nth_bind(chaos: OpenVariant) -> None:
     async with chaos("kill-bind") as h:
         await create_nodes(h.kube, "kb", 10, cpu="16")
 
-        async def wave(i: int) -> list[GangSpec]:
-            gangs = [GangSpec(f"kb-{i}-{j}", 8) for j in range(2)]
-            for gang in gangs:
-                await create_gang(h.kube, gang)
-            return gangs
-
         def arm(i: int, proc: SchedulerProcess) -> KillSwitch:
             if i % 4 == 3:  # issue 12's durable intent: a PodGroup patch before the first bind, if there is one
                 return KillSwitch("first PodGroup patch or bind", kinds_of(Kind.PODGROUP_PATCH, Kind.BIND), 1,
@@ -69,7 +75,7 @@ async def test_kill_after_the_nth_bind(chaos: OpenVariant) -> None:
             n = h.rng.randint(1, 15)
             return KillSwitch(f"bind #{n}", kinds_of(Kind.BIND), n, proc.kill)
 
-        await run_variant(h, 8, wave, arm)
+        await run_variant(h, 8, waves(h, "kb", 8, create_gang), arm)
     h.report.assert_passed()
 
 
@@ -78,17 +84,11 @@ async def test_kill_between_claim_writes_and_binds(chaos: OpenVariant) -> None:
         await create_dra_basics(h.kube)
         await create_nodes(h.kube, "kc", 8, cpu="16", gpu_devices=8)
 
-        async def wave(i: int) -> list[GangSpec]:
-            gangs = [GangSpec(f"kc-{i}-{j}", 4) for j in range(2)]
-            for gang in gangs:
-                await create_dra_gang(h.kube, gang)
-            return gangs
-
         def arm(i: int, proc: SchedulerProcess) -> KillSwitch:
             n = h.rng.randint(1, 8)
             return KillSwitch(f"resourceclaims/status write #{n}", kinds_of(Kind.CLAIM_STATUS), n, proc.kill)
 
-        await run_variant(h, 6, wave, arm)
+        await run_variant(h, 6, waves(h, "kc", 4, create_dra_gang), arm)
     h.report.assert_passed()
 
 
@@ -96,17 +96,11 @@ async def test_kill_during_status_writes(chaos: OpenVariant) -> None:
     async with chaos("kill-status") as h:
         await create_nodes(h.kube, "ks", 6, cpu="16")
 
-        async def wave(i: int) -> list[GangSpec]:
-            gangs = [GangSpec(f"ks-{i}-{j}", 4) for j in range(2)]
-            for gang in gangs:
-                await create_gang(h.kube, gang)
-            return gangs
-
         def arm(i: int, proc: SchedulerProcess) -> KillSwitch:
             if h.rng.random() < 0.5:  # right after a gang's last bind: its condition is the next write
                 return KillSwitch("first podgroups/status write", kinds_of(Kind.PODGROUP_STATUS), 1, proc.kill)
             n = h.rng.randint(1, 10)
             return KillSwitch(f"status write #{n}", kinds_of(*STATUS_KINDS), n, proc.kill)
 
-        await run_variant(h, 6, wave, arm)
+        await run_variant(h, 6, waves(h, "ks", 4, create_gang), arm)
     h.report.assert_passed()
