@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 DEV_STAMP     := $(VENV)/.installed-dev
 
-.PHONY: run test bench lint manifests clean
+.PHONY: run test chaos bench lint manifests clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ test: $(DEV_STAMP)  ## the layering contract, then the whole test suite (unit, p
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
 
+chaos: $(DEV_STAMP)  ## the chaos suite (tests/chaos, issue 12): `gang-scheduler run` killed, faulted, robbed, failed over, fed garbage
+	$(BIN)/python -m pytest -q -m chaos tests/chaos
+
 bench: $(DEV_STAMP)  ## solver, preemption and end-to-end benchmarks (not part of `make test`)
 	$(BIN)/python -m tests.bench.bench_solver
 	$(BIN)/python -m tests.bench.bench_preemption
@@ -44,4 +47,4 @@ manifests: $(DEV_STAMP)  ## render charts/gang-scheduler into deploy/gang-schedu
 	$(BIN)/python -m tests.chart.helmchart
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .chaos-logs .chaos-report.json
