@@ -24,7 +24,7 @@ It does no I/O and imports no Kubernetes client.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -216,6 +216,14 @@ class Forest:
     """Trees with no pod at all (of any scheduler), Waiting or Invalid. Not in ``trees``: an
     empty group may be another scheduler's, so the live scheduler leaves it alone; ``simulate``
     reports them, since a snapshot is usually of one's own groups."""
+
+
+def walk(group: Group) -> Iterator[Group]:
+    """``group`` and every group under it, parents before children."""
+    yield group
+    if isinstance(group, Composite):
+        for child in group.children:
+            yield from walk(child)
 
 
 def created_at(meta_ts: datetime | None) -> datetime:

@@ -27,7 +27,7 @@ import dataclasses
 import logging
 import socket
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
@@ -39,6 +39,7 @@ from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.live.binder import Binder, BindOutcome
+from scheduler.live.group_status import GroupConditions
 from scheduler.live.health import HealthServer
 from scheduler.live.informers import Informer
 from scheduler.live.kube import (
@@ -117,7 +118,13 @@ class Scheduler:
         self.tasks: set[asyncio.Task[Any]] = set()
         self.api_problem: str | None = "API discovery has not run yet"
         self._reported: dict[GroupKey, str] = {}
-        """Root → the message last reported for it (Waiting, Invalid, Unschedulable): no repeat writes."""
+        """Root → the message last reported for it (Waiting, Invalid, Unschedulable): a Waiting or Invalid
+        tree is logged and reported on its pods once per change."""
+        self._binding: set[GroupKey] = set()
+        """Roots whose plan is being bound now."""
+        self.conditions = GroupConditions(self.cache, self.status, lambda key: key in self._binding,
+                                          fence=lambda: self.leading)
+        """The level-triggered group conditions (issue 12), written by the task ``group-status``."""
         self._orphans_reported: dict[str, str] = {}
         self._resync = True
         """Route every tree again on the next refresh (a new term as leader starts from the cache)."""
@@ -262,6 +269,7 @@ class Scheduler:
             if not await self.discover(stop):
                 return
             await self.start_informers()
+            self.spawn(self.conditions.run(), "group-status")
             if self.elector is not None:
                 self.spawn(self.elector.run(), "leader-election")
                 self.spawn(self._watch_leadership(), "leader-wake")
@@ -342,6 +350,8 @@ class Scheduler:
             found = trees.get(key)
             tree = found if found is not None and self._allowed(key.namespace) else None
             self.queue.update(tree, key, ready=tree is not None and tree.state is TreeState.READY)
+            if tree is not None or found is None:  # judged again from the cache (a root gone: its report dropped)
+                self.conditions.observe(key)
             if tree is not None and tree.state in (TreeState.WAITING, TreeState.INVALID):
                 self._blocked[key] = tree
                 self._report_blocked(tree)
@@ -370,7 +380,7 @@ class Scheduler:
         self._reported[tree.key] = tree.message
         log.info("root=%s result=%s reason=%r", tree.key, tree.state.value, tree.message)
         reason = "Unschedulable" if tree.state is TreeState.WAITING else "SchedulerError"
-        self._write_groups(tree, False, reason, tree.message)
+        self.conditions.failed(tree, reason, tree.message)
         self._report_pods(tree, reason, tree.message)  # Waiting pods too: FailedScheduling + PodScheduled=False
 
     def _report_pods(self, tree: GroupTree, reason: str, message: str, keys: frozenset[str] | None = None) -> None:
@@ -383,20 +393,6 @@ class Scheduler:
                 pod = self.cache.pod(member.key)
                 if pod is not None and not pod.is_bound:
                     self.spawn(self.status.pod_unschedulable(pod, reason, message), f"status/{pod.key}")
-
-    def _write_groups(self, tree: GroupTree, scheduled: bool, reason: str, message: str,
-                      only: frozenset[GroupKey] | None = None, per_group: Mapping[GroupKey, str] | None = None
-                      ) -> None:
-        """Set the InitiallyScheduled condition on the tree's groups (``only`` those, if given); a group
-        other than the root gets its own message from ``per_group`` when there is one."""
-        for key in tree.groups:
-            if key.kind == "Pod" or (only is not None and key not in only):
-                continue
-            obj = self.cache.group(key.kind, key.namespace, key.name)
-            if obj is not None:
-                group_reason = "Invalid" if reason == "SchedulerError" and key.kind == "CompositePodGroup" else reason
-                text = message if key == tree.key or per_group is None else per_group.get(key, message)
-                self.spawn(self.status.group_condition(obj, scheduled, group_reason, text), f"status/{key}")
 
     # -- one decision ---------------------------------------------------------------
     def _decided(self, attempt: Attempt, started: float) -> None:
@@ -413,6 +409,7 @@ class Scheduler:
             writes = self.cycle.claim_writes(attempt)
             self.queue.done(tree.key)
             self._reported.pop(tree.key, None)
+            self._binding.add(tree.key)
             self._placed(tree)
             self.spawn(self.bind(attempt, started, writes), f"bind/{tree.key}")
             return
@@ -506,9 +503,8 @@ class Scheduler:
                     self.spawn(self.status.pod_warning(pod, EVENT_UNHONOURED, note), f"status/{pod.key}")
 
     def _report_unschedulable(self, tree: GroupTree, result: Unschedulable) -> None:
-        if self._reported.get(tree.key) != result.message:
-            self._reported[tree.key] = result.message
-            self._write_groups(tree, False, "Unschedulable", result.message, per_group=result.group_reasons)
+        self._reported[tree.key] = result.message  # a Waiting report after it is a change again
+        self.conditions.failed(tree, "Unschedulable", result.message, result.group_reasons)
         self._report_pods(tree, "Unschedulable", result.message)
 
     async def bind(self, attempt: Attempt, started: float, writes: Sequence[ClaimWrite] = ()) -> None:
@@ -543,13 +539,17 @@ class Scheduler:
         tree, plan = attempt.tree, attempt.plan
         assert plan is not None
         self.cycle.settle(attempt, result)
+        self._binding.discard(tree.key)
+        if result.bound:
+            self.conditions.bound(tree.key)  # the groups it satisfied show True now, from the cache
+        else:
+            self.conditions.observe(tree.key)
         self.metrics.bound(tree, plan, outcome, time.perf_counter() - started,
                            root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
         for pod, node in result.bound:
             self.spawn(self.status.pod_scheduled(pod, node), f"status/{pod.key}")
         self.preemptor.settled(plan, result.bound)
         if result.ok:
-            self._write_groups(tree, True, "Scheduled", "", only=plan.satisfied)
             return
         message = result.failure.message if result.failure is not None else "the plan's binder failed"
         log.warning("root=%s result=BindFailed %s", tree.key, message)

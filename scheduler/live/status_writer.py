@@ -41,8 +41,9 @@ series ends ``max(SERIES_WINDOW_S, event_interval_s)`` after its last observatio
 
 Known limitations: the observations counted after the last write of a series that then stops
 are not written (client-go writes them when its finish timer fires; we have no timer), so a
-count can lag by one interval. The memory is per process: after a restart a repeat is a new
-Event. ``reportingController`` must be a qualified name (≤ 63 characters): a longer
+count can lag by one interval. The memory is per process, but a restart does not re-send what the
+objects already show (issue 12): a failure report equal to the pod's current ``PodScheduled``
+condition writes neither the condition nor an Event when this process has no memory of the pod. ``reportingController`` must be a qualified name (≤ 63 characters): a longer
 ``scheduler_name`` makes the server refuse every Event (logged, not checked here).
 """
 
@@ -194,7 +195,7 @@ class StatusWriter:
         self._last_ns = 0
 
     async def group_condition(self, group: PodGroup | CompositePodGroup, scheduled: bool, reason: str,
-                              message: str) -> bool:
+                              message: str, *, raise_errors: bool = False) -> bool:
         """Set ``(Composite)PodGroupInitiallyScheduled`` on ``group``; True if a PATCH was accepted.
 
         ``scheduled``: True → status True (``reason`` should be ``Scheduled``); False → status False
@@ -210,12 +211,13 @@ class StatusWriter:
         The write is a merge PATCH of ``status`` carrying the whole ``conditions`` list (a merge
         patch replaces lists) with ``metadata.resourceVersion`` as a precondition, so a stale cache
         can neither drop a condition another writer added nor overwrite a True. On 409 the object
-        is read again and the rules re-applied once. Any other API error is logged, returns False.
+        is read again and the rules re-applied once. Any other API error is logged and returns False —
+        or, with ``raise_errors`` (the level-triggered writer, which retries), is raised as ApiError.
         """
         ctype = COMPOSITE_INITIALLY_SCHEDULED if isinstance(group, CompositePodGroup) else INITIALLY_SCHEDULED
         new = _Condition(ctype, "True" if scheduled else "False", reason,
                          truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
-        return await self._set_group_condition(group, new, terminal=True)
+        return await self._set_group_condition(group, new, terminal=True, raise_errors=raise_errors)
 
     async def group_reservation(self, group: PodGroup | CompositePodGroup, held: bool, reason: str,
                                 message: str) -> bool:
@@ -227,9 +229,9 @@ class StatusWriter:
         return await self._set_group_condition(group, new, terminal=False)
 
     async def _set_group_condition(self, group: PodGroup | CompositePodGroup, new: _Condition, *,
-                                   terminal: bool) -> bool:
+                                   terminal: bool, raise_errors: bool = False) -> bool:
         """PATCH ``new`` into ``group``'s conditions (see :meth:`group_condition`): on 409 the group is read
-        again and judged once more; API errors are logged and give False."""
+        again and judged once more; API errors are logged and give False (``raise_errors``: raised)."""
         res = COMPOSITES if isinstance(group, CompositePodGroup) else PODGROUPS
         what = f"{res.kind} {group.metadata.namespace}/{group.metadata.name}"
         try:
@@ -238,11 +240,18 @@ class StatusWriter:
             pass  # our copy is stale: judge again against the server's
         except ApiError as exc:
             _warn(what, exc)
+            if raise_errors:
+                raise
             return False
         try:
             fresh = await self.kube.get(res, group.metadata.namespace, group.metadata.name, lane=Lane.REPORT)
             return await self._patch_group(res, type(group).model_validate(fresh), new, terminal)
-        except (ApiError, ValidationError) as exc:
+        except ApiError as exc:
+            _warn(what, exc)
+            if raise_errors:
+                raise
+            return False
+        except ValidationError as exc:
             _warn(what, exc)
             return False
 
@@ -335,11 +344,16 @@ class StatusWriter:
         """
         uid = pod.metadata.uid or pod.key
         note = truncate_utf8(message, NOTE_MAX_BYTES)
+        new = _Condition(POD_SCHEDULED, "False", reason, truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
+        if uid not in self._recent and _shows(pod.status.conditions, new):
+            # Nothing in memory (a restart, another leader) but the pod already shows this very report: it
+            # was written before — by the object, not by memory — so neither the condition nor an Event again.
+            self._first_in_interval(uid, (reason, message))
+            return
         if not self._first_in_interval(uid, (reason, message)):
             self._count((uid, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note),
                         asyncio.get_running_loop().time())
             return
-        new = _Condition(POD_SCHEDULED, "False", reason, truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
         conditions = _with_condition(pod.status.conditions, new, pod.metadata.generation, terminal=False)
         if conditions is not None:
             body: dict[str, Any] = {"status": {"conditions": conditions}}
@@ -567,6 +581,12 @@ def _with_condition(conditions: Sequence[Condition | PodCondition], new: _Condit
     if old is None:
         return [*dumped, out]
     return [out if c.get("type") == new.type else c for c in dumped]
+
+
+def _shows(conditions: Sequence[Condition | PodCondition], new: _Condition) -> bool:
+    """Whether ``conditions`` already hold ``new``'s type with its status, reason and message."""
+    old = next((c for c in conditions if c.type == new.type), None)
+    return old is not None and (old.status, old.reason, old.message) == (new.status, new.reason, new.message)
 
 
 def _warn(what: str, exc: Exception) -> None:

@@ -48,7 +48,7 @@ from scheduler.framework.plan import (
     VolumeClaimBinding,
 )
 from scheduler.framework.snapshot import Snapshot
-from scheduler.groups.tree import Composite, Group, GroupTree, Leaf, TreeState
+from scheduler.groups.tree import Group, GroupTree, Leaf, TreeState, walk
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, PodGroup
 from scheduler.offline.loader import LoadProblem, Objects
@@ -178,14 +178,6 @@ def _policy(obj: PodGroup | CompositePodGroup | None) -> str:
     return f"gang {name} {'unset' if count is None else count}"
 
 
-def _walk(group: Group) -> list[Group]:
-    out: list[Group] = [group]
-    if isinstance(group, Composite):
-        for child in group.children:
-            out.extend(_walk(child))
-    return out
-
-
 def _subtree_placements(group: Group, placed: dict[str, str]) -> dict[str, str]:
     names: dict[str, str] = {}
     leaves = [group] if isinstance(group, Leaf) else list(group.leaves())
@@ -270,7 +262,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     for tree in order:
         outcome = decided.get(tree.key)
         placed = {pod.key: node for pod, node in outcome.placements} if isinstance(outcome, Plan) else {}
-        for group in _walk(tree.root):
+        for group in walk(tree.root):
             if group.key.kind == "Pod":
                 continue
             status, reason = _group_status(tree, group, outcome)

@@ -246,10 +246,15 @@ async def test_a_failed_delete_is_retried_by_a_fresh_preemption(k8s: ApiServer, 
     async with running(kube) as sched:
         await until(lambda: terminating(kube, "low-0"), what="victim deleted on the second attempt")
         assert len([r for r in k8s if r.method == "DELETE" and r.resource == "v1/pods"]) == 2
-        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
-                   for f in sched.metrics.registry.collect() for s in f.samples}
-        assert samples[("gang_scheduler_preemption_evictions_total", (("result", "error"),))] == 1
-        assert samples[("gang_scheduler_preemption_evictions_total", (("result", "deleted"),))] == 1
+
+        def evictions(result: str) -> float:
+            samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                       for f in sched.metrics.registry.collect() for s in f.samples}
+            return samples[("gang_scheduler_preemption_evictions_total", (("result", result),))]
+
+        # counted once the victim's Preempted Event is written, which follows the delete
+        await until(lambda: evictions("deleted") == 1, what="the eviction counted")
+        assert evictions("error") == 1
         await let_go(kube, "low-0")
         assert await until(lambda: _bound(kube, "high-", 1), what="preemptor bound") == {"high-0": "n0"}
 

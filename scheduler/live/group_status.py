@@ -1,0 +1,205 @@
+"""Level-triggered group conditions (issue 12): derived from what is observed, written where the object differs.
+
+What each PodGroup and CompositePodGroup of a tree should show is computed from the cache *now*, never
+remembered from what this process wrote before:
+
+* ``PodGroupInitiallyScheduled`` / ``CompositePodGroupInitiallyScheduled`` (reference §3, §4) is
+  ``True/Scheduled`` as soon as the group is satisfied by members the server shows bound (or finished
+  with phase Succeeded) — whoever bound them: this process, the one before a crash, another replica,
+  another client. Otherwise ``False`` with the root's last failure (``Unschedulable`` with the
+  solver's message, ``Unschedulable`` for a Waiting tree, ``SchedulerError`` — ``Invalid`` on a
+  CompositePodGroup — for an Invalid one), when there is one; otherwise nothing is written. Terminal
+  once True (the writer never replaces a True).
+
+:meth:`GroupConditions.observe` is called for every root whose tree changed (and, on start and after a
+re-list, for every root), :meth:`GroupConditions.failed` after a decision that placed nothing. Both only
+mark the tree's groups *dirty*; one writer task (:meth:`GroupConditions.run`) takes the dirty groups —
+one entry per group however often it was marked, so reports are coalesced per group — computes the
+desired condition, compares it with the cached object and PATCHes through
+:class:`~scheduler.live.status_writer.StatusWriter` (REPORT lane; a 409 re-reads the object once). A write
+that fails is retried with backoff (``retry_initial_s`` doubling to ``retry_max_s``) until it lands or
+is no longer needed. A root whose plan is still being bound (``binding``) is left alone until its binder
+has finished: its members count as bound only once the server has them.
+
+Our own condition writes come back as watch events that change no tree (a group's status is not what
+the scheduler reads), so they neither wake the queue nor mark anything dirty (issue 12 item 5).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from scheduler.cache.cluster import ClusterCache
+from scheduler.groups.tree import Group, GroupTree, walk
+from scheduler.live.kube import ApiError
+from scheduler.live.status_writer import (
+    REASON_INVALID,
+    REASON_SCHEDULED,
+    REASON_SCHEDULER_ERROR,
+    StatusWriter,
+)
+from scheduler.model.base import Condition
+from scheduler.model.scheduling import (
+    COMPOSITE_INITIALLY_SCHEDULED,
+    INITIALLY_SCHEDULED,
+    CompositePodGroup,
+    GroupKey,
+    PodGroup,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """A root's last failure: condition ``reason``, the root's ``message``, and other groups' own messages."""
+
+    reason: str
+    message: str
+    per_group: Mapping[GroupKey, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Desired:
+    """The InitiallyScheduled condition a group should show."""
+
+    scheduled: bool
+    reason: str
+    message: str
+
+    def shown_by(self, condition: Condition | None) -> bool:
+        """Whether ``condition`` (the object's, of the same type) already shows this — or is a terminal True."""
+        if condition is None:
+            return False
+        if condition.is_true:
+            return True
+        return (not self.scheduled and condition.reason == self.reason
+                and (condition.message or "") == self.message)
+
+
+class GroupConditions:
+    """See the module docstring. ``binding``: whether a root's plan is being bound now; ``fence``: whether
+    this replica may write (it leads)."""
+
+    def __init__(self, cache: ClusterCache, writer: StatusWriter, binding: Callable[[GroupKey], bool], *,
+                 fence: Callable[[], bool] = lambda: True, retry_initial_s: float = 1.0,
+                 retry_max_s: float = 60.0) -> None:
+        self.cache = cache
+        self.writer = writer
+        self.binding = binding
+        self.fence = fence
+        """False (not leading) writes nothing: the next leader judges every group again from its cache."""
+        self.retry_initial_s = retry_initial_s
+        self.retry_max_s = retry_max_s
+        self.reports: dict[GroupKey, Report] = {}
+        """Root → its last failure (dropped when the root is gone or its plan is bound)."""
+        self._dirty: dict[GroupKey, GroupKey] = {}
+        """Group → its root, in the order they were marked (one entry per group: coalesced)."""
+        self._retry: dict[GroupKey, tuple[float, float, GroupKey]] = {}
+        """Group → (loop time of its next try, the delay that led to it, its root), after a failed write."""
+        self._wake = asyncio.Event()
+        self.writes = 0
+        self.failures = 0
+
+    # -- marking -------------------------------------------------------------------------------
+    def observe(self, root: GroupKey) -> None:
+        """Root ``root``'s tree changed (or may have): its groups are judged again."""
+        tree = self.cache.groups.trees.get(root) or self.cache.groups.empty.get(root)
+        if tree is None:
+            self.reports.pop(root, None)
+            return
+        self._mark(tree)
+
+    def failed(self, tree: GroupTree, reason: str, message: str,
+               per_group: Mapping[GroupKey, str] | None = None) -> None:
+        """A decision placed nothing: show ``reason`` / ``message`` on the tree's groups not satisfied."""
+        self.reports[tree.key] = Report(reason, message, dict(per_group or {}))
+        self._mark(tree)
+
+    def bound(self, root: GroupKey) -> None:
+        """A plan of ``root`` was bound (whole or in part): its failure no longer stands; judge it again."""
+        self.reports.pop(root, None)
+        self.observe(root)
+
+    def _mark(self, tree: GroupTree) -> None:
+        for key in tree.groups:
+            if key.kind != "Pod":
+                self._dirty.pop(key, None)
+                self._dirty[key] = tree.key
+        self._wake.set()
+
+    # -- judging -------------------------------------------------------------------------------
+    def desired(self, tree: GroupTree, group: Group) -> Desired | None:
+        """What ``group`` of ``tree`` should show now (see the module docstring), or None (nothing to say)."""
+        if group.satisfied:
+            return Desired(True, REASON_SCHEDULED, "")
+        report = self.reports.get(tree.key)
+        if report is None:
+            return None
+        reason = report.reason
+        if reason == REASON_SCHEDULER_ERROR and group.key.kind == "CompositePodGroup":
+            reason = REASON_INVALID
+        message = report.message if group.key == tree.key else report.per_group.get(group.key, report.message)
+        return Desired(False, reason, message)
+
+    def _pending_write(self, key: GroupKey, root: GroupKey) -> tuple[PodGroup | CompositePodGroup, Desired] | None:
+        """The object and condition to write for group ``key`` of ``root``, or None when nothing is to be written."""
+        if self.binding(root):
+            return None  # judged again once its binder has finished (GroupConditions.bound)
+        tree = self.cache.tree(root) or self.cache.groups.empty.get(root)
+        obj = self.cache.group(key.kind, key.namespace, key.name)
+        if tree is None or obj is None:
+            return None
+        group = next((g for g in walk(tree.root) if g.key == key), None)
+        if group is None:
+            return None
+        want = self.desired(tree, group)
+        ctype = COMPOSITE_INITIALLY_SCHEDULED if key.kind == "CompositePodGroup" else INITIALLY_SCHEDULED
+        current = next((c for c in obj.status.conditions if c.type == ctype), None)
+        if want is None or want.shown_by(current):
+            return None
+        return obj, want
+
+    # -- writing -------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Write what the dirty groups should show, forever (the driver's task ``group-status``)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            now = loop.time()
+            for key, (at, _, root) in self._retry.items():
+                if at <= now:
+                    self._dirty.setdefault(key, root)
+            if not self._dirty:
+                wait = min((at for at, _, _ in self._retry.values()), default=None)
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), None if wait is None else max(0.0, wait - now))
+                continue
+            key, root = next(iter(self._dirty.items()))
+            del self._dirty[key]
+            await self._write(key, root, loop.time())
+
+    async def _write(self, key: GroupKey, root: GroupKey, now: float) -> None:
+        if not self.fence():
+            self._retry.pop(key, None)
+            return
+        pending = self._pending_write(key, root)
+        if pending is None:
+            self._retry.pop(key, None)
+            return
+        obj, want = pending
+        try:
+            await self.writer.group_condition(obj, want.scheduled, want.reason, want.message, raise_errors=True)
+        except ApiError as exc:
+            self.failures += 1
+            delay = min(self.retry_max_s, self._retry[key][1] * 2) if key in self._retry else self.retry_initial_s
+            self._retry[key] = (now + delay, delay, root)
+            log.info("group=%s condition write failed (%s), retry in %.0f s", key, exc, delay)
+            self._wake.set()
+            return
+        self.writes += 1
+        self._retry.pop(key, None)
