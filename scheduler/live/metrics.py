@@ -125,12 +125,13 @@ BIND_FAILURE_REASONS: tuple[BindFailureReason, ...] = ("conflict", "not_found", 
 ``server_error`` (after the binder's retries), anything else ``other`` (429 after retries,
 transport failures, other 4xx)."""
 
-PreemptionResult = Literal["preempting", "waiting", "not_helpful", "no_victims", "not_eligible"]
+PreemptionResult = Literal["preempting", "waiting", "not_helpful", "no_victims", "not_eligible", "fits"]
 PREEMPTION_RESULTS: tuple[PreemptionResult, ...] = ("preempting", "waiting", "not_helpful", "no_victims",
-                                                    "not_eligible")
+                                                    "not_eligible", "fits")
 """``result`` of one preemption attempt (``scheduler.preemption.Outcome``): victims chosen; waiting for the
 victims of an earlier one; not helpful (no fit even with every lower-priority pod gone); no lower-priority
-pod to evict; not eligible (``preemptionPolicy: Never``). Upstream labels the status code instead."""
+pod to evict; not eligible (``preemptionPolicy: Never``); fits (a plan needing no victim, bound as is). Upstream
+labels the status code instead."""
 
 EvictionResult = Literal["deleted", "gone", "replaced", "error"]
 EVICTION_RESULTS: tuple[EvictionResult, ...] = ("deleted", "gone", "replaced", "error")
@@ -335,7 +336,8 @@ class Metrics:
             "scheduler_podgroup_preemption_attempts", "Preemption attempts for roots that did not fit, by the "
             "result: 'preempting' (victims chosen), 'waiting' (an earlier preemption's victims still terminate), "
             "'not_helpful' (no fit even with every lower-priority pod gone), 'no_victims', 'not_eligible' "
-            "(preemptionPolicy Never).", ["result"], registry=r)
+            "(preemptionPolicy Never), 'fits' (a plan needing no victim was found and bound).", ["result"],
+            registry=r)
         self.preemption_duration = Histogram(
             "scheduler_podgroup_preemption_attempt_duration_seconds", "Seconds one preemption attempt took to "
             "choose victims (the PostFilter call: candidate units, the what-if solves, the reprieve), by result.",

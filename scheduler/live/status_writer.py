@@ -43,8 +43,9 @@ Known limitations: the observations counted after the last write of a series tha
 are not written (client-go writes them when its finish timer fires; we have no timer), so a
 count can lag by one interval. The memory is per process, but a restart does not re-send what the
 objects already show (issue 12): a failure report equal to the pod's current ``PodScheduled``
-condition writes neither the condition nor an Event when this process has no memory of the pod. ``reportingController`` must be a qualified name (≤ 63 characters): a longer
-``scheduler_name`` makes the server refuse every Event (logged, not checked here).
+condition writes neither the condition nor an Event when this process has no memory of the pod.
+``reportingController`` must be a qualified name (≤ 63 characters): a longer ``scheduler_name`` makes
+the server refuse every Event (logged, not checked here).
 """
 
 from __future__ import annotations

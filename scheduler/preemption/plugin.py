@@ -67,6 +67,9 @@ class Outcome(enum.Enum):
     """No running pod of lower priority on a node the root could use."""
     NOT_ELIGIBLE = "not_eligible"
     """``preemptionPolicy: Never``."""
+    FITS = "fits"
+    """The what-ifs found a plan that needs no victim at all (the search had missed it: it is heuristic): the
+    plan itself is the decision, bound now — a Preemption of no victims would only be decided again."""
 
 
 class DefaultPreemption:
@@ -104,6 +107,8 @@ class DefaultPreemption:
             pods = sum(len(u.pods) for u in units)
             return Outcome.NOT_HELPFUL, _appended(result, f"{prefix}{NOT_HELPFUL} (no fit even with all {pods} "
                                                           "lower-priority pod(s) evicted)")
+        if not chosen.pods:
+            return Outcome.FITS, chosen.plan
         return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix)
 
     def reservation(self, tree: GroupTree, snapshot: Snapshot, config: SolverConfig) -> Plan | None:

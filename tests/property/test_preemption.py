@@ -22,6 +22,7 @@ from scheduler.model.scheduling import GroupKey
 from scheduler.preemption.units import candidates, usable_rows
 from scheduler.solver import solve
 from scheduler.solver.plugins import DEFAULT_PROFILE
+from scheduler.solver.search import placements_hold
 from tests.unit.groups.builders import NS
 from tests.unit.preemption.kit import Cluster, group, pending, running
 from tests.unit.solver.builders import node
@@ -83,6 +84,9 @@ def test_victims_are_lower_priority_whole_units_minimal_and_helpful(case: Case) 
     fits_when_all_gone = isinstance(solve(tree, everything_gone), Plan)
     if isinstance(solve(tree, snapshot), Plan):
         assert not isinstance(decision, Preemption)
+        return
+    if isinstance(decision, Plan):  # the what-ifs found a fit the (heuristic) search missed: bound, nothing evicted
+        assert placements_hold(tree, snapshot, decision)
         return
     if not isinstance(decision, Preemption):
         assert not units or not fits_when_all_gone  # nothing evicted in vain, and never when it would help

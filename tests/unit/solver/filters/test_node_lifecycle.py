@@ -1,12 +1,16 @@
-"""NodeLifecycle: no new gang members on nodes draining or awaiting maintenance (KEP-5683, reference §7)."""
+"""NodeLifecycle: no new gang members on nodes not ready (issue 12), draining or awaiting maintenance (KEP-5683,
+reference §7)."""
 
 from __future__ import annotations
 
 import pytest
 
 from scheduler.framework.status import Code, Status
+from scheduler.model.pod import Toleration
 from scheduler.solver.plugins import node_lifecycle
 from tests.unit.solver.builders import node, pod
+
+NOT_READY = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) were not ready",), "NodeLifecycle")
 
 
 def blocked(condition: str) -> Status:
@@ -27,7 +31,9 @@ def blocked(condition: str) -> Status:
     pytest.param([("MaintenanceInProgress", "True")], None, id="MaintenanceInProgress-is-ignored"),
     pytest.param([("GracefulNodeShutdownInProgress", "True")], None,
                  id="GracefulNodeShutdownInProgress-is-ignored"),
-    pytest.param([("Ready", "False"), ("DiskPressure", "True")], None, id="other-conditions-are-ignored"),
+    pytest.param([("Ready", "True"), ("DiskPressure", "True")], None, id="other-conditions-are-ignored"),
+    pytest.param([("Ready", "False")], NOT_READY, id="Ready-False-rejects"),
+    pytest.param([("Ready", "Unknown")], NOT_READY, id="Ready-Unknown-rejects"),
     pytest.param([("Ready", "True"), ("MaintenancePlanned", "True"), ("DrainInProgress", "True")],
                  blocked("MaintenancePlanned"), id="first-blocking-condition-in-node-order-is-reported"),
     pytest.param([("DrainInProgress", "False"), ("Drained", "True")], blocked("Drained"),
@@ -35,3 +41,15 @@ def blocked(condition: str) -> Status:
 ])
 def test_filter_node(conditions: list[tuple[str, str]], expected: Status | None) -> None:
     assert node_lifecycle.filter_node(pod("p").spec, node("n", conditions=conditions)) == expected
+
+
+@pytest.mark.parametrize(("status", "taint_key"), [("False", "node.kubernetes.io/not-ready"),
+                                                   ("Unknown", "node.kubernetes.io/unreachable")])
+def test_a_pod_tolerating_the_not_ready_taint_may_go_to_a_node_not_ready(status: str, taint_key: str) -> None:
+    tolerant = pod("p").model_copy(deep=True)
+    tolerant = tolerant.model_copy(update={"spec": tolerant.spec.model_copy(update={"tolerations": (
+        Toleration(key=taint_key, operator="Exists", effect="NoSchedule"),)})})
+    assert node_lifecycle.filter_node(tolerant.spec, node("n", conditions=[("Ready", status)])) is None
+    only_no_execute = tolerant.spec.model_copy(update={"tolerations": (
+        Toleration(key=taint_key, operator="Exists", effect="NoExecute", toleration_seconds=300),)})
+    assert node_lifecycle.filter_node(only_no_execute, node("n", conditions=[("Ready", status)])) == NOT_READY
