@@ -132,6 +132,12 @@ class Settings(BaseSettings):
         "back, seconds. Half kube-scheduler's bindTimeoutSeconds (600): the whole gang's capacity is held unbound "
         "while it waits, a CSI provisioner creates a disk in seconds to a few minutes, and the annotations are "
         "left on rollback, so a retry resumes waiting for the same volumes.")
+    gang_repair_timeout_s: float = Field(
+        default=300.0, gt=0, description="How long a gang may stay partial — members bound, fewer than minCount "
+        "(a bind failed, the scheduler stopped mid-plan, members or their node went away) — while it is tried "
+        "first on the room it holds, seconds; then a disruptionMode 'all' gang is torn down whole (its bound "
+        "members evicted, so it can be placed again whole) and a 'single' one is reported (Event, metric). 5 min: "
+        "kube-scheduler's podMaxInUnschedulablePodsDuration.")
 
     @field_validator("namespaces", mode="before")
     @classmethod

@@ -128,10 +128,15 @@ class SchedulingQueue:
         A ready root that is not backing off is queued. One backing off is moved back early when its
         tree differs from the one it failed with (the change is scoped to it: a member arrived, minCount
         changed, a group of its tree changed), keeping its attempts; its own forgotten plan (the same
-        tree) does not move it. A root that is no longer ready leaves the queue and forgets its attempts.
+        tree) does not move it. A root that is no longer ready leaves the queue but keeps its attempts (a plan
+        being bound, members missing): they end with :meth:`done` — the root scheduled — or when it is gone.
         """
-        if tree is None or not ready:
+        if tree is None:
             self.done(key)
+            return
+        if not ready:
+            self.backing_off.pop(key, None)
+            self.ready.discard(key)
             return
         entry = self.backing_off.get(key)
         if entry is None:

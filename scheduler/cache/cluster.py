@@ -50,7 +50,7 @@ from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.plan import ClaimAllocation, Plan
 from scheduler.framework.snapshot import Nominated, Snapshot, bound_copy, pod_vector
 from scheduler.groups.index import GroupIndex
-from scheduler.groups.intent import INTENT_ANNOTATION
+from scheduler.groups.intent import parse_intent
 from scheduler.groups.tree import Forest, GroupTree
 from scheduler.model.base import describe
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
@@ -115,8 +115,8 @@ def pod_essence(pod: Pod) -> tuple[object, ...]:
 def group_essence(group: PodGroup | CompositePodGroup) -> tuple[object, ...]:
     """What the scheduler reads of a group: spec, deletion and (PodGroup) generated claim names and durable
     intent — not its conditions, which the scheduler writes itself."""
-    if isinstance(group, PodGroup):
-        claims, intent = group.status.resource_claim_statuses, group.metadata.annotations.get(INTENT_ANNOTATION)
+    if isinstance(group, PodGroup):  # the intent as the trees read it: pods → (node, uid), not the plan token
+        claims, intent = group.status.resource_claim_statuses, parse_intent(group)
     else:
         claims, intent = (), None
     return group.metadata.uid, group.spec, group.metadata.deletion_timestamp, claims, intent

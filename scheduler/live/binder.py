@@ -51,7 +51,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -80,6 +80,8 @@ T = TypeVar("T")
 
 Precheck = Callable[[Pod, str], str | None]
 """Asked just before binding (pod, node): None to go ahead, else why the target no longer fits."""
+RecordedIntent = Callable[[str, str], Mapping[str, tuple[str, str]]]
+"""The intent a PodGroup (namespace, name) shows now: pod name → (node, uid) (``groups.intent.parse_intent``)."""
 
 
 class TargetChanged(ApiError):
@@ -173,9 +175,11 @@ class Binder:
 
     # -- the transaction -----------------------------------------------------------------------------
     async def commit(self, plan: Plan, writes: Sequence[ClaimWrite], outcome: BindOutcome | None = None,
-                     intent: str | None = None, precheck: Precheck | None = None) -> tuple[BindResult, BindOutcome]:
+                     intent: str | None = None, precheck: Precheck | None = None,
+                     recorded: RecordedIntent | None = None) -> tuple[BindResult, BindOutcome]:
         """Write a plan: its durable intent (``intent``: the plan's token; None writes none), every claim
         (allocation, reservations), then every binding, each checked by ``precheck`` first — one transaction.
+        ``recorded``: the intent a PodGroup already shows (an equal one is not written again).
 
         Returns what the cycle must give back (:class:`~scheduler.cycle.BindResult`: pods to forget,
         claims whose devices are free again, the failure message) and the per-pod outcome for the
@@ -193,7 +197,7 @@ class Binder:
         claims: ClaimOutcome | None = None
         pods = [p.key for p, _ in plan.placements]
         if intent is not None:
-            failed = await self.write_intent(plan, intent)
+            failed = await self.write_intent(plan, intent, recorded)
             if failed is not None:
                 group, error = failed
                 message = f"recording the plan on PodGroup {group} failed: {error}; no member bound, the group requeued"
@@ -276,13 +280,18 @@ class Binder:
         log.info("released %d claim(s) of unbound members: %s", len(done), ", ".join(r.key for r in done))
         return [r.write.claim for r in done]
 
-    async def write_intent(self, plan: Plan, token: str) -> tuple[str, ApiError] | None:
-        """Record ``plan`` (under ``token``) on each PodGroup it places members of; None when all were
-        written, else the first PodGroup (``ns/name``) whose write failed for good, and the error."""
+    async def write_intent(self, plan: Plan, token: str, recorded: RecordedIntent | None = None
+                           ) -> tuple[str, ApiError] | None:
+        """Record ``plan`` (under ``token``) on each PodGroup it places members of, unless ``recorded`` says the
+        PodGroup shows these very placements already (a retry of the same plan writes nothing); None when all
+        stand, else the first PodGroup (``ns/name``) whose write failed for good, and the error."""
         by_group: dict[tuple[str, str], list[tuple[Pod, str]]] = {}
         for pod, node in plan.placements:
             if pod.group_name is not None:
                 by_group.setdefault((pod.metadata.namespace, pod.group_name), []).append((pod, node))
+        if recorded is not None:
+            by_group = {(ns, name): ps for (ns, name), ps in by_group.items()
+                        if recorded(ns, name) != {p.metadata.name: (n, p.metadata.uid) for p, n in ps}}
         failures: list[tuple[str, ApiError]] = []
 
         async def one(ns: str, name: str, placements: list[tuple[Pod, str]]) -> None:

@@ -27,7 +27,8 @@ import dataclasses
 import logging
 import socket
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
@@ -37,6 +38,7 @@ from scheduler.cycle import Attempt, BindResult, Cycle, Failure
 from scheduler.dra.writes import ClaimWrite
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import Plan, Preemption, Unschedulable
+from scheduler.groups.intent import parse_intent
 from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.live.binder import Binder, BindOutcome
 from scheduler.live.group_status import GroupConditions
@@ -65,7 +67,8 @@ from scheduler.live.kube import (
 from scheduler.live.leader import LeaderElector
 from scheduler.live.metrics import Metrics
 from scheduler.live.preemptor import Preemptor, TimedPreemption
-from scheduler.live.status_writer import EVENT_UNHONOURED, StatusWriter
+from scheduler.live.repair import GANG_BELOW_MIN, GangRepair, below_min_message, teardown_unit
+from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, EVENT_UNHONOURED, StatusWriter
 from scheduler.live.volume_binder import ClaimChanges, ClaimSource
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption import DefaultPreemption
@@ -122,6 +125,8 @@ class Scheduler:
         tree is logged and reported on its pods once per change."""
         self._binding: set[GroupKey] = set()
         """Roots whose plan is being bound now."""
+        self.repair = GangRepair(settings.gang_repair_timeout_s)
+        """Partial roots and since when (issue 12 gang repair)."""
         self.conditions = GroupConditions(self.cache, self.status, lambda key: key in self._binding,
                                           fence=lambda: self.leading)
         """The level-triggered group conditions (issue 12), written by the task ``group-status``."""
@@ -292,7 +297,8 @@ class Scheduler:
     async def _loop(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         while not stop.is_set():
-            wakeup = self.queue.next_wakeup() if self.leading else None  # a follower waits for a wake-up
+            wakeups = [w for w in (self.queue.next_wakeup(), self.repair.next_deadline()) if w is not None]
+            wakeup = min(wakeups) if wakeups and self.leading else None  # a follower waits for a wake-up
             timeout = None if wakeup is None else max(0.0, wakeup - loop.time())
             waiter = asyncio.ensure_future(self.wake.wait())
             stopper = asyncio.ensure_future(stop.wait())
@@ -311,10 +317,13 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         self._refresh(loop.time())
         self._expire_reservations(loop.time())
+        self._repair_due(loop.time())
         while not stop.is_set() and self.leading:
             key = self.queue.pop(loop.time())
             if key is None:
                 break
+            if self.preemptor.awaiting(key) and key in self.repair.partial:
+                continue  # being torn down: tried again once its members are gone (the tree changes then)
             started = time.perf_counter()
             attempt = self.cycle.attempt(key)
             if attempt is None:
@@ -324,6 +333,59 @@ class Scheduler:
             await asyncio.sleep(0)
             self._refresh(loop.time())
         self._record_queues()
+
+    # -- gang repair (issue 12; scheduler.live.repair) -------------------------------------------------
+    def _observe_partial(self, key: GroupKey, tree: GroupTree | None, now: float) -> None:
+        """Track root ``key`` as partial or not; count a partial gang satisfied again as repaired. A root whose
+        plan is being bound is judged when its binder ends (its assumed members are not bound yet)."""
+        if key in self._binding:
+            return
+        since: datetime | None = None
+        if tree is not None and tree.partial and key not in self.repair.partial and key.kind != "Pod":
+            obj = self.cache.group(key.kind, key.namespace, key.name)
+            cond = next((c for c in obj.status.conditions if c.type == GANG_BELOW_MIN and c.is_true), None) \
+                if obj is not None else None
+            since = cond.last_transition_time if cond is not None else None
+            log.warning("root=%s result=Partial %s", key, below_min_message(tree))
+        if self.repair.observe(key, tree, now, since):
+            log.info("root=%s result=Repaired the gang is satisfied again", key)
+            self.metrics.gang_repair("completed")
+        self.metrics.gangs_below_min.set(len(self.repair.partial))
+
+    def _repair_due(self, now: float) -> None:
+        """Act on the partial roots past ``--gang-repair-timeout-s``: tear down a ``disruptionMode: all`` gang
+        whole (its bound members evicted), report a ``single`` one."""
+        for key in self.repair.expired(now):
+            tree = self.cache.tree(key)
+            if tree is None or not tree.partial:
+                self.repair.observe(key, tree, now)
+                continue
+            if key in self._binding:
+                continue  # a plan is being bound: judged when it ends
+            self.repair.acted(key)
+            obj = self.cache.group(key.kind, key.namespace, key.name)
+            what = below_min_message(tree)
+            after = f"for {self.settings.gang_repair_timeout_s:.0f} s"
+            unit = teardown_unit(tree, lambda k: self.cache.group(k.kind, k.namespace, k.name))
+            if unit is None:
+                message = (f"{what} {after}; disruptionMode single: left as it is (its members keep running; "
+                           "it is completed when room appears)")
+                log.warning("root=%s result=BelowMin %s", key, message)
+                self.metrics.gang_repair("reported")
+                if obj is not None:
+                    self.spawn(self.status.group_warning(obj, EVENT_GANG_BELOW_MIN, message), f"status/{key}")
+                continue
+            victims = [p for leaf in unit.leaves() for b in leaf.bound
+                       if b.key not in self.cache.assumed and (p := self.cache.pod(b.key)) is not None]
+            message = (f"{self.settings.scheduler_name}: tearing down {unit.key.kind} {unit.key.namespace}/"
+                       f"{unit.key.name}: {what} {after}; its {len(victims)} bound member(s) are evicted so that "
+                       "it can be placed again whole (disruptionMode all)")
+            log.warning("root=%s result=TornDown %s", key, message)
+            self.metrics.gang_repair("torn_down")
+            unit_obj = self.cache.group(unit.key.kind, unit.key.namespace, unit.key.name)
+            self.preemptor.tear_down(key, unit_obj, victims, message)
+            if obj is not None:
+                self.spawn(self.status.group_warning(obj, EVENT_GANG_TORN_DOWN, message), f"status/{key}")
 
     def _record_queues(self) -> None:
         """Set the pending-pods / queued-entities gauges from the queue and the trees."""
@@ -352,6 +414,7 @@ class Scheduler:
             self.queue.update(tree, key, ready=tree is not None and tree.state is TreeState.READY)
             if tree is not None or found is None:  # judged again from the cache (a root gone: its report dropped)
                 self.conditions.observe(key)
+                self._observe_partial(key, tree, now)
             if tree is not None and tree.state in (TreeState.WAITING, TreeState.INVALID):
                 self._blocked[key] = tree
                 self._report_blocked(tree)
@@ -407,7 +470,6 @@ class Scheduler:
             log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
                      len(result.placements), ",".join(nodes), result.attempts, elapsed_ms)
             writes = self.cycle.claim_writes(attempt)
-            self.queue.done(tree.key)
             self._reported.pop(tree.key, None)
             self._binding.add(tree.key)
             self._placed(tree)
@@ -521,7 +583,7 @@ class Scheduler:
         try:
             result, _ = await self.binder.commit(
                 plan, writes, outcome, intent=attempt.token,
-                precheck=lambda pod, node: self.cycle.target_problem(plan, pod, node))
+                precheck=lambda pod, node: self.cycle.target_problem(plan, pod, node), recorded=self._intent_of)
         except Exception as exc:
             log.exception("root=%s result=BindError: members not bound forgotten and requeued", attempt.tree.key)
             bound = {p.key for p, _ in outcome.bound}
@@ -534,12 +596,18 @@ class Scheduler:
             outcome.skipped = [k for k in unbound if k not in outcome.skipped] + outcome.skipped
         self._finish(attempt, result, outcome, started)
 
+    def _intent_of(self, namespace: str, name: str) -> Mapping[str, tuple[str, str]]:
+        """The durable intent PodGroup ``namespace/name`` shows in the cache (empty: none, or not known)."""
+        group = self.cache.group("PodGroup", namespace, name)
+        return parse_intent(group) if group is not None else {}
+
     def _finish(self, attempt: Attempt, result: BindResult, outcome: BindOutcome, started: float) -> None:
         """The one place a plan ends: settle the cache, record, report, and requeue a failed root."""
         tree, plan = attempt.tree, attempt.plan
         assert plan is not None
         self.cycle.settle(attempt, result)
         self._binding.discard(tree.key)
+        self._observe_partial(tree.key, self.cache.tree(tree.key), asyncio.get_running_loop().time())
         if result.bound:
             self.conditions.bound(tree.key)  # the groups it satisfied show True now, from the cache
         else:
@@ -550,6 +618,7 @@ class Scheduler:
             self.spawn(self.status.pod_scheduled(pod, node), f"status/{pod.key}")
         self.preemptor.settled(plan, result.bound)
         if result.ok:
+            self.queue.done(tree.key)  # scheduled: its backoff starts over
             return
         message = result.failure.message if result.failure is not None else "the plan's binder failed"
         log.warning("root=%s result=BindFailed %s", tree.key, message)

@@ -10,6 +10,9 @@ remembered from what this process wrote before:
   solver's message, ``Unschedulable`` for a Waiting tree, ``SchedulerError`` — ``Invalid`` on a
   CompositePodGroup — for an Invalid one), when there is one; otherwise nothing is written. Terminal
   once True (the writer never replaces a True).
+* ``GangBelowMin`` (ours; :mod:`scheduler.live.repair`) on the root's group: ``True/BelowMinCount`` with
+  the count while the tree is partial (members bound, root not satisfied); once it shows True, ``False``
+  with ``Satisfied`` or ``NoMembersBound`` when that is over. Never added to a group that was never partial.
 
 :meth:`GroupConditions.observe` is called for every root whose tree changed (and, on start and after a
 re-list, for every root), :meth:`GroupConditions.failed` after a decision that placed nothing. Both only
@@ -30,12 +33,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.groups.tree import Group, GroupTree, walk
 from scheduler.live.kube import ApiError
+from scheduler.live.repair import GANG_BELOW_MIN, below_min_message
 from scheduler.live.status_writer import (
     REASON_INVALID,
     REASON_SCHEDULED,
@@ -53,6 +57,11 @@ from scheduler.model.scheduling import (
 
 log = logging.getLogger(__name__)
 
+BELOW_MIN_COUNT = "BelowMinCount"
+SATISFIED = "Satisfied"
+NONE_BOUND = "NoMembersBound"
+"""``GangBelowMin`` reasons: members bound below the minimum; satisfied again; no member bound any more."""
+
 
 @dataclass(frozen=True, slots=True)
 class Report:
@@ -65,20 +74,23 @@ class Report:
 
 @dataclass(frozen=True, slots=True)
 class Desired:
-    """The InitiallyScheduled condition a group should show."""
+    """A condition a group should show: its type, status, reason, message; ``terminal``: a True stays."""
 
-    scheduled: bool
+    ctype: str
+    status: bool
     reason: str
     message: str
+    terminal: bool = False
 
-    def shown_by(self, condition: Condition | None) -> bool:
-        """Whether ``condition`` (the object's, of the same type) already shows this — or is a terminal True."""
-        if condition is None:
+    def shown_by(self, conditions: Sequence[Condition]) -> bool:
+        """Whether the object's ``conditions`` already show this (or a terminal True of the type)."""
+        current = next((c for c in conditions if c.type == self.ctype), None)
+        if current is None:
             return False
-        if condition.is_true:
+        if self.terminal and current.is_true:
             return True
-        return (not self.scheduled and condition.reason == self.reason
-                and (condition.message or "") == self.message)
+        return (current.is_true == self.status and current.reason == self.reason
+                and (current.message or "") == self.message)
 
 
 class GroupConditions:
@@ -133,36 +145,39 @@ class GroupConditions:
         self._wake.set()
 
     # -- judging -------------------------------------------------------------------------------
-    def desired(self, tree: GroupTree, group: Group) -> Desired | None:
-        """What ``group`` of ``tree`` should show now (see the module docstring), or None (nothing to say)."""
-        if group.satisfied:
-            return Desired(True, REASON_SCHEDULED, "")
+    def desired(self, tree: GroupTree, group: Group, obj: PodGroup | CompositePodGroup) -> list[Desired]:
+        """What ``group`` of ``tree`` (its object ``obj``) should show now (see the module docstring)."""
+        out: list[Desired] = []
+        ctype = COMPOSITE_INITIALLY_SCHEDULED if group.key.kind == "CompositePodGroup" else INITIALLY_SCHEDULED
         report = self.reports.get(tree.key)
-        if report is None:
-            return None
-        reason = report.reason
-        if reason == REASON_SCHEDULER_ERROR and group.key.kind == "CompositePodGroup":
-            reason = REASON_INVALID
-        message = report.message if group.key == tree.key else report.per_group.get(group.key, report.message)
-        return Desired(False, reason, message)
+        if group.satisfied:
+            out.append(Desired(ctype, True, REASON_SCHEDULED, "", terminal=True))
+        elif report is not None:
+            reason = report.reason
+            if reason == REASON_SCHEDULER_ERROR and group.key.kind == "CompositePodGroup":
+                reason = REASON_INVALID
+            message = report.message if group.key == tree.key else report.per_group.get(group.key, report.message)
+            out.append(Desired(ctype, False, reason, message, terminal=True))
+        if group.key == tree.key:
+            if tree.partial:
+                out.append(Desired(GANG_BELOW_MIN, True, BELOW_MIN_COUNT, below_min_message(tree)))
+            elif any(c.type == GANG_BELOW_MIN and c.is_true for c in obj.status.conditions):
+                out.append(Desired(GANG_BELOW_MIN, False, SATISFIED if tree.root.satisfied else NONE_BOUND, ""))
+        return out
 
-    def _pending_write(self, key: GroupKey, root: GroupKey) -> tuple[PodGroup | CompositePodGroup, Desired] | None:
-        """The object and condition to write for group ``key`` of ``root``, or None when nothing is to be written."""
+    def _pending_writes(self, key: GroupKey, root: GroupKey) -> tuple[PodGroup | CompositePodGroup | None,
+                                                                      list[Desired]]:
+        """The object of group ``key`` of ``root`` and the conditions it does not show yet (none to write: [])."""
         if self.binding(root):
-            return None  # judged again once its binder has finished (GroupConditions.bound)
+            return None, []  # judged again once its binder has finished (GroupConditions.bound)
         tree = self.cache.tree(root) or self.cache.groups.empty.get(root)
         obj = self.cache.group(key.kind, key.namespace, key.name)
-        if tree is None or obj is None:
-            return None
+        if tree is None or obj is None or obj.metadata.deletion_timestamp is not None:
+            return None, []
         group = next((g for g in walk(tree.root) if g.key == key), None)
         if group is None:
-            return None
-        want = self.desired(tree, group)
-        ctype = COMPOSITE_INITIALLY_SCHEDULED if key.kind == "CompositePodGroup" else INITIALLY_SCHEDULED
-        current = next((c for c in obj.status.conditions if c.type == ctype), None)
-        if want is None or want.shown_by(current):
-            return None
-        return obj, want
+            return None, []
+        return obj, [d for d in self.desired(tree, group, obj) if not d.shown_by(obj.status.conditions)]
 
     # -- writing -------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -187,13 +202,18 @@ class GroupConditions:
         if not self.fence():
             self._retry.pop(key, None)
             return
-        pending = self._pending_write(key, root)
-        if pending is None:
+        obj, wanted = self._pending_writes(key, root)
+        if obj is None or not wanted:
             self._retry.pop(key, None)
             return
-        obj, want = pending
         try:
-            await self.writer.group_condition(obj, want.scheduled, want.reason, want.message, raise_errors=True)
+            for want in wanted:
+                if want.ctype == GANG_BELOW_MIN:
+                    await self.writer.set_group_condition(obj, want.ctype, want.status, want.reason, want.message,
+                                                          raise_errors=True)
+                else:
+                    await self.writer.group_condition(obj, want.status, want.reason, want.message, raise_errors=True)
+                obj = self.cache.group(key.kind, key.namespace, key.name) or obj  # the next write's base
         except ApiError as exc:
             self.failures += 1
             delay = min(self.retry_max_s, self._retry[key][1] * 2) if key in self._retry else self.retry_initial_s

@@ -25,7 +25,8 @@ Preemption (issue 11 names them after KEP-5710; kube-scheduler's code calls its 
 - ``scheduler_podgroup_preemption_victims`` histogram (victim pods per preemption);
 - ``scheduler_podgroup_preemption_reprieved_total`` counter (candidate units the reprieve kept).
 
-Our own: ``gang_scheduler_preemption_evictions_total{result}``, ``gang_scheduler_reservations_active``,
+Our own: ``gang_scheduler_gangs_below_min`` (partial roots now), ``gang_scheduler_gang_repairs_total{result}``
+(issue 12), ``gang_scheduler_preemption_evictions_total{result}``, ``gang_scheduler_reservations_active``,
 ``gang_scheduler_reservations_total{event}``, ``gang_scheduler_podgroup_creation_to_bound_seconds``,
 ``gang_scheduler_gang_size_pods``,
 ``gang_scheduler_bind_failures_total{reason}``, ``gang_scheduler_solver_attempts{result}``,
@@ -138,6 +139,11 @@ EVICTION_RESULTS: tuple[EvictionResult, ...] = ("deleted", "gone", "replaced", "
 """``result`` of one victim's eviction: the DELETE was accepted (its grace period runs); the pod was already
 gone (404) or already terminating; a pod of the same name but another uid is there (409 on the uid
 precondition: not deleted); any other API error."""
+
+RepairResult = Literal["completed", "torn_down", "reported"]
+REPAIR_RESULTS: tuple[RepairResult, ...] = ("completed", "torn_down", "reported")
+"""How a partial gang ended (issue 12 gang repair): satisfied again; torn down after the repair timeout
+(``disruptionMode: all``: its bound members evicted); reported after the timeout (``single``)."""
 
 ReservationEvent = Literal["granted", "fitted", "expired", "dropped"]
 RESERVATION_EVENTS: tuple[ReservationEvent, ...] = ("granted", "fitted", "expired", "dropped")
@@ -358,6 +364,17 @@ class Metrics:
         self.reservation_events = Counter(
             "gang_scheduler_reservations", "Starvation reservations by what happened: 'granted', 'fitted' (the "
             "root was placed), 'expired', 'dropped' (the root is gone).", ["event"], registry=r)
+        self.gangs_below_min = Gauge(
+            "gang_scheduler_gangs_below_min", "Roots with members bound but not satisfied (partial: a bind failed, "
+            "the scheduler stopped mid-plan, or members or their node went away); PodGroup condition "
+            "GangBelowMin=True.", registry=r)
+        self.gang_repairs = Counter(
+            "gang_scheduler_gang_repairs", "Partial gangs by how they ended: 'completed' (satisfied again), "
+            "'torn_down' (disruptionMode all: bound members evicted after --gang-repair-timeout-s), 'reported' "
+            "(disruptionMode single: left as it is after the timeout, a Warning Event written).", ["result"],
+            registry=r)
+        for repair in REPAIR_RESULTS:
+            self.gang_repairs.labels(repair)
         self._relists = _Relists()
         r.register(self._relists)
         if process_metrics:
@@ -415,6 +432,10 @@ class Metrics:
     def evicted(self, result: EvictionResult) -> None:
         """One victim pod acted on."""
         self.evictions.labels(result).inc()
+
+    def gang_repair(self, result: RepairResult) -> None:
+        """A partial gang was completed, torn down or reported."""
+        self.gang_repairs.labels(result).inc()
 
     def reservation(self, event: ReservationEvent, active: int) -> None:
         """A starvation reservation was granted or ended; ``active``: how many hold now."""

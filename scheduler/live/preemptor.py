@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
@@ -45,7 +45,7 @@ from scheduler.groups.tree import GroupTree
 from scheduler.live.kube import MERGE_PATCH, PODS, ApiError, Conflict, KubeClient, Lane, NotFound
 from scheduler.live.metrics import EvictionResult, Metrics
 from scheduler.live.status_writer import Regarding, StatusWriter
-from scheduler.model.pod import Pod
+from scheduler.model.pod import REASON_PREEMPTION_BY_SCHEDULER, Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption import DefaultPreemption
 
@@ -53,6 +53,9 @@ log = logging.getLogger(__name__)
 
 CONCURRENCY = 16
 """Victims acted on at once (kube-scheduler's preemption parallelism, ``prepareCandidate``)."""
+
+REASON_GANG_TORN_DOWN = "GangTornDown"
+"""``DisruptionTarget`` reason on the members of a partial gang torn down after the repair timeout (ours)."""
 
 DISRUPTION_MESSAGE = "{scheduler}: preempting to accommodate a higher priority {kind}"
 """``DisruptionTarget`` message (``executor.go`` v1.37: ``"<schedulerName>: preempting to accommodate a
@@ -153,6 +156,35 @@ class Preemptor:
             self.spawn(self._write_nominations(shown), f"status/nominate/{shown[0][0]}")
         self.release(plan.unplaced)
 
+    def tear_down(self, root: GroupKey, unit: Regarding | None, victims: Sequence[Pod], message: str) -> None:
+        """Evict a partial gang's bound members (issue 12 gang repair, ``disruptionMode: all``) the way victims
+        are evicted — DisruptionTarget (reason ``GangTornDown``), DELETE with a uid precondition — so it can be
+        placed again whole. Until they are gone :meth:`awaiting` holds for ``root``, and the driver does not
+        try it (its pending members would join members about to go)."""
+        self._victims[root] = {p.key: p.metadata.uid or p.key for p in victims}
+        self.spawn(self._tear_down(root, unit, victims, message), f"preempt/teardown/{root}")
+
+    async def _tear_down(self, root: GroupKey, unit: Regarding | None, victims: Sequence[Pod], message: str) -> None:
+        gate = asyncio.Semaphore(CONCURRENCY)
+        failed: list[str] = []
+
+        async def one(victim: Pod) -> None:
+            async with gate:
+                result = await self._evict(victim, message, None, REASON_GANG_TORN_DOWN)
+            self.metrics.evicted(result)
+            if result == "error":
+                failed.append(victim.key)
+
+        try:
+            await asyncio.gather(*(one(v) for v in victims))
+            if unit is not None and self.fence():
+                await self.status.disruption_target(unit, message, REASON_GANG_TORN_DOWN)
+        finally:
+            waiting = self._victims.get(root)
+            if waiting is not None:
+                for key in failed:
+                    waiting.pop(key, None)
+
     def forget(self, root: GroupKey) -> None:
         """``root`` is gone: stop waiting for its victims (their deletion, once sent, is not undone)."""
         self._victims.pop(root, None)
@@ -194,8 +226,10 @@ class Preemptor:
         if preemptor is not None and self.fence():
             await self.status.preempting(preemptor, [(v.key, v.spec.node_name) for v in decision.victims])
 
-    async def _evict(self, victim: Pod, message: str, preemptor: Regarding | None) -> EvictionResult:
-        """DisruptionTarget, DELETE with the uid precondition, ``Preempted`` Event; the outcome for the metrics."""
+    async def _evict(self, victim: Pod, message: str, preemptor: Regarding | None,
+                     reason: str = REASON_PREEMPTION_BY_SCHEDULER) -> EvictionResult:
+        """DisruptionTarget (``reason``), DELETE with the uid precondition, ``Preempted`` Event (when there is a
+        ``preemptor``); the outcome for the metrics."""
         if not self.fence():
             return "error"
         current = self.cache.pod(victim.key)
@@ -205,7 +239,7 @@ class Preemptor:
             return "replaced"
         ns, name = victim.metadata.namespace, victim.metadata.name
         try:
-            await self.status.disruption_target(current, message)
+            await self.status.disruption_target(current, message, reason)
             await self.kube.delete(PODS, ns, name, uid=victim.metadata.uid or None, lane=Lane.URGENT)
         except NotFound:
             return "gone"

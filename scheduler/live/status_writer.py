@@ -102,6 +102,10 @@ upstream equivalent: kube-scheduler has no starvation protection, reference ``is
 # Event reasons and actions, as kube-scheduler records them (pkg/scheduler/schedule_one.go, v1.37).
 EVENT_SCHEDULED = "Scheduled"
 EVENT_FAILED_SCHEDULING = "FailedScheduling"
+EVENT_GANG_TORN_DOWN = "GangTornDown"
+EVENT_GANG_BELOW_MIN = "GangBelowMin"
+"""Our Event reasons (kube-scheduler has none) on a partial gang's group after the repair timeout (issue 12):
+torn down (``disruptionMode: all``), or left below its minimum (``single``)."""
 EVENT_UNHONOURED = "UnhonouredField"
 """Our Event reason (kube-scheduler has none) for a pod field no plugin honours (issue 10)."""
 ACTION_BINDING = "Binding"
@@ -220,6 +224,15 @@ class StatusWriter:
                          truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
         return await self._set_group_condition(group, new, terminal=True, raise_errors=raise_errors)
 
+    async def set_group_condition(self, group: PodGroup | CompositePodGroup, ctype: str, status: bool, reason: str,
+                                  message: str, *, terminal: bool = False, raise_errors: bool = False) -> bool:
+        """Set condition ``ctype`` on ``group`` (True/False with ``reason`` and ``message``, cut to 32768 bytes),
+        written as :meth:`group_condition` writes it (``terminal``: an existing True is kept); True if a PATCH
+        was accepted. For the conditions ours alone (``GangBelowMin``)."""
+        new = _Condition(ctype, "True" if status else "False", reason,
+                         truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
+        return await self._set_group_condition(group, new, terminal=terminal, raise_errors=raise_errors)
+
     async def group_reservation(self, group: PodGroup | CompositePodGroup, held: bool, reason: str,
                                 message: str) -> bool:
         """Set ``NodesReserved`` on a starving root's group: True while the nodes of its best plan are held for
@@ -269,9 +282,11 @@ class StatusWriter:
         await self.kube.patch(res, group.metadata.namespace, group.metadata.name, body, sub="status", lane=Lane.REPORT)
         return True
 
-    async def disruption_target(self, obj: Regarding, message: str) -> bool:
-        """Set ``DisruptionTarget=True`` (reason ``PreemptionByScheduler``) on a preemption victim: a pod, or a
-        PodGroup / CompositePodGroup whose pods are evicted. True if a PATCH was accepted.
+    async def disruption_target(self, obj: Regarding, message: str, reason: str = REASON_PREEMPTION_BY_SCHEDULER
+                                ) -> bool:
+        """Set ``DisruptionTarget=True`` (``reason``: ``PreemptionByScheduler``, or ``GangTornDown`` for a partial
+        gang's teardown, issue 12) on a victim: a pod, or a PodGroup / CompositePodGroup whose pods are evicted.
+        True if a PATCH was accepted.
 
         As kube-scheduler's ``PreemptPod`` (``preemption/executor.go``, v1.37): written only when the condition
         changes, through the status subresource — a strategic merge PATCH of the pod's ``conditions`` (merged
@@ -279,8 +294,7 @@ class StatusWriter:
         gone raises :class:`NotFound` (the victim is already gone: the caller deletes nothing and records no
         Event, as upstream); every other API error is logged and gives False.
         """
-        new = _Condition(DISRUPTION_TARGET, "True", REASON_PREEMPTION_BY_SCHEDULER,
-                         truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
+        new = _Condition(DISRUPTION_TARGET, "True", reason, truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
         if not isinstance(obj, Pod):
             return await self._set_group_condition(obj, new, terminal=False)
         conditions = _with_condition(obj.status.conditions, new, obj.metadata.generation, terminal=False)
@@ -374,6 +388,11 @@ class StatusWriter:
         on ``pod`` — e.g. :data:`EVENT_UNHONOURED`; no condition is written. Repeats count into the Event's
         series (:meth:`_event`); the caller decides how often to report. API errors are logged and swallowed."""
         await self._event(pod, EVENT_WARNING, reason, ACTION_SCHEDULING, truncate_utf8(message, NOTE_MAX_BYTES))
+
+    async def group_warning(self, group: PodGroup | CompositePodGroup, reason: str, message: str) -> None:
+        """Record a Warning Event (action ``Scheduling``) with ``reason`` and ``message`` (cut to 1024 bytes) on a
+        group — e.g. :data:`EVENT_GANG_TORN_DOWN`. API errors are logged and swallowed."""
+        await self._event(group, EVENT_WARNING, reason, ACTION_SCHEDULING, truncate_utf8(message, NOTE_MAX_BYTES))
 
     def _first_in_interval(self, uid: str, report: tuple[str, str]) -> bool:
         """True (and remember ``report`` as pod ``uid``'s last, written now) unless it repeats the report last

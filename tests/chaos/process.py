@@ -20,8 +20,9 @@ from types import TracebackType
 
 CLI = Path(sys.executable).parent / "gang-scheduler"
 
-CHAOS_FLAGS = ("--backoff-initial-s", "0.5", "--backoff-max-s", "4")
-"""Backoff short enough that a failed root is retried several times inside the at-rest poll."""
+CHAOS_FLAGS = ("--backoff-initial-s", "0.5", "--backoff-max-s", "4", "--gang-repair-timeout-s", "8")
+"""Backoff short enough that a failed root is retried several times inside the at-rest poll, and a repair
+timeout well inside it (a partial ``disruptionMode: all`` gang the thief rounds leave is torn down at 8 s)."""
 
 _IDENTITY = re.compile(r"starting \S+ as (\S+):")
 

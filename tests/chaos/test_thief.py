@@ -8,8 +8,8 @@ thief that fits in the victim's unbound room appears:
   first in queue order) with one member short, and its last member arrives during the downtime;
 * rounds 1, 4: **higher priority**: a new thief of PriorityClass ``chaos-high``; the victim has
   ``disruptionMode: all``, so a scheduler that lets the higher priority take the room can tear the
-  victim down whole (issue 12's gang repair; its timeout must be below ``CHAOS_SETTLE_S``, set
-  through ``CHAOS_SCHEDULER_ARGS``);
+  victim down whole (issue 12's gang repair; its timeout, 8 s in ``process.CHAOS_FLAGS``, must be
+  below ``CHAOS_SETTLE_S``);
 * rounds 2, 5: **same priority, newer**: a whole new thief of the victim's PriorityClass. Queue order
   is priority, then creationTimestamp — whole seconds, as on a real server — then name, so a thief
   created in the victim's second comes first ("thief-…" < "victim-…").

@@ -156,9 +156,12 @@ def test_every_dashboard_query_selects_exposed_metrics() -> None:
     ("scheduler_podgroup_preemption_reprieved_total", "rate("),
     ("gang_scheduler_preemption_evictions_total", "sum by (result)"),
     ("gang_scheduler_reservations_active", "sum(gang_scheduler_reservations_active"),
+    ("gang_scheduler_gangs_below_min", "sum(gang_scheduler_gangs_below_min"),
+    ("gang_scheduler_gang_repairs_total", "sum by (result)"),
 ], ids=["podgroup-attempts-by-result", "pod-attempts-by-result", "pending-groups", "pending-pods",
         "attempt-latency-quantiles", "algorithm-latency-quantiles", "creation-to-bound", "bind-failures", "leader",
-        "preemption-attempts", "victim-selection-latency", "victims", "reprieved", "evictions", "reservations"])
+        "preemption-attempts", "victim-selection-latency", "victims", "reprieved", "evictions", "reservations",
+        "gangs-below-min", "gang-repairs"])
 def test_dashboard_shows(metric: str, must_contain: str) -> None:
     exprs = [t["expr"] for p in panels() for t in p["targets"] if metric in t["expr"]]
     assert any(must_contain in e for e in exprs), f"no panel shows {metric} with {must_contain}: {exprs}"

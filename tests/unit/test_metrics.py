@@ -24,6 +24,7 @@ from scheduler.live.metrics import (
     ENTITY_QUEUES,
     ENTITY_TYPES,
     EVICTION_RESULTS,
+    REPAIR_RESULTS,
     PREEMPTION_RESULTS,
     QUEUES,
     RESERVATION_EVENTS,
@@ -61,7 +62,8 @@ EXPECTED: dict[str, str] = {
     "gang_scheduler_is_leader": "gauge",
 }
 ALLOWED_LABELS: dict[str, set[str] | None] = {
-    "result": set(RESULTS) | set(PREEMPTION_RESULTS) | set(EVICTION_RESULTS),  # preemption's: issue 11
+    "result": set(RESULTS) | set(PREEMPTION_RESULTS) | set(EVICTION_RESULTS)  # preemption's: issue 11
+    | set(REPAIR_RESULTS),  # gang repair: issue 12
     "event": set(RESERVATION_EVENTS),
     "profile": {PROFILE},
     "queue": set(QUEUES),

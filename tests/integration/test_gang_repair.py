@@ -1,0 +1,111 @@
+"""Issue 12 gang repair: a partial gang is completed, or after ``--gang-repair-timeout-s`` torn down whole
+(``disruptionMode: all``) or reported (``single``); a replacement member never goes back to a failed node.
+
+Replays bug-log B08 (a gang left below minCount for good after a member's node went away) and B19 (a
+half-bound gang whose room a higher-priority gang took keeps its other members forever).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from scheduler.live.kube import EVENTS, NODES, PODGROUPS, PODS, KubeClient
+from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
+from tests.integration.test_partial_gangs import Refuse
+
+
+async def group_condition(kube: KubeClient, group: str, type_: str) -> dict[str, Any] | None:
+    obj = await kube.get(PODGROUPS, NS, group)
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+
+
+async def group_events(kube: KubeClient, group: str, reason: str) -> list[dict[str, Any]]:
+    items, _ = await kube.list(EVENTS, NS)
+    return [e for e in items if e.get("reason") == reason and e["regarding"]["name"] == group
+            and e["regarding"]["kind"] == "PodGroup"]
+
+
+async def create_mode_gang(kube: KubeClient, name: str, n: int, mode: str, cpu: str = "1") -> None:
+    group = podgroup(name, n)
+    group["spec"]["disruptionMode"] = {mode: {}}
+    await kube.create(PODGROUPS, NS, group)
+    for i in range(n):
+        await kube.create(PODS, NS, pod(f"{name}-{i}", name, cpu=cpu))
+
+
+def value(sched: Any, name: str, **labels: str) -> float:
+    for family in sched.metrics.registry.collect():
+        for s in family.samples:
+            if s.name == name and s.labels == labels:
+                return float(s.value)
+    raise KeyError(name)
+
+
+@pytest.mark.looptime
+async def test_a_partial_all_gang_is_torn_down_whole_after_the_timeout(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="8")
+    await create_mode_gang(kube, "a", 8, "all")
+    Refuse("a-7").on_binds(k8s)  # its eighth member never binds: 7/8 for good
+    async with running(kube, gang_repair_timeout_s=60.0) as sched:
+        await until(lambda: bound_at_least(kube, "a-", 7), what="7 of 8 bound")
+        below = await until(lambda: group_condition(kube, "a", "GangBelowMin"), what="GangBelowMin")
+        assert (below["status"], below["reason"]) == ("True", "BelowMinCount")
+        assert below["message"] == "gang a: 7/8 members bound (minCount 8)"
+        assert value(sched, "gang_scheduler_gangs_below_min") == 1
+        await asyncio.sleep(30)
+        assert len(await bound(kube, "a-")) == 7  # not before the timeout
+        await until(lambda: _all_gone(kube), timeout_s=60, what="the 7 bound members evicted")
+        [event] = await until(lambda: group_events(kube, "a", "GangTornDown"), what="the GangTornDown Event")
+        assert "7/8 members bound (minCount 8) for 60 s" in event["note"]
+        assert value(sched, "gang_scheduler_gang_repairs_total", result="torn_down") == 1
+        after = await until(lambda: _reason(kube, "a", "NoMembersBound"), what="GangBelowMin cleared")
+        assert after["status"] == "False"
+
+
+async def _all_gone(kube: KubeClient) -> bool:
+    items, _ = await kube.list(PODS, NS)
+    return not any(p["metadata"]["name"] != "a-7" and p["metadata"]["name"].startswith("a-") for p in items)
+
+
+async def _reason(kube: KubeClient, group: str, reason: str) -> dict[str, Any] | None:
+    cond = await group_condition(kube, group, "GangBelowMin")
+    return cond if cond is not None and cond["reason"] == reason else None
+
+
+@pytest.mark.looptime
+async def test_a_partial_single_gang_is_reported_not_torn_down(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="8")
+    await create_mode_gang(kube, "s", 8, "single")
+    Refuse("s-7").on_binds(k8s)
+    async with running(kube, gang_repair_timeout_s=30.0) as sched:
+        await until(lambda: bound_at_least(kube, "s-", 7), what="7 of 8 bound")
+        [event] = await until(lambda: group_events(kube, "s", "GangBelowMin"), timeout_s=60, what="the Event")
+        assert "disruptionMode single: left as it is" in event["note"]
+        assert value(sched, "gang_scheduler_gang_repairs_total", result="reported") == 1
+        await asyncio.sleep(10)
+        assert len(await bound(kube, "s-")) == 7  # nothing evicted
+        assert (await group_condition(kube, "s", "GangBelowMin"))["status"] == "True"
+
+
+@pytest.mark.looptime
+async def test_a_lost_member_is_replaced_off_the_failed_node_and_the_gang_counts_as_repaired(
+        k8s, kube: KubeClient) -> None:
+    for name in ("n0", "n1", "n2"):
+        await create_node(kube, name, cpu="2")
+    await create_gang(kube, "g", 4, cpu="1")
+    async with running(kube) as sched:
+        placed = await until(lambda: bound_at_least(kube, "g-", 4), what="gang bound")
+        lost = next(name for name, node in placed.items() if node == "n1")
+        # n1 fails: not ready, its member deleted (the node lifecycle controller's eviction)
+        await kube.patch(NODES, None, "n1", {"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}},
+                         sub="status")
+        await kube.delete(PODS, NS, lost)
+        await until(lambda: _reason(kube, "g", "BelowMinCount"), what="GangBelowMin while a member is missing")
+        await kube.create(PODS, NS, pod("g-new", "g"))  # the workload controller's replacement
+        await until(lambda: bound_at_least(kube, "g-new", 1), what="the replacement bound")
+        assert (await bound(kube, "g-new"))["g-new"] != "n1"
+        await until(lambda: _reason(kube, "g", "Satisfied"), what="GangBelowMin False once whole again")
+        assert value(sched, "gang_scheduler_gang_repairs_total", result="completed") == 1
