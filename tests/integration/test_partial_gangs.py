@@ -9,6 +9,7 @@ the plan was made.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -161,3 +162,31 @@ async def test_binds_stop_at_a_node_deleted_after_the_plan(k8s, kube: KubeClient
     placed = await bound(kube, "g-")
     assert "n1" not in placed.values()
     assert len(placed) < 8
+
+
+@pytest.mark.looptime
+async def test_the_next_leader_completes_a_half_bound_gang_from_its_intent(k8s, kube: KubeClient) -> None:
+    """Failover: two replicas; the leader stops with the gang 7/8 bound (its eighth bind refused). The next
+    leader, which never planned the gang, holds its room from the PodGroup's intent against an equal-priority
+    gang ahead of it in the queue, and completes it. (SIGKILLed leaders: tests/chaos/test_failover.py.)"""
+    await create_node(kube, "n0", cpu="8")
+    await kube.create(PODGROUPS, NS, podgroup("0-thief", 1))
+    await create_gang(kube, "a", 8, cpu="1")
+    refuse = Refuse("a-7").on_binds(k8s)
+    lease = {"leader_elect": True, "lease_namespace": "kube-system", "lease_duration_s": 15,
+             "renew_deadline_s": 10, "retry_period_s": 2}
+    async with contextlib.AsyncExitStack() as a_ctx, contextlib.AsyncExitStack() as b_ctx:
+        first = await a_ctx.enter_async_context(running(kube, identity="a", **lease))
+        await until(lambda: first.leading, what="a leads")
+        second = await b_ctx.enter_async_context(running(kube, identity="b", **lease))
+        await until(lambda: bound_at_least(kube, "a-", 7), what="7 of 8 bound by the first leader")
+        await a_ctx.aclose()  # the leader stops mid-gang
+        await kube.create(PODS, NS, pod("0-thief-0", "0-thief", cpu="1"))
+        await until(lambda: second.leading, timeout_s=30, what="b takes over")
+        refused = refuse.refused
+        await until(lambda: refuse.refused > refused, what="the new leader retried the gang")
+        await asyncio.sleep(5)
+        assert await bound(kube, "0-thief-") == {}, "the thief took the half-bound gang's room after the failover"
+        refuse.stop()
+        await until(lambda: bound_at_least(kube, "a-", 8), timeout_s=60, what="the new leader completed the gang")
+        assert second.cycles > 0
