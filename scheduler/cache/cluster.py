@@ -21,7 +21,7 @@ Everything derived is **incremental**: an event updates what it touches and noth
 * :class:`~scheduler.cache.storage.StorageCache`: which pods use which PVC, plans' PVC decisions in
   flight, the storage view of the snapshot;
 * :attr:`ClusterCache.holds`: the room each *partial* tree (members bound below its minCount) holds on
-  the nodes its PodGroups' durable intent names (:func:`held_room`, architecture §12), recomputed with
+  the nodes its PodGroups' durable intent names (:func:`held_room`, architecture §14), recomputed with
   its tree and added to every snapshot's nominated room.
 
 Every change is returned as typed :class:`~scheduler.framework.events.ClusterEvent` values; a change

@@ -8,7 +8,7 @@ plan. A restarted scheduler, or the next leader, reads it back from the PodGroup
 *partial* (:attr:`~scheduler.groups.tree.GroupTree.partial`), and the nodes its intent names for its
 pending members are held for it against every root of lower or equal priority — as room nominated by
 preemption is held (:class:`~scheduler.framework.snapshot.Nominated`) — until it is satisfied or
-torn down (architecture §12).
+torn down (architecture §14).
 
 Why an annotation on the PodGroup rather than ``status.nominatedNodeName`` on every member (what
 kube-scheduler uses for preemption): one write per PodGroup instead of one per pod before the first

@@ -5,7 +5,7 @@ Architecture §6: each member is bound with ``POST pods/{name}/binding``; there 
 What keeps the gang atomic is that the plan was complete and assumed before the first write,
 and that the driver forgets the rest of the plan as soon as one member cannot be bound.
 
-**Durable intent** (architecture §12, issue 12): before any claim write or bind, every PodGroup the plan
+**Durable intent** (architecture §14, issue 12): before any claim write or bind, every PodGroup the plan
 places members of gets the annotation :data:`~scheduler.groups.intent.INTENT_ANNOTATION` (a merge PATCH
 of ``metadata.annotations``, one per PodGroup, in the URGENT lane) naming each member's node. If the
 binds then stop half-way — a failed bind, a crash, a lost lease — whoever schedules next reads the
@@ -163,7 +163,7 @@ class Binder:
         self.kube = kube
         self.fence = fence or (lambda: True)
         """Checked before every claim write and bind: False (the lease was lost) starts no new write,
-        so a replica that stopped leading never binds next to the new leader (architecture §8)."""
+        so a replica that stopped leading never binds next to the new leader (architecture §14)."""
         self.semaphore = asyncio.Semaphore(concurrency)
         self.max_attempts = max_attempts
         self.retry_initial_s = retry_initial_s
