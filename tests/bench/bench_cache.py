@@ -257,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
 
     wall, cpu = timed(lambda: (relist(cache, "Node", iter(node_list)), relist(cache, "PodGroup", iter(groups)),
                                relist(cache, "Pod", listed(0.0)), cache.take_changed_roots()))
+    relist_s = wall / 1000
     print(f"re-list of every kind, nothing changed: {wall / 1000:.2f} s wall, {cpu / 1000:.2f} s CPU "
           f"(making the raw dicts included); target ≤ {TARGET_RELIST_S:.0f} s")
     wall, cpu = timed(lambda: (relist(cache, "Pod", listed(0.01)), cache.take_changed_roots()))
@@ -265,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"re-list of the pods, every pod changed: {wall / 1000:.2f} s wall, {cpu / 1000:.2f} s CPU")
     rss = peak_rss_mib()
     print(f"peak RSS {rss:.0f} MiB (benchmark objects included); target ≤ {TARGET_RSS_MIB:.0f} MiB")
-    ok = (pod_p99 <= TARGET_EVENT_P99_MS and startup_s <= TARGET_STARTUP_S and rss <= TARGET_RSS_MIB)
+    ok = (pod_p99 <= TARGET_EVENT_P99_MS and startup_s <= TARGET_STARTUP_S and rss <= TARGET_RSS_MIB
+          and relist_s <= TARGET_RELIST_S)
     print("verdict:", "targets met" if ok else "a target was missed (see above)")
     return 0
 
