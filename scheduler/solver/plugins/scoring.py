@@ -84,6 +84,10 @@ class NodeOrder:
         if count <= 0:
             return []
         base = self.base[sub] + self.idle[sub]
+        cand = np.flatnonzero(c >= remaining)
+        if len(cand):  # the loop's first step: some node takes every copy (most small gangs) — no sorting
+            j = cand[np.argmin(base[cand] + c[cand] * 2)]
+            return [(int(sub[j]), remaining)]
         order_key = base - c * 2  # what a pick that cannot take all remaining copies minimises
         if count < len(sub):
             threshold = order_key[np.argpartition(order_key, count - 1)[count - 1]]
