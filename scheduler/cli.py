@@ -150,8 +150,10 @@ def simulate_cmd(files: tuple[str, ...], output: str, **flags: Any) -> None:
     """Schedule a cluster snapshot offline and report the placements.
 
     FILES are YAML files (multi-document or `kubectl get -o yaml` lists) with Nodes, Pods,
-    PodGroups, CompositePodGroups, Workloads and PriorityClasses; `-` reads one from standard
-    input. With no FILE, a built-in example cluster is used.
+    Namespaces, PodGroups, CompositePodGroups, Workloads, PriorityClasses, PodDisruptionBudgets,
+    DRA objects (ResourceSlices, DeviceClasses, ResourceClaims, ResourceClaimTemplates) and storage
+    objects (PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes); `-` reads one
+    from standard input. Other kinds are skipped. With no FILE, a built-in example cluster is used.
     """
     settings = _settings(flags)
     paths = list(files) or [str(example_path())]
@@ -166,7 +168,7 @@ def simulate_cmd(files: tuple[str, ...], output: str, **flags: Any) -> None:
 @main.command(name="run")
 @_settings_options(Settings.model_fields)
 @click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="INFO",
-              show_default=True, help="Python logging level.")
+              show_default=True, envvar="GANG_SCHEDULER_LOG_LEVEL", show_envvar=True, help="Python logging level.")
 def run_cmd(log_level: str, **flags: Any) -> None:
     """Schedule a live cluster (kubeconfig or in-cluster service account)."""
     settings = _settings(flags)

@@ -32,8 +32,10 @@ from scheduler.dra.view import DraView
 from scheduler.framework.snapshot import Snapshot
 from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import API_VERSION as DRA_VERSION
+from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
+from scheduler.offline.loader import KINDS
 from scheduler.offline.simulate import AllocationOutcome, GroupOutcome, PreemptionOutcome, Simulation
 
 UNHONOURED = "unhonoured-field"
@@ -298,7 +300,8 @@ def notices(sim: Simulation) -> list[Notice]:
     """The hints under the summary, for both renderings: no pod of ours found; DRA objects of another
     version skipped; DRA problems (listed in full under their own heading / key); claims made from
     templates; ephemeral volumes' PVCs made from pods' templates; then one warning per field a pending pod
-    sets that no plugin honours."""
+    sets that no plugin honours. Objects of a kind we read under another apiVersion (scheduler-plugins'
+    ``scheduling.x-k8s.io`` PodGroup, an old Workload) get a ``skipped-api-version`` warning each."""
     out: list[Notice] = []
     if not sim.pods:  # sim.pods holds every pending pod of ours
         found = ", ".join(f"{name} ({n})" for name, n in sorted(sim.pods_by_scheduler.items(),
@@ -310,6 +313,15 @@ def notices(sim: Simulation) -> list[Notice]:
         count = sum(n for kind, n in sim.skipped.items() if kind.startswith(f"{DRA_GROUP}/"))
         out.append(Notice("warning", "skipped-api-version", f"{count} {DRA_GROUP} object(s) of {', '.join(other)} "
                                                             f"skipped (only {DRA_VERSION} is read)"))
+    read_as: dict[str, list[str]] = {}
+    for version, kind in KINDS:
+        read_as.setdefault(kind, []).append(version)
+    for key, count in sorted(sim.skipped.items()):  # e.g. scheduler-plugins' scheduling.x-k8s.io PodGroup
+        version, _, kind = key.partition(" ")
+        if kind in read_as and not version.startswith(f"{DRA_GROUP}/"):
+            out.append(Notice("warning", "skipped-api-version",
+                              f"{count} {version} {kind} object(s) skipped (a {kind} is read only as "
+                              f"{', '.join(sorted(read_as[kind]))}; it is not ours)"))
     if sim.dra_problems:
         out.append(Notice("warning", "dra-problems",
                           f"{len(sim.dra_problems)} DRA problem(s), listed under \"DRA problems\" below"))
@@ -348,8 +360,17 @@ def _utilisation(initial: Snapshot, final: Snapshot) -> str:
             delta = f" +{format_units(r, added)}" if added else ""
             text = f"{format_units(r, used)}/{format_units(r, alloc)}{delta} {_pct(used, alloc)}"
             cells.append(f"  {text:>30}")
-        lines.append(f"{node.name:<16}" + "".join(cells))
+        lines.append(f"{node.name:<16}" + "".join(cells) + _node_state(node))
     return "\n".join(lines)
+
+
+def _node_state(node: Node) -> str:
+    """``  (cordoned)`` / ``  (not Ready)`` after a node's row: why free room there was not used."""
+    marks = ["cordoned"] if node.spec.unschedulable else []
+    ready = node.condition("Ready")
+    if ready is not None and ready.status != "True":
+        marks.append(f"Ready={ready.status}")
+    return f"  ({', '.join(marks)})" if marks else ""
 
 
 def _device_utilisation(initial: DraView, final: DraView) -> list[str]:

@@ -259,6 +259,12 @@ def members(n: int, scheduler: str = "gang-scheduler") -> str:
         pytest.param(NODE + "---" + GOOD_POD + "---" + SLICE.format(count=1).replace("k8s.io/v1", "k8s.io/v1beta1"),
                      [], ["warning: 1 resource.k8s.io object(s) of resource.k8s.io/v1beta1 skipped "
                           "(only resource.k8s.io/v1 is read)"], id="dra-other-version-skipped"),
+        pytest.param(NODE + "---" + GOOD_POD + "---"
+                     + "\napiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: nginx}\n"
+                     + "spec: {minMember: 3}\n", [],
+                     ["warning: 1 scheduling.x-k8s.io/v1alpha1 PodGroup object(s) skipped (a PodGroup is read only "
+                      "as scheduling.k8s.io/v1alpha3, scheduling.k8s.io/v1beta1; it is not ours)"],
+                     id="scheduler-plugins-podgroup-skipped"),
     ],
 )
 def test_text_report_lines(tmp_path: Path, snapshot: str, args: list[str], lines: list[str]) -> None:
@@ -269,6 +275,17 @@ def test_text_report_lines(tmp_path: Path, snapshot: str, args: list[str], lines
         assert line in report
     assert sum(line.startswith(("note:", "warning:")) for line in report) == sum(
         line.startswith(("note:", "warning:")) for line in lines)
+
+
+def test_the_utilisation_table_marks_nodes_that_take_no_pods(tmp_path: Path) -> None:
+    """A new user saw free room on a node the reasons did not count: the row now says why."""
+    cordoned = NODE.replace("n1", "n2").replace("status:", "spec: {unschedulable: true}\nstatus:")
+    not_ready = NODE.replace("n1", "n3").replace("pods: \"110\"}", "pods: \"110\"}, conditions: "
+                                                 "[{type: Ready, status: Unknown}]")
+    _, out, _ = invoke("simulate", write(tmp_path, NODE + "---" + cordoned + "---" + not_ready))
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith(("n1 ", "n2 ", "n3 "))}
+    assert rows["n2"].endswith("  (cordoned)") and rows["n3"].endswith("  (Ready=Unknown)")
+    assert not rows["n1"].endswith(")")
 
 
 def test_every_pod_left_pending_appears_once_in_the_text_report(tmp_path: Path) -> None:

@@ -201,7 +201,8 @@ def test_bad_settings_exit_2_naming_the_variable_or_flag_and_value(home: Path, r
                      "range x>0.", id="float-flag-must-be-positive"),
         pytest.param(["--client-qps", "fast"], "Invalid value for '--client-qps': 'fast' is not a valid float range.",
                      id="float-flag-not-a-number"),
-        pytest.param(["--log-level", "loud"], "Invalid value for '--log-level': 'loud' is not one of 'debug', "
+        pytest.param(["--log-level", "loud"], "Invalid value for '--log-level' (env var: 'GANG_SCHEDULER_LOG_LEVEL'): "
+                     "'loud' is not one of 'debug', "
                      "'info', 'warning', 'error', 'critical'.", id="unknown-log-level"),
     ],
 )
@@ -209,6 +210,17 @@ def test_flags_are_typed_by_click(home: Path, recorded: list[Settings], args: li
     result = run(args, clean_env(home))
     assert result.exit_code == 2
     assert result.stderr.rstrip().endswith(f"Error: {stderr_end}")
+    assert recorded == []
+
+
+def test_the_log_level_is_a_variable_too(home: Path, recorded: list[Settings]) -> None:
+    """Every setting is a flag and a GANG_SCHEDULER_ variable, ``--log-level`` included (a new user found it
+    silently ignored)."""
+    result = run([], clean_env(home, GANG_SCHEDULER_LOG_LEVEL="loud"))
+    assert result.exit_code == 2
+    assert result.stderr.rstrip().endswith("Error: Invalid value for '--log-level' (env var: "
+                                           "'GANG_SCHEDULER_LOG_LEVEL'): 'loud' is not one of 'debug', 'info', "
+                                           "'warning', 'error', 'critical'.")
     assert recorded == []
 
 
