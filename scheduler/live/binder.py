@@ -59,7 +59,7 @@ from typing import TypeVar
 from scheduler.cycle import BindResult, Failure
 from scheduler.dra.writes import ClaimWrite, landed, merged_reservations
 from scheduler.framework.plan import Plan
-from scheduler.groups.intent import INTENT_ANNOTATION, intent_annotation
+from scheduler.groups.intent import INTENT_ANNOTATION, intent_annotation, intent_entries
 from scheduler.live.kube import (
     JSON,
     PODGROUPS,
@@ -81,7 +81,7 @@ T = TypeVar("T")
 Precheck = Callable[[Pod, str], str | None]
 """Asked just before binding (pod, node): None to go ahead, else why the target no longer fits."""
 RecordedIntent = Callable[[str, str], Mapping[str, tuple[str, str]]]
-"""The intent a PodGroup (namespace, name) shows now: pod name → (node, uid) (``groups.intent.parse_intent``)."""
+"""The intent a PodGroup (namespace, name) shows now: pod name → (node, uid prefix) (``groups.intent.parse_intent``)."""
 
 
 class TargetChanged(ApiError):
@@ -284,18 +284,25 @@ class Binder:
                            ) -> tuple[str, ApiError] | None:
         """Record ``plan`` (under ``token``) on each PodGroup it places members of, unless ``recorded`` says the
         PodGroup shows these very placements already (a retry of the same plan writes nothing); None when all
-        stand, else the first PodGroup (``ns/name``) whose write failed for good, and the error."""
+        stand, else the first PodGroup (``ns/name``) whose write failed for good, and the error. A PodGroup
+        whose intent is too large to record (``groups.intent``: over ~9,000 members) gets its older intent
+        removed instead, with a warning: that gang is bound without durable intent."""
         by_group: dict[tuple[str, str], list[tuple[Pod, str]]] = {}
         for pod, node in plan.placements:
             if pod.group_name is not None:
                 by_group.setdefault((pod.metadata.namespace, pod.group_name), []).append((pod, node))
+        values = {key: intent_annotation(token, ps) for key, ps in by_group.items()}
         if recorded is not None:
-            by_group = {(ns, name): ps for (ns, name), ps in by_group.items()
-                        if recorded(ns, name) != {p.metadata.name: (n, p.metadata.uid) for p, n in ps}}
+            values = {(ns, name): value for (ns, name), value in values.items()
+                      if recorded(ns, name) != (intent_entries(by_group[ns, name]) if value is not None else {})}
         failures: list[tuple[str, ApiError]] = []
 
-        async def one(ns: str, name: str, placements: list[tuple[Pod, str]]) -> None:
-            body: JSON = {"metadata": {"annotations": {INTENT_ANNOTATION: intent_annotation(token, placements)}}}
+        async def one(ns: str, name: str, value: str | None) -> None:
+            if value is None:
+                log.warning("PodGroup %s/%s: the plan of its %d members is too large to record as its intent; "
+                            "it is bound without one (a restart cannot hold its room)", ns, name,
+                            len(by_group[ns, name]))
+            body: JSON = {"metadata": {"annotations": {INTENT_ANNOTATION: value}}}
             async with self.semaphore:
                 try:
                     await self._retry(f"record plan on PodGroup {ns}/{name}", lambda: self.kube.patch(
@@ -305,7 +312,7 @@ class Binder:
 
         if not self.fence():
             return (f"{plan.root.namespace}/{plan.root.name}", ApiError(0, "NotLeader", "leadership lost"))
-        await asyncio.gather(*(one(ns, name, ps) for (ns, name), ps in sorted(by_group.items())))
+        await asyncio.gather(*(one(ns, name, value) for (ns, name), value in sorted(values.items())))
         return failures[0] if failures else None
 
     async def bind_plan(self, placements: Sequence[tuple[Pod, str]], outcome: BindOutcome | None = None,

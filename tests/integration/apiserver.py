@@ -131,6 +131,7 @@ class ApiServer(kmock.KubernetesEmulator):
         if events: errs = av.validate_event_create(body) if old is None else av.validate_event_update(body, old)
         elif old is None: errs = av.validate_metadata(md, av.name_rule(r.group, r.version, r.plural, self._kind(r)))
         else: errs = []                     # names are immutable; other kinds' fields are not schema-checked
+        if not events: errs += av.validate_annotations(md)
         if errs:
             status = av.invalid_status(r.group, self._kind(r), md.get('name') or '', errs)
             raise KubernetesError(status=422, reason='Invalid', message=status['message'], details=status['details'])

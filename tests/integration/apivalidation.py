@@ -87,6 +87,8 @@ class FieldError:
         """``field.Error.ErrorBody()``: ``Invalid value: "x": detail`` / ``Required value: detail``."""
         if self.type == "FieldValueRequired":
             text = "Required value"
+        elif self.type == "FieldValueTooLong":
+            text = "Too long"
         elif isinstance(self.bad_value, str):
             text = f"Invalid value: {json.dumps(self.bad_value)}"
         else:
@@ -206,6 +208,22 @@ def validate_metadata(md: JSON, rule: str) -> list[FieldError]:
         errs.append(required("metadata.name", "name or generateName is required"))
     else:
         errs += [invalid("metadata.name", name, m) for m in _name_problems(rule, name, prefix=False)]
+    return errs
+
+
+TOTAL_ANNOTATION_SIZE_MAX = 256 * 1024
+"""``TotalAnnotationSizeLimitB`` (apimachinery/pkg/api/validation/objectmeta.go)."""
+
+
+def validate_annotations(md: JSON) -> list[FieldError]:
+    """``ValidateAnnotations``, on create and on every update of any kind: each key a qualified name (checked
+    lower-cased), keys and values together at most 256 KiB."""
+    annotations: dict[str, Any] = md.get("annotations") or {}
+    errs = [invalid("metadata.annotations", k, m) for k in annotations for m in qualified_name(k.lower())]
+    total = sum(len(k.encode()) + len(str(v or "").encode()) for k, v in annotations.items())
+    if total > TOTAL_ANNOTATION_SIZE_MAX:
+        errs.append(FieldError("FieldValueTooLong", "metadata.annotations", None,
+                               f"may not be more than {TOTAL_ANNOTATION_SIZE_MAX} bytes"))
     return errs
 
 

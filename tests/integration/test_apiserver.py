@@ -234,3 +234,25 @@ async def test_event_time_that_go_cannot_decode_is_a_400(kube: KubeClient) -> No
         await kube.create(EVENTS, NS, event(eventTime="2026-11-29 10:00"))
 
     assert (info.value.status, info.value.reason) == (400, "BadRequest")
+
+
+async def test_annotations_over_256_kib_are_refused_on_patch(kube: KubeClient) -> None:
+    """``ValidateAnnotations`` runs on every update: a large durable intent (issue 12) would meet it."""
+    body = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
+            "spec": {"schedulingPolicy": {"basic": {}}}}
+    await kube.create(PODGROUPS, NS, body)
+    fits = "x" * (av.TOTAL_ANNOTATION_SIZE_MAX - len("a/b"))
+
+    await kube.patch(PODGROUPS, NS, "g", {"metadata": {"annotations": {"a/b": fits}}})
+    with pytest.raises(ApiError) as info:
+        await kube.patch(PODGROUPS, NS, "g", {"metadata": {"annotations": {"a/b": fits + "x"}}})
+
+    assert (info.value.status, info.value.reason) == (422, "Invalid")
+    assert info.value.message.endswith(
+        'is invalid: metadata.annotations: Too long: may not be more than 262144 bytes')
+    assert (await kube.get(PODGROUPS, NS, "g"))["metadata"]["annotations"]["a/b"] == fits
+
+
+def test_annotation_keys_must_be_qualified_names() -> None:
+    assert fields(av.validate_annotations({"annotations": {"gang-scheduler.io/intent": "{}", "a b": ""}})) == [
+        "metadata.annotations"]
