@@ -63,7 +63,7 @@ class NodeResourcesFit:
     def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
         if sig.unknown:
             return np.zeros(len(rows), dtype=np.int64)
-        return copies(state.free[rows], sig.request)
+        return copies(state.free.take(rows, axis=0), sig.request)  # take: fancy indexing's rows, faster
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
         """One ``Insufficient <r>`` per short resource per node (several per node are each counted, as
