@@ -35,18 +35,27 @@ def insufficient(resource: str) -> str:
     return TOO_MANY_PODS if resource == PODS else f"Insufficient {resource}"
 
 
-def copies(free: IntArray, request: IntArray) -> IntArray:
-    """Copies of ``request`` that fit on each row of ``free``.
+def copies(free: IntArray, request: IntArray, rows: IntArray | None = None) -> IntArray:
+    """Copies of ``request`` that fit on each row of ``free`` (each of ``rows`` if given, in that order).
 
     ``free``: ``(N, R)`` free capacity; ``request``: ``(R,)`` one pod's requests, same units.
-    Returns ``(N,)`` counts ≥ 0. A request of nothing but zeros fits without bound; it is
+    Returns counts ≥ 0, one per row. A request of nothing but zeros fits without bound; it is
     capped by the ``pods`` column in practice, since every pod requests one.
+
+    Works one requested column at a time, so no ``(rows, R)`` copy is made: the temporaries stay
+    small enough for the heap to reuse them from one solve to the next.
     """
     cols = np.flatnonzero(request > 0)
     if cols.size == 0:
-        return np.full(free.shape[0], UNLIMITED, dtype=np.int64)
-    per = free[:, cols] // request[cols]
-    return np.asarray(np.maximum(per.min(axis=1), 0), dtype=np.int64)
+        return np.full(free.shape[0] if rows is None else len(rows), UNLIMITED, dtype=np.int64)
+
+    def column(col: int) -> IntArray:
+        return free[:, col] if rows is None else free[:, col].take(rows)
+
+    least: IntArray = column(cols[0]) // request[cols[0]]
+    for col in cols[1:]:
+        np.minimum(least, column(col) // request[col], out=least)
+    return np.maximum(least, 0, out=least)
 
 
 def reasons(free_row: IntArray, request: IntArray, resources: tuple[str, ...]) -> list[str]:
@@ -63,7 +72,7 @@ class NodeResourcesFit:
     def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
         if sig.unknown:
             return np.zeros(len(rows), dtype=np.int64)
-        return copies(state.free.take(rows, axis=0), sig.request)  # take: fancy indexing's rows, faster
+        return copies(state.free, sig.request, rows)
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
         """One ``Insufficient <r>`` per short resource per node (several per node are each counted, as
