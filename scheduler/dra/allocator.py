@@ -204,7 +204,7 @@ class _Candidates:
     and after every backtrack, and the answer depends only on the sub-request and the devices.
     """
 
-    __slots__ = ("ordered", "_matches", "_memo")
+    __slots__ = ("_matches", "_memo", "ordered")
 
     def __init__(self, devices: Sequence[Device], matches: Matcher) -> None:
         self.ordered = sorted(devices, key=lambda d: (d.weight, d.id))
