@@ -35,6 +35,10 @@ def insufficient(resource: str) -> str:
     return TOO_MANY_PODS if resource == PODS else f"Insufficient {resource}"
 
 
+GATHER_ROWS = 512
+"""Up to this many rows, :func:`copies` gathers them first (one small copy, then one vectorised pass)."""
+
+
 def copies(free: IntArray, request: IntArray, rows: IntArray | None = None) -> IntArray:
     """Copies of ``request`` that fit on each row of ``free`` (each of ``rows`` if given, in that order).
 
@@ -42,19 +46,20 @@ def copies(free: IntArray, request: IntArray, rows: IntArray | None = None) -> I
     Returns counts ≥ 0, one per row. A request of nothing but zeros fits without bound; it is
     capped by the ``pods`` column in practice, since every pod requests one.
 
-    Works one requested column at a time, so no ``(rows, R)`` copy is made: the temporaries stay
-    small enough for the heap to reuse them from one solve to the next.
+    Many ``rows`` are read one requested column at a time, with no ``(rows, R)`` copy: a copy that
+    large is one the heap may hand back to the system and fault in again on every solve.
     """
     cols = np.flatnonzero(request > 0)
     if cols.size == 0:
         return np.full(free.shape[0] if rows is None else len(rows), UNLIMITED, dtype=np.int64)
-
-    def column(col: int) -> IntArray:
-        return free[:, col] if rows is None else free[:, col].take(rows)
-
-    least: IntArray = column(cols[0]) // request[cols[0]]
+    if rows is not None and len(rows) <= GATHER_ROWS:
+        free, rows = free.take(rows, axis=0), None
+    if rows is None:
+        per = free[:, cols] // request[cols]
+        return np.asarray(np.maximum(per.min(axis=1), 0), dtype=np.int64)
+    least: IntArray = free[:, cols[0]].take(rows) // request[cols[0]]
     for col in cols[1:]:
-        np.minimum(least, column(col) // request[col], out=least)
+        np.minimum(least, free[:, col].take(rows) // request[col], out=least)
     return np.maximum(least, 0, out=least)
 
 
