@@ -197,10 +197,39 @@ def _take_all(state: DeviceState, devices: Sequence[Device]) -> bool:
     return True
 
 
+class _Candidates:
+    """Devices best fit first, and per sub-request the ones it may use (tolerated and matching).
+
+    The matching lists are memoised: one search asks the same sub-requests again for every copy
+    and after every backtrack, and the answer depends only on the sub-request and the devices.
+    """
+
+    __slots__ = ("_matches", "_memo", "ordered")
+
+    def __init__(self, devices: Sequence[Device], matches: Matcher) -> None:
+        self.ordered = sorted(devices, key=lambda d: (d.weight, d.id))
+        self._matches = matches
+        self._memo: dict[int, tuple[SubRequest, list[Device]]] = {}
+        """id of a sub-request → (the sub-request, kept so the id stays its own; its devices)."""
+
+    def matching(self, sub: SubRequest) -> list[Device]:
+        """The devices ``sub`` may use, best fit first (do not modify the returned list)."""
+        hit = self._memo.get(id(sub))
+        if hit is None:
+            matches = self._matches
+            hit = self._memo[id(sub)] = (sub, [d for d in self.ordered if _tolerated(sub, d) and matches(sub, d)])
+        return hit[1]
+
+
 def claim_alternatives(claim: ClaimSpec, devices: Sequence[Device], matches: Matcher, state: DeviceState,
                        budget: _Budget) -> Iterator[list[Result]]:
     """Yield each allocation of ``claim`` from ``devices``, keeping it taken in ``state`` while suspended."""
-    ordered = sorted(devices, key=lambda d: (d.weight, d.id))
+    return _alternatives(claim, _Candidates(devices, matches), state, budget)
+
+
+def _alternatives(claim: ClaimSpec, candidates: _Candidates, state: DeviceState,
+                  budget: _Budget) -> Iterator[list[Result]]:
+    """:func:`claim_alternatives` over devices already ordered and matched."""
     chosen: list[Result] = []
 
     def requests(i: int) -> Iterator[list[Result]]:
@@ -209,7 +238,7 @@ def claim_alternatives(claim: ClaimSpec, devices: Sequence[Device], matches: Mat
             return
         request = claim.requests[i]
         for sub in request.options:
-            matching = [d for d in ordered if _tolerated(sub, d) and matches(sub, d)]
+            matching = candidates.matching(sub)
             if sub.all:
                 if not matching or any(not state.fits(d) for d in matching):
                     continue  # All: at least one, and every matching device must be free
@@ -246,6 +275,7 @@ def allocate_copies(claims: Sequence[ClaimSpec], copies: int, devices: Sequence[
     best: list[list[list[Result]]] = []
     current: list[list[list[Result]]] = []
     budget = _Budget(budget_steps)
+    candidates = _Candidates(devices, matches)
     start = state.mark()
     best_taken: list[Device] = []
 
@@ -265,7 +295,7 @@ def allocate_copies(claims: Sequence[ClaimSpec], copies: int, devices: Sequence[
             yield from copy(n + 1)
             current.pop()
             return
-        for alloc in claim_alternatives(claims[i], devices, matches, state, budget):
+        for alloc in _alternatives(claims[i], candidates, state, budget):
             results.append(alloc)
             yield from claims_of_copy(i + 1, results, n)
             results.pop()

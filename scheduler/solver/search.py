@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import FilterPlugin, Quota, QuotaFilterPlugin, Signature
@@ -383,6 +384,20 @@ class _Search:
         for _value, dmask in domains:
             yield from self.within(group, dmask)
 
+    def _domain_room(self, count: int, ids: npt.NDArray[np.int32], counted: BoolArray, cols: IntArray) -> IntArray:
+        """Free capacity in columns ``cols`` of the ``counted`` nodes of each of the ``count`` domains (node
+        ``n`` is in domain ``ids[n]``), ``(count, len(cols))``; an overcommitted node has no room, not
+        negative room. One pass over all domains, summed exactly in integers."""
+        have = np.zeros((count, len(cols)), dtype=np.int64)
+        rows = np.flatnonzero(counted)
+        if rows.size:
+            rows = rows[np.argsort(ids[rows], kind="stable")]  # grouped by domain
+            dom = ids[rows]
+            starts = np.flatnonzero(np.concatenate(([True], dom[1:] != dom[:-1])))
+            for j, col in enumerate(cols):
+                have[dom[starts], j] = np.add.reduceat(np.maximum(self.state.free[rows, col], 0), starts)
+        return have
+
     def domain_masks(self, group: Group, mask: BoolArray) -> list[tuple[str, BoolArray]]:
         """Candidate domains of the group's topology key inside ``mask``, in try order, pruned by capacity.
 
@@ -405,27 +420,29 @@ class _Search:
         need = self.need(group)
         cols = np.flatnonzero(need > 0)
         usable = self.usable(group)
+        if cols.size:
+            # A necessary condition: every member placed lands on a node passing its static
+            # filters, so what the group needs must fit in the free capacity of those nodes.
+            have = self._domain_room(len(doms.values), ids, mask & usable & (ids >= 0), cols)
+            shares = need[cols] / np.maximum(have, 1)  # (domains, resources): how much of its room it needs
+            ratios = shares.max(axis=1)
+            worst = shares.argmax(axis=1)
+            short: BoolArray = np.any(have < need[cols], axis=1)
         scored: list[tuple[float, str, BoolArray]] = []
         closest: tuple[float, str, str] | None = None  # (ratio, resource, text) of the nearest miss
-        for d in present:
-            dmask = mask & (ids == d)
+        for d in map(int, present):
+            ratio = 0.0
             if cols.size:
-                # A necessary condition: every member placed lands on a node passing its static
-                # filters, so what the group needs must fit in the free capacity of those nodes.
-                # (an overcommitted node has no room, not negative room)
-                have = np.maximum(self.state.free[dmask & usable][:, cols], 0).sum(axis=0)
-                ratio = float(np.max(need[cols] / np.maximum(have, 1)))
-                if np.any(have < need[cols]):
-                    j = int(np.argmax(need[cols] / np.maximum(have, 1)))
+                ratio = float(ratios[d])
+                if short[d]:
+                    j = int(worst[d])
                     res = self.table.resources[cols[j]]
-                    text = (f"{doms.values[int(d)]} has {format_units(res, int(have[j]))} free, "
+                    text = (f"{doms.values[d]} has {format_units(res, int(have[d, j]))} free, "
                             f"needs {format_units(res, int(need[cols[j]]))}")
                     if closest is None or ratio < closest[0]:
                         closest = (ratio, res, text)
                     continue
-            else:
-                ratio = 0.0
-            scored.append((ratio, doms.values[int(d)], dmask))
+            scored.append((ratio, doms.values[d], mask & (ids == d)))
         if not scored:
             if not len(self.table):
                 message = f"{_describe(group)}: no nodes available to schedule pods"  # kube's ErrNoNodesAvailable

@@ -233,9 +233,13 @@ class DynamicResources:
     # -- shared claims -------------------------------------------------------------------------
     def shared_claims(self, state: CycleState, pending: Sequence[Pod]) -> list[NeededClaim]:
         """The claims a leaf allocates once for all members (PodGroup claims, claims shared by name)."""
+        cycle = devices(state)
+        if cycle is None:
+            return []
+        resolved = cycle.view.pods
         out: dict[str, NeededClaim] = {}
         for pod in pending:
-            claims = claims_of(state, pod)
+            claims = resolved.get(pod.key)
             for needed in claims.shared if claims is not None else ():
                 out.setdefault(needed.key, needed)
         return [out[k] for k in sorted(out)]

@@ -35,18 +35,32 @@ def insufficient(resource: str) -> str:
     return TOO_MANY_PODS if resource == PODS else f"Insufficient {resource}"
 
 
-def copies(free: IntArray, request: IntArray) -> IntArray:
-    """Copies of ``request`` that fit on each row of ``free``.
+GATHER_ROWS = 512
+"""Up to this many rows, :func:`copies` gathers them first (one small copy, then one vectorised pass)."""
+
+
+def copies(free: IntArray, request: IntArray, rows: IntArray | None = None) -> IntArray:
+    """Copies of ``request`` that fit on each row of ``free`` (each of ``rows`` if given, in that order).
 
     ``free``: ``(N, R)`` free capacity; ``request``: ``(R,)`` one pod's requests, same units.
-    Returns ``(N,)`` counts ≥ 0. A request of nothing but zeros fits without bound; it is
+    Returns counts ≥ 0, one per row. A request of nothing but zeros fits without bound; it is
     capped by the ``pods`` column in practice, since every pod requests one.
+
+    Many ``rows`` are read one requested column at a time, with no ``(rows, R)`` copy: a copy that
+    large is one the heap may hand back to the system and fault in again on every solve.
     """
     cols = np.flatnonzero(request > 0)
     if cols.size == 0:
-        return np.full(free.shape[0], UNLIMITED, dtype=np.int64)
-    per = free[:, cols] // request[cols]
-    return np.asarray(np.maximum(per.min(axis=1), 0), dtype=np.int64)
+        return np.full(free.shape[0] if rows is None else len(rows), UNLIMITED, dtype=np.int64)
+    if rows is not None and len(rows) <= GATHER_ROWS:
+        free, rows = free.take(rows, axis=0), None
+    if rows is None:
+        per = free[:, cols] // request[cols]
+        return np.asarray(np.maximum(per.min(axis=1), 0), dtype=np.int64)
+    least: IntArray = free[:, cols[0]].take(rows) // request[cols[0]]
+    for col in cols[1:]:
+        np.minimum(least, free[:, col].take(rows) // request[col], out=least)
+    return np.maximum(least, 0, out=least)
 
 
 def reasons(free_row: IntArray, request: IntArray, resources: tuple[str, ...]) -> list[str]:
@@ -63,7 +77,7 @@ class NodeResourcesFit:
     def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
         if sig.unknown:
             return np.zeros(len(rows), dtype=np.int64)
-        return copies(state.free[rows], sig.request)
+        return copies(state.free, sig.request, rows)
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
         """One ``Insufficient <r>`` per short resource per node (several per node are each counted, as

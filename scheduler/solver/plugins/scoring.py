@@ -38,12 +38,11 @@ class NodeOrder:
     def __init__(self, state: CycleState, sig: Signature, rows: IntArray) -> None:
         table = state.table
         col = table.column[PODS]
-        self.idle: IntArray = (state.free[rows, col] >= table.allocatable[rows, col]).astype(np.int64)
-        penalty = np.zeros(len(rows), dtype=np.int64)
-        if not sig.needs_accelerator:
-            penalty = table.accelerator[rows].astype(np.int64) * (1 + self.idle)
-        self.base: IntArray = penalty * _BIG
+        self.idle: IntArray = (state.free[:, col].take(rows) >= table.allocatable[:, col].take(rows)).astype(np.int64)
+        self.base: IntArray = np.zeros(len(rows), dtype=np.int64)
         """The accelerator penalty, already weighted (the part of every key that does not change)."""
+        if not sig.needs_accelerator:  # accelerator nodes (idle ones twice) are kept for pods that need one
+            self.base = table.accelerator.take(rows) * (1 + self.idle) * _BIG
         self.spread = state.config.scoring == "spread"
 
     def pick(self, sub: IntArray, caps: IntArray, remaining: int, preference: IntArray | None) -> tuple[int, int]:
