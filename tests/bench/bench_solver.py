@@ -1115,7 +1115,8 @@ def main(argv: list[str] | None = None) -> int:
         print_case(r)
         if prof is not None:
             out = io.StringIO()
-            pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(20)
+            order = os.environ.get("BENCH_PROFILE_SORT", "cumulative")  # e.g. tottime
+            pstats.Stats(prof, stream=out).sort_stats(order).print_stats(20)
             print(f"\n  cProfile of case ({name}) solve calls (profiler overhead inflates absolute times):")
             print(out.getvalue())
     verdict(results)

@@ -28,6 +28,8 @@ NAME = "NodeOrder"
 
 _BIG = np.int64(1) << 40
 """Weight of the accelerator penalty over the capacity terms (which stay below 2^10)."""
+_NEVER = np.iinfo(np.int64).max
+"""A key no node is picked by (masked out of an argmin)."""
 PREFERENCE_UNIT = np.int64(1) << 42
 """Weight of one point of weighted score over the whole packing key (< 3·2^40)."""
 
@@ -78,41 +80,40 @@ class NodeOrder:
         ``caps > 0``. Returns (index, copies) in pick order; identical to repeated :meth:`pick`, ties
         included (lowest index first)."""
         assert not self.spread
-        c = caps[sub]
+        c = caps.take(sub)
         count = min(len(sub), remaining)
         if count <= 0:
             return []
-        base = self.base[sub] + self.idle[sub]
+        base = self.base.take(sub) + self.idle.take(sub)
         cand = np.flatnonzero(c >= remaining)
         if len(cand):  # the loop's first step: some node takes every copy (most small gangs) — no sorting
             j = cand[np.argmin(base[cand] + c[cand] * 2)]
             return [(int(sub[j]), remaining)]
         order_key = base - c * 2  # what a pick that cannot take all remaining copies minimises
         if count < len(sub):
-            threshold = order_key[np.argpartition(order_key, count - 1)[count - 1]]
+            threshold = np.partition(order_key, count - 1)[count - 1]  # the value only: argpartition is
+            # ~10x slower on the few-valued keys of uniform nodes (44 vs 5 us at 3,000 candidates)
             below = np.flatnonzero(order_key < threshold)
             ties = np.flatnonzero(order_key == threshold)[:count - len(below)]
             chosen = np.concatenate([below, ties])
         else:
             chosen = np.arange(len(sub))
         chosen = chosen[np.lexsort((chosen, order_key[chosen]))]
-        rest = np.ones(len(sub), dtype=bool)
-        rest[chosen] = False
-        rest_max = int(c[rest].max()) if rest.any() else 0
+        rest_c = c.copy()
+        rest_c[chosen] = 0
+        rest_max = int(rest_c.max())  # the most copies a node not chosen takes (0: none left)
         chosen_c = c[chosen]
-        suffix_max = np.maximum.accumulate(chosen_c[::-1])[::-1]
+        suffix_max = np.maximum.accumulate(chosen_c[::-1])[::-1].tolist()
+        copies, nodes = chosen_c.tolist(), sub[chosen].tolist()  # plain ints: the loop is Python
         out: list[tuple[int, int]] = []
-        taken = np.zeros(len(sub), dtype=bool)
-        for step, i in enumerate(chosen):
-            if max(rest_max, int(suffix_max[step])) >= remaining:  # some node takes all that remain
-                fits = ~taken & (c >= remaining)
-                cand = np.flatnonzero(fits)
-                j = cand[np.argmin(base[cand] + c[cand] * 2)]  # the tightest node that takes them all
-                out.append((int(sub[j]), remaining))
+        for step in range(len(copies)):
+            if max(rest_max, suffix_max[step]) >= remaining:  # some node takes all that remain
+                key = np.where(c >= remaining, base + c * 2, _NEVER)  # the tightest node that takes them all
+                key[chosen[:step]] = _NEVER  # the nodes picked so far are full
+                out.append((int(sub[int(np.argmin(key))]), remaining))
                 return out
-            out.append((int(sub[i]), int(c[i])))
-            taken[i] = True
-            remaining -= int(c[i])
+            out.append((nodes[step], copies[step]))
+            remaining -= copies[step]
             if remaining <= 0:
                 return out
         return out
