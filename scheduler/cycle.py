@@ -30,7 +30,8 @@ from scheduler.framework.status import Code
 from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
-from scheduler.solver.plugins import node_unschedulable, taint_toleration
+from scheduler.solver.plugins import NOMINATED_FIRST, node_unschedulable, taint_toleration
+from scheduler.solver.plugins.nominated_node import nominated
 from scheduler.solver.search import solve
 
 
@@ -38,10 +39,17 @@ def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
                  post_filters: Sequence[PostFilterPlugin] = ()) -> Decision:
     """Decide for one READY root: a :class:`Plan` for the whole tree, or :class:`Unschedulable`.
 
+    A root whose pending pods carry nominations (preemption's) is first solved with each pinned to its
+    nominated node, as kube-scheduler evaluates a pod's nominated node first
+    (:mod:`~scheduler.solver.plugins.nominated_node`); if that finds no plan, the ordinary search decides.
     ``post_filters`` run, in order, only when the search failed with code UNSCHEDULABLE (capacity was
     short: removing pods could help); the first that returns a decision wins. Binding and preemption
     never happen in the same cycle (kube-scheduler's PodGroup cycle, reference §8.2).
     """
+    if nominated(p for leaf in tree.root.leaves() for p in leaf.pending):
+        pinned = solve(tree, snapshot, config, NOMINATED_FIRST)
+        if isinstance(pinned, Plan):
+            return pinned
     result = solve(tree, snapshot, config)
     if isinstance(result, Unschedulable) and result.code is Code.UNSCHEDULABLE:
         for plugin in post_filters:

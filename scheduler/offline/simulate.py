@@ -61,8 +61,8 @@ EXAMPLE = "default-cluster.yaml"
 
 MAX_PREEMPTION_ROUNDS = 3
 """Preemptions applied for one root in one run before its decision is taken as it stands. One round is
-the normal case (the victims' room lets the root fit); a second can only happen when the plain solve
-misses a placement the preemption's steered what-if found, and the bound keeps a run finite."""
+the normal case: the victims' room lets the root fit, on the nodes its pods were nominated for (tried
+first). A second can only happen when that room was taken meanwhile; the bound keeps a run finite."""
 
 
 def example_path() -> Path:
@@ -295,8 +295,11 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
 
 
 def _evict(cache: ClusterCache, decision: Preemption, sim: Simulation, preempted: dict[GroupKey, str]) -> None:
-    """Apply a preemption as the watch would show it once the evictions completed: every victim deleted
-    from ``cache``. Records the outcome in ``sim`` and, per victim PodGroup, what took its pods."""
+    """Apply a preemption as the watch would show it once the evictions completed: the preemptor's pods
+    nominated (as the live preemptor writes them; the next attempt tries those nodes first) and every
+    victim deleted from ``cache``. Records the outcome in ``sim`` and, per victim PodGroup, what took its
+    pods."""
+    cache.nominate((pod.key, node) for pod, node in decision.nominations)
     victims = tuple((pod, pod.spec.node_name) for pod in decision.victims)
     sim.preemptions.append(PreemptionOutcome(decision.root, victims, decision.message))
     lost: Counter[GroupKey] = Counter()

@@ -40,6 +40,7 @@ from scheduler.solver.plugins import (
     node_ports,
     node_unschedulable,
     node_volume_limits,
+    nominated_node,
     pod_topology_spread,
     resources_fit,
     taint_toleration,
@@ -176,3 +177,8 @@ DEFAULT_PROFILE = Profile(
 replaces a DRA one: kube's profile runs the volume plugins first and reports the first PreFilter that
 rejects. Filters run in kube's order (see the module docstring), each refused node counted under the first
 that refuses it."""
+
+NOMINATED_FIRST = replace(DEFAULT_PROFILE, pre_filters=(nominated_node.PLUGIN, *DEFAULT_PROFILE.pre_filters),
+                          _skipping={})
+"""The default profile with each nominated pod pinned to its ``status.nominatedNodeName``: the first attempt
+for a root whose pods preemption nominated (:mod:`~scheduler.solver.plugins.nominated_node`)."""
