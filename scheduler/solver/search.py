@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -230,8 +231,8 @@ class _Search:
         if quotas:
             asked_each_time: list[FilterPlugin] = []
             for plugin in interacting:
-                quota = plugin.quota(self.state, sig, rows, steady, count) if isinstance(
-                    plugin, QuotaFilterPlugin) else None
+                quota = cast(QuotaFilterPlugin, plugin).quota(self.state, sig, rows, steady, count) if (
+                    plugin.name in self.profile.quota_filters) else None  # Profile checked the protocol once
                 if quota is None:
                     asked_each_time.append(plugin)
                 else:
