@@ -55,12 +55,12 @@ from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
 from scheduler.framework.node_table import BoolArray, IntArray
-from scheduler.framework.pod_index import PodEntry, pod_entry
-from scheduler.framework.pod_terms import AffinityTerm, PodTerms, pod_terms
+from scheduler.framework.pod_index import PodEntry
+from scheduler.framework.pod_terms import AffinityTerm, PodTerms
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.model.pod import LabelSelector, Pod, PodAffinity, PodAffinityTerm
-from scheduler.solver.plugins.inter_pod import domains_of, placed_entry, signature_labels
+from scheduler.solver.plugins.inter_pod import domains_of, placed_entry, signature_entry, signature_labels
 from scheduler.solver.plugins.resources_fit import UNLIMITED
 
 NAME = "InterPodAffinity"
@@ -182,13 +182,19 @@ def _add(state: CycleState, s: _SigState, m: _Matches, row: int, n: int) -> None
         doms = domains_of(table, key)
         d = int(doms.of_node[row])
         if d >= 0:
-            s.sym.setdefault(key, np.zeros(doms.count, dtype=np.int64))[d] += n
+            counts = s.sym.get(key)
+            if counts is None:  # created on first use (not via setdefault, which would allocate every call)
+                counts = s.sym[key] = np.zeros(doms.count, dtype=np.int64)
+            counts[d] += n
             s.sym_total += n
     for key, weight in m.score:
         doms = domains_of(table, key)
         d = int(doms.of_node[row])
         if d >= 0:
-            s.score.setdefault(key, np.zeros(doms.count, dtype=np.int64))[d] += weight * n
+            counts = s.score.get(key)
+            if counts is None:
+                counts = s.score[key] = np.zeros(doms.count, dtype=np.int64)
+            counts[d] += weight * n
 
 
 def _terms_key(raw: PodAffinity | None) -> Hashable:
@@ -227,7 +233,8 @@ class InterPodAffinity:
     def pre_filter(self, state: CycleState, sig: Signature) -> BoolArray | None:
         rep = sig.pods[0]
         snapshot = state.snapshot
-        terms = pod_terms(rep)
+        entry = signature_entry(state, sig)  # the representative's parsed terms, shared with placed_entry
+        terms = entry.terms
         namespaces = snapshot.namespaces
         s = _SigState(
             namespace=rep.metadata.namespace, labels=dict(rep.metadata.labels),
@@ -242,7 +249,8 @@ class InterPodAffinity:
             s.affinity[key] = np.zeros(domains_of(table, key).count, dtype=np.int64)
         for t in terms.required_anti:
             s.anti.setdefault(t.topology_key, np.zeros(domains_of(table, t.topology_key).count, dtype=np.int64))
-        mine = s.matches(pod_entry(rep, ""))  # what a copy placed earlier contributes to the next copy
+        mine = s.matches(entry)  # what a copy placed earlier contributes to the next copy
+        s.memo[id(sig)] = mine  # = _contribution(s, sig, row) for any row: matching reads no node
         s.self_affine, s.self_scores = mine.all_affinity, bool(mine.score)
         s.self_anti_keys = tuple(dict.fromkeys(mine.anti_keys + mine.sym_keys))
         self._count_running(state, s)
