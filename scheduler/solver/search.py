@@ -240,11 +240,17 @@ class _Search:
                     steady = np.minimum(steady, quota.caps)
             interacting = tuple(asked_each_time)
         promised = min([count] + [int(q.budget.sum()) for q in budgets])
+        # per quota, once: each row's index into its budget, and which rows have none (−1)
+        lookups = [(q, np.maximum(q.domain, 0), None if bool((q.domain >= 0).all()) else q.domain < 0)
+                   for q in budgets]
 
         def current(remaining: int) -> IntArray:
             caps = steady
-            for q in budgets:
-                caps = np.minimum(caps, np.where(q.domain >= 0, q.budget[np.maximum(q.domain, 0)], UNLIMITED))
+            for q, index, unbudgeted in lookups:
+                per_row = q.budget.take(index)
+                if unbudgeted is not None:
+                    per_row[unbudgeted] = UNLIMITED
+                caps = np.minimum(caps, per_row)
             if interacting:
                 caps = np.minimum(caps, self.caps(sig, rows, interacting))
             return np.asarray(np.minimum(caps, remaining), dtype=np.int64)

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.model.pod import LabelSelectorRequirement, Pod, PodSpec, TopologySpreadConstraint
 from scheduler.solver.plugins import node_affinity, taint_toleration
-from scheduler.solver.plugins.inter_pod import DomainIds, domains_of, placed_entry, signature_labels
+from scheduler.solver.plugins.inter_pod import DomainIds, domains_of, signature_labels
 from scheduler.solver.plugins.resources_fit import UNLIMITED
 
 NAME = "PodTopologySpread"
@@ -92,8 +92,12 @@ class _Constraint:
 
     def counts_pod(self, e: PodEntry) -> bool:
         """Whether ``e`` (in the signature's namespace) counts (``countPodsMatchSelector``)."""
+        return self.counts_labels(e.labels, e.terminating)
+
+    def counts_labels(self, labels: Mapping[str, str], terminating: bool) -> bool:
+        """Whether a pod with ``labels`` (in the signature's namespace) counts, terminating or not."""
         sel = self.selector
-        return sel is not None and not sel.empty and not e.terminating and sel.matches(e.labels)
+        return sel is not None and not sel.empty and not terminating and sel.matches(labels)
 
     def in_scope(self, scope: BoolArray | None) -> BoolArray:
         """Eligible domains with a node inside ``scope`` (all eligible ones for no scope); memoised per scope."""
@@ -101,10 +105,13 @@ class _Constraint:
             return self.eligible
         if self._scope is not None and self._scope[0] is scope:
             return self._scope[1]
-        mark = np.zeros(self.domains.count, dtype=bool)
-        ids = self.domains.of_node[scope]
-        mark[ids[ids >= 0]] = True
-        mark &= self.eligible
+        if scope.all():  # every node (a leaf without a topology domain): each eligible domain has a node inside
+            mark = self.eligible
+        else:
+            mark = np.zeros(self.domains.count, dtype=bool)
+            ids = self.domains.of_node[scope]
+            mark[ids[ids >= 0]] = True
+            mark &= self.eligible
         self._scope = (scope, mark)
         return mark
 
@@ -294,9 +301,10 @@ class PodTopologySpread:
     def _hits(self, state: CycleState, s: _SigState, placed: Signature, row: int) -> tuple[bool, ...]:
         """Which of ``s``'s constraints count a copy of ``placed`` (memoised per pair)."""
         hits = s.memo.get(id(placed))
-        if hits is None:
-            e = placed_entry(state, placed, row)
-            hits = tuple(e.namespace == s.namespace and c.counts_pod(e) for c in s.constraints)
+        if hits is None:  # the representative's labels are all it takes (no index entry: terms are not read)
+            rep = placed.pods[0]
+            same = rep.metadata.namespace == s.namespace
+            hits = tuple(same and c.counts_labels(rep.metadata.labels, rep.is_terminating) for c in s.constraints)
             s.memo[id(placed)] = hits
         return hits
 
