@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -230,8 +231,8 @@ class _Search:
         if quotas:
             asked_each_time: list[FilterPlugin] = []
             for plugin in interacting:
-                quota = plugin.quota(self.state, sig, rows, steady, count) if isinstance(
-                    plugin, QuotaFilterPlugin) else None
+                quota = cast(QuotaFilterPlugin, plugin).quota(self.state, sig, rows, steady, count) if (
+                    plugin.name in self.profile.quota_filters) else None  # Profile checked the protocol once
                 if quota is None:
                     asked_each_time.append(plugin)
                 else:
@@ -239,11 +240,17 @@ class _Search:
                     steady = np.minimum(steady, quota.caps)
             interacting = tuple(asked_each_time)
         promised = min([count] + [int(q.budget.sum()) for q in budgets])
+        # per quota, once: each row's index into its budget, and which rows have none (−1)
+        lookups = [(q, np.maximum(q.domain, 0), None if bool((q.domain >= 0).all()) else q.domain < 0)
+                   for q in budgets]
 
         def current(remaining: int) -> IntArray:
             caps = steady
-            for q in budgets:
-                caps = np.minimum(caps, np.where(q.domain >= 0, q.budget[np.maximum(q.domain, 0)], UNLIMITED))
+            for q, index, unbudgeted in lookups:
+                per_row = q.budget.take(index)
+                if unbudgeted is not None:
+                    per_row[unbudgeted] = UNLIMITED
+                caps = np.minimum(caps, per_row)
             if interacting:
                 caps = np.minimum(caps, self.caps(sig, rows, interacting))
             return np.asarray(np.minimum(caps, remaining), dtype=np.int64)

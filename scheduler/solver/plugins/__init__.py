@@ -24,6 +24,7 @@ from scheduler.framework.events import ClusterEvent
 from scheduler.framework.interface import (
     FilterPlugin,
     PreFilterPlugin,
+    QuotaFilterPlugin,
     ReservePlugin,
     ScorePlugin,
     StaticFilterPlugin,
@@ -109,6 +110,13 @@ class Profile:
     volumes: volume_binding.VolumeBinding
     gates: tuple[tuple[frozenset[str], Gate], ...] = ()
     _skipping: dict[frozenset[str], Profile] = field(default_factory=dict, compare=False, repr=False)
+    quota_filters: frozenset[str] = field(init=False, compare=False, repr=False)
+    """Names of the Filter plugins that can state their rule as a batch quota (:class:`QuotaFilterPlugin`),
+    decided once per profile: a ``runtime_checkable`` isinstance check costs microseconds per call."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "quota_filters",
+                           frozenset(p.name for p in self.filters if isinstance(p, QuotaFilterPlugin)))
 
     def for_pods(self, snapshot: Snapshot, pending: Sequence[Pod]) -> Profile:
         """This profile without the plugins whose gate says they have nothing to judge for ``pending`` on

@@ -10,8 +10,9 @@ nodes *and* the pods the plan placed before. Three things are common to them:
   running pods' affinity terms, and the pending pods' terms, spread selectors and
   ``matchLabelKeys`` — so two pods with equal projections match every selector alike.
 * **A placed pod as an index entry.** :func:`placed_entry` is the representative pod of a placement's
-  signature on the placement's node, as :mod:`scheduler.framework.pod_index` would hold it; all pods
-  of one placement share the signature, so a plugin matches it once and counts ``len(pods)``.
+  signature on the placement's node (its :func:`signature_entry` moved there), as
+  :mod:`scheduler.framework.pod_index` would hold it; all pods of one placement share the signature,
+  so a plugin matches it once and counts ``len(pods)``.
 * **Domains.** :func:`domains_of` gives a topology key's domain id per row (−1: the node lacks the
   label) and whether every domain is a single node (``kubernetes.io/hostname``), which is what makes
   a rule per node rather than between nodes.
@@ -20,7 +21,7 @@ nodes *and* the pods the plan placed before. Three things are common to them:
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -73,17 +74,30 @@ def signature_labels(state: CycleState, pod: Pod) -> Hashable:
     return pod.metadata.namespace, tuple(sorted((k, labels[k]) for k in keys & labels.keys()))
 
 
-def placed_entry(state: CycleState, sig: Signature, row: int) -> PodEntry:
-    """The index entry of a copy of ``sig`` placed on ``row`` (memoised per signature and row)."""
+def signature_entry(state: CycleState, sig: Signature) -> PodEntry:
+    """The index entry of ``sig``'s representative pod, on no node yet (memoised per signature): its
+    parsed terms and ports, which every copy of the signature shares."""
     memo = state.get(ENTRIES)
     if memo is None:
         memo = {}
         state.write(ENTRIES, memo)
-    key = (id(sig), row)
+    key = (id(sig), -1)
     hit = memo.get(key)
     if hit is None:
-        hit = pod_entry(sig.pods[0], state.table.nodes[row].name)
+        hit = pod_entry(sig.pods[0], "")
         memo[key] = hit
+    return hit
+
+
+def placed_entry(state: CycleState, sig: Signature, row: int) -> PodEntry:
+    """The index entry of a copy of ``sig`` placed on ``row`` (memoised per signature and row): the
+    :func:`signature_entry` on that node, so the representative's terms are parsed once per signature."""
+    memo = state.get(ENTRIES)
+    key = (id(sig), row)
+    hit = memo.get(key) if memo is not None else None
+    if hit is None:
+        hit = replace(signature_entry(state, sig), node=state.table.nodes[row].name)
+        state.read(ENTRIES)[key] = hit
     return hit
 
 

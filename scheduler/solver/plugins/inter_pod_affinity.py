@@ -50,17 +50,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
-from scheduler.framework.node_table import BoolArray, IntArray
-from scheduler.framework.pod_index import PodEntry, pod_entry
-from scheduler.framework.pod_terms import AffinityTerm, PodTerms, pod_terms
+from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
+from scheduler.framework.pod_index import PodEntry
+from scheduler.framework.pod_terms import AffinityTerm, PodTerms
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.model.pod import LabelSelector, Pod, PodAffinity, PodAffinityTerm
-from scheduler.solver.plugins.inter_pod import domains_of, placed_entry, signature_labels
+from scheduler.solver.plugins.inter_pod import domains_of, placed_entry, signature_entry, signature_labels
 from scheduler.solver.plugins.resources_fit import UNLIMITED
 
 NAME = "InterPodAffinity"
@@ -134,6 +135,16 @@ class _SigState:
     self_anti_keys: tuple[str, ...] = ()
     self_scores: bool = False
     memo: dict[int, _Matches] = field(default_factory=dict)
+    of_node: dict[str, npt.NDArray[np.int32]] = field(default_factory=dict)
+    """Topology key → domain id per row (:func:`domains_of`), looked up once for the Reserve hot path."""
+
+    def domain(self, table: NodeTable, key: str, row: int) -> int:
+        """The domain id of ``row`` for ``key`` (−1: the node lacks the label)."""
+        ids = self.of_node.get(key)
+        if ids is None:
+            ids = domains_of(table, key).of_node
+            self.of_node[key] = ids
+        return int(ids[row])
 
     def matches(self, e: PodEntry) -> _Matches:
         """Everything ``e`` contributes to this signature."""
@@ -169,26 +180,30 @@ def _add(state: CycleState, s: _SigState, m: _Matches, row: int, n: int) -> None
     table = state.table
     if m.all_affinity:
         for key in s.affinity_keys:
-            d = int(domains_of(table, key).of_node[row])
+            d = s.domain(table, key, row)
             if d >= 0:
                 s.affinity[key][d] += n
                 s.affinity_total += n
     for key in m.anti_keys:
-        d = int(domains_of(table, key).of_node[row])
+        d = s.domain(table, key, row)
         if d >= 0:
             s.anti[key][d] += n
             s.anti_total += n
     for key in m.sym_keys:
-        doms = domains_of(table, key)
-        d = int(doms.of_node[row])
+        d = s.domain(table, key, row)
         if d >= 0:
-            s.sym.setdefault(key, np.zeros(doms.count, dtype=np.int64))[d] += n
+            counts = s.sym.get(key)
+            if counts is None:  # created on first use (not via setdefault, which would allocate every call)
+                counts = s.sym[key] = np.zeros(domains_of(table, key).count, dtype=np.int64)
+            counts[d] += n
             s.sym_total += n
     for key, weight in m.score:
-        doms = domains_of(table, key)
-        d = int(doms.of_node[row])
+        d = s.domain(table, key, row)
         if d >= 0:
-            s.score.setdefault(key, np.zeros(doms.count, dtype=np.int64))[d] += weight * n
+            counts = s.score.get(key)
+            if counts is None:
+                counts = s.score[key] = np.zeros(domains_of(table, key).count, dtype=np.int64)
+            counts[d] += weight * n
 
 
 def _terms_key(raw: PodAffinity | None) -> Hashable:
@@ -227,7 +242,8 @@ class InterPodAffinity:
     def pre_filter(self, state: CycleState, sig: Signature) -> BoolArray | None:
         rep = sig.pods[0]
         snapshot = state.snapshot
-        terms = pod_terms(rep)
+        entry = signature_entry(state, sig)  # the representative's parsed terms, shared with placed_entry
+        terms = entry.terms
         namespaces = snapshot.namespaces
         s = _SigState(
             namespace=rep.metadata.namespace, labels=dict(rep.metadata.labels),
@@ -242,7 +258,8 @@ class InterPodAffinity:
             s.affinity[key] = np.zeros(domains_of(table, key).count, dtype=np.int64)
         for t in terms.required_anti:
             s.anti.setdefault(t.topology_key, np.zeros(domains_of(table, t.topology_key).count, dtype=np.int64))
-        mine = s.matches(pod_entry(rep, ""))  # what a copy placed earlier contributes to the next copy
+        mine = s.matches(entry)  # what a copy placed earlier contributes to the next copy
+        s.memo[id(sig)] = mine  # = _contribution(s, sig, row) for any row: matching reads no node
         s.self_affine, s.self_scores = mine.all_affinity, bool(mine.score)
         s.self_anti_keys = tuple(dict.fromkeys(mine.anti_keys + mine.sym_keys))
         self._count_running(state, s)
@@ -321,14 +338,15 @@ class InterPodAffinity:
         s: _SigState | None = sig.data.get(DATA.name)
         if s is None or (not s.affinity_keys and s.anti_total <= 0 and s.sym_total <= 0 and not s.self_anti_keys):
             return None
-        affinity, anti, sym = self._failures(state, s, rows)
         caps = np.full(len(rows), UNLIMITED, dtype=np.int64)
         if s.self_anti_keys:  # its own anti-affinity repels a second copy from the node's domains
-            keyed = np.zeros(len(rows), dtype=bool)
-            for key in s.self_anti_keys:
-                keyed |= domains_of(state.table, key).of_node[rows] >= 0
+            keyed = domains_of(state.table, s.self_anti_keys[0]).of_node.take(rows) >= 0
+            for key in s.self_anti_keys[1:]:
+                keyed |= domains_of(state.table, key).of_node.take(rows) >= 0
             caps[keyed] = 1
-        caps[affinity | anti | sym] = 0
+        if s.affinity_keys or s.anti_total > 0 or s.sym_total > 0:  # else no check can fail (a new gang)
+            affinity, anti, sym = self._failures(state, s, rows)
+            caps[affinity | anti | sym] = 0
         return caps
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.model.pod import LabelSelectorRequirement, Pod, PodSpec, TopologySpreadConstraint
 from scheduler.solver.plugins import node_affinity, taint_toleration
-from scheduler.solver.plugins.inter_pod import DomainIds, domains_of, placed_entry, signature_labels
+from scheduler.solver.plugins.inter_pod import DomainIds, domains_of, signature_labels
 from scheduler.solver.plugins.resources_fit import UNLIMITED
 
 NAME = "PodTopologySpread"
@@ -92,8 +92,12 @@ class _Constraint:
 
     def counts_pod(self, e: PodEntry) -> bool:
         """Whether ``e`` (in the signature's namespace) counts (``countPodsMatchSelector``)."""
+        return self.counts_labels(e.labels, e.terminating)
+
+    def counts_labels(self, labels: Mapping[str, str], terminating: bool) -> bool:
+        """Whether a pod with ``labels`` (in the signature's namespace) counts, terminating or not."""
         sel = self.selector
-        return sel is not None and not sel.empty and not e.terminating and sel.matches(e.labels)
+        return sel is not None and not sel.empty and not terminating and sel.matches(labels)
 
     def in_scope(self, scope: BoolArray | None) -> BoolArray:
         """Eligible domains with a node inside ``scope`` (all eligible ones for no scope); memoised per scope."""
@@ -101,10 +105,13 @@ class _Constraint:
             return self.eligible
         if self._scope is not None and self._scope[0] is scope:
             return self._scope[1]
-        mark = np.zeros(self.domains.count, dtype=bool)
-        ids = self.domains.of_node[scope]
-        mark[ids[ids >= 0]] = True
-        mark &= self.eligible
+        if scope.all():  # every node (a leaf without a topology domain): each eligible domain has a node inside
+            mark = self.eligible
+        else:
+            mark = np.zeros(self.domains.count, dtype=bool)
+            ids = self.domains.of_node[scope]
+            mark[ids[ids >= 0]] = True
+            mark &= self.eligible
         self._scope = (scope, mark)
         return mark
 
@@ -150,26 +157,43 @@ def _node_masks(table: NodeTable, spec: PodSpec) -> tuple[BoolArray, BoolArray]:
     return table.memo((NAME, "inclusion", static_key(spec)), compute)
 
 
-def _constraints(state: CycleState, rep: Pod, action: str) -> tuple[_Constraint, ...]:
-    table = state.table
-    labels = dict(rep.metadata.labels)
-    chosen = [c for c in rep.spec.topology_spread_constraints if c.when_unsatisfiable == action]
-    if not chosen:
-        return ()
-    doms = [domains_of(table, c.topology_key) for c in chosen]
-    has_all = np.ones(len(table), dtype=bool)
-    for d in doms:
-        has_all &= d.of_node >= 0
-    affinity, taints = _node_masks(table, rep.spec)
-    out = []
-    for c, d in zip(chosen, doms, strict=True):
-        nodes = has_all.copy()
-        if (c.node_affinity_policy or HONOR) == HONOR:
+def _eligibility(table: NodeTable, spec: PodSpec, keys: tuple[str, ...], c: TopologySpreadConstraint,
+                 d: DomainIds) -> tuple[BoolArray, BoolArray]:
+    """The eligible nodes (N,) and domains (D,) of constraint ``c`` of a pod with ``spec`` whose constraints of
+    ``c``'s kind are over ``keys`` (``matchNodeInclusionPolicies``). They depend on nothing but the table and
+    these inputs, so they are memoised on the table (read-only arrays), not rebuilt for every signature."""
+    affinity_policy = c.node_affinity_policy or HONOR
+    taints_policy = c.node_taints_policy or IGNORE
+
+    def compute() -> tuple[BoolArray, BoolArray]:
+        nodes = np.ones(len(table), dtype=bool)
+        for key in keys:
+            nodes &= domains_of(table, key).of_node >= 0
+        affinity, taints = _node_masks(table, spec)
+        if affinity_policy == HONOR:
             nodes &= affinity
-        if (c.node_taints_policy or IGNORE) == HONOR:
+        if taints_policy == HONOR:
             nodes &= taints
         eligible = np.zeros(d.count, dtype=bool)
         eligible[d.of_node[nodes]] = True
+        nodes.setflags(write=False)
+        eligible.setflags(write=False)
+        return nodes, eligible
+    return table.memo((NAME, "eligible", static_key(spec), keys, c.topology_key, affinity_policy, taints_policy),
+                      compute)
+
+
+def _constraints(state: CycleState, rep: Pod, action: str) -> tuple[_Constraint, ...]:
+    table = state.table
+    labels = rep.metadata.labels
+    chosen = [c for c in rep.spec.topology_spread_constraints if c.when_unsatisfiable == action]
+    if not chosen:
+        return ()
+    keys = tuple(c.topology_key for c in chosen)
+    out = []
+    for c in chosen:
+        d = domains_of(table, c.topology_key)
+        nodes, eligible = _eligibility(table, rep.spec, keys, c, d)
         selector = merged_selector(c, labels)
         out.append(_Constraint(c.max_skew, selector, c.min_domains if c.min_domains is not None else 1,
                                selector is not None and selector.matches(labels), d, nodes, eligible,
@@ -190,18 +214,21 @@ def _water_fill(counts: IntArray, room: IntArray, domains: BoolArray, max_skew: 
     if not ids.size:
         return out
     if ids.size <= SMALL_DOMAINS:
-        level = [int(counts[i]) for i in ids]
-        left = [int(room[i]) for i in ids]
+        level: list[int] = counts[ids].tolist()
+        left: list[int] = room[ids].tolist()
         added = [0] * len(ids)
+        low = min(level)  # kept up to date: it only moves when the least-loaded domain takes a copy
         for _ in range(count):
-            best = -1
-            for i in range(len(ids)):
-                if added[i] < left[i] and (best < 0 or level[i] < level[best]):
-                    best = i
-            if best < 0 or level[best] + 1 - min(level) > max_skew:
+            best, best_level = -1, 0
+            for i, here in enumerate(level):
+                if added[i] < left[i] and (best < 0 or here < best_level):
+                    best, best_level = i, here
+            if best < 0 or best_level + 1 - low > max_skew:
                 break
             level[best] += 1
             added[best] += 1
+            if best_level == low:
+                low = min(level)
         out[ids] = added
         return out
     level_arr = counts[ids].astype(np.int64)
@@ -274,9 +301,10 @@ class PodTopologySpread:
     def _hits(self, state: CycleState, s: _SigState, placed: Signature, row: int) -> tuple[bool, ...]:
         """Which of ``s``'s constraints count a copy of ``placed`` (memoised per pair)."""
         hits = s.memo.get(id(placed))
-        if hits is None:
-            e = placed_entry(state, placed, row)
-            hits = tuple(e.namespace == s.namespace and c.counts_pod(e) for c in s.constraints)
+        if hits is None:  # the representative's labels are all it takes (no index entry: terms are not read)
+            rep = placed.pods[0]
+            same = rep.metadata.namespace == s.namespace
+            hits = tuple(same and c.counts_labels(rep.metadata.labels, rep.is_terminating) for c in s.constraints)
             s.memo[id(placed)] = hits
         return hits
 
@@ -326,21 +354,27 @@ class PodTopologySpread:
             if other is not c:
                 missing, over, _ = self._judge(state, other, rows)
                 caps[missing | over] = 0
-        d = c.domains.of_node[rows]
+        d = c.domains.of_node.take(rows)
         keyed = d >= 0
-        if np.any(keyed & ~c.eligible_nodes[rows]):
+        every = bool(keyed.all())  # the common case (every candidate has the key): no masking below
+        eligible = c.eligible_nodes.take(rows)
+        if not (eligible.all() if every else (eligible | ~keyed).all()):
             return None
-        caps[~keyed] = 0
+        if not every:
+            caps[~keyed] = 0
         doms = c.in_scope(state.scope)
         room = np.maximum(np.minimum(capacity, caps), 0)
-        per_domain = np.bincount(d[keyed], weights=room[keyed], minlength=c.domains.count).astype(np.int64)
+        if every:
+            per_domain = np.bincount(d, weights=room, minlength=c.domains.count).astype(np.int64)
+        else:
+            per_domain = np.bincount(d[keyed], weights=room[keyed], minlength=c.domains.count).astype(np.int64)
         per_domain[~doms] = 0
         if int(doms.sum()) < c.min_domains:
             budget = np.minimum(np.maximum(c.max_skew - c.counts, 0), per_domain)
         else:
             budget = _water_fill(c.counts, per_domain, doms, c.max_skew, count)
         budget[~doms] = 0
-        return Quota(caps, np.where(keyed, d, -1).astype(np.int64), budget)
+        return Quota(caps, d.astype(np.int64) if every else np.where(keyed, d, -1).astype(np.int64), budget)
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
         s: _SigState = sig.read(DATA)

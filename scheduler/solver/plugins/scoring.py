@@ -78,7 +78,8 @@ class NodeOrder:
         chose and nothing else changes: a node used is left with no room (a pick takes all of a node's
         copies unless it takes all that remain). ``sub``: candidate indices in ascending order with
         ``caps > 0``. Returns (index, copies) in pick order; identical to repeated :meth:`pick`, ties
-        included (lowest index first)."""
+        included (lowest index first). When every candidate takes the same number of copies, the picks are
+        simply the first nodes in key order (no pass for the last pick)."""
         assert not self.spread
         c = caps.take(sub)
         count = min(len(sub), remaining)
@@ -90,6 +91,10 @@ class NodeOrder:
             j = cand[np.argmin(base[cand] + c[cand] * 2)]
             return [(int(sub[j]), remaining)]
         order_key = base - c * 2  # what a pick that cannot take all remaining copies minimises
+        low = int(c.min())
+        uniform = low == int(c.max())
+        if uniform:  # every candidate takes ``low`` copies (hostname anti-affinity: one each): the picks are
+            count = min(len(sub), -(-remaining // low))  # the first ceil(remaining / low) in key order
         if count < len(sub):
             threshold = np.partition(order_key, count - 1)[count - 1]  # the value only: argpartition is
             # ~10x slower on the few-valued keys of uniform nodes (44 vs 5 us at 3,000 candidates)
@@ -99,6 +104,10 @@ class NodeOrder:
         else:
             chosen = np.arange(len(sub))
         chosen = chosen[np.lexsort((chosen, order_key[chosen]))]
+        if uniform:  # the tightest node that takes all that remain is then the next in key order
+            picks = [(node, low) for node in sub[chosen].tolist()]
+            picks[-1] = (picks[-1][0], min(low, remaining - low * (len(picks) - 1)))
+            return picks
         rest_c = c.copy()
         rest_c[chosen] = 0
         rest_max = int(rest_c.max())  # the most copies a node not chosen takes (0: none left)
