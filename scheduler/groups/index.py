@@ -104,8 +104,11 @@ class GroupIndex:
 
         ``quiet``: nothing a tree reads changed (a status condition): the stored object is replaced and its
         tree is rebuilt on the next refresh without being reported as changed (so it lets go of the old
-        object, and the queue is not woken by the scheduler's own status writes).
+        object, and the queue is not woken by the scheduler's own status writes). A pending pod's
+        :attr:`~scheduler.model.pod.Pod.asks` is read here, once, rather than by the first solve.
         """
+        if pod is not None and not pod.spec.node_name:
+            _ = pod.asks
         if pod is not None and pod.status.phase == "Succeeded" and pod.group_name is not None:
             done = self._succeeded.setdefault((pod.metadata.namespace, pod.group_name), set())
             if key not in done:

@@ -316,6 +316,40 @@ class Pod(KubeModel):
         """Effective requests in integer units (milli-cpu, bytes, counts), including one ``pods``."""
         return effective_requests(self.spec, self.status)
 
+    @cached_property
+    def asks(self) -> frozenset[str]:
+        """Which rules beyond resources the spec asks for: :data:`ASKS_VOLUMES`, :data:`ASKS_PORTS` (a
+        container declares ports; only host ports matter, which NodePorts checks), :data:`ASKS_SPREAD`,
+        :data:`ASKS_POD_AFFINITY` (pod affinity or anti-affinity), :data:`ASKS_PREFERRED_NODE_AFFINITY`.
+
+        Read once per pod object, not once per solve: the scheduling profile's gates ask it of every
+        pending pod of a root on every solve (kube-scheduler's ``PodInfo`` likewise parses a pod's terms
+        once, when it is queued). The group index reads it when a pod is set, so it is ready before any
+        solve. A copy made with a changed ``spec.nodeName`` or ``status`` asks the same."""
+        spec = self.spec
+        found: list[str] = []
+        if spec.volumes:
+            found.append(ASKS_VOLUMES)
+        if any(c.ports for c in spec.containers) or any(c.ports for c in spec.init_containers):
+            found.append(ASKS_PORTS)
+        if spec.topology_spread_constraints:
+            found.append(ASKS_SPREAD)
+        affinity = spec.affinity
+        if affinity is not None:
+            if affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None:
+                found.append(ASKS_POD_AFFINITY)
+            node = affinity.node_affinity
+            if node is not None and node.preferred_during_scheduling_ignored_during_execution:
+                found.append(ASKS_PREFERRED_NODE_AFFINITY)
+        return frozenset(found)
+
+
+ASKS_VOLUMES = "volumes"
+ASKS_PORTS = "ports"
+ASKS_SPREAD = "spread"
+ASKS_POD_AFFINITY = "pod-affinity"
+ASKS_PREFERRED_NODE_AFFINITY = "preferred-node-affinity"
+
 
 def effective_requests(spec: PodSpec, status: PodStatus | None = None) -> ResourceList:
     """The resources a pod holds on its node, per kube-scheduler's ``PodRequests`` (v1.37).

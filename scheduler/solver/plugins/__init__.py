@@ -83,8 +83,9 @@ def run_filters(spec: PodSpec, node: Node) -> Status | None:
     return None
 
 
-Gate = Callable[[Snapshot, Sequence[Pod]], bool]
-"""Whether a plugin has anything to judge for a root's pending pods on a snapshot."""
+Gate = Callable[[Snapshot, Sequence[Pod], frozenset[str]], bool]
+"""Whether a plugin has anything to judge for a root's pending pods on a snapshot; the third argument is
+what those pods ask for together (the union of their :attr:`~scheduler.model.pod.Pod.asks`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +123,9 @@ class Profile:
         """This profile without the plugins whose gate says they have nothing to judge for ``pending`` on
         ``snapshot`` (memoised per set of plugins left out: the same set gives the same profile)."""
         skip: frozenset[str] = frozenset()
+        asked = frozenset().union(*(p.asks for p in pending))
         for names, gate in self.gates:
-            if not gate(snapshot, pending):
+            if not gate(snapshot, pending, asked):
                 skip |= names
         if not skip:
             return self

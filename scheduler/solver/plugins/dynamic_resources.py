@@ -389,7 +389,7 @@ PLUGIN = DynamicResources()
 DRA_KINDS = frozenset({"ResourceSlice", "DeviceClass"})
 
 
-def gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+def gate(snapshot: Snapshot, pending: Sequence[Pod], asked: frozenset[str]) -> bool:
     """Whether the plugin has anything to judge: only when the snapshot has a device view (without one no
     claim can be allocated and no pod was let through needing one)."""
     return snapshot.dra is not None

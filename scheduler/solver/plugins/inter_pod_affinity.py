@@ -60,7 +60,7 @@ from scheduler.framework.pod_index import PodEntry
 from scheduler.framework.pod_terms import AffinityTerm, PodTerms
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
-from scheduler.model.pod import LabelSelector, Pod, PodAffinity, PodAffinityTerm
+from scheduler.model.pod import ASKS_POD_AFFINITY, LabelSelector, Pod, PodAffinity, PodAffinityTerm
 from scheduler.solver.plugins.inter_pod import domains_of, placed_entry, signature_entry, signature_labels
 from scheduler.solver.plugins.resources_fit import UNLIMITED
 
@@ -81,13 +81,11 @@ SIGS: StateKey[list[_SigState]] = StateKey(f"{NAME}/signatures")
 DATA: StateKey[_SigState] = StateKey(f"{NAME}/signature")
 
 
-def gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+def gate(snapshot: Snapshot, pending: Sequence[Pod], asked: frozenset[str]) -> bool:
     """Whether any pod — running, or pending in the root — has a pod (anti-)affinity term; if none has, the
     plugin has nothing to judge (the profile leaves it out of the solve)."""
-    for p in pending:
-        affinity = p.spec.affinity
-        if affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None):
-            return True
+    if ASKS_POD_AFFINITY in asked:
+        return True
     view = snapshot.index_view  # the view handed over, when valid, without building the snapshot's own
     return view.has_terms() if view is not None and view.valid else snapshot.pod_index.has_terms()
 

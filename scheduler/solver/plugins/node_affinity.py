@@ -23,7 +23,7 @@ from scheduler.framework.selectors import node_selector_matches, term_matches
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import Node
-from scheduler.model.pod import Pod, PodSpec
+from scheduler.model.pod import ASKS_PREFERRED_NODE_AFFINITY, Pod, PodSpec
 
 NAME = "NodeAffinity"
 REASON = "node(s) didn't match Pod's node affinity/selector"  # node_affinity.go ErrReasonPod
@@ -97,10 +97,6 @@ class NodeAffinityScore:
 SCORE = NodeAffinityScore()
 
 
-def score_gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+def score_gate(snapshot: Snapshot, pending: Sequence[Pod], asked: frozenset[str]) -> bool:
     """Whether a pending pod of the root has preferred node affinity terms."""
-    for p in pending:
-        affinity = p.spec.affinity.node_affinity if p.spec.affinity else None
-        if affinity is not None and affinity.preferred_during_scheduling_ignored_during_execution:
-            return True
-    return False
+    return ASKS_PREFERRED_NODE_AFFINITY in asked

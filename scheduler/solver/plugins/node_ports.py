@@ -26,7 +26,7 @@ from scheduler.framework.interface import Rejections, Signature
 from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.pod_terms import HostPort, host_ports, ports_conflict
 from scheduler.framework.snapshot import Snapshot
-from scheduler.model.pod import Pod
+from scheduler.model.pod import ASKS_PORTS, Pod
 from scheduler.solver.plugins.inter_pod import placed_entry
 
 NAME = "NodePorts"
@@ -115,16 +115,9 @@ class NodePorts:
 PLUGIN = NodePorts()
 
 
-def gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+def gate(snapshot: Snapshot, pending: Sequence[Pod], asked: frozenset[str]) -> bool:
     """Whether a pending pod of the root wants a host port (running pods' ports conflict only with those)."""
-    for p in pending:
-        for c in p.spec.containers:
-            if c.ports and host_ports(p):
-                return True
-        for c in p.spec.init_containers:
-            if c.ports and host_ports(p):
-                return True
-    return False
+    return ASKS_PORTS in asked and any(ASKS_PORTS in p.asks and host_ports(p) for p in pending)
 
 
 def queueing_hint(event: ClusterEvent) -> bool:

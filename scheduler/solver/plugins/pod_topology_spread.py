@@ -54,7 +54,7 @@ from scheduler.framework.pod_index import PodEntry
 from scheduler.framework.pod_terms import Selector, selector_of
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
-from scheduler.model.pod import LabelSelectorRequirement, Pod, PodSpec, TopologySpreadConstraint
+from scheduler.model.pod import ASKS_SPREAD, LabelSelectorRequirement, Pod, PodSpec, TopologySpreadConstraint
 from scheduler.solver.plugins import node_affinity, taint_toleration
 from scheduler.solver.plugins.inter_pod import DomainIds, domains_of, signature_labels
 from scheduler.solver.plugins.resources_fit import UNLIMITED
@@ -465,10 +465,10 @@ PLUGIN = PodTopologySpread()
 SCORE = PodTopologySpreadScore(PLUGIN)
 
 
-def gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+def gate(snapshot: Snapshot, pending: Sequence[Pod], asked: frozenset[str]) -> bool:
     """Whether a pending pod of the root has topology spread constraints (only they are judged: running
     pods' constraints bind nobody else)."""
-    return any(p.spec.topology_spread_constraints for p in pending)
+    return ASKS_SPREAD in asked
 
 
 def queueing_hint(event: ClusterEvent) -> bool:

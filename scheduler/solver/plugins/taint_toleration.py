@@ -110,6 +110,6 @@ class TaintTolerationScore:
 SCORE = TaintTolerationScore()
 
 
-def score_gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+def score_gate(snapshot: Snapshot, pending: Sequence[Pod], asked: frozenset[str]) -> bool:
     """Whether some node has a PreferNoSchedule taint."""
     return _any_preferred(snapshot.table)

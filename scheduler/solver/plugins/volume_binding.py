@@ -47,7 +47,7 @@ from scheduler.framework.selectors import label_selector_matches
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.framework.storage import StorageView
-from scheduler.model.pod import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod
+from scheduler.model.pod import ASKS_VOLUMES, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod
 from scheduler.model.storage import AVAILABLE, PersistentVolume, PersistentVolumeClaim, StorageClass
 from scheduler.solver.plugins.resources_fit import UNLIMITED
 from scheduler.solver.plugins.volume_claims import PodVolumes, pod_volumes, view_of
@@ -385,11 +385,11 @@ PLUGIN = VolumeBinding()
 VOLUME_KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode"})
 
 
-def gate(snapshot: Snapshot, pending: Sequence[Pod]) -> bool:
+def gate(snapshot: Snapshot, pending: Sequence[Pod], asked: frozenset[str]) -> bool:
     """Whether the volume plugins (VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone) have
     anything to judge: some pending pod of the root has ``spec.volumes`` (a pod without volumes is never
     refused by them, so plain gangs pay nothing for them)."""
-    return any(p.spec.volumes for p in pending)
+    return ASKS_VOLUMES in asked
 
 
 def queueing_hint(event: ClusterEvent) -> bool:
