@@ -39,18 +39,26 @@ def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
                  post_filters: Sequence[PostFilterPlugin] = ()) -> Decision:
     """Decide for one READY root: a :class:`Plan` for the whole tree, or :class:`Unschedulable`.
 
-    A root whose pending pods carry nominations (preemption's) is first solved with each pinned to its
-    nominated node, as kube-scheduler evaluates a pod's nominated node first
-    (:mod:`~scheduler.solver.plugins.nominated_node`); if that finds no plan, the ordinary search decides.
+    A root whose pending pods carry nominations (preemption's, the starvation guard's) is first solved with
+    each pinned to its nominated node, as kube-scheduler evaluates a pod's nominated node first
+    (:mod:`~scheduler.solver.plugins.nominated_node`). That plan is taken when it places every pending pod;
+    otherwise the ordinary search decides, and the pinned plan is taken only if it places more pods (a
+    stale nomination must not leave out a pod that fits elsewhere: kube falls back per pod).
     ``post_filters`` run, in order, only when the search failed with code UNSCHEDULABLE (capacity was
     short: removing pods could help); the first that returns a decision wins. Binding and preemption
     never happen in the same cycle (kube-scheduler's PodGroup cycle, reference §8.2).
     """
-    if nominated(p for leaf in tree.root.leaves() for p in leaf.pending):
-        pinned = solve(tree, snapshot, config, NOMINATED_FIRST)
-        if isinstance(pinned, Plan):
-            return pinned
+    pinned: Plan | None = None
+    pending = [p for leaf in tree.root.leaves() for p in leaf.pending]
+    if nominated(pending):
+        found = solve(tree, snapshot, config, NOMINATED_FIRST)
+        if isinstance(found, Plan):
+            if len(found.placements) == len(pending):
+                return found
+            pinned = found
     result = solve(tree, snapshot, config)
+    if pinned is not None and (not isinstance(result, Plan) or len(pinned.placements) > len(result.placements)):
+        return pinned
     if isinstance(result, Unschedulable) and result.code is Code.UNSCHEDULABLE:
         for plugin in post_filters:
             decision = plugin.post_filter(tree, snapshot, result, config)

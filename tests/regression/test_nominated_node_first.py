@@ -88,3 +88,31 @@ def test_simulate_evicts_once_and_places_the_gang_where_preemption_planned() -> 
     assert high.status == "Scheduled"
     assert sorted(high.placements.items()) == [
         ("high-0", "n0"), ("high-1", "n0"), ("high-2", "n1")]
+
+
+def test_a_stale_nomination_does_not_leave_out_a_pod_that_fits_elsewhere() -> None:
+    """Found in review: a gang of minCount 1 with one pod nominated to a node that is gone. The pinned attempt
+    satisfied the gang with the other two pods and left that one out; the ordinary search places all three,
+    so its plan wins (kube falls back to the full search per pod whose nominated node does not fit)."""
+    c = Cluster(nodes=[node("n0", cpu="4", memory="64Gi"), node("n1", cpu="4", memory="64Gi")])
+    c.groups.append(group("g", 1, priority=1))
+    c.pods += [pending("g-0", "g", cpu="2", nominated="n9"), pending("g-1", "g", cpu="2"),
+               pending("g-2", "g", cpu="2")]
+    cache = c.cache()
+    tree = cache.tree(GroupKey("PodGroup", NS, "g"))
+    assert tree is not None
+    plan = schedule_one(tree, cache.snapshot(), SolverConfig())
+    assert isinstance(plan, Plan)
+    assert sorted(p.metadata.name for p, _ in plan.placements) == ["g-0", "g-1", "g-2"]
+
+
+def test_nominations_to_a_node_too_small_for_all_fall_back_for_every_pod() -> None:
+    """Three 2-cpu pods of a minCount-2 gang all nominated to n0 (4 cpu); n1 has room for all three."""
+    c = Cluster(nodes=[node("n0", cpu="4", memory="64Gi"), node("n1", cpu="8", memory="64Gi")])
+    c.groups.append(group("g", 2, priority=1))
+    c.pods += [pending(f"g-{i}", "g", cpu="2", nominated="n0") for i in range(3)]
+    cache = c.cache()
+    tree = cache.tree(GroupKey("PodGroup", NS, "g"))
+    assert tree is not None
+    plan = schedule_one(tree, cache.snapshot(), SolverConfig())
+    assert isinstance(plan, Plan) and len(plan.placements) == 3

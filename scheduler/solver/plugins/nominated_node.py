@@ -8,8 +8,10 @@ plan (:func:`~scheduler.solver.search.placements_hold`), while our search is heu
 the same nodes, place the pods in another order and miss it — and then preempt again. So
 :func:`~scheduler.cycle.schedule_one` first solves a root whose pending pods carry nominations with
 :data:`~scheduler.solver.plugins.NOMINATED_FIRST`, a profile whose extra PreFilter pins each
-nominated pod to its node (pods without a nomination are free), and falls back to the ordinary
-search when that finds nothing (the node is gone, or the room was taken).
+nominated pod to its node (pods without a nomination are free). That plan is taken when it places every
+pending pod; otherwise the ordinary search decides, and the pinned plan wins only if it places more
+pods — a stale nomination (the node gone, its room taken) must not leave out a pod that fits elsewhere,
+as kube falls back to the full search for each pod whose nominated node does not fit.
 
 Not a Filter of the ordinary profile: a nomination is a hint, never a constraint (kube lets a pod go
 elsewhere when its nominated node no longer fits).
