@@ -16,7 +16,7 @@ itself reads it to prune topology domains.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
@@ -100,6 +100,14 @@ class CycleState:
     def get(self, key: StateKey[T]) -> T | None:
         """The value written under ``key``, or None (for plugins whose state is created on first use)."""
         return cast("T | None", self._data.get(key.name))
+
+    def setdefault(self, key: StateKey[T], make: Callable[[], T]) -> T:
+        """The value written under ``key``; when there is none yet, ``make()`` is written and returned (a
+        plugin's per-solve state created on first use)."""
+        value = self._data.get(key.name)
+        if value is None:
+            value = self._data[key.name] = make()
+        return cast(T, value)
 
     # -- the journal -------------------------------------------------------------------------------
     def mark(self) -> int:

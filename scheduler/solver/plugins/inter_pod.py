@@ -77,10 +77,7 @@ def signature_labels(state: CycleState, pod: Pod) -> Hashable:
 def signature_entry(state: CycleState, sig: Signature) -> PodEntry:
     """The index entry of ``sig``'s representative pod, on no node yet (memoised per signature): its
     parsed terms and ports, which every copy of the signature shares."""
-    memo = state.get(ENTRIES)
-    if memo is None:
-        memo = {}
-        state.write(ENTRIES, memo)
+    memo = state.setdefault(ENTRIES, dict)
     key = (id(sig), -1)
     hit = memo.get(key)
     if hit is None:

@@ -265,11 +265,7 @@ class InterPodAffinity:
             _add(state, s, self._contribution(state, s, placement.signature, placement.row), placement.row,
                  len(placement.pods))
         sig.write(DATA, s)
-        registered = state.get(SIGS)
-        if registered is None:
-            registered = []
-            state.write(SIGS, registered)
-        registered.append(s)
+        state.setdefault(SIGS, list).append(s)
         return None
 
     def _count_running(self, state: CycleState, s: _SigState) -> None:

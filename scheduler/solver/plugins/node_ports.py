@@ -72,11 +72,7 @@ class NodePorts:
             if self._conflicts(state, s, placement.signature, placement.row):
                 s.blocked[placement.row] += len(placement.pods)
         sig.write(DATA, s)
-        registered = state.get(SIGS)
-        if registered is None:
-            registered = []
-            state.write(SIGS, registered)
-        registered.append(s)
+        state.setdefault(SIGS, list).append(s)
         return None
 
     def _conflicts(self, state: CycleState, s: _SigState, placed: Signature, row: int) -> bool:

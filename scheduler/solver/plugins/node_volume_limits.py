@@ -259,10 +259,7 @@ class NodeVolumeLimits:
         data: SigLimits | None = sig.data.get(SIG.name)
         if data is None:
             return len(pods), None
-        cycle = state.get(CYCLE)
-        if cycle is None:
-            cycle = LimitsCycle()
-            state.write(CYCLE, cycle)
+        cycle = state.setdefault(CYCLE, LimitsCycle)
         view = view_of(state)
         added: list[tuple[str, str]] = []
         for pod in pods:

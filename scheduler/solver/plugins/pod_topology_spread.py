@@ -291,11 +291,7 @@ class PodTopologySpread:
         for placement in state.journal:
             _add(s, self._hits(state, s, placement.signature, placement.row), placement.row, len(placement.pods))
         sig.write(DATA, s)
-        registered = state.get(SIGS)
-        if registered is None:
-            registered = []
-            state.write(SIGS, registered)
-        registered.append(s)
+        state.setdefault(SIGS, list).append(s)
         return None
 
     def _hits(self, state: CycleState, s: _SigState, placed: Signature, row: int) -> tuple[bool, ...]:

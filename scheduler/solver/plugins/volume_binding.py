@@ -129,11 +129,7 @@ CYCLE: StateKey[VolumeCycle] = StateKey(f"{NAME}/cycle")
 
 
 def cycle_of(state: CycleState) -> VolumeCycle:
-    cycle = state.get(CYCLE)
-    if cycle is None:
-        cycle = VolumeCycle()
-        state.write(CYCLE, cycle)
-    return cycle
+    return state.setdefault(CYCLE, VolumeCycle)
 
 
 def pv_mask(table: NodeTable, volume: PersistentVolume) -> BoolArray:

@@ -67,10 +67,7 @@ def view_of(state: CycleState) -> StorageView:
 
 def pod_volumes(state: CycleState, pod: Pod) -> PodVolumes:
     """The pod's claims, resolved once per solve (see :func:`resolve`)."""
-    memo = state.get(PODS)
-    if memo is None:
-        memo = {}
-        state.write(PODS, memo)
+    memo = state.setdefault(PODS, dict)
     hit = memo.get(pod.key)
     if hit is None:
         hit = memo[pod.key] = resolve(view_of(state), pod)

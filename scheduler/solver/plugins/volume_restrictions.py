@@ -179,10 +179,7 @@ class VolumeRestrictions:
         data: SigRestrictions | None = sig.data.get(SIG.name)
         if data is None:
             return len(pods), None
-        cycle = state.get(CYCLE)
-        if cycle is None:
-            cycle = RestrictionsCycle()
-            state.write(CYCLE, cycle)
+        cycle = state.setdefault(CYCLE, RestrictionsCycle)
         for key in data.shared:
             cycle.claims[key] += len(pods)
         if data.disks:
