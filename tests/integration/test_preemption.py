@@ -33,6 +33,15 @@ async def create_gang(kube: KubeClient, name: str, n: int, priority: int, cpu: s
         await kube.create(PODS, NS, pod(f"{name}-{i}", name, cpu=cpu))
 
 
+async def full_node_and_preemptor(kube: KubeClient) -> None:
+    """Node n0 (2 cpu) full with two 1-cpu victims ``low-0``/``low-1`` of priority 0, and the 2-pod gang ``high``
+    of priority 100 that fits only once both are gone."""
+    await create_node(kube, "n0", cpu="2")
+    for i in range(2):
+        await kube.create(PODS, NS, victim(f"low-{i}", "n0"))
+    await create_gang(kube, "high", 2, priority=100)
+
+
 async def get(kube: KubeClient, name: str) -> dict[str, Any]:
     return await kube.get(PODS, NS, name)
 
@@ -64,10 +73,7 @@ async def events(kube: KubeClient, reason: str) -> list[dict[str, Any]]:
 @pytest.mark.looptime
 async def test_victims_are_marked_deleted_and_the_preemptor_binds_only_after_they_are_gone(
         k8s: ApiServer, kube: KubeClient) -> None:
-    await create_node(kube, "n0", cpu="2")
-    for i in range(2):
-        await kube.create(PODS, NS, victim(f"low-{i}", "n0"))
-    await create_gang(kube, "high", 2, priority=100)
+    await full_node_and_preemptor(kube)
     async with running(kube) as sched:
         nominations = await until(lambda: nominated(kube, ["high-0", "high-1"]), what="nominations")
         assert nominations == {"high-0": "n0", "high-1": "n0"}
@@ -126,10 +132,7 @@ async def _cleared(kube: KubeClient, names: list[str]) -> bool:
 @pytest.mark.looptime
 async def test_room_freed_for_a_preemptor_is_not_taken_by_a_lower_priority_root(
         k8s: ApiServer, kube: KubeClient) -> None:
-    await create_node(kube, "n0", cpu="2")
-    for i in range(2):
-        await kube.create(PODS, NS, victim(f"low-{i}", "n0"))
-    await create_gang(kube, "high", 2, priority=100)
+    await full_node_and_preemptor(kube)
     async with running(kube):
         await until(lambda: nominated(kube, ["high-0", "high-1"]), what="nominations")
         await until(lambda: terminating(kube, "low-1"), what="victims deleted")
@@ -147,10 +150,7 @@ async def test_room_freed_for_a_preemptor_is_not_taken_by_a_lower_priority_root(
 @pytest.mark.looptime
 async def test_a_preemptor_deleted_while_its_victims_terminate_leaves_the_room_to_others(
         k8s: ApiServer, kube: KubeClient) -> None:
-    await create_node(kube, "n0", cpu="2")
-    for i in range(2):
-        await kube.create(PODS, NS, victim(f"low-{i}", "n0"))
-    await create_gang(kube, "high", 2, priority=100)
+    await full_node_and_preemptor(kube)
     async with running(kube) as sched:
         await until(lambda: nominated(kube, ["high-0", "high-1"]), what="nominations")
         await until(lambda: terminating(kube, "low-1"), what="victims deleted")
