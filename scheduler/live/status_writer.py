@@ -96,6 +96,8 @@ REASON_INVALID = "Invalid"
 
 POD_SCHEDULED = "PodScheduled"
 NODES_RESERVED = "NodesReserved"
+CONFLICT_ATTEMPTS = 4
+"""Writes of one group condition before a 409 is given up (each after reading the group again)."""
 """Our PodGroup condition while the starvation guard holds the nodes of a root's best plan for it (no
 upstream equivalent: kube-scheduler has no starvation protection, reference ``issue11-preemption.md`` §6)."""
 
@@ -245,21 +247,21 @@ class StatusWriter:
     async def _set_group_condition(self, group: PodGroup | CompositePodGroup, new: _Condition, *,
                                    terminal: bool, raise_errors: bool = False) -> bool:
         """PATCH ``new`` into ``group``'s conditions (see :meth:`group_condition`): on 409 the group is read
-        again and judged once more; API errors are logged and give False (``raise_errors``: raised)."""
+        again and judged once more, up to :data:`CONFLICT_ATTEMPTS` writes in all (another writer of the same
+        group — the level-triggered conditions, a reservation ending — may land in between); API errors are
+        logged and give False (``raise_errors``: raised)."""
         res = COMPOSITES if isinstance(group, CompositePodGroup) else PODGROUPS
         what = f"{res.kind} {group.metadata.namespace}/{group.metadata.name}"
+        current = group
         try:
-            return await self._patch_group(res, group, new, terminal)
-        except Conflict:
-            pass  # our copy is stale: judge again against the server's
-        except ApiError as exc:
-            _warn(what, exc)
-            if raise_errors:
-                raise
-            return False
-        try:
-            fresh = await self.kube.get(res, group.metadata.namespace, group.metadata.name, lane=Lane.REPORT)
-            return await self._patch_group(res, type(group).model_validate(fresh), new, terminal)
+            for _ in range(CONFLICT_ATTEMPTS - 1):
+                try:
+                    return await self._patch_group(res, current, new, terminal)
+                except Conflict:  # our copy is stale: judge again against the server's
+                    fresh = await self.kube.get(res, group.metadata.namespace, group.metadata.name,
+                                                lane=Lane.REPORT)
+                    current = type(group).model_validate(fresh)
+            return await self._patch_group(res, current, new, terminal)
         except ApiError as exc:
             _warn(what, exc)
             if raise_errors:

@@ -99,6 +99,36 @@ async def test_true_is_terminal(kube: KubeClient, writer: StatusWriter, k8s: Api
     assert [getattr(e, "status", None) for e in k8s.errors] == [409]  # the rejected stale PATCH
 
 
+def conflicting(k8s: ApiServer, times: int) -> None:
+    """Answer the first ``times`` PATCHes of podgroups/status with 409, as when another writer of the group
+    (the level-triggered conditions, say) landed just before each; later ones go through."""
+    left = [times]
+
+    async def react(request: kmock.Request) -> Any:
+        if left[0] > 0:
+            left[0] -= 1
+            return kmock.KubernetesError(status=409, reason="Conflict", message="the object has been modified")
+        return await k8s._serve_update(request)
+
+    k8s['patch', kmock.resource('scheduling.k8s.io/v1beta1/podgroups'), kmock.subresource('status')] << react
+
+
+@pytest.mark.parametrize(("conflicts", "written"), [(2, True), (3, True), (4, False)])
+async def test_a_one_shot_condition_survives_writers_landing_in_between(
+        kube: KubeClient, writer: StatusWriter, k8s: ApiServer, conflicts: int, written: bool) -> None:
+    """Found by the starvation test flaking: ``NodesReserved=False/Fitted`` met two 409s in a row (the
+    group's other conditions were being written at the same moment) and was lost, since nothing writes it
+    again. A write is now tried up to 4 times, each on the group read again."""
+    await kube.create(PODGROUPS, NS, PG_BODY)
+    conflicting(k8s, conflicts)
+
+    assert await writer.group_reservation(await pod_group(kube), False, "Fitted", "the group fitted") is written
+
+    stored = conditions(await kube.get(PODGROUPS, NS, "workers"))
+    assert ("NodesReserved" in stored) is written
+    assert len(patches(k8s, PODGROUPS)) == min(conflicts + 1, 4)
+
+
 async def test_identical_repeat_writes_nothing(kube: KubeClient, writer: StatusWriter, k8s: ApiServer) -> None:
     await kube.create(PODGROUPS, NS, PG_BODY)
     assert await writer.group_condition(await pod_group(kube), False, "Unschedulable", NO_FIT)
