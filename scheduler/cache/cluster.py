@@ -1,6 +1,6 @@
 """ClusterCache: the scheduler's picture of the cluster, fed only by the watch, plus assumptions.
 
-Holds the current Pods, Nodes, PodGroups, CompositePodGroups, PriorityClasses, Namespaces (their
+Holds the current Pods, Nodes, PodGroups (scheduler-plugins' too), CompositePodGroups, PriorityClasses, Namespaces (their
 labels, for pod affinity's ``namespaceSelector``) and PodDisruptionBudgets (preemption's preferences) —
 and, when the
 server serves ``resource.k8s.io/v1``, ResourceSlices, DeviceClasses, ResourceClaims and
@@ -53,6 +53,8 @@ from scheduler.groups.index import GroupIndex
 from scheduler.groups.intent import parse_intent
 from scheduler.groups.tree import Forest, GroupTree
 from scheduler.model.base import describe
+from scheduler.model.coscheduling import CACHE_KIND as COSCHEDULING_KIND
+from scheduler.model.coscheduling import CoschedulingPodGroup, to_podgroup
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
@@ -68,6 +70,7 @@ KINDS: dict[str, type[BaseModel]] = {
     "Pod": Pod,
     "Node": Node,
     "PodGroup": PodGroup,
+    COSCHEDULING_KIND: CoschedulingPodGroup,  # stored as its CoscheduledPodGroup (_CONVERT)
     "CompositePodGroup": CompositePodGroup,
     "PriorityClass": PriorityClass,
     "ResourceSlice": ResourceSlice,
@@ -81,6 +84,10 @@ KINDS: dict[str, type[BaseModel]] = {
     "Namespace": Namespace,
     "PodDisruptionBudget": PodDisruptionBudget,
 }
+
+_CONVERT: dict[str, Callable[[Any], Any]] = {COSCHEDULING_KIND: to_podgroup}
+"""Kinds stored as what the scheduler reads of them: a scheduler-plugins PodGroup as a PodGroup
+(``model/coscheduling.py``, the one conversion)."""
 
 _ACTIONS = {"ADDED": Action.ADD, "MODIFIED": Action.UPDATE, "DELETED": Action.DELETE}
 
@@ -143,12 +150,15 @@ def namespace_essence(namespace: Namespace) -> tuple[object, ...]:
 
 _ESSENCE: dict[str, Callable[[Any], tuple[object, ...]]] = {
     "Node": node_essence, "Pod": pod_essence, "PodGroup": group_essence, "CompositePodGroup": group_essence,
+    COSCHEDULING_KIND: group_essence,
     "PersistentVolumeClaim": claim_essence, "PersistentVolume": volume_essence, "Namespace": namespace_essence}
 
 
 def _parse(kind: str, raw: Mapping[str, Any]) -> Any | None:
     try:
         obj = KINDS[kind].model_validate(raw)
+        if kind in _CONVERT:
+            obj = _CONVERT[kind](obj)
         if isinstance(obj, Pod):
             _ = obj.requests
         elif isinstance(obj, Node):
@@ -266,8 +276,8 @@ class ClusterCache:
             return self._set_nodes(self.objects["Node"], ClusterEvent(kind, action, old, new))
         if kind == "Pod":
             quiet = self._set_pod(key, old, new)
-        elif kind == "PodGroup":
-            self.groups.set_podgroup(_name(key), new, quiet=quiet)
+        elif kind in ("PodGroup", COSCHEDULING_KIND):  # the index holds the group of each name (see group())
+            self.groups.set_podgroup(_name(key), self.group("PodGroup", *_name(key)), quiet=quiet)
         elif kind == "CompositePodGroup":
             self.groups.set_composite(_name(key), new, quiet=quiet)
         elif kind == "PriorityClass":
@@ -285,7 +295,7 @@ class ClusterCache:
             self._namespace_labels = {name: ns.metadata.labels for name, ns in self.objects["Namespace"].items()}
         if quiet:
             return []
-        if kind in ("PodGroup", "CompositePodGroup", "PriorityClass"):
+        if kind in ("PodGroup", COSCHEDULING_KIND, "CompositePodGroup", "PriorityClass"):
             self.usage.invalidate()  # nominated room is held at the group's priority
         self._bump()
         return [ClusterEvent(kind, action, old, new)]
@@ -498,8 +508,16 @@ class ClusterCache:
             self._bump()
 
     def group(self, kind: str, namespace: str, name: str) -> Any | None:
-        """The current PodGroup / CompositePodGroup object, if known."""
-        return self.objects[kind].get(f"{namespace}/{name}")
+        """The current PodGroup / CompositePodGroup object, if known.
+
+        A ``PodGroup`` is the ``scheduling.k8s.io`` one of that name, else the scheduler-plugins one (a
+        :class:`~scheduler.model.coscheduling.CoscheduledPodGroup`): where both kinds have one name the
+        workload API's is the group, and pods linking the other one make its tree Invalid
+        (``groups/index.py``), so the two are never merged."""
+        key = f"{namespace}/{name}"
+        if kind == "PodGroup":
+            return self.objects["PodGroup"].get(key) or self.objects[COSCHEDULING_KIND].get(key)
+        return self.objects[kind].get(key)
 
     def pod(self, key: str) -> Pod | None:
         """The current pod of ``key`` as the API shows it (not the assumed copy)."""

@@ -37,6 +37,8 @@ from scheduler.groups.tree import (
     created_at,
     waiting_message,
 )
+from scheduler.model.coscheduling import API_GROUP as COSCHEDULING_API_GROUP
+from scheduler.model.coscheduling import POD_GROUP_LABEL, MemberCounts, api_group_of
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import (
     CompositePodGroup,
@@ -75,6 +77,10 @@ class GroupIndex:
         """Live pods by the PodGroup they name (whether or not it exists)."""
         self._pod_group: dict[str, Name] = {}
         self._succeeded: dict[Name, set[str]] = {}
+        self._terminal: dict[Name, dict[str, Pod]] = {}
+        """Per PodGroup, the member pods that exist with phase Succeeded or Failed (counted by the scheduler-plugins
+        status, :meth:`member_counts`); ``_terminal_group`` says under which group each is."""
+        self._terminal_group: dict[str, Name] = {}
         """Per PodGroup, the keys of members seen finished with phase Succeeded (kept after the pods are
         deleted, until the PodGroup is: a gang whose members complete is done, not below minCount)."""
         self._singles: dict[str, Pod] = {}
@@ -114,6 +120,7 @@ class GroupIndex:
             if key not in done:
                 done.add(key)
                 self._touch_group((pod.metadata.namespace, pod.group_name))
+        self._set_terminal(key, pod)
         pod = _live(pod)
         if quiet and pod is not None:
             name = self._pod_group.get(key)
@@ -149,6 +156,29 @@ class GroupIndex:
         self._members.setdefault(name, {})[key] = pod
         self._pod_group[key] = name
         self._touch_group(name)
+
+    def _set_terminal(self, key: str, pod: Pod | None) -> None:
+        """Keep :attr:`_terminal` in step with pod ``key`` (None: deleted)."""
+        old = self._terminal_group.pop(key, None)
+        if old is not None:
+            self._terminal[old].pop(key, None)
+            if not self._terminal[old]:
+                del self._terminal[old]
+        if pod is not None and pod.is_terminal and pod.group_name is not None:
+            name = (pod.metadata.namespace, pod.group_name)
+            self._terminal.setdefault(name, {})[key] = pod
+            self._terminal_group[key] = name
+
+    def member_counts(self, namespace: str, pod_group: str) -> MemberCounts:
+        """The pods naming PodGroup ``namespace/pod_group`` that exist, counted as scheduler-plugins' PodGroup
+        status counts them (:class:`~scheduler.model.coscheduling.MemberCounts`): live members plus those
+        finished (Succeeded / Failed) that still exist; pods being deleted are not counted. O(members)."""
+        live = self._members.get((namespace, pod_group), _NO_PODS).values()
+        done = self._terminal.get((namespace, pod_group), {}).values()
+        return MemberCounts(pods=len(live) + len(done), bound=sum(p.is_bound for p in (*live, *done)),
+                            running=sum(p.status.phase == "Running" for p in live),
+                            succeeded=sum(p.status.phase == "Succeeded" for p in done),
+                            failed=sum(p.status.phase == "Failed" for p in done))
 
     def set_podgroup(self, name: Name, pg: PodGroup | None, *, quiet: bool = False) -> None:
         """The PodGroup ``name`` is now ``pg`` (None: deleted); ``quiet``: only what trees do not read changed."""
@@ -280,7 +310,8 @@ class GroupIndex:
             return
         for key, pod in self._members.get(name, _NO_PODS).items():
             if pod.spec.scheduler_name == self.scheduler_name and not pod.is_bound and not pod.is_gated:
-                self.orphans[key] = OrphanPod(pod, f"waiting for PodGroup {name[0]}/{name[1]} to appear")
+                self.orphans[key] = OrphanPod(pod, f"waiting for {pod.group_api} PodGroup {name[0]}/{name[1]} "
+                                                   "to appear")
 
     def _rebuild_structure(self) -> None:
         """Children lists and every group's head, from the back-references (O(groups))."""
@@ -518,6 +549,8 @@ class GroupIndex:
             gang = pg.spec.scheduling_policy.gang
             by_key = self._members.get((ns, name), _NO_PODS)
             members = by_key.values()
+            if err := _link_error(ns, name, pg, members):
+                problems.append(err)
             pending = sorted(
                 (p for p in members if not p.is_bound and not p.is_gated),
                 key=lambda p: (-self.pod_priority(p), created_at(p.metadata.creation_timestamp), p.metadata.name),
@@ -569,6 +602,19 @@ class GroupIndex:
         kind, nk = node
         obj: PodGroup | CompositePodGroup = self.pgs[nk] if kind == "PodGroup" else self.cpgs[nk]
         return created_at(obj.metadata.creation_timestamp)
+
+
+def _link_error(ns: str, name: str, pg: PodGroup, members: Iterable[Pod]) -> str | None:
+    """Why pods join ``pg`` by the other API's link (``spec.schedulingGroup`` names a ``scheduling.k8s.io``
+    PodGroup, the scheduler-plugins label a ``scheduling.x-k8s.io`` one; ``model/coscheduling.py``), else
+    None: a group of one kind never takes the pods of a group of the other kind with the same name."""
+    api = api_group_of(pg)
+    other = sorted(p.metadata.name for p in members if p.group_api != api)
+    if not other:
+        return None
+    how = "spec.schedulingGroup.podGroupName" if api == COSCHEDULING_API_GROUP else f"the label {POD_GROUP_LABEL}"
+    return (f"PodGroup {ns}/{name} is a {api} PodGroup, but {len(other)} pod(s) name it by {how} (e.g. {other[0]}),"
+            f" which links a PodGroup of the other API; the two kinds are never merged")
 
 
 def _single_key(pod_key: str) -> GroupKey:

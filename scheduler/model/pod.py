@@ -14,6 +14,9 @@ from functools import cached_property
 from pydantic import Field
 
 from scheduler.model.base import ConditionFields, Int32, KubeModel, ObjectMeta
+from scheduler.model.coscheduling import API_GROUP as COSCHEDULING_API_GROUP
+from scheduler.model.coscheduling import label_link
+from scheduler.model.scheduling import API_GROUP as WORKLOAD_API_GROUP
 from scheduler.model.base import LabelSelector as LabelSelector  # re-exported: metav1, moved to base
 from scheduler.model.base import LabelSelectorRequirement as LabelSelectorRequirement
 from scheduler.model.quantity import (
@@ -278,9 +281,22 @@ class Pod(KubeModel):
 
     @property
     def group_name(self) -> str | None:
-        """The leaf PodGroup named by ``spec.schedulingGroup.podGroupName`` (same namespace), if any."""
+        """The leaf PodGroup the pod joins (same namespace), if any: ``spec.schedulingGroup.podGroupName`` (a
+        ``scheduling.k8s.io`` PodGroup), else the scheduler-plugins label (a ``scheduling.x-k8s.io`` one,
+        :func:`~scheduler.model.coscheduling.label_link`); :attr:`group_api` says which."""
         sg = self.spec.scheduling_group
-        return sg.pod_group_name if sg and sg.pod_group_name else None
+        if sg and sg.pod_group_name:
+            return sg.pod_group_name
+        return label_link(self.metadata.labels)
+
+    @property
+    def group_api(self) -> str | None:
+        """The API group of the PodGroup :attr:`group_name` names: ``scheduling.k8s.io`` when the pod links by
+        ``spec.schedulingGroup`` (which wins over the label), ``scheduling.x-k8s.io`` when by the label."""
+        sg = self.spec.scheduling_group
+        if sg and sg.pod_group_name:
+            return WORKLOAD_API_GROUP
+        return COSCHEDULING_API_GROUP if label_link(self.metadata.labels) else None
 
     @property
     def is_bound(self) -> bool:

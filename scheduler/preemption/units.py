@@ -131,9 +131,9 @@ class NodeEntries:
         for key, pod in info.pods.items():
             if pod.metadata.deletion_timestamp is not None:
                 continue
-            sg = pod.spec.scheduling_group
-            if sg is not None and sg.pod_group_name:
-                grouped.setdefault((pod.metadata.namespace, sg.pod_group_name), []).append((key, pod))
+            group = pod.group_name
+            if group is not None:
+                grouped.setdefault((pod.metadata.namespace, group), []).append((key, pod))
             else:
                 start, uid = start_of(pod), pod.metadata.uid or key
                 lone.append(Entry(None, (key,), (pod,), (start,), (uid,), start, uid))
