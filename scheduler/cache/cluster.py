@@ -1,9 +1,8 @@
 """ClusterCache: the scheduler's picture of the cluster, fed only by the watch, plus assumptions.
 
-Holds the current Pods, Nodes, PodGroups (scheduler-plugins' too), CompositePodGroups, PriorityClasses, Namespaces (their
-labels, for pod affinity's ``namespaceSelector``) and PodDisruptionBudgets (preemption's preferences) —
-and, when the
-server serves ``resource.k8s.io/v1``, ResourceSlices, DeviceClasses, ResourceClaims and
+Holds the current Pods, Nodes, PodGroups (scheduler-plugins' too), CompositePodGroups, PriorityClasses,
+Namespaces (their labels, for pod affinity's ``namespaceSelector``) and PodDisruptionBudgets (preemption's
+preferences) — and, when the server serves ``resource.k8s.io/v1``, ResourceSlices, DeviceClasses, ResourceClaims and
 ResourceClaimTemplates; PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes — by
 key (the informers call :meth:`ClusterCache.replace` after each list and :meth:`ClusterCache.apply`
 for each watch event; ``simulate`` calls :meth:`ClusterCache.load` with its snapshot), and the

@@ -310,8 +310,8 @@ class GroupIndex:
             return
         for key, pod in self._members.get(name, _NO_PODS).items():
             if pod.spec.scheduler_name == self.scheduler_name and not pod.is_bound and not pod.is_gated:
-                self.orphans[key] = OrphanPod(pod, f"waiting for {pod.group_api} PodGroup {name[0]}/{name[1]} "
-                                                   "to appear")
+                api = f"{COSCHEDULING_API_GROUP} " if pod.group_api == COSCHEDULING_API_GROUP else ""
+                self.orphans[key] = OrphanPod(pod, f"waiting for {api}PodGroup {name[0]}/{name[1]} to appear")
 
     def _rebuild_structure(self) -> None:
         """Children lists and every group's head, from the back-references (O(groups))."""

@@ -125,18 +125,20 @@ def api_group_of(group: PodGroup) -> str:
     return API_GROUP if isinstance(group, CoscheduledPodGroup) else WORKLOAD_API_GROUP
 
 
-def unhonoured_fields(group: CoscheduledPodGroup) -> list[str]:
-    """The fields ``group`` sets that the scheduler does not act on, each with why (module docstring); empty
-    when it sets none. Reported by ``simulate`` (a warning) and ``run`` (an Event on the PodGroup)."""
+def unhonoured_fields(group: CoscheduledPodGroup) -> list[tuple[str, str]]:
+    """The fields ``group`` sets that the scheduler does not act on, as ``(field path, why)`` (module
+    docstring); empty when it sets none. Reported by ``simulate`` (a warning) and ``run`` (an Event on the
+    PodGroup)."""
     spec = group.source.spec
     out = []
     if spec.min_resources:
         listed = ", ".join(f"{k}={v}" for k, v in sorted(spec.min_resources.items()))
-        out.append(f"spec.minResources ({listed}) is not checked as a cluster-wide total: the gang is placed only "
-                   "when every member's own requests fit, all at once")
+        out.append(("spec.minResources", f"{listed} is not checked as a cluster-wide total: the gang is placed only "
+                                         "when every member's own requests fit, all at once"))
     if spec.schedule_timeout_seconds is not None:
-        out.append(f"spec.scheduleTimeoutSeconds ({spec.schedule_timeout_seconds}) has no effect: members never "
-                   "wait at Permit, the whole gang is placed in one cycle or not at all")
+        out.append(("spec.scheduleTimeoutSeconds", f"{spec.schedule_timeout_seconds} has no effect: members never "
+                                                   "wait at Permit, the whole gang is placed in one cycle or not "
+                                                   "at all"))
     return out
 
 

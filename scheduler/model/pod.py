@@ -14,11 +14,10 @@ from functools import cached_property
 from pydantic import Field
 
 from scheduler.model.base import ConditionFields, Int32, KubeModel, ObjectMeta
-from scheduler.model.coscheduling import API_GROUP as COSCHEDULING_API_GROUP
-from scheduler.model.coscheduling import label_link
-from scheduler.model.scheduling import API_GROUP as WORKLOAD_API_GROUP
 from scheduler.model.base import LabelSelector as LabelSelector  # re-exported: metav1, moved to base
 from scheduler.model.base import LabelSelectorRequirement as LabelSelectorRequirement
+from scheduler.model.coscheduling import API_GROUP as COSCHEDULING_API_GROUP
+from scheduler.model.coscheduling import label_link
 from scheduler.model.quantity import (
     CPU,
     HUGEPAGES_PREFIX,
@@ -31,6 +30,7 @@ from scheduler.model.quantity import (
     maximum,
     resource_list,
 )
+from scheduler.model.scheduling import API_GROUP as WORKLOAD_API_GROUP
 from scheduler.model.volume import Volume
 
 SUCCEEDED = "Succeeded"

@@ -1,7 +1,8 @@
 """Reading cluster snapshots: multi-document YAML and ``kind: List`` files into typed objects.
 
-Objects are dispatched on ``apiVersion`` + ``kind`` (the scheduler-plugins CRD
-``scheduling.x-k8s.io`` PodGroup is *not* ours and is skipped). Kinds the scheduler does not
+Objects are dispatched on ``apiVersion`` + ``kind``; scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1``
+PodGroup is read and converted to the PodGroup the scheduler reads (``model/coscheduling.py``), kept apart
+from a ``scheduling.k8s.io`` PodGroup of the same name. Kinds the scheduler does not
 read (Jobs, Deployments, DRA objects of other API versions) are counted in ``Objects.skipped``.
 Storage objects are read from ``v1`` (PersistentVolumeClaim, PersistentVolume) and
 ``storage.k8s.io/v1`` (StorageClass, CSINode), their sizes parsed at load time.
@@ -36,6 +37,10 @@ from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
 from scheduler.model.base import describe
+from scheduler.model.coscheduling import API_VERSION as COSCHEDULING_API_VERSION
+from scheduler.model.coscheduling import CACHE_KIND as COSCHEDULING_CACHE_KIND
+from scheduler.model.coscheduling import KIND as COSCHEDULING_KIND
+from scheduler.model.coscheduling import CoscheduledPodGroup, CoschedulingPodGroup, to_podgroup
 from scheduler.model.dra import API_VERSION as DRA_API_VERSION
 from scheduler.model.dra import (
     DeviceClass,
@@ -60,6 +65,7 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
     ("scheduling.k8s.io/v1beta1", "PodGroup"): PodGroup,
     ("scheduling.k8s.io/v1alpha3", "PodGroup"): PodGroup,
     ("scheduling.k8s.io/v1alpha3", "CompositePodGroup"): CompositePodGroup,
+    (COSCHEDULING_API_VERSION, COSCHEDULING_KIND): CoschedulingPodGroup,  # loaded as a CoscheduledPodGroup
     ("scheduling.k8s.io/v1beta1", "Workload"): Workload,
     ("scheduling.k8s.io/v1alpha3", "Workload"): Workload,
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
@@ -75,8 +81,9 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
 }
 """(apiVersion, kind) → model, for every object the scheduler reads."""
 
-NAMESPACED: tuple[type[BaseModel], ...] = (Pod, PodGroup, CompositePodGroup, Workload, ResourceClaim,
-                                           ResourceClaimTemplate, PersistentVolumeClaim, PodDisruptionBudget)
+NAMESPACED: tuple[type[BaseModel], ...] = (Pod, PodGroup, CoschedulingPodGroup, CompositePodGroup, Workload,
+                                           ResourceClaim, ResourceClaimTemplate, PersistentVolumeClaim,
+                                           PodDisruptionBudget)
 """Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node, Namespace,
 PriorityClass, ResourceSlice, DeviceClass, PersistentVolume, StorageClass and CSINode are
 cluster-scoped and keep an empty namespace)."""
@@ -120,6 +127,8 @@ class Objects:
     nodes: list[Node] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
     podgroups: list[PodGroup] = field(default_factory=list)
+    coscheduling: list[CoscheduledPodGroup] = field(default_factory=list)
+    """scheduler-plugins' PodGroups, converted (``model/coscheduling.py``)."""
     composites: list[CompositePodGroup] = field(default_factory=list)
     workloads: list[Workload] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
@@ -135,12 +144,14 @@ class Objects:
     budgets: list[PodDisruptionBudget] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
-    _seen: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
+    _seen: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def _bucket(self, obj: BaseModel) -> list[Any]:
         match obj:
             case Pod():
                 return self.pods
+            case CoscheduledPodGroup():
+                return self.coscheduling
             case Node():
                 return self.nodes
             case PodGroup():
@@ -176,7 +187,8 @@ class Objects:
     def by_kind(self) -> dict[str, list[Any]]:
         """The objects the scheduler's cache holds, by kind (Workloads are context only: not cached)."""
         return {"Node": self.nodes, "Pod": self.pods, "PodGroup": self.podgroups,
-                "CompositePodGroup": self.composites, "PriorityClass": self.priority_classes,
+                COSCHEDULING_CACHE_KIND: self.coscheduling, "CompositePodGroup": self.composites,
+                "PriorityClass": self.priority_classes,
                 "ResourceSlice": self.resource_slices, "DeviceClass": self.device_classes,
                 "ResourceClaim": self.resource_claims, "ResourceClaimTemplate": self.claim_templates,
                 "PersistentVolumeClaim": self.volume_claims, "PersistentVolume": self.volumes,
@@ -186,7 +198,7 @@ class Objects:
     @property
     def usable(self) -> bool:
         """At least one valid Node, Pod, PodGroup or CompositePodGroup was loaded."""
-        return bool(self.nodes or self.pods or self.podgroups or self.composites)
+        return bool(self.nodes or self.pods or self.podgroups or self.coscheduling or self.composites)
 
     @property
     def has_dra(self) -> bool:
@@ -221,7 +233,7 @@ class Objects:
         if not name:
             self.problems.append(LoadProblem(source, kind, ns, "?", "metadata.name is missing"))
             return
-        ident = (kind, ns, name)
+        ident = (api_version.partition("/")[0], kind, ns, name)  # the API group keeps two PodGroup kinds apart
         if ident in self._seen:
             if self._seen[ident] != raw:
                 self.problems.append(
@@ -231,6 +243,8 @@ class Objects:
         try:
             obj = model.model_validate(raw)
             _check_quantities(obj)
+            if isinstance(obj, CoschedulingPodGroup):
+                obj = to_podgroup(obj)
         except (ValidationError, QuantityError) as exc:
             self.problems.append(LoadProblem(source, kind, ns, name, describe(exc)))
             return

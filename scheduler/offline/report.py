@@ -336,6 +336,10 @@ def notices(sim: Simulation) -> list[Notice]:
                           "controller would"))
     for pod, finding in sim.unhonoured:
         out.append(Notice("warning", UNHONOURED, f"pod {pod.key}: {finding} (not honoured)", pod.key, finding.field))
+    for group, finding in sim.unhonoured_groups:
+        md = group.metadata
+        out.append(Notice("warning", UNHONOURED, f"{group.api_version} PodGroup {md.namespace}/{md.name}: {finding} "
+                                                 "(not honoured)", field=finding.field))
     return out
 
 

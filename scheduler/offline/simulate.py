@@ -49,6 +49,7 @@ from scheduler.framework.plan import (
 )
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import Group, GroupTree, Leaf, TreeState, walk
+from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, PodGroup
 from scheduler.offline.loader import LoadProblem, Objects
@@ -141,7 +142,9 @@ class Simulation:
     ``volumes``: every WaitForFirstConsumer claim a plan bound, in queue order.
     ``synthesized_volume_claims``: keys of generic ephemeral volumes' claims not in the snapshot, made from
     the pods' templates. ``unhonoured``: per pending pod of ours, the fields it sets that no plugin honours
-    (:mod:`scheduler.solver.unsupported`, its volume claims' included).
+    (:mod:`scheduler.solver.unsupported`, its volume claims' included). ``unhonoured_groups``: the same for
+    scheduler-plugins PodGroups (``spec.minResources``, ``spec.scheduleTimeoutSeconds``:
+    :func:`~scheduler.model.coscheduling.unhonoured_fields`).
     ``preemptions``: every preemption applied, in queue order (empty with preemption off).
     """
 
@@ -160,6 +163,7 @@ class Simulation:
     volumes: list[VolumeOutcome] = field(default_factory=list)
     synthesized_volume_claims: frozenset[str] = frozenset()
     unhonoured: list[tuple[Pod, Unhonoured]] = field(default_factory=list)
+    unhonoured_groups: list[tuple[CoscheduledPodGroup, Unhonoured]] = field(default_factory=list)
     preemptions: list[PreemptionOutcome] = field(default_factory=list)
 
 
@@ -256,7 +260,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     rest = [t for t in forest.trees if t.state is not TreeState.READY] + forest.empty
     order += sorted(rest, key=lambda t: tuple(t.key))
 
-    group_objects: list[PodGroup | CompositePodGroup] = [*objects.podgroups, *objects.composites]
+    group_objects: list[PodGroup | CompositePodGroup] = [*objects.coscheduling, *objects.podgroups,
+                                                         *objects.composites]  # a scheduling.k8s.io one wins a name
 
     objs = {GroupKey(o.kind, o.metadata.namespace, o.metadata.name): o for o in group_objects}
     for tree in order:
@@ -291,6 +296,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
             sim.pods.append(PodOutcome(pod, None, f"scheduling gated ({names})"))
     context = Context(namespaces_known=bool(objects.namespaces), storage=sim.initial.volumes)
     sim.unhonoured = [(o.pod, finding) for o in sim.pods for finding in unhonoured(o.pod, context)]
+    sim.unhonoured_groups = [(g, Unhonoured(path, why)) for g in objects.coscheduling
+                             for path, why in unhonoured_fields(g)]
     return sim
 
 

@@ -382,3 +382,24 @@ def test_loader_reads_dash_from_the_stdin_it_is_given(tmp_path: Path) -> None:
     objects = load(["-"], stdin=stdin)
     assert ([n.name for n in objects.nodes], [g.metadata.name for g in objects.podgroups]) == (["n1"], ["g"])
     assert stdin.read() == b""  # read to its end
+
+
+def test_scheduler_plugins_podgroups_and_their_labelled_pods_are_read() -> None:
+    """A scheduler-plugins cluster (``tests/data/clusters/scheduler-plugins-cluster.yaml``): labelled gangs are
+    placed all-or-nothing, a labelled pod whose PodGroup does not exist waits, the older label joins, and the
+    fields not acted on are warned about."""
+    from scheduler.offline.report import notices
+
+    sim = simulate(load([Path(__file__).parents[2] / "data/clusters/scheduler-plugins-cluster.yaml"]),
+                   "gang-scheduler", SolverConfig())
+    assert group(sim, "allreduce")[:2] == ("Scheduled", "gang minCount 3")
+    assert group(sim, "too-big")[:2] == ("Unschedulable", "gang minCount 4")
+    assert group(sim, "timed")[:2] == ("Scheduled", "gang minCount 1")
+    placed = {p.pod.metadata.name: p.node for p in sim.pods}
+    assert all(placed[f"allreduce-{i}"] for i in range(3))
+    assert not any(placed[f"too-big-{i}"] for i in range(4))
+    assert placed["legacy-0"] is not None
+    assert pod_reasons(sim)["training/lost-0"] == "waiting for scheduling.x-k8s.io PodGroup training/missing to appear"
+    warned = [(n.kind, n.field) for n in notices(sim) if n.level == "warning"]
+    assert warned == [("unhonoured-field", "spec.minResources"), ("unhonoured-field", "spec.scheduleTimeoutSeconds")]
+    assert sim.skipped == {"batch/v1 Job": 1}
