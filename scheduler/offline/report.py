@@ -300,8 +300,8 @@ def notices(sim: Simulation) -> list[Notice]:
     """The hints under the summary, for both renderings: no pod of ours found; DRA objects of another
     version skipped; DRA problems (listed in full under their own heading / key); claims made from
     templates; ephemeral volumes' PVCs made from pods' templates; then one warning per field a pending pod
-    sets that no plugin honours. Objects of a kind we read under another apiVersion (scheduler-plugins'
-    ``scheduling.x-k8s.io`` PodGroup, an old Workload) get a ``skipped-api-version`` warning each."""
+    sets that no plugin honours. Objects of a kind we read under another apiVersion (scheduler-plugins' older
+    ``scheduling.sigs.k8s.io`` PodGroup, an old Workload) get a ``skipped-api-version`` warning each."""
     out: list[Notice] = []
     if not sim.pods:  # sim.pods holds every pending pod of ours
         found = ", ".join(f"{name} ({n})" for name, n in sorted(sim.pods_by_scheduler.items(),
@@ -316,7 +316,7 @@ def notices(sim: Simulation) -> list[Notice]:
     read_as: dict[str, list[str]] = {}
     for version, kind in KINDS:
         read_as.setdefault(kind, []).append(version)
-    for key, count in sorted(sim.skipped.items()):  # e.g. scheduler-plugins' scheduling.x-k8s.io PodGroup
+    for key, count in sorted(sim.skipped.items()):  # e.g. scheduler-plugins' older scheduling.sigs.k8s.io PodGroup
         version, _, kind = key.partition(" ")
         if kind in read_as and not version.startswith(f"{DRA_GROUP}/"):
             out.append(Notice("warning", "skipped-api-version",

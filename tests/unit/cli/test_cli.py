@@ -260,11 +260,12 @@ def members(n: int, scheduler: str = "gang-scheduler") -> str:
                      [], ["warning: 1 resource.k8s.io object(s) of resource.k8s.io/v1beta1 skipped "
                           "(only resource.k8s.io/v1 is read)"], id="dra-other-version-skipped"),
         pytest.param(NODE + "---" + GOOD_POD + "---"
-                     + "\napiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: nginx}\n"
+                     + "\napiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: nginx}\n"
                      + "spec: {minMember: 3}\n", [],
-                     ["warning: 1 scheduling.x-k8s.io/v1alpha1 PodGroup object(s) skipped (a PodGroup is read only "
-                      "as scheduling.k8s.io/v1alpha3, scheduling.k8s.io/v1beta1; it is not ours)"],
-                     id="scheduler-plugins-podgroup-skipped"),
+                     ["warning: 1 scheduling.sigs.k8s.io/v1alpha1 PodGroup object(s) skipped (a PodGroup is read only "
+                      "as scheduling.k8s.io/v1alpha3, scheduling.k8s.io/v1beta1, scheduling.x-k8s.io/v1alpha1; it is "
+                      "not ours)"],
+                     id="older-scheduler-plugins-podgroup-skipped"),
     ],
 )
 def test_text_report_lines(tmp_path: Path, snapshot: str, args: list[str], lines: list[str]) -> None:
