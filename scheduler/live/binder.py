@@ -61,6 +61,7 @@ from scheduler.dra.writes import ClaimWrite, landed, merged_reservations
 from scheduler.framework.plan import Plan
 from scheduler.groups.intent import INTENT_ANNOTATION, intent_annotation, intent_entries
 from scheduler.live.kube import (
+    COSCHEDULING_PODGROUPS,
     JSON,
     PODGROUPS,
     PODS,
@@ -70,6 +71,7 @@ from scheduler.live.kube import (
     KubeClient,
     Lane,
     NotFound,
+    Resource,
 )
 from scheduler.live.volume_binder import ClaimSource, VolumeBinder, VolumeFailure
 from scheduler.model.pod import Pod
@@ -288,9 +290,12 @@ class Binder:
         whose intent is too large to record (``groups.intent``: over ~9,000 members) gets its older intent
         removed instead, with a warning: that gang is bound without durable intent."""
         by_group: dict[tuple[str, str], list[tuple[Pod, str]]] = {}
+        resource: dict[tuple[str, str], Resource] = {}  # the PodGroup API each member links (a tree links one)
         for pod, node in plan.placements:
             if pod.group_name is not None:
                 by_group.setdefault((pod.metadata.namespace, pod.group_name), []).append((pod, node))
+                resource[pod.metadata.namespace, pod.group_name] = (
+                    COSCHEDULING_PODGROUPS if pod.group_api == COSCHEDULING_PODGROUPS.group else PODGROUPS)
         values = {key: intent_annotation(token, ps) for key, ps in by_group.items()}
         if recorded is not None:
             values = {(ns, name): value for (ns, name), value in values.items()
@@ -306,7 +311,7 @@ class Binder:
             async with self.semaphore:
                 try:
                     await self._retry(f"record plan on PodGroup {ns}/{name}", lambda: self.kube.patch(
-                        PODGROUPS, ns, name, body, lane=Lane.URGENT))
+                        resource[ns, name], ns, name, body, lane=Lane.URGENT))
                 except ApiError as exc:
                     failures.append((f"{ns}/{name}", exc))
 

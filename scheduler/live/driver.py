@@ -3,8 +3,10 @@
 ``Scheduler.run(stop)`` does, in order (docs/architecture.md, "Live data flow"):
 
 1. serve ``/healthz``, ``/readyz`` and ``/metrics`` (``scheduler.live.metrics``);
-2. discover the APIs — without ``scheduling.k8s.io/v1beta1`` podgroups it logs one line naming
-   the API and the feature gate, reports not-ready and retries instead of crashing;
+2. discover the APIs — it schedules the PodGroups of ``scheduling.k8s.io/v1beta1`` and, where the CRD is
+   served, scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1`` (both when both are: the two kinds are kept
+   apart, ``model/coscheduling.py``); with neither it logs one line naming the API and the feature gate,
+   reports not-ready and retries instead of crashing;
 3. start one informer per resource and wait for the caches to sync;
 4. run leader election (if enabled) — only the leader schedules, and losing the lease stops
    popping at once;
@@ -46,6 +48,7 @@ from scheduler.live.health import HealthServer
 from scheduler.live.informers import Informer
 from scheduler.live.kube import (
     COMPOSITES,
+    COSCHEDULING_PODGROUPS,
     CSI_NODES,
     DEVICE_CLASSES,
     DRA_RESOURCES,
@@ -63,6 +66,7 @@ from scheduler.live.kube import (
     STORAGE_CLASSES,
     ApiError,
     KubeClient,
+    Resource,
 )
 from scheduler.live.leader import LeaderElector
 from scheduler.live.metrics import Metrics
@@ -70,6 +74,7 @@ from scheduler.live.preemptor import Preemptor, TimedPreemption
 from scheduler.live.repair import GANG_BELOW_MIN, GangRepair, below_min_message, teardown_unit
 from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, EVENT_UNHONOURED, StatusWriter
 from scheduler.live.volume_binder import ClaimChanges, ClaimSource
+from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption import DefaultPreemption
 from scheduler.preemption.starvation import Reservation, StarvationGuard
@@ -120,6 +125,8 @@ class Scheduler:
         """Cluster events not routed yet."""
         self.tasks: set[asyncio.Task[Any]] = set()
         self.api_problem: str | None = "API discovery has not run yet"
+        self.group_apis: tuple[Resource, ...] = ()
+        """The PodGroup APIs served (:meth:`discover`): ``scheduling.k8s.io`` and/or ``scheduling.x-k8s.io``."""
         self._reported: dict[GroupKey, str] = {}
         """Root → the message last reported for it (Waiting, Invalid, Unschedulable): a Waiting or Invalid
         tree is logged and reported on its pods once per change."""
@@ -191,17 +198,22 @@ class Scheduler:
 
     # -- startup -------------------------------------------------------------------
     async def discover(self, stop: asyncio.Event) -> bool:
-        """Wait until the PodGroup API is served; returns False if stopped first."""
+        """Wait until a PodGroup API is served — the workload API's, or scheduler-plugins' CRD
+        (:attr:`group_apis` says which are); returns False if stopped first."""
         logged = False
         while not stop.is_set():
             try:
                 served = await self.kube.served(PODGROUPS.group_version)
+                crd = await self.kube.served(COSCHEDULING_PODGROUPS.group_version)
             except ApiError as exc:
-                served, reason = set(), f"API discovery failed: {exc}"
+                served, crd, reason = set(), set(), f"API discovery failed: {exc}"
             else:
                 reason = (f"API {PODGROUPS.group_version} {PODGROUPS.plural} is not served: enable the feature "
-                          f"gate {REQUIRED[1]}")
-            if PODGROUPS.plural in served:
+                          f"gate {REQUIRED[1]}, or install scheduler-plugins' PodGroup CRD "
+                          f"({COSCHEDULING_PODGROUPS.group_version}, chart value crds.install)")
+            self.group_apis = tuple(r for r, found in ((PODGROUPS, served), (COSCHEDULING_PODGROUPS, crd))
+                                    if r.plural in found)
+            if self.group_apis:
                 self.api_problem = None
                 return True
             self.api_problem = reason
@@ -213,7 +225,7 @@ class Scheduler:
         return False
 
     async def start_informers(self) -> None:
-        resources = [PODS, NODES, PODGROUPS, PRIORITY_CLASSES, NAMESPACES]  # namespaces: pod affinity
+        resources = [PODS, NODES, *self.group_apis, PRIORITY_CLASSES, NAMESPACES]  # namespaces: pod affinity
         if self.settings.preemption:
             resources.append(POD_DISRUPTION_BUDGETS)  # preemption's preferences (policy/v1, always served)
         try:
@@ -257,7 +269,7 @@ class Scheduler:
             self.spawn(informer.run(), f"informer/{res.plural}")
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
         log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.objects["Node"]),
-                 len(self.cache.objects["Pod"]), len(self.cache.objects["PodGroup"]))
+                 len(self.cache.objects["Pod"]), sum(len(self.cache.objects[r.kind]) for r in self.group_apis))
 
     # -- main loop -----------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
@@ -547,7 +559,15 @@ class Scheduler:
             self.spawn(self.status.group_reservation(obj, held, reason, message), f"status/{key}")
 
     def _warn_unhonoured(self, tree: GroupTree) -> None:
-        """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours."""
+        """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours — and once per
+        scheduler-plugins PodGroup of the tree that sets fields the scheduler does not act on."""
+        for key in tree.groups:
+            group = self.cache.group(key.kind, key.namespace, key.name) if key.kind == "PodGroup" else None
+            if isinstance(group, CoscheduledPodGroup) and group.metadata.uid not in self._warned:
+                self._warned[group.metadata.uid] = None
+                if fields := unhonoured_fields(group):
+                    note = "not honoured: " + "; ".join(f"{path}: {why}" for path, why in fields)
+                    self.spawn(self.status.group_warning(group, EVENT_UNHONOURED, note), f"status/{key}")
         context: Context | None = None
         for leaf in tree.root.leaves():
             for pod in leaf.pending:

@@ -24,6 +24,15 @@ that fails is retried with backoff (``retry_initial_s`` doubling to ``retry_max_
 is no longer needed. A root whose plan is still being bound (``binding``) is left alone until its binder
 has finished: its members count as bound only once the server has them.
 
+scheduler-plugins' PodGroups (``scheduling.x-k8s.io``, :class:`~scheduler.model.coscheduling.CoscheduledPodGroup`)
+have no ``conditions`` in their CRD: they get scheduler-plugins' own status instead — ``phase``, ``scheduled``,
+``running``, ``succeeded``, ``failed``, ``occupiedBy``, ``scheduleStartTime`` as its PodGroup controller computes
+them (:func:`~scheduler.model.coscheduling.desired_status`, from the members in the cache), written the same
+level-triggered way (:meth:`~scheduler.live.status_writer.StatusWriter.coscheduling_status`) — and a root's
+failure as a ``FailedScheduling`` Warning Event on the PodGroup (its pods get theirs as for every gang).
+``occupiedBy`` needs the first member's owners, which the cache does not keep: that pod is read once, when the
+group first leaves Pending.
+
 Our own condition writes come back as watch events that change no tree (a group's status is not what
 the scheduler reads), so they neither wake the queue nor mark anything dirty (issue 12 item 5).
 """
@@ -35,18 +44,27 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.groups.tree import Group, GroupTree, walk
-from scheduler.live.kube import ApiError
+from scheduler.live.kube import PODS, ApiError, Lane, NotFound
 from scheduler.live.repair import GANG_BELOW_MIN, below_min_message
 from scheduler.live.status_writer import (
+    EVENT_FAILED_SCHEDULING,
     REASON_INVALID,
     REASON_SCHEDULED,
     REASON_SCHEDULER_ERROR,
     StatusWriter,
 )
 from scheduler.model.base import Condition
+from scheduler.model.coscheduling import (
+    PENDING,
+    CoscheduledPodGroup,
+    CoschedulingPodGroupStatus,
+    desired_status,
+    occupied_by,
+)
 from scheduler.model.scheduling import (
     COMPOSITE_INITIALLY_SCHEDULED,
     INITIALLY_SCHEDULED,
@@ -113,6 +131,10 @@ class GroupConditions:
         """Group → its root, in the order they were marked (one entry per group: coalesced)."""
         self._retry: dict[GroupKey, tuple[float, float, GroupKey]] = {}
         """Group → (loop time of its next try, the delay that led to it, its root), after a failed write."""
+        self._failure_events: set[GroupKey] = set()
+        """scheduler-plugins PodGroups whose root's new failure is still to be recorded as an Event on them."""
+        self._owners: dict[str, str] = {}
+        """scheduler-plugins PodGroup uid → the ``occupiedBy`` read from its first member (read once per group)."""
         self._wake = asyncio.Event()
         self.writes = 0
         self.failures = 0
@@ -130,6 +152,8 @@ class GroupConditions:
                per_group: Mapping[GroupKey, str] | None = None) -> None:
         """A decision placed nothing: show ``reason`` / ``message`` on the tree's groups not satisfied."""
         self.reports[tree.key] = Report(reason, message, dict(per_group or {}))
+        self._failure_events.update(k for k in tree.groups if isinstance(self.cache.group(k.kind, k.namespace, k.name),
+                                                                          CoscheduledPodGroup))
         self._mark(tree)
 
     def bound(self, root: GroupKey) -> None:
@@ -177,6 +201,8 @@ class GroupConditions:
         group = next((g for g in walk(tree.root) if g.key == key), None)
         if group is None:
             return None, []
+        if isinstance(obj, CoscheduledPodGroup):
+            return obj, []  # no conditions in its CRD: _write_coscheduling
         return obj, [d for d in self.desired(tree, group, obj) if not d.shown_by(obj.status.conditions)]
 
     # -- writing -------------------------------------------------------------------------------
@@ -203,10 +229,12 @@ class GroupConditions:
             self._retry.pop(key, None)
             return
         obj, wanted = self._pending_writes(key, root)
-        if obj is None or not wanted:
+        if obj is None or not (wanted or isinstance(obj, CoscheduledPodGroup)):
             self._retry.pop(key, None)
             return
         try:
+            if isinstance(obj, CoscheduledPodGroup):
+                await self._write_coscheduling(key, root, obj)
             for want in wanted:
                 if want.ctype == GANG_BELOW_MIN:
                     await self.writer.set_group_condition(obj, want.ctype, want.status, want.reason, want.message,
@@ -223,3 +251,40 @@ class GroupConditions:
             return
         self.writes += 1
         self._retry.pop(key, None)
+
+    async def _write_coscheduling(self, key: GroupKey, root: GroupKey, obj: CoscheduledPodGroup) -> None:
+        """The status and failure Event of a scheduler-plugins PodGroup (module docstring). Raises ApiError."""
+        report = self.reports.get(root)
+        if key in self._failure_events and report is not None:
+            self._failure_events.discard(key)
+            message = report.message if key == root else report.per_group.get(key, report.message)
+            await self.writer.group_warning(obj, EVENT_FAILED_SCHEDULING, message)
+        counts = self.cache.groups.member_counts(key.namespace, key.name)
+        min_member = obj.source.spec.min_member
+        owners = obj.source.status.occupied_by or self._owners.get(obj.metadata.uid, "")
+        if (not owners and obj.metadata.uid not in self._owners
+                and desired_status(obj.source.status, min_member, counts, "", _now()).phase != PENDING):
+            owners = self._owners[obj.metadata.uid] = await self._first_member_owners(key)
+
+        def judge(current: CoschedulingPodGroupStatus) -> CoschedulingPodGroupStatus | None:
+            wanted = desired_status(current, min_member, counts, owners, _now())
+            return None if wanted == current else wanted
+
+        await self.writer.coscheduling_status(obj, judge, raise_errors=True)
+
+    async def _first_member_owners(self, key: GroupKey) -> str:
+        """``occupiedBy`` from the owners of the group's first member by name (the controller takes the first
+        pod its list returns, which the API server sorts by name); empty when it has none or is gone."""
+        names = sorted(p.metadata.name for p in self.cache.groups.members(key.namespace, key.name).values())
+        if not names:
+            return ""
+        try:
+            raw = await self.writer.kube.get(PODS, key.namespace, names[0], lane=Lane.REPORT)
+        except NotFound:
+            return ""
+        return occupied_by(key.namespace, (raw.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def _now() -> datetime:
+    """The wall clock, UTC, whole seconds (``metav1.Time`` is written with second precision)."""
+    return datetime.now(UTC).replace(microsecond=0)

@@ -28,6 +28,8 @@ import yaml
 from kubernetes_asyncio import client, config
 
 from scheduler.errors import ClusterConfigError, GangSchedulerError
+from scheduler.model import coscheduling
+from scheduler.model.scheduling import CompositePodGroup, PodGroup
 
 JSON = dict[str, Any]
 
@@ -93,6 +95,9 @@ NODES = Resource("", "v1", "nodes", False, "Node")
 NAMESPACES = Resource("", "v1", "namespaces", False, "Namespace")
 PODGROUPS = Resource("scheduling.k8s.io", "v1beta1", "podgroups", True, "PodGroup")
 COMPOSITES = Resource("scheduling.k8s.io", "v1alpha3", "compositepodgroups", True, "CompositePodGroup")
+COSCHEDULING_PODGROUPS = Resource(coscheduling.API_GROUP, coscheduling.VERSION, coscheduling.PLURAL, True,
+                                  coscheduling.CACHE_KIND)
+"""scheduler-plugins' PodGroup CRD (``podgroups.scheduling.x-k8s.io``), read where it is served."""
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", False, "PriorityClass")
 EVENTS = Resource("events.k8s.io", "v1", "events", True, "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", True, "Lease")
@@ -109,6 +114,16 @@ STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", False, "Sto
 CSI_NODES = Resource("storage.k8s.io", "v1", "csinodes", False, "CSINode")
 STORAGE_RESOURCES = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)
 """What the volume plugins read (kube-scheduler's VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits)."""
+
+
+
+def group_resource(group: PodGroup | CompositePodGroup) -> Resource:
+    """The resource a group object is written through: a CompositePodGroup's, a scheduler-plugins PodGroup's
+    (:class:`~scheduler.model.coscheduling.CoscheduledPodGroup`), else the workload API's PodGroup."""
+    if isinstance(group, CompositePodGroup):
+        return COMPOSITES
+    return COSCHEDULING_PODGROUPS if isinstance(group, coscheduling.CoscheduledPodGroup) else PODGROUPS
+
 
 LIST_PAGE_SIZE = 500
 """Objects per list page (client-go's reflector default): bounds the raw JSON held during a re-list."""

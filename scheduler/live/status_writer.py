@@ -55,7 +55,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -63,10 +63,9 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from scheduler.live.kube import (
-    COMPOSITES,
+    COSCHEDULING_PODGROUPS,
     EVENTS,
     JSON,
-    PODGROUPS,
     PODS,
     STRATEGIC_PATCH,
     ApiError,
@@ -75,8 +74,16 @@ from scheduler.live.kube import (
     Lane,
     NotFound,
     Resource,
+    group_resource,
 )
 from scheduler.model.base import Condition, ConditionFields
+from scheduler.model.coscheduling import (
+    CoscheduledPodGroup,
+    CoschedulingPodGroup,
+    CoschedulingPodGroupStatus,
+    status_patch,
+    to_podgroup,
+)
 from scheduler.model.pod import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER, Pod, PodCondition
 from scheduler.model.scheduling import (
     COMPOSITE_INITIALLY_SCHEDULED,
@@ -250,7 +257,9 @@ class StatusWriter:
         again and judged once more, up to :data:`CONFLICT_ATTEMPTS` writes in all (another writer of the same
         group — the level-triggered conditions, a reservation ending — may land in between); API errors are
         logged and give False (``raise_errors``: raised)."""
-        res = COMPOSITES if isinstance(group, CompositePodGroup) else PODGROUPS
+        if isinstance(group, CoscheduledPodGroup):
+            return False  # the CRD's status has no conditions: its phase says it (coscheduling_status), Events the rest
+        res = group_resource(group)
         what = f"{res.kind} {group.metadata.namespace}/{group.metadata.name}"
         current = group
         try:
@@ -270,6 +279,46 @@ class StatusWriter:
         except ValidationError as exc:
             _warn(what, exc)
             return False
+
+    async def coscheduling_status(self, group: CoscheduledPodGroup,
+                                  judge: Callable[[CoschedulingPodGroupStatus], CoschedulingPodGroupStatus | None],
+                                  *, raise_errors: bool = False) -> bool:
+        """Write scheduler-plugins' status on ``group`` (the cached object); True if a PATCH was accepted.
+
+        ``judge``: given the status the object shows, the status it should show, or None when it shows it
+        already (``model/coscheduling.py`` :func:`~scheduler.model.coscheduling.desired_status`). Written as
+        scheduler-plugins' controller writes it — a merge PATCH of the status subresource
+        (``r.Status().Patch(ctx, new, client.MergeFrom(old))``) — with ``metadata.resourceVersion`` as a
+        precondition; on 409 the group is read again and judged again, up to :data:`CONFLICT_ATTEMPTS` writes.
+        API errors are logged and give False (``raise_errors``: raised as ApiError).
+        """
+        what = f"{COSCHEDULING_PODGROUPS.kind} {group.metadata.namespace}/{group.metadata.name}"
+        current = group
+        try:
+            for attempt in range(CONFLICT_ATTEMPTS):
+                wanted = judge(current.source.status)
+                if wanted is None:
+                    return False
+                body: JSON = {"status": status_patch(wanted)}
+                if current.metadata.resource_version:
+                    body["metadata"] = {"resourceVersion": current.metadata.resource_version}
+                try:
+                    await self.kube.patch(COSCHEDULING_PODGROUPS, group.metadata.namespace, group.metadata.name, body,
+                                          sub="status", lane=Lane.REPORT)
+                    return True
+                except Conflict:
+                    if attempt == CONFLICT_ATTEMPTS - 1:
+                        raise
+                    fresh = await self.kube.get(COSCHEDULING_PODGROUPS, group.metadata.namespace,
+                                                group.metadata.name, lane=Lane.REPORT)
+                    current = to_podgroup(CoschedulingPodGroup.model_validate(fresh))
+        except ApiError as exc:
+            _warn(what, exc)
+            if raise_errors:
+                raise
+        except ValidationError as exc:
+            _warn(what, exc)
+        return False
 
     async def _patch_group(self, res: Resource, group: PodGroup | CompositePodGroup, new: _Condition,
                            terminal: bool = True) -> bool:

@@ -195,6 +195,13 @@ def desired_status(current: CoschedulingPodGroupStatus, min_member: int, counts:
         schedule_start_time=start)
 
 
+def occupied_by(namespace: str, owner_references: list[dict[str, object]]) -> str:
+    """``status.occupiedBy`` for a group whose first member (in ``namespace``) has ``owner_references`` (raw
+    ``metadata.ownerReferences``): ``"<namespace>/<owner name>"`` per owner, sorted, joined by ``,``; empty
+    without owners (``fillOccupiedObj`` in ``podgroup_controller.go``)."""
+    return ",".join(sorted(f"{namespace}/{ref.get('name', '')}" for ref in owner_references))
+
+
 def status_patch(status: CoschedulingPodGroupStatus) -> dict[str, object]:
     """``status`` as the JSON of a merge PATCH of the status subresource (camelCase; ``scheduleStartTime``
     as RFC 3339 UTC with seconds, as ``metav1.Time`` marshals; absent fields as ``null``, which removes them)."""
