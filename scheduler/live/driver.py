@@ -225,7 +225,8 @@ class Scheduler:
         return False
 
     async def start_informers(self) -> None:
-        resources = [PODS, NODES, *self.group_apis, PRIORITY_CLASSES, NAMESPACES]  # namespaces: pod affinity
+        groups = [r for r in (PODGROUPS, COSCHEDULING_PODGROUPS) if r in self.group_apis]  # what discover() found
+        resources = [PODS, NODES, *groups, PRIORITY_CLASSES, NAMESPACES]  # namespaces: pod affinity
         if self.settings.preemption:
             resources.append(POD_DISRUPTION_BUDGETS)  # preemption's preferences (policy/v1, always served)
         try:

@@ -30,7 +30,8 @@ NOTES = "templates/NOTES.txt"
 
 # Helm's install order (pkg/release/v1/util/kind_sorter.go InstallOrder), the kinds this chart has;
 # kinds not listed sort after them, by name, as Helm does.
-INSTALL_ORDER = ["Namespace", "PodDisruptionBudget", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+INSTALL_ORDER = ["Namespace", "PodDisruptionBudget", "ServiceAccount", "CustomResourceDefinition", "ClusterRole",
+                 "ClusterRoleBinding", "Role",
                  "RoleBinding", "Service", "Deployment"]
 
 HEADER = """\

@@ -48,6 +48,7 @@ VARIATIONS: dict[str, dict[str, Any]] = {
                             "extraEnv": [{"name": "TZ", "value": "UTC"}], "replicaCount": 3,
                             "podLabels": {"team": "infra"}, "podAnnotations": {"a": "b"},
                             "serviceAccount": {"annotations": {"example.com/role": "scheduler"}}},
+    "scheduler-plugins-crd": {"crds": {"install": True}},
     "existing-service-account": {"serviceAccount": {"create": False, "name": "scheduler"}, "rbac": {"create": False}},
 }
 

@@ -54,7 +54,8 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
     # (file, function, argument as written) -> the kube.py constants it can hold, and why
     # informers.py Informer.run lists and watches `self.resource`: one Informer per resource
     # that run.py Scheduler.start_informers creates (checked by test_informer_table_matches_run_py).
-    ("live/informers.py", "Informer.run", "self.resource"): ("PODS", "NODES", "PODGROUPS", "PRIORITY_CLASSES",
+    ("live/informers.py", "Informer.run", "self.resource"): ("PODS", "NODES", "PODGROUPS", "COSCHEDULING_PODGROUPS",
+                                                        "PRIORITY_CLASSES",
                                                         "NAMESPACES", "COMPOSITES", "RESOURCE_SLICES",
                                                         "DEVICE_CLASSES", "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES",
                                                         "PERSISTENT_VOLUME_CLAIMS", "PERSISTENT_VOLUMES",
@@ -63,6 +64,9 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
     # CompositePodGroup, else PODGROUPS (`res = COMPOSITES if isinstance(…) else PODGROUPS`).
     ("live/status_writer.py", "StatusWriter._set_group_condition", "res"): ("PODGROUPS", "COMPOSITES"),
     ("live/status_writer.py", "StatusWriter._patch_group", "res"): ("PODGROUPS", "COMPOSITES"),
+    # binder.py Binder.write_intent: the PodGroup API the plan's members link (`resource[ns, name]`, from
+    # Pod.group_api): the workload API's, or scheduler-plugins' CRD.
+    ("live/binder.py", "Binder.write_intent.one", "resource[ns, name]"): ("PODGROUPS", "COSCHEDULING_PODGROUPS"),
 }
 
 LEASE_GROUP = "coordination.k8s.io"
