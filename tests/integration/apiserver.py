@@ -14,7 +14,9 @@ Validation (issue 9): creates are checked like a real server's (``apivalidation.
 kinds), names generated like the server's (``prefix[:58]`` + 5 random characters), and
 ``events.k8s.io/v1`` Event bodies on create and on every PATCH/PUT. A rejected write answers the
 real server's ``422 Invalid`` Status (``details.causes`` per field) and stores nothing; an
-undecodable time answers 400 ``BadRequest``.
+undecodable time answers 400 ``BadRequest``. Custom resources (``crds.py``: scheduler-plugins' PodGroup) are
+pruned and validated against their CRD's schema on every write: unknown fields dropped and recorded in
+``warnings`` (the real server's ``Warning`` header), wrong values a 422.
 
 Paths of the ``namespaces`` resource itself (``/api/v1/namespaces``, ``/api/v1/namespaces/{name}``):
 kmock 0.8's ``parse_path`` reads the segment after ``namespaces`` as a namespace and fails on the
@@ -28,7 +30,7 @@ import copy, datetime, functools, uuid
 import attrs, kmock
 from kmock import KubernetesError, KubernetesObjectNotFoundError, KubernetesResourceNotFoundError
 from kmock._internal import parsing as _kmock_parsing
-from tests.integration import apivalidation as av
+from tests.integration import apivalidation as av, crds
 _kmock_parse_path = _kmock_parsing.parse_path
 def _parse_path(path):  # the namespaces resource's own paths; everything else as kmock parses it
     parts = path.strip('/').split('/')
@@ -52,6 +54,7 @@ class ApiServer(kmock.KubernetesEmulator):
     rv: int = 0
     compacted_rv: int = 0
     log: list = attrs.field(factory=list)   # (rv, resource, event): lets watches resume from an RV
+    warnings: list = attrs.field(factory=list)   # fieldValidation=Warn warnings sent (unknown CRD fields pruned)
     def __attrs_post_init__(self):
         super().__attrs_post_init__()       # stock fallbacks call our overridden _serve_* methods
         self.fallback[kmock.method.PUT] << self._serve_put
@@ -131,6 +134,9 @@ class ApiServer(kmock.KubernetesEmulator):
         if events: errs = av.validate_event_create(body) if old is None else av.validate_event_update(body, old)
         elif old is None: errs = av.validate_metadata(md, av.name_rule(r.group, r.version, r.plural, self._kind(r)))
         else: errs = []                     # names are immutable; other kinds' fields are not schema-checked
+        if (schema := crds.SCHEMAS.get((r.group, r.version, r.plural))) is not None:   # custom resources
+            self.warnings += [f"{r.plural}.{r.group} {md.get('name')}: {w}" for w in crds.prune(body, schema)]
+            errs += crds.validate(body, schema)
         if not events: errs += av.validate_annotations(md)
         if errs:
             status = av.invalid_status(r.group, self._kind(r), md.get('name') or '', errs)

@@ -32,6 +32,7 @@ RESOURCES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
     "scheduling.k8s.io/v1beta1/podgroups": ("PodGroup", True, ("status",)),
     "scheduling.k8s.io/v1alpha3/compositepodgroups": ("CompositePodGroup", True, ("status",)),
     "scheduling.k8s.io/v1/priorityclasses": ("PriorityClass", False, ()),
+    "scheduling.x-k8s.io/v1alpha1/podgroups": ("PodGroup", True, ("status",)),  # scheduler-plugins' CRD (crds.py)
     "policy/v1/poddisruptionbudgets": ("PodDisruptionBudget", True, ()),
     "resource.k8s.io/v1/resourceslices": ("ResourceSlice", False, ()),
     "resource.k8s.io/v1/deviceclasses": ("DeviceClass", False, ()),
@@ -46,12 +47,14 @@ RESOURCES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
 
 @pytest_asyncio.fixture
 async def k8s() -> AsyncIterator[ApiServer]:
-    """An emulated API server serving :data:`RESOURCES`; ``k8s.url`` is its base URL."""
+    """An emulated API server serving :data:`RESOURCES`; ``k8s.url`` is its base URL. A test that made the server
+    prune a field its CRD does not have (``k8s.warnings``, ``crds.py``) fails at teardown."""
     async with ApiServer() as srv, kmock.Server(srv):
         for path, (kind, namespaced, subresources) in RESOURCES.items():
             srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
                                                      verbs=VERBS, subresources=subresources)
         yield srv
+        assert srv.warnings == [], "writes of fields the CRD does not have (a real server drops them)"
 
 
 @pytest_asyncio.fixture

@@ -14,11 +14,13 @@ from tests.integration.conftest import RESOURCES, VERBS
 from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 
 PODGROUPS_PATH = "scheduling.k8s.io/v1beta1/podgroups"
+CRD_PATH = "scheduling.x-k8s.io/v1alpha1/podgroups"
 
 
 @pytest.mark.looptime
 async def test_missing_podgroup_api_is_reported_not_ready_and_retried(k8s, kube: KubeClient) -> None:
     del k8s.resources[PODGROUPS_PATH]
+    del k8s.resources[CRD_PATH]  # neither the workload API nor scheduler-plugins' CRD
     settings = Settings.model_validate({"leader_elect": False, "bind_address": "127.0.0.1:0"})
     sched = Scheduler(settings, kube)
     stop = asyncio.Event()
@@ -28,7 +30,8 @@ async def test_missing_podgroup_api_is_reported_not_ready_and_retried(k8s, kube:
         ready, reason = sched.ready()
         assert not ready and not task.done()
         assert reason == ("API scheduling.k8s.io/v1beta1 podgroups is not served: enable the feature gate "
-                          "GenericWorkload (and --runtime-config=scheduling.k8s.io/v1beta1=true)")
+                          "GenericWorkload (and --runtime-config=scheduling.k8s.io/v1beta1=true), or install "
+                          "scheduler-plugins' PodGroup CRD (scheduling.x-k8s.io/v1alpha1, chart value crds.install)")
         kind, namespaced, subs = RESOURCES[PODGROUPS_PATH]
         k8s.resources[PODGROUPS_PATH] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
                                                            verbs=VERBS, subresources=subs)
