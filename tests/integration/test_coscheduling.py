@@ -163,3 +163,17 @@ async def test_the_emulator_prunes_what_the_crd_lacks_and_refuses_bad_values(k8s
     assert "conditions" not in await crd_status(kube, "g")
     assert k8s.warnings == [f"podgroups.scheduling.x-k8s.io g: unknown field \"status.conditions\""]
     k8s.warnings.clear()  # seen: the fixture fails any other test that makes the server drop a field
+
+
+@pytest.mark.looptime
+async def test_a_cluster_with_only_the_crd_schedules_labelled_gangs(k8s: ApiServer, kube: KubeClient) -> None:
+    """No workload API at all (a pre-1.36 cluster, or one without the gates): discovery finds the CRD, the
+    scheduler is ready and schedules the scheduler-plugins gangs."""
+    del k8s.resources["scheduling.k8s.io/v1beta1/podgroups"]
+    del k8s.resources["scheduling.k8s.io/v1alpha3/compositepodgroups"]
+    await create_node(kube, "n0", cpu="4")
+    await create_labelled_gang(kube, "g", 3, 3)
+    async with running(kube) as sched:
+        assert sched.group_apis == (COSCHEDULING_PODGROUPS,)
+        await until(lambda: bound_at_least(kube, "g-", 3), what="gang bound")
+        await until(lambda: _with_phase(kube, "g", "Scheduled"), what="phase Scheduled")
