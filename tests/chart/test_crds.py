@@ -34,7 +34,8 @@ def test_crds_install_renders_the_vendored_crd_unchanged() -> None:
     assert (version["name"], version["served"], version["subresources"]) == (coscheduling.VERSION, True, {"status": {}})
 
 
-@pytest.mark.parametrize(("model", "part"), [(CoschedulingPodGroupSpec, "spec"), (CoschedulingPodGroupStatus, "status")])
+@pytest.mark.parametrize(("model", "part"), [(CoschedulingPodGroupSpec, "spec"),
+                                             (CoschedulingPodGroupStatus, "status")])
 def test_the_model_reads_only_fields_the_crd_has(model: type, part: str) -> None:
     schema = yaml.safe_load(VENDORED.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     properties = schema["properties"][part]["properties"]

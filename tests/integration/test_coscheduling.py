@@ -161,7 +161,7 @@ async def test_the_emulator_prunes_what_the_crd_lacks_and_refuses_bad_values(k8s
     assert 'status.scheduled in body must be of type integer: "string"' in str(refused.value)
     await kube.patch(COSCHEDULING_PODGROUPS, NS, "g", {"status": {"conditions": [{"type": "X"}]}}, sub="status")
     assert "conditions" not in await crd_status(kube, "g")
-    assert k8s.warnings == [f"podgroups.scheduling.x-k8s.io g: unknown field \"status.conditions\""]
+    assert k8s.warnings == ["podgroups.scheduling.x-k8s.io g: unknown field \"status.conditions\""]
     k8s.warnings.clear()  # seen: the fixture fails any other test that makes the server drop a field
 
 

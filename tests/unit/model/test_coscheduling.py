@@ -46,7 +46,8 @@ def pod(name: str, *, label: str | None = "g", key: str = "scheduling.x-k8s.io/p
     if node:
         spec["nodeName"] = node
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}", "labels": {key: label} if label else {}},
+            "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}",
+                         "labels": {key: label} if label else {}},
             "spec": spec, "status": {"phase": phase}}
 
 
@@ -155,7 +156,8 @@ def test_labelled_pods_are_a_gang_of_the_crd_group() -> None:
     cache = _cache((CACHE_KIND, crd(min_member=2)), ("Pod", pod("a")), ("Pod", pod("b")))
     tree = cache.groups.trees[GroupKey("PodGroup", "ml", "g")]
     assert tree.state is TreeState.READY
-    assert (tree.root.min_count, sorted(p.metadata.name for leaf in tree.root.leaves() for p in leaf.pending)) == (2, ["a", "b"])
+    pending = sorted(p.metadata.name for leaf in tree.root.leaves() for p in leaf.pending)
+    assert (tree.root.min_count, pending) == (2, ["a", "b"])
     assert isinstance(cache.group("PodGroup", "ml", "g"), CoscheduledPodGroup)
 
 
