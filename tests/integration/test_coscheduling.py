@@ -12,10 +12,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import kmock
 import pytest
 
-from scheduler.live.kube import COSCHEDULING_PODGROUPS, EVENTS, PODGROUPS, PODS, KubeClient
-from scheduler.model.coscheduling import POD_GROUP_LABEL
+from scheduler.live.kube import COSCHEDULING_PODGROUPS, EVENTS, PODGROUPS, PODS, ApiError, KubeClient
+from scheduler.live.status_writer import StatusWriter
+from scheduler.model.coscheduling import (
+    POD_GROUP_LABEL,
+    CoschedulingPodGroup,
+    CoschedulingPodGroupStatus,
+    to_podgroup,
+)
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import NS, bound, bound_at_least, create_node, pod, podgroup, running, until
 
@@ -152,8 +159,6 @@ async def test_a_name_in_both_apis_is_two_groups_never_merged(k8s: ApiServer, ku
 @pytest.mark.looptime
 async def test_the_emulator_prunes_what_the_crd_lacks_and_refuses_bad_values(k8s: ApiServer, kube: KubeClient) -> None:
     """The fixture is as strict as a real server for the CRD: the status writes above can only pass as written."""
-    from scheduler.live.kube import ApiError
-
     await kube.create(COSCHEDULING_PODGROUPS, NS, crd_podgroup("g", 2))
     with pytest.raises(ApiError) as refused:
         await kube.patch(COSCHEDULING_PODGROUPS, NS, "g", {"status": {"scheduled": "two"}}, sub="status")
@@ -177,3 +182,36 @@ async def test_a_cluster_with_only_the_crd_schedules_labelled_gangs(k8s: ApiServ
         assert sched.group_apis == (COSCHEDULING_PODGROUPS,)
         await until(lambda: bound_at_least(kube, "g-", 3), what="gang bound")
         await until(lambda: _with_phase(kube, "g", "Scheduled"), what="phase Scheduled")
+
+
+@pytest.mark.parametrize(("conflicts", "written"), [(0, True), (3, True), (4, False)],
+                         ids=["no-conflict", "three-conflicts-then-written", "four-conflicts-given-up"])
+async def test_status_write_rereads_and_judges_again_after_a_conflict(k8s: ApiServer, kube: KubeClient,
+                                                                      conflicts: int, written: bool) -> None:
+    """``StatusWriter.coscheduling_status``: a merge PATCH of the status subresource with the object's
+    resourceVersion; a 409 reads the group again and judges the fresh status (which keeps an occupiedBy another
+    writer set), up to 4 writes in all."""
+    await kube.create(COSCHEDULING_PODGROUPS, NS, crd_podgroup("g", 2))
+    left = [conflicts]
+
+    async def react(request: kmock.Request) -> Any:
+        if left[0] > 0:
+            left[0] -= 1
+            return kmock.KubernetesError(status=409, reason="Conflict", message="the object has been modified")
+        return await k8s._serve_update(request)
+
+    k8s["patch", kmock.resource("scheduling.x-k8s.io/v1alpha1/podgroups"), kmock.subresource("status")] << react
+    group = to_podgroup(CoschedulingPodGroup.model_validate(await kube.get(COSCHEDULING_PODGROUPS, NS, "g")))
+    judged: list[CoschedulingPodGroupStatus] = []
+
+    def judge(current: CoschedulingPodGroupStatus) -> CoschedulingPodGroupStatus | None:
+        judged.append(current)
+        return CoschedulingPodGroupStatus(phase="PreScheduling", occupied_by=current.occupied_by or "ml/job")
+
+    writer = StatusWriter(kube, "gang-scheduler", instance="test")
+    assert await writer.coscheduling_status(group, judge) is written
+    assert len(judged) == min(conflicts + 1, 4)
+    status = await crd_status(kube, "g")
+    assert status.get("phase") == ("PreScheduling" if written else None)
+    if written:
+        assert status["occupiedBy"] == "ml/job"
