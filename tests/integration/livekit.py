@@ -11,9 +11,12 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import kmock
+
 from scheduler.config import Settings
 from scheduler.live.driver import Scheduler
 from scheduler.live.kube import COMPOSITES, NODES, PODGROUPS, PODS, KubeClient
+from tests.integration.apiserver import ApiServer
 from tests.unit.groups.builders import pg_dict
 
 NS = "ml"
@@ -126,3 +129,18 @@ async def running(kube: KubeClient, **kw: Any) -> AsyncIterator[Scheduler]:
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
+
+
+def conflicting(k8s: ApiServer, times: int, resource: str = "scheduling.k8s.io/v1beta1/podgroups") -> None:
+    """Answer the first ``times`` PATCHes of ``resource``'s status (``group/version/plural``) with 409, as when
+    another writer of the group (the level-triggered conditions, say) landed just before each; later ones go
+    through."""
+    left = [times]
+
+    async def react(request: kmock.Request) -> Any:
+        if left[0] > 0:
+            left[0] -= 1
+            return kmock.KubernetesError(status=409, reason="Conflict", message="the object has been modified")
+        return await k8s._serve_update(request)
+
+    k8s['patch', kmock.resource(resource), kmock.subresource('status')] << react

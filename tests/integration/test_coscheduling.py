@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import kmock
 import pytest
 
 from scheduler.live.kube import COSCHEDULING_PODGROUPS, EVENTS, PODGROUPS, PODS, ApiError, KubeClient
@@ -24,7 +23,17 @@ from scheduler.model.coscheduling import (
     to_podgroup,
 )
 from tests.integration.apiserver import ApiServer
-from tests.integration.livekit import NS, bound, bound_at_least, create_node, pod, podgroup, running, until
+from tests.integration.livekit import (
+    NS,
+    bound,
+    bound_at_least,
+    conflicting,
+    create_node,
+    pod,
+    podgroup,
+    running,
+    until,
+)
 
 
 def crd_podgroup(name: str, min_member: int, **spec: Any) -> dict[str, Any]:
@@ -192,15 +201,7 @@ async def test_status_write_rereads_and_judges_again_after_a_conflict(k8s: ApiSe
     resourceVersion; a 409 reads the group again and judges the fresh status (which keeps an occupiedBy another
     writer set), up to 4 writes in all."""
     await kube.create(COSCHEDULING_PODGROUPS, NS, crd_podgroup("g", 2))
-    left = [conflicts]
-
-    async def react(request: kmock.Request) -> Any:
-        if left[0] > 0:
-            left[0] -= 1
-            return kmock.KubernetesError(status=409, reason="Conflict", message="the object has been modified")
-        return await k8s._serve_update(request)
-
-    k8s["patch", kmock.resource("scheduling.x-k8s.io/v1alpha1/podgroups"), kmock.subresource("status")] << react
+    conflicting(k8s, conflicts, "scheduling.x-k8s.io/v1alpha1/podgroups")
     group = to_podgroup(CoschedulingPodGroup.model_validate(await kube.get(COSCHEDULING_PODGROUPS, NS, "g")))
     judged: list[CoschedulingPodGroupStatus] = []
 

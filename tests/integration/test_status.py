@@ -19,6 +19,7 @@ from scheduler.live.status_writer import StatusWriter
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, PodGroup
 from tests.integration.apiserver import ApiServer
+from tests.integration.livekit import conflicting
 
 NS = "ml"
 PG_BODY = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "workers"},
@@ -97,20 +98,6 @@ async def test_true_is_terminal(kube: KubeClient, writer: StatusWriter, k8s: Api
     assert [(r.method, r.subresource) for r in list(k8s)[seen:]] == [("PATCH", "status"), ("GET", None)]
     assert await kube.get(PODGROUPS, NS, "workers") == stored
     assert [getattr(e, "status", None) for e in k8s.errors] == [409]  # the rejected stale PATCH
-
-
-def conflicting(k8s: ApiServer, times: int) -> None:
-    """Answer the first ``times`` PATCHes of podgroups/status with 409, as when another writer of the group
-    (the level-triggered conditions, say) landed just before each; later ones go through."""
-    left = [times]
-
-    async def react(request: kmock.Request) -> Any:
-        if left[0] > 0:
-            left[0] -= 1
-            return kmock.KubernetesError(status=409, reason="Conflict", message="the object has been modified")
-        return await k8s._serve_update(request)
-
-    k8s['patch', kmock.resource('scheduling.k8s.io/v1beta1/podgroups'), kmock.subresource('status')] << react
 
 
 @pytest.mark.parametrize(("conflicts", "written"), [(2, True), (3, True), (4, False)])
