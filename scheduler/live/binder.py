@@ -161,6 +161,9 @@ class Binder:
                  fence: Callable[[], bool] | None = None, volumes: ClaimSource | None = None,
                  volume_timeout_s: float = 300.0) -> None:
         self.kube = kube
+        self.podgroups = PODGROUPS
+        """The PodGroup resource the durable intent is written to: the version API discovery chose
+        (``scheduler.live.podgroup_api``; v1alpha2 on Kubernetes 1.36)."""
         self.fence = fence or (lambda: True)
         """Checked before every claim write and bind: False (the lease was lost) starts no new write,
         so a replica that stopped leading never binds next to the new leader (architecture §14)."""
@@ -306,7 +309,7 @@ class Binder:
             async with self.semaphore:
                 try:
                     await self._retry(f"record plan on PodGroup {ns}/{name}", lambda: self.kube.patch(
-                        PODGROUPS, ns, name, body, lane=Lane.URGENT))
+                        self.podgroups, ns, name, body, lane=Lane.URGENT))
                 except ApiError as exc:
                     failures.append((f"{ns}/{name}", exc))
 

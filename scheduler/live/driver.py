@@ -3,8 +3,9 @@
 ``Scheduler.run(stop)`` does, in order (docs/architecture.md, "Live data flow"):
 
 1. serve ``/healthz``, ``/readyz`` and ``/metrics`` (``scheduler.live.metrics``);
-2. discover the APIs — without ``scheduling.k8s.io/v1beta1`` podgroups it logs one line naming
-   the API and the feature gate, reports not-ready and retries instead of crashing;
+2. discover the APIs — PodGroups as ``scheduling.k8s.io/v1beta1`` (Kubernetes 1.37), else as 1.36's
+   ``v1alpha2`` (``scheduler.live.podgroup_api``); with neither it logs one line naming the APIs and the
+   feature gates, reports not-ready and retries instead of crashing;
 3. start one informer per resource and wait for the caches to sync;
 4. run leader election (if enabled) — only the leader schedules, and losing the lease stops
    popping at once;
@@ -54,7 +55,6 @@ from scheduler.live.kube import (
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     POD_DISRUPTION_BUDGETS,
-    PODGROUPS,
     PODS,
     PRIORITY_CLASSES,
     RESOURCE_CLAIM_TEMPLATES,
@@ -66,11 +66,13 @@ from scheduler.live.kube import (
 )
 from scheduler.live.leader import LeaderElector
 from scheduler.live.metrics import Metrics
+from scheduler.live.podgroup_api import V1ALPHA2, V1BETA1, PodGroupApi
+from scheduler.live.podgroup_api import discover as discover_podgroups
 from scheduler.live.preemptor import Preemptor, TimedPreemption
 from scheduler.live.repair import GANG_BELOW_MIN, GangRepair, below_min_message, teardown_unit
 from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, EVENT_UNHONOURED, StatusWriter
 from scheduler.live.volume_binder import ClaimChanges, ClaimSource
-from scheduler.model.scheduling import GroupKey
+from scheduler.model.scheduling import GroupKey, PodGroup
 from scheduler.preemption import DefaultPreemption
 from scheduler.preemption.starvation import Reservation, StarvationGuard
 from scheduler.queue import SchedulingQueue
@@ -86,7 +88,6 @@ SHUTDOWN_GRACE_S = 10.0
 MAX_WARNED_PODS = 65536
 """Pods remembered as warned about unhonoured fields (oldest forgotten first; a forgotten pod is warned again)."""
 
-REQUIRED = (PODGROUPS, "GenericWorkload (and --runtime-config=scheduling.k8s.io/v1beta1=true)")
 OPTIONAL = (COMPOSITES, "CompositePodGroup (and --runtime-config=scheduling.k8s.io/v1alpha3=true)")
 
 
@@ -120,6 +121,8 @@ class Scheduler:
         """Cluster events not routed yet."""
         self.tasks: set[asyncio.Task[Any]] = set()
         self.api_problem: str | None = "API discovery has not run yet"
+        self.podgroups: PodGroupApi = V1BETA1
+        """The PodGroup API the server serves (v1beta1, else v1.36's v1alpha2), set by :meth:`discover`."""
         self._reported: dict[GroupKey, str] = {}
         """Root → the message last reported for it (Waiting, Invalid, Unschedulable): a Waiting or Invalid
         tree is logged and reported on its pods once per change."""
@@ -191,17 +194,17 @@ class Scheduler:
 
     # -- startup -------------------------------------------------------------------
     async def discover(self, stop: asyncio.Event) -> bool:
-        """Wait until the PodGroup API is served; returns False if stopped first."""
+        """Wait until a PodGroup API is served (v1beta1 preferred, else v1.36's v1alpha2: ``podgroup_api``);
+        returns False if stopped first."""
         logged = False
         while not stop.is_set():
             try:
-                served = await self.kube.served(PODGROUPS.group_version)
+                api, reason = await discover_podgroups(self.kube)
             except ApiError as exc:
-                served, reason = set(), f"API discovery failed: {exc}"
-            else:
-                reason = (f"API {PODGROUPS.group_version} {PODGROUPS.plural} is not served: enable the feature "
-                          f"gate {REQUIRED[1]}")
-            if PODGROUPS.plural in served:
+                api, reason = None, f"API discovery failed: {exc}"
+            if api is not None:
+                self.podgroups, self.binder.podgroups = api, api.resource
+                log.info("reading PodGroups as %s", api.resource.group_version)
                 self.api_problem = None
                 return True
             self.api_problem = reason
@@ -213,12 +216,14 @@ class Scheduler:
         return False
 
     async def start_informers(self) -> None:
-        resources = [PODS, NODES, PODGROUPS, PRIORITY_CLASSES, NAMESPACES]  # namespaces: pod affinity
+        resources = [PODS, NODES, self.podgroups.resource, PRIORITY_CLASSES, NAMESPACES]  # namespaces: pod affinity
         if self.settings.preemption:
             resources.append(POD_DISRUPTION_BUDGETS)  # preemption's preferences (policy/v1, always served)
         try:
             if COMPOSITES.plural in await self.kube.served(COMPOSITES.group_version):
                 resources.append(COMPOSITES)
+            elif self.podgroups is V1ALPHA2:
+                log.info("Kubernetes 1.36 has no CompositePodGroup: trees are single PodGroups")
             else:
                 log.warning("API %s %s is not served (feature gate %s): trees are single PodGroups",
                             COMPOSITES.group_version, COMPOSITES.plural, OPTIONAL[1])
@@ -251,7 +256,8 @@ class Scheduler:
                 else:
                     log.warning("API %s %s is not served: volumes that need it are not honoured", api, res.plural)
         for res in resources:
-            informer = Informer(self.kube, res, self.cache, self.on_change)
+            decode = self.podgroups.informer_decode(self._warn_podgroup) if res is self.podgroups.resource else None
+            informer = Informer(self.kube, res, self.cache, self.on_change, decode=decode)
             self.informers.append(informer)
             self.metrics.track_informer(res.plural, informer)
             self.spawn(informer.run(), f"informer/{res.plural}")
@@ -551,18 +557,31 @@ class Scheduler:
         context: Context | None = None
         for leaf in tree.root.leaves():
             for pod in leaf.pending:
-                uid = pod.metadata.uid or pod.key
-                if uid in self._warned:
+                if not self._first_warning(pod.metadata.uid or pod.key):
                     continue
-                self._warned[uid] = None
-                if len(self._warned) > MAX_WARNED_PODS:
-                    del self._warned[next(iter(self._warned))]
                 if context is None:
                     context = Context(storage=self.cache.snapshot().volumes)
                 findings = unhonoured(pod, context)
                 if findings:
                     note = "not honoured: " + "; ".join(map(str, findings))
                     self.spawn(self.status.pod_warning(pod, EVENT_UNHONOURED, note), f"status/{pod.key}")
+
+    def _first_warning(self, uid: str) -> bool:
+        """True the first time ``uid`` (a pod's, a PodGroup's) is warned about fields not honoured (remembered:
+        the newest :data:`MAX_WARNED_PODS`)."""
+        if uid in self._warned:
+            return False
+        self._warned[uid] = None
+        if len(self._warned) > MAX_WARNED_PODS:
+            del self._warned[next(iter(self._warned))]
+        return True
+
+    def _warn_podgroup(self, group: PodGroup, problems: str) -> None:
+        """A Warning Event ``UnhonouredField``, once per PodGroup, for what of its (v1.36) spec is not honoured."""
+        if self._first_warning(group.metadata.uid or f"PodGroup {group.metadata.namespace}/{group.metadata.name}"):
+            log.warning("PodGroup %s/%s: not honoured: %s", group.metadata.namespace, group.metadata.name, problems)
+            self.spawn(self.status.group_warning(group, EVENT_UNHONOURED, f"not honoured: {problems}"),
+                       f"status/PodGroup {group.metadata.namespace}/{group.metadata.name}")
 
     def _report_unschedulable(self, tree: GroupTree, result: Unschedulable) -> None:
         self._reported[tree.key] = result.message  # a Waiting report after it is a change again
