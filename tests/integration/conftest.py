@@ -11,6 +11,7 @@ views (``k8s['post', kmock.resource('events.k8s.io/v1/events')]``) and stored ob
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 
 import kmock
@@ -18,6 +19,7 @@ import pytest_asyncio
 
 from scheduler.live.kube import KubeClient
 from tests.integration.apiserver import ApiServer
+from tests.integration.apiserver136 import ApiServer136
 
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
 
@@ -44,21 +46,60 @@ RESOURCES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
 }
 
 
+RESOURCES_1_36: dict[str, tuple[str, bool, tuple[str, ...]]] = {
+    **{path: info for path, info in RESOURCES.items()
+       if path not in ("scheduling.k8s.io/v1beta1/podgroups", "scheduling.k8s.io/v1alpha3/compositepodgroups")},
+    "scheduling.k8s.io/v1alpha2/podgroups": ("PodGroup", True, ("status",)),
+    "scheduling.k8s.io/v1alpha2/workloads": ("Workload", True, ()),
+}
+"""A Kubernetes 1.36 cluster with ``GenericWorkload`` on (reference §0): PodGroups and Workloads only as
+``scheduling.k8s.io/v1alpha2``; no v1beta1, no CompositePodGroup (v1alpha3)."""
+
+
+@contextlib.asynccontextmanager
+async def serving(srv: ApiServer, resources: dict[str, tuple[str, bool, tuple[str, ...]]]
+                  ) -> AsyncIterator[ApiServer]:
+    """``srv`` on a random local port with ``resources`` registered for discovery."""
+    async with srv, kmock.Server(srv):
+        for path, (kind, namespaced, subresources) in resources.items():
+            srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
+                                                     verbs=VERBS, subresources=subresources)
+        yield srv
+
+
+@contextlib.asynccontextmanager
+async def client_of(srv: ApiServer) -> AsyncIterator[KubeClient]:
+    """Our real client (no rate limit) pointed at ``srv``; closed at the end."""
+    client = KubeClient.for_host(str(srv.url))
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
 @pytest_asyncio.fixture
 async def k8s() -> AsyncIterator[ApiServer]:
     """An emulated API server serving :data:`RESOURCES`; ``k8s.url`` is its base URL."""
-    async with ApiServer() as srv, kmock.Server(srv):
-        for path, (kind, namespaced, subresources) in RESOURCES.items():
-            srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
-                                                     verbs=VERBS, subresources=subresources)
+    async with serving(ApiServer(), RESOURCES) as srv:
         yield srv
 
 
 @pytest_asyncio.fixture
 async def kube(k8s: ApiServer) -> AsyncIterator[KubeClient]:
     """Our real client (no rate limit) pointed at ``k8s``; closed after the test."""
-    client = KubeClient.for_host(str(k8s.url))
-    try:
+    async with client_of(k8s) as client:
         yield client
-    finally:
-        await client.close()
+
+
+@pytest_asyncio.fixture
+async def k8s_136() -> AsyncIterator[ApiServer136]:
+    """An emulated Kubernetes 1.36 API server (:data:`RESOURCES_1_36`, v1.36 validation: ``apiserver136.py``)."""
+    async with serving(ApiServer136(), RESOURCES_1_36) as srv:
+        yield srv
+
+
+@pytest_asyncio.fixture
+async def kube_136(k8s_136: ApiServer136) -> AsyncIterator[KubeClient]:
+    """Our real client pointed at ``k8s_136``; closed after the test."""
+    async with client_of(k8s_136) as client:
+        yield client
