@@ -11,10 +11,10 @@ views (``k8s['post', kmock.resource('events.k8s.io/v1/events')]``) and stored ob
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 
 import kmock
+import pytest
 import pytest_asyncio
 
 from scheduler.live.kube import KubeClient
@@ -55,51 +55,36 @@ RESOURCES_1_36: dict[str, tuple[str, bool, tuple[str, ...]]] = {
 """A Kubernetes 1.36 cluster with ``GenericWorkload`` on (reference §0): PodGroups and Workloads only as
 ``scheduling.k8s.io/v1alpha2``; no v1beta1, no CompositePodGroup (v1alpha3)."""
 
+CLUSTERS: dict[str, tuple[type[ApiServer], dict[str, tuple[str, bool, tuple[str, ...]]]]] = {
+    "1.37": (ApiServer, RESOURCES),
+    "1.36": (ApiServer136, RESOURCES_1_36),
+}
+"""``@pytest.mark.kubernetes(VERSION)`` → the emulator class and what it serves (default ``1.37``)."""
 
-@contextlib.asynccontextmanager
-async def serving(srv: ApiServer, resources: dict[str, tuple[str, bool, tuple[str, ...]]]
-                  ) -> AsyncIterator[ApiServer]:
-    """``srv`` on a random local port with ``resources`` registered for discovery."""
-    async with srv, kmock.Server(srv):
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kubernetes(version): the Kubernetes version `k8s` emulates: 1.37 (default) "
+                                       "or 1.36 (apiserver136.py, RESOURCES_1_36)")
+
+
+@pytest_asyncio.fixture
+async def k8s(request: pytest.FixtureRequest) -> AsyncIterator[ApiServer]:
+    """An emulated API server serving :data:`RESOURCES` (a test marked ``kubernetes("1.36")``: a 1.36 one,
+    :data:`CLUSTERS`); ``k8s.url`` is its base URL."""
+    marker = request.node.get_closest_marker("kubernetes")
+    server, resources = CLUSTERS[marker.args[0] if marker else "1.37"]
+    async with server() as srv, kmock.Server(srv):
         for path, (kind, namespaced, subresources) in resources.items():
             srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
                                                      verbs=VERBS, subresources=subresources)
         yield srv
 
 
-@contextlib.asynccontextmanager
-async def client_of(srv: ApiServer) -> AsyncIterator[KubeClient]:
-    """Our real client (no rate limit) pointed at ``srv``; closed at the end."""
-    client = KubeClient.for_host(str(srv.url))
+@pytest_asyncio.fixture
+async def kube(k8s: ApiServer) -> AsyncIterator[KubeClient]:
+    """Our real client (no rate limit) pointed at ``k8s``; closed after the test."""
+    client = KubeClient.for_host(str(k8s.url))
     try:
         yield client
     finally:
         await client.close()
-
-
-@pytest_asyncio.fixture
-async def k8s() -> AsyncIterator[ApiServer]:
-    """An emulated API server serving :data:`RESOURCES`; ``k8s.url`` is its base URL."""
-    async with serving(ApiServer(), RESOURCES) as srv:
-        yield srv
-
-
-@pytest_asyncio.fixture
-async def kube(k8s: ApiServer) -> AsyncIterator[KubeClient]:
-    """Our real client (no rate limit) pointed at ``k8s``; closed after the test."""
-    async with client_of(k8s) as client:
-        yield client
-
-
-@pytest_asyncio.fixture
-async def k8s_136() -> AsyncIterator[ApiServer136]:
-    """An emulated Kubernetes 1.36 API server (:data:`RESOURCES_1_36`, v1.36 validation: ``apiserver136.py``)."""
-    async with serving(ApiServer136(), RESOURCES_1_36) as srv:
-        yield srv
-
-
-@pytest_asyncio.fixture
-async def kube_136(k8s_136: ApiServer136) -> AsyncIterator[KubeClient]:
-    """Our real client pointed at ``k8s_136``; closed after the test."""
-    async with client_of(k8s_136) as client:
-        yield client

@@ -1,6 +1,6 @@
 """The live loop on a Kubernetes 1.36 cluster: PodGroups only as ``scheduling.k8s.io/v1alpha2`` (issue 13).
 
-The server (``k8s_136``: ``apiserver136.py``) serves no v1beta1 PodGroup and no CompositePodGroup, and refuses
+The server (``k8s``: ``apiserver136.py``) serves no v1beta1 PodGroup and no CompositePodGroup, and refuses
 any v1alpha2 write that the v1.36 strict schema refuses, or that changes a PodGroup's spec — so what the
 scheduler writes (conditions, the durable intent, DisruptionTarget) is checked as a 1.36 server checks it.
 """
@@ -22,6 +22,8 @@ from scheduler.model.pod import DISRUPTION_TARGET
 from tests.integration.apiserver import ApiServer
 from tests.integration.conftest import RESOURCES_1_36, VERBS
 from tests.integration.livekit import NS, bound, bound_at_least, create_node, pod, running, until
+
+pytestmark = pytest.mark.kubernetes("1.36")
 
 WORKLOADS = Resource("scheduling.k8s.io", "v1alpha2", "workloads", True, "Workload")
 PATH = "scheduling.k8s.io/v1alpha2/podgroups"
@@ -61,9 +63,7 @@ def valid_136(k8s: ApiServer, name: str) -> None:
 
 
 @pytest.mark.looptime
-async def test_a_gang_is_bound_whole_and_its_conditions_carry_the_v136_names(k8s_136: ApiServer,
-                                                                             kube_136: KubeClient) -> None:
-    kube = kube_136
+async def test_a_gang_is_bound_whole_and_its_conditions_carry_the_v136_names(k8s: ApiServer, kube: KubeClient) -> None:
     await kube.create(WORKLOADS, NS, {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "Workload",
                                       "metadata": {"name": "train", "namespace": NS},
                                       "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {
@@ -78,16 +78,15 @@ async def test_a_gang_is_bound_whole_and_its_conditions_carry_the_v136_names(k8s
         cond = await until(lambda: condition(kube, "g", "PodGroupScheduled"), what="PodGroupScheduled")
         assert (cond["status"], cond["reason"]) == ("True", "Scheduled")
         assert "PodGroupInitiallyScheduled" not in await conditions(kube, "g")
-    stored = k8s_136.objects[PATH, NS, "g"]
+    stored = k8s.objects[PATH, NS, "g"]
     assert INTENT_ANNOTATION in stored["metadata"]["annotations"]  # the durable intent, on the v1alpha2 object
     assert stored["spec"] == podgroup("g", 6, "Pod")["spec"]  # the spec is never written
-    valid_136(k8s_136, "g")
-    assert not [r for r in k8s_136 if r.resource is not None and r.resource.plural and r.resource.version == "v1beta1"]
+    valid_136(k8s, "g")
+    assert not [r for r in k8s if r.resource is not None and r.resource.plural and r.resource.version == "v1beta1"]
 
 
 @pytest.mark.looptime
-async def test_a_gang_that_does_not_fit_binds_nothing(k8s_136: ApiServer, kube_136: KubeClient) -> None:
-    kube = kube_136
+async def test_a_gang_that_does_not_fit_binds_nothing(k8s: ApiServer, kube: KubeClient) -> None:
     await create_node(kube, "n0", cpu="4")
     await create_gang(kube, "g", 6, cpu="1")
     async with running(kube):
@@ -97,7 +96,7 @@ async def test_a_gang_that_does_not_fit_binds_nothing(k8s_136: ApiServer, kube_1
         await asyncio.sleep(10)
         assert await bound(kube, "g-") == {}
         assert "PodGroupInitiallyScheduled" not in await conditions(kube, "g")
-    valid_136(k8s_136, "g")
+    valid_136(k8s, "g")
 
 
 def victim(name: str, node: str, group: str) -> dict[str, Any]:
@@ -114,11 +113,10 @@ async def terminating(kube: KubeClient, name: str) -> bool:
 
 @pytest.mark.looptime
 @pytest.mark.parametrize("mode, evicted", [("PodGroup", {"low-0", "low-1", "low-2"}), ("Pod", {"low-0", "low-1"})])
-async def test_disruption_mode_podgroup_is_honoured_as_all(k8s_136: ApiServer, kube_136: KubeClient, mode: str,
+async def test_disruption_mode_podgroup_is_honoured_as_all(k8s: ApiServer, kube: KubeClient, mode: str,
                                                            evicted: set[str]) -> None:
     """A 2-cpu preemptor needs n0, where two members of the low gang run; the third runs on n1. As ``PodGroup``
     (``all``) the gang is one victim unit and all three are evicted; as ``Pod`` (``single``) only n0's two."""
-    kube = kube_136
     await create_node(kube, "n0", cpu="2")
     await create_node(kube, "n1", cpu="1")
     await kube.create(PODGROUPS_V1ALPHA2, NS, podgroup("low", 3, mode))
@@ -135,14 +133,13 @@ async def test_disruption_mode_podgroup_is_honoured_as_all(k8s_136: ApiServer, k
         assert {n for n in ("low-0", "low-1", "low-2") if await terminating(kube, n)} == evicted
         cond = await until(lambda: condition(kube, "low", DISRUPTION_TARGET), what="DisruptionTarget on the group")
         assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
-    valid_136(k8s_136, "low")
-    valid_136(k8s_136, "high")
+    valid_136(k8s, "low")
+    valid_136(k8s, "high")
 
 
 @pytest.mark.looptime
-async def test_an_unknown_disruption_mode_is_reported_and_the_gang_scheduled(k8s_136: ApiServer,
-                                                                              kube_136: KubeClient) -> None:
-    kube = kube_136
+async def test_an_unknown_disruption_mode_is_reported_and_the_gang_scheduled(k8s: ApiServer,
+                                                                              kube: KubeClient) -> None:
     await create_node(kube, "n0", cpu="4")
     await create_gang(kube, "g", 2, mode="Everything", cpu="1")
     async with running(kube):
@@ -161,6 +158,7 @@ async def _warnings(kube: KubeClient) -> list[dict[str, Any]]:
     return [e for e in items if e.get("reason") == "UnhonouredField"]
 
 
+@pytest.mark.kubernetes("1.37")
 async def test_v1beta1_is_preferred_when_both_are_served(k8s: ApiServer, kube: KubeClient) -> None:
     kind, namespaced, subresources = RESOURCES_1_36[PATH]
     k8s.resources[PATH] = kmock.ResourceInfo(kind=kind, singular="podgroup", namespaced=namespaced, verbs=VERBS,
@@ -168,12 +166,12 @@ async def test_v1beta1_is_preferred_when_both_are_served(k8s: ApiServer, kube: K
     assert await podgroup_api.discover(kube) == (podgroup_api.V1BETA1, "")
 
 
-async def test_v1alpha2_is_chosen_when_only_it_is_served(k8s_136: ApiServer, kube_136: KubeClient) -> None:
-    assert await podgroup_api.discover(kube_136) == (podgroup_api.V1ALPHA2, "")
+async def test_v1alpha2_is_chosen_when_only_it_is_served(k8s: ApiServer, kube: KubeClient) -> None:
+    assert await podgroup_api.discover(kube) == (podgroup_api.V1ALPHA2, "")
 
 
-async def test_neither_served_names_both_versions(k8s_136: ApiServer, kube_136: KubeClient) -> None:
-    del k8s_136.resources[PATH]
-    api, reason = await podgroup_api.discover(kube_136)
+async def test_neither_served_names_both_versions(k8s: ApiServer, kube: KubeClient) -> None:
+    del k8s.resources[PATH]
+    api, reason = await podgroup_api.discover(kube)
     assert api is None
     assert reason.startswith("API scheduling.k8s.io/v1beta1 podgroups is not served (nor scheduling.k8s.io/v1alpha2)")

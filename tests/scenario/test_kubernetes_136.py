@@ -47,20 +47,13 @@ def test_v1alpha2_podgroups_are_read_and_scheduled_like_v1beta1_ones() -> None:
 
 def test_a_podgroup_of_a_version_not_read_is_named_with_its_pods(tmp_path: Path) -> None:
     extra = tmp_path / "future.yaml"
-    extra.write_text("""\
-apiVersion: scheduling.k8s.io/v1
-kind: PodGroup
-metadata: {name: future, namespace: ml}
-spec: {schedulingPolicy: {gang: {minCount: 1}}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: future-0, namespace: ml}
-spec:
-  schedulerName: gang-scheduler
-  schedulingGroup: {podGroupName: future}
-  containers: [{name: main, image: example.com/x:1}]
-""")
+    future = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PodGroup",  # a PodGroup version we do not read
+              "metadata": {"name": "future", "namespace": "ml"},
+              "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}}}
+    member = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "future-0", "namespace": "ml"},
+              "spec": {"schedulerName": "gang-scheduler", "schedulingGroup": {"podGroupName": "future"},
+                       "containers": [{"name": "main", "image": "example.com/x:1"}]}}
+    extra.write_text(yaml.safe_dump_all([future, member]))
     sim = run(CLUSTER, extra)
     (skipped,) = [n for n in notices(sim) if n.kind == "skipped-api-version"]
     assert skipped.message == ("1 scheduling.k8s.io/v1 PodGroup object(s) skipped (a PodGroup is read only as "
