@@ -154,7 +154,9 @@ class Scheduler:
         self._blocked: dict[GroupKey, GroupTree] = {}
         """Waiting and Invalid trees of ours, for the queue gauges."""
         self._warned: dict[str, None] = {}
-        """Uids of pods warned about fields no plugin honours (once per pod), oldest first."""
+        """Uids of pods (and PodGroups) warned about fields no plugin honours (once per object), oldest first."""
+        self._not_honoured: dict[GroupKey, str] = {}
+        """PodGroups whose spec holds something not honoured (a v1.36 ``disruptionMode`` we do not know) → what."""
 
     # -- health --------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
@@ -256,7 +258,7 @@ class Scheduler:
                 else:
                     log.warning("API %s %s is not served: volumes that need it are not honoured", api, res.plural)
         for res in resources:
-            decode = self.podgroups.informer_decode(self._warn_podgroup) if res is self.podgroups.resource else None
+            decode = self.podgroups.informer_decode(self._podgroup_problems) if res is self.podgroups.resource else None
             informer = Informer(self.kube, res, self.cache, self.on_change, decode=decode)
             self.informers.append(informer)
             self.metrics.track_informer(res.plural, informer)
@@ -537,6 +539,7 @@ class Scheduler:
 
     def _gone(self, key: GroupKey) -> None:
         self.preemptor.forget(key)
+        self._not_honoured.pop(key, None)
         ended = self.starvation.forget(key)
         if ended is not None:
             self._end_reservation(ended, "dropped", None, "")
@@ -553,7 +556,8 @@ class Scheduler:
             self.spawn(self.status.group_reservation(obj, held, reason, message), f"status/{key}")
 
     def _warn_unhonoured(self, tree: GroupTree) -> None:
-        """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours."""
+        """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours — and once
+        per PodGroup on its PodGroups whose (v1.36) spec holds something not honoured (:meth:`_podgroup_problems`)."""
         context: Context | None = None
         for leaf in tree.root.leaves():
             for pod in leaf.pending:
@@ -565,6 +569,11 @@ class Scheduler:
                 if findings:
                     note = "not honoured: " + "; ".join(map(str, findings))
                     self.spawn(self.status.pod_warning(pod, EVENT_UNHONOURED, note), f"status/{pod.key}")
+            problems = self._not_honoured.get(leaf.key)
+            group = self.cache.group("PodGroup", leaf.key.namespace, leaf.key.name) if problems else None
+            if problems and group is not None and self._first_warning(group.metadata.uid or str(leaf.key)):
+                self.spawn(self.status.group_warning(group, EVENT_UNHONOURED, f"not honoured: {problems}"),
+                           f"status/{leaf.key}")
 
     def _first_warning(self, uid: str) -> bool:
         """True the first time ``uid`` (a pod's, a PodGroup's) is warned about fields not honoured (remembered:
@@ -576,12 +585,13 @@ class Scheduler:
             del self._warned[next(iter(self._warned))]
         return True
 
-    def _warn_podgroup(self, group: PodGroup, problems: str) -> None:
-        """A Warning Event ``UnhonouredField``, once per PodGroup, for what of its (v1.36) spec is not honoured."""
-        if self._first_warning(group.metadata.uid or f"PodGroup {group.metadata.namespace}/{group.metadata.name}"):
-            log.warning("PodGroup %s/%s: not honoured: %s", group.metadata.namespace, group.metadata.name, problems)
-            self.spawn(self.status.group_warning(group, EVENT_UNHONOURED, f"not honoured: {problems}"),
-                       f"status/PodGroup {group.metadata.namespace}/{group.metadata.name}")
+    def _podgroup_problems(self, group: PodGroup, problems: str) -> None:
+        """The PodGroup informer's report of what of a (v1.36) PodGroup's spec is not honoured: kept until the
+        leader decides its tree (:meth:`_warn_unhonoured` writes the Event, as for pods), logged once here."""
+        key = GroupKey("PodGroup", group.metadata.namespace, group.metadata.name)
+        if self._not_honoured.get(key) != problems:
+            log.warning("%s: not honoured: %s", key, problems)
+            self._not_honoured[key] = problems
 
     def _report_unschedulable(self, tree: GroupTree, result: Unschedulable) -> None:
         self._reported[tree.key] = result.message  # a Waiting report after it is a change again

@@ -142,7 +142,7 @@ async def test_an_unknown_disruption_mode_is_reported_and_the_gang_scheduled(k8s
                                                                               kube: KubeClient) -> None:
     await create_node(kube, "n0", cpu="4")
     await create_gang(kube, "g", 2, mode="Everything", cpu="1")
-    async with running(kube):
+    async with running(kube, leader_elect=True):  # read before leading: the leader writes the Event
         await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound")
         items = await until(lambda: _warnings(kube), what="UnhonouredField event")
         (event,) = items
