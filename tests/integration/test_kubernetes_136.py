@@ -99,6 +99,31 @@ async def test_a_gang_that_does_not_fit_binds_nothing(k8s: ApiServer, kube: Kube
     valid_136(k8s, "g")
 
 
+@pytest.mark.looptime
+async def test_a_condition_write_that_meets_409_is_judged_again_on_the_v136_object(k8s: ApiServer,
+                                                                                  kube: KubeClient) -> None:
+    """The re-read after a conflict is decoded too: the True replaces the False, one ``PodGroupScheduled``."""
+    await create_node(kube, "n0", cpu="4")
+    await create_gang(kube, "g", 6, cpu="1")
+    async with running(kube):
+        await until(lambda: condition(kube, "g", "PodGroupScheduled"), what="PodGroupScheduled=False")
+        patches = k8s["patch", kmock.resource(PATH), kmock.subresource("status")]
+        n = len(patches)
+        patches[n:n + 1] << 409 << {"kind": "Status", "code": 409, "reason": "Conflict", "message": "injected"}
+        await create_node(kube, "n1", cpu="4")
+        await until(lambda: bound_at_least(kube, "g-", 6), what="gang bound")
+        cond = await until(lambda: _true(kube, "g"), what="PodGroupScheduled=True")
+        assert cond["reason"] == "Scheduled" and len(patches) > n + 1  # the conflict was met, then written
+        types = [c["type"] for c in (await kube.get(PODGROUPS_V1ALPHA2, NS, "g"))["status"]["conditions"]]
+        assert types.count("PodGroupScheduled") == 1 and "PodGroupInitiallyScheduled" not in types
+    valid_136(k8s, "g")
+
+
+async def _true(kube: KubeClient, name: str) -> dict[str, Any] | None:
+    found = await condition(kube, name, "PodGroupScheduled")
+    return found if found is not None and found["status"] == "True" else None
+
+
 def victim(name: str, node: str, group: str) -> dict[str, Any]:
     """A running 1-cpu pod of another scheduler in ``group``, with a finalizer (it terminates when let go)."""
     body = pod(name, group, cpu="1", scheduler="default-scheduler", node_name=node)
