@@ -22,6 +22,7 @@ from scheduler.model.pod import DISRUPTION_TARGET
 from tests.integration.apiserver import ApiServer
 from tests.integration.conftest import RESOURCES_1_36, VERBS
 from tests.integration.livekit import NS, bound, bound_at_least, create_node, pod, running, until
+from tests.integration.test_partial_gangs import Refuse
 
 pytestmark = pytest.mark.kubernetes("1.36")
 
@@ -160,6 +161,28 @@ async def test_disruption_mode_podgroup_is_honoured_as_all(k8s: ApiServer, kube:
         assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
     valid_136(k8s, "low")
     valid_136(k8s, "high")
+
+
+@pytest.mark.looptime
+async def test_a_partial_podgroup_mode_gang_is_torn_down_whole_after_the_timeout(k8s: ApiServer,
+                                                                                kube: KubeClient) -> None:
+    """``disruptionMode: PodGroup`` is ``all`` for gang repair too: 3/4 bound for good → all 3 evicted."""
+    await create_node(kube, "n0", cpu="8")
+    await create_gang(kube, "a", 4, mode="PodGroup")
+    Refuse("a-3").on_binds(k8s)  # its fourth member never binds
+    async with running(kube, gang_repair_timeout_s=60.0):
+        await until(lambda: bound_at_least(kube, "a-", 3), what="3 of 4 bound")
+        below = await until(lambda: condition(kube, "a", "GangBelowMin"), what="GangBelowMin")
+        assert (below["status"], below["reason"]) == ("True", "BelowMinCount")
+        for name in ("a-0", "a-1", "a-2"):
+            await until(lambda n=name: _deleted(k8s, n), timeout_s=120, what=f"{name} evicted")  # type: ignore[misc]
+        cond = await until(lambda: condition(kube, "a", DISRUPTION_TARGET), what="DisruptionTarget")
+        assert (cond["status"], cond["reason"]) == ("True", "GangTornDown")
+    valid_136(k8s, "a")
+
+
+def _deleted(k8s: ApiServer, name: str) -> bool:
+    return bool(k8s.objects["v1/pods", NS, name].deleted)
 
 
 @pytest.mark.looptime
