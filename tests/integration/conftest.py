@@ -2,12 +2,12 @@
 
 ``k8s`` is a function-scoped :class:`ApiServer` (kmock 0.8 plus resourceVersions, PUT, binding,
 ``/status`` semantics; see ``apiserver.py``) on a random local port, with the kinds in
-:data:`RESOURCES` registered for discovery — or, for a test marked ``@pytest.mark.kubernetes("1.36")``, a
-Kubernetes 1.36 one (``apiserver136.py``, :data:`RESOURCES_1_36`). Seed objects through the API (``await kube.create(...)``)
-so they get uid, resourceVersion and watch events. Inspect requests with ``list(k8s)`` or kmock
-views (``k8s['post', kmock.resource('events.k8s.io/v1/events')]``) and stored objects with
-``k8s.objects[resource, namespace, name]``. Strict mode is off: deliberate 404/409 answers land in
-``k8s.errors``.
+:data:`RESOURCES` registered for discovery — or, for a test marked ``@pytest.mark.kubernetes("1.36")``,
+a Kubernetes 1.36 one (``apiserver136.py``, :data:`RESOURCES_1_36`). Seed objects through the API
+(``await kube.create(...)``) so they get uid, resourceVersion and watch events. Inspect requests with
+``list(k8s)`` or kmock views (``k8s['post', kmock.resource('events.k8s.io/v1/events')]``) and stored
+objects with ``k8s.objects[resource, namespace, name]``. Strict mode is off: deliberate 404/409 answers
+land in ``k8s.errors``.
 """
 
 from __future__ import annotations
