@@ -163,6 +163,9 @@ class Binder:
                  fence: Callable[[], bool] | None = None, volumes: ClaimSource | None = None,
                  volume_timeout_s: float = 300.0) -> None:
         self.kube = kube
+        self.podgroups = PODGROUPS
+        """The PodGroup resource the durable intent is written to: the version API discovery chose
+        (``scheduler.live.podgroup_api``; v1alpha2 on Kubernetes 1.36)."""
         self.fence = fence or (lambda: True)
         """Checked before every claim write and bind: False (the lease was lost) starts no new write,
         so a replica that stopped leading never binds next to the new leader (architecture §14)."""
@@ -295,7 +298,7 @@ class Binder:
             if pod.group_name is not None:
                 by_group.setdefault((pod.metadata.namespace, pod.group_name), []).append((pod, node))
                 resource[pod.metadata.namespace, pod.group_name] = (
-                    COSCHEDULING_PODGROUPS if pod.group_api == COSCHEDULING_PODGROUPS.group else PODGROUPS)
+                    COSCHEDULING_PODGROUPS if pod.group_api == COSCHEDULING_PODGROUPS.group else self.podgroups)
         values = {key: intent_annotation(token, ps) for key, ps in by_group.items()}
         if recorded is not None:
             values = {(ns, name): value for (ns, name), value in values.items()

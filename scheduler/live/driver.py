@@ -3,9 +3,10 @@
 ``Scheduler.run(stop)`` does, in order (docs/architecture.md, "Live data flow"):
 
 1. serve ``/healthz``, ``/readyz`` and ``/metrics`` (``scheduler.live.metrics``);
-2. discover the APIs — it schedules the PodGroups of ``scheduling.k8s.io/v1beta1`` and, where the CRD is
-   served, scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1`` (both when both are: the two kinds are kept
-   apart, ``model/coscheduling.py``); with neither it logs one line naming the API and the feature gate,
+2. discover the APIs — PodGroups as ``scheduling.k8s.io/v1beta1`` (Kubernetes 1.37), else as 1.36's
+   ``v1alpha2`` (``scheduler.live.podgroup_api``), and, where the CRD is served, scheduler-plugins'
+   ``scheduling.x-k8s.io/v1alpha1`` (both when both are: the two kinds are kept apart,
+   ``model/coscheduling.py``); with none it logs one line naming the APIs and the feature gates,
    reports not-ready and retries instead of crashing;
 3. start one informer per resource and wait for the caches to sync;
 4. run leader election (if enabled) — only the leader schedules, and losing the lease stops
@@ -57,7 +58,6 @@ from scheduler.live.kube import (
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     POD_DISRUPTION_BUDGETS,
-    PODGROUPS,
     PODS,
     PRIORITY_CLASSES,
     RESOURCE_CLAIM_TEMPLATES,
@@ -70,12 +70,14 @@ from scheduler.live.kube import (
 )
 from scheduler.live.leader import LeaderElector
 from scheduler.live.metrics import Metrics
+from scheduler.live.podgroup_api import V1ALPHA2, V1BETA1, PodGroupApi
+from scheduler.live.podgroup_api import discover as discover_podgroups
 from scheduler.live.preemptor import Preemptor, TimedPreemption
 from scheduler.live.repair import GANG_BELOW_MIN, GangRepair, below_min_message, teardown_unit
 from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, EVENT_UNHONOURED, StatusWriter
 from scheduler.live.volume_binder import ClaimChanges, ClaimSource
 from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
-from scheduler.model.scheduling import GroupKey
+from scheduler.model.scheduling import GroupKey, PodGroup
 from scheduler.preemption import DefaultPreemption
 from scheduler.preemption.starvation import Reservation, StarvationGuard
 from scheduler.queue import SchedulingQueue
@@ -91,7 +93,6 @@ SHUTDOWN_GRACE_S = 10.0
 MAX_WARNED_PODS = 65536
 """Pods remembered as warned about unhonoured fields (oldest forgotten first; a forgotten pod is warned again)."""
 
-REQUIRED = (PODGROUPS, "GenericWorkload (and --runtime-config=scheduling.k8s.io/v1beta1=true)")
 OPTIONAL = (COMPOSITES, "CompositePodGroup (and --runtime-config=scheduling.k8s.io/v1alpha3=true)")
 
 
@@ -125,8 +126,10 @@ class Scheduler:
         """Cluster events not routed yet."""
         self.tasks: set[asyncio.Task[Any]] = set()
         self.api_problem: str | None = "API discovery has not run yet"
+        self.podgroups: PodGroupApi = V1BETA1
+        """The workload API's PodGroup version served (v1beta1, else v1.36's v1alpha2), set by :meth:`discover`."""
         self.group_apis: tuple[Resource, ...] = ()
-        """The PodGroup APIs served (:meth:`discover`): ``scheduling.k8s.io`` and/or ``scheduling.x-k8s.io``."""
+        """The PodGroup APIs served (:meth:`discover`): the workload API's (:attr:`podgroups`), scheduler-plugins'."""
         self._reported: dict[GroupKey, str] = {}
         """Root → the message last reported for it (Waiting, Invalid, Unschedulable): a Waiting or Invalid
         tree is logged and reported on its pods once per change."""
@@ -158,7 +161,9 @@ class Scheduler:
         self._blocked: dict[GroupKey, GroupTree] = {}
         """Waiting and Invalid trees of ours, for the queue gauges."""
         self._warned: dict[str, None] = {}
-        """Uids of pods warned about fields no plugin honours (once per pod), oldest first."""
+        """Uids of pods (and PodGroups) warned about fields no plugin honours (once per object), oldest first."""
+        self._not_honoured: dict[GroupKey, str] = {}
+        """PodGroups whose spec holds something not honoured (a v1.36 ``disruptionMode`` we do not know) → what."""
 
     # -- health --------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
@@ -198,22 +203,24 @@ class Scheduler:
 
     # -- startup -------------------------------------------------------------------
     async def discover(self, stop: asyncio.Event) -> bool:
-        """Wait until a PodGroup API is served — the workload API's, or scheduler-plugins' CRD
-        (:attr:`group_apis` says which are); returns False if stopped first."""
+        """Wait until a PodGroup API is served — the workload API's (v1beta1 preferred, else v1.36's v1alpha2:
+        ``podgroup_api``) or scheduler-plugins' CRD (:attr:`group_apis` says which are); returns False if stopped
+        first."""
         logged = False
         while not stop.is_set():
             try:
-                served = await self.kube.served(PODGROUPS.group_version)
-                crd = await self.kube.served(COSCHEDULING_PODGROUPS.group_version)
+                api, reason = await discover_podgroups(self.kube)
+                crd = COSCHEDULING_PODGROUPS.plural in await self.kube.served(COSCHEDULING_PODGROUPS.group_version)
             except ApiError as exc:
-                served, crd, reason = set(), set(), f"API discovery failed: {exc}"
+                api, crd, reason = None, False, f"API discovery failed: {exc}"
             else:
-                reason = (f"API {PODGROUPS.group_version} {PODGROUPS.plural} is not served: enable the feature "
-                          f"gate {REQUIRED[1]}, or install scheduler-plugins' PodGroup CRD "
-                          f"({COSCHEDULING_PODGROUPS.group_version}, chart value crds.install)")
-            self.group_apis = tuple(r for r, found in ((PODGROUPS, served), (COSCHEDULING_PODGROUPS, crd))
-                                    if r.plural in found)
+                reason += (f", or install scheduler-plugins' PodGroup CRD ({COSCHEDULING_PODGROUPS.group_version}, "
+                           "chart value crds.install)")
+            if api is not None:
+                self.podgroups, self.binder.podgroups = api, api.resource
+            self.group_apis = (*([api.resource] if api is not None else []), *([COSCHEDULING_PODGROUPS] if crd else []))
             if self.group_apis:
+                log.info("reading PodGroups as %s", ", ".join(r.group_version for r in self.group_apis))
                 self.api_problem = None
                 return True
             self.api_problem = reason
@@ -225,13 +232,15 @@ class Scheduler:
         return False
 
     async def start_informers(self) -> None:
-        groups = [r for r in (PODGROUPS, COSCHEDULING_PODGROUPS) if r in self.group_apis]  # what discover() found
+        groups = [r for r in (self.podgroups.resource, COSCHEDULING_PODGROUPS) if r in self.group_apis]  # discover()
         resources = [PODS, NODES, *groups, PRIORITY_CLASSES, NAMESPACES]  # namespaces: pod affinity
         if self.settings.preemption:
             resources.append(POD_DISRUPTION_BUDGETS)  # preemption's preferences (policy/v1, always served)
         try:
             if COMPOSITES.plural in await self.kube.served(COMPOSITES.group_version):
                 resources.append(COMPOSITES)
+            elif self.podgroups is V1ALPHA2:
+                log.info("Kubernetes 1.36 has no CompositePodGroup: trees are single PodGroups")
             else:
                 log.warning("API %s %s is not served (feature gate %s): trees are single PodGroups",
                             COMPOSITES.group_version, COMPOSITES.plural, OPTIONAL[1])
@@ -264,7 +273,8 @@ class Scheduler:
                 else:
                     log.warning("API %s %s is not served: volumes that need it are not honoured", api, res.plural)
         for res in resources:
-            informer = Informer(self.kube, res, self.cache, self.on_change)
+            decode = self.podgroups.informer_decode(self._podgroup_problems) if res is self.podgroups.resource else None
+            informer = Informer(self.kube, res, self.cache, self.on_change, decode=decode)
             self.informers.append(informer)
             self.metrics.track_informer(res.plural, informer)
             self.spawn(informer.run(), f"informer/{res.plural}")
@@ -544,6 +554,7 @@ class Scheduler:
 
     def _gone(self, key: GroupKey) -> None:
         self.preemptor.forget(key)
+        self._not_honoured.pop(key, None)
         ended = self.starvation.forget(key)
         if ended is not None:
             self._end_reservation(ended, "dropped", None, "")
@@ -560,30 +571,46 @@ class Scheduler:
             self.spawn(self.status.group_reservation(obj, held, reason, message), f"status/{key}")
 
     def _warn_unhonoured(self, tree: GroupTree) -> None:
-        """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours — and once per
-        scheduler-plugins PodGroup of the tree that sets fields the scheduler does not act on."""
-        for key in tree.groups:
-            group = self.cache.group(key.kind, key.namespace, key.name) if key.kind == "PodGroup" else None
-            if isinstance(group, CoscheduledPodGroup) and group.metadata.uid not in self._warned:
-                self._warned[group.metadata.uid] = None
-                if fields := unhonoured_fields(group):
-                    note = "not honoured: " + "; ".join(f"{path}: {why}" for path, why in fields)
-                    self.spawn(self.status.group_warning(group, EVENT_UNHONOURED, note), f"status/{key}")
+        """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours — and once
+        per PodGroup on its PodGroups whose spec holds something not honoured: a v1.36 one's
+        (:meth:`_podgroup_problems`), a scheduler-plugins one's
+        (:func:`~scheduler.model.coscheduling.unhonoured_fields`)."""
         context: Context | None = None
         for leaf in tree.root.leaves():
             for pod in leaf.pending:
-                uid = pod.metadata.uid or pod.key
-                if uid in self._warned:
+                if not self._first_warning(pod.metadata.uid or pod.key):
                     continue
-                self._warned[uid] = None
-                if len(self._warned) > MAX_WARNED_PODS:
-                    del self._warned[next(iter(self._warned))]
                 if context is None:
                     context = Context(storage=self.cache.snapshot().volumes)
                 findings = unhonoured(pod, context)
                 if findings:
                     note = "not honoured: " + "; ".join(map(str, findings))
                     self.spawn(self.status.pod_warning(pod, EVENT_UNHONOURED, note), f"status/{pod.key}")
+            group = self.cache.group("PodGroup", leaf.key.namespace, leaf.key.name)
+            problems = self._not_honoured.get(leaf.key)
+            if isinstance(group, CoscheduledPodGroup) and (fields := unhonoured_fields(group)):
+                problems = "; ".join(f"{path}: {why}" for path, why in fields)
+            if problems and group is not None and self._first_warning(group.metadata.uid or str(leaf.key)):
+                self.spawn(self.status.group_warning(group, EVENT_UNHONOURED, f"not honoured: {problems}"),
+                           f"status/{leaf.key}")
+
+    def _first_warning(self, uid: str) -> bool:
+        """True the first time ``uid`` (a pod's, a PodGroup's) is warned about fields not honoured (remembered:
+        the newest :data:`MAX_WARNED_PODS`)."""
+        if uid in self._warned:
+            return False
+        self._warned[uid] = None
+        if len(self._warned) > MAX_WARNED_PODS:
+            del self._warned[next(iter(self._warned))]
+        return True
+
+    def _podgroup_problems(self, group: PodGroup, problems: str) -> None:
+        """The PodGroup informer's report of what of a (v1.36) PodGroup's spec is not honoured: kept until the
+        leader decides its tree (:meth:`_warn_unhonoured` writes the Event, as for pods), logged once here."""
+        key = GroupKey("PodGroup", group.metadata.namespace, group.metadata.name)
+        if self._not_honoured.get(key) != problems:
+            log.warning("%s: not honoured: %s", key, problems)
+            self._not_honoured[key] = problems
 
     def _report_unschedulable(self, tree: GroupTree, result: Unschedulable) -> None:
         self._reported[tree.key] = result.message  # a Waiting report after it is a change again

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.framework.events import ClusterEvent
@@ -27,7 +28,7 @@ class Informer:
 
     def __init__(self, kube: KubeClient, resource: Resource, cache: ClusterCache,
                  on_change: Callable[[list[ClusterEvent]], None], *, watch_timeout_s: int = 300,
-                 retry_s: float = 1.0) -> None:
+                 retry_s: float = 1.0, decode: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None) -> None:
         self.kube = kube
         self.resource = resource
         self.cache = cache
@@ -36,18 +37,21 @@ class Informer:
         """Server-side watch timeout (seconds); the stream is then resumed from the last resourceVersion."""
         self.retry_s = retry_s
         """Pause before re-listing after an API failure (seconds); short, the list is the recovery."""
+        self.decode = decode
+        """Applied to every object received before the cache sees it (a v1.36 PodGroup into the internal shape:
+        ``scheduler.live.podgroup_api``); None: objects are cached as the server sends them."""
         self.synced = asyncio.Event()
         self.relists = 0
 
     async def run(self) -> None:
         """Forever: list, then watch; re-list on 410 or failure. Cancel the task to stop."""
-        kind = self.resource.kind
+        kind, decode = self.resource.kind, self.decode
         while True:
             try:
                 relist = self.cache.relist(kind)
                 rv = ""
                 async for items, page_rv in self.kube.list_pages(self.resource):
-                    self.on_change(relist.add(items))
+                    self.on_change(relist.add(items if decode is None else map(decode, items)))
                     rv = page_rv  # every page carries the list's resourceVersion
                 self.on_change(relist.finish())
                 self.synced.set()
@@ -58,6 +62,8 @@ class Informer:
                     async for event in self.kube.watch(self.resource, rv, timeout_s=self.watch_timeout_s):
                         events += 1
                         obj = event.get("object") or {}
+                        if decode is not None:
+                            obj = decode(obj)
                         rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                         if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
                             self.on_change(self.cache.apply(kind, event["type"], obj))

@@ -29,7 +29,6 @@ from kubernetes_asyncio import client, config
 
 from scheduler.errors import ClusterConfigError, GangSchedulerError
 from scheduler.model import coscheduling
-from scheduler.model.scheduling import CompositePodGroup, PodGroup
 
 JSON = dict[str, Any]
 
@@ -94,6 +93,8 @@ PODS = Resource("", "v1", "pods", True, "Pod")
 NODES = Resource("", "v1", "nodes", False, "Node")
 NAMESPACES = Resource("", "v1", "namespaces", False, "Namespace")
 PODGROUPS = Resource("scheduling.k8s.io", "v1beta1", "podgroups", True, "PodGroup")
+PODGROUPS_V1ALPHA2 = Resource("scheduling.k8s.io", "v1alpha2", "podgroups", True, "PodGroup")
+"""Kubernetes 1.36's PodGroups (``scheduler.live.podgroup_api``: used when v1beta1 is not served)."""
 COMPOSITES = Resource("scheduling.k8s.io", "v1alpha3", "compositepodgroups", True, "CompositePodGroup")
 COSCHEDULING_PODGROUPS = Resource(coscheduling.API_GROUP, coscheduling.VERSION, coscheduling.PLURAL, True,
                                   coscheduling.CACHE_KIND)
@@ -114,16 +115,6 @@ STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", False, "Sto
 CSI_NODES = Resource("storage.k8s.io", "v1", "csinodes", False, "CSINode")
 STORAGE_RESOURCES = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)
 """What the volume plugins read (kube-scheduler's VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits)."""
-
-
-
-def group_resource(group: PodGroup | CompositePodGroup) -> Resource:
-    """The resource a group object is written through: a CompositePodGroup's, a scheduler-plugins PodGroup's
-    (:class:`~scheduler.model.coscheduling.CoscheduledPodGroup`), else the workload API's PodGroup."""
-    if isinstance(group, CompositePodGroup):
-        return COMPOSITES
-    return COSCHEDULING_PODGROUPS if isinstance(group, coscheduling.CoscheduledPodGroup) else PODGROUPS
-
 
 LIST_PAGE_SIZE = 500
 """Objects per list page (client-go's reflector default): bounds the raw JSON held during a re-list."""

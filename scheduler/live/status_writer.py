@@ -62,7 +62,9 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from scheduler.live import podgroup_api
 from scheduler.live.kube import (
+    COMPOSITES,
     COSCHEDULING_PODGROUPS,
     EVENTS,
     JSON,
@@ -74,7 +76,6 @@ from scheduler.live.kube import (
     Lane,
     NotFound,
     Resource,
-    group_resource,
 )
 from scheduler.model.base import Condition, ConditionFields
 from scheduler.model.coscheduling import (
@@ -259,18 +260,19 @@ class StatusWriter:
         logged and give False (``raise_errors``: raised)."""
         if isinstance(group, CoscheduledPodGroup):
             return False  # the CRD's status has no conditions: its phase says it (coscheduling_status), Events the rest
-        res = group_resource(group)
+        api = None if isinstance(group, CompositePodGroup) else podgroup_api.of(group)  # the version it came from
+        res = COMPOSITES if api is None else api.resource
         what = f"{res.kind} {group.metadata.namespace}/{group.metadata.name}"
         current = group
         try:
             for _ in range(CONFLICT_ATTEMPTS - 1):
                 try:
-                    return await self._patch_group(res, current, new, terminal)
+                    return await self._patch_group(res, current, new, terminal, api)
                 except Conflict:  # our copy is stale: judge again against the server's
                     fresh = await self.kube.get(res, group.metadata.namespace, group.metadata.name,
                                                 lane=Lane.REPORT)
-                    current = type(group).model_validate(fresh)
-            return await self._patch_group(res, current, new, terminal)
+                    current = CompositePodGroup.model_validate(fresh) if api is None else api.parse(fresh)
+            return await self._patch_group(res, current, new, terminal, api)
         except ApiError as exc:
             _warn(what, exc)
             if raise_errors:
@@ -321,13 +323,14 @@ class StatusWriter:
         return False
 
     async def _patch_group(self, res: Resource, group: PodGroup | CompositePodGroup, new: _Condition,
-                           terminal: bool = True) -> bool:
+                           terminal: bool = True, api: podgroup_api.PodGroupApi | None = None) -> bool:
         """PATCH ``new`` into ``group``'s status unless it changes nothing; True if written. Raises ApiError.
-        ``terminal``: an existing True of that type is never replaced."""
+        ``terminal``: an existing True of that type is never replaced. ``api``: the PodGroup API the
+        conditions are written in (its names: ``PodGroupScheduled`` on v1.36); None for a CompositePodGroup."""
         conditions = _with_condition(group.status.conditions, new, group.metadata.generation, terminal=terminal)
         if conditions is None:
             return False
-        body: JSON = {"status": {"conditions": conditions}}
+        body: JSON = {"status": {"conditions": conditions if api is None else api.conditions(conditions)}}
         if group.metadata.resource_version:
             body["metadata"] = {"resourceVersion": group.metadata.resource_version}
         await self.kube.patch(res, group.metadata.namespace, group.metadata.name, body, sub="status", lane=Lane.REPORT)

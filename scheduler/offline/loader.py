@@ -3,7 +3,11 @@
 Objects are dispatched on ``apiVersion`` + ``kind``; scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1``
 PodGroup is read and converted to the PodGroup the scheduler reads (``model/coscheduling.py``), kept apart
 from a ``scheduling.k8s.io`` PodGroup of the same name. Kinds the scheduler does not
-read (Jobs, Deployments, DRA objects of other API versions) are counted in ``Objects.skipped``.
+read (Jobs, Deployments, DRA objects of other API versions) are counted in ``Objects.skipped``;
+an object of a kind we read under an API version we do not read is also named in ``Objects.unread``.
+Kubernetes 1.36's ``scheduling.k8s.io/v1alpha2`` PodGroups are converted into the internal (v1beta1)
+shape first (:data:`DECODERS`, :mod:`scheduler.model.podgroup_v1alpha2`); what of them is not
+honoured is listed in ``Objects.warnings``.
 Storage objects are read from ``v1`` (PersistentVolumeClaim, PersistentVolume) and
 ``storage.k8s.io/v1`` (StorageClass, CSINode), their sizes parsed at load time.
 DRA objects are read from ``resource.k8s.io/v1`` (ResourceSlice, DeviceClass, ResourceClaim,
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -36,6 +40,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
+from scheduler.model import podgroup_v1alpha2
 from scheduler.model.base import describe
 from scheduler.model.coscheduling import API_VERSION as COSCHEDULING_API_VERSION
 from scheduler.model.coscheduling import CACHE_KIND as COSCHEDULING_CACHE_KIND
@@ -52,6 +57,7 @@ from scheduler.model.dra import (
 from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+from scheduler.model.podgroup_v1alpha2 import Decoded
 from scheduler.model.policy import API_VERSION as POLICY_API_VERSION
 from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.quantity import QuantityError
@@ -64,10 +70,12 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
     ("v1", "Namespace"): Namespace,
     ("scheduling.k8s.io/v1beta1", "PodGroup"): PodGroup,
     ("scheduling.k8s.io/v1alpha3", "PodGroup"): PodGroup,
+    (podgroup_v1alpha2.API_VERSION, "PodGroup"): PodGroup,
     ("scheduling.k8s.io/v1alpha3", "CompositePodGroup"): CompositePodGroup,
     (COSCHEDULING_API_VERSION, COSCHEDULING_KIND): CoschedulingPodGroup,  # loaded as a CoscheduledPodGroup
     ("scheduling.k8s.io/v1beta1", "Workload"): Workload,
     ("scheduling.k8s.io/v1alpha3", "Workload"): Workload,
+    (podgroup_v1alpha2.API_VERSION, "Workload"): Workload,  # context only: controllerRef has one shape
     ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
     (DRA_API_VERSION, "ResourceSlice"): ResourceSlice,
     (DRA_API_VERSION, "DeviceClass"): DeviceClass,
@@ -81,12 +89,22 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
 }
 """(apiVersion, kind) → model, for every object the scheduler reads."""
 
+DECODERS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Decoded]] = {
+    (podgroup_v1alpha2.API_VERSION, "PodGroup"): podgroup_v1alpha2.decode,
+}
+"""(apiVersion, kind) → the conversion into the model's shape, for versions whose shape differs from it."""
+
+READ_KINDS = frozenset(kind for _, kind in KINDS)
+"""Kinds read under some apiVersion: one of another version is named in ``Objects.unread``."""
+
 NAMESPACED: tuple[type[BaseModel], ...] = (Pod, PodGroup, CoschedulingPodGroup, CompositePodGroup, Workload,
                                            ResourceClaim, ResourceClaimTemplate, PersistentVolumeClaim,
                                            PodDisruptionBudget)
 """Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node, Namespace,
 PriorityClass, ResourceSlice, DeviceClass, PersistentVolume, StorageClass and CSINode are
 cluster-scoped and keep an empty namespace)."""
+
+NAMESPACED_KINDS = frozenset(kind for (_, kind), model in KINDS.items() if model in NAMESPACED)
 
 DEFAULT_NAMESPACE = "default"
 """The namespace the API server gives a namespaced object created without one (kubectl's
@@ -143,7 +161,11 @@ class Objects:
     namespaces: list[Namespace] = field(default_factory=list)
     budgets: list[PodDisruptionBudget] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
+    warnings: list[LoadProblem] = field(default_factory=list)
+    """Objects used with a field not honoured (a v1.36 PodGroup's unknown ``disruptionMode``), one per field."""
     skipped: Counter[str] = field(default_factory=Counter)
+    unread: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    """(kind, namespace, name) → apiVersion of each skipped object whose kind we read under another version."""
     _seen: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def _bucket(self, obj: BaseModel) -> list[Any]:
@@ -226,6 +248,9 @@ class Objects:
                 self.problems.append(LoadProblem(source, kind or "?", ns, name or "?", "missing apiVersion or kind"))
             else:
                 self.skipped[f"{api_version} {kind}"] += 1
+                if kind in READ_KINDS:
+                    where = ns or (DEFAULT_NAMESPACE if kind in NAMESPACED_KINDS else "")
+                    self.unread.setdefault((kind, where, name), api_version)
             return
         if not ns and model in NAMESPACED:
             ns = DEFAULT_NAMESPACE
@@ -240,8 +265,10 @@ class Objects:
                     LoadProblem(source, kind, ns, name, "defined again with different content; the first is kept")
                 )
             return
+        decoder = DECODERS.get((api_version, kind))
+        decoded = decoder(raw) if decoder is not None else Decoded(raw)
         try:
-            obj = model.model_validate(raw)
+            obj = model.model_validate(decoded.raw)
             _check_quantities(obj)
             if isinstance(obj, CoschedulingPodGroup):
                 obj = to_podgroup(obj)
@@ -250,6 +277,7 @@ class Objects:
             return
         self._seen[ident] = raw
         self._bucket(obj).append(obj)
+        self.warnings += [LoadProblem(source, kind, ns, name, problem) for problem in decoded.problems]
 
 
 def _shape(raw: Any) -> str:

@@ -17,7 +17,8 @@ of kind ``unhonoured-field``, one per field a pending pod sets that no plugin ho
 included), with the extra keys ``pod`` (``namespace/name``) and ``field`` (the field path). Issue #11
 adds ``preemptions[]``: one entry per preempting root, ``{preemptor: {namespace, name, kind}, victims:
 [{namespace, name, node}]}`` (victims are pods, in eviction order), always present (``[]`` with none,
-and with ``--no-preemption``), plus the extra key ``message``.
+and with ``--no-preemption``), plus the extra key ``message``. Issue #13 adds ``warnings[]`` entries of kind
+``unhonoured-object-field`` (a field of a PodGroup that is not honoured, named with its file and object).
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from scheduler.offline.simulate import AllocationOutcome, GroupOutcome, Preempti
 
 UNHONOURED = "unhonoured-field"
 """``warnings[].kind`` of a field a pod sets that no plugin honours."""
+UNHONOURED_OBJECT = "unhonoured-object-field"
+"""``warnings[].kind`` of a field of another object that is not honoured (a v1.36 PodGroup's unknown
+``disruptionMode``); the message names the file, the object and the field."""
 
 MAX_DEVICE_LINES = 20
 """Device lines shown per group in the text report (the JSON has every allocation)."""
@@ -319,9 +323,13 @@ def notices(sim: Simulation) -> list[Notice]:
     for key, count in sorted(sim.skipped.items()):  # e.g. scheduler-plugins' older scheduling.sigs.k8s.io PodGroup
         version, _, kind = key.partition(" ")
         if kind in read_as and not version.startswith(f"{DRA_GROUP}/"):
+            names = sorted(f"{ns}/{name}" if ns else name for (k, ns, name), v in sim.unread.items()
+                           if (k, v) == (kind, version))
             out.append(Notice("warning", "skipped-api-version",
                               f"{count} {version} {kind} object(s) skipped (a {kind} is read only as "
-                              f"{', '.join(sorted(read_as[kind]))}; it is not ours)"))
+                              f"{', '.join(sorted(read_as[kind]))}; it is not ours): {', '.join(names)}"))
+    for problem in sim.load_warnings:
+        out.append(Notice("warning", UNHONOURED_OBJECT, f"{problem} (not honoured)"))
     if sim.dra_problems:
         out.append(Notice("warning", "dra-problems",
                           f"{len(sim.dra_problems)} DRA problem(s), listed under \"DRA problems\" below"))

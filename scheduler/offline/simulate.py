@@ -146,11 +146,15 @@ class Simulation:
     scheduler-plugins PodGroups (``spec.minResources``, ``spec.scheduleTimeoutSeconds``:
     :func:`~scheduler.model.coscheduling.unhonoured_fields`).
     ``preemptions``: every preemption applied, in queue order (empty with preemption off).
+    ``load_warnings``: objects used with a field not honoured (the loader's ``warnings``); ``unread``:
+    (kind, namespace, name) → apiVersion of the objects skipped as a version we do not read.
     """
 
     groups: list[GroupOutcome] = field(default_factory=list)
     pods: list[PodOutcome] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
+    load_warnings: list[LoadProblem] = field(default_factory=list)
+    unread: dict[tuple[str, str, str], str] = field(default_factory=dict)
     snapshot: Snapshot | None = None
     initial: Snapshot | None = None
     results: list[tuple[GroupTree, Plan | Unschedulable]] = field(default_factory=list)
@@ -205,7 +209,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     :class:`PodOutcome` per pending pod of ours. ``preemption``: let roots that do not fit preempt
     lower-priority pods (applied as if the evictions completed, see the module docstring).
     """
-    sim = Simulation(problems=list(objects.problems), scheduler_name=scheduler_name,
+    sim = Simulation(problems=list(objects.problems), load_warnings=list(objects.warnings),
+                     unread=dict(objects.unread), scheduler_name=scheduler_name,
                      pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods),
                      skipped=Counter(objects.skipped))
     cache = ClusterCache(scheduler_name, dra=objects.has_dra, synthesize_claims=True)
@@ -287,8 +292,10 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
             invalid_groups.setdefault((problem.namespace, problem.name), problem.message)
     for orphan in forest.orphans:
         ns, name = orphan.pod.metadata.namespace, orphan.pod.group_name
-        what = invalid_groups.get((ns, name or ""))
-        reason = orphan.message if what is None else f"PodGroup {ns}/{name} is invalid: {what}"
+        what, version = invalid_groups.get((ns, name or "")), objects.unread.get(("PodGroup", ns, name or ""))
+        reason = (f"PodGroup {ns}/{name} is invalid: {what}" if what is not None
+                  else f"PodGroup {ns}/{name} is {version}, an API version not read" if version is not None
+                  else orphan.message)
         sim.pods.append(PodOutcome(orphan.pod, None, reason))
     for pod in objects.pods:
         if pod.is_gated and not pod.is_bound and pod.spec.scheduler_name == scheduler_name:

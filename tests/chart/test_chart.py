@@ -349,5 +349,5 @@ def test_chart_versions_follow_the_package() -> None:
     chart = yaml.safe_load((CHART_DIR / "Chart.yaml").read_text())
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert chart["appVersion"] == project["version"] == scheduler.__version__
-    assert chart["kubeVersion"] == ">=1.37.0-0"
+    assert chart["kubeVersion"] == ">=1.36.0-0"  # v1.36: PodGroups as scheduling.k8s.io/v1alpha2
 

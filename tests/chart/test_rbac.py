@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from scheduler.live import kube as kube_module
+from scheduler.live import podgroup_api
 from scheduler.live.kube import Resource
 from tests.chart.helmchart import ROOT, objects, render
 
@@ -54,19 +55,23 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
     # (file, function, argument as written) -> the kube.py constants it can hold, and why
     # informers.py Informer.run lists and watches `self.resource`: one Informer per resource
     # that run.py Scheduler.start_informers creates (checked by test_informer_table_matches_run_py).
-    ("live/informers.py", "Informer.run", "self.resource"): ("PODS", "NODES", "PODGROUPS", "COSCHEDULING_PODGROUPS",
+    # The PodGroup informer's resource is the version podgroup_api.discover chose (v1beta1 or v1.36's v1alpha2).
+    ("live/informers.py", "Informer.run", "self.resource"): ("PODS", "NODES", "PODGROUPS", "PODGROUPS_V1ALPHA2",
+                                                         "COSCHEDULING_PODGROUPS",
                                                         "PRIORITY_CLASSES",
                                                         "NAMESPACES", "COMPOSITES", "RESOURCE_SLICES",
                                                         "DEVICE_CLASSES", "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES",
                                                         "PERSISTENT_VOLUME_CLAIMS", "PERSISTENT_VOLUMES",
                                                         "STORAGE_CLASSES", "CSI_NODES", "POD_DISRUPTION_BUDGETS"),
     # status_writer.py StatusWriter._set_group_condition / _patch_group: `res` is COMPOSITES for a
-    # CompositePodGroup, else PODGROUPS (`res = COMPOSITES if isinstance(…) else PODGROUPS`).
-    ("live/status_writer.py", "StatusWriter._set_group_condition", "res"): ("PODGROUPS", "COMPOSITES"),
-    ("live/status_writer.py", "StatusWriter._patch_group", "res"): ("PODGROUPS", "COMPOSITES"),
+    # CompositePodGroup, else the resource of the PodGroup's API (podgroup_api.of: PODGROUPS or PODGROUPS_V1ALPHA2).
+    ("live/status_writer.py", "StatusWriter._set_group_condition", "res"): ("PODGROUPS", "PODGROUPS_V1ALPHA2",
+                                                                           "COMPOSITES"),
+    ("live/status_writer.py", "StatusWriter._patch_group", "res"): ("PODGROUPS", "PODGROUPS_V1ALPHA2", "COMPOSITES"),
     # binder.py Binder.write_intent: the PodGroup API the plan's members link (`resource[ns, name]`, from
-    # Pod.group_api): the workload API's, or scheduler-plugins' CRD.
-    ("live/binder.py", "Binder.write_intent.one", "resource[ns, name]"): ("PODGROUPS", "COSCHEDULING_PODGROUPS"),
+    # Pod.group_api): scheduler-plugins' CRD, else `self.podgroups`, the version driver.py Scheduler.discover chose.
+    ("live/binder.py", "Binder.write_intent.one", "resource[ns, name]"): ("PODGROUPS", "PODGROUPS_V1ALPHA2",
+                                                                          "COSCHEDULING_PODGROUPS"),
 }
 
 LEASE_GROUP = "coordination.k8s.io"
@@ -179,7 +184,7 @@ def test_every_kube_call_is_understood() -> None:
             ("live/driver.py", "served")} <= methods
     triples, discovery = needed()
     assert triples
-    assert {c.file for c in discovery} == {"live/driver.py"}
+    assert {c.file for c in discovery} == {"live/driver.py", "live/podgroup_api.py"}
 
 
 def test_informer_table_matches_run_py() -> None:
@@ -189,7 +194,10 @@ def test_informer_table_matches_run_py() -> None:
                  if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef) and node.name == "start_informers")
     named = {n.id for n in ast.walk(start) if isinstance(n, ast.Name) and isinstance(getattr(kube_module, n.id, None),
                                                                                         Resource)}
-    assert named == set(DYNAMIC["live/informers.py", "Informer.run", "self.resource"])
+    podgroups = {name for name in dir(kube_module)  # `self.podgroups.resource`: one of podgroup_api.PREFERENCE
+                 if any(getattr(kube_module, name) is api.resource for api in podgroup_api.PREFERENCE)}
+    assert "self.podgroups.resource" in ast.unparse(start) and len(podgroups) == 2
+    assert named | podgroups == set(DYNAMIC["live/informers.py", "Informer.run", "self.resource"])
 
 
 def test_cluster_role_grants_exactly_the_verbs_the_code_uses() -> None:

@@ -2,11 +2,12 @@
 
 ``k8s`` is a function-scoped :class:`ApiServer` (kmock 0.8 plus resourceVersions, PUT, binding,
 ``/status`` semantics; see ``apiserver.py``) on a random local port, with the kinds in
-:data:`RESOURCES` registered for discovery. Seed objects through the API (``await kube.create(...)``)
-so they get uid, resourceVersion and watch events. Inspect requests with ``list(k8s)`` or kmock
-views (``k8s['post', kmock.resource('events.k8s.io/v1/events')]``) and stored objects with
-``k8s.objects[resource, namespace, name]``. Strict mode is off: deliberate 404/409 answers land in
-``k8s.errors``.
+:data:`RESOURCES` registered for discovery — or, for a test marked ``@pytest.mark.kubernetes("1.36")``,
+a Kubernetes 1.36 one (``apiserver136.py``, :data:`RESOURCES_1_36`). Seed objects through the API
+(``await kube.create(...)``) so they get uid, resourceVersion and watch events. Inspect requests with
+``list(k8s)`` or kmock views (``k8s['post', kmock.resource('events.k8s.io/v1/events')]``) and stored
+objects with ``k8s.objects[resource, namespace, name]``. Strict mode is off: deliberate 404/409 answers
+land in ``k8s.errors``.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import kmock
+import pytest
 import pytest_asyncio
 
 from scheduler.live.kube import KubeClient
 from tests.integration.apiserver import ApiServer
+from tests.integration.apiserver136 import ApiServer136
 
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
 
@@ -45,12 +48,37 @@ RESOURCES: dict[str, tuple[str, bool, tuple[str, ...]]] = {
 }
 
 
+RESOURCES_1_36: dict[str, tuple[str, bool, tuple[str, ...]]] = {
+    **{path: info for path, info in RESOURCES.items()
+       if path not in ("scheduling.k8s.io/v1beta1/podgroups", "scheduling.k8s.io/v1alpha3/compositepodgroups",
+                       "scheduling.x-k8s.io/v1alpha1/podgroups")},
+    "scheduling.k8s.io/v1alpha2/podgroups": ("PodGroup", True, ("status",)),
+    "scheduling.k8s.io/v1alpha2/workloads": ("Workload", True, ()),
+}
+"""A Kubernetes 1.36 cluster with ``GenericWorkload`` on (reference §0): PodGroups and Workloads only as
+``scheduling.k8s.io/v1alpha2``; no v1beta1, no CompositePodGroup (v1alpha3), no scheduler-plugins CRD."""
+
+CLUSTERS: dict[str, tuple[type[ApiServer], dict[str, tuple[str, bool, tuple[str, ...]]]]] = {
+    "1.37": (ApiServer, RESOURCES),
+    "1.36": (ApiServer136, RESOURCES_1_36),
+}
+"""``@pytest.mark.kubernetes(VERSION)`` → the emulator class and what it serves (default ``1.37``)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "kubernetes(version): the Kubernetes version `k8s` emulates: 1.37 (default) "
+                                       "or 1.36 (apiserver136.py, RESOURCES_1_36)")
+
+
 @pytest_asyncio.fixture
-async def k8s() -> AsyncIterator[ApiServer]:
-    """An emulated API server serving :data:`RESOURCES`; ``k8s.url`` is its base URL. A test that made the server
-    prune a field its CRD does not have (``k8s.warnings``, ``crds.py``) fails at teardown."""
-    async with ApiServer() as srv, kmock.Server(srv):
-        for path, (kind, namespaced, subresources) in RESOURCES.items():
+async def k8s(request: pytest.FixtureRequest) -> AsyncIterator[ApiServer]:
+    """An emulated API server serving :data:`RESOURCES` (a test marked ``kubernetes("1.36")``: a 1.36 one,
+    :data:`CLUSTERS`); ``k8s.url`` is its base URL. A test that made the server prune a field its CRD does not
+    have (``k8s.warnings``, ``crds.py``) fails at teardown."""
+    marker = request.node.get_closest_marker("kubernetes")
+    server, resources = CLUSTERS[marker.args[0] if marker else "1.37"]
+    async with server() as srv, kmock.Server(srv):
+        for path, (kind, namespaced, subresources) in resources.items():
             srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
                                                      verbs=VERBS, subresources=subresources)
         yield srv

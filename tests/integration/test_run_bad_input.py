@@ -29,9 +29,11 @@ async def test_missing_podgroup_api_is_reported_not_ready_and_retried(k8s, kube:
         await asyncio.sleep(25)
         ready, reason = sched.ready()
         assert not ready and not task.done()
-        assert reason == ("API scheduling.k8s.io/v1beta1 podgroups is not served: enable the feature gate "
-                          "GenericWorkload (and --runtime-config=scheduling.k8s.io/v1beta1=true), or install "
-                          "scheduler-plugins' PodGroup CRD (scheduling.x-k8s.io/v1alpha1, chart value crds.install)")
+        assert reason == ("API scheduling.k8s.io/v1beta1 podgroups is not served (nor scheduling.k8s.io/v1alpha2): "
+                          "enable the feature gate GenericWorkload (and --runtime-config=scheduling.k8s.io/v1beta1="
+                          "true), or GenericWorkload (and --runtime-config=scheduling.k8s.io/v1alpha2=true) on "
+                          "Kubernetes 1.36, or install scheduler-plugins' PodGroup CRD (scheduling.x-k8s.io/v1alpha1, "
+                          "chart value crds.install)")
         kind, namespaced, subs = RESOURCES[PODGROUPS_PATH]
         k8s.resources[PODGROUPS_PATH] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
                                                            verbs=VERBS, subresources=subs)

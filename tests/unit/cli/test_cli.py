@@ -263,8 +263,8 @@ def members(n: int, scheduler: str = "gang-scheduler") -> str:
                      + "\napiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {name: nginx}\n"
                      + "spec: {minMember: 3}\n", [],
                      ["warning: 1 scheduling.sigs.k8s.io/v1alpha1 PodGroup object(s) skipped (a PodGroup is read only "
-                      "as scheduling.k8s.io/v1alpha3, scheduling.k8s.io/v1beta1, scheduling.x-k8s.io/v1alpha1; it is "
-                      "not ours)"],
+                      "as scheduling.k8s.io/v1alpha2, scheduling.k8s.io/v1alpha3, scheduling.k8s.io/v1beta1, "
+                      "scheduling.x-k8s.io/v1alpha1; it is not ours): default/nginx"],
                      id="older-scheduler-plugins-podgroup-skipped"),
     ],
 )

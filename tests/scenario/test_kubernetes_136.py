@@ -1,0 +1,79 @@
+"""``simulate`` on a Kubernetes 1.36 snapshot (``clusters/k8s-1.36-cluster.yaml``): v1alpha2 PodGroups read like
+v1beta1 ones (issue 13), and a PodGroup of a version we do not read named, never dropped silently."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import kubernetes_validate  # type: ignore[import-untyped]
+import yaml
+
+from scheduler.framework import SolverConfig
+from scheduler.model.scheduling import DisruptionMode, Empty, WorkloadReference
+from scheduler.offline.loader import load
+from scheduler.offline.report import notices, render_text, to_json
+from scheduler.offline.simulate import Simulation, simulate
+from tests.scenario.conftest import DATA
+from tests.unit.model.example_data import documents
+
+CLUSTER = DATA / "clusters" / "k8s-1.36-cluster.yaml"
+
+
+def run(*paths: Path) -> Simulation:
+    return simulate(load(paths), "gang-scheduler", SolverConfig())
+
+
+def test_the_snapshot_is_a_valid_v136_one() -> None:
+    objects = list(documents(CLUSTER.read_text()))
+    assert {o["apiVersion"] for o in objects if o["kind"] in ("PodGroup", "Workload")} == {"scheduling.k8s.io/v1alpha2"}
+    for obj in objects:
+        kubernetes_validate.validate(obj, "1.36.0", strict=True)
+
+
+def test_v1alpha2_podgroups_are_read_and_scheduled_like_v1beta1_ones() -> None:
+    objects = load([CLUSTER])
+    assert (len(objects.podgroups), len(objects.workloads), objects.skipped, objects.problems) == (2, 1, {}, [])
+    workers = next(g for g in objects.podgroups if g.metadata.name == "train-workers")
+    assert workers.spec.disruption_mode == DisruptionMode(all=Empty())
+    assert workers.spec.workload_ref == WorkloadReference(workload_name="train", template_name="workers")
+    sim = simulate(objects, "gang-scheduler", SolverConfig())
+    outcome = {g.key.name: g for g in sim.groups}
+    assert {name: g.status for name, g in outcome.items()} == {"train-workers": "Scheduled", "eval": "Unschedulable"}
+    assert set(outcome["train-workers"].placements.values()) == {"gpu-a1", "gpu-a2"}  # the one zone with 16 free
+    assert outcome["eval"].reason == ("gang eval: no topology.kubernetes.io/zone domain has enough free nvidia.com/gpu "
+                                      "(2 checked; closest: us-east-1b has 10 free, needs 12)")
+    assert notices(sim) == []
+
+
+def test_a_podgroup_of_a_version_not_read_is_named_with_its_pods(tmp_path: Path) -> None:
+    extra = tmp_path / "future.yaml"
+    future = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PodGroup",  # a PodGroup version we do not read
+              "metadata": {"name": "future", "namespace": "ml"},
+              "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}}}
+    member = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "future-0", "namespace": "ml"},
+              "spec": {"schedulerName": "gang-scheduler", "schedulingGroup": {"podGroupName": "future"},
+                       "containers": [{"name": "main", "image": "example.com/x:1"}]}}
+    extra.write_text(yaml.safe_dump_all([future, member]))
+    sim = run(CLUSTER, extra)
+    (skipped,) = [n for n in notices(sim) if n.kind == "skipped-api-version"]
+    assert skipped.message == ("1 scheduling.k8s.io/v1 PodGroup object(s) skipped (a PodGroup is read only as "
+                               "scheduling.k8s.io/v1alpha2, scheduling.k8s.io/v1alpha3, scheduling.k8s.io/v1beta1, "
+                               "scheduling.x-k8s.io/v1alpha1; it is not ours): ml/future")
+    (pod,) = [p for p in sim.pods if p.pod.metadata.name == "future-0"]
+    assert pod.reason == "PodGroup ml/future is scheduling.k8s.io/v1, an API version not read"
+
+
+def test_an_unknown_disruption_mode_is_warned_about_and_the_gang_still_scheduled(tmp_path: Path) -> None:
+    doc = yaml.safe_load(CLUSTER.read_text())
+    (workers,) = [o for o in doc["items"] if (o["kind"], o["metadata"]["name"]) == ("PodGroup", "train-workers")]
+    workers["spec"]["disruptionMode"] = "Gang"
+    changed = tmp_path / "cluster.yaml"
+    changed.write_text(yaml.safe_dump(doc))
+    sim = run(changed)
+    assert {g.key.name: g.status for g in sim.groups}["train-workers"] == "Scheduled"
+    message = (f"{changed}: PodGroup ml/train-workers: spec.disruptionMode: 'Gang' is neither \"Pod\" nor "
+               "\"PodGroup\": treated as \"Pod\" (the default: its pods are preemption victims one by one, a partial "
+               "gang is not torn down) (not honoured)")
+    assert [w for w in to_json(sim)["warnings"] if w["kind"] == "unhonoured-object-field"] == [
+        {"level": "warning", "kind": "unhonoured-object-field", "message": message}]
+    assert f"warning: {message}" in render_text(sim)
