@@ -205,16 +205,16 @@ def _register_workload(registry: kopf.OperatorRegistry, reconciler: Reconciler, 
 def _register_validation(registry: kopf.OperatorRegistry, served: Served) -> None:
     pg, cpg = served.podgroups, COMPOSITES
 
-    @kopf.index(pg.group, pg.version, pg.plural, registry=registry)
+    @kopf.index(pg.group, pg.version, pg.plural, id="podgroup_index", registry=registry)
     def podgroup_index(namespace: str | None, body: kopf.Body, **_: Any) -> dict[str | None, JSON]:
         return _essence(namespace, body)
 
-    @kopf.index("", "v1", "nodes", registry=registry)
+    @kopf.index("", "v1", "nodes", id="node_label_index", registry=registry)
     def node_label_index(labels: kopf.Labels, **_: Any) -> dict[str, None]:
         return {key: None for key in labels}
 
     if served.composite:
-        @kopf.index(cpg.group, cpg.version, cpg.plural, registry=registry)
+        @kopf.index(cpg.group, cpg.version, cpg.plural, id="composite_index", registry=registry)
         def composite_index(namespace: str | None, body: kopf.Body, **_: Any) -> dict[str | None, JSON]:
             return _essence(namespace, body)
 

@@ -6,8 +6,8 @@ certificates.ServiceWebhookServer`), and — with ``managed`` set — the
 keeps up to date with the served resources, the handlers' rules and object selectors and the CA
 bundle of its certificate (persistent webhooks stay in them when the operator stops, so opted-in
 pods are refused, not scheduled one by one, while it is down). Its liveness endpoint serves
-``/healthz`` with the probe results. Progress and diff-base annotations on the workloads use our
-prefix (``gang-scheduler.io/``), not kopf's default. ``standalone``: one replica, no peering.
+``/healthz`` with the probe results. Progress and diff-base annotations on the workloads use
+:data:`PREFIX`, not kopf's default. ``standalone``: one replica, no peering.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from scheduler.operator.apis import discover
 from scheduler.operator.certificates import ServiceWebhookServer
 from scheduler.operator.handlers import build_registry
 
-PREFIX = "gang-scheduler.io"
+PREFIX = "operator.gang-scheduler.io"
+"""kopf's annotation prefix; not ``gang-scheduler.io`` itself, as kopf leaves its own prefix's annotations
+out of the diffs (a change of ``gang-scheduler.io/min-count`` would go unseen)."""
 LoginFn = Callable[..., Any]
 
 

@@ -1,0 +1,208 @@
+"""The operator (``gang-scheduler operator``, issue 13 part 3) against the emulated API server:
+kopf's managed webhook configurations, the webhooks called over HTTPS with AdmissionReviews,
+PodGroups created, owned and kept in step with the Job, and a Job's pods bound all or nothing by
+the scheduler."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.live.kube import COMPOSITES, NODES, PODGROUPS, PODS, KubeClient
+from tests.integration.livekit import NS, bound, create_node, running, until
+from tests.integration.operatorkit import (
+    JOBS,
+    LWS,
+    MUTATING,
+    VALIDATING,
+    Admission,
+    job,
+    job_pod,
+    operating,
+    register,
+    review,
+)
+
+OPT_IN = {"key": "gang-scheduler.io/gang", "operator": "In", "values": ["true"]}
+
+
+@pytest.fixture
+def served(k8s):  # type: ignore[no-untyped-def]
+    register(k8s)
+    return k8s
+
+
+async def podgroup_of(kube: KubeClient, name: str) -> dict | None:
+    items, _ = await kube.list(PODGROUPS, NS)
+    return next((pg for pg in items if pg["metadata"]["name"] == name), None)
+
+
+async def min_count(kube: KubeClient, name: str) -> int | None:
+    pg = await podgroup_of(kube, name)
+    return pg["spec"]["schedulingPolicy"]["gang"]["minCount"] if pg else None
+
+
+@pytest.mark.looptime
+async def test_kopf_manages_the_webhook_configurations(served, kube: KubeClient) -> None:
+    async with operating(served, kube):
+        mutating = await kube.get(MUTATING, None, "gang-scheduler-operator")
+        validating = await kube.get(VALIDATING, None, "gang-scheduler-operator")
+    # one webhook per handler; the JobSet / PyTorchJob ones have no rules here, as those kinds are not served
+    hooks = {tuple(h["rules"][0]["resources"]): h for h in mutating["webhooks"] if h["rules"]}
+    assert len(mutating["webhooks"]) == 5
+    pods = hooks[("pods",)]
+    assert pods["objectSelector"] == {"matchExpressions": [OPT_IN]}  # only opted-in pods wait on us
+    assert pods["failurePolicy"] == "Fail" and pods["sideEffects"] == "None"
+    assert pods["rules"][0]["operations"] == ["CREATE"]
+    assert pods["clientConfig"]["caBundle"] and pods["clientConfig"]["url"].startswith("https://127.0.0.1:")
+    assert {("jobs",), ("leaderworkersets",)} <= hooks.keys()  # JobSet/PyTorchJob are not served here
+    checks = {h["rules"][0]["resources"][0]: h for h in validating["webhooks"] if h["rules"]}
+    assert checks.keys() == {"podgroups", "compositepodgroups"}
+    assert all(h["failurePolicy"] == "Ignore" for h in checks.values())
+
+
+@pytest.mark.looptime
+async def test_pod_webhook_sets_scheduler_and_group_over_https(served, kube: KubeClient) -> None:
+    async with operating(served, kube):
+        admission = Admission(kube)
+        pod = job_pod(job("train", 2))
+        pod["metadata"]["labels"]["gang-scheduler.io/gang"] = "true"
+        mutated = await admission.mutated(PODS, pod)
+        other = job_pod(job("other", 2))
+        other["metadata"]["labels"]["gang-scheduler.io/gang"] = "true"
+        other["spec"]["schedulerName"] = "volcano"
+        kept = await admission.call(MUTATING, PODS, review(PODS, other))
+    assert mutated["spec"]["schedulerName"] == "gang-scheduler"
+    assert mutated["spec"]["schedulingGroup"] == {"podGroupName": "train"}
+    assert kept["allowed"] and "patch" not in kept
+    assert kept["warnings"] == ["spec.schedulerName 'volcano' was set explicitly: the pod is not made part of gang other"]
+
+
+@pytest.mark.looptime
+async def test_job_webhook_labels_the_pod_template(served, kube: KubeClient) -> None:
+    async with operating(served, kube):
+        mutated = await Admission(kube).mutated(JOBS, job("train", 2))
+    assert mutated["spec"]["template"]["metadata"]["labels"] == {"gang-scheduler.io/gang": "true"}
+
+
+@pytest.mark.looptime
+async def test_validating_webhook_rejects_with_the_schedulers_messages(served, kube: KubeClient) -> None:
+    await kube.create(NODES, None, {"apiVersion": "v1", "kind": "Node",
+                                    "metadata": {"name": "n0", "labels": {"topology.kubernetes.io/zone": "a"}}})
+    pg = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g", "namespace": NS}}
+
+    def group(**spec: object) -> dict:
+        return {**pg, "spec": spec}
+
+    # a cycle the operator can see: b's parent a is stored, a (applied now) names b
+    for name, parent in (("b", "a"),):
+        await kube.create(COMPOSITES, NS, {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+                                           "metadata": {"name": name, "namespace": NS},
+                                           "spec": {"parentCompositePodGroupName": parent,
+                                                    "workloadRef": {"workloadName": "w", "templateName": name},
+                                                    "schedulingPolicy": {"gang": {"minGroupCount": 1}}}})
+    cycle = {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+             "metadata": {"name": "a", "namespace": NS},
+             "spec": {"parentCompositePodGroupName": "b", "workloadRef": {"workloadName": "w", "templateName": "a"},
+                      "schedulingPolicy": {"gang": {"minGroupCount": 1}}}}
+    async with operating(served, kube):
+        admission = Admission(kube)
+        await until(lambda: any(r.resource == "v1/nodes" for r in served), what="node index")
+        both = await admission.call(VALIDATING, PODGROUPS, review(PODGROUPS, group(
+            schedulingPolicy={"basic": {}, "gang": {"minCount": 2}})))
+        zero = await admission.call(VALIDATING, PODGROUPS, review(PODGROUPS, group(
+            schedulingPolicy={"gang": {"minCount": 0}})))
+        loop = await admission.call(VALIDATING, COMPOSITES, review(COMPOSITES, cycle))
+        rack = await admission.call(VALIDATING, PODGROUPS, review(PODGROUPS, group(
+            schedulingPolicy={"gang": {"minCount": 2}}, schedulingConstraints={"topology": [{"key": "rack"}]})))
+        zone = await admission.call(VALIDATING, PODGROUPS, review(PODGROUPS, group(
+            schedulingPolicy={"gang": {"minCount": 2}},
+            schedulingConstraints={"topology": [{"key": "topology.kubernetes.io/zone"}]})))
+    assert not both["allowed"] and both["status"]["code"] == 422
+    assert both["status"]["message"] == f"PodGroup {NS}/g: spec.schedulingPolicy must set exactly one of basic, gang"
+    assert zero["status"]["message"] == f"PodGroup {NS}/g: spec.schedulingPolicy.gang.minCount must be >= 1"
+    assert not loop["allowed"]
+    assert loop["status"]["message"] == "cycle in parentCompositePodGroupName: a → b → a"
+    assert rack["allowed"] and rack["warnings"] == [
+        "spec.schedulingConstraints.topology[0].key: no node has the label 'rack'; "
+        "the group cannot be placed until a node does"]
+    assert zone["allowed"] and not zone.get("warnings")
+
+
+@pytest.mark.looptime
+async def test_job_gets_an_owned_podgroup_kept_in_step_when_scaled(served, kube: KubeClient) -> None:
+    async with operating(served, kube):
+        created = await kube.create(JOBS, NS, job("train", 3))
+        await until(lambda: podgroup_of(kube, "train"), what="PodGroup made")
+        pg = await podgroup_of(kube, "train")
+        assert pg is not None
+        assert pg["spec"] == {"schedulingPolicy": {"gang": {"minCount": 3}}}
+        (owner,) = pg["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+            "Job", "train", created["metadata"]["uid"], True)
+        await kube.patch(JOBS, NS, "train", {"spec": {"parallelism": 5}})
+        assert await until(lambda: _is(min_count(kube, "train"), 5), what="minCount follows parallelism")
+        await kube.patch(JOBS, NS, "train", {"metadata": {"annotations": {"gang-scheduler.io/min-count": "2"}}})
+        assert await until(lambda: _is(min_count(kube, "train"), 2), what="minCount follows the annotation")
+        await kube.create(JOBS, NS, job("plain", 3, opted_in=False))
+        await kube.create(JOBS, NS, job("later", 1))
+        await until(lambda: podgroup_of(kube, "later"), what="the next Job's PodGroup")
+    assert await podgroup_of(kube, "plain") is None  # not opted in: left alone
+
+
+async def _is(coro, value) -> bool:  # type: ignore[no-untyped-def]
+    return (await coro) == value
+
+
+@pytest.mark.looptime
+async def test_leaderworkerset_groups_follow_replicas(served, kube: KubeClient) -> None:
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+           "metadata": {"name": "serve", "namespace": NS, "labels": {"gang-scheduler.io/gang": "true"}},
+           "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 4, "workerTemplate": {"spec": {"containers": []}}}}}
+
+    async def names() -> set[str]:
+        pgs, _ = await kube.list(PODGROUPS, NS)
+        cpgs, _ = await kube.list(COMPOSITES, NS)
+        return {pg["metadata"]["name"] for pg in pgs + cpgs}
+
+    async with operating(served, kube):
+        await kube.create(LWS, NS, lws)
+        want = {"serve-0", "serve-0-leader", "serve-0-workers", "serve-1", "serve-1-leader", "serve-1-workers"}
+        assert await until(lambda: _is(names(), want), what="two groups of leader + workers")
+        workers = await podgroup_of(kube, "serve-0-workers")
+        assert workers is not None and workers["spec"]["parentCompositePodGroupName"] == "serve-0"
+        assert workers["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
+        await kube.patch(LWS, NS, "serve", {"spec": {"replicas": 1}})
+        assert await until(lambda: _is(names(), {"serve-0", "serve-0-leader", "serve-0-workers"}),
+                           what="the second group removed on scale-down")
+
+
+@pytest.mark.looptime
+async def test_job_end_to_end_all_or_nothing(served, kube: KubeClient) -> None:
+    """Job opted in → its PodGroup made and owned → its pods mutated by the webhook → the scheduler
+    binds them all, or (not enough room) none."""
+    for i in range(2):
+        await create_node(kube, f"n{i}", cpu="2")
+    async with operating(served, kube), running(kube):
+        admission = Admission(kube)
+        for name, parallelism in (("fits", 4), ("too-big", 3)):
+            stored = await kube.create(JOBS, NS, await admission.mutated(JOBS, job(name, parallelism, cpu="1")))
+            await until(lambda n=name: podgroup_of(kube, n), what=f"PodGroup {name}")
+            for _ in range(parallelism):
+                await kube.create(PODS, NS, await admission.mutated(PODS, job_pod(stored)))
+            if name == "fits":
+                placed = await until(lambda: _bound_n(kube, "fits-", 4), what="the gang bound")
+                assert sorted(placed.values()) == ["n0", "n0", "n1", "n1"]
+        pods, _ = await kube.list(PODS, NS)
+        assert all(p["spec"]["schedulingGroup"]["podGroupName"] in ("fits", "too-big") for p in pods)
+        await until(lambda: _unschedulable(kube, "too-big"), what="too-big reported")
+        assert not await bound(kube, "too-big-")  # all or nothing: 4 CPUs are taken, 3 more do not fit
+
+
+async def _bound_n(kube: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
+    got = await bound(kube, prefix)
+    return got if len(got) == n else None
+
+
+async def _unschedulable(kube: KubeClient, group: str) -> bool:
+    pg = await podgroup_of(kube, group)
+    return any(c.get("status") == "False" for c in ((pg or {}).get("status") or {}).get("conditions") or [])
