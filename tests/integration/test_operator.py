@@ -5,9 +5,12 @@ the scheduler."""
 
 from __future__ import annotations
 
+import kmock
 import pytest
 
 from scheduler.live.kube import COMPOSITES, NODES, PODGROUPS, PODS, KubeClient
+from scheduler.operator.apis import COSCHEDULING_PODGROUPS, NoGroupApi, discover
+from tests.integration.conftest import VERBS
 from tests.integration.livekit import NS, bound, create_node, running, until
 from tests.integration.operatorkit import (
     JOBS,
@@ -74,7 +77,8 @@ async def test_pod_webhook_sets_scheduler_and_group_over_https(served, kube: Kub
     assert mutated["spec"]["schedulerName"] == "gang-scheduler"
     assert mutated["spec"]["schedulingGroup"] == {"podGroupName": "train"}
     assert kept["allowed"] and "patch" not in kept
-    assert kept["warnings"] == ["spec.schedulerName 'volcano' was set explicitly: the pod is not made part of gang other"]
+    assert kept["warnings"] == [
+        "spec.schedulerName 'volcano' was set explicitly: the pod is not made part of gang other"]
 
 
 @pytest.mark.looptime
@@ -206,3 +210,40 @@ async def _bound_n(kube: KubeClient, prefix: str, n: int) -> dict[str, str] | No
 async def _unschedulable(kube: KubeClient, group: str) -> bool:
     pg = await podgroup_of(kube, group)
     return any(c.get("status") == "False" for c in ((pg or {}).get("status") or {}).get("conditions") or [])
+
+
+@pytest.fixture
+def plugins_only(k8s):  # type: ignore[no-untyped-def]
+    """A cluster with no workload API, but the scheduler-plugins PodGroup CRD."""
+    register(k8s)
+    for path in ("scheduling.k8s.io/v1beta1/podgroups", "scheduling.k8s.io/v1alpha3/compositepodgroups"):
+        del k8s.resources[path]
+    k8s.resources["scheduling.x-k8s.io/v1alpha1/podgroups"] = kmock.ResourceInfo(
+        kind="PodGroup", singular="podgroup", namespaced=True, verbs=VERBS, subresources=("status",))
+    return k8s
+
+
+@pytest.mark.looptime
+async def test_scheduler_plugins_cluster_gets_min_member_and_the_pod_label(plugins_only, kube: KubeClient) -> None:
+    async with operating(plugins_only, kube):
+        admission = Admission(kube)
+        validating = await kube.get(VALIDATING, None, "gang-scheduler-operator")
+        stored = await kube.create(JOBS, NS, await admission.mutated(JOBS, job("train", 3)))
+        pg = await until(lambda: _first(kube.list(COSCHEDULING_PODGROUPS, NS)), what="scheduler-plugins PodGroup")
+        pod = await admission.mutated(PODS, job_pod(stored))
+    assert pg["spec"] == {"minMember": 3} and pg["metadata"]["ownerReferences"][0]["name"] == "train"
+    assert pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] == "train"
+    assert pod["spec"]["schedulerName"] == "gang-scheduler" and "schedulingGroup" not in pod["spec"]
+    assert validating.get("webhooks") in (None, [])  # nothing of scheduling.k8s.io to check here
+
+
+async def _first(coro):  # type: ignore[no-untyped-def]
+    items, _ = await coro
+    return items[0] if items else None
+
+
+async def test_no_group_api_at_all_is_refused_at_start(k8s, kube: KubeClient) -> None:
+    for path in ("scheduling.k8s.io/v1beta1/podgroups", "scheduling.k8s.io/v1alpha3/compositepodgroups"):
+        del k8s.resources[path]
+    with pytest.raises(NoGroupApi, match=r"neither scheduling\.k8s\.io/v1beta1 nor scheduling\.x-k8s\.io/v1alpha1"):
+        await discover(kube)
