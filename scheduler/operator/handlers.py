@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Literal
 
 import kopf
@@ -62,9 +62,16 @@ def stamp_templates(kind: WorkloadKind, raw: JSON) -> None:
 class Reconciler:
     """Brings the groups of one workload in line with it (see the module docstring)."""
 
-    def __init__(self, kube: KubeClient, served: Served) -> None:
-        self.kube = kube
+    def __init__(self, served: Served) -> None:
         self.served = served
+        self._kube: KubeClient | None = None
+
+    @property
+    def kube(self) -> KubeClient:
+        """The client, opened by the registry's startup handler; raises ``RuntimeError`` before that."""
+        if self._kube is None:
+            raise RuntimeError("the operator's client is not open yet (kopf startup has not run)")
+        return self._kube
 
     async def owned(self, namespace: str, uid: str) -> dict[tuple[str, str], tuple[Resource, JSON]]:
         """The groups labelled for workload ``uid`` in ``namespace``, by (kind, name), with their resource."""
@@ -163,11 +170,26 @@ def _essence(namespace: str | None, body: kopf.Body) -> dict[str | None, JSON]:
                         "spec": copy.deepcopy(dict(body.spec))}}
 
 
-def build_registry(kube: KubeClient, served: Served, scheduler_name: str) -> kopf.OperatorRegistry:
+Connect = Callable[[], contextlib.AbstractAsyncContextManager[KubeClient]]
+"""Opens the client the handlers write with, in kopf's event loop, for as long as the operator runs."""
+
+
+def build_registry(connect: Connect, served: Served, scheduler_name: str) -> kopf.OperatorRegistry:
     """A fresh registry with every handler of the module docstring, for ``served`` (from
-    :func:`~scheduler.operator.apis.discover`); login handlers are the caller's to add."""
+    :func:`~scheduler.operator.apis.discover`); its startup handler enters ``connect()`` and its
+    cleanup handler leaves it. Login handlers are the caller's to add."""
     registry = kopf.OperatorRegistry()
-    reconciler = Reconciler(kube, served)
+    reconciler = Reconciler(served)
+    clients = contextlib.AsyncExitStack()
+
+    @kopf.on.startup(id="client", registry=registry)
+    async def open_client(**_: Any) -> None:
+        reconciler._kube = await clients.enter_async_context(connect())
+
+    @kopf.on.cleanup(id="client", registry=registry)
+    async def close_client(**_: Any) -> None:
+        await clients.aclose()
+
     for kind in WORKLOADS:
         _register_workload(registry, reconciler, kind)
 

@@ -13,6 +13,7 @@ pods are refused, not scheduled one by one, while it is down). Its liveness endp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,7 +76,7 @@ async def run(options: OperatorOptions, kube: KubeClient, stop: asyncio.Event, *
     none is served), then run kopf until ``stop`` is set. ``kube`` writes the groups; kopf logs in
     with ``login`` (a ``kopf.on.login`` handler). ``settings``: a starting point (tests), else defaults."""
     served = await discover(kube)
-    registry = build_registry(kube, served, options.scheduler_name)
+    registry = build_registry(lambda: contextlib.nullcontext(kube), served, options.scheduler_name)
     kopf.on.login(registry=registry)(login)
     settings = settings or kopf.OperatorSettings()
     configure(settings, options)
