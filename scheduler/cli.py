@@ -227,11 +227,13 @@ def _operator_option(flag: str, **kw: Any) -> Callable[[Command], Command]:
                   help="Name of the webhook configurations kopf creates and keeps up to date; empty: made by hand.")
 @_operator_option("--cert-file", default=None, help="PEM certificate for the webhooks (default: self-signed).")
 @_operator_option("--key-file", default=None, help="PEM private key of --cert-file.")
+@_operator_option("--ca-file", default=None, help="PEM CA of --cert-file, given to the API server (default: the cert).")
 @_operator_option("--liveness", default="http://0.0.0.0:8080/healthz", help="kopf's health endpoint; empty: none.")
 @click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="INFO",
               show_default=True, envvar="GANG_SCHEDULER_LOG_LEVEL", show_envvar=True, help="Python logging level.")
 def operator_cmd(webhook_port: int, webhook_host: str | None, webhook_service: str | None, webhook_configuration: str,
-                 cert_file: str | None, key_file: str | None, liveness: str, log_level: str, **flags: Any) -> None:
+                 cert_file: str | None, key_file: str | None, ca_file: str | None, liveness: str, log_level: str,
+                 **flags: Any) -> None:
     """Gangs for existing Jobs, JobSets, PyTorchJobs and LeaderWorkerSets (kopf): groups, webhooks."""
     from scheduler.operator.apis import NoGroupApi
     from scheduler.operator.runner import OperatorOptions
@@ -242,7 +244,7 @@ def operator_cmd(webhook_port: int, webhook_host: str | None, webhook_service: s
     options = OperatorOptions(
         scheduler_name=settings.scheduler_name, webhook_port=webhook_port, webhook_host=webhook_host or None,
         service=_service(webhook_service), managed=webhook_configuration or None, certfile=cert_file or None,
-        pkeyfile=key_file or None, liveness=liveness or None)
+        pkeyfile=key_file or None, cafile=ca_file or None, liveness=liveness or None)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
         uvloop.run(_operate(settings, options))

@@ -39,7 +39,8 @@ class OperatorOptions:
     address); ``service``: ``(namespace, name, port)`` of the Service in front of it, reported to
     the API server instead of a URL; ``managed``: the name of the webhook configurations kopf
     manages (None: they are made by hand); ``certfile``/``pkeyfile``: a certificate to use instead of
-    a self-signed one (PEM; reloaded when the files change); ``liveness``: kopf's health endpoint URL
+    a self-signed one (PEM; reloaded when the files change), ``cafile`` the CA that signed it (the
+    bundle given to the API server; default: the certificate itself); ``liveness``: kopf's health endpoint URL
     (None: none)."""
 
     scheduler_name: str = "gang-scheduler"
@@ -50,6 +51,7 @@ class OperatorOptions:
     managed: str | None = "gang-scheduler-operator"
     certfile: str | None = None
     pkeyfile: str | None = None
+    cafile: str | None = None
     liveness: str | None = "http://0.0.0.0:8080/healthz"
 
 
@@ -57,7 +59,7 @@ def configure(settings: kopf.OperatorSettings, options: OperatorOptions) -> None
     """kopf's settings for ``options`` (see the module docstring)."""
     settings.admission.server = ServiceWebhookServer(
         addr=options.webhook_addr, port=options.webhook_port, host=options.webhook_host, service=options.service,
-        certfile=options.certfile, pkeyfile=options.pkeyfile,
+        certfile=options.certfile, pkeyfile=options.pkeyfile, cafile=options.cafile,
         extra_sans=[f"{options.service[1]}.{options.service[0]}.svc"] if options.service else ())
     settings.admission.managed = options.managed
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
