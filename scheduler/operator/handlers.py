@@ -130,7 +130,7 @@ def mutate_pod(served: Served, scheduler_name: str, body: kopf.Body, patch: kopf
     """Point an opted-in pod at ``scheduler_name`` and its group. A pod that already names another
     scheduler, or another group, is left alone with an admission warning saying so."""
     spec, labels = body.get("spec") or {}, dict(body.metadata.labels)
-    group = pod_group(labels, served.composite)
+    group = pod_group(labels, served.composite, body.metadata.name or "")
     if group is None:
         warnings.append(f"{OPT_IN}: no Job, JobSet, PyTorchJob or LeaderWorkerSet labels on this pod, so its group "
                         f"is not known; it is left to spec.schedulerName {spec.get('schedulerName')!r}")

@@ -205,12 +205,21 @@ def desired(kind: WorkloadKind, body: JSON, composite: bool) -> Desired:
     return Desired((GroupSpec(group.kind, group.name, int(value)),), warnings)
 
 
-def pod_group(labels: dict[str, str], composite: bool) -> str | None:
-    """The PodGroup a pod belongs to, from the labels its controller gave it (see :func:`desired` for
-    the names), or None when they do not say. Tried in this order, as a pod of a JobSet is also a
-    Job's and a PyTorchJob's pods carry none of the others: LeaderWorkerSet, PyTorchJob, JobSet, Job."""
+def pod_group(labels: dict[str, str], composite: bool, name: str = "") -> str | None:
+    """The PodGroup a pod (``labels``, ``name``) belongs to, from the labels its controller gave it
+    (see :func:`desired` for the names), or None when they do not say. Tried in this order, as a
+    pod of a JobSet is also a Job's and a PyTorchJob's pods carry none of the others:
+    LeaderWorkerSet, PyTorchJob, JobSet, Job.
+
+    A LeaderWorkerSet leader may reach us before LWS's own pod webhook has labelled its group
+    index (webhooks run in configuration-name order); it is then read from the name, as that
+    webhook does: the leader is pod ``<lws>-<group>`` of the leader StatefulSet
+    (kubernetes-sigs/lws ``pkg/webhooks/pod_webhook.go``, ``GetParentNameAndOrdinal``).
+    """
     if lws := labels.get(LWS_NAME):
         group, worker = labels.get(LWS_GROUP_INDEX), labels.get(LWS_WORKER_INDEX)
+        if group is None and worker == "0" and name.startswith(f"{lws}-") and name[len(lws) + 1:].isdigit():
+            group = name[len(lws) + 1:]
         if group is None or worker is None:
             return None
         if not composite:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import kmock
 import pytest
 
-from scheduler.live.kube import COMPOSITES, NODES, PODGROUPS, PODS, KubeClient
+from scheduler.live.kube import COMPOSITES, NODES, PODGROUPS, PODS, KubeClient, Resource
 from scheduler.operator.apis import COSCHEDULING_PODGROUPS, NoGroupApi, discover
 from tests.integration.conftest import VERBS
 from tests.integration.livekit import NS, bound, create_node, running, until
@@ -183,7 +183,7 @@ async def test_leaderworkerset_groups_follow_replicas(served, kube: KubeClient) 
 @pytest.mark.looptime
 async def test_job_end_to_end_all_or_nothing(served, kube: KubeClient) -> None:
     """Job opted in → its PodGroup made and owned → its pods mutated by the webhook → the scheduler
-    binds them all, or (not enough room) none."""
+    binds them all, or (not enough room) none; scaling the Job moves minCount."""
     for i in range(2):
         await create_node(kube, f"n{i}", cpu="2")
     async with operating(served, kube), running(kube):
@@ -200,6 +200,8 @@ async def test_job_end_to_end_all_or_nothing(served, kube: KubeClient) -> None:
         assert all(p["spec"]["schedulingGroup"]["podGroupName"] in ("fits", "too-big") for p in pods)
         await until(lambda: _unschedulable(kube, "too-big"), what="too-big reported")
         assert not await bound(kube, "too-big-")  # all or nothing: 4 CPUs are taken, 3 more do not fit
+        await kube.patch(JOBS, NS, "too-big", {"spec": {"parallelism": 1}})  # scaled down: a gang of one fits
+        assert await until(lambda: _is(min_count(kube, "too-big"), 1), what="minCount follows the scale-down")
 
 
 async def _bound_n(kube: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
@@ -247,3 +249,72 @@ async def test_no_group_api_at_all_is_refused_at_start(k8s, kube: KubeClient) ->
         del k8s.resources[path]
     with pytest.raises(NoGroupApi, match=r"neither scheduling\.k8s\.io/v1beta1 nor scheduling\.x-k8s\.io/v1alpha1"):
         await discover(kube)
+
+
+@pytest.fixture
+def with_jobset(k8s):  # type: ignore[no-untyped-def]
+    register(k8s)
+    k8s.resources["jobset.x-k8s.io/v1alpha2/jobsets"] = kmock.ResourceInfo(
+        kind="JobSet", singular="jobset", namespaced=True, verbs=VERBS, subresources=("status",))
+    return k8s
+
+
+@pytest.mark.looptime
+async def test_jobset_templates_labelled_and_tree_made(with_jobset, kube: KubeClient) -> None:
+    """kubernetes-sigs/jobset docs/concepts: replicated jobs → child Jobs <jobset>-<rjob>-<i>, one leaf each."""
+    jobsets = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", True, "JobSet")
+    template = job("x", 2)["spec"]
+    body = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "pt", "namespace": NS, "labels": {"gang-scheduler.io/gang": "true"}},
+            "spec": {"replicatedJobs": [{"name": "driver", "template": {"spec": {**template, "parallelism": 1}}},
+                                        {"name": "workers", "replicas": 2, "template": {"spec": template}}]}}
+    async with operating(with_jobset, kube):
+        admitted = await Admission(kube).mutated(jobsets, body)
+        await kube.create(jobsets, NS, admitted)
+
+        async def tree() -> dict[str, dict] | None:
+            pgs, _ = await kube.list(PODGROUPS, NS)
+            cpgs, _ = await kube.list(COMPOSITES, NS)
+            got = {o["metadata"]["name"]: o["spec"] for o in pgs + cpgs}
+            return got if len(got) == 4 else None
+
+        groups = await until(tree, what="the JobSet's tree")
+    for rjob in admitted["spec"]["replicatedJobs"]:
+        assert rjob["template"]["spec"]["template"]["metadata"]["labels"] == {"gang-scheduler.io/gang": "true"}
+    assert groups["pt"]["schedulingPolicy"] == {"gang": {"minGroupCount": 3}}
+    assert groups["pt-workers-1"] == {"schedulingPolicy": {"gang": {"minCount": 2}},
+                                      "parentCompositePodGroupName": "pt",
+                                      "workloadRef": {"workloadName": "pt", "templateName": "workers"}}
+    assert groups["pt-driver-0"]["schedulingPolicy"] == {"gang": {"minCount": 1}}
+
+
+async def warning_events(kube: KubeClient, reason: str) -> list[dict]:
+    items, _ = await kube.list(Resource("", "v1", "events", True, "Event"), NS)
+    return [e for e in items if e.get("reason") == reason and e.get("type") == "Warning"]
+
+
+@pytest.mark.looptime
+async def test_what_cannot_be_honoured_is_a_warning_event_or_an_admission_warning(served, kube: KubeClient) -> None:
+    taken = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "taken", "namespace": NS}, "spec": {"schedulingPolicy": {"gang": {"minCount": 7}}}}
+    await kube.create(PODGROUPS, NS, taken)
+    async with operating(served, kube):
+        await kube.create(JOBS, NS, job("taken", 2))
+        exists = await until(lambda: warning_events(kube, "GangGroupExists"), what="GangGroupExists event")
+        big = job("big", 2)
+        big["metadata"]["annotations"] = {"gang-scheduler.io/min-count": "5"}
+        await kube.create(JOBS, NS, big)
+        too_many = await until(lambda: warning_events(kube, "GangMinCount"), what="GangMinCount event")
+        stray = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray", "namespace": NS,
+                                                                 "labels": {"gang-scheduler.io/gang": "true"}},
+                 "spec": {"schedulerName": "default-scheduler", "containers": []}}
+        unknown = await Admission(kube).call(MUTATING, PODS, review(PODS, stray))
+    assert exists[0]["message"] == f"PodGroup {NS}/taken exists and is not this workload's: left as is"
+    assert exists[0]["involvedObject"]["name"] == "taken"
+    assert (await podgroup_of(kube, "taken"))["spec"]["schedulingPolicy"] == {"gang": {"minCount": 7}}  # untouched
+    assert too_many[0]["message"].startswith("annotation gang-scheduler.io/min-count=5 is more than the 2 pods")
+    assert await min_count(kube, "big") == 5  # honoured all the same
+    assert unknown["allowed"] and "patch" not in unknown
+    assert unknown["warnings"] == ["gang-scheduler.io/gang: no Job, JobSet, PyTorchJob or LeaderWorkerSet labels on "
+                                   "this pod, so its group is not known; it is left to spec.schedulerName "
+                                   "'default-scheduler'"]

@@ -140,6 +140,14 @@ def test_pod_group_from_controller_labels(labels: dict, tree: str | None, flat: 
     assert pod_group(labels, composite=False) == flat
 
 
+def test_a_leader_not_yet_labelled_by_lws_is_read_from_its_name() -> None:
+    labels = {"leaderworkerset.sigs.k8s.io/name": "serve", "leaderworkerset.sigs.k8s.io/worker-index": "0"}
+    assert pod_group(labels, composite=True, name="serve-3") == "serve-3-leader"
+    assert pod_group(labels, composite=False, name="serve-3") == "serve-3"
+    assert pod_group(labels, composite=True, name="other-3") is None
+    assert pod_group(labels, composite=True, name="serve-x") is None
+
+
 def test_every_pod_group_name_is_a_group_the_workload_has() -> None:
     """The pod side and the handler side agree on names (else pods would wait for a group that never comes)."""
     for composite in (True, False):
