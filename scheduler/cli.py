@@ -17,7 +17,7 @@ import logging
 import signal
 import sys
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NoReturn
 
 import annotated_types
@@ -179,10 +179,10 @@ def run_cmd(log_level: str, **flags: Any) -> None:
         _fail(f"no usable cluster configuration: {exc}")
 
 
-async def _run(settings: Settings) -> None:
-    """Connect, then schedule until SIGTERM/SIGINT. Raises :class:`ClusterConfigError` when no
-    cluster configuration is usable (before anything starts)."""
-    from scheduler.live.driver import Scheduler
+async def _connected(settings: Settings, serve: Callable[[Any, asyncio.Event], Awaitable[None]]) -> None:
+    """Connect, then ``serve(kube, stop)`` until SIGTERM/SIGINT sets ``stop``; the client is closed
+    after. Raises :class:`ClusterConfigError` when no cluster configuration is usable (before
+    anything starts)."""
     from scheduler.live.kube import KubeClient  # the live path's imports stay out of `simulate`
 
     kube = await KubeClient.connect(settings.kubeconfig, qps=settings.client_qps, burst=settings.client_burst)
@@ -191,9 +191,16 @@ async def _run(settings: Settings) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await Scheduler(settings, kube).run(stop)
+        await serve(kube, stop)
     finally:
         await kube.close()
+
+
+async def _run(settings: Settings) -> None:
+    """Schedule until SIGTERM/SIGINT (:func:`_connected`)."""
+    from scheduler.live.driver import Scheduler
+
+    await _connected(settings, lambda kube, stop: Scheduler(settings, kube).run(stop))
 
 
 OPERATOR_FIELDS = ("scheduler_name", "kubeconfig", "client_qps", "client_burst")
@@ -255,19 +262,10 @@ def operator_cmd(webhook_port: int, webhook_host: str | None, webhook_service: s
 
 
 async def _operate(settings: Settings, options: Any) -> None:
-    """Connect, then run the operator until SIGTERM/SIGINT."""
-    from scheduler.live.kube import KubeClient
+    """Run the operator until SIGTERM/SIGINT (:func:`_connected`)."""
     from scheduler.operator.runner import run
 
-    kube = await KubeClient.connect(settings.kubeconfig, qps=settings.client_qps, burst=settings.client_burst)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await run(options, kube, stop)
-    finally:
-        await kube.close()
+    await _connected(settings, lambda kube, stop: run(options, kube, stop))
 
 
 @main.command()
