@@ -15,9 +15,13 @@
   label ``scheduling.x-k8s.io/pod-group`` on scheduler-plugins clusters). Both webhooks select
   objects by that label (kopf puts the filter into the webhook's ``objectSelector``), so nothing
   else in the cluster waits on the operator.
-* **Validating webhooks** (``on.validate``, CREATE and UPDATE, failurePolicy Ignore: they are a
-  convenience; the scheduler reports the same problems): PodGroups and CompositePodGroups, with
-  the other groups and the node label keys from kopf indices.
+* **Validating webhooks** (``on.validate``, failurePolicy Ignore: they are a convenience; the
+  scheduler reports the same problems): PodGroups and CompositePodGroups, with the other groups and
+  the node label keys from kopf indices. On CREATE only: what they add to the API server's own
+  validation is cross-object (cycles, depth), and the parent link is immutable (reference §3–§4);
+  an UPDATE can change only ``minCount``, which the API server checks itself — and the scheduler
+  patches its groups on every bind (the intent annotation, architecture §6), which must not wait on
+  the operator.
 """
 
 from __future__ import annotations
@@ -50,7 +54,6 @@ DEFAULT_SCHEDULER = "default-scheduler"
 
 SELECTED = {OPT_IN: OPT_IN_VALUE}
 CREATE: list[Literal["CREATE"]] = ["CREATE"]
-CREATE_UPDATE: list[Literal["CREATE", "UPDATE"]] = ["CREATE", "UPDATE"]
 
 
 def stamp_templates(kind: WorkloadKind, raw: JSON) -> None:
@@ -240,14 +243,14 @@ def _register_validation(registry: kopf.OperatorRegistry, served: Served) -> Non
         def composite_index(namespace: str | None, body: kopf.Body, **_: Any) -> dict[str | None, JSON]:
             return _essence(namespace, body)
 
-    @kopf.on.validate(pg.group, pg.version, pg.plural, id="podgroups", operations=CREATE_UPDATE,
+    @kopf.on.validate(pg.group, pg.version, pg.plural, id="podgroups", operations=CREATE,
                       ignore_failures=True, registry=registry)
     def validate_podgroup(body: kopf.Body, warnings: list[str], **kw: Any) -> None:
         composites = kw.get("composite_index", {})  # absent where CompositePodGroups are not served
         _validate("PodGroup", body, warnings, kw["podgroup_index"], composites, kw["node_label_index"])
 
     if served.composite:
-        @kopf.on.validate(cpg.group, cpg.version, cpg.plural, id="compositepodgroups", operations=CREATE_UPDATE,
+        @kopf.on.validate(cpg.group, cpg.version, cpg.plural, id="compositepodgroups", operations=CREATE,
                           ignore_failures=True, registry=registry)
         def validate_composite(body: kopf.Body, warnings: list[str], **kw: Any) -> None:
             _validate("CompositePodGroup", body, warnings, kw["podgroup_index"], kw["composite_index"],

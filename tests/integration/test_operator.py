@@ -49,6 +49,11 @@ async def test_kopf_manages_the_webhook_configurations(served, kube: KubeClient)
     async with operating(served, kube):
         mutating = await kube.get(MUTATING, None, "gang-scheduler-operator")
         validating = await kube.get(VALIDATING, None, "gang-scheduler-operator")
+    # stopped: the persistent mutating webhooks stay (opted-in pods are refused, not scheduled alone),
+    # the validating ones are taken out
+    after = await kube.get(MUTATING, None, "gang-scheduler-operator")
+    assert [h["name"] for h in after["webhooks"]] == [h["name"] for h in mutating["webhooks"]]
+    assert not (await kube.get(VALIDATING, None, "gang-scheduler-operator")).get("webhooks")
     # one webhook per handler; the JobSet / PyTorchJob ones have no rules here, as those kinds are not served
     hooks = {tuple(h["rules"][0]["resources"]): h for h in mutating["webhooks"] if h["rules"]}
     assert len(mutating["webhooks"]) == 5
@@ -61,6 +66,8 @@ async def test_kopf_manages_the_webhook_configurations(served, kube: KubeClient)
     checks = {h["rules"][0]["resources"][0]: h for h in validating["webhooks"] if h["rules"]}
     assert checks.keys() == {"podgroups", "compositepodgroups"}
     assert all(h["failurePolicy"] == "Ignore" for h in checks.values())
+    # CREATE only: the scheduler's own PodGroup patches (intent, on every bind) never wait on the operator
+    assert all(h["rules"][0]["operations"] == ["CREATE"] for h in checks.values())
 
 
 @pytest.mark.looptime

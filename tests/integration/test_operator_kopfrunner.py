@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 import ssl
 import threading
 import time
@@ -79,7 +80,23 @@ def poll(check: Any, what: str, timeout_s: float = 60) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.fixture
+def kopf_logging() -> Iterator[None]:
+    """``kopf run`` configures logging for the whole process (root level INFO and a handler, the
+    ``asyncio`` logger muted: kopf ``_core/actions/loggers.configure``); put it back for the tests after."""
+    root, quiet = logging.getLogger(), logging.getLogger("asyncio")
+    saved = (root.level, list(root.handlers), quiet.propagate, list(quiet.handlers))
+    try:
+        yield
+    finally:
+        root.setLevel(saved[0])
+        root.handlers[:] = saved[1]
+        quiet.propagate = saved[2]
+        quiet.handlers[:] = saved[3]
+
+
 @pytest.mark.timeout(120)
+@pytest.mark.usefixtures("kopf_logging")
 def test_kopf_runner_runs_the_operator_registry() -> None:
     with emulator_thread() as url:
         @contextlib.asynccontextmanager
