@@ -1,4 +1,4 @@
-"""Command line: ``gang-scheduler run | simulate | version``.
+"""Command line: ``gang-scheduler run | simulate | operator | version``.
 
 Exit codes: 0 — ran (whether or not everything fit); 2 — bad input, with what is wrong on
 stderr: a snapshot file that cannot be read, is not YAML, or holds nothing the scheduler reads
@@ -17,7 +17,7 @@ import logging
 import signal
 import sys
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, NoReturn
 
 import annotated_types
@@ -179,10 +179,10 @@ def run_cmd(log_level: str, **flags: Any) -> None:
         _fail(f"no usable cluster configuration: {exc}")
 
 
-async def _run(settings: Settings) -> None:
-    """Connect, then schedule until SIGTERM/SIGINT. Raises :class:`ClusterConfigError` when no
-    cluster configuration is usable (before anything starts)."""
-    from scheduler.live.driver import Scheduler
+async def _connected(settings: Settings, serve: Callable[[Any, asyncio.Event], Awaitable[None]]) -> None:
+    """Connect, then ``serve(kube, stop)`` until SIGTERM/SIGINT sets ``stop``; the client is closed
+    after. Raises :class:`ClusterConfigError` when no cluster configuration is usable (before
+    anything starts)."""
     from scheduler.live.kube import KubeClient  # the live path's imports stay out of `simulate`
 
     kube = await KubeClient.connect(settings.kubeconfig, qps=settings.client_qps, burst=settings.client_burst)
@@ -191,9 +191,81 @@ async def _run(settings: Settings) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await Scheduler(settings, kube).run(stop)
+        await serve(kube, stop)
     finally:
         await kube.close()
+
+
+async def _run(settings: Settings) -> None:
+    """Schedule until SIGTERM/SIGINT (:func:`_connected`)."""
+    from scheduler.live.driver import Scheduler
+
+    await _connected(settings, lambda kube, stop: Scheduler(settings, kube).run(stop))
+
+
+OPERATOR_FIELDS = ("scheduler_name", "kubeconfig", "client_qps", "client_burst")
+"""The settings ``operator`` reads (the scheduler name it writes into pods, and its client)."""
+
+
+def _service(value: str | None) -> tuple[str, str, int] | None:
+    """``NAMESPACE/NAME:PORT`` → (namespace, name, port); exits 2 on another shape."""
+    if not value:
+        return None
+    ns, _, rest = value.partition("/")
+    name, _, port = rest.partition(":")
+    if not (ns and name and port.isdigit() and 0 < int(port) < 65536):
+        _fail(f"--webhook-service={value!r}: expected NAMESPACE/NAME:PORT")
+    return ns, name, int(port)
+
+
+def _operator_option(flag: str, **kw: Any) -> Callable[[Command], Command]:
+    env = "GANG_SCHEDULER_OPERATOR_" + flag.removeprefix("--").replace("-", "_").upper()
+    return click.option(flag, envvar=env, show_envvar=True, show_default=True, **kw)
+
+
+@main.command(name="operator")
+@_settings_options(OPERATOR_FIELDS)
+@_operator_option("--webhook-port", type=click.IntRange(1, 65535), default=9443, help="HTTPS port of the webhooks.")
+@_operator_option("--webhook-host", default=None,
+                  help="Host name in the self-signed certificate and the webhook URL (default: the address).")
+@_operator_option("--webhook-service", default=None, metavar="NAMESPACE/NAME:PORT",
+                  help="The Service in front of the webhooks, given to the API server instead of a URL.")
+@_operator_option("--webhook-configuration", default="gang-scheduler-operator",
+                  help="Name of the webhook configurations kopf creates and keeps up to date; empty: made by hand.")
+@_operator_option("--cert-file", default=None, help="PEM certificate for the webhooks (default: self-signed).")
+@_operator_option("--key-file", default=None, help="PEM private key of --cert-file.")
+@_operator_option("--ca-file", default=None, help="PEM CA of --cert-file, given to the API server (default: the cert).")
+@_operator_option("--liveness", default="http://0.0.0.0:8080/healthz", help="kopf's health endpoint; empty: none.")
+@click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="INFO",
+              show_default=True, envvar="GANG_SCHEDULER_LOG_LEVEL", show_envvar=True, help="Python logging level.")
+def operator_cmd(webhook_port: int, webhook_host: str | None, webhook_service: str | None, webhook_configuration: str,
+                 cert_file: str | None, key_file: str | None, ca_file: str | None, liveness: str, log_level: str,
+                 **flags: Any) -> None:
+    """Gangs for existing Jobs, JobSets, PyTorchJobs and LeaderWorkerSets (kopf): groups, webhooks."""
+    from scheduler.operator.apis import NoGroupApi
+    from scheduler.operator.runner import OperatorOptions
+
+    settings = _settings(flags)
+    if bool(cert_file) != bool(key_file):
+        _fail("--cert-file and --key-file go together")
+    options = OperatorOptions(
+        scheduler_name=settings.scheduler_name, webhook_port=webhook_port, webhook_host=webhook_host or None,
+        service=_service(webhook_service), managed=webhook_configuration or None, certfile=cert_file or None,
+        pkeyfile=key_file or None, cafile=ca_file or None, liveness=liveness or None)
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        uvloop.run(_operate(settings, options))
+    except ClusterConfigError as exc:
+        _fail(f"no usable cluster configuration: {exc}")
+    except NoGroupApi as exc:
+        _fail(str(exc))
+
+
+async def _operate(settings: Settings, options: Any) -> None:
+    """Run the operator until SIGTERM/SIGINT (:func:`_connected`)."""
+    from scheduler.operator.runner import run
+
+    await _connected(settings, lambda kube, stop: run(options, kube, stop))
 
 
 @main.command()

@@ -35,6 +35,7 @@ from scheduler.groups.tree import (
     OrphanPod,
     TreeState,
     created_at,
+    depth_problem,
     waiting_message,
 )
 from scheduler.model.coscheduling import API_GROUP as COSCHEDULING_API_GROUP
@@ -371,6 +372,28 @@ class GroupIndex:
             self._heads[member] = result
         return result
 
+    def layout_problems(self, kind: str, name: Name) -> list[str]:
+        """The shape problems of the tree holding group ``(kind, name)`` as far as the groups fed so far
+        show it, with the messages the scheduler reports for them: a cycle in
+        ``parentCompositePodGroupName`` and a depth over :data:`~scheduler.groups.tree.MAX_DEPTH`.
+
+        A missing parent or a CompositePodGroup with no children yet is not a problem here: at
+        ``kubectl apply`` time they may simply not have been created yet (the admission webhook,
+        ``scheduler.operator.validation``, asks this). ``kind``: PodGroup or CompositePodGroup, fed
+        with ``set_*`` before; raises ``KeyError`` otherwise. Source: reference §4 ("depth ≤ 4, no
+        cycles ... the scheduler detects bad layouts at run time").
+        """
+        self._ensure_structure()
+        node: Node = (kind, name)
+        head, invalid = self._head(node)
+        problems = []
+        if invalid and self._parent_of(head) in self.cpgs:  # the head of a cycle has a parent; a cut chain's has none
+            problems.append(invalid)
+        _, depth = self._group(head, [], [], depth=1, path=frozenset())
+        if too_deep := depth_problem(depth):
+            problems.append(too_deep)
+        return problems
+
     # -- priorities ----------------------------------------------------------------------------
     def pod_priority(self, pod: Pod) -> int:
         """``spec.priority``, else the value of ``priorityClassName``, else the global default."""
@@ -511,10 +534,8 @@ class GroupIndex:
         if len(names) > 1:
             counts = ", ".join(f"{n} ({sum(p.spec.scheduler_name == n for p in pods)})" for n in names)
             problems.append(f"pods of one tree must share one schedulerName, found {counts}")
-        if depth > MAX_DEPTH + 1:
-            problems.append(f"tree depth exceeds {MAX_DEPTH}")
-        elif depth > MAX_DEPTH:
-            problems.append(f"tree depth {depth} exceeds {MAX_DEPTH}")
+        if too_deep := depth_problem(depth):
+            problems.append(too_deep)
         root_obj = self.pgs[node[1]] if node[0] == "PodGroup" else self.cpgs[node[1]]
         prio = self.group_priority(root_obj)
         if prio is None:

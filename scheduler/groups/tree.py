@@ -231,6 +231,16 @@ def created_at(meta_ts: datetime | None) -> datetime:
     return meta_ts or _EPOCH
 
 
+def depth_problem(depth: int) -> str | None:
+    """Why a tree ``depth`` levels deep (the root is 1) is Invalid, else None. A depth of
+    ``MAX_DEPTH + 2`` means "cut while reading": the true depth is not known, only that it is too deep."""
+    if depth > MAX_DEPTH + 1:
+        return f"tree depth exceeds {MAX_DEPTH}"
+    if depth > MAX_DEPTH:
+        return f"tree depth {depth} exceeds {MAX_DEPTH}"
+    return None
+
+
 def waiting_message(group: Group) -> str:
     """Why a tree is not admissible yet, naming each short gang: ``gang workers: 3/8 pods exist``."""
     parts: list[str] = []

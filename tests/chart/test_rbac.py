@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,9 +34,11 @@ import pytest
 from scheduler.live import kube as kube_module
 from scheduler.live import podgroup_api
 from scheduler.live.kube import Resource
+from scheduler.operator import apis as apis_module
 from tests.chart.helmchart import ROOT, objects, render
 
 SCHEDULER = ROOT / "scheduler"
+OPERATOR = SCHEDULER / "operator"
 
 VERBS: dict[str, str | None] = {
     "list": "list",
@@ -72,6 +75,11 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
     # Pod.group_api): scheduler-plugins' CRD, else `self.podgroups`, the version driver.py Scheduler.discover chose.
     ("live/binder.py", "Binder.write_intent.one", "resource[ns, name]"): ("PODGROUPS", "PODGROUPS_V1ALPHA2",
                                                                           "COSCHEDULING_PODGROUPS"),
+    # operator/handlers.py Reconciler: `res` is groups.resource_of(spec, served) (COMPOSITES for a
+    # CompositePodGroup, else Served.podgroups: PODGROUPS or COSCHEDULING_PODGROUPS), or the resource
+    # Reconciler.owned listed an object from.
+    **{("operator/handlers.py", f"Reconciler.{fn}", "res"): ("PODGROUPS", "COMPOSITES", "COSCHEDULING_PODGROUPS")
+       for fn in ("owned", "reconcile", "_ensure")},
 }
 
 LEASE_GROUP = "coordination.k8s.io"
@@ -95,11 +103,14 @@ class Call:
     line: int
 
 
-def kube_calls() -> list[Call]:
-    """Every ``….kube.<method>(…)`` / ``kube.<method>(…)`` call in scheduler/, except kube.py itself."""
+def kube_calls(root: Path = SCHEDULER) -> list[Call]:
+    """Every ``….kube.<method>(…)`` / ``kube.<method>(…)`` call under ``root``, except kube.py itself;
+    under scheduler/ the operator's package (another process, its own ClusterRole) is left out."""
     calls: list[Call] = []
-    for path in sorted(SCHEDULER.rglob("*.py")):
+    for path in sorted(root.rglob("*.py")):
         if path.name == "kube.py" and path.parent == SCHEDULER / "live":
+            continue
+        if root == SCHEDULER and OPERATOR in path.parents:
             continue
         tree = ast.parse(path.read_text(), filename=str(path))
         for function, node in _calls_with_scope(tree):
@@ -133,16 +144,16 @@ def _calls_with_scope(tree: ast.Module) -> Iterator[tuple[str, ast.Call]]:
 
 
 def constant(name: str) -> Resource:
-    res = getattr(kube_module, name, None)
+    res = getattr(kube_module, name, None) or getattr(apis_module, name, None)
     assert isinstance(res, Resource), f"{name} is not a Resource constant of scheduler/live/kube.py"
     return res
 
 
-def needed() -> tuple[set[tuple[str, str, str]], list[Call]]:
-    """The (group, resource, verb) triples the code needs, and the calls that need none (discovery)."""
+def needed(root: Path = SCHEDULER) -> tuple[set[tuple[str, str, str]], list[Call]]:
+    """The (group, resource, verb) triples the code under ``root`` needs, and the calls that need none (discovery)."""
     triples: set[tuple[str, str, str]] = set()
     discovery: list[Call] = []
-    for call in kube_calls():
+    for call in kube_calls(root):
         where = f"scheduler/{call.file}:{call.line} {call.function}: kube.{call.method}({call.resource}…)"
         if call.method in NOT_API_CALLS:
             continue
@@ -171,7 +182,9 @@ def granted(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
 
 
 def rbac(values: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
-    return {o["kind"]: o for o in objects(render(values)) if o["kind"] in ("ClusterRole", "Role")}
+    """The scheduler's ClusterRole and Role (not the operator's, ``operator.enabled``)."""
+    return {o["kind"]: o for o in objects(render(values)) if o["kind"] in ("ClusterRole", "Role")
+            and o["metadata"]["labels"]["app.kubernetes.io/component"] == "scheduler"}
 
 
 def test_every_kube_call_is_understood() -> None:

@@ -82,3 +82,21 @@ else as JSON (lists as pydantic-settings expects them, numbers without exponent 
 {{- fail "enable serviceMonitor or podMonitor, not both: Prometheus would scrape every series twice" }}
 {{- end }}
 {{- end }}
+
+{{/* The operator's objects (Deployment, Service, ServiceAccount, RBAC, webhook configurations). */}}
+{{- define "gang-scheduler.operatorName" -}}
+{{- printf "%s-operator" (include "gang-scheduler.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "gang-scheduler.operatorSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "gang-scheduler.name" . }}-operator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "gang-scheduler.operatorLabels" -}}
+helm.sh/chart: {{ include "gang-scheduler.chart" . }}
+{{ include "gang-scheduler.operatorSelectorLabels" . }}
+app.kubernetes.io/component: operator
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}

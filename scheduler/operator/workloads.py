@@ -1,0 +1,235 @@
+"""The workload kinds the operator knows, and the gang each one is: the groups it needs, the pod
+templates that get the opt-in label, and the group a pod of it belongs to.
+
+Shapes (the fields read here, nothing else):
+
+* **Job** (``batch/v1``): ``spec.parallelism`` (default 1), ``spec.completions``,
+  ``spec.template``. The Job controller runs ``min(parallelism, completions − succeeded)`` pods at
+  once, so the gang is ``min(parallelism, completions)`` pods (clamped to ≥ 1, as the v1.37
+  ``workloadbuilder`` clamps a gang's default minCount; reference §5).
+* **JobSet** (``jobset.x-k8s.io/v1alpha2``, kubernetes-sigs/jobset ``api/jobset/v1alpha2``):
+  ``spec.replicatedJobs[] {name, replicas (default 1), template: JobTemplateSpec}``; child Jobs are
+  ``<jobset>-<replicatedJob>-<index>`` (the ``ReplicatedJob.replicas`` doc).
+* **PyTorchJob** (``kubeflow.org/v1``, kubeflow/training-operator ``pkg/apis/kubeflow.org/v1``):
+  ``spec.pytorchReplicaSpecs {Master, Worker: {replicas (default 1), template}}``.
+* **LeaderWorkerSet** (``leaderworkerset.x-k8s.io/v1``, kubernetes-sigs/lws ``api/leaderworkerset/v1``):
+  ``spec.replicas`` (default 1) groups of ``spec.leaderWorkerTemplate.size`` (default 1) pods: one
+  leader (``leaderTemplate``, else ``workerTemplate``) and ``size − 1`` workers. Each group is a
+  gang of its own (a replica of a served model).
+
+Where CompositePodGroups are served, a multi-role workload is a tree: a CompositePodGroup whose
+children are one PodGroup per role replica (JobSet child Job, PyTorchJob replica type, LWS
+leader / workers), all required together (``gang.minGroupCount`` = the number of children).
+Elsewhere it is one PodGroup holding every pod, which is all-or-nothing just the same.
+No I/O; never raises on a malformed workload (a missing or mistyped count reads as its default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from scheduler.operator.labels import (
+    JOB_NAME,
+    JOBSET_NAME,
+    KUBEFLOW_JOB_NAME,
+    KUBEFLOW_REPLICA_TYPE,
+    LWS_GROUP_INDEX,
+    LWS_NAME,
+    LWS_WORKER_INDEX,
+    MIN_COUNT,
+)
+
+JSON = dict[str, Any]
+
+ROOT_TEMPLATE = "gang"
+"""``workloadRef.templateName`` of the CompositePodGroup at the root of a tree (the API requires one)."""
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """One group a workload needs. ``minimum``: ``gang.minCount`` of a PodGroup (pods) or
+    ``gang.minGroupCount`` of a CompositePodGroup (children); ``parent``: the CompositePodGroup
+    it hangs from; ``template``: ``workloadRef.templateName`` (the role), set in trees only."""
+
+    kind: Literal["PodGroup", "CompositePodGroup"]
+    name: str
+    minimum: int
+    parent: str | None = None
+    template: str | None = None
+
+
+@dataclass(frozen=True)
+class Desired:
+    """The groups of one workload, and what the user set that could not be honoured as asked."""
+
+    groups: tuple[GroupSpec, ...]
+    warnings: tuple[str, ...] = ()
+
+
+def _count(value: Any, default: int) -> int:
+    """A JSON integer count, else ``default`` (a bool, string or float is not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _dict(value: Any) -> JSON:
+    return value if isinstance(value, dict) else {}
+
+
+def job_pods(job_spec: JSON) -> int:
+    """How many pods of a Job (``JobSpec``) run at once, ≥ 1: ``min(parallelism, completions)``."""
+    parallelism = _count(job_spec.get("parallelism"), 1)
+    completions = job_spec.get("completions")
+    if isinstance(completions, int) and not isinstance(completions, bool):
+        parallelism = min(parallelism, completions)
+    return max(parallelism, 1)
+
+
+def _tree(root: str, children: list[tuple[str, int, str]], composite: bool) -> tuple[GroupSpec, ...]:
+    """``children`` (name, pods, role) under one CompositePodGroup ``root``, or one PodGroup ``root``
+    of all their pods where composites are not served."""
+    if not composite:
+        return (GroupSpec("PodGroup", root, max(sum(n for _, n, _ in children), 1)),)
+    return (GroupSpec("CompositePodGroup", root, max(len(children), 1), template=ROOT_TEMPLATE),
+            *(GroupSpec("PodGroup", name, n, parent=root, template=role) for name, n, role in children))
+
+
+def _job_groups(body: JSON, composite: bool) -> tuple[GroupSpec, ...]:
+    name = _dict(body.get("metadata")).get("name", "")
+    return (GroupSpec("PodGroup", name, job_pods(_dict(body.get("spec")))),)
+
+
+def _jobset_groups(body: JSON, composite: bool) -> tuple[GroupSpec, ...]:
+    name = _dict(body.get("metadata")).get("name", "")
+    children = []
+    for rjob in _dict(body.get("spec")).get("replicatedJobs") or []:
+        rjob = _dict(rjob)
+        pods = job_pods(_dict(_dict(rjob.get("template")).get("spec")))
+        for i in range(max(_count(rjob.get("replicas"), 1), 0)):
+            children.append((f"{name}-{rjob.get('name', '')}-{i}", pods, str(rjob.get("name", ""))))
+    return _tree(name, children, composite)
+
+
+def _pytorch_groups(body: JSON, composite: bool) -> tuple[GroupSpec, ...]:
+    name = _dict(body.get("metadata")).get("name", "")
+    specs = _dict(_dict(body.get("spec")).get("pytorchReplicaSpecs"))
+    children = [(f"{name}-{rtype.lower()}", n, rtype.lower()) for rtype, spec in sorted(specs.items())
+                if (n := _count(_dict(spec).get("replicas"), 1)) > 0]
+    return _tree(name, children, composite)
+
+
+def _lws_groups(body: JSON, composite: bool) -> tuple[GroupSpec, ...]:
+    name = _dict(body.get("metadata")).get("name", "")
+    spec = _dict(body.get("spec"))
+    size = max(_count(_dict(spec.get("leaderWorkerTemplate")).get("size"), 1), 1)
+    groups: list[GroupSpec] = []
+    for g in range(max(_count(spec.get("replicas"), 1), 0)):
+        children = [(f"{name}-{g}-leader", 1, "leader")]
+        if size > 1:
+            children.append((f"{name}-{g}-workers", size - 1, "workers"))
+        groups += _tree(f"{name}-{g}", children, composite)
+    return tuple(groups)
+
+
+def _templates_at(*path: str) -> Callable[[JSON], Iterator[JSON]]:
+    """The pod template (a ``PodTemplateSpec`` dict, mutable) at ``path`` in a body, if present;
+    ``[]`` in a path walks a list, ``*`` a map's values."""
+    def walk(node: Any, rest: tuple[str, ...]) -> Iterator[JSON]:
+        if not rest:
+            if isinstance(node, dict):
+                yield node
+            return
+        head, tail = rest[0], rest[1:]
+        if head == "[]":
+            for item in node if isinstance(node, list) else []:
+                yield from walk(item, tail)
+        elif head == "*":
+            for item in node.values() if isinstance(node, dict) else []:
+                yield from walk(item, tail)
+        elif isinstance(node, dict) and head in node:
+            yield from walk(node[head], tail)
+
+    return lambda body: walk(body, path)
+
+
+@dataclass(frozen=True)
+class WorkloadKind:
+    """A workload API: where it is served, the groups one object needs (``groups(body, composite)``,
+    ``composite``: CompositePodGroups are served) and its pod templates (``templates(body)``)."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    groups: Callable[[JSON, bool], tuple[GroupSpec, ...]] = field(repr=False)
+    templates: Callable[[JSON], Iterator[JSON]] = field(repr=False)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+JOB = WorkloadKind("batch", "v1", "jobs", "Job", _job_groups, _templates_at("spec", "template"))
+JOBSET = WorkloadKind("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", _jobset_groups,
+                      _templates_at("spec", "replicatedJobs", "[]", "template", "spec", "template"))
+PYTORCHJOB = WorkloadKind("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", _pytorch_groups,
+                          _templates_at("spec", "pytorchReplicaSpecs", "*", "template"))
+LEADERWORKERSET = WorkloadKind("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", _lws_groups,
+                               lambda body: (t for key in ("leaderTemplate", "workerTemplate")
+                                             for t in _templates_at("spec", "leaderWorkerTemplate", key)(body)))
+WORKLOADS = (JOB, JOBSET, PYTORCHJOB, LEADERWORKERSET)
+
+
+def desired(kind: WorkloadKind, body: JSON, composite: bool) -> Desired:
+    """The groups ``body`` (a ``kind`` object) needs, with the :data:`MIN_COUNT` override applied.
+
+    The override sets ``gang.minCount`` of a workload that is one PodGroup (a Job; any kind where
+    CompositePodGroups are not served). It is not applied to a tree, whose minimum is per role,
+    and a value that is not a positive integer is not applied; both come back as warnings, as
+    does a value above the pod count (honoured: the gang then waits for pods that never come).
+    """
+    groups = kind.groups(body, composite)
+    value = _dict(_dict(body.get("metadata")).get("annotations")).get(MIN_COUNT)
+    if value is None:
+        return Desired(groups)
+    if len(groups) != 1:
+        return Desired(groups, (f"annotation {MIN_COUNT}={value!r} is not applied: this {kind.kind} is a tree of "
+                                f"{len(groups)} groups, each with the minimum of its role",))
+    if not value.isdigit() or int(value) < 1:
+        return Desired(groups, (f"annotation {MIN_COUNT}={value!r} is not applied: it must be a positive integer",))
+    (group,) = groups
+    warnings = () if int(value) <= group.minimum else (
+        f"annotation {MIN_COUNT}={value} is more than the {group.minimum} pods the {kind.kind} runs at once: "
+        f"the gang cannot be scheduled until that many pods exist",)
+    return Desired((GroupSpec(group.kind, group.name, int(value)),), warnings)
+
+
+def pod_group(labels: dict[str, str], composite: bool, name: str = "") -> str | None:
+    """The PodGroup a pod (``labels``, ``name``) belongs to, from the labels its controller gave it
+    (see :func:`desired` for the names), or None when they do not say. Tried in this order, as a
+    pod of a JobSet is also a Job's and a PyTorchJob's pods carry none of the others:
+    LeaderWorkerSet, PyTorchJob, JobSet, Job.
+
+    A LeaderWorkerSet leader may reach us before LWS's own pod webhook has labelled its group
+    index (webhooks run in configuration-name order); it is then read from the name, as that
+    webhook does: the leader is pod ``<lws>-<group>`` of the leader StatefulSet
+    (kubernetes-sigs/lws ``pkg/webhooks/pod_webhook.go``, ``GetParentNameAndOrdinal``).
+    """
+    if lws := labels.get(LWS_NAME):
+        group, worker = labels.get(LWS_GROUP_INDEX), labels.get(LWS_WORKER_INDEX)
+        if group is None and worker == "0" and name.startswith(f"{lws}-") and name[len(lws) + 1:].isdigit():
+            group = name[len(lws) + 1:]
+        if group is None or worker is None:
+            return None
+        if not composite:
+            return f"{lws}-{group}"
+        return f"{lws}-{group}-leader" if worker == "0" else f"{lws}-{group}-workers"
+    if job := labels.get(KUBEFLOW_JOB_NAME):
+        rtype = labels.get(KUBEFLOW_REPLICA_TYPE)
+        if not composite:
+            return job
+        return f"{job}-{rtype.lower()}" if rtype else None
+    if jobset := labels.get(JOBSET_NAME):
+        return labels.get(JOB_NAME) if composite else jobset
+    return labels.get(JOB_NAME) or labels.get("job-name")
