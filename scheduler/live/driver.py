@@ -44,27 +44,9 @@ from scheduler.live.binder import Binder, BindOutcome
 from scheduler.live.group_status import GroupConditions
 from scheduler.live.health import HealthServer
 from scheduler.live.informers import Informer
-from scheduler.live.kube import (
-    COMPOSITES,
-    CSI_NODES,
-    DEVICE_CLASSES,
-    DRA_RESOURCES,
-    NAMESPACES,
-    NODES,
-    PERSISTENT_VOLUME_CLAIMS,
-    PERSISTENT_VOLUMES,
-    POD_DISRUPTION_BUDGETS,
-    PODGROUPS,
-    PODS,
-    PRIORITY_CLASSES,
-    RESOURCE_CLAIM_TEMPLATES,
-    RESOURCE_CLAIMS,
-    RESOURCE_SLICES,
-    STORAGE_CLASSES,
-    ApiError,
-    KubeClient,
-)
+from scheduler.live.kube import PODGROUPS, ApiError, KubeClient
 from scheduler.live.leader import LeaderElector
+from scheduler.live.listing import watched_resources
 from scheduler.live.metrics import Metrics
 from scheduler.live.preemptor import Preemptor, TimedPreemption
 from scheduler.live.repair import GANG_BELOW_MIN, GangRepair, below_min_message, teardown_unit
@@ -87,7 +69,6 @@ MAX_WARNED_PODS = 65536
 """Pods remembered as warned about unhonoured fields (oldest forgotten first; a forgotten pod is warned again)."""
 
 REQUIRED = (PODGROUPS, "GenericWorkload (and --runtime-config=scheduling.k8s.io/v1beta1=true)")
-OPTIONAL = (COMPOSITES, "CompositePodGroup (and --runtime-config=scheduling.k8s.io/v1alpha3=true)")
 
 
 class Scheduler:
@@ -213,43 +194,7 @@ class Scheduler:
         return False
 
     async def start_informers(self) -> None:
-        resources = [PODS, NODES, PODGROUPS, PRIORITY_CLASSES, NAMESPACES]  # namespaces: pod affinity
-        if self.settings.preemption:
-            resources.append(POD_DISRUPTION_BUDGETS)  # preemption's preferences (policy/v1, always served)
-        try:
-            if COMPOSITES.plural in await self.kube.served(COMPOSITES.group_version):
-                resources.append(COMPOSITES)
-            else:
-                log.warning("API %s %s is not served (feature gate %s): trees are single PodGroups",
-                            COMPOSITES.group_version, COMPOSITES.plural, OPTIONAL[1])
-        except ApiError as exc:
-            log.warning("could not discover %s: %s", COMPOSITES.group_version, exc)
-        dra_api = RESOURCE_CLAIMS.group_version
-        try:
-            served = await self.kube.served(dra_api)
-        except ApiError as exc:
-            log.warning("could not discover %s: %s; pods with ResourceClaims wait", dra_api, exc)
-        else:
-            missing = [r.plural for r in DRA_RESOURCES if r.plural not in served]
-            if missing:
-                log.warning("API %s %s is not served: pods with ResourceClaims wait, extended resources are not "
-                            "served through DRA", dra_api, ", ".join(missing))
-            else:
-                resources += [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES]
-        # The storage kinds the volume plugins read (all GA): a server lacking one is logged once, and pods whose
-        # volumes need it wait (claims) or are not limited by it (classes, CSINodes).
-        for storage in ((PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES), (STORAGE_CLASSES, CSI_NODES)):
-            api = storage[0].group_version
-            try:
-                served = await self.kube.served(api)
-            except ApiError as exc:
-                log.warning("could not discover %s: %s; volumes that need it are not honoured", api, exc)
-                continue
-            for res in storage:
-                if res.plural in served:
-                    resources.append(res)
-                else:
-                    log.warning("API %s %s is not served: volumes that need it are not honoured", api, res.plural)
+        resources = await watched_resources(self.kube, self.settings.preemption)
         for res in resources:
             informer = Informer(self.kube, res, self.cache, self.on_change)
             self.informers.append(informer)

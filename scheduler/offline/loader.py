@@ -290,16 +290,18 @@ def _raw_objects(path: Path, stdin: BinaryIO | None) -> Iterator[tuple[str, Any]
             yield f"document {i}", doc
 
 
-def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None) -> Objects:
+def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Objects | None = None) -> Objects:
     """Read every file into one :class:`Objects`; a path ``-`` (:data:`~scheduler.offline.reader.STDIN`) is
     read from ``stdin`` (default: the process's standard input) and named ``<stdin>``.
 
     Raises :class:`SnapshotError` if a file cannot be read, is not UTF-8 or is not YAML or JSON, or if
     the files *together* hold no valid Node, Pod, PodGroup or CompositePodGroup; in that case
     the message quotes the load problems (up to :data:`MAX_LISTED_PROBLEMS`), since no report
-    follows to list them.
+    follows to list them. ``objects``: add to these (what ``simulate --from-cluster`` listed) rather than to
+    a new :class:`Objects`; an object of a file that is already there with other content is a problem, and
+    the one already there is kept.
     """
-    objects = Objects()
+    objects = Objects() if objects is None else objects
     names = [Path(p) for p in paths]
     for path in names:
         source = name_of(path)
