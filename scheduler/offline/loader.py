@@ -230,16 +230,18 @@ class Objects:
         except (ValidationError, QuantityError) as exc:
             if first is None:
                 self.problems.append(LoadProblem(source, kind, ns, name, describe(exc)))
-                return
-            obj = None
-        if first is not None:
-            if obj is None or obj.model_dump() != first.model_dump():
-                self.problems.append(
-                    LoadProblem(source, kind, ns, name, "defined again with different content; the first is kept")
-                )
+            else:
+                self._redefined(source, kind, ns, name)
             return
-        self._seen[ident] = obj
-        self._bucket(obj).append(obj)
+        if first is None:
+            self._seen[ident] = obj
+            self._bucket(obj).append(obj)
+        elif obj.model_dump() != first.model_dump():
+            self._redefined(source, kind, ns, name)
+
+    def _redefined(self, source: str, kind: str, ns: str, name: str) -> None:
+        message = "defined again with different content; the first is kept"
+        self.problems.append(LoadProblem(source, kind, ns, name, message))
 
 
 def _shape(raw: Any) -> str:

@@ -105,7 +105,7 @@ def documents(path: Path, stdin: BinaryIO | None = None,
                 yield i, parsed.pop()
             return
     stream = io.BytesIO(data)
-    stream.name = name  # type: ignore[misc]  # both parsers name their marks (error positions) after it
+    stream.name = name  # both parsers name their marks (error positions) after it
     try:
         yield from enumerate(_yaml_documents(loader(stream)), start=1)
     except yaml.YAMLError as exc:
@@ -136,8 +136,9 @@ def _json_documents(data: bytes) -> list[Any] | None:
         docs.append(doc)
 
 
-def _yaml_documents(loader: yaml.SafeLoader) -> Iterator[Any]:
-    """Every document of ``loader``'s stream, built from its events (see the module docstring)."""
+def _yaml_documents(loader: Any) -> Iterator[Any]:
+    """Every document of ``loader``'s stream (a :data:`YAML_LOADER` instance: PyYAML is untyped), built from its
+    events (see the module docstring)."""
     try:
         loader.get_event()  # StreamStartEvent
         while not isinstance(loader.peek_event(), StreamEndEvent):
@@ -152,7 +153,7 @@ def _yaml_documents(loader: yaml.SafeLoader) -> Iterator[Any]:
         loader.dispose()
 
 
-def _document(loader: yaml.SafeLoader) -> Any:
+def _document(loader: Any) -> Any:
     """One document's value, built without recursion (an explicit stack of open collections)."""
     get_event = loader.get_event
     plain_tags: dict[str, str] = {}
@@ -235,7 +236,7 @@ def _merges(value: Any, mapping_mark: Any, mark: Any) -> list[dict[Any, Any]]:
                                             "expected a mapping or list of mappings for merging", mark)
 
 
-def _scalar(loader: yaml.SafeLoader, event: Any, plain_tags: dict[str, str]) -> Any:
+def _scalar(loader: Any, event: Any, plain_tags: dict[str, str]) -> Any:
     """A scalar's value as ``safe_load`` makes it; a plain scalar whose first character starts no implicit
     type (``gpu-1``, ``Running``) is a string at once, without the resolver's regular expressions, and the tag
     of any other plain scalar is resolved once per distinct text (``plain_tags``: text → tag; keys such as
