@@ -19,6 +19,7 @@ import signal
 import sys
 import typing
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 import annotated_types
@@ -178,8 +179,8 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
         if from_cluster:
             logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
             objects = uvloop.run(_cluster_objects(settings))
-            if adds:
-                load(adds, objects=objects)  # a `-` reads sys.stdin
+            if adds:  # a `-` reads sys.stdin; created now, as the API server would stamp them
+                load(adds, objects=objects, created=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
         else:
             objects = load(list(files) or [str(example_path())])
     except SnapshotError as exc:

@@ -292,7 +292,8 @@ def _raw_objects(path: Path, stdin: BinaryIO | None) -> Iterator[tuple[str, Any]
             yield f"document {i}", doc
 
 
-def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Objects | None = None) -> Objects:
+def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Objects | None = None,
+         created: str | None = None) -> Objects:
     """Read every file into one :class:`Objects`; a path ``-`` (:data:`~scheduler.offline.reader.STDIN`) is
     read from ``stdin`` (default: the process's standard input) and named ``<stdin>``.
 
@@ -301,13 +302,17 @@ def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Ob
     the message quotes the load problems (up to :data:`MAX_LISTED_PROBLEMS`), since no report
     follows to list them. ``objects``: add to these (what ``simulate --from-cluster`` listed) rather than to
     a new :class:`Objects`; an object of a file that is already there with other content is a problem, and
-    the one already there is kept.
+    the one already there is kept. ``created``: the ``metadata.creationTimestamp`` (RFC 3339) given to each
+    object that has none, as the API server stamps an object it creates (``--add``: queued after the
+    cluster's older pending gangs of the same priority, not before them).
     """
     objects = Objects() if objects is None else objects
     names = [Path(p) for p in paths]
     for path in names:
         source = name_of(path)
         for where, raw in _raw_objects(path, stdin):
+            if created is not None and isinstance(raw, dict) and isinstance(meta := raw.get("metadata"), dict):
+                meta.setdefault("creationTimestamp", created)
             objects.add(source, raw, where)
     if not names:
         raise SnapshotError("no snapshot file given")
