@@ -64,6 +64,9 @@ MERGE_TAG = "tag:yaml.org,2002:merge"
 _MERGE = object()
 """Stands for a ``<<`` key while its mapping is being built."""
 _NO_KEY = object()
+"""A mapping being built waits for its next key."""
+_SEQUENCE = object()
+"""The frame being built is a sequence (a mapping's pending key may be anything, ``None`` included)."""
 MAX_REMEMBERED_TAGS = 1 << 16
 """Distinct plain scalars whose resolved tag one document remembers (then it starts over): bounds the memo."""
 
@@ -159,7 +162,7 @@ def _document(loader: Any) -> Any:
     plain_tags: dict[str, str] = {}
     anchors: dict[str, Any] = {}
     marks: dict[str, Any] = {}
-    stack: list[list[Any]] = []  # [container, pending key or _NO_KEY (mappings) / None (sequences), merges, mark]
+    stack: list[list[Any]] = []  # [container, pending key or _NO_KEY (mappings) / _SEQUENCE, merges, mark]
     while True:
         event = get_event()
         kind = type(event)
@@ -173,7 +176,7 @@ def _document(loader: Any) -> Any:
                     None, None, f"the tag {event.tag!r} is not supported in a snapshot", event.start_mark)
             container: Any = {} if mapping else []
             _anchor(anchors, marks, event, container)
-            stack.append([container, _NO_KEY if mapping else None, None, event.start_mark])
+            stack.append([container, _NO_KEY if mapping else _SEQUENCE, None, event.start_mark])
             continue
         elif kind is MappingEndEvent or kind is SequenceEndEvent:
             value, _, merges, _ = stack.pop()
@@ -193,13 +196,13 @@ def _document(loader: Any) -> Any:
         if kind is ScalarEvent:
             _anchor(anchors, marks, event, value)
         frame = stack[-1] if stack else None
-        key = frame[1] if frame else None
+        key = frame[1] if frame else _SEQUENCE
         if value is _MERGE and key is not _NO_KEY:  # ``<<`` anywhere but as a key: PyYAML has no constructor
             raise yaml.constructor.ConstructorError(None, None, f"could not determine a constructor for the tag "
                                                     f"{MERGE_TAG!r}", event.start_mark)
         if frame is None:
             return value
-        if key is None:
+        if key is _SEQUENCE:
             frame[0].append(value)
         elif key is _NO_KEY:
             frame[1] = value
