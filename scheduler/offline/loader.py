@@ -303,7 +303,7 @@ def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Ob
     follows to list them. ``objects``: add to these (what ``simulate --from-cluster`` listed) rather than to
     a new :class:`Objects`; an object of a file that is already there with other content is a problem, and
     the one already there is kept. ``created``: the ``metadata.creationTimestamp`` (RFC 3339) given to each
-    object that has none, as the API server stamps an object it creates (``--add``: queued after the
+    object that has none (or null), as the API server stamps an object it creates (``--add``: queued after the
     cluster's older pending gangs of the same priority, not before them).
     """
     objects = Objects() if objects is None else objects
@@ -311,8 +311,9 @@ def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Ob
     for path in names:
         source = name_of(path)
         for where, raw in _raw_objects(path, stdin):
-            if created is not None and isinstance(raw, dict) and isinstance(meta := raw.get("metadata"), dict):
-                meta.setdefault("creationTimestamp", created)
+            if (created is not None and isinstance(raw, dict) and isinstance(meta := raw.get("metadata"), dict)
+                    and not meta.get("creationTimestamp")):  # absent, or null as `kubectl --dry-run -o` writes it
+                meta["creationTimestamp"] = created
             objects.add(source, raw, where)
     if not names:
         raise SnapshotError("no snapshot file given")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import codecs
 import io
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,6 +68,8 @@ _NO_KEY = object()
 """A mapping being built waits for its next key."""
 _SEQUENCE = object()
 """The frame being built is a sequence (a mapping's pending key may be anything, ``None`` included)."""
+_FIRST_CHARACTER = re.compile(rb"[^ \t\r\n]")
+"""The first character that is not JSON whitespace (found without copying the data, as ``lstrip`` would)."""
 MAX_REMEMBERED_TAGS = 1 << 16
 """Distinct plain scalars whose resolved tag one document remembers (then it starts over): bounds the memo."""
 
@@ -99,7 +102,8 @@ def documents(path: Path, stdin: BinaryIO | None = None,
             f"{name}: not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} (offset {exc.start}); "
             "save the file as UTF-8"
         ) from exc
-    if data.lstrip()[:1] in (b"{", b"["):
+    first = _FIRST_CHARACTER.search(data)
+    if first is not None and first.group() in (b"{", b"["):
         parsed = _json_documents(data)
         if parsed is not None:
             del data

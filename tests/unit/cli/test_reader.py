@@ -150,6 +150,8 @@ def test_a_redefinition_is_compared_as_read(tmp_path: Path) -> None:
 def test_added_objects_without_a_creation_time_are_stamped(tmp_path: Path) -> None:
     path = tmp_path / "job.yaml"
     stamped = {**OBJECTS[1], "metadata": {"name": "n1", "creationTimestamp": "2020-01-01T00:00:00Z"}}
-    path.write_text(yaml.safe_dump_all([OBJECTS[0], stamped]))
+    dry_run = {**OBJECTS[2], "metadata": {"name": "n2", "creationTimestamp": None}}  # kubectl --dry-run -o yaml
+    path.write_text(yaml.safe_dump_all([OBJECTS[0], stamped, dry_run]))
     objects = load([path], created="2026-12-01T15:00:00Z")
-    assert [n.metadata.creation_timestamp.year for n in objects.nodes] == [2026, 2020]
+    assert [n.metadata.creation_timestamp.year for n in objects.nodes if n.metadata.creation_timestamp] == [
+        2026, 2020, 2026]
