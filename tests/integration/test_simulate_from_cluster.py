@@ -16,21 +16,11 @@ from typing import Any
 import yaml
 
 from scheduler.live.kube import PODGROUPS, PODS, KubeClient
+from tests.chaos.process import write_kubeconfig
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import NS, create_gang, create_node, pod, podgroup
 
 CLI = Path(sys.executable).parent / "gang-scheduler"
-
-
-def kubeconfig(k8s: ApiServer, tmp_path: Path) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "emu",
-        "clusters": [{"name": "emu", "cluster": {"server": str(k8s.url).rstrip("/")}}],
-        "users": [{"name": "u", "user": {}}],
-        "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "u"}}],
-    }))
-    return path
 
 
 def running(name: str, node: str, cpu: str, priority: int) -> dict[str, Any]:
@@ -49,8 +39,9 @@ async def simulate(k8s: ApiServer, tmp_path: Path, *args: str, stdin: bytes | No
     """Run the command with ``args`` and the emulator's kubeconfig; its JSON report. Asserts exit 0 and that
     every request it made was a GET."""
     before = len(list(k8s))
+    config = write_kubeconfig(tmp_path / "kubeconfig", str(k8s.url))
     proc = await asyncio.create_subprocess_exec(
-        str(CLI), "simulate", "--from-cluster", "--kubeconfig", str(kubeconfig(k8s, tmp_path)), "-o", "json", *args,
+        str(CLI), "simulate", "--from-cluster", "--kubeconfig", str(config), "-o", "json", *args,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(stdin), 120)
     assert proc.returncode == 0, err.decode()
