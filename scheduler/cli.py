@@ -173,6 +173,8 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
     settings = _settings(flags)
     if adds and not from_cluster:
         _fail("--add needs --from-cluster (snapshot files are arguments)")
+    if flags.get("kubeconfig") is not None and not from_cluster:
+        _fail("--kubeconfig needs --from-cluster (a snapshot file is read without a cluster)")
     if from_cluster and files:
         _fail("--from-cluster reads the cluster: give the workload to add with --add FILE")
     try:

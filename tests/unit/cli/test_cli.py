@@ -340,3 +340,21 @@ def test_unusable_stdin_exits_2_naming_stdin(stdin: str, expected: str) -> None:
     result = CliRunner().invoke(main, ["simulate", "-"], input=stdin)
     assert result.exit_code == 2
     assert result.stderr.startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(["--add", "job.yaml"], "error: --add needs --from-cluster", id="add-without-from-cluster"),
+        pytest.param(["--kubeconfig", "kc"], "error: --kubeconfig needs --from-cluster", id="kubeconfig-on-files"),
+        pytest.param(["--from-cluster", "snap.yaml"], "error: --from-cluster reads the cluster: give the workload "
+                     "to add with --add FILE", id="files-with-from-cluster"),
+        pytest.param(["--from-cluster", "--kubeconfig", "/nonexistent/kubeconfig"],
+                     "error: no usable cluster configuration: ", id="no-cluster"),
+    ],
+)
+def test_simulate_from_cluster_flags_that_do_not_go_together_exit_2(args: list[str], expected: str) -> None:
+    code, out, err = invoke("simulate", *args)
+    assert code == 2
+    assert out == ""
+    assert err.startswith(expected), err
