@@ -194,23 +194,17 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
 
 
 async def _cluster_objects(settings: Settings) -> Objects:
-    """The cluster's objects, listed once as ``run`` lists them (:func:`~scheduler.live.listing.watched_resources`;
+    """The cluster's objects, listed once as ``run`` lists them (:func:`~scheduler.live.listing.listed_resources`:
     PodGroups only if the API serves them, else a warning). Only GET requests are made. Raises
     :class:`ClusterConfigError` (no usable configuration) or :class:`SnapshotError` (a list or the discovery
     failed: the API server's answer quoted)."""
-    from scheduler.live.kube import PODGROUPS, ApiError, KubeClient  # the live path's imports stay out of files
-    from scheduler.live.listing import list_objects, watched_resources
+    from scheduler.live.kube import ApiError, KubeClient  # the live path's imports stay out of files
+    from scheduler.live.listing import list_objects, listed_resources
 
     kube = await KubeClient.connect(settings.kubeconfig, qps=settings.client_qps, burst=settings.client_burst)
     objects = Objects()
     try:
-        resources = await watched_resources(kube, settings.preemption)
-        if PODGROUPS.plural not in await kube.served(PODGROUPS.group_version):
-            logging.getLogger(__name__).warning(
-                "API %s %s is not served: pods naming a PodGroup wait for it",
-                PODGROUPS.group_version, PODGROUPS.plural)
-            resources.remove(PODGROUPS)
-        async for raw in list_objects(kube, resources):
+        async for raw in list_objects(kube, await listed_resources(kube, settings.preemption)):
             objects.add(CLUSTER, raw)
     except ApiError as exc:
         raise SnapshotError(f"{CLUSTER}: cannot list the cluster: {exc}") from exc

@@ -2,7 +2,8 @@
 
 :func:`watched_resources` is the discovery ``run`` does before starting one informer per resource
 (:meth:`scheduler.live.driver.Scheduler.start_informers`); :func:`list_objects` lists those resources
-once, page by page, for ``simulate --from-cluster`` (read-only: only ``GET`` requests).
+(:func:`listed_resources`) once, page by page, for ``simulate --from-cluster`` (read-only: only ``GET``
+requests).
 """
 
 from __future__ import annotations
@@ -87,6 +88,18 @@ async def watched_resources(kube: KubeClient, preemption: bool) -> list[Resource
                 resources.append(res)
             else:
                 log.warning("API %s %s is not served: volumes that need it are not honoured", api, res.plural)
+    return resources
+
+
+async def listed_resources(kube: KubeClient, preemption: bool) -> list[Resource]:
+    """What ``simulate --from-cluster`` lists: :func:`watched_resources`, less PodGroups when the server does not
+    serve ``scheduling.k8s.io/v1beta1`` (a WARNING says so: pods naming a PodGroup then wait for it; ``run``
+    would wait for the API instead). Raises :class:`ApiError` when the PodGroup discovery fails."""
+    resources = await watched_resources(kube, preemption)
+    if PODGROUPS.plural not in await kube.served(PODGROUPS.group_version):
+        log.warning("API %s %s is not served: pods naming a PodGroup wait for it", PODGROUPS.group_version,
+                    PODGROUPS.plural)
+        resources.remove(PODGROUPS)
     return resources
 
 
