@@ -33,11 +33,12 @@ test: $(DEV_STAMP)  ## the layering contract, then the whole test suite (unit, p
 chaos: $(DEV_STAMP)  ## the chaos suite (tests/chaos, issue 12): `gang-scheduler run` killed, faulted, robbed, failed over, fed garbage
 	$(BIN)/python -m pytest -q -m chaos tests/chaos
 
-bench: $(DEV_STAMP)  ## solver, preemption, end-to-end and cache benchmarks (not part of `make test`; docs/benchmarks.md)
+bench: $(DEV_STAMP)  ## solver, preemption, end-to-end, cache and simulate-input benchmarks (not part of `make test`; docs/benchmarks.md)
 	$(BIN)/python -m tests.bench.bench_solver
 	$(BIN)/python -m tests.bench.bench_preemption
 	$(BIN)/python -m tests.bench.bench_e2e
 	$(BIN)/python -m tests.bench.bench_cache
+	$(BIN)/python -m tests.bench.bench_simulate
 
 lint: $(DEV_STAMP)  ## ruff, mypy and the import-linter layering contract (.importlinter)
 	$(BIN)/ruff check scheduler tests

@@ -3,8 +3,9 @@
 Exit codes: 0 — ran (whether or not everything fit); 2 — bad input, with what is wrong on
 stderr: a snapshot file that cannot be read, is not YAML, or holds nothing the scheduler reads
 (the file named); a bad setting (the flag or ``GANG_SCHEDULER_*`` variable named, with its
-value); for ``run``, no usable cluster configuration (the kubeconfig paths and in-cluster
-variables looked at named). Click's own usage errors exit 2 as well.
+value); for ``run`` and ``simulate --from-cluster``, no usable cluster configuration (the kubeconfig
+paths and in-cluster variables looked at named), and for the latter a list the API server refused.
+Click's own usage errors exit 2 as well.
 
 Every setting's flag is derived from its :class:`~scheduler.config.Settings` field (type, range,
 help, default), so flags, variables and the Helm chart cannot drift apart.
@@ -18,6 +19,7 @@ import signal
 import sys
 import typing
 from collections.abc import Awaitable, Callable, Iterable
+from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 import annotated_types
@@ -30,7 +32,7 @@ from pydantic_settings import SettingsError
 from scheduler import __version__
 from scheduler.config import ENV_PREFIX, Settings
 from scheduler.errors import ClusterConfigError, SnapshotError
-from scheduler.offline.loader import load
+from scheduler.offline.loader import Objects, load
 from scheduler.offline.report import render_json, render_text
 from scheduler.offline.simulate import example_path, simulate
 
@@ -138,31 +140,77 @@ def _settings(flags: dict[str, Any]) -> Settings:
     sys.exit(2)
 
 
-SIMULATE_FIELDS = ("scheduler_name", "scoring", "search_budget", "preemption")
-"""The settings ``simulate`` reads; ``run`` takes every setting."""
+SIMULATE_FIELDS = ("scheduler_name", "scoring", "search_budget", "preemption", "kubeconfig")
+"""The settings ``simulate`` reads (``kubeconfig``: with ``--from-cluster``); ``run`` takes every setting."""
+
+CLUSTER = "<cluster>"
+"""How ``simulate --from-cluster`` names the cluster's objects in load problems (as ``<stdin>`` for ``-``)."""
 
 
 @main.command(name="simulate")
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--from-cluster", is_flag=True,
+              help="Read the cluster's current state through the kubeconfig (read-only: the lists `run` makes) "
+                   "instead of FILES.")
+@click.option("--add", "adds", multiple=True, type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
+              help="With --from-cluster: a file (YAML or JSON; `-`: standard input) of workload to schedule "
+                   "as if created now. Repeatable.")
 @_settings_options(SIMULATE_FIELDS)
-def simulate_cmd(files: tuple[str, ...], output: str, **flags: Any) -> None:
+def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: tuple[str, ...],
+                 **flags: Any) -> None:
     """Schedule a cluster snapshot offline and report the placements.
 
-    FILES are YAML files (multi-document or `kubectl get -o yaml` lists) with Nodes, Pods,
-    Namespaces, PodGroups, CompositePodGroups, Workloads, PriorityClasses, PodDisruptionBudgets,
-    DRA objects (ResourceSlices, DeviceClasses, ResourceClaims, ResourceClaimTemplates) and storage
-    objects (PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes); `-` reads one
-    from standard input. Other kinds are skipped. With no FILE, a built-in example cluster is used.
+    FILES are YAML or JSON files (multi-document, `kubectl get -o yaml` / `-o json` lists,
+    concatenated JSON) with Nodes, Pods, Namespaces, PodGroups, CompositePodGroups, Workloads,
+    PriorityClasses, PodDisruptionBudgets, DRA objects (ResourceSlices, DeviceClasses,
+    ResourceClaims, ResourceClaimTemplates) and storage objects (PersistentVolumeClaims,
+    PersistentVolumes, StorageClasses, CSINodes); `-` reads one from standard input. Other kinds
+    are skipped. With no FILE, a built-in example cluster is used. With --from-cluster, the
+    cluster is the snapshot and each --add FILE adds to it (would this job fit now, where, and
+    what would it preempt); nothing is written to the cluster.
     """
     settings = _settings(flags)
-    paths = list(files) or [str(example_path())]
+    if adds and not from_cluster:
+        _fail("--add needs --from-cluster (snapshot files are arguments)")
+    if flags.get("kubeconfig") is not None and not from_cluster:
+        _fail("--kubeconfig needs --from-cluster (a snapshot file is read without a cluster)")
+    if from_cluster and files:
+        _fail("--from-cluster reads the cluster: give the workload to add with --add FILE")
     try:
-        objects = load(paths)  # a `-` reads sys.stdin
+        if from_cluster:
+            logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+            objects = uvloop.run(_cluster_objects(settings))
+            if adds:  # a `-` reads sys.stdin; created now, as the API server would stamp them
+                load(adds, objects=objects, created=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        else:
+            objects = load(list(files) or [str(example_path())])
     except SnapshotError as exc:
         _fail(str(exc))
+    except ClusterConfigError as exc:
+        _fail(f"no usable cluster configuration: {exc}")
     sim = simulate(objects, settings.scheduler_name, settings.solver(), settings.preemption)
     click.echo(render_json(sim) if output == "json" else render_text(sim))
+
+
+async def _cluster_objects(settings: Settings) -> Objects:
+    """The cluster's objects, listed once as ``run`` lists them (:func:`~scheduler.live.listing.listed_resources`:
+    PodGroups only if the API serves them, else a warning). Only GET requests are made. Raises
+    :class:`ClusterConfigError` (no usable configuration) or :class:`SnapshotError` (a list or the discovery
+    failed: the API server's answer quoted)."""
+    from scheduler.live.kube import ApiError, KubeClient  # the live path's imports stay out of files
+    from scheduler.live.listing import list_objects, listed_resources
+
+    kube = await KubeClient.connect(settings.kubeconfig, qps=settings.client_qps, burst=settings.client_burst)
+    objects = Objects()
+    try:
+        async for raw in list_objects(kube, await listed_resources(kube, settings.preemption)):
+            objects.add(CLUSTER, raw)
+    except ApiError as exc:
+        raise SnapshotError(f"{CLUSTER}: cannot list the cluster: {exc}") from exc
+    finally:
+        await kube.close()
+    return objects
 
 
 @main.command(name="run")

@@ -47,31 +47,11 @@ from scheduler.live.binder import Binder, BindOutcome
 from scheduler.live.group_status import GroupConditions
 from scheduler.live.health import HealthServer
 from scheduler.live.informers import Informer
-from scheduler.live.kube import (
-    COMPOSITES,
-    COSCHEDULING_PODGROUPS,
-    CSI_NODES,
-    DEVICE_CLASSES,
-    DRA_RESOURCES,
-    NAMESPACES,
-    NODES,
-    PERSISTENT_VOLUME_CLAIMS,
-    PERSISTENT_VOLUMES,
-    POD_DISRUPTION_BUDGETS,
-    PODS,
-    PRIORITY_CLASSES,
-    RESOURCE_CLAIM_TEMPLATES,
-    RESOURCE_CLAIMS,
-    RESOURCE_SLICES,
-    STORAGE_CLASSES,
-    ApiError,
-    KubeClient,
-    Resource,
-)
+from scheduler.live.kube import ApiError, KubeClient
 from scheduler.live.leader import LeaderElector
+from scheduler.live.listing import GroupApis, discover_group_apis, watched_resources
 from scheduler.live.metrics import Metrics
-from scheduler.live.podgroup_api import V1ALPHA2, V1BETA1, PodGroupApi
-from scheduler.live.podgroup_api import discover as discover_podgroups
+from scheduler.live.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.live.preemptor import Preemptor, TimedPreemption
 from scheduler.live.repair import GANG_BELOW_MIN, GangRepair, below_min_message, teardown_unit
 from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, EVENT_UNHONOURED, StatusWriter
@@ -93,7 +73,6 @@ SHUTDOWN_GRACE_S = 10.0
 MAX_WARNED_PODS = 65536
 """Pods remembered as warned about unhonoured fields (oldest forgotten first; a forgotten pod is warned again)."""
 
-OPTIONAL = (COMPOSITES, "CompositePodGroup (and --runtime-config=scheduling.k8s.io/v1alpha3=true)")
 
 
 class Scheduler:
@@ -128,7 +107,7 @@ class Scheduler:
         self.api_problem: str | None = "API discovery has not run yet"
         self.podgroups: PodGroupApi = V1BETA1
         """The workload API's PodGroup version served (v1beta1, else v1.36's v1alpha2), set by :meth:`discover`."""
-        self.group_apis: tuple[Resource, ...] = ()
+        self.groups = GroupApis(None, False)
         """The PodGroup APIs served (:meth:`discover`): the workload API's (:attr:`podgroups`), scheduler-plugins'."""
         self._reported: dict[GroupKey, str] = {}
         """Root → the message last reported for it (Waiting, Invalid, Unschedulable): a Waiting or Invalid
@@ -204,74 +183,31 @@ class Scheduler:
     # -- startup -------------------------------------------------------------------
     async def discover(self, stop: asyncio.Event) -> bool:
         """Wait until a PodGroup API is served — the workload API's (v1beta1 preferred, else v1.36's v1alpha2:
-        ``podgroup_api``) or scheduler-plugins' CRD (:attr:`group_apis` says which are); returns False if stopped
+        ``podgroup_api``) or scheduler-plugins' CRD (:attr:`groups` says which are); returns False if stopped
         first."""
         logged = False
         while not stop.is_set():
             try:
-                api, reason = await discover_podgroups(self.kube)
-                crd = COSCHEDULING_PODGROUPS.plural in await self.kube.served(COSCHEDULING_PODGROUPS.group_version)
+                groups = await discover_group_apis(self.kube)
             except ApiError as exc:
-                api, crd, reason = None, False, f"API discovery failed: {exc}"
-            else:
-                reason += (f", or install scheduler-plugins' PodGroup CRD ({COSCHEDULING_PODGROUPS.group_version}, "
-                           "chart value crds.install)")
-            if api is not None:
-                self.podgroups, self.binder.podgroups = api, api.resource
-            self.group_apis = (*([api.resource] if api is not None else []), *([COSCHEDULING_PODGROUPS] if crd else []))
-            if self.group_apis:
-                log.info("reading PodGroups as %s", ", ".join(r.group_version for r in self.group_apis))
+                groups = GroupApis(None, False, f"API discovery failed: {exc}")
+            if groups.resources:
+                self.groups = groups
+                if groups.podgroups is not None:
+                    self.podgroups, self.binder.podgroups = groups.podgroups, groups.podgroups.resource
+                log.info("reading PodGroups as %s", ", ".join(r.group_version for r in groups.resources))
                 self.api_problem = None
                 return True
-            self.api_problem = reason
+            self.api_problem = groups.problem
             if not logged:
-                log.error("%s; not ready, retrying every %.0f s", reason, DISCOVERY_RETRY_S)
+                log.error("%s; not ready, retrying every %.0f s", groups.problem, DISCOVERY_RETRY_S)
                 logged = True
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), DISCOVERY_RETRY_S)
         return False
 
     async def start_informers(self) -> None:
-        groups = [r for r in (self.podgroups.resource, COSCHEDULING_PODGROUPS) if r in self.group_apis]  # discover()
-        resources = [PODS, NODES, *groups, PRIORITY_CLASSES, NAMESPACES]  # namespaces: pod affinity
-        if self.settings.preemption:
-            resources.append(POD_DISRUPTION_BUDGETS)  # preemption's preferences (policy/v1, always served)
-        try:
-            if COMPOSITES.plural in await self.kube.served(COMPOSITES.group_version):
-                resources.append(COMPOSITES)
-            elif self.podgroups is V1ALPHA2:
-                log.info("Kubernetes 1.36 has no CompositePodGroup: trees are single PodGroups")
-            else:
-                log.warning("API %s %s is not served (feature gate %s): trees are single PodGroups",
-                            COMPOSITES.group_version, COMPOSITES.plural, OPTIONAL[1])
-        except ApiError as exc:
-            log.warning("could not discover %s: %s", COMPOSITES.group_version, exc)
-        dra_api = RESOURCE_CLAIMS.group_version
-        try:
-            served = await self.kube.served(dra_api)
-        except ApiError as exc:
-            log.warning("could not discover %s: %s; pods with ResourceClaims wait", dra_api, exc)
-        else:
-            missing = [r.plural for r in DRA_RESOURCES if r.plural not in served]
-            if missing:
-                log.warning("API %s %s is not served: pods with ResourceClaims wait, extended resources are not "
-                            "served through DRA", dra_api, ", ".join(missing))
-            else:
-                resources += [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES]
-        # The storage kinds the volume plugins read (all GA): a server lacking one is logged once, and pods whose
-        # volumes need it wait (claims) or are not limited by it (classes, CSINodes).
-        for storage in ((PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES), (STORAGE_CLASSES, CSI_NODES)):
-            api = storage[0].group_version
-            try:
-                served = await self.kube.served(api)
-            except ApiError as exc:
-                log.warning("could not discover %s: %s; volumes that need it are not honoured", api, exc)
-                continue
-            for res in storage:
-                if res.plural in served:
-                    resources.append(res)
-                else:
-                    log.warning("API %s %s is not served: volumes that need it are not honoured", api, res.plural)
+        resources = await watched_resources(self.kube, self.settings.preemption, self.groups)
         for res in resources:
             decode = self.podgroups.informer_decode(self._podgroup_problems) if res is self.podgroups.resource else None
             informer = Informer(self.kube, res, self.cache, self.on_change, decode=decode)
@@ -280,7 +216,7 @@ class Scheduler:
             self.spawn(informer.run(), f"informer/{res.plural}")
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
         log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.objects["Node"]),
-                 len(self.cache.objects["Pod"]), sum(len(self.cache.objects[r.kind]) for r in self.group_apis))
+                 len(self.cache.objects["Pod"]), sum(len(self.cache.objects[r.kind]) for r in self.groups.resources))
 
     # -- main loop -----------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:

@@ -1,4 +1,8 @@
-"""Reading cluster snapshots: multi-document YAML and ``kind: List`` files into typed objects.
+"""Reading cluster snapshots: YAML or JSON documents and ``kind: List`` files into typed objects.
+
+Files are read into raw documents by :mod:`scheduler.offline.reader` (libyaml, a JSON fast path,
+``-`` for standard input); each document, and each item of a ``List``, is dispatched here and
+dropped once its model is built, so no raw dict is kept beside the models.
 
 Objects are dispatched on ``apiVersion`` + ``kind``; scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1``
 PodGroup is read and converted to the PodGroup the scheduler reads (``model/coscheduling.py``), kept apart
@@ -19,24 +23,23 @@ object without ``metadata.namespace`` is put in ``default``, as the API server d
 An object that fails to parse — a malformed field, a bad quantity — is reported as a
 :class:`LoadProblem` naming file, kind, namespace/name and what is wrong, and a document that
 is not an object at all (a scalar, a sequence) as one naming the file and the document's
-position; the rest of the file still loads. An identical redefinition of an object is a no-op;
-a different one is a problem and the first one is kept.
+position; the rest of the file still loads. A redefinition of an object (same kind, namespace and
+name) that reads the same is a no-op (fields the scheduler does not read are not compared); a
+different one is a problem and the first one is kept.
 
 :class:`SnapshotError` is about the whole set of files: it is raised when a file cannot be read,
-is not UTF-8 or is not YAML, or when the files together hold no valid Node, Pod, PodGroup or
+is not UTF-8 or is not YAML (or JSON), or when the files together hold no valid Node, Pod, PodGroup or
 CompositePodGroup (so one good file beside a bad one still loads).
 """
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
@@ -63,6 +66,7 @@ from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.quantity import QuantityError
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClass, Workload
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from scheduler.offline.reader import documents, name_of
 
 KINDS: dict[tuple[str, str], type[BaseModel]] = {
     ("v1", "Pod"): Pod,
@@ -109,9 +113,6 @@ NAMESPACED_KINDS = frozenset(kind for (_, kind), model in KINDS.items() if model
 DEFAULT_NAMESPACE = "default"
 """The namespace the API server gives a namespaced object created without one (kubectl's
 default context namespace)."""
-
-STDIN = "-"
-"""The file name that means standard input (``simulate -``); named ``<stdin>`` in messages."""
 
 MAX_LISTED_PROBLEMS = 10
 """Problems quoted in the SnapshotError raised when nothing valid was loaded; the rest are counted."""
@@ -166,7 +167,7 @@ class Objects:
     skipped: Counter[str] = field(default_factory=Counter)
     unread: dict[tuple[str, str, str], str] = field(default_factory=dict)
     """(kind, namespace, name) → apiVersion of each skipped object whose kind we read under another version."""
-    _seen: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
+    _seen: dict[tuple[str, str, str, str], BaseModel] = field(default_factory=dict, repr=False)
 
     def _bucket(self, obj: BaseModel) -> list[Any]:
         match obj:
@@ -259,12 +260,7 @@ class Objects:
             self.problems.append(LoadProblem(source, kind, ns, "?", "metadata.name is missing"))
             return
         ident = (api_version.partition("/")[0], kind, ns, name)  # the API group keeps two PodGroup kinds apart
-        if ident in self._seen:
-            if self._seen[ident] != raw:
-                self.problems.append(
-                    LoadProblem(source, kind, ns, name, "defined again with different content; the first is kept")
-                )
-            return
+        first = self._seen.get(ident)
         decoder = DECODERS.get((api_version, kind))
         decoded = decoder(raw) if decoder is not None else Decoded(raw)
         try:
@@ -273,11 +269,21 @@ class Objects:
             if isinstance(obj, CoschedulingPodGroup):
                 obj = to_podgroup(obj)
         except (ValidationError, QuantityError) as exc:
-            self.problems.append(LoadProblem(source, kind, ns, name, describe(exc)))
+            if first is None:
+                self.problems.append(LoadProblem(source, kind, ns, name, describe(exc)))
+            else:
+                self._redefined(source, kind, ns, name)
             return
-        self._seen[ident] = raw
-        self._bucket(obj).append(obj)
-        self.warnings += [LoadProblem(source, kind, ns, name, problem) for problem in decoded.problems]
+        if first is None:
+            self._seen[ident] = obj
+            self._bucket(obj).append(obj)
+            self.warnings += [LoadProblem(source, kind, ns, name, problem) for problem in decoded.problems]
+        elif obj.model_dump() != first.model_dump():
+            self._redefined(source, kind, ns, name)
+
+    def _redefined(self, source: str, kind: str, ns: str, name: str) -> None:
+        message = "defined again with different content; the first is kept"
+        self.problems.append(LoadProblem(source, kind, ns, name, message))
 
 
 def _shape(raw: Any) -> str:
@@ -308,79 +314,53 @@ def _check_quantities(obj: BaseModel) -> None:
                 counter_quantities(use.counters)
 
 
-def _name(path: Path) -> str:
-    """How a file is named in messages: its path, or ``<stdin>`` for :data:`STDIN`."""
-    return "<stdin>" if str(path) == STDIN else str(path)
-
-
-def _documents(path: Path, stdin: BinaryIO | None) -> Iterator[tuple[str, Any]]:
-    """``(position, raw document)`` for each non-empty document of ``path``; ``kind: List`` items one by one.
-
-    ``path`` :data:`STDIN` reads ``stdin`` (default ``sys.stdin``) to its end. Raises
-    :class:`SnapshotError` naming the file if it cannot be read, is not UTF-8 (what the API server
-    and kubectl read and write; a UTF-8 byte-order mark is accepted), or is not YAML (the error's
-    line and column are given).
-    """
-    name = _name(path)
-    try:
-        data = (stdin or sys.stdin.buffer).read() if str(path) == STDIN else path.read_bytes()
-    except OSError as exc:
-        raise SnapshotError(f"{name}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise SnapshotError(
-            f"{name}: not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} (offset {exc.start}); "
-            "save the file as UTF-8"
-        ) from exc
-    try:
-        docs = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as exc:
-        _name_marks(exc, name)
-        raise SnapshotError(f"{name}: not valid YAML: {exc}") from exc
-    for i, doc in enumerate(docs, start=1):
+def _raw_objects(path: Path, stdin: BinaryIO | None) -> Iterator[tuple[str, Any]]:
+    """``(position, raw object)`` for each non-empty document of ``path``; a ``kind: List``'s items one by one,
+    each released once yielded (the list does not keep them). Raises what :func:`~scheduler.offline.reader.documents`
+    raises."""
+    for i, doc in documents(path, stdin):
         if doc is None:
             continue
         if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
-            items = doc.get("items") or []
+            items = doc.pop("items") or []
+            del doc
             if not isinstance(items, list):
                 yield f"document {i}, items", items
                 continue
-            for j, item in enumerate(items):
-                yield f"document {i}, items[{j}]", item
+            items.reverse()  # popped from the end: item j is released as soon as it is dispatched
+            for j in range(len(items)):
+                yield f"document {i}, items[{j}]", items.pop()
         else:
             yield f"document {i}", doc
 
 
-def _name_marks(exc: yaml.YAMLError, name: str) -> None:
-    """Make the positions in a PyYAML error name the file instead of ``<unicode string>``."""
-    if isinstance(exc, yaml.MarkedYAMLError):
-        for mark in (exc.context_mark, exc.problem_mark):
-            if mark is not None:
-                mark.name = name
-    elif isinstance(exc, yaml.reader.ReaderError):
-        exc.name = name
+def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Objects | None = None,
+         created: str | None = None) -> Objects:
+    """Read every file into one :class:`Objects`; a path ``-`` (:data:`~scheduler.offline.reader.STDIN`) is
+    read from ``stdin`` (default: the process's standard input) and named ``<stdin>``.
 
-
-def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None) -> Objects:
-    """Read every file into one :class:`Objects`; a path :data:`STDIN` (``-``) is read from
-    ``stdin`` (default: the process's standard input) and named ``<stdin>``.
-
-    Raises :class:`SnapshotError` if a file cannot be read, is not UTF-8 or is not YAML, or if
+    Raises :class:`SnapshotError` if a file cannot be read, is not UTF-8 or is not YAML or JSON, or if
     the files *together* hold no valid Node, Pod, PodGroup or CompositePodGroup; in that case
     the message quotes the load problems (up to :data:`MAX_LISTED_PROBLEMS`), since no report
-    follows to list them.
+    follows to list them. ``objects``: add to these (what ``simulate --from-cluster`` listed) rather than to
+    a new :class:`Objects`; an object of a file that is already there with other content is a problem, and
+    the one already there is kept. ``created``: the ``metadata.creationTimestamp`` (RFC 3339) given to each
+    object that has none (or null), as the API server stamps an object it creates (``--add``: queued after the
+    cluster's older pending gangs of the same priority, not before them).
     """
-    objects = Objects()
+    objects = Objects() if objects is None else objects
     names = [Path(p) for p in paths]
     for path in names:
-        for where, raw in _documents(path, stdin):
-            objects.add(_name(path), raw, where)
+        source = name_of(path)
+        for where, raw in _raw_objects(path, stdin):
+            if (created is not None and isinstance(raw, dict) and isinstance(meta := raw.get("metadata"), dict)
+                    and not meta.get("creationTimestamp")):  # absent, or null as `kubectl --dry-run -o` writes it
+                meta["creationTimestamp"] = created
+            objects.add(source, raw, where)
     if not names:
         raise SnapshotError("no snapshot file given")
     if not objects.usable:
-        head = f"{', '.join(map(_name, names))}: no Node, Pod, PodGroup or CompositePodGroup found"
+        head = f"{', '.join(map(name_of, names))}: no Node, Pod, PodGroup or CompositePodGroup found"
         lines = [f"{head}; {len(objects.problems)} invalid:" if objects.problems else head]
         lines += [f"  {x}" for x in objects.problems[:MAX_LISTED_PROBLEMS]]
         if len(objects.problems) > MAX_LISTED_PROBLEMS:

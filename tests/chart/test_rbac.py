@@ -54,18 +54,19 @@ VERBS: dict[str, str | None] = {
 }
 NOT_API_CALLS = {"close"}  # KubeClient methods that send no request
 
+WATCHED = ("PODS", "NODES", "PODGROUPS", "PODGROUPS_V1ALPHA2", "COSCHEDULING_PODGROUPS", "PRIORITY_CLASSES",
+           "NAMESPACES", "COMPOSITES", "RESOURCE_SLICES",
+           "DEVICE_CLASSES", "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES", "PERSISTENT_VOLUME_CLAIMS",
+           "PERSISTENT_VOLUMES", "STORAGE_CLASSES", "CSI_NODES", "POD_DISRUPTION_BUDGETS")
+"""The resources ``run`` watches (listing.py ``watched_resources``; its PodGroups: ``GroupApis.resources``)."""
+
 DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
     # (file, function, argument as written) -> the kube.py constants it can hold, and why
     # informers.py Informer.run lists and watches `self.resource`: one Informer per resource
-    # that run.py Scheduler.start_informers creates (checked by test_informer_table_matches_run_py).
-    # The PodGroup informer's resource is the version podgroup_api.discover chose (v1beta1 or v1.36's v1alpha2).
-    ("live/informers.py", "Informer.run", "self.resource"): ("PODS", "NODES", "PODGROUPS", "PODGROUPS_V1ALPHA2",
-                                                         "COSCHEDULING_PODGROUPS",
-                                                        "PRIORITY_CLASSES",
-                                                        "NAMESPACES", "COMPOSITES", "RESOURCE_SLICES",
-                                                        "DEVICE_CLASSES", "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES",
-                                                        "PERSISTENT_VOLUME_CLAIMS", "PERSISTENT_VOLUMES",
-                                                        "STORAGE_CLASSES", "CSI_NODES", "POD_DISRUPTION_BUDGETS"),
+    # that listing.py watched_resources returns (checked by test_informer_table_matches_run_py).
+    ("live/informers.py", "Informer.run", "self.resource"): WATCHED,
+    # listing.py list_objects (simulate --from-cluster) lists each resource of watched_resources once.
+    ("live/listing.py", "list_objects", "res"): WATCHED,
     # status_writer.py StatusWriter._set_group_condition / _patch_group: `res` is COMPOSITES for a
     # CompositePodGroup, else the resource of the PodGroup's API (podgroup_api.of: PODGROUPS or PODGROUPS_V1ALPHA2).
     ("live/status_writer.py", "StatusWriter._set_group_condition", "res"): ("PODGROUPS", "PODGROUPS_V1ALPHA2",
@@ -194,23 +195,23 @@ def test_every_kube_call_is_understood() -> None:
             ("live/binder.py", "get"),
             ("live/status_writer.py", "patch"), ("live/status_writer.py", "create"), ("live/leader.py", "replace"),
             ("live/leader.py", "create"),
-            ("live/driver.py", "served")} <= methods
+            ("live/listing.py", "served"), ("live/listing.py", "list_pages")} <= methods
     triples, discovery = needed()
     assert triples
-    assert {c.file for c in discovery} == {"live/driver.py", "live/podgroup_api.py"}
+    assert {c.file for c in discovery} == {"live/listing.py", "live/podgroup_api.py"}
 
 
 def test_informer_table_matches_run_py() -> None:
-    """DYNAMIC's informer resources are the Resource constants named in run.py Scheduler.start_informers."""
-    tree = ast.parse((SCHEDULER / "live" / "driver.py").read_text())
+    """DYNAMIC's informer resources are the Resource constants named in listing.py watched_resources."""
+    tree = ast.parse((SCHEDULER / "live" / "listing.py").read_text())
     start = next(node for node in ast.walk(tree)
-                 if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef) and node.name == "start_informers")
+                 if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef) and node.name == "watched_resources")
     named = {n.id for n in ast.walk(start) if isinstance(n, ast.Name) and isinstance(getattr(kube_module, n.id, None),
                                                                                         Resource)}
-    podgroups = {name for name in dir(kube_module)  # `self.podgroups.resource`: one of podgroup_api.PREFERENCE
+    podgroups = {name for name in dir(kube_module)  # GroupApis.resources: one of podgroup_api.PREFERENCE, the CRD
                  if any(getattr(kube_module, name) is api.resource for api in podgroup_api.PREFERENCE)}
-    assert "self.podgroups.resource" in ast.unparse(start) and len(podgroups) == 2
-    assert named | podgroups == set(DYNAMIC["live/informers.py", "Informer.run", "self.resource"])
+    assert "groups.resources" in ast.unparse(start) and len(podgroups) == 2
+    assert named | podgroups | {"COSCHEDULING_PODGROUPS"} == set(WATCHED)
 
 
 def test_cluster_role_grants_exactly_the_verbs_the_code_uses() -> None:

@@ -7,9 +7,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from scheduler.cli import main
+
+# libyaml's wording (simulate parses with it when PyYAML has it), else PyYAML's own.
+MAPPING_VALUES = "in this context" if yaml.__with_libyaml__ else "here"
+CONTROL_CHARACTER = "control" if yaml.__with_libyaml__ else "special"
 
 NODE = """
 apiVersion: v1
@@ -111,10 +116,10 @@ def test_text_report_on_builtin_example_names_groups_and_nodes() -> None:
                      "{path}: not UTF-8 text: byte 0xe9 at line 3 (offset 31)", id="latin-1-comment"),
         pytest.param(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "{path}: not UTF-8 text: byte 0x89 at line 1 (offset 0)",
                      id="binary-file"),
-        pytest.param(b"kind: Pod\n  bad: [unclosed\n", '{path}: not valid YAML: mapping values are not allowed here\n'
-                     '  in "{path}", line 2, column 6', id="yaml-error-names-the-file"),
-        pytest.param(b"kind: Pod\x00\n", 'not valid YAML: unacceptable character #x0000: special characters are not '
-                     'allowed\n  in "{path}", position 9', id="control-character-names-the-file"),
+        pytest.param(b"kind: Pod\n  bad: [unclosed\n", f'{{path}}: not valid YAML: mapping values are not allowed '
+                     f'{MAPPING_VALUES}\n  in "{{path}}", line 2, column 6', id="yaml-error-names-the-file"),
+        pytest.param(b"kind: Pod\x00\n", f'not valid YAML: unacceptable character #x0000: {CONTROL_CHARACTER} '
+                     'characters are not allowed\n  in "{path}", position 9', id="control-character-names-the-file"),
         pytest.param(b"hello\n", "{path}: no Node, Pod, PodGroup or CompositePodGroup found; 1 invalid:\n"
                      "  {path}: document 1 is a string ('hello'), not an object", id="top-level-scalar"),
         pytest.param(b"- a\n- b\n", "{path}: document 1 is a sequence, not an object", id="top-level-sequence"),
@@ -328,7 +333,7 @@ def test_simulate_dash_reads_the_snapshot_from_stdin(tmp_path: Path, args: list[
     ("stdin", "expected"),
     [
         pytest.param("kind: Pod\n  bad: [unclosed\n", 'error: <stdin>: not valid YAML: mapping values are not '
-                     'allowed here\n  in "<stdin>", line 2, column 6', id="yaml-error-names-stdin"),
+                     f'allowed {MAPPING_VALUES}\n  in "<stdin>", line 2, column 6', id="yaml-error-names-stdin"),
         pytest.param("", "error: <stdin>: no Node, Pod, PodGroup or CompositePodGroup found", id="empty-stdin"),
     ],
 )
@@ -336,3 +341,21 @@ def test_unusable_stdin_exits_2_naming_stdin(stdin: str, expected: str) -> None:
     result = CliRunner().invoke(main, ["simulate", "-"], input=stdin)
     assert result.exit_code == 2
     assert result.stderr.startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(["--add", "job.yaml"], "error: --add needs --from-cluster", id="add-without-from-cluster"),
+        pytest.param(["--kubeconfig", "kc"], "error: --kubeconfig needs --from-cluster", id="kubeconfig-on-files"),
+        pytest.param(["--from-cluster", "snap.yaml"], "error: --from-cluster reads the cluster: give the workload "
+                     "to add with --add FILE", id="files-with-from-cluster"),
+        pytest.param(["--from-cluster", "--kubeconfig", "/nonexistent/kubeconfig"],
+                     "error: no usable cluster configuration: ", id="no-cluster"),
+    ],
+)
+def test_simulate_from_cluster_flags_that_do_not_go_together_exit_2(args: list[str], expected: str) -> None:
+    code, out, err = invoke("simulate", *args)
+    assert code == 2
+    assert out == ""
+    assert err.startswith(expected), err

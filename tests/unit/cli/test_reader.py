@@ -1,0 +1,157 @@
+"""Snapshot files into raw documents (``scheduler.offline.reader``): the same documents as ``yaml.safe_load_all``
+with either parser, JSON read as JSON, and the loader dispatching them (issue 14)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scheduler.errors import SnapshotError
+from scheduler.offline.loader import load
+from scheduler.offline.reader import documents
+
+REPO = Path(__file__).resolve().parents[3]
+SNAPSHOTS = sorted([*REPO.glob("scheduler/examples/*.yaml"), *REPO.glob("tests/data/**/*.yaml")])
+LOADERS = [pytest.param(yaml.SafeLoader, id="pure-python"),
+           pytest.param(getattr(yaml, "CSafeLoader", yaml.SafeLoader), id="libyaml")]
+
+TRICKY = {
+    "merge-keys": "base: &b {a: 1, b: 2}\nother: &o {b: 3, c: 4}\nx:\n  <<: [*b, *o]\n  a: 9\ny: {<<: *b, d: 1}\n"
+                  "z:\n  b: 7\n  <<: *o\n  <<: *b\n",
+    "yaml-1.1-scalars": "a: yes\nb: 1:30\nc: 2026-11-01T00:00:00Z\nd: 0x1f\ne: ~\nf: 1e3\ng: .inf\nh: 010\n"
+                        "i: -1_000\nj: 'yes'\nk: \"1\"\nl: No\nm: 2026-11-01\nn: null\no: \"\"\np:\n",
+    "explicit-tags": "- !!str 123\n- !!binary aGVsbG8=\n- !!int '7'\n- !!float 1\n- '<<'\n",
+    "documents": "---\na: 1\n---\n---\n- x\n...\n--- plain\n",
+    "anchors": "a: &x hello\nb: *x\nc: &y [1, {k: v}]\nd: *y\n",
+    "keys": "1: one\ntrue: t\n? complex\n: key\nnull: n\n",
+    "flow-and-json-like": "{a: b, c: [1, 2], d: {e: f}}\n",
+    "json-between-dashes": '{"kind": "Pod"}\n---\n{"kind": "Node"}\n',
+    "empty": "",
+    "comments-only": "# nothing\n",
+}
+ERRORS = {
+    "duplicate-anchor": "a: &x 1\nb: &x 2\n",
+    "undefined-alias": "a: *nope\n",
+    "merge-not-a-mapping": "a: {<<: 1}\n",
+    "merge-as-a-value": "a: <<\n",
+    "value-tag": "a: =\n",
+    "unknown-tag": "a: !foo bar\n",
+    "mapping-key-in-mapping": "? {a: 1}\n: x\n",
+    "syntax": "kind: Pod\n  bad: [unclosed\n",
+}
+
+
+def _safe(data: bytes, loader: type[yaml.SafeLoader]) -> list[Any]:
+    return list(yaml.load_all(data, Loader=loader))
+
+
+def _read(path: Path, loader: type[yaml.SafeLoader] | None = None) -> list[Any]:
+    return [doc for _, doc in (documents(path, loader=loader) if loader else documents(path))]
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+@pytest.mark.parametrize("name", TRICKY)
+def test_yaml_documents_are_what_safe_load_all_gives(tmp_path: Path, name: str, loader: type[yaml.SafeLoader]) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text(TRICKY[name])
+    assert _read(path, loader) == _safe(path.read_bytes(), yaml.SafeLoader)
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+def test_every_snapshot_in_the_repository_reads_as_safe_load_all_reads_it(loader: type[yaml.SafeLoader]) -> None:
+    assert len(SNAPSHOTS) > 20
+    for path in SNAPSHOTS:
+        assert _read(path, loader) == _safe(path.read_bytes(), yaml.SafeLoader), path
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+@pytest.mark.parametrize("name", ERRORS)
+def test_what_safe_load_all_refuses_is_refused_naming_the_file(tmp_path: Path, name: str,
+                                                                loader: type[yaml.SafeLoader]) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text(ERRORS[name])
+    with pytest.raises(yaml.YAMLError):
+        _safe(path.read_bytes(), yaml.SafeLoader)
+    with pytest.raises(SnapshotError, match=f"^{path}: not valid YAML: .*\n  in \"{path}\", line"):
+        _read(path, loader)
+
+
+@pytest.mark.parametrize("tag", ["!!set {a, b}", "!!omap [{a: 1}]", "!custom {a: 1}"])
+def test_tagged_collections_are_refused(tmp_path: Path, tag: str) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text(f"x: {tag}\n")
+    with pytest.raises(SnapshotError, match="is not supported in a snapshot"):
+        _read(path)
+
+
+def test_a_recursive_alias_and_deep_nesting_do_not_crash(tmp_path: Path) -> None:
+    path = tmp_path / "snap.yaml"
+    path.write_text("&a [1, *a]\n")
+    [doc] = _read(path)
+    assert doc[1] is doc
+    path.write_text("a: " + "[" * 900 + "]" * 900 + "\n")  # PyYAML's own constructor recurses too deep here
+    [deep] = _read(path)
+    assert isinstance(deep["a"], list)
+
+
+OBJECTS = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"}} for i in range(3)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(json.dumps({"apiVersion": "v1", "kind": "List", "items": OBJECTS}, indent=4),
+                     [{"apiVersion": "v1", "kind": "List", "items": OBJECTS}], id="kubectl-o-json-list"),
+        pytest.param("\n".join(json.dumps(o) for o in OBJECTS) + "\n", OBJECTS, id="ndjson"),
+        pytest.param("".join(json.dumps(o, indent=2) for o in OBJECTS), OBJECTS, id="concatenated"),
+        pytest.param("\ufeff" + json.dumps(OBJECTS[0]), OBJECTS[:1], id="byte-order-mark"),
+        pytest.param("  [1, 2]", [[1, 2]], id="top-level-array"),
+        pytest.param('{"a": 1} {"b": ', None, id="cut-off-read-as-yaml"),
+    ],
+)
+def test_json_is_read_as_json(tmp_path: Path, text: str, expected: list[Any] | None) -> None:
+    path = tmp_path / "snap.json"
+    path.write_bytes(text.encode())
+    if expected is None:
+        with pytest.raises(SnapshotError, match="not valid YAML"):
+            _read(path)
+    else:
+        assert _read(path) == expected
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_a_list_on_stdin_loads_its_items(fmt: str) -> None:
+    dump = {"apiVersion": "v1", "kind": "List", "items": OBJECTS}
+    text = yaml.safe_dump(dump) if fmt == "yaml" else json.dumps(dump)
+    objects = load(["-"], stdin=io.BytesIO(text.encode()))
+    assert [n.metadata.name for n in objects.nodes] == ["n0", "n1", "n2"]
+    assert objects.problems == []
+
+
+def test_a_redefinition_is_compared_as_read(tmp_path: Path) -> None:
+    """The raw objects are not kept: a second definition is compared through its model (fields not read are not)."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0", "labels": {"a": "1"}}}
+    same_but_unread = {**node, "spec": {"podCIDR": "10.0.0.0/24"}}
+    other = {**node, "metadata": {"name": "n0", "labels": {"a": "2"}}}
+    broken = {**node, "status": {"allocatable": {"cpu": "lots"}}}
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump_all([node, same_but_unread, other, broken]))
+    objects = load([path])
+    assert [n.metadata.labels for n in objects.nodes] == [{"a": "1"}]
+    assert [str(p) for p in objects.problems] == [
+        f"{path}: Node n0: defined again with different content; the first is kept"] * 2
+
+
+def test_added_objects_without_a_creation_time_are_stamped(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    stamped = {**OBJECTS[1], "metadata": {"name": "n1", "creationTimestamp": "2020-01-01T00:00:00Z"}}
+    dry_run = {**OBJECTS[2], "metadata": {"name": "n2", "creationTimestamp": None}}  # kubectl --dry-run -o yaml
+    path.write_text(yaml.safe_dump_all([OBJECTS[0], stamped, dry_run]))
+    objects = load([path], created="2026-12-01T15:00:00Z")
+    assert [n.metadata.creation_timestamp.year for n in objects.nodes if n.metadata.creation_timestamp] == [
+        2026, 2020, 2026]
