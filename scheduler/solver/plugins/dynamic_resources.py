@@ -175,8 +175,9 @@ class DynamicResources:
         """Nodes reaching at least ``sub.count`` matching devices outside the view's ``held`` ones (taken
         for the whole run: no undo returns them) (``All``: at least one matching device, taken or not). A
         necessary condition for the allocator to satisfy ``sub`` on the node at any point of this run, so
-        leaving the other nodes out changes no plan, only skips tries. Vectorised over the devices: the
-        cost does not grow with the number of held devices."""
+        leaving the other nodes out changes no plan, only skips tries. Vectorised over the devices
+        (masks over ``inventory.device_index()``): the cost does not grow with the number of held node-local
+        devices; a held node-set or all-nodes device subtracts its reach one by one."""
         inventory = cycle.view.inventory
         counts, matching = inventory.usable_counts(sub, cycle.errors)
         if sub.all:
