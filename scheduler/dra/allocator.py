@@ -243,6 +243,9 @@ def _alternatives(claim: ClaimSpec, candidates: _Candidates, state: DeviceState,
                 if not matching or any(not state.fits(d) for d in matching):
                     continue  # All: at least one, and every matching device must be free
                 combos: Iterator[tuple[Device, ...]] = iter([tuple(matching)])
+            elif sub.count == 1:  # the free devices one at a time: the first that leads to an allocation
+                # ends the scan (the state is the same each time the next one is checked: every try is undone)
+                combos = ((d,) for d in matching if state.fits(d))
             else:
                 free = [d for d in matching if state.fits(d)]
                 if len(free) < sub.count:
@@ -269,15 +272,24 @@ def allocate_copies(claims: Sequence[ClaimSpec], copies: int, devices: Sequence[
 
     Each copy is a list with one result list per claim. Devices chosen stay taken in ``state``;
     nothing is taken for copies that are not returned. Searches depth-first over device choices
-    (best fit first) and keeps the deepest assignment; stops at ``copies`` or when ``budget_steps``
-    device combinations were tried.
+    (best fit first) and keeps the deepest assignment (the first one found of that depth); stops at
+    ``copies`` or when ``budget_steps`` device combinations were tried.
     """
-    best: list[list[list[Result]]] = []
     current: list[list[list[Result]]] = []
+    ends: list[int] = []
+    """Per copy in ``current``: the length of ``state.journal`` once it was allocated."""
+    best: list[list[list[Result]]] = []
+    best_taken: list[Device] = []
     budget = _Budget(budget_steps)
     candidates = _Candidates(devices, matches)
     start = state.mark()
-    best_taken: list[Device] = []
+
+    def keep() -> None:
+        """Remember ``current`` if it is deeper than the best so far (before it is taken back)."""
+        nonlocal best, best_taken
+        if len(current) > len(best):
+            best = list(current)
+            best_taken = state.journal[start:ends[-1]]
 
     def copy(n: int) -> Iterator[None]:
         if n == copies:
@@ -286,13 +298,12 @@ def allocate_copies(claims: Sequence[ClaimSpec], copies: int, devices: Sequence[
         yield from claims_of_copy(0, [], n)
 
     def claims_of_copy(i: int, results: list[list[Result]], n: int) -> Iterator[None]:
-        nonlocal best, best_taken
         if i == len(claims):
             current.append(list(results))
-            if len(current) > len(best):
-                best = [list(c) for c in current]
-                best_taken = list(state.journal[start:])
+            ends.append(state.mark())
             yield from copy(n + 1)
+            keep()  # only reached when the copies after this one could not all be allocated
+            ends.pop()
             current.pop()
             return
         for alloc in _alternatives(claims[i], candidates, state, budget):
@@ -302,9 +313,10 @@ def allocate_copies(claims: Sequence[ClaimSpec], copies: int, devices: Sequence[
 
     try:
         for _ in copy(0):
-            break
+            return current  # every copy allocated: ``state`` holds exactly their devices
     except BudgetExceeded:
-        pass
+        if current:
+            keep()
     state.undo(start)
     for device in best_taken:
         state.take(device)

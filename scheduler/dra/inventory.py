@@ -16,6 +16,8 @@ except for the devices or class concerned).
 * devices named in an allocated claim's ``status.allocation`` are taken (:meth:`with_allocated`
   gives a cycle's copy with the allocated set), and what they consume of shared counters is
   subtracted (so partitionable GPUs and MIG are never over-allocated);
+* :meth:`Inventory.device_index` numbers the devices, so a set of them (the allocated and assumed
+  ones, those a request matches) is a boolean mask and counting them per node is vectorised;
 * selectors are evaluated lazily with :mod:`scheduler.dra.cel`, memoised per (class, selectors,
   device); a selector that fails to compile or evaluate matches nothing and is reported into the
   caller's error sink (one per solve), so the claim is unschedulable with a message naming the
@@ -29,6 +31,7 @@ the next ``set_*``/``remove_*`` call (the cycle never solves on a snapshot older
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -70,6 +73,28 @@ def selector_mask(selector: NodeSelector, nodes: tuple[Node, ...]) -> BoolArray:
     return np.array([node_selector_matches(selector, n) for n in nodes], dtype=bool)
 
 
+@dataclass(frozen=True, eq=False)
+class DeviceIndex:
+    """The devices of one inventory generation in a fixed order, so that sets of devices are masks.
+
+    ``ids``: device ids, in the inventory's order (D of them); ``position``: id → its index in ``ids``;
+    ``home``: (D,) int, per device the one node row that reaches it, or -1 when none or several do
+    (node-set and all-nodes devices).
+    """
+
+    ids: tuple[str, ...]
+    position: dict[str, int]
+    home: IntArray
+
+    def mask(self, device_ids: Iterable[str]) -> BoolArray:
+        """(D,) bool, True at the devices of ``device_ids``; ids this index does not know are left out
+        (a device of a slice removed since it was allocated)."""
+        mask = np.zeros(len(self.ids), dtype=bool)
+        position = self.position
+        mask[[position[d] for d in device_ids if d in position]] = True
+        return mask
+
+
 MatchKey = tuple[str, tuple[str, ...]]
 """(class name, request selectors): what a device's selector result depends on besides the device."""
 
@@ -102,10 +127,12 @@ class Inventory:
     """device id → (class, selectors) → whether it matches (the CEL memo)."""
     _match_errors: dict[str, dict[MatchKey, tuple[str, str]]] = field(default_factory=dict)
     """device id → memo key → (label, message) of the selector error that made it False, re-reported on a hit."""
-    _usable: dict[MatchKey, tuple[IntArray, frozenset[str], dict[str, str]]] = field(default_factory=dict)
-    """(class, selectors) → per-node count of matching devices, their ids, and the selector errors met
-    (label → message, in the order :meth:`matches` reported them; re-reported on a hit)."""
+    _usable: dict[MatchKey, tuple[IntArray, BoolArray, dict[str, str]]] = field(default_factory=dict)
+    """(class, selectors) → per-node count of matching devices, their mask over :meth:`device_index`, and
+    the selector errors met (label → message, in the order :meth:`matches` reported them; re-reported on
+    a hit)."""
     _by_node: list[list[Device]] | None = None
+    _index: DeviceIndex | None = None
 
     @classmethod
     def build(cls, table: NodeTable, slices: Iterable[ResourceSlice], classes: Iterable[DeviceClass],
@@ -171,6 +198,7 @@ class Inventory:
         self.generation += 1
         self._usable.clear()
         self._by_node = None
+        self._index = None
 
     def _index_pool(self, key: PoolKey, *, keep_memo: bool = False) -> None:
         """(Re)index one pool: drop its devices and counter sets, then add those of its newest complete
@@ -287,6 +315,7 @@ class Inventory:
         nodes). Shares the index, so it is valid until the next change (:attr:`generation`)."""
         if self._by_node is None and len(self.table):
             self.on_node(0)  # index once, shared by every copy
+        self.device_index()
         return replace(self, allocated=set(device_ids))
 
     # -- views ---------------------------------------------------------------------
@@ -299,6 +328,22 @@ class Inventory:
                     by_node[int(r)].append(self.devices[dev_id])
             self._by_node = by_node
         return self._by_node[row]
+
+    def device_index(self) -> DeviceIndex:
+        """The devices numbered (built once per :attr:`generation`, shared by the copies made after)."""
+        if self._index is None:
+            ids = tuple(self.devices)
+            home = np.fromiter((self.home[d] for d in ids), dtype=np.intp, count=len(ids))
+            home.setflags(write=False)
+            self._index = DeviceIndex(ids, {d: i for i, d in enumerate(ids)}, home)
+        return self._index
+
+    def held_mask(self, assumed: Iterable[str] = ()) -> BoolArray:
+        """(D,) bool over :meth:`device_index`: the devices :meth:`state` starts taken (allocated, or in
+        ``assumed``), read-only."""
+        mask = self.device_index().mask(itertools.chain(self.allocated, assumed))
+        mask.setflags(write=False)
+        return mask
 
     def state(self, assumed: Iterable[str] = ()) -> DeviceState:
         """A fresh scratch state: allocated (and ``assumed``) devices taken, their counter use subtracted."""
@@ -350,22 +395,25 @@ class Inventory:
                     return False, (label, f"{label}: selector {expr!r}: {exc.reason}")
         return True, None
 
-    def usable_counts(self, sub: SubRequest, errors: ErrorSink | None = None) -> tuple[IntArray, frozenset[str]]:
-        """Per node, how many devices matching ``sub`` it reaches (ignoring what is taken), and the ids
-        of the matching devices. Memoised per (class, selectors) until the next change; the selector
-        errors met are reported into ``errors`` on every call. Do not modify the returned array."""
+    def usable_counts(self, sub: SubRequest, errors: ErrorSink | None = None) -> tuple[IntArray, BoolArray]:
+        """Per node, how many devices matching ``sub`` it reaches (ignoring what is taken): (N,) int; and
+        which devices match: (D,) bool over :meth:`device_index`. Memoised per (class, selectors) until
+        the next change; the selector errors met are reported into ``errors`` on every call. Both arrays
+        are read-only."""
         key = (sub.class_name, sub.selectors)
         hit = self._usable.get(key)
         if hit is None:
             counts = np.zeros(len(self.table), dtype=np.int64)
-            matching: list[str] = []
+            ids = self.device_index().ids
+            matching = np.zeros(len(ids), dtype=bool)
             met: dict[str, str] = {}
-            for dev in self.devices.values():
-                if self.matches(sub, dev, met):
-                    counts += self.reach[dev.id]
-                    matching.append(dev.id)
+            for i, dev_id in enumerate(ids):
+                if self.matches(sub, self.devices[dev_id], met):
+                    counts += self.reach[dev_id]
+                    matching[i] = True
             counts.setflags(write=False)
-            hit = self._usable[key] = (counts, frozenset(matching), met)
+            matching.setflags(write=False)
+            hit = self._usable[key] = (counts, matching, met)
         if errors is not None:
             errors.update(hit[2])
         return hit[0], hit[1]

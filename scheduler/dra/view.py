@@ -20,12 +20,15 @@ from scheduler.model.pod import Pod
 @dataclass(frozen=True, eq=False)
 class DraView:
     """``inventory``; ``pods``: pod key → its claims; ``pinned``: allocated claim key → node mask;
-    ``assumed``: device ids held by plans not yet visible in claims."""
+    ``assumed``: device ids held by plans not yet visible in claims; ``held``: (D,) bool over
+    ``inventory.device_index()``, the devices allocated or assumed (what no solve on this view can take),
+    kept up to date by :meth:`with_allocated` so no solve recounts them."""
 
     inventory: Inventory
     pods: Mapping[str, PodClaims]
     pinned: Mapping[str, BoolArray] = field(default_factory=dict)
     assumed: frozenset[str] = frozenset()
+    held: BoolArray = field(kw_only=True)
 
     @classmethod
     def build(cls, inventory: Inventory, index: ClaimIndex, pods: Iterable[Pod],
@@ -36,11 +39,15 @@ class DraView:
         pinned = {}
         for key, selector in zip(keys, index.pinned_selectors(keys), strict=True):
             pinned[key] = everywhere if selector is None else selector_mask(selector, inventory.table.nodes)
-        return cls(inventory, resolved, pinned, frozenset(assumed))
+        assumed = frozenset(assumed)
+        return cls(inventory, resolved, pinned, assumed, held=inventory.held_mask(assumed))
 
     def with_allocated(self, device_ids: Iterable[str]) -> DraView:
-        """A view where ``device_ids`` are taken too (a plan was assumed)."""
-        return replace(self, assumed=self.assumed | frozenset(device_ids))
+        """A view where ``device_ids`` are taken too (a plan was assumed): O(D) for the mask."""
+        added = frozenset(device_ids)
+        held = self.held | self.inventory.device_index().mask(added)
+        held.setflags(write=False)
+        return replace(self, assumed=self.assumed | added, held=held)
 
     def pinned_mask(self, claims: PodClaims) -> BoolArray | None:
         """Nodes every allocated claim of the pod allows, or None if it has none."""

@@ -79,8 +79,6 @@ class DeviceCycle:
 
     view: DraView
     state: DeviceState
-    held: frozenset[str]
-    """Devices taken for the whole run (allocated or assumed before it): no undo returns them."""
     errors: dict[str, str] = field(default_factory=dict)
     """(class or request) label → CEL selector error met by this solve."""
     shared_stack: list[tuple[str, tuple[SharedAllocation, ...]]] = field(default_factory=list)
@@ -109,7 +107,7 @@ def devices(state: CycleState) -> DeviceCycle | None:
             return None
         assert isinstance(view, DraView)
         scratch = view.inventory.state(view.assumed)
-        cycle = DeviceCycle(view, scratch, frozenset(scratch.taken))
+        cycle = DeviceCycle(view, scratch)
         state.write(DEVICES, cycle)
     return cycle
 
@@ -174,23 +172,26 @@ class DynamicResources:
 
     @staticmethod
     def _usable(cycle: DeviceCycle, sub: SubRequest) -> BoolArray:
-        """Nodes reaching at least ``sub.count`` matching devices outside ``held`` (``All``: at least one
-        matching device, taken or not). A necessary condition for the allocator to satisfy ``sub`` on the
-        node at any point of this run, so leaving the other nodes out changes no plan, only skips tries."""
+        """Nodes reaching at least ``sub.count`` matching devices outside the view's ``held`` ones (taken
+        for the whole run: no undo returns them) (``All``: at least one matching device, taken or not). A
+        necessary condition for the allocator to satisfy ``sub`` on the node at any point of this run, so
+        leaving the other nodes out changes no plan, only skips tries. Vectorised over the devices
+        (masks over ``inventory.device_index()``): the cost does not grow with the number of held node-local
+        devices; a held node-set or all-nodes device subtracts its reach one by one."""
         inventory = cycle.view.inventory
         counts, matching = inventory.usable_counts(sub, cycle.errors)
         if sub.all:
             return counts >= 1
-        held = matching & cycle.held
-        if held:
-            home = inventory.home
-            rows = np.fromiter(map(home.__getitem__, held), dtype=np.intp, count=len(held))
-            local = rows >= 0
-            counts = counts - np.bincount(rows[local], minlength=len(counts))
-            if not local.all():  # node-set and all-nodes devices: every row that reaches them
-                for dev_id in held:
-                    if home[dev_id] < 0:
-                        counts -= inventory.reach[dev_id]
+        held = matching & cycle.view.held
+        if held.any():
+            index = inventory.device_index()
+            rows = index.home[held]
+            # bincount of rows + 1: the -1s (devices no single node reaches) fall into bin 0, dropped
+            counts = counts - np.bincount(rows + 1, minlength=len(counts) + 1)[1:]
+            shared = rows < 0
+            if shared.any():  # node-set and all-nodes devices: every row that reaches them
+                for position in np.flatnonzero(held)[shared]:
+                    counts -= inventory.reach[index.ids[position]]
         return counts >= sub.count
 
     # -- Filter --------------------------------------------------------------------------------

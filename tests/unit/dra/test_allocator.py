@@ -5,6 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.dra.allocator import (
     ClaimSpec,
@@ -173,3 +175,51 @@ def test_budget_bounds_the_search_and_returns_the_best_so_far(budget: int) -> No
     got = allocate_copies([claim(exactly("g", 2))], 3, devices, by_class, state, budget_steps=budget)
     assert len(got) == budget
     assert len(state.taken) == 2 * budget
+
+
+@st.composite
+def copy_problems(draw: st.DrawFn) -> tuple[list[ClaimSpec], int, list[Device], DeviceState, int]:
+    """Random one-node problems: plain GPUs and partitionable ones on a counter set, some taken already,
+    one or two claims per copy (1–2 devices, sometimes on one PCIe root), a small budget or none."""
+    counter = "gpu.example.com/node/counters"
+    devices = [gpu(f"g{i}", root=f"pci{draw(st.integers(0, 1))}") for i in range(draw(st.integers(0, 4)))]
+    devices += [Device(id=f"gpu.example.com/node/part-{i}", driver="gpu.example.com", pool="node", name=f"part-{i}",
+                       attributes={"resource.kubernetes.io/pcieRoot": "pci0"},
+                       consumes=((counter, (("slices", D(size)),)),), weight=size / 8)
+                for i, size in enumerate(draw(st.lists(st.sampled_from([2, 4, 8]), max_size=3)))]
+    state = DeviceState(counters={counter: {"slices": D(8)}})
+    for i in draw(st.lists(st.integers(0, len(devices) - 1), unique=True)) if devices else []:
+        if state.fits(device := devices[i]):
+            state.take(device)
+    state.journal.clear()  # what the solve started with, as :meth:`Inventory.state` hands it over
+    pcie = Constraint(match_attribute="resource.kubernetes.io/pcieRoot")
+    claims = [claim(exactly("g", draw(st.integers(1, 2))), constraints=(pcie,) if draw(st.booleans()) else ())
+              for _ in range(draw(st.integers(1, 2)))]
+    return claims, draw(st.integers(1, 4)), devices, state, draw(st.sampled_from([1, 2, 3, 5, 8, 2000]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(copy_problems())
+def test_allocate_copies_leaves_exactly_the_returned_copies_taken(
+        problem: tuple[list[ClaimSpec], int, list[Device], DeviceState, int]) -> None:
+    """Whichever way the search ends (every copy found, fewer, or the budget spent mid-copy), the state holds
+    what it held before plus the devices of the copies returned — no device of a copy given up — and each
+    copy is a valid allocation of the claims."""
+    claims, copies, devices, state, budget = problem
+    before, counters = set(state.taken), {s: dict(c) for s, c in state.counters.items()}
+    got = allocate_copies(claims, copies, devices, by_class, state, budget_steps=budget)
+    assert len(got) <= copies
+    given_ = [d for copy in got for results in copy for _, d in results]
+    assert len({d.id for d in given_}) == len(given_) and before.isdisjoint(d.id for d in given_)
+    assert state.taken == before | {d.id for d in given_}
+    assert [d.id for d in state.journal] == [d.id for d in given_]
+    expected = DeviceState(set(before), counters)
+    for d in given_:
+        expected.take(d)
+    assert state.counters == expected.counters
+    for copy in got:
+        assert len(copy) == len(claims)
+        for spec, results in zip(claims, copy, strict=True):
+            assert len(results) == spec.requests[0].options[0].count
+            roots = {d.attributes.get("resource.kubernetes.io/pcieRoot") for _, d in results}
+            assert not spec.constraints or len(roots) == 1
