@@ -147,10 +147,11 @@ class Reconciler:
         for a PodGroup to appear. Otherwise the group keeps its minimum, with a Warning Event saying so."""
         res, namespace, name = self.served.podgroups, raw["metadata"]["namespace"], spec.name
         meta = have.get("metadata") or {}
-        bound = await self._bound_members(namespace, name)
-        placed = (f"{bound} of its pods are bound" if bound else
-                  f"the scheduler is placing it (annotation {INTENT_ANNOTATION})"
-                  if INTENT_ANNOTATION in (meta.get("annotations") or {}) else "")
+        placed = ""
+        if bound := await self._bound_members(namespace, name):
+            placed = f"{bound} of its pods are bound"
+        elif INTENT_ANNOTATION in (meta.get("annotations") or {}):
+            placed = f"the scheduler is placing it (annotation {INTENT_ANNOTATION})"
         if placed:
             kopf.warn(body, reason="GangImmutable",
                       message=f"PodGroup {namespace}/{name} keeps minCount {minimum_of(have)}, not the {spec.minimum} "
@@ -211,14 +212,14 @@ def _validate(kind: str, raw: JSON, warnings: list[str], podgroups: Mapping[str,
     warnings.extend(validation.warnings(kind, raw, node_labels))
 
 
+Decode = Callable[[JSON], JSON]
+"""A group body (API JSON of the served version) in the internal (v1beta1) shape the scheduler's checks read."""
+
+
 def _essence(namespace: str | None, body: kopf.Body, decode: Decode = dict) -> dict[str | None, JSON]:
     """An index entry: the group's name, namespace and spec (in the internal shape: ``decode``) under its namespace."""
     return {namespace: decode({"metadata": {"name": body.metadata.name, "namespace": namespace},
                                "spec": copy.deepcopy(dict(body.spec))})}
-
-
-Decode = Callable[[JSON], JSON]
-"""A group body (API JSON of the served version) in the internal (v1beta1) shape the scheduler's checks read."""
 
 Connect = Callable[[], contextlib.AbstractAsyncContextManager[KubeClient]]
 """Opens the client the handlers write with, in kopf's event loop, for as long as the operator runs."""
