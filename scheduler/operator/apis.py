@@ -1,9 +1,14 @@
 """Which group API the cluster serves, by discovery: the operator's one decision about the cluster.
 
-* ``scheduling.k8s.io/v1beta1`` podgroups served (v1.37 with ``GenericWorkload`` and the beta group
-  enabled, reference §0): pods get ``spec.schedulingGroup.podGroupName`` — the field exists exactly
-  where this API does, so the served API is the honest proxy for the pod field. CompositePodGroups
-  are made only where ``v1alpha3`` compositepodgroups are served too.
+* a ``scheduling.k8s.io`` PodGroup version is served — ``v1beta1`` (v1.37 with ``GenericWorkload`` and
+  the beta group enabled), else ``v1alpha2`` (v1.36 with ``GenericWorkload``), chosen by the scheduler's
+  own :func:`scheduler.live.podgroup_api.discover` and :data:`~scheduler.live.podgroup_api.PREFERENCE`
+  (reference §0), so operator and scheduler always speak the same version: pods get
+  ``spec.schedulingGroup.podGroupName`` (``PodSchedulingGroup`` is in the PodSpec of both releases,
+  reference §1.1, gated by the same ``GenericWorkload`` that serves the API, so the served API is the
+  honest proxy for the pod field). CompositePodGroups are made only on v1beta1 where ``v1alpha3``
+  compositepodgroups are served too (v1.36 has none, and a v1alpha2 PodGroup has no
+  ``parentCompositePodGroupName``). On v1alpha2 ``gang.minCount`` is immutable (:attr:`Served.mutable_minimum`).
 * else ``scheduling.x-k8s.io/v1alpha1`` podgroups served (the scheduler-plugins CRD): pods get the
   label ``scheduling.x-k8s.io/pod-group``; one PodGroup per gang (that API has no trees).
 * neither: :class:`NoGroupApi` — the operator has nothing to write and does not start.
@@ -17,7 +22,9 @@ import enum
 from dataclasses import dataclass
 
 from scheduler.errors import GangSchedulerError
-from scheduler.live.kube import COMPOSITES, PODGROUPS, KubeClient, Resource
+from scheduler.live import podgroup_api
+from scheduler.live.kube import COMPOSITES, KubeClient, Resource
+from scheduler.live.podgroup_api import PodGroupApi
 from scheduler.model import coscheduling
 
 COSCHEDULING_PODGROUPS = Resource(coscheduling.API_GROUP, coscheduling.VERSION, coscheduling.PLURAL, True,
@@ -27,7 +34,7 @@ COSCHEDULING_PODGROUPS = Resource(coscheduling.API_GROUP, coscheduling.VERSION, 
 
 
 class NoGroupApi(GangSchedulerError):
-    """Neither ``scheduling.k8s.io/v1beta1`` nor ``scheduling.x-k8s.io/v1alpha1`` PodGroups are served."""
+    """No ``scheduling.k8s.io`` PodGroup version we read, nor ``scheduling.x-k8s.io/v1alpha1`` PodGroups, is served."""
 
 
 class Flavour(enum.Enum):
@@ -39,23 +46,40 @@ class Flavour(enum.Enum):
 
 @dataclass(frozen=True)
 class Served:
-    """What discovery found. ``composite``: CompositePodGroups can be written (implies ``WORKLOAD``)."""
+    """What discovery found. ``workload``: the ``scheduling.k8s.io`` PodGroup version written (``WORKLOAD`` only);
+    ``composite``: CompositePodGroups can be written (implies ``WORKLOAD`` on v1beta1)."""
 
     flavour: Flavour
     composite: bool = False
+    workload: PodGroupApi = podgroup_api.V1BETA1
 
     @property
     def podgroups(self) -> Resource:
         """The PodGroup resource to write."""
-        return PODGROUPS if self.flavour is Flavour.WORKLOAD else COSCHEDULING_PODGROUPS
+        return self.workload.resource if self.flavour is Flavour.WORKLOAD else COSCHEDULING_PODGROUPS
+
+    @property
+    def mutable_minimum(self) -> bool:
+        """Whether a PodGroup's minimum can be patched: ``minCount`` in v1beta1 (reference §3), ``minMember`` in
+        scheduler-plugins; not in v1alpha2, whose whole ``PodGroupSpec`` is immutable (v1.36 OpenAPI: every
+        field says "This field is immutable"; reference §0)."""
+        return self.flavour is Flavour.COSCHEDULING or self.workload is not podgroup_api.V1ALPHA2
+
+    def describe(self) -> str:
+        """What is written, for the log and the health probe (``scheduling.k8s.io/v1alpha2``, …)."""
+        composite = " with CompositePodGroups" if self.composite else ""
+        return f"{self.podgroups.group_version}{composite}"
 
 
 async def discover(kube: KubeClient) -> Served:
     """Ask the API server (``GET /apis/{group}/{version}``) which group API it serves; raises
-    :class:`NoGroupApi` when neither is, and :class:`~scheduler.live.kube.ApiError` when discovery fails."""
-    if PODGROUPS.plural in await kube.served(PODGROUPS.group_version):
-        return Served(Flavour.WORKLOAD, composite=COMPOSITES.plural in await kube.served(COMPOSITES.group_version))
+    :class:`NoGroupApi` when none is, and :class:`~scheduler.live.kube.ApiError` when discovery fails."""
+    api, reason = await podgroup_api.discover(kube)
+    if api is not None:
+        composite = (api is podgroup_api.V1BETA1
+                     and COMPOSITES.plural in await kube.served(COMPOSITES.group_version))
+        return Served(Flavour.WORKLOAD, composite=composite, workload=api)
     if COSCHEDULING_PODGROUPS.plural in await kube.served(COSCHEDULING_PODGROUPS.group_version):
         return Served(Flavour.COSCHEDULING)
-    raise NoGroupApi(f"neither {PODGROUPS.group_version} nor {COSCHEDULING_PODGROUPS.group_version} podgroups are "
-                     "served: enable GenericWorkload (v1.37) or install the scheduler-plugins PodGroup CRD")
+    raise NoGroupApi(f"{reason}; or install the scheduler-plugins PodGroup CRD "
+                     f"({COSCHEDULING_PODGROUPS.group_version} podgroups are not served either)")

@@ -4,7 +4,9 @@
   :data:`~scheduler.operator.workloads.WORKLOADS`): one level-triggered reconcile — create the
   groups the workload needs (parents first), owned by it through ``kopf.adopt``; keep each
   PodGroup's minimum equal to the workload's (a scaled Job gets its ``minCount`` patched: the
-  kuberay#5205 bug is a PodGroup never updated on scale); delete the groups it no longer needs (a
+  kuberay#5205 bug is a PodGroup never updated on scale; on Kubernetes 1.36, where ``minCount`` is
+  immutable, the PodGroup is deleted and made again while none of it is placed, else it keeps its
+  minimum with a Warning Event — :meth:`Reconciler._recreate`); delete the groups it no longer needs (a
   LeaderWorkerSet scaled down). Deleting the workload needs nothing of ours: the owner references
   let the garbage collector delete its groups, so there is no finalizer. What cannot be honoured
   (an immutable CompositePodGroup policy, an override that does not apply, a group of the same
@@ -29,12 +31,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import logging
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Literal
 
 import kopf
 
-from scheduler.live.kube import COMPOSITES, ApiError, Conflict, KubeClient, NotFound, Resource
+from scheduler.groups.intent import INTENT_ANNOTATION
+from scheduler.live.kube import COMPOSITES, PODS, ApiError, Conflict, KubeClient, NotFound, Resource
 from scheduler.model.coscheduling import POD_GROUP_LABEL
 from scheduler.operator import validation
 from scheduler.operator.apis import Flavour, Served
@@ -48,6 +52,7 @@ from scheduler.operator.labels import (
 from scheduler.operator.workloads import JOB, WORKLOADS, GroupSpec, WorkloadKind, desired, pod_group
 
 JSON = dict[str, Any]
+log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER = "default-scheduler"
 """What the API server defaults an unset ``spec.schedulerName`` to before admission runs."""
@@ -126,7 +131,48 @@ class Reconciler:
                       message=f"CompositePodGroup {namespace}/{spec.name} needs minGroupCount {spec.minimum} "
                               f"but its policy is immutable: delete it to have it made again")
             return
+        if not self.served.mutable_minimum:
+            await self._recreate(spec, raw, body, have)
+            return
         await self.kube.patch(res, namespace, spec.name, minimum_patch(spec, self.served))
+
+    async def _recreate(self, spec: GroupSpec, raw: JSON, body: kopf.Body, have: JSON) -> None:
+        """Kubernetes 1.36: ``minCount`` is immutable (the whole v1alpha2 ``PodGroupSpec`` is), so a PodGroup
+        whose minimum moved is deleted and made again with the new one — but only while nothing is placed:
+        no member bound (``spec.nodeName``) and no placement recorded by the scheduler (its intent
+        annotation, written before the first claim write or bind of a plan, architecture §14). The delete
+        is preconditioned on the uid and resourceVersion read, so an intent written since answers 409 and
+        kopf retries the whole pass. The pods keep their link (by name; reference §1.1: "a same-named group
+        can be recreated with another policy") and wait for the new object, as kube-scheduler's pods wait
+        for a PodGroup to appear. Otherwise the group keeps its minimum, with a Warning Event saying so."""
+        res, namespace, name = self.served.podgroups, raw["metadata"]["namespace"], spec.name
+        meta = have.get("metadata") or {}
+        placed = ""
+        if bound := await self._bound_members(namespace, name):
+            placed = f"{bound} of its pods are bound"
+        elif INTENT_ANNOTATION in (meta.get("annotations") or {}):
+            placed = f"the scheduler is placing it (annotation {INTENT_ANNOTATION})"
+        if placed:
+            kopf.warn(body, reason="GangImmutable",
+                      message=f"PodGroup {namespace}/{name} keeps minCount {minimum_of(have)}, not the {spec.minimum} "
+                              f"the workload now asks for: minCount is immutable in {res.group_version} (Kubernetes "
+                              f"1.36) and {placed}, so it is not made again; delete it to have it made again")
+            return
+        preconditions = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
+        await self.kube.delete(res, namespace, name, body={"apiVersion": "v1", "kind": "DeleteOptions",
+                                                           "preconditions": preconditions})
+        obj = body_of(spec, raw["metadata"]["name"], raw["metadata"]["uid"], self.served)
+        kopf.adopt(obj, owner=body)
+        await self.kube.create(res, namespace, obj)  # 409 (not gone yet): kopf retries the pass
+        log.info("PodGroup %s/%s made again with minCount %d (was %s; minCount is immutable in %s)",
+                 namespace, name, spec.minimum, minimum_of(have), res.group_version)
+
+    async def _bound_members(self, namespace: str, group: str) -> int:
+        """How many pods of ``namespace`` link PodGroup ``group`` (``spec.schedulingGroup.podGroupName``) and are
+        bound (``spec.nodeName``)."""
+        pods, _ = await self.kube.list(PODS, namespace)
+        return sum(1 for p in pods if (p.get("spec") or {}).get("nodeName")
+                   and ((p.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == group)
 
 
 def mutate_pod(served: Served, scheduler_name: str, body: kopf.Body, patch: kopf.Patch, warnings: list[str]) -> None:
@@ -157,9 +203,8 @@ def mutate_pod(served: Served, scheduler_name: str, body: kopf.Body, patch: kopf
         patch.metadata.labels[POD_GROUP_LABEL] = group
 
 
-def _validate(kind: str, body: kopf.Body, warnings: list[str], podgroups: Mapping[str, Any],
+def _validate(kind: str, raw: JSON, warnings: list[str], podgroups: Mapping[str, Any],
               composites: Mapping[str, Any], node_labels: Collection[str]) -> None:
-    raw = copy.deepcopy(dict(body))
     namespace = (raw.get("metadata") or {}).get("namespace", "")
     found = validation.problems(kind, raw, podgroups.get(namespace, []), composites.get(namespace, []))
     if found:
@@ -167,11 +212,14 @@ def _validate(kind: str, body: kopf.Body, warnings: list[str], podgroups: Mappin
     warnings.extend(validation.warnings(kind, raw, node_labels))
 
 
-def _essence(namespace: str | None, body: kopf.Body) -> dict[str | None, JSON]:
-    """An index entry: the group's name, namespace and spec under its namespace."""
-    return {namespace: {"metadata": {"name": body.metadata.name, "namespace": namespace},
-                        "spec": copy.deepcopy(dict(body.spec))}}
+Decode = Callable[[JSON], JSON]
+"""A group body (API JSON of the served version) in the internal (v1beta1) shape the scheduler's checks read."""
 
+
+def _essence(namespace: str | None, body: kopf.Body, decode: Decode = dict) -> dict[str | None, JSON]:
+    """An index entry: the group's name, namespace and spec (in the internal shape: ``decode``) under its namespace."""
+    return {namespace: decode({"metadata": {"name": body.metadata.name, "namespace": namespace},
+                               "spec": copy.deepcopy(dict(body.spec))})}
 
 Connect = Callable[[], contextlib.AbstractAsyncContextManager[KubeClient]]
 """Opens the client the handlers write with, in kopf's event loop, for as long as the operator runs."""
@@ -207,7 +255,7 @@ def build_registry(connect: Connect, served: Served, scheduler_name: str) -> kop
 
     @kopf.on.probe(id="groupApi", registry=registry)
     def group_api(**_: Any) -> str:
-        return f"{served.flavour.value}{' with CompositePodGroups' if served.composite else ''}"
+        return served.describe()
 
     return registry
 
@@ -230,9 +278,12 @@ def _register_workload(registry: kopf.OperatorRegistry, reconciler: Reconciler, 
 def _register_validation(registry: kopf.OperatorRegistry, served: Served) -> None:
     pg, cpg = served.podgroups, COMPOSITES
 
+    def decode(raw: JSON) -> JSON:  # a v1.36 (v1alpha2) PodGroup is checked as the scheduler reads it
+        return served.workload.decode(raw).raw
+
     @kopf.index(pg.group, pg.version, pg.plural, id="podgroup_index", registry=registry)
     def podgroup_index(namespace: str | None, body: kopf.Body, **_: Any) -> dict[str | None, JSON]:
-        return _essence(namespace, body)
+        return _essence(namespace, body, decode)
 
     @kopf.index("", "v1", "nodes", id="node_label_index", registry=registry)
     def node_label_index(labels: kopf.Labels, **_: Any) -> dict[str, None]:
@@ -247,11 +298,12 @@ def _register_validation(registry: kopf.OperatorRegistry, served: Served) -> Non
                       ignore_failures=True, registry=registry)
     def validate_podgroup(body: kopf.Body, warnings: list[str], **kw: Any) -> None:
         composites = kw.get("composite_index", {})  # absent where CompositePodGroups are not served
-        _validate("PodGroup", body, warnings, kw["podgroup_index"], composites, kw["node_label_index"])
+        _validate("PodGroup", decode(copy.deepcopy(dict(body))), warnings, kw["podgroup_index"], composites,
+                  kw["node_label_index"])
 
     if served.composite:
         @kopf.on.validate(cpg.group, cpg.version, cpg.plural, id="compositepodgroups", operations=CREATE,
                           ignore_failures=True, registry=registry)
         def validate_composite(body: kopf.Body, warnings: list[str], **kw: Any) -> None:
-            _validate("CompositePodGroup", body, warnings, kw["podgroup_index"], kw["composite_index"],
-                      kw["node_label_index"])
+            _validate("CompositePodGroup", copy.deepcopy(dict(body)), warnings, kw["podgroup_index"],
+                      kw["composite_index"], kw["node_label_index"])

@@ -82,7 +82,6 @@ async def run(options: OperatorOptions, kube: KubeClient, stop: asyncio.Event, *
     kopf.on.login(registry=registry)(login)
     settings = settings or kopf.OperatorSettings()
     configure(settings, options)
-    logging.getLogger(__name__).info("operator: writing %s groups%s", served.flavour.value,
-                                     " and CompositePodGroups" if served.composite else "")
+    logging.getLogger(__name__).info("operator: writing %s groups", served.describe())
     await kopf.operator(registry=registry, settings=settings, clusterwide=True, standalone=True,
                         liveness_endpoint=options.liveness, stop_flag=stop)

@@ -77,10 +77,11 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
     ("live/binder.py", "Binder.write_intent.one", "resource[ns, name]"): ("PODGROUPS", "PODGROUPS_V1ALPHA2",
                                                                           "COSCHEDULING_PODGROUPS"),
     # operator/handlers.py Reconciler: `res` is groups.resource_of(spec, served) (COMPOSITES for a
-    # CompositePodGroup, else Served.podgroups: PODGROUPS or COSCHEDULING_PODGROUPS), or the resource
-    # Reconciler.owned listed an object from.
-    **{("operator/handlers.py", f"Reconciler.{fn}", "res"): ("PODGROUPS", "COMPOSITES", "COSCHEDULING_PODGROUPS")
-       for fn in ("owned", "reconcile", "_ensure")},
+    # CompositePodGroup, else Served.podgroups: PODGROUPS, PODGROUPS_V1ALPHA2 or COSCHEDULING_PODGROUPS), or the
+    # resource Reconciler.owned listed an object from; _recreate runs for v1alpha2 only.
+    **{("operator/handlers.py", f"Reconciler.{fn}", "res"): ("PODGROUPS", "PODGROUPS_V1ALPHA2", "COMPOSITES",
+                                                             "COSCHEDULING_PODGROUPS")
+       for fn in ("owned", "reconcile", "_ensure", "_recreate")},
 }
 
 LEASE_GROUP = "coordination.k8s.io"

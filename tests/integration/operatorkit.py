@@ -52,6 +52,13 @@ def register(k8s: ApiServer) -> None:
                                                  verbs=VERBS, subresources=subresources)
 
 
+def drop_workload_api(k8s: ApiServer) -> None:
+    """Make ``k8s`` a cluster with no workload API (no ``scheduling.k8s.io`` PodGroup or CompositePodGroup), only
+    scheduler-plugins' PodGroup CRD, which the default emulator serves with its schema (``crds.py``)."""
+    for path in ("scheduling.k8s.io/v1beta1/podgroups", "scheduling.k8s.io/v1alpha3/compositepodgroups"):
+        del k8s.resources[path]
+
+
 def job(name: str, parallelism: int, cpu: str = "1", opted_in: bool = True, **spec: Any) -> dict[str, Any]:
     labels = {"gang-scheduler.io/gang": "true"} if opted_in else {}
     template = {"metadata": {}, "spec": {"restartPolicy": "Never", "containers": [

@@ -58,8 +58,9 @@ async def condition(kube: KubeClient, name: str, type_: str) -> dict[str, Any] |
 
 
 def valid_136(k8s: ApiServer, name: str) -> None:
-    """Every stored version of PodGroup ``name`` validates against the v1.36 strict schema."""
-    for version in k8s.objects[PATH, NS, name].history:
+    """Every stored version of PodGroup ``name`` validates against the v1.36 strict schema (a deletion, None in
+    the history, is no version)."""
+    for version in filter(None, k8s.objects[PATH, NS, name].history):
         kubernetes_validate.validate(json.loads(json.dumps(version, default=dict)), "1.36.0", strict=True)
 
 

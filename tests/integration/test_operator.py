@@ -8,16 +8,18 @@ from __future__ import annotations
 import kmock
 import pytest
 
-from scheduler.live.kube import COMPOSITES, NODES, PODGROUPS, PODS, KubeClient, Resource
-from scheduler.operator.apis import COSCHEDULING_PODGROUPS, NoGroupApi, discover
+from scheduler.live import podgroup_api
+from scheduler.live.kube import COMPOSITES, NODES, PODGROUPS, PODGROUPS_V1ALPHA2, PODS, KubeClient, Resource
+from scheduler.operator.apis import COSCHEDULING_PODGROUPS, Flavour, NoGroupApi, discover
 from tests.integration.conftest import VERBS
-from tests.integration.livekit import NS, bound, create_node, running, until
+from tests.integration.livekit import NS, until
 from tests.integration.operatorkit import (
     JOBS,
     LWS,
     MUTATING,
     VALIDATING,
     Admission,
+    drop_workload_api,
     job,
     job_pod,
     operating,
@@ -187,48 +189,11 @@ async def test_leaderworkerset_groups_follow_replicas(served, kube: KubeClient) 
                            what="the second group removed on scale-down")
 
 
-@pytest.mark.looptime
-async def test_job_end_to_end_all_or_nothing(served, kube: KubeClient) -> None:
-    """Job opted in → its PodGroup made and owned → its pods mutated by the webhook → the scheduler
-    binds them all, or (not enough room) none; scaling the Job moves minCount."""
-    for i in range(2):
-        await create_node(kube, f"n{i}", cpu="2")
-    async with operating(served, kube), running(kube):
-        admission = Admission(kube)
-        for name, parallelism in (("fits", 4), ("too-big", 3)):
-            stored = await kube.create(JOBS, NS, await admission.mutated(JOBS, job(name, parallelism, cpu="1")))
-            await until(lambda n=name: podgroup_of(kube, n), what=f"PodGroup {name}")
-            for _ in range(parallelism):
-                await kube.create(PODS, NS, await admission.mutated(PODS, job_pod(stored)))
-            if name == "fits":
-                placed = await until(lambda: _bound_n(kube, "fits-", 4), what="the gang bound")
-                assert sorted(placed.values()) == ["n0", "n0", "n1", "n1"]
-        pods, _ = await kube.list(PODS, NS)
-        assert all(p["spec"]["schedulingGroup"]["podGroupName"] in ("fits", "too-big") for p in pods)
-        await until(lambda: _unschedulable(kube, "too-big"), what="too-big reported")
-        assert not await bound(kube, "too-big-")  # all or nothing: 4 CPUs are taken, 3 more do not fit
-        await kube.patch(JOBS, NS, "too-big", {"spec": {"parallelism": 1}})  # scaled down: a gang of one fits
-        assert await until(lambda: _is(min_count(kube, "too-big"), 1), what="minCount follows the scale-down")
-
-
-async def _bound_n(kube: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = await bound(kube, prefix)
-    return got if len(got) == n else None
-
-
-async def _unschedulable(kube: KubeClient, group: str) -> bool:
-    pg = await podgroup_of(kube, group)
-    return any(c.get("status") == "False" for c in ((pg or {}).get("status") or {}).get("conditions") or [])
-
-
 @pytest.fixture
 def plugins_only(k8s):  # type: ignore[no-untyped-def]
     """A cluster with no workload API, but the scheduler-plugins PodGroup CRD."""
     register(k8s)
-    for path in ("scheduling.k8s.io/v1beta1/podgroups", "scheduling.k8s.io/v1alpha3/compositepodgroups"):
-        del k8s.resources[path]
-    k8s.resources["scheduling.x-k8s.io/v1alpha1/podgroups"] = kmock.ResourceInfo(
-        kind="PodGroup", singular="podgroup", namespaced=True, verbs=VERBS, subresources=("status",))
+    drop_workload_api(k8s)
     return k8s
 
 
@@ -255,7 +220,9 @@ async def test_no_group_api_at_all_is_refused_at_start(k8s, kube: KubeClient) ->
     for path in ("scheduling.k8s.io/v1beta1/podgroups", "scheduling.k8s.io/v1alpha3/compositepodgroups",
                  "scheduling.x-k8s.io/v1alpha1/podgroups"):
         del k8s.resources[path]
-    with pytest.raises(NoGroupApi, match=r"neither scheduling\.k8s\.io/v1beta1 nor scheduling\.x-k8s\.io/v1alpha1"):
+    with pytest.raises(NoGroupApi, match=r"scheduling\.k8s\.io/v1beta1 podgroups is not served \(nor "
+                                         r"scheduling\.k8s\.io/v1alpha2\).*\(scheduling\.x-k8s\.io/v1alpha1 "
+                                         r"podgroups are not served either\)"):
         await discover(kube)
 
 
@@ -326,3 +293,63 @@ async def test_what_cannot_be_honoured_is_a_warning_event_or_an_admission_warnin
     assert unknown["warnings"] == ["gang-scheduler.io/gang: no Job, JobSet, PyTorchJob or LeaderWorkerSet labels on "
                                    "this pod, so its group is not known; it is left to spec.schedulerName "
                                    "'default-scheduler'"]
+
+
+@pytest.mark.kubernetes("1.36")
+@pytest.mark.looptime
+async def test_v136_cluster_gets_v1alpha2_podgroups_and_the_pod_field(served, kube: KubeClient) -> None:
+    """1.36: v1alpha2 PodGroups (the scheduler's discovery; no CompositePodGroups, so a LeaderWorkerSet
+    replica is one flat PodGroup), ``spec.schedulingGroup`` on pods, and the validating webhook reading
+    v1alpha2 as the scheduler does."""
+    found = await discover(kube)
+    assert (found.flavour, found.workload, found.composite) == (Flavour.WORKLOAD, podgroup_api.V1ALPHA2, False)
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+           "metadata": {"name": "serve", "namespace": NS, "labels": {"gang-scheduler.io/gang": "true"}},
+           "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 3, "workerTemplate": {"spec": {"containers": []}}}}}
+    v1alpha2 = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+                "metadata": {"name": "hand", "namespace": NS}}
+    async with operating(served, kube):
+        admission = Admission(kube)
+        stored = await kube.create(JOBS, NS, await admission.mutated(JOBS, job("train", 3)))
+        await kube.create(LWS, NS, lws)
+        pgs = await until(lambda: _all(kube.list(PODGROUPS_V1ALPHA2, NS), 2), what="v1alpha2 PodGroups")
+        pod = await admission.mutated(PODS, job_pod(stored))
+        zero = await admission.call(VALIDATING, PODGROUPS_V1ALPHA2, review(PODGROUPS_V1ALPHA2, {
+            **v1alpha2, "spec": {"schedulingPolicy": {"gang": {"minCount": 0}}, "disruptionMode": "PodGroup"}}))
+        fine = await admission.call(VALIDATING, PODGROUPS_V1ALPHA2, review(PODGROUPS_V1ALPHA2, {
+            **v1alpha2, "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "disruptionMode": "PodGroup",
+                                 "podGroupTemplateRef": {"workload": {"workloadName": "w",
+                                                                      "podGroupTemplateName": "t"}}}}))
+    specs = {pg["metadata"]["name"]: pg["spec"] for pg in pgs}
+    assert specs == {"train": {"schedulingPolicy": {"gang": {"minCount": 3}}},
+                     "serve-0": {"schedulingPolicy": {"gang": {"minCount": 3}}}}  # leader + 2 workers, one group
+    assert pod["spec"]["schedulingGroup"] == {"podGroupName": "train"}
+    assert "scheduling.x-k8s.io/pod-group" not in pod["metadata"]["labels"]
+    assert pod["spec"]["schedulerName"] == "gang-scheduler"
+    assert not zero["allowed"] and "minCount" in zero["status"]["message"]
+    assert fine["allowed"], fine  # v1.36 fields (a disruptionMode string, podGroupTemplateRef) are read, not refused
+
+
+async def _all(coro, n: int):  # type: ignore[no-untyped-def]
+    items, _ = await coro
+    return items if len(items) >= n else None
+
+
+@pytest.mark.kubernetes("1.36")
+@pytest.mark.looptime
+async def test_v136_podgroup_being_placed_is_not_made_again(served, kube: KubeClient) -> None:
+    """The scheduler records its placement on the PodGroup (the intent annotation) before the first bind: a
+    PodGroup carrying one is placed, or about to be, even with no member bound yet — its minimum is kept."""
+    async with operating(served, kube):
+        await kube.create(JOBS, NS, job("train", 2))
+        made = await until(lambda: _first(kube.list(PODGROUPS_V1ALPHA2, NS)), what="PodGroup made")
+        intent = '{"plan": "p1", "pods": {"train-a": {"node": "n0", "uid": "0123abcd"}}}'
+        await kube.patch(PODGROUPS_V1ALPHA2, NS, "train", {"metadata": {"annotations": {
+            "gang-scheduler.io/intent": intent}}})
+        await kube.patch(JOBS, NS, "train", {"spec": {"parallelism": 3}})
+        (warning,) = await until(lambda: warning_events(kube, "GangImmutable"), what="GangImmutable event")
+        kept = await kube.get(PODGROUPS_V1ALPHA2, NS, "train")
+    assert kept["metadata"]["uid"] == made["metadata"]["uid"]
+    assert kept["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+    assert warning["message"].endswith("and the scheduler is placing it (annotation gang-scheduler.io/intent), so it "
+                                       "is not made again; delete it to have it made again")
