@@ -23,6 +23,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from urllib.parse import urlencode
+
 import aiohttp
 import yaml
 from kubernetes_asyncio import client, config
@@ -110,6 +112,24 @@ CSI_NODES = Resource("storage.k8s.io", "v1", "csinodes", False, "CSINode")
 STORAGE_RESOURCES = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)
 """What the volume plugins read (kube-scheduler's VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits)."""
 
+USER_AGENT = "gang-scheduler"
+"""Our requests' ``User-Agent`` (the API server's audit log and metrics name clients by it)."""
+
+READ_BUFSIZE = 2**21
+"""aiohttp's read buffer, bytes: kubernetes-asyncio's, as a watch event can carry an object up to etcd's 1.5 MiB."""
+
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+"""The variables through which an environment asks for a proxy (aiohttp's ``trust_env`` reads them)."""
+
+WATCH_CONNECTIONS = 20
+"""Connections kept for watches: one per informer (at most 17 kinds, ``driver.Scheduler.start_informers``)."""
+
+SPARE_CONNECTIONS = 8
+"""Connections beyond the binds and watches: reads, leases, status writes and Events."""
+
+DEFAULT_CONNECTIONS = WATCH_CONNECTIONS + 16 + SPARE_CONNECTIONS
+"""Connections with the default 16 binds in flight (``--bind-concurrency``)."""
+
 LIST_PAGE_SIZE = 500
 """Objects per list page (client-go's reflector default): bounds the raw JSON held during a re-list."""
 
@@ -194,16 +214,30 @@ class KubeClient:
     def __init__(self, api: client.ApiClient, qps: float = 50.0, burst: int = 100) -> None:
         self.api = api
         self.limiter = RateLimiter(qps, burst)
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """Our HTTP session, made on first use (inside the event loop) over kubernetes-asyncio's connector (its
+        TLS context and connection limit, :func:`api_client`), with ``trust_env`` only when the environment
+        names a proxy (:func:`proxy_from_env`): aiohttp's ``trust_env`` otherwise reads ``~/.netrc`` and the
+        proxy variables in a worker thread on every request."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=self.api.rest_client.pool_manager.connector, connector_owner=False,
+                trust_env=proxy_from_env(), read_bufsize=READ_BUFSIZE)
+        return self._session
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, context: str | None = None, *, qps: float = 50.0,
-                      burst: int = 100) -> KubeClient:
+                      burst: int = 100, connections: int = DEFAULT_CONNECTIONS) -> KubeClient:
         """Configure from a kubeconfig, else from the in-cluster service account (client-go's order).
 
         ``kubeconfig``: a path; only that file is used. Unset: the files in ``$KUBECONFIG``
         (``:``-separated, merged), else ``~/.kube/config``; when none of them exists, the
         in-cluster configuration (``KUBERNETES_SERVICE_HOST`` / ``KUBERNETES_SERVICE_PORT`` and the
-        service-account token). Makes no request.
+        service-account token). Makes no request. ``connections``: keep-alive connections to the API server
+        (:func:`api_client`).
 
         Raises :class:`~scheduler.errors.ClusterConfigError` with one line naming every path and
         variable looked at: the kubeconfig is missing or invalid (no ``current-context``, a bad
@@ -239,7 +273,7 @@ class KubeClient:
                     raise ClusterConfigError(f"{where}: {one_line(exc)}") from exc
                 problem = f"{where}: {one_line(exc)}"
             else:
-                return cls(client.ApiClient(cfg), qps=qps, burst=burst)
+                return cls(api_client(cfg, connections), qps=qps, burst=burst)
         else:
             problem = where
         host, port = "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"
@@ -252,26 +286,37 @@ class KubeClient:
                                      f"{one_line(exc)}") from exc
         if found is not None:
             log.warning("%s; using the in-cluster configuration instead", problem)
-        return cls(client.ApiClient(cfg), qps=qps, burst=burst)
+        return cls(api_client(cfg, connections), qps=qps, burst=burst)
 
     @classmethod
-    def for_host(cls, host: str, *, qps: float = 0.0, burst: int = 100) -> KubeClient:
+    def for_host(cls, host: str, *, qps: float = 0.0, burst: int = 100,
+                 connections: int = DEFAULT_CONNECTIONS) -> KubeClient:
         """An unauthenticated client for ``host`` (tests and local emulators)."""
-        return cls(client.ApiClient(client.Configuration(host=host.rstrip("/"))), qps=qps, burst=burst)
+        return cls(api_client(client.Configuration(host=host.rstrip("/")), connections), qps=qps, burst=burst)
 
     async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
         await self.api.close()
 
     async def _send(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
                     body: Any = None, content_type: str = "application/json",
-                    timeout: float | aiohttp.ClientTimeout | None = 30.0) -> aiohttp.ClientResponse:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+                    timeout: float | aiohttp.ClientTimeout = 30.0) -> aiohttp.ClientResponse:
+        """One HTTP request on the event loop: the body serialised with ``json.dumps``, the bearer token from the
+        configuration (its refresh hook runs first: exec plugins, a rotated service-account token), the
+        kubeconfig's ``proxy-url`` and ``tls-server-name`` applied. kubernetes-asyncio's ``call_api`` did the same
+        and more per request (every header, parameter and body walked by ``sanitize_for_serialization``)."""
+        cfg = self.api.configuration
+        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
+        query = list(query or [])
+        await self.api.update_params_for_auth(headers, query, ["BearerToken"])
+        url = f"{cfg.host}{path}" + ("?" + urlencode(query) if query else "")
         try:
-            resp: aiohttp.ClientResponse = await self.api.call_api(
-                path, method, query_params=query or [], header_params=headers, body=body,
-                auth_settings=["BearerToken"], _preload_content=False, _request_timeout=timeout)
-        except client.ApiException as exc:  # raised for non-2xx by some code paths
-            raise _error(exc.status or 0, str(exc.reason), str(exc.body or "")) from exc
+            resp = await self.session.request(
+                method, url, headers=headers, data=None if body is None else json.dumps(body),
+                timeout=timeout if isinstance(timeout, aiohttp.ClientTimeout) else aiohttp.ClientTimeout(total=timeout),
+                proxy=cfg.proxy or None, proxy_headers=cfg.proxy_headers or None,
+                server_hostname=cfg.tls_server_name or None)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise ApiError(0, type(exc).__name__, str(exc)) from exc
         if resp.status >= 300:
@@ -395,6 +440,20 @@ class KubeClient:
         except NotFound:
             return set()
         return {r["name"] for r in data.get("resources") or [] if "/" not in r.get("name", "")}
+
+
+def proxy_from_env() -> bool:
+    """Whether the environment names a proxy (:data:`PROXY_VARIABLES`): only then does our session trust it, as
+    client-go uses ``http.ProxyFromEnvironment``; without one nothing reads ``~/.netrc`` or the variables per
+    request."""
+    return any(os.environ.get(name) for name in PROXY_VARIABLES)
+
+
+def api_client(cfg: client.Configuration, connections: int) -> client.ApiClient:
+    """kubernetes-asyncio's client for ``cfg``, its connector limited to ``connections`` (keep-alive connections
+    to the API server, watches included: :data:`WATCH_CONNECTIONS` + binds + :data:`SPARE_CONNECTIONS`)."""
+    cfg.connection_pool_maxsize = connections
+    return client.ApiClient(cfg)
 
 
 def _error(status: int, reason: str, message: str) -> ApiError:

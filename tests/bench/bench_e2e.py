@@ -275,9 +275,14 @@ async def create_gangs(kube: KubeClient, gangs: int, per_gang: int, concurrency:
 class BindWatch:
     """Watches pods in :data:`NS` and records when each was first seen with ``spec.nodeName``."""
 
-    def __init__(self, kube: KubeClient, expected: int) -> None:
+    def __init__(self, kube: KubeClient, expected: int, *, ignore: str | None = None,
+                 on_first: Callable[[], None] | None = None) -> None:
         self.kube = kube
         self.expected = expected
+        self.ignore = ignore
+        """Pods whose name starts with this are not counted (the cases' already-bound pods)."""
+        self.on_first = on_first
+        """Called when the first pod is seen bound (the cases mark the scheduler's CPU there)."""
         self.bound: dict[str, tuple[float, str]] = {}
         self.all_bound = asyncio.Event()
         self.events = 0
@@ -285,8 +290,10 @@ class BindWatch:
     def _see(self, obj: dict[str, Any]) -> None:
         node = (obj.get("spec") or {}).get("nodeName")
         name = (obj.get("metadata") or {}).get("name")
-        if node and name and name not in self.bound:
+        if node and name and name not in self.bound and not (self.ignore and name.startswith(self.ignore)):
             self.bound[name] = (time.monotonic(), node)
+            if len(self.bound) == 1 and self.on_first is not None:
+                self.on_first()
             if len(self.bound) >= self.expected:
                 self.all_bound.set()
 
@@ -325,8 +332,9 @@ async def groups_marked_scheduled(kube: KubeClient, gangs: int, wait_s: float = 
         await asyncio.sleep(0.25)
 
 
-async def check(kube: KubeClient, gangs: int, per_gang: int) -> list[str]:
-    """No node overcommitted; every gang whole (all members bound). Returns the violations."""
+async def check(kube: KubeClient, gangs: int, per_gang: int, plain: int = 0) -> list[str]:
+    """No node overcommitted; every gang whole (all members bound); ``plain`` group-less pods named
+    ``plain-…`` all bound. Returns the violations."""
     raw_nodes, _ = await kube.list(NODES)
     raw_pods, _ = await kube.list(PODS, NS)
     nodes = {n.metadata.name: n for n in (Node.model_validate(r) for r in raw_nodes)}
@@ -351,6 +359,10 @@ async def check(kube: KubeClient, gangs: int, per_gang: int) -> list[str]:
         bound = sum(1 for n in members if n)
         if len(members) != per_gang or bound != per_gang:
             problems.append(f"gang {gang_name(index)}: {bound}/{len(members)} pods bound, expected {per_gang}")
+    singles = sum(1 for raw in raw_pods if raw["metadata"]["name"].startswith(PLAIN_PREFIX)
+                  and (raw.get("spec") or {}).get("nodeName"))
+    if singles != plain:
+        problems.append(f"plain pods: {singles} bound, expected {plain}")
     return problems
 
 
@@ -625,6 +637,227 @@ async def run_baseline(args: argparse.Namespace) -> Baseline:
     return b
 
 
+# -- the drain cases (issue 14): everything created first, then the scheduler started ---------------
+
+PLAIN_PREFIX = "plain-"
+BOUND_PREFIX = "pre-"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A drain: ``nodes``, then ``prebound`` running pods (another scheduler's, ``spec.nodeName`` set at
+    create), ``gangs`` PodGroups × ``per_gang`` pods (``minCount`` = ``per_gang``) and ``plain`` group-less
+    pods of ours, all created before ``gang-scheduler run`` starts (issue 14's workloads)."""
+
+    name: str
+    nodes: int
+    gangs: int = 0
+    per_gang: int = 0
+    plain: int = 0
+    prebound: int = 0
+
+    @property
+    def pods(self) -> int:
+        return self.gangs * self.per_gang + self.plain
+
+    def describe(self) -> str:
+        parts = [f"{self.nodes:,} nodes"]
+        if self.prebound:
+            parts.append(f"{self.prebound:,} pods already bound")
+        if self.gangs:
+            parts.append(f"{self.gangs:,} gangs x {self.per_gang} pods")
+        if self.plain:
+            parts.append(f"{self.plain:,} plain pods (ours, no group)")
+        return ", ".join(parts)
+
+
+CASES = {c.name: c for c in (
+    Case("gangs4", nodes=500, gangs=1000, per_gang=4),
+    Case("plain", nodes=500, plain=4000),
+    Case("gangs64", nodes=2000, gangs=200, per_gang=64),
+    Case("gangs4-big", nodes=5000, gangs=1000, per_gang=4, prebound=20000),
+)}
+"""Issue 14's four workloads; ``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load."""
+
+
+def case_gang_pod(gang: str, index: int, member: int) -> dict[str, Any]:
+    """Member ``member`` of gang ``index`` in a case: every 4th gang GPU pods (1 GPU + 8 cpu), the rest CPU
+    pods (4 cpu), so 1,000 × 4-pod gangs fit 500 nodes' 1,600 GPUs."""
+    return gang_pod(gang, 1 if index % 4 == 1 else 0, member)
+
+
+def plain_pod(index: int) -> dict[str, Any]:
+    """A group-less pod of ours: 1 cpu, 1Gi, tolerating the GPU taint (it fits any node)."""
+    return pod(f"{PLAIN_PREFIX}{index:05d}", None, cpu="1")
+
+
+def bound_pod(index: int, node: str) -> dict[str, Any]:
+    """A running pod of another scheduler, already on ``node`` (1 cpu, 1Gi)."""
+    return pod(f"{BOUND_PREFIX}{index:05d}", None, cpu="1", scheduler="default-scheduler", node_name=node)
+
+
+async def create_case(kube: KubeClient, case: Case, seed: int, concurrency: int) -> dict[str, float]:
+    """Create the case's objects (nodes first); returns seconds per phase."""
+    took: dict[str, float] = {}
+    took["nodes"] = await create_nodes(kube, case.nodes, seed, concurrency)
+    names = [n["metadata"]["name"] for n in node_dicts(case.nodes, seed)]
+    t0 = time.monotonic()
+    await bounded(concurrency, [functools.partial(kube.create, PODS, NS, bound_pod(i, names[i % len(names)]))
+                                for i in range(case.prebound)])
+    took["bound pods"] = time.monotonic() - t0
+    t0 = time.monotonic()
+    calls: list[Callable[[], Awaitable[Any]]] = []
+    for g in range(case.gangs):
+        calls.append(functools.partial(kube.create, PODGROUPS, NS, podgroup(gang_name(g), case.per_gang)))
+        calls += [functools.partial(kube.create, PODS, NS, case_gang_pod(gang_name(g), g, m))
+                  for m in range(case.per_gang)]
+    calls += [functools.partial(kube.create, PODS, NS, plain_pod(i)) for i in range(case.plain)]
+    await bounded(concurrency, calls)
+    took["pending pods"] = time.monotonic() - t0
+    return took
+
+
+@dataclass
+class Drain:
+    """What one case measured (monotonic instants of the driver; CPU from ``/proc``)."""
+
+    case: Case
+    setup_s: dict[str, float] = field(default_factory=dict)
+    launched: float = 0.0
+    ready: float = 0.0
+    bound: int = 0
+    first_bound: float = 0.0
+    last_bound: float = 0.0
+    cpu: Cpu | None = None
+    sched_hwm: float = 0.0
+    problems: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    log: dict[str, Any] = field(default_factory=dict)
+    profile: str = ""
+    load: tuple[str, str] = ("", "")
+
+
+def loadavg() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
+    """One drain: create everything, start the scheduler, wait for every pending pod to be bound, check."""
+    d = Drain(case, load=(loadavg(), ""))
+    with emulator(args.emulator_loop) as (emu, url):
+        kube = KubeClient.for_host(url)
+        sched: subprocess.Popen[bytes] | None = None
+        spy: subprocess.Popen[bytes] | None = None
+        log_path = work / f"scheduler-{case.name}.log"
+        try:
+            d.setup_s = await create_case(kube, case, args.seed, args.concurrency)
+            kubeconfig = work / "kubeconfig"
+            write_kubeconfig(kubeconfig, url)
+            port = free_port()
+            cmd = [str(CLI), "run", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
+                   "--bind-address", f"127.0.0.1:{port}", "--client-qps", "0", "--log-level", "INFO"]
+            if args.profile == "cprofile":
+                cmd = [sys.executable, "-m", "cProfile", "-o", str(work / f"scheduler-{case.name}.prof"), *cmd]
+            cpu = Cpu({"emulator": emu.pid})
+            watch = BindWatch(kube, case.pods, ignore=BOUND_PREFIX, on_first=lambda: cpu.mark("first"))
+            watcher = await watch.start()
+            try:
+                cpu.mark("launch")
+                d.launched = time.monotonic()
+                with open(log_path, "wb") as log_file:
+                    sched = subprocess.Popen(cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
+                cpu.pids["scheduler"] = sched.pid
+                cpu.marks["launch"][1]["scheduler"] = 0.0  # a new process: no CPU used yet
+                await wait_ready(port, sched, args.ready_timeout)
+                d.ready = time.monotonic()
+                if args.profile == "py-spy":  # ready -> last bound: the first plans and the drain
+                    spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid",
+                                            str(sched.pid), "--format", "raw", "--nolineno", "--rate", "100",
+                                            "--gil", "--output", str(work / f"pyspy-{case.name}.txt")],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                deadline = time.monotonic() + args.timeout
+                while not watch.all_bound.is_set() and sched.poll() is None and time.monotonic() < deadline:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(watch.all_bound.wait(), 0.2)
+                cpu.mark("bound")
+            finally:
+                if spy is not None:
+                    stop_spy(spy)
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            d.cpu = cpu
+            d.bound = len(watch.bound)
+            times = [t for t, _ in watch.bound.values()]
+            d.first_bound, d.last_bound = (min(times), max(times)) if times else (0.0, 0.0)
+            if d.bound < case.pods:
+                why = f"the scheduler exited (code {sched.returncode})" if sched.poll() is not None \
+                    else f"within {args.timeout:.0f} s"
+                d.problems.append(f"only {d.bound}/{case.pods} pods bound: {why}")
+            d.sched_hwm = status_mib(sched.pid, "VmHWM")
+            d.problems += await check(kube, case.gangs, case.per_gang, case.plain)
+        finally:
+            if spy is not None and (work / f"pyspy-{case.name}.txt").exists():
+                d.profile = pyspy_summary(work / f"pyspy-{case.name}.txt")
+            if sched is not None:
+                d.exit_code = stop(sched)
+                text = log_path.read_text(errors="replace")
+                d.log = summarize_log(text, time.time() - time.monotonic())
+                if d.exit_code != 0 or d.problems:
+                    print("  last lines of the scheduler log:\n    " + "\n    ".join(text.splitlines()[-30:]))
+            await kube.close()
+    if args.profile == "cprofile" and (work / f"scheduler-{case.name}.prof").exists():
+        d.profile = cprofile_summary(work / f"scheduler-{case.name}.prof")
+    d.load = (d.load[0], loadavg())
+    return d
+
+
+def report_case(d: Drain) -> bool:
+    """Print one case's figures and its ``case:`` summary line; True if every check passed."""
+    c = d.case
+    print(f"\n== case {c.name}: {c.describe()} ==")
+    print("setup: " + ", ".join(f"{k} {v:.1f} s" for k, v in d.setup_s.items())
+          + f"; load average {d.load[0]} before, {d.load[1]} after")
+    ok = not d.problems and d.exit_code == 0
+    if d.cpu is None or "first" not in d.cpu.marks or "bound" not in d.cpu.marks:
+        print(f"  ! no pod bound; problems: {d.problems}")
+        return False
+    drain_wall, used = d.cpu.between("first", "bound")
+    _, whole = d.cpu.between("launch", "bound")
+    drained = d.bound - 1
+    rate = drained / (d.last_bound - d.first_bound) if d.last_bound > d.first_bound else float("nan")
+    per_pod = 1000 * used["scheduler"] / drained if drained else float("nan")
+    start_cpu = whole["scheduler"] - used["scheduler"]
+    print(f"  ready (list + sync)        {d.ready - d.launched:7.2f} s after launch")
+    print(f"  start -> first bind        {d.first_bound - d.launched:7.2f} s (scheduler CPU {start_cpu:.2f} s)")
+    print(f"  first -> last bind         {d.last_bound - d.first_bound:7.2f} s for {drained} pods")
+    print(f"  pods bound / s             {rate:7.1f}   ((bound - 1) / (last bind - first bind))")
+    print(f"  scheduler CPU per pod      {per_pod:7.3f} ms  ({used['scheduler']:.2f} s utime+stime over the drain; "
+          f"{1000 * whole['scheduler'] / d.bound:.3f} ms counting start-up)")
+    print("  CPU share of one core during the drain: " + ", ".join(
+        f"{who} {100 * used[who] / drain_wall:.0f}%" for who in ("scheduler", "emulator", "driver", "other")
+        if drain_wall > 0))
+    print(f"  scheduler VmHWM            {d.sched_hwm:7.0f} MiB")
+    if d.log:
+        ms = d.log["solve_ms"]
+        print(f"  log: results {dict(d.log['results'])}; solve ms p50 {pct(ms, 50):.2f} p99 {pct(ms, 99):.2f}; "
+              f"{len(d.log['warnings'])} warning/error lines")
+        for line in d.log["warnings"][:3]:
+            print(f"    ! {line}")
+    if d.profile:
+        print(f"  profile:\n{d.profile}")
+    for p in d.problems[:10]:
+        print(f"  ! VIOLATION {p}")
+    if d.exit_code != 0:
+        print(f"  ! the scheduler exited with code {d.exit_code} on SIGTERM")
+    util = 100 * used["scheduler"] / drain_wall if drain_wall > 0 else float("nan")
+    print(f"case: {c.name} bound/s {rate:.1f}; start->first bind {d.first_bound - d.launched:.2f} s; "
+          f"CPU {per_pod:.3f} ms/pod; utilisation {util:.0f}%; emulator {100 * used['emulator'] / drain_wall:.0f}%; "
+          f"VmHWM {d.sched_hwm:.0f} MiB; bound {d.bound}/{c.pods}; {'OK' if ok else 'FAILED'}")
+    return ok
+
+
 # -- reporting -----------------------------------------------------------------------------------
 
 def code_version() -> str:
@@ -752,6 +985,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stock-emulator", action="store_true",
                     help="serve with the unmodified ApiServer, whose kmock request history makes every request "
                          "O(requests so far); see BenchApiServer (only practical with --quick)")
+    ap.add_argument("--case", action="append", choices=[*CASES, "all"], default=None,
+                    help="a drain of issue 14 instead of the burst: everything created first, then the scheduler "
+                         "started (repeatable; 'all' runs the four; --nodes/--gangs/--pods-per-gang do not apply)")
     ap.add_argument("--serve-emulator", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve_emulator:
@@ -759,6 +995,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.profile == "py-spy" and not (Path(sys.executable).parent / "py-spy").exists():
         ap.error("--profile py-spy needs py-spy in the venv: .venv/bin/pip install py-spy (not a project dependency)")
+    if args.case:
+        return run_cases(args, list(CASES) if "all" in args.case else args.case)
     args.nodes = args.nodes or (200 if args.quick else 1000)
     args.gangs = args.gangs or (40 if args.quick else 200)
     if args.quick:
@@ -779,6 +1017,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"scheduler log, kubeconfig and profile kept in {work}")
     baseline = None if args.no_baseline else uvloop.run(run_baseline(args))
     ok = report(args, result, baseline)
+    return 0 if ok else 1
+
+
+def run_cases(args: argparse.Namespace, names: list[str]) -> int:
+    """``--case``: run each drain in turn and print its figures; 1 if any check failed."""
+    print("gang-scheduler end-to-end drains (issue 14: objects created first, then `gang-scheduler run` started)")
+    print(f"date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
+    print(f"machine: {machine()}")
+    print(f"code: {code_version()}")
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp:
+        work = Path(args.keep or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            ok = report_case(uvloop.run(run_case(CASES[name], args, work))) and ok
+        if args.keep:
+            print(f"scheduler logs, kubeconfig and profiles kept in {work}")
     return 0 if ok else 1
 
 
