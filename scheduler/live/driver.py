@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import logging
 import socket
 import time
@@ -256,6 +257,11 @@ class Scheduler:
             self.metrics.track_informer(res.plural, informer)
             self.spawn(informer.run(), f"informer/{res.plural}")
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
+        # The synced cache lives as long as the process: moved out of the collector's generations, a full
+        # collection no longer walks every object of the cluster (CPython's gc.freeze), so the cost per event
+        # does not grow with the cluster.
+        gc.collect()
+        gc.freeze()
         log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.objects["Node"]),
                  len(self.cache.objects["Pod"]), len(self.cache.objects["PodGroup"]))
 
