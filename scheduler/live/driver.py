@@ -454,14 +454,12 @@ class Scheduler:
 
     def _report_pods(self, tree: GroupTree, reason: str, message: str, keys: frozenset[str] | None = None) -> None:
         """``PodScheduled=False`` and a FailedScheduling event on the tree's pending pods (``keys``: only those),
-        each read from the cache now so the write carries the pod's current resourceVersion."""
-        for leaf in tree.root.leaves():
-            for member in leaf.pending:
-                if keys is not None and member.key not in keys:
-                    continue
-                pod = self.cache.pod(member.key)
-                if pod is not None and not pod.is_bound:
-                    self.spawn(self.status.pod_unschedulable(pod, reason, message), f"status/{pod.key}")
+        each read from the cache now so the write carries the pod's current resourceVersion; one task writes them."""
+        pods = [pod for leaf in tree.root.leaves() for member in leaf.pending
+                if (keys is None or member.key in keys)
+                and (pod := self.cache.pod(member.key)) is not None and not pod.is_bound]
+        if pods:
+            self.spawn(self.status.pods_unschedulable(pods, reason, message), f"status/{tree.key}")
 
     # -- one decision ---------------------------------------------------------------
     def _decided(self, attempt: Attempt, started: float) -> None:
@@ -620,8 +618,8 @@ class Scheduler:
             self.conditions.observe(tree.key)
         self.metrics.bound(tree, plan, outcome, time.perf_counter() - started,
                            root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
-        for pod, node in result.bound:
-            self.spawn(self.status.pod_scheduled(pod, node), f"status/{pod.key}")
+        if result.bound:
+            self.spawn(self.status.pods_scheduled(result.bound), f"status/{tree.key}")
         self.preemptor.settled(plan, result.bound)
         if result.ok:
             self.queue.done(tree.key)  # scheduled: its backoff starts over
