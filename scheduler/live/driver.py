@@ -562,7 +562,7 @@ class Scheduler:
                 if len(self._warned) > MAX_WARNED_PODS:
                     del self._warned[next(iter(self._warned))]
                 if context is None:
-                    context = Context(storage=self.cache.snapshot().volumes)
+                    context = Context(storage=self.cache.storage.view())  # not a whole snapshot
                 findings = unhonoured(pod, context)
                 if findings:
                     note = "not honoured: " + "; ".join(map(str, findings))
