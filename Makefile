@@ -37,6 +37,7 @@ bench: $(DEV_STAMP)  ## solver, preemption, end-to-end and cache benchmarks (not
 	$(BIN)/python -m tests.bench.bench_solver
 	$(BIN)/python -m tests.bench.bench_preemption
 	$(BIN)/python -m tests.bench.bench_e2e
+	$(BIN)/python -m tests.bench.bench_e2e --case all
 	$(BIN)/python -m tests.bench.bench_cache
 
 lint: $(DEV_STAMP)  ## ruff, mypy and the import-linter layering contract (.importlinter)

@@ -3,9 +3,14 @@
 Everything the scheduler reads or writes goes through :class:`KubeClient`, so tests run the real
 client against an emulated server (kmock) and nothing else talks HTTP. Objects stay plain JSON
 dicts here; the cache turns them into models. We use kubernetes-asyncio for configuration
-(kubeconfig, in-cluster service account, TLS, token refresh) and its ``call_api`` transport, but
-not its generated typed models: they do not know the v1.37 scheduling APIs, and the Binding call
-answers with a ``Status`` that the typed method fails to deserialise (kubernetes-client/python#825).
+(kubeconfig, in-cluster service account, TLS, token refresh) and its connector, but neither its
+generated typed models (they do not know the v1.37 scheduling APIs, and the Binding call answers
+with a ``Status`` that the typed method fails to deserialise, kubernetes-client/python#825) nor its
+``call_api``: each request is sent on our own aiohttp session (:attr:`KubeClient.session`), which
+trusts the environment only when it names a proxy, on a connector sized to the binds in flight
+(issue 14: per request, ``call_api`` walked every header and body through
+``sanitize_for_serialization``, and its session read ``~/.netrc`` and the proxy variables in a
+worker thread).
 
 Errors: every non-2xx answer raises :class:`ApiError` (or :class:`NotFound` / :class:`Conflict`);
 ``ApiError.retryable`` is True for 429, 5xx and transport failures, where a retry can help.
@@ -22,7 +27,6 @@ import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
-
 from urllib.parse import urlencode
 
 import aiohttp
@@ -221,11 +225,13 @@ class KubeClient:
         """Our HTTP session, made on first use (inside the event loop) over kubernetes-asyncio's connector (its
         TLS context and connection limit, :func:`api_client`), with ``trust_env`` only when the environment
         names a proxy (:func:`proxy_from_env`): aiohttp's ``trust_env`` otherwise reads ``~/.netrc`` and the
-        proxy variables in a worker thread on every request."""
+        proxy variables in a worker thread on every request. No cookie jar: nothing filters cookies per
+        request."""
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=self.api.rest_client.pool_manager.connector, connector_owner=False,
-                trust_env=proxy_from_env(), read_bufsize=READ_BUFSIZE)
+                trust_env=proxy_from_env(), read_bufsize=READ_BUFSIZE,
+                cookie_jar=aiohttp.DummyCookieJar())  # client-go keeps no cookies either
         return self._session
 
     @classmethod

@@ -26,6 +26,17 @@ every pod bound, no node overcommitted (requests summed per node ≤ allocatable
 whole. Then, unless ``--no-baseline``, the same API traffic without the scheduler on a fresh
 emulator: the creates alone, then one binding POST + one Event per pod (what the scheduler
 sends per bound pod) — the emulator's floor for this workload.
+
+**Drains** (``--case NAME``, repeatable, or ``--case all``; issue 14, ``make bench`` runs all four):
+nodes, already-bound pods, PodGroups and pending pods are all created first, then ``gang-scheduler run``
+is started and the driver waits for every pending pod to be bound. Cases (:data:`CASES`): ``gangs4``
+1,000 × 4-pod gangs on 500 nodes; ``plain`` 4,000 group-less pods of ours on 500 nodes; ``gangs64``
+200 × 64-pod gangs on 2,000 nodes; ``gangs4-big`` the 4-pod case on 5,000 nodes with 20,000 pods of
+another scheduler already bound. Reported per case: ready and start → first bind (seconds after the
+launch), pods bound/s after the first bind, the scheduler's CPU (``/proc`` utime+stime) per pod bound
+after the first bind and its share of one core over that drain (the emulator's beside it: which process
+bounds the rate), and ``VmHWM``; then one ``case:`` summary line. Checked as above (every pod bound, no
+node overcommitted, every gang whole).
 """
 
 from __future__ import annotations
