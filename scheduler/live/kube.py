@@ -338,11 +338,17 @@ class KubeClient:
         return resp
 
     async def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
-                      body: Any = None, content_type: str = "application/json", lane: Lane = Lane.NORMAL) -> JSON:
-        """One rate-limited request in ``lane``; returns the decoded JSON body. Raises :class:`ApiError`."""
+                      body: Any = None, content_type: str = "application/json", lane: Lane = Lane.NORMAL,
+                      reply: bool = True) -> JSON:
+        """One rate-limited request in ``lane``; returns the decoded JSON body. Raises :class:`ApiError`.
+        ``reply=False``: the caller does not read the answer (a bind's ``Status``, a created Event): it is read
+        to the end, so the connection is kept, but not decoded, and ``{}`` is returned."""
         await self.limiter.acquire(lane)
         resp = await self._send(method, path, query, body, content_type)
         try:
+            if not reply:
+                await resp.read()
+                return {}
             data = await resp.json(content_type=None)
         except (TimeoutError, aiohttp.ClientError, ValueError) as exc:  # body cut off or not JSON
             raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
@@ -403,8 +409,10 @@ class KubeClient:
     async def get(self, res: Resource, namespace: str | None, name: str, *, lane: Lane = Lane.NORMAL) -> JSON:
         return await self.request("GET", res.path(namespace, name), lane=lane)
 
-    async def create(self, res: Resource, namespace: str | None, body: JSON, *, lane: Lane = Lane.NORMAL) -> JSON:
-        return await self.request("POST", res.path(namespace), body=body, lane=lane)
+    async def create(self, res: Resource, namespace: str | None, body: JSON, *, lane: Lane = Lane.NORMAL,
+                     reply: bool = True) -> JSON:
+        """``POST`` ``body``; the object as created (``reply=False``: ``{}``, see :meth:`request`)."""
+        return await self.request("POST", res.path(namespace), body=body, lane=lane, reply=reply)
 
     async def replace(self, res: Resource, namespace: str | None, name: str, body: JSON, *,
                       lane: Lane = Lane.NORMAL) -> JSON:
@@ -436,7 +444,7 @@ class KubeClient:
             meta["uid"] = uid
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-        await self.request("POST", PODS.path(namespace, name, "binding"), body=body, lane=Lane.URGENT)
+        await self.request("POST", PODS.path(namespace, name, "binding"), body=body, lane=Lane.URGENT, reply=False)
 
     async def served(self, group_version: str) -> set[str]:
         """Plural resource names served under ``group_version`` (``"scheduling.k8s.io/v1beta1"``); empty if none."""

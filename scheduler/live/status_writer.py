@@ -452,7 +452,7 @@ class StatusWriter:
             rec = _Recorded(body, count=1, last_observed=stamp, observed_at=now, written_at=now)
             self._events[key] = rec  # before the await: a concurrent repeat counts into it instead of creating a twin
             try:
-                await self.kube.create(EVENTS, pod.metadata.namespace, body, lane=Lane.REPORT)
+                await self.kube.create(EVENTS, pod.metadata.namespace, body, lane=Lane.REPORT, reply=False)
             except ApiError as exc:
                 if self._events.get(key) is rec:
                     del self._events[key]
