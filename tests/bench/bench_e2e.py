@@ -462,27 +462,81 @@ def cprofile_summary(path: Path, top: int = 30) -> str:
     return out.getvalue()
 
 
-# -- the run -------------------------------------------------------------------------------------
+# -- the scheduler process, shared by the burst and the drains ------------------------------------
+
+def scheduler_cmd(kubeconfig: Path, port: int, prof: Path | None) -> list[str]:
+    """``gang-scheduler run`` as a user runs it against the emulator (``prof``: under cProfile, writing there)."""
+    cmd = [str(CLI), "run", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
+           "--bind-address", f"127.0.0.1:{port}", "--client-qps", "0", "--log-level", "INFO"]
+    return [sys.executable, "-m", "cProfile", "-o", str(prof), *cmd] if prof is not None else cmd
+
+
+def start_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy recording ``pid`` (100 Hz, threads holding the GIL) into ``out`` until :func:`stop_spy`."""
+    return subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--format",
+                             "raw", "--nolineno", "--rate", "100", "--gil", "--output", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+async def wait_bound(watch: BindWatch, sched: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Until every expected pod is seen bound, the scheduler exits, or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while not watch.all_bound.is_set() and sched.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(watch.all_bound.wait(), 0.2)
+
+
+def not_all_bound(bound: int, expected: int, sched: subprocess.Popen[bytes], timeout_s: float) -> str:
+    why = f"the scheduler exited (code {sched.returncode})" if sched.poll() is not None else f"within {timeout_s:.0f} s"
+    return f"only {bound}/{expected} pods bound: {why}"
+
+
+def stop_scheduler(sched: subprocess.Popen[bytes], log_path: Path, failed: bool) -> tuple[int | None, dict[str, Any]]:
+    """SIGTERM the scheduler; its exit code and :func:`summarize_log` of its log (the log's tail printed if it
+    failed or ``failed``)."""
+    code = stop(sched)
+    text = log_path.read_text(errors="replace")
+    if code != 0 or failed:
+        print("  last lines of the scheduler log:\n    " + "\n    ".join(text.splitlines()[-30:]))
+    return code, summarize_log(text, time.time() - time.monotonic())
+
 
 @dataclass
-class Result:
-    nodes_s: float = 0.0
-    ready_s: float = 0.0
-    created: Created = field(default_factory=Created)
+class Run:
+    """What every run of the scheduler measured: pods seen bound and when (driver's monotonic clock), the
+    scheduler's CPU marks and ``VmHWM``, its log summary, exit code, profile and the violations found."""
+
     bound: int = 0
     first_bound: float = 0.0
     last_bound: float = 0.0
-    bound_by_last_created: int = 0
     sched_hwm: float = 0.0
-    emu_hwm: float = 0.0
-    emu_rss: float = 0.0
     cpu: Cpu | None = None
     log: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     exit_code: int | None = None
+    profile: str = ""
+
+    def seen(self, watch: BindWatch) -> None:
+        """Take the bind times from ``watch``."""
+        self.bound = len(watch.bound)
+        times = [t for t, _ in watch.bound.values()]
+        self.first_bound, self.last_bound = (min(times), max(times)) if times else (0.0, 0.0)
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+@dataclass
+class Result(Run):
+    """The burst's figures beside :class:`Run`'s."""
+
+    nodes_s: float = 0.0
+    ready_s: float = 0.0
+    created: Created = field(default_factory=Created)
+    bound_by_last_created: int = 0
+    emu_hwm: float = 0.0
+    emu_rss: float = 0.0
     groups_marked: int = 0
     wall_s: float = 0.0
-    profile: str = ""
 
 
 async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
@@ -499,20 +553,14 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
             kubeconfig = tmp / "kubeconfig"
             write_kubeconfig(kubeconfig, url)
             port = free_port()
-            cmd = [str(CLI), "run", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
-                   "--bind-address", f"127.0.0.1:{port}", "--client-qps", "0", "--log-level", "INFO"]
-            if args.profile == "cprofile":
-                cmd = [sys.executable, "-m", "cProfile", "-o", str(tmp / "scheduler.prof"), *cmd]
+            cmd = scheduler_cmd(kubeconfig, port, tmp / "scheduler.prof" if args.profile == "cprofile" else None)
             t0 = time.monotonic()
             with open(log_path, "wb") as log_file:
                 sched = subprocess.Popen(cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
             await wait_ready(port, sched, args.ready_timeout)
             r.ready_s = time.monotonic() - t0
             if args.profile == "py-spy":
-                spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid",
-                                        str(sched.pid), "--format", "raw", "--nolineno", "--rate", "100", "--gil",
-                                        "--output", str(tmp / "pyspy.txt")],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                spy = start_spy(sched.pid, tmp / "pyspy.txt")
                 await asyncio.sleep(1.0)  # attach before the burst
             watch = BindWatch(kube, expected)
             watcher = await watch.start()
@@ -522,10 +570,7 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
                 r.created = await create_gangs(kube, args.gangs, args.pods_per_gang, args.concurrency)
                 r.cpu.mark("created")
                 r.bound_by_last_created = len(watch.bound)
-                deadline = time.monotonic() + args.timeout
-                while not watch.all_bound.is_set() and sched.poll() is None and time.monotonic() < deadline:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(watch.all_bound.wait(), 0.2)
+                await wait_bound(watch, sched, args.timeout)
                 r.cpu.mark("bound")
             finally:
                 if spy is not None:  # the profile covers ready -> last bound only
@@ -533,13 +578,9 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
                 watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await watcher
-            r.bound = len(watch.bound)
-            times = [t for t, _ in watch.bound.values()]
-            r.first_bound, r.last_bound = (min(times), max(times)) if times else (0.0, 0.0)
+            r.seen(watch)
             if r.bound < expected:
-                why = f"the scheduler exited (code {sched.returncode})" if sched.poll() is not None \
-                    else f"within {args.timeout:.0f} s"
-                r.problems.append(f"only {r.bound}/{expected} pods bound: {why}")
+                r.problems.append(not_all_bound(r.bound, expected, sched, args.timeout))
                 print(f"  ! {r.problems[-1]}")
             r.sched_hwm = status_mib(sched.pid, "VmHWM")
             r.emu_hwm = status_mib(emu.pid, "VmHWM")
@@ -552,11 +593,7 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
                 if (tmp / "pyspy.txt").exists():
                     r.profile = pyspy_summary(tmp / "pyspy.txt")
             if sched is not None:
-                r.exit_code = stop(sched)
-                text = log_path.read_text(errors="replace")
-                r.log = summarize_log(text, time.time() - time.monotonic())
-                if r.exit_code != 0 or r.problems:
-                    print("  last lines of the scheduler log:\n    " + "\n    ".join(text.splitlines()[-30:]))
+                r.exit_code, r.log = stop_scheduler(sched, log_path, bool(r.problems))
             if args.profile == "cprofile" and (tmp / "scheduler.prof").exists():
                 r.profile = cprofile_summary(tmp / "scheduler.prof")
             await kube.close()
@@ -687,8 +724,13 @@ CASES = {c.name: c for c in (
     Case("plain", nodes=500, plain=4000),
     Case("gangs64", nodes=2000, gangs=200, per_gang=64),
     Case("gangs4-big", nodes=5000, gangs=1000, per_gang=4, prebound=20000),
+    Case("startup-50k", nodes=5000, gangs=1000, per_gang=4, prebound=46000),
 )}
-"""Issue 14's four workloads; ``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load."""
+"""Issue 14's four workloads (``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load), and
+``startup-50k``: its start-up target's cluster, 5,000 nodes and 50,000 pods (not in ``all``: its setup alone
+takes minutes)."""
+ALL = ("gangs4", "plain", "gangs64", "gangs4-big")
+"""What ``--case all`` (and ``make bench``) runs."""
 
 
 def case_gang_pod(gang: str, index: int, member: int) -> dict[str, Any]:
@@ -728,23 +770,14 @@ async def create_case(kube: KubeClient, case: Case, seed: int, concurrency: int)
     return took
 
 
-@dataclass
-class Drain:
-    """What one case measured (monotonic instants of the driver; CPU from ``/proc``)."""
+@dataclass(kw_only=True)
+class Drain(Run):
+    """What one case measured beside :class:`Run`'s figures: setup seconds, launch and ready instants, load."""
 
     case: Case
     setup_s: dict[str, float] = field(default_factory=dict)
     launched: float = 0.0
     ready: float = 0.0
-    bound: int = 0
-    first_bound: float = 0.0
-    last_bound: float = 0.0
-    cpu: Cpu | None = None
-    sched_hwm: float = 0.0
-    problems: list[str] = field(default_factory=list)
-    exit_code: int | None = None
-    log: dict[str, Any] = field(default_factory=dict)
-    profile: str = ""
     load: tuple[str, str] = ("", "")
 
 
@@ -755,7 +788,7 @@ def loadavg() -> str:
 
 async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
     """One drain: create everything, start the scheduler, wait for every pending pod to be bound, check."""
-    d = Drain(case, load=(loadavg(), ""))
+    d = Drain(case=case, load=(loadavg(), ""))
     with emulator(args.emulator_loop) as (emu, url):
         kube = KubeClient.for_host(url)
         sched: subprocess.Popen[bytes] | None = None
@@ -766,10 +799,8 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
             kubeconfig = work / "kubeconfig"
             write_kubeconfig(kubeconfig, url)
             port = free_port()
-            cmd = [str(CLI), "run", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
-                   "--bind-address", f"127.0.0.1:{port}", "--client-qps", "0", "--log-level", "INFO"]
-            if args.profile == "cprofile":
-                cmd = [sys.executable, "-m", "cProfile", "-o", str(work / f"scheduler-{case.name}.prof"), *cmd]
+            cmd = scheduler_cmd(kubeconfig, port,
+                                work / f"scheduler-{case.name}.prof" if args.profile == "cprofile" else None)
             cpu = Cpu({"emulator": emu.pid})
             watch = BindWatch(kube, case.pods, ignore=BOUND_PREFIX, on_first=lambda: cpu.mark("first"))
             watcher = await watch.start()
@@ -783,14 +814,8 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                 await wait_ready(port, sched, args.ready_timeout)
                 d.ready = time.monotonic()
                 if args.profile == "py-spy":  # ready -> last bound: the first plans and the drain
-                    spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid",
-                                            str(sched.pid), "--format", "raw", "--nolineno", "--rate", "100",
-                                            "--gil", "--output", str(work / f"pyspy-{case.name}.txt")],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                deadline = time.monotonic() + args.timeout
-                while not watch.all_bound.is_set() and sched.poll() is None and time.monotonic() < deadline:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(watch.all_bound.wait(), 0.2)
+                    spy = start_spy(sched.pid, work / f"pyspy-{case.name}.txt")
+                await wait_bound(watch, sched, args.timeout)
                 cpu.mark("bound")
             finally:
                 if spy is not None:
@@ -799,24 +824,16 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                 with contextlib.suppress(asyncio.CancelledError):
                     await watcher
             d.cpu = cpu
-            d.bound = len(watch.bound)
-            times = [t for t, _ in watch.bound.values()]
-            d.first_bound, d.last_bound = (min(times), max(times)) if times else (0.0, 0.0)
+            d.seen(watch)
             if d.bound < case.pods:
-                why = f"the scheduler exited (code {sched.returncode})" if sched.poll() is not None \
-                    else f"within {args.timeout:.0f} s"
-                d.problems.append(f"only {d.bound}/{case.pods} pods bound: {why}")
+                d.problems.append(not_all_bound(d.bound, case.pods, sched, args.timeout))
             d.sched_hwm = status_mib(sched.pid, "VmHWM")
             d.problems += await check(kube, case.gangs, case.per_gang, case.plain)
         finally:
             if spy is not None and (work / f"pyspy-{case.name}.txt").exists():
                 d.profile = pyspy_summary(work / f"pyspy-{case.name}.txt")
             if sched is not None:
-                d.exit_code = stop(sched)
-                text = log_path.read_text(errors="replace")
-                d.log = summarize_log(text, time.time() - time.monotonic())
-                if d.exit_code != 0 or d.problems:
-                    print("  last lines of the scheduler log:\n    " + "\n    ".join(text.splitlines()[-30:]))
+                d.exit_code, d.log = stop_scheduler(sched, log_path, bool(d.problems))
             await kube.close()
     if args.profile == "cprofile" and (work / f"scheduler-{case.name}.prof").exists():
         d.profile = cprofile_summary(work / f"scheduler-{case.name}.prof")
@@ -998,7 +1015,8 @@ def main(argv: list[str] | None = None) -> int:
                          "O(requests so far); see BenchApiServer (only practical with --quick)")
     ap.add_argument("--case", action="append", choices=[*CASES, "all"], default=None,
                     help="a drain of issue 14 instead of the burst: everything created first, then the scheduler "
-                         "started (repeatable; 'all' runs the four; --nodes/--gangs/--pods-per-gang do not apply)")
+                         "started (repeatable; 'all' runs the four of the issue, not startup-50k; "
+                         "--nodes/--gangs/--pods-per-gang do not apply)")
     ap.add_argument("--serve-emulator", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve_emulator:
@@ -1007,7 +1025,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile == "py-spy" and not (Path(sys.executable).parent / "py-spy").exists():
         ap.error("--profile py-spy needs py-spy in the venv: .venv/bin/pip install py-spy (not a project dependency)")
     if args.case:
-        return run_cases(args, list(CASES) if "all" in args.case else args.case)
+        return run_cases(args, list(ALL) if "all" in args.case else args.case)
     args.nodes = args.nodes or (200 if args.quick else 1000)
     args.gangs = args.gangs or (40 if args.quick else 200)
     if args.quick:
