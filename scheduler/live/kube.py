@@ -117,7 +117,8 @@ STORAGE_RESOURCES = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASS
 """What the volume plugins read (kube-scheduler's VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits)."""
 
 USER_AGENT = "gang-scheduler"
-"""Our requests' ``User-Agent`` (the API server's audit log and metrics name clients by it)."""
+"""Our requests' default ``User-Agent`` (the API server's audit log and metrics name clients by it); the
+client's ``api.default_headers`` (``api.user_agent``) are sent with every request."""
 
 READ_BUFSIZE = 2**21
 """aiohttp's read buffer, bytes: kubernetes-asyncio's, as a watch event can carry an object up to etcd's 1.5 MiB."""
@@ -312,8 +313,10 @@ class KubeClient:
         configuration (its refresh hook runs first: exec plugins, a rotated service-account token), the
         kubeconfig's ``proxy-url`` and ``tls-server-name`` applied. kubernetes-asyncio's ``call_api`` did the same
         and more per request (every header, parameter and body walked by ``sanitize_for_serialization``)."""
-        cfg = self.api.configuration
-        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
+        cfg, api = self.api.configuration, self.api
+        headers = {**api.default_headers, "Accept": "application/json", "Content-Type": content_type}
+        if api.cookie:
+            headers["Cookie"] = api.cookie
         query = list(query or [])
         await self.api.update_params_for_auth(headers, query, ["BearerToken"])
         url = f"{cfg.host}{path}" + ("?" + urlencode(query) if query else "")
@@ -467,7 +470,9 @@ def api_client(cfg: client.Configuration, connections: int) -> client.ApiClient:
     """kubernetes-asyncio's client for ``cfg``, its connector limited to ``connections`` (keep-alive connections
     to the API server, watches included: :data:`WATCH_CONNECTIONS` + binds + :data:`SPARE_CONNECTIONS`)."""
     cfg.connection_pool_maxsize = connections
-    return client.ApiClient(cfg)
+    api = client.ApiClient(cfg)
+    api.user_agent = USER_AGENT  # a caller may set its own (``api.user_agent``): every request sends it
+    return api
 
 
 def _error(status: int, reason: str, message: str) -> ApiError:

@@ -16,7 +16,7 @@ import kmock
 import pytest
 
 from scheduler.live.binder import Binder
-from scheduler.live.kube import NAMESPACES, NODES, PODS, PROXY_VARIABLES, ApiError, Conflict, KubeClient
+from scheduler.live.kube import NAMESPACES, NODES, PODS, PROXY_VARIABLES, USER_AGENT, ApiError, Conflict, KubeClient
 from scheduler.model.pod import Pod
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import NS, node, pod
@@ -105,6 +105,18 @@ async def test_without_a_proxy_variable_neither_netrc_nor_a_proxy_is_used(k8s: A
         await kube.close()
     [request] = [r for r in k8s if r.method == "GET"]
     assert "Authorization" not in request.headers  # ~/.netrc was not read
+    assert request.headers["User-Agent"] == USER_AGENT
+
+
+async def test_a_user_agent_set_on_the_client_is_sent(k8s: ApiServer) -> None:
+    kube = KubeClient.for_host(str(k8s.url))
+    kube.api.user_agent = "someone-else"  # as the chaos harness tells its own requests apart
+    try:
+        await kube.list(NAMESPACES)
+    finally:
+        await kube.close()
+    [request] = [r for r in k8s if r.method == "GET"]
+    assert request.headers["User-Agent"] == "someone-else"
 
 
 async def test_a_proxy_variable_routes_requests_through_the_proxy(k8s: ApiServer, no_proxy_env: Path,
