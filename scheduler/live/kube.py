@@ -123,8 +123,9 @@ client's ``api.default_headers`` (``api.user_agent``) are sent with every reques
 READ_BUFSIZE = 2**21
 """aiohttp's read buffer, bytes: kubernetes-asyncio's, as a watch event can carry an object up to etcd's 1.5 MiB."""
 
-PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
-"""The variables through which an environment asks for a proxy (aiohttp's ``trust_env`` reads them)."""
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
+"""The variables through which an environment asks for a proxy: those client-go's ``http.ProxyFromEnvironment``
+reads, and the ones aiohttp's ``trust_env`` honours (it ignores ``ALL_PROXY``)."""
 
 WATCH_CONNECTIONS = 20
 """Connections kept for watches: one per informer (at most 17 kinds, ``driver.Scheduler.start_informers``)."""
