@@ -37,6 +37,7 @@ bench: $(DEV_STAMP)  ## solver, preemption, end-to-end, cache and simulate-input
 	$(BIN)/python -m tests.bench.bench_solver
 	$(BIN)/python -m tests.bench.bench_preemption
 	$(BIN)/python -m tests.bench.bench_e2e
+	$(BIN)/python -m tests.bench.bench_e2e --case all
 	$(BIN)/python -m tests.bench.bench_cache
 	$(BIN)/python -m tests.bench.bench_simulate
 

@@ -205,6 +205,10 @@ class ClusterCache:
         self.version = 0
         """Bumped on every change the scheduler reads (and on assume/forget): a snapshot older than it is stale."""
         self._wants_devices: dict[str, Pod] = {}
+        """Pod key → the pending pods that may need DRA (:func:`_wants_devices`), in the order they came."""
+        self._claiming: dict[str, Pod] = {}
+        """The pods of :attr:`_wants_devices` that name a ResourceClaim: without a DeviceClass serving extended
+        resources the device view needs only these, so a snapshot does not walk every pending GPU pod."""
         self._namespace_labels: dict[str, Mapping[str, str]] = {}
         """Namespace name → labels, replaced (a new dict) when a namespace's labels change."""
         self._snapshot: tuple[int, Snapshot] | None = None
@@ -344,8 +348,13 @@ class ClusterCache:
         self.groups.set_pod(key, shown, quiet=quiet)
         if pod is not None and _wants_devices(pod):
             self._wants_devices[key] = pod
+            if pod.spec.resource_claims:
+                self._claiming[key] = pod
+            else:
+                self._claiming.pop(key, None)
         else:
             self._wants_devices.pop(key, None)
+            self._claiming.pop(key, None)
         if self.devices.held:
             self.devices.settle(None, self.objects["Pod"])
         return quiet
@@ -458,8 +467,12 @@ class ClusterCache:
         if self.dra:
             classes = self.objects["DeviceClass"]
             served = {res for c in classes.values() for res in c.extended_resource_names}
-            pending = [p for p in self._wants_devices.values()
-                       if p.key not in self.assumed and (p.spec.resource_claims or served & p.requests.keys())]
+            assumed = self.assumed
+            if served:
+                pending = [p for key, p in self._wants_devices.items()
+                           if key not in assumed and (p.spec.resource_claims or served & p.requests.keys())]
+            else:  # the same pods, in the same order: only those with claims can pass
+                pending = [p for key, p in self._claiming.items() if key not in assumed]
             view = self.devices.view(self.usage.table, classes, pending)
         snap = self.usage.snapshot(view, self.storage.view(), self._namespace_labels,
                                    self.groups.effective_priority)

@@ -52,7 +52,22 @@ class NodeUsage:
 
     # -- pods ------------------------------------------------------------------------------------
     def set_pod(self, key: str, pod: Pod | None) -> None:
-        """The pod of ``key`` is now ``pod`` (None: gone). O(R + pods on its node)."""
+        """The pod of ``key`` is now ``pod`` (None: gone). O(R + pods on its node).
+
+        A pod that stays on its node (the watch confirming an assumed bind, a status update of a running
+        pod) is replaced in its NodeInfo with one copy, and its row changes only if its requests did."""
+        old = self._counted.get(key)
+        if old is not None and pod is not None and uses_node(pod) and pod.spec.node_name == old[0]:
+            node, before = old
+            self._counted[key] = (node, pod)
+            self._store(node, self._infos[node].with_pod(pod))
+            row = self.table.index.get(node)
+            if row is not None and before.requests != pod.requests:
+                self.used[row] += pod_vector(self.table, pod) - pod_vector(self.table, before)
+            if self._last is not None:
+                self._changes[key] = pod_entry(pod)
+            self._snapshot = None
+            return
         old = self._counted.pop(key, None)
         if old is not None:
             node, before = old

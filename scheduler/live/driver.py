@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import logging
 import socket
 import time
@@ -215,6 +216,10 @@ class Scheduler:
             self.metrics.track_informer(res.plural, informer)
             self.spawn(informer.run(), f"informer/{res.plural}")
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
+        # The synced cache lives as long as the process: moved out of the collector's generations, a full
+        # collection no longer walks every object of the cluster (CPython's gc.freeze, O(1); no collection
+        # first, which takes ~0.6 s at 5,000 nodes / 24,000 pods), so the cost per event does not grow with it.
+        gc.freeze()
         log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.objects["Node"]),
                  len(self.cache.objects["Pod"]), sum(len(self.cache.objects[r.kind]) for r in self.groups.resources))
 
@@ -407,14 +412,12 @@ class Scheduler:
 
     def _report_pods(self, tree: GroupTree, reason: str, message: str, keys: frozenset[str] | None = None) -> None:
         """``PodScheduled=False`` and a FailedScheduling event on the tree's pending pods (``keys``: only those),
-        each read from the cache now so the write carries the pod's current resourceVersion."""
-        for leaf in tree.root.leaves():
-            for member in leaf.pending:
-                if keys is not None and member.key not in keys:
-                    continue
-                pod = self.cache.pod(member.key)
-                if pod is not None and not pod.is_bound:
-                    self.spawn(self.status.pod_unschedulable(pod, reason, message), f"status/{pod.key}")
+        each read from the cache now so the write carries the pod's current resourceVersion; one task writes them."""
+        pods = [pod for leaf in tree.root.leaves() for member in leaf.pending
+                if (keys is None or member.key in keys)
+                and (pod := self.cache.pod(member.key)) is not None and not pod.is_bound]
+        if pods:
+            self.spawn(self.status.pods_unschedulable(pods, reason, message), f"status/{tree.key}")
 
     # -- one decision ---------------------------------------------------------------
     def _decided(self, attempt: Attempt, started: float) -> None:
@@ -517,7 +520,7 @@ class Scheduler:
                 if not self._first_warning(pod.metadata.uid or pod.key):
                     continue
                 if context is None:
-                    context = Context(storage=self.cache.snapshot().volumes)
+                    context = Context(storage=self.cache.storage.view())  # not a whole snapshot
                 findings = unhonoured(pod, context)
                 if findings:
                     note = "not honoured: " + "; ".join(map(str, findings))
@@ -598,8 +601,8 @@ class Scheduler:
             self.conditions.observe(tree.key)
         self.metrics.bound(tree, plan, outcome, time.perf_counter() - started,
                            root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
-        for pod, node in result.bound:
-            self.spawn(self.status.pod_scheduled(pod, node), f"status/{pod.key}")
+        if result.bound:
+            self.spawn(self.status.pods_scheduled(result.bound), f"status/{tree.key}")
         self.preemptor.settled(plan, result.bound)
         if result.ok:
             self.queue.done(tree.key)  # scheduled: its backoff starts over

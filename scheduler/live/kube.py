@@ -3,9 +3,14 @@
 Everything the scheduler reads or writes goes through :class:`KubeClient`, so tests run the real
 client against an emulated server (kmock) and nothing else talks HTTP. Objects stay plain JSON
 dicts here; the cache turns them into models. We use kubernetes-asyncio for configuration
-(kubeconfig, in-cluster service account, TLS, token refresh) and its ``call_api`` transport, but
-not its generated typed models: they do not know the v1.37 scheduling APIs, and the Binding call
-answers with a ``Status`` that the typed method fails to deserialise (kubernetes-client/python#825).
+(kubeconfig, in-cluster service account, TLS, token refresh) and its connector, but neither its
+generated typed models (they do not know the v1.37 scheduling APIs, and the Binding call answers
+with a ``Status`` that the typed method fails to deserialise, kubernetes-client/python#825) nor its
+``call_api``: each request is sent on our own aiohttp session (:attr:`KubeClient.session`), which
+trusts the environment only when it names a proxy, on a connector sized to the binds in flight
+(issue 14: per request, ``call_api`` walked every header and body through
+``sanitize_for_serialization``, and its session read ``~/.netrc`` and the proxy variables in a
+worker thread).
 
 Errors: every non-2xx answer raises :class:`ApiError` (or :class:`NotFound` / :class:`Conflict`);
 ``ApiError.retryable`` is True for 429, 5xx and transport failures, where a retry can help.
@@ -22,6 +27,7 @@ import os
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 import yaml
@@ -116,6 +122,26 @@ CSI_NODES = Resource("storage.k8s.io", "v1", "csinodes", False, "CSINode")
 STORAGE_RESOURCES = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)
 """What the volume plugins read (kube-scheduler's VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits)."""
 
+USER_AGENT = "gang-scheduler"
+"""Our requests' default ``User-Agent`` (the API server's audit log and metrics name clients by it); the
+client's ``api.default_headers`` (``api.user_agent``) are sent with every request."""
+
+READ_BUFSIZE = 2**21
+"""aiohttp's read buffer, bytes: kubernetes-asyncio's, as a watch event can carry an object up to etcd's 1.5 MiB."""
+
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
+"""The variables through which an environment asks for a proxy: those client-go's ``http.ProxyFromEnvironment``
+reads, and the ones aiohttp's ``trust_env`` honours (it ignores ``ALL_PROXY``)."""
+
+WATCH_CONNECTIONS = 20
+"""Connections kept for watches: one per informer (at most 17 kinds, ``driver.Scheduler.start_informers``)."""
+
+SPARE_CONNECTIONS = 8
+"""Connections beyond the binds and watches: reads, leases, status writes and Events."""
+
+DEFAULT_CONNECTIONS = WATCH_CONNECTIONS + 16 + SPARE_CONNECTIONS
+"""Connections with the default 16 binds in flight (``--bind-concurrency``)."""
+
 LIST_PAGE_SIZE = 500
 """Objects per list page (client-go's reflector default): bounds the raw JSON held during a re-list."""
 
@@ -200,16 +226,32 @@ class KubeClient:
     def __init__(self, api: client.ApiClient, qps: float = 50.0, burst: int = 100) -> None:
         self.api = api
         self.limiter = RateLimiter(qps, burst)
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """Our HTTP session, made on first use (inside the event loop) over kubernetes-asyncio's connector (its
+        TLS context and connection limit, :func:`api_client`), with ``trust_env`` only when the environment
+        names a proxy (:func:`proxy_from_env`): aiohttp's ``trust_env`` otherwise reads ``~/.netrc`` and the
+        proxy variables in a worker thread on every request. No cookie jar: nothing filters cookies per
+        request."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=self.api.rest_client.pool_manager.connector, connector_owner=False,
+                trust_env=proxy_from_env(), read_bufsize=READ_BUFSIZE,
+                cookie_jar=aiohttp.DummyCookieJar())  # client-go keeps no cookies either
+        return self._session
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, context: str | None = None, *, qps: float = 50.0,
-                      burst: int = 100) -> KubeClient:
+                      burst: int = 100, connections: int = DEFAULT_CONNECTIONS) -> KubeClient:
         """Configure from a kubeconfig, else from the in-cluster service account (client-go's order).
 
         ``kubeconfig``: a path; only that file is used. Unset: the files in ``$KUBECONFIG``
         (``:``-separated, merged), else ``~/.kube/config``; when none of them exists, the
         in-cluster configuration (``KUBERNETES_SERVICE_HOST`` / ``KUBERNETES_SERVICE_PORT`` and the
-        service-account token). Makes no request.
+        service-account token). Makes no request. ``connections``: keep-alive connections to the API server
+        (:func:`api_client`).
 
         Raises :class:`~scheduler.errors.ClusterConfigError` with one line naming every path and
         variable looked at: the kubeconfig is missing or invalid (no ``current-context``, a bad
@@ -245,7 +287,7 @@ class KubeClient:
                     raise ClusterConfigError(f"{where}: {one_line(exc)}") from exc
                 problem = f"{where}: {one_line(exc)}"
             else:
-                return cls(client.ApiClient(cfg), qps=qps, burst=burst)
+                return cls(api_client(cfg, connections), qps=qps, burst=burst)
         else:
             problem = where
         host, port = "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"
@@ -258,26 +300,39 @@ class KubeClient:
                                      f"{one_line(exc)}") from exc
         if found is not None:
             log.warning("%s; using the in-cluster configuration instead", problem)
-        return cls(client.ApiClient(cfg), qps=qps, burst=burst)
+        return cls(api_client(cfg, connections), qps=qps, burst=burst)
 
     @classmethod
-    def for_host(cls, host: str, *, qps: float = 0.0, burst: int = 100) -> KubeClient:
+    def for_host(cls, host: str, *, qps: float = 0.0, burst: int = 100,
+                 connections: int = DEFAULT_CONNECTIONS) -> KubeClient:
         """An unauthenticated client for ``host`` (tests and local emulators)."""
-        return cls(client.ApiClient(client.Configuration(host=host.rstrip("/"))), qps=qps, burst=burst)
+        return cls(api_client(client.Configuration(host=host.rstrip("/")), connections), qps=qps, burst=burst)
 
     async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
         await self.api.close()
 
     async def _send(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
                     body: Any = None, content_type: str = "application/json",
-                    timeout: float | aiohttp.ClientTimeout | None = 30.0) -> aiohttp.ClientResponse:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+                    timeout: float | aiohttp.ClientTimeout = 30.0) -> aiohttp.ClientResponse:
+        """One HTTP request on the event loop: the body serialised with ``json.dumps``, the bearer token from the
+        configuration (its refresh hook runs first: exec plugins, a rotated service-account token), the
+        kubeconfig's ``proxy-url`` and ``tls-server-name`` applied. kubernetes-asyncio's ``call_api`` did the same
+        and more per request (every header, parameter and body walked by ``sanitize_for_serialization``)."""
+        cfg, api = self.api.configuration, self.api
+        headers = {**api.default_headers, "Accept": "application/json", "Content-Type": content_type}
+        if api.cookie:
+            headers["Cookie"] = api.cookie
+        query = list(query or [])
+        await self.api.update_params_for_auth(headers, query, ["BearerToken"])
+        url = f"{cfg.host}{path}" + ("?" + urlencode(query) if query else "")
         try:
-            resp: aiohttp.ClientResponse = await self.api.call_api(
-                path, method, query_params=query or [], header_params=headers, body=body,
-                auth_settings=["BearerToken"], _preload_content=False, _request_timeout=timeout)
-        except client.ApiException as exc:  # raised for non-2xx by some code paths
-            raise _error(exc.status or 0, str(exc.reason), str(exc.body or "")) from exc
+            resp = await self.session.request(
+                method, url, headers=headers, data=None if body is None else json.dumps(body),
+                timeout=timeout if isinstance(timeout, aiohttp.ClientTimeout) else aiohttp.ClientTimeout(total=timeout),
+                proxy=cfg.proxy or None, proxy_headers=cfg.proxy_headers or None,
+                server_hostname=cfg.tls_server_name or None)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise ApiError(0, type(exc).__name__, str(exc)) from exc
         if resp.status >= 300:
@@ -293,11 +348,17 @@ class KubeClient:
         return resp
 
     async def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
-                      body: Any = None, content_type: str = "application/json", lane: Lane = Lane.NORMAL) -> JSON:
-        """One rate-limited request in ``lane``; returns the decoded JSON body. Raises :class:`ApiError`."""
+                      body: Any = None, content_type: str = "application/json", lane: Lane = Lane.NORMAL,
+                      reply: bool = True) -> JSON:
+        """One rate-limited request in ``lane``; returns the decoded JSON body. Raises :class:`ApiError`.
+        ``reply=False``: the caller does not read the answer (a bind's ``Status``, a created Event): it is read
+        to the end, so the connection is kept, but not decoded, and ``{}`` is returned."""
         await self.limiter.acquire(lane)
         resp = await self._send(method, path, query, body, content_type)
         try:
+            if not reply:
+                await resp.read()
+                return {}
             data = await resp.json(content_type=None)
         except (TimeoutError, aiohttp.ClientError, ValueError) as exc:  # body cut off or not JSON
             raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
@@ -358,8 +419,10 @@ class KubeClient:
     async def get(self, res: Resource, namespace: str | None, name: str, *, lane: Lane = Lane.NORMAL) -> JSON:
         return await self.request("GET", res.path(namespace, name), lane=lane)
 
-    async def create(self, res: Resource, namespace: str | None, body: JSON, *, lane: Lane = Lane.NORMAL) -> JSON:
-        return await self.request("POST", res.path(namespace), body=body, lane=lane)
+    async def create(self, res: Resource, namespace: str | None, body: JSON, *, lane: Lane = Lane.NORMAL,
+                     reply: bool = True) -> JSON:
+        """``POST`` ``body``; the object as created (``reply=False``: ``{}``, see :meth:`request`)."""
+        return await self.request("POST", res.path(namespace), body=body, lane=lane, reply=reply)
 
     async def replace(self, res: Resource, namespace: str | None, name: str, body: JSON, *,
                       lane: Lane = Lane.NORMAL) -> JSON:
@@ -391,7 +454,7 @@ class KubeClient:
             meta["uid"] = uid
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-        await self.request("POST", PODS.path(namespace, name, "binding"), body=body, lane=Lane.URGENT)
+        await self.request("POST", PODS.path(namespace, name, "binding"), body=body, lane=Lane.URGENT, reply=False)
 
     async def served(self, group_version: str) -> set[str]:
         """Plural resource names served under ``group_version`` (``"scheduling.k8s.io/v1beta1"``); empty if none."""
@@ -401,6 +464,22 @@ class KubeClient:
         except NotFound:
             return set()
         return {r["name"] for r in data.get("resources") or [] if "/" not in r.get("name", "")}
+
+
+def proxy_from_env() -> bool:
+    """Whether the environment names a proxy (:data:`PROXY_VARIABLES`): only then does our session trust it, as
+    client-go uses ``http.ProxyFromEnvironment``; without one nothing reads ``~/.netrc`` or the variables per
+    request."""
+    return any(os.environ.get(name) for name in PROXY_VARIABLES)
+
+
+def api_client(cfg: client.Configuration, connections: int) -> client.ApiClient:
+    """kubernetes-asyncio's client for ``cfg``, its connector limited to ``connections`` (keep-alive connections
+    to the API server, watches included: :data:`WATCH_CONNECTIONS` + binds + :data:`SPARE_CONNECTIONS`)."""
+    cfg.connection_pool_maxsize = connections
+    api = client.ApiClient(cfg)
+    api.user_agent = USER_AGENT  # a caller may set its own (``api.user_agent``): every request sends it
+    return api
 
 
 def _error(status: int, reason: str, message: str) -> ApiError:

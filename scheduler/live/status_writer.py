@@ -393,6 +393,19 @@ class StatusWriter:
         note = f"Successfully assigned {pod.key} to {node}"
         await self._event(pod, EVENT_NORMAL, EVENT_SCHEDULED, ACTION_BINDING, note)
 
+    async def pods_scheduled(self, bound: Sequence[tuple[Pod, str]]) -> None:
+        """:meth:`pod_scheduled` for each (pod, node) of a plan's binds, one after another: one task per plan
+        reports it, instead of one per pod competing with the binds of the next plan (Events are reports,
+        ``Lane.REPORT``). API errors are logged and swallowed, each pod on its own."""
+        for pod, node in bound:
+            await self.pod_scheduled(pod, node)
+
+    async def pods_unschedulable(self, pods: Sequence[Pod], reason: str, message: str) -> None:
+        """:meth:`pod_unschedulable` for each of a tree's pending ``pods``, one after another (one task per
+        report, as :meth:`pods_scheduled`)."""
+        for pod in pods:
+            await self.pod_unschedulable(pod, reason, message)
+
     async def pod_unschedulable(self, pod: Pod, reason: str, message: str) -> None:
         """Report a failed attempt on ``pod``: a ``FailedScheduling`` Warning Event and ``PodScheduled=False``.
 
@@ -491,7 +504,7 @@ class StatusWriter:
             rec = _Recorded(body, count=1, last_observed=stamp, observed_at=now, written_at=now)
             self._events[key] = rec  # before the await: a concurrent repeat counts into it instead of creating a twin
             try:
-                await self.kube.create(EVENTS, pod.metadata.namespace, body, lane=Lane.REPORT)
+                await self.kube.create(EVENTS, pod.metadata.namespace, body, lane=Lane.REPORT, reply=False)
             except ApiError as exc:
                 if self._events.get(key) is rec:
                     del self._events[key]

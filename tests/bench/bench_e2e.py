@@ -26,6 +26,17 @@ every pod bound, no node overcommitted (requests summed per node ≤ allocatable
 whole. Then, unless ``--no-baseline``, the same API traffic without the scheduler on a fresh
 emulator: the creates alone, then one binding POST + one Event per pod (what the scheduler
 sends per bound pod) — the emulator's floor for this workload.
+
+**Drains** (``--case NAME``, repeatable, or ``--case all``; issue 14, ``make bench`` runs all four):
+nodes, already-bound pods, PodGroups and pending pods are all created first, then ``gang-scheduler run``
+is started and the driver waits for every pending pod to be bound. Cases (:data:`CASES`): ``gangs4``
+1,000 × 4-pod gangs on 500 nodes; ``plain`` 4,000 group-less pods of ours on 500 nodes; ``gangs64``
+200 × 64-pod gangs on 2,000 nodes; ``gangs4-big`` the 4-pod case on 5,000 nodes with 20,000 pods of
+another scheduler already bound. Reported per case: ready and start → first bind (seconds after the
+launch), pods bound/s after the first bind, the scheduler's CPU (``/proc`` utime+stime) per pod bound
+after the first bind and its share of one core over that drain (the emulator's beside it: which process
+bounds the rate), and ``VmHWM``; then one ``case:`` summary line. Checked as above (every pod bound, no
+node overcommitted, every gang whole).
 """
 
 from __future__ import annotations
@@ -275,9 +286,14 @@ async def create_gangs(kube: KubeClient, gangs: int, per_gang: int, concurrency:
 class BindWatch:
     """Watches pods in :data:`NS` and records when each was first seen with ``spec.nodeName``."""
 
-    def __init__(self, kube: KubeClient, expected: int) -> None:
+    def __init__(self, kube: KubeClient, expected: int, *, ignore: str | None = None,
+                 on_first: Callable[[], None] | None = None) -> None:
         self.kube = kube
         self.expected = expected
+        self.ignore = ignore
+        """Pods whose name starts with this are not counted (the cases' already-bound pods)."""
+        self.on_first = on_first
+        """Called when the first pod is seen bound (the cases mark the scheduler's CPU there)."""
         self.bound: dict[str, tuple[float, str]] = {}
         self.all_bound = asyncio.Event()
         self.events = 0
@@ -285,8 +301,10 @@ class BindWatch:
     def _see(self, obj: dict[str, Any]) -> None:
         node = (obj.get("spec") or {}).get("nodeName")
         name = (obj.get("metadata") or {}).get("name")
-        if node and name and name not in self.bound:
+        if node and name and name not in self.bound and not (self.ignore and name.startswith(self.ignore)):
             self.bound[name] = (time.monotonic(), node)
+            if len(self.bound) == 1 and self.on_first is not None:
+                self.on_first()
             if len(self.bound) >= self.expected:
                 self.all_bound.set()
 
@@ -325,8 +343,9 @@ async def groups_marked_scheduled(kube: KubeClient, gangs: int, wait_s: float = 
         await asyncio.sleep(0.25)
 
 
-async def check(kube: KubeClient, gangs: int, per_gang: int) -> list[str]:
-    """No node overcommitted; every gang whole (all members bound). Returns the violations."""
+async def check(kube: KubeClient, gangs: int, per_gang: int, plain: int = 0) -> list[str]:
+    """No node overcommitted; every gang whole (all members bound); ``plain`` group-less pods named
+    ``plain-…`` all bound. Returns the violations."""
     raw_nodes, _ = await kube.list(NODES)
     raw_pods, _ = await kube.list(PODS, NS)
     nodes = {n.metadata.name: n for n in (Node.model_validate(r) for r in raw_nodes)}
@@ -351,6 +370,10 @@ async def check(kube: KubeClient, gangs: int, per_gang: int) -> list[str]:
         bound = sum(1 for n in members if n)
         if len(members) != per_gang or bound != per_gang:
             problems.append(f"gang {gang_name(index)}: {bound}/{len(members)} pods bound, expected {per_gang}")
+    singles = sum(1 for raw in raw_pods if raw["metadata"]["name"].startswith(PLAIN_PREFIX)
+                  and (raw.get("spec") or {}).get("nodeName"))
+    if singles != plain:
+        problems.append(f"plain pods: {singles} bound, expected {plain}")
     return problems
 
 
@@ -439,27 +462,81 @@ def cprofile_summary(path: Path, top: int = 30) -> str:
     return out.getvalue()
 
 
-# -- the run -------------------------------------------------------------------------------------
+# -- the scheduler process, shared by the burst and the drains ------------------------------------
+
+def scheduler_cmd(kubeconfig: Path, port: int, prof: Path | None) -> list[str]:
+    """``gang-scheduler run`` as a user runs it against the emulator (``prof``: under cProfile, writing there)."""
+    cmd = [str(CLI), "run", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
+           "--bind-address", f"127.0.0.1:{port}", "--client-qps", "0", "--log-level", "INFO"]
+    return [sys.executable, "-m", "cProfile", "-o", str(prof), *cmd] if prof is not None else cmd
+
+
+def start_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy recording ``pid`` (100 Hz, threads holding the GIL) into ``out`` until :func:`stop_spy`."""
+    return subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--format",
+                             "raw", "--nolineno", "--rate", "100", "--gil", "--output", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+async def wait_bound(watch: BindWatch, sched: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Until every expected pod is seen bound, the scheduler exits, or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while not watch.all_bound.is_set() and sched.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(watch.all_bound.wait(), 0.2)
+
+
+def not_all_bound(bound: int, expected: int, sched: subprocess.Popen[bytes], timeout_s: float) -> str:
+    why = f"the scheduler exited (code {sched.returncode})" if sched.poll() is not None else f"within {timeout_s:.0f} s"
+    return f"only {bound}/{expected} pods bound: {why}"
+
+
+def stop_scheduler(sched: subprocess.Popen[bytes], log_path: Path, failed: bool) -> tuple[int | None, dict[str, Any]]:
+    """SIGTERM the scheduler; its exit code and :func:`summarize_log` of its log (the log's tail printed if it
+    failed or ``failed``)."""
+    code = stop(sched)
+    text = log_path.read_text(errors="replace")
+    if code != 0 or failed:
+        print("  last lines of the scheduler log:\n    " + "\n    ".join(text.splitlines()[-30:]))
+    return code, summarize_log(text, time.time() - time.monotonic())
+
 
 @dataclass
-class Result:
-    nodes_s: float = 0.0
-    ready_s: float = 0.0
-    created: Created = field(default_factory=Created)
+class Run:
+    """What every run of the scheduler measured: pods seen bound and when (driver's monotonic clock), the
+    scheduler's CPU marks and ``VmHWM``, its log summary, exit code, profile and the violations found."""
+
     bound: int = 0
     first_bound: float = 0.0
     last_bound: float = 0.0
-    bound_by_last_created: int = 0
     sched_hwm: float = 0.0
-    emu_hwm: float = 0.0
-    emu_rss: float = 0.0
     cpu: Cpu | None = None
     log: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     exit_code: int | None = None
+    profile: str = ""
+
+    def seen(self, watch: BindWatch) -> None:
+        """Take the bind times from ``watch``."""
+        self.bound = len(watch.bound)
+        times = [t for t, _ in watch.bound.values()]
+        self.first_bound, self.last_bound = (min(times), max(times)) if times else (0.0, 0.0)
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+@dataclass
+class Result(Run):
+    """The burst's figures beside :class:`Run`'s."""
+
+    nodes_s: float = 0.0
+    ready_s: float = 0.0
+    created: Created = field(default_factory=Created)
+    bound_by_last_created: int = 0
+    emu_hwm: float = 0.0
+    emu_rss: float = 0.0
     groups_marked: int = 0
     wall_s: float = 0.0
-    profile: str = ""
 
 
 async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
@@ -476,20 +553,14 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
             kubeconfig = tmp / "kubeconfig"
             write_kubeconfig(kubeconfig, url)
             port = free_port()
-            cmd = [str(CLI), "run", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
-                   "--bind-address", f"127.0.0.1:{port}", "--client-qps", "0", "--log-level", "INFO"]
-            if args.profile == "cprofile":
-                cmd = [sys.executable, "-m", "cProfile", "-o", str(tmp / "scheduler.prof"), *cmd]
+            cmd = scheduler_cmd(kubeconfig, port, tmp / "scheduler.prof" if args.profile == "cprofile" else None)
             t0 = time.monotonic()
             with open(log_path, "wb") as log_file:
                 sched = subprocess.Popen(cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
             await wait_ready(port, sched, args.ready_timeout)
             r.ready_s = time.monotonic() - t0
             if args.profile == "py-spy":
-                spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid",
-                                        str(sched.pid), "--format", "raw", "--nolineno", "--rate", "100", "--gil",
-                                        "--output", str(tmp / "pyspy.txt")],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                spy = start_spy(sched.pid, tmp / "pyspy.txt")
                 await asyncio.sleep(1.0)  # attach before the burst
             watch = BindWatch(kube, expected)
             watcher = await watch.start()
@@ -499,10 +570,7 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
                 r.created = await create_gangs(kube, args.gangs, args.pods_per_gang, args.concurrency)
                 r.cpu.mark("created")
                 r.bound_by_last_created = len(watch.bound)
-                deadline = time.monotonic() + args.timeout
-                while not watch.all_bound.is_set() and sched.poll() is None and time.monotonic() < deadline:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(watch.all_bound.wait(), 0.2)
+                await wait_bound(watch, sched, args.timeout)
                 r.cpu.mark("bound")
             finally:
                 if spy is not None:  # the profile covers ready -> last bound only
@@ -510,13 +578,9 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
                 watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await watcher
-            r.bound = len(watch.bound)
-            times = [t for t, _ in watch.bound.values()]
-            r.first_bound, r.last_bound = (min(times), max(times)) if times else (0.0, 0.0)
+            r.seen(watch)
             if r.bound < expected:
-                why = f"the scheduler exited (code {sched.returncode})" if sched.poll() is not None \
-                    else f"within {args.timeout:.0f} s"
-                r.problems.append(f"only {r.bound}/{expected} pods bound: {why}")
+                r.problems.append(not_all_bound(r.bound, expected, sched, args.timeout))
                 print(f"  ! {r.problems[-1]}")
             r.sched_hwm = status_mib(sched.pid, "VmHWM")
             r.emu_hwm = status_mib(emu.pid, "VmHWM")
@@ -529,11 +593,7 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
                 if (tmp / "pyspy.txt").exists():
                     r.profile = pyspy_summary(tmp / "pyspy.txt")
             if sched is not None:
-                r.exit_code = stop(sched)
-                text = log_path.read_text(errors="replace")
-                r.log = summarize_log(text, time.time() - time.monotonic())
-                if r.exit_code != 0 or r.problems:
-                    print("  last lines of the scheduler log:\n    " + "\n    ".join(text.splitlines()[-30:]))
+                r.exit_code, r.log = stop_scheduler(sched, log_path, bool(r.problems))
             if args.profile == "cprofile" and (tmp / "scheduler.prof").exists():
                 r.profile = cprofile_summary(tmp / "scheduler.prof")
             await kube.close()
@@ -623,6 +683,207 @@ async def run_baseline(args: argparse.Namespace) -> Baseline:
         finally:
             await kube.close()
     return b
+
+
+# -- the drain cases (issue 14): everything created first, then the scheduler started ---------------
+
+PLAIN_PREFIX = "plain-"
+BOUND_PREFIX = "pre-"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A drain: ``nodes``, then ``prebound`` running pods (another scheduler's, ``spec.nodeName`` set at
+    create), ``gangs`` PodGroups × ``per_gang`` pods (``minCount`` = ``per_gang``) and ``plain`` group-less
+    pods of ours, all created before ``gang-scheduler run`` starts (issue 14's workloads)."""
+
+    name: str
+    nodes: int
+    gangs: int = 0
+    per_gang: int = 0
+    plain: int = 0
+    prebound: int = 0
+
+    @property
+    def pods(self) -> int:
+        return self.gangs * self.per_gang + self.plain
+
+    def describe(self) -> str:
+        parts = [f"{self.nodes:,} nodes"]
+        if self.prebound:
+            parts.append(f"{self.prebound:,} pods already bound")
+        if self.gangs:
+            parts.append(f"{self.gangs:,} gangs x {self.per_gang} pods")
+        if self.plain:
+            parts.append(f"{self.plain:,} plain pods (ours, no group)")
+        return ", ".join(parts)
+
+
+CASES = {c.name: c for c in (
+    Case("gangs4", nodes=500, gangs=1000, per_gang=4),
+    Case("plain", nodes=500, plain=4000),
+    Case("gangs64", nodes=2000, gangs=200, per_gang=64),
+    Case("gangs4-big", nodes=5000, gangs=1000, per_gang=4, prebound=20000),
+    Case("startup-50k", nodes=5000, gangs=1000, per_gang=4, prebound=46000),
+)}
+"""Issue 14's four workloads (``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load), and
+``startup-50k``: its start-up target's cluster, 5,000 nodes and 50,000 pods (not in ``all``: its setup alone
+takes minutes)."""
+ALL = ("gangs4", "plain", "gangs64", "gangs4-big")
+"""What ``--case all`` (and ``make bench``) runs."""
+
+
+def case_gang_pod(gang: str, index: int, member: int) -> dict[str, Any]:
+    """Member ``member`` of gang ``index`` in a case: every 4th gang GPU pods (1 GPU + 8 cpu), the rest CPU
+    pods (4 cpu), so 1,000 × 4-pod gangs fit 500 nodes' 1,600 GPUs."""
+    return gang_pod(gang, 1 if index % 4 == 1 else 0, member)
+
+
+def plain_pod(index: int) -> dict[str, Any]:
+    """A group-less pod of ours: 1 cpu, 1Gi, tolerating the GPU taint (it fits any node)."""
+    return pod(f"{PLAIN_PREFIX}{index:05d}", None, cpu="1")
+
+
+def bound_pod(index: int, node: str) -> dict[str, Any]:
+    """A running pod of another scheduler, already on ``node`` (1 cpu, 1Gi)."""
+    return pod(f"{BOUND_PREFIX}{index:05d}", None, cpu="1", scheduler="default-scheduler", node_name=node)
+
+
+async def create_case(kube: KubeClient, case: Case, seed: int, concurrency: int) -> dict[str, float]:
+    """Create the case's objects (nodes first); returns seconds per phase."""
+    took: dict[str, float] = {}
+    took["nodes"] = await create_nodes(kube, case.nodes, seed, concurrency)
+    names = [n["metadata"]["name"] for n in node_dicts(case.nodes, seed)]
+    t0 = time.monotonic()
+    await bounded(concurrency, [functools.partial(kube.create, PODS, NS, bound_pod(i, names[i % len(names)]))
+                                for i in range(case.prebound)])
+    took["bound pods"] = time.monotonic() - t0
+    t0 = time.monotonic()
+    calls: list[Callable[[], Awaitable[Any]]] = []
+    for g in range(case.gangs):
+        calls.append(functools.partial(kube.create, PODGROUPS, NS, podgroup(gang_name(g), case.per_gang)))
+        calls += [functools.partial(kube.create, PODS, NS, case_gang_pod(gang_name(g), g, m))
+                  for m in range(case.per_gang)]
+    calls += [functools.partial(kube.create, PODS, NS, plain_pod(i)) for i in range(case.plain)]
+    await bounded(concurrency, calls)
+    took["pending pods"] = time.monotonic() - t0
+    return took
+
+
+@dataclass(kw_only=True)
+class Drain(Run):
+    """What one case measured beside :class:`Run`'s figures: setup seconds, launch and ready instants, load."""
+
+    case: Case
+    setup_s: dict[str, float] = field(default_factory=dict)
+    launched: float = 0.0
+    ready: float = 0.0
+    load: tuple[str, str] = ("", "")
+
+
+def loadavg() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
+    """One drain: create everything, start the scheduler, wait for every pending pod to be bound, check."""
+    d = Drain(case=case, load=(loadavg(), ""))
+    with emulator(args.emulator_loop) as (emu, url):
+        kube = KubeClient.for_host(url)
+        sched: subprocess.Popen[bytes] | None = None
+        spy: subprocess.Popen[bytes] | None = None
+        log_path = work / f"scheduler-{case.name}.log"
+        try:
+            d.setup_s = await create_case(kube, case, args.seed, args.concurrency)
+            kubeconfig = work / "kubeconfig"
+            write_kubeconfig(kubeconfig, url)
+            port = free_port()
+            cmd = scheduler_cmd(kubeconfig, port,
+                                work / f"scheduler-{case.name}.prof" if args.profile == "cprofile" else None)
+            cpu = Cpu({"emulator": emu.pid})
+            watch = BindWatch(kube, case.pods, ignore=BOUND_PREFIX, on_first=lambda: cpu.mark("first"))
+            watcher = await watch.start()
+            try:
+                cpu.mark("launch")
+                d.launched = time.monotonic()
+                with open(log_path, "wb") as log_file:
+                    sched = subprocess.Popen(cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
+                cpu.pids["scheduler"] = sched.pid
+                cpu.marks["launch"][1]["scheduler"] = 0.0  # a new process: no CPU used yet
+                await wait_ready(port, sched, args.ready_timeout)
+                d.ready = time.monotonic()
+                if args.profile == "py-spy":  # ready -> last bound: the first plans and the drain
+                    spy = start_spy(sched.pid, work / f"pyspy-{case.name}.txt")
+                await wait_bound(watch, sched, args.timeout)
+                cpu.mark("bound")
+            finally:
+                if spy is not None:
+                    stop_spy(spy)
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            d.cpu = cpu
+            d.seen(watch)
+            if d.bound < case.pods:
+                d.problems.append(not_all_bound(d.bound, case.pods, sched, args.timeout))
+            d.sched_hwm = status_mib(sched.pid, "VmHWM")
+            d.problems += await check(kube, case.gangs, case.per_gang, case.plain)
+        finally:
+            if spy is not None and (work / f"pyspy-{case.name}.txt").exists():
+                d.profile = pyspy_summary(work / f"pyspy-{case.name}.txt")
+            if sched is not None:
+                d.exit_code, d.log = stop_scheduler(sched, log_path, bool(d.problems))
+            await kube.close()
+    if args.profile == "cprofile" and (work / f"scheduler-{case.name}.prof").exists():
+        d.profile = cprofile_summary(work / f"scheduler-{case.name}.prof")
+    d.load = (d.load[0], loadavg())
+    return d
+
+
+def report_case(d: Drain) -> bool:
+    """Print one case's figures and its ``case:`` summary line; True if every check passed."""
+    c = d.case
+    print(f"\n== case {c.name}: {c.describe()} ==")
+    print("setup: " + ", ".join(f"{k} {v:.1f} s" for k, v in d.setup_s.items())
+          + f"; load average {d.load[0]} before, {d.load[1]} after")
+    ok = not d.problems and d.exit_code == 0
+    if d.cpu is None or "first" not in d.cpu.marks or "bound" not in d.cpu.marks:
+        print(f"  ! no pod bound; problems: {d.problems}")
+        return False
+    drain_wall, used = d.cpu.between("first", "bound")
+    _, whole = d.cpu.between("launch", "bound")
+    drained = d.bound - 1
+    rate = drained / (d.last_bound - d.first_bound) if d.last_bound > d.first_bound else float("nan")
+    per_pod = 1000 * used["scheduler"] / drained if drained else float("nan")
+    start_cpu = whole["scheduler"] - used["scheduler"]
+    print(f"  ready (list + sync)        {d.ready - d.launched:7.2f} s after launch")
+    print(f"  start -> first bind        {d.first_bound - d.launched:7.2f} s (scheduler CPU {start_cpu:.2f} s)")
+    print(f"  first -> last bind         {d.last_bound - d.first_bound:7.2f} s for {drained} pods")
+    print(f"  pods bound / s             {rate:7.1f}   ((bound - 1) / (last bind - first bind))")
+    print(f"  scheduler CPU per pod      {per_pod:7.3f} ms  ({used['scheduler']:.2f} s utime+stime over the drain; "
+          f"{1000 * whole['scheduler'] / d.bound:.3f} ms counting start-up)")
+    print("  CPU share of one core during the drain: " + ", ".join(
+        f"{who} {100 * used[who] / drain_wall:.0f}%" for who in ("scheduler", "emulator", "driver", "other")
+        if drain_wall > 0))
+    print(f"  scheduler VmHWM            {d.sched_hwm:7.0f} MiB")
+    if d.log:
+        ms = d.log["solve_ms"]
+        print(f"  log: results {dict(d.log['results'])}; solve ms p50 {pct(ms, 50):.2f} p99 {pct(ms, 99):.2f}; "
+              f"{len(d.log['warnings'])} warning/error lines")
+        for line in d.log["warnings"][:3]:
+            print(f"    ! {line}")
+    if d.profile:
+        print(f"  profile:\n{d.profile}")
+    for p in d.problems[:10]:
+        print(f"  ! VIOLATION {p}")
+    if d.exit_code != 0:
+        print(f"  ! the scheduler exited with code {d.exit_code} on SIGTERM")
+    util = 100 * used["scheduler"] / drain_wall if drain_wall > 0 else float("nan")
+    print(f"case: {c.name} bound/s {rate:.1f}; start->first bind {d.first_bound - d.launched:.2f} s; "
+          f"CPU {per_pod:.3f} ms/pod; utilisation {util:.0f}%; emulator {100 * used['emulator'] / drain_wall:.0f}%; "
+          f"VmHWM {d.sched_hwm:.0f} MiB; bound {d.bound}/{c.pods}; {'OK' if ok else 'FAILED'}")
+    return ok
 
 
 # -- reporting -----------------------------------------------------------------------------------
@@ -752,6 +1013,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stock-emulator", action="store_true",
                     help="serve with the unmodified ApiServer, whose kmock request history makes every request "
                          "O(requests so far); see BenchApiServer (only practical with --quick)")
+    ap.add_argument("--case", action="append", choices=[*CASES, "all"], default=None,
+                    help="a drain of issue 14 instead of the burst: everything created first, then the scheduler "
+                         "started (repeatable; 'all' runs the four of the issue, not startup-50k; "
+                         "--nodes/--gangs/--pods-per-gang do not apply)")
     ap.add_argument("--serve-emulator", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve_emulator:
@@ -759,6 +1024,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.profile == "py-spy" and not (Path(sys.executable).parent / "py-spy").exists():
         ap.error("--profile py-spy needs py-spy in the venv: .venv/bin/pip install py-spy (not a project dependency)")
+    if args.case:
+        return run_cases(args, list(ALL) if "all" in args.case else args.case)
     args.nodes = args.nodes or (200 if args.quick else 1000)
     args.gangs = args.gangs or (40 if args.quick else 200)
     if args.quick:
@@ -779,6 +1046,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"scheduler log, kubeconfig and profile kept in {work}")
     baseline = None if args.no_baseline else uvloop.run(run_baseline(args))
     ok = report(args, result, baseline)
+    return 0 if ok else 1
+
+
+def run_cases(args: argparse.Namespace, names: list[str]) -> int:
+    """``--case``: run each drain in turn and print its figures; 1 if any check failed."""
+    print("gang-scheduler end-to-end drains (issue 14: objects created first, then `gang-scheduler run` started)")
+    print(f"date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
+    print(f"machine: {machine()}")
+    print(f"code: {code_version()}")
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp:
+        work = Path(args.keep or tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            ok = report_case(uvloop.run(run_case(CASES[name], args, work))) and ok
+        if args.keep:
+            print(f"scheduler logs, kubeconfig and profiles kept in {work}")
     return 0 if ok else 1
 
 

@@ -1,0 +1,132 @@
+"""The request path of issue 14, against the emulator: what a bind costs in requests, and when the
+environment (a proxy, ``~/.netrc``) is read.
+
+* A bind answered 201 is the whole transaction for that pod: no GET follows.
+* A bind answered 409 is decided by reading the pod once: bound to our node is success (an earlier
+  attempt landed, reference §1.3), bound elsewhere is a permanent failure of the plan.
+* aiohttp's ``trust_env`` (proxy variables and ``~/.netrc``, read in a worker thread per request) is on
+  only when the environment names a proxy, as client-go's ``http.ProxyFromEnvironment``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import kmock
+import pytest
+
+from scheduler.live.binder import Binder
+from scheduler.live.kube import NAMESPACES, NODES, PODS, PROXY_VARIABLES, USER_AGENT, ApiError, Conflict, KubeClient
+from scheduler.model.pod import Pod
+from tests.integration.apiserver import ApiServer
+from tests.integration.livekit import NS, node, pod
+
+POD_PATH = kmock.resource("", "v1", "pods")
+
+
+def gets_of_pod(requests: list[kmock.Request], name: str) -> list[kmock.Request]:
+    """GETs of pod ``name`` itself (not lists, not watches)."""
+    return [r for r in requests if r.method == "GET" and r.resource == POD_PATH and r.name == name
+            and not r.subresource]
+
+
+def bindings(requests: list[kmock.Request]) -> list[kmock.Request]:
+    return [r for r in requests if r.method == "POST" and r.subresource == "binding"]
+
+
+async def created_pod(kube: KubeClient, name: str, node_name: str | None = None) -> Pod:
+    return Pod.model_validate(await kube.create(PODS, NS, pod(name, None, node_name=node_name)))
+
+
+async def test_a_bind_answered_201_is_followed_by_no_get(k8s: ApiServer, kube: KubeClient) -> None:
+    await kube.create(NODES, None, node("n1"))
+    members = [await created_pod(kube, f"p-{i}") for i in range(3)]
+
+    outcome = await Binder(kube).bind_plan([(p, "n1") for p in members])
+
+    assert outcome.ok and sorted(p.key for p, _ in outcome.bound) == [p.key for p in members]
+    assert len(bindings(list(k8s))) == 3
+    assert not [r for r in k8s if r.method == "GET" and r.resource == POD_PATH and r.name]  # nothing read back
+    for p in members:
+        assert k8s.objects[POD_PATH, NS, p.metadata.name]["spec"]["nodeName"] == "n1"
+
+
+async def test_a_409_from_a_pod_already_on_our_node_is_decided_by_one_read_and_binds_the_gang(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    await kube.create(NODES, None, node("n1"))
+    landed = await created_pod(kube, "p-0")
+    rest = [await created_pod(kube, f"p-{i}") for i in (1, 2)]
+    # An earlier attempt of ours landed but its reply was lost: the server has p-0 on n1 already.
+    await kube.bind(NS, "p-0", "n1")
+    seen, errors = len(list(k8s)), len(k8s.errors)
+
+    outcome = await Binder(kube).bind_plan([(landed, "n1"), *((p, "n1") for p in rest)])
+
+    assert outcome.ok and outcome.failed is None and len(outcome.bound) == 3  # the gang is whole, not failed
+    sent = list(k8s)[seen:]  # what the binder sent
+    assert sorted(r.name for r in bindings(sent)) == ["p-0", "p-1", "p-2"]
+    assert len(k8s.errors) == errors + 1 and len(gets_of_pod(sent, "p-0")) == 1  # the 409, decided by one read
+    assert not gets_of_pod(sent, "p-1") and not gets_of_pod(sent, "p-2")  # the 201s: no read
+
+
+async def test_a_409_from_a_pod_bound_elsewhere_fails_the_plan(k8s: ApiServer, kube: KubeClient) -> None:
+    await kube.create(NODES, None, node("n1"))
+    await kube.create(NODES, None, node("n2"))
+    taken = await created_pod(kube, "p-0")
+    await kube.bind(NS, "p-0", "n2")  # someone else bound it to another node
+
+    outcome = await Binder(kube, concurrency=1).bind_plan([(taken, "n1"), (await created_pod(kube, "p-1"), "n1")])
+
+    assert outcome.failed is not None and outcome.failed[0] == f"{NS}/p-0"
+    assert isinstance(outcome.failed[1], Conflict)
+    assert outcome.skipped == [f"{NS}/p-1"] and not outcome.bound  # the plan stops: nothing else is bound
+    assert k8s.objects[POD_PATH, NS, "p-0"]["spec"]["nodeName"] == "n2"
+
+
+@pytest.fixture
+def no_proxy_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """An environment without proxy variables, whose ``$NETRC`` has credentials for 127.0.0.1 (which aiohttp
+    sends as basic auth whenever its session trusts the environment). Returns the netrc path."""
+    for name in (*PROXY_VARIABLES, "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    return netrc
+
+
+async def test_without_a_proxy_variable_neither_netrc_nor_a_proxy_is_used(k8s: ApiServer,
+                                                                          no_proxy_env: Path) -> None:
+    kube = KubeClient.for_host(str(k8s.url))
+    try:
+        await kube.list(NAMESPACES)
+    finally:
+        await kube.close()
+    [request] = [r for r in k8s if r.method == "GET"]
+    assert "Authorization" not in request.headers  # ~/.netrc was not read
+    assert request.headers["User-Agent"] == USER_AGENT
+
+
+async def test_a_user_agent_set_on_the_client_is_sent(k8s: ApiServer) -> None:
+    kube = KubeClient.for_host(str(k8s.url))
+    kube.api.user_agent = "someone-else"  # as the chaos harness tells its own requests apart
+    try:
+        await kube.list(NAMESPACES)
+    finally:
+        await kube.close()
+    [request] = [r for r in k8s if r.method == "GET"]
+    assert request.headers["User-Agent"] == "someone-else"
+
+
+async def test_a_proxy_variable_routes_requests_through_the_proxy(k8s: ApiServer, no_proxy_env: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # the discard port: nothing listens
+    kube = KubeClient.for_host(str(k8s.url))
+    try:
+        with pytest.raises(ApiError) as failed:
+            await kube.list(NAMESPACES)
+        assert failed.value.status == 0
+    finally:
+        await kube.close()
+    assert not list(k8s)  # nothing reached the server directly: the proxy was honoured

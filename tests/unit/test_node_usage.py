@@ -1,0 +1,68 @@
+"""NodeUsage kept per event equals NodeUsage built from the final pods, also when a pod stays on its node (the
+watch confirming a bind, a status update, an in-place resize of its requests: KEP-1287) — the path that
+replaces the pod in its NodeInfo instead of removing and adding it (issue 14)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+
+from scheduler.cache.usage import NodeUsage
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+
+NODES = [Node.model_validate({"metadata": {"name": f"n{i}"},
+                              "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}}})
+         for i in range(4)]
+
+
+def pod(name: str, node: str | None, cpu: str, phase: str = "Running", rv: int = 1) -> Pod:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}
+    if node:
+        spec["nodeName"] = node
+    return Pod.model_validate({"metadata": {"name": name, "namespace": "ns", "resourceVersion": str(rv)},
+                               "spec": spec, "status": {"phase": phase}})
+
+
+def usage_of(pods: dict[str, Pod | None]) -> NodeUsage:
+    usage = NodeUsage()
+    usage.set_nodes(NODES)
+    for key, p in pods.items():
+        if p is not None:
+            usage.set_pod(key, p)
+    return usage
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_usage_kept_through_changes_equals_usage_built_from_the_final_pods(seed: int) -> None:
+    rng = random.Random(seed)
+    usage = usage_of({})
+    usage.snapshot()  # a snapshot taken: later changes are recorded to carry its pod index forward
+    final: dict[str, Pod | None] = {}
+    for step in range(200):
+        name = f"p{rng.randrange(12)}"
+        key = f"ns/{name}"
+        before = final.get(key)
+        roll = rng.random()
+        if roll < 0.1:
+            new = None  # deleted
+        elif before is not None and before.spec.node_name and roll < 0.6:  # stays on its node
+            new = pod(name, before.spec.node_name, rng.choice(["1", "2", "500m"]) if roll < 0.3 else
+                      str(before.requests["cpu"] // 1000 or 1), rv=step)
+        elif roll < 0.7:
+            new = pod(name, None, "1", phase="Pending", rv=step)
+        elif roll < 0.75 and before is not None:
+            new = pod(name, before.spec.node_name, "1", phase="Succeeded", rv=step)
+        else:
+            new = pod(name, rng.choice(NODES).name, rng.choice(["1", "2", "3"]), rv=step)
+        usage.set_pod(key, new)
+        final[key] = new
+        if step % 17 == 0:
+            usage.snapshot()
+    fresh = usage_of(final)
+    kept, built = usage.snapshot(), fresh.snapshot()
+    assert np.array_equal(kept.used, built.used)
+    assert [dict(i.pods) for i in kept.infos] == [dict(i.pods) for i in built.infos]
