@@ -239,6 +239,8 @@ class Scheduler:
         try:
             if COMPOSITES.plural in await self.kube.served(COMPOSITES.group_version):
                 resources.append(COMPOSITES)
+            elif self.podgroups.resource not in self.group_apis:  # no workload API: not a gate away
+                log.info("only scheduler-plugins PodGroups are served: each is a gang of its own, no trees")
             elif self.podgroups is V1ALPHA2:
                 log.info("Kubernetes 1.36 has no CompositePodGroup: trees are single PodGroups")
             else:
