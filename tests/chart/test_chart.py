@@ -309,6 +309,16 @@ def test_notes_say_how_to_opt_in_and_what_the_cluster_needs(values: dict[str, An
     assert "{{" not in notes and "<no value>" not in notes
 
 
+@pytest.mark.parametrize("install, says", [(False, "--set crds.install=true installs it"),
+                                           (True, "installed by this release")],
+                         ids=["crd-not-installed", "crd-installed"])
+def test_notes_say_what_older_clusters_need(install: bool, says: str) -> None:
+    notes = render({"crds": {"install": install}})[NOTES]
+    assert f"installs on Kubernetes v{FLOOR.removesuffix('.0')} or later" in notes
+    assert "scheduling.x-k8s.io/v1alpha1" in notes and "scheduling.x-k8s.io/pod-group" in notes
+    assert says in notes
+
+
 def test_notes_name_the_lease_where_it_is() -> None:
     notes = render(VARIATIONS["custom-scheduler-name"])[NOTES]
     assert "kubectl -n kube-system get lease team-a-gangs" in notes

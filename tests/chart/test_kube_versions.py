@@ -4,8 +4,9 @@ floor and accepts the floor and later versions, managed clusters' pre-release bu
 
 ``helm install --dry-run=server`` runs the same Install action as an install up to the point of writing: it
 reads the server's version and API groups, checks ``kubeVersion`` (``chartutil.IsCompatibleRange``), renders,
-looks up each object (an existing one not owned by the release is a conflict) and writes nothing. Rendering alone (``helm template``) never checks it; ``test_chart.py`` renders with
-``--kube-version`` and validates the objects against each version's schemas.
+looks up each object (an existing one not owned by the release is a conflict) and writes nothing. Rendering
+alone (``helm template``) never checks it; ``test_chart.py`` renders with ``--kube-version`` and validates
+the objects against each version's schemas.
 """
 
 from __future__ import annotations
