@@ -89,6 +89,8 @@ async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApi
     try:
         if COMPOSITES.plural in await kube.served(COMPOSITES.group_version):
             resources.append(COMPOSITES)
+        elif groups.podgroups is None:  # no workload API: not a gate away
+            log.info("only scheduler-plugins PodGroups are served: each is a gang of its own, no trees")
         elif groups.podgroups is podgroup_api.V1ALPHA2:
             log.info("Kubernetes 1.36 has no CompositePodGroup: trees are single PodGroups")
         else:

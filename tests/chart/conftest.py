@@ -1,5 +1,6 @@
-"""The emulated API server fixtures of the integration tests (``k8s``, ``kube``), for test_deployment_runs.py."""
+"""The emulated API server fixtures of the integration tests (``k8s``, ``kube``, the ``kubernetes`` marker), for
+test_deployment_runs.py and test_kube_versions.py."""
 
-from tests.integration.conftest import k8s, kube
+from tests.integration.conftest import k8s, kube, pytest_configure
 
-__all__ = ["k8s", "kube"]
+__all__ = ["k8s", "kube", "pytest_configure"]

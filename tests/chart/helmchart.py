@@ -5,6 +5,11 @@ Rendering uses the ``helm-python-sdk`` wheel (import name ``helm_python``): ctyp
 executed by the real Helm engine (Go templates, sprig, ``fail``, ``required``), with no
 ``helm`` binary and no network. ``Chart.render`` is ``helm template``; it does not check
 ``values.schema.json``, so :func:`render` validates the values first, as ``helm install`` does.
+``helm template --kube-version`` sets ``.Capabilities.KubeVersion``; the SDK's C ABI takes it
+(``RenderOptions.kube_version``) but ``Chart.render`` (0.2.2) does not forward it, so :func:`render`
+passes the options to ``helm_render`` itself. Rendering never checks ``Chart.yaml``'s
+``kubeVersion``: Helm does that on install, against the server's ``/version``
+(``tests/chart/test_kube_versions.py``).
 
 ``python -m tests.chart.helmchart`` (``make manifests``) writes ``deploy/gang-scheduler.yaml``:
 a Namespace plus the chart rendered with its default values as release ``gang-scheduler`` in
@@ -14,12 +19,14 @@ that the file matches a fresh render.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import helm_python as helm
 import yaml
+from helm_python import _native
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = ROOT / "charts" / "gang-scheduler"
@@ -42,16 +49,23 @@ HEADER = """\
 """
 
 
-def render(values: dict[str, Any] | None = None, *, name: str = RELEASE, namespace: str = NAMESPACE) -> dict[str, str]:
+def render(values: dict[str, Any] | None = None, *, name: str = RELEASE, namespace: str = NAMESPACE,
+           kube_version: str | None = None) -> dict[str, str]:
     """Render the chart like ``helm template``; returns ``{template path: text}`` (empty templates dropped).
 
-    ``values`` are merged over the chart's defaults. Raises ``helm_python.HelmValuesError`` when
-    the merged values break ``values.schema.json`` and ``helm_python.HelmRenderError`` when a
-    template fails (the chart's ``fail`` messages end up there).
+    ``values`` are merged over the chart's defaults. ``kube_version`` (``"1.25.0"``) is
+    ``--kube-version``: the ``.Capabilities.KubeVersion`` templates see (default: the one Helm's
+    SDK was built with). Raises ``helm_python.HelmValuesError`` when the merged values break
+    ``values.schema.json`` and ``helm_python.HelmRenderError`` when a template fails (the chart's
+    ``fail`` messages end up there).
     """
+    options: dict[str, Any] = {"name": name, "namespace": namespace, "is_install": True}
+    if kube_version is not None:
+        options["kube_version"] = f"v{kube_version}"
     with helm.Chart.load(CHART_DIR) as chart:
         chart.validate_schema(values)
-        rendered = chart.render(values, name=name, namespace=namespace, is_install=True)
+        rendered: dict[str, str] = json.loads(_native.call_string(
+            "helm_render", chart._raw(), json.dumps(values) if values else None, json.dumps(options)))
         prefix = f"{chart.name}/"
     return {path.removeprefix(prefix): text for path, text in rendered.items() if text.strip()}
 

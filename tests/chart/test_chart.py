@@ -1,7 +1,9 @@
 """The Helm chart, rendered and linted by Helm's own code (helm-python-sdk), for its defaults and variations.
 
-Every rendered object is validated against the Kubernetes v1.37 OpenAPI schemas
-(``kubernetes-validate==1.37.0``, strict: unknown fields fail). prometheus-operator kinds
+Every rendered object is validated against the strict OpenAPI schemas (``kubernetes-validate``: unknown
+fields fail) of each Kubernetes version the chart installs on — the floor in ``Chart.yaml``'s
+``kubeVersion`` (:data:`FLOOR`), v1.36 and v1.37 — rendered with that ``--kube-version``, the
+scheduler-plugins CRD and the operator's objects included. prometheus-operator kinds
 (ServiceMonitor, PodMonitor) are CRDs those schemas lack: they are checked structurally, and
 against the Service and pods they must select. The Deployment's environment is fed to the
 scheduler's own ``Settings`` to prove that every value reaches ``gang-scheduler run`` as meant.
@@ -23,7 +25,11 @@ import scheduler
 from scheduler.config import Settings
 from tests.chart.helmchart import CHART_DIR, NOTES, ROOT, objects, render
 
-KUBE_VERSION = "1.37.0"
+FLOOR = "1.25.0"
+"""The oldest Kubernetes the chart installs on (``Chart.yaml`` ``kubeVersion``): every API it renders and the
+scheduler and operator call is GA by v1.21 (the newest, policy/v1 PodDisruptionBudget), and v1.25 is the oldest
+version ``kubernetes-validate`` has strict schemas of, so the oldest one these tests can prove the objects for."""
+KUBE_VERSIONS = (FLOOR, "1.36.0", "1.37.0")
 CRD_KINDS = {"ServiceMonitor", "PodMonitor"}
 NOT_VALUES = {"kubeconfig"}  # Settings the chart does not expose: in a cluster the pod's service account is used
 
@@ -51,6 +57,9 @@ VARIATIONS: dict[str, dict[str, Any]] = {
     "scheduler-plugins-crd": {"crds": {"install": True}},
     "existing-service-account": {"serviceAccount": {"create": False, "name": "scheduler"}, "rbac": {"create": False}},
 }
+RENDERS = {**VARIATIONS, "operator": {"operator": {"enabled": True, "webhook": {"certificateSecret": "operator-tls"}}}}
+"""What lint and schema validation cover: :data:`VARIATIONS` and the operator (a second Deployment, so not in
+the one-object-per-kind tests; ``test_operator_chart.py`` checks its objects)."""
 
 
 def by_kind(objs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -80,22 +89,32 @@ def camel(name: str) -> str:
 
 # -- Helm: lint and render -------------------------------------------------------------------
 
-@pytest.mark.parametrize("values", VARIATIONS.values(), ids=VARIATIONS.keys())
-def test_helm_lint_is_clean(values: dict[str, Any]) -> None:
-    report = helm.lint(CHART_DIR, values, strict=True, kube_version=f"v{KUBE_VERSION}")
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+@pytest.mark.parametrize("values", RENDERS.values(), ids=RENDERS.keys())
+def test_helm_lint_is_clean(values: dict[str, Any], kube_version: str) -> None:
+    report = helm.lint(CHART_DIR, values, strict=True, kube_version=f"v{kube_version}")
     assert report["errors"] == []
     # Helm's only remark is informational (severity 1): a chart icon, which we do not have.
     assert [(m["severity"], m["error"]) for m in report["messages"]] == [(1, "icon is recommended")]
 
 
-@pytest.mark.parametrize("values", VARIATIONS.values(), ids=VARIATIONS.keys())
-def test_every_rendered_object_validates_against_kubernetes_1_37(values: dict[str, Any]) -> None:
-    objs = objects(render(values))
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+@pytest.mark.parametrize("values", RENDERS.values(), ids=RENDERS.keys())
+def test_every_rendered_object_validates_against_that_kubernetes(values: dict[str, Any], kube_version: str) -> None:
+    objs = objects(render(values, kube_version=kube_version))
     assert objs
     for obj in objs:
         if obj["kind"] in CRD_KINDS:
             continue  # checked by test_monitors_select_the_scheduler
-        assert kubernetes_validate.validate(obj, KUBE_VERSION, strict=True) == "1.37", obj["kind"]
+        assert kubernetes_validate.validate(obj, kube_version, strict=True) == kube_version.rpartition(".")[0], \
+            obj["kind"]
+
+
+def test_the_variations_render_every_kind_the_chart_has() -> None:
+    """What the validation above covers: the scheduler-plugins CRD and the operator's webhook configurations too."""
+    kinds = {o["kind"] for values in RENDERS.values() for o in objects(render(values))}
+    assert {"CustomResourceDefinition", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+            "ServiceMonitor", "PodMonitor", "PodDisruptionBudget", "Deployment"} <= kinds
 
 
 def test_default_render_has_the_expected_objects() -> None:
@@ -290,6 +309,16 @@ def test_notes_say_how_to_opt_in_and_what_the_cluster_needs(values: dict[str, An
     assert "{{" not in notes and "<no value>" not in notes
 
 
+@pytest.mark.parametrize("install, says", [(False, "--set crds.install=true installs it"),
+                                           (True, "installed by this release")],
+                         ids=["crd-not-installed", "crd-installed"])
+def test_notes_say_what_older_clusters_need(install: bool, says: str) -> None:
+    notes = render({"crds": {"install": install}})[NOTES]
+    assert f"installs on Kubernetes v{FLOOR.removesuffix('.0')} or later" in notes
+    assert "scheduling.x-k8s.io/v1alpha1" in notes and "scheduling.x-k8s.io/pod-group" in notes
+    assert says in notes
+
+
 def test_notes_name_the_lease_where_it_is() -> None:
     notes = render(VARIATIONS["custom-scheduler-name"])[NOTES]
     assert "kubectl -n kube-system get lease team-a-gangs" in notes
@@ -349,5 +378,5 @@ def test_chart_versions_follow_the_package() -> None:
     chart = yaml.safe_load((CHART_DIR / "Chart.yaml").read_text())
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert chart["appVersion"] == project["version"] == scheduler.__version__
-    assert chart["kubeVersion"] == ">=1.36.0-0"  # v1.36: PodGroups as scheduling.k8s.io/v1alpha2
+    assert chart["kubeVersion"] == f">={FLOOR}-0"  # "-0": pre-release builds (v1.30.4-eks-…) are admitted too
 

@@ -21,7 +21,8 @@ pruned and validated against their CRD's schema on every write: unknown fields d
 Paths of the ``namespaces`` resource itself (``/api/v1/namespaces``, ``/api/v1/namespaces/{name}``):
 kmock 0.8's ``parse_path`` reads the segment after ``namespaces`` as a namespace and fails on the
 list (500 ``ValueError``); :func:`_parse_path` reads them as the cluster-scoped resource, as the
-real server routes them, and hands every other path to kmock's parser.
+real server routes them, and hands every other path to kmock's parser. Discovery of the core group
+(``/api/v1``) names its ``groupVersion`` ``v1``, as the real server does (kmock 0.8: ``/v1``).
 """
 
 # ruff: noqa
@@ -141,6 +142,9 @@ class ApiServer(kmock.KubernetesEmulator):
         if errs:
             status = av.invalid_status(r.group, self._kind(r), md.get('name') or '', errs)
             raise KubernetesError(status=422, reason='Invalid', message=status['message'], details=status['details'])
+    async def _serve_version(self, req):    # /api/v1's groupVersion is "v1" (kmock 0.8 says "/v1"; client-go's
+        out = await super()._serve_version(req)   # RESTMapper keys resource lists by it: Helm maps no core kind)
+        out['groupVersion'] = out['groupVersion'].lstrip('/'); return out
     def _kind(self, res):
         return self._resources[res].kind if res in self._resources else res.plural
     def _live(self, res): return [o for (r, _, _), o in self._objects.items() if r == res and not o.deleted]

@@ -24,6 +24,11 @@ upstream source (kubernetes/kubernetes, v1.37-era sources read through the searc
   ``RegexError``, ``MaxLenError`` (``apimachinery/pkg/util/validation/validation.go``); lengths
   are Go ``len``, i.e. UTF-8 bytes.
 
+* strict schemas of a version (:func:`schema_errors`, used by the older-cluster emulators
+  ``apiserver136.py`` and ``apiserver125.py``): the object against that version's OpenAPI in
+  ``kubernetes-validate``, unknown fields refused — a server's ``fieldValidation=Strict``, stricter
+  than its default (``Warn`` drops them): a write the old server could not store answers 422.
+
 Not emulated: field-level schema validation of other kinds, admission, defaulting.
 """
 
@@ -34,6 +39,8 @@ import random
 import re
 from dataclasses import dataclass
 from typing import Any
+
+import kubernetes_validate  # type: ignore[import-untyped]
 
 JSON = dict[str, Any]
 
@@ -315,6 +322,16 @@ def validate_event_update(new: JSON, old: JSON) -> list[FieldError]:
         errs += _series(n)
     errs += [invalid(fld, n[fld], "field is immutable") for fld in IMMUTABLE_EVENT_FIELDS if n[fld] != o[fld]]
     return errs
+
+
+def schema_errors(body: JSON, api_version: str, kind: str, kube_version: str) -> list[FieldError]:
+    """``body`` (as stored, apiVersion/kind filled in) against the strict OpenAPI schema of ``kube_version``
+    (``"1.25.0"``): the first violation (kubernetes-validate stops there) as a ``FieldInvalid``, or none."""
+    try:
+        kubernetes_validate.validate({**body, "apiVersion": api_version, "kind": kind}, kube_version, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        return [invalid(".".join(str(p) for p in exc.path) or "<root>", None, exc.message)]
+    return []
 
 
 def invalid_status(group: str, kind: str, name: str, errs: list[FieldError]) -> JSON:

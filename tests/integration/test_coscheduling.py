@@ -75,22 +75,22 @@ async def test_labelled_gang_is_bound_whole_and_its_status_is_scheduler_plugins(
     async with running(kube):
         placed = await until(lambda: bound_at_least(kube, "g-", 6), what="gang bound")
         assert set(placed.values()) == {"n0", "n1"}
-        status = await until(lambda: _with_phase(kube, "g", "Scheduled"), what="phase Scheduled")
+        status = await until(lambda: with_phase(kube, "g", "Scheduled"), what="phase Scheduled")
         assert (status["scheduled"], status["running"], status["succeeded"], status["failed"]) == (6, 0, 0, 0)
         assert status["occupiedBy"] == f"{NS}/g-job"
         assert status["scheduleStartTime"].endswith("Z")
         assert "conditions" not in status
         for i in range(6):  # the kubelet: the members run
             await kube.patch(PODS, NS, f"g-{i}", {"status": {"phase": "Running"}}, sub="status")
-        status = await until(lambda: _with_phase(kube, "g", "Running"), what="phase Running")
+        status = await until(lambda: with_phase(kube, "g", "Running"), what="phase Running")
         assert (status["scheduled"], status["running"]) == (6, 6)
         for i in range(6):
             await kube.patch(PODS, NS, f"g-{i}", {"status": {"phase": "Succeeded"}}, sub="status")
-        status = await until(lambda: _with_phase(kube, "g", "Finished"), what="phase Finished")
+        status = await until(lambda: with_phase(kube, "g", "Finished"), what="phase Finished")
         assert status["succeeded"] == 6
 
 
-async def _with_phase(kube: KubeClient, name: str, phase: str) -> dict[str, Any] | None:
+async def with_phase(kube: KubeClient, name: str, phase: str) -> dict[str, Any] | None:
     status = await crd_status(kube, name)
     return status if status.get("phase") == phase else None
 
@@ -100,9 +100,9 @@ async def test_labelled_gang_that_does_not_fit_binds_nothing_and_says_so(k8s: Ap
     await create_node(kube, "n0", cpu="4")
     await create_labelled_gang(kube, "g", 6, 6)
     async with running(kube):
-        status = await until(lambda: _with_phase(kube, "g", "PreScheduling"), what="phase PreScheduling")
+        status = await until(lambda: with_phase(kube, "g", "PreScheduling"), what="phase PreScheduling")
         assert status["scheduled"] == 0
-        failed = await until(lambda: _regarding(events(kube, "FailedScheduling"), "PodGroup", "g"),
+        failed = await until(lambda: regarding(events(kube, "FailedScheduling"), "PodGroup", "g"),
                              what="FailedScheduling on the PodGroup")
         assert failed["type"] == "Warning"
         assert "gang g: 4/6 placeable (minCount 6)" in failed["note"]
@@ -111,10 +111,10 @@ async def test_labelled_gang_that_does_not_fit_binds_nothing_and_says_so(k8s: Ap
         assert await bound(kube, "g-") == {}
         await create_node(kube, "n1", cpu="4")
         await until(lambda: bound_at_least(kube, "g-", 6), what="bound once a node is added")
-        await until(lambda: _with_phase(kube, "g", "Scheduled"), what="phase Scheduled")
+        await until(lambda: with_phase(kube, "g", "Scheduled"), what="phase Scheduled")
 
 
-async def _regarding(coro: Any, kind: str, name: str) -> dict[str, Any] | None:
+async def regarding(coro: Any, kind: str, name: str) -> dict[str, Any] | None:
     return next((e for e in await coro if (e["regarding"]["kind"], e["regarding"]["name"]) == (kind, name)), None)
 
 
@@ -125,7 +125,7 @@ async def test_labelled_pod_whose_podgroup_does_not_exist_waits_with_an_event(k8
     for i in range(2):
         await kube.create(PODS, NS, labelled(f"late-{i}", "late"))
     async with running(kube):
-        event = await until(lambda: _regarding(events(kube, "FailedScheduling"), "Pod", "late-0"), what="event")
+        event = await until(lambda: regarding(events(kube, "FailedScheduling"), "Pod", "late-0"), what="event")
         assert event["note"] == f"waiting for scheduling.x-k8s.io PodGroup {NS}/late to appear"
         await asyncio.sleep(3)
         assert await bound(kube, "late-") == {}
@@ -139,7 +139,7 @@ async def test_unhonoured_fields_are_an_event_on_the_podgroup(k8s: ApiServer, ku
     await create_labelled_gang(kube, "g", 2, 2, minResources={"cpu": "2"}, scheduleTimeoutSeconds=30)
     async with running(kube):
         await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound")
-        event = await until(lambda: _regarding(events(kube, "UnhonouredField"), "PodGroup", "g"), what="event")
+        event = await until(lambda: regarding(events(kube, "UnhonouredField"), "PodGroup", "g"), what="event")
         assert "spec.minResources: cpu=2" in event["note"]
         assert "spec.scheduleTimeoutSeconds: 30" in event["note"]
 
@@ -156,7 +156,7 @@ async def test_a_name_in_both_apis_is_two_groups_never_merged(k8s: ApiServer, ku
     for i in range(2):
         await kube.create(PODS, NS, labelled(f"x-{i}", "g"))
     async with running(kube):
-        await until(lambda: _regarding(events(kube, "FailedScheduling"), "Pod", "x-0"), what="labelled pods refused")
+        await until(lambda: regarding(events(kube, "FailedScheduling"), "Pod", "x-0"), what="labelled pods refused")
         await asyncio.sleep(3)
         assert await bound(kube, "x-") == {}
         assert await bound(kube, "w-") == {}  # one tree of that name, Invalid while pods of both links join it
@@ -190,7 +190,7 @@ async def test_a_cluster_with_only_the_crd_schedules_labelled_gangs(k8s: ApiServ
     async with running(kube) as sched:
         assert sched.groups.resources == (COSCHEDULING_PODGROUPS,)
         await until(lambda: bound_at_least(kube, "g-", 3), what="gang bound")
-        await until(lambda: _with_phase(kube, "g", "Scheduled"), what="phase Scheduled")
+        await until(lambda: with_phase(kube, "g", "Scheduled"), what="phase Scheduled")
 
 
 @pytest.mark.parametrize(("conflicts", "written"), [(0, True), (3, True), (4, False)],
