@@ -7,10 +7,10 @@ dicts here; the cache turns them into models. We use kubernetes-asyncio for conf
 generated typed models (they do not know the v1.37 scheduling APIs, and the Binding call answers
 with a ``Status`` that the typed method fails to deserialise, kubernetes-client/python#825) nor its
 ``call_api``: each request is sent on our own aiohttp session (:attr:`KubeClient.session`), which
-trusts the environment only when it names a proxy, on a connector sized to the binds in flight
-(issue 14: per request, ``call_api`` walked every header and body through
-``sanitize_for_serialization``, and its session read ``~/.netrc`` and the proxy variables in a
-worker thread).
+never trusts the environment — the proxy the environment names for the API server is read once
+(:func:`proxy_from_env`) — on a connector sized to the binds in flight (issue 14: per request,
+``call_api`` walked every header and body through ``sanitize_for_serialization``, and its session
+read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran).
 
 Errors: every non-2xx answer raises :class:`ApiError` (or :class:`NotFound` / :class:`Conflict`);
 ``ApiError.retryable`` is True for 429, 5xx and transport failures, where a retry can help.
@@ -24,10 +24,11 @@ import enum
 import json
 import logging
 import os
+import urllib.request
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 import yaml
@@ -131,7 +132,7 @@ READ_BUFSIZE = 2**21
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 """The variables through which an environment asks for a proxy: those client-go's ``http.ProxyFromEnvironment``
-reads, and the ones aiohttp's ``trust_env`` honours (it ignores ``ALL_PROXY``)."""
+reads (it ignores ``ALL_PROXY``); ``NO_PROXY`` / ``no_proxy`` exempts hosts from them."""
 
 WATCH_CONNECTIONS = 20
 """Connections kept for watches: one per informer (at most 17 kinds, ``driver.Scheduler.start_informers``)."""
@@ -227,18 +228,19 @@ class KubeClient:
         self.api = api
         self.limiter = RateLimiter(qps, burst)
         self._session: aiohttp.ClientSession | None = None
+        self._env_proxy = proxy_from_env(api.configuration.host or "")
 
     @property
     def session(self) -> aiohttp.ClientSession:
         """Our HTTP session, made on first use (inside the event loop) over kubernetes-asyncio's connector (its
-        TLS context and connection limit, :func:`api_client`), with ``trust_env`` only when the environment
-        names a proxy (:func:`proxy_from_env`): aiohttp's ``trust_env`` otherwise reads ``~/.netrc`` and the
-        proxy variables in a worker thread on every request. No cookie jar: nothing filters cookies per
-        request."""
+        TLS context and connection limit, :func:`api_client`), never trusting the environment: aiohttp's
+        ``trust_env`` reads ``~/.netrc`` and the proxy variables in worker threads on every request, while its
+        timeout runs (the proxy the environment names is read once instead, :func:`proxy_from_env`). No cookie
+        jar: nothing filters cookies per request."""
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=self.api.rest_client.pool_manager.connector, connector_owner=False,
-                trust_env=proxy_from_env(), read_bufsize=READ_BUFSIZE,
+                trust_env=False, read_bufsize=READ_BUFSIZE,
                 cookie_jar=aiohttp.DummyCookieJar())  # client-go keeps no cookies either
         return self._session
 
@@ -318,7 +320,8 @@ class KubeClient:
                     timeout: float | aiohttp.ClientTimeout = 30.0) -> aiohttp.ClientResponse:
         """One HTTP request on the event loop: the body serialised with ``json.dumps``, the bearer token from the
         configuration (its refresh hook runs first: exec plugins, a rotated service-account token), the
-        kubeconfig's ``proxy-url`` and ``tls-server-name`` applied. kubernetes-asyncio's ``call_api`` did the same
+        kubeconfig's ``proxy-url`` (else the environment's proxy, :func:`proxy_from_env`) and ``tls-server-name``
+        applied. kubernetes-asyncio's ``call_api`` did the same
         and more per request (every header, parameter and body walked by ``sanitize_for_serialization``)."""
         cfg, api = self.api.configuration, self.api
         headers = {**api.default_headers, "Accept": "application/json", "Content-Type": content_type}
@@ -331,7 +334,7 @@ class KubeClient:
             resp = await self.session.request(
                 method, url, headers=headers, data=None if body is None else json.dumps(body),
                 timeout=timeout if isinstance(timeout, aiohttp.ClientTimeout) else aiohttp.ClientTimeout(total=timeout),
-                proxy=cfg.proxy or None, proxy_headers=cfg.proxy_headers or None,
+                proxy=cfg.proxy or self._env_proxy, proxy_headers=cfg.proxy_headers or None,
                 server_hostname=cfg.tls_server_name or None)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise ApiError(0, type(exc).__name__, str(exc)) from exc
@@ -466,11 +469,17 @@ class KubeClient:
         return {r["name"] for r in data.get("resources") or [] if "/" not in r.get("name", "")}
 
 
-def proxy_from_env() -> bool:
-    """Whether the environment names a proxy (:data:`PROXY_VARIABLES`): only then does our session trust it, as
-    client-go uses ``http.ProxyFromEnvironment``; without one nothing reads ``~/.netrc`` or the variables per
-    request."""
-    return any(os.environ.get(name) for name in PROXY_VARIABLES)
+def proxy_from_env(url: str) -> str | None:
+    """The proxy the environment names for requests to ``url`` (an API server's base URL), or None: ``HTTPS_PROXY``
+    for an https URL, ``HTTP_PROXY`` for an http one (either case, :data:`PROXY_VARIABLES`), unless ``NO_PROXY``
+    names its host — client-go's ``http.ProxyFromEnvironment``, read once per client rather than per request.
+    Credentials in the proxy URL are sent to the proxy; ``~/.netrc`` is not read."""
+    proxies = urllib.request.getproxies_environment()
+    parts = urlsplit(url)
+    proxy = proxies.get(parts.scheme)
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):  # NO_PROXY (on Linux, as read above)
+        return None
+    return proxy
 
 
 def api_client(cfg: client.Configuration, connections: int) -> client.ApiClient:

@@ -4,8 +4,9 @@ environment (a proxy, ``~/.netrc``) is read.
 * A bind answered 201 is the whole transaction for that pod: no GET follows.
 * A bind answered 409 is decided by reading the pod once: bound to our node is success (an earlier
   attempt landed, reference §1.3), bound elsewhere is a permanent failure of the plan.
-* aiohttp's ``trust_env`` (proxy variables and ``~/.netrc``, read in a worker thread per request) is on
-  only when the environment names a proxy, as client-go's ``http.ProxyFromEnvironment``.
+* aiohttp's ``trust_env`` (proxy variables and ``~/.netrc``, read in worker threads per request while its
+  timeout runs) is never on: the proxy the environment names for the API server is read once, as
+  client-go's ``http.ProxyFromEnvironment`` reads it, and ``NO_PROXY`` exempts the host.
 """
 
 from __future__ import annotations
@@ -16,7 +17,17 @@ import kmock
 import pytest
 
 from scheduler.live.binder import Binder
-from scheduler.live.kube import NAMESPACES, NODES, PODS, PROXY_VARIABLES, USER_AGENT, ApiError, Conflict, KubeClient
+from scheduler.live.kube import (
+    NAMESPACES,
+    NODES,
+    PODS,
+    PROXY_VARIABLES,
+    USER_AGENT,
+    ApiError,
+    Conflict,
+    KubeClient,
+    proxy_from_env,
+)
 from scheduler.model.pod import Pod
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import NS, node, pod
@@ -130,3 +141,37 @@ async def test_a_proxy_variable_routes_requests_through_the_proxy(k8s: ApiServer
     finally:
         await kube.close()
     assert not list(k8s)  # nothing reached the server directly: the proxy was honoured
+
+
+@pytest.mark.parametrize(("env", "url", "proxy"), [
+    ({}, "https://10.0.0.1:443", None),
+    ({"HTTPS_PROXY": "http://proxy:3128"}, "https://10.0.0.1:443", "http://proxy:3128"),
+    ({"https_proxy": "http://proxy:3128"}, "https://10.0.0.1:443", "http://proxy:3128"),
+    ({"HTTP_PROXY": "http://proxy:3128"}, "https://10.0.0.1:443", None),  # an https server: only HTTPS_PROXY
+    ({"HTTP_PROXY": "http://proxy:3128"}, "http://127.0.0.1:8080", "http://proxy:3128"),
+    ({"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "10.0.0.1"}, "https://10.0.0.1:443", None),
+    ({"HTTPS_PROXY": "http://proxy:3128", "no_proxy": ".cluster.local"},
+     "https://kubernetes.default.svc.cluster.local", None),
+    ({"ALL_PROXY": "http://proxy:3128"}, "https://10.0.0.1:443", None),  # ignored, as client-go ignores it
+])
+def test_the_environment_proxy_is_client_gos(no_proxy_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                             env: dict[str, str], url: str, proxy: str | None) -> None:
+    """client-go's ``http.ProxyFromEnvironment``: the scheme's variable, unless ``NO_PROXY`` names the host."""
+    monkeypatch.delenv("ALL_PROXY", raising=False)
+    monkeypatch.delenv("all_proxy", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert proxy_from_env(url) == proxy
+
+
+async def test_no_proxy_exempts_the_api_server(k8s: ApiServer, no_proxy_env: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # the discard port: nothing listens
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    kube = KubeClient.for_host(str(k8s.url))
+    try:
+        await kube.list(NAMESPACES)
+    finally:
+        await kube.close()
+    [request] = [r for r in k8s if r.method == "GET"]
+    assert "Authorization" not in request.headers  # ~/.netrc is never read, proxy or not
