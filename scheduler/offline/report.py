@@ -104,11 +104,13 @@ def to_json(sim: Simulation) -> dict[str, Any]:
 
 
 def _notice_json(n: Notice) -> dict[str, Any]:
-    """One ``warnings`` entry: ``level``, ``kind``, ``message``, and ``pod`` / ``field`` when about a pod's field."""
+    """One ``warnings`` entry: ``level``, ``kind``, ``message``, and ``pod`` or ``group`` with ``field`` when about
+    an unhonoured field."""
     entry: dict[str, Any] = {"level": n.level, "kind": n.kind, "message": n.message}
-    if n.pod is not None:
-        entry["pod"] = n.pod
-        entry["field"] = n.field
+    for key, value in (("pod", n.pod), ("group", n.group)):
+        if value is not None:
+            entry[key] = value
+            entry["field"] = n.field
     return entry
 
 
@@ -290,14 +292,16 @@ def _devices_text(results: list[tuple[str, str, str, str]] | tuple[tuple[str, st
 
 @dataclass(frozen=True, slots=True)
 class Notice:
-    """One hint of the report's summary: ``level`` ``note`` or ``warning``, a stable ``kind``, the text; for a
-    pod's unhonoured field also the ``pod`` (``namespace/name``) and the ``field`` path."""
+    """One hint of the report's summary: ``level`` ``note`` or ``warning``, a stable ``kind``, the text; for an
+    unhonoured field also the ``field`` path and the ``pod`` (``namespace/name``) or the PodGroup (``group``,
+    ``namespace/name``) that sets it."""
 
     level: str
     kind: str
     message: str
     pod: str | None = None
     field: str | None = None
+    group: str | None = None
 
 
 def notices(sim: Simulation) -> list[Notice]:
@@ -347,7 +351,8 @@ def notices(sim: Simulation) -> list[Notice]:
     for group, finding in sim.unhonoured_groups:
         md = group.metadata
         out.append(Notice("warning", UNHONOURED, f"{group.api_version} PodGroup {md.namespace}/{md.name}: {finding} "
-                                                 "(not honoured)", field=finding.field))
+                                                 "(not honoured)", field=finding.field,
+                          group=f"{md.namespace}/{md.name}"))
     return out
 
 

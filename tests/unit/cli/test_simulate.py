@@ -403,3 +403,8 @@ def test_scheduler_plugins_podgroups_and_their_labelled_pods_are_read() -> None:
     warned = [(n.kind, n.field) for n in notices(sim) if n.level == "warning"]
     assert warned == [("unhonoured-field", "spec.minResources"), ("unhonoured-field", "spec.scheduleTimeoutSeconds")]
     assert sim.skipped == {"batch/v1 Job": 1}
+    from scheduler.offline.report import to_json
+
+    json_warned = [w for w in to_json(sim)["warnings"] if w["kind"] == "unhonoured-field"]
+    assert [(w["group"], w["field"]) for w in json_warned] == [("training/timed", "spec.minResources"),
+                                                               ("training/timed", "spec.scheduleTimeoutSeconds")]
