@@ -107,15 +107,19 @@ def no_proxy_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return netrc
 
 
-async def test_without_a_proxy_variable_neither_netrc_nor_a_proxy_is_used(k8s: ApiServer,
-                                                                          no_proxy_env: Path) -> None:
+@pytest.mark.parametrize("env", [{}, {"HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1"}],
+                         ids=["no-proxy-variable", "proxy-exempted-by-no-proxy"])
+async def test_without_a_proxy_for_the_server_neither_netrc_nor_a_proxy_is_used(
+        k8s: ApiServer, no_proxy_env: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    for name, value in env.items():  # 127.0.0.1:9 is the discard port: nothing listens there
+        monkeypatch.setenv(name, value)
     kube = KubeClient.for_host(str(k8s.url))
     try:
         await kube.list(NAMESPACES)
     finally:
         await kube.close()
     [request] = [r for r in k8s if r.method == "GET"]
-    assert "Authorization" not in request.headers  # ~/.netrc was not read
+    assert "Authorization" not in request.headers  # ~/.netrc is never read
     assert request.headers["User-Agent"] == USER_AGENT
 
 
@@ -163,15 +167,3 @@ def test_the_environment_proxy_is_client_gos(no_proxy_env: Path, monkeypatch: py
         monkeypatch.setenv(name, value)
     assert proxy_from_env(url) == proxy
 
-
-async def test_no_proxy_exempts_the_api_server(k8s: ApiServer, no_proxy_env: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # the discard port: nothing listens
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    kube = KubeClient.for_host(str(k8s.url))
-    try:
-        await kube.list(NAMESPACES)
-    finally:
-        await kube.close()
-    [request] = [r for r in k8s if r.method == "GET"]
-    assert "Authorization" not in request.headers  # ~/.netrc is never read, proxy or not
