@@ -106,8 +106,6 @@ class Scheduler:
         """Cluster events not routed yet."""
         self.tasks: set[asyncio.Task[Any]] = set()
         self.api_problem: str | None = "API discovery has not run yet"
-        self.podgroups: PodGroupApi = V1BETA1
-        """The workload API's PodGroup version served (v1beta1, else v1.36's v1alpha2), set by :meth:`discover`."""
         self.groups = GroupApis(None, False)
         """The PodGroup APIs served (:meth:`discover`): the workload API's (:attr:`podgroups`), scheduler-plugins'."""
         self._reported: dict[GroupKey, str] = {}
@@ -144,6 +142,12 @@ class Scheduler:
         """Uids of pods (and PodGroups) warned about fields no plugin honours (once per object), oldest first."""
         self._not_honoured: dict[GroupKey, str] = {}
         """PodGroups whose spec holds something not honoured (a v1.36 ``disruptionMode`` we do not know) → what."""
+
+    @property
+    def podgroups(self) -> PodGroupApi:
+        """The workload API's PodGroup version served (v1beta1, else v1.36's v1alpha2; v1beta1 until
+        :meth:`discover` found it, or where only scheduler-plugins' CRD is served)."""
+        return self.groups.podgroups or V1BETA1
 
     # -- health --------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
@@ -194,8 +198,7 @@ class Scheduler:
                 groups = GroupApis(None, False, f"API discovery failed: {exc}")
             if groups.resources:
                 self.groups = groups
-                if groups.podgroups is not None:
-                    self.podgroups, self.binder.podgroups = groups.podgroups, groups.podgroups.resource
+                self.binder.podgroups = self.podgroups.resource
                 log.info("reading PodGroups as %s", ", ".join(r.group_version for r in groups.resources))
                 self.api_problem = None
                 return True
