@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from scheduler.errors import GangSchedulerError
 from scheduler.live import podgroup_api
 from scheduler.live.kube import COMPOSITES, KubeClient, Resource
+from scheduler.live.listing import discover_group_apis
 from scheduler.live.podgroup_api import PodGroupApi
 from scheduler.model import coscheduling
 
@@ -72,14 +73,15 @@ class Served:
 
 
 async def discover(kube: KubeClient) -> Served:
-    """Ask the API server (``GET /apis/{group}/{version}``) which group API it serves; raises
-    :class:`NoGroupApi` when none is, and :class:`~scheduler.live.kube.ApiError` when discovery fails."""
-    api, reason = await podgroup_api.discover(kube)
-    if api is not None:
-        composite = (api is podgroup_api.V1BETA1
+    """Ask the API server (``GET /apis/{group}/{version}``) which group API it serves — the scheduler's own discovery
+    (:func:`scheduler.live.listing.discover_group_apis`), so the two always read and write the same API; raises
+    :class:`NoGroupApi` (with the scheduler's not-ready message) when none is, and
+    :class:`~scheduler.live.kube.ApiError` when discovery fails."""
+    groups = await discover_group_apis(kube)
+    if groups.podgroups is not None:
+        composite = (groups.podgroups is podgroup_api.V1BETA1
                      and COMPOSITES.plural in await kube.served(COMPOSITES.group_version))
-        return Served(Flavour.WORKLOAD, composite=composite, workload=api)
-    if COSCHEDULING_PODGROUPS.plural in await kube.served(COSCHEDULING_PODGROUPS.group_version):
+        return Served(Flavour.WORKLOAD, composite=composite, workload=groups.podgroups)
+    if groups.coscheduling:
         return Served(Flavour.COSCHEDULING)
-    raise NoGroupApi(f"{reason}; or install the scheduler-plugins PodGroup CRD "
-                     f"({COSCHEDULING_PODGROUPS.group_version} podgroups are not served either)")
+    raise NoGroupApi(groups.problem)

@@ -221,8 +221,9 @@ async def test_no_group_api_at_all_is_refused_at_start(k8s, kube: KubeClient) ->
                  "scheduling.x-k8s.io/v1alpha1/podgroups"):
         del k8s.resources[path]
     with pytest.raises(NoGroupApi, match=r"scheduling\.k8s\.io/v1beta1 podgroups is not served \(nor "
-                                         r"scheduling\.k8s\.io/v1alpha2\).*\(scheduling\.x-k8s\.io/v1alpha1 "
-                                         r"podgroups are not served either\)"):
+                                         r"scheduling\.k8s\.io/v1alpha2\).*, or install scheduler-plugins' "
+                                         r"PodGroup CRD \(scheduling\.x-k8s\.io/v1alpha1, chart value "
+                                         r"crds\.install\)$"):
         await discover(kube)
 
 
