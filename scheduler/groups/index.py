@@ -78,12 +78,12 @@ class GroupIndex:
         """Live pods by the PodGroup they name (whether or not it exists)."""
         self._pod_group: dict[str, Name] = {}
         self._succeeded: dict[Name, set[str]] = {}
+        """Per PodGroup, the keys of members seen finished with phase Succeeded (kept after the pods are
+        deleted, until the PodGroup is: a gang whose members complete is done, not below minCount)."""
         self._terminal: dict[Name, dict[str, Pod]] = {}
         """Per PodGroup, the member pods that exist with phase Succeeded or Failed (counted by the scheduler-plugins
         status, :meth:`member_counts`); ``_terminal_group`` says under which group each is."""
         self._terminal_group: dict[str, Name] = {}
-        """Per PodGroup, the keys of members seen finished with phase Succeeded (kept after the pods are
-        deleted, until the PodGroup is: a gang whose members complete is done, not below minCount)."""
         self._singles: dict[str, Pod] = {}
         """Lone pods of ours (no schedulingGroup), pending and not gated."""
         self._children: dict[Name, set[Node]] = {}

@@ -104,10 +104,10 @@ REASON_INVALID = "Invalid"
 
 POD_SCHEDULED = "PodScheduled"
 NODES_RESERVED = "NodesReserved"
-CONFLICT_ATTEMPTS = 4
-"""Writes of one group condition before a 409 is given up (each after reading the group again)."""
 """Our PodGroup condition while the starvation guard holds the nodes of a root's best plan for it (no
 upstream equivalent: kube-scheduler has no starvation protection, reference ``issue11-preemption.md`` §6)."""
+CONFLICT_ATTEMPTS = 4
+"""Writes of one group condition before a 409 is given up (each after reading the group again)."""
 
 # Event reasons and actions, as kube-scheduler records them (pkg/scheduler/schedule_one.go, v1.37).
 EVENT_SCHEDULED = "Scheduled"
