@@ -231,10 +231,10 @@ async def _connected(settings: Settings, serve: Callable[[Any, asyncio.Event], A
     """Connect, then ``serve(kube, stop)`` until SIGTERM/SIGINT sets ``stop``; the client is closed
     after. Raises :class:`ClusterConfigError` when no cluster configuration is usable (before
     anything starts)."""
-    from scheduler.live.kube import SPARE_CONNECTIONS, WATCH_CONNECTIONS, KubeClient  # kept out of `simulate`
+    from scheduler.live.kube import KubeClient, connections_for  # kept out of `simulate`
 
     kube = await KubeClient.connect(settings.kubeconfig, qps=settings.client_qps, burst=settings.client_burst,
-                                    connections=WATCH_CONNECTIONS + settings.bind_concurrency + SPARE_CONNECTIONS)
+                                    connections=connections_for(settings.bind_concurrency))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

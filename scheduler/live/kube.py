@@ -135,12 +135,20 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 reads (it ignores ``ALL_PROXY``); ``NO_PROXY`` / ``no_proxy`` exempts hosts from them."""
 
 WATCH_CONNECTIONS = 20
-"""Connections kept for watches: one per informer (at most 17 kinds, ``driver.Scheduler.start_informers``)."""
+"""Connections kept for watches: one per informer (at most 17 kinds, ``listing.watched_resources``)."""
 
 SPARE_CONNECTIONS = 8
 """Connections beyond the binds and watches: reads, leases, status writes and Events."""
 
-DEFAULT_CONNECTIONS = WATCH_CONNECTIONS + 16 + SPARE_CONNECTIONS
+
+
+def connections_for(binds: int) -> int:
+    """Keep-alive connections to the API server for ``binds`` binds in flight (``--bind-concurrency``): those, plus
+    :data:`WATCH_CONNECTIONS` and :data:`SPARE_CONNECTIONS`."""
+    return WATCH_CONNECTIONS + binds + SPARE_CONNECTIONS
+
+
+DEFAULT_CONNECTIONS = connections_for(16)
 """Connections with the default 16 binds in flight (``--bind-concurrency``)."""
 
 LIST_PAGE_SIZE = 500
@@ -484,7 +492,7 @@ def proxy_from_env(url: str) -> str | None:
 
 def api_client(cfg: client.Configuration, connections: int) -> client.ApiClient:
     """kubernetes-asyncio's client for ``cfg``, its connector limited to ``connections`` (keep-alive connections
-    to the API server, watches included: :data:`WATCH_CONNECTIONS` + binds + :data:`SPARE_CONNECTIONS`)."""
+    to the API server, watches included: :func:`connections_for`)."""
     cfg.connection_pool_maxsize = connections
     api = client.ApiClient(cfg)
     api.user_agent = USER_AGENT  # a caller may set its own (``api.user_agent``): every request sends it
