@@ -62,10 +62,9 @@ class Informer:
                     async for event in self.kube.watch(self.resource, rv, timeout_s=self.watch_timeout_s):
                         events += 1
                         obj = event.get("object") or {}
-                        if decode is not None:
-                            obj = decode(obj)
                         rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                        if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                        if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):  # decode only what the cache takes
+                            obj = obj if decode is None else decode(obj)
                             self.on_change(self.cache.apply(kind, event["type"], obj))
                     if not events and loop.time() - opened < 1.0:
                         await asyncio.sleep(self.retry_s)  # a stream that ends at once: do not spin
