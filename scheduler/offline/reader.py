@@ -95,7 +95,7 @@ def documents(path: Path, stdin: BinaryIO | None = None,
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
     try:
-        data.decode("utf-8")  # checked here for a clear message; the parsers then read the bytes
+        text = data.decode("utf-8")  # checked here for a clear message; YAML is then parsed from the bytes
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise SnapshotError(
@@ -104,13 +104,14 @@ def documents(path: Path, stdin: BinaryIO | None = None,
         ) from exc
     first = _FIRST_CHARACTER.search(data)
     if first is not None and first.group() in (b"{", b"["):
-        parsed = _json_documents(data)
+        parsed = _json_documents(text)
         if parsed is not None:
-            del data
+            del data, text
             parsed.reverse()  # popped from the end: each is released once the caller is done with it
             for i in range(1, len(parsed) + 1):
                 yield i, parsed.pop()
             return
+    del text
     stream = io.BytesIO(data)
     stream.name = name  # both parsers name their marks (error positions) after it
     try:
@@ -119,15 +120,9 @@ def documents(path: Path, stdin: BinaryIO | None = None,
         raise SnapshotError(f"{name}: not valid YAML: {exc}") from exc
 
 
-def _json_documents(data: bytes) -> list[Any] | None:
-    """The JSON documents of ``data`` (one, or several concatenated or one per line), or ``None`` if ``data`` is
+def _json_documents(text: str) -> list[Any] | None:
+    """The JSON documents of ``text`` (one, or several concatenated or one per line), or ``None`` if ``text`` is
     not that (the caller reads it as YAML: JSON documents between ``---`` lines, a flow mapping)."""
-    try:
-        return [json.loads(data)]
-    except json.JSONDecodeError as exc:
-        if exc.msg != "Extra data":
-            return None
-    text = data.decode("utf-8")  # raw_decode reads text; the first document is parsed again
     decoder = json.JSONDecoder()
     docs: list[Any] = []
     pos, end = 0, len(text)
