@@ -213,14 +213,24 @@ async def _cluster_objects(settings: Settings) -> Objects:
     return objects
 
 
+_log_level_option = click.option(
+    "--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="INFO", show_default=True,
+    envvar=f"{ENV_PREFIX}LOG_LEVEL", show_envvar=True, help="Python logging level.")
+"""``--log-level`` of the long-running commands (``run``, ``operator``)."""
+
+
+def _log_to_stderr(level: str) -> None:
+    """The long-running commands' logging: ``level`` and up, one timestamped line per record, on stderr."""
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+
 @main.command(name="run")
 @_settings_options(Settings.model_fields)
-@click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="INFO",
-              show_default=True, envvar="GANG_SCHEDULER_LOG_LEVEL", show_envvar=True, help="Python logging level.")
+@_log_level_option
 def run_cmd(log_level: str, **flags: Any) -> None:
     """Schedule a live cluster (kubeconfig or in-cluster service account)."""
     settings = _settings(flags)
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    _log_to_stderr(log_level)
     try:
         uvloop.run(_run(settings))
     except ClusterConfigError as exc:
@@ -268,7 +278,7 @@ def _service(value: str | None) -> tuple[str, str, int] | None:
 
 
 def _operator_option(flag: str, **kw: Any) -> Callable[[Command], Command]:
-    env = "GANG_SCHEDULER_OPERATOR_" + flag.removeprefix("--").replace("-", "_").upper()
+    env = f"{ENV_PREFIX}OPERATOR_" + flag.removeprefix("--").replace("-", "_").upper()
     return click.option(flag, envvar=env, show_envvar=True, show_default=True, **kw)
 
 
@@ -285,8 +295,7 @@ def _operator_option(flag: str, **kw: Any) -> Callable[[Command], Command]:
 @_operator_option("--key-file", default=None, help="PEM private key of --cert-file.")
 @_operator_option("--ca-file", default=None, help="PEM CA of --cert-file, given to the API server (default: the cert).")
 @_operator_option("--liveness", default="http://0.0.0.0:8080/healthz", help="kopf's health endpoint; empty: none.")
-@click.option("--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="INFO",
-              show_default=True, envvar="GANG_SCHEDULER_LOG_LEVEL", show_envvar=True, help="Python logging level.")
+@_log_level_option
 def operator_cmd(webhook_port: int, webhook_host: str | None, webhook_service: str | None, webhook_configuration: str,
                  cert_file: str | None, key_file: str | None, ca_file: str | None, liveness: str, log_level: str,
                  **flags: Any) -> None:
@@ -301,7 +310,7 @@ def operator_cmd(webhook_port: int, webhook_host: str | None, webhook_service: s
         scheduler_name=settings.scheduler_name, webhook_port=webhook_port, webhook_host=webhook_host or None,
         service=_service(webhook_service), managed=webhook_configuration or None, certfile=cert_file or None,
         pkeyfile=key_file or None, cafile=ca_file or None, liveness=liveness or None)
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    _log_to_stderr(log_level)
     try:
         uvloop.run(_operate(settings, options))
     except ClusterConfigError as exc:
