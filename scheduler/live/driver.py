@@ -4,7 +4,7 @@
 
 1. serve ``/healthz``, ``/readyz`` and ``/metrics`` (``scheduler.live.metrics``);
 2. discover the APIs — PodGroups as ``scheduling.k8s.io/v1beta1`` (Kubernetes 1.37), else as 1.36's
-   ``v1alpha2`` (``scheduler.live.podgroup_api``), and, where the CRD is served, scheduler-plugins'
+   ``v1alpha2`` (``scheduler.client.podgroup_api``), and, where the CRD is served, scheduler-plugins'
    ``scheduling.x-k8s.io/v1alpha1`` (both when both are: the two kinds are kept apart,
    ``model/coscheduling.py``); with none it logs one line naming the APIs and the feature gates,
    reports not-ready and retries instead of crashing;
@@ -37,6 +37,9 @@ from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.preemption_view import CacheGroupView
+from scheduler.client.discovery import GroupApis, discover_group_apis, watched_resources
+from scheduler.client.kube import ApiError, KubeClient
+from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.config import Settings
 from scheduler.cycle import Attempt, BindResult, Cycle, Failure
 from scheduler.dra.writes import ClaimWrite
@@ -48,11 +51,8 @@ from scheduler.live.binder import Binder, BindOutcome
 from scheduler.live.group_status import GroupConditions
 from scheduler.live.health import HealthServer
 from scheduler.live.informers import Informer
-from scheduler.live.kube import ApiError, KubeClient
 from scheduler.live.leader import LeaderElector
-from scheduler.live.listing import GroupApis, discover_group_apis, watched_resources
 from scheduler.live.metrics import Metrics
-from scheduler.live.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.live.preemptor import Preemptor, TimedPreemption
 from scheduler.live.repair import GANG_BELOW_MIN, GangRepair, below_min_message, teardown_unit
 from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, EVENT_UNHONOURED, StatusWriter

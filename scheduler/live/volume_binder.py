@@ -39,10 +39,18 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from scheduler.client.kube import (
+    JSON,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    ApiError,
+    Conflict,
+    KubeClient,
+    Lane,
+)
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import VolumeClaimBinding
 from scheduler.framework.selectors import node_selector_matches
-from scheduler.live.kube import JSON, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, ApiError, Conflict, KubeClient, Lane
 from scheduler.model.base import ObjectMeta
 from scheduler.model.node import Node
 from scheduler.model.storage import (

@@ -1,6 +1,6 @@
 """The chart's RBAC grants exactly what the scheduler's code uses: every verb it needs, no other.
 
-Every API request of the scheduler goes through ``scheduler.live.kube.KubeClient`` (the one HTTP
+Every API request of the scheduler goes through ``scheduler.client.kube.KubeClient`` (the one HTTP
 seam, docs/architecture.md). This test finds every call of a ``KubeClient`` method in
 ``scheduler/`` by parsing the source (``<x>.kube.<method>(...)`` or ``kube.<method>(...)``), turns
 each into the (API group, resource, verb) it needs, and compares the union with the rules of
@@ -31,9 +31,9 @@ from typing import Any
 
 import pytest
 
-from scheduler.live import kube as kube_module
-from scheduler.live import podgroup_api
-from scheduler.live.kube import Resource
+from scheduler.client import kube as kube_module
+from scheduler.client import podgroup_api
+from scheduler.client.kube import Resource
 from scheduler.operator import apis as apis_module
 from tests.chart.helmchart import ROOT, objects, render
 
@@ -66,7 +66,7 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
     # that listing.py watched_resources returns (checked by test_informer_table_matches_run_py).
     ("live/informers.py", "Informer.run", "self.resource"): WATCHED,
     # listing.py list_objects (simulate --from-cluster) lists each resource of watched_resources once.
-    ("live/listing.py", "list_objects", "res"): WATCHED,
+    ("client/discovery.py", "list_objects", "res"): WATCHED,
     # status_writer.py StatusWriter._set_group_condition / _patch_group: `res` is COMPOSITES for a
     # CompositePodGroup, else the resource of the PodGroup's API (podgroup_api.of: PODGROUPS or PODGROUPS_V1ALPHA2).
     ("live/status_writer.py", "StatusWriter._set_group_condition", "res"): ("PODGROUPS", "PODGROUPS_V1ALPHA2",
@@ -110,7 +110,7 @@ def kube_calls(root: Path = SCHEDULER) -> list[Call]:
     under scheduler/ the operator's package (another process, its own ClusterRole) is left out."""
     calls: list[Call] = []
     for path in sorted(root.rglob("*.py")):
-        if path.name == "kube.py" and path.parent == SCHEDULER / "live":
+        if path.name == "kube.py" and path.parent == SCHEDULER / "client":
             continue
         if root == SCHEDULER and OPERATOR in path.parents:
             continue
@@ -196,15 +196,15 @@ def test_every_kube_call_is_understood() -> None:
             ("live/binder.py", "get"),
             ("live/status_writer.py", "patch"), ("live/status_writer.py", "create"), ("live/leader.py", "replace"),
             ("live/leader.py", "create"),
-            ("live/listing.py", "served"), ("live/listing.py", "list_pages")} <= methods
+            ("client/discovery.py", "served"), ("client/discovery.py", "list_pages")} <= methods
     triples, discovery = needed()
     assert triples
-    assert {c.file for c in discovery} == {"live/listing.py", "live/podgroup_api.py"}
+    assert {c.file for c in discovery} == {"client/discovery.py", "client/podgroup_api.py"}
 
 
 def test_informer_table_matches_run_py() -> None:
     """DYNAMIC's informer resources are the Resource constants named in listing.py watched_resources."""
-    tree = ast.parse((SCHEDULER / "live" / "listing.py").read_text())
+    tree = ast.parse((SCHEDULER / "client" / "discovery.py").read_text())
     start = next(node for node in ast.walk(tree)
                  if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef) and node.name == "watched_resources")
     named = {n.id for n in ast.walk(start) if isinstance(n, ast.Name) and isinstance(getattr(kube_module, n.id, None),

@@ -21,10 +21,10 @@ import pytest
 import pytest_asyncio
 
 from scheduler.cache.cluster import ClusterCache
+from scheduler.client.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.config import Settings
 from scheduler.cycle import BindResult, Cycle
 from scheduler.framework import Plan
-from scheduler.live.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.model import Node, Pod
 from scheduler.model.scheduling import GroupKey
 from tests.integration.lagging import LaggingApiServer, lagging_server

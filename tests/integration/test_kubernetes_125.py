@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.live.kube import COSCHEDULING_PODGROUPS, PODS, ApiError, KubeClient
+from scheduler.client.kube import COSCHEDULING_PODGROUPS, PODS, ApiError, KubeClient
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import NS, bound, bound_at_least, create_node, running, until
 from tests.integration.test_coscheduling import create_labelled_gang, events, labelled, regarding, with_phase

@@ -13,6 +13,7 @@ import kmock
 import pytest
 
 from scheduler.cache.cluster import ClusterCache
+from scheduler.client.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.inventory import Inventory
 from scheduler.dra.view import DraView
@@ -22,7 +23,6 @@ from scheduler.groups.tree import GroupTree, Leaf
 from scheduler.live.binder import Binder
 from scheduler.live.driver import Scheduler
 from scheduler.live.informers import Informer
-from scheduler.live.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.model import Pod
 from scheduler.model.pod import effective_requests
 from scheduler.model.scheduling import GroupKey
@@ -399,7 +399,7 @@ async def test_reported_messages_of_deleted_roots_are_forgotten() -> None:
 
 @pytest.mark.looptime
 async def test_live_tree_sharing_a_claim_across_leaves_is_bound(k8s: Any, kube: KubeClient) -> None:
-    from scheduler.live.kube import COMPOSITES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES
+    from scheduler.client.kube import COMPOSITES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES
     from tests.integration import test_dra as dra
 
     await create_node(kube, "n0", cpu="8")

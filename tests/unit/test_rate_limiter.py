@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from scheduler.live.kube import Lane, RateLimiter
+from scheduler.client.kube import Lane, RateLimiter
 
 
 @pytest.mark.looptime

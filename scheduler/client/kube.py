@@ -101,7 +101,7 @@ NODES = Resource("", "v1", "nodes", False, "Node")
 NAMESPACES = Resource("", "v1", "namespaces", False, "Namespace")
 PODGROUPS = Resource("scheduling.k8s.io", "v1beta1", "podgroups", True, "PodGroup")
 PODGROUPS_V1ALPHA2 = Resource("scheduling.k8s.io", "v1alpha2", "podgroups", True, "PodGroup")
-"""Kubernetes 1.36's PodGroups (``scheduler.live.podgroup_api``: used when v1beta1 is not served)."""
+"""Kubernetes 1.36's PodGroups (``scheduler.client.podgroup_api``: used when v1beta1 is not served)."""
 COMPOSITES = Resource("scheduling.k8s.io", "v1alpha3", "compositepodgroups", True, "CompositePodGroup")
 COSCHEDULING_PODGROUPS = Resource(coscheduling.API_GROUP, coscheduling.VERSION, coscheduling.PLURAL, True,
                                   coscheduling.CACHE_KIND)

@@ -12,8 +12,8 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from scheduler.live import podgroup_api
-from scheduler.live.kube import (
+from scheduler.client import podgroup_api
+from scheduler.client.kube import (
     COMPOSITES,
     COSCHEDULING_PODGROUPS,
     CSI_NODES,
@@ -45,7 +45,7 @@ COMPOSITE_GATE = "CompositePodGroup (and --runtime-config=scheduling.k8s.io/v1al
 @dataclass(frozen=True, slots=True)
 class GroupApis:
     """The PodGroup APIs a server serves (:func:`discover_group_apis`): the workload API's version
-    (``podgroups``: v1beta1, else Kubernetes 1.36's v1alpha2, :mod:`scheduler.live.podgroup_api`; None when
+    (``podgroups``: v1beta1, else Kubernetes 1.36's v1alpha2, :mod:`scheduler.client.podgroup_api`; None when
     neither is), whether scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1`` PodGroup CRD is served
     (``coscheduling``), and, when neither API is, what to enable (``problem``)."""
 
@@ -62,7 +62,7 @@ class GroupApis:
 
 async def discover_group_apis(kube: KubeClient) -> GroupApis:
     """Which PodGroup APIs ``kube``'s server serves (both the workload API's and the CRD may be: the two kinds are
-    kept apart, ``model/coscheduling.py``). Raises :class:`~scheduler.live.kube.ApiError` when discovery fails."""
+    kept apart, ``model/coscheduling.py``). Raises :class:`~scheduler.client.kube.ApiError` when discovery fails."""
     api, reason = await podgroup_api.discover(kube)
     crd = COSCHEDULING_PODGROUPS.plural in await kube.served(COSCHEDULING_PODGROUPS.group_version)
     if api is not None or crd:
