@@ -17,7 +17,7 @@ Everything derived is **incremental**: an event updates what it touches and noth
 * :class:`~scheduler.groups.index.GroupIndex`: only the trees a pod or group event touches are
   rebuilt (:meth:`take_changed_roots` says which);
 * :class:`~scheduler.cache.devices.DeviceCache`: the device inventory per pool, allocations per claim;
-* :class:`~scheduler.cache.storage.StorageCache`: which pods use which PVC, plans' PVC decisions in
+* :class:`~scheduler.cache.volumes.StorageCache`: which pods use which PVC, plans' PVC decisions in
   flight, the storage view of the snapshot;
 * :attr:`ClusterCache.holds`: the room each *partial* tree (members bound below its minCount) holds on
   the nodes its PodGroups' durable intent names (:func:`held_room`, architecture §14), recomputed with
@@ -42,8 +42,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from scheduler.cache.devices import DeviceCache
-from scheduler.cache.storage import STORAGE_KINDS, StorageCache
 from scheduler.cache.usage import NodeUsage
+from scheduler.cache.volumes import STORAGE_KINDS, StorageCache
 from scheduler.dra.view import DraView
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.plan import ClaimAllocation, Plan

@@ -31,7 +31,7 @@ from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import IntArray, NodeTable, clamp
 from scheduler.framework.plan import VolumeClaimBinding
 from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
-from scheduler.framework.storage import StorageView
+from scheduler.framework.storage_view import StorageView
 from scheduler.model.pod import Pod
 
 

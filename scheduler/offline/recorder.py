@@ -20,7 +20,7 @@ from scheduler.cycle import BindResult
 from scheduler.dra.writes import ClaimWrite, merged_reservations
 from scheduler.framework.plan import Plan, VolumeClaimBinding
 from scheduler.framework.snapshot import bound_copy
-from scheduler.framework.storage import annotated, claimed
+from scheduler.framework.storage_view import annotated, claimed
 from scheduler.model.base import ObjectMeta
 from scheduler.model.dra import ResourceClaim
 from scheduler.model.node import Node

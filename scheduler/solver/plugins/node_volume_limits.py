@@ -38,7 +38,7 @@ from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
-from scheduler.framework.storage import StorageView, claim_keys
+from scheduler.framework.storage_view import StorageView, claim_keys
 from scheduler.model.pod import Pod
 from scheduler.model.storage import PersistentVolumeClaim
 from scheduler.solver.plugins.resources_fit import UNLIMITED

@@ -46,7 +46,7 @@ from scheduler.framework.plan import VolumeClaimBinding
 from scheduler.framework.selectors import label_selector_matches
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.framework.storage import StorageView
+from scheduler.framework.storage_view import StorageView
 from scheduler.model.pod import ASKS_VOLUMES, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod
 from scheduler.model.storage import AVAILABLE, PersistentVolume, PersistentVolumeClaim, StorageClass
 from scheduler.solver.plugins.resources_fit import UNLIMITED

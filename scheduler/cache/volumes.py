@@ -9,7 +9,7 @@
   that node or bound, the PV's claimRef naming the claim, or the object gone), or the plan settles
   (:meth:`forget`). While held, the view shows them as written (kube's assume cache), so another
   cycle sees the claim pinned and the PV taken.
-* **The view.** :meth:`view` hands out an immutable :class:`~scheduler.framework.storage.StorageView`,
+* **The view.** :meth:`view` hands out an immutable :class:`~scheduler.framework.storage_view.StorageView`,
   memoised until a storage object, a user or a held decision changes; the mappings of an unchanged
   kind are reused (copied once per change of their kind), and the plugins' memo lives as long as the
   objects it was computed from.
@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from scheduler.framework.plan import VolumeClaimBinding
-from scheduler.framework.storage import (
+from scheduler.framework.storage_view import (
     StorageView,
     claim_keys,
     index_by_class,
