@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scheduler.cache.cluster import AssumeError, ClusterCache
-from scheduler.dra.view import DraView
+from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.writes import ClaimWrite, claim_writes
 from scheduler.framework.interface import PostFilterPlugin
 from scheduler.framework.plan import Decision, Plan, SolverConfig, Unschedulable

@@ -44,7 +44,7 @@ from pydantic import BaseModel
 from scheduler.cache.devices import DeviceCache
 from scheduler.cache.usage import NodeUsage
 from scheduler.cache.volumes import STORAGE_KINDS, StorageCache
-from scheduler.dra.view import DraView
+from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.plan import ClaimAllocation, Plan
 from scheduler.framework.snapshot import Nominated, Snapshot, bound_copy, pod_vector

@@ -36,7 +36,7 @@ from scheduler.model.pod import Pod
 
 
 class DeviceSnapshot(Protocol):
-    """The device half of a snapshot (implemented by ``scheduler.dra.view.DraView``): what the framework
+    """The device half of a snapshot (implemented by ``scheduler.dra.device_snapshot.DraView``): what the framework
     needs of it to assume a plan. Kept as a protocol so the framework does not depend on DRA."""
 
     def with_allocated(self, device_ids: Iterable[str]) -> DeviceSnapshot:

@@ -20,7 +20,7 @@ the victims are removed from the cache and the root is decided again at once, so
 Scheduled with its placements; the victims are listed per preemptor (:class:`PreemptionOutcome`).
 
 DRA: when the snapshot has ``resource.k8s.io/v1`` objects or pods with ``spec.resourceClaims``,
-snapshots carry a :class:`~scheduler.dra.view.DraView`. A template-generated claim missing from the
+snapshots carry a :class:`~scheduler.dra.device_snapshot.DraView`. A template-generated claim missing from the
 snapshot is synthesised from its template, as the resourceclaim controller would create it. Each
 plan's claim writes are applied to the cache as the API would show them, so a claim allocated by
 one plan (a PodGroup claim, a claim shared by name) pins the pods of later plans instead of being
@@ -38,7 +38,7 @@ from pathlib import Path
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.preemption_view import CacheGroupView
 from scheduler.cycle import Attempt, Cycle
-from scheduler.dra.view import DraView
+from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.plan import (
     ClaimAllocation,
     Plan,

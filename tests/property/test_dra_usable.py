@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.dra.allocator import SubRequest
-from scheduler.dra.view import DraView
+from scheduler.dra.device_snapshot import DraView
 from scheduler.framework import SolverConfig
 from scheduler.offline.loader import Objects
 from scheduler.offline.simulate import simulate

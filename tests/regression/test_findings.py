@@ -15,8 +15,8 @@ import pytest
 from scheduler.cache.cluster import ClusterCache
 from scheduler.client.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.dra.claims import ClaimIndex
+from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import Inventory
-from scheduler.dra.view import DraView
 from scheduler.framework import NodeTable, Plan, Snapshot
 from scheduler.groups import TreeState, build_trees
 from scheduler.groups.tree import GroupTree, Leaf

@@ -43,7 +43,7 @@ from scheduler.dra.allocator import (
     claim_alternatives,
 )
 from scheduler.dra.claims import NeededClaim, PodClaims
-from scheduler.dra.view import DraView
+from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
