@@ -36,7 +36,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cache.preemption_view import CacheGroupView
+from scheduler.cache.group_view import CacheGroupView
 from scheduler.client.discovery import GroupApis, discover_group_apis, watched_resources
 from scheduler.client.kube import ApiError, KubeClient
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi

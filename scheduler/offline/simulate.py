@@ -36,7 +36,7 @@ from importlib import resources
 from pathlib import Path
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cache.preemption_view import CacheGroupView
+from scheduler.cache.group_view import CacheGroupView
 from scheduler.cycle import Attempt, Cycle
 from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.plan import (

@@ -10,7 +10,7 @@ Now the plan itself is the decision, and it is bound.
 from __future__ import annotations
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cache.preemption_view import CacheGroupView
+from scheduler.cache.group_view import CacheGroupView
 from scheduler.cycle import Cycle
 from scheduler.framework import Plan, SolverConfig
 from scheduler.model.scheduling import GroupKey

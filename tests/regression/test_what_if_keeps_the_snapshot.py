@@ -10,7 +10,7 @@ made victim selection 3× slower: docs/benchmarks.md.)
 from __future__ import annotations
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cache.preemption_view import CacheGroupView
+from scheduler.cache.group_view import CacheGroupView
 from scheduler.cycle import Cycle
 from scheduler.framework import Preemption, SolverConfig
 from scheduler.model import Namespace, Pod

@@ -1,4 +1,4 @@
-"""The cache's answers to preemption's questions (:class:`scheduler.preemption.view.GroupView`).
+"""The cache's answers to preemption's questions (:class:`scheduler.preemption.group_view.GroupView`).
 
 The preemption plugin is pure and may not import the cache; the cache may not import preemption.
 This module implements the view's methods over a :class:`~scheduler.cache.cluster.ClusterCache`
