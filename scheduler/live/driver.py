@@ -48,7 +48,7 @@ from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.intent import parse_intent
 from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.live.binder import Binder, BindOutcome
-from scheduler.live.group_status import GroupConditions
+from scheduler.live.group_conditions import GroupConditions
 from scheduler.live.health import HealthServer
 from scheduler.live.informers import Informer
 from scheduler.live.leader import LeaderElector
