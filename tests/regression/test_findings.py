@@ -32,7 +32,7 @@ from tests.integration import livekit
 from tests.integration.livekit import NS, bound, bound_at_least, create_node, running, until
 from tests.unit.groups.builders import cpg, pg
 from tests.unit.solver.builders import node, pod
-from tests.unit.solver.test_dra_search import claim, claim_spec, device_class, gpu_slice, pod_with_claim
+from tests.unit.solver.test_search_dra import claim, claim_spec, device_class, gpu_slice, pod_with_claim
 
 OURS = "gang-scheduler"
 
