@@ -135,7 +135,7 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 reads (it ignores ``ALL_PROXY``); ``NO_PROXY`` / ``no_proxy`` exempts hosts from them."""
 
 WATCH_CONNECTIONS = 20
-"""Connections kept for watches: one per informer (at most 17 kinds, ``listing.watched_resources``)."""
+"""Connections kept for watches: one per informer (at most 17 kinds, ``discovery.watched_resources``)."""
 
 SPARE_CONNECTIONS = 8
 """Connections beyond the binds and watches: reads, leases, status writes and Events."""

@@ -12,7 +12,7 @@ How a call becomes a permission:
 - the method gives the verb (:data:`VERBS`): ``list``, ``watch``, ``get``, ``create``,
   ``replace`` → ``update``, ``patch``; ``bind`` is ``create`` on ``pods/binding``; ``served`` is
   API discovery (a non-resource GET that the default ``system:discovery`` role allows everyone);
-- the first argument gives the resource: a constant of ``scheduler/live/kube.py`` (``PODS``,
+- the first argument gives the resource: a constant of ``scheduler/client/kube.py`` (``PODS``,
   ``LEASES``…) is read from the code; a variable is resolved by :data:`DYNAMIC`, a table that
   cites where its values come from — and, for the informers, is itself checked against the code;
 - ``sub="status"`` makes it the ``…/status`` subresource.
@@ -58,14 +58,14 @@ WATCHED = ("PODS", "NODES", "PODGROUPS", "PODGROUPS_V1ALPHA2", "COSCHEDULING_POD
            "NAMESPACES", "COMPOSITES", "RESOURCE_SLICES",
            "DEVICE_CLASSES", "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES", "PERSISTENT_VOLUME_CLAIMS",
            "PERSISTENT_VOLUMES", "STORAGE_CLASSES", "CSI_NODES", "POD_DISRUPTION_BUDGETS")
-"""The resources ``run`` watches (listing.py ``watched_resources``; its PodGroups: ``GroupApis.resources``)."""
+"""The resources ``run`` watches (discovery.py ``watched_resources``; its PodGroups: ``GroupApis.resources``)."""
 
 DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
     # (file, function, argument as written) -> the kube.py constants it can hold, and why
     # informers.py Informer.run lists and watches `self.resource`: one Informer per resource
-    # that listing.py watched_resources returns (checked by test_informer_table_matches_run_py).
+    # that discovery.py watched_resources returns (checked by test_informer_table_matches_run_py).
     ("live/informers.py", "Informer.run", "self.resource"): WATCHED,
-    # listing.py list_objects (simulate --from-cluster) lists each resource of watched_resources once.
+    # discovery.py list_objects (simulate --from-cluster) lists each resource of watched_resources once.
     ("client/discovery.py", "list_objects", "res"): WATCHED,
     # status_writer.py StatusWriter._set_group_condition / _patch_group: `res` is COMPOSITES for a
     # CompositePodGroup, else the resource of the PodGroup's API (podgroup_api.of: PODGROUPS or PODGROUPS_V1ALPHA2).
@@ -147,7 +147,7 @@ def _calls_with_scope(tree: ast.Module) -> Iterator[tuple[str, ast.Call]]:
 
 def constant(name: str) -> Resource:
     res = getattr(kube_module, name, None) or getattr(apis_module, name, None)
-    assert isinstance(res, Resource), f"{name} is not a Resource constant of scheduler/live/kube.py"
+    assert isinstance(res, Resource), f"{name} is not a Resource constant of scheduler/client/kube.py"
     return res
 
 
@@ -203,7 +203,7 @@ def test_every_kube_call_is_understood() -> None:
 
 
 def test_informer_table_matches_run_py() -> None:
-    """DYNAMIC's informer resources are the Resource constants named in listing.py watched_resources."""
+    """DYNAMIC's informer resources are the Resource constants named in discovery.py watched_resources."""
     tree = ast.parse((SCHEDULER / "client" / "discovery.py").read_text())
     start = next(node for node in ast.walk(tree)
                  if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef) and node.name == "watched_resources")
