@@ -4,7 +4,7 @@
 root that did not fit with code UNSCHEDULABLE — the PostFilter plugins (preemption's point). It is
 pure: a tree, a snapshot and settings in, a :data:`~scheduler.framework.plan.Decision` out.
 
-:class:`Cycle` is what both drivers run around it against the same
+:class:`CycleRunner` is what both drivers run around it against the same
 :class:`~scheduler.cache.cluster.ClusterCache`: take the root's *current* tree from the cache (a
 root popped from the queue is looked up, never trusted from when it was queued), decide, *assume*
 a plan (its pods count as bound and its devices as taken until the binder's outcome or the
@@ -108,7 +108,7 @@ class BindResult:
         return self.failure is None
 
 
-class Cycle:
+class CycleRunner:
     """Decide roots against ``cache`` with ``config`` (see the module docstring)."""
 
     def __init__(self, cache: ClusterCache, config: SolverConfig,

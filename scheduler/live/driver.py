@@ -14,7 +14,7 @@
 5. loop: route what changed — the roots whose trees changed go to the queue (ready ones queued,
    backing-off ones moved back when their own tree changed), every other cluster event to the
    queueing hints of the plugins that rejected each backing-off root — then pop roots one at a
-   time through the one :class:`~scheduler.cycle.Cycle`: a plan is assumed and handed to the
+   time through the one :class:`~scheduler.cycle.CycleRunner`: a plan is assumed and handed to the
    binder's transaction (a guarded background task, so binding overlaps the next cycles); a root
    that did not fit gets its reason written (PodGroup condition, pod events) and backs off.
 
@@ -41,7 +41,7 @@ from scheduler.client.discovery import GroupApis, discover_group_apis, watched_r
 from scheduler.client.kube import ApiError, KubeClient
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.config import Settings
-from scheduler.cycle import Attempt, BindResult, Cycle, Failure
+from scheduler.cycle import Attempt, BindResult, CycleRunner, Failure
 from scheduler.dra.writes import ClaimWrite
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import Plan, Preemption, Unschedulable
@@ -132,7 +132,7 @@ class Scheduler:
         """Victim selection; also finds a starving root's best plan (the starvation guard works without
         ``--preemption``)."""
         self.starvation = StarvationGuard(settings.starvation_after_s, settings.reservation_s)
-        self.cycle = Cycle(self.cache, settings.solver(),
+        self.cycle = CycleRunner(self.cache, settings.solver(),
                            (TimedPreemption(self.preemption, self.metrics),) if settings.preemption else ())
         self.health_port: int | None = None
         """The port /healthz, /readyz and /metrics are served on, once started (``--bind-address`` may say 0)."""

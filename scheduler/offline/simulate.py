@@ -1,7 +1,7 @@
 """Offline scheduling of a snapshot: the live scheduler's cache, queue order and cycle, a recording binder.
 
 ``simulate(objects, …)`` loads the snapshot into a :class:`~scheduler.cache.cluster.ClusterCache`,
-pops the ready roots in queue order, runs each through the one :class:`~scheduler.cycle.Cycle`
+pops the ready roots in queue order, runs each through the one :class:`~scheduler.cycle.CycleRunner`
 (solve, assume) and binds each plan with the :class:`~scheduler.offline.recorder.RecordingBinder`
 before the next root (docs/architecture.md, "simulate"), then returns a :class:`Simulation` with
 the outcome per group, per pod and per node. Unlike ``run``, it also reports groups that have no
@@ -37,7 +37,7 @@ from pathlib import Path
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
-from scheduler.cycle import Attempt, Cycle
+from scheduler.cycle import Attempt, CycleRunner
 from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.plan import (
     ClaimAllocation,
@@ -202,7 +202,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     ``objects``: what the loader read (its problems are carried into the result and explain
     pods whose PodGroup failed to load). ``scheduler_name``: our ``spec.schedulerName``.
     The objects go into the same :class:`~scheduler.cache.cluster.ClusterCache` the live scheduler
-    uses, and each root goes through the same :class:`~scheduler.cycle.Cycle`; the
+    uses, and each root goes through the same :class:`~scheduler.cycle.CycleRunner`; the
     :class:`RecordingBinder` then applies each plan's writes to the cache as the watch would show
     them. Returns the :class:`Simulation`: one :class:`GroupOutcome` per group of every tree of
     ours and of every group with no pod at all (reported Waiting, see ``Forest.empty``), one
@@ -219,7 +219,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     sim.initial = cache.snapshot()
     forest = cache.forest()
     queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
-    cycle = Cycle(cache, config, (DefaultPreemption(CacheGroupView(cache)),) if preemption else ())
+    cycle = CycleRunner(cache, config, (DefaultPreemption(CacheGroupView(cache)),) if preemption else ())
     binder = RecordingBinder(cache)
     decided: dict[GroupKey, Plan | Unschedulable] = {}
     order: list[GroupTree] = []

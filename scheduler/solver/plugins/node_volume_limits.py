@@ -159,14 +159,14 @@ class SigLimits:
 
 
 @dataclass(eq=False)
-class LimitsCycle:
+class NodeVolumeLimitsState:
     """The plugin's cycle state: (row, driver) → handles the plan placed there, counted."""
 
     placed: dict[tuple[int, str], Counter[str]] = field(default_factory=dict)
 
 
 SIG: StateKey[SigLimits] = StateKey(f"{NAME}/signature")
-CYCLE: StateKey[LimitsCycle] = StateKey(f"{NAME}/cycle")
+CYCLE: StateKey[NodeVolumeLimitsState] = StateKey(f"{NAME}/cycle")
 
 
 def _split(view: StorageView, pod: Pod) -> tuple[dict[str, int], dict[str, frozenset[str]]]:
@@ -259,7 +259,7 @@ class NodeVolumeLimits:
         data: SigLimits | None = sig.data.get(SIG.name)
         if data is None:
             return len(pods), None
-        cycle = state.setdefault(CYCLE, LimitsCycle)
+        cycle = state.setdefault(CYCLE, NodeVolumeLimitsState)
         view = view_of(state)
         added: list[tuple[str, str]] = []
         for pod in pods:
