@@ -156,10 +156,10 @@ class CycleRunner:
         served: dict[str, str] = {}
         resources: tuple[str, ...] = ()
         if any(a.synthetic for a in plan.allocations):
-            index = cache.devices.claim_index(attempt.snapshot.table, cache.objects["DeviceClass"])
+            index = cache.devices.claim_index(attempt.snapshot.table, cache.device_classes)
             served, resources = index.extended_classes(), tuple(index.node_resources)
-        claims = {**cache.devices.synthesized, **cache.objects["ResourceClaim"]}
-        return claim_writes(plan, claims, cache.objects["DeviceClass"], uids, pinned=pinned, served=served,
+        claims = {**cache.devices.synthesized, **cache.resource_claims}
+        return claim_writes(plan, claims, cache.device_classes, uids, pinned=pinned, served=served,
                             node_resources=resources)
 
     def target_problem(self, plan: Plan, pod: Pod, node: str) -> str | None:
@@ -171,7 +171,7 @@ class CycleRunner:
         (TaintToleration's rule); a claim the plan allocates for the pod is gone, being deleted, or
         allocated to other devices than the plan's.
         """
-        obj = self.cache.objects["Node"].get(node)
+        obj = self.cache.nodes.get(node)
         if obj is None:
             return f"node {node} no longer exists"
         if node_unschedulable.filter_node(pod.spec, obj) is not None:
@@ -184,7 +184,7 @@ class CycleRunner:
                                                                            and name == pod.group_name)
                                                for kind, name, uid in allocation.reserved_for):
                 continue
-            claim = self.cache.objects["ResourceClaim"].get(allocation.claim)
+            claim = self.cache.resource_claims.get(allocation.claim)
             if claim is None:
                 return f"ResourceClaim {allocation.claim} no longer exists"
             if claim.metadata.deletion_timestamp is not None:

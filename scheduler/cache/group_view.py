@@ -50,7 +50,7 @@ class CacheGroupView:
         return pod.spec.preemption_policy or self.cache.groups.class_policy(pod.spec.priority_class_name)
 
     def budgets(self) -> Sequence[PodDisruptionBudget]:
-        found = self.cache.objects["PodDisruptionBudget"]
+        found = self.cache.budgets
         return [found[k] for k in sorted(found)]
 
     def assumed(self) -> Collection[str]:

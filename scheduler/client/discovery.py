@@ -11,35 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from scheduler.client import podgroup_api
-from scheduler.client.kube import (
-    COMPOSITES,
-    COSCHEDULING_PODGROUPS,
-    CSI_NODES,
-    DEVICE_CLASSES,
-    DRA_RESOURCES,
-    JSON,
-    NAMESPACES,
-    NODES,
-    PERSISTENT_VOLUME_CLAIMS,
-    PERSISTENT_VOLUMES,
-    POD_DISRUPTION_BUDGETS,
-    PODS,
-    PRIORITY_CLASSES,
-    RESOURCE_CLAIM_TEMPLATES,
-    RESOURCE_CLAIMS,
-    RESOURCE_SLICES,
-    STORAGE_CLASSES,
-    ApiError,
-    KubeClient,
-    Resource,
-)
+from scheduler.client.kube import COSCHEDULING_PODGROUPS, JSON, ApiError, KubeClient, Resource
+from scheduler.model import kinds
+from scheduler.model.kinds import IfServed, Kind, Watch
 
 log = logging.getLogger(__name__)
-
-COMPOSITE_GATE = "CompositePodGroup (and --runtime-config=scheduling.k8s.io/v1alpha3=true)"
-"""What a cluster lacking the CompositePodGroup API must enable (named in the warning)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,59 +51,64 @@ async def discover_group_apis(kube: KubeClient) -> GroupApis:
 
 
 async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApis) -> list[Resource]:
-    """The resources to list and watch, in this order: Pods, Nodes, the PodGroups of ``groups``, PriorityClasses,
-    Namespaces
-    (pod affinity's namespace selectors), PodDisruptionBudgets when ``preemption`` (policy/v1, always
-    served), then those of the optional APIs the server serves — CompositePodGroups
-    (``scheduling.k8s.io/v1alpha3``), the four DRA kinds (``resource.k8s.io/v1``, all or none) and the
-    storage kinds (PersistentVolumeClaims and PersistentVolumes, StorageClasses and CSINodes).
+    """The resources to list and watch: the rows of :mod:`scheduler.model.kinds` that ``run`` watches,
+    in table order, each as its :attr:`~scheduler.model.kinds.Kind.live` says — always; the PodGroups of ``groups``;
+    with ``preemption`` (PodDisruptionBudgets); or when API discovery finds it served (:class:`IfServed`:
+    CompositePodGroups, the four DRA kinds, all or none, and the storage kinds).
 
-    Each optional API missing or failing discovery is logged once at WARNING with what follows (trees are
-    single PodGroups; pods with ResourceClaims wait; volumes that need it are not honoured). The PodGroup
-    API itself is not checked here (``run`` waits for it first). Raises nothing for discovery failures.
+    Discovery asks once per API group/version. Each optional API missing or failing discovery is logged once at
+    WARNING with what follows (trees are single PodGroups; pods with ResourceClaims wait; volumes that need it are
+    not honoured). The PodGroup API itself is not checked here (``run`` waits for it first). Raises nothing for
+    discovery failures.
     """
-    resources = [PODS, NODES, *groups.resources, PRIORITY_CLASSES, NAMESPACES]
-    if preemption:
-        resources.append(POD_DISRUPTION_BUDGETS)
-    try:
-        if COMPOSITES.plural in await kube.served(COMPOSITES.group_version):
-            resources.append(COMPOSITES)
-        elif groups.podgroups is None:  # no workload API: not a gate away
-            log.info("only scheduler-plugins PodGroups are served: each is a gang of its own, no trees")
-        elif groups.podgroups is podgroup_api.V1ALPHA2:
-            log.info("Kubernetes 1.36 has no CompositePodGroup: trees are single PodGroups")
-        else:
-            log.warning("API %s %s is not served (feature gate %s): trees are single PodGroups",
-                        COMPOSITES.group_version, COMPOSITES.plural, COMPOSITE_GATE)
-    except ApiError as exc:
-        log.warning("could not discover %s: %s", COMPOSITES.group_version, exc)
-    dra_api = RESOURCE_CLAIMS.group_version
-    try:
-        served = await kube.served(dra_api)
-    except ApiError as exc:
-        log.warning("could not discover %s: %s; pods with ResourceClaims wait", dra_api, exc)
-    else:
-        missing = [r.plural for r in DRA_RESOURCES if r.plural not in served]
-        if missing:
-            log.warning("API %s %s is not served: pods with ResourceClaims wait, extended resources are not "
-                        "served through DRA", dra_api, ", ".join(missing))
-        else:
-            resources += [RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES]
-    # The storage kinds the volume plugins read (all GA): a server lacking one is logged once, and pods whose
-    # volumes need it wait (claims) or are not limited by it (classes, CSINodes).
-    for storage in ((PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES), (STORAGE_CLASSES, CSI_NODES)):
-        api = storage[0].group_version
-        try:
-            served = await kube.served(api)
-        except ApiError as exc:
-            log.warning("could not discover %s: %s; volumes that need it are not honoured", api, exc)
-            continue
-        for res in storage:
-            if res.plural in served:
-                resources.append(res)
+    resources: list[Resource] = []
+    served: dict[str, set[str] | None] = {}  # group/version -> plurals served; None: discovery failed
+    done: set[tuple[str, IfServed]] = set()
+    for kind in kinds.KINDS:
+        live = kind.live
+        if live is Watch.ALWAYS or (live is Watch.PREEMPTION and preemption):
+            resources.append(Resource.of(kind))
+        elif live is Watch.GROUP_API:
+            resources += [r for r in groups.resources if r.kind == kind.name]
+        elif isinstance(live, IfServed):
+            api = kind.api_version()
+            together = [Resource.of(kind)]
+            if live.all_or_none:
+                if (api, live) in done:
+                    continue
+                done.add((api, live))
+                together = [Resource.of(k) for k in kinds.KINDS if k.live == live and k.api_version() == api]
+            if api not in served:
+                try:
+                    served[api] = await kube.served(api)
+                except ApiError as exc:
+                    served[api] = None
+                    log.warning("could not discover %s: %s%s", api, exc,
+                                f"; {live.undiscovered}" if live.undiscovered else "")
+            plurals = served[api]
+            if plurals is None:
+                continue
+            missing = [r.plural for r in together if r.plural not in plurals]
+            if not missing:
+                resources += together
+            elif (absent := _absent(kind, groups)) is not None:
+                log.info("%s", absent)
             else:
-                log.warning("API %s %s is not served: volumes that need it are not honoured", api, res.plural)
+                log.warning("API %s %s is not served%s: %s", api, ", ".join(missing),
+                            f" (feature gate {live.gate})" if live.gate else "", live.unserved)
     return resources
+
+
+def _absent(kind: Kind[Any], groups: GroupApis) -> str | None:
+    """Why ``kind`` cannot be served by a cluster that serves ``groups`` (logged at INFO: not a gate away), or None:
+    CompositePodGroups where no workload API is served, or on Kubernetes 1.36 (they are v1.37's)."""
+    if kind is not kinds.COMPOSITE_POD_GROUP:
+        return None
+    if groups.podgroups is None:
+        return "only scheduler-plugins PodGroups are served: each is a gang of its own, no trees"
+    if groups.podgroups is podgroup_api.V1ALPHA2:
+        return "Kubernetes 1.36 has no CompositePodGroup: trees are single PodGroups"
+    return None
 
 
 async def listed_resources(kube: KubeClient, preemption: bool) -> list[Resource]:

@@ -87,10 +87,10 @@ class Scheduler:
         self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s, QUEUEING_HINTS)
         self.claim_changes = ClaimChanges()
         """Wakes bind transactions waiting for their PersistentVolumeClaims (fed in :meth:`on_change`)."""
-        objects = self.cache.objects  # looked up per call: a re-list may replace a kind's dict (nodes do)
-        claims = ClaimSource(claims=lambda key: objects["PersistentVolumeClaim"].get(key),
-                             volumes=lambda name: objects["PersistentVolume"].get(name),
-                             nodes=lambda name: objects["Node"].get(name), changes=self.claim_changes)
+        cache = self.cache  # looked up per call: a re-list may replace a kind's mapping (nodes do)
+        claims = ClaimSource(claims=lambda key: cache.volume_claims.get(key),
+                             volumes=lambda name: cache.volumes.get(name),
+                             nodes=lambda name: cache.nodes.get(name), changes=self.claim_changes)
         self.binder = Binder(kube, concurrency=settings.bind_concurrency, fence=lambda: self.leading, volumes=claims,
                              volume_timeout_s=settings.volume_binding_timeout_s)
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
@@ -223,8 +223,8 @@ class Scheduler:
         # collection no longer walks every object of the cluster (CPython's gc.freeze, O(1); no collection
         # first, which takes ~0.6 s at 5,000 nodes / 24,000 pods), so the cost per event does not grow with it.
         gc.freeze()
-        log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.objects["Node"]),
-                 len(self.cache.objects["Pod"]), sum(len(self.cache.objects[r.kind]) for r in self.groups.resources))
+        log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.nodes),
+                 len(self.cache.pods), sum(len(self.cache.objects[r.kind]) for r in self.groups.resources))
 
     # -- main loop -----------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:

@@ -50,6 +50,7 @@ from scheduler.framework.plan import (
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import Group, GroupTree, Leaf, TreeState, walk
 from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
+from scheduler.model.kinds import POD
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, PodGroup
 from scheduler.offline.loader import LoadProblem, Objects
@@ -251,7 +252,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
             sim.allocations.extend(AllocationOutcome(attempt.tree.key, a, tuple(users.get(a.claim, ())),
                                                      a.synthetic or a.claim in made)
                                    for a in attempt.plan.allocations)
-            claims = cache.objects["PersistentVolumeClaim"]
+            claims = cache.volume_claims
             sim.volumes.extend(VolumeOutcome(attempt.tree.key, b, claims[b.claim].spec.volume_name)
                                for b in attempt.plan.volumes if b.claim in claims)
         decided[attempt.tree.key] = decision
@@ -318,7 +319,7 @@ def _evict(cache: ClusterCache, decision: Preemption, sim: Simulation, preempted
     sim.preemptions.append(PreemptionOutcome(decision.root, victims, decision.message))
     lost: Counter[GroupKey] = Counter()
     for pod, _ in victims:
-        cache.delete_one("Pod", pod.key)
+        cache.delete_one(POD.name, pod.key)
         if pod.group_name:
             lost[GroupKey("PodGroup", pod.metadata.namespace, pod.group_name)] += 1
     for key, count in lost.items():

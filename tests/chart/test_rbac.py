@@ -34,6 +34,7 @@ import pytest
 from scheduler.client import kube as kube_module
 from scheduler.client import podgroup_api
 from scheduler.client.kube import Resource
+from scheduler.model import kinds
 from scheduler.operator import apis as apis_module
 from tests.chart.helmchart import ROOT, objects, render
 
@@ -54,16 +55,16 @@ VERBS: dict[str, str | None] = {
 }
 NOT_API_CALLS = {"close"}  # KubeClient methods that send no request
 
-WATCHED = ("PODS", "NODES", "PODGROUPS", "PODGROUPS_V1ALPHA2", "COSCHEDULING_PODGROUPS", "PRIORITY_CLASSES",
-           "NAMESPACES", "COMPOSITES", "RESOURCE_SLICES",
-           "DEVICE_CLASSES", "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES", "PERSISTENT_VOLUME_CLAIMS",
-           "PERSISTENT_VOLUMES", "STORAGE_CLASSES", "CSI_NODES", "POD_DISRUPTION_BUDGETS")
-"""The resources ``run`` watches (discovery.py ``watched_resources``; its PodGroups: ``GroupApis.resources``)."""
+WATCHED: tuple[Resource, ...] = (
+    *(Resource.of(kind) for kind in kinds.KINDS if kind.live is not None and kind is not kinds.POD_GROUP),
+    *(api.resource for api in podgroup_api.PREFERENCE))
+"""The resources ``run`` watches: the rows of ``scheduler/model/kinds.py`` watched live, PodGroups in each version
+``podgroup_api`` speaks (discovery.py ``watched_resources`` returns these: tests/unit/model/test_kinds.py)."""
 
-DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
-    # (file, function, argument as written) -> the kube.py constants it can hold, and why
+DYNAMIC: dict[tuple[str, str, str], tuple[str | Resource, ...]] = {
+    # (file, function, argument as written) -> the kube.py constants (or resources) it can hold, and why
     # informers.py Informer.run lists and watches `self.resource`: one Informer per resource
-    # that discovery.py watched_resources returns (checked by test_informer_table_matches_run_py).
+    # that discovery.py watched_resources returns (WATCHED).
     ("live/informers.py", "Informer.run", "self.resource"): WATCHED,
     # discovery.py list_objects (simulate --from-cluster) lists each resource of watched_resources once.
     ("client/discovery.py", "list_objects", "res"): WATCHED,
@@ -145,7 +146,9 @@ def _calls_with_scope(tree: ast.Module) -> Iterator[tuple[str, ast.Call]]:
     yield from walk(tree, [])
 
 
-def constant(name: str) -> Resource:
+def constant(name: str | Resource) -> Resource:
+    if isinstance(name, Resource):
+        return name
     res = getattr(kube_module, name, None) or getattr(apis_module, name, None)
     assert isinstance(res, Resource), f"{name} is not a Resource constant of scheduler/client/kube.py"
     return res
@@ -200,19 +203,6 @@ def test_every_kube_call_is_understood() -> None:
     triples, discovery = needed()
     assert triples
     assert {c.file for c in discovery} == {"client/discovery.py", "client/podgroup_api.py"}
-
-
-def test_informer_table_matches_run_py() -> None:
-    """DYNAMIC's informer resources are the Resource constants named in discovery.py watched_resources."""
-    tree = ast.parse((SCHEDULER / "client" / "discovery.py").read_text())
-    start = next(node for node in ast.walk(tree)
-                 if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef) and node.name == "watched_resources")
-    named = {n.id for n in ast.walk(start) if isinstance(n, ast.Name) and isinstance(getattr(kube_module, n.id, None),
-                                                                                        Resource)}
-    podgroups = {name for name in dir(kube_module)  # GroupApis.resources: one of podgroup_api.PREFERENCE, the CRD
-                 if any(getattr(kube_module, name) is api.resource for api in podgroup_api.PREFERENCE)}
-    assert "groups.resources" in ast.unparse(start) and len(podgroups) == 2
-    assert named | podgroups | {"COSCHEDULING_PODGROUPS"} == set(WATCHED)
 
 
 def test_cluster_role_grants_exactly_the_verbs_the_code_uses() -> None:
