@@ -194,12 +194,12 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
 
 
 async def _cluster_objects(settings: Settings) -> Objects:
-    """The cluster's objects, listed once as ``run`` lists them (:func:`~scheduler.live.listing.listed_resources`:
+    """The cluster's objects, listed once as ``run`` lists them (:func:`~scheduler.client.discovery.listed_resources`:
     PodGroups only if the API serves them, else a warning). Only GET requests are made. Raises
     :class:`ClusterConfigError` (no usable configuration) or :class:`SnapshotError` (a list or the discovery
     failed: the API server's answer quoted)."""
-    from scheduler.live.kube import ApiError, KubeClient  # the live path's imports stay out of files
-    from scheduler.live.listing import list_objects, listed_resources
+    from scheduler.client.discovery import list_objects, listed_resources
+    from scheduler.client.kube import ApiError, KubeClient  # the live path's imports stay out of files
 
     kube = await KubeClient.connect(settings.kubeconfig, qps=settings.client_qps, burst=settings.client_burst)
     objects = Objects()
@@ -241,7 +241,7 @@ async def _connected(settings: Settings, serve: Callable[[Any, asyncio.Event], A
     """Connect, then ``serve(kube, stop)`` until SIGTERM/SIGINT sets ``stop``; the client is closed
     after. Raises :class:`ClusterConfigError` when no cluster configuration is usable (before
     anything starts)."""
-    from scheduler.live.kube import KubeClient, connections_for  # kept out of `simulate`
+    from scheduler.client.kube import KubeClient, connections_for  # kept out of `simulate`
 
     kube = await KubeClient.connect(settings.kubeconfig, qps=settings.client_qps, burst=settings.client_burst,
                                     connections=connections_for(settings.bind_concurrency))

@@ -4,7 +4,7 @@
 root that did not fit with code UNSCHEDULABLE — the PostFilter plugins (preemption's point). It is
 pure: a tree, a snapshot and settings in, a :data:`~scheduler.framework.plan.Decision` out.
 
-:class:`Cycle` is what both drivers run around it against the same
+:class:`CycleRunner` is what both drivers run around it against the same
 :class:`~scheduler.cache.cluster.ClusterCache`: take the root's *current* tree from the cache (a
 root popped from the queue is looked up, never trusted from when it was queued), decide, *assume*
 a plan (its pods count as bound and its devices as taken until the binder's outcome or the
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scheduler.cache.cluster import AssumeError, ClusterCache
-from scheduler.dra.view import DraView
+from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.writes import ClaimWrite, claim_writes
 from scheduler.framework.interface import PostFilterPlugin
 from scheduler.framework.plan import Decision, Plan, SolverConfig, Unschedulable
@@ -108,7 +108,7 @@ class BindResult:
         return self.failure is None
 
 
-class Cycle:
+class CycleRunner:
     """Decide roots against ``cache`` with ``config`` (see the module docstring)."""
 
     def __init__(self, cache: ClusterCache, config: SolverConfig,
@@ -156,10 +156,10 @@ class Cycle:
         served: dict[str, str] = {}
         resources: tuple[str, ...] = ()
         if any(a.synthetic for a in plan.allocations):
-            index = cache.devices.claim_index(attempt.snapshot.table, cache.objects["DeviceClass"])
+            index = cache.devices.claim_index(attempt.snapshot.table, cache.device_classes)
             served, resources = index.extended_classes(), tuple(index.node_resources)
-        claims = {**cache.devices.synthesized, **cache.objects["ResourceClaim"]}
-        return claim_writes(plan, claims, cache.objects["DeviceClass"], uids, pinned=pinned, served=served,
+        claims = {**cache.devices.synthesized, **cache.resource_claims}
+        return claim_writes(plan, claims, cache.device_classes, uids, pinned=pinned, served=served,
                             node_resources=resources)
 
     def target_problem(self, plan: Plan, pod: Pod, node: str) -> str | None:
@@ -171,7 +171,7 @@ class Cycle:
         (TaintToleration's rule); a claim the plan allocates for the pod is gone, being deleted, or
         allocated to other devices than the plan's.
         """
-        obj = self.cache.objects["Node"].get(node)
+        obj = self.cache.nodes.get(node)
         if obj is None:
             return f"node {node} no longer exists"
         if node_unschedulable.filter_node(pod.spec, obj) is not None:
@@ -184,7 +184,7 @@ class Cycle:
                                                                            and name == pod.group_name)
                                                for kind, name, uid in allocation.reserved_for):
                 continue
-            claim = self.cache.objects["ResourceClaim"].get(allocation.claim)
+            claim = self.cache.resource_claims.get(allocation.claim)
             if claim is None:
                 return f"ResourceClaim {allocation.claim} no longer exists"
             if claim.metadata.deletion_timestamp is not None:

@@ -1,11 +1,19 @@
-"""Infrastructure failures, as exceptions (scheduling outcomes are values, see ``solver.plan``).
+"""Infrastructure failures, as exceptions. Scheduling outcomes are values, not exceptions: a
+:class:`~scheduler.framework.status.Status` per node and plugin, and a
+:data:`~scheduler.framework.plan.Decision` (``Plan`` / ``Unschedulable`` / ``Preemption``) per root.
 
     GangSchedulerError
     ├── SnapshotError        a snapshot file cannot be read or holds nothing usable (simulate exits 2)
-    └── ClusterConfigError   no usable kubeconfig or in-cluster configuration (run exits 2)
+    ├── ClusterConfigError   no usable kubeconfig or in-cluster configuration (run exits 2)
+    ├── ApiError             an API request failed (scheduler.client.kube; ``retryable``: 429, 5xx, transport)
+    │   ├── NotFound         404
+    │   ├── Conflict         409: exists, stale resourceVersion, pod already bound
+    │   ├── Gone             410: a watch's resourceVersion is too old; re-list
+    │   └── TargetChanged    the binder's pre-bind check refused a target; nothing sent (scheduler.live.binder)
+    └── NoGroupApi           the operator finds no PodGroup API served (scheduler.operator.apis)
 
-Later layers (the binder, the cache) add their own branches here, each saying whether a
-retry can help.
+Each class says whether a retry can help. The branches live beside the code that raises them,
+above this module; a new one is added to this tree.
 """
 
 from __future__ import annotations

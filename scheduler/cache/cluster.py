@@ -17,7 +17,7 @@ Everything derived is **incremental**: an event updates what it touches and noth
 * :class:`~scheduler.groups.index.GroupIndex`: only the trees a pod or group event touches are
   rebuilt (:meth:`take_changed_roots` says which);
 * :class:`~scheduler.cache.devices.DeviceCache`: the device inventory per pool, allocations per claim;
-* :class:`~scheduler.cache.storage.StorageCache`: which pods use which PVC, plans' PVC decisions in
+* :class:`~scheduler.cache.volumes.StorageCache`: which pods use which PVC, plans' PVC decisions in
   flight, the storage view of the snapshot;
 * :attr:`ClusterCache.holds`: the room each *partial* tree (members bound below its minCount) holds on
   the nodes its PodGroups' durable intent names (:func:`held_room`, architecture §14), recomputed with
@@ -37,14 +37,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
 from scheduler.cache.devices import DeviceCache
-from scheduler.cache.storage import STORAGE_KINDS, StorageCache
 from scheduler.cache.usage import NodeUsage
-from scheduler.dra.view import DraView
+from scheduler.cache.volumes import STORAGE_KINDS, StorageCache
+from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.plan import ClaimAllocation, Plan
 from scheduler.framework.snapshot import Nominated, Snapshot, bound_copy, pod_vector
@@ -52,41 +52,43 @@ from scheduler.groups.index import GroupIndex
 from scheduler.groups.intent import parse_intent
 from scheduler.groups.tree import Forest, GroupTree
 from scheduler.model.base import describe
-from scheduler.model.coscheduling import CACHE_KIND as COSCHEDULING_KIND
-from scheduler.model.coscheduling import CoschedulingPodGroup, to_podgroup
-from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from scheduler.model.coscheduling import CoscheduledPodGroup
+from scheduler.model.dra import DeviceClass, ResourceClaim
+from scheduler.model.kinds import (
+    CACHED,
+    COMPOSITE_POD_GROUP,
+    COSCHEDULING_POD_GROUP,
+    CSI_NODE,
+    DEVICE_CLASS,
+    NAMESPACE,
+    NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    POD,
+    POD_DISRUPTION_BUDGET,
+    POD_GROUP,
+    PRIORITY_CLASS,
+    RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_SLICE,
+    STORAGE_CLASS,
+    Kind,
+)
 from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.quantity import is_extended
-from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup, PriorityClass
+from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
 log = logging.getLogger(__name__)
 
-KINDS: dict[str, type[BaseModel]] = {
-    "Pod": Pod,
-    "Node": Node,
-    "PodGroup": PodGroup,
-    COSCHEDULING_KIND: CoschedulingPodGroup,  # stored as its CoscheduledPodGroup (_CONVERT)
-    "CompositePodGroup": CompositePodGroup,
-    "PriorityClass": PriorityClass,
-    "ResourceSlice": ResourceSlice,
-    "DeviceClass": DeviceClass,
-    "ResourceClaim": ResourceClaim,
-    "ResourceClaimTemplate": ResourceClaimTemplate,
-    "PersistentVolumeClaim": PersistentVolumeClaim,
-    "PersistentVolume": PersistentVolume,
-    "StorageClass": StorageClass,
-    "CSINode": CSINode,
-    "Namespace": Namespace,
-    "PodDisruptionBudget": PodDisruptionBudget,
-}
+KINDS: dict[str, Kind[Any]] = {kind.name: kind for kind in CACHED}
+"""The cache's kinds by name (``Kind.name``): the cached rows of :mod:`scheduler.model.kinds`. A scheduler-plugins
+PodGroup is kept as what the scheduler reads of it, a PodGroup (``model/coscheduling.py``, the one conversion)."""
 
-_CONVERT: dict[str, Callable[[Any], Any]] = {COSCHEDULING_KIND: to_podgroup}
-"""Kinds stored as what the scheduler reads of them: a scheduler-plugins PodGroup as a PodGroup
-(``model/coscheduling.py``, the one conversion)."""
+T = TypeVar("T")
 
 _ACTIONS = {"ADDED": Action.ADD, "MODIFIED": Action.UPDATE, "DELETED": Action.DELETE}
 
@@ -148,16 +150,15 @@ def namespace_essence(namespace: Namespace) -> tuple[object, ...]:
 
 
 _ESSENCE: dict[str, Callable[[Any], tuple[object, ...]]] = {
-    "Node": node_essence, "Pod": pod_essence, "PodGroup": group_essence, "CompositePodGroup": group_essence,
-    COSCHEDULING_KIND: group_essence,
-    "PersistentVolumeClaim": claim_essence, "PersistentVolume": volume_essence, "Namespace": namespace_essence}
+    NODE.name: node_essence, POD.name: pod_essence, POD_GROUP.name: group_essence,
+    COMPOSITE_POD_GROUP.name: group_essence, COSCHEDULING_POD_GROUP.name: group_essence,
+    PERSISTENT_VOLUME_CLAIM.name: claim_essence, PERSISTENT_VOLUME.name: volume_essence,
+    NAMESPACE.name: namespace_essence}
 
 
 def _parse(kind: str, raw: Mapping[str, Any]) -> Any | None:
     try:
-        obj = KINDS[kind].model_validate(raw)
-        if kind in _CONVERT:
-            obj = _CONVERT[kind](obj)
+        obj = KINDS[kind].parse(raw)
         if isinstance(obj, Pod):
             _ = obj.requests
         elif isinstance(obj, Node):
@@ -199,8 +200,8 @@ class ClusterCache:
         self.dra = dra
         self.usage = NodeUsage()
         self.groups = GroupIndex(scheduler_name)
-        self.devices = DeviceCache(self.objects["ResourceClaim"], self.objects["ResourceClaimTemplate"],
-                                   self.objects["PodGroup"], synthesize=synthesize_claims)
+        self.devices = DeviceCache(self.objects[RESOURCE_CLAIM.name], self.objects[RESOURCE_CLAIM_TEMPLATE.name],
+                                   self.objects[POD_GROUP.name], synthesize=synthesize_claims)
         self.storage = StorageCache(self.objects, synthesize=synthesize_claims)
         self.version = 0
         """Bumped on every change the scheduler reads (and on assume/forget): a snapshot older than it is stale."""
@@ -244,7 +245,7 @@ class ClusterCache:
     def _replace(self, kind: str, fresh: dict[str, Any]) -> list[ClusterEvent]:
         old = self.objects[kind]
         events: list[ClusterEvent] = []
-        if kind == "Node":
+        if kind == NODE.name:
             return self._set_nodes(fresh)
         for key in sorted(old.keys() | fresh.keys()):
             before, after = old.get(key), fresh.get(key)
@@ -273,32 +274,32 @@ class ClusterCache:
         action = Action.ADD if old is None else Action.DELETE if new is None else Action.UPDATE
         essence = _ESSENCE.get(kind)
         quiet = essence is not None and old is not None and new is not None and essence(old) == essence(new)
-        if kind == "Node":
+        if kind == NODE.name:
             if quiet:
                 return []
-            return self._set_nodes(self.objects["Node"], ClusterEvent(kind, action, old, new))
-        if kind == "Pod":
+            return self._set_nodes(self.objects[NODE.name], ClusterEvent(kind, action, old, new))
+        if kind == POD.name:
             quiet = self._set_pod(key, old, new)
-        elif kind in ("PodGroup", COSCHEDULING_KIND):  # the index holds the group of each name (see group())
-            self.groups.set_podgroup(_name(key), self.group("PodGroup", *_name(key)), quiet=quiet)
-        elif kind == "CompositePodGroup":
+        elif kind in (POD_GROUP.name, COSCHEDULING_POD_GROUP.name):  # the index holds each name's group (group())
+            self.groups.set_podgroup(_name(key), self.group(POD_GROUP.name, *_name(key)), quiet=quiet)
+        elif kind == COMPOSITE_POD_GROUP.name:
             self.groups.set_composite(_name(key), new, quiet=quiet)
-        elif kind == "PriorityClass":
+        elif kind == PRIORITY_CLASS.name:
             self.groups.set_priority_class(key, new)
-        elif kind == "ResourceSlice":
+        elif kind == RESOURCE_SLICE.name:
             self.devices.set_slice(old, new)
-        elif kind == "DeviceClass":
+        elif kind == DEVICE_CLASS.name:
             self.devices.set_class(key, new)
-        elif kind == "ResourceClaim":
+        elif kind == RESOURCE_CLAIM.name:
             self.devices.set_claim(key, new)
-            self.devices.settle(key, self.objects["Pod"])
+            self.devices.settle(key, self.pods)
         elif kind in STORAGE_KINDS and not quiet:
             self.storage.changed(kind)
-        elif kind == "Namespace" and not quiet:
-            self._namespace_labels = {name: ns.metadata.labels for name, ns in self.objects["Namespace"].items()}
+        elif kind == NAMESPACE.name and not quiet:
+            self._namespace_labels = {name: ns.metadata.labels for name, ns in self.namespaces.items()}
         if quiet:
             return []
-        if kind in ("PodGroup", COSCHEDULING_KIND, "CompositePodGroup", "PriorityClass"):
+        if kind in (POD_GROUP.name, COSCHEDULING_POD_GROUP.name, COMPOSITE_POD_GROUP.name, PRIORITY_CLASS.name):
             self.usage.invalidate()  # nominated room is held at the group's priority
         self._bump()
         return [ClusterEvent(kind, action, old, new)]
@@ -306,15 +307,15 @@ class ClusterCache:
     def _set_nodes(self, nodes: dict[str, Node], event: ClusterEvent | None = None) -> list[ClusterEvent]:
         """Nodes changed (a re-list, or one event): the fast path for an allocatable-only update, else a
         new table (and the inventory's reach against it)."""
-        if nodes is not self.objects["Node"]:  # a re-list: diff to events
-            old = self.objects["Node"]
+        if nodes is not self.objects[NODE.name]:  # a re-list: diff to events
+            old = self.nodes
             events = []
             for key in sorted(old.keys() | nodes.keys()):
                 before, after = old.get(key), nodes.get(key)
                 if before is None or after is None or node_essence(before) != node_essence(after):
                     action = Action.ADD if before is None else Action.DELETE if after is None else Action.UPDATE
-                    events.append(ClusterEvent("Node", action, before, after))
-            self.objects["Node"] = nodes
+                    events.append(ClusterEvent(NODE.name, action, before, after))
+            self.objects[NODE.name] = nodes
         else:
             assert event is not None
             events = [event]
@@ -327,7 +328,7 @@ class ClusterCache:
                 == [(c.type, c.status) for c in events[0].new.status.conditions]
                 and self.usage.update_node(events[0].new))
         if not fast:
-            self.usage.set_nodes(self.objects["Node"].values())
+            self.usage.set_nodes(self.nodes.values())
             self.devices.set_table(self.usage.table)
         self._bump()
         return events
@@ -356,7 +357,7 @@ class ClusterCache:
             self._wants_devices.pop(key, None)
             self._claiming.pop(key, None)
         if self.devices.held:
-            self.devices.settle(None, self.objects["Pod"])
+            self.devices.settle(None, self.pods)
         return quiet
 
     def _shown(self, key: str, pod: Pod | None) -> Pod | None:
@@ -381,7 +382,7 @@ class ClusterCache:
         ``status.nominatedNodeName``, or the pod is bound, finished or gone. Pods unknown or bound are skipped.
         """
         for key, node in nominations:
-            pod = self.objects["Pod"].get(key)
+            pod = self.pods.get(key)
             if pod is None or pod.is_bound or pod.is_terminal:
                 continue
             if pod.status.nominated_node_name == node:
@@ -408,7 +409,7 @@ class ClusterCache:
         Raises :class:`AssumeError` (and assumes nothing) if a pod of the plan is gone, already bound or
         already assumed.
         """
-        pods = self.objects["Pod"]
+        pods = self.pods
         for pod, _ in plan.placements:
             current = pods.get(pod.key)
             if pod.key in self.assumed or current is None or current.is_bound:
@@ -428,7 +429,7 @@ class ClusterCache:
         for key in pod_keys:
             if self.assumed.pop(key, None) is None:
                 continue
-            pod = self._shown(key, self.objects["Pod"].get(key))
+            pod = self._shown(key, self.pods.get(key))
             self.usage.set_pod(key, pod)
             self.storage.set_pod(key, pod)
             self.groups.set_pod(key, pod)
@@ -465,7 +466,7 @@ class ClusterCache:
             return hit[1]
         view: DraView | None = None
         if self.dra:
-            classes = self.objects["DeviceClass"]
+            classes = self.device_classes
             served = {res for c in classes.values() for res in c.extended_resource_names}
             assumed = self.assumed
             if served:
@@ -527,14 +528,77 @@ class ClusterCache:
         workload API's is the group, and pods linking the other one make its tree Invalid
         (``groups/index.py``), so the two are never merged."""
         key = f"{namespace}/{name}"
-        if kind == "PodGroup":
-            return self.objects["PodGroup"].get(key) or self.objects[COSCHEDULING_KIND].get(key)
+        if kind == POD_GROUP.name:
+            return self.podgroups.get(key) or self.coscheduling_podgroups.get(key)
         return self.objects[kind].get(key)
 
     def pod(self, key: str) -> Pod | None:
         """The current pod of ``key`` as the API shows it (not the assumed copy)."""
-        pod: Pod | None = self.objects["Pod"].get(key)
-        return pod
+        return self.pods.get(key)
+
+    # -- typed reads: the objects of one kind by key, as the API shows them (not assumed copies) ------
+    def _of(self, kind: Kind[T]) -> Mapping[str, T]:
+        return cast("Mapping[str, T]", self.objects[kind.name])  # filled by kind.parse: values are T
+
+    @property
+    def pods(self) -> Mapping[str, Pod]:
+        """Pods by ``namespace/name``."""
+        return self._of(POD)
+
+    @property
+    def nodes(self) -> Mapping[str, Node]:
+        """Nodes by name (a re-list replaces the mapping: read it per use, do not keep it)."""
+        return self._of(NODE)
+
+    @property
+    def podgroups(self) -> Mapping[str, PodGroup]:
+        """``scheduling.k8s.io`` PodGroups by ``namespace/name``."""
+        return self._of(POD_GROUP)
+
+    @property
+    def coscheduling_podgroups(self) -> Mapping[str, CoscheduledPodGroup]:
+        """scheduler-plugins' PodGroups (``scheduling.x-k8s.io``), as PodGroups, by ``namespace/name``."""
+        return self._of(COSCHEDULING_POD_GROUP)
+
+    @property
+    def namespaces(self) -> Mapping[str, Namespace]:
+        """Namespaces by name."""
+        return self._of(NAMESPACE)
+
+    @property
+    def budgets(self) -> Mapping[str, PodDisruptionBudget]:
+        """PodDisruptionBudgets by ``namespace/name``."""
+        return self._of(POD_DISRUPTION_BUDGET)
+
+    @property
+    def device_classes(self) -> Mapping[str, DeviceClass]:
+        """DeviceClasses by name."""
+        return self._of(DEVICE_CLASS)
+
+    @property
+    def resource_claims(self) -> Mapping[str, ResourceClaim]:
+        """ResourceClaims by ``namespace/name`` (not the synthesized ones, ``devices.synthesized``)."""
+        return self._of(RESOURCE_CLAIM)
+
+    @property
+    def volume_claims(self) -> Mapping[str, PersistentVolumeClaim]:
+        """PersistentVolumeClaims by ``namespace/name`` (not the synthesized ones, ``storage.synthesized``)."""
+        return self._of(PERSISTENT_VOLUME_CLAIM)
+
+    @property
+    def volumes(self) -> Mapping[str, PersistentVolume]:
+        """PersistentVolumes by name."""
+        return self._of(PERSISTENT_VOLUME)
+
+    @property
+    def storage_classes(self) -> Mapping[str, StorageClass]:
+        """StorageClasses by name."""
+        return self._of(STORAGE_CLASS)
+
+    @property
+    def csi_nodes(self) -> Mapping[str, CSINode]:
+        """CSINodes by node name."""
+        return self._of(CSI_NODE)
 
     def claim_allocations_in_flight(self) -> Mapping[str, Mapping[str, object]]:
         """Plan token → claim key → what the plan holds (for diagnostics and tests)."""
@@ -573,7 +637,7 @@ class Relist:
             rv = meta.get("resourceVersion")
             if old is not None and rv and rv == old.metadata.resource_version:
                 self.seen.add(key)
-                if self.kind == "Node":
+                if self.kind == NODE.name:
                     self._nodes[key] = old
                 continue
             obj = _parse(self.kind, raw)
@@ -581,17 +645,17 @@ class Relist:
                 continue
             key = key_of(obj)
             self.seen.add(key)
-            if self.kind == "Node":
+            if self.kind == NODE.name:
                 self._nodes[key] = obj
             elif old is not obj and old != obj:
                 events.extend(self.cache._set(self.kind, key, old, obj))
-        if self.kind != "Node":  # trees let go of the page's old objects now, not after the whole list
+        if self.kind != NODE.name:  # trees let go of the page's old objects now, not after the whole list
             self.cache._refresh_groups()
         return events
 
     def finish(self) -> list[ClusterEvent]:
         """Delete what the list did not contain; returns the events of that (and of the nodes)."""
-        if self.kind == "Node":
+        if self.kind == NODE.name:
             return self.cache._set_nodes(self._nodes)
         current = self.cache.objects[self.kind]
         events: list[ClusterEvent] = []

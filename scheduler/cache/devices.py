@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from scheduler.dra.claims import ClaimIndex
+from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import Inventory
-from scheduler.dra.view import DraView
 from scheduler.framework.node_table import NodeTable
 from scheduler.framework.plan import ClaimAllocation
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceSlice

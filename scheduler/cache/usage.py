@@ -25,7 +25,7 @@ from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import IntArray, NodeTable
 from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
 from scheduler.framework.snapshot import DeviceSnapshot, Nominated, Snapshot, nominated_pod, pod_vector, uses_node
-from scheduler.framework.storage import StorageView
+from scheduler.framework.storage_view import StorageView
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 

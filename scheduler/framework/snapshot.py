@@ -31,12 +31,12 @@ from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import IntArray, NodeTable, clamp
 from scheduler.framework.plan import VolumeClaimBinding
 from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
-from scheduler.framework.storage import StorageView
+from scheduler.framework.storage_view import StorageView
 from scheduler.model.pod import Pod
 
 
 class DeviceSnapshot(Protocol):
-    """The device half of a snapshot (implemented by ``scheduler.dra.view.DraView``): what the framework
+    """The device half of a snapshot (implemented by ``scheduler.dra.device_snapshot.DraView``): what the framework
     needs of it to assume a plan. Kept as a protocol so the framework does not depend on DRA."""
 
     def with_allocated(self, device_ids: Iterable[str]) -> DeviceSnapshot:

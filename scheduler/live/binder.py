@@ -56,11 +56,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from scheduler.cycle import BindResult, Failure
-from scheduler.dra.writes import ClaimWrite, landed, merged_reservations
-from scheduler.framework.plan import Plan
-from scheduler.groups.intent import INTENT_ANNOTATION, intent_annotation, intent_entries
-from scheduler.live.kube import (
+from scheduler.client.kube import (
     COSCHEDULING_PODGROUPS,
     JSON,
     PODGROUPS,
@@ -73,6 +69,10 @@ from scheduler.live.kube import (
     NotFound,
     Resource,
 )
+from scheduler.cycle import BindResult, Failure
+from scheduler.dra.writes import ClaimWrite, landed, merged_reservations
+from scheduler.framework.plan import Plan
+from scheduler.groups.intent import INTENT_ANNOTATION, intent_annotation, intent_entries
 from scheduler.live.volume_binder import ClaimSource, VolumeBinder, VolumeFailure
 from scheduler.model.pod import Pod
 
@@ -165,7 +165,7 @@ class Binder:
         self.kube = kube
         self.podgroups = PODGROUPS
         """The PodGroup resource the durable intent is written to: the version API discovery chose
-        (``scheduler.live.podgroup_api``; v1alpha2 on Kubernetes 1.36)."""
+        (``scheduler.client.podgroup_api``; v1alpha2 on Kubernetes 1.36)."""
         self.fence = fence or (lambda: True)
         """Checked before every claim write and bind: False (the lease was lost) starts no new write,
         so a replica that stopped leading never binds next to the new leader (architecture §14)."""

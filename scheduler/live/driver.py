@@ -4,7 +4,7 @@
 
 1. serve ``/healthz``, ``/readyz`` and ``/metrics`` (``scheduler.live.metrics``);
 2. discover the APIs — PodGroups as ``scheduling.k8s.io/v1beta1`` (Kubernetes 1.37), else as 1.36's
-   ``v1alpha2`` (``scheduler.live.podgroup_api``), and, where the CRD is served, scheduler-plugins'
+   ``v1alpha2`` (``scheduler.client.podgroup_api``), and, where the CRD is served, scheduler-plugins'
    ``scheduling.x-k8s.io/v1alpha1`` (both when both are: the two kinds are kept apart,
    ``model/coscheduling.py``); with none it logs one line naming the APIs and the feature gates,
    reports not-ready and retries instead of crashing;
@@ -14,7 +14,7 @@
 5. loop: route what changed — the roots whose trees changed go to the queue (ready ones queued,
    backing-off ones moved back when their own tree changed), every other cluster event to the
    queueing hints of the plugins that rejected each backing-off root — then pop roots one at a
-   time through the one :class:`~scheduler.cycle.Cycle`: a plan is assumed and handed to the
+   time through the one :class:`~scheduler.cycle.CycleRunner`: a plan is assumed and handed to the
    binder's transaction (a guarded background task, so binding overlaps the next cycles); a root
    that did not fit gets its reason written (PodGroup condition, pod events) and backs off.
 
@@ -36,23 +36,23 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cache.preemption_view import CacheGroupView
+from scheduler.cache.group_view import CacheGroupView
+from scheduler.client.discovery import GroupApis, discover_group_apis, watched_resources
+from scheduler.client.kube import ApiError, KubeClient
+from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.config import Settings
-from scheduler.cycle import Attempt, BindResult, Cycle, Failure
+from scheduler.cycle import Attempt, BindResult, CycleRunner, Failure
 from scheduler.dra.writes import ClaimWrite
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.intent import parse_intent
 from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.live.binder import Binder, BindOutcome
-from scheduler.live.group_status import GroupConditions
+from scheduler.live.group_conditions import GroupConditions
 from scheduler.live.health import HealthServer
 from scheduler.live.informers import Informer
-from scheduler.live.kube import ApiError, KubeClient
 from scheduler.live.leader import LeaderElector
-from scheduler.live.listing import GroupApis, discover_group_apis, watched_resources
 from scheduler.live.metrics import Metrics
-from scheduler.live.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.live.preemptor import Preemptor, TimedPreemption
 from scheduler.live.repair import GANG_BELOW_MIN, GangRepair, below_min_message, teardown_unit
 from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, EVENT_UNHONOURED, StatusWriter
@@ -87,10 +87,10 @@ class Scheduler:
         self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s, QUEUEING_HINTS)
         self.claim_changes = ClaimChanges()
         """Wakes bind transactions waiting for their PersistentVolumeClaims (fed in :meth:`on_change`)."""
-        objects = self.cache.objects  # looked up per call: a re-list may replace a kind's dict (nodes do)
-        claims = ClaimSource(claims=lambda key: objects["PersistentVolumeClaim"].get(key),
-                             volumes=lambda name: objects["PersistentVolume"].get(name),
-                             nodes=lambda name: objects["Node"].get(name), changes=self.claim_changes)
+        cache = self.cache  # looked up per call: a re-list may replace a kind's mapping (nodes do)
+        claims = ClaimSource(claims=lambda key: cache.volume_claims.get(key),
+                             volumes=lambda name: cache.volumes.get(name),
+                             nodes=lambda name: cache.nodes.get(name), changes=self.claim_changes)
         self.binder = Binder(kube, concurrency=settings.bind_concurrency, fence=lambda: self.leading, volumes=claims,
                              volume_timeout_s=settings.volume_binding_timeout_s)
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
@@ -132,7 +132,7 @@ class Scheduler:
         """Victim selection; also finds a starving root's best plan (the starvation guard works without
         ``--preemption``)."""
         self.starvation = StarvationGuard(settings.starvation_after_s, settings.reservation_s)
-        self.cycle = Cycle(self.cache, settings.solver(),
+        self.cycle = CycleRunner(self.cache, settings.solver(),
                            (TimedPreemption(self.preemption, self.metrics),) if settings.preemption else ())
         self.health_port: int | None = None
         """The port /healthz, /readyz and /metrics are served on, once started (``--bind-address`` may say 0)."""
@@ -223,8 +223,8 @@ class Scheduler:
         # collection no longer walks every object of the cluster (CPython's gc.freeze, O(1); no collection
         # first, which takes ~0.6 s at 5,000 nodes / 24,000 pods), so the cost per event does not grow with it.
         gc.freeze()
-        log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.objects["Node"]),
-                 len(self.cache.objects["Pod"]), sum(len(self.cache.objects[r.kind]) for r in self.groups.resources))
+        log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.nodes),
+                 len(self.cache.pods), sum(len(self.cache.objects[r.kind]) for r in self.groups.resources))
 
     # -- main loop -----------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:

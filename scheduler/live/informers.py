@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
+from scheduler.client.kube import ApiError, Gone, KubeClient, Resource
 from scheduler.framework.events import ClusterEvent
-from scheduler.live.kube import ApiError, Gone, KubeClient, Resource
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class Informer:
         """Pause before re-listing after an API failure (seconds); short, the list is the recovery."""
         self.decode = decode
         """Applied to every object received before the cache sees it (a v1.36 PodGroup into the internal shape:
-        ``scheduler.live.podgroup_api``); None: objects are cached as the server sends them."""
+        ``scheduler.client.podgroup_api``); None: objects are cached as the server sends them."""
         self.synced = asyncio.Event()
         self.relists = 0
 

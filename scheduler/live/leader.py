@@ -33,7 +33,7 @@ jumps) and has no way to release the lease, so a clean shutdown still leaves the
 a whole lease duration.
 
 This module must not schedule anything: callers watch :attr:`LeaderElector.leading` and start or
-stop their work. All HTTP goes through :class:`scheduler.live.kube.KubeClient`.
+stop their work. All HTTP goes through :class:`scheduler.client.kube.KubeClient`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import json
 import logging
 import math
 
-from scheduler.live.kube import JSON, LEASES, ApiError, Conflict, KubeClient, Lane, NotFound
+from scheduler.client.kube import JSON, LEASES, ApiError, Conflict, KubeClient, Lane, NotFound
 
 logger = logging.getLogger(__name__)
 

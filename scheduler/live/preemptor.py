@@ -39,10 +39,10 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
+from scheduler.client.kube import MERGE_PATCH, PODS, ApiError, Conflict, KubeClient, Lane, NotFound
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
-from scheduler.live.kube import MERGE_PATCH, PODS, ApiError, Conflict, KubeClient, Lane, NotFound
 from scheduler.live.metrics import EvictionResult, Metrics
 from scheduler.live.status_writer import Regarding, StatusWriter
 from scheduler.model.pod import REASON_PREEMPTION_BY_SCHEDULER, Pod

@@ -62,8 +62,8 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from scheduler.live import podgroup_api
-from scheduler.live.kube import (
+from scheduler.client import podgroup_api
+from scheduler.client.kube import (
     COMPOSITES,
     COSCHEDULING_PODGROUPS,
     EVENTS,

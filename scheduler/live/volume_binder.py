@@ -39,11 +39,20 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from scheduler.client.kube import (
+    JSON,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    ApiError,
+    Conflict,
+    KubeClient,
+    Lane,
+)
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import VolumeClaimBinding
 from scheduler.framework.selectors import node_selector_matches
-from scheduler.live.kube import JSON, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, ApiError, Conflict, KubeClient, Lane
 from scheduler.model.base import ObjectMeta
+from scheduler.model.kinds import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM
 from scheduler.model.node import Node
 from scheduler.model.storage import (
     BOUND_BY_CONTROLLER,
@@ -69,7 +78,7 @@ VOLUME_TAKEN = 'persistentvolume "{volume}" is claimed by {other}'
 VOLUME_GONE = 'persistentvolume "{volume}" not found'
 LEADERSHIP_LOST = "leadership lost before writing the claim"
 
-KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume"})
+KINDS = frozenset({PERSISTENT_VOLUME_CLAIM.name, PERSISTENT_VOLUME.name})
 
 
 class Retry(Protocol):

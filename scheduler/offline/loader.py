@@ -4,7 +4,8 @@ Files are read into raw documents by :mod:`scheduler.offline.reader` (libyaml, a
 ``-`` for standard input); each document, and each item of a ``List``, is dispatched here and
 dropped once its model is built, so no raw dict is kept beside the models.
 
-Objects are dispatched on ``apiVersion`` + ``kind``; scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1``
+Objects are dispatched on ``apiVersion`` + ``kind`` (the rows of :mod:`scheduler.model.kinds` read offline, each into
+the ``Objects`` list its row names); scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1``
 PodGroup is read and converted to the PodGroup the scheduler reads (``model/coscheduling.py``), kept apart
 from a ``scheduling.k8s.io`` PodGroup of the same name. Kinds the scheduler does not
 read (Jobs, Deployments, DRA objects of other API versions) are counted in ``Objects.skipped``;
@@ -38,18 +39,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
-from scheduler.model import podgroup_v1alpha2
 from scheduler.model.base import describe
-from scheduler.model.coscheduling import API_VERSION as COSCHEDULING_API_VERSION
-from scheduler.model.coscheduling import CACHE_KIND as COSCHEDULING_CACHE_KIND
-from scheduler.model.coscheduling import KIND as COSCHEDULING_KIND
-from scheduler.model.coscheduling import CoscheduledPodGroup, CoschedulingPodGroup, to_podgroup
-from scheduler.model.dra import API_VERSION as DRA_API_VERSION
+from scheduler.model.coscheduling import CoscheduledPodGroup
 from scheduler.model.dra import (
     DeviceClass,
     ResourceClaim,
@@ -57,58 +53,37 @@ from scheduler.model.dra import (
     ResourceSlice,
     counter_quantities,
 )
+from scheduler.model.kinds import KINDS as TABLE
+from scheduler.model.kinds import Kind
 from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.podgroup_v1alpha2 import Decoded
-from scheduler.model.policy import API_VERSION as POLICY_API_VERSION
 from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.quantity import QuantityError
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClass, Workload
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from scheduler.offline.reader import documents, name_of
 
-KINDS: dict[tuple[str, str], type[BaseModel]] = {
-    ("v1", "Pod"): Pod,
-    ("v1", "Node"): Node,
-    ("v1", "Namespace"): Namespace,
-    ("scheduling.k8s.io/v1beta1", "PodGroup"): PodGroup,
-    ("scheduling.k8s.io/v1alpha3", "PodGroup"): PodGroup,
-    (podgroup_v1alpha2.API_VERSION, "PodGroup"): PodGroup,
-    ("scheduling.k8s.io/v1alpha3", "CompositePodGroup"): CompositePodGroup,
-    (COSCHEDULING_API_VERSION, COSCHEDULING_KIND): CoschedulingPodGroup,  # loaded as a CoscheduledPodGroup
-    ("scheduling.k8s.io/v1beta1", "Workload"): Workload,
-    ("scheduling.k8s.io/v1alpha3", "Workload"): Workload,
-    (podgroup_v1alpha2.API_VERSION, "Workload"): Workload,  # context only: controllerRef has one shape
-    ("scheduling.k8s.io/v1", "PriorityClass"): PriorityClass,
-    (DRA_API_VERSION, "ResourceSlice"): ResourceSlice,
-    (DRA_API_VERSION, "DeviceClass"): DeviceClass,
-    (DRA_API_VERSION, "ResourceClaim"): ResourceClaim,
-    (DRA_API_VERSION, "ResourceClaimTemplate"): ResourceClaimTemplate,
-    ("v1", "PersistentVolumeClaim"): PersistentVolumeClaim,
-    ("v1", "PersistentVolume"): PersistentVolume,
-    ("storage.k8s.io/v1", "StorageClass"): StorageClass,
-    ("storage.k8s.io/v1", "CSINode"): CSINode,
-    (POLICY_API_VERSION, "PodDisruptionBudget"): PodDisruptionBudget,
-}
-"""(apiVersion, kind) → model, for every object the scheduler reads."""
+KINDS: dict[tuple[str, str], Kind[Any]] = {
+    (kind.api_version(version), kind.kind): kind for kind in TABLE if kind.offline is not None
+    for version in kind.versions}
+"""(apiVersion, kind) → its row of :mod:`scheduler.model.kinds`, for every object the scheduler reads offline."""
 
 DECODERS: dict[tuple[str, str], Callable[[Mapping[str, Any]], Decoded]] = {
-    (podgroup_v1alpha2.API_VERSION, "PodGroup"): podgroup_v1alpha2.decode,
-}
+    (kind.api_version(version), kind.kind): decode for kind in KINDS.values()
+    for version, decode in kind.decoders.items()}
 """(apiVersion, kind) → the conversion into the model's shape, for versions whose shape differs from it."""
 
 READ_KINDS = frozenset(kind for _, kind in KINDS)
 """Kinds read under some apiVersion: one of another version is named in ``Objects.unread``."""
 
-NAMESPACED: tuple[type[BaseModel], ...] = (Pod, PodGroup, CoschedulingPodGroup, CompositePodGroup, Workload,
-                                           ResourceClaim, ResourceClaimTemplate, PersistentVolumeClaim,
-                                           PodDisruptionBudget)
-"""Models of namespaced kinds: a missing ``metadata.namespace`` means ``default`` (Node, Namespace,
+NAMESPACED_KINDS = frozenset(kind for (_, kind), row in KINDS.items() if row.namespaced)
+"""Kinds of namespaced rows: a missing ``metadata.namespace`` means ``default`` (Node, Namespace,
 PriorityClass, ResourceSlice, DeviceClass, PersistentVolume, StorageClass and CSINode are
 cluster-scoped and keep an empty namespace)."""
 
-NAMESPACED_KINDS = frozenset(kind for (_, kind), model in KINDS.items() if model in NAMESPACED)
+T = TypeVar("T")
 
 DEFAULT_NAMESPACE = "default"
 """The namespace the API server gives a namespaced object created without one (kubectl's
@@ -169,54 +144,15 @@ class Objects:
     """(kind, namespace, name) → apiVersion of each skipped object whose kind we read under another version."""
     _seen: dict[tuple[str, str, str, str], BaseModel] = field(default_factory=dict, repr=False)
 
-    def _bucket(self, obj: BaseModel) -> list[Any]:
-        match obj:
-            case Pod():
-                return self.pods
-            case CoscheduledPodGroup():
-                return self.coscheduling
-            case Node():
-                return self.nodes
-            case PodGroup():
-                return self.podgroups
-            case CompositePodGroup():
-                return self.composites
-            case Workload():
-                return self.workloads
-            case PriorityClass():
-                return self.priority_classes
-            case ResourceSlice():
-                return self.resource_slices
-            case DeviceClass():
-                return self.device_classes
-            case ResourceClaim():
-                return self.resource_claims
-            case ResourceClaimTemplate():
-                return self.claim_templates
-            case PersistentVolumeClaim():
-                return self.volume_claims
-            case PersistentVolume():
-                return self.volumes
-            case StorageClass():
-                return self.storage_classes
-            case CSINode():
-                return self.csi_nodes
-            case Namespace():
-                return self.namespaces
-            case PodDisruptionBudget():
-                return self.budgets
-        raise TypeError(type(obj))  # pragma: no cover - KINDS and this match are kept in step
+    def of(self, kind: Kind[T]) -> list[T]:
+        """The objects of ``kind`` loaded so far: the list named by its row (``Kind.offline``)."""
+        assert kind.offline is not None, kind.name
+        return cast("list[T]", getattr(self, kind.offline))
 
     def by_kind(self) -> dict[str, list[Any]]:
-        """The objects the scheduler's cache holds, by kind (Workloads are context only: not cached)."""
-        return {"Node": self.nodes, "Pod": self.pods, "PodGroup": self.podgroups,
-                COSCHEDULING_CACHE_KIND: self.coscheduling, "CompositePodGroup": self.composites,
-                "PriorityClass": self.priority_classes,
-                "ResourceSlice": self.resource_slices, "DeviceClass": self.device_classes,
-                "ResourceClaim": self.resource_claims, "ResourceClaimTemplate": self.claim_templates,
-                "PersistentVolumeClaim": self.volume_claims, "PersistentVolume": self.volumes,
-                "StorageClass": self.storage_classes, "CSINode": self.csi_nodes, "Namespace": self.namespaces,
-                "PodDisruptionBudget": self.budgets}
+        """The objects the scheduler's cache holds, by the cache's kind name, in table order (Workloads are
+        context only: not cached)."""
+        return {kind.name: self.of(kind) for kind in TABLE if kind.cached and kind.offline is not None}
 
     @property
     def usable(self) -> bool:
@@ -243,8 +179,8 @@ class Objects:
         meta_raw = raw.get("metadata")
         meta: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
         ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
-        model = KINDS.get((api_version, kind))
-        if model is None:
+        row = KINDS.get((api_version, kind))
+        if row is None:
             if not kind or not api_version:
                 self.problems.append(LoadProblem(source, kind or "?", ns, name or "?", "missing apiVersion or kind"))
             else:
@@ -253,7 +189,7 @@ class Objects:
                     where = ns or (DEFAULT_NAMESPACE if kind in NAMESPACED_KINDS else "")
                     self.unread.setdefault((kind, where, name), api_version)
             return
-        if not ns and model in NAMESPACED:
+        if not ns and row.namespaced:
             ns = DEFAULT_NAMESPACE
             raw = {**raw, "metadata": {**meta, "namespace": ns}}
         if not name:
@@ -264,10 +200,8 @@ class Objects:
         decoder = DECODERS.get((api_version, kind))
         decoded = decoder(raw) if decoder is not None else Decoded(raw)
         try:
-            obj = model.model_validate(decoded.raw)
+            obj = row.parse(decoded.raw)
             _check_quantities(obj)
-            if isinstance(obj, CoschedulingPodGroup):
-                obj = to_podgroup(obj)
         except (ValidationError, QuantityError) as exc:
             if first is None:
                 self.problems.append(LoadProblem(source, kind, ns, name, describe(exc)))
@@ -276,7 +210,7 @@ class Objects:
             return
         if first is None:
             self._seen[ident] = obj
-            self._bucket(obj).append(obj)
+            self.of(row).append(obj)
             self.warnings += [LoadProblem(source, kind, ns, name, problem) for problem in decoded.problems]
         elif obj.model_dump() != first.model_dump():
             self._redefined(source, kind, ns, name)

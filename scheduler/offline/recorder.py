@@ -20,9 +20,10 @@ from scheduler.cycle import BindResult
 from scheduler.dra.writes import ClaimWrite, merged_reservations
 from scheduler.framework.plan import Plan, VolumeClaimBinding
 from scheduler.framework.snapshot import bound_copy
-from scheduler.framework.storage import annotated, claimed
+from scheduler.framework.storage_view import annotated, claimed
 from scheduler.model.base import ObjectMeta
 from scheduler.model.dra import ResourceClaim
+from scheduler.model.kinds import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD, RESOURCE_CLAIM
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from scheduler.model.storage import (
@@ -52,7 +53,7 @@ class RecordingBinder:
         to forget) and the keys of the claims the plan brought into existence (made from a template, or
         scheduler-made extended-resource claims)."""
         made: set[str] = set()
-        claims = self.cache.objects["ResourceClaim"]
+        claims = self.cache.resource_claims
         for write in writes:
             current = claims.get(write.claim)
             if current is None:
@@ -64,28 +65,28 @@ class RecordingBinder:
             status["reservedFor"] = merged_reservations(existing, write.reserve)
             if write.allocation is not None:
                 status["allocation"] = write.allocation
-            self.cache.load_one("ResourceClaim", ResourceClaim.model_validate({**body, "status": status}))
+            self.cache.load_one(RESOURCE_CLAIM.name, ResourceClaim.model_validate({**body, "status": status}))
         for binding in plan.volumes:
             self._bind_claim(binding)
         for pod, node in plan.placements:
             current_pod = self.cache.pod(pod.key)
             if current_pod is not None:
-                self.cache.load_one("Pod", bound_copy(current_pod, node))
+                self.cache.load_one(POD.name, bound_copy(current_pod, node))
         return BindResult(bound=list(plan.placements)), made
 
 
     def _bind_claim(self, binding: VolumeClaimBinding) -> None:
         """Show one of the plan's claims bound, with its PV, as the watch would once the controllers are done."""
-        objects = self.cache.objects
-        claim = objects["PersistentVolumeClaim"].get(binding.claim) or self.cache.storage.synthesized.get(binding.claim)
+        cache = self.cache
+        claim = cache.volume_claims.get(binding.claim) or cache.storage.synthesized.get(binding.claim)
         if claim is None:
             return
-        volume = objects["PersistentVolume"].get(binding.volume) if binding.volume is not None else None
-        klass = objects["StorageClass"].get(claim.storage_class)
-        node = objects["Node"].get(binding.node)
-        pv, pvc = bound_claim(claim, binding, volume, klass, node, objects["CSINode"].get(binding.node))
-        self.cache.load_one("PersistentVolume", pv)
-        self.cache.load_one("PersistentVolumeClaim", pvc)
+        volume = cache.volumes.get(binding.volume) if binding.volume is not None else None
+        klass = cache.storage_classes.get(claim.storage_class)
+        node = cache.nodes.get(binding.node)
+        pv, pvc = bound_claim(claim, binding, volume, klass, node, cache.csi_nodes.get(binding.node))
+        cache.load_one(PERSISTENT_VOLUME.name, pv)
+        cache.load_one(PERSISTENT_VOLUME_CLAIM.name, pvc)
 
 
 def bound_claim(claim: PersistentVolumeClaim, binding: VolumeClaimBinding, volume: PersistentVolume | None,

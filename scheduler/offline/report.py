@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.dra.view import DraView
+from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.snapshot import Snapshot
 from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import API_VERSION as DRA_VERSION

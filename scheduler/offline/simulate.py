@@ -1,7 +1,7 @@
 """Offline scheduling of a snapshot: the live scheduler's cache, queue order and cycle, a recording binder.
 
 ``simulate(objects, …)`` loads the snapshot into a :class:`~scheduler.cache.cluster.ClusterCache`,
-pops the ready roots in queue order, runs each through the one :class:`~scheduler.cycle.Cycle`
+pops the ready roots in queue order, runs each through the one :class:`~scheduler.cycle.CycleRunner`
 (solve, assume) and binds each plan with the :class:`~scheduler.offline.recorder.RecordingBinder`
 before the next root (docs/architecture.md, "simulate"), then returns a :class:`Simulation` with
 the outcome per group, per pod and per node. Unlike ``run``, it also reports groups that have no
@@ -20,7 +20,7 @@ the victims are removed from the cache and the root is decided again at once, so
 Scheduled with its placements; the victims are listed per preemptor (:class:`PreemptionOutcome`).
 
 DRA: when the snapshot has ``resource.k8s.io/v1`` objects or pods with ``spec.resourceClaims``,
-snapshots carry a :class:`~scheduler.dra.view.DraView`. A template-generated claim missing from the
+snapshots carry a :class:`~scheduler.dra.device_snapshot.DraView`. A template-generated claim missing from the
 snapshot is synthesised from its template, as the resourceclaim controller would create it. Each
 plan's claim writes are applied to the cache as the API would show them, so a claim allocated by
 one plan (a PodGroup claim, a claim shared by name) pins the pods of later plans instead of being
@@ -36,9 +36,9 @@ from importlib import resources
 from pathlib import Path
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cache.preemption_view import CacheGroupView
-from scheduler.cycle import Attempt, Cycle
-from scheduler.dra.view import DraView
+from scheduler.cache.group_view import CacheGroupView
+from scheduler.cycle import Attempt, CycleRunner
+from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.plan import (
     ClaimAllocation,
     Plan,
@@ -50,6 +50,7 @@ from scheduler.framework.plan import (
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import Group, GroupTree, Leaf, TreeState, walk
 from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
+from scheduler.model.kinds import POD
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, PodGroup
 from scheduler.offline.loader import LoadProblem, Objects
@@ -202,7 +203,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     ``objects``: what the loader read (its problems are carried into the result and explain
     pods whose PodGroup failed to load). ``scheduler_name``: our ``spec.schedulerName``.
     The objects go into the same :class:`~scheduler.cache.cluster.ClusterCache` the live scheduler
-    uses, and each root goes through the same :class:`~scheduler.cycle.Cycle`; the
+    uses, and each root goes through the same :class:`~scheduler.cycle.CycleRunner`; the
     :class:`RecordingBinder` then applies each plan's writes to the cache as the watch would show
     them. Returns the :class:`Simulation`: one :class:`GroupOutcome` per group of every tree of
     ours and of every group with no pod at all (reported Waiting, see ``Forest.empty``), one
@@ -219,7 +220,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     sim.initial = cache.snapshot()
     forest = cache.forest()
     queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
-    cycle = Cycle(cache, config, (DefaultPreemption(CacheGroupView(cache)),) if preemption else ())
+    cycle = CycleRunner(cache, config, (DefaultPreemption(CacheGroupView(cache)),) if preemption else ())
     binder = RecordingBinder(cache)
     decided: dict[GroupKey, Plan | Unschedulable] = {}
     order: list[GroupTree] = []
@@ -251,7 +252,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
             sim.allocations.extend(AllocationOutcome(attempt.tree.key, a, tuple(users.get(a.claim, ())),
                                                      a.synthetic or a.claim in made)
                                    for a in attempt.plan.allocations)
-            claims = cache.objects["PersistentVolumeClaim"]
+            claims = cache.volume_claims
             sim.volumes.extend(VolumeOutcome(attempt.tree.key, b, claims[b.claim].spec.volume_name)
                                for b in attempt.plan.volumes if b.claim in claims)
         decided[attempt.tree.key] = decision
@@ -318,7 +319,7 @@ def _evict(cache: ClusterCache, decision: Preemption, sim: Simulation, preempted
     sim.preemptions.append(PreemptionOutcome(decision.root, victims, decision.message))
     lost: Counter[GroupKey] = Counter()
     for pod, _ in victims:
-        cache.delete_one("Pod", pod.key)
+        cache.delete_one(POD.name, pod.key)
         if pod.group_name:
             lost[GroupKey("PodGroup", pod.metadata.namespace, pod.group_name)] += 1
     for key, count in lost.items():

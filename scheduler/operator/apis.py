@@ -2,7 +2,7 @@
 
 * a ``scheduling.k8s.io`` PodGroup version is served — ``v1beta1`` (v1.37 with ``GenericWorkload`` and
   the beta group enabled), else ``v1alpha2`` (v1.36 with ``GenericWorkload``), chosen by the scheduler's
-  own :func:`scheduler.live.podgroup_api.discover` and :data:`~scheduler.live.podgroup_api.PREFERENCE`
+  own :func:`scheduler.client.podgroup_api.discover` and :data:`~scheduler.client.podgroup_api.PREFERENCE`
   (reference §0), so operator and scheduler always speak the same version: pods get
   ``spec.schedulingGroup.podGroupName`` (``PodSchedulingGroup`` is in the PodSpec of both releases,
   reference §1.1, gated by the same ``GenericWorkload`` that serves the API, so the served API is the
@@ -21,17 +21,17 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from scheduler.client import podgroup_api
+from scheduler.client.discovery import discover_group_apis
+from scheduler.client.kube import COMPOSITES, KubeClient, Resource
+from scheduler.client.podgroup_api import PodGroupApi
 from scheduler.errors import GangSchedulerError
-from scheduler.live import podgroup_api
-from scheduler.live.kube import COMPOSITES, KubeClient, Resource
-from scheduler.live.listing import discover_group_apis
-from scheduler.live.podgroup_api import PodGroupApi
 from scheduler.model import coscheduling
 
 COSCHEDULING_PODGROUPS = Resource(coscheduling.API_GROUP, coscheduling.VERSION, coscheduling.PLURAL, True,
                                   coscheduling.KIND)
 """scheduler-plugins' PodGroup as the operator writes it: ``kind`` is the object's own (``PodGroup``), where
-:data:`scheduler.live.kube.COSCHEDULING_PODGROUPS` carries the cache's name for the kind."""
+:data:`scheduler.client.kube.COSCHEDULING_PODGROUPS` carries the cache's name for the kind."""
 
 
 class NoGroupApi(GangSchedulerError):
@@ -74,9 +74,9 @@ class Served:
 
 async def discover(kube: KubeClient) -> Served:
     """Ask the API server (``GET /apis/{group}/{version}``) which group API it serves — the scheduler's own discovery
-    (:func:`scheduler.live.listing.discover_group_apis`), so the two always read and write the same API; raises
+    (:func:`scheduler.client.discovery.discover_group_apis`), so the two always read and write the same API; raises
     :class:`NoGroupApi` (with the scheduler's not-ready message) when none is, and
-    :class:`~scheduler.live.kube.ApiError` when discovery fails."""
+    :class:`~scheduler.client.kube.ApiError` when discovery fails."""
     groups = await discover_group_apis(kube)
     if groups.podgroups is not None:
         composite = (groups.podgroups is podgroup_api.V1BETA1

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.live.kube import COMPOSITES, Resource
+from scheduler.client.kube import COMPOSITES, Resource
 from scheduler.operator.apis import Flavour, Served
 from scheduler.operator.labels import MANAGED_BY, MANAGER, WORKLOAD_UID
 from scheduler.operator.workloads import GroupSpec

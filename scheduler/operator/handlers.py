@@ -37,8 +37,8 @@ from typing import Any, Literal
 
 import kopf
 
+from scheduler.client.kube import COMPOSITES, PODS, ApiError, Conflict, KubeClient, NotFound, Resource
 from scheduler.groups.intent import INTENT_ANNOTATION
-from scheduler.live.kube import COMPOSITES, PODS, ApiError, Conflict, KubeClient, NotFound, Resource
 from scheduler.model.coscheduling import POD_GROUP_LABEL
 from scheduler.operator import validation
 from scheduler.operator.apis import Flavour, Served

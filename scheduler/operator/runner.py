@@ -21,7 +21,7 @@ from typing import Any
 
 import kopf
 
-from scheduler.live.kube import KubeClient
+from scheduler.client.kube import KubeClient
 from scheduler.operator.apis import discover
 from scheduler.operator.certificates import ServiceWebhookServer
 from scheduler.operator.handlers import build_registry

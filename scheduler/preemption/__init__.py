@@ -9,7 +9,7 @@ Preemption (nominations, DisruptionTarget, deletes, events) is the live driver's
 model — never the cache or the live layer.
 """
 
+from scheduler.preemption.group_view import GroupView, Membership
 from scheduler.preemption.plugin import NAME, DefaultPreemption, Outcome
-from scheduler.preemption.view import GroupView, Membership
 
 __all__ = ["NAME", "DefaultPreemption", "GroupView", "Membership", "Outcome"]

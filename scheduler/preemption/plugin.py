@@ -32,9 +32,9 @@ from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, U
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
 from scheduler.model.pod import NEVER, Pod
+from scheduler.preemption.group_view import GroupView
 from scheduler.preemption.selection import Selection, select
 from scheduler.preemption.units import NodeEntries, candidates, usable_rows
-from scheduler.preemption.view import GroupView
 from scheduler.solver.plugins import DEFAULT_PROFILE, Profile
 
 NAME = "DefaultPreemption"

@@ -3,7 +3,7 @@
 Who can be a victim (reference §8.4; kube-scheduler ``podgrouppreemption.go``, v1.37): a running
 pod — bound to a node, not terminating, not merely assumed — of *strictly* lower priority than the
 preemptor, of any scheduler, outside the preemptor's own tree. A grouped pod counts at its group's
-priority (:class:`~scheduler.preemption.view.Membership`).
+priority (:class:`~scheduler.preemption.group_view.Membership`).
 
 What goes together: a pod whose groups up to the root have no ``disruptionMode: all`` is a unit of
 its own; otherwise the unit is the whole group rooted at its highest ancestor with ``all``, and
@@ -36,7 +36,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
-from scheduler.preemption.view import GroupView, Membership
+from scheduler.preemption.group_view import GroupView, Membership
 
 YOUNGEST = datetime.max.replace(tzinfo=UTC)
 """The start time of a pod without ``status.startTime`` (kube's ``GetPodStartTime`` uses now): youngest."""

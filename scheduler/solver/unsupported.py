@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from scheduler.framework.pod_terms import LABEL_OPERATORS
-from scheduler.framework.storage import StorageView
+from scheduler.framework.storage_view import StorageView
 from scheduler.model.pod import LabelSelector, Pod, PodAffinity
 from scheduler.solver.plugins import volume_claims
 

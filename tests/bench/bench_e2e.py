@@ -68,7 +68,7 @@ import aiohttp
 import kmock
 import uvloop
 
-from scheduler.live.kube import EVENTS, NODES, PODGROUPS, PODS, ApiError, KubeClient
+from scheduler.client.kube import EVENTS, NODES, PODGROUPS, PODS, ApiError, KubeClient
 from scheduler.live.status_writer import event_name, micro_time
 from scheduler.model import Node, Pod
 from scheduler.model.scheduling import INITIALLY_SCHEDULED

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cache.preemption_view import CacheGroupView
+from scheduler.cache.group_view import CacheGroupView
 from scheduler.framework import Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.model import Node, Pod, PodGroup
 from scheduler.model.scheduling import GroupKey

@@ -88,10 +88,10 @@ import numpy as np
 
 from scheduler.cycle import schedule_one
 from scheduler.dra.claims import ClaimIndex
+from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import Inventory
-from scheduler.dra.view import DraView
 from scheduler.framework import NodeTable, Plan, Snapshot, SolverConfig, Unschedulable
-from scheduler.framework.storage import StorageView
+from scheduler.framework.storage_view import StorageView
 from scheduler.groups import GroupTree, TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from scheduler.live.kube import KubeClient
+from scheduler.client.kube import KubeClient
 from tests.chaos.observe import JSON, Cluster, Gang, GangState, key_of, node_of, read_cluster
 
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 
-from scheduler.live.kube import KubeClient
+from scheduler.client.kube import KubeClient
 from tests.chaos.atrest import Verdict, settle
 from tests.chaos.observe import HalfGangSampler, partial, read_cluster
 from tests.chaos.process import SchedulerProcess, write_kubeconfig

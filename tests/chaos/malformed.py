@@ -20,7 +20,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from scheduler.live.kube import COMPOSITES, NODES, PODGROUPS, PODS, RESOURCE_SLICES, Resource
+from scheduler.client.kube import COMPOSITES, NODES, PODGROUPS, PODS, RESOURCE_SLICES, Resource
 from tests.chaos.workload import POOL_LABEL
 from tests.integration.livekit import composite, node, pod, podgroup
 from tests.integration.test_dra import gpu_slice

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.live.kube import NODES, PODGROUPS, PODS, RESOURCE_CLAIMS, KubeClient
+from scheduler.client.kube import NODES, PODGROUPS, PODS, RESOURCE_CLAIMS, KubeClient
 
 JSON = dict[str, Any]
 

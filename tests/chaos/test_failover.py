@@ -13,7 +13,7 @@ import asyncio
 
 import pytest
 
-from scheduler.live.kube import LEASES, ApiError
+from scheduler.client.kube import LEASES, ApiError
 from tests.chaos.harness import Harness, OpenVariant
 from tests.chaos.process import SchedulerProcess
 from tests.chaos.server import KillSwitch, binds_of

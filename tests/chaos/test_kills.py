@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from scheduler.live.kube import KubeClient
+from scheduler.client.kube import KubeClient
 from tests.chaos.harness import Harness, OpenVariant
 from tests.chaos.process import SchedulerProcess
 from tests.chaos.server import STATUS_KINDS, KillSwitch, Kind, kinds_of

@@ -19,7 +19,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from scheduler.live.kube import ApiError
+from scheduler.client.kube import ApiError
 from tests.chaos.harness import Harness, OpenVariant
 from tests.chaos.malformed import Unit, batches, materialize
 from tests.chaos.observe import GangState, read_cluster

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.live.kube import (
+from scheduler.client.kube import (
     COMPOSITES,
     DEVICE_CLASSES,
     NODES,

@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from scheduler.live.kube import LEASES, NODES, PODGROUPS, PODS, KubeClient
+from scheduler.client.kube import LEASES, NODES, PODGROUPS, PODS, KubeClient
 from tests.chart.helmchart import NAMESPACE, ROOT, objects, render
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import node, until

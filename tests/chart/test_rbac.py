@@ -1,6 +1,6 @@
 """The chart's RBAC grants exactly what the scheduler's code uses: every verb it needs, no other.
 
-Every API request of the scheduler goes through ``scheduler.live.kube.KubeClient`` (the one HTTP
+Every API request of the scheduler goes through ``scheduler.client.kube.KubeClient`` (the one HTTP
 seam, docs/architecture.md). This test finds every call of a ``KubeClient`` method in
 ``scheduler/`` by parsing the source (``<x>.kube.<method>(...)`` or ``kube.<method>(...)``), turns
 each into the (API group, resource, verb) it needs, and compares the union with the rules of
@@ -12,7 +12,7 @@ How a call becomes a permission:
 - the method gives the verb (:data:`VERBS`): ``list``, ``watch``, ``get``, ``create``,
   ``replace`` → ``update``, ``patch``; ``bind`` is ``create`` on ``pods/binding``; ``served`` is
   API discovery (a non-resource GET that the default ``system:discovery`` role allows everyone);
-- the first argument gives the resource: a constant of ``scheduler/live/kube.py`` (``PODS``,
+- the first argument gives the resource: a constant of ``scheduler/client/kube.py`` (``PODS``,
   ``LEASES``…) is read from the code; a variable is resolved by :data:`DYNAMIC`, a table that
   cites where its values come from — and, for the informers, is itself checked against the code;
 - ``sub="status"`` makes it the ``…/status`` subresource.
@@ -31,9 +31,10 @@ from typing import Any
 
 import pytest
 
-from scheduler.live import kube as kube_module
-from scheduler.live import podgroup_api
-from scheduler.live.kube import Resource
+from scheduler.client import kube as kube_module
+from scheduler.client import podgroup_api
+from scheduler.client.kube import Resource
+from scheduler.model import kinds
 from scheduler.operator import apis as apis_module
 from tests.chart.helmchart import ROOT, objects, render
 
@@ -54,19 +55,19 @@ VERBS: dict[str, str | None] = {
 }
 NOT_API_CALLS = {"close"}  # KubeClient methods that send no request
 
-WATCHED = ("PODS", "NODES", "PODGROUPS", "PODGROUPS_V1ALPHA2", "COSCHEDULING_PODGROUPS", "PRIORITY_CLASSES",
-           "NAMESPACES", "COMPOSITES", "RESOURCE_SLICES",
-           "DEVICE_CLASSES", "RESOURCE_CLAIMS", "RESOURCE_CLAIM_TEMPLATES", "PERSISTENT_VOLUME_CLAIMS",
-           "PERSISTENT_VOLUMES", "STORAGE_CLASSES", "CSI_NODES", "POD_DISRUPTION_BUDGETS")
-"""The resources ``run`` watches (listing.py ``watched_resources``; its PodGroups: ``GroupApis.resources``)."""
+WATCHED: tuple[Resource, ...] = (
+    *(Resource.of(kind) for kind in kinds.KINDS if kind.live is not None and kind is not kinds.POD_GROUP),
+    *(api.resource for api in podgroup_api.PREFERENCE))
+"""The resources ``run`` watches: the rows of ``scheduler/model/kinds.py`` watched live, PodGroups in each version
+``podgroup_api`` speaks (discovery.py ``watched_resources`` returns these: tests/unit/model/test_kinds.py)."""
 
-DYNAMIC: dict[tuple[str, str, str], tuple[str, ...]] = {
-    # (file, function, argument as written) -> the kube.py constants it can hold, and why
+DYNAMIC: dict[tuple[str, str, str], tuple[str | Resource, ...]] = {
+    # (file, function, argument as written) -> the kube.py constants (or resources) it can hold, and why
     # informers.py Informer.run lists and watches `self.resource`: one Informer per resource
-    # that listing.py watched_resources returns (checked by test_informer_table_matches_run_py).
+    # that discovery.py watched_resources returns (WATCHED).
     ("live/informers.py", "Informer.run", "self.resource"): WATCHED,
-    # listing.py list_objects (simulate --from-cluster) lists each resource of watched_resources once.
-    ("live/listing.py", "list_objects", "res"): WATCHED,
+    # discovery.py list_objects (simulate --from-cluster) lists each resource of watched_resources once.
+    ("client/discovery.py", "list_objects", "res"): WATCHED,
     # status_writer.py StatusWriter._set_group_condition / _patch_group: `res` is COMPOSITES for a
     # CompositePodGroup, else the resource of the PodGroup's API (podgroup_api.of: PODGROUPS or PODGROUPS_V1ALPHA2).
     ("live/status_writer.py", "StatusWriter._set_group_condition", "res"): ("PODGROUPS", "PODGROUPS_V1ALPHA2",
@@ -110,7 +111,7 @@ def kube_calls(root: Path = SCHEDULER) -> list[Call]:
     under scheduler/ the operator's package (another process, its own ClusterRole) is left out."""
     calls: list[Call] = []
     for path in sorted(root.rglob("*.py")):
-        if path.name == "kube.py" and path.parent == SCHEDULER / "live":
+        if path.name == "kube.py" and path.parent == SCHEDULER / "client":
             continue
         if root == SCHEDULER and OPERATOR in path.parents:
             continue
@@ -145,9 +146,11 @@ def _calls_with_scope(tree: ast.Module) -> Iterator[tuple[str, ast.Call]]:
     yield from walk(tree, [])
 
 
-def constant(name: str) -> Resource:
+def constant(name: str | Resource) -> Resource:
+    if isinstance(name, Resource):
+        return name
     res = getattr(kube_module, name, None) or getattr(apis_module, name, None)
-    assert isinstance(res, Resource), f"{name} is not a Resource constant of scheduler/live/kube.py"
+    assert isinstance(res, Resource), f"{name} is not a Resource constant of scheduler/client/kube.py"
     return res
 
 
@@ -196,23 +199,10 @@ def test_every_kube_call_is_understood() -> None:
             ("live/binder.py", "get"),
             ("live/status_writer.py", "patch"), ("live/status_writer.py", "create"), ("live/leader.py", "replace"),
             ("live/leader.py", "create"),
-            ("live/listing.py", "served"), ("live/listing.py", "list_pages")} <= methods
+            ("client/discovery.py", "served"), ("client/discovery.py", "list_pages")} <= methods
     triples, discovery = needed()
     assert triples
-    assert {c.file for c in discovery} == {"live/listing.py", "live/podgroup_api.py"}
-
-
-def test_informer_table_matches_run_py() -> None:
-    """DYNAMIC's informer resources are the Resource constants named in listing.py watched_resources."""
-    tree = ast.parse((SCHEDULER / "live" / "listing.py").read_text())
-    start = next(node for node in ast.walk(tree)
-                 if isinstance(node, ast.AsyncFunctionDef | ast.FunctionDef) and node.name == "watched_resources")
-    named = {n.id for n in ast.walk(start) if isinstance(n, ast.Name) and isinstance(getattr(kube_module, n.id, None),
-                                                                                        Resource)}
-    podgroups = {name for name in dir(kube_module)  # GroupApis.resources: one of podgroup_api.PREFERENCE, the CRD
-                 if any(getattr(kube_module, name) is api.resource for api in podgroup_api.PREFERENCE)}
-    assert "groups.resources" in ast.unparse(start) and len(podgroups) == 2
-    assert named | podgroups | {"COSCHEDULING_PODGROUPS"} == set(WATCHED)
+    assert {c.file for c in discovery} == {"client/discovery.py", "client/podgroup_api.py"}
 
 
 def test_cluster_role_grants_exactly_the_verbs_the_code_uses() -> None:

@@ -19,7 +19,7 @@ import kmock
 import pytest
 import pytest_asyncio
 
-from scheduler.live.kube import KubeClient
+from scheduler.client.kube import KubeClient
 from tests.integration.apiserver import ApiServer
 from tests.integration.apiserver125 import ApiServer125
 from tests.integration.apiserver136 import ApiServer136

@@ -13,9 +13,9 @@ from typing import Any
 
 import kmock
 
+from scheduler.client.kube import COMPOSITES, NODES, PODGROUPS, PODS, KubeClient
 from scheduler.config import Settings
 from scheduler.live.driver import Scheduler
-from scheduler.live.kube import COMPOSITES, NODES, PODGROUPS, PODS, KubeClient
 from tests.integration.apiserver import ApiServer
 from tests.unit.groups.builders import pg_dict
 

@@ -23,7 +23,7 @@ import jsonpatch
 import kmock
 import kopf
 
-from scheduler.live.kube import KubeClient, Resource
+from scheduler.client.kube import KubeClient, Resource
 from scheduler.operator.runner import OperatorOptions, run
 from tests.integration.apiserver import ApiServer
 from tests.integration.conftest import VERBS

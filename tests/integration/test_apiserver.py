@@ -13,7 +13,7 @@ from typing import Any
 import kmock
 import pytest
 
-from scheduler.live.kube import EVENTS, PODGROUPS, PODS, ApiError, KubeClient, Resource
+from scheduler.client.kube import EVENTS, PODGROUPS, PODS, ApiError, KubeClient, Resource
 from tests.integration import apivalidation as av
 from tests.integration.apiserver import ApiServer
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.live.kube import COSCHEDULING_PODGROUPS, EVENTS, PODGROUPS, PODS, ApiError, KubeClient
+from scheduler.client.kube import COSCHEDULING_PODGROUPS, EVENTS, PODGROUPS, PODS, ApiError, KubeClient
 from scheduler.live.status_writer import StatusWriter
 from scheduler.model.coscheduling import (
     POD_GROUP_LABEL,

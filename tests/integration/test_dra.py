@@ -14,7 +14,7 @@ from typing import Any
 import kmock
 import pytest
 
-from scheduler.live.kube import (
+from scheduler.client.kube import (
     DEVICE_CLASSES,
     EVENTS,
     PODGROUPS,

@@ -12,7 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
-from scheduler.live.kube import KubeClient
+from scheduler.client.kube import KubeClient
 from tests.integration.livekit import bound_at_least, create_gang, create_node, until
 
 CLI = Path(sys.executable).parent / "gang-scheduler"

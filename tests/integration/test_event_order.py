@@ -21,10 +21,10 @@ import pytest
 import pytest_asyncio
 
 from scheduler.cache.cluster import ClusterCache
+from scheduler.client.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.config import Settings
-from scheduler.cycle import BindResult, Cycle
+from scheduler.cycle import BindResult, CycleRunner
 from scheduler.framework import Plan
-from scheduler.live.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.model import Node, Pod
 from scheduler.model.scheduling import GroupKey
 from tests.integration.lagging import LaggingApiServer, lagging_server
@@ -96,7 +96,7 @@ async def test_bind_confirmation_after_the_next_plan_does_not_reuse_the_room(see
     cache.replace("Pod", list(raw.values()))
     cache.replace("PodGroup", [podgroup("a", 2) | {"metadata": {"name": "a", "namespace": NS}},
                                podgroup("b", 2) | {"metadata": {"name": "b", "namespace": NS}}])
-    cycle = Cycle(cache, cache_settings.solver())
+    cycle = CycleRunner(cache, cache_settings.solver())
     a = cycle.attempt(GroupKey("PodGroup", NS, "a"))
     assert a is not None and isinstance(a.decision, Plan)
     cycle.settle(a, BindResult(bound=list(a.decision.placements)))  # the bind responses came back: all bound

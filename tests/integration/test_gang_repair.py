@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.live.kube import EVENTS, NODES, PODGROUPS, PODS, KubeClient
+from scheduler.client.kube import EVENTS, NODES, PODGROUPS, PODS, KubeClient
 from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 from tests.integration.test_partial_gangs import Refuse
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import random
 import uuid
 
+from scheduler.client.kube import PODGROUPS, KubeClient
 from scheduler.framework import Plan
 from scheduler.groups.intent import COMPRESSED, INTENT_ANNOTATION, intent_entries, parse_intent
 from scheduler.live.binder import Binder
-from scheduler.live.kube import PODGROUPS, KubeClient
 from scheduler.model import Pod, PodGroup
 from scheduler.model.scheduling import GroupKey
 from tests.integration.apiserver import ApiServer

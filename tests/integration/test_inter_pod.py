@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.live.kube import EVENTS, NAMESPACES, PODGROUPS, PODS, KubeClient
+from scheduler.client.kube import EVENTS, NAMESPACES, PODGROUPS, PODS, KubeClient
 from tests.integration.livekit import NS, bound, bound_at_least, create_node, pod, podgroup, running, until
 
 HOSTNAME = "kubernetes.io/hostname"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.live.kube import COSCHEDULING_PODGROUPS, PODS, ApiError, KubeClient
+from scheduler.client.kube import COSCHEDULING_PODGROUPS, PODS, ApiError, KubeClient
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import NS, bound, bound_at_least, create_node, running, until
 from tests.integration.test_coscheduling import create_labelled_gang, events, labelled, regarding, with_phase
@@ -33,7 +33,7 @@ def refused(k8s: ApiServer) -> list[Any]:
 @pytest.mark.looptime
 async def test_labelled_gang_is_bound_whole_and_the_scheduler_says_what_is_not_served(
         k8s: ApiServer, kube: KubeClient, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="scheduler.live")
+    caplog.set_level(logging.INFO, logger="scheduler")  # live/ and client/ (discovery) both say it
     for i in range(2):
         await create_node(kube, f"n{i}", cpu="4")
     await create_labelled_gang(kube, "g", 6, 6)

@@ -15,9 +15,9 @@ import kmock
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 
+from scheduler.client import podgroup_api
+from scheduler.client.kube import EVENTS, PODGROUPS_V1ALPHA2, PODS, KubeClient, Resource
 from scheduler.groups.intent import INTENT_ANNOTATION
-from scheduler.live import podgroup_api
-from scheduler.live.kube import EVENTS, PODGROUPS_V1ALPHA2, PODS, KubeClient, Resource
 from scheduler.model.pod import DISRUPTION_TARGET
 from tests.integration.apiserver import ApiServer
 from tests.integration.conftest import RESOURCES_1_36, VERBS

@@ -15,7 +15,7 @@ import kmock
 import pytest
 import pytest_asyncio
 
-from scheduler.live.kube import JSON, LEASES, KubeClient
+from scheduler.client.kube import JSON, LEASES, KubeClient
 from scheduler.live.leader import LeaderElector
 from tests.integration.apiserver import ApiServer
 

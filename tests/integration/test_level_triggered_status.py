@@ -14,7 +14,7 @@ from typing import Any
 import kmock
 import pytest
 
-from scheduler.live.kube import EVENTS, PODGROUPS, KubeClient
+from scheduler.client.kube import EVENTS, PODGROUPS, KubeClient
 from scheduler.model.scheduling import GroupKey
 from tests.integration.livekit import NS, bound_at_least, create_gang, create_node, running, until
 

@@ -10,8 +10,8 @@ import kmock
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from scheduler.client.kube import PODGROUPS, PODS, KubeClient
 from scheduler.live.driver import Scheduler
-from scheduler.live.kube import PODGROUPS, PODS, KubeClient
 from tests.integration.livekit import NS, create_gang, create_node, pod, podgroup, running, until
 
 PROFILE = "gang-scheduler"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import kmock
 import pytest
 
-from scheduler.live import podgroup_api
-from scheduler.live.kube import COMPOSITES, NODES, PODGROUPS, PODGROUPS_V1ALPHA2, PODS, KubeClient, Resource
+from scheduler.client import podgroup_api
+from scheduler.client.kube import COMPOSITES, NODES, PODGROUPS, PODGROUPS_V1ALPHA2, PODS, KubeClient, Resource
 from scheduler.operator.apis import COSCHEDULING_PODGROUPS, Flavour, NoGroupApi, discover
 from tests.integration.conftest import VERBS
 from tests.integration.livekit import NS, until

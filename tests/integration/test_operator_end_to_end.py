@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.live.kube import (
+from scheduler.client.kube import (
     COSCHEDULING_PODGROUPS,
     PODGROUPS,
     PODGROUPS_V1ALPHA2,

@@ -26,7 +26,7 @@ import kopf
 import pytest
 from kopf.testing import KopfRunner
 
-from scheduler.live.kube import PODS, KubeClient
+from scheduler.client.kube import PODS, KubeClient
 from scheduler.operator.apis import Flavour, Served
 from scheduler.operator.handlers import build_registry
 from scheduler.operator.runner import OperatorOptions, configure

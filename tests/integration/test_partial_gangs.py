@@ -16,8 +16,8 @@ from typing import Any
 import kmock
 import pytest
 
+from scheduler.client.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.groups.intent import INTENT_ANNOTATION
-from scheduler.live.kube import NODES, PODGROUPS, PODS, KubeClient
 from tests.integration.livekit import (
     NS,
     bound,

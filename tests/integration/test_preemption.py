@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.live.kube import EVENTS, PODGROUPS, PODS, KubeClient
+from scheduler.client.kube import EVENTS, PODGROUPS, PODS, KubeClient
 from scheduler.model.pod import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import NS, bound, create_node, pod, podgroup, running, until

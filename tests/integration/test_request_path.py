@@ -16,8 +16,7 @@ from pathlib import Path
 import kmock
 import pytest
 
-from scheduler.live.binder import Binder
-from scheduler.live.kube import (
+from scheduler.client.kube import (
     NAMESPACES,
     NODES,
     PODS,
@@ -28,6 +27,7 @@ from scheduler.live.kube import (
     KubeClient,
     proxy_from_env,
 )
+from scheduler.live.binder import Binder
 from scheduler.model.pod import Pod
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import NS, node, pod

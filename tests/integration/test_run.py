@@ -8,7 +8,7 @@ import contextlib
 import kmock
 import pytest
 
-from scheduler.live.kube import EVENTS, PODGROUPS, PODS, KubeClient
+from scheduler.client.kube import EVENTS, PODGROUPS, PODS, KubeClient
 from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 
 

@@ -7,9 +7,9 @@ import asyncio
 import kmock
 import pytest
 
+from scheduler.client.kube import COMPOSITES, PODGROUPS, PODS, KubeClient
 from scheduler.config import Settings
 from scheduler.live.driver import Scheduler
-from scheduler.live.kube import COMPOSITES, PODGROUPS, PODS, KubeClient
 from tests.integration.conftest import RESOURCES, VERBS
 from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 

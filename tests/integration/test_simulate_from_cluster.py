@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.live.kube import PODGROUPS, PODS, KubeClient
+from scheduler.client.kube import PODGROUPS, PODS, KubeClient
 from tests.chaos.process import write_kubeconfig
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import NS, create_gang, create_node, pod, podgroup

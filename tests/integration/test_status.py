@@ -14,7 +14,7 @@ from typing import Any
 import kmock
 import pytest
 
-from scheduler.live.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, STRATEGIC_PATCH, ApiError, KubeClient, Resource
+from scheduler.client.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, STRATEGIC_PATCH, ApiError, KubeClient, Resource
 from scheduler.live.status_writer import StatusWriter
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, PodGroup

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.live.kube import (
+from scheduler.client.kube import (
     EVENTS,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,

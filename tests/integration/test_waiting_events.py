@@ -13,7 +13,7 @@ from typing import Any
 import kmock
 import pytest
 
-from scheduler.live.kube import EVENTS, PODS, KubeClient
+from scheduler.client.kube import EVENTS, PODS, KubeClient
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import NS, create_gang, create_node, pod, running, until
 

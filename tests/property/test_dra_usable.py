@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.dra.allocator import SubRequest
-from scheduler.dra.view import DraView
+from scheduler.dra.device_snapshot import DraView
 from scheduler.framework import SolverConfig
 from scheduler.offline.loader import Objects
 from scheduler.offline.simulate import simulate
-from scheduler.solver.plugins.dynamic_resources import DeviceCycle, DynamicResources
+from scheduler.solver.plugins.dynamic_resources import DynamicResources, DynamicResourcesState
 from tests.property.dra_strategies import DraCluster, dra_clusters
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -63,6 +63,6 @@ def test_usable_nodes_equal_the_count_by_definition(c: DraCluster, data: st.Data
         view = view.with_allocated(data.draw(st.lists(st.sampled_from([*ids, "gone.example.com/p/d"]),
                                                       max_size=4)))
         assert view.held.tolist() == view.inventory.held_mask(view.assumed).tolist()
-    cycle = DeviceCycle(view, view.inventory.state(view.assumed))
+    cycle = DynamicResourcesState(view, view.inventory.state(view.assumed))
     for sub in sub_requests(view):
         assert DynamicResources._usable(cycle, sub).tolist() == by_definition(view, sub).tolist(), sub

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.cache.preemption_view import CacheGroupView
+from scheduler.cache.group_view import CacheGroupView
 from scheduler.cycle import schedule_one
 from scheduler.framework import Plan, Preemption, SolverConfig
 from scheduler.model import Pod

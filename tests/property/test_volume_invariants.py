@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from scheduler.framework import SolverConfig
 from scheduler.framework.selectors import node_selector_matches
-from scheduler.framework.storage import claim_keys
+from scheduler.framework.storage_view import claim_keys
 from scheduler.model import Node, Pod, PodGroup
 from scheduler.model.base import ObjectMeta
 from scheduler.model.storage import PersistentVolume, PersistentVolumeClaim

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from scheduler.client.kube import KubeClient
 from scheduler.live.binder import BindOutcome
-from scheduler.live.kube import KubeClient
 from scheduler.model.scheduling import GroupKey
 from tests.integration.lagging import lagging_server
 from tests.integration.livekit import NS, bound_at_least, create_gang, create_node, running, until

@@ -1,6 +1,6 @@
 """Regressions of the one-framework rewrite (issue 8 item 6) and of per-pod named claims (issue 9 item 3).
 
-Each test names the bug it guards against. They drive the same :class:`~scheduler.cycle.Cycle` the live
+Each test names the bug it guards against. They drive the same :class:`~scheduler.cycle.CycleRunner` the live
 scheduler runs, on a :class:`~scheduler.cache.cluster.ClusterCache`, so they exercise the cache's
 assume/settle and claim bookkeeping rather than a test-only loop.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cycle import Cycle
+from scheduler.cycle import CycleRunner
 from scheduler.framework import Plan, SolverConfig, Unschedulable
 from scheduler.model.scheduling import GroupKey
 from scheduler.offline.loader import load
@@ -73,7 +73,7 @@ def cache_of(nodes: list[dict[str, Any]], slices: list[dict[str, Any]], classes:
     return cache
 
 
-def decide(cycle: Cycle, name: str) -> Plan | Unschedulable:
+def decide(cycle: CycleRunner, name: str) -> Plan | Unschedulable:
     attempt = cycle.attempt(GroupKey("PodGroup", NS, name))
     assert attempt is not None, name
     assert isinstance(attempt.decision, Plan | Unschedulable)
@@ -89,7 +89,7 @@ def test_four_pods_each_naming_their_own_claim_are_placed_two_per_node() -> None
     claims = [claim(f"quad-{i}-gpu", count=2, product="H100") for i in range(4)]
     cache = cache_of([node("n0"), node("n1")], [gpu_slice("n0", 4), gpu_slice("n1", 4)], [device_class()], claims,
                      [podgroup("quad", 4)], [pod(f"quad-{i}", "quad", f"quad-{i}-gpu") for i in range(4)])
-    plan = decide(Cycle(cache, SolverConfig()), "quad")
+    plan = decide(CycleRunner(cache, SolverConfig()), "quad")
     assert isinstance(plan, Plan), plan
     nodes = sorted(n for _, n in plan.placements)
     assert nodes == ["n0", "n0", "n1", "n1"]
@@ -107,7 +107,7 @@ def test_different_shared_claims_of_one_leaf_need_no_common_node() -> None:
             pod("b-0", "pairs", "claim-b"), pod("b-1", "pairs", "claim-b")]
     cache = cache_of([node("n0"), node("n1")], [gpu_slice("n0", 1), gpu_slice("n1", 1)], [device_class()],
                      [claim("claim-a"), claim("claim-b")], [podgroup("pairs", 4)], pods)
-    plan = decide(Cycle(cache, SolverConfig()), "pairs")
+    plan = decide(CycleRunner(cache, SolverConfig()), "pairs")
     assert isinstance(plan, Plan), plan
     by_pod = {p.metadata.name: n for p, n in plan.placements}
     assert by_pod["a-0"] == by_pod["a-1"] != by_pod["b-0"] == by_pod["b-1"]
@@ -123,7 +123,7 @@ def test_claim_named_by_two_roots_is_allocated_by_the_first_and_pins_the_second(
     in flight for the first plan: the second root waits, and once the allocation is visible it is pinned."""
     cache = cache_of([node("n0")], [gpu_slice("n0", 2)], [device_class()], [claim("shared")],
                      [podgroup("r1", 1), podgroup("r2", 1)], [pod("x", "r1", "shared"), pod("y", "r2", "shared")])
-    cycle = Cycle(cache, SolverConfig())
+    cycle = CycleRunner(cache, SolverConfig())
     first = decide(cycle, "r1")
     assert isinstance(first, Plan) and [a.claim for a in first.allocations] == [f"{NS}/shared"]
     second = decide(cycle, "r2")
@@ -161,7 +161,7 @@ def test_a_roots_cel_error_is_not_quoted_by_the_next_roots_failure() -> None:
                      [device_class(), device_class("broken", "device.attributes[")], claims,
                      [podgroup("bad", 1), podgroup("big", 1)],
                      [pod("p", "bad", "bad-claim"), pod("q", "big", "big-claim")])
-    cycle = Cycle(cache, SolverConfig())
+    cycle = CycleRunner(cache, SolverConfig())
     snapshot = cache.snapshot()
     bad = decide(cycle, "bad")
     assert isinstance(bad, Unschedulable) and "DeviceClass broken: selector" in bad.message

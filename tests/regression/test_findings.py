@@ -13,16 +13,19 @@ import kmock
 import pytest
 
 from scheduler.cache.cluster import ClusterCache
+from scheduler.client.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.dra.claims import ClaimIndex
+from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import Inventory
-from scheduler.dra.view import DraView
 from scheduler.framework import NodeTable, Plan, Snapshot
+from scheduler.framework.node_table import MAX_UNITS
+from scheduler.framework.plan import Unschedulable
+from scheduler.framework.status import Code
 from scheduler.groups import TreeState, build_trees
 from scheduler.groups.tree import GroupTree, Leaf
 from scheduler.live.binder import Binder
 from scheduler.live.driver import Scheduler
 from scheduler.live.informers import Informer
-from scheduler.live.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.model import Pod
 from scheduler.model.pod import effective_requests
 from scheduler.model.scheduling import GroupKey
@@ -32,7 +35,7 @@ from tests.integration import livekit
 from tests.integration.livekit import NS, bound, bound_at_least, create_node, running, until
 from tests.unit.groups.builders import cpg, pg
 from tests.unit.solver.builders import node, pod
-from tests.unit.solver.test_dra_search import claim, claim_spec, device_class, gpu_slice, pod_with_claim
+from tests.unit.solver.test_search_dra import claim, claim_spec, device_class, gpu_slice, pod_with_claim
 
 OURS = "gang-scheduler"
 
@@ -261,8 +264,12 @@ def test_huge_request_quantity_does_not_crash_snapshot_or_solve() -> None:
     cache.apply("Pod", "ADDED", livekit.pod("pinned", None, cpu="1e16", node_name="n0",
                                             scheduler="default-scheduler"))
     snapshot = cache.snapshot()
+    cpu = snapshot.table.column["cpu"]
+    assert int(snapshot.used[0, cpu]) == MAX_UNITS  # counted, clamped: no int64 overflow into a negative
     (tree,) = [t for t in cache.forest().trees if t.key.name == "big"]
-    solve(tree, snapshot)  # must return Unschedulable, not raise
+    decision = solve(tree, snapshot)  # must return Unschedulable, not raise
+    assert isinstance(decision, Unschedulable) and decision.code is Code.UNSCHEDULABLE
+    assert decision.message == "0/1 nodes are available: 1 Insufficient cpu."
 
 
 @pytest.mark.looptime
@@ -399,7 +406,7 @@ async def test_reported_messages_of_deleted_roots_are_forgotten() -> None:
 
 @pytest.mark.looptime
 async def test_live_tree_sharing_a_claim_across_leaves_is_bound(k8s: Any, kube: KubeClient) -> None:
-    from scheduler.live.kube import COMPOSITES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES
+    from scheduler.client.kube import COMPOSITES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_SLICES
     from tests.integration import test_dra as dra
 
     await create_node(kube, "n0", cpu="8")
@@ -449,11 +456,14 @@ async def test_no_bind_is_issued_after_leadership_is_lost() -> None:
 # -- FINDING 14: a CPU quantity with a huge exponent kills the Pod informer; a huge memory one stalls it
 
 
-def test_cpu_quantity_with_a_huge_exponent_is_ignored_not_raised() -> None:
+def test_cpu_quantity_with_a_huge_exponent_is_ignored_not_raised(caplog: pytest.LogCaptureFixture) -> None:
     cache = ClusterCache(OURS)
     body = livekit.pod("p", None)
     body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1e999999"}}
-    cache.apply("Pod", "ADDED", body)  # must not raise: this call runs inside the Pod informer
+    events = cache.apply("Pod", "ADDED", body)  # must not raise: this call runs inside the Pod informer
+    assert events == [] and f"{NS}/p" not in cache.pods  # ignored: not cached, nothing for the queue
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"ignoring malformed Pod {NS}/p: invalid quantity '1e999999': larger than 1e24"]
 
 
 def test_memory_quantity_with_a_huge_exponent_converts_quickly() -> None:

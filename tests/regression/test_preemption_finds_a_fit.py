@@ -10,8 +10,8 @@ Now the plan itself is the decision, and it is bound.
 from __future__ import annotations
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cache.preemption_view import CacheGroupView
-from scheduler.cycle import Cycle
+from scheduler.cache.group_view import CacheGroupView
+from scheduler.cycle import CycleRunner
 from scheduler.framework import Plan, SolverConfig
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption import DefaultPreemption
@@ -29,7 +29,7 @@ def test_a_fit_the_search_missed_is_bound_without_victims() -> None:
     cache.load("Pod", [pod(n, cpu=c, group="run0", node_name=at, namespace="ml", phase="Running")
                        for n, c, at in running] + [pod(n, cpu=c, group="high", namespace="ml") for n, c in pending])
     cache.load("PodGroup", [pg("run0", 1, namespace="ml"), pg("high", 3, namespace="ml", priority=1)])
-    cycle = Cycle(cache, SolverConfig(), (DefaultPreemption(CacheGroupView(cache)),))
+    cycle = CycleRunner(cache, SolverConfig(), (DefaultPreemption(CacheGroupView(cache)),))
     snapshot = cache.snapshot()
     attempt = cycle.attempt(GroupKey("PodGroup", "ml", "high"))
     assert attempt is not None and isinstance(attempt.decision, Plan)

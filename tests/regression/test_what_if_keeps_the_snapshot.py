@@ -10,8 +10,8 @@ made victim selection 3× slower: docs/benchmarks.md.)
 from __future__ import annotations
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cache.preemption_view import CacheGroupView
-from scheduler.cycle import Cycle
+from scheduler.cache.group_view import CacheGroupView
+from scheduler.cycle import CycleRunner
 from scheduler.framework import Preemption, SolverConfig
 from scheduler.model import Namespace, Pod
 from scheduler.model.scheduling import GroupKey
@@ -33,7 +33,7 @@ def full_node_cache(preemptor: Pod, *others: Pod) -> ClusterCache:
 
 
 def decide(cache: ClusterCache) -> Preemption:
-    attempt = Cycle(cache, SolverConfig(), (DefaultPreemption(CacheGroupView(cache)),)).attempt(
+    attempt = CycleRunner(cache, SolverConfig(), (DefaultPreemption(CacheGroupView(cache)),)).attempt(
         GroupKey("PodGroup", "ml", "high"))
     assert attempt is not None and isinstance(attempt.decision, Preemption), attempt
     return attempt.decision

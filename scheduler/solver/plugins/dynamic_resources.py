@@ -43,7 +43,7 @@ from scheduler.dra.allocator import (
     claim_alternatives,
 )
 from scheduler.dra.claims import NeededClaim, PodClaims
-from scheduler.dra.view import DraView
+from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
@@ -74,7 +74,7 @@ class SharedAllocation:
 
 
 @dataclass(eq=False)
-class DeviceCycle:
+class DynamicResourcesState:
     """The plugin's cycle state: the solve's device view, scratch device state and selector errors."""
 
     view: DraView
@@ -89,7 +89,7 @@ class DeviceCycle:
         self.matches = functools.partial(self.view.inventory.matches, errors=self.errors)
 
 
-DEVICES: StateKey[DeviceCycle] = StateKey(f"{NAME}/devices")
+DEVICES: StateKey[DynamicResourcesState] = StateKey(f"{NAME}/devices")
 SPECS: StateKey[tuple[ClaimSpec, ...]] = StateKey(f"{NAME}/specs")
 """Per signature: the per-pod claims each member needs allocated on its node."""
 MASK: StateKey[BoolArray] = StateKey(f"{NAME}/mask")
@@ -98,7 +98,7 @@ SHARED: StateKey[tuple[str, ...]] = StateKey(f"{NAME}/shared")
 """Per signature: keys of the shared claims its pods use (their held allocation restricts the nodes)."""
 
 
-def devices(state: CycleState) -> DeviceCycle | None:
+def devices(state: CycleState) -> DynamicResourcesState | None:
     """The solve's device state, created on first use; None when the snapshot has no device view."""
     cycle = state.get(DEVICES)
     if cycle is None:
@@ -107,7 +107,7 @@ def devices(state: CycleState) -> DeviceCycle | None:
             return None
         assert isinstance(view, DraView)
         scratch = view.inventory.state(view.assumed)
-        cycle = DeviceCycle(view, scratch)
+        cycle = DynamicResourcesState(view, scratch)
         state.write(DEVICES, cycle)
     return cycle
 
@@ -154,7 +154,7 @@ class DynamicResources:
             sig.rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (claims.waiting,), NAME)
         return None
 
-    def _node_mask(self, cycle: DeviceCycle, claims: PodClaims, specs: Sequence[ClaimSpec]) -> BoolArray:
+    def _node_mask(self, cycle: DynamicResourcesState, claims: PodClaims, specs: Sequence[ClaimSpec]) -> BoolArray:
         """Nodes the pod may use as far as DRA knows: allocated claims' selectors, and enough matching devices
         that are not held (a node outside the mask is one where Reserve finds no copy)."""
         inventory = cycle.view.inventory
@@ -171,7 +171,7 @@ class DynamicResources:
         return mask
 
     @staticmethod
-    def _usable(cycle: DeviceCycle, sub: SubRequest) -> BoolArray:
+    def _usable(cycle: DynamicResourcesState, sub: SubRequest) -> BoolArray:
         """Nodes reaching at least ``sub.count`` matching devices outside the view's ``held`` ones (taken
         for the whole run: no undo returns them) (``All``: at least one matching device, taken or not). A
         necessary condition for the allocator to satisfy ``sub`` on the node at any point of this run, so
@@ -343,7 +343,7 @@ class DynamicResources:
         return tuple(out)
 
 
-def _held(cycle: DeviceCycle, key: str) -> tuple[Result, ...] | None:
+def _held(cycle: DynamicResourcesState, key: str) -> tuple[Result, ...] | None:
     for _, allocations in cycle.shared_stack:
         for alloc in allocations:
             if alloc.claim.key == key:
@@ -351,7 +351,7 @@ def _held(cycle: DeviceCycle, key: str) -> tuple[Result, ...] | None:
     return None
 
 
-def _contested(cycle: DeviceCycle, chosen: Sequence[SharedAllocation]) -> tuple[bytes, ...]:
+def _contested(cycle: DynamicResourcesState, chosen: Sequence[SharedAllocation]) -> tuple[bytes, ...]:
     """Device ids of the shared allocations that a node-local per-pod claim could also compete for
     (devices of node-local slices); interchangeable network devices (a rack's channels) are not
     listed, so trying each of them in turn is avoided."""
@@ -366,7 +366,7 @@ def _is_group_claim(pod: Pod, key: str) -> bool:
                    for e in pod.spec.resource_claims)
 
 
-def node_selector(cycle: DeviceCycle, results: Sequence[Result], node: str | None) -> dict[str, Any] | None:
+def node_selector(cycle: DynamicResourcesState, results: Sequence[Result], node: str | None) -> dict[str, Any] | None:
     """Where an allocation is usable, as an API ``NodeSelector`` (None: everywhere).
 
     A node-local device pins it to its node (``matchFields metadata.name``, as kube-scheduler

@@ -38,7 +38,7 @@ from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
-from scheduler.framework.storage import StorageView, claim_keys
+from scheduler.framework.storage_view import StorageView, claim_keys
 from scheduler.model.pod import Pod
 from scheduler.model.storage import PersistentVolumeClaim
 from scheduler.solver.plugins.resources_fit import UNLIMITED
@@ -159,14 +159,14 @@ class SigLimits:
 
 
 @dataclass(eq=False)
-class LimitsCycle:
+class NodeVolumeLimitsState:
     """The plugin's cycle state: (row, driver) → handles the plan placed there, counted."""
 
     placed: dict[tuple[int, str], Counter[str]] = field(default_factory=dict)
 
 
 SIG: StateKey[SigLimits] = StateKey(f"{NAME}/signature")
-CYCLE: StateKey[LimitsCycle] = StateKey(f"{NAME}/cycle")
+CYCLE: StateKey[NodeVolumeLimitsState] = StateKey(f"{NAME}/cycle")
 
 
 def _split(view: StorageView, pod: Pod) -> tuple[dict[str, int], dict[str, frozenset[str]]]:
@@ -259,7 +259,7 @@ class NodeVolumeLimits:
         data: SigLimits | None = sig.data.get(SIG.name)
         if data is None:
             return len(pods), None
-        cycle = state.setdefault(CYCLE, LimitsCycle)
+        cycle = state.setdefault(CYCLE, NodeVolumeLimitsState)
         view = view_of(state)
         added: list[tuple[str, str]] = []
         for pod in pods:

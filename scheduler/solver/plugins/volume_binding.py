@@ -46,7 +46,7 @@ from scheduler.framework.plan import VolumeClaimBinding
 from scheduler.framework.selectors import label_selector_matches
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
-from scheduler.framework.storage import StorageView
+from scheduler.framework.storage_view import StorageView
 from scheduler.model.pod import ASKS_VOLUMES, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod
 from scheduler.model.storage import AVAILABLE, PersistentVolume, PersistentVolumeClaim, StorageClass
 from scheduler.solver.plugins.resources_fit import UNLIMITED
@@ -117,7 +117,7 @@ class SigVolumes:
 
 
 @dataclass(eq=False)
-class VolumeCycle:
+class VolumeBindingState:
     """The plugin's cycle state: claim key → [row, PV name or None, pod keys], and the PVs taken."""
 
     decisions: dict[str, list[Any]] = field(default_factory=dict)
@@ -125,11 +125,11 @@ class VolumeCycle:
 
 
 SIG: StateKey[SigVolumes] = StateKey(f"{NAME}/signature")
-CYCLE: StateKey[VolumeCycle] = StateKey(f"{NAME}/cycle")
+CYCLE: StateKey[VolumeBindingState] = StateKey(f"{NAME}/cycle")
 
 
-def cycle_of(state: CycleState) -> VolumeCycle:
-    return state.setdefault(CYCLE, VolumeCycle)
+def cycle_of(state: CycleState) -> VolumeBindingState:
+    return state.setdefault(CYCLE, VolumeBindingState)
 
 
 def pv_mask(table: NodeTable, volume: PersistentVolume) -> BoolArray:

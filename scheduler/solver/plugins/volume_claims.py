@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduler.framework.cycle_state import CycleState, StateKey
-from scheduler.framework.storage import StorageView
+from scheduler.framework.storage_view import StorageView
 from scheduler.model.pod import Pod
 from scheduler.model.storage import LOST, PersistentVolume, PersistentVolumeClaim
 from scheduler.model.volume import Volume, ephemeral_claim_name

@@ -75,7 +75,7 @@ class SigRestrictions:
 
 
 @dataclass(eq=False)
-class RestrictionsCycle:
+class VolumeRestrictionsState:
     """The plugin's cycle state: shared ReadWriteOncePod claims the plan placed, and pods with disks per row."""
 
     claims: Counter[str] = field(default_factory=Counter)
@@ -83,7 +83,7 @@ class RestrictionsCycle:
 
 
 SIG: StateKey[SigRestrictions] = StateKey(f"{NAME}/signature")
-CYCLE: StateKey[RestrictionsCycle] = StateKey(f"{NAME}/cycle")
+CYCLE: StateKey[VolumeRestrictionsState] = StateKey(f"{NAME}/cycle")
 
 
 def _rwop_claims(state: CycleState, pod: Pod) -> list[str]:
@@ -179,7 +179,7 @@ class VolumeRestrictions:
         data: SigRestrictions | None = sig.data.get(SIG.name)
         if data is None:
             return len(pods), None
-        cycle = state.setdefault(CYCLE, RestrictionsCycle)
+        cycle = state.setdefault(CYCLE, VolumeRestrictionsState)
         for key in data.shared:
             cycle.claims[key] += len(pods)
         if data.disks:

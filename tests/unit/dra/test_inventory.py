@@ -6,7 +6,7 @@ from scheduler.dra.allocator import SubRequest
 from scheduler.dra.inventory import Inventory
 from scheduler.framework import NodeTable
 from tests.unit.solver.builders import node
-from tests.unit.solver.test_dra_search import DRIVER, device_class, gpu_slice
+from tests.unit.solver.test_search_dra import DRIVER, device_class, gpu_slice
 
 
 def inventory(selector: str = f'device.driver == "{DRIVER}"') -> Inventory:

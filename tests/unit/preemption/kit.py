@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cache.preemption_view import CacheGroupView
+from scheduler.cache.group_view import CacheGroupView
 from scheduler.cycle import schedule_one
 from scheduler.framework import Decision, SolverConfig
 from scheduler.groups import GroupTree

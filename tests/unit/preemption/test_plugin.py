@@ -293,7 +293,7 @@ def test_extra_members_of_a_satisfied_gang_do_not_preempt_equal_priority() -> No
 def test_a_reservation_is_the_best_plan_once_equal_or_lower_pods_finish_and_evicts_nothing() -> None:
     """The starvation guard's plan: where a root fits once the fewest pods of priority ≤ its own finish —
     here the node whose one equal-priority pod is the youngest (an older one, or a higher one, stays)."""
-    from scheduler.cache.preemption_view import CacheGroupView
+    from scheduler.cache.group_view import CacheGroupView
     from scheduler.framework import SolverConfig
     from scheduler.preemption import DefaultPreemption
 

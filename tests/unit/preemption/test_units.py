@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.cache.preemption_view import CacheGroupView
+from scheduler.cache.group_view import CacheGroupView
 from scheduler.framework import Plan
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption.units import RANK_ALL, RANK_MEMBER, RANK_POD, Unit, candidates, importance, usable_rows

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from scheduler.framework import NodeTable, Plan, Snapshot, SolverConfig, Unschedulable
-from scheduler.framework.storage import StorageView
+from scheduler.framework.storage_view import StorageView
 from scheduler.groups import TreeState, build_trees
 from scheduler.model import Node, Pod, PodGroup
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework.storage import StorageView
+from scheduler.framework.storage_view import StorageView
 from scheduler.model.storage import PersistentVolumeClaim
 from scheduler.solver.plugins.volume_claims import not_honoured
 from tests.unit.groups.builders import NS

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from scheduler.client.kube import JSON, ApiError, Conflict, Resource
 from scheduler.dra.claims import ClaimIndex, extended_requests
 from scheduler.dra.writes import ClaimWrite, claim_writes, consumer
 from scheduler.framework.plan import ClaimAllocation, Plan
 from scheduler.live.binder import Binder
-from scheduler.live.kube import JSON, ApiError, Conflict, Resource
 from scheduler.model import Pod
 from scheduler.model.dra import DeviceClass, ResourceClaim
 from scheduler.model.scheduling import GroupKey

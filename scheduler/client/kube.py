@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import enum
+import functools
 import json
 import logging
 import os
@@ -35,7 +36,8 @@ import yaml
 from kubernetes_asyncio import client, config
 
 from scheduler.errors import ClusterConfigError, GangSchedulerError
-from scheduler.model import coscheduling
+from scheduler.model import kinds, podgroup_v1alpha2
+from scheduler.model.kinds import Kind
 
 JSON = dict[str, Any]
 
@@ -71,13 +73,20 @@ class Gone(ApiError):
 
 @dataclass(frozen=True, slots=True)
 class Resource:
-    """An API resource: group ('' for core), version, plural, scope and kind."""
+    """An API resource: group ('' for core), version, plural, scope and the cache's name of its kind."""
 
     group: str
     version: str
     plural: str
     namespaced: bool
     kind: str
+
+    @staticmethod
+    def of(kind: Kind[Any], version: str | None = None) -> Resource:
+        """The resource of a row of :mod:`scheduler.model.kinds` in ``version`` (default: its preferred one);
+        :attr:`kind` is the cache's name for it (``Kind.name``). One object per row and version, so a resource
+        can be told by identity (``informer.resource is PODS``)."""
+        return _resource(kind, version or kind.versions[0])
 
     @property
     def group_version(self) -> str:
@@ -96,32 +105,34 @@ class Resource:
         return base
 
 
-PODS = Resource("", "v1", "pods", True, "Pod")
-NODES = Resource("", "v1", "nodes", False, "Node")
-NAMESPACES = Resource("", "v1", "namespaces", False, "Namespace")
-PODGROUPS = Resource("scheduling.k8s.io", "v1beta1", "podgroups", True, "PodGroup")
-PODGROUPS_V1ALPHA2 = Resource("scheduling.k8s.io", "v1alpha2", "podgroups", True, "PodGroup")
-"""Kubernetes 1.36's PodGroups (``scheduler.live.podgroup_api``: used when v1beta1 is not served)."""
-COMPOSITES = Resource("scheduling.k8s.io", "v1alpha3", "compositepodgroups", True, "CompositePodGroup")
-COSCHEDULING_PODGROUPS = Resource(coscheduling.API_GROUP, coscheduling.VERSION, coscheduling.PLURAL, True,
-                                  coscheduling.CACHE_KIND)
+@functools.cache
+def _resource(kind: Kind[Any], version: str) -> Resource:
+    return Resource(kind.group, version, kind.plural, kind.namespaced, kind.name)
+
+
+# The resources of rows of scheduler.model.kinds, by the names requests use.
+PODS = Resource.of(kinds.POD)
+NODES = Resource.of(kinds.NODE)
+NAMESPACES = Resource.of(kinds.NAMESPACE)
+PODGROUPS = Resource.of(kinds.POD_GROUP, "v1beta1")
+PODGROUPS_V1ALPHA2 = Resource.of(kinds.POD_GROUP, podgroup_v1alpha2.VERSION)
+"""Kubernetes 1.36's PodGroups (``scheduler.client.podgroup_api``: used when v1beta1 is not served)."""
+COMPOSITES = Resource.of(kinds.COMPOSITE_POD_GROUP)
+COSCHEDULING_PODGROUPS = Resource.of(kinds.COSCHEDULING_POD_GROUP)
 """scheduler-plugins' PodGroup CRD (``podgroups.scheduling.x-k8s.io``), read where it is served."""
-PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", False, "PriorityClass")
+RESOURCE_SLICES = Resource.of(kinds.RESOURCE_SLICE)
+DEVICE_CLASSES = Resource.of(kinds.DEVICE_CLASS)
+PRIORITY_CLASSES = Resource.of(kinds.PRIORITY_CLASS)
+POD_DISRUPTION_BUDGETS = Resource.of(kinds.POD_DISRUPTION_BUDGET)
+RESOURCE_CLAIMS = Resource.of(kinds.RESOURCE_CLAIM)
+RESOURCE_CLAIM_TEMPLATES = Resource.of(kinds.RESOURCE_CLAIM_TEMPLATE)
+PERSISTENT_VOLUME_CLAIMS = Resource.of(kinds.PERSISTENT_VOLUME_CLAIM)
+PERSISTENT_VOLUMES = Resource.of(kinds.PERSISTENT_VOLUME)
+STORAGE_CLASSES = Resource.of(kinds.STORAGE_CLASS)
+CSI_NODES = Resource.of(kinds.CSI_NODE)
+# Written, never read: not rows of scheduler.model.kinds.
 EVENTS = Resource("events.k8s.io", "v1", "events", True, "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", True, "Lease")
-RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", False, "ResourceSlice")
-DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", False, "DeviceClass")
-RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", True, "ResourceClaim")
-RESOURCE_CLAIM_TEMPLATES = Resource("resource.k8s.io", "v1", "resourceclaimtemplates", True, "ResourceClaimTemplate")
-POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", True, "PodDisruptionBudget")
-DRA_RESOURCES = (RESOURCE_SLICES, DEVICE_CLASSES, RESOURCE_CLAIMS, RESOURCE_CLAIM_TEMPLATES)
-"""What a DRA-aware scheduler watches (reference §6); all GA in ``resource.k8s.io/v1``."""
-PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", True, "PersistentVolumeClaim")
-PERSISTENT_VOLUMES = Resource("", "v1", "persistentvolumes", False, "PersistentVolume")
-STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", False, "StorageClass")
-CSI_NODES = Resource("storage.k8s.io", "v1", "csinodes", False, "CSINode")
-STORAGE_RESOURCES = (PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, STORAGE_CLASSES, CSI_NODES)
-"""What the volume plugins read (kube-scheduler's VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits)."""
 
 USER_AGENT = "gang-scheduler"
 """Our requests' default ``User-Agent`` (the API server's audit log and metrics name clients by it); the
@@ -135,7 +146,8 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 reads (it ignores ``ALL_PROXY``); ``NO_PROXY`` / ``no_proxy`` exempts hosts from them."""
 
 WATCH_CONNECTIONS = 20
-"""Connections kept for watches: one per informer (at most 17 kinds, ``listing.watched_resources``)."""
+"""Connections kept for watches: one per informer (at most 16: the rows of :mod:`scheduler.model.kinds`
+watched live, ``discovery.watched_resources``)."""
 
 SPARE_CONNECTIONS = 8
 """Connections beyond the binds and watches: reads, leases, status writes and Events."""

@@ -19,7 +19,7 @@ that, as one immutable value per snapshot:
   the views built from the same objects — the cache replaces it when a claim, volume, class or
   CSINode changes.
 
-Built by the cache per change (``scheduler.cache.storage``) or from lists (:meth:`StorageView.build`).
+Built by the cache per change (``scheduler.cache.volumes``) or from lists (:meth:`StorageView.build`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.live.kube import JSON, PODGROUPS, PODGROUPS_V1ALPHA2, KubeClient, Resource
+from scheduler.client.kube import JSON, PODGROUPS, PODGROUPS_V1ALPHA2, KubeClient, Resource
 from scheduler.model import podgroup_v1alpha2
 from scheduler.model.podgroup_v1alpha2 import Decoded
 from scheduler.model.scheduling import PodGroup
@@ -83,7 +83,7 @@ def of(group: PodGroup) -> PodGroupApi:
 
 async def discover(kube: KubeClient) -> tuple[PodGroupApi | None, str]:
     """The first API of :data:`PREFERENCE` the server serves ``podgroups`` under, and ``""``; or None and the
-    reason (naming the versions and what to enable). Raises :class:`~scheduler.live.kube.ApiError` when
+    reason (naming the versions and what to enable). Raises :class:`~scheduler.client.kube.ApiError` when
     discovery itself fails."""
     for api in PREFERENCE:
         if api.resource.plural in await kube.served(api.resource.group_version):

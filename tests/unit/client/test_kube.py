@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from scheduler.live.kube import Lane, RateLimiter
+from scheduler.client.kube import Lane, RateLimiter
 
 
 @pytest.mark.looptime
@@ -41,7 +41,16 @@ async def test_a_cancelled_waiter_uses_no_token() -> None:
     assert loop.time() - start == pytest.approx(1.0)  # the next token, not the one after
 
 
+@pytest.mark.looptime
 async def test_no_limit_means_no_wait() -> None:
+    """``qps <= 0``: 100 requests in a row, far past the burst of 1, each goes at once (loop time does not move)."""
     limiter = RateLimiter(qps=0, burst=1)
-    for _ in range(100):
-        await limiter.acquire(Lane.REPORT)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
+    async def hundred() -> None:
+        for _ in range(100):
+            await limiter.acquire(Lane.REPORT)
+
+    await asyncio.wait_for(hundred(), timeout=1)  # a limited one would wait ~99 s; raises TimeoutError then
+    assert loop.time() == start

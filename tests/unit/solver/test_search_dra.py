@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.dra.claims import ClaimIndex
+from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import Inventory
-from scheduler.dra.view import DraView
 from scheduler.framework import NodeTable, Plan, Snapshot, Unschedulable
 from scheduler.groups import TreeState, build_trees
 from scheduler.model import Node, Pod, PodGroup

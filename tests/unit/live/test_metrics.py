@@ -13,12 +13,12 @@ import pytest_asyncio
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from scheduler.client.kube import ApiError, Conflict, NotFound
 from scheduler.framework.plan import Plan, Unschedulable
 from scheduler.framework.status import Code
 from scheduler.groups import GroupTree, TreeState, build_trees
 from scheduler.live.binder import BindOutcome
 from scheduler.live.health import HealthServer
-from scheduler.live.kube import ApiError, Conflict, NotFound
 from scheduler.live.metrics import (
     BIND_FAILURE_REASONS,
     ENTITY_QUEUES,

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from scheduler.client.kube import JSON, ApiError, Conflict, Lane, Resource
 from scheduler.dra.writes import ClaimWrite, consumer
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.plan import ClaimAllocation, Plan, VolumeClaimBinding
 from scheduler.live.binder import Binder
-from scheduler.live.kube import JSON, ApiError, Conflict, Lane, Resource
 from scheduler.live.volume_binder import (
     ANNOTATED_ELSEWHERE,
     CLAIM_DELETED,

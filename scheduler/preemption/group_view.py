@@ -5,7 +5,7 @@ Victim selection needs, for each running pod, the priority it counts at (its gro
 §8.4) and its *victim unit* (the highest ancestor with ``disruptionMode: all``); for the preemptor,
 its ``preemptionPolicy``; and the PodDisruptionBudgets. :class:`GroupView` is that read-only
 question set, handed to the PostFilter plugin at construction by whoever builds the cycle (the
-cache implements it, ``scheduler.cache.preemption_view``), so this package stays pure and never
+cache implements it, ``scheduler.cache.group_view``), so this package stays pure and never
 imports the cache. The per-pod answer, :class:`~scheduler.groups.tree.Membership`, is a groups
 value (:meth:`~scheduler.groups.index.GroupIndex.membership` computes it).
 """

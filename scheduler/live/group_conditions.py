@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from scheduler.cache.cluster import ClusterCache
+from scheduler.client.kube import PODS, ApiError, Lane, NotFound
 from scheduler.groups.tree import Group, GroupTree, walk
-from scheduler.live.kube import PODS, ApiError, Lane, NotFound
 from scheduler.live.repair import GANG_BELOW_MIN, below_min_message
 from scheduler.live.status_writer import (
     EVENT_FAILED_SCHEDULING,

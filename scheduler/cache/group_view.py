@@ -1,4 +1,4 @@
-"""The cache's answers to preemption's questions (:class:`scheduler.preemption.view.GroupView`).
+"""The cache's answers to preemption's questions (:class:`scheduler.preemption.group_view.GroupView`).
 
 The preemption plugin is pure and may not import the cache; the cache may not import preemption.
 This module implements the view's methods over a :class:`~scheduler.cache.cluster.ClusterCache`
@@ -50,7 +50,7 @@ class CacheGroupView:
         return pod.spec.preemption_policy or self.cache.groups.class_policy(pod.spec.priority_class_name)
 
     def budgets(self) -> Sequence[PodDisruptionBudget]:
-        found = self.cache.objects["PodDisruptionBudget"]
+        found = self.cache.budgets
         return [found[k] for k in sorted(found)]
 
     def assumed(self) -> Collection[str]:

@@ -9,7 +9,7 @@
   that node or bound, the PV's claimRef naming the claim, or the object gone), or the plan settles
   (:meth:`forget`). While held, the view shows them as written (kube's assume cache), so another
   cycle sees the claim pinned and the PV taken.
-* **The view.** :meth:`view` hands out an immutable :class:`~scheduler.framework.storage.StorageView`,
+* **The view.** :meth:`view` hands out an immutable :class:`~scheduler.framework.storage_view.StorageView`,
   memoised until a storage object, a user or a held decision changes; the mappings of an unchanged
   kind are reused (copied once per change of their kind), and the plugins' memo lives as long as the
   objects it was computed from.
@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from scheduler.framework.plan import VolumeClaimBinding
-from scheduler.framework.storage import (
+from scheduler.framework.storage_view import (
     StorageView,
     claim_keys,
     index_by_class,
@@ -36,11 +36,12 @@ from scheduler.framework.storage import (
     uses_node,
 )
 from scheduler.model.base import OwnedObjectMeta, OwnerReference
+from scheduler.model.kinds import CSI_NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
 from scheduler.model.pod import Pod
 from scheduler.model.storage import SELECTED_NODE, PersistentVolumeClaim
 from scheduler.model.volume import ephemeral_claim_name
 
-STORAGE_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode")
+STORAGE_KINDS = tuple(kind.name for kind in (PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME, STORAGE_CLASS, CSI_NODE))
 
 
 def synthesized_claim(pod: Pod, volume_name: str) -> PersistentVolumeClaim | None:
@@ -98,11 +99,11 @@ class StorageCache:
         """An object of ``kind`` (one of :data:`STORAGE_KINDS`) changed: drop what derives from it, and the
         held decisions the API now shows."""
         self._parts.pop(kind, None)
-        if kind == "PersistentVolume":
+        if kind == PERSISTENT_VOLUME.name:
             self._indexes = None
         self._memo = {}
         self._view = None
-        if kind in ("PersistentVolumeClaim", "PersistentVolume") and self.held:
+        if kind in (PERSISTENT_VOLUME_CLAIM.name, PERSISTENT_VOLUME.name) and self.held:
             self._settle()
 
     def set_pod(self, key: str, pod: Pod | None) -> bool:
@@ -115,7 +116,7 @@ class StorageCache:
             self._pods[key] = now
         if pod is not None and any(v.ephemeral is not None for v in pod.spec.volumes) and not pod.is_terminal:
             if self.synthesize and key not in self._ephemeral:
-                self._parts.pop("PersistentVolumeClaim", None)  # its claims may be made now
+                self._parts.pop(PERSISTENT_VOLUME_CLAIM.name, None)  # its claims may be made now
                 self._view = None
             self._ephemeral[key] = pod
         else:
@@ -147,8 +148,8 @@ class StorageCache:
             self._view = None
 
     def _settle(self) -> None:
-        claims = self._objects["PersistentVolumeClaim"]
-        volumes = self._objects["PersistentVolume"]
+        claims = self._objects[PERSISTENT_VOLUME_CLAIM.name]
+        volumes = self._objects[PERSISTENT_VOLUME.name]
         for token in list(self.held):
             decisions = self.held[token]
             for key, b in list(decisions.items()):
@@ -163,8 +164,8 @@ class StorageCache:
         """The storage view as of now (memoised until the next change; see the module docstring)."""
         if self._view is not None:
             return self._view
-        claims = self._part("PersistentVolumeClaim")
-        volumes = self._part("PersistentVolume")
+        claims = self._part(PERSISTENT_VOLUME_CLAIM.name)
+        volumes = self._part(PERSISTENT_VOLUME.name)
         if self._indexes is None:
             self._indexes = (MappingProxyType(index_by_class(volumes.values())),
                              MappingProxyType(index_claimed(volumes.values())))
@@ -181,8 +182,8 @@ class StorageCache:
             if volume_over:
                 volumes = MappingProxyType({**volumes, **volume_over})
                 claimed = MappingProxyType(index_claimed(volumes.values()))
-        view = StorageView(claims=claims, volumes=volumes, classes=self._part("StorageClass"),
-                           csi_nodes=self._part("CSINode"), users=users_view, shared=shared,
+        view = StorageView(claims=claims, volumes=volumes, classes=self._part(STORAGE_CLASS.name),
+                           csi_nodes=self._part(CSI_NODE.name), users=users_view, shared=shared,
                            by_class=by_class, claimed=claimed, memo=self._memo)
         self._view = view
         return view
@@ -191,7 +192,7 @@ class StorageCache:
         hit = self._parts.get(kind)
         if hit is None:
             objects = dict(self._objects[kind])
-            if kind == "PersistentVolumeClaim" and self.synthesize:
+            if kind == PERSISTENT_VOLUME_CLAIM.name and self.synthesize:
                 objects = {**self._synthesize(objects), **objects}
             hit = MappingProxyType(objects)
             self._parts[kind] = hit
