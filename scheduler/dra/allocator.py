@@ -110,13 +110,25 @@ Result = tuple[str, Device]
 Matcher = Callable[[SubRequest, Device], bool]
 
 
+@dataclass(frozen=True, slots=True)
+class _Released:
+    """A journal entry: ``device`` was given back (undoing it takes the device again)."""
+
+    device: Device
+
+
 @dataclass(slots=True)
 class DeviceState:
-    """Devices taken and counters left, with an undo journal (one per solver run)."""
+    """Devices taken and counters left, with an undo journal (one per solver run).
+
+    The journal holds a :class:`Device` per :meth:`take` and a :class:`_Released` per :meth:`release`;
+    :meth:`undo` reverses both, so a placement may give back devices an earlier one took (to allocate
+    them again together with its own) and its undo restores the earlier allocation exactly.
+    """
 
     taken: set[str] = field(default_factory=set)
     counters: dict[str, dict[str, Decimal]] = field(default_factory=dict)
-    journal: list[Device] = field(default_factory=list)
+    journal: list[Device | _Released] = field(default_factory=list)
 
     def fits(self, device: Device) -> bool:
         if device.id in self.taken:
@@ -131,24 +143,38 @@ class DeviceState:
         return True
 
     def take(self, device: Device) -> None:
-        self.taken.add(device.id)
-        for set_id, amounts in device.consumes:
-            left = self.counters[set_id]
-            for counter, amount in amounts:
-                left[counter] = left.get(counter, Decimal(0)) - amount
+        self._take(device)
         self.journal.append(device)
+
+    def release(self, device: Device) -> None:
+        """Give back a taken ``device`` (and what it consumes of its counter sets), journaled."""
+        self._give_back(device)
+        self.journal.append(_Released(device))
 
     def mark(self) -> int:
         return len(self.journal)
 
     def undo(self, mark: int) -> None:
         while len(self.journal) > mark:
-            device = self.journal.pop()
-            self.taken.discard(device.id)
-            for set_id, amounts in device.consumes:
-                left = self.counters[set_id]
-                for counter, amount in amounts:
-                    left[counter] += amount
+            entry = self.journal.pop()
+            if isinstance(entry, _Released):
+                self._take(entry.device)
+            else:
+                self._give_back(entry)
+
+    def _take(self, device: Device) -> None:
+        self.taken.add(device.id)
+        for set_id, amounts in device.consumes:
+            left = self.counters[set_id]
+            for counter, amount in amounts:
+                left[counter] = left.get(counter, Decimal(0)) - amount
+
+    def _give_back(self, device: Device) -> None:
+        self.taken.discard(device.id)
+        for set_id, amounts in device.consumes:
+            left = self.counters[set_id]
+            for counter, amount in amounts:
+                left[counter] += amount
 
 
 class BudgetExceeded(Exception):
@@ -270,14 +296,26 @@ def allocate_copies(claims: Sequence[ClaimSpec], copies: int, devices: Sequence[
                     state: DeviceState, budget_steps: int = 2000) -> list[list[list[Result]]]:
     """Allocate ``claims`` (one pod's claims) up to ``copies`` times on one node; returns the most copies found.
 
-    Each copy is a list with one result list per claim. Devices chosen stay taken in ``state``;
-    nothing is taken for copies that are not returned. Searches depth-first over device choices
-    (best fit first) and keeps the deepest assignment (the first one found of that depth); stops at
-    ``copies`` or when ``budget_steps`` device combinations were tried.
+    :func:`allocate_pods` with ``copies`` pods asking for the same claims.
+    """
+    return allocate_pods([claims] * copies, devices, matches, state, budget_steps)
+
+
+def allocate_pods(pods: Sequence[Sequence[ClaimSpec]], devices: Sequence[Device], matches: Matcher,
+                  state: DeviceState, budget_steps: int = 2000) -> list[list[list[Result]]]:
+    """Allocate each pod's claims (``pods[i]``: the claims of pod ``i``) on one node, in order; returns the
+    allocations of the longest prefix of ``pods`` found.
+
+    Each pod's allocation is a list with one result list per claim. Devices chosen stay taken in
+    ``state``; nothing is taken for pods that are not returned. Searches depth-first over device choices
+    (best fit first), backtracking into earlier pods' choices, and keeps the deepest assignment (the
+    first one found of that depth); stops once every pod is allocated or when ``budget_steps`` device
+    combinations were tried. Kubernetes' structured allocator backtracks the same way over the requests
+    of the claims it allocates together (``allocator.go`` ``allocateOne``, v1.37).
     """
     current: list[list[list[Result]]] = []
     ends: list[int] = []
-    """Per copy in ``current``: the length of ``state.journal`` once it was allocated."""
+    """Per pod in ``current``: the length of ``state.journal`` once it was allocated."""
     best: list[list[list[Result]]] = []
     best_taken: list[Device] = []
     budget = _Budget(budget_steps)
@@ -289,31 +327,32 @@ def allocate_copies(claims: Sequence[ClaimSpec], copies: int, devices: Sequence[
         nonlocal best, best_taken
         if len(current) > len(best):
             best = list(current)
-            best_taken = state.journal[start:ends[-1]]
+            best_taken = [d for d in state.journal[start:ends[-1]] if isinstance(d, Device)]
 
-    def copy(n: int) -> Iterator[None]:
-        if n == copies:
+    def pod(n: int) -> Iterator[None]:
+        if n == len(pods):
             yield
             return
-        yield from claims_of_copy(0, [], n)
+        yield from claims_of_pod(0, [], n)
 
-    def claims_of_copy(i: int, results: list[list[Result]], n: int) -> Iterator[None]:
+    def claims_of_pod(i: int, results: list[list[Result]], n: int) -> Iterator[None]:
+        claims = pods[n]
         if i == len(claims):
             current.append(list(results))
             ends.append(state.mark())
-            yield from copy(n + 1)
-            keep()  # only reached when the copies after this one could not all be allocated
+            yield from pod(n + 1)
+            keep()  # only reached when the pods after this one could not all be allocated
             ends.pop()
             current.pop()
             return
         for alloc in _alternatives(claims[i], candidates, state, budget):
             results.append(alloc)
-            yield from claims_of_copy(i + 1, results, n)
+            yield from claims_of_pod(i + 1, results, n)
             results.pop()
 
     try:
-        for _ in copy(0):
-            return current  # every copy allocated: ``state`` holds exactly their devices
+        for _ in pod(0):
+            return current  # every pod allocated: ``state`` holds exactly their devices
     except BudgetExceeded:
         if current:
             keep()

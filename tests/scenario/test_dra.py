@@ -376,3 +376,58 @@ def test_json_allocations_of_a_small_snapshot(tmp_path: Path) -> None:
          "pods": ["w-1"], "synthesized": True},
     ]
     assert doc["groups"][0]["placements"] == {"w-0": "n1", "w-1": "n1"}
+
+
+def test_members_own_claims_swap_mig_devices_when_the_first_choice_is_the_only_fit_of_the_second(
+        tmp_path: Path) -> None:
+    """The static-MIG A100 node: ``w-0``'s claim accepts any device with ≥ 19Gi (the 3g.20gb instance or
+    the full gpu-1), ``w-1``'s only the 3g.20gb instance. Tried first, ``w-0`` takes the 3g.20gb (first in
+    order); the search gives it back and allocates both claims together: ``w-0`` gets gpu-1."""
+    text = """
+    apiVersion: v1
+    kind: Node
+    metadata: {name: gpu-a100-mig-1, labels: {kubernetes.io/hostname: gpu-a100-mig-1}}
+    status: {allocatable: {cpu: "32", memory: 256Gi, pods: "110"}}
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: DeviceClass
+    metadata: {name: a100.nvidia.com}
+    spec:
+      selectors: [{cel: {expression: "device.driver == 'gpu.nvidia.com'"}}]
+    ---
+    apiVersion: scheduling.k8s.io/v1beta1
+    kind: PodGroup
+    metadata: {name: pair, namespace: default}
+    spec: {schedulingPolicy: {gang: {minCount: 2}}}
+    """
+    selectors = {"w-0": "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('19Gi')) >= 0",
+                 "w-1": "'profile' in device.attributes['gpu.nvidia.com'] && "
+                        "device.attributes['gpu.nvidia.com'].profile == '3g.20gb'"}
+    for name, selector in selectors.items():
+        text += f"""
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceClaim
+    metadata: {{name: {name}-gpu, namespace: default}}
+    spec:
+      devices:
+        requests:
+        - name: gpu
+          exactly:
+            deviceClassName: a100.nvidia.com
+            selectors: [{{cel: {{expression: "{selector}"}}}}]
+    ---
+    apiVersion: v1
+    kind: Pod
+    metadata: {{name: {name}, namespace: default}}
+    spec:
+      schedulerName: gang-scheduler
+      schedulingGroup: {{podGroupName: pair}}
+      resourceClaims: [{{name: gpu, resourceClaimName: {name}-gpu}}]
+      containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: gpu}}]}}}}]
+    """
+    sim = run(DATA / "resourceslices" / "nvidia-mig-a100-static.yaml", write(tmp_path, "pair.yaml", text))
+    assert status(sim) == {"pair": "Scheduled"}
+    got = {a.allocation.claim: [n for _, _, _, n in a.allocation.results] for a in sim.allocations}
+    assert got == {"default/w-0-gpu": ["gpu-1"], "default/w-1-gpu": ["gpu-0-mig-3g20gb-9-4"]}
+    assert_no_device_twice(sim)
