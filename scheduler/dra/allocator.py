@@ -6,6 +6,8 @@ Mirrors the structured allocator of kube-scheduler's DynamicResources plugin
 * requests ``exactly`` (ExactCount with ``count``, or ``All``) and ``firstAvailable`` sub-requests,
   tried in order; a result is named ``request`` or ``request/subrequest``;
 * class and request selectors (the caller's ``matches`` evaluates CEL);
+* at most :data:`MAX_DEVICES_PER_CLAIM` devices per claim (a ``firstAvailable`` choice that would exceed
+  it is skipped);
 * claim ``constraints``: ``matchAttribute`` (every device of the listed requests has the same
   value) and ``distinctAttribute`` (all different);
 * device taints NoSchedule/NoExecute unless tolerated;
@@ -28,6 +30,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
+
+MAX_DEVICES_PER_CLAIM = 32
+"""The most devices one claim's allocation may hold: ``AllocationResultsMaxSize`` of resource.k8s.io/v1
+(``status.allocation.devices.results`` has at most 32 entries); the structured allocator refuses a
+claim asking for more and skips a ``firstAvailable`` choice that would exceed it (``allocator.go``, v1.37)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +96,8 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Constraint:
-    """A claim constraint over ``requests`` (empty = every request of the claim)."""
+    """A claim constraint over ``requests`` (empty = every request of the claim; an entry is a request's
+    name, or ``request/subrequest`` for one ``firstAvailable`` choice)."""
 
     requests: tuple[str, ...] = ()
     match_attribute: str | None = None
@@ -198,9 +206,15 @@ def _tolerated(sub: SubRequest, device: Device) -> bool:
     return True
 
 
+def _in_scope(constraint: Constraint, result: str) -> bool:
+    """Whether a result (``request`` or ``request/subrequest``) is one ``constraint`` names: every result
+    when it names none, a request's results whichever choice served it, or one ``firstAvailable`` choice."""
+    return not constraint.requests or result in constraint.requests or result.split("/", 1)[0] in constraint.requests
+
+
 def _constraints_ok(claim: ClaimSpec, chosen: Sequence[Result]) -> bool:
     for c in claim.constraints:
-        scope = [d for name, d in chosen if not c.requests or name.split("/", 1)[0] in c.requests]
+        scope = [d for name, d in chosen if _in_scope(c, name)]
         if c.match_attribute is not None and scope:
             values = [d.attributes.get(c.match_attribute) for d in scope]
             if any(v is None for v in values) or len(set(map(repr, values))) > 1:
@@ -265,6 +279,8 @@ def _alternatives(claim: ClaimSpec, candidates: _Candidates, state: DeviceState,
         request = claim.requests[i]
         for sub in request.options:
             matching = candidates.matching(sub)
+            if len(chosen) + (len(matching) if sub.all else sub.count) > MAX_DEVICES_PER_CLAIM:
+                continue  # over the claim's limit: the next choice (a firstAvailable fallback), if any
             if sub.all:
                 if not matching or any(not state.fits(d) for d in matching):
                     continue  # All: at least one, and every matching device must be free

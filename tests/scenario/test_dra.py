@@ -431,3 +431,56 @@ def test_members_own_claims_swap_mig_devices_when_the_first_choice_is_the_only_f
     got = {a.allocation.claim: [n for _, _, _, n in a.allocation.results] for a in sim.allocations}
     assert got == {"default/w-0-gpu": ["gpu-1"], "default/w-1-gpu": ["gpu-0-mig-3g20gb-9-4"]}
     assert_no_device_twice(sim)
+
+
+def test_a_pool_whose_two_slices_list_the_same_devices_is_ignored_and_the_gang_is_told_why(tmp_path: Path) -> None:
+    """dra-example-driver's slice published twice under two names, each saying the pool has two slices (the
+    resourceslice controller's duplicate, upstream's ``duplicate-slice`` case): the pool is invalid, none of
+    its GPUs is used, the problem is reported, and a gang needing them waits with kube's reason."""
+    (item,) = yaml.safe_load((DATA / "resourceslices" / "dra-example-driver-gpu.yaml").read_text())["items"]
+    item["spec"]["pool"]["resourceSliceCount"] = 2
+    twin = json.loads(json.dumps(item))
+    twin["metadata"]["name"] += "-2"
+    node = item["spec"]["nodeName"]
+    text = f"""
+    apiVersion: v1
+    kind: Node
+    metadata: {{name: {node}, labels: {{kubernetes.io/hostname: {node}}}}}
+    status: {{allocatable: {{cpu: "8", memory: 32Gi, pods: "110"}}}}
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: DeviceClass
+    metadata: {{name: gpu.example.com}}
+    spec: {{selectors: [{{cel: {{expression: "device.driver == 'gpu.example.com'"}}}}]}}
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceClaimTemplate
+    metadata: {{name: one-gpu, namespace: default}}
+    spec: {{spec: {{devices: {{requests: [{{name: gpu, exactly: {{deviceClassName: gpu.example.com}}}}]}}}}}}
+    ---
+    apiVersion: scheduling.k8s.io/v1beta1
+    kind: PodGroup
+    metadata: {{name: pair, namespace: default}}
+    spec: {{schedulingPolicy: {{gang: {{minCount: 2}}}}}}
+    """
+    for i in range(2):
+        text += f"""
+    ---
+    apiVersion: v1
+    kind: Pod
+    metadata: {{name: w-{i}, namespace: default}}
+    spec:
+      schedulerName: gang-scheduler
+      schedulingGroup: {{podGroupName: pair}}
+      resourceClaims: [{{name: gpu, resourceClaimTemplateName: one-gpu}}]
+      containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: gpu}}]}}}}]
+    """
+    slices = tmp_path / "slices.yaml"
+    slices.write_text(yaml.safe_dump_all([item, twin]))
+    sim = run(slices, write(tmp_path, "pair.yaml", text))
+    assert status(sim) == {"pair": "Unschedulable"}
+    (group,) = sim.groups
+    assert "1 invalid resource pools were encountered" in (group.reason or "")
+    assert sim.dra_problems == [f"pool gpu.example.com/{node}: invalid resource pools were encountered: "
+                                "duplicate device name gpu-0; none of its devices is used"]
+    assert sim.allocations == []

@@ -44,6 +44,7 @@ from scheduler.dra.allocator import (
     claim_alternatives,
 )
 from scheduler.dra.claims import NeededClaim, PodClaims
+from scheduler.dra.inventory import INVALID_POOLS
 from scheduler.dra.view import DraView
 from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.events import Action, ClusterEvent
@@ -210,7 +211,16 @@ class DynamicResources:
         return np.where(allowed, UNLIMITED, 0).astype(np.int64)
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
-        return Rejections(Counter({REASON: len(rows)}) if len(rows) else Counter())
+        """Nodes the Filter refused: under :data:`~scheduler.dra.inventory.INVALID_POOLS` where an invalid pool
+        reaches the node (its devices might have served the claim: kube-scheduler's allocator reports the
+        invalid pools instead of a plain failure), else under :data:`REASON`."""
+        if not len(rows):
+            return Rejections(Counter())
+        cycle = state.get(DEVICES)
+        invalid = cycle.view.inventory.invalid_reach()[rows] if cycle is not None and cycle.view.inventory.invalid \
+            else np.zeros(len(rows), dtype=bool)
+        counts = Counter({REASON: int((~invalid).sum()), INVALID_POOLS: int(invalid.sum())})
+        return Rejections(+counts)
 
     def interacts(self, state: CycleState, sig: Signature) -> bool:
         return False  # a placement changes only its own node's answer
