@@ -9,7 +9,8 @@ Mirrors the structured allocator of kube-scheduler's DynamicResources plugin
 * at most :data:`MAX_DEVICES_PER_CLAIM` devices per claim (a ``firstAvailable`` choice that would exceed
   it is skipped);
 * claim ``constraints``: ``matchAttribute`` (every device of the listed requests has the same
-  value) and ``distinctAttribute`` (all different);
+  value; with list attributes, a value in common) and ``distinctAttribute`` (all different; with
+  list attributes, no value shared);
 * device taints NoSchedule/NoExecute unless tolerated;
 * shared counters (``consumesCounters``): a device fits only while every counter it consumes has
   enough left in its counter set — partitionable GPUs and MIG never over-consume.
@@ -212,16 +213,28 @@ def _in_scope(constraint: Constraint, result: str) -> bool:
     return not constraint.requests or result in constraint.requests or result.split("/", 1)[0] in constraint.requests
 
 
+def _value_set(value: object) -> frozenset[tuple[str, object]]:
+    """An attribute's values as a set (a scalar is a set of one), typed so ``True`` and ``1`` differ."""
+    items = value if isinstance(value, tuple) else (value,)
+    return frozenset((type(v).__name__, v) for v in items)
+
+
 def _constraints_ok(claim: ClaimSpec, chosen: Sequence[Result]) -> bool:
+    """Whether the devices chosen so far keep every constraint. A device without the attribute breaks it.
+    ``matchAttribute``: the devices' value sets have a value in common; ``distinctAttribute``: they are
+    pairwise disjoint — for scalars, equal and all different (list attributes, KEP-5491)."""
     for c in claim.constraints:
         scope = [d for name, d in chosen if _in_scope(c, name)]
         if c.match_attribute is not None and scope:
             values = [d.attributes.get(c.match_attribute) for d in scope]
-            if any(v is None for v in values) or len(set(map(repr, values))) > 1:
+            if any(v is None for v in values) or not frozenset.intersection(*map(_value_set, values)):
                 return False
         if c.distinct_attribute is not None and scope:
             values = [d.attributes.get(c.distinct_attribute) for d in scope]
-            if any(v is None for v in values) or len(set(map(repr, values))) != len(values):
+            if any(v is None for v in values):
+                return False
+            sets = [_value_set(v) for v in values]
+            if len(frozenset().union(*sets)) != sum(map(len, sets)):
                 return False
     return True
 

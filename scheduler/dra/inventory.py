@@ -42,8 +42,8 @@ from scheduler.dra import cel
 from scheduler.dra.allocator import Device, DeviceState, SubRequest
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
 from scheduler.framework.selectors import node_selector_matches
-from scheduler.model.dra import Device as ApiDevice
 from scheduler.model.dra import (
+    AttributeValue,
     DeviceClass,
     ResourceClaim,
     ResourceSlice,
@@ -51,6 +51,8 @@ from scheduler.model.dra import (
     qualified_name,
     slice_error,
 )
+from scheduler.model.dra import Device as ApiDevice
+from scheduler.model.dra import DeviceAttribute as ApiDeviceAttribute
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 
@@ -70,6 +72,16 @@ def _parse_version(text: str) -> cel.Version:
     """:meth:`cel.Version.parse`, memoised: a fleet publishes a handful of driver/CUDA versions on
     thousands of devices, and a ``Version`` is immutable (a bad one raises each time; not cached)."""
     return cel.Version.parse(text)
+
+
+def _cel_value(attribute: ApiDeviceAttribute, value: AttributeValue) -> cel.AttributeValue:
+    """An attribute's value as selectors see it: versions parsed (one or a list of them)."""
+    versions = attribute.versions
+    if versions is None:
+        return value
+    if attribute.version_values is not None:
+        return tuple(_parse_version(v) for v in versions)
+    return _parse_version(versions[0])
 
 
 def selector_mask(selector: NodeSelector, nodes: tuple[Node, ...]) -> BoolArray:
@@ -372,7 +384,7 @@ class Inventory:
         if consumes:
             self.consuming.add(dev_id)
         self.views[dev_id] = cel.DeviceView.build(
-            driver, {k: _parse_version(a.version_value) if a.version_value is not None else v for k, a, v in present},
+            driver, {k: _cel_value(a, v) for k, a, v in present},
             {k: c.quantity for k, c in dev.capacity.items()}, bool(dev.allow_multiple_allocations))
         return dev_id
 

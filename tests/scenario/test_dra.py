@@ -484,3 +484,64 @@ def test_a_pool_whose_two_slices_list_the_same_devices_is_ignored_and_the_gang_i
     assert sim.dra_problems == [f"pool gpu.example.com/{node}: invalid resource pools were encountered: "
                                 "duplicate device name gpu-0; none of its devices is used"]
     assert sim.allocations == []
+
+
+def test_list_attribute_pcie_roots_let_a_cpu_device_match_the_gpus_root(tmp_path: Path) -> None:
+    """A CPU driver publishing each socket's PCIe roots as a list attribute (KEP-5491, as dra-driver-cpu does
+    with ``--expose-pcie-roots``), next to the real p4d GPU slice (a scalar ``pcieRoot`` per GPU): a claim
+    asking for one GPU and one socket on the same root gets a socket whose list holds the GPU's root, and
+    a selector reads the list with ``includes``."""
+    text = """
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceSlice
+    metadata: {name: gpu-a100-p4d-1-cpu.example.com}
+    spec:
+      driver: cpu.example.com
+      nodeName: gpu-a100-p4d-1
+      pool: {name: gpu-a100-p4d-1, generation: 1, resourceSliceCount: 1}
+      devices:
+      - name: socket-0
+        attributes:
+          numaNode: {int: 0}
+          resource.kubernetes.io/pcieRoot: {strings: ["pci0000:10", "pci0000:20"]}
+      - name: socket-1
+        attributes:
+          numaNode: {int: 1}
+          resource.kubernetes.io/pcieRoot: {strings: ["pci0000:90", "pci0000:a0"]}
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: DeviceClass
+    metadata: {name: cpu.example.com}
+    spec: {selectors: [{cel: {expression: "device.driver == 'cpu.example.com'"}}]}
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceClaim
+    metadata: {name: aligned, namespace: default}
+    spec:
+      devices:
+        requests:
+        - name: gpu
+          exactly:
+            deviceClassName: gpu.nvidia.com
+            selectors: [{cel: {expression: "device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:90'"}}]
+        - name: cpu
+          exactly:
+            deviceClassName: cpu.example.com
+            selectors:
+            - cel: {expression: "device.attributes['resource.kubernetes.io'].pcieRoot.includes('pci0000:a0')"}
+        constraints: [{matchAttribute: resource.kubernetes.io/pcieRoot}]
+    ---
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: aligned, namespace: default}
+    spec:
+      schedulerName: gang-scheduler
+      resourceClaims: [{name: dev, resourceClaimName: aligned}]
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      containers: [{name: c, resources: {requests: {cpu: "1"}, claims: [{name: dev}]}}]
+    """
+    sim = run(DATA / "nodes" / "a100-8gpu-eks-p4d-dra.yaml", DATA / "resourceslices" / "nvidia-gpu-a100-p4d.yaml",
+              DATA / "resourceslices" / "deviceclasses.yaml", write(tmp_path, "aligned.yaml", text))
+    (alloc,) = sim.allocations
+    assert [(r, d) for r, _, _, d in alloc.allocation.results if r == "cpu"] == [("cpu", "socket-1")]
+    assert sim.dra_problems == []

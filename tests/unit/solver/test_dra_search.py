@@ -234,3 +234,15 @@ def test_pod_whose_generated_claim_does_not_exist_waits_with_a_reason() -> None:
     result = run([node("n0")], pods, [pg("g", 1)], [gpu_slice("n0", ["H100"])], [])
     assert isinstance(result, Unschedulable)
     assert "waiting for ResourceClaim of claim 'gpus' (template tpl) to be created" in result.message
+
+
+def test_claim_whose_selector_calls_an_undeclared_function_is_invalid_when_read() -> None:
+    """quantity ``mul`` is not in Kubernetes v1.37's CEL environment: the claim is refused at admission
+    (named, with the checker's reason) instead of failing device by device."""
+    pods = [pod_with_claim("p", "g", "p-gpus", template=False)]
+    selector = "device.capacity['gpu.example.com'].memory.mul(2).isGreaterThan(quantity('100Gi'))"
+    result = run([node("n0", cpu="32")], pods, [pg("g", 1)], [gpu_slice("n0", ["H100"])],
+                 [claim("p-gpus", claim_spec(selector=selector))])
+    assert isinstance(result, Unschedulable)
+    assert (f"ResourceClaim {NS}/p-gpus is invalid: request 'gpus': CEL selector {selector!r}: CEL compile error: "
+            "undeclared reference to 'mul' (in container '')") in result.message
