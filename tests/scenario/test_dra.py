@@ -378,28 +378,56 @@ def test_json_allocations_of_a_small_snapshot(tmp_path: Path) -> None:
     assert doc["groups"][0]["placements"] == {"w-0": "n1", "w-1": "n1"}
 
 
+def device_class(name: str, driver: str) -> str:
+    """YAML for a DeviceClass selecting ``driver``'s devices, followed by a document separator."""
+    return f"""
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: DeviceClass
+    metadata: {{name: {name}}}
+    spec: {{selectors: [{{cel: {{expression: "device.driver == '{driver}'"}}}}]}}
+    ---
+    """
+
+
+def node_class_and_gang(node: str, device_class_name: str, driver: str, gang: str, min_count: int) -> str:
+    """YAML for one node (32 cores), a DeviceClass selecting ``driver``'s devices and a gang PodGroup in
+    ``default``: the frame of the small scenarios below."""
+    return f"""
+    apiVersion: v1
+    kind: Node
+    metadata: {{name: {node}, labels: {{kubernetes.io/hostname: {node}}}}}
+    status: {{allocatable: {{cpu: "32", memory: 256Gi, pods: "110"}}}}
+    """ + device_class(device_class_name, driver) + f"""
+    apiVersion: scheduling.k8s.io/v1beta1
+    kind: PodGroup
+    metadata: {{name: {gang}, namespace: default}}
+    spec: {{schedulingPolicy: {{gang: {{minCount: {min_count}}}}}}}
+    """
+
+
+def member(name: str, group: str, claim: str, extra: str = "") -> str:
+    """YAML for a pending pod of ours in ``default``, member of ``group``, with one claim entry ``dev``
+    (``claim``: the entry's source, e.g. ``resourceClaimName: x``); ``extra``: more spec lines."""
+    return f"""
+    ---
+    apiVersion: v1
+    kind: Pod
+    metadata: {{name: {name}, namespace: default}}
+    spec:
+      schedulerName: gang-scheduler
+      schedulingGroup: {{podGroupName: {group}}}
+      resourceClaims: [{{name: dev, {claim}}}]{extra}
+      containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: dev}}]}}}}]
+    """
+
+
 def test_members_own_claims_swap_mig_devices_when_the_first_choice_is_the_only_fit_of_the_second(
         tmp_path: Path) -> None:
     """The static-MIG A100 node: ``w-0``'s claim accepts any device with ≥ 19Gi (the 3g.20gb instance or
     the full gpu-1), ``w-1``'s only the 3g.20gb instance. Tried first, ``w-0`` takes the 3g.20gb (first in
     order); the search gives it back and allocates both claims together: ``w-0`` gets gpu-1."""
-    text = """
-    apiVersion: v1
-    kind: Node
-    metadata: {name: gpu-a100-mig-1, labels: {kubernetes.io/hostname: gpu-a100-mig-1}}
-    status: {allocatable: {cpu: "32", memory: 256Gi, pods: "110"}}
-    ---
-    apiVersion: resource.k8s.io/v1
-    kind: DeviceClass
-    metadata: {name: a100.nvidia.com}
-    spec:
-      selectors: [{cel: {expression: "device.driver == 'gpu.nvidia.com'"}}]
-    ---
-    apiVersion: scheduling.k8s.io/v1beta1
-    kind: PodGroup
-    metadata: {name: pair, namespace: default}
-    spec: {schedulingPolicy: {gang: {minCount: 2}}}
-    """
+    text = node_class_and_gang("gpu-a100-mig-1", "a100.nvidia.com", "gpu.nvidia.com", "pair", 2)
     selectors = {"w-0": "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('19Gi')) >= 0",
                  "w-1": "'profile' in device.attributes['gpu.nvidia.com'] && "
                         "device.attributes['gpu.nvidia.com'].profile == '3g.20gb'"}
@@ -416,16 +444,7 @@ def test_members_own_claims_swap_mig_devices_when_the_first_choice_is_the_only_f
           exactly:
             deviceClassName: a100.nvidia.com
             selectors: [{{cel: {{expression: "{selector}"}}}}]
-    ---
-    apiVersion: v1
-    kind: Pod
-    metadata: {{name: {name}, namespace: default}}
-    spec:
-      schedulerName: gang-scheduler
-      schedulingGroup: {{podGroupName: pair}}
-      resourceClaims: [{{name: gpu, resourceClaimName: {name}-gpu}}]
-      containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: gpu}}]}}}}]
-    """
+    """ + member(name, "pair", f"resourceClaimName: {name}-gpu")
     sim = run(DATA / "resourceslices" / "nvidia-mig-a100-static.yaml", write(tmp_path, "pair.yaml", text))
     assert status(sim) == {"pair": "Scheduled"}
     got = {a.allocation.claim: [n for _, _, _, n in a.allocation.results] for a in sim.allocations}
@@ -442,39 +461,15 @@ def test_a_pool_whose_two_slices_list_the_same_devices_is_ignored_and_the_gang_i
     twin = json.loads(json.dumps(item))
     twin["metadata"]["name"] += "-2"
     node = item["spec"]["nodeName"]
-    text = f"""
-    apiVersion: v1
-    kind: Node
-    metadata: {{name: {node}, labels: {{kubernetes.io/hostname: {node}}}}}
-    status: {{allocatable: {{cpu: "8", memory: 32Gi, pods: "110"}}}}
-    ---
-    apiVersion: resource.k8s.io/v1
-    kind: DeviceClass
-    metadata: {{name: gpu.example.com}}
-    spec: {{selectors: [{{cel: {{expression: "device.driver == 'gpu.example.com'"}}}}]}}
+    text = node_class_and_gang(node, "gpu.example.com", "gpu.example.com", "pair", 2) + """
     ---
     apiVersion: resource.k8s.io/v1
     kind: ResourceClaimTemplate
-    metadata: {{name: one-gpu, namespace: default}}
-    spec: {{spec: {{devices: {{requests: [{{name: gpu, exactly: {{deviceClassName: gpu.example.com}}}}]}}}}}}
-    ---
-    apiVersion: scheduling.k8s.io/v1beta1
-    kind: PodGroup
-    metadata: {{name: pair, namespace: default}}
-    spec: {{schedulingPolicy: {{gang: {{minCount: 2}}}}}}
+    metadata: {name: one-gpu, namespace: default}
+    spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}
     """
     for i in range(2):
-        text += f"""
-    ---
-    apiVersion: v1
-    kind: Pod
-    metadata: {{name: w-{i}, namespace: default}}
-    spec:
-      schedulerName: gang-scheduler
-      schedulingGroup: {{podGroupName: pair}}
-      resourceClaims: [{{name: gpu, resourceClaimTemplateName: one-gpu}}]
-      containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: gpu}}]}}}}]
-    """
+        text += member(f"w-{i}", "pair", "resourceClaimTemplateName: one-gpu")
     slices = tmp_path / "slices.yaml"
     slices.write_text(yaml.safe_dump_all([item, twin]))
     sim = run(slices, write(tmp_path, "pair.yaml", text))
@@ -508,12 +503,7 @@ def test_list_attribute_pcie_roots_let_a_cpu_device_match_the_gpus_root(tmp_path
         attributes:
           numaNode: {int: 1}
           resource.kubernetes.io/pcieRoot: {strings: ["pci0000:90", "pci0000:a0"]}
-    ---
-    apiVersion: resource.k8s.io/v1
-    kind: DeviceClass
-    metadata: {name: cpu.example.com}
-    spec: {selectors: [{cel: {expression: "device.driver == 'cpu.example.com'"}}]}
-    ---
+    """ + device_class("cpu.example.com", "cpu.example.com") + """
     apiVersion: resource.k8s.io/v1
     kind: ResourceClaim
     metadata: {name: aligned, namespace: default}
