@@ -6,8 +6,11 @@ Mirrors the structured allocator of kube-scheduler's DynamicResources plugin
 * requests ``exactly`` (ExactCount with ``count``, or ``All``) and ``firstAvailable`` sub-requests,
   tried in order; a result is named ``request`` or ``request/subrequest``;
 * class and request selectors (the caller's ``matches`` evaluates CEL);
+* at most :data:`MAX_DEVICES_PER_CLAIM` devices per claim (a ``firstAvailable`` choice that would exceed
+  it is skipped);
 * claim ``constraints``: ``matchAttribute`` (every device of the listed requests has the same
-  value) and ``distinctAttribute`` (all different);
+  value; with list attributes, a value in common) and ``distinctAttribute`` (all different; with
+  list attributes, no value shared);
 * device taints NoSchedule/NoExecute unless tolerated;
 * shared counters (``consumesCounters``): a device fits only while every counter it consumes has
   enough left in its counter set — partitionable GPUs and MIG never over-consume.
@@ -28,6 +31,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
+
+MAX_DEVICES_PER_CLAIM = 32
+"""The most devices one claim's allocation may hold: ``AllocationResultsMaxSize`` of resource.k8s.io/v1
+(``status.allocation.devices.results`` has at most 32 entries); the structured allocator refuses a
+claim asking for more and skips a ``firstAvailable`` choice that would exceed it (``allocator.go``, v1.37)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +97,8 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Constraint:
-    """A claim constraint over ``requests`` (empty = every request of the claim)."""
+    """A claim constraint over ``requests`` (empty = every request of the claim; an entry is a request's
+    name, or ``request/subrequest`` for one ``firstAvailable`` choice)."""
 
     requests: tuple[str, ...] = ()
     match_attribute: str | None = None
@@ -110,13 +119,25 @@ Result = tuple[str, Device]
 Matcher = Callable[[SubRequest, Device], bool]
 
 
+@dataclass(frozen=True, slots=True)
+class _Released:
+    """A journal entry: ``device`` was given back (undoing it takes the device again)."""
+
+    device: Device
+
+
 @dataclass(slots=True)
 class DeviceState:
-    """Devices taken and counters left, with an undo journal (one per solver run)."""
+    """Devices taken and counters left, with an undo journal (one per solver run).
+
+    The journal holds a :class:`Device` per :meth:`take` and a :class:`_Released` per :meth:`release`;
+    :meth:`undo` reverses both, so a placement may give back devices an earlier one took (to allocate
+    them again together with its own) and its undo restores the earlier allocation exactly.
+    """
 
     taken: set[str] = field(default_factory=set)
     counters: dict[str, dict[str, Decimal]] = field(default_factory=dict)
-    journal: list[Device] = field(default_factory=list)
+    journal: list[Device | _Released] = field(default_factory=list)
 
     def fits(self, device: Device) -> bool:
         if device.id in self.taken:
@@ -131,24 +152,38 @@ class DeviceState:
         return True
 
     def take(self, device: Device) -> None:
-        self.taken.add(device.id)
-        for set_id, amounts in device.consumes:
-            left = self.counters[set_id]
-            for counter, amount in amounts:
-                left[counter] = left.get(counter, Decimal(0)) - amount
+        self._take(device)
         self.journal.append(device)
+
+    def release(self, device: Device) -> None:
+        """Give back a taken ``device`` (and what it consumes of its counter sets), journaled."""
+        self._give_back(device)
+        self.journal.append(_Released(device))
 
     def mark(self) -> int:
         return len(self.journal)
 
     def undo(self, mark: int) -> None:
         while len(self.journal) > mark:
-            device = self.journal.pop()
-            self.taken.discard(device.id)
-            for set_id, amounts in device.consumes:
-                left = self.counters[set_id]
-                for counter, amount in amounts:
-                    left[counter] += amount
+            entry = self.journal.pop()
+            if isinstance(entry, _Released):
+                self._take(entry.device)
+            else:
+                self._give_back(entry)
+
+    def _take(self, device: Device) -> None:
+        self.taken.add(device.id)
+        for set_id, amounts in device.consumes:
+            left = self.counters[set_id]
+            for counter, amount in amounts:
+                left[counter] = left.get(counter, Decimal(0)) - amount
+
+    def _give_back(self, device: Device) -> None:
+        self.taken.discard(device.id)
+        for set_id, amounts in device.consumes:
+            left = self.counters[set_id]
+            for counter, amount in amounts:
+                left[counter] += amount
 
 
 class BudgetExceeded(Exception):
@@ -172,16 +207,34 @@ def _tolerated(sub: SubRequest, device: Device) -> bool:
     return True
 
 
+def _in_scope(constraint: Constraint, result: str) -> bool:
+    """Whether a result (``request`` or ``request/subrequest``) is one ``constraint`` names: every result
+    when it names none, a request's results whichever choice served it, or one ``firstAvailable`` choice."""
+    return not constraint.requests or result in constraint.requests or result.split("/", 1)[0] in constraint.requests
+
+
+def _value_set(value: object) -> frozenset[tuple[str, object]]:
+    """An attribute's values as a set (a scalar is a set of one), typed so ``True`` and ``1`` differ."""
+    items = value if isinstance(value, tuple) else (value,)
+    return frozenset((type(v).__name__, v) for v in items)
+
+
 def _constraints_ok(claim: ClaimSpec, chosen: Sequence[Result]) -> bool:
+    """Whether the devices chosen so far keep every constraint. A device without the attribute breaks it.
+    ``matchAttribute``: the devices' value sets have a value in common; ``distinctAttribute``: they are
+    pairwise disjoint — for scalars, equal and all different (list attributes, KEP-5491)."""
     for c in claim.constraints:
-        scope = [d for name, d in chosen if not c.requests or name.split("/", 1)[0] in c.requests]
+        scope = [d for name, d in chosen if _in_scope(c, name)]
         if c.match_attribute is not None and scope:
             values = [d.attributes.get(c.match_attribute) for d in scope]
-            if any(v is None for v in values) or len(set(map(repr, values))) > 1:
+            if any(v is None for v in values) or not frozenset.intersection(*map(_value_set, values)):
                 return False
         if c.distinct_attribute is not None and scope:
             values = [d.attributes.get(c.distinct_attribute) for d in scope]
-            if any(v is None for v in values) or len(set(map(repr, values))) != len(values):
+            if any(v is None for v in values):
+                return False
+            sets = [_value_set(v) for v in values]
+            if len(frozenset().union(*sets)) != sum(map(len, sets)):
                 return False
     return True
 
@@ -239,6 +292,8 @@ def _alternatives(claim: ClaimSpec, candidates: _Candidates, state: DeviceState,
         request = claim.requests[i]
         for sub in request.options:
             matching = candidates.matching(sub)
+            if len(chosen) + (len(matching) if sub.all else sub.count) > MAX_DEVICES_PER_CLAIM:
+                continue  # over the claim's limit: the next choice (a firstAvailable fallback), if any
             if sub.all:
                 if not matching or any(not state.fits(d) for d in matching):
                     continue  # All: at least one, and every matching device must be free
@@ -270,14 +325,26 @@ def allocate_copies(claims: Sequence[ClaimSpec], copies: int, devices: Sequence[
                     state: DeviceState, budget_steps: int = 2000) -> list[list[list[Result]]]:
     """Allocate ``claims`` (one pod's claims) up to ``copies`` times on one node; returns the most copies found.
 
-    Each copy is a list with one result list per claim. Devices chosen stay taken in ``state``;
-    nothing is taken for copies that are not returned. Searches depth-first over device choices
-    (best fit first) and keeps the deepest assignment (the first one found of that depth); stops at
-    ``copies`` or when ``budget_steps`` device combinations were tried.
+    :func:`allocate_pods` with ``copies`` pods asking for the same claims.
+    """
+    return allocate_pods([claims] * copies, devices, matches, state, budget_steps)
+
+
+def allocate_pods(pods: Sequence[Sequence[ClaimSpec]], devices: Sequence[Device], matches: Matcher,
+                  state: DeviceState, budget_steps: int = 2000) -> list[list[list[Result]]]:
+    """Allocate each pod's claims (``pods[i]``: the claims of pod ``i``) on one node, in order; returns the
+    allocations of the longest prefix of ``pods`` found.
+
+    Each pod's allocation is a list with one result list per claim. Devices chosen stay taken in
+    ``state``; nothing is taken for pods that are not returned. Searches depth-first over device choices
+    (best fit first), backtracking into earlier pods' choices, and keeps the deepest assignment (the
+    first one found of that depth); stops once every pod is allocated or when ``budget_steps`` device
+    combinations were tried. Kubernetes' structured allocator backtracks the same way over the requests
+    of the claims it allocates together (``allocator.go`` ``allocateOne``, v1.37).
     """
     current: list[list[list[Result]]] = []
     ends: list[int] = []
-    """Per copy in ``current``: the length of ``state.journal`` once it was allocated."""
+    """Per pod in ``current``: the length of ``state.journal`` once it was allocated."""
     best: list[list[list[Result]]] = []
     best_taken: list[Device] = []
     budget = _Budget(budget_steps)
@@ -289,31 +356,32 @@ def allocate_copies(claims: Sequence[ClaimSpec], copies: int, devices: Sequence[
         nonlocal best, best_taken
         if len(current) > len(best):
             best = list(current)
-            best_taken = state.journal[start:ends[-1]]
+            best_taken = [d for d in state.journal[start:ends[-1]] if isinstance(d, Device)]
 
-    def copy(n: int) -> Iterator[None]:
-        if n == copies:
+    def pod(n: int) -> Iterator[None]:
+        if n == len(pods):
             yield
             return
-        yield from claims_of_copy(0, [], n)
+        yield from claims_of_pod(0, [], n)
 
-    def claims_of_copy(i: int, results: list[list[Result]], n: int) -> Iterator[None]:
+    def claims_of_pod(i: int, results: list[list[Result]], n: int) -> Iterator[None]:
+        claims = pods[n]
         if i == len(claims):
             current.append(list(results))
             ends.append(state.mark())
-            yield from copy(n + 1)
-            keep()  # only reached when the copies after this one could not all be allocated
+            yield from pod(n + 1)
+            keep()  # only reached when the pods after this one could not all be allocated
             ends.pop()
             current.pop()
             return
         for alloc in _alternatives(claims[i], candidates, state, budget):
             results.append(alloc)
-            yield from claims_of_copy(i + 1, results, n)
+            yield from claims_of_pod(i + 1, results, n)
             results.pop()
 
     try:
-        for _ in copy(0):
-            return current  # every copy allocated: ``state`` holds exactly their devices
+        for _ in pod(0):
+            return current  # every pod allocated: ``state`` holds exactly their devices
     except BudgetExceeded:
         if current:
             keep()

@@ -10,7 +10,8 @@ The environment mirrors ``k8s.io/dynamic-resource-allocation/cel`` (``compile.go
 apiserver's ``library/quantity.go`` and ``library/semverlib.go``:
 
 * ``device.driver`` (string), ``device.allowMultipleAllocations`` (bool);
-* ``device.attributes[domain][name]``: int, bool, string or semver. A qualified name without a
+* ``device.attributes[domain][name]``: int, bool, string or semver, or a list of one of them (the
+  alpha list attributes ``ints``/``bools``/``strings``/``versions``, KEP-5491). A qualified name without a
   domain belongs to the driver's domain, so ``productName`` published by ``gpu.nvidia.com`` is
   ``device.attributes["gpu.nvidia.com"].productName``. Looking up a domain the device does not have
   gives an empty map (so ``"pcieRoot" in device.attributes["resource.kubernetes.io"]`` is false), and
@@ -20,7 +21,23 @@ apiserver's ``library/quantity.go`` and ``library/semverlib.go``:
   ``asInteger``, ``isInteger``, ``asApproximateFloat``, ``sign``, ``add``, ``sub`` (int or quantity);
 * ``semver(s[, normalize])``, ``isSemver(s[, normalize])``; on versions ``compareTo``,
   ``isGreaterThan``, ``isLessThan``, ``major``, ``minor``, ``patch``; ``==`` ignores build metadata;
-* ``cel.bind(name, value, body)``.
+* ``cel.bind(name, value, body)``; ``includes`` (a list attribute holds a value, or a scalar equals it);
+* the strings extension at Kubernetes' version 2 (``charAt``, ``indexOf``, ``lastIndexOf``, ``join``,
+  ``lowerAscii``, ``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``, ``strings.quote``),
+  the sets extension (``sets.contains``/``equivalent``/``intersects``) and Kubernetes' list library
+  (``isSorted``, ``sum``, ``min``, ``max``, list ``indexOf``/``lastIndexOf``).
+
+Kubernetes v1.37's quantity library has no ``mul``/``div``/``divInt`` (``apiserver/pkg/cel/library/
+quantity.go`` declares ``quantity``, ``isQuantity``, ``sign``, ``isGreaterThan``, ``isLessThan``,
+``compareTo``, ``asApproximateFloat``, ``asInteger``, ``isInteger``, ``add``, ``sub``; the three are only
+proposed, kubernetes/kubernetes#135995): a selector using them is refused, as the API server refuses it.
+
+**Static check** (:func:`_check`): a name the environment does not declare — a function, a variable
+other than ``device`` and those the macros bind, a field of ``device`` other than its four — is a
+compile error with cel-go's wording, so a claim is refused when read rather than per device.
+Functions of Kubernetes' base environment this library cannot run (:data:`NOT_PROVIDED`: regex
+``find``/``findAll``, ``url``, ``ip``, ``cidr``, ``format``, image, optional types, two-variable
+comprehensions) are refused the same way, naming the function.
 
 An expression that does not parse raises :class:`SelectorError` from :func:`compile_selector`; one that
 fails on a device, or gives something other than a bool, raises it from :meth:`Selector.matches`.
@@ -39,12 +56,13 @@ selectors". It has no custom value types and no default-valued maps, so this mod
   ``(d in device.attributes ? device.attributes[d] : {})``, and ``cel.bind(x, v, e)`` to
   ``[v].map(x, e)[0]``, before compiling.
 
-Known differences from Kubernetes: there is no static type check (an unknown function or field,
-or a non-bool result, is an evaluation error, not a compile error), no cost limit, and quantity
-``mul``/``div``/``divInt`` and the other Kubernetes libraries (``url``, ``ip``, ``cidr``, regex
-``find``, string extensions) are not provided. ``size()`` and ``type()`` of a quantity or semver
-see the map. A domain map reached by aliasing ``device.attributes`` itself (``cel.bind(a,
-device.attributes, a["x"])``) errors on a missing domain instead of giving an empty map.
+Known differences from Kubernetes: the static check has no types (an attribute is ``dyn`` there too,
+but a type mismatch elsewhere, or a non-bool result, is found when evaluated, not when compiled);
+there is no cost estimate, so the API's per-expression cost limit is not applied (the library has no
+cost model to estimate with); the functions of :data:`NOT_PROVIDED` are refused. ``size()`` and
+``type()`` of a quantity or semver see the map. A domain map reached by aliasing ``device.attributes``
+itself (``cel.bind(a, device.attributes, a["x"])``) errors on a missing domain instead of giving an
+empty map.
 
 This module does not read API objects or pydantic models, and knows nothing of classes, claims,
 pools or nodes: the allocator builds :class:`DeviceView` values from ResourceSlice devices.
@@ -62,6 +80,7 @@ from decimal import Decimal
 from typing import Any, Final, TypeAlias
 
 import cel as _cel
+from cel import stdlib as _stdlib
 
 from scheduler.model.quantity import parse as parse_quantity
 
@@ -205,8 +224,10 @@ def _normalize_semver(text: str) -> str:
 
 # --- the device a selector sees ----------------------------------------------------------------
 
-AttributeValue: TypeAlias = bool | int | str | Version
-"""One DRA attribute value: ``int`` (int64), ``bool``, ``string`` or ``version``."""
+AttributeValue: TypeAlias = (bool | int | str | Version | tuple[bool, ...] | tuple[int, ...] | tuple[str, ...]
+                             | tuple[Version, ...])
+"""One DRA attribute value: ``int`` (int64), ``bool``, ``string`` or ``version``, or a tuple of one of them
+for the alpha list forms ``ints`` / ``bools`` / ``strings`` / ``versions`` (KEP-5491)."""
 
 
 def split_qualified_name(name: str, driver: str) -> tuple[str, str]:
@@ -238,11 +259,12 @@ class DeviceView:
     def __post_init__(self) -> None:
         for domain, values in self.attributes.items():
             for name, value in values.items():
-                if isinstance(value, int) and not isinstance(value, bool):
-                    if not _INT64_MIN <= value <= _INT64_MAX:
-                        raise ValueError(f"attribute {domain}/{name}: {value} is outside int64")
-                elif not isinstance(value, bool | str | Version):
-                    raise TypeError(f"attribute {domain}/{name}: {value!r} is not an int, bool, str or Version")
+                for item in value if isinstance(value, tuple) else (value,):
+                    if isinstance(item, int) and not isinstance(item, bool):
+                        if not _INT64_MIN <= item <= _INT64_MAX:
+                            raise ValueError(f"attribute {domain}/{name}: {item} is outside int64")
+                    elif not isinstance(item, bool | str | Version):
+                        raise TypeError(f"attribute {domain}/{name}: {item!r} is not an int, bool, str or Version")
         for domain, quantities in self.capacity.items():
             for name, quantity in quantities.items():
                 if not isinstance(quantity, Decimal):
@@ -352,6 +374,8 @@ def _compile(expression: str) -> Selector | str:
         program = _cel.compile(expression)
     except (ValueError, RuntimeError) as exc:
         return f"CEL compile error: {exc}"  # wording: structured allocator selectorsMatch, v1.37
+    if problem := _check(expression, program):
+        return f"CEL compile error: {problem}"
     rewritten = _rewrite(expression)
     if rewritten != expression:
         # cannot fail for text that parsed; if it did, the unrewritten program is kept
@@ -380,10 +404,100 @@ def _cel_type_name(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
+# --- the static check: names the environment declares ---------------------------------------
+
+DEVICE_FIELDS: Final = frozenset({"driver", "attributes", "capacity", "allowMultipleAllocations"})
+"""The fields of ``kubernetes.DRADevice`` (compile.go, v1.37, with consumable capacity)."""
+
+_STANDARD_FUNCTIONS: Final = frozenset({
+    "size", "contains", "startsWith", "endsWith", "matches", "int", "uint", "double", "string", "bytes", "bool",
+    "timestamp", "duration", "dyn", "type", "has", "all", "exists", "exists_one", "map", "filter",
+    "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getFullYear", "getHours", "getMilliseconds",
+    "getMinutes", "getMonth", "getSeconds",
+})
+"""CEL's standard functions and macros (the language definition's standard environment)."""
+
+NOT_PROVIDED: Final = frozenset({
+    # regex library (library/regex.go)
+    "find", "findAll",
+    # URL library (library/urls.go)
+    "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery",
+    # IP and CIDR libraries (library/ip.go, library/cidr.go)
+    "ip", "isIP", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
+    "isGlobalUnicast", "isCanonical", "cidr", "isCIDR", "containsIP", "containsCIDR", "masked", "prefixLength",
+    # format library and string formatting (library/format.go, ext.Strings format)
+    "format", "named",
+    # image library (library/image.go)
+    "image", "isImage", "containsDigest", "registry", "repository", "identifier", "tag", "digest",
+    # optional types and two-variable comprehensions (cel-go)
+    "of", "none", "ofNonZeroValue", "orValue", "hasValue", "value", "optMap", "optFlatMap",
+    "transformList", "transformMap", "transformMapEntry",
+})
+"""Functions of the Kubernetes v1.37 base environment (``apiserver/pkg/cel/environment/base.go``) that the
+library cannot run and that we do not provide: a selector using one is refused when compiled, naming it,
+rather than evaluated differently from Kubernetes."""
+
+_NAMES: Final = frozenset({"device", "cel", "sets", "strings", "int", "uint", "double", "string", "bytes", "bool",
+                           "list", "map", "type", "null_type", "dyn"})
+"""Identifiers a selector may use besides the variables its comprehensions bind: the ``device`` variable,
+the namespaces of functions it may call, and type names."""
+
+_BINDERS: Final = frozenset({"all", "exists", "exists_one", "map", "filter", "bind", "transformList", "transformMap",
+                             "transformMapEntry"})
+
+
+def _check(expression: str, program: _cel.Program) -> str | None:
+    """Why ``expression`` (parsed as ``program``) uses a name the v1.37 DRA environment does not declare, or a
+    function we cannot run, else None — what cel-go's checker refuses at compile time (an undeclared
+    variable or function, an undefined field of ``device``), found without types: nothing is checked of
+    what an attribute holds (its type is ``dyn``), so a type mismatch is still found when evaluated."""
+    references = program.references()
+    for name in references["functions"]:
+        if name[:1] in "_@!-":
+            continue  # an operator
+        if name in NOT_PROVIDED:
+            return f"function '{name}' of the Kubernetes CEL environment is not supported by gang-scheduler"
+        if name not in _PROVIDED:
+            return f"undeclared reference to '{name}' (in container '')"  # wording: cel-go checker
+    tokens = _tokens(expression)
+    bound = _bound_names(tokens)
+    for name in references["variables"]:
+        if name == "optional":
+            return "function 'optional' of the Kubernetes CEL environment is not supported by gang-scheduler"
+        if name not in _NAMES and name not in bound:
+            return f"undeclared reference to '{name}' (in container '')"  # wording: cel-go checker
+    for i, token in enumerate(tokens):
+        if (token.kind == "ident" and token.text == "device" and not _is(tokens, i - 1, len(tokens), ".")
+                and _is(tokens, i + 1, len(tokens), ".") and i + 2 < len(tokens)
+                and tokens[i + 2].kind == "ident" and tokens[i + 2].text not in DEVICE_FIELDS):
+            return f"undefined field '{tokens[i + 2].text}'"  # wording: cel-go checker
+    return None
+
+
+def _bound_names(tokens: list[_Token]) -> set[str]:
+    """Names bound by comprehension macros and ``cel.bind``: ``x`` in ``l.all(x, …)``, ``k``/``v`` in
+    ``m.all(k, v, …)``, ``a`` in ``cel.bind(a, …)``."""
+    bound: set[str] = set()
+    hi = len(tokens)
+    for i, token in enumerate(tokens):
+        if token.kind != "ident" or token.text not in _BINDERS or not _is(tokens, i - 1, hi, "."):
+            continue
+        j = i + 1
+        while _is(tokens, j, hi, "(") or _is(tokens, j, hi, ","):
+            if j + 2 < hi and tokens[j + 1].kind == "ident" and _is(tokens, j + 2, hi, ","):
+                bound.add(tokens[j + 1].text)
+                j += 2
+            else:
+                break
+    return bound
+
+
 # --- values and functions the Kubernetes CEL libraries add -------------------------------------
 
 
 def _attribute_to_cel(value: AttributeValue) -> object:
+    if isinstance(value, tuple):  # a list attribute: a CEL list of its values
+        return [_attribute_to_cel(v) for v in value]
     return {_SEMVER_KEY: _semver_key(value)} if isinstance(value, Version) else value
 
 
@@ -535,7 +649,76 @@ def _patch(value: object) -> int:
     return _as_version(value, "patch").patch
 
 
+MAX_ATTRIBUTE_VALUES: Final = 64
+"""``ResourceSliceMaxAttributeValuesPerDevice`` of resource.k8s.io/v1: ``includes`` refuses a longer list
+(compile.go ``includesFunc``, v1.37)."""
+
+
+def _same(left: object, right: object) -> bool:
+    """CEL equality of two values: a bool never equals a number (Python's ``True == 1`` does)."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    return left == right
+
+
+def _includes(target: object, value: object) -> bool:
+    """``<attribute>.includes(<value>)``: whether a list attribute holds ``value``, or a scalar one equals it
+    (compile.go ``includesFunc``, v1.37, gate ``DRAListTypeAttributes``)."""
+    if isinstance(target, list):
+        if len(target) > MAX_ATTRIBUTE_VALUES:  # wording: compile.go includesFunc, v1.37
+            raise ValueError(f"'includes' function cannot be applied to lists longer than {MAX_ATTRIBUTE_VALUES} "
+                             "values")
+        return any(_same(item, value) for item in target)
+    return _same(target, value)
+
+
+def _index_of(target: object, value: object, *offset: object) -> int:
+    """``indexOf`` of the strings extension (a string and an offset) and of Kubernetes' list library."""
+    if isinstance(target, list) and not offset:
+        return next((i for i, item in enumerate(target) if _same(item, value)), -1)
+    return int(_stdlib.index_of(_as_text(target, "indexOf"), _as_text(value, "indexOf"), *offset))  # type: ignore[arg-type]
+
+
+def _last_index_of(target: object, value: object, *offset: object) -> int:
+    """``lastIndexOf`` of the strings extension and of Kubernetes' list library."""
+    if isinstance(target, list) and not offset:
+        return next((i for i in range(len(target) - 1, -1, -1) if _same(target[i], value)), -1)
+    return int(_stdlib.last_index_of(_as_text(target, "lastIndexOf"), _as_text(value, "lastIndexOf"),
+                                     *offset))  # type: ignore[arg-type]
+
+
+def _is_sorted(items: object) -> bool:
+    """``isSorted`` of Kubernetes' list library (library/lists.go)."""
+    if not isinstance(items, list):
+        raise TypeError(f"no such overload: isSorted({_cel_type_name(items)})")
+    return all(not items[i + 1] < items[i] for i in range(len(items) - 1))
+
+
 _FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
+    # Kubernetes' DRA environment (compile.go, v1.37)
+    "includes": _includes,
+    # the strings extension at Kubernetes' version 2 (cel-go ext.Strings, base environment since 1.29)
+    "charAt": _stdlib.char_at,
+    "indexOf": _index_of,
+    "lastIndexOf": _last_index_of,
+    "join": _stdlib.join,
+    "lowerAscii": _stdlib.lower_ascii,
+    "upperAscii": _stdlib.upper_ascii,
+    "replace": _stdlib.replace,
+    "split": _stdlib.split,
+    "substring": _stdlib.substring,
+    "trim": _stdlib.trim,
+    "strings.quote": _stdlib.quote,
+    # Kubernetes' list library (library/lists.go)
+    "isSorted": _is_sorted,
+    "sum": _stdlib.sum_,
+    "min": _stdlib.min_,
+    "max": _stdlib.max_,
+    # the sets extension (cel-go ext.Sets, base environment since 1.29)
+    "sets.contains": _stdlib.sets_contains,
+    "sets.equivalent": _stdlib.sets_equivalent,
+    "sets.intersects": _stdlib.sets_intersects,
+    # Kubernetes' quantity and semver libraries
     "quantity": _quantity,
     "isQuantity": _is_quantity_text,
     "semver": _semver,
@@ -553,7 +736,13 @@ _FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "minor": _minor,
     "patch": _patch,
 }
-"""Kubernetes' quantity and semver library functions. The library calls ``x.f(a)`` as ``f(x, a)``."""
+"""The functions of the Kubernetes DRA CEL environment the library does not have natively, as Python
+callbacks: ``includes``, the strings and sets extensions and the list library (the library's own
+``cel.stdlib`` implementations where it has them), the quantity and semver libraries. The library calls
+``x.f(a)`` as ``f(x, a)``."""
+
+_PROVIDED: Final = _STANDARD_FUNCTIONS | {"bind"} | {name.rpartition(".")[2] for name in _FUNCTIONS}
+"""Every function a selector may call here: CEL's own, ``cel.bind`` and those of :data:`_FUNCTIONS`."""
 
 
 # --- source rewriting: empty-map default for domains, cel.bind ---------------------------------
@@ -592,6 +781,15 @@ def _rewrite(expression: str) -> str:
     Only called on text the library has parsed. Returns the text unchanged if it holds neither
     construct or the token stream is not understood.
     """
+    tokens = _tokens(expression)
+    try:
+        return _emit(tokens, 0, len(tokens))
+    except _RewriteError:
+        return expression
+
+
+def _tokens(expression: str) -> list[_Token]:
+    """The tokens of ``expression``, each with the whitespace before it (comments become one space)."""
     tokens: list[_Token] = []
     lead: list[str] = []
     for match in _TOKEN.finditer(expression):
@@ -601,14 +799,11 @@ def _rewrite(expression: str) -> str:
         else:
             tokens.append(_Token(kind, text, "".join(lead)))
             lead = []
-    try:
-        return _emit(tokens, 0, len(tokens))
-    except _RewriteError:
-        return expression
+    return tokens
 
 
 def _is(tokens: list[_Token], i: int, hi: int, text: str) -> bool:
-    return i < hi and tokens[i].text == text and tokens[i].kind != "string"
+    return 0 <= i < hi and tokens[i].text == text and tokens[i].kind != "string"
 
 
 def _emit(tokens: list[_Token], lo: int, hi: int) -> str:

@@ -31,7 +31,15 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from scheduler.dra.allocator import ClaimSpec, Constraint, DeviceToleration, Request, SubRequest
+from scheduler.dra import cel
+from scheduler.dra.allocator import (
+    MAX_DEVICES_PER_CLAIM,
+    ClaimSpec,
+    Constraint,
+    DeviceToleration,
+    Request,
+    SubRequest,
+)
 from scheduler.model.dra import (
     ALL,
     DeviceClass,
@@ -52,12 +60,22 @@ class ClaimError(ValueError):
 def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
     """Convert a ``ResourceClaimSpec`` into the allocator's hashable :class:`ClaimSpec`.
 
-    Raises :class:`ClaimError` for a malformed request.
+    Raises :class:`ClaimError` for a malformed request, a request selector that does not compile (an
+    unknown function or field is a compile error, as in the API server's validation), or for a claim
+    whose requests need more than
+    :data:`~scheduler.dra.allocator.MAX_DEVICES_PER_CLAIM` devices at the least.
     """
     requests = []
     for req in spec.devices.requests:
         if err := request_error(req):
             raise ClaimError(err)
+        for name, alt in req.alternatives():
+            for selector in alt.selectors:
+                if selector.cel is not None:
+                    try:  # checked when the claim is read, as the API server checks it when it is created
+                        cel.compile_selector(selector.cel.expression)
+                    except cel.SelectorError as exc:
+                        raise ClaimError(f"request {name!r}: {exc}") from exc
         options = tuple(
             SubRequest(
                 result=name,
@@ -70,6 +88,9 @@ def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
             for name, alt in req.alternatives()
         )
         requests.append(Request(req.name, options))
+    fewest = sum(min(1 if sub.all else sub.count for sub in r.options) for r in requests)
+    if fewest > MAX_DEVICES_PER_CLAIM:  # wording: structured allocator.go, v1.37
+        raise ClaimError(f"number of requested devices {fewest} exceeds the claim limit of {MAX_DEVICES_PER_CLAIM}")
     constraints = tuple(Constraint(tuple(c.requests), c.match_attribute, c.distinct_attribute)
                         for c in spec.devices.constraints)
     return ClaimSpec(tuple(requests), constraints)

@@ -42,8 +42,8 @@ from scheduler.dra import cel
 from scheduler.dra.allocator import Device, DeviceState, SubRequest
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
 from scheduler.framework.selectors import node_selector_matches
-from scheduler.model.dra import Device as ApiDevice
 from scheduler.model.dra import (
+    AttributeValue,
     DeviceClass,
     ResourceClaim,
     ResourceSlice,
@@ -51,11 +51,17 @@ from scheduler.model.dra import (
     qualified_name,
     slice_error,
 )
+from scheduler.model.dra import Device as ApiDevice
+from scheduler.model.dra import DeviceAttribute as ApiDeviceAttribute
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 
 PoolKey = tuple[str, str]
 """(driver, pool name): pools are per driver."""
+
+INVALID_POOLS = "invalid resource pools were encountered"
+"""Node reason when a claim cannot be allocated on a node that an invalid pool reaches (kube-scheduler's
+structured allocator wording, ``allocator.go``, v1.37)."""
 
 ErrorSink = MutableMapping[str, str]
 """Where selector errors are reported: (class or request) label → message."""
@@ -68,9 +74,49 @@ def _parse_version(text: str) -> cel.Version:
     return cel.Version.parse(text)
 
 
+def _cel_value(attribute: ApiDeviceAttribute, value: AttributeValue) -> cel.AttributeValue:
+    """An attribute's value as selectors see it: versions parsed (one or a list of them)."""
+    versions = attribute.versions
+    if versions is None:
+        return value
+    if attribute.version_values is not None:
+        return tuple(_parse_version(v) for v in versions)
+    return _parse_version(versions[0])
+
+
 def selector_mask(selector: NodeSelector, nodes: tuple[Node, ...]) -> BoolArray:
     """Which of ``nodes`` a NodeSelector matches, as a mask."""
     return np.array([node_selector_matches(selector, n) for n in nodes], dtype=bool)
+
+
+def pool_error(slices: Iterable[ResourceSlice]) -> str | None:
+    """Why the slices of one pool generation make the pool invalid, else None: a device name listed twice,
+    a counter set defined twice, or a device consuming a counter set (or a counter) the pool does not
+    define. Kubernetes' allocator ignores such a pool entirely (structured ``pools.go`` ``poolIsInvalid``,
+    ``getAndValidateCounterSets``, ``validateDeviceCounterConsumption``, v1.37; wording copied)."""
+    slices = list(slices)
+    names: set[str] = set()
+    for s in slices:
+        for dev in s.spec.devices:
+            if dev.name in names:
+                return f"duplicate device name {dev.name}"
+            names.add(dev.name)
+    counter_sets: dict[str, frozenset[str]] = {}
+    for s in slices:
+        for cs in s.spec.shared_counters:
+            if cs.name in counter_sets:
+                return f"duplicate counter set name {cs.name}"
+            counter_sets[cs.name] = frozenset(cs.counters)
+    for s in slices:
+        for dev in s.spec.devices:
+            for use in dev.consumes_counters:
+                known = counter_sets.get(use.counter_set)
+                if known is None:
+                    return f"counter set {use.counter_set} not found"
+                for counter in use.counters:
+                    if counter not in known:
+                        return f"counter {counter} not found in counter set {use.counter_set}"
+    return None
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,6 +165,9 @@ class Inventory:
     """Ids of the devices that consume shared counters."""
     generation: int = 0
     """Bumped by every change to the index (copies made before it are stale)."""
+    invalid: dict[PoolKey, BoolArray] = field(default_factory=dict)
+    """Invalid pools (:func:`pool_error`) → the nodes their slices reach: none of their devices is used, and a
+    node they reach that cannot allocate a claim is refused with :data:`INVALID_POOLS`."""
     _slices: dict[PoolKey, dict[str, ResourceSlice]] = field(default_factory=dict)
     _pool_devices: dict[PoolKey, list[str]] = field(default_factory=dict)
     _pool_counters: dict[PoolKey, list[str]] = field(default_factory=dict)
@@ -216,6 +265,7 @@ class Inventory:
         for set_id in self._pool_counters.pop(key, []):
             self.counters.pop(set_id, None)
         self._pool_problems.pop(key, None)
+        self.invalid.pop(key, None)
         self._changed()
         members = list(self._slices.get(key, {}).values())
         if not members:
@@ -228,6 +278,10 @@ class Inventory:
         if len(current) < want:
             self._pool_problems[key] = [f"pool {driver}/{pool}: {len(current)}/{want} slices of generation "
                                         f"{newest} seen; not used until complete"]
+            return
+        if err := pool_error(current):
+            self._pool_problems[key] = [f"pool {driver}/{pool}: {INVALID_POOLS}: {err}; none of its devices is used"]
+            self.invalid[key] = self._pool_reach(current)
             return
         usable = []
         for s in current:
@@ -251,6 +305,31 @@ class Inventory:
         self._pool_devices[key] = added
         if problems:
             self._pool_problems[key] = problems
+
+    def _pool_reach(self, slices: Iterable[ResourceSlice]) -> BoolArray:
+        """The nodes any of ``slices`` (or, with ``perDeviceNodeSelection``, any of their devices) reaches."""
+        reach = np.zeros(len(self.table), dtype=bool)
+        for s in slices:
+            spec = s.spec
+            wheres = [(d.node_name, d.node_selector, d.all_nodes) for d in spec.devices] \
+                if spec.per_device_node_selection else [(spec.node_name, spec.node_selector, spec.all_nodes)]
+            for node_name, selector, all_nodes in wheres:
+                if node_name:
+                    row = self.table.index.get(node_name)
+                    if row is not None:
+                        reach[row] = True
+                elif selector is not None:
+                    reach |= selector_mask(selector, self.table.nodes)
+                elif all_nodes:
+                    reach[:] = True
+        return reach
+
+    def invalid_reach(self) -> BoolArray:
+        """(N,) bool: the nodes some invalid pool reaches."""
+        reach = np.zeros(len(self.table), dtype=bool)
+        for mask in self.invalid.values():
+            reach |= mask
+        return reach
 
     @property
     def problems(self) -> list[str]:
@@ -305,7 +384,7 @@ class Inventory:
         if consumes:
             self.consuming.add(dev_id)
         self.views[dev_id] = cel.DeviceView.build(
-            driver, {k: _parse_version(a.version_value) if a.version_value is not None else v for k, a, v in present},
+            driver, {k: _cel_value(a, v) for k, a, v in present},
             {k: c.quantity for k, c in dev.capacity.items()}, bool(dev.allow_multiple_allocations))
         return dev_id
 

@@ -45,7 +45,8 @@ EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-c
 IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
 """Every DeviceClass is reachable as the extended resource ``<prefix><class name>`` (§6.2)."""
 
-AttributeValue = int | bool | str
+AttributeValue = int | bool | str | tuple[int, ...] | tuple[bool, ...] | tuple[str, ...]
+"""One attribute's value: a scalar, or the tuple of a list attribute's values (versions as strings)."""
 """The value of a :class:`DeviceAttribute`; a version is its semver string."""
 
 
@@ -104,29 +105,51 @@ class ResourcePool(KubeModel):
 
 
 class DeviceAttribute(KubeModel):
-    """``DeviceAttribute``: exactly one of ``int`` / ``bool`` / ``string`` / ``version``.
+    """``DeviceAttribute``: exactly one of ``int`` / ``bool`` / ``string`` / ``version``, or of the alpha
+    list forms ``ints`` / ``bools`` / ``strings`` / ``versions`` (KEP-5491, feature gate
+    ``DRAListTypeAttributes``: a device advertises several values of one attribute).
 
-    Python names follow Go's ``IntValue`` etc. (``int``/``bool`` would shadow builtins).
+    Python names follow Go's ``IntValue`` / ``IntValues`` etc. (``int``/``bool`` would shadow builtins).
     """
 
     int_value: int | None = Field(None, alias="int")
     bool_value: bool | None = Field(None, alias="bool")
     string_value: str | None = Field(None, alias="string")
     version_value: str | None = Field(None, alias="version")
+    int_values: tuple[int, ...] | None = Field(None, alias="ints")
+    bool_values: tuple[bool, ...] | None = Field(None, alias="bools")
+    string_values: tuple[str, ...] | None = Field(None, alias="strings")
+    version_values: tuple[str, ...] | None = Field(None, alias="versions")
 
     @property
     def value(self) -> AttributeValue | None:
-        """The one value that is set (a version as its string), or None if none is (e.g. an
-        alpha list attribute, which is not modelled)."""
+        """The one value that is set (a version as its string; a list form as the tuple of its values),
+        or None if none is. A list form wins over a scalar, as in Kubernetes' CEL environment
+        (``compile.go`` ``getAttributeValue``, v1.37)."""
+        for values in (self.int_values, self.bool_values, self.string_values, self.version_values):
+            if values is not None:
+                return values
         for v in (self.int_value, self.bool_value, self.string_value, self.version_value):
             if v is not None:
                 return v
         return None
 
     @property
+    def versions(self) -> tuple[str, ...] | None:
+        """The version text(s) when the attribute is a ``version`` or ``versions`` one, else None."""
+        if self.version_values is not None:
+            return self.version_values
+        return (self.version_value,) if self.version_value is not None else None
+
+    @property
     def type(self) -> str | None:
-        """Which field is set: ``"int"``, ``"bool"``, ``"string"``, ``"version"``, or None."""
+        """Which field is set: ``"int"``, ``"bool"``, ``"string"``, ``"version"``, their plural for a list
+        form, or None."""
         for name, v in (
+            ("ints", self.int_values),
+            ("bools", self.bool_values),
+            ("strings", self.string_values),
+            ("versions", self.version_values),
             ("int", self.int_value),
             ("bool", self.bool_value),
             ("string", self.string_value),
@@ -218,7 +241,8 @@ class Device(KubeModel):
         return _lookup(self.attributes, driver, name)
 
     def attribute_value(self, driver: str, name: str) -> AttributeValue | None:
-        """The value of :meth:`attribute` (int, bool, str; a version as its string), or None."""
+        """The value of :meth:`attribute` (int, bool, str; a version as its string; a list form as a tuple),
+        or None."""
         attr = self.attribute(driver, name)
         return attr.value if attr else None
 
@@ -230,7 +254,7 @@ class Device(KubeModel):
 
     def attributes_by_domain(self, driver: str) -> dict[str, dict[str, AttributeValue]]:
         """Attributes grouped the way CEL sees them: ``device.attributes[domain][short name]``;
-        attributes without a value (unmodelled list forms) are left out."""
+        attributes without a value are left out."""
         out: dict[str, dict[str, AttributeValue]] = {}
         for name, attr in self.attributes.items():
             value = attr.value

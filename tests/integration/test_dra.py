@@ -487,3 +487,46 @@ async def test_a_claim_named_by_two_roots_is_allocated_once_live(k8s: ApiServer,
     c = await claim(kube, "shared")
     assert len(devices(c)) == 1
     assert sorted(r["name"] for r in c["status"]["reservedFor"]) == ["x", "y"]
+
+
+@pytest.mark.looptime
+async def test_members_own_claims_are_allocated_together_when_the_first_choice_is_the_only_fit_of_the_second(
+        kube: KubeClient) -> None:
+    """Two members, each naming its own claim: ``p-0`` accepts any GPU, ``p-1`` only gpu-0 (index 0).
+    Reserved first, ``p-0`` takes gpu-0; the search gives it back and both claims are written with each
+    member's fitting device before the gang is bound."""
+    await gpu_cluster(kube, gpus=2)
+    await kube.create(PODGROUPS, NS, podgroup("p", 2))
+    only_first = [{"cel": {"expression": f"device.attributes['{DRIVER}'].index == 0"}}]
+    for i, selectors in enumerate(([], only_first)):
+        exactly: dict[str, Any] = {"deviceClassName": CLASS, "selectors": selectors}
+        await kube.create(RESOURCE_CLAIMS, NS, {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": f"p-{i}-gpu", "namespace": NS},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}})
+        await kube.create(PODS, NS, dra_pod(f"p-{i}", "p", shared=f"p-{i}-gpu"))
+    async with running(kube):
+        placed = await until(lambda: bound_at_least(kube, "p-", 2), what="gang bound")
+    assert placed == {"p-0": "n0", "p-1": "n0"}
+    assert devices(await claim(kube, "p-0-gpu")) == ["gpu-1"]
+    assert devices(await claim(kube, "p-1-gpu")) == ["gpu-0"]
+
+
+@pytest.mark.looptime
+async def test_an_invalid_pool_is_not_used_and_the_gang_is_told_so(kube: KubeClient) -> None:
+    """The node's pool is published as two slices that both list gpu-0..gpu-1 (a duplicate device name):
+    kube-scheduler ignores such a pool, so the gang is not bound and its event gives the allocator's reason."""
+    await create_node(kube, "n0", cpu="8")
+    for suffix in ("a", "b"):
+        body = gpu_slice("n0", 2)
+        body["metadata"]["name"] += f"-{suffix}"
+        body["spec"]["pool"]["resourceSliceCount"] = 2
+        await kube.create(RESOURCE_SLICES, None, body)
+    await kube.create(DEVICE_CLASSES, None, device_class())
+    await kube.create(RESOURCE_CLAIM_TEMPLATES, NS, template())
+    await gang_with_claims(kube, "g", 2)
+    async with running(kube):
+        note = await until(lambda: event_with(kube, "FailedScheduling", "invalid resource pools were encountered"),
+                           what="invalid pool reported")
+    assert "0/1 nodes are available: 1 invalid resource pools were encountered." in note
+    assert devices(await claim(kube, "g-0-gpu")) == [] and devices(await claim(kube, "g-1-gpu")) == []

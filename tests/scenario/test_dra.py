@@ -376,3 +376,162 @@ def test_json_allocations_of_a_small_snapshot(tmp_path: Path) -> None:
          "pods": ["w-1"], "synthesized": True},
     ]
     assert doc["groups"][0]["placements"] == {"w-0": "n1", "w-1": "n1"}
+
+
+def device_class(name: str, driver: str) -> str:
+    """YAML for a DeviceClass selecting ``driver``'s devices, followed by a document separator."""
+    return f"""
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: DeviceClass
+    metadata: {{name: {name}}}
+    spec: {{selectors: [{{cel: {{expression: "device.driver == '{driver}'"}}}}]}}
+    ---
+    """
+
+
+def node_class_and_gang(node: str, device_class_name: str, driver: str, gang: str, min_count: int) -> str:
+    """YAML for one node (32 cores), a DeviceClass selecting ``driver``'s devices and a gang PodGroup in
+    ``default``: the frame of the small scenarios below."""
+    return f"""
+    apiVersion: v1
+    kind: Node
+    metadata: {{name: {node}, labels: {{kubernetes.io/hostname: {node}}}}}
+    status: {{allocatable: {{cpu: "32", memory: 256Gi, pods: "110"}}}}
+    """ + device_class(device_class_name, driver) + f"""
+    apiVersion: scheduling.k8s.io/v1beta1
+    kind: PodGroup
+    metadata: {{name: {gang}, namespace: default}}
+    spec: {{schedulingPolicy: {{gang: {{minCount: {min_count}}}}}}}
+    """
+
+
+def member(name: str, group: str, claim: str, extra: str = "") -> str:
+    """YAML for a pending pod of ours in ``default``, member of ``group``, with one claim entry ``dev``
+    (``claim``: the entry's source, e.g. ``resourceClaimName: x``); ``extra``: more spec lines."""
+    return f"""
+    ---
+    apiVersion: v1
+    kind: Pod
+    metadata: {{name: {name}, namespace: default}}
+    spec:
+      schedulerName: gang-scheduler
+      schedulingGroup: {{podGroupName: {group}}}
+      resourceClaims: [{{name: dev, {claim}}}]{extra}
+      containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: dev}}]}}}}]
+    """
+
+
+def test_members_own_claims_swap_mig_devices_when_the_first_choice_is_the_only_fit_of_the_second(
+        tmp_path: Path) -> None:
+    """The static-MIG A100 node: ``w-0``'s claim accepts any device with ≥ 19Gi (the 3g.20gb instance or
+    the full gpu-1), ``w-1``'s only the 3g.20gb instance. Tried first, ``w-0`` takes the 3g.20gb (first in
+    order); the search gives it back and allocates both claims together: ``w-0`` gets gpu-1."""
+    text = node_class_and_gang("gpu-a100-mig-1", "a100.nvidia.com", "gpu.nvidia.com", "pair", 2)
+    selectors = {"w-0": "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('19Gi')) >= 0",
+                 "w-1": "'profile' in device.attributes['gpu.nvidia.com'] && "
+                        "device.attributes['gpu.nvidia.com'].profile == '3g.20gb'"}
+    for name, selector in selectors.items():
+        text += f"""
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceClaim
+    metadata: {{name: {name}-gpu, namespace: default}}
+    spec:
+      devices:
+        requests:
+        - name: gpu
+          exactly:
+            deviceClassName: a100.nvidia.com
+            selectors: [{{cel: {{expression: "{selector}"}}}}]
+    """ + member(name, "pair", f"resourceClaimName: {name}-gpu")
+    sim = run(DATA / "resourceslices" / "nvidia-mig-a100-static.yaml", write(tmp_path, "pair.yaml", text))
+    assert status(sim) == {"pair": "Scheduled"}
+    got = {a.allocation.claim: [n for _, _, _, n in a.allocation.results] for a in sim.allocations}
+    assert got == {"default/w-0-gpu": ["gpu-1"], "default/w-1-gpu": ["gpu-0-mig-3g20gb-9-4"]}
+    assert_no_device_twice(sim)
+
+
+def test_a_pool_whose_two_slices_list_the_same_devices_is_ignored_and_the_gang_is_told_why(tmp_path: Path) -> None:
+    """dra-example-driver's slice published twice under two names, each saying the pool has two slices (the
+    resourceslice controller's duplicate, upstream's ``duplicate-slice`` case): the pool is invalid, none of
+    its GPUs is used, the problem is reported, and a gang needing them waits with kube's reason."""
+    (item,) = yaml.safe_load((DATA / "resourceslices" / "dra-example-driver-gpu.yaml").read_text())["items"]
+    item["spec"]["pool"]["resourceSliceCount"] = 2
+    twin = json.loads(json.dumps(item))
+    twin["metadata"]["name"] += "-2"
+    node = item["spec"]["nodeName"]
+    text = node_class_and_gang(node, "gpu.example.com", "gpu.example.com", "pair", 2) + """
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceClaimTemplate
+    metadata: {name: one-gpu, namespace: default}
+    spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}
+    """
+    for i in range(2):
+        text += member(f"w-{i}", "pair", "resourceClaimTemplateName: one-gpu")
+    slices = tmp_path / "slices.yaml"
+    slices.write_text(yaml.safe_dump_all([item, twin]))
+    sim = run(slices, write(tmp_path, "pair.yaml", text))
+    assert status(sim) == {"pair": "Unschedulable"}
+    (group,) = sim.groups
+    assert "1 invalid resource pools were encountered" in (group.reason or "")
+    assert sim.dra_problems == [f"pool gpu.example.com/{node}: invalid resource pools were encountered: "
+                                "duplicate device name gpu-0; none of its devices is used"]
+    assert sim.allocations == []
+
+
+def test_list_attribute_pcie_roots_let_a_cpu_device_match_the_gpus_root(tmp_path: Path) -> None:
+    """A CPU driver publishing each socket's PCIe roots as a list attribute (KEP-5491, as dra-driver-cpu does
+    with ``--expose-pcie-roots``), next to the real p4d GPU slice (a scalar ``pcieRoot`` per GPU): a claim
+    asking for one GPU and one socket on the same root gets a socket whose list holds the GPU's root, and
+    a selector reads the list with ``includes``."""
+    text = """
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceSlice
+    metadata: {name: gpu-a100-p4d-1-cpu.example.com}
+    spec:
+      driver: cpu.example.com
+      nodeName: gpu-a100-p4d-1
+      pool: {name: gpu-a100-p4d-1, generation: 1, resourceSliceCount: 1}
+      devices:
+      - name: socket-0
+        attributes:
+          numaNode: {int: 0}
+          resource.kubernetes.io/pcieRoot: {strings: ["pci0000:10", "pci0000:20"]}
+      - name: socket-1
+        attributes:
+          numaNode: {int: 1}
+          resource.kubernetes.io/pcieRoot: {strings: ["pci0000:90", "pci0000:a0"]}
+    """ + device_class("cpu.example.com", "cpu.example.com") + """
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceClaim
+    metadata: {name: aligned, namespace: default}
+    spec:
+      devices:
+        requests:
+        - name: gpu
+          exactly:
+            deviceClassName: gpu.nvidia.com
+            selectors: [{cel: {expression: "device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:90'"}}]
+        - name: cpu
+          exactly:
+            deviceClassName: cpu.example.com
+            selectors:
+            - cel: {expression: "device.attributes['resource.kubernetes.io'].pcieRoot.includes('pci0000:a0')"}
+        constraints: [{matchAttribute: resource.kubernetes.io/pcieRoot}]
+    ---
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: aligned, namespace: default}
+    spec:
+      schedulerName: gang-scheduler
+      resourceClaims: [{name: dev, resourceClaimName: aligned}]
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      containers: [{name: c, resources: {requests: {cpu: "1"}, claims: [{name: dev}]}}]
+    """
+    sim = run(DATA / "nodes" / "a100-8gpu-eks-p4d-dra.yaml", DATA / "resourceslices" / "nvidia-gpu-a100-p4d.yaml",
+              DATA / "resourceslices" / "deviceclasses.yaml", write(tmp_path, "aligned.yaml", text))
+    (alloc,) = sim.allocations
+    assert [(r, d) for r, _, _, d in alloc.allocation.results if r == "cpu"] == [("cpu", "socket-1")]
+    assert sim.dra_problems == []

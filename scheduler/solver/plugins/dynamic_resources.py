@@ -40,10 +40,12 @@ from scheduler.dra.allocator import (
     SubRequest,
     _Budget,
     allocate_copies,
+    allocate_pods,
     claim_alternatives,
 )
 from scheduler.dra.claims import NeededClaim, PodClaims
 from scheduler.dra.device_snapshot import DraView
+from scheduler.dra.inventory import INVALID_POOLS
 from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
@@ -82,6 +84,8 @@ class DynamicResourcesState:
     errors: dict[str, str] = field(default_factory=dict)
     """(class or request) label → CEL selector error met by this solve."""
     shared_stack: list[tuple[str, tuple[SharedAllocation, ...]]] = field(default_factory=list)
+    local: Counter[int] = field(default_factory=Counter)
+    """Node row → pods placed there by this solve with per-pod claims allocated (kept with the journal)."""
     matches: Callable[[SubRequest, Device], bool] = field(init=False)
     """The inventory's selector check, reporting into :attr:`errors` (the allocator's matcher)."""
 
@@ -207,25 +211,80 @@ class DynamicResources:
         return np.where(allowed, UNLIMITED, 0).astype(np.int64)
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
-        return Rejections(Counter({REASON: len(rows)}) if len(rows) else Counter())
+        """Nodes the Filter refused: under :data:`~scheduler.dra.inventory.INVALID_POOLS` where an invalid pool
+        reaches the node (its devices might have served the claim: kube-scheduler's allocator reports the
+        invalid pools instead of a plain failure), else under :data:`REASON`."""
+        if not len(rows):
+            return Rejections(Counter())
+        cycle = state.get(DEVICES)
+        invalid = cycle.view.inventory.invalid_reach()[rows] if cycle is not None and cycle.view.inventory.invalid \
+            else np.zeros(len(rows), dtype=bool)
+        counts = Counter({REASON: int((~invalid).sum()), INVALID_POOLS: int(invalid.sum())})
+        return Rejections(+counts)
 
     def interacts(self, state: CycleState, sig: Signature) -> bool:
         return False  # a placement changes only its own node's answer
 
     # -- Reserve -------------------------------------------------------------------------------
     def reserve(self, state: CycleState, sig: Signature, row: int, pods: tuple[Pod, ...]) -> tuple[int, Any]:
+        """Allocate the per-pod claims of up to ``len(pods)`` copies on node ``row``.
+
+        Token: ``(device-state mark, copies, reallocated)`` — ``copies[i]``: the per-claim results of
+        ``pods[i]``; ``reallocated``: pod key → new per-claim results for pods placed on the node earlier
+        in this solve whose devices were given back and allocated again together with these copies.
+        That happens only when the node falls short and pods of this solve already hold devices there:
+        their claims and the new copies are then allocated as one problem, as kube-scheduler's allocator
+        backtracks over all the claims it allocates together (two members, each with its own claim, where
+        the device the first took is the only one the second accepts).
+        """
         specs: tuple[ClaimSpec, ...] = sig.data.get(SPECS.name, ())
         cycle = state.get(DEVICES)
         if not specs or cycle is None:
             return len(pods), None
         mark = cycle.state.mark()
-        copies = allocate_copies(specs, len(pods), cycle.view.inventory.on_node(row), cycle.matches, cycle.state,
-                                 ALLOCATION_BUDGET)
-        return len(copies), (mark, copies)
+        devices = cycle.view.inventory.on_node(row)
+        copies = allocate_copies(specs, len(pods), devices, cycle.matches, cycle.state, ALLOCATION_BUDGET)
+        reallocated: dict[str, list[list[Result]]] = {}
+        if len(copies) < len(pods) and cycle.local[row]:
+            better = self._reallocate(state, cycle, row, specs, len(pods), len(copies), mark)
+            if better is not None:
+                copies, reallocated = better
+        cycle.local[row] += len(copies)
+        return len(copies), (mark, copies, reallocated)
+
+    def _reallocate(self, state: CycleState, cycle: DynamicResourcesState, row: int, specs: tuple[ClaimSpec, ...],
+                    wanted: int, found: int, mark: int) -> tuple[list[list[list[Result]]],
+                                                                  dict[str, list[list[Result]]]] | None:
+        """More than ``found`` copies of ``specs`` (at most ``wanted``) together with the per-pod claims this
+        solve already allocated on ``row``, or None (the device state is then as :meth:`reserve` left it)."""
+        earlier = _allocated_on(state, cycle, row)
+        devices = cycle.view.inventory.on_node(row)
+        found_state = cycle.state.journal[mark:]
+        movable = {d.id for d in found_state if isinstance(d, Device)}
+        movable.update(d.id for _, _, results in earlier for per_claim in results for _, d in per_claim)
+        if not _enough_devices(cycle, devices, movable, [s for _, s, _ in earlier], specs, found + 1):
+            return None
+        cycle.state.undo(mark)
+        for _, _, results in earlier:
+            for per_claim in results:
+                for _, device in per_claim:
+                    cycle.state.release(device)
+        joint = allocate_pods([s for _, s, _ in earlier] + [specs] * wanted, devices, cycle.matches, cycle.state,
+                              ALLOCATION_BUDGET)
+        if len(joint) > len(earlier) + found:
+            reallocated = {key: joint[i] for i, (key, _, results) in enumerate(earlier) if joint[i] != results}
+            return joint[len(earlier):], reallocated
+        cycle.state.undo(mark)  # no better: the copies found first, exactly as they were
+        for entry in found_state:
+            assert isinstance(entry, Device)
+            cycle.state.take(entry)
+        return None
 
     def unreserve(self, state: CycleState, placement: Placement, token: Any) -> None:
         if token is not None:
-            state.read(DEVICES).state.undo(token[0])
+            cycle = state.read(DEVICES)
+            cycle.state.undo(token[0])
+            cycle.local[placement.row] -= len(placement.pods)
 
     def failure_reason(self) -> str:
         """The histogram reason for nodes every Filter allowed where Reserve still placed nothing."""
@@ -310,6 +369,13 @@ class DynamicResources:
         index = state.reservers.index(self)
         out: list[ClaimAllocation] = []
         users: dict[str, list[Pod]] = {}
+        final: dict[str, list[list[Result]]] = {}
+        """Pod key → its per-claim results as the plan holds them (a later reallocation replaces earlier ones)."""
+        for placement in state.journal:
+            token = placement.tokens[index]
+            if token is not None:
+                final.update(zip((p.key for p in placement.pods), token[1], strict=True))
+                final.update(token[2])
         for placement in state.journal:
             node = state.table.nodes[placement.row].name
             for pod in placement.pods:
@@ -319,9 +385,9 @@ class DynamicResources:
             token = placement.tokens[index]
             if token is None:
                 continue
-            for pod, per_claim in zip(placement.pods, token[1], strict=True):
+            for pod in placement.pods:
                 claims = cycle.view.pods[pod.key]
-                for needed, results in zip(claims.allocate, per_claim, strict=True):
+                for needed, results in zip(claims.allocate, final[pod.key], strict=True):
                     out.append(ClaimAllocation(
                         claim=needed.key, reserved_for=(("Pod", pod.metadata.name, pod.metadata.uid),), node=node,
                         results=tuple((r, d.driver, d.pool, d.name) for r, d in results),
@@ -349,6 +415,50 @@ def _held(cycle: DynamicResourcesState, key: str) -> tuple[Result, ...] | None:
             if alloc.claim.key == key:
                 return alloc.results
     return None
+
+
+def _allocated_on(state: CycleState, cycle: DynamicResourcesState, row: int
+                  ) -> list[tuple[str, tuple[ClaimSpec, ...], list[list[Result]]]]:
+    """The pods this solve placed on ``row`` with per-pod claims: (pod key, its claims, their current results),
+    in placement order (a later placement's reallocation replaces the results it gave back)."""
+    index = state.reservers.index(PLUGIN)
+    out: dict[str, tuple[str, tuple[ClaimSpec, ...], list[list[Result]]]] = {}
+    for placement in state.journal:
+        token = placement.tokens[index]
+        if token is None:
+            continue
+        for key, results in token[2].items():
+            if key in out:
+                out[key] = (key, out[key][1], results)
+        if placement.row == row:
+            specs = placement.signature.read(SPECS)
+            for pod, results in zip(placement.pods, token[1], strict=True):
+                out[pod.key] = (pod.key, specs, results)
+    return list(out.values())
+
+
+def _enough_devices(cycle: DynamicResourcesState, devices: Sequence[Device], movable: set[str],
+                    earlier: Sequence[Sequence[ClaimSpec]], specs: Sequence[ClaimSpec], copies: int) -> bool:
+    """A necessary condition for allocating the ``earlier`` pods' claims and ``copies`` copies of ``specs``
+    together: the node has at least as many devices that are free (or ``movable``: held by the claims to be
+    allocated again) and match some sub-request of them as the claims need at the least (one device serves
+    one result)."""
+    need = sum(_fewest(spec) for claims in earlier for spec in claims) + copies * sum(_fewest(s) for s in specs)
+    subs = {id(sub): sub for claims in (*earlier, specs) for spec in claims for r in spec.requests for sub in r.options}
+    usable = 0
+    for device in devices:
+        if device.id in cycle.state.taken and device.id not in movable:
+            continue
+        if any(cycle.matches(sub, device) for sub in subs.values()):
+            usable += 1
+            if usable >= need:
+                return True
+    return False
+
+
+def _fewest(spec: ClaimSpec) -> int:
+    """The fewest devices an allocation of ``spec`` can have (``All``: at least one)."""
+    return sum(min(1 if sub.all else sub.count for sub in request.options) for request in spec.requests)
 
 
 def _contested(cycle: DynamicResourcesState, chosen: Sequence[SharedAllocation]) -> tuple[bytes, ...]:

@@ -223,3 +223,30 @@ def test_allocate_copies_leaves_exactly_the_returned_copies_taken(
             assert len(results) == spec.requests[0].options[0].count
             roots = {d.attributes.get("resource.kubernetes.io/pcieRoot") for _, d in results}
             assert not spec.constraints or len(roots) == 1
+
+
+def cpu(name: str, numa: object) -> Device:
+    return Device(id=f"cpu.example.com/node/{name}", driver="cpu.example.com", pool="node", name=name,
+                  attributes={"resource.kubernetes.io/numaNode": numa})
+
+
+@pytest.mark.parametrize(("constraint", "numas", "expected"), [
+    pytest.param(Constraint(match_attribute="resource.kubernetes.io/numaNode"), [(0, 1), (1, 2)], True,
+                 id="match-lists-that-overlap"),
+    pytest.param(Constraint(match_attribute="resource.kubernetes.io/numaNode"), [(0, 1), 2], False,
+                 id="match-list-and-scalar-disjoint"),
+    pytest.param(Constraint(match_attribute="resource.kubernetes.io/numaNode"), [(0, 1), 1], True,
+                 id="match-scalar-in-the-list"),
+    pytest.param(Constraint(distinct_attribute="resource.kubernetes.io/numaNode"), [(0, 1), (1, 2)], False,
+                 id="distinct-lists-that-overlap"),
+    pytest.param(Constraint(distinct_attribute="resource.kubernetes.io/numaNode"), [(0, 1), (2, 3)], True,
+                 id="distinct-disjoint-lists"),
+    pytest.param(Constraint(match_attribute="resource.kubernetes.io/numaNode"), [True, 1], False,
+                 id="match-bool-is-not-an-int"),
+])
+def test_constraints_over_list_attributes(constraint: Constraint, numas: list[object], expected: bool) -> None:
+    """KEP-5491: matchAttribute needs a value common to all devices' sets, distinctAttribute pairwise
+    disjoint sets; a scalar is a set of one."""
+    devices = [cpu(f"c{i}", n) for i, n in enumerate(numas)]
+    got = first(claim(exactly("c", len(devices)), constraints=(constraint,)), devices)
+    assert (got is not None) is expected

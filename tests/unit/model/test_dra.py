@@ -422,7 +422,9 @@ def test_attribute_value_with_or_without_domain(where: tuple[str, str], name: st
 
 def test_attribute_value_and_type_per_kind() -> None:
     cases = [({"int": 7}, 7, "int"), ({"bool": False}, False, "bool"), ({"string": "a"}, "a", "string"),
-             ({"version": "1.2.3"}, "1.2.3", "version"), ({"strings": ["a"]}, None, None)]
+             ({"version": "1.2.3"}, "1.2.3", "version"), ({"strings": ["a", "b"]}, ("a", "b"), "strings"),
+             ({"ints": [0, 1]}, (0, 1), "ints"), ({"bools": [True]}, (True,), "bools"),
+             ({"versions": ["1.0.0"]}, ("1.0.0",), "versions"), ({}, None, None)]
     for raw, value, kind in cases:
         attr = DeviceAttribute.model_validate(raw)
         assert (attr.value, attr.type) == (value, kind)

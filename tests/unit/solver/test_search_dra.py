@@ -116,6 +116,16 @@ def test_gang_of_four_two_gpus_each_by_cel_selector_is_placed_whole() -> None:
         {"key": "metadata.name", "operator": "In", "values": [a.node]}]}]}
 
 
+def test_members_with_their_own_claims_swap_devices_when_the_first_took_the_only_fit_of_the_second() -> None:
+    """Each member names its own claim: ``a`` accepts any GPU, ``b`` only the H100. Reserved first, ``a``
+    takes the H100 (first in order); ``b``'s Reserve gives it back and allocates both claims together."""
+    h100 = 'device.attributes["gpu.example.com"].productName == "H100"'
+    pods = [pod_with_claim("a", "g", "a-gpus", template=False), pod_with_claim("b", "g", "b-gpus", template=False)]
+    claims = [claim("a-gpus", claim_spec()), claim("b-gpus", claim_spec(selector=h100))]
+    got = devices_of(run([node("n0", cpu="32")], pods, [pg("g", 2)], [gpu_slice("n0", ["H100", "A100"])], claims))
+    assert got == {f"{NS}/a-gpus": ("n0", ["gpu-1"]), f"{NS}/b-gpus": ("n0", ["gpu-0"])}
+
+
 def test_gang_that_needs_more_matching_gpus_than_exist_places_nothing() -> None:
     nodes = [node("n0", cpu="32"), node("n1", cpu="32")]
     slices = [gpu_slice("n0", ["H100"] * 4), gpu_slice("n1", ["A100"] * 4)]
@@ -224,3 +234,15 @@ def test_pod_whose_generated_claim_does_not_exist_waits_with_a_reason() -> None:
     result = run([node("n0")], pods, [pg("g", 1)], [gpu_slice("n0", ["H100"])], [])
     assert isinstance(result, Unschedulable)
     assert "waiting for ResourceClaim of claim 'gpus' (template tpl) to be created" in result.message
+
+
+def test_claim_whose_selector_calls_an_undeclared_function_is_invalid_when_read() -> None:
+    """quantity ``mul`` is not in Kubernetes v1.37's CEL environment: the claim is refused at admission
+    (named, with the checker's reason) instead of failing device by device."""
+    pods = [pod_with_claim("p", "g", "p-gpus", template=False)]
+    selector = "device.capacity['gpu.example.com'].memory.mul(2).isGreaterThan(quantity('100Gi'))"
+    result = run([node("n0", cpu="32")], pods, [pg("g", 1)], [gpu_slice("n0", ["H100"])],
+                 [claim("p-gpus", claim_spec(selector=selector))])
+    assert isinstance(result, Unschedulable)
+    assert (f"ResourceClaim {NS}/p-gpus is invalid: request 'gpus': CEL selector {selector!r}: CEL compile error: "
+            "undeclared reference to 'mul' (in container '')") in result.message
