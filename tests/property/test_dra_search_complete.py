@@ -22,7 +22,7 @@ from scheduler.framework import Plan
 from scheduler.model.dra import ResourceSlice
 from tests.unit.groups.builders import pg
 from tests.unit.solver.builders import node
-from tests.unit.solver.test_dra_search import DRIVER, claim, pod_with_claim, run
+from tests.unit.solver.test_search_dra import DRIVER, claim, pod_with_claim, run
 
 PRODUCTS = ("A", "B")
 COUNTER_SET = "gpu-0"

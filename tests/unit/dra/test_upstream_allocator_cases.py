@@ -21,7 +21,7 @@ from scheduler.framework import Plan, Unschedulable
 from scheduler.model.dra import ResourceSlice
 from tests.unit.groups.builders import pg
 from tests.unit.solver.builders import node
-from tests.unit.solver.test_dra_search import DRIVER, claim, pod_with_claim, run
+from tests.unit.solver.test_search_dra import DRIVER, claim, pod_with_claim, run
 
 NODE = "node-1"
 
