@@ -25,6 +25,7 @@ from scheduler.live.kube import KubeClient
 from scheduler.operator.apis import discover
 from scheduler.operator.certificates import ServiceWebhookServer
 from scheduler.operator.handlers import build_registry
+from scheduler.operator.labels import WEBHOOK_CONFIGURATION
 
 PREFIX = "operator.gang-scheduler.io"
 """kopf's annotation prefix; not ``gang-scheduler.io`` itself, as kopf leaves its own prefix's annotations
@@ -38,7 +39,7 @@ class OperatorOptions:
     (HTTPS); ``webhook_host``: the name in its self-signed certificate and URL (default: the
     address); ``service``: ``(namespace, name, port)`` of the Service in front of it, reported to
     the API server instead of a URL; ``managed``: the name of the webhook configurations kopf
-    manages (None: they are made by hand); ``certfile``/``pkeyfile``: a certificate to use instead of
+    manages (None: they are made by hand; a DNS subdomain of at least two segments, :data:`WEBHOOK_CONFIGURATION`); ``certfile``/``pkeyfile``: a certificate to use instead of
     a self-signed one (PEM; reloaded when the files change), ``cafile`` the CA that signed it (the
     bundle given to the API server; default: the certificate itself); ``liveness``: kopf's health endpoint URL
     (None: none)."""
@@ -48,7 +49,7 @@ class OperatorOptions:
     webhook_port: int = 9443
     webhook_host: str | None = None
     service: tuple[str, str, int] | None = None
-    managed: str | None = "gang-scheduler-operator"
+    managed: str | None = WEBHOOK_CONFIGURATION
     certfile: str | None = None
     pkeyfile: str | None = None
     cafile: str | None = None

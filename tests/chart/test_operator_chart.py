@@ -47,7 +47,7 @@ def test_deployment_runs_the_operator_command_with_flags_it_accepts() -> None:
     (container,) = pod["containers"]
     assert container["command"] == ["gang-scheduler", "operator"]
     assert "--webhook-service=gang-scheduler/gang-scheduler-operator:443" in container["args"]
-    assert "--webhook-configuration=gang-scheduler-operator" in container["args"]
+    assert "--webhook-configuration=gang-scheduler-operator.gang-scheduler.io" in container["args"]
     # every flag parses (the command stops at the first one it does not know, with exit code 2)
     result = CliRunner().invoke(main, ["operator", *container["args"], "--help"])
     assert result.exit_code == 0, result.output
@@ -102,7 +102,7 @@ def test_operator_cluster_role_grants_exactly_what_it_uses() -> None:
     named = [r for r in role["rules"] if "resourceNames" in r]
     assert named == [{"apiGroups": ["admissionregistration.k8s.io"],
                       "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
-                      "resourceNames": ["gang-scheduler-operator"], "verbs": ["patch"]}]
+                      "resourceNames": ["gang-scheduler-operator.gang-scheduler.io"], "verbs": ["patch"]}]
     binding = operator_objects(ON)["ClusterRoleBinding"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gang-scheduler-operator",
                                     "namespace": "gang-scheduler"}]

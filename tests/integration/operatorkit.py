@@ -24,6 +24,7 @@ import kmock
 import kopf
 
 from scheduler.live.kube import KubeClient, Resource
+from scheduler.operator.labels import WEBHOOK_CONFIGURATION
 from scheduler.operator.runner import OperatorOptions, run
 from tests.integration.apiserver import ApiServer
 from tests.integration.conftest import VERBS
@@ -35,7 +36,7 @@ MUTATING = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfig
                     "MutatingWebhookConfiguration")
 VALIDATING = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False,
                       "ValidatingWebhookConfiguration")
-CONFIGURATION = "gang-scheduler-operator"
+CONFIGURATION = WEBHOOK_CONFIGURATION
 OPERATOR_RESOURCES = {
     "batch/v1/jobs": ("Job", True, ("status",)),
     "leaderworkerset.x-k8s.io/v1/leaderworkersets": ("LeaderWorkerSet", True, ("status", "scale")),

@@ -14,6 +14,7 @@ from scheduler.operator.apis import COSCHEDULING_PODGROUPS, Flavour, NoGroupApi,
 from tests.integration.conftest import VERBS
 from tests.integration.livekit import NS, until
 from tests.integration.operatorkit import (
+    CONFIGURATION,
     JOBS,
     LWS,
     MUTATING,
@@ -49,13 +50,13 @@ async def min_count(kube: KubeClient, name: str) -> int | None:
 @pytest.mark.looptime
 async def test_kopf_manages_the_webhook_configurations(served, kube: KubeClient) -> None:
     async with operating(served, kube):
-        mutating = await kube.get(MUTATING, None, "gang-scheduler-operator")
-        validating = await kube.get(VALIDATING, None, "gang-scheduler-operator")
+        mutating = await kube.get(MUTATING, None, CONFIGURATION)
+        validating = await kube.get(VALIDATING, None, CONFIGURATION)
     # stopped: the persistent mutating webhooks stay (opted-in pods are refused, not scheduled alone),
     # the validating ones are taken out
-    after = await kube.get(MUTATING, None, "gang-scheduler-operator")
+    after = await kube.get(MUTATING, None, CONFIGURATION)
     assert [h["name"] for h in after["webhooks"]] == [h["name"] for h in mutating["webhooks"]]
-    assert not (await kube.get(VALIDATING, None, "gang-scheduler-operator")).get("webhooks")
+    assert not (await kube.get(VALIDATING, None, CONFIGURATION)).get("webhooks")
     # one webhook per handler; the JobSet / PyTorchJob ones have no rules here, as those kinds are not served
     hooks = {tuple(h["rules"][0]["resources"]): h for h in mutating["webhooks"] if h["rules"]}
     assert len(mutating["webhooks"]) == 5
@@ -63,6 +64,7 @@ async def test_kopf_manages_the_webhook_configurations(served, kube: KubeClient)
     assert pods["objectSelector"] == {"matchExpressions": [OPT_IN]}  # only opted-in pods wait on us
     assert pods["failurePolicy"] == "Fail" and pods["sideEffects"] == "None"
     assert pods["rules"][0]["operations"] == ["CREATE"]
+    assert pods["name"] == f"pods-gang.{CONFIGURATION}"  # kopf's <handler>.<configuration>: ≥ 3 segments
     assert pods["clientConfig"]["caBundle"] and pods["clientConfig"]["url"].startswith("https://127.0.0.1:")
     assert {("jobs",), ("leaderworkersets",)} <= hooks.keys()  # JobSet/PyTorchJob are not served here
     checks = {h["rules"][0]["resources"][0]: h for h in validating["webhooks"] if h["rules"]}
@@ -70,6 +72,18 @@ async def test_kopf_manages_the_webhook_configurations(served, kube: KubeClient)
     assert all(h["failurePolicy"] == "Ignore" for h in checks.values())
     # CREATE only: the scheduler's own PodGroup patches (intent, on every bind) never wait on the operator
     assert all(h["rules"][0]["operations"] == ["CREATE"] for h in checks.values())
+
+
+@pytest.mark.looptime
+async def test_a_configuration_name_without_a_domain_is_refused_by_the_api_server(served, kube: KubeClient) -> None:
+    # kopf names each webhook <handler>.<configuration>; the API server wants ≥ 3 dot-separated segments
+    # (IsFullyQualifiedName), so "gang-scheduler-operator" makes every configuration write a 422
+    refused = "should be a domain with at least three segments separated by dots"
+    with served.expecting_refusal(refused), pytest.raises(Exception):  # noqa: B017, PT011 (kopf's own error)
+        async with operating(served, kube, managed="gang-scheduler-operator"):
+            pass
+    assert any("pods-gang.gang-scheduler-operator" in r.message for r in served.refusals)
+    assert not (await kube.get(MUTATING, None, "gang-scheduler-operator")).get("webhooks")
 
 
 @pytest.mark.looptime
@@ -201,7 +215,7 @@ def plugins_only(k8s):  # type: ignore[no-untyped-def]
 async def test_scheduler_plugins_cluster_gets_min_member_and_the_pod_label(plugins_only, kube: KubeClient) -> None:
     async with operating(plugins_only, kube):
         admission = Admission(kube)
-        validating = await kube.get(VALIDATING, None, "gang-scheduler-operator")
+        validating = await kube.get(VALIDATING, None, CONFIGURATION)
         stored = await kube.create(JOBS, NS, await admission.mutated(JOBS, job("train", 3)))
         pg = await until(lambda: _first(kube.list(COSCHEDULING_PODGROUPS, NS)), what="scheduler-plugins PodGroup")
         pod = await admission.mutated(PODS, job_pod(stored))
