@@ -17,6 +17,8 @@ from scheduler.live.kube import EVENTS, PODGROUPS, PODS, ApiError, KubeClient, R
 from tests.integration import apivalidation as av
 from tests.integration.apiserver import ApiServer
 
+pytestmark = pytest.mark.refusals_expected  # these tests provoke the server's refusals and assert each one
+
 NS = "ml"
 CORE_EVENTS = Resource("", "v1", "events", True, "Event")
 SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "

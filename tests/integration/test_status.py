@@ -65,6 +65,21 @@ async def events(kube: KubeClient) -> list[dict[str, Any]]:
 # --- PodGroup / CompositePodGroup condition --------------------------------------------------------------------
 
 
+async def test_an_existing_condition_with_an_empty_message_is_sent_back_with_it(kube: KubeClient,
+                                                                                writer: StatusWriter) -> None:
+    # metav1.Condition.message is required (it may be ""): a Go client sends "message": "", and the server refuses
+    # a condition list from which it was dropped (status.conditions[0].message: Required value)
+    await kube.create(PODGROUPS, NS, PG_BODY)
+    other = {"type": "example.com/Audited", "status": "True", "reason": "Audited", "message": "",
+             "lastTransitionTime": OLD}
+    await kube.patch(PODGROUPS, NS, "workers", {"status": {"conditions": [other]}}, sub="status")
+
+    assert await writer.group_condition(await pod_group(kube), False, "Unschedulable", "gang workers: 1/2 placeable")
+    got = conditions(await kube.get(PODGROUPS, NS, "workers"))
+    assert got["example.com/Audited"] == other
+    assert got["PodGroupInitiallyScheduled"]["message"] == "gang workers: 1/2 placeable"
+
+
 async def test_condition_written_false_then_true(kube: KubeClient, writer: StatusWriter, k8s: ApiServer) -> None:
     await kube.create(PODGROUPS, NS, PG_BODY)
 
