@@ -19,6 +19,9 @@ far as our writes can trip over it:
   fully qualified name (≥ 3 dot-separated segments) and unique, ``sideEffects`` and ``admissionReviewVersions``
   set, ``timeoutSeconds`` within 1–30, exactly one of ``clientConfig.url`` (https, no fragment or query) and
   ``clientConfig.service`` (port 1–65535, path starting with ``/``), and valid label selectors.
+
+Not emulated: one-of unions (``x-kubernetes-unions``: a PodGroup policy with neither ``basic`` nor ``gang``),
+admission plugins, defaulting.
 """
 
 from __future__ import annotations

@@ -376,7 +376,7 @@ async def test_event_post_500_does_not_raise(kube: KubeClient, writer: StatusWri
 
 
 async def test_issue9_old_generate_name_is_refused_and_the_writers_event_is_accepted(
-        kube: KubeClient, writer: StatusWriter, caplog: pytest.LogCaptureFixture) -> None:
+        kube: KubeClient, writer: StatusWriter, caplog: pytest.LogCaptureFixture, k8s: ApiServer) -> None:
     await kube.create(PODS, NS, {**POD_BODY, "metadata": {"name": "fits-2"}})
     p = Pod.model_validate(await kube.get(PODS, NS, "fits-2"))
     old = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"generateName": "fits-2.", "namespace": NS},
@@ -385,7 +385,7 @@ async def test_issue9_old_generate_name_is_refused_and_the_writers_event_is_acce
            "note": "Successfully assigned ml/fits-2 to node-17",
            "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": NS, "name": "fits-2", "uid": p.metadata.uid}}
 
-    with pytest.raises(ApiError) as info:  # the body the writer sent before the fix, as the issue reports it
+    with k8s.expecting_refusal("metadata.generateName"), pytest.raises(ApiError) as info:  # the body sent before
         await kube.create(EVENTS, NS, old)
     with caplog.at_level(logging.WARNING, logger="scheduler.live.status_writer"):
         await writer.pod_scheduled(p, "node-17")
