@@ -79,12 +79,13 @@ def kopf_needs() -> set[tuple[str, str, str]]:
     watching handler or index is on, patch of the ones whose handlers keep progress annotations
     (create/update/resume), Events, and its managed webhook configurations and CRD scanning."""
     never_opened = contextlib.nullcontext  # the startup handler that would open it does not run here
-    registry = build_registry(never_opened, Served(Flavour.WORKLOAD, composite=True), "gang-scheduler")
+    registries = [build_registry(never_opened, served, "gang-scheduler")
+                  for served in (Served(Flavour.WORKLOAD, composite=True), Served(Flavour.COSCHEDULING))]
     triples: set[tuple[str, str, str]] = set()
-    for handler in registry._indexing.get_all_handlers():
+    for handler in (h for registry in registries for h in registry._indexing.get_all_handlers()):
         sel = handler.selector
         triples |= {(sel.group or "", sel.plural or sel.any_name, v) for v in ("list", "watch")}
-    for handler in registry._changing.get_all_handlers():
+    for handler in (h for registry in registries for h in registry._changing.get_all_handlers()):
         sel = handler.selector
         triples |= {(sel.group or "", sel.plural or sel.any_name, v) for v in ("list", "watch", "patch")}
     triples.add(("", "events", "create"))

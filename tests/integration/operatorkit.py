@@ -140,15 +140,12 @@ async def operating(k8s: ApiServer, kube: KubeClient, **options: Any) -> AsyncIt
     """The operator (``scheduler.operator.runner.run``) in this loop until the block ends, its webhook
     server on 127.0.0.1 and a random port; waits until the managed webhook configurations exist and
     the Job watch is open."""
-    def login(**_: Any) -> kopf.ConnectionInfo:
-        return kopf.ConnectionInfo(server=str(k8s.url).rstrip("/"))
-
     settings = kopf.OperatorSettings()
     settings.scanning.disabled = True  # no CRD watch (the emulator serves no CRDs)
     settings.process.ultimate_exiting_timeout = None  # else a crash SIGKILLs pytest
     stop = asyncio.Event()
     opts = OperatorOptions(webhook_addr="127.0.0.1", webhook_port=0, liveness=None, **options)
-    task = asyncio.create_task(run(opts, kube, stop, login=login, settings=settings), name="operator")
+    task = asyncio.create_task(run(opts, kube, stop, settings=settings), name="operator")
 
     async def ready() -> bool:
         if task.done():

@@ -5,6 +5,8 @@ the scheduler."""
 
 from __future__ import annotations
 
+import json
+
 import kmock
 import pytest
 
@@ -84,6 +86,26 @@ async def test_a_configuration_name_without_a_domain_is_refused_by_the_api_serve
             pass
     assert any("pods-gang.gang-scheduler-operator" in r.message for r in served.refusals)
     assert not (await kube.get(MUTATING, None, "gang-scheduler-operator")).get("webhooks")
+
+
+async def test_kopf_logs_in_with_the_kubeconfig_the_operator_was_given(served, tmp_path, monkeypatch) -> None:
+    """``operator --kubeconfig FILE`` with no ``$KUBECONFIG`` and no ``~/.kube/config``: kopf's own logins would find
+    nothing; it must watch with the file's server and token, the ones our client writes with."""
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+              "clusters": [{"name": "k", "cluster": {"server": str(served.url).rstrip("/")}}],
+              "users": [{"name": "u", "user": {"token": "operator-t0ken"}}],
+              "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+    path = tmp_path / "kubeconfig.json"
+    path.write_text(json.dumps(config))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    kube = await KubeClient.connect(str(path))
+    try:
+        async with operating(served, kube):
+            watches = [r for r in served if r.action == kmock.action.WATCH and r.resource == "batch/v1/jobs"]
+            assert watches and all(r.headers.get("Authorization") == "Bearer operator-t0ken" for r in watches)
+    finally:
+        await kube.close()
 
 
 @pytest.mark.looptime
@@ -368,3 +390,21 @@ async def test_v136_podgroup_being_placed_is_not_made_again(served, kube: KubeCl
     assert kept["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
     assert warning["message"].endswith("and the scheduler is placing it (annotation gang-scheduler.io/intent), so it "
                                        "is not made again; delete it to have it made again")
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize("value", ["99999999999", "²", "٣", "9" * 5000], ids=["beyond-int32", "superscript",
+                                                                            "arabic-indic", "5000-digits"])
+async def test_a_min_count_that_is_not_a_minimum_is_a_warning_and_never_applied(served, kube: KubeClient,
+                                                                                value: str) -> None:
+    """Never written (99999999999 was created as minCount, then refused every 5 s), never read as another number
+    ("٣" was read as 3), never a handler failing every 60 s ("²", 5,000 digits): the PodGroup gets the Job's own
+    minimum and the Job a Warning Event saying why."""
+    train = job("train", 2)
+    train["metadata"]["annotations"] = {"gang-scheduler.io/min-count": value}
+    async with operating(served, kube):
+        await kube.create(JOBS, NS, train)
+        (warning,) = await until(lambda: warning_events(kube, "GangMinCount"), what="GangMinCount event")
+        assert await until(lambda: min_count(kube, "train"), what="the PodGroup") == 2
+    assert "is not applied" in warning["message"]
+    assert ("2147483647" in warning["message"]) == value.isascii()
