@@ -282,7 +282,8 @@ def _register_owned(registry: kopf.OperatorRegistry, resources: list[Resource]) 
     for res in resources:
         index_id = f"owned_{res.plural}"
 
-        def entry(labels: kopf.Labels, body: kopf.Body, res: Resource = res, **_: Any) -> dict[str, tuple[Resource, JSON]]:
+        def entry(labels: kopf.Labels, body: kopf.Body, res: Resource = res,
+                  **_: Any) -> dict[str, tuple[Resource, JSON]]:
             meta = body.get("metadata") or {}
             item = {"metadata": {k: copy.deepcopy(meta[k]) for k in OWNED_METADATA if k in meta},
                     "spec": copy.deepcopy(dict(body.spec))}

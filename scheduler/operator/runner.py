@@ -40,8 +40,9 @@ class OperatorOptions:
     (HTTPS); ``webhook_host``: the name in its self-signed certificate and URL (default: the
     address); ``service``: ``(namespace, name, port)`` of the Service in front of it, reported to
     the API server instead of a URL; ``managed``: the name of the webhook configurations kopf
-    manages (None: they are made by hand; a DNS subdomain of at least two segments, :data:`WEBHOOK_CONFIGURATION`); ``certfile``/``pkeyfile``: a certificate to use instead of
-    a self-signed one (PEM; reloaded when the files change), ``cafile`` the CA that signed it (the
+    manages (None: they are made by hand; a DNS subdomain of at least two segments,
+    :data:`~scheduler.operator.labels.WEBHOOK_CONFIGURATION`); ``certfile``/``pkeyfile``: a certificate to use
+    instead of a self-signed one (PEM; reloaded when the files change), ``cafile`` the CA that signed it (the
     bundle given to the API server; default: the certificate itself); ``liveness``: kopf's health endpoint URL
     (None: none)."""
 
@@ -80,10 +81,10 @@ def login_as(kube: KubeClient) -> LoginFn:
     plugin, rotated service-account token) is the one kopf re-logs in with after a 401."""
     async def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo:
         cfg = kube.api.configuration
-        header = cfg.get_api_key_with_prefix("BearerToken")
-        if inspect.isawaitable(header):
+        header: Any = cfg.get_api_key_with_prefix("BearerToken")
+        if inspect.isawaitable(header):  # kubernetes-asyncio ≥ 33.3: runs the refresh hook
             header = await header
-        scheme, _, token = str(header or "").rpartition(" ")
+        scheme, _space, token = str(header or "").rpartition(" ")
         return kopf.ConnectionInfo(
             server=str(cfg.host), ca_path=cfg.ssl_ca_cert, insecure=not cfg.verify_ssl,
             username=cfg.username or None, password=cfg.password or None, scheme=scheme or None,

@@ -94,7 +94,8 @@ def _spec_changes(new: JSON, old: JSON, keep: tuple[str, ...] = ()) -> list[Fiel
 
 def _podgroup_changes(new: JSON, old: JSON) -> list[FieldError]:
     errs = _spec_changes(new, old, keep=("schedulingPolicy",))
-    np_, op_ = (new.get("spec") or {}).get("schedulingPolicy") or {}, (old.get("spec") or {}).get("schedulingPolicy") or {}
+    np_ = (new.get("spec") or {}).get("schedulingPolicy") or {}
+    op_ = (old.get("spec") or {}).get("schedulingPolicy") or {}
     if set(np_) != set(op_) or np_.get("basic") != op_.get("basic"):
         errs.append(invalid("spec.schedulingPolicy", np_, IMMUTABLE))
     elif {k: v for k, v in (np_.get("gang") or {}).items() if k != "minCount"} != \

@@ -81,7 +81,7 @@ async def test_a_configuration_name_without_a_domain_is_refused_by_the_api_serve
     # kopf names each webhook <handler>.<configuration>; the API server wants ≥ 3 dot-separated segments
     # (IsFullyQualifiedName), so "gang-scheduler-operator" makes every configuration write a 422
     refused = "should be a domain with at least three segments separated by dots"
-    with served.expecting_refusal(refused), pytest.raises(Exception):  # noqa: B017, PT011 (kopf's own error)
+    with served.expecting_refusal(refused), pytest.raises(Exception):  # noqa: B017 (kopf's own error)
         async with operating(served, kube, managed="gang-scheduler-operator"):
             pass
     assert any("pods-gang.gang-scheduler-operator" in r.message for r in served.refusals)
