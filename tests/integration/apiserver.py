@@ -163,12 +163,21 @@ class ApiServer(kmock.KubernetesEmulator):
             self.warnings += [f"{r.plural}.{r.group} {md.get('name')}: {w}" for w in crds.prune(body, schema)]
             errs += crds.validate(body, schema)
         else:                               # built-in kinds: the release's strict OpenAPI schema
-            errs += schemas.errors(body, self._api_version(r), self._kind(r), self.kube_version)
-        errs += kind_rules.kind_errors(r.group, r.plural, body)
+            errs += self._ratcheted(req, body, old, lambda o: schemas.errors(o, self._api_version(r), self._kind(r),
+                                                                              self.kube_version))
+        errs += self._ratcheted(req, body, old, lambda o: kind_rules.kind_errors(r.group, r.plural, o))
         if old is not None: errs += kind_rules.update_errors(r.group, r.plural, body, old, req.subresource)
         if not events: errs += av.validate_annotations(md)
         errs = list({(e.type, e.field): e for e in reversed(errs)}.values())[::-1]   # the schema's twins dropped
         if errs: self._raise_invalid(req, md.get('name') or '', errs)
+    def _ratcheted(self, req, body, old, check):   # an update is refused for what it breaks, not for what was
+        errs = check(body)                            # already there (validation ratcheting); a status write
+        if old is not None and errs:                  # is judged on its status and metadata only
+            before = {str(e) for e in check(old)}
+            errs = [e for e in errs if str(e) not in before]
+        if req.subresource == 'status':
+            errs = [e for e in errs if e.field.startswith(('status', 'metadata'))]
+        return errs
     def _raise_invalid(self, req, name, errs):
         r = req.resource
         if all(e.type == 'FieldValueNotSupported' and e.detail == 'unknown field' for e in errs):
