@@ -26,9 +26,9 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 run: $(RUNTIME_STAMP)  ## simulate the built-in example cluster
 	$(BIN)/gang-scheduler simulate
 
-test: $(DEV_STAMP)  ## the layering contract, then the whole test suite (unit, property, scenario, golden)
+test: $(DEV_STAMP)  ## the layering contract, then the whole test suite (unit, property, scenario, golden), one worker per core
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 chaos: $(DEV_STAMP)  ## the chaos suite (tests/chaos, issue 12): `gang-scheduler run` killed, faulted, robbed, failed over, fed garbage
 	$(BIN)/python -m pytest -q -m chaos tests/chaos

@@ -35,6 +35,7 @@ from scheduler.errors import ClusterConfigError, SnapshotError
 from scheduler.offline.loader import Objects, load
 from scheduler.offline.report import render_json, render_text
 from scheduler.offline.simulate import example_path, simulate
+from scheduler.operator.labels import WEBHOOK_CONFIGURATION
 
 Command = Callable[..., None]
 
@@ -289,8 +290,10 @@ def _operator_option(flag: str, **kw: Any) -> Callable[[Command], Command]:
                   help="Host name in the self-signed certificate and the webhook URL (default: the address).")
 @_operator_option("--webhook-service", default=None, metavar="NAMESPACE/NAME:PORT",
                   help="The Service in front of the webhooks, given to the API server instead of a URL.")
-@_operator_option("--webhook-configuration", default="gang-scheduler-operator",
-                  help="Name of the webhook configurations kopf creates and keeps up to date; empty: made by hand.")
+@_operator_option("--webhook-configuration", default=WEBHOOK_CONFIGURATION,
+                  help="Name of the webhook configurations kopf creates and keeps up to date (a domain: kopf names "
+                       "the webhooks <handler>.<this name>, and the API server wants three dot-separated segments); "
+                       "empty: made by hand.")
 @_operator_option("--cert-file", default=None, help="PEM certificate for the webhooks (default: self-signed).")
 @_operator_option("--key-file", default=None, help="PEM private key of --cert-file.")
 @_operator_option("--ca-file", default=None, help="PEM CA of --cert-file, given to the API server (default: the cert).")

@@ -637,9 +637,17 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_REQUIRED = frozenset({"type", "status", "reason", "message"})
+"""The ``metav1.Condition`` fields without ``omitempty``: a Go client always sends them, ``"message": ""`` included,
+and the schema requires them (``status.conditions[0].message: Required value`` when one is left out)."""
+
+
 def _dump(cond: ConditionFields) -> JSON:
-    """A condition as API JSON, leaving out unset and empty fields."""
-    return {k: v for k, v in cond.model_dump(by_alias=True, mode="json").items() if v not in (None, "")}
+    """A condition as API JSON, as a Go client serialises it: unset fields left out; empty strings left out of a pod
+    condition (``PodCondition``: every field ``omitempty``) but kept in a ``metav1.Condition`` (:data:`_REQUIRED`)."""
+    keep = _REQUIRED if isinstance(cond, Condition) else frozenset()
+    return {k: v for k, v in cond.model_dump(by_alias=True, mode="json").items()
+            if v is not None and (v != "" or k in keep)}
 
 
 def _with_condition(conditions: Sequence[Condition | PodCondition], new: _Condition, generation: int | None, *,

@@ -81,19 +81,23 @@ class Reconciler:
             raise RuntimeError("the operator's client is not open yet (kopf startup has not run)")
         return self._kube
 
-    async def owned(self, namespace: str, uid: str) -> dict[tuple[str, str], tuple[Resource, JSON]]:
-        """The groups labelled for workload ``uid`` in ``namespace``, by (kind, name), with their resource."""
+    def resources(self) -> list[Resource]:
+        """The group resources the operator writes: the served PodGroup API, and CompositePodGroups where served."""
+        return [self.served.podgroups] + ([COMPOSITES] if self.served.composite else [])
+
+    @staticmethod
+    def owned(uid: str, indices: Mapping[str, Any]) -> dict[tuple[str, str], tuple[Resource, JSON]]:
+        """The groups labelled for workload ``uid``, by (kind, name), with their resource: read from the kopf indices
+        of :func:`_register_owned` (``indices``: index id → index), not listed from the API on every pass."""
         found: dict[tuple[str, str], tuple[Resource, JSON]] = {}
-        for res in [self.served.podgroups] + ([COMPOSITES] if self.served.composite else []):
-            items, _ = await self.kube.list(res, namespace)
-            for item in items:
-                meta = item.get("metadata") or {}
-                if (meta.get("labels") or {}).get(WORKLOAD_UID) == uid:
-                    found[(res.kind, meta.get("name", ""))] = (res, item)
+        for index in indices.values():
+            for res, item in index.get(uid, ()):
+                found[(res.kind, (item.get("metadata") or {}).get("name", ""))] = (res, item)
         return found
 
-    async def reconcile(self, kind: WorkloadKind, body: kopf.Body) -> None:
-        """One pass for ``body``; raises :class:`kopf.TemporaryError` on an API failure (kopf retries)."""
+    async def reconcile(self, kind: WorkloadKind, body: kopf.Body, indices: Mapping[str, Any]) -> None:
+        """One pass for ``body``; raises :class:`kopf.TemporaryError` on an API failure (kopf retries). The groups
+        the workload has are the indexed ones (``indices``, see :meth:`owned`)."""
         raw = copy.deepcopy(dict(body))
         meta = raw.get("metadata") or {}
         if kind is JOB and JOBSET_NAME in (meta.get("labels") or {}):
@@ -102,7 +106,7 @@ class Reconciler:
         for warning in want.warnings:
             kopf.warn(body, reason="GangMinCount", message=warning)
         try:
-            have = await self.owned(meta["namespace"], meta["uid"])
+            have = self.owned(meta["uid"], indices)
             for spec in sorted(want.groups, key=lambda s: s.kind != "CompositePodGroup"):  # parents first
                 _, obj = have.pop((spec.kind, spec.name), (None, None))
                 await self._ensure(spec, raw, body, obj)
@@ -121,6 +125,10 @@ class Reconciler:
             try:
                 await self.kube.create(res, namespace, obj)
             except Conflict:
+                existing = await self.kube.get(res, namespace, spec.name)  # ours, made since the index last saw
+                if ((existing.get("metadata") or {}).get("labels") or {}).get(WORKLOAD_UID) == raw["metadata"]["uid"]:
+                    await self._ensure(spec, raw, body, existing)
+                    return
                 kopf.warn(body, reason="GangGroupExists",
                           message=f"{res.kind} {namespace}/{spec.name} exists and is not this workload's: left as is")
             return
@@ -241,8 +249,9 @@ def build_registry(connect: Connect, served: Served, scheduler_name: str) -> kop
     async def close_client(**_: Any) -> None:
         await clients.aclose()
 
+    owned_ids = _register_owned(registry, reconciler.resources())
     for kind in WORKLOADS:
-        _register_workload(registry, reconciler, kind)
+        _register_workload(registry, reconciler, kind, owned_ids)
 
     def pod(body: kopf.Body, patch: kopf.Patch, warnings: list[str], **_: Any) -> None:
         mutate_pod(served, scheduler_name, body, patch, warnings)
@@ -260,9 +269,36 @@ def build_registry(connect: Connect, served: Served, scheduler_name: str) -> kop
     return registry
 
 
-def _register_workload(registry: kopf.OperatorRegistry, reconciler: Reconciler, kind: WorkloadKind) -> None:
-    async def reconcile(body: kopf.Body, **_: Any) -> None:
-        await reconciler.reconcile(kind, body)
+OWNED_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations")
+"""What the owned-groups index keeps of a group's metadata: what a reconcile reads (names, the delete's uid and
+resourceVersion preconditions, the intent annotation)."""
+
+
+def _register_owned(registry: kopf.OperatorRegistry, resources: list[Resource]) -> tuple[str, ...]:
+    """One kopf index per group resource of the groups the operator made (label :data:`WORKLOAD_UID`): workload
+    uid → (resource, {metadata: name, uid, resourceVersion, labels, annotations; spec}). kopf keeps it from a
+    watch, so a reconcile reads it instead of listing every group of the namespace. Returns the index ids."""
+    ids = []
+    for res in resources:
+        index_id = f"owned_{res.plural}"
+
+        def entry(labels: kopf.Labels, body: kopf.Body, res: Resource = res,
+                  **_: Any) -> dict[str, tuple[Resource, JSON]]:
+            meta = body.get("metadata") or {}
+            item = {"metadata": {k: copy.deepcopy(meta[k]) for k in OWNED_METADATA if k in meta},
+                    "spec": copy.deepcopy(dict(body.spec))}
+            return {labels[WORKLOAD_UID]: (res, item)}
+
+        kopf.index(res.group, res.version, res.plural, id=index_id, labels={WORKLOAD_UID: kopf.PRESENT},
+                   registry=registry)(entry)
+        ids.append(index_id)
+    return tuple(ids)
+
+
+def _register_workload(registry: kopf.OperatorRegistry, reconciler: Reconciler, kind: WorkloadKind,
+                       owned_ids: tuple[str, ...]) -> None:
+    async def reconcile(body: kopf.Body, **kw: Any) -> None:
+        await reconciler.reconcile(kind, body, {i: kw[i] for i in owned_ids})
 
     def mutate_workload(patch: kopf.Patch, **_: Any) -> None:
         patch.fns.append(functools.partial(stamp_templates, kind))

@@ -22,6 +22,11 @@ WORKLOAD_UID = "gang-scheduler.io/workload-uid"
 """Label on every group the operator made: the uid of the workload that owns it."""
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "gang-scheduler-operator"
+WEBHOOK_CONFIGURATION = "gang-scheduler-operator.gang-scheduler.io"
+"""The default name of the webhook configurations kopf manages. kopf names each webhook ``<handler id>.<this name>``
+and the API server requires a webhook name of at least three dot-separated segments
+(``pkg/apis/admissionregistration/validation``: ``IsFullyQualifiedName``), so the name carries a domain: a
+one-segment name (``gang-scheduler-operator``) makes every configuration write a 422 and the operator exit."""
 
 # -- what the controllers put on their pods ------------------------------------------------------------------
 JOB_NAME = "batch.kubernetes.io/job-name"

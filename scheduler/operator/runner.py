@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from scheduler.client.kube import KubeClient
 from scheduler.operator.apis import discover
 from scheduler.operator.certificates import ServiceWebhookServer
 from scheduler.operator.handlers import build_registry
+from scheduler.operator.labels import WEBHOOK_CONFIGURATION
 
 PREFIX = "operator.gang-scheduler.io"
 """kopf's annotation prefix; not ``gang-scheduler.io`` itself, as kopf leaves its own prefix's annotations
@@ -38,8 +40,9 @@ class OperatorOptions:
     (HTTPS); ``webhook_host``: the name in its self-signed certificate and URL (default: the
     address); ``service``: ``(namespace, name, port)`` of the Service in front of it, reported to
     the API server instead of a URL; ``managed``: the name of the webhook configurations kopf
-    manages (None: they are made by hand); ``certfile``/``pkeyfile``: a certificate to use instead of
-    a self-signed one (PEM; reloaded when the files change), ``cafile`` the CA that signed it (the
+    manages (None: they are made by hand; a DNS subdomain of at least two segments,
+    :data:`~scheduler.operator.labels.WEBHOOK_CONFIGURATION`); ``certfile``/``pkeyfile``: a certificate to use
+    instead of a self-signed one (PEM; reloaded when the files change), ``cafile`` the CA that signed it (the
     bundle given to the API server; default: the certificate itself); ``liveness``: kopf's health endpoint URL
     (None: none)."""
 
@@ -48,7 +51,7 @@ class OperatorOptions:
     webhook_port: int = 9443
     webhook_host: str | None = None
     service: tuple[str, str, int] | None = None
-    managed: str | None = "gang-scheduler-operator"
+    managed: str | None = WEBHOOK_CONFIGURATION
     certfile: str | None = None
     pkeyfile: str | None = None
     cafile: str | None = None
@@ -67,19 +70,37 @@ def configure(settings: kopf.OperatorSettings, options: OperatorOptions) -> None
     settings.posting.level = logging.WARNING
 
 
-def default_login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-    """kopf's own logins: the in-cluster service account, else the kubeconfig."""
-    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+def login_as(kube: KubeClient) -> LoginFn:
+    """A kopf login handler giving kopf the credentials ``kube`` uses — the ``--kubeconfig`` (or ``$KUBECONFIG``, or
+    the in-cluster service account) it was configured from — so kopf watches the cluster our groups are written to.
+    kopf's own logins read only ``$KUBECONFIG`` / ``~/.kube/config`` and the service account, so with the flag alone
+    they find nothing (``LoginError: Ran out of valid credentials``) or another cluster.
+
+    Read as kopf's ``login_via_async_client`` reads kubernetes-asyncio's default configuration: the server, TLS
+    files, basic auth, and the ``BearerToken`` header, asked for again at each login so a refreshed token (exec
+    plugin, rotated service-account token) is the one kopf re-logs in with after a 401."""
+    async def login(settings: kopf.OperatorSettings, **_: Any) -> kopf.ConnectionInfo:
+        cfg = kube.api.configuration
+        header: Any = cfg.get_api_key_with_prefix("BearerToken")
+        if inspect.isawaitable(header):  # kubernetes-asyncio ≥ 33.3: runs the refresh hook
+            header = await header
+        scheme, _space, token = str(header or "").rpartition(" ")
+        return kopf.ConnectionInfo(
+            server=str(cfg.host), ca_path=cfg.ssl_ca_cert, insecure=not cfg.verify_ssl,
+            username=cfg.username or None, password=cfg.password or None, scheme=scheme or None,
+            token=token or None, certificate_path=cfg.cert_file, private_key_path=cfg.key_file,
+            proxy_url=cfg.proxy, trust_env=settings.networking.trust_env)
+    return login
 
 
-async def run(options: OperatorOptions, kube: KubeClient, stop: asyncio.Event, *, login: LoginFn = default_login,
+async def run(options: OperatorOptions, kube: KubeClient, stop: asyncio.Event, *,
               settings: kopf.OperatorSettings | None = None) -> None:
     """Discover the group API with ``kube`` (raises :class:`~scheduler.operator.apis.NoGroupApi` when
-    none is served), then run kopf until ``stop`` is set. ``kube`` writes the groups; kopf logs in
-    with ``login`` (a ``kopf.on.login`` handler). ``settings``: a starting point (tests), else defaults."""
+    none is served), then run kopf until ``stop`` is set. ``kube`` writes the groups, and kopf logs in
+    with its credentials (:func:`login_as`). ``settings``: a starting point (tests), else defaults."""
     served = await discover(kube)
     registry = build_registry(lambda: contextlib.nullcontext(kube), served, options.scheduler_name)
-    kopf.on.login(registry=registry)(login)
+    kopf.on.login(registry=registry)(login_as(kube))
     settings = settings or kopf.OperatorSettings()
     configure(settings, options)
     logging.getLogger(__name__).info("operator: writing %s groups", served.describe())

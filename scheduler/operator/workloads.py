@@ -186,8 +186,9 @@ def desired(kind: WorkloadKind, body: JSON, composite: bool) -> Desired:
 
     The override sets ``gang.minCount`` of a workload that is one PodGroup (a Job; any kind where
     CompositePodGroups are not served). It is not applied to a tree, whose minimum is per role,
-    and a value that is not a positive integer is not applied; both come back as warnings, as
-    does a value above the pod count (honoured: the gang then waits for pods that never come).
+    and a value that is not a minCount (:func:`min_count`: ASCII digits, 1 to 2147483647) is not
+    applied; both come back as warnings (a Warning Event saying why), as does a value above the pod
+    count (honoured: the gang then waits for pods that never come).
     """
     groups = kind.groups(body, composite)
     value = _dict(_dict(body.get("metadata")).get("annotations")).get(MIN_COUNT)
@@ -196,13 +197,47 @@ def desired(kind: WorkloadKind, body: JSON, composite: bool) -> Desired:
     if len(groups) != 1:
         return Desired(groups, (f"annotation {MIN_COUNT}={value!r} is not applied: this {kind.kind} is a tree of "
                                 f"{len(groups)} groups, each with the minimum of its role",))
-    if not value.isdigit() or int(value) < 1:
-        return Desired(groups, (f"annotation {MIN_COUNT}={value!r} is not applied: it must be a positive integer",))
+    minimum, problem = min_count(value)
+    if minimum is None:
+        return Desired(groups, (f"annotation {MIN_COUNT}={_shown(value)} is not applied: {problem}",))
     (group,) = groups
-    warnings = () if int(value) <= group.minimum else (
-        f"annotation {MIN_COUNT}={value} is more than the {group.minimum} pods the {kind.kind} runs at once: "
+    warnings = () if minimum <= group.minimum else (
+        f"annotation {MIN_COUNT}={minimum} is more than the {group.minimum} pods the {kind.kind} runs at once: "
         f"the gang cannot be scheduled until that many pods exist",)
-    return Desired((GroupSpec(group.kind, group.name, int(value)),), warnings)
+    return Desired((GroupSpec(group.kind, group.name, minimum),), warnings)
+
+
+MIN_COUNT_MAX = 2**31 - 1
+"""The largest ``minCount`` the API server stores: the field is an ``int32`` (``format: int32`` in the v1.37
+OpenAPI); a larger value makes every create or patch of the PodGroup a 422."""
+
+_SHOWN_MAX = 24
+
+
+def ascii_digits(text: str) -> bool:
+    """Whether ``text`` is one or more ASCII digits ``0``–``9``. ``str.isdigit`` also takes ``"²"`` and ``"٣"``, which
+    ``int`` refuses or reads as 3."""
+    return text.isascii() and text.isdigit()
+
+
+def min_count(value: object) -> tuple[int | None, str]:
+    """The minCount an annotation value asks for, or None and why it is not one: ASCII digits only (no sign, no
+    spaces), at least 1, at most :data:`MIN_COUNT_MAX`. Never raises, whatever the value's length (``int`` of more
+    than 4,300 digits raises ``ValueError``, so the length is judged first)."""
+    if not isinstance(value, str) or not ascii_digits(value):
+        return None, "it must be a positive integer written with the digits 0-9"
+    digits = value.lstrip("0")
+    if not digits:
+        return None, "it must be at least 1"
+    if len(digits) > len(str(MIN_COUNT_MAX)) or int(digits) > MIN_COUNT_MAX:
+        return None, f"it is more than {MIN_COUNT_MAX}, the largest minCount the API server accepts (int32)"
+    return int(digits), ""
+
+
+def _shown(value: object) -> str:
+    """``value`` quoted for a message, a long one cut (with its length)."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN_MAX else f"{text[:_SHOWN_MAX]}… ({len(str(value))} characters)"
 
 
 def pod_group(labels: dict[str, str], composite: bool, name: str = "") -> str | None:
@@ -218,7 +253,7 @@ def pod_group(labels: dict[str, str], composite: bool, name: str = "") -> str | 
     """
     if lws := labels.get(LWS_NAME):
         group, worker = labels.get(LWS_GROUP_INDEX), labels.get(LWS_WORKER_INDEX)
-        if group is None and worker == "0" and name.startswith(f"{lws}-") and name[len(lws) + 1:].isdigit():
+        if group is None and worker == "0" and name.startswith(f"{lws}-") and ascii_digits(name[len(lws) + 1:]):
             group = name[len(lws) + 1:]
         if group is None or worker is None:
             return None

@@ -4,10 +4,11 @@ A *batch* (:func:`batches`) is 1–4 units, each a few related objects — a nod
 PodGroup with members, a CompositePodGroup over a leaf, a CompositePodGroup cycle, a lone pod —
 whose fields at chosen paths (:data:`PATHS`) are replaced by garbage (:data:`garbage`: wrong types,
 quantities the API server would refuse, huge numbers, nested junk), by a reference to another
-object of the batch or to nothing, or removed. kmock stores whatever it is sent, so this is what the
-scheduler's informers get.
+object of the batch or to nothing, or removed. The feeder stores them past the emulator's validation
+(``apiserver.UNCHECKED_HEADER``), as an older or laxer server (a CRD's schema) would, so this is what
+the scheduler's informers get.
 
-Names stay RFC 1123 (the emulator validates them, as a real server would): objects are named
+Names stay RFC 1123 (a store keys objects by name): objects are named
 ``@@node-0``, ``@@pg-1``… and :func:`materialize` replaces ``@@`` with the example's own prefix.
 Malformed pods select the ``bad`` pool (unless that field is mutated too), so they do not crowd
 the good gangs' nodes; no template sets ``spec.nodeName``.

@@ -38,7 +38,7 @@ import kmock
 from kmock import KubernetesError
 
 from tests.integration.apiserver import ApiServer
-from tests.integration.conftest import RESOURCES, VERBS
+from tests.integration.conftest import KUBELET_AFTER_S, RESOURCES, VERBS
 
 HARNESS_AGENT = "gang-scheduler-chaos-harness"
 """``User-Agent`` of the harness's own client (:func:`tests.chaos.harness.harness_client`)."""
@@ -282,6 +282,6 @@ def register(server: ApiServer, resources: Iterable[str] = RESOURCES) -> None:
 @contextlib.asynccontextmanager
 async def chaos_server(**kw: Any) -> AsyncIterator[ChaosApiServer]:
     """A running :class:`ChaosApiServer` on a random local port with every kind registered."""
-    async with ChaosApiServer(**kw) as srv, kmock.Server(srv):
+    async with ChaosApiServer(**{"kubelet_after_s": KUBELET_AFTER_S, **kw}) as srv, kmock.Server(srv):
         register(srv)
         yield srv

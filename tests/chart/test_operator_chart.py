@@ -47,7 +47,7 @@ def test_deployment_runs_the_operator_command_with_flags_it_accepts() -> None:
     (container,) = pod["containers"]
     assert container["command"] == ["gang-scheduler", "operator"]
     assert "--webhook-service=gang-scheduler/gang-scheduler-operator:443" in container["args"]
-    assert "--webhook-configuration=gang-scheduler-operator" in container["args"]
+    assert "--webhook-configuration=gang-scheduler-operator.gang-scheduler.io" in container["args"]
     # every flag parses (the command stops at the first one it does not know, with exit code 2)
     result = CliRunner().invoke(main, ["operator", *container["args"], "--help"])
     assert result.exit_code == 0, result.output
@@ -79,12 +79,13 @@ def kopf_needs() -> set[tuple[str, str, str]]:
     watching handler or index is on, patch of the ones whose handlers keep progress annotations
     (create/update/resume), Events, and its managed webhook configurations and CRD scanning."""
     never_opened = contextlib.nullcontext  # the startup handler that would open it does not run here
-    registry = build_registry(never_opened, Served(Flavour.WORKLOAD, composite=True), "gang-scheduler")
+    registries = [build_registry(never_opened, served, "gang-scheduler")
+                  for served in (Served(Flavour.WORKLOAD, composite=True), Served(Flavour.COSCHEDULING))]
     triples: set[tuple[str, str, str]] = set()
-    for handler in registry._indexing.get_all_handlers():
+    for handler in (h for registry in registries for h in registry._indexing.get_all_handlers()):
         sel = handler.selector
         triples |= {(sel.group or "", sel.plural or sel.any_name, v) for v in ("list", "watch")}
-    for handler in registry._changing.get_all_handlers():
+    for handler in (h for registry in registries for h in registry._changing.get_all_handlers()):
         sel = handler.selector
         triples |= {(sel.group or "", sel.plural or sel.any_name, v) for v in ("list", "watch", "patch")}
     triples.add(("", "events", "create"))
@@ -102,7 +103,7 @@ def test_operator_cluster_role_grants_exactly_what_it_uses() -> None:
     named = [r for r in role["rules"] if "resourceNames" in r]
     assert named == [{"apiGroups": ["admissionregistration.k8s.io"],
                       "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
-                      "resourceNames": ["gang-scheduler-operator"], "verbs": ["patch"]}]
+                      "resourceNames": ["gang-scheduler-operator.gang-scheduler.io"], "verbs": ["patch"]}]
     binding = operator_objects(ON)["ClusterRoleBinding"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gang-scheduler-operator",
                                     "namespace": "gang-scheduler"}]

@@ -96,6 +96,12 @@ class FieldError:
             text = "Required value"
         elif self.type == "FieldValueTooLong":
             text = "Too long"
+        elif self.type == "FieldValueForbidden":
+            text = "Forbidden"
+        elif self.type == "FieldValueDuplicate":
+            text = f"Duplicate value: {json.dumps(self.bad_value)}"
+        elif self.type == "FieldValueNotSupported":
+            text = "Unsupported value" if self.bad_value is None else f"Unsupported value: {json.dumps(self.bad_value)}"
         elif isinstance(self.bad_value, str):
             text = f"Invalid value: {json.dumps(self.bad_value)}"
         else:
@@ -112,6 +118,10 @@ def invalid(field: str, value: Any, detail: str) -> FieldError:
 
 def required(field: str, detail: str = "") -> FieldError:
     return FieldError("FieldValueRequired", field, None, detail)
+
+
+def forbidden(field: str, detail: str) -> FieldError:
+    return FieldError("FieldValueForbidden", field, None, detail)
 
 
 def regex_error(msg: str, fmt: str, *examples: str) -> str:
@@ -232,6 +242,72 @@ def validate_annotations(md: JSON) -> list[FieldError]:
         errs.append(FieldError("FieldValueTooLong", "metadata.annotations", None,
                                f"may not be more than {TOTAL_ANNOTATION_SIZE_MAX} bytes"))
     return errs
+
+
+CONDITION_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
+CONDITION_REASON_MSG = ("a condition reason must start with alphabetic character, optionally followed by a string of "
+                        "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'")
+CONDITION_REASON_MAX = 1024
+CONDITION_MESSAGE_MAX = 32 * 1024
+CONDITION_STATUSES = ("False", "True", "Unknown")
+_CONDITION_REASON = re.compile(CONDITION_REASON_FMT)
+
+
+def validate_conditions(conditions: Any, path: str) -> list[FieldError]:
+    """``metav1validation.ValidateConditions`` (apimachinery ``pkg/apis/meta/v1/validation/validation.go``) on a
+    list of ``metav1.Condition``: each ``type`` a qualified name and unique, ``status`` True / False / Unknown,
+    ``observedGeneration`` ≥ 0, ``lastTransitionTime`` set, ``reason`` set, CamelCase (``conditionReasonFmt``) and at
+    most 1024 bytes, ``message`` at most 32768 bytes. That ``message`` may not be *omitted* (it may be "") is the
+    schema's ``required``, checked with it."""
+    if not isinstance(conditions, list):
+        return []
+    errs: list[FieldError] = []
+    seen: set[str] = set()
+    for i, cond in enumerate(conditions):
+        if not isinstance(cond, dict):
+            continue
+        here = f"{path}[{i}]"
+        ctype, status, reason = cond.get("type") or "", cond.get("status") or "", cond.get("reason") or ""
+        if not isinstance(ctype, str) or not ctype:
+            errs.append(required(f"{here}.type"))
+        else:
+            errs += [invalid(f"{here}.type", ctype, m) for m in qualified_name(ctype)]
+            if ctype in seen:
+                errs.append(FieldError("FieldValueDuplicate", f"{here}.type", ctype))
+            seen.add(ctype)
+        if status not in CONDITION_STATUSES:
+            errs.append(FieldError("FieldValueNotSupported", f"{here}.status", status,
+                                   "supported values: " + ", ".join(f'"{s}"' for s in CONDITION_STATUSES)))
+        generation = cond.get("observedGeneration")
+        if isinstance(generation, int) and generation < 0:
+            errs.append(invalid(f"{here}.observedGeneration", generation, "must be greater than or equal to zero"))
+        if not cond.get("lastTransitionTime"):
+            errs.append(required(f"{here}.lastTransitionTime", "must be set"))
+        if not isinstance(reason, str) or not reason:
+            errs.append(required(f"{here}.reason", "must be set"))
+        else:
+            if not _CONDITION_REASON.fullmatch(reason):
+                errs.append(invalid(f"{here}.reason", reason, CONDITION_REASON_MSG))
+            if len(reason.encode()) > CONDITION_REASON_MAX:
+                errs.append(FieldError("FieldValueTooLong", f"{here}.reason", None,
+                                       f"may not be more than {CONDITION_REASON_MAX} bytes"))
+        message = cond.get("message")
+        if isinstance(message, str) and len(message.encode()) > CONDITION_MESSAGE_MAX:
+            errs.append(FieldError("FieldValueTooLong", f"{here}.message", None,
+                                   f"may not be more than {CONDITION_MESSAGE_MAX} bytes"))
+    return errs
+
+
+def fully_qualified_name(value: str) -> list[str]:
+    """``IsFullyQualifiedName`` (apimachinery ``pkg/util/validation/validation.go``): a DNS subdomain of at least
+    three dot-separated segments (webhook names)."""
+    if not value:
+        return ["Required value"]
+    if problems := dns1123_subdomain(value):
+        return problems
+    if len(value.split(".")) < 3:
+        return ["should be a domain with at least three segments separated by dots"]
+    return []
 
 
 def _internal_event(ev: JSON) -> JSON:

@@ -75,6 +75,12 @@ CLUSTERS: dict[str, tuple[type[ApiServer], dict[str, tuple[str, bool, tuple[str,
 """``@pytest.mark.kubernetes(VERSION)`` → the emulator class and what it serves (default ``1.37``)."""
 
 
+KUBELET_AFTER_S = 0.2
+"""How long after a graceful delete of a bound pod its kubelet confirms it (the pod is gone), seconds: the pod is
+seen terminating first, as on a real cluster, without a test waiting out the 30 s grace period. A test that drives
+the kubelet itself sets ``k8s.kubelet_after_s = None`` and calls ``k8s.kubelet_confirm()``."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kubernetes(version): the Kubernetes version `k8s` emulates: 1.37 (default) "
                                        "or 1.36 (apiserver136.py, RESOURCES_1_36) or 1.25 (apiserver125.py, "
@@ -88,7 +94,7 @@ async def k8s(request: pytest.FixtureRequest) -> AsyncIterator[ApiServer]:
     CRD does not have (``k8s.warnings``, ``crds.py``) fails at teardown."""
     marker = request.node.get_closest_marker("kubernetes")
     server, resources = CLUSTERS[marker.args[0] if marker else "1.37"]
-    async with server() as srv, kmock.Server(srv):
+    async with server(kubelet_after_s=KUBELET_AFTER_S) as srv, kmock.Server(srv):
         for path, (kind, namespaced, subresources) in resources.items():
             srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
                                                      verbs=VERBS, subresources=subresources)

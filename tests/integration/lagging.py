@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import copy
 import random
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,7 +18,7 @@ import attrs
 import kmock
 
 from tests.integration.apiserver import ApiServer
-from tests.integration.conftest import RESOURCES, VERBS
+from tests.integration.conftest import KUBELET_AFTER_S, RESOURCES, VERBS
 
 
 @attrs.define(kw_only=True)
@@ -32,22 +31,12 @@ class LaggingApiServer(ApiServer):
     _queues: dict[Any, collections.deque] = attrs.field(factory=dict)
     _pumps: dict[Any, asyncio.Task] = attrs.field(factory=dict)
 
-    async def _commit(self, key, body, type_):  # type: ignore[no-untyped-def]
-        self.rv += 1
-        body['metadata']['resourceVersion'] = str(self.rv)
-        if key in self._objects:
-            self._objects[key].create(body)
-        else:
-            self._objects[key] = body
-        if type_ == 'DELETED':
-            self._objects[key].delete()
-        event = {'type': type_, 'object': copy.deepcopy(body)}
-        self.log.append((self.rv, key[0], event))
+    async def _publish(self, resource, event):  # type: ignore[no-untyped-def]
+        self.log.append((int(event['object']['metadata']['resourceVersion']), resource, event))
         due = asyncio.get_running_loop().time() + self.rng.uniform(*self.lag_s)
-        self._queues.setdefault(key[0], collections.deque()).append((due, event))
-        if key[0] not in self._pumps or self._pumps[key[0]].done():
-            self._pumps[key[0]] = asyncio.create_task(self._pump(key[0]))
-        return body
+        self._queues.setdefault(resource, collections.deque()).append((due, event))
+        if resource not in self._pumps or self._pumps[resource].done():
+            self._pumps[resource] = asyncio.create_task(self._pump(resource))
 
     async def _pump(self, resource: Any) -> None:
         queue = self._queues[resource]
@@ -63,7 +52,7 @@ class LaggingApiServer(ApiServer):
 @contextlib.asynccontextmanager
 async def lagging_server(lag_s: tuple[float, float] = (0.005, 0.06)) -> AsyncIterator[LaggingApiServer]:
     """A running :class:`LaggingApiServer` with the integration tests' kinds registered."""
-    async with LaggingApiServer(lag_s=lag_s) as srv, kmock.Server(srv):
+    async with LaggingApiServer(lag_s=lag_s, kubelet_after_s=KUBELET_AFTER_S) as srv, kmock.Server(srv):
         for path, (kind, namespaced, subresources) in RESOURCES.items():
             srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
                                                      verbs=VERBS, subresources=subresources)

@@ -24,6 +24,7 @@ import kmock
 import kopf
 
 from scheduler.client.kube import KubeClient, Resource
+from scheduler.operator.labels import WEBHOOK_CONFIGURATION
 from scheduler.operator.runner import OperatorOptions, run
 from tests.integration.apiserver import ApiServer
 from tests.integration.conftest import VERBS
@@ -35,7 +36,7 @@ MUTATING = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfig
                     "MutatingWebhookConfiguration")
 VALIDATING = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False,
                       "ValidatingWebhookConfiguration")
-CONFIGURATION = "gang-scheduler-operator"
+CONFIGURATION = WEBHOOK_CONFIGURATION
 OPERATOR_RESOURCES = {
     "batch/v1/jobs": ("Job", True, ("status",)),
     "leaderworkerset.x-k8s.io/v1/leaderworkersets": ("LeaderWorkerSet", True, ("status", "scale")),
@@ -139,15 +140,12 @@ async def operating(k8s: ApiServer, kube: KubeClient, **options: Any) -> AsyncIt
     """The operator (``scheduler.operator.runner.run``) in this loop until the block ends, its webhook
     server on 127.0.0.1 and a random port; waits until the managed webhook configurations exist and
     the Job watch is open."""
-    def login(**_: Any) -> kopf.ConnectionInfo:
-        return kopf.ConnectionInfo(server=str(k8s.url).rstrip("/"))
-
     settings = kopf.OperatorSettings()
     settings.scanning.disabled = True  # no CRD watch (the emulator serves no CRDs)
     settings.process.ultimate_exiting_timeout = None  # else a crash SIGKILLs pytest
     stop = asyncio.Event()
     opts = OperatorOptions(webhook_addr="127.0.0.1", webhook_port=0, liveness=None, **options)
-    task = asyncio.create_task(run(opts, kube, stop, login=login, settings=settings), name="operator")
+    task = asyncio.create_task(run(opts, kube, stop, settings=settings), name="operator")
 
     async def ready() -> bool:
         if task.done():

@@ -7,6 +7,7 @@ passes against it does not fail on a cluster for the same reason. Rules and mess
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
 
@@ -16,6 +17,8 @@ import pytest
 from scheduler.client.kube import EVENTS, PODGROUPS, PODS, ApiError, KubeClient, Resource
 from tests.integration import apivalidation as av
 from tests.integration.apiserver import ApiServer
+
+pytestmark = pytest.mark.refusals_expected  # these tests provoke the server's refusals and assert each one
 
 NS = "ml"
 CORE_EVENTS = Resource("", "v1", "events", True, "Event")
@@ -256,3 +259,57 @@ async def test_annotations_over_256_kib_are_refused_on_patch(kube: KubeClient) -
 def test_annotation_keys_must_be_qualified_names() -> None:
     assert fields(av.validate_annotations({"annotations": {"gang-scheduler.io/intent": "{}", "a b": ""}})) == [
         "metadata.annotations"]
+
+
+# --- the server's timing: graceful pod deletion, the watch after the response ---------------------------------
+
+BOUND_POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+             "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]}}
+
+
+async def test_a_bound_pod_deleted_stays_terminating_until_its_kubelet_confirms(k8s: ApiServer,
+                                                                               kube: KubeClient) -> None:
+    k8s.kubelet_after_s = None  # the test is the kubelet
+    await kube.create(PODS, NS, BOUND_POD)
+    await kube.delete(PODS, NS, "p")
+    md = (await kube.get(PODS, NS, "p"))["metadata"]
+    assert md["deletionGracePeriodSeconds"] == 30 and md["deletionTimestamp"]  # the pod's default grace period
+    assert k8s.terminating() == [(NS, "p")]
+    await kube.delete(PODS, NS, "p")  # again: nothing changes, the pod stays terminating
+    assert k8s.terminating() == [(NS, "p")]
+
+    assert await k8s.kubelet_confirm() == 1
+    with pytest.raises(ApiError) as gone:
+        await kube.get(PODS, NS, "p")
+    assert gone.value.status == 404 and k8s.terminating() == []
+
+
+@pytest.mark.parametrize("pod_body, options", [
+    pytest.param(BOUND_POD, {"gracePeriodSeconds": 0}, id="grace-period-0"),
+    pytest.param({**BOUND_POD, "spec": {"containers": [{"name": "c", "image": "i"}]}}, None, id="never-scheduled"),
+    pytest.param({**BOUND_POD, "status": {"phase": "Succeeded"}}, None, id="already-terminated"),
+])
+async def test_a_pod_that_needs_no_kubelet_goes_at_once(k8s: ApiServer, kube: KubeClient, pod_body: dict[str, Any],
+                                                       options: dict[str, Any] | None) -> None:
+    k8s.kubelet_after_s = None
+    await kube.create(PODS, NS, pod_body)
+    await kube.delete(PODS, NS, "p", body=options)
+    with pytest.raises(ApiError) as gone:
+        await kube.get(PODS, NS, "p")
+    assert gone.value.status == 404
+
+
+async def test_the_watch_shows_concurrent_writes_once_each_in_resource_version_order(k8s: ApiServer,
+                                                                                   kube: KubeClient) -> None:
+    """Each write's event is published after its response, and never before the events of writes answered
+    earlier: a watcher sees every resourceVersion once, increasing."""
+    _, since = await kube.list(PODS, NS)
+    names = [f"p{i}" for i in range(20)]
+    await asyncio.gather(*(kube.create(PODS, NS, {**BOUND_POD, "metadata": {"name": n}}) for n in names))
+    seen: list[int] = []
+    async with asyncio.timeout(10):
+        async for event in kube.watch(PODS, since, NS):
+            seen.append(int(event["object"]["metadata"]["resourceVersion"]))
+            if len(seen) == len(names):
+                break
+    assert seen == sorted(seen) and len(set(seen)) == len(names)

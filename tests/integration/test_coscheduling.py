@@ -169,7 +169,7 @@ async def test_a_name_in_both_apis_is_two_groups_never_merged(k8s: ApiServer, ku
 async def test_the_emulator_prunes_what_the_crd_lacks_and_refuses_bad_values(k8s: ApiServer, kube: KubeClient) -> None:
     """The fixture is as strict as a real server for the CRD: the status writes above can only pass as written."""
     await kube.create(COSCHEDULING_PODGROUPS, NS, crd_podgroup("g", 2))
-    with pytest.raises(ApiError) as refused:
+    with k8s.expecting_refusal("status.scheduled"), pytest.raises(ApiError) as refused:
         await kube.patch(COSCHEDULING_PODGROUPS, NS, "g", {"status": {"scheduled": "two"}}, sub="status")
     assert refused.value.status == 422
     assert 'status.scheduled in body must be of type integer: "string"' in str(refused.value)

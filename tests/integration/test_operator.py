@@ -5,6 +5,8 @@ the scheduler."""
 
 from __future__ import annotations
 
+import json
+
 import kmock
 import pytest
 
@@ -14,6 +16,7 @@ from scheduler.operator.apis import COSCHEDULING_PODGROUPS, Flavour, NoGroupApi,
 from tests.integration.conftest import VERBS
 from tests.integration.livekit import NS, until
 from tests.integration.operatorkit import (
+    CONFIGURATION,
     JOBS,
     LWS,
     MUTATING,
@@ -49,13 +52,13 @@ async def min_count(kube: KubeClient, name: str) -> int | None:
 @pytest.mark.looptime
 async def test_kopf_manages_the_webhook_configurations(served, kube: KubeClient) -> None:
     async with operating(served, kube):
-        mutating = await kube.get(MUTATING, None, "gang-scheduler-operator")
-        validating = await kube.get(VALIDATING, None, "gang-scheduler-operator")
+        mutating = await kube.get(MUTATING, None, CONFIGURATION)
+        validating = await kube.get(VALIDATING, None, CONFIGURATION)
     # stopped: the persistent mutating webhooks stay (opted-in pods are refused, not scheduled alone),
     # the validating ones are taken out
-    after = await kube.get(MUTATING, None, "gang-scheduler-operator")
+    after = await kube.get(MUTATING, None, CONFIGURATION)
     assert [h["name"] for h in after["webhooks"]] == [h["name"] for h in mutating["webhooks"]]
-    assert not (await kube.get(VALIDATING, None, "gang-scheduler-operator")).get("webhooks")
+    assert not (await kube.get(VALIDATING, None, CONFIGURATION)).get("webhooks")
     # one webhook per handler; the JobSet / PyTorchJob ones have no rules here, as those kinds are not served
     hooks = {tuple(h["rules"][0]["resources"]): h for h in mutating["webhooks"] if h["rules"]}
     assert len(mutating["webhooks"]) == 5
@@ -63,6 +66,7 @@ async def test_kopf_manages_the_webhook_configurations(served, kube: KubeClient)
     assert pods["objectSelector"] == {"matchExpressions": [OPT_IN]}  # only opted-in pods wait on us
     assert pods["failurePolicy"] == "Fail" and pods["sideEffects"] == "None"
     assert pods["rules"][0]["operations"] == ["CREATE"]
+    assert pods["name"] == f"pods-gang.{CONFIGURATION}"  # kopf's <handler>.<configuration>: ≥ 3 segments
     assert pods["clientConfig"]["caBundle"] and pods["clientConfig"]["url"].startswith("https://127.0.0.1:")
     assert {("jobs",), ("leaderworkersets",)} <= hooks.keys()  # JobSet/PyTorchJob are not served here
     checks = {h["rules"][0]["resources"][0]: h for h in validating["webhooks"] if h["rules"]}
@@ -70,6 +74,38 @@ async def test_kopf_manages_the_webhook_configurations(served, kube: KubeClient)
     assert all(h["failurePolicy"] == "Ignore" for h in checks.values())
     # CREATE only: the scheduler's own PodGroup patches (intent, on every bind) never wait on the operator
     assert all(h["rules"][0]["operations"] == ["CREATE"] for h in checks.values())
+
+
+@pytest.mark.looptime
+async def test_a_configuration_name_without_a_domain_is_refused_by_the_api_server(served, kube: KubeClient) -> None:
+    # kopf names each webhook <handler>.<configuration>; the API server wants ≥ 3 dot-separated segments
+    # (IsFullyQualifiedName), so "gang-scheduler-operator" makes every configuration write a 422
+    refused = "should be a domain with at least three segments separated by dots"
+    with served.expecting_refusal(refused), pytest.raises(Exception):  # noqa: B017 (kopf's own error)
+        async with operating(served, kube, managed="gang-scheduler-operator"):
+            pass
+    assert any("pods-gang.gang-scheduler-operator" in r.message for r in served.refusals)
+    assert not (await kube.get(MUTATING, None, "gang-scheduler-operator")).get("webhooks")
+
+
+async def test_kopf_logs_in_with_the_kubeconfig_the_operator_was_given(served, tmp_path, monkeypatch) -> None:
+    """``operator --kubeconfig FILE`` with no ``$KUBECONFIG`` and no ``~/.kube/config``: kopf's own logins would find
+    nothing; it must watch with the file's server and token, the ones our client writes with."""
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+              "clusters": [{"name": "k", "cluster": {"server": str(served.url).rstrip("/")}}],
+              "users": [{"name": "u", "user": {"token": "operator-t0ken"}}],
+              "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+    path = tmp_path / "kubeconfig.json"
+    path.write_text(json.dumps(config))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    kube = await KubeClient.connect(str(path))
+    try:
+        async with operating(served, kube):
+            watches = [r for r in served if r.action == kmock.action.WATCH and r.resource == "batch/v1/jobs"]
+            assert watches and all(r.headers.get("Authorization") == "Bearer operator-t0ken" for r in watches)
+    finally:
+        await kube.close()
 
 
 @pytest.mark.looptime
@@ -201,7 +237,7 @@ def plugins_only(k8s):  # type: ignore[no-untyped-def]
 async def test_scheduler_plugins_cluster_gets_min_member_and_the_pod_label(plugins_only, kube: KubeClient) -> None:
     async with operating(plugins_only, kube):
         admission = Admission(kube)
-        validating = await kube.get(VALIDATING, None, "gang-scheduler-operator")
+        validating = await kube.get(VALIDATING, None, CONFIGURATION)
         stored = await kube.create(JOBS, NS, await admission.mutated(JOBS, job("train", 3)))
         pg = await until(lambda: _first(kube.list(COSCHEDULING_PODGROUPS, NS)), what="scheduler-plugins PodGroup")
         pod = await admission.mutated(PODS, job_pod(stored))
@@ -354,3 +390,21 @@ async def test_v136_podgroup_being_placed_is_not_made_again(served, kube: KubeCl
     assert kept["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
     assert warning["message"].endswith("and the scheduler is placing it (annotation gang-scheduler.io/intent), so it "
                                        "is not made again; delete it to have it made again")
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize("value", ["99999999999", "²", "٣", "9" * 5000], ids=["beyond-int32", "superscript",
+                                                                            "arabic-indic", "5000-digits"])
+async def test_a_min_count_that_is_not_a_minimum_is_a_warning_and_never_applied(served, kube: KubeClient,
+                                                                                value: str) -> None:
+    """Never written (99999999999 was created as minCount, then refused every 5 s), never read as another number
+    ("٣" was read as 3), never a handler failing every 60 s ("²", 5,000 digits): the PodGroup gets the Job's own
+    minimum and the Job a Warning Event saying why."""
+    train = job("train", 2)
+    train["metadata"]["annotations"] = {"gang-scheduler.io/min-count": value}
+    async with operating(served, kube):
+        await kube.create(JOBS, NS, train)
+        (warning,) = await until(lambda: warning_events(kube, "GangMinCount"), what="GangMinCount event")
+        assert await until(lambda: min_count(kube, "train"), what="the PodGroup") == 2
+    assert "is not applied" in warning["message"]
+    assert ("2147483647" in warning["message"]) == value.isascii()

@@ -62,8 +62,9 @@ async def test_invalid_trees_are_reported_and_the_rest_is_scheduled(k8s, kube: K
             "workloadRef": {"workloadName": "w", "templateName": name}}})
     await kube.create(PODGROUPS, NS, podgroup("under-cycle", 1, parent="c1"))
     await kube.create(PODS, NS, pod("under-cycle-0", "under-cycle"))
-    # a malformed PodGroup (no policy at all)
-    await kube.create(PODGROUPS, NS, {"metadata": {"name": "nopolicy", "namespace": NS}, "spec": {}})
+    # a malformed PodGroup (a policy with neither variant: the emulator does not check one-of unions)
+    await kube.create(PODGROUPS, NS, {"metadata": {"name": "nopolicy", "namespace": NS},
+                                      "spec": {"schedulingPolicy": {}}})
     await kube.create(PODS, NS, pod("nopolicy-0", "nopolicy"))
     await create_gang(kube, "fine", 3)
     async with running(kube):

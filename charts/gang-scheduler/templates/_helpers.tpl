@@ -88,6 +88,14 @@ else as JSON (lists as pydantic-settings expects them, numbers without exponent 
 {{- printf "%s-operator" (include "gang-scheduler.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/*
+The operator's webhook configurations: kopf names each webhook "<handler>.<configuration>", and the API server
+wants webhook names of at least three dot-separated segments, so the configuration name carries a domain.
+*/}}
+{{- define "gang-scheduler.webhookConfigurationName" -}}
+{{- printf "%s.gang-scheduler.io" (include "gang-scheduler.operatorName" .) }}
+{{- end }}
+
 {{- define "gang-scheduler.operatorSelectorLabels" -}}
 app.kubernetes.io/name: {{ include "gang-scheduler.name" . }}-operator
 app.kubernetes.io/instance: {{ .Release.Name }}

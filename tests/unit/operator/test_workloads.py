@@ -56,8 +56,22 @@ def test_min_count_annotation_overrides_a_single_group() -> None:
 
 
 @pytest.mark.parametrize(("value", "warning"), [
-    ("0", "annotation gang-scheduler.io/min-count='0' is not applied: it must be a positive integer"),
-    ("two", "annotation gang-scheduler.io/min-count='two' is not applied: it must be a positive integer"),
+    ("0", "annotation gang-scheduler.io/min-count='0' is not applied: it must be at least 1"),
+    ("two", "annotation gang-scheduler.io/min-count='two' is not applied: it must be a positive integer written with "
+            "the digits 0-9"),
+    ("²", "annotation gang-scheduler.io/min-count='²' is not applied: it must be a positive integer written with "
+          "the digits 0-9"),
+    ("٣", "annotation gang-scheduler.io/min-count='٣' is not applied: it must be a positive integer written with "
+          "the digits 0-9"),
+    (" 3", "annotation gang-scheduler.io/min-count=' 3' is not applied: it must be a positive integer written with "
+           "the digits 0-9"),
+    ("99999999999", "annotation gang-scheduler.io/min-count='99999999999' is not applied: it is more than "
+                    "2147483647, the largest minCount the API server accepts (int32)"),
+    ("2147483648", "annotation gang-scheduler.io/min-count='2147483648' is not applied: it is more than "
+                   "2147483647, the largest minCount the API server accepts (int32)"),
+    pytest.param("7" * 5000, "annotation gang-scheduler.io/min-count='77777777777777777777777… (5000 characters) is "
+                 "not applied: it is more than 2147483647, the largest minCount the API server accepts (int32)",
+                 id="5000-digits"),
     ("9", "annotation gang-scheduler.io/min-count=9 is more than the 5 pods the Job runs at once: "
           "the gang cannot be scheduled until that many pods exist"),
 ])

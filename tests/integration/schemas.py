@@ -1,0 +1,131 @@
+"""The strict OpenAPI schemas of a Kubernetes version, for the emulator (``apiserver.py``): what a real API server
+refuses of an object's fields, as field errors in the server's own words.
+
+The schemas are the ones ``kubernetes-validate`` ships (``kubernetes-json-schema/v<version>-local-strict``: the
+OpenAPI of that release, with ``additionalProperties: false`` on every object). ``kubernetes_validate.validate``
+reads its 1.8 MB ``_definitions.json`` on every call; the emulator validates every write, so each
+(version, apiVersion, kind) validator is built once here (:func:`validator`) and kept.
+
+What a JSON-schema error becomes (apimachinery ``field.Error``, ``staging/src/k8s.io/apimachinery/pkg/util/
+validation/field/errors.go``):
+
+* a ``required`` property missing: ``FieldValueRequired`` at the property's path
+  (``status.conditions[0].message: Required value``);
+* a property the schema does not declare: ``FieldValueNotSupported`` ``unknown field`` — a server with
+  ``fieldValidation=Strict`` refuses it; with the default (``Warn``) it drops it, which is no better for a writer
+  that meant it;
+* a wrong type, an enum value not listed, an ``int32`` out of range, a ``date-time`` Go's RFC 3339 parser would
+  not take: ``FieldValueInvalid``.
+
+Paths are written as the server writes them: names joined by dots, list indices in brackets.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import jsonschema
+import referencing
+from kubernetes_validate import utils as kv  # type: ignore[import-untyped]
+
+from tests.integration.apivalidation import MICRO_TIME, FieldError, invalid, required
+
+JSON = dict[str, Any]
+
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+
+FORMATS = jsonschema.FormatChecker(formats=())
+
+
+@FORMATS.checks("int32")
+def _int32(value: object) -> bool:
+    return not isinstance(value, int) or isinstance(value, bool) or INT32[0] <= value <= INT32[1]
+
+
+@FORMATS.checks("int64")
+def _int64(value: object) -> bool:
+    return not isinstance(value, int) or isinstance(value, bool) or INT64[0] <= value <= INT64[1]
+
+
+@FORMATS.checks("date-time")
+def _date_time(value: object) -> bool:
+    return not isinstance(value, str) or MICRO_TIME.fullmatch(value) is not None
+
+
+def _schema_dir(kube_version: str) -> str:
+    return f"kubernetes-json-schema/v{kube_version}-local-strict"
+
+
+@functools.cache
+def _definitions(kube_version: str) -> referencing.Registry[Any]:
+    defs = kv.schema_contents(f"{_schema_dir(kube_version)}/_definitions.json", kube_version)
+    return referencing.Resource.from_contents(defs) @ referencing.Registry()  # type: ignore[return-value]
+
+
+@functools.cache
+def validator(kube_version: str, api_version: str, kind: str) -> jsonschema.protocols.Validator | None:
+    """The strict validator of ``kind`` in ``api_version`` (``"scheduling.k8s.io/v1beta1"``, ``"v1"``) at
+    ``kube_version`` (``"1.37.0"``), or None when that release has no schema for it (a custom resource)."""
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    try:
+        schema = kv.schema_contents(f"{_schema_dir(kube_version)}/{kind.lower()}-{group_version}.json", kube_version)
+    except FileNotFoundError:
+        return None
+    registry = referencing.Resource.from_contents(schema) @ _definitions(kube_version)
+    return jsonschema.Draft202012Validator(schema, registry=registry, format_checker=FORMATS)
+
+
+def known(kube_version: str, api_version: str, kind: str) -> bool:
+    """Whether the release has a schema for ``kind`` (built-in), so :func:`errors` checks it."""
+    return validator(kube_version, api_version, kind) is not None
+
+
+def path_of(parts: Any) -> str:
+    """A JSON-schema path (``deque(["status", "conditions", 0])``) as a field path (``status.conditions[0]``)."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _field_errors(err: jsonschema.ValidationError) -> Iterator[FieldError]:
+    path = path_of(err.absolute_path)
+    if err.validator == "required":
+        have = err.instance if isinstance(err.instance, dict) else {}
+        for name in err.validator_value:
+            if name not in have:
+                yield required(_join(path, name))
+    elif err.validator == "additionalProperties":
+        props = set((err.schema.get("properties") or {}) if isinstance(err.schema, dict) else ())
+        for name in (err.instance if isinstance(err.instance, dict) else {}):
+            if name not in props:
+                yield FieldError("FieldValueNotSupported", _join(path, name), None, "unknown field")
+    elif err.validator in ("oneOf", "anyOf") and err.context:
+        best = min(err.context, key=lambda e: len(list(e.absolute_path)))  # type: ignore[no-any-return]
+        yield invalid(path, err.instance, best.message)
+    elif err.validator == "format":
+        yield invalid(path, err.instance, f"{path or 'value'} in body must be of type {err.validator_value}: "
+                                          f"{json.dumps(err.instance)}")
+    else:
+        yield invalid(path, err.instance, err.message)
+
+
+def errors(body: JSON, api_version: str, kind: str, kube_version: str) -> list[FieldError]:
+    """Every field error ``body`` (as it would be stored) has against the strict schema of ``kind``; empty when it
+    passes or the release has no schema for the kind. ``apiVersion`` and ``kind`` are filled in when missing (list
+    items and PATCH results may lack them)."""
+    check = validator(kube_version, api_version, kind)
+    if check is None:
+        return []
+    doc = {**body, "apiVersion": api_version, "kind": kind}
+    found = {str(fe): fe for err in check.iter_errors(doc) for fe in _field_errors(err)}
+    return [found[k] for k in sorted(found)]
