@@ -37,7 +37,7 @@ from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.preemption_view import CacheGroupView
-from scheduler.config import Settings
+from scheduler.config import Settings, own_namespace
 from scheduler.cycle import Attempt, BindResult, Cycle, Failure
 from scheduler.dra.writes import ClaimWrite
 from scheduler.framework.events import ClusterEvent
@@ -95,7 +95,8 @@ class Scheduler:
                              volume_timeout_s=settings.volume_binding_timeout_s)
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
                                    event_interval_s=settings.event_interval_s)
-        self.elector = (LeaderElector(kube, settings.lease_namespace, settings.lease_name, self.identity,
+        lease_namespace = settings.lease_namespace or own_namespace()
+        self.elector = (LeaderElector(kube, lease_namespace, settings.lease_name, self.identity,
                                       lease_duration_s=settings.lease_duration_s,
                                       renew_deadline_s=settings.renew_deadline_s,
                                       retry_period_s=settings.retry_period_s)
@@ -232,8 +233,7 @@ class Scheduler:
         s = self.settings
         log.info("starting %s as %s: %s", s.scheduler_name, self.identity,
                  s.model_dump_json(exclude={"kubeconfig"}))
-        host, _, port = s.bind_address.rpartition(":")
-        health = HealthServer(host or "0.0.0.0", int(port), self.ready)
+        health = HealthServer(*s.bind_host_port, self.ready)
         health.add_route("GET", "/metrics", self.metrics.handler())
         await health.start()
         self.health_port = health.port
