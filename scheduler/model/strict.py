@@ -62,6 +62,8 @@ class UnknownField:
 
 
 # --- generated from the v1.37 schema (test_strict.py) ------------------------------------------------
+# One constant per definition; a v1alpha3 definition whose properties are a v1beta1 one's (TopologyConstraint,
+# the scheduling constraints, CompositeDisruptionMode, WorkloadReference) reuses that table.
 OBJECT_META = _shape("annotations creationTimestamp deletionGracePeriodSeconds deletionTimestamp finalizers "
                       "generateName generation labels managedFields name namespace ownerReferences resourceVersion "
                       "selfLink uid")
@@ -160,18 +162,10 @@ COMPOSITE_GANG_SCHEDULING_POLICY = _shape("minGroupCount")
 """``scheduling.v1alpha3.CompositeGangSchedulingPolicy``."""
 COMPOSITE_POD_GROUP_SCHEDULING_POLICY = _shape("basic", gang=COMPOSITE_GANG_SCHEDULING_POLICY)
 """``scheduling.v1alpha3.CompositePodGroupSchedulingPolicy``."""
-COMPOSITE_TOPOLOGY_CONSTRAINT = _shape("key")
-"""``scheduling.v1alpha3.TopologyConstraint``."""
-COMPOSITE_POD_GROUP_SCHEDULING_CONSTRAINTS = _shape("", topology=COMPOSITE_TOPOLOGY_CONSTRAINT)
-"""``scheduling.v1alpha3.CompositePodGroupSchedulingConstraints``."""
-COMPOSITE_DISRUPTION_MODE = _shape("all single")
-"""``scheduling.v1alpha3.CompositeDisruptionMode``."""
-COMPOSITE_WORKLOAD_REFERENCE = _shape("templateName workloadName")
-"""``scheduling.v1alpha3.WorkloadReference``."""
 COMPOSITE_POD_GROUP_SPEC = _shape("parentCompositePodGroupName preemptionPolicy priority priorityClassName",
                                   schedulingPolicy=COMPOSITE_POD_GROUP_SCHEDULING_POLICY,
-                                  schedulingConstraints=COMPOSITE_POD_GROUP_SCHEDULING_CONSTRAINTS,
-                                  disruptionMode=COMPOSITE_DISRUPTION_MODE, workloadRef=COMPOSITE_WORKLOAD_REFERENCE)
+                                  schedulingConstraints=POD_GROUP_SCHEDULING_CONSTRAINTS,
+                                  disruptionMode=DISRUPTION_MODE, workloadRef=WORKLOAD_REFERENCE)
 """``scheduling.v1alpha3.CompositePodGroupSpec``."""
 COMPOSITE_POD_GROUP = _shape("apiVersion kind status", metadata=OBJECT_META, spec=COMPOSITE_POD_GROUP_SPEC)
 """``scheduling.v1alpha3.CompositePodGroup``."""
