@@ -261,9 +261,11 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
     PriorityClasses, PodDisruptionBudgets, DRA objects (ResourceSlices, DeviceClasses,
     ResourceClaims, ResourceClaimTemplates) and storage objects (PersistentVolumeClaims,
     PersistentVolumes, StorageClasses, CSINodes); `-` reads one from standard input. Other kinds
-    are skipped. With no FILE, a built-in example cluster is used. With --from-cluster, the
-    cluster is the snapshot and each --add FILE adds to it (would this job fit now, where, and
-    what would it preempt); nothing is written to the cluster.
+    are skipped (one no v1.37 API group serves is warned about, with the closest kind), and so is
+    a field the v1.37 schema does not have (warned about, with the closest field). With no FILE,
+    a built-in example cluster is used. With --from-cluster, the cluster is the snapshot and each
+    --add FILE adds to it (would this job fit now, where, and what would it preempt); nothing is
+    written to the cluster.
     """
     settings = _settings(flags)
     if adds and not from_cluster:
