@@ -44,6 +44,8 @@ from scheduler.config import ENV_PREFIX, MAX_PORT, Settings
 from scheduler.errors import ClusterConfigError, SnapshotError
 
 if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
     from scheduler.offline.loader import Objects
 
 Command = Callable[..., None]
@@ -112,6 +114,10 @@ class Checked(click.ParamType[Any]):
     def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str | None:
         return self.inner.get_metavar(param, ctx)
 
+    def shell_complete(self, ctx: click.Context, param: click.Parameter,
+                       incomplete: str) -> list[CompletionItem]:
+        return self.inner.shell_complete(ctx, param, incomplete)
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
             return self.inner.convert(value, param, ctx)
@@ -121,14 +127,21 @@ class Checked(click.ParamType[Any]):
 
 class SettingValue(click.ParamType[str]):
     """A setting's flag: the text as typed, left to the :class:`Settings` field to check (as its variable is);
-    ``metavar`` is what the help shows (``INTEGER``, ``[pack|spread]``)."""
+    ``metavar`` is what the help shows (``INTEGER``, ``[pack|spread]``), ``choices`` what shell completion offers."""
 
-    def __init__(self, metavar: str) -> None:
+    def __init__(self, metavar: str, choices: tuple[str, ...] = ()) -> None:
         self.name = metavar.lower()
         self.metavar = metavar
+        self.choices = choices
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str | None:
         return self.metavar
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter,
+                       incomplete: str) -> list[CompletionItem]:
+        from click.shell_completion import CompletionItem  # loaded by Click only when completing
+
+        return [CompletionItem(c) for c in self.choices if c.startswith(incomplete)]
 
 
 @click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
@@ -201,8 +214,10 @@ def _settings_options(fields: Iterable[str]) -> Callable[[Command], Command]:
             elif typing.get_origin(info.annotation) is list:
                 option = click.option(f"--{flag}", name, multiple=True, metavar="NAME[,NAME...]", help=help_text)
             else:
-                option = click.option(f"--{flag}", name, type=SettingValue(_metavar(name, info)), default=None,
-                                      help=help_text)
+                choices = tuple(map(str, typing.get_args(info.annotation)))
+                literal = typing.get_origin(info.annotation) is typing.Literal
+                option = click.option(f"--{flag}", name, default=None, help=help_text,
+                                      type=SettingValue(_metavar(name, info), choices if literal else ()))
             func = option(func)
         return func
 

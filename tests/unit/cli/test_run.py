@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 import pytest
+from click.shell_completion import ShellComplete
 from click.testing import CliRunner, Result
 
 from scheduler import cli
@@ -375,3 +376,14 @@ def test_an_empty_lease_namespace_is_the_namespace_the_scheduler_runs_in(tmp_pat
         path.write_text(content)
     assert Settings.model_fields["lease_namespace"].default == ""
     assert own_namespace(str(path)) == expected
+
+
+@pytest.mark.parametrize(("args", "incomplete", "offered"), [
+    pytest.param(["run", "--scoring"], "", ["pack", "spread"], id="a-setting-choice"),
+    pytest.param(["simulate", "--output"], "j", ["json"], id="an-option-choice"),
+    pytest.param(["run", "--log-level"], "w", ["warning"], id="log-level-any-case"),
+])
+def test_shell_completion_offers_the_choices(args: list[str], incomplete: str, offered: list[str]) -> None:
+    """The values are checked by the settings, not by Click's types, and completion still offers them."""
+    complete = ShellComplete(cli.main, {}, "gang-scheduler", "_GANG_SCHEDULER_COMPLETE")
+    assert [item.value for item in complete.get_completions(args, incomplete)] == offered
