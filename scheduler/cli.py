@@ -5,10 +5,19 @@ stderr: a snapshot file that cannot be read, is not YAML, or holds nothing the s
 (the file named); a bad setting (the flag or ``GANG_SCHEDULER_*`` variable named, with its
 value); for ``run`` and ``simulate --from-cluster``, no usable cluster configuration (the kubeconfig
 paths and in-cluster variables looked at named), and for the latter a list the API server refused.
-Click's own usage errors exit 2 as well.
 
-Every setting's flag is derived from its :class:`~scheduler.config.Settings` field (type, range,
-help, default), so flags, variables and the Helm chart cannot drift apart.
+Every error is one line, ``error: WHAT``, and a bad value says where it came from, what it was and
+what is expected: ``error: --bind-address 'notaport': expected HOST:PORT (e.g. 0.0.0.0:10251)``.
+Click's own usage errors (an unknown option, a missing value) are written the same way, exit 2,
+without the usage block.
+
+Every setting's flag is derived from its :class:`~scheduler.config.Settings` field (help, default,
+the kind of value), and every value is checked by that field alone, so a flag and its variable get
+the same check, and flags, variables and the Helm chart cannot drift apart.
+
+Imports are lazy: this module loads Click and the settings only; each command imports what it
+runs (``simulate`` the offline path, ``run`` the live one), so ``version``, ``--help`` and a setting
+error answer without loading numpy, the models or a Kubernetes client.
 """
 
 from __future__ import annotations
@@ -18,31 +27,125 @@ import logging
 import signal
 import sys
 import typing
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import annotated_types
 import click
-import uvloop
+from click.core import ParameterSource
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import SettingsError
 
 from scheduler import __version__
-from scheduler.config import ENV_PREFIX, Settings
+from scheduler.config import ENV_PREFIX, MAX_PORT, Settings
 from scheduler.errors import ClusterConfigError, SnapshotError
-from scheduler.offline.loader import Objects, load
-from scheduler.offline.report import render_json, render_text
-from scheduler.offline.simulate import example_path, simulate
 from scheduler.operator.labels import WEBHOOK_CONFIGURATION
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
+    from scheduler.offline.loader import Objects
 
 Command = Callable[..., None]
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineError(click.ClickException):
+    """A usage error written as one ``error: …`` line (no usage block), exit 2."""
+
+    exit_code = 2
+
+    def show(self, file: typing.IO[Any] | None = None) -> None:
+        click.echo(f"error: {self.format_message()}", file=file, err=True)
+
+
+def _source(ctx: click.Context | None, param: click.Parameter | None) -> str:
+    """How a parameter is named in an error: its variable if the value came from it, else its flag."""
+    if param is None:
+        return "value"
+    if (ctx is not None and param.name is not None and isinstance(param, click.Option) and param.envvar
+            and ctx.get_parameter_source(param.name) is ParameterSource.ENVIRONMENT):
+        return str(param.envvar)
+    return max(param.opts, key=len) if param.opts else (param.human_readable_name or "value")
+
+
+@contextmanager
+def _one_line() -> Iterator[None]:
+    """Click's usage errors as :class:`OneLineError`: ``error: SOURCE 'VALUE': expected …`` for a bad value
+    (the types here quote it: :class:`Checked`), Click's own message for the rest. The help that a bare
+    ``gang-scheduler`` prints is left alone."""
+    try:
+        yield
+    except click.exceptions.NoArgsIsHelpError:
+        raise
+    except click.BadParameter as exc:
+        if isinstance(exc, click.MissingParameter) or exc.param is None:
+            raise OneLineError(exc.format_message()) from exc
+        raise OneLineError(f"{_source(exc.ctx, exc.param)} {exc.message}") from exc
+    except click.UsageError as exc:
+        raise OneLineError(exc.format_message()) from exc
+
+
+class Main(click.Group):
+    """The command group; every usage error, the group's or a command's, is one line (:func:`_one_line`)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        with _one_line():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _one_line():
+            return super().invoke(ctx)
+
+
+class Checked(click.ParamType[Any]):
+    """A Click type whose error quotes the value and says what is expected (``'xml': expected text or json``);
+    the conversion itself is ``inner``'s (a :class:`click.Choice`, a :class:`click.IntRange`)."""
+
+    def __init__(self, inner: click.ParamType[Any], expected: str) -> None:
+        self.inner = inner
+        self.expected = expected
+        self.name = inner.name
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str | None:
+        return self.inner.get_metavar(param, ctx)
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter,
+                       incomplete: str) -> list[CompletionItem]:
+        return self.inner.shell_complete(ctx, param, incomplete)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return self.inner.convert(value, param, ctx)
+        except click.BadParameter:
+            self.fail(f"{value!r}: expected {self.expected}", param, ctx)
+
+
+class SettingValue(click.ParamType[str]):
+    """A setting's flag: the text as typed, left to the :class:`Settings` field to check (as its variable is);
+    ``metavar`` is what the help shows (``INTEGER``, ``[pack|spread]``), ``choices`` what shell completion offers."""
+
+    def __init__(self, metavar: str, choices: tuple[str, ...] = ()) -> None:
+        self.name = metavar.lower()
+        self.metavar = metavar
+        self.choices = choices
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str | None:
+        return self.metavar
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter,
+                       incomplete: str) -> list[CompletionItem]:
+        from click.shell_completion import CompletionItem  # loaded by Click only when completing
+
+        return [CompletionItem(c) for c in self.choices if c.startswith(incomplete)]
+
+
+@click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """gang-scheduler: all-or-nothing scheduling of Kubernetes PodGroup / CompositePodGroup gangs."""
 
@@ -52,32 +155,32 @@ def _fail(message: str) -> NoReturn:
     sys.exit(2)
 
 
-def _click_type(name: str, info: FieldInfo) -> click.ParamType[Any]:
-    """The click type of a scalar setting, from its annotation and ``ge``/``gt``/``le``/``lt`` constraints:
-    ``int`` → ``IntRange``, ``float`` → ``FloatRange``, a ``Literal`` → ``Choice``, ``str`` → ``STRING``.
+def _metavar(name: str, info: FieldInfo) -> str:
+    """What the help shows for a scalar setting's value: ``[pack|spread]`` for a ``Literal``, ``INTEGER``, ``FLOAT``,
+    ``TEXT`` (``str | None`` is ``TEXT``).
 
     Raises ``TypeError`` for an annotation not mapped here (a new kind of setting must be added).
     """
     annotation = info.annotation
     if typing.get_origin(annotation) is typing.Literal:
-        return click.Choice([str(v) for v in typing.get_args(annotation)])
+        return "[" + "|".join(str(v) for v in typing.get_args(annotation)) + "]"
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
     base = args[0] if len(args) == 1 else annotation  # ``str | None`` → ``str``
-    if base is str:
-        return click.STRING
-    if base in (int, float):
-        bound: dict[str, Any] = {}
-        for item in info.metadata:
-            if isinstance(item, annotated_types.Ge | annotated_types.Gt):
-                bound.update(min=item.ge if isinstance(item, annotated_types.Ge) else item.gt,
-                             min_open=isinstance(item, annotated_types.Gt))
-            elif isinstance(item, annotated_types.Le | annotated_types.Lt):
-                bound.update(max=item.le if isinstance(item, annotated_types.Le) else item.lt,
-                             max_open=isinstance(item, annotated_types.Lt))
-        if base is int:
-            return click.IntRange(**bound) if bound else click.INT
-        return click.FloatRange(**bound) if bound else click.FLOAT
+    names = {str: "TEXT", int: "INTEGER", float: "FLOAT"}
+    if base in names:
+        return names[base]
     raise TypeError(f"setting {name}: no command-line type for {annotation!r}")
+
+
+def _bounds(info: FieldInfo) -> str:
+    """A numeric setting's range as the help states it: ``>= 1``, ``> 0``; empty without one."""
+    parts = []
+    for item in info.metadata:
+        for cls, attr, sign in ((annotated_types.Ge, "ge", ">="), (annotated_types.Gt, "gt", ">"),
+                                (annotated_types.Le, "le", "<="), (annotated_types.Lt, "lt", "<")):
+            if isinstance(item, cls):
+                parts.append(f"{sign} {getattr(item, attr)}")
+    return ", ".join(parts)
 
 
 def _shown(value: Any) -> str:
@@ -88,14 +191,15 @@ def _shown(value: Any) -> str:
         return str(value).lower()
     if isinstance(value, list):
         return ",".join(value) or "none"
-    return str(value)
+    return str(value) or "empty"
 
 
 def _settings_options(fields: Iterable[str]) -> Callable[[Command], Command]:
-    """One typed ``--flag`` per setting, in ``fields`` order: help is the field's description, the
+    """One ``--flag`` per setting, in ``fields`` order: help is the field's description, its range, the
     variable ``GANG_SCHEDULER_<NAME>`` and the default. A ``bool`` is a ``--x/--no-x`` pair; a list
-    is a repeatable flag whose values may be comma-separated; every flag defaults to unset, so
-    the environment (then the field default) applies."""
+    is a repeatable flag whose values may be comma-separated; any other value is passed as typed to the
+    field (:class:`SettingValue`). Every flag defaults to unset, so the environment (then the field
+    default) applies."""
     fields = list(fields)
 
     def decorate(func: Command) -> Command:
@@ -103,13 +207,18 @@ def _settings_options(fields: Iterable[str]) -> Callable[[Command], Command]:
             info = Settings.model_fields[name]
             flag = name.replace("_", "-")
             default = info.get_default(call_default_factory=True)
-            help_text = f"{info.description} [env {ENV_PREFIX}{name.upper()}; default: {_shown(default)}]"
+            bounds = _bounds(info)
+            help_text = (f"{info.description} [{bounds + '; ' if bounds else ''}env {ENV_PREFIX}{name.upper()}; "
+                         f"default: {_shown(default)}]")
             if info.annotation is bool:
                 option = click.option(f"--{flag}/--no-{flag}", name, default=None, help=help_text)
             elif typing.get_origin(info.annotation) is list:
                 option = click.option(f"--{flag}", name, multiple=True, metavar="NAME[,NAME...]", help=help_text)
             else:
-                option = click.option(f"--{flag}", name, type=_click_type(name, info), default=None, help=help_text)
+                choices = tuple(map(str, typing.get_args(info.annotation)))
+                literal = typing.get_origin(info.annotation) is typing.Literal
+                option = click.option(f"--{flag}", name, default=None, help=help_text,
+                                      type=SettingValue(_metavar(name, info), choices if literal else ()))
             func = option(func)
         return func
 
@@ -120,8 +229,8 @@ def _settings(flags: dict[str, Any]) -> Settings:
     """The settings: ``flags`` given on the command line over ``GANG_SCHEDULER_*`` variables over
     the defaults. Unset flags (``None``, an empty repeatable flag) are left to the environment.
 
-    On a bad value prints one ``error: SOURCE='value': what is wrong`` line per problem (SOURCE:
-    the ``--flag`` if given, else the variable) and exits 2; both commands use this.
+    On a bad value prints one ``error: SOURCE 'value': what is wrong`` line per problem (SOURCE:
+    the ``--flag`` if given, else the variable) and exits 2; every command uses this.
     """
     given = {k: list(v) if isinstance(v, tuple) else v for k, v in flags.items() if v is not None and v != ()}
     try:
@@ -135,7 +244,7 @@ def _settings(flags: dict[str, Any]) -> Settings:
             source = f"--{name.replace('_', '-')}" if name in given else f"{ENV_PREFIX}{name.upper()}"
             value = err["input"]
             value = ",".join(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else value
-            click.echo(f"error: {source}={value!r}: {err['msg']}", err=True)
+            click.echo(f"error: {source} {value!r}: {err['msg']}", err=True)
     except SettingsError as exc:  # a variable pydantic-settings could not decode; the message names it
         click.echo(f"error: {exc}", err=True)
     sys.exit(2)
@@ -149,12 +258,13 @@ CLUSTER = "<cluster>"
 
 
 @main.command(name="simulate")
-@click.argument("files", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))
-@click.option("--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.argument("files", nargs=-1)
+@click.option("--output", "-o", type=Checked(click.Choice(["text", "json"]), "text or json"), default="text",
+              show_default=True)
 @click.option("--from-cluster", is_flag=True,
               help="Read the cluster's current state through the kubeconfig (read-only: the lists `run` makes) "
                    "instead of FILES.")
-@click.option("--add", "adds", multiple=True, type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
+@click.option("--add", "adds", multiple=True, metavar="FILE",
               help="With --from-cluster: a file (YAML or JSON; `-`: standard input) of workload to schedule "
                    "as if created now. Repeatable.")
 @_settings_options(SIMULATE_FIELDS)
@@ -167,9 +277,11 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
     PriorityClasses, PodDisruptionBudgets, DRA objects (ResourceSlices, DeviceClasses,
     ResourceClaims, ResourceClaimTemplates) and storage objects (PersistentVolumeClaims,
     PersistentVolumes, StorageClasses, CSINodes); `-` reads one from standard input. Other kinds
-    are skipped. With no FILE, a built-in example cluster is used. With --from-cluster, the
-    cluster is the snapshot and each --add FILE adds to it (would this job fit now, where, and
-    what would it preempt); nothing is written to the cluster.
+    are skipped (one no v1.37 API group serves is warned about, with the closest kind), and so is
+    a field the v1.37 schema does not have (warned about, with the closest field). With no FILE,
+    a built-in example cluster is used. With --from-cluster, the cluster is the snapshot and each
+    --add FILE adds to it (would this job fit now, where, and what would it preempt); nothing is
+    written to the cluster.
     """
     settings = _settings(flags)
     if adds and not from_cluster:
@@ -178,6 +290,12 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
         _fail("--kubeconfig needs --from-cluster (a snapshot file is read without a cluster)")
     if from_cluster and files:
         _fail("--from-cluster reads the cluster: give the workload to add with --add FILE")
+    import uvloop  # the settings are checked first: a bad one is told at once
+
+    from scheduler.offline.loader import load
+    from scheduler.offline.report import render_json, render_text
+    from scheduler.offline.simulate import example_path, simulate
+
     try:
         if from_cluster:
             logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
@@ -201,6 +319,7 @@ async def _cluster_objects(settings: Settings) -> Objects:
     failed: the API server's answer quoted)."""
     from scheduler.client.discovery import list_objects, listed_resources
     from scheduler.client.kube import ApiError, KubeClient  # the live path's imports stay out of files
+    from scheduler.offline.loader import Objects
 
     kube = await KubeClient.connect(settings.kubeconfig, qps=settings.client_qps, burst=settings.client_burst)
     objects = Objects()
@@ -215,7 +334,8 @@ async def _cluster_objects(settings: Settings) -> Objects:
 
 
 _log_level_option = click.option(
-    "--log-level", type=click.Choice(LOG_LEVELS, case_sensitive=False), default="INFO", show_default=True,
+    "--log-level", type=Checked(click.Choice(LOG_LEVELS, case_sensitive=False), "one of " + ", ".join(LOG_LEVELS)),
+    default="INFO", show_default=True,
     envvar=f"{ENV_PREFIX}LOG_LEVEL", show_envvar=True, help="Python logging level.")
 """``--log-level`` of the long-running commands (``run``, ``operator``)."""
 
@@ -231,6 +351,8 @@ def _log_to_stderr(level: str) -> None:
 def run_cmd(log_level: str, **flags: Any) -> None:
     """Schedule a live cluster (kubeconfig or in-cluster service account)."""
     settings = _settings(flags)
+    import uvloop  # the settings are checked first: a bad one is told at once
+
     _log_to_stderr(log_level)
     try:
         uvloop.run(_run(settings))
@@ -273,8 +395,8 @@ def _service(value: str | None) -> tuple[str, str, int] | None:
         return None
     ns, _, rest = value.partition("/")
     name, _, port = rest.partition(":")
-    if not (ns and name and port.isdigit() and 0 < int(port) < 65536):
-        _fail(f"--webhook-service={value!r}: expected NAMESPACE/NAME:PORT")
+    if not (ns and name and port.isdigit() and 0 < int(port) <= MAX_PORT):
+        _fail(f"--webhook-service {value!r}: expected NAMESPACE/NAME:PORT")
     return ns, name, int(port)
 
 
@@ -285,7 +407,8 @@ def _operator_option(flag: str, **kw: Any) -> Callable[[Command], Command]:
 
 @main.command(name="operator")
 @_settings_options(OPERATOR_FIELDS)
-@_operator_option("--webhook-port", type=click.IntRange(1, 65535), default=9443, help="HTTPS port of the webhooks.")
+@_operator_option("--webhook-port", type=Checked(click.IntRange(1, MAX_PORT), f"a port from 1 to {MAX_PORT}"),
+                  default=9443, help="HTTPS port of the webhooks.")
 @_operator_option("--webhook-host", default=None,
                   help="Host name in the self-signed certificate and the webhook URL (default: the address).")
 @_operator_option("--webhook-service", default=None, metavar="NAMESPACE/NAME:PORT",
@@ -303,12 +426,14 @@ def operator_cmd(webhook_port: int, webhook_host: str | None, webhook_service: s
                  cert_file: str | None, key_file: str | None, ca_file: str | None, liveness: str, log_level: str,
                  **flags: Any) -> None:
     """Gangs for existing Jobs, JobSets, PyTorchJobs and LeaderWorkerSets (kopf): groups, webhooks."""
-    from scheduler.operator.apis import NoGroupApi
-    from scheduler.operator.runner import OperatorOptions
-
     settings = _settings(flags)
     if bool(cert_file) != bool(key_file):
         _fail("--cert-file and --key-file go together")
+    import uvloop  # the settings are checked first: a bad one is told at once
+
+    from scheduler.operator.apis import NoGroupApi
+    from scheduler.operator.runner import OperatorOptions
+
     options = OperatorOptions(
         scheduler_name=settings.scheduler_name, webhook_port=webhook_port, webhook_host=webhook_host or None,
         service=_service(webhook_service), managed=webhook_configuration or None, certfile=cert_file or None,

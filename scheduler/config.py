@@ -1,26 +1,80 @@
 """Settings, from flags and ``GANG_SCHEDULER_*`` environment variables (pydantic-settings).
 
 Each setting documents its unit and why its default is what it is. The command line derives one
-typed flag per setting from the field's annotation and constraints (``scheduler.cli``), so a
-setting is declared here once.
+flag per setting from the field (``scheduler.cli``), and every rule a value must follow is checked
+here — ranges, ``HOST:PORT``, names as the API server would accept them, and the rules between
+settings (``lease_duration_s > renew_deadline_s > retry_period_s``, ``backoff_initial_s <=
+backoff_max_s``) — so a flag and its variable get the same check and the same message, and ``run``
+refuses a bad value before it starts. The chart's ``values.schema.json`` and its ``validate``
+template mirror these rules.
+
+Kept light: importing it must not import the framework, numpy or a Kubernetes client, so that
+``--help`` and a setting error answer at once.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from scheduler.framework.plan import Scoring, SolverConfig
+from scheduler.scoring import Scoring
+
+if TYPE_CHECKING:
+    from scheduler.framework.plan import SolverConfig
 
 ENV_PREFIX = "GANG_SCHEDULER_"
 
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 """A namespace name is an RFC 1123 DNS label (apimachinery ``IsDNS1123Label``), at most 63 characters."""
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+"""An RFC 1123 DNS subdomain (apimachinery ``IsDNS1123Subdomain``), at most 253 characters: what the API server
+accepts as a pod's ``spec.schedulerName`` and as an object's name (the Lease's)."""
+MAX_PORT = 65535
+
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+"""The file in which the kubelet gives a pod its own namespace (with the service account token)."""
+
+
+def host_port(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` → ``(host, port)``: ``0.0.0.0:10251``, ``[::]:10251`` (an IPv6 host in brackets, returned
+    without them), ``:10251`` (host empty: every address). ``PORT`` is 0–65535; 0 lets the system pick a free
+    port (tests use it).
+
+    Raises ``PydanticCustomError`` saying what is expected.
+    """
+    host, colon, port = value.rpartition(":")
+    if not colon or not port:
+        raise PydanticCustomError("host_port", "expected HOST:PORT (e.g. 0.0.0.0:10251)")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise PydanticCustomError("host_port", "expected HOST:PORT, an IPv6 host in brackets ([::]:10251)")
+    if not port.isdigit() or int(port) > MAX_PORT:
+        raise PydanticCustomError("host_port", "the port {port} is not a number from 0 to 65535", {"port": repr(port)})
+    return host, int(port)
+
+
+def _dns_name(value: str, pattern: re.Pattern[str], limit: int, what: str) -> str:
+    if not (len(value) <= limit and pattern.fullmatch(value)):
+        raise PydanticCustomError("dns_name", "{what} (lowercase letters, digits, '-'{dots}; at most {limit} "
+                                  "characters)", {"what": what, "limit": limit,
+                                                  "dots": " and '.'" if pattern is _SUBDOMAIN else ""})
+    return value
+
+
+def own_namespace(path: str = SERVICE_ACCOUNT_NAMESPACE) -> str:
+    """The namespace the scheduler runs in: its pod's (``path``, the service account's namespace file), else
+    ``default`` (outside a cluster: the namespace a client uses when none is given)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read().strip() or "default"
+    except OSError:
+        return "default"
 
 
 def namespace_list(value: Any) -> list[str]:
@@ -112,11 +166,14 @@ class Settings(BaseSettings):
     client_qps: float = Field(default=50.0, ge=0, description="Client-side requests per second (client-go's "
                               "default for kube-scheduler is 50); 0 disables the limit.")
     client_burst: int = Field(default=100, ge=1, description="Requests allowed above the QPS in a burst.")
-    bind_address: str = Field(default="0.0.0.0:10251", description="host:port of /healthz, /readyz, /metrics "
-                              "(10251 was kube-scheduler's insecure health port; ours serves no secrets).")
+    bind_address: str = Field(default="0.0.0.0:10251", description="HOST:PORT of /healthz, /readyz, /metrics "
+                              "(10251 was kube-scheduler's insecure health port; ours serves no secrets); an IPv6 "
+                              "host in brackets ([::]:10251); port 0: a free one.")
     leader_elect: bool = Field(default=True, description="Elect a leader through a Lease so two replicas "
                                "never schedule at once.")
-    lease_namespace: str = Field(default="kube-system", description="Namespace of the leader Lease.")
+    lease_namespace: str = Field(default="", description="Namespace of the leader Lease; empty: the namespace "
+                                 "the scheduler runs in (its pod's, as the Helm chart and the plain manifests "
+                                 "deploy it), `default` outside a cluster.")
     lease_name: str = Field(default="gang-scheduler", description="Name of the leader Lease.")
     lease_duration_s: float = Field(default=15.0, gt=0, description="How long a Lease holds without "
                                     "renewal, seconds (client-go default).")
@@ -144,6 +201,54 @@ class Settings(BaseSettings):
     def _namespaces(cls, value: Any) -> list[str]:
         return namespace_list(value)
 
+    @field_validator("scheduler_name", "lease_name")
+    @classmethod
+    def _object_name(cls, value: str) -> str:
+        return _dns_name(value, _SUBDOMAIN, 253, "not a DNS subdomain name")
+
+    @field_validator("lease_namespace")
+    @classmethod
+    def _lease_namespace(cls, value: str) -> str:
+        return value and _dns_name(value, _NAMESPACE, 63, "not a namespace name")
+
+    @field_validator("bind_address")
+    @classmethod
+    def _bind_address(cls, value: str) -> str:
+        host_port(value)
+        return value
+
+    @field_validator("backoff_max_s")
+    @classmethod
+    def _backoff_max(cls, value: float, info: ValidationInfo) -> float:
+        """kube-scheduler's rule (``validation.go``: podMaxBackoffSeconds >= podInitialBackoffSeconds)."""
+        first = info.data.get("backoff_initial_s")  # absent when that value was refused itself
+        if first is not None and value < first:
+            raise PydanticCustomError("backoff", "must not be below the first backoff ({first} s)",
+                                      {"first": f"{first:g}"})
+        return value
+
+    @field_validator("renew_deadline_s", "retry_period_s")
+    @classmethod
+    def _lease_timing(cls, value: float, info: ValidationInfo) -> float:
+        """``lease_duration_s > renew_deadline_s > retry_period_s`` when electing a leader (``live/leader.py``: the
+        leader stops before a follower may take over, and can retry a renewal before its deadline; client-go's
+        ``NewLeaderElector`` refuses the same)."""
+        longer, what = (("lease_duration_s", "the lease duration") if info.field_name == "renew_deadline_s"
+                        else ("renew_deadline_s", "the renew deadline"))
+        bound = info.data.get(longer)  # absent when that value was refused itself
+        if info.data.get("leader_elect", True) and bound is not None and not value < bound:
+            raise PydanticCustomError("lease_timing", "must be shorter than {what} ({bound} s)",
+                                      {"what": what, "bound": f"{bound:g}"})
+        return value
+
+    @property
+    def bind_host_port(self) -> tuple[str, int]:
+        """:attr:`bind_address` as ``(host, port)`` (:func:`host_port`; an empty host: ``0.0.0.0``)."""
+        host, port = host_port(self.bind_address)
+        return host or "0.0.0.0", port
+
     def solver(self) -> SolverConfig:
         """The solver's part of the settings, as a value."""
+        from scheduler.framework.plan import SolverConfig  # the framework package is not loaded for settings alone
+
         return SolverConfig(scoring=self.scoring, search_budget=self.search_budget)

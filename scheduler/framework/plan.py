@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from scheduler.framework.status import Code
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
-
-Scoring = Literal["pack", "spread"]
+from scheduler.scoring import Scoring as Scoring  # re-exported: the framework's name for the choice
 
 
 @dataclass(frozen=True, slots=True)

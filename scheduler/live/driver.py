@@ -31,22 +31,22 @@ import gc
 import logging
 import socket
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
 from scheduler.client.discovery import GroupApis, discover_group_apis, watched_resources
-from scheduler.client.kube import ApiError, KubeClient
+from scheduler.client.kube import ApiError, KubeClient, Resource
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
-from scheduler.config import Settings
+from scheduler.config import Settings, own_namespace
 from scheduler.cycle import Attempt, BindResult, CycleRunner, Failure
 from scheduler.dra.writes import ClaimWrite
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.intent import parse_intent
-from scheduler.groups.tree import GroupTree, TreeState
+from scheduler.groups.tree import GroupTree, Leaf, TreeState, walk
 from scheduler.live.binder import Binder, BindOutcome
 from scheduler.live.group_conditions import GroupConditions
 from scheduler.live.health import HealthServer
@@ -59,6 +59,7 @@ from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_D
 from scheduler.live.volume_binder import ClaimChanges, ClaimSource
 from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.scheduling import GroupKey, PodGroup
+from scheduler.model.strict import SHAPES, unknown_fields
 from scheduler.preemption import DefaultPreemption
 from scheduler.preemption.starvation import Reservation, StarvationGuard
 from scheduler.queue import SchedulingQueue
@@ -71,6 +72,8 @@ DISCOVERY_RETRY_S = 10.0
 """Pause between API discovery attempts while the PodGroup API is missing, seconds."""
 SHUTDOWN_GRACE_S = 10.0
 """How long in-flight binds may finish after SIGTERM, seconds (well inside a pod's 30 s grace)."""
+Decode = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+"""What an informer applies to each object it receives before the cache sees it."""
 MAX_WARNED_PODS = 65536
 """Pods remembered as warned about unhonoured fields (oldest forgotten first; a forgotten pod is warned again)."""
 
@@ -95,7 +98,8 @@ class Scheduler:
                              volume_timeout_s=settings.volume_binding_timeout_s)
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
                                    event_interval_s=settings.event_interval_s)
-        self.elector = (LeaderElector(kube, settings.lease_namespace, settings.lease_name, self.identity,
+        lease_namespace = settings.lease_namespace or own_namespace()
+        self.elector = (LeaderElector(kube, lease_namespace, settings.lease_name, self.identity,
                                       lease_duration_s=settings.lease_duration_s,
                                       renew_deadline_s=settings.renew_deadline_s,
                                       retry_period_s=settings.retry_period_s)
@@ -142,6 +146,9 @@ class Scheduler:
         """Uids of pods (and PodGroups) warned about fields no plugin honours (once per object), oldest first."""
         self._not_honoured: dict[GroupKey, str] = {}
         """PodGroups whose spec holds something not honoured (a v1.36 ``disruptionMode`` we do not know) → what."""
+        self._unknown: dict[str, str] = {}
+        """Uid → the fields the v1.37 API does not know in a pod of ours, a PodGroup or a CompositePodGroup, as the
+        watch delivered it (:meth:`_checked`); the newest :data:`MAX_WARNED_PODS`."""
 
     @property
     def podgroups(self) -> PodGroupApi:
@@ -214,7 +221,7 @@ class Scheduler:
         resources = await watched_resources(self.kube, self.settings.preemption, self.groups)
         for res in resources:
             decode = self.podgroups.informer_decode(self._podgroup_problems) if res is self.podgroups.resource else None
-            informer = Informer(self.kube, res, self.cache, self.on_change, decode=decode)
+            informer = Informer(self.kube, res, self.cache, self.on_change, decode=self._checked(res, decode))
             self.informers.append(informer)
             self.metrics.track_informer(res.plural, informer)
             self.spawn(informer.run(), f"informer/{res.plural}")
@@ -232,8 +239,7 @@ class Scheduler:
         s = self.settings
         log.info("starting %s as %s: %s", s.scheduler_name, self.identity,
                  s.model_dump_json(exclude={"kubeconfig"}))
-        host, _, port = s.bind_address.rpartition(":")
-        health = HealthServer(host or "0.0.0.0", int(port), self.ready)
+        health = HealthServer(*s.bind_host_port, self.ready)
         health.add_route("GET", "/metrics", self.metrics.handler())
         await health.start()
         self.health_port = health.port
@@ -512,29 +518,62 @@ class Scheduler:
         if obj is not None:
             self.spawn(self.status.group_reservation(obj, held, reason, message), f"status/{key}")
 
+    def _checked(self, res: Resource, decode: Decode | None) -> Decode | None:
+        """``decode`` (None: none), after noting the fields the v1.37 API does not know in each object the informer
+        of ``res`` receives — a Pod of ours, a v1beta1 PodGroup, a v1alpha3 CompositePodGroup
+        (:data:`~scheduler.model.strict.SHAPES`; other resources are not checked) — for
+        :meth:`_warn_unhonoured`. The API server has dropped what its own version does not know, so what is
+        found is a field of a newer version, which no plugin here honours."""
+        shape = SHAPES.get((res.group_version, res.kind))
+        if shape is None:
+            return decode
+        pods, ours = res.kind == "Pod", self.settings.scheduler_name
+
+        def check(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+            spec = raw.get("spec")
+            if not pods or (isinstance(spec, dict) and spec.get("schedulerName") == ours):
+                found = unknown_fields(raw, shape)
+                meta = raw.get("metadata") or {}
+                uid = str(meta.get("uid") or f"{res.kind}/{meta.get('namespace')}/{meta.get('name')}")
+                if found:
+                    self._unknown[uid] = "; ".join(map(str, found))
+                    if len(self._unknown) > MAX_WARNED_PODS:
+                        del self._unknown[next(iter(self._unknown))]
+                else:
+                    self._unknown.pop(uid, None)
+            return raw if decode is None else decode(raw)
+
+        return check
+
     def _warn_unhonoured(self, tree: GroupTree) -> None:
-        """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours — and once
-        per PodGroup on its PodGroups whose spec holds something not honoured: a v1.36 one's
-        (:meth:`_podgroup_problems`), a scheduler-plugins one's
-        (:func:`~scheduler.model.coscheduling.unhonoured_fields`)."""
+        """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours or the v1.37
+        API does not know (:meth:`_checked`) — and once per group on its PodGroups and CompositePodGroups whose
+        spec holds such a field, or something not honoured: a v1.36 one's (:meth:`_podgroup_problems`), a
+        scheduler-plugins one's (:func:`~scheduler.model.coscheduling.unhonoured_fields`)."""
         context: Context | None = None
-        for leaf in tree.root.leaves():
-            for pod in leaf.pending:
-                if not self._first_warning(pod.metadata.uid or pod.key):
-                    continue
-                if context is None:
-                    context = Context(storage=self.cache.storage.view())  # not a whole snapshot
-                findings = unhonoured(pod, context)
-                if findings:
-                    note = "not honoured: " + "; ".join(map(str, findings))
-                    self.spawn(self.status.pod_warning(pod, EVENT_UNHONOURED, note), f"status/{pod.key}")
-            group = self.cache.group("PodGroup", leaf.key.namespace, leaf.key.name)
-            problems = self._not_honoured.get(leaf.key)
+        for node in walk(tree.root):
+            if isinstance(node, Leaf):
+                for pod in node.pending:
+                    if not self._first_warning(pod.metadata.uid or pod.key):
+                        continue
+                    if context is None:
+                        context = Context(storage=self.cache.storage.view())  # not a whole snapshot
+                    findings = [str(f) for f in unhonoured(pod, context)]
+                    findings += filter(None, [self._unknown.get(pod.metadata.uid)])
+                    if findings:
+                        note = "not honoured: " + "; ".join(findings)
+                        self.spawn(self.status.pod_warning(pod, EVENT_UNHONOURED, note), f"status/{pod.key}")
+            key = node.key
+            group = None if key.kind == "Pod" else self.cache.group(key.kind, key.namespace, key.name)
+            problems = [self._not_honoured.get(key)]
             if isinstance(group, CoscheduledPodGroup) and (fields := unhonoured_fields(group)):
-                problems = "; ".join(f"{path}: {why}" for path, why in fields)
-            if problems and group is not None and self._first_warning(group.metadata.uid or str(leaf.key)):
-                self.spawn(self.status.group_warning(group, EVENT_UNHONOURED, f"not honoured: {problems}"),
-                           f"status/{leaf.key}")
+                problems = ["; ".join(f"{path}: {why}" for path, why in fields)]
+            if group is not None:
+                problems.append(self._unknown.get(group.metadata.uid))
+            note = "; ".join(filter(None, problems))
+            if note and group is not None and self._first_warning(group.metadata.uid or str(key)):
+                self.spawn(self.status.group_warning(group, EVENT_UNHONOURED, f"not honoured: {note}"),
+                           f"status/{key}")
 
     def _first_warning(self, uid: str) -> bool:
         """True the first time ``uid`` (a pod's, a PodGroup's) is warned about fields not honoured (remembered:

@@ -28,6 +28,11 @@ position; the rest of the file still loads. A redefinition of an object (same ki
 name) that reads the same is a no-op (fields the scheduler does not read are not compared); a
 different one is a problem and the first one is kept.
 
+What the v1.37 API does not know is named in ``Objects.unknown`` (:mod:`scheduler.model.strict`): a field
+of a Pod's, PodGroup's or CompositePodGroup's metadata or spec (a typo such as ``resoures:`` would
+otherwise leave a pod without requests), with the closest known field, and a kind no API group serves
+(``kind: PodGrup``, skipped), with the closest kind.
+
 :class:`SnapshotError` is about the whole set of files: it is raised when a file cannot be read,
 is not UTF-8 or is not YAML (or JSON), or when the files together hold no valid Node, Pod, PodGroup or
 CompositePodGroup (so one good file beside a bad one still loads).
@@ -63,6 +68,7 @@ from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.quantity import QuantityError
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClass, Workload
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from scheduler.model.strict import unknown_fields, unknown_kind
 from scheduler.offline.reader import documents, name_of
 
 KINDS: dict[tuple[str, str], Kind[Any]] = {
@@ -139,6 +145,9 @@ class Objects:
     problems: list[LoadProblem] = field(default_factory=list)
     warnings: list[LoadProblem] = field(default_factory=list)
     """Objects used with a field not honoured (a v1.36 PodGroup's unknown ``disruptionMode``), one per field."""
+    unknown: list[tuple[LoadProblem, str | None]] = field(default_factory=list)
+    """What the v1.37 API does not know: ``(where and why, field path)`` per unknown field, ``(…, None)`` per object
+    skipped for an unknown kind (:mod:`scheduler.model.strict`)."""
     skipped: Counter[str] = field(default_factory=Counter)
     unread: dict[tuple[str, str, str], str] = field(default_factory=dict)
     """(kind, namespace, name) → apiVersion of each skipped object whose kind we read under another version."""
@@ -185,6 +194,8 @@ class Objects:
                 self.problems.append(LoadProblem(source, kind or "?", ns, name or "?", "missing apiVersion or kind"))
             else:
                 self.skipped[f"{api_version} {kind}"] += 1
+                if (problem := unknown_kind(api_version, kind, READ_KINDS)) is not None:
+                    self.unknown.append((LoadProblem(source, kind, ns, name or "?", problem), None))
                 if kind in READ_KINDS:
                     where = ns or (DEFAULT_NAMESPACE if kind in NAMESPACED_KINDS else "")
                     self.unread.setdefault((kind, where, name), api_version)
@@ -197,6 +208,8 @@ class Objects:
             return
         ident = (api_version.partition("/")[0], kind, ns, name)  # the API group keeps two PodGroup kinds apart
         first = self._seen.get(ident)
+        if first is None:  # told once, whether or not the object can be used
+            self.unknown += [(LoadProblem(source, kind, ns, name, str(f)), f.path) for f in unknown_fields(raw)]
         decoder = DECODERS.get((api_version, kind))
         decoded = decoder(raw) if decoder is not None else Decoded(raw)
         try:

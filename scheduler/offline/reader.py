@@ -6,7 +6,8 @@ concatenated (NDJSON, ``kubectl get -o json`` per object, a watch's objects). Su
 with :mod:`json` (measured: orjson 3.13 parses a 29 MB ``-o json`` dump 8 % faster, under 1 % of
 ``simulate``'s time: not worth a dependency; docs/benchmarks.md). A file that starts like JSON but
 is not JSON (a YAML flow mapping such as ``{a: b}``, JSON documents between ``---`` lines) is read
-as YAML, which JSON is a subset of.
+as YAML, which JSON is a subset of; if it is not YAML either (a truncated dump, garbage after the last
+document), the JSON error is reported, with its line and column.
 
 Everything else is YAML, read with libyaml's parser (:class:`yaml.CSafeLoader`) when PyYAML was built
 with it, else with PyYAML's pure-Python one (:class:`yaml.SafeLoader`: the same documents, about ten times
@@ -21,7 +22,7 @@ multi-document file never has every raw document in memory at once.
 
 Errors (:class:`~scheduler.errors.SnapshotError`, naming the file): it cannot be read; it is not UTF-8
 (what the API server and kubectl read and write; the byte, line and offset are given); it is not valid
-YAML (line and column given).
+YAML, or not valid JSON when it starts like JSON (line and column given).
 """
 
 from __future__ import annotations
@@ -103,26 +104,31 @@ def documents(path: Path, stdin: BinaryIO | None = None,
             "save the file as UTF-8"
         ) from exc
     first = _FIRST_CHARACTER.search(data)
+    json_error: json.JSONDecodeError | None = None
     if first is not None and first.group() in (b"{", b"["):
         parsed = _json_documents(text)
-        if parsed is not None:
+        if not isinstance(parsed, json.JSONDecodeError):
             del data, text
             parsed.reverse()  # popped from the end: each is released once the caller is done with it
             for i in range(1, len(parsed) + 1):
                 yield i, parsed.pop()
             return
+        json_error = parsed
     del text
     stream = io.BytesIO(data)
     stream.name = name  # both parsers name their marks (error positions) after it
     try:
         yield from enumerate(_yaml_documents(loader(stream)), start=1)
     except yaml.YAMLError as exc:
+        if json_error is not None:  # it looked like JSON: the JSON error says where it went wrong
+            raise SnapshotError(f"{name}: not valid JSON: line {json_error.lineno}, column {json_error.colno}: "
+                                f"{json_error.msg}") from exc
         raise SnapshotError(f"{name}: not valid YAML: {exc}") from exc
 
 
-def _json_documents(text: str) -> list[Any] | None:
-    """The JSON documents of ``text`` (one, or several concatenated or one per line), or ``None`` if ``text`` is
-    not that (the caller reads it as YAML: JSON documents between ``---`` lines, a flow mapping)."""
+def _json_documents(text: str) -> list[Any] | json.JSONDecodeError:
+    """The JSON documents of ``text`` (one, or several concatenated or one per line), or the error where ``text``
+    stops being that (the caller reads it as YAML: JSON documents between ``---`` lines, a flow mapping)."""
     decoder = json.JSONDecoder()
     docs: list[Any] = []
     pos, end = 0, len(text)
@@ -133,8 +139,8 @@ def _json_documents(text: str) -> list[Any] | None:
             return docs
         try:
             doc, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
-            return None
+        except json.JSONDecodeError as exc:
+            return exc
         docs.append(doc)
 
 

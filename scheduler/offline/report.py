@@ -18,7 +18,11 @@ included), with the extra keys ``pod`` (``namespace/name``) and ``field`` (the f
 adds ``preemptions[]``: one entry per preempting root, ``{preemptor: {namespace, name, kind}, victims:
 [{namespace, name, node}]}`` (victims are pods, in eviction order), always present (``[]`` with none,
 and with ``--no-preemption``), plus the extra key ``message``. Issue #13 adds ``warnings[]`` entries of kind
-``unhonoured-object-field`` (a field of a PodGroup that is not honoured, named with its file and object).
+``unhonoured-object-field`` (a field of a PodGroup that is not honoured, named with its file and object),
+and entries of kind ``unknown-field`` (a field the v1.37 API does not know, in a Pod's, PodGroup's or
+CompositePodGroup's metadata or spec, with the closest known field; extra keys ``field`` and ``pod`` or
+``group``) and ``unknown-kind`` (an object skipped because no v1.37 API group serves its kind, with the
+closest kind).
 """
 
 from __future__ import annotations
@@ -41,6 +45,10 @@ from scheduler.offline.simulate import AllocationOutcome, GroupOutcome, Preempti
 
 UNHONOURED = "unhonoured-field"
 """``warnings[].kind`` of a field a pod sets that no plugin honours."""
+UNKNOWN_FIELD = "unknown-field"
+"""``warnings[].kind`` of a field the v1.37 API does not know (``kubectl apply --validate=strict`` refuses it)."""
+UNKNOWN_KIND = "unknown-kind"
+"""``warnings[].kind`` of an object skipped because no v1.37 API group serves its kind."""
 UNHONOURED_OBJECT = "unhonoured-object-field"
 """``warnings[].kind`` of a field of another object that is not honoured (a v1.36 PodGroup's unknown
 ``disruptionMode``); the message names the file, the object and the field."""
@@ -334,6 +342,11 @@ def notices(sim: Simulation) -> list[Notice]:
                               f"{', '.join(sorted(read_as[kind]))}; it is not ours): {', '.join(names)}"))
     for problem in sim.load_warnings:
         out.append(Notice("warning", UNHONOURED_OBJECT, f"{problem} (not honoured)"))
+    for problem, path in sim.unknown:
+        ident = f"{problem.namespace}/{problem.name}"
+        out.append(Notice("warning", UNKNOWN_FIELD if path else UNKNOWN_KIND, str(problem), field=path,
+                          pod=ident if path and problem.kind == "Pod" else None,
+                          group=ident if path and problem.kind != "Pod" else None))
     if sim.dra_problems:
         out.append(Notice("warning", "dra-problems",
                           f"{len(sim.dra_problems)} DRA problem(s), listed under \"DRA problems\" below"))

@@ -147,7 +147,8 @@ class Simulation:
     scheduler-plugins PodGroups (``spec.minResources``, ``spec.scheduleTimeoutSeconds``:
     :func:`~scheduler.model.coscheduling.unhonoured_fields`).
     ``preemptions``: every preemption applied, in queue order (empty with preemption off).
-    ``load_warnings``: objects used with a field not honoured (the loader's ``warnings``); ``unread``:
+    ``load_warnings``: objects used with a field not honoured (the loader's ``warnings``); ``unknown``: fields
+    and kinds the v1.37 API does not know (the loader's ``unknown``); ``unread``:
     (kind, namespace, name) → apiVersion of the objects skipped as a version we do not read.
     """
 
@@ -155,6 +156,7 @@ class Simulation:
     pods: list[PodOutcome] = field(default_factory=list)
     problems: list[LoadProblem] = field(default_factory=list)
     load_warnings: list[LoadProblem] = field(default_factory=list)
+    unknown: list[tuple[LoadProblem, str | None]] = field(default_factory=list)
     unread: dict[tuple[str, str, str], str] = field(default_factory=dict)
     snapshot: Snapshot | None = None
     initial: Snapshot | None = None
@@ -211,6 +213,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     lower-priority pods (applied as if the evictions completed, see the module docstring).
     """
     sim = Simulation(problems=list(objects.problems), load_warnings=list(objects.warnings),
+                     unknown=list(objects.unknown),
                      unread=dict(objects.unread), scheduler_name=scheduler_name,
                      pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods),
                      skipped=Counter(objects.skipped))

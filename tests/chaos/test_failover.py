@@ -23,8 +23,9 @@ pytestmark = pytest.mark.chaos
 
 ROUNDS = 4
 BUDGET_S = 150.0
-LEASE_FLAGS = ("--leader-elect", "--lease-duration-s", "4", "--renew-deadline-s", "3", "--retry-period-s", "1")
 LEASE_NS, LEASE_NAME = "kube-system", "gang-scheduler"
+LEASE_FLAGS = ("--leader-elect", "--lease-namespace", LEASE_NS, "--lease-duration-s", "4", "--renew-deadline-s", "3",
+               "--retry-period-s", "1")
 
 
 async def live_leader(h: Harness, replicas: list[SchedulerProcess], timeout_s: float = 30.0) -> SchedulerProcess:

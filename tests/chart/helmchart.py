@@ -13,13 +13,15 @@ passes the options to ``helm_render`` itself. Rendering never checks ``Chart.yam
 
 ``python -m tests.chart.helmchart`` (``make manifests``) writes ``deploy/gang-scheduler.yaml``:
 a Namespace plus the chart rendered with its default values as release ``gang-scheduler`` in
-namespace ``gang-scheduler``, in Helm's install order. ``tests/chart/test_manifests.py`` checks
-that the file matches a fresh render.
+namespace ``gang-scheduler``, in Helm's install order, without the ``app.kubernetes.io/managed-by: Helm``
+label (:func:`plain_render`): applied with kubectl, the objects are not managed by Helm.
+``tests/chart/test_manifests.py`` checks that the file matches a fresh render.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -86,9 +88,18 @@ def _order(kind: str) -> tuple[int, str]:
     return (INSTALL_ORDER.index(kind), "") if kind in INSTALL_ORDER else (len(INSTALL_ORDER), kind)
 
 
+MANAGED_BY_HELM = re.compile(r"^[ \t]*app\.kubernetes\.io/managed-by: Helm\n", re.MULTILINE)
+"""The label Helm's ``.Release.Service`` gives every object; a plain manifest is not managed by Helm."""
+
+
+def plain_render() -> dict[str, str]:
+    """:func:`render` with its default values, as plain manifests: the ``managed-by: Helm`` labels left out."""
+    return {path: MANAGED_BY_HELM.sub("", text) for path, text in render().items()}
+
+
 def manifests_text() -> str:
     """The content of ``deploy/gang-scheduler.yaml`` for the current chart."""
-    rendered = render()
+    rendered = plain_render()
     parts: list[tuple[str, str]] = [("(generated)", yaml.safe_dump(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, sort_keys=False))]
     for path, text in sorted(rendered.items()):

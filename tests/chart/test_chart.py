@@ -20,6 +20,7 @@ import helm_python as helm
 import kubernetes_validate
 import pytest
 import yaml
+from pydantic import ValidationError
 
 import scheduler
 from scheduler.config import Settings
@@ -201,9 +202,11 @@ def test_leader_election_off_runs_one_replica_recreated_without_disruption_budge
     ({"config": {"leaderElect": False}}, "config.leaderElect=false with replicaCount > 1"),
     ({"config": {"leaseDurationS": 10, "renewDeadlineS": 10}}, "leaseDurationS > renewDeadlineS > retryPeriodS"),
     ({"config": {"renewDeadlineS": 2, "retryPeriodS": 2}}, "leaseDurationS > renewDeadlineS > retryPeriodS"),
+    ({"config": {"backoffInitialS": 5, "backoffMaxS": 2}}, "backoffMaxS >= backoffInitialS"),
     ({"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True}}, "enable serviceMonitor or podMonitor"),
     ({"serviceAccount": {"create": False}}, "serviceAccount.name is required"),
-], ids=["no-election-two-replicas", "lease-not-above-deadline", "deadline-not-above-retry", "both-monitors",
+], ids=["no-election-two-replicas", "lease-not-above-deadline", "deadline-not-above-retry", "backoff-cap-below-first",
+        "both-monitors",
         "existing-account-without-name"])
 def test_render_refuses_unsafe_combinations(values: dict[str, Any], message: str) -> None:
     with pytest.raises(helm.HelmRenderError, match=re.escape(message)):
@@ -235,9 +238,28 @@ def test_probes_and_ports_follow_the_bind_address(bind_address: str, port: int) 
     assert service["selector"] == by_kind(objs)["Deployment"]["spec"]["selector"]["matchLabels"]
 
 
-def test_bind_address_without_port_is_refused() -> None:
+@pytest.mark.parametrize(("bind_address", "run_takes_it"), [
+    ("0.0.0.0", False), ("0.0.0.0:99999", False), ("::1:10251", False), ("0.0.0.0:http", False), ("0.0.0.0:0", True),
+], ids=["no-port", "port-above-65535", "ipv6-without-brackets", "port-not-a-number", "port-0"])
+def test_a_bind_address_the_scheduler_or_the_probes_cannot_use_is_refused(bind_address: str,
+                                                                           run_takes_it: bool) -> None:
+    """The schema mirrors ``run``'s ``HOST:PORT`` rule (``scheduler.config.host_port``); port 0 (a free port, which
+    ``run`` takes for tests) is refused too, since the port is the container port the probes use."""
     with pytest.raises(helm.HelmValuesError, match="bindAddress"):
-        render({"config": {"bindAddress": "0.0.0.0"}})
+        render({"config": {"bindAddress": bind_address}})
+    try:
+        Settings.model_validate({"bind_address": bind_address})
+    except ValidationError:
+        taken = False
+    else:
+        taken = True
+    assert taken is run_takes_it
+
+
+def test_lease_timings_are_not_checked_without_leader_election() -> None:
+    """As ``run``: the timings only matter to the elector."""
+    values = {"replicaCount": 1, "config": {"leaderElect": False, "leaseDurationS": 10, "renewDeadlineS": 10}}
+    assert env(objects(render(values)))["GANG_SCHEDULER_RENEW_DEADLINE_S"] == "10"
 
 
 def test_image_defaults_to_the_app_version() -> None:

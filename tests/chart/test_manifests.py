@@ -12,7 +12,7 @@ import yaml
 from scheduler.framework import SolverConfig
 from scheduler.offline.loader import load
 from scheduler.offline.simulate import example_path, simulate
-from tests.chart.helmchart import MANIFESTS, NAMESPACE, ROOT, manifests_text, objects, render
+from tests.chart.helmchart import MANIFESTS, NAMESPACE, ROOT, manifests_text, objects, plain_render, render
 
 EXAMPLE = ROOT / "deploy" / "examples" / "gang.yaml"
 
@@ -28,11 +28,38 @@ def test_deploy_manifests_are_the_default_render() -> None:
 def test_deploy_manifests_hold_the_namespace_then_the_chart_objects() -> None:
     namespace, *rest = docs(MANIFESTS)
     assert namespace == {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-    assert sorted(map(repr, rest)) == sorted(map(repr, objects(render())))
+    assert sorted(map(repr, rest)) == sorted(map(repr, objects(plain_render())))
     kinds = [d["kind"] for d in rest]
     assert kinds.index("ServiceAccount") < kinds.index("ClusterRoleBinding") < kinds.index("Deployment")
     for doc in [namespace, *rest]:
         assert kubernetes_validate.validate(doc, "1.37.0", strict=True) == "1.37"
+
+
+def labels_of(obj: dict[str, Any]) -> list[dict[str, str]]:
+    """The label maps of an object: its own and its pod template's."""
+    template = obj.get("spec", {}).get("template", {}) if isinstance(obj.get("spec"), dict) else {}
+    return [m.get("labels", {}) for m in (obj["metadata"], template.get("metadata", {}))]
+
+
+def test_plain_manifests_are_not_labelled_as_managed_by_helm() -> None:
+    """kubectl applies them; a Helm install labels its objects (``.Release.Service``) and the chart keeps that."""
+    managed = [(d["kind"], d["metadata"]["name"]) for d in docs(MANIFESTS)
+               if any("app.kubernetes.io/managed-by" in labels for labels in labels_of(d))]
+    assert managed == []
+    by_helm = [o for o in objects(render()) if o["kind"] == "Deployment"]
+    assert all(labels["app.kubernetes.io/managed-by"] == "Helm" for labels in labels_of(by_helm[0]))
+    assert "managed-by" not in MANIFESTS.read_text()
+
+
+def test_the_lease_namespace_of_the_plain_manifests_is_the_one_a_bare_run_uses() -> None:
+    """One rule: the Lease lives in the namespace the scheduler runs in. The plain manifests deploy the scheduler in
+    their namespace, say so to it, and grant the Lease there."""
+    objs = docs(MANIFESTS)
+    [deployment] = [o for o in objs if o["kind"] == "Deployment"]
+    [role] = [o for o in objs if o["kind"] == "Role"]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    lease_ns = {e["name"]: e.get("value") for e in container["env"]}["GANG_SCHEDULER_LEASE_NAMESPACE"]
+    assert deployment["metadata"]["namespace"] == role["metadata"]["namespace"] == lease_ns == NAMESPACE
 
 
 def test_example_gang_validates_against_kubernetes_1_37() -> None:

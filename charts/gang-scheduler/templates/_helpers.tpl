@@ -75,8 +75,11 @@ else as JSON (lists as pydantic-settings expects them, numbers without exponent 
 {{- if and (not $c.leaderElect) (gt (int .Values.replicaCount) 1) }}
 {{- fail "config.leaderElect=false with replicaCount > 1 would let several schedulers bind at once: set replicaCount to 1 or keep leader election on" }}
 {{- end }}
-{{- if not (and (gt (float64 $c.leaseDurationS) (float64 $c.renewDeadlineS)) (gt (float64 $c.renewDeadlineS) (float64 $c.retryPeriodS))) }}
-{{- fail "config: leaseDurationS > renewDeadlineS > retryPeriodS is required (the scheduler refuses to start otherwise)" }}
+{{- if and $c.leaderElect (not (and (gt (float64 $c.leaseDurationS) (float64 $c.renewDeadlineS)) (gt (float64 $c.renewDeadlineS) (float64 $c.retryPeriodS)))) }}
+{{- fail "config: leaseDurationS > renewDeadlineS > retryPeriodS is required with leaderElect (the scheduler refuses to start otherwise)" }}
+{{- end }}
+{{- if lt (float64 $c.backoffMaxS) (float64 $c.backoffInitialS) }}
+{{- fail "config: backoffMaxS >= backoffInitialS is required (the scheduler refuses to start otherwise)" }}
 {{- end }}
 {{- if and .Values.serviceMonitor.enabled .Values.podMonitor.enabled }}
 {{- fail "enable serviceMonitor or podMonitor, not both: Prometheus would scrape every series twice" }}

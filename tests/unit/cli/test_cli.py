@@ -161,12 +161,12 @@ def test_list_item_that_is_not_an_object_is_named_by_position(tmp_path: Path) ->
     ("variable", "value", "expected"),
     [
         pytest.param("GANG_SCHEDULER_SCORING", "bogus",
-                     "error: GANG_SCHEDULER_SCORING='bogus': Input should be 'pack' or 'spread'\n", id="scoring"),
+                     "error: GANG_SCHEDULER_SCORING 'bogus': Input should be 'pack' or 'spread'\n", id="scoring"),
         pytest.param("GANG_SCHEDULER_SEARCH_BUDGET", "abc",
-                     "error: GANG_SCHEDULER_SEARCH_BUDGET='abc': Input should be a valid integer, unable to parse "
+                     "error: GANG_SCHEDULER_SEARCH_BUDGET 'abc': Input should be a valid integer, unable to parse "
                      "string as an integer\n", id="budget-not-a-number"),
         pytest.param("GANG_SCHEDULER_SEARCH_BUDGET", "0",
-                     "error: GANG_SCHEDULER_SEARCH_BUDGET='0': Input should be greater than or equal to 1\n",
+                     "error: GANG_SCHEDULER_SEARCH_BUDGET '0': Input should be greater than or equal to 1\n",
                      id="budget-below-one"),
     ],
 )
@@ -359,3 +359,65 @@ def test_simulate_from_cluster_flags_that_do_not_go_together_exit_2(args: list[s
     assert code == 2
     assert out == ""
     assert err.startswith(expected), err
+
+
+TYPOS = NODE + """
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: g, namespace: ml}
+spec:
+  schedulingPolicy:
+    gang: {minCont: 2}
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGrup
+metadata: {name: h, namespace: ml}
+spec: {}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: w-0, namespace: ml}
+spec:
+  schedulerName: gang-scheduler
+  containers:
+  - name: c
+    resoures: {requests: {cpu: "64"}}
+"""
+
+
+def test_unknown_fields_and_kinds_are_warned_naming_the_closest_known_one(tmp_path: Path) -> None:
+    """What ``kubectl apply --validate=strict`` would refuse is not dropped without a word: a pod whose requests
+    sit under ``resoures:`` is warned about (it is placed with no requests), ``minCont:`` is named beside the
+    group's ``minCount must be >= 1``, and ``kind: PodGrup`` is not skipped silently."""
+    path = write(tmp_path, TYPOS)
+    code, out, _ = invoke("simulate", "-o", "json", path)
+    assert code == 0
+    doc = json.loads(out)
+    unknown = [w for w in doc["warnings"] if w["kind"] in ("unknown-field", "unknown-kind")]
+    assert unknown == [
+        {"level": "warning", "kind": "unknown-field", "group": "ml/g", "field": "spec.schedulingPolicy.gang.minCont",
+         "message": f"{path}: PodGroup ml/g: spec.schedulingPolicy.gang.minCont: unknown field (did you mean "
+                    "minCount?); ignored"},
+        {"level": "warning", "kind": "unknown-kind",
+         "message": f"{path}: PodGrup ml/h: no such kind in the scheduling.k8s.io API group of Kubernetes v1.37 (did "
+                    "you mean PodGroup?); skipped"},
+        {"level": "warning", "kind": "unknown-field", "pod": "ml/w-0", "field": "spec.containers[0].resoures",
+         "message": f"{path}: Pod ml/w-0: spec.containers[0].resoures: unknown field (did you mean resources?); "
+                    "ignored"},
+    ]
+    _, text, _ = invoke("simulate", path)
+    assert f"warning: {path}: Pod ml/w-0: spec.containers[0].resoures: unknown field (did you mean resources?); " \
+           "ignored" in text.splitlines()
+    assert "minCount must be >= 1" in text
+
+
+def test_a_list_item_is_checked_like_a_document(tmp_path: Path) -> None:
+    items = json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        yaml.safe_load(NODE), {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
+                               "spec": {"schedulerName": "gang-scheduler", "containers": [{"name": "c"}],
+                                        "tolerations": [{"key": "k", "efect": "NoSchedule"}]}}]})
+    code, out, _ = invoke("simulate", "-o", "json", write(tmp_path, items, "snap.json"))
+    assert code == 0
+    assert [w["field"] for w in json.loads(out)["warnings"] if w["kind"] == "unknown-field"] == \
+        ["spec.tolerations[0].efect"]

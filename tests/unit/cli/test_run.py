@@ -16,10 +16,11 @@ from typing import Any
 
 import click
 import pytest
+from click.shell_completion import ShellComplete
 from click.testing import CliRunner, Result
 
 from scheduler import cli
-from scheduler.config import ENV_PREFIX, Settings
+from scheduler.config import ENV_PREFIX, Settings, own_namespace
 
 CLI = Path(sys.executable).parent / "gang-scheduler"
 
@@ -163,23 +164,23 @@ NAMESPACE_RULE = "is not a namespace name (lowercase letters, digits and '-', at
     ("args", "env", "stderr"),
     [
         pytest.param([], {"GANG_SCHEDULER_NAMESPACES": "ml,Research"},
-                     f"error: GANG_SCHEDULER_NAMESPACES='ml,Research': 'Research' {NAMESPACE_RULE}\n",
+                     f"error: GANG_SCHEDULER_NAMESPACES 'ml,Research': 'Research' {NAMESPACE_RULE}\n",
                      id="bad-namespace-in-variable"),
         pytest.param(["--namespaces", "ml research"], {},
-                     f"error: --namespaces='ml research': 'ml research' {NAMESPACE_RULE}\n",
+                     f"error: --namespaces 'ml research': 'ml research' {NAMESPACE_RULE}\n",
                      id="space-separated-namespaces-flag"),
         pytest.param([], {"GANG_SCHEDULER_NAMESPACES": '["ml", 7]'},
-                     "error: GANG_SCHEDULER_NAMESPACES='[\"ml\", 7]': a JSON value must be a list of strings\n",
+                     "error: GANG_SCHEDULER_NAMESPACES '[\"ml\", 7]': a JSON value must be a list of strings\n",
                      id="json-list-of-non-strings"),
         pytest.param([], {"GANG_SCHEDULER_BACKOFF_MAX_S": "abc"},
-                     "error: GANG_SCHEDULER_BACKOFF_MAX_S='abc': Input should be a valid number, unable to parse "
+                     "error: GANG_SCHEDULER_BACKOFF_MAX_S 'abc': Input should be a valid number, unable to parse "
                      "string as a number\n", id="float-variable-not-a-number"),
         pytest.param([], {"GANG_SCHEDULER_BIND_CONCURRENCY": "0"},
-                     "error: GANG_SCHEDULER_BIND_CONCURRENCY='0': Input should be greater than or equal to 1\n",
+                     "error: GANG_SCHEDULER_BIND_CONCURRENCY '0': Input should be greater than or equal to 1\n",
                      id="int-variable-out-of-range"),
         pytest.param([], {"GANG_SCHEDULER_LEADER_ELECT": "maybe", "GANG_SCHEDULER_SCORING": "tight"},
-                     "error: GANG_SCHEDULER_SCORING='tight': Input should be 'pack' or 'spread'\n"
-                     "error: GANG_SCHEDULER_LEADER_ELECT='maybe': Input should be a valid boolean, unable to "
+                     "error: GANG_SCHEDULER_SCORING 'tight': Input should be 'pack' or 'spread'\n"
+                     "error: GANG_SCHEDULER_LEADER_ELECT 'maybe': Input should be a valid boolean, unable to "
                      "interpret input\n", id="every-bad-variable-is-named"),
     ],
 )
@@ -193,35 +194,98 @@ def test_bad_settings_exit_2_naming_the_variable_or_flag_and_value(home: Path, r
 
 
 @pytest.mark.parametrize(
-    ("args", "stderr_end"),
+    ("args", "env", "stderr"),
     [
-        pytest.param(["--bind-concurrency", "0"], "Invalid value for '--bind-concurrency': 0 is not in the range x>=1.",
-                     id="int-flag-below-its-minimum"),
-        pytest.param(["--backoff-initial-s", "0"], "Invalid value for '--backoff-initial-s': 0.0 is not in the "
-                     "range x>0.", id="float-flag-must-be-positive"),
-        pytest.param(["--client-qps", "fast"], "Invalid value for '--client-qps': 'fast' is not a valid float range.",
-                     id="float-flag-not-a-number"),
-        pytest.param(["--log-level", "loud"], "Invalid value for '--log-level' (env var: 'GANG_SCHEDULER_LOG_LEVEL'): "
-                     "'loud' is not one of 'debug', "
-                     "'info', 'warning', 'error', 'critical'.", id="unknown-log-level"),
+        pytest.param(["--bind-address", "notaport"], {},
+                     "error: --bind-address 'notaport': expected HOST:PORT (e.g. 0.0.0.0:10251)", id="no-port"),
+        pytest.param(["--bind-address", "0.0.0.0:99999"], {},
+                     "error: --bind-address '0.0.0.0:99999': the port '99999' is not a number from 0 to 65535",
+                     id="port-out-of-range"),
+        pytest.param(["--bind-address", "0.0.0.0:http"], {},
+                     "error: --bind-address '0.0.0.0:http': the port 'http' is not a number from 0 to 65535",
+                     id="port-not-a-number"),
+        pytest.param(["--bind-address", "::1:8080"], {},
+                     "error: --bind-address '::1:8080': expected HOST:PORT, an IPv6 host in brackets ([::]:10251)",
+                     id="ipv6-without-brackets"),
+        pytest.param([], {"GANG_SCHEDULER_BIND_ADDRESS": "localhost"},
+                     "error: GANG_SCHEDULER_BIND_ADDRESS 'localhost': expected HOST:PORT (e.g. 0.0.0.0:10251)",
+                     id="variable-gets-the-same-check"),
+        pytest.param(["--lease-duration-s", "5", "--renew-deadline-s", "10"], {},
+                     "error: --renew-deadline-s '10': must be shorter than the lease duration (5 s)",
+                     id="renew-deadline-not-below-lease"),
+        pytest.param(["--renew-deadline-s", "15"], {},
+                     "error: --renew-deadline-s '15': must be shorter than the lease duration (15 s)",
+                     id="renew-deadline-equal-to-lease"),
+        pytest.param([], {"GANG_SCHEDULER_RETRY_PERIOD_S": "10"},
+                     "error: GANG_SCHEDULER_RETRY_PERIOD_S '10': must be shorter than the renew deadline (10 s)",
+                     id="retry-period-not-below-renew-deadline"),
+        pytest.param(["--backoff-initial-s", "5", "--backoff-max-s", "2"], {},
+                     "error: --backoff-max-s '2': must not be below the first backoff (5 s)",
+                     id="backoff-cap-below-first-backoff"),
+        pytest.param(["--bind-concurrency", "0"], {},
+                     "error: --bind-concurrency '0': Input should be greater than or equal to 1",
+                     id="flag-checked-as-its-variable"),
+        pytest.param(["--client-qps", "fast"], {},
+                     "error: --client-qps 'fast': Input should be a valid number, unable to parse string as a number",
+                     id="flag-not-a-number"),
+        pytest.param(["--scoring", "tight"], {}, "error: --scoring 'tight': Input should be 'pack' or 'spread'",
+                     id="flag-not-a-choice"),
+        pytest.param(["--scheduler-name", "Gang_Scheduler"], {},
+                     "error: --scheduler-name 'Gang_Scheduler': not a DNS subdomain name (lowercase letters, digits, "
+                     "'-' and '.'; at most 253 characters)", id="scheduler-name-the-api-server-refuses"),
+        pytest.param(["--lease-namespace", "Kube"], {},
+                     "error: --lease-namespace 'Kube': not a namespace name (lowercase letters, digits, '-'; at most "
+                     "63 characters)", id="lease-namespace-not-a-namespace"),
+        pytest.param(["--log-level", "loud"], {},
+                     "error: --log-level 'loud': expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
+                     id="unknown-log-level"),
+        pytest.param([], {"GANG_SCHEDULER_LOG_LEVEL": "loud"},
+                     "error: GANG_SCHEDULER_LOG_LEVEL 'loud': expected one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
+                     id="unknown-log-level-variable"),
+        pytest.param(["--bogus"], {}, "error: No such option '--bogus'.", id="unknown-option"),
+        pytest.param(["--bind-address"], {}, "error: Option '--bind-address' requires an argument.",
+                     id="missing-value"),
+        pytest.param(["extra"], {}, "error: Got unexpected extra argument (extra)", id="extra-argument"),
     ],
 )
-def test_flags_are_typed_by_click(home: Path, recorded: list[Settings], args: list[str], stderr_end: str) -> None:
+def test_every_setting_error_is_one_line_exit_2(home: Path, recorded: list[Settings], args: list[str],
+                                                env: dict[str, str], stderr: str) -> None:
+    """``error: SOURCE 'VALUE': what is wrong`` for a bad value, from a flag or its variable alike; Click's own
+    usage errors one ``error:`` line too, with no usage block; nothing is started."""
+    result = run(args, clean_env(home, **env))
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", stderr + "\n")
+    assert recorded == []
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(["--no-leader-elect", "--lease-duration-s", "5", "--renew-deadline-s", "10"],
+                     {"lease_duration_s": 5.0, "renew_deadline_s": 10.0}, id="lease-timing-unchecked-without-election"),
+        pytest.param(["--bind-address", "[::]:9443"], {"bind_host_port": ("::", 9443)}, id="ipv6-in-brackets"),
+        pytest.param(["--bind-address", ":10251"], {"bind_host_port": ("0.0.0.0", 10251)},
+                     id="empty-host-every-address"),
+        pytest.param(["--bind-address", "127.0.0.1:0"], {"bind_host_port": ("127.0.0.1", 0)}, id="port-0-a-free-one"),
+        pytest.param(["--backoff-initial-s", "2", "--backoff-max-s", "2"], {"backoff_max_s": 2.0},
+                     id="backoff-cap-equal-to-first"),
+    ],
+)
+def test_values_at_the_edges_of_the_rules_are_taken(home: Path, recorded: list[Settings], args: list[str],
+                                                    expected: dict[str, Any]) -> None:
     result = run(args, clean_env(home))
-    assert result.exit_code == 2
-    assert result.stderr.rstrip().endswith(f"Error: {stderr_end}")
-    assert recorded == []
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    (settings,) = recorded
+    assert {name: getattr(settings, name) for name in expected} == expected
 
 
-def test_the_log_level_is_a_variable_too(home: Path, recorded: list[Settings]) -> None:
-    """Every setting is a flag and a GANG_SCHEDULER_ variable, ``--log-level`` included (a new user found it
-    silently ignored)."""
-    result = run([], clean_env(home, GANG_SCHEDULER_LOG_LEVEL="loud"))
-    assert result.exit_code == 2
-    assert result.stderr.rstrip().endswith("Error: Invalid value for '--log-level' (env var: "
-                                           "'GANG_SCHEDULER_LOG_LEVEL'): 'loud' is not one of 'debug', 'info', "
-                                           "'warning', 'error', 'critical'.")
-    assert recorded == []
+def test_a_bad_setting_in_a_real_process_is_one_line_and_fast(home: Path) -> None:
+    """The console script itself: one line, exit 2, and the settings are checked before numpy, the models or a
+    Kubernetes client are imported (checked through ``sys.modules``: the speed follows from what is not loaded)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    done = subprocess.run([str(CLI), "run", "--bind-address", "notaport"], env={**env, "HOME": str(home)},
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "error: --bind-address 'notaport': expected HOST:PORT (e.g. 0.0.0.0:10251)\n"
 
 
 def option(command: click.Command, name: str) -> click.Option:
@@ -229,38 +293,97 @@ def option(command: click.Command, name: str) -> click.Option:
     return found
 
 
-@pytest.mark.parametrize("name", [n for n, i in Settings.model_fields.items() if i.annotation in (int, float)])
-def test_every_numeric_setting_has_a_number_flag_with_the_fields_bounds(name: str) -> None:
-    info = Settings.model_fields[name]
-    param = option(cli.run_cmd, name)
-    expected = click.IntRange if info.annotation is int else click.FloatRange
-    assert isinstance(param.type, expected)
-    (bound,) = info.metadata
-    assert (param.type.min, param.type.min_open) == (getattr(bound, "ge", getattr(bound, "gt", None)),
-                                                     hasattr(bound, "gt"))
-
-
 @pytest.mark.parametrize(
     ("name", "kind"),
     [
         pytest.param("leader_elect", "flag", id="bool-is-an-on-off-flag"),
         pytest.param("namespaces", "multiple", id="list-is-repeatable"),
-        pytest.param("scoring", "choice", id="literal-is-a-choice"),
-        pytest.param("kubeconfig", "string", id="optional-string"),
+        pytest.param("scoring", "value", id="literal-is-checked-by-the-field"),
+        pytest.param("search_budget", "value", id="number-is-checked-by-the-field"),
+        pytest.param("kubeconfig", "value", id="optional-string"),
     ],
 )
-def test_other_settings_flags_follow_their_annotation(name: str, kind: str) -> None:
+def test_settings_flags_follow_their_annotation(name: str, kind: str) -> None:
     param = option(cli.run_cmd, name)
     shape = {"flag": param.is_flag and param.secondary_opts == [f"--no-{name.replace('_', '-')}"],
-             "multiple": param.multiple, "choice": isinstance(param.type, click.Choice),
-             "string": param.type is click.STRING}
+             "multiple": param.multiple, "value": isinstance(param.type, cli.SettingValue)}
     assert shape[kind]
 
 
-def test_run_help_shows_no_number_as_text() -> None:
-    out = CliRunner().invoke(cli.main, ["run", "--help"], terminal_width=200).stdout
-    numeric = [n.replace("_", "-") for n, i in Settings.model_fields.items() if i.annotation in (int, float)]
+def test_run_help_names_each_value_and_its_range() -> None:
+    out = CliRunner().invoke(cli.main, ["run", "--help"], terminal_width=400).stdout
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip().startswith("--")}
-    assert {flag: lines[f"--{flag}"].split()[1] for flag in numeric} == {
-        flag: ("INTEGER" if Settings.model_fields[flag.replace("-", "_")].annotation is int else "FLOAT")
-        for flag in numeric}
+    metavars = {flag: lines[flag].split()[1] for flag in ("--search-budget", "--client-qps", "--scoring",
+                                                          "--kubeconfig")}
+    assert metavars == {"--search-budget": "INTEGER", "--client-qps": "FLOAT", "--scoring": "[pack|spread]",
+                        "--kubeconfig": "TEXT"}
+    assert "[>= 1; env GANG_SCHEDULER_SEARCH_BUDGET; default: 256]" in lines["--search-budget"]
+    assert "[> 0; env GANG_SCHEDULER_BACKOFF_INITIAL_S; default: 1.0]" in lines["--backoff-initial-s"]
+    assert "default: empty]" in lines["--lease-namespace"]
+
+
+HEAVY = ("numpy", "kubernetes_asyncio", "kopf", "aiohttp", "prometheus_client", "yaml", "uvloop", "scheduler.model",
+         "scheduler.framework", "scheduler.offline", "scheduler.live")
+
+LOADED = """
+import sys
+from scheduler.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print("loaded:", *sorted(sys.modules), file=sys.stderr)
+"""
+
+
+def heavy_modules_loaded(args: list[str]) -> list[str]:
+    """The modules of :data:`HEAVY` a fresh interpreter has loaded after ``gang-scheduler ARGS``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    done = subprocess.run([sys.executable, "-c", LOADED, *args], capture_output=True, text=True, timeout=120,
+                          check=False, env=env)
+    marker, *loaded = done.stderr.splitlines()[-1].split()
+    assert marker == "loaded:", done.stderr
+    return [m for m in loaded if m.startswith(HEAVY)]
+
+
+@pytest.mark.parametrize("args", [pytest.param(["version"], id="version"), pytest.param(["--help"], id="help"),
+                                  pytest.param(["run", "--help"], id="run-help"),
+                                  pytest.param(["simulate", "--help"], id="simulate-help"),
+                                  pytest.param(["run", "--bind-address", "notaport"], id="setting-error"),
+                                  pytest.param(["run", "--bogus"], id="usage-error")])
+def test_quick_answers_import_nothing_heavy(args: list[str]) -> None:
+    """``version``, ``--help`` and setting errors load Click and the settings only: none of numpy, the models, the
+    framework or a Kubernetes client (each command imports what it runs). Checked in a fresh interpreter through
+    ``sys.modules`` — no clock involved."""
+    assert heavy_modules_loaded(args) == []
+
+
+def test_the_heavy_modules_are_what_simulate_loads() -> None:
+    """The other side of :func:`test_quick_answers_import_nothing_heavy`: the check sees them when they are loaded."""
+    loaded = {m.split(".")[0] for m in heavy_modules_loaded(["simulate", "-o", "json"])}
+    assert {"numpy", "yaml", "uvloop"} <= loaded
+
+
+@pytest.mark.parametrize(("content", "expected"), [pytest.param("ml-platform\n", "ml-platform", id="in-a-pod"),
+                                                   pytest.param(None, "default", id="outside-a-cluster"),
+                                                   pytest.param("", "default", id="empty-file")])
+def test_an_empty_lease_namespace_is_the_namespace_the_scheduler_runs_in(tmp_path: Path, content: str | None,
+                                                                         expected: str) -> None:
+    """One rule for the chart, the plain manifests and a bare ``run``: the Lease lives where the scheduler runs
+    (its pod's namespace, from the service account's namespace file), ``default`` outside a cluster."""
+    path = tmp_path / "namespace"
+    if content is not None:
+        path.write_text(content)
+    assert Settings.model_fields["lease_namespace"].default == ""
+    assert own_namespace(str(path)) == expected
+
+
+@pytest.mark.parametrize(("args", "incomplete", "offered"), [
+    pytest.param(["run", "--scoring"], "", ["pack", "spread"], id="a-setting-choice"),
+    pytest.param(["simulate", "--output"], "j", ["json"], id="an-option-choice"),
+    pytest.param(["run", "--log-level"], "w", ["warning"], id="log-level-any-case"),
+])
+def test_shell_completion_offers_the_choices(args: list[str], incomplete: str, offered: list[str]) -> None:
+    """The values are checked by the settings, not by Click's types, and completion still offers them."""
+    complete = ShellComplete(cli.main, {}, "gang-scheduler", "_GANG_SCHEDULER_COMPLETE")
+    assert [item.value for item in complete.get_completions(args, incomplete)] == offered

@@ -13,7 +13,7 @@ import yaml
 
 from scheduler.errors import SnapshotError
 from scheduler.offline.loader import load
-from scheduler.offline.reader import documents
+from scheduler.offline.reader import STDIN, documents
 
 REPO = Path(__file__).resolve().parents[3]
 SNAPSHOTS = sorted([*REPO.glob("scheduler/examples/*.yaml"), *REPO.glob("tests/data/**/*.yaml")])
@@ -111,17 +111,43 @@ OBJECTS = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"}} f
         pytest.param("".join(json.dumps(o, indent=2) for o in OBJECTS), OBJECTS, id="concatenated"),
         pytest.param("\ufeff" + json.dumps(OBJECTS[0]), OBJECTS[:1], id="byte-order-mark"),
         pytest.param("  [1, 2]", [[1, 2]], id="top-level-array"),
-        pytest.param('{"a": 1} {"b": ', None, id="cut-off-read-as-yaml"),
+        pytest.param("{kind: Node, metadata: {name: n1}}", [{"kind": "Node", "metadata": {"name": "n1"}}],
+                     id="yaml-flow-mapping-is-yaml"),
+        pytest.param('{"kind": "Node"}\n---\n{"kind": "Pod"}\n', [{"kind": "Node"}, {"kind": "Pod"}],
+                     id="json-documents-between-yaml-separators"),
     ],
 )
-def test_json_is_read_as_json(tmp_path: Path, text: str, expected: list[Any] | None) -> None:
+def test_json_is_read_as_json(tmp_path: Path, text: str, expected: list[Any]) -> None:
     path = tmp_path / "snap.json"
     path.write_bytes(text.encode())
-    if expected is None:
-        with pytest.raises(SnapshotError, match="not valid YAML"):
-            _read(path)
-    else:
-        assert _read(path) == expected
+    assert _read(path) == expected
+
+
+CUT = '{\n  "kind": "List",\n  "items": [\n    {"kind": "Node"}\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "position"),
+    [
+        pytest.param(CUT, "line 5, column 1: Expecting ',' delimiter", id="truncated-list"),
+        pytest.param(CUT[:-6], "line 4, column 14: Unterminated string starting at", id="cut-inside-a-string"),
+        pytest.param('{"kind": "Node"}\n}\n', "line 2, column 1: Expecting value", id="trailing-garbage"),
+        pytest.param('{"a": 1} {"b": ', "line 1, column 16: Expecting value", id="second-document-cut-off"),
+        pytest.param("\ufeff[1, 2", "line 1, column 6: Expecting ',' delimiter", id="after-a-byte-order-mark"),
+    ],
+)
+def test_a_file_that_starts_like_json_and_is_not_is_reported_with_the_json_position(
+        tmp_path: Path, text: str, position: str) -> None:
+    """Not "not valid YAML": the JSON decoder's line and column (counted from the first character after a byte-order
+    mark), for a file and for standard input alike."""
+    path = tmp_path / "dump.json"
+    path.write_bytes(text.encode())
+    with pytest.raises(SnapshotError) as file_error:
+        _read(path)
+    assert str(file_error.value).startswith(f"{path}: not valid JSON: {position}")
+    with pytest.raises(SnapshotError) as stdin_error:
+        list(documents(Path(STDIN), io.BytesIO(text.encode())))
+    assert str(stdin_error.value).startswith(f"<stdin>: not valid JSON: {position}")
 
 
 @pytest.mark.parametrize("fmt", ["yaml", "json"])
