@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.live.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, KubeClient
+from scheduler.client.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, KubeClient
 from tests.integration.livekit import NS, bound, composite, create_node, pod, podgroup, running, until
 
 
