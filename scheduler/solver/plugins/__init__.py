@@ -51,7 +51,8 @@ from scheduler.solver.plugins import (
 )
 
 TOPOLOGY = "TopologyPlacement"
-"""Rejector name of a group whose topology domains all lack room (kube's topology-aware placement)."""
+"""Rejector name of a group no topology domain can take (kube's topology-aware placement): every domain short of
+room for it (with the verdicts of the closest), no node with its key, or bound members in several domains."""
 
 
 @dataclass(frozen=True, slots=True)
