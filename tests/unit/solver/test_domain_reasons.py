@@ -172,50 +172,39 @@ PORTS = "node(s) didn't have free ports for the requested pod ports"
 IN_A = f"in {ZONE} a (closest of 2 domains)"
 IN_B = f"in {ZONE} b (closest of 2 domains)"
 
+UNRESOLVABLE, UNSCHEDULABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.UNSCHEDULABLE
+
+
+def case(build: Callable[[], Cluster], code: Code, placed: int, histogram: str, name: str, room: str = "") -> Any:
+    """One row: the gang of 8 placed ``placed`` members in zone a, the closest, and its nodes said ``histogram``."""
+    return pytest.param(build, "a", code, f"gang g: {placed}/8 placeable (minCount 8) {IN_A}{room}; "
+                                          f"0/4 nodes are available: {histogram}.", id=name)
+
+
 CASES = [
-    pytest.param(taints, "a", Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                 f"gang g: 0/8 placeable (minCount 8) {IN_A}; "
-                 "0/4 nodes are available: 4 node(s) had untolerated taint {nvidia.com/gpu: true}.",
-                 id="taint-is-named-not-a-shortage-of-room"),
-    pytest.param(node_affinity, "a", Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                 f"gang g: 0/8 placeable (minCount 8) {IN_A}; "
-                 "0/4 nodes are available: 4 node(s) didn't match Pod's node affinity/selector.",
-                 id="node-selector"),
-    pytest.param(anti_affinity, "a", Code.UNSCHEDULABLE,
-                 f"gang g: 4/8 placeable (minCount 8) {IN_A}; "
-                 "0/4 nodes are available: 4 node(s) didn't match pod anti-affinity rules.",
-                 id="hostname-anti-affinity-one-member-per-node"),
-    pytest.param(anti_affinity_in_zones_short_of_gpus, "a", Code.UNSCHEDULABLE,
-                 f"gang g: 4/8 placeable (minCount 8) {IN_A}; 0/4 nodes are available: "
-                 "1 Insufficient nvidia.com/gpu, 3 node(s) didn't match pod anti-affinity rules.",
-                 id="anti-affinity-named-even-where-the-zone-lacks-gpus"),
-    pytest.param(spread_missing_label, "a", Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                 f"gang g: 0/8 placeable (minCount 8) {IN_A}; 0/4 nodes are available: "
-                 "4 node(s) didn't match pod topology spread constraints (missing required label).",
-                 id="spread-over-a-label-the-nodes-lack"),
-    pytest.param(spread_max_skew, "a", Code.UNSCHEDULABLE,
-                 f"gang g: 7/8 placeable (minCount 8) {IN_A}; 0/4 nodes are available: "
-                 "1 Insufficient cpu, 3 node(s) didn't match pod topology spread constraints.",
-                 id="spread-max-skew"),
-    pytest.param(host_ports, "a", Code.UNSCHEDULABLE,
-                 f"gang g: 4/8 placeable (minCount 8) {IN_A}; 0/4 nodes are available: 4 {PORTS}.",
-                 id="host-port-one-member-per-node"),
-    pytest.param(volume_node_affinity, "a", Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                 f"gang g: 0/8 placeable (minCount 8) {IN_A}; "
-                 "0/4 nodes are available: 4 node(s) had volume node affinity conflict.",
-                 id="bound-volume-out-of-reach"),
-    pytest.param(devices, "a", Code.UNSCHEDULABLE,
-                 f"gang g: 4/8 placeable (minCount 8) {IN_A}; 0/4 nodes are available: 4 cannot allocate all claims.",
-                 id="dra-devices-run-out"),
-    pytest.param(resources_short, "a", Code.UNSCHEDULABLE,
-                 f"gang g: 4/8 placeable (minCount 8) {IN_A}: 4 cpu free on the 4 node(s) passing every other "
-                 "filter, 8 needed; 0/4 nodes are available: 4 Insufficient cpu.",
-                 id="room-short-arithmetic-quoted"),
-    pytest.param(resources_short_behind_a_taint, "a", Code.UNSCHEDULABLE,
-                 f"gang g: 6/8 placeable (minCount 8) {IN_A}: 6 cpu free on the 3 node(s) passing every other "
-                 "filter, 8 needed; 0/4 nodes are available: 1 node(s) had untolerated taint {dedicated: infer}, "
-                 "3 Insufficient cpu.",
-                 id="arithmetic-leaves-out-a-node-another-filter-refuses"),
+    case(taints, UNRESOLVABLE, 0, "4 node(s) had untolerated taint {nvidia.com/gpu: true}",
+         "taint-is-named-not-a-shortage-of-room"),
+    case(node_affinity, UNRESOLVABLE, 0, "4 node(s) didn't match Pod's node affinity/selector", "node-selector"),
+    case(anti_affinity, UNSCHEDULABLE, 4, "4 node(s) didn't match pod anti-affinity rules",
+         "hostname-anti-affinity-one-member-per-node"),
+    case(anti_affinity_in_zones_short_of_gpus, UNSCHEDULABLE, 4,
+         "1 Insufficient nvidia.com/gpu, 3 node(s) didn't match pod anti-affinity rules",
+         "anti-affinity-named-even-where-the-zone-lacks-gpus"),
+    case(spread_missing_label, UNRESOLVABLE, 0,
+         "4 node(s) didn't match pod topology spread constraints (missing required label)",
+         "spread-over-a-label-the-nodes-lack"),
+    case(spread_max_skew, UNSCHEDULABLE, 7, "1 Insufficient cpu, 3 node(s) didn't match pod topology spread "
+         "constraints", "spread-max-skew"),
+    case(host_ports, UNSCHEDULABLE, 4, f"4 {PORTS}", "host-port-one-member-per-node"),
+    case(volume_node_affinity, UNRESOLVABLE, 0, "4 node(s) had volume node affinity conflict",
+         "bound-volume-out-of-reach"),
+    case(devices, UNSCHEDULABLE, 4, "4 cannot allocate all claims", "dra-devices-run-out"),
+    case(resources_short, UNSCHEDULABLE, 4, "4 Insufficient cpu", "room-short-arithmetic-quoted",
+         room=": 4 cpu free on the 4 node(s) passing every other filter, 8 needed"),
+    case(resources_short_behind_a_taint, UNSCHEDULABLE, 6,
+         "1 node(s) had untolerated taint {dedicated: infer}, 3 Insufficient cpu",
+         "arithmetic-leaves-out-a-node-another-filter-refuses",
+         room=": 6 cpu free on the 3 node(s) passing every other filter, 8 needed"),
 ]
 
 
