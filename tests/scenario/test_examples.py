@@ -151,9 +151,10 @@ def test_scoring_strategies_both_respect_all_or_nothing(scoring: str) -> None:
 
 def test_builtin_example_text_report_lists_the_pods_left_pending() -> None:
     text = render_text(run(example_path(), preemption=False)).splitlines()  # the reason without preemption's
-    reason = EVAL_REASON
     start = text.index("Pods left pending (4):")
-    assert text[start + 1:start + 5] == [f"  ml-team/eval-16x4-{i}: {reason}" for i in range(4)]
+    assert text[start + 1:start + 3] == [  # the reason once for the gang
+        "  PodGroup ml-team/eval-16x4, 4 pod(s): eval-16x4-0, eval-16x4-1, eval-16x4-2, eval-16x4-3",
+        f"    {EVAL_REASON}"]
     assert not any(line.startswith(("note:", "warning:")) for line in text)
 
 
