@@ -51,14 +51,12 @@ class Diagnosis:
 
 @dataclass(frozen=True, slots=True)
 class Domain:
-    """The topology domain a group is being placed in: its ``key`` (node label), ``value``, ``count``, how many
-    domains of that key the group could choose from, and whether every one of them was ``pruned`` for room (this
-    one, the closest, then tried alone for its verdicts)."""
+    """The topology domain a group is being placed in: its ``key`` (node label), ``value``, and ``count``, how many
+    domains of that key the group could choose from."""
 
     key: str
     value: str
     count: int
-    pruned: bool = False
 
 
 def phrase(where: Domain | None, closest: bool) -> str:

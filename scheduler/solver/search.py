@@ -96,6 +96,8 @@ class _Search:
         """Some group had every domain pruned without the closest being tried: a failure's reasons lack them."""
         self.exhausted = False
         """The search stopped at ``search_budget`` attempts."""
+        self.pruned: dict[GroupKey, tuple[Group, set[int]]] = {}
+        """Per group, the domains of its key skipped for want of room (in any parent domain)."""
 
     # -- state ---------------------------------------------------------------------
     def mark(self) -> int:
@@ -110,12 +112,8 @@ class _Search:
             raise _BudgetExhausted
 
     def fail(self, group: Group, placed: int, message: str, resource_limited: bool,
-             rejectors: frozenset[str] = frozenset(), where: Domain | None = None) -> None:
-        """Record a failed attempt of ``group`` if it placed more members than the best so far. Inside a domain
-        tried only because every domain was pruned for room (``where``), room freed elsewhere may help too:
-        the topology rejector is added, so the queueing hints wake the root on it."""
-        if where is not None and where.pruned:
-            rejectors |= {TOPOLOGY}
+             rejectors: frozenset[str] = frozenset()) -> None:
+        """Record a failed attempt of ``group`` if it placed more members than the best so far."""
         best = self.failures.get(group.key)
         if best is None or placed > best.placed:
             self.failures[group.key] = _Failure(placed, message, resource_limited, rejectors)
@@ -353,10 +351,12 @@ class _Search:
         for domain, dmask in self.domain_masks(group, mask):
             yield from self.within(group, dmask, domain)
 
-    def _domain_room(self, count: int, ids: npt.NDArray[np.int32], counted: BoolArray, cols: IntArray) -> IntArray:
-        """Free capacity in columns ``cols`` of the ``counted`` nodes of each of the ``count`` domains (node
-        ``n`` is in domain ``ids[n]``), ``(count, len(cols))``; an overcommitted node has no room, not
-        negative room. One pass over all domains, summed exactly in integers."""
+    def _domain_room(self, count: int, ids: npt.NDArray[np.int32], counted: BoolArray, cols: IntArray,
+                     room: IntArray) -> IntArray:
+        """``room`` (``(N, R)``: free capacity, or allocatable) in columns ``cols`` of the ``counted`` nodes of
+        each of the ``count`` domains (node ``n`` is in domain ``ids[n]``), ``(count, len(cols))``; an
+        overcommitted node has no room, not negative room. One pass over all domains, summed exactly in
+        integers."""
         have = np.zeros((count, len(cols)), dtype=np.int64)
         rows = np.flatnonzero(counted)
         if rows.size:
@@ -364,7 +364,7 @@ class _Search:
             dom = ids[rows]
             starts = np.flatnonzero(np.concatenate(([True], dom[1:] != dom[:-1])))
             for j, col in enumerate(cols):
-                have[dom[starts], j] = np.add.reduceat(np.maximum(self.state.free[rows, col], 0), starts)
+                have[dom[starts], j] = np.add.reduceat(np.maximum(room[rows, col], 0), starts)
         return have
 
     def domain_masks(self, group: Group, mask: BoolArray) -> list[tuple[Domain, BoolArray]]:
@@ -401,24 +401,31 @@ class _Search:
         short: BoolArray = np.zeros(len(doms.values), dtype=bool)
         need = self.need(group)
         cols = np.flatnonzero(need > 0)
+        counted = mask & self.usable(group) & (ids >= 0)
         if cols.size:
             # A necessary condition: every member placed lands on a node passing its static
             # filters, so what the group needs must fit in the free capacity of those nodes.
-            have = self._domain_room(len(doms.values), ids, mask & self.usable(group) & (ids >= 0), cols)
+            have = self._domain_room(len(doms.values), ids, counted, cols, self.state.free)
             ratios = (need[cols] / np.maximum(have, 1)).max(axis=1)  # the largest share of its room it needs
             short = np.any(have < need[cols], axis=1)
+        if short.any():
+            self.pruned.setdefault(group.key, (group, set()))[1].update(int(d) for d in present if short[d])
         kept = [int(d) for d in present if not short[d]]
-        pruned = not kept
-        if pruned and not self.explain:
+        if kept:
+            reverse = self.config.scoring == "pack"
+            kept.sort(key=lambda d: (-ratios[d] if reverse else ratios[d], doms.values[d]))
+            return [(Domain(key, doms.values[d], len(present)), mask & (ids == d)) for d in kept]
+        if not self.explain:
             self.unexplained = True
             self.fail(group, 0, f"{describe(group)}: no {key} domain has room for its minimum on the nodes its "
                       f"members may use ({len(present)} checked)", True, frozenset((TOPOLOGY,)))
             return []
-        if pruned:
-            kept = [min(map(int, present), key=lambda d: float(ratios[d]))]
-        reverse = self.config.scoring == "pack"
-        kept.sort(key=lambda d: (-ratios[d] if reverse else ratios[d], doms.values[d]))
-        return [(Domain(key, doms.values[d], len(present), pruned), mask & (ids == d)) for d in kept]
+        # Every domain is short of room: the closest is the one with the most room for the need, then the one
+        # with the most room were its nodes emptied (where evictions would help most).
+        capacity = self._domain_room(len(doms.values), ids, counted, cols, self.table.allocatable)
+        emptied = (need[cols] / np.maximum(capacity, 1)).max(axis=1)
+        closest = min(map(int, present), key=lambda d: (float(ratios[d]), float(emptied[d]), doms.values[d]))
+        return [(Domain(key, doms.values[closest], len(present)), mask & (ids == closest))]
 
     def within(self, group: Group, mask: BoolArray, where: Domain | None) -> Iterator[None]:
         """Yield the feasible placements of ``group`` inside ``mask`` (no further domain choice at this level);
@@ -438,7 +445,7 @@ class _Search:
                 errors = "; ".join(dynamic_resources.selector_errors(self.state))
                 self.fail(group, 0, f"{describe(group)}: cannot allocate shared claim(s) {keys} on any reachable "
                           f"devices{phrase(where, closest=True)}{'; ' + errors if errors else ''}", True,
-                          frozenset((devices.name,)), where)
+                          frozenset((devices.name,)))
             return
         yield from self.children(group, 0, 0, mask, where)
 
@@ -471,8 +478,7 @@ class _Search:
                     if where is not None and not satisfied and why is not None:
                         context += room_short(self.table, self.state.free, why.short_of_room, self.need(group))
                     self.fail(group, placed, leaf_message(group, placed, reason, "placeable", context),
-                              why is not None and why.limited, why.rejectors if why is not None else frozenset(),
-                              where)
+                              why is not None and why.limited, why.rejectors if why is not None else frozenset())
             if not satisfied:
                 return
             self.satisfied.add(group.key)
@@ -498,7 +504,7 @@ class _Search:
                 message = (f"{describe(comp)}: {ok}/{n} child groups satisfied (minGroupCount {comp.need})"
                            f"{phrase(where, closest=True)}")
             self.fail(comp, ok, message, any(f.resource_limited for f in self.failures.values()),
-                      frozenset(r for f in self.failures.values() for r in f.rejectors), where)
+                      frozenset(r for f in self.failures.values() for r in f.rejectors))
             return
         if i == n:
             self.satisfied.add(comp.key)
@@ -546,14 +552,32 @@ class _Search:
         for key in tree.groups:
             if key != tree.key and key in reasons and isinstance(self._group(tree, key), Leaf):
                 parts.append(reasons[key])
-        limited = budget or any(f.resource_limited for f in self.failures.values())
+        limited = budget or any(f.resource_limited for f in self.failures.values()) or self.room_may_free()
         code = Code.UNSCHEDULABLE if limited else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         message = "; ".join(dict.fromkeys(parts)) or f"{describe(tree.root)}: does not fit"
         for key in tree.groups:
             reasons.setdefault(key, message)
         rejectors = frozenset(r for f in self.failures.values() for r in f.rejectors)
+        if self.pruned:  # room freed, or a node added, in a domain skipped for room may let the tree in
+            rejectors |= {TOPOLOGY}
         return Unschedulable(tree.key, code, message, reasons, self.attempts, rejectors,
                              tuple(dynamic_resources.selector_errors(self.state)))
+
+    def room_may_free(self) -> bool:
+        """Whether some domain skipped for room could hold its group were the nodes its members may use emptied:
+        then evicting pods there might help, and the failure is one preemption may try (UNSCHEDULABLE) even
+        where every node the search did try refused for good. Computed only for a failed search."""
+        for group, skipped in self.pruned.values():
+            need = self.need(group)
+            cols = np.flatnonzero(need > 0)
+            key = group.topology_key
+            assert key is not None
+            doms = self.table.domains(key)
+            capacity = self._domain_room(len(doms.values), doms.of_node, self.usable(group) & (doms.of_node >= 0),
+                                         cols, self.table.allocatable)
+            if bool((capacity[sorted(skipped)] >= need[cols]).all(axis=1).any()):
+                return True
+        return False
 
     def run(self, tree: GroupTree) -> Plan | Unschedulable:
         """The first yielded placement of ``tree``'s root as a :class:`Plan`, or the :class:`Unschedulable`."""

@@ -18,14 +18,16 @@ import pytest
 from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.inventory import Inventory
 from scheduler.dra.view import DraView
-from scheduler.framework import Code, NodeTable, Plan, Snapshot, Unschedulable
+from scheduler.framework import Code, NodeTable, Plan, Preemption, Snapshot, Unschedulable
 from scheduler.framework.storage import StorageView
 from scheduler.groups import TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceSlice
+from scheduler.model.scheduling import GroupKey
 from scheduler.model.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.solver import solve
 from tests.unit.groups.builders import NS, cpg, pg
+from tests.unit.preemption import kit as preemption_kit
 from tests.unit.solver.builders import GPU, HOSTNAME, ZONE, host_port, node, pod, pod_affinity, pod_term, spread
 from tests.unit.solver.storage_builders import pv, pvc, with_volumes
 from tests.unit.solver.test_dra_search import claim, claim_spec, device_class, gpu_slice, pod_with_claim
@@ -292,3 +294,52 @@ def test_a_failed_search_is_searched_again_for_its_reasons_unless_only_a_plan_is
     assert bare.message == f"gang g: no {ZONE} domain has room for its minimum on the nodes its members may use " \
                            "(2 checked)"
     assert bare.attempts == 0
+
+
+def zone_a_tainted_zone_b_full() -> preemption_kit.Cluster:
+    """Zone a: GPU nodes the gang may not use (tainted); zone b: usable GPU nodes, full of a low-priority gang."""
+    nodes = [node(f"a-{i}", gpu=2, labels={ZONE: "a"}, taints=[GPU_TAINT]) for i in range(2)]
+    nodes += [node(f"b-{i}", gpu=2, labels={ZONE: "b"}) for i in range(2)]
+    low = [preemption_kit.running(f"low-{i}", f"b-{i}", "low", gpu=2, priority=1) for i in range(2)]
+    high = [preemption_kit.pending(f"g-{i}", "g", gpu=1, priority=100) for i in range(4)]
+    return preemption_kit.Cluster(nodes, [*low, *high], [preemption_kit.group("low", 2, priority=1),
+                                                         pg("g", 4, topology=ZONE, priority=100)])
+
+
+def test_when_every_domain_is_short_the_closest_is_where_evictions_could_make_room() -> None:
+    """Both zones have 0 GPUs free for the gang; zone b could hold it once emptied, zone a never: b is the closest,
+    the failure is short of room (UNSCHEDULABLE), and preemption evicts the low-priority gang to place it there."""
+    cluster = zone_a_tainted_zone_b_full()
+    cache = cluster.cache()
+    tree = cache.tree(GroupKey("PodGroup", NS, "g"))
+    assert tree is not None
+    result = solve(tree, cache.snapshot())
+    assert isinstance(result, Unschedulable)
+    assert result.code is Code.UNSCHEDULABLE
+    assert result.message == (f"gang g: 0/4 placeable (minCount 4) {IN_B}: 0 nvidia.com/gpu free on the 2 node(s) "
+                              "passing every other filter, 4 needed; 0/2 nodes are available: 2 Insufficient "
+                              "nvidia.com/gpu.")
+    _, decision = cluster.decide("g")
+    assert isinstance(decision, Preemption)
+    assert preemption_kit.names(decision.victims) == ["low-0", "low-1"]
+
+
+def test_a_closest_domain_refused_for_good_still_lets_preemption_try_where_room_could_be_freed() -> None:
+    """Zone a has free room but a volume its members need is out of reach there (unresolvable); zone b's nodes are
+    full of low-priority pods, yet could hold the gang emptied: the failure stays UNSCHEDULABLE."""
+    cluster = zone_a_tainted_zone_b_full()
+    cluster.nodes[:2] = [node(f"a-{i}", gpu=4, labels={ZONE: "a"}) for i in range(2)]  # room, no taint
+    claims = [pvc(f"data-{i}", namespace=NS, volume_name=f"pv-{i}", phase="Bound") for i in range(4)]
+    volumes = [pv(f"pv-{i}", phase="Bound", claim=c, zone="b") for i, c in enumerate(claims)]
+    cluster.pods = [with_volumes(p, f"data-{p.metadata.name[2:]}") if p.group_name == "g" else p
+                    for p in cluster.pods]
+    pods = cluster.pods
+    forest = build_trees(pods, cluster.groups, (), scheduler_name="gang-scheduler")
+    (tree,) = [t for t in forest.trees if t.key.name == "g"]
+    table = NodeTable.build(cluster.nodes)
+    view = StorageView.build(claims=claims, volumes=volumes, classes=[], csi_nodes=[], pods=pods)
+    result = solve(tree, Snapshot.build(table, pods, volumes=view))
+    assert isinstance(result, Unschedulable)
+    assert result.message == (f"gang g: 0/4 placeable (minCount 4) {IN_A}; 0/2 nodes are available: 2 node(s) had "
+                              "volume node affinity conflict.")
+    assert result.code is Code.UNSCHEDULABLE
