@@ -32,7 +32,7 @@ Pure: no I/O, no clock, no module state; the same input gives the same plan.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import cast
 
@@ -67,6 +67,9 @@ class _Failure:
     message: str
     resource_limited: bool
     rejectors: frozenset[str] = frozenset()
+    explained: bool = True
+    """False for a group whose every domain was skipped for room without the closest being tried: the message
+    then lacks the per-node verdicts (the first pass of :func:`solve`)."""
 
 
 class _Search:
@@ -92,8 +95,6 @@ class _Search:
         self.explain = explain
         """Whether a group whose every domain is pruned for room has the closest one tried anyway, for the
         per-node verdicts of its reason (the second pass of a failed :func:`solve`)."""
-        self.unexplained = False
-        """Some group had every domain pruned without the closest being tried: a failure's reasons lack them."""
         self.exhausted = False
         """The search stopped at ``search_budget`` attempts."""
         self.pruned: dict[GroupKey, tuple[Group, set[int]]] = {}
@@ -112,11 +113,16 @@ class _Search:
             raise _BudgetExhausted
 
     def fail(self, group: Group, placed: int, message: str, resource_limited: bool,
-             rejectors: frozenset[str] = frozenset()) -> None:
-        """Record a failed attempt of ``group`` if it placed more members than the best so far."""
+             rejectors: frozenset[str] = frozenset(), explained: bool = True) -> None:
+        """Record a failed attempt of ``group`` if it placed more members than the best so far (an explained one
+        replaces an unexplained one that placed as many)."""
         best = self.failures.get(group.key)
-        if best is None or placed > best.placed:
-            self.failures[group.key] = _Failure(placed, message, resource_limited, rejectors)
+        if best is None or placed > best.placed or (placed == best.placed and explained and not best.explained):
+            self.failures[group.key] = _Failure(placed, message, resource_limited, rejectors, explained)
+
+    def unexplained(self, keys: Iterable[GroupKey]) -> bool:
+        """Whether the failure recorded for one of ``keys`` lacks the per-node verdicts (see :class:`_Failure`)."""
+        return any(not f.explained for k in keys if (f := self.failures.get(k)) is not None)
 
     # -- signatures ----------------------------------------------------------------
     def signatures(self, leaf: Leaf) -> list[Signature]:
@@ -375,7 +381,7 @@ class _Search:
         is to :attr:`explain`, the one with the most room for the need is still tried, alone: its attempt gives the
         per-node verdicts the reason is built from (:mod:`~scheduler.solver.diagnosis`), so a taint or a rule
         between pods is reported as such, not as the shortage of room it causes. Otherwise nothing is tried and
-        the search is marked :attr:`unexplained`.
+        the group's failure is recorded as not explained.
         """
         key = group.topology_key
         assert key is not None
@@ -416,9 +422,8 @@ class _Search:
             kept.sort(key=lambda d: (-ratios[d] if reverse else ratios[d], doms.values[d]))
             return [(Domain(key, doms.values[d], len(present)), mask & (ids == d)) for d in kept]
         if not self.explain:
-            self.unexplained = True
             self.fail(group, 0, f"{describe(group)}: no {key} domain has room for its minimum on the nodes its "
-                      f"members may use ({len(present)} checked)", True, frozenset((TOPOLOGY,)))
+                      f"members may use ({len(present)} checked)", True, frozenset((TOPOLOGY,)), explained=False)
             return []
         # Every domain is short of room: the closest is the one with the most room for the need, then the one
         # with the most room were its nodes emptied (where evictions would help most).
@@ -615,16 +620,19 @@ def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = Non
     :class:`Unschedulable` with per-group reasons and the plugins that rejected. A plan that would
     place no pod at all is reported as Unschedulable. Never raises for unschedulable input.
 
-    The search skips topology domains too short of room to hold a group. When it fails having skipped
-    every domain of some group, and ``explain`` (the default: False only for callers that want nothing but
-    a plan, such as what-ifs), it is run once more trying the closest of those domains, so the reasons are
-    built from real per-node verdicts (:mod:`scheduler.solver.diagnosis`); a search that succeeds never
-    pays for that. ``attempts`` then counts both passes, each bounded by ``search_budget``.
+    The search skips topology domains too short of room to hold a group. When a group it reports on (the
+    failure's, or one a plan leaves out) had every domain skipped, and ``explain`` (the default: False only
+    for callers that want nothing but a plan, such as what-ifs), it is run once more trying the closest of
+    those domains, so the reasons are built from real per-node verdicts (:mod:`scheduler.solver.diagnosis`);
+    a plan that leaves no such group out never pays for that. ``attempts`` then counts both passes, each
+    bounded by ``search_budget``; the second finds the same plan, if any (the domains it adds cannot hold
+    their group).
     """
     config = config or SolverConfig()
     first = _Search(snapshot, config, tree, profile)
     result = first.run(tree)
-    if not explain or not first.unexplained or first.exhausted or isinstance(result, Plan):
+    reported = result.group_reasons.keys() if isinstance(result, Plan) else first.failures.keys()
+    if not explain or first.exhausted or not first.unexplained(reported):
         return result
     second = _Search(snapshot, config, tree, profile, explain=True)
     return dataclasses.replace(second.run(tree), attempts=first.attempts + second.attempts)

@@ -343,3 +343,19 @@ def test_a_closest_domain_refused_for_good_still_lets_preemption_try_where_room_
     assert result.message == (f"gang g: 0/4 placeable (minCount 4) {IN_A}; 0/2 nodes are available: 2 node(s) had "
                               "volume node affinity conflict.")
     assert result.code is Code.UNSCHEDULABLE
+
+
+def test_a_group_a_plan_leaves_out_is_given_its_domains_verdicts_too() -> None:
+    """A basic composite places the child that fits; the other child, pinned to a zone, lacks the GPU nodes'
+    toleration: its reason names the taint, and quotes room only for the one node it may use (a CPU node)."""
+    nodes = zones(gpu=8, taints=[GPU_TAINT]) + [node("cpu-0", labels={ZONE: "a"})]
+    pods = members(2, "web") + members(4, "train", gpu=1)
+    cluster = Cluster(nodes, pods, [pg("web", 2, parent="root"), pg("train", 4, parent="root", topology=ZONE)],
+                      [cpg("root", None)])
+    plan = cluster.solve()
+    assert isinstance(plan, Plan)
+    assert {p.metadata.name for p, _ in plan.placements} == {"web-0", "web-1"}
+    assert dict(plan.group_reasons) == {GroupKey("PodGroup", NS, "train"): (
+        f"gang train: 0/4 placeable (minCount 4) {IN_A}: 0 nvidia.com/gpu free on the 1 node(s) passing every other "
+        "filter, 4 needed; 0/5 nodes are available: 1 Insufficient nvidia.com/gpu, 4 node(s) had untolerated taint "
+        "{nvidia.com/gpu: true}.")}
