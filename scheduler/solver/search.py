@@ -611,7 +611,7 @@ class _Search:
 
 
 def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = None,
-          profile: Profile = DEFAULT_PROFILE, explain: bool = True) -> Plan | Unschedulable:
+          profile: Profile = DEFAULT_PROFILE) -> Plan | Unschedulable:
     """Find an all-or-nothing placement for ``tree`` on ``snapshot``.
 
     ``tree``: a READY tree from :mod:`scheduler.groups`. ``snapshot``: the cycle's view (not
@@ -621,21 +621,23 @@ def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = Non
     place no pod at all is reported as Unschedulable. Never raises for unschedulable input.
 
     The search skips topology domains too short of room to hold a group. When a group it reports on (the
-    failure's, or one a plan leaves out) had every domain skipped, and ``explain`` (the default: False only
-    for callers that want nothing but a plan, such as what-ifs), it is run once more trying the closest of
+    failure's, or one a plan leaves out) had every domain skipped, it is run once more trying the closest of
     those domains, so the reasons are built from real per-node verdicts (:mod:`scheduler.solver.diagnosis`);
     a plan that leaves no such group out never pays for that. ``attempts`` then counts both passes, each
     bounded by ``search_budget``; the second finds the same plan, if any (the domains it adds cannot hold
-    their group).
+    their group), and if it runs out of budget the first pass's answer is returned as it was.
     """
     config = config or SolverConfig()
     first = _Search(snapshot, config, tree, profile)
     result = first.run(tree)
     reported = result.group_reasons.keys() if isinstance(result, Plan) else first.failures.keys()
-    if not explain or first.exhausted or not first.unexplained(reported):
+    if first.exhausted or not first.unexplained(reported):
         return result
     second = _Search(snapshot, config, tree, profile, explain=True)
-    return dataclasses.replace(second.run(tree), attempts=first.attempts + second.attempts)
+    explained = second.run(tree)
+    if second.exhausted or isinstance(explained, Plan) != isinstance(result, Plan):
+        return result  # the second pass ran out of budget: the first's complete answer stands
+    return dataclasses.replace(explained, attempts=first.attempts + second.attempts)
 
 
 def placements_hold(tree: GroupTree, snapshot: Snapshot, plan: Plan, config: SolverConfig | None = None,

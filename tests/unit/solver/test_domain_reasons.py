@@ -18,7 +18,7 @@ import pytest
 from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.inventory import Inventory
 from scheduler.dra.view import DraView
-from scheduler.framework import Code, NodeTable, Plan, Preemption, Snapshot, Unschedulable
+from scheduler.framework import Code, NodeTable, Plan, Preemption, Snapshot, SolverConfig, Unschedulable
 from scheduler.framework.storage import StorageView
 from scheduler.groups import TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
@@ -283,17 +283,12 @@ def test_a_search_that_succeeds_never_tries_a_pruned_domain() -> None:
     assert plan.attempts == 1
 
 
-def test_a_failed_search_is_searched_again_for_its_reasons_unless_only_a_plan_is_wanted() -> None:
-    cluster = taints()
-    forest = build_trees(cluster.pods, cluster.groups, (), scheduler_name="gang-scheduler")
-    (tree,) = forest.trees
-    snapshot = Snapshot.build(NodeTable.build(cluster.nodes), cluster.pods)
-    explained, bare = solve(tree, snapshot), solve(tree, snapshot, explain=False)
-    assert isinstance(explained, Unschedulable) and isinstance(bare, Unschedulable)
-    assert "untolerated taint" in explained.message and explained.attempts == 1  # the closest zone, tried
-    assert bare.message == f"gang g: no {ZONE} domain has room for its minimum on the nodes its members may use " \
-                           "(2 checked)"
-    assert bare.attempts == 0
+def test_a_failed_search_is_searched_again_for_its_reasons() -> None:
+    """The first pass skips both zones (no attempt); the second tries the closest for its verdicts (one)."""
+    result = taints().solve()
+    assert isinstance(result, Unschedulable)
+    assert "untolerated taint" in result.message
+    assert result.attempts == 1
 
 
 def zone_a_tainted_zone_b_full() -> preemption_kit.Cluster:
@@ -345,17 +340,35 @@ def test_a_closest_domain_refused_for_good_still_lets_preemption_try_where_room_
     assert result.code is Code.UNSCHEDULABLE
 
 
-def test_a_group_a_plan_leaves_out_is_given_its_domains_verdicts_too() -> None:
-    """A basic composite places the child that fits; the other child, pinned to a zone, lacks the GPU nodes'
-    toleration: its reason names the taint, and quotes room only for the one node it may use (a CPU node)."""
+def web_and_train() -> Cluster:
+    """A basic composite: ``web`` fits; ``train``, pinned to a zone, lacks the GPU nodes' toleration."""
     nodes = zones(gpu=8, taints=[GPU_TAINT]) + [node("cpu-0", labels={ZONE: "a"})]
     pods = members(2, "web") + members(4, "train", gpu=1)
-    cluster = Cluster(nodes, pods, [pg("web", 2, parent="root"), pg("train", 4, parent="root", topology=ZONE)],
-                      [cpg("root", None)])
-    plan = cluster.solve()
+    return Cluster(nodes, pods, [pg("web", 2, parent="root"), pg("train", 4, parent="root", topology=ZONE)],
+                   [cpg("root", None)])
+
+
+def test_a_group_a_plan_leaves_out_is_given_its_domains_verdicts_too() -> None:
+    """The plan places ``web``; ``train``'s reason names the taint, and quotes room only for the one node it may
+    use (a CPU node)."""
+    plan = web_and_train().solve()
     assert isinstance(plan, Plan)
     assert {p.metadata.name for p, _ in plan.placements} == {"web-0", "web-1"}
     assert dict(plan.group_reasons) == {GroupKey("PodGroup", NS, "train"): (
         f"gang train: 0/4 placeable (minCount 4) {IN_A}: 0 nvidia.com/gpu free on the 1 node(s) passing every other "
         "filter, 4 needed; 0/5 nodes are available: 1 Insufficient nvidia.com/gpu, 4 node(s) had untolerated taint "
         "{nvidia.com/gpu: true}.")}
+
+
+def test_a_second_pass_out_of_budget_never_costs_the_plan_the_first_found() -> None:
+    """With a budget of one attempt the first pass places ``web``; the second would spend one on ``train``'s closest
+    zone and run out: the first pass's plan is returned, with its own reason for ``train``."""
+    cluster = web_and_train()
+    pods = cluster.pods
+    (tree,) = build_trees(pods, cluster.groups, cluster.composites, scheduler_name="gang-scheduler").trees
+    plan = solve(tree, Snapshot.build(NodeTable.build(cluster.nodes), pods), SolverConfig(search_budget=1))
+    assert isinstance(plan, Plan)
+    assert {p.metadata.name for p, _ in plan.placements} == {"web-0", "web-1"}
+    assert plan.attempts == 1
+    assert dict(plan.group_reasons) == {GroupKey("PodGroup", NS, "train"): (
+        f"gang train: no {ZONE} domain has room for its minimum on the nodes its members may use (2 checked)")}
