@@ -30,8 +30,9 @@ class SolverConfig:
     for pods that need no accelerator. ``spread``: one pod at a time onto the emptiest node."""
     search_budget: int = 256
     """Most subtree placements tried for one root before giving up (bounds a failing search's
-    time; each attempt is one vectorised pass over the candidate nodes). 256 covers every
-    domain of a 3-zone × 40-rack cluster once per level with room for backtracking."""
+    time; each attempt is one vectorised pass over the candidate nodes), per pass of the search (a
+    failed one may have a second pass for its reasons). 256 covers every domain of a 3-zone × 40-rack
+    cluster once per level with room for backtracking."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -329,7 +329,8 @@ class Metrics:
             "of such a plan is forgotten and its root requeued.", ["reason"], registry=r)
         self.solver_attempts = Histogram(
             "gang_scheduler_solver_attempts", "Solver search effort per solve: subtree placements tried "
-            "(Plan.attempts / Unschedulable.attempts; bounded by --search-budget), by the solve's result "
+            "(Plan.attempts / Unschedulable.attempts; bounded by --search-budget per pass, and a failed search "
+            "that skipped whole topology domains has a second pass for its reasons), by the solve's result "
             "('scheduled' = a plan was found).", ["result"], buckets=SOLVER_ATTEMPT_BUCKETS, registry=r)
         self.informer_synced = Gauge(
             "gang_scheduler_informer_synced", "1 once the watched resource's first list is in the cache, else 0 "

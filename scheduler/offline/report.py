@@ -23,6 +23,11 @@ and entries of kind ``unknown-field`` (a field the v1.37 API does not know, in a
 CompositePodGroup's metadata or spec, with the closest known field; extra keys ``field`` and ``pod`` or
 ``group``) and ``unknown-kind`` (an object skipped because no v1.37 API group serves its kind, with the
 closest kind).
+``groups[].status`` is one of :data:`~scheduler.offline.simulate.SCHEDULED`, ``PREEMPTED``, ``UNSCHEDULABLE``,
+``WAITING``, ``INVALID`` (the text report's :data:`MARKS`); ``nodes[].resources[r]`` has ``added`` and ``evicted``
+beside ``used_before`` and ``used`` (what this run placed and what its preemptions took off the node), and
+``pending[].{namespace, group, pods, reason}`` groups the pods left pending by PodGroup and reason, as the text
+report prints them.
 """
 
 from __future__ import annotations
@@ -34,14 +39,26 @@ from typing import Any
 import numpy as np
 
 from scheduler.dra.device_snapshot import DraView
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.node_table import IntArray
+from scheduler.framework.snapshot import Snapshot, pod_vector
 from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import API_VERSION as DRA_VERSION
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
 from scheduler.offline.loader import KINDS
-from scheduler.offline.simulate import AllocationOutcome, GroupOutcome, PreemptionOutcome, Simulation
+from scheduler.offline.simulate import (
+    INVALID,
+    PREEMPTED,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    WAITING,
+    AllocationOutcome,
+    GroupOutcome,
+    PodOutcome,
+    PreemptionOutcome,
+    Simulation,
+)
 
 UNHONOURED = "unhonoured-field"
 """``warnings[].kind`` of a field a pod sets that no plugin honours."""
@@ -55,10 +72,30 @@ UNHONOURED_OBJECT = "unhonoured-object-field"
 
 MAX_DEVICE_LINES = 20
 """Device lines shown per group in the text report (the JSON has every allocation)."""
+MAX_POD_NAMES = 10
+"""Pod names shown per line of "Pods left pending" (the JSON has every pod)."""
+MARKS = {SCHEDULED: "OK  ", PREEMPTED: "PREEMPTED", UNSCHEDULABLE: "FAIL", WAITING: "WAIT", INVALID: "BAD "}
+"""The text report's mark per group status (the JSON's ``status``)."""
 
 
-def _node_rows(initial: Snapshot, final: Snapshot) -> list[dict[str, Any]]:
+def _moves(sim: Simulation, final: Snapshot) -> tuple[IntArray, IntArray]:
+    """The requests this run placed on each node and those its preemptions evicted from it, each ``(N, R)`` over
+    ``final``'s table (the units of ``used``): ``used`` is the initial one plus the first minus the second."""
     table = final.table
+    added, evicted = np.zeros_like(final.used), np.zeros_like(final.used)
+    for p in sim.pods:
+        if p.node is not None and (row := table.index.get(p.node)) is not None:
+            added[row] += pod_vector(table, p.pod)
+    for outcome in sim.preemptions:
+        for pod, node in outcome.victims:
+            if (row := table.index.get(node)) is not None:
+                evicted[row] += pod_vector(table, pod)
+    return added, evicted
+
+
+def _node_rows(sim: Simulation, initial: Snapshot, final: Snapshot) -> list[dict[str, Any]]:
+    table = final.table
+    added, evicted = _moves(sim, final)
     shown = [r for r in table.resources if r in (CPU, MEMORY) or is_extended(r)]
     rows = []
     for i, node in enumerate(table.nodes):
@@ -68,7 +105,8 @@ def _node_rows(initial: Snapshot, final: Snapshot) -> list[dict[str, Any]]:
             alloc = int(table.allocatable[i, j])
             if alloc <= 0 and r not in (CPU, MEMORY):
                 continue
-            res[r] = {"allocatable": alloc, "used_before": int(initial.used[i, j]), "used": int(final.used[i, j])}
+            res[r] = {"allocatable": alloc, "used_before": int(initial.used[i, j]), "used": int(final.used[i, j]),
+                      "added": int(added[i, j]), "evicted": int(evicted[i, j])}
         rows.append({"name": node.name, "resources": res})
     return rows
 
@@ -94,13 +132,17 @@ def to_json(sim: Simulation) -> dict[str, Any]:
             {"namespace": p.pod.metadata.namespace, "name": p.pod.metadata.name, "node": p.node, "reason": p.reason}
             for p in sim.pods
         ],
+        "pending": [
+            {"namespace": ns, "group": group, "pods": [p.pod.metadata.name for p in pods], "reason": reason}
+            for (ns, group, reason), pods in pending_by_reason(sim).items()
+        ],
         "invalid": [
             {"file": x.file, "kind": x.kind, "namespace": x.namespace, "name": x.name, "reason": x.message}
             for x in sim.problems
         ],
     }
     if sim.snapshot is not None and sim.initial is not None:
-        doc["nodes"] = _node_rows(sim.initial, sim.snapshot)
+        doc["nodes"] = _node_rows(sim, sim.initial, sim.snapshot)
     doc["allocations"] = [_allocation_json(a) for a in sim.allocations]
     doc["warnings"] = [_notice_json(n) for n in notices(sim)]
     doc["dra_problems"] = list(sim.dra_problems)
@@ -153,6 +195,16 @@ def render_json(sim: Simulation) -> str:
     return json.dumps(to_json(sim), indent=2, sort_keys=False)
 
 
+def pending_by_reason(sim: Simulation) -> dict[tuple[str, str | None, str], list[PodOutcome]]:
+    """The pending pods of ours that got no node, by (namespace, PodGroup name or None, reason), in report order:
+    the members of a gang that share a reason come as one entry (the text report prints it once)."""
+    out: dict[tuple[str, str | None, str], list[PodOutcome]] = {}
+    for p in sim.pods:
+        if p.node is None:
+            out.setdefault((p.pod.metadata.namespace, p.pod.group_name, p.reason or ""), []).append(p)
+    return out
+
+
 def _pct(used: int, alloc: int) -> str:
     return f"{100 * used / alloc:3.0f}%" if alloc else "  - "
 
@@ -162,15 +214,17 @@ def render_text(sim: Simulation) -> str:
     group claim), lone pods placed, every pod left pending with its reason, load problems, DRA
     problems, node utilisation and device utilisation."""
     out: list[str] = []
-    scheduled = sum(g.status == "Scheduled" for g in sim.groups)
+    scheduled = sum(g.status == SCHEDULED for g in sim.groups)
+    preempted = sum(g.status == PREEMPTED for g in sim.groups)
     placed = sum(p.node is not None for p in sim.pods)
-    out.append(f"Groups: {scheduled}/{len(sim.groups)} scheduled; pods: {placed}/{len(sim.pods)} placed")
+    out.append(f"Groups: {scheduled}/{len(sim.groups)} scheduled{f', {preempted} preempted' if preempted else ''}; "
+               f"pods: {placed}/{len(sim.pods)} placed")
     out.extend(f"{n.level}: {n.message}" for n in notices(sim))
     out.append("")
     for g in sim.groups:
         indent = "  " if g.key == g.root else "    "
-        mark = {"Scheduled": "OK  ", "Unschedulable": "FAIL", "Waiting": "WAIT", "Invalid": "BAD "}[g.status]
-        head = f"{indent}[{mark}] {g.key.kind} {g.key.namespace}/{g.key.name}  ({g.policy}, priority {g.priority})"
+        head = (f"{indent}[{MARKS[g.status]}] {g.key.kind} {g.key.namespace}/{g.key.name}  "
+                f"({g.policy}, priority {g.priority})")
         out.append(head)
         if g.placements and g.key.kind == "PodGroup":
             by_node: dict[str, int] = {}
@@ -193,12 +247,19 @@ def render_text(sim: Simulation) -> str:
                     and a.root.namespace == p.pod.metadata.namespace]
             devices = _devices_text([r for a in mine for r in a.allocation.results], p.node) if mine else ""
             out.append(f"  {p.pod.key} -> {p.node}{': ' + devices if devices else ''}")
-    pending = [p for p in sim.pods if p.node is None]
+    pending = pending_by_reason(sim)
     if pending:
         out.append("")
-        out.append(f"Pods left pending ({len(pending)}):")
-        for p in pending:
-            out.append(f"  {p.pod.key}: {_continued(p.reason or '', '    ')}")
+        out.append(f"Pods left pending ({sum(len(pods) for pods in pending.values())}):")
+        for (ns, group, reason), pods in pending.items():
+            if group is None:
+                out.extend(f"  {p.pod.key}: {_continued(reason, '    ')}" for p in pods)
+                continue
+            names = [p.pod.metadata.name for p in pods]
+            if len(names) > MAX_POD_NAMES:
+                names = [*names[:MAX_POD_NAMES], f"… and {len(names) - MAX_POD_NAMES} more (see --output json)"]
+            out.append(f"  PodGroup {ns}/{group}, {len(pods)} pod(s): {', '.join(names)}")
+            out.append(f"    {_continued(reason, '    ')}")
     if sim.problems:
         out.append("")
         out.append("Invalid objects (skipped):")
@@ -210,7 +271,7 @@ def render_text(sim: Simulation) -> str:
         out.extend(f"  {_continued(x, '    ')}" for x in sim.dra_problems)
     if sim.snapshot is not None and sim.initial is not None:
         out.append("")
-        out.append(_utilisation(sim.initial, sim.snapshot))
+        out.append(_utilisation(sim, sim.initial, sim.snapshot))
         if isinstance(sim.snapshot.dra, DraView) and isinstance(sim.initial.dra, DraView):
             device_rows = _device_utilisation(sim.initial.dra, sim.snapshot.dra)
             if device_rows:
@@ -369,12 +430,16 @@ def notices(sim: Simulation) -> list[Notice]:
     return out
 
 
-def _utilisation(initial: Snapshot, final: Snapshot) -> str:
+def _utilisation(sim: Simulation, initial: Snapshot, final: Snapshot) -> str:
+    """Per node and resource ``used/allocatable +added −evicted pct``: what this run placed and what its preemptions
+    evicted, each shown (a node whose victims were swapped for new pods reads ``8/8 +8 −8``, not an unchanged 8/8)."""
     table = final.table
+    moved = _moves(sim, final)
     ext = [r for r in table.resources if is_extended(r) and np.any(table.allocatable[:, table.column[r]] > 0)]
     cols = [CPU, MEMORY, *ext]
     header = f"{'node':<16}" + "".join(f"  {c:>30}" for c in cols)
-    lines = ["Node utilisation (used/allocatable after placement; +N = added by this run):", header]
+    lines = ["Node utilisation (used/allocatable after placement; +N = added by this run, −N = evicted by its "
+             "preemptions):", header]
     for i, node in enumerate(table.nodes):
         cells = []
         for r in cols:
@@ -382,12 +447,13 @@ def _utilisation(initial: Snapshot, final: Snapshot) -> str:
             if j is None:
                 cells.append(f"  {'-':>30}")
                 continue
-            alloc, used, before = (int(table.allocatable[i, j]), int(final.used[i, j]), int(initial.used[i, j]))
+            alloc, used = int(table.allocatable[i, j]), int(final.used[i, j])
             if alloc == 0:
                 cells.append(f"  {'-':>30}")
                 continue
-            added = used - before
-            delta = f" +{format_units(r, added)}" if added else ""
+            added, evicted = int(moved[0][i, j]), int(moved[1][i, j])
+            delta = (f" +{format_units(r, added)}" if added else "") + (f" −{format_units(r, evicted)}" if evicted
+                                                                       else "")
             text = f"{format_units(r, used)}/{format_units(r, alloc)}{delta} {_pct(used, alloc)}"
             cells.append(f"  {text:>30}")
         lines.append(f"{node.name:<16}" + "".join(cells) + _node_state(node))

@@ -17,7 +17,8 @@ Preemption (``--preemption``, the default): a root that does not fit may preempt
 PostFilter plugin as ``run`` (:class:`~scheduler.preemption.DefaultPreemption`). ``simulate`` then
 applies the decision the way the live scheduler's watch would show it once the evictions completed:
 the victims are removed from the cache and the root is decided again at once, so it shows as
-Scheduled with its placements; the victims are listed per preemptor (:class:`PreemptionOutcome`).
+Scheduled with its placements; the victims are listed per preemptor (:class:`PreemptionOutcome`), and a
+PodGroup that lost running pods to it shows as Preempted.
 
 DRA: when the snapshot has ``resource.k8s.io/v1`` objects or pods with ``spec.resourceClaims``,
 snapshots carry a :class:`~scheduler.dra.device_snapshot.DraView`. A template-generated claim missing from the
@@ -72,9 +73,23 @@ def example_path() -> Path:
     return Path(str(resources.files("scheduler.examples").joinpath(EXAMPLE)))
 
 
+# A group's ``status`` in the report (the README's simulate section has them in one table):
+SCHEDULED = "Scheduled"
+"""Satisfied by this run's plan, or by members already bound."""
+PREEMPTED = "Preempted"
+"""Running pods of it were evicted by a preemption of this run (whatever else was decided for it)."""
+UNSCHEDULABLE = "Unschedulable"
+"""Tried, and no placement satisfies it: nothing of its tree is placed."""
+WAITING = "Waiting"
+"""Not tried: too few members exist or are ready."""
+INVALID = "Invalid"
+"""Not tried: its tree is broken (a missing parent, a cycle, a malformed policy, …)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GroupOutcome:
-    """The result for one group: ``status`` is Scheduled | Unschedulable | Waiting | Invalid."""
+    """The result for one group: ``status`` is one of :data:`SCHEDULED`, :data:`PREEMPTED`, :data:`UNSCHEDULABLE`,
+    :data:`WAITING`, :data:`INVALID`."""
 
     key: GroupKey
     root: GroupKey
@@ -281,6 +296,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
                 continue
             status, reason = _group_status(tree, group, outcome)
             if group.key in preempted:
+                status = PREEMPTED
                 reason = f"{reason}; {preempted[group.key]}" if reason else preempted[group.key]
             sim.groups.append(GroupOutcome(group.key, tree.key, status, _policy(objs.get(group.key)),
                                            _subtree_placements(group, placed), reason, tree.priority))
@@ -352,18 +368,18 @@ def _claim_users(attempt: Attempt) -> dict[str, list[tuple[str, str]]]:
 
 def _group_status(tree: GroupTree, group: Group, result: Plan | Unschedulable | None) -> tuple[str, str | None]:
     if tree.state is TreeState.INVALID:
-        return "Invalid", tree.message
+        return INVALID, tree.message
     if tree.state is TreeState.WAITING:
-        return "Waiting", tree.message
+        return WAITING, tree.message
     if tree.state is TreeState.SCHEDULED:
-        return "Scheduled", None
+        return SCHEDULED, None
     if isinstance(result, Plan):
         if group.key in result.satisfied:
-            return "Scheduled", None
-        return "Unschedulable", result.group_reasons.get(group.key, "not satisfied")
+            return SCHEDULED, None
+        return UNSCHEDULABLE, result.group_reasons.get(group.key, "not satisfied")
     if isinstance(result, Unschedulable):
-        return "Unschedulable", result.group_reasons.get(group.key, result.message)
-    return "Waiting", None  # pragma: no cover - every READY tree is decided above
+        return UNSCHEDULABLE, result.group_reasons.get(group.key, result.message)
+    return WAITING, None  # pragma: no cover - every READY tree is decided above
 
 
 def _pod_reason(tree: GroupTree, leaf: Leaf, pod: Pod, result: Plan | Unschedulable | None) -> str:

@@ -18,8 +18,9 @@ How (docs/architecture.md, "The solver"):
 * **Topology.** A group with a topology key is placed inside one domain (node label value)
   chosen among those inside its parent's domain; domains whose free capacity, summed over the
   nodes that pass the static filters for some member, cannot hold the group's minimum are
-  pruned, the rest are tried tightest-first (``pack``) or emptiest-first (``spread``). Bound
-  members pin their domain.
+  pruned, the rest are tried tightest-first (``pack``) or emptiest-first (``spread``); when all are
+  pruned, the one with the most room is tried alone, so that the reason comes from its per-node
+  verdicts (:mod:`scheduler.solver.diagnosis`). Bound members pin their domain.
 * **Backtracking.** Each group yields its feasible placements one at a time (a generator that
   keeps its placement applied while suspended); a composite searches its children depth-first,
   so a child that cannot fit makes the search revisit an earlier sibling's domain. The search
@@ -30,9 +31,9 @@ Pure: no I/O, no clock, no module state; the same input gives the same plan.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import dataclasses
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
@@ -43,11 +44,12 @@ from scheduler.framework.interface import FilterPlugin, Quota, QuotaFilterPlugin
 from scheduler.framework.node_table import BoolArray, IntArray, static_key
 from scheduler.framework.plan import Plan, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
-from scheduler.framework.status import Code, format_histogram
+from scheduler.framework.status import Code
 from scheduler.groups.tree import Composite, Group, GroupTree, Leaf
 from scheduler.model.pod import Pod
-from scheduler.model.quantity import format_units, is_extended
+from scheduler.model.quantity import is_extended
 from scheduler.model.scheduling import GroupKey
+from scheduler.solver.diagnosis import Diagnosis, Domain, describe, diagnose, leaf_message, phrase, room_short
 from scheduler.solver.plugins import DEFAULT_PROFILE, TOPOLOGY, Profile, dynamic_resources
 from scheduler.solver.plugins.resources_fit import UNLIMITED
 from scheduler.solver.plugins.scoring import NodeOrder
@@ -65,27 +67,16 @@ class _Failure:
     message: str
     resource_limited: bool
     rejectors: frozenset[str] = frozenset()
-
-
-@dataclass(slots=True)
-class _Diagnosis:
-    message: str
-    limited: bool
-    rejectors: frozenset[str] = field(default_factory=frozenset)
-
-
-def _describe(group: Group) -> str:
-    if isinstance(group, Composite):
-        return f"composite {group.name}"
-    if group.key.kind == "Pod":
-        return f"pod {group.name}"
-    return f"gang {group.name}" if group.min_count is not None else f"group {group.name}"
+    explained: bool = True
+    """False for a group whose every domain was skipped for room without the closest being tried: the message
+    then lacks the per-node verdicts (the first pass of :func:`solve`)."""
 
 
 class _Search:
     """One solver run: the cycle state, the profile's plugins and the failure record."""
 
-    def __init__(self, snapshot: Snapshot, config: SolverConfig, tree: GroupTree, profile: Profile) -> None:
+    def __init__(self, snapshot: Snapshot, config: SolverConfig, tree: GroupTree, profile: Profile,
+                 explain: bool = False) -> None:
         pending = tuple(p for leaf in tree.root.leaves() for p in leaf.pending)
         own = frozenset(p.key for p in pending) if snapshot.nominated else frozenset()  # only then does it matter
         profile = profile.for_pods(snapshot, pending)  # without the plugins no pod of this root needs
@@ -101,6 +92,13 @@ class _Search:
         self._sigs: dict[GroupKey, list[Signature]] = {}
         self._need: dict[GroupKey, IntArray] = {}
         self._usable: dict[GroupKey, BoolArray] = {}
+        self.explain = explain
+        """Whether a group whose every domain is pruned for room has the closest one tried anyway, for the
+        per-node verdicts of its reason (the second pass of a failed :func:`solve`)."""
+        self.exhausted = False
+        """The search stopped at ``search_budget`` attempts."""
+        self.pruned: dict[GroupKey, tuple[Group, set[int]]] = {}
+        """Per group, the domains of its key skipped for want of room (in any parent domain)."""
 
     # -- state ---------------------------------------------------------------------
     def mark(self) -> int:
@@ -115,10 +113,16 @@ class _Search:
             raise _BudgetExhausted
 
     def fail(self, group: Group, placed: int, message: str, resource_limited: bool,
-             rejectors: frozenset[str] = frozenset()) -> None:
+             rejectors: frozenset[str] = frozenset(), explained: bool = True) -> None:
+        """Record a failed attempt of ``group`` if it placed more members than the best so far (an explained one
+        replaces an unexplained one that placed as many)."""
         best = self.failures.get(group.key)
-        if best is None or placed > best.placed:
-            self.failures[group.key] = _Failure(placed, message, resource_limited, rejectors)
+        if best is None or placed > best.placed or (placed == best.placed and explained and not best.explained):
+            self.failures[group.key] = _Failure(placed, message, resource_limited, rejectors, explained)
+
+    def unexplained(self, keys: Iterable[GroupKey]) -> bool:
+        """Whether the failure recorded for one of ``keys`` lacks the per-node verdicts (see :class:`_Failure`)."""
+        return any(not f.explained for k in keys if (f := self.failures.get(k)) is not None)
 
     # -- signatures ----------------------------------------------------------------
     def signatures(self, leaf: Leaf) -> list[Signature]:
@@ -301,53 +305,13 @@ class _Search:
             return -1
         return done
 
-    def diagnose(self, sig: Signature, mask: BoolArray) -> _Diagnosis:
-        """kube-style node histogram for the next copy of ``sig`` within ``mask``, whether capacity was short
-        (preemption may help), and the plugins that rejected nodes.
-
-        Static rejections count their reasons; the nodes passing them go through the Filter plugins in
-        order, each node counted under the first plugin that refuses it (a plugin may count several
-        reasons per node: one ``Insufficient <r>`` per short resource). Nodes every Filter allows where
-        Reserve still placed nothing count under the DRA reason.
-        """
-        counts: Counter[str] = Counter()
-        rejectors: set[str] = set()
-        for row, status in sig.static.rejected.items():
-            if mask[row]:
-                counts.update(status.reasons)
-                rejectors.add(status.plugin)
-        rows = np.flatnonzero(mask & sig.static.ok)
-        limited = False
-        for plugin in self.profile.filters:
-            if not rows.size:
-                break
-            caps = plugin.filter(self.state, sig, rows)
-            if caps is None:
-                continue
-            refused = caps <= 0
-            if refused.any():
-                found = plugin.rejections(self.state, sig, rows[refused])
-                if found.counts:
-                    counts.update(found.counts)
-                    rejectors.add(plugin.name)
-                    limited |= found.code is Code.UNSCHEDULABLE
-            rows = rows[~refused]
-        if rows.size:
-            counts[self.profile.devices.failure_reason()] += int(rows.size)
-            rejectors.add(self.profile.devices.name)
-            limited = True
-        message = format_histogram(int(mask.sum()), counts)
-        if errors := dynamic_resources.selector_errors(self.state):
-            message += " " + "; ".join(errors)
-        return _Diagnosis(message, limited, frozenset(rejectors))
-
-    def place_leaf(self, leaf: Leaf, mask: BoolArray, limit: int | None = None) -> tuple[int, _Diagnosis | None]:
+    def place_leaf(self, leaf: Leaf, mask: BoolArray, limit: int | None = None) -> tuple[int, Diagnosis | None]:
         """Place as many pending members as fit inside ``mask`` (at most ``limit`` if given).
 
         Returns (pods placed, the diagnosis for the first member that did not fit, or None).
         """
         placed = 0
-        why: _Diagnosis | None = None
+        why: Diagnosis | None = None
         outer, self.state.scope = self.state.scope, mask  # the leaf's domain, for plugins that rule within it
         try:
             placed, why = self._place_signatures(leaf, mask, limit)
@@ -355,15 +319,15 @@ class _Search:
             self.state.scope = outer
         return placed, why
 
-    def _place_signatures(self, leaf: Leaf, mask: BoolArray, limit: int | None) -> tuple[int, _Diagnosis | None]:
+    def _place_signatures(self, leaf: Leaf, mask: BoolArray, limit: int | None) -> tuple[int, Diagnosis | None]:
         placed = 0
-        why: _Diagnosis | None = None
+        why: Diagnosis | None = None
         for sig in self.signatures(leaf):
             n = len(sig.pods) if limit is None else min(len(sig.pods), limit - placed)
             if n <= 0:
                 continue
             if sig.rejected is not None:
-                why = why or _Diagnosis(sig.rejected.reasons[0], sig.rejected.code is Code.UNSCHEDULABLE,
+                why = why or Diagnosis(sig.rejected.reasons[0], sig.rejected.code is Code.UNSCHEDULABLE,
                                         frozenset((sig.rejected.plugin,)))
                 continue
             done = 0
@@ -373,7 +337,7 @@ class _Search:
                 done = self.choose(rows, n, sig)
             placed += done
             if done < n and why is None:
-                why = self.diagnose(sig, mask)
+                why = diagnose(self.state, self.profile, sig, mask)
         return placed, why
 
     def leaf_satisfied(self, leaf: Leaf, placed: int) -> bool:
@@ -382,19 +346,23 @@ class _Search:
         return placed + len(leaf.bound) >= leaf.min_count
 
     # -- groups --------------------------------------------------------------------
-    def alternatives(self, group: Group, mask: BoolArray) -> Iterator[None]:
-        """Yield once per feasible placement of ``group`` within ``mask``, holding it applied while suspended."""
-        if group.topology_key is None:
-            yield from self.within(group, mask)
-            return
-        domains = self.domain_masks(group, mask)
-        for _value, dmask in domains:
-            yield from self.within(group, dmask)
+    def alternatives(self, group: Group, mask: BoolArray, where: Domain | None = None) -> Iterator[None]:
+        """Yield once per feasible placement of ``group`` within ``mask``, holding it applied while suspended.
 
-    def _domain_room(self, count: int, ids: npt.NDArray[np.int32], counted: BoolArray, cols: IntArray) -> IntArray:
-        """Free capacity in columns ``cols`` of the ``counted`` nodes of each of the ``count`` domains (node
-        ``n`` is in domain ``ids[n]``), ``(count, len(cols))``; an overcommitted node has no room, not
-        negative room. One pass over all domains, summed exactly in integers."""
+        ``where``: the domain ``mask`` lies in (the parent's), named by the reasons of a group without a key.
+        """
+        if group.topology_key is None:
+            yield from self.within(group, mask, where)
+            return
+        for domain, dmask in self.domain_masks(group, mask):
+            yield from self.within(group, dmask, domain)
+
+    def _domain_room(self, count: int, ids: npt.NDArray[np.int32], counted: BoolArray, cols: IntArray,
+                     room: IntArray) -> IntArray:
+        """``room`` (``(N, R)``: free capacity, or allocatable) in columns ``cols`` of the ``counted`` nodes of
+        each of the ``count`` domains (node ``n`` is in domain ``ids[n]``), ``(count, len(cols))``; an
+        overcommitted node has no room, not negative room. One pass over all domains, summed exactly in
+        integers."""
         have = np.zeros((count, len(cols)), dtype=np.int64)
         rows = np.flatnonzero(counted)
         if rows.size:
@@ -402,14 +370,18 @@ class _Search:
             dom = ids[rows]
             starts = np.flatnonzero(np.concatenate(([True], dom[1:] != dom[:-1])))
             for j, col in enumerate(cols):
-                have[dom[starts], j] = np.add.reduceat(np.maximum(self.state.free[rows, col], 0), starts)
+                have[dom[starts], j] = np.add.reduceat(np.maximum(room[rows, col], 0), starts)
         return have
 
-    def domain_masks(self, group: Group, mask: BoolArray) -> list[tuple[str, BoolArray]]:
+    def domain_masks(self, group: Group, mask: BoolArray) -> list[tuple[Domain, BoolArray]]:
         """Candidate domains of the group's topology key inside ``mask``, in try order, pruned by capacity.
 
-        A domain is pruned when the free capacity of its :meth:`usable` nodes is below
-        :meth:`need` for some resource; the nearest miss is quoted in the failure message.
+        A domain is pruned when the free capacity of its :meth:`usable` nodes is below :meth:`need` for some
+        resource (a necessary condition: it cannot hold the group). When every domain is pruned and the search
+        is to :attr:`explain`, the one with the most room for the need is still tried, alone: its attempt gives the
+        per-node verdicts the reason is built from (:mod:`~scheduler.solver.diagnosis`), so a taint or a rule
+        between pods is reported as such, not as the shortage of room it causes. Otherwise nothing is tried and
+        the group's failure is recorded as not explained.
         """
         key = group.topology_key
         assert key is not None
@@ -420,77 +392,77 @@ class _Search:
         present = np.unique(ids[mask & (ids >= 0)])
         if pinned:
             if len(pinned) > 1 or -1 in pinned:
-                self.fail(group, 0, f"{_describe(group)}: bound members are not all in one {key} domain", False,
+                self.fail(group, 0, f"{describe(group)}: bound members are not all in one {key} domain", False,
                           frozenset((TOPOLOGY,)))
                 return []
             present = present[np.isin(present, list(pinned))]
+        if not present.size:
+            if not len(self.table):
+                message = f"{describe(group)}: no nodes available to schedule pods"  # kube's ErrNoNodesAvailable
+            else:
+                message = f"{describe(group)}: no node has the label {key}"
+            self.fail(group, 0, message, False, frozenset((TOPOLOGY,)))
+            return []
+        ratios = np.zeros(len(doms.values))
+        short: BoolArray = np.zeros(len(doms.values), dtype=bool)
         need = self.need(group)
         cols = np.flatnonzero(need > 0)
-        usable = self.usable(group)
+        counted = mask & self.usable(group) & (ids >= 0)
         if cols.size:
             # A necessary condition: every member placed lands on a node passing its static
             # filters, so what the group needs must fit in the free capacity of those nodes.
-            have = self._domain_room(len(doms.values), ids, mask & usable & (ids >= 0), cols)
-            shares = need[cols] / np.maximum(have, 1)  # (domains, resources): how much of its room it needs
-            ratios = shares.max(axis=1)
-            worst = shares.argmax(axis=1)
-            short: BoolArray = np.any(have < need[cols], axis=1)
-        scored: list[tuple[float, str, BoolArray]] = []
-        closest: tuple[float, str, str] | None = None  # (ratio, resource, text) of the nearest miss
-        for d in map(int, present):
-            ratio = 0.0
-            if cols.size:
-                ratio = float(ratios[d])
-                if short[d]:
-                    j = int(worst[d])
-                    res = self.table.resources[cols[j]]
-                    text = (f"{doms.values[d]} has {format_units(res, int(have[d, j]))} free, "
-                            f"needs {format_units(res, int(need[cols[j]]))}")
-                    if closest is None or ratio < closest[0]:
-                        closest = (ratio, res, text)
-                    continue
-            scored.append((ratio, doms.values[d], mask & (ids == d)))
-        if not scored:
-            if not len(self.table):
-                message = f"{_describe(group)}: no nodes available to schedule pods"  # kube's ErrNoNodesAvailable
-            elif closest is None:
-                message = f"{_describe(group)}: no node has the label {key}"
-            else:
-                message = (f"{_describe(group)}: no {key} domain has enough free {closest[1]} "
-                           f"({len(present)} checked; closest: {closest[2]})")
-            self.fail(group, 0, message, closest is not None, frozenset((TOPOLOGY,)))
+            have = self._domain_room(len(doms.values), ids, counted, cols, self.state.free)
+            ratios = (need[cols] / np.maximum(have, 1)).max(axis=1)  # the largest share of its room it needs
+            short = np.any(have < need[cols], axis=1)
+        if short.any():
+            self.pruned.setdefault(group.key, (group, set()))[1].update(int(d) for d in present if short[d])
+        kept = [int(d) for d in present if not short[d]]
+        if kept:
+            reverse = self.config.scoring == "pack"
+            kept.sort(key=lambda d: (-ratios[d] if reverse else ratios[d], doms.values[d]))
+            return [(Domain(key, doms.values[d], len(present)), mask & (ids == d)) for d in kept]
+        if not self.explain:
+            self.fail(group, 0, f"{describe(group)}: no {key} domain has room for its minimum on the nodes its "
+                      f"members may use ({len(present)} checked)", True, frozenset((TOPOLOGY,)), explained=False)
             return []
-        reverse = self.config.scoring == "pack"
-        scored.sort(key=lambda t: (-t[0] if reverse else t[0], t[1]))
-        return [(v, m) for _, v, m in scored]
+        # Every domain is short of room: the closest is the one with the most room for the need, then the one
+        # with the most room were its nodes emptied (where evictions would help most).
+        capacity = self._domain_room(len(doms.values), ids, counted, cols, self.table.allocatable)
+        emptied = (need[cols] / np.maximum(capacity, 1)).max(axis=1)
+        closest = min(map(int, present), key=lambda d: (float(ratios[d]), float(emptied[d]), doms.values[d]))
+        return [(Domain(key, doms.values[closest], len(present)), mask & (ids == closest))]
 
-    def within(self, group: Group, mask: BoolArray) -> Iterator[None]:
-        """Yield the feasible placements of ``group`` inside ``mask`` (no further domain choice at this level)."""
+    def within(self, group: Group, mask: BoolArray, where: Domain | None) -> Iterator[None]:
+        """Yield the feasible placements of ``group`` inside ``mask`` (no further domain choice at this level);
+        ``where``: the domain ``mask`` is, for the reasons."""
         if isinstance(group, Leaf):
             devices = self.profile.devices
             shared = devices.shared_claims(self.state, group.pending)
             if not shared:
-                yield from self.leaf_within(group, mask)
+                yield from self.leaf_within(group, mask, where)
                 return
             found = False
             for _ in devices.shared(self.state, group.name, shared, mask):
                 found = True
-                yield from self.leaf_within(group, mask)
+                yield from self.leaf_within(group, mask, where)
             if not found:
                 keys = ", ".join(c.key for c in shared)
                 errors = "; ".join(dynamic_resources.selector_errors(self.state))
-                self.fail(group, 0, f"{_describe(group)}: cannot allocate shared claim(s) {keys} on any reachable "
-                          f"devices{'; ' + errors if errors else ''}", True, frozenset((devices.name,)))
+                self.fail(group, 0, f"{describe(group)}: cannot allocate shared claim(s) {keys} on any reachable "
+                          f"devices{phrase(where, closest=True)}{'; ' + errors if errors else ''}", True,
+                          frozenset((devices.name,)))
             return
-        yield from self.children(group, 0, 0, mask)
+        yield from self.children(group, 0, 0, mask, where)
 
-    def leaf_within(self, group: Leaf, mask: BoolArray) -> Iterator[None]:
+    def leaf_within(self, group: Leaf, mask: BoolArray, where: Domain | None) -> Iterator[None]:
         """Place a leaf's members inside ``mask``; yield if the leaf is satisfied (held while suspended).
 
-        Two alternatives: first every pending member that fits (issue #2: as many as fit, at least
-        minCount); then, if that placed more than the minimum, exactly the minimum — so extra
-        members of one gang never starve a sibling the parent needs (a gang already satisfied by
-        its bound members may then place nothing).
+        Two alternatives: first every pending member that fits (as many as fit, at least minCount); then, if
+        that placed more than the minimum, exactly the minimum — so extra members of one gang never starve a
+        sibling the parent needs (a gang already satisfied by its bound members may then place nothing). The
+        first attempt's shortfall is recorded as the leaf's failure (:meth:`fail` keeps the best); inside a
+        topology domain ``where`` it names the domain and, when the leaf is not satisfied for want of room alone,
+        the room the domain lacked (measured once the attempt is undone).
         """
         minimum = group.need
         first: int | None = None
@@ -500,35 +472,42 @@ class _Search:
             self.tick()
             start = self.mark()
             placed, why = self.place_leaf(group, mask, limit)
+            satisfied = self.leaf_satisfied(group, placed)
+            if not satisfied:
+                self.undo(start)
             reason = why.message if why is not None else ""
             if limit is None:
                 first = placed
                 if placed < len(group.pending):
-                    self.fail(group, placed, self.leaf_message(group, placed, reason, "placeable"),
+                    context = phrase(where, closest=True)
+                    if where is not None and not satisfied and why is not None:
+                        context += room_short(self.table, self.state.free, why.short_of_room, self.need(group))
+                    self.fail(group, placed, leaf_message(group, placed, reason, "placeable", context),
                               why is not None and why.limited, why.rejectors if why is not None else frozenset())
-            if not self.leaf_satisfied(group, placed):
-                self.undo(start)
+            if not satisfied:
                 return
             self.satisfied.add(group.key)
             if placed < len(group.pending):
-                self.leftover[group.key] = self.leaf_message(group, placed, reason or "left pending so that "
-                                                             "sibling groups fit", "placed")
+                self.leftover[group.key] = leaf_message(group, placed, reason or "left pending so that sibling "
+                                                        "groups fit", "placed", phrase(where, closest=False))
             yield
             self.leftover.pop(group.key, None)
             self.satisfied.discard(group.key)
             self.undo(start)
 
-    def children(self, comp: Composite, i: int, ok: int, mask: BoolArray) -> Iterator[None]:
-        """Depth-first over children ``i…``: each child placed (every alternative) or skipped.
+    def children(self, comp: Composite, i: int, ok: int, mask: BoolArray, where: Domain | None) -> Iterator[None]:
+        """Depth-first over children ``i…``: each child placed (every alternative) or skipped; ``where``: the
+        domain ``mask`` is (the composite's, or its parent's).
 
         Prunes as soon as fewer than ``need`` satisfied children remain reachable.
         """
         n = len(comp.children)
         if ok + (n - i) < comp.need:
             if comp.min_group_count is None:
-                message = f"{_describe(comp)}: no child group fits"
+                message = f"{describe(comp)}: no child group fits{phrase(where, closest=True)}"
             else:
-                message = f"{_describe(comp)}: {ok}/{n} child groups satisfied (minGroupCount {comp.need})"
+                message = (f"{describe(comp)}: {ok}/{n} child groups satisfied (minGroupCount {comp.need})"
+                           f"{phrase(where, closest=True)}")
             self.fail(comp, ok, message, any(f.resource_limited for f in self.failures.values()),
                       frozenset(r for f in self.failures.values() for r in f.rejectors))
             return
@@ -537,24 +516,9 @@ class _Search:
             yield
             self.satisfied.discard(comp.key)
             return
-        for _ in self.alternatives(comp.children[i], mask):
-            yield from self.children(comp, i + 1, ok + 1, mask)
-        yield from self.children(comp, i + 1, ok, mask)
-
-    def leaf_message(self, leaf: Leaf, placed: int, nodes: str, verb: str) -> str:
-        """``gang g: 3/8 placeable (minCount 8); 0/12 nodes are available: …``.
-
-        ``placed``: pending members placed by the attempt (bound members are added); ``nodes``:
-        the node histogram for the first member that did not fit; ``verb``: ``placeable`` for
-        the best failed attempt, ``placed`` for the leaf's placement in the final plan.
-        """
-        if leaf.key.kind == "Pod":
-            return nodes
-        total, members = placed + len(leaf.bound), len(leaf.pending) + len(leaf.bound)
-        head = f"{_describe(leaf)}: {total}/{members} {verb}"
-        if leaf.min_count is not None:
-            head += f" (minCount {leaf.min_count})"
-        return f"{head}; {nodes}" if nodes else head
+        for _ in self.alternatives(comp.children[i], mask, where):
+            yield from self.children(comp, i + 1, ok + 1, mask, where)
+        yield from self.children(comp, i + 1, ok, mask, where)
 
     # -- results -------------------------------------------------------------------
     def plan(self, tree: GroupTree) -> Plan:
@@ -572,7 +536,7 @@ class _Search:
                 message = self.leftover.get(leaf.key, "")
             else:  # left out whole: the best attempt's count and reason
                 failure = self.failures.get(leaf.key)
-                message = failure.message if failure else f"{_describe(leaf)}: not needed by its parent group"
+                message = failure.message if failure else f"{describe(leaf)}: not needed by its parent group"
                 reasons[leaf.key] = message
             for pod in leaf.pending:
                 if pod.key not in placed_keys:
@@ -593,14 +557,46 @@ class _Search:
         for key in tree.groups:
             if key != tree.key and key in reasons and isinstance(self._group(tree, key), Leaf):
                 parts.append(reasons[key])
-        limited = budget or any(f.resource_limited for f in self.failures.values())
+        limited = budget or any(f.resource_limited for f in self.failures.values()) or self.room_may_free()
         code = Code.UNSCHEDULABLE if limited else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        message = "; ".join(dict.fromkeys(parts)) or f"{_describe(tree.root)}: does not fit"
+        message = "; ".join(dict.fromkeys(parts)) or f"{describe(tree.root)}: does not fit"
         for key in tree.groups:
             reasons.setdefault(key, message)
         rejectors = frozenset(r for f in self.failures.values() for r in f.rejectors)
+        if self.pruned:  # room freed, or a node added, in a domain skipped for room may let the tree in
+            rejectors |= {TOPOLOGY}
         return Unschedulable(tree.key, code, message, reasons, self.attempts, rejectors,
                              tuple(dynamic_resources.selector_errors(self.state)))
+
+    def room_may_free(self) -> bool:
+        """Whether some domain skipped for room could hold its group were the nodes its members may use emptied:
+        then evicting pods there might help, and the failure is one preemption may try (UNSCHEDULABLE) even
+        where every node the search did try refused for good. Computed only for a failed search."""
+        for group, skipped in self.pruned.values():
+            need = self.need(group)
+            cols = np.flatnonzero(need > 0)
+            key = group.topology_key
+            assert key is not None
+            doms = self.table.domains(key)
+            capacity = self._domain_room(len(doms.values), doms.of_node, self.usable(group) & (doms.of_node >= 0),
+                                         cols, self.table.allocatable)
+            if bool((capacity[sorted(skipped)] >= need[cols]).all(axis=1).any()):
+                return True
+        return False
+
+    def run(self, tree: GroupTree) -> Plan | Unschedulable:
+        """The first yielded placement of ``tree``'s root as a :class:`Plan`, or the :class:`Unschedulable`."""
+        everything = np.ones(len(self.table), dtype=bool)
+        try:
+            for _ in self.alternatives(tree.root, everything):
+                plan = self.plan(tree)
+                if plan.placements or not any(leaf.pending for leaf in tree.root.leaves()):
+                    return plan
+                break
+        except _BudgetExhausted:
+            self.exhausted = True
+            return self.unschedulable(tree, budget=True)
+        return self.unschedulable(tree, budget=False)
 
     @staticmethod
     def _group(tree: GroupTree, key: GroupKey) -> Group | None:
@@ -623,18 +619,25 @@ def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = Non
     Returns a :class:`Plan` whose placements satisfy every gang in the tree at once, or
     :class:`Unschedulable` with per-group reasons and the plugins that rejected. A plan that would
     place no pod at all is reported as Unschedulable. Never raises for unschedulable input.
+
+    The search skips topology domains too short of room to hold a group. When a group it reports on (the
+    failure's, or one a plan leaves out) had every domain skipped, it is run once more trying the closest of
+    those domains, so the reasons are built from real per-node verdicts (:mod:`scheduler.solver.diagnosis`);
+    a plan that leaves no such group out never pays for that. ``attempts`` then counts both passes, each
+    bounded by ``search_budget``; the second finds the same plan, if any (the domains it adds cannot hold
+    their group), and if it runs out of budget the first pass's answer is returned as it was.
     """
-    search = _Search(snapshot, config or SolverConfig(), tree, profile)
-    everything = np.ones(len(snapshot.table), dtype=bool)
-    try:
-        for _ in search.alternatives(tree.root, everything):
-            plan = search.plan(tree)
-            if plan.placements or not any(leaf.pending for leaf in tree.root.leaves()):
-                return plan
-            break
-    except _BudgetExhausted:
-        return search.unschedulable(tree, budget=True)
-    return search.unschedulable(tree, budget=False)
+    config = config or SolverConfig()
+    first = _Search(snapshot, config, tree, profile)
+    result = first.run(tree)
+    reported = result.group_reasons.keys() if isinstance(result, Plan) else first.failures.keys()
+    if first.exhausted or not first.unexplained(reported):
+        return result
+    second = _Search(snapshot, config, tree, profile, explain=True)
+    explained = second.run(tree)
+    if second.exhausted or isinstance(explained, Plan) != isinstance(result, Plan):
+        return result  # the second pass ran out of budget: the first's complete answer stands
+    return dataclasses.replace(explained, attempts=first.attempts + second.attempts)
 
 
 def placements_hold(tree: GroupTree, snapshot: Snapshot, plan: Plan, config: SolverConfig | None = None,

@@ -174,5 +174,10 @@ def test_nothing_lost_every_pending_pod_of_ours_gets_a_node_or_a_reason(c: Clust
         assert (outcome.node is None) != (outcome.reason is None)
     text = render_text(sim).splitlines()
     for outcome in reported.values():
-        if outcome.node is None:
+        if outcome.node is None and outcome.pod.group_name is None:
             assert f"  {outcome.pod.key}: {outcome.reason}" in text
+        elif outcome.node is None:  # its PodGroup's line names it (or counts it), its reason follows once
+            md = outcome.pod.metadata
+            head = f"  PodGroup {md.namespace}/{outcome.pod.group_name}, "
+            assert any(line.startswith(head) and (f" {md.name}," in f"{line}," or " more (see" in line)
+                       and text[i + 1] == f"    {outcome.reason}" for i, line in enumerate(text))

@@ -128,8 +128,8 @@ def test_shared_claim_gang_does_not_fit_beside_both_gangs_and_takes_nothing() ->
     assert status(sim)["allreduce-bench"] == "Unschedulable"
     assert placements(sim, "allreduce-bench") == {} and of_root(sim, "allreduce-bench") == []
     reason = next(g.reason for g in sim.groups if g.key.name == "allreduce-bench")
-    assert reason == ("gang allreduce-bench: 2/4 placeable (minCount 4); 0/2 nodes are available: "
-                      "2 cannot allocate all claims.")
+    assert reason == ("gang allreduce-bench: 2/4 placeable (minCount 4) in topology.example.com/rack rack-b1 "
+                      "(closest of 4 domains); 0/2 nodes are available: 2 cannot allocate all claims.")
     assert status(sim)[PRETRAIN] == status(sim)["train-llm-workload-root"] == "Scheduled"
     assert_no_device_twice(sim)
 

@@ -30,7 +30,12 @@ def test_json_keeps_the_documented_keys() -> None:
     doc = json.loads(GOLDEN.read_text())
     for group in doc["groups"]:
         assert {"namespace", "name", "kind", "root", "status", "placements", "reason"} <= set(group)
-        assert group["status"] in {"Scheduled", "Unschedulable", "Waiting", "Invalid"}
+        assert group["status"] in {"Scheduled", "Preempted", "Unschedulable", "Waiting", "Invalid"}
     for pod in doc["pods"]:
         assert {"namespace", "name", "node", "reason"} <= set(pod)
+    for entry in doc["pending"]:
+        assert set(entry) == {"namespace", "group", "pods", "reason"}
+    for node in doc["nodes"]:
+        for resource in node["resources"].values():
+            assert set(resource) == {"allocatable", "used_before", "used", "added", "evicted"}
     assert doc["allocations"] == []  # the built-in example has no DRA objects (tests/scenario/test_dra.py has)

@@ -51,7 +51,9 @@ from scheduler.solver.plugins import (
 )
 
 TOPOLOGY = "TopologyPlacement"
-"""Rejector name of a group whose topology domains all lack room (kube's topology-aware placement)."""
+"""Rejector name of kube's topology-aware placement: a failed search skipped topology domains too short of room
+for a group (room freed, or a node added, there may let it in), no node has the group's key, or its bound
+members are in several domains."""
 
 
 @dataclass(frozen=True, slots=True)

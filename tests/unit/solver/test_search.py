@@ -179,14 +179,16 @@ DEDICATED = {"key": "dedicated", "operator": "Equal", "value": "infer", "effect"
     ],
 )
 def test_domain_pruning_counts_only_nodes_the_members_can_use(unusable: Node, pod_kw: dict[str, Any]) -> None:
-    """Zone a's free cpu is 10 with the unusable node, 2 without; the message quotes usable capacity only."""
+    """Zone a's free cpu is 10 with the unusable node, 2 without: counted right, both zones are pruned and zone b,
+    the closer, is tried for the reason; counted wrong, zone a would be tried and quoted (2/4 placeable)."""
     pool = {"pool": "train"}
     nodes = [unusable, node("a-small", cpu="2", labels={**ZONE_A, **pool}),
              node("b1", cpu="3", labels={**ZONE_B, **pool})]
     result = solve_one(nodes, gang_pods("g", 4, cpu="1", memory=None, **pod_kw), [pg("g", 4, topology=ZONE)])
     assert isinstance(result, Unschedulable)
-    assert result.message == (f"gang g: no {ZONE} domain has enough free cpu "
-                              "(2 checked; closest: b has 3 free, needs 4)")
+    assert result.message == (f"gang g: 3/4 placeable (minCount 4) in {ZONE} b (closest of 2 domains): 3 cpu free on "
+                              "the 1 node(s) passing every other filter, 4 needed; 0/1 nodes are available: "
+                              "1 Insufficient cpu.")
     assert result.code is Code.UNSCHEDULABLE
 
 
@@ -236,6 +238,6 @@ def test_leftover_reason_counts_the_final_plan_not_the_best_abandoned_attempt() 
     assert isinstance(plan, Plan)
     assert nodes_used(plan) == Counter({"r2-n": 2, "r1-n": 1})
     assert dict(plan.unplaced) == {
-        "ml/a-2": "group a: 2/4 placed; 0/1 nodes are available: 1 Insufficient cpu.",
-        "ml/a-3": "group a: 2/4 placed; 0/1 nodes are available: 1 Insufficient cpu.",
+        "ml/a-2": f"group a: 2/4 placed in {RACK} r2; 0/1 nodes are available: 1 Insufficient cpu.",
+        "ml/a-3": f"group a: 2/4 placed in {RACK} r2; 0/1 nodes are available: 1 Insufficient cpu.",
     }
