@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from scheduler.framework.storage import StorageView
 
 from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import Inventory
 from scheduler.framework import Code, NodeTable, Plan, Preemption, Snapshot, SolverConfig, Unschedulable
+from scheduler.framework.storage_view import StorageView
 from scheduler.groups import TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceSlice
@@ -30,7 +30,7 @@ from tests.unit.groups.builders import NS, cpg, pg
 from tests.unit.preemption import kit as preemption_kit
 from tests.unit.solver.builders import GPU, HOSTNAME, ZONE, host_port, node, pod, pod_affinity, pod_term, spread
 from tests.unit.solver.storage_builders import pv, pvc, with_volumes
-from tests.unit.solver.test_dra_search import claim, claim_spec, device_class, gpu_slice, pod_with_claim
+from tests.unit.solver.test_search_dra import claim, claim_spec, device_class, gpu_slice, pod_with_claim
 
 GPU_TAINT = "nvidia.com/gpu=true:NoSchedule"
 GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
