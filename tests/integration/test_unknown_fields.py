@@ -1,8 +1,9 @@
 """Fields the v1.37 API does not know, in ``run``: one Warning Event per object, naming the field and the closest
 known one, on a pod of ours and on a PodGroup / CompositePodGroup; a pod of another scheduler is left alone.
 
-The emulator stores objects as they are sent, as an API server newer than v1.37 keeps a field of its own
-version that this scheduler does not know (a v1.37 server drops unknown fields before anyone reads them).
+The objects are stored past the emulator's strict decoding (``apiserver.UNCHECKED_HEADER``), as an API server newer
+than v1.37 keeps a field of its own version that this scheduler does not know (a v1.37 server drops or refuses unknown
+fields before anyone reads them).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from scheduler.client.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, KubeClient
+from tests.integration.apiserver import UNCHECKED_HEADER
 from tests.integration.livekit import NS, bound, composite, create_node, pod, podgroup, running, until
 
 
@@ -36,18 +38,12 @@ def with_field(body: dict[str, Any], *path: str | int, value: Any) -> dict[str, 
 @pytest.mark.looptime
 async def test_unknown_fields_get_one_warning_event_per_object(k8s: Any, kube: KubeClient) -> None:
     await create_node(kube, "n0", cpu="1")
-    await kube.create(COMPOSITES, NS, with_field(composite("job", 1), "spec", "schedulingPolicy", "gang",
-                                                 "minGroupCont", value=1))
-    group = podgroup("g", 2, parent="job")
-    group["spec"]["schedulingPolicy"]["gang"]["minCont"] = 2
-    await kube.create(PODGROUPS, NS, group)
-    for i in range(2):  # 2 cpu in all on a 1-cpu node: the gang does not fit and is retried
-        worker = pod(f"g-{i}", "g")
-        worker["spec"]["containers"][0]["resoures"] = worker["spec"]["containers"][0]["resources"]
-        await kube.create(PODS, NS, worker)
-    other = pod("theirs", None, scheduler="default-scheduler")
-    other["spec"]["containers"][0]["resoures"] = {}
-    await kube.create(PODS, NS, other)
+    newer = KubeClient.for_host(str(k8s.url))  # writes what a newer server would keep
+    newer.api.default_headers[UNCHECKED_HEADER] = "newer-server"
+    try:
+        await _create_unknown(newer)
+    finally:
+        await newer.close()
     async with running(kube):
         await until(lambda: _count(kube, 4), what="warning events")
         await asyncio.sleep(20)  # retried with backoff: still one Event each
@@ -61,6 +57,23 @@ async def test_unknown_fields_get_one_warning_event_per_object(k8s: Any, kube: K
         "CompositePodGroup job": ["not honoured: spec.schedulingPolicy.gang.minGroupCont: unknown field (did you "
                                   "mean minGroupCount?); ignored"],
     }
+
+
+async def _create_unknown(kube: KubeClient) -> None:
+    """A CompositePodGroup, a PodGroup and two pods of ours with a misspelt field each, and a pod of another
+    scheduler with one."""
+    await kube.create(COMPOSITES, NS, with_field(composite("job", 1), "spec", "schedulingPolicy", "gang",
+                                                 "minGroupCont", value=1))
+    group = podgroup("g", 2, parent="job")
+    group["spec"]["schedulingPolicy"]["gang"]["minCont"] = 2
+    await kube.create(PODGROUPS, NS, group)
+    for i in range(2):  # 2 cpu in all on a 1-cpu node: the gang does not fit and is retried
+        worker = pod(f"g-{i}", "g")
+        worker["spec"]["containers"][0]["resoures"] = worker["spec"]["containers"][0]["resources"]
+        await kube.create(PODS, NS, worker)
+    other = pod("theirs", None, scheduler="default-scheduler")
+    other["spec"]["containers"][0]["resoures"] = {}
+    await kube.create(PODS, NS, other)
 
 
 async def _count(kube: KubeClient, n: int) -> bool:
