@@ -47,7 +47,6 @@ import contextlib
 import datetime as dt
 import functools
 import io
-import json
 import os
 import pstats
 import re
@@ -58,23 +57,23 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import kmock
 import uvloop
 
 from scheduler.live.kube import EVENTS, NODES, PODGROUPS, PODS, ApiError, KubeClient
 from scheduler.live.status_writer import event_name, micro_time
 from scheduler.model import Node, Pod
 from scheduler.model.scheduling import INITIALLY_SCHEDULED
+from tests.bench import realistic
 from tests.bench.bench_solver import GPU, GPU_SHARE, RACKS_PER_ZONE, ZONES, machine, node_dicts
-from tests.integration.apiserver import ApiServer
-from tests.integration.conftest import RESOURCES, VERBS
+from tests.bench.emulator import SHAPES, Tls, emulator, serve, stop, write_kubeconfig
 from tests.integration.livekit import NS, pod, podgroup
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,83 +81,6 @@ CLI = Path(sys.executable).parent / "gang-scheduler"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 REFERENCE_PODS_PER_S = (40, 81)
 """The in-tree kube-scheduler with DRA claim templates at 500 nodes (scheduler_perf; the issue's reference)."""
-
-
-# -- the emulator process ----------------------------------------------------------------------
-
-class BenchApiServer(ApiServer):
-    """:class:`ApiServer` that forgets each request once it has been dispatched.
-
-    kmock records every request for test assertions, and dispatching a request (``request in
-    payload._source``) walks that whole history through each reaction's filters: O(requests
-    served so far) per request, so the stock emulator slows down quadratically (measured: the
-    4th batch of 200 node creates takes 7x as long as the 1st). The benchmark asserts nothing on
-    requests, so it keeps only the request being dispatched. Matching runs synchronously before
-    the first ``await`` of ``_handle``, and kmock appends each request just before calling
-    ``_handle``, so the current request is always the last one and is never dropped too early.
-    Everything the emulator serves (objects, resourceVersions, watches, binding) is unchanged.
-    """
-
-    async def _handle(self, request: Any) -> Any:
-        del self._requests[:-1]
-        for payload in self._payloads:
-            payload._requests.clear()
-        return await super()._handle(request)  # type: ignore[no-untyped-call]
-
-
-async def _serve_emulator(stock: bool) -> None:
-    """Serve the emulator until stdin closes; print its URL as the first stdout line."""
-    async with (ApiServer() if stock else BenchApiServer()) as srv, kmock.Server(srv):
-        for path, (kind, namespaced, subresources) in RESOURCES.items():
-            srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
-                                                     verbs=VERBS, subresources=subresources)
-        print(str(srv.url).rstrip("/"), flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-
-
-@contextlib.contextmanager
-def emulator(loop: str, stock: bool = False) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """An emulator process (``loop``: uvloop or asyncio; ``stock``: plain :class:`ApiServer`, see
-    :class:`BenchApiServer`); yields (process, base URL); always stopped."""
-    cmd = [sys.executable, "-m", "tests.bench.bench_e2e", "--serve-emulator", "--emulator-loop", loop]
-    proc = subprocess.Popen(cmd + (["--stock-emulator"] if stock else []), cwd=ROOT, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        url = _readline_within(proc, 30)
-        yield proc, url
-    finally:
-        stop(proc, close_stdin=True)
-
-
-def _readline_within(proc: subprocess.Popen[str], timeout_s: float) -> str:
-    import selectors
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout_s):
-            raise RuntimeError(f"emulator did not print its URL within {timeout_s} s")
-    line = proc.stdout.readline().strip()
-    if not line.startswith("http"):
-        raise RuntimeError(f"emulator failed to start (exit {proc.poll()}): {line!r}")
-    return line
-
-
-def stop(proc: subprocess.Popen[Any], *, close_stdin: bool = False, grace_s: float = 30.0) -> int | None:
-    """Ask ``proc`` to exit (stdin EOF or SIGTERM), wait ``grace_s``, then kill it. Returns the exit code."""
-    if proc.poll() is None:
-        if close_stdin and proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-        else:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-            return None
-    return proc.returncode
 
 
 # -- /proc -------------------------------------------------------------------------------------
@@ -219,13 +141,16 @@ class Cpu:
 
 # -- the workload --------------------------------------------------------------------------------
 
-def gang_pod(gang: str, index: int, member: int) -> dict[str, Any]:
-    """Member ``member`` of gang number ``index``: odd gangs GPU (1 GPU + 8 cpu), even gangs CPU (4 cpu)."""
+def gang_pod(gang: str, index: int, member: int, real: bool = False) -> dict[str, Any]:
+    """Member ``member`` of gang number ``index``: odd gangs GPU (1 GPU + 8 cpu), even gangs CPU (4 cpu).
+    ``real``: as the Job controller creates it (the gang is an Indexed Job of that name,
+    :func:`~tests.bench.realistic.owned_by_job`)."""
     if index % 2:
-        return pod(f"{gang}-{member}", gang, cpu="8", gpu=1)
-    body = pod(f"{gang}-{member}", gang, cpu="4")
-    del body["spec"]["tolerations"]  # CPU pods stay off the tainted GPU nodes
-    return body
+        body = pod(f"{gang}-{member}", gang, cpu="8", gpu=1)
+    else:
+        body = pod(f"{gang}-{member}", gang, cpu="4")
+        del body["spec"]["tolerations"]  # CPU pods stay off the tainted GPU nodes
+    return realistic.owned_by_job(body, gang, member, str(uuid.uuid5(uuid.NAMESPACE_DNS, gang))) if real else body
 
 
 def gang_name(index: int) -> str:
@@ -242,10 +167,12 @@ async def bounded(concurrency: int, calls: list[Callable[[], Awaitable[Any]]]) -
     return await asyncio.gather(*(one(c) for c in calls))
 
 
-async def create_nodes(kube: KubeClient, count: int, seed: int, concurrency: int) -> float:
-    """Create the nodes; returns the seconds it took."""
+async def create_nodes(kube: KubeClient, count: int, seed: int, concurrency: int, real: bool = False) -> float:
+    """Create the nodes (``real``: as kubelets register them, :func:`~tests.bench.realistic.node_body`); returns
+    the seconds it took."""
     t0 = time.monotonic()
-    await bounded(concurrency, [functools.partial(kube.create, NODES, None, raw) for raw in node_dicts(count, seed)])
+    bodies = [realistic.node_body(raw, seed) if real else raw for raw in node_dicts(count, seed)]
+    await bounded(concurrency, [functools.partial(kube.create, NODES, None, body) for body in bodies])
     return time.monotonic() - t0
 
 
@@ -259,7 +186,7 @@ class Created:
     """Pod name -> uid, from the create responses (the baseline's Events name the pod by uid, as ours do)."""
 
 
-async def create_gangs(kube: KubeClient, gangs: int, per_gang: int, concurrency: int) -> Created:
+async def create_gangs(kube: KubeClient, gangs: int, per_gang: int, concurrency: int, real: bool = False) -> Created:
     """All gangs at once: each gang's PodGroup, then its pods; at most ``concurrency`` requests in flight."""
     sem = asyncio.Semaphore(concurrency)
     out = Created(first_sent=time.monotonic())
@@ -274,7 +201,7 @@ async def create_gangs(kube: KubeClient, gangs: int, per_gang: int, concurrency:
     async def gang(index: int) -> None:
         name = gang_name(index)
         await call(PODGROUPS, podgroup(name, per_gang))
-        done = await asyncio.gather(*(call(PODS, gang_pod(name, index, m)) for m in range(per_gang)))
+        done = await asyncio.gather(*(call(PODS, gang_pod(name, index, m, real)) for m in range(per_gang)))
         out.first_pod = min(out.first_pod, *done)
         out.last_pod = max(out.last_pod, *done)
         out.pods += len(done)
@@ -385,13 +312,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def write_kubeconfig(path: Path, url: str) -> None:
-    path.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "emu",
-        "clusters": [{"name": "emu", "cluster": {"server": url}}],
-        "users": [{"name": "u", "user": {}}],
-        "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "u"}}],
-    }))
+DRIVER_AGENT = "bench-e2e/v1.37.0 (linux/amd64)"
+"""The driver's User-Agent: the field manager its creates are recorded under (it stands in for kubelets and
+the Job controller)."""
+
+
+async def driver_client(kubeconfig: Path, url: str, tls: Tls | None) -> KubeClient:
+    """Write the kubeconfig of the emulator at ``url`` (the scheduler reads the same file) and connect the
+    driver with it: no client rate limit, :data:`DRIVER_AGENT`."""
+    write_kubeconfig(kubeconfig, url, tls)
+    kube = await KubeClient.connect(str(kubeconfig), qps=0)
+    kube.api.user_agent = DRIVER_AGENT
+    return kube
 
 
 async def wait_ready(port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
@@ -543,15 +475,15 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
     r = Result()
     expected = args.gangs * args.pods_per_gang
     wall = time.monotonic()
-    with emulator(args.emulator_loop, args.stock_emulator) as (emu, url):
-        kube = KubeClient.for_host(url)
+    real = args.emulator == "real"
+    with emulator(args.emulator_loop, args.emulator, tmp, args.stock_emulator) as (emu, url, tls):
+        kubeconfig = tmp / "kubeconfig"
+        kube = await driver_client(kubeconfig, url, tls)
         sched: subprocess.Popen[bytes] | None = None
         spy: subprocess.Popen[bytes] | None = None
         log_path = tmp / "scheduler.log"
         try:
-            r.nodes_s = await create_nodes(kube, args.nodes, args.seed, args.concurrency)
-            kubeconfig = tmp / "kubeconfig"
-            write_kubeconfig(kubeconfig, url)
+            r.nodes_s = await create_nodes(kube, args.nodes, args.seed, args.concurrency, real)
             port = free_port()
             cmd = scheduler_cmd(kubeconfig, port, tmp / "scheduler.prof" if args.profile == "cprofile" else None)
             t0 = time.monotonic()
@@ -567,7 +499,7 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
             r.cpu = Cpu({"scheduler": sched.pid, "emulator": emu.pid})
             r.cpu.mark("ready")
             try:
-                r.created = await create_gangs(kube, args.gangs, args.pods_per_gang, args.concurrency)
+                r.created = await create_gangs(kube, args.gangs, args.pods_per_gang, args.concurrency, real)
                 r.cpu.mark("created")
                 r.bound_by_last_created = len(watch.bound)
                 await wait_bound(watch, sched, args.timeout)
@@ -627,23 +559,24 @@ class Baseline:
     pods: int = 0
 
 
-async def run_baseline(args: argparse.Namespace) -> Baseline:
+async def run_baseline(args: argparse.Namespace, work: Path) -> Baseline:
     """The same creates, then one binding + one Event per pod from the driver, no scheduler.
 
     Two pod watches stay open (the driver's and one standing in for the scheduler's informer),
     so the emulator serializes each pod event twice, as in the real run.
     """
     b = Baseline()
-    with emulator(args.emulator_loop, args.stock_emulator) as (emu, url):
-        kube = KubeClient.for_host(url)
+    real = args.emulator == "real"
+    with emulator(args.emulator_loop, args.emulator, work, args.stock_emulator) as (emu, url, tls):
+        kube = await driver_client(work / "kubeconfig-baseline", url, tls)
         try:
-            await create_nodes(kube, args.nodes, args.seed, args.concurrency)
+            await create_nodes(kube, args.nodes, args.seed, args.concurrency, real)
             expected = args.gangs * args.pods_per_gang
             watches = [BindWatch(kube, expected) for _ in range(2)]
             tasks = [await w.start() for w in watches]
             try:
                 c0, d0 = cpu_s(emu.pid), self_cpu_s()
-                created = await create_gangs(kube, args.gangs, args.pods_per_gang, args.concurrency)
+                created = await create_gangs(kube, args.gangs, args.pods_per_gang, args.concurrency, real)
                 b.create_s, b.pods = created.last_pod - created.first_sent, created.pods
                 c1, d1 = cpu_s(emu.pid), self_cpu_s()
                 b.create_cpu_s, b.create_driver_cpu_s = c1 - c0, d1 - d0
@@ -733,10 +666,10 @@ ALL = ("gangs4", "plain", "gangs64", "gangs4-big")
 """What ``--case all`` (and ``make bench``) runs."""
 
 
-def case_gang_pod(gang: str, index: int, member: int) -> dict[str, Any]:
+def case_gang_pod(gang: str, index: int, member: int, real: bool = False) -> dict[str, Any]:
     """Member ``member`` of gang ``index`` in a case: every 4th gang GPU pods (1 GPU + 8 cpu), the rest CPU
-    pods (4 cpu), so 1,000 × 4-pod gangs fit 500 nodes' 1,600 GPUs."""
-    return gang_pod(gang, 1 if index % 4 == 1 else 0, member)
+    pods (4 cpu), so 1,000 × 4-pod gangs fit 500 nodes' 1,600 GPUs (``real``: see :func:`gang_pod`)."""
+    return gang_pod(gang, 1 if index % 4 == 1 else 0, member, real)
 
 
 def plain_pod(index: int) -> dict[str, Any]:
@@ -744,25 +677,29 @@ def plain_pod(index: int) -> dict[str, Any]:
     return pod(f"{PLAIN_PREFIX}{index:05d}", None, cpu="1")
 
 
-def bound_pod(index: int, node: str) -> dict[str, Any]:
-    """A running pod of another scheduler, already on ``node`` (1 cpu, 1Gi)."""
-    return pod(f"{BOUND_PREFIX}{index:05d}", None, cpu="1", scheduler="default-scheduler", node_name=node)
+def bound_pod(index: int, node: str, real: bool = False) -> dict[str, Any]:
+    """A running pod of another scheduler, already on ``node`` (1 cpu, 1Gi); ``real``: with the status its
+    kubelet reports (:func:`~tests.bench.realistic.running_status`)."""
+    body = pod(f"{BOUND_PREFIX}{index:05d}", None, cpu="1", scheduler="default-scheduler", node_name=node)
+    if real:
+        body["status"] = realistic.running_status(body, index)
+    return body
 
 
-async def create_case(kube: KubeClient, case: Case, seed: int, concurrency: int) -> dict[str, float]:
-    """Create the case's objects (nodes first); returns seconds per phase."""
+async def create_case(kube: KubeClient, case: Case, seed: int, concurrency: int, real: bool) -> dict[str, float]:
+    """Create the case's objects (nodes first; ``real``: shaped as in a cluster); returns seconds per phase."""
     took: dict[str, float] = {}
-    took["nodes"] = await create_nodes(kube, case.nodes, seed, concurrency)
+    took["nodes"] = await create_nodes(kube, case.nodes, seed, concurrency, real)
     names = [n["metadata"]["name"] for n in node_dicts(case.nodes, seed)]
     t0 = time.monotonic()
-    await bounded(concurrency, [functools.partial(kube.create, PODS, NS, bound_pod(i, names[i % len(names)]))
+    await bounded(concurrency, [functools.partial(kube.create, PODS, NS, bound_pod(i, names[i % len(names)], real))
                                 for i in range(case.prebound)])
     took["bound pods"] = time.monotonic() - t0
     t0 = time.monotonic()
     calls: list[Callable[[], Awaitable[Any]]] = []
     for g in range(case.gangs):
         calls.append(functools.partial(kube.create, PODGROUPS, NS, podgroup(gang_name(g), case.per_gang)))
-        calls += [functools.partial(kube.create, PODS, NS, case_gang_pod(gang_name(g), g, m))
+        calls += [functools.partial(kube.create, PODS, NS, case_gang_pod(gang_name(g), g, m, real))
                   for m in range(case.per_gang)]
     calls += [functools.partial(kube.create, PODS, NS, plain_pod(i)) for i in range(case.plain)]
     await bounded(concurrency, calls)
@@ -789,15 +726,14 @@ def loadavg() -> str:
 async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
     """One drain: create everything, start the scheduler, wait for every pending pod to be bound, check."""
     d = Drain(case=case, load=(loadavg(), ""))
-    with emulator(args.emulator_loop) as (emu, url):
-        kube = KubeClient.for_host(url)
+    with emulator(args.emulator_loop, args.emulator, work) as (emu, url, tls):
+        kubeconfig = work / "kubeconfig"
+        kube = await driver_client(kubeconfig, url, tls)
         sched: subprocess.Popen[bytes] | None = None
         spy: subprocess.Popen[bytes] | None = None
         log_path = work / f"scheduler-{case.name}.log"
         try:
-            d.setup_s = await create_case(kube, case, args.seed, args.concurrency)
-            kubeconfig = work / "kubeconfig"
-            write_kubeconfig(kubeconfig, url)
+            d.setup_s = await create_case(kube, case, args.seed, args.concurrency, args.emulator == "real")
             port = free_port()
             cmd = scheduler_cmd(kubeconfig, port,
                                 work / f"scheduler-{case.name}.prof" if args.profile == "cprofile" else None)
@@ -1017,10 +953,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="a drain of issue 14 instead of the burst: everything created first, then the scheduler "
                          "started (repeatable; 'all' runs the four of the issue, not startup-50k; "
                          "--nodes/--gangs/--pods-per-gang do not apply)")
+    ap.add_argument("--emulator", choices=SHAPES, default="real",
+                    help="real (default): HTTPS, objects shaped and sized as a real API server's "
+                         "(tests/bench/emulator.py); small: plain HTTP and objects as sent (the figures before)")
     ap.add_argument("--serve-emulator", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--emulator-dir", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve_emulator:
-        (uvloop.run if args.emulator_loop == "uvloop" else asyncio.run)(_serve_emulator(args.stock_emulator))
+        (uvloop.run if args.emulator_loop == "uvloop" else asyncio.run)(
+            serve(args.emulator, Path(args.emulator_dir), args.stock_emulator))
         return 0
     if args.profile == "py-spy" and not (Path(sys.executable).parent / "py-spy").exists():
         ap.error("--profile py-spy needs py-spy in the venv: .venv/bin/pip install py-spy (not a project dependency)")
@@ -1031,7 +972,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.no_baseline = True
 
-    print("gang-scheduler end-to-end benchmark (live scheduler against the kmock emulator over HTTP)")
+    print(f"gang-scheduler end-to-end benchmark (live scheduler against the kmock emulator: {emulator_line(args)})")
     print(f"date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
     print(f"machine: {machine()}")
     print(f"code: {code_version()}")
@@ -1042,16 +983,22 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(args.keep or tmp)
         work.mkdir(parents=True, exist_ok=True)
         result = uvloop.run(run_e2e(args, work))
+        baseline = None if args.no_baseline else uvloop.run(run_baseline(args, work))
         if args.keep:
             print(f"scheduler log, kubeconfig and profile kept in {work}")
-    baseline = None if args.no_baseline else uvloop.run(run_baseline(args))
     ok = report(args, result, baseline)
     return 0 if ok else 1
 
 
+def emulator_line(args: argparse.Namespace) -> str:
+    return ("HTTPS, objects as a real API server returns them" if args.emulator == "real"
+            else "plain HTTP, objects as sent")
+
+
 def run_cases(args: argparse.Namespace, names: list[str]) -> int:
     """``--case``: run each drain in turn and print its figures; 1 if any check failed."""
-    print("gang-scheduler end-to-end drains (issue 14: objects created first, then `gang-scheduler run` started)")
+    print("gang-scheduler end-to-end drains (objects created first, then `gang-scheduler run` started; "
+          f"emulator: {emulator_line(args)})")
     print(f"date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
     print(f"machine: {machine()}")
     print(f"code: {code_version()}")
