@@ -1,4 +1,4 @@
-"""End-to-end benchmark: ``gang-scheduler run`` binding gangs on the kmock emulator over HTTP.
+"""End-to-end benchmark: ``gang-scheduler run`` binding gangs on the emulated API server, over HTTPS.
 
 Run with ``make bench`` (after the solver benchmark) or
 ``.venv/bin/python -m tests.bench.bench_e2e [--quick] [--nodes N] [--gangs G] [--pods-per-gang P]``
@@ -7,13 +7,17 @@ Not collected by pytest (the file is not named ``test_*.py``).
 
 Three processes, each with its own event loop:
 
-* the **emulator** (``tests.integration.apiserver.ApiServer`` serving the kinds of
+* the **emulator** (``tests/bench/emulator.py``: the integration tests' ``ApiServer`` serving the kinds of
   ``tests.integration.conftest.RESOURCES`` on 127.0.0.1), started as
-  ``python -m tests.bench.bench_e2e --serve-emulator``;
+  ``python -m tests.bench.bench_e2e --serve-emulator``. By default (``--emulator real``) it serves HTTPS with
+  a self-signed CA and returns and streams objects as a real kube-apiserver does (``tests/bench/realistic.py``:
+  defaulted and admitted pods, ``managedFields``, kubelet-shaped nodes); ``--emulator small`` is plain HTTP
+  with the objects as sent (the figures before);
 * the **scheduler**, ``gang-scheduler run --kubeconfig … --no-leader-elect --client-qps 0``, exactly
-  as a user runs it, so its RSS and CPU time are its own;
-* this **driver**: creates the nodes, then (once ``/readyz`` answers 200) the PodGroups and pods,
-  concurrently with at most ``--concurrency`` requests in flight, and watches pods to see them bound.
+  as a user runs it, so its RSS and CPU time are its own; the kubeconfig carries the CA and a bearer token;
+* this **driver**: creates the nodes (as kubelets register them), then (once ``/readyz`` answers 200) the
+  PodGroups and pods (gang members as an Indexed Job's), concurrently with at most ``--concurrency`` requests
+  in flight, and watches pods to see them bound.
 
 Workload (defaults): 1,000 nodes from ``bench_solver.node_dicts`` (40 % 8-GPU tainted, 60 % CPU,
 3 zones × 40 racks); 200 gangs × 8 pods, all created at once. Even gangs are CPU pods (4 cpu,
@@ -27,14 +31,16 @@ whole. Then, unless ``--no-baseline``, the same API traffic without the schedule
 emulator: the creates alone, then one binding POST + one Event per pod (what the scheduler
 sends per bound pod) — the emulator's floor for this workload.
 
-**Drains** (``--case NAME``, repeatable, or ``--case all``; issue 14, ``make bench`` runs all four):
+**Drains** (``--case NAME``, repeatable, or ``--case all``; ``make bench`` runs all four):
 nodes, already-bound pods, PodGroups and pending pods are all created first, then ``gang-scheduler run``
 is started and the driver waits for every pending pod to be bound. Cases (:data:`CASES`): ``gangs4``
 1,000 × 4-pod gangs on 500 nodes; ``plain`` 4,000 group-less pods of ours on 500 nodes; ``gangs64``
 200 × 64-pod gangs on 2,000 nodes; ``gangs4-big`` the 4-pod case on 5,000 nodes with 20,000 pods of
-another scheduler already bound. Reported per case: ready and start → first bind (seconds after the
-launch), pods bound/s after the first bind, the scheduler's CPU (``/proc`` utime+stime) per pod bound
-after the first bind and its share of one core over that drain (the emulator's beside it: which process
+another scheduler already bound (``startup-50k``, not in ``all``: 5,000 nodes and 50,000 pods). Reported per
+case: ready and start → first bind (seconds after the launch, and the scheduler's CPU by then: start-up),
+pods bound/s after the first bind, the scheduler's **steady-state CPU per pod** (``/proc`` utime+stime from
+the first bind to the last, divided by the pods bound in that window) and its CPU per pod over the whole
+drain (start-up included), its share of one core over the drain (the emulator's beside it: which process
 bounds the rate), and ``VmHWM``; then one ``case:`` summary line. Checked as above (every pod bound, no
 node overcommitted, every gang whole).
 """
@@ -816,8 +822,10 @@ def report_case(d: Drain) -> bool:
     if d.exit_code != 0:
         print(f"  ! the scheduler exited with code {d.exit_code} on SIGTERM")
     util = 100 * used["scheduler"] / drain_wall if drain_wall > 0 else float("nan")
-    print(f"case: {c.name} bound/s {rate:.1f}; start->first bind {d.first_bound - d.launched:.2f} s; "
-          f"CPU {per_pod:.3f} ms/pod; utilisation {util:.0f}%; emulator {100 * used['emulator'] / drain_wall:.0f}%; "
+    print(f"case: {c.name} bound/s {rate:.1f}; start->first bind {d.first_bound - d.launched:.2f} s "
+          f"(CPU {start_cpu:.2f} s); CPU {per_pod:.3f} ms/pod steady, {1000 * whole['scheduler'] / d.bound:.3f} "
+          f"whole drain; load {d.load[0]}; utilisation {util:.0f}%; "
+          f"emulator {100 * used['emulator'] / drain_wall:.0f}%; "
           f"VmHWM {d.sched_hwm:.0f} MiB; bound {d.bound}/{c.pods}; {'OK' if ok else 'FAILED'}")
     return ok
 
