@@ -73,7 +73,7 @@ from typing import Any
 import aiohttp
 import uvloop
 
-from scheduler.live.kube import EVENTS, NODES, PODGROUPS, PODS, ApiError, KubeClient
+from scheduler.live.kube import EVENTS, NODES, PODGROUPS, PODS, ApiError, KubeClient, Resource
 from scheduler.live.status_writer import event_name, micro_time
 from scheduler.model import Node, Pod
 from scheduler.model.scheduling import INITIALLY_SCHEDULED
@@ -216,6 +216,17 @@ async def create_gangs(kube: KubeClient, gangs: int, per_gang: int, concurrency:
     return out
 
 
+async def list_all(kube: KubeClient, res: Resource, namespace: str | None = None) -> tuple[list[dict[str, Any]], str]:
+    """Every object, read in pages (one unpaged list of 50,000 real-sized pods is 200 MB), and the list's
+    resourceVersion."""
+    items: list[dict[str, Any]] = []
+    version = ""
+    async for page, page_rv in kube.list_pages(res, namespace):
+        items += page
+        version = page_rv
+    return items, version
+
+
 class BindWatch:
     """Watches pods in :data:`NS` and records when each was first seen with ``spec.nodeName``."""
 
@@ -242,7 +253,7 @@ class BindWatch:
                 self.all_bound.set()
 
     async def start(self) -> asyncio.Task[None]:
-        items, rv = await self.kube.list(PODS, NS)
+        items, rv = await list_all(self.kube, PODS, NS)
         for obj in items:
             self._see(obj)
         return asyncio.create_task(self._run(rv), name="bind-watch")
@@ -256,7 +267,7 @@ class BindWatch:
                     self.events += 1
                     self._see(obj)
             except ApiError:  # 410 or a dropped stream: re-list (bind times seen late are upper bounds)
-                items, rv = await self.kube.list(PODS, NS)
+                items, rv = await list_all(self.kube, PODS, NS)
                 for obj in items:
                     self._see(obj)
 
@@ -268,7 +279,7 @@ async def groups_marked_scheduled(kube: KubeClient, gangs: int, wait_s: float = 
     the scheduler's status writes (they trail the binds) to settle."""
     deadline = time.monotonic() + wait_s
     while True:
-        items, _ = await kube.list(PODGROUPS, NS)
+        items, _ = await list_all(kube, PODGROUPS, NS)
         marked = sum(1 for g in items if any(c.get("type") == INITIALLY_SCHEDULED and c.get("status") == "True"
                                              for c in (g.get("status") or {}).get("conditions") or []))
         if marked >= gangs or time.monotonic() > deadline:
@@ -279,8 +290,8 @@ async def groups_marked_scheduled(kube: KubeClient, gangs: int, wait_s: float = 
 async def check(kube: KubeClient, gangs: int, per_gang: int, plain: int = 0) -> list[str]:
     """No node overcommitted; every gang whole (all members bound); ``plain`` group-less pods named
     ``plain-…`` all bound. Returns the violations."""
-    raw_nodes, _ = await kube.list(NODES)
-    raw_pods, _ = await kube.list(PODS, NS)
+    raw_nodes, _ = await list_all(kube, NODES)
+    raw_pods, _ = await list_all(kube, PODS, NS)
     nodes = {n.metadata.name: n for n in (Node.model_validate(r) for r in raw_nodes)}
     used: dict[str, Counter[str]] = defaultdict(Counter)
     per_group: dict[str, list[str | None]] = defaultdict(list)

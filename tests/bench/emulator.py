@@ -29,6 +29,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,30 @@ class BenchApiServer(ApiServer):
     real: bool = False
     """Shape objects as a real server: pods defaulted and admitted on create, ``managedFields`` on every
     write, the binding's condition with its timestamps."""
+
+    pages: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    """Continue token → the rest of a paged list (its ``items`` still to send, ``kind``, ``apiVersion`` and
+    ``metadata.resourceVersion``)."""
+
+    async def _serve_list(self, req: Any) -> Any:
+        """``real``: a list with ``limit`` is served in pages (``continue`` / ``remainingItemCount``), every page
+        from the one snapshot taken for the first, at its resourceVersion, as the server pages a list read from
+        etcd; an unknown ``continue`` token answers 410 Expired."""
+        limit = str(req.params.get("limit") or "")
+        if not self.real or not limit.isdigit() or int(limit) <= 0:
+            return await super()._serve_list(req)  # type: ignore[no-untyped-call]
+        token = req.params.get("continue")
+        if token and token not in self.pages:
+            raise kmock.KubernetesError(status=410, reason="Expired", message="the continue token expired")
+        listed = self.pages.pop(token) if token else await super()._serve_list(req)  # type: ignore[no-untyped-call]
+        items = listed["items"]
+        page = {**listed, "items": items[:int(limit)],
+                "metadata": {"resourceVersion": listed["metadata"]["resourceVersion"]}}
+        if len(items) > int(limit):
+            token = uuid.uuid4().hex
+            self.pages[token] = {**listed, "items": items[int(limit):]}
+            page["metadata"].update({"continue": token, "remainingItemCount": len(items) - int(limit)})
+        return page
 
     async def _handle(self, request: Any) -> Any:
         del self._requests[:-1]
