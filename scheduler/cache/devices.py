@@ -66,6 +66,8 @@ class DeviceCache:
         self._logged_problems: set[str] = set()
         self.synthesized: dict[str, ResourceClaim] = {}
         """Claims made from their template (``synthesize``), kept across snapshots: made once, by key."""
+        self._idle: tuple[NodeTable, int, DraView] | None = None
+        """The view of a cluster where nothing asks for devices, per node table and inventory generation."""
 
     # -- feeding -------------------------------------------------------------------------------
     def set_slice(self, old: ResourceSlice | None, new: ResourceSlice | None) -> None:
@@ -164,6 +166,19 @@ class DeviceCache:
 
     def view(self, table: NodeTable, classes: Mapping[str, DeviceClass], pending: Iterable[Pod]) -> DraView:
         """The solver's DRA input for the ``pending`` pods that may need devices: the inventory with every
-        claim's allocation and every in-flight plan's devices taken."""
+        claim's allocation and every in-flight plan's devices taken.
+
+        With no pending pod to resolve, no device published, none allocated and none held, the view is the
+        same for every snapshot until the nodes or the slices change: it is built once (a cluster without
+        DRA then pays nothing per cycle)."""
+        pending = list(pending)
+        idle = not pending and not self.held and not self.inventory.devices and not self.allocated_device_ids()
+        if idle:
+            hit = self._idle
+            if hit is not None and hit[0] is table and hit[1] == self.inventory.generation:
+                return hit[2]
         inventory = self.inventory.with_allocated(self.allocated_device_ids())
-        return DraView.build(inventory, self.claim_index(table, classes), pending, self.held_device_ids())
+        view = DraView.build(inventory, self.claim_index(table, classes), pending, self.held_device_ids())
+        if idle:
+            self._idle = (table, self.inventory.generation, view)
+        return view

@@ -299,6 +299,8 @@ class Binder:
                 by_group.setdefault((pod.metadata.namespace, pod.group_name), []).append((pod, node))
                 resource[pod.metadata.namespace, pod.group_name] = (
                     COSCHEDULING_PODGROUPS if pod.group_api == COSCHEDULING_PODGROUPS.group else self.podgroups)
+        if not by_group:  # group-less pods: nothing to record (the binds check the fence themselves)
+            return None
         values = {key: intent_annotation(token, ps) for key, ps in by_group.items()}
         if recorded is not None:
             values = {(ns, name): value for (ns, name), value in values.items()

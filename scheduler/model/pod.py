@@ -334,8 +334,10 @@ class Pod(KubeModel):
 
     @cached_property
     def asks(self) -> frozenset[str]:
-        """Which rules beyond resources the spec asks for: :data:`ASKS_VOLUMES`, :data:`ASKS_PORTS` (a
-        container declares ports; only host ports matter, which NodePorts checks), :data:`ASKS_SPREAD`,
+        """Which rules beyond resources the spec asks for: :data:`ASKS_VOLUMES` (a volume the volume plugins
+        judge, :attr:`~scheduler.model.volume.Volume.judged`: not the token volume every pod has),
+        :data:`ASKS_PORTS` (a container declares ports; only host ports matter, which NodePorts checks),
+        :data:`ASKS_SPREAD`,
         :data:`ASKS_POD_AFFINITY` (pod affinity or anti-affinity), :data:`ASKS_PREFERRED_NODE_AFFINITY`.
 
         Read once per pod object, not once per solve: the scheduling profile's gates ask it of every
@@ -344,7 +346,7 @@ class Pod(KubeModel):
         solve. A copy made with a changed ``spec.nodeName`` or ``status`` asks the same."""
         spec = self.spec
         found: list[str] = []
-        if spec.volumes:
+        if any(v.judged for v in spec.volumes):
             found.append(ASKS_VOLUMES)
         if any(c.ports for c in spec.containers) or any(c.ports for c in spec.init_containers):
             found.append(ASKS_PORTS)

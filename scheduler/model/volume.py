@@ -120,6 +120,14 @@ class Volume(KubeModel):
     rbd: RBDVolumeSource | None = None
 
     @property
+    def judged(self) -> bool:
+        """A source the volume plugins judge: a PVC, a generic ephemeral volume or a legacy inline disk. Every
+        other source (the projected service-account token volume every pod gets, configMap, secret, emptyDir,
+        downwardAPI, hostPath …) is refused by none of them: kube-scheduler's VolumeBinding, VolumeZone and
+        NodeVolumeLimits look only at claims, VolumeRestrictions at claims and legacy disks."""
+        return self.persistent_volume_claim is not None or self.ephemeral is not None or self.has_legacy_disk
+
+    @property
     def has_legacy_disk(self) -> bool:
         """A GCE PD, AWS EBS, iSCSI or RBD source: VolumeRestrictions compares it with the node's pods."""
         return any(s is not None for s in (self.gce_persistent_disk, self.aws_elastic_block_store, self.iscsi,

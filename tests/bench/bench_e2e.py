@@ -1,4 +1,4 @@
-"""End-to-end benchmark: ``gang-scheduler run`` binding gangs on the kmock emulator over HTTP.
+"""End-to-end benchmark: ``gang-scheduler run`` binding gangs on the emulated API server, over HTTPS.
 
 Run with ``make bench`` (after the solver benchmark) or
 ``.venv/bin/python -m tests.bench.bench_e2e [--quick] [--nodes N] [--gangs G] [--pods-per-gang P]``
@@ -7,13 +7,17 @@ Not collected by pytest (the file is not named ``test_*.py``).
 
 Three processes, each with its own event loop:
 
-* the **emulator** (``tests.integration.apiserver.ApiServer`` serving the kinds of
+* the **emulator** (``tests/bench/emulator.py``: the integration tests' ``ApiServer`` serving the kinds of
   ``tests.integration.conftest.RESOURCES`` on 127.0.0.1), started as
-  ``python -m tests.bench.bench_e2e --serve-emulator``;
+  ``python -m tests.bench.bench_e2e --serve-emulator``. By default (``--emulator real``) it serves HTTPS with
+  a self-signed CA and returns and streams objects as a real kube-apiserver does (``tests/bench/realistic.py``:
+  defaulted and admitted pods, ``managedFields``, kubelet-shaped nodes); ``--emulator small`` is plain HTTP
+  with the objects as sent (the figures before);
 * the **scheduler**, ``gang-scheduler run --kubeconfig … --no-leader-elect --client-qps 0``, exactly
-  as a user runs it, so its RSS and CPU time are its own;
-* this **driver**: creates the nodes, then (once ``/readyz`` answers 200) the PodGroups and pods,
-  concurrently with at most ``--concurrency`` requests in flight, and watches pods to see them bound.
+  as a user runs it, so its RSS and CPU time are its own; the kubeconfig carries the CA and a bearer token;
+* this **driver**: creates the nodes (as kubelets register them), then (once ``/readyz`` answers 200) the
+  PodGroups and pods (gang members as an Indexed Job's), concurrently with at most ``--concurrency`` requests
+  in flight, and watches pods to see them bound.
 
 Workload (defaults): 1,000 nodes from ``bench_solver.node_dicts`` (40 % 8-GPU tainted, 60 % CPU,
 3 zones × 40 racks); 200 gangs × 8 pods, all created at once. Even gangs are CPU pods (4 cpu,
@@ -27,14 +31,16 @@ whole. Then, unless ``--no-baseline``, the same API traffic without the schedule
 emulator: the creates alone, then one binding POST + one Event per pod (what the scheduler
 sends per bound pod) — the emulator's floor for this workload.
 
-**Drains** (``--case NAME``, repeatable, or ``--case all``; issue 14, ``make bench`` runs all four):
+**Drains** (``--case NAME``, repeatable, or ``--case all``; ``make bench`` runs all four):
 nodes, already-bound pods, PodGroups and pending pods are all created first, then ``gang-scheduler run``
 is started and the driver waits for every pending pod to be bound. Cases (:data:`CASES`): ``gangs4``
 1,000 × 4-pod gangs on 500 nodes; ``plain`` 4,000 group-less pods of ours on 500 nodes; ``gangs64``
 200 × 64-pod gangs on 2,000 nodes; ``gangs4-big`` the 4-pod case on 5,000 nodes with 20,000 pods of
-another scheduler already bound. Reported per case: ready and start → first bind (seconds after the
-launch), pods bound/s after the first bind, the scheduler's CPU (``/proc`` utime+stime) per pod bound
-after the first bind and its share of one core over that drain (the emulator's beside it: which process
+another scheduler already bound (``startup-50k``, not in ``all``: 5,000 nodes and 50,000 pods). Reported per
+case: ready and start → first bind (seconds after the launch, and the scheduler's CPU by then: start-up),
+pods bound/s after the first bind, the scheduler's **steady-state CPU per pod** (``/proc`` utime+stime from
+the first bind to the last, divided by the pods bound in that window) and its CPU per pod over the whole
+drain (start-up included), its share of one core over the drain (the emulator's beside it: which process
 bounds the rate), and ``VmHWM``; then one ``case:`` summary line. Checked as above (every pod bound, no
 node overcommitted, every gang whole).
 """
@@ -47,7 +53,6 @@ import contextlib
 import datetime as dt
 import functools
 import io
-import json
 import os
 import pstats
 import re
@@ -58,23 +63,23 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import kmock
 import uvloop
 
-from scheduler.client.kube import EVENTS, NODES, PODGROUPS, PODS, ApiError, KubeClient
+from scheduler.client.kube import EVENTS, NODES, PODGROUPS, PODS, ApiError, KubeClient, Resource
 from scheduler.live.status_writer import event_name, micro_time
 from scheduler.model import Node, Pod
 from scheduler.model.scheduling import INITIALLY_SCHEDULED
+from tests.bench import realistic
 from tests.bench.bench_solver import GPU, GPU_SHARE, RACKS_PER_ZONE, ZONES, machine, node_dicts
-from tests.integration.apiserver import ApiServer
-from tests.integration.conftest import RESOURCES, VERBS
+from tests.bench.emulator import SHAPES, Tls, emulator, serve, stop, write_kubeconfig
 from tests.integration.livekit import NS, pod, podgroup
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,83 +87,6 @@ CLI = Path(sys.executable).parent / "gang-scheduler"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 REFERENCE_PODS_PER_S = (40, 81)
 """The in-tree kube-scheduler with DRA claim templates at 500 nodes (scheduler_perf; the issue's reference)."""
-
-
-# -- the emulator process ----------------------------------------------------------------------
-
-class BenchApiServer(ApiServer):
-    """:class:`ApiServer` that forgets each request once it has been dispatched.
-
-    kmock records every request for test assertions, and dispatching a request (``request in
-    payload._source``) walks that whole history through each reaction's filters: O(requests
-    served so far) per request, so the stock emulator slows down quadratically (measured: the
-    4th batch of 200 node creates takes 7x as long as the 1st). The benchmark asserts nothing on
-    requests, so it keeps only the request being dispatched. Matching runs synchronously before
-    the first ``await`` of ``_handle``, and kmock appends each request just before calling
-    ``_handle``, so the current request is always the last one and is never dropped too early.
-    Everything the emulator serves (objects, resourceVersions, watches, binding) is unchanged.
-    """
-
-    async def _handle(self, request: Any) -> Any:
-        del self._requests[:-1]
-        for payload in self._payloads:
-            payload._requests.clear()
-        return await super()._handle(request)  # type: ignore[no-untyped-call]
-
-
-async def _serve_emulator(stock: bool) -> None:
-    """Serve the emulator until stdin closes; print its URL as the first stdout line."""
-    async with (ApiServer() if stock else BenchApiServer()) as srv, kmock.Server(srv):
-        for path, (kind, namespaced, subresources) in RESOURCES.items():
-            srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
-                                                     verbs=VERBS, subresources=subresources)
-        print(str(srv.url).rstrip("/"), flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-
-
-@contextlib.contextmanager
-def emulator(loop: str, stock: bool = False) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """An emulator process (``loop``: uvloop or asyncio; ``stock``: plain :class:`ApiServer`, see
-    :class:`BenchApiServer`); yields (process, base URL); always stopped."""
-    cmd = [sys.executable, "-m", "tests.bench.bench_e2e", "--serve-emulator", "--emulator-loop", loop]
-    proc = subprocess.Popen(cmd + (["--stock-emulator"] if stock else []), cwd=ROOT, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        url = _readline_within(proc, 30)
-        yield proc, url
-    finally:
-        stop(proc, close_stdin=True)
-
-
-def _readline_within(proc: subprocess.Popen[str], timeout_s: float) -> str:
-    import selectors
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout_s):
-            raise RuntimeError(f"emulator did not print its URL within {timeout_s} s")
-    line = proc.stdout.readline().strip()
-    if not line.startswith("http"):
-        raise RuntimeError(f"emulator failed to start (exit {proc.poll()}): {line!r}")
-    return line
-
-
-def stop(proc: subprocess.Popen[Any], *, close_stdin: bool = False, grace_s: float = 30.0) -> int | None:
-    """Ask ``proc`` to exit (stdin EOF or SIGTERM), wait ``grace_s``, then kill it. Returns the exit code."""
-    if proc.poll() is None:
-        if close_stdin and proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-        else:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-            return None
-    return proc.returncode
 
 
 # -- /proc -------------------------------------------------------------------------------------
@@ -219,13 +147,16 @@ class Cpu:
 
 # -- the workload --------------------------------------------------------------------------------
 
-def gang_pod(gang: str, index: int, member: int) -> dict[str, Any]:
-    """Member ``member`` of gang number ``index``: odd gangs GPU (1 GPU + 8 cpu), even gangs CPU (4 cpu)."""
+def gang_pod(gang: str, index: int, member: int, real: bool = False) -> dict[str, Any]:
+    """Member ``member`` of gang number ``index``: odd gangs GPU (1 GPU + 8 cpu), even gangs CPU (4 cpu).
+    ``real``: as the Job controller creates it (the gang is an Indexed Job of that name,
+    :func:`~tests.bench.realistic.owned_by_job`)."""
     if index % 2:
-        return pod(f"{gang}-{member}", gang, cpu="8", gpu=1)
-    body = pod(f"{gang}-{member}", gang, cpu="4")
-    del body["spec"]["tolerations"]  # CPU pods stay off the tainted GPU nodes
-    return body
+        body = pod(f"{gang}-{member}", gang, cpu="8", gpu=1)
+    else:
+        body = pod(f"{gang}-{member}", gang, cpu="4")
+        del body["spec"]["tolerations"]  # CPU pods stay off the tainted GPU nodes
+    return realistic.owned_by_job(body, gang, member, str(uuid.uuid5(uuid.NAMESPACE_DNS, gang))) if real else body
 
 
 def gang_name(index: int) -> str:
@@ -242,10 +173,12 @@ async def bounded(concurrency: int, calls: list[Callable[[], Awaitable[Any]]]) -
     return await asyncio.gather(*(one(c) for c in calls))
 
 
-async def create_nodes(kube: KubeClient, count: int, seed: int, concurrency: int) -> float:
-    """Create the nodes; returns the seconds it took."""
+async def create_nodes(kube: KubeClient, count: int, seed: int, concurrency: int, real: bool = False) -> float:
+    """Create the nodes (``real``: as kubelets register them, :func:`~tests.bench.realistic.node_body`); returns
+    the seconds it took."""
     t0 = time.monotonic()
-    await bounded(concurrency, [functools.partial(kube.create, NODES, None, raw) for raw in node_dicts(count, seed)])
+    bodies = [realistic.node_body(raw, seed) if real else raw for raw in node_dicts(count, seed)]
+    await bounded(concurrency, [functools.partial(kube.create, NODES, None, body) for body in bodies])
     return time.monotonic() - t0
 
 
@@ -259,7 +192,7 @@ class Created:
     """Pod name -> uid, from the create responses (the baseline's Events name the pod by uid, as ours do)."""
 
 
-async def create_gangs(kube: KubeClient, gangs: int, per_gang: int, concurrency: int) -> Created:
+async def create_gangs(kube: KubeClient, gangs: int, per_gang: int, concurrency: int, real: bool = False) -> Created:
     """All gangs at once: each gang's PodGroup, then its pods; at most ``concurrency`` requests in flight."""
     sem = asyncio.Semaphore(concurrency)
     out = Created(first_sent=time.monotonic())
@@ -274,13 +207,24 @@ async def create_gangs(kube: KubeClient, gangs: int, per_gang: int, concurrency:
     async def gang(index: int) -> None:
         name = gang_name(index)
         await call(PODGROUPS, podgroup(name, per_gang))
-        done = await asyncio.gather(*(call(PODS, gang_pod(name, index, m)) for m in range(per_gang)))
+        done = await asyncio.gather(*(call(PODS, gang_pod(name, index, m, real)) for m in range(per_gang)))
         out.first_pod = min(out.first_pod, *done)
         out.last_pod = max(out.last_pod, *done)
         out.pods += len(done)
 
     await asyncio.gather(*(gang(i) for i in range(gangs)))
     return out
+
+
+async def list_all(kube: KubeClient, res: Resource, namespace: str | None = None) -> tuple[list[dict[str, Any]], str]:
+    """Every object, read in pages (one unpaged list of 50,000 real-sized pods is 200 MB), and the list's
+    resourceVersion."""
+    items: list[dict[str, Any]] = []
+    version = ""
+    async for page, page_rv in kube.list_pages(res, namespace):
+        items += page
+        version = page_rv
+    return items, version
 
 
 class BindWatch:
@@ -309,7 +253,7 @@ class BindWatch:
                 self.all_bound.set()
 
     async def start(self) -> asyncio.Task[None]:
-        items, rv = await self.kube.list(PODS, NS)
+        items, rv = await list_all(self.kube, PODS, NS)
         for obj in items:
             self._see(obj)
         return asyncio.create_task(self._run(rv), name="bind-watch")
@@ -323,7 +267,7 @@ class BindWatch:
                     self.events += 1
                     self._see(obj)
             except ApiError:  # 410 or a dropped stream: re-list (bind times seen late are upper bounds)
-                items, rv = await self.kube.list(PODS, NS)
+                items, rv = await list_all(self.kube, PODS, NS)
                 for obj in items:
                     self._see(obj)
 
@@ -335,7 +279,7 @@ async def groups_marked_scheduled(kube: KubeClient, gangs: int, wait_s: float = 
     the scheduler's status writes (they trail the binds) to settle."""
     deadline = time.monotonic() + wait_s
     while True:
-        items, _ = await kube.list(PODGROUPS, NS)
+        items, _ = await list_all(kube, PODGROUPS, NS)
         marked = sum(1 for g in items if any(c.get("type") == INITIALLY_SCHEDULED and c.get("status") == "True"
                                              for c in (g.get("status") or {}).get("conditions") or []))
         if marked >= gangs or time.monotonic() > deadline:
@@ -346,8 +290,8 @@ async def groups_marked_scheduled(kube: KubeClient, gangs: int, wait_s: float = 
 async def check(kube: KubeClient, gangs: int, per_gang: int, plain: int = 0) -> list[str]:
     """No node overcommitted; every gang whole (all members bound); ``plain`` group-less pods named
     ``plain-…`` all bound. Returns the violations."""
-    raw_nodes, _ = await kube.list(NODES)
-    raw_pods, _ = await kube.list(PODS, NS)
+    raw_nodes, _ = await list_all(kube, NODES)
+    raw_pods, _ = await list_all(kube, PODS, NS)
     nodes = {n.metadata.name: n for n in (Node.model_validate(r) for r in raw_nodes)}
     used: dict[str, Counter[str]] = defaultdict(Counter)
     per_group: dict[str, list[str | None]] = defaultdict(list)
@@ -385,13 +329,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def write_kubeconfig(path: Path, url: str) -> None:
-    path.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "emu",
-        "clusters": [{"name": "emu", "cluster": {"server": url}}],
-        "users": [{"name": "u", "user": {}}],
-        "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "u"}}],
-    }))
+DRIVER_AGENT = "bench-e2e/v1.37.0 (linux/amd64)"
+"""The driver's User-Agent: the field manager its creates are recorded under (it stands in for kubelets and
+the Job controller)."""
+
+
+async def driver_client(kubeconfig: Path, url: str, tls: Tls | None) -> KubeClient:
+    """Write the kubeconfig of the emulator at ``url`` (the scheduler reads the same file) and connect the
+    driver with it: no client rate limit, :data:`DRIVER_AGENT`."""
+    write_kubeconfig(kubeconfig, url, tls)
+    kube = await KubeClient.connect(str(kubeconfig), qps=0)
+    kube.api.user_agent = DRIVER_AGENT
+    return kube
 
 
 async def wait_ready(port: int, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
@@ -543,15 +492,15 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
     r = Result()
     expected = args.gangs * args.pods_per_gang
     wall = time.monotonic()
-    with emulator(args.emulator_loop, args.stock_emulator) as (emu, url):
-        kube = KubeClient.for_host(url)
+    real = args.emulator == "real"
+    with emulator(args.emulator_loop, args.emulator, tmp, args.stock_emulator) as (emu, url, tls):
+        kubeconfig = tmp / "kubeconfig"
+        kube = await driver_client(kubeconfig, url, tls)
         sched: subprocess.Popen[bytes] | None = None
         spy: subprocess.Popen[bytes] | None = None
         log_path = tmp / "scheduler.log"
         try:
-            r.nodes_s = await create_nodes(kube, args.nodes, args.seed, args.concurrency)
-            kubeconfig = tmp / "kubeconfig"
-            write_kubeconfig(kubeconfig, url)
+            r.nodes_s = await create_nodes(kube, args.nodes, args.seed, args.concurrency, real)
             port = free_port()
             cmd = scheduler_cmd(kubeconfig, port, tmp / "scheduler.prof" if args.profile == "cprofile" else None)
             t0 = time.monotonic()
@@ -567,7 +516,7 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
             r.cpu = Cpu({"scheduler": sched.pid, "emulator": emu.pid})
             r.cpu.mark("ready")
             try:
-                r.created = await create_gangs(kube, args.gangs, args.pods_per_gang, args.concurrency)
+                r.created = await create_gangs(kube, args.gangs, args.pods_per_gang, args.concurrency, real)
                 r.cpu.mark("created")
                 r.bound_by_last_created = len(watch.bound)
                 await wait_bound(watch, sched, args.timeout)
@@ -627,23 +576,24 @@ class Baseline:
     pods: int = 0
 
 
-async def run_baseline(args: argparse.Namespace) -> Baseline:
+async def run_baseline(args: argparse.Namespace, work: Path) -> Baseline:
     """The same creates, then one binding + one Event per pod from the driver, no scheduler.
 
     Two pod watches stay open (the driver's and one standing in for the scheduler's informer),
     so the emulator serializes each pod event twice, as in the real run.
     """
     b = Baseline()
-    with emulator(args.emulator_loop, args.stock_emulator) as (emu, url):
-        kube = KubeClient.for_host(url)
+    real = args.emulator == "real"
+    with emulator(args.emulator_loop, args.emulator, work, args.stock_emulator) as (emu, url, tls):
+        kube = await driver_client(work / "kubeconfig-baseline", url, tls)
         try:
-            await create_nodes(kube, args.nodes, args.seed, args.concurrency)
+            await create_nodes(kube, args.nodes, args.seed, args.concurrency, real)
             expected = args.gangs * args.pods_per_gang
             watches = [BindWatch(kube, expected) for _ in range(2)]
             tasks = [await w.start() for w in watches]
             try:
                 c0, d0 = cpu_s(emu.pid), self_cpu_s()
-                created = await create_gangs(kube, args.gangs, args.pods_per_gang, args.concurrency)
+                created = await create_gangs(kube, args.gangs, args.pods_per_gang, args.concurrency, real)
                 b.create_s, b.pods = created.last_pod - created.first_sent, created.pods
                 c1, d1 = cpu_s(emu.pid), self_cpu_s()
                 b.create_cpu_s, b.create_driver_cpu_s = c1 - c0, d1 - d0
@@ -733,10 +683,10 @@ ALL = ("gangs4", "plain", "gangs64", "gangs4-big")
 """What ``--case all`` (and ``make bench``) runs."""
 
 
-def case_gang_pod(gang: str, index: int, member: int) -> dict[str, Any]:
+def case_gang_pod(gang: str, index: int, member: int, real: bool = False) -> dict[str, Any]:
     """Member ``member`` of gang ``index`` in a case: every 4th gang GPU pods (1 GPU + 8 cpu), the rest CPU
-    pods (4 cpu), so 1,000 × 4-pod gangs fit 500 nodes' 1,600 GPUs."""
-    return gang_pod(gang, 1 if index % 4 == 1 else 0, member)
+    pods (4 cpu), so 1,000 × 4-pod gangs fit 500 nodes' 1,600 GPUs (``real``: see :func:`gang_pod`)."""
+    return gang_pod(gang, 1 if index % 4 == 1 else 0, member, real)
 
 
 def plain_pod(index: int) -> dict[str, Any]:
@@ -744,25 +694,29 @@ def plain_pod(index: int) -> dict[str, Any]:
     return pod(f"{PLAIN_PREFIX}{index:05d}", None, cpu="1")
 
 
-def bound_pod(index: int, node: str) -> dict[str, Any]:
-    """A running pod of another scheduler, already on ``node`` (1 cpu, 1Gi)."""
-    return pod(f"{BOUND_PREFIX}{index:05d}", None, cpu="1", scheduler="default-scheduler", node_name=node)
+def bound_pod(index: int, node: str, real: bool = False) -> dict[str, Any]:
+    """A running pod of another scheduler, already on ``node`` (1 cpu, 1Gi); ``real``: with the status its
+    kubelet reports (:func:`~tests.bench.realistic.running_status`)."""
+    body = pod(f"{BOUND_PREFIX}{index:05d}", None, cpu="1", scheduler="default-scheduler", node_name=node)
+    if real:
+        body["status"] = realistic.running_status(body, index)
+    return body
 
 
-async def create_case(kube: KubeClient, case: Case, seed: int, concurrency: int) -> dict[str, float]:
-    """Create the case's objects (nodes first); returns seconds per phase."""
+async def create_case(kube: KubeClient, case: Case, seed: int, concurrency: int, real: bool) -> dict[str, float]:
+    """Create the case's objects (nodes first; ``real``: shaped as in a cluster); returns seconds per phase."""
     took: dict[str, float] = {}
-    took["nodes"] = await create_nodes(kube, case.nodes, seed, concurrency)
+    took["nodes"] = await create_nodes(kube, case.nodes, seed, concurrency, real)
     names = [n["metadata"]["name"] for n in node_dicts(case.nodes, seed)]
     t0 = time.monotonic()
-    await bounded(concurrency, [functools.partial(kube.create, PODS, NS, bound_pod(i, names[i % len(names)]))
+    await bounded(concurrency, [functools.partial(kube.create, PODS, NS, bound_pod(i, names[i % len(names)], real))
                                 for i in range(case.prebound)])
     took["bound pods"] = time.monotonic() - t0
     t0 = time.monotonic()
     calls: list[Callable[[], Awaitable[Any]]] = []
     for g in range(case.gangs):
         calls.append(functools.partial(kube.create, PODGROUPS, NS, podgroup(gang_name(g), case.per_gang)))
-        calls += [functools.partial(kube.create, PODS, NS, case_gang_pod(gang_name(g), g, m))
+        calls += [functools.partial(kube.create, PODS, NS, case_gang_pod(gang_name(g), g, m, real))
                   for m in range(case.per_gang)]
     calls += [functools.partial(kube.create, PODS, NS, plain_pod(i)) for i in range(case.plain)]
     await bounded(concurrency, calls)
@@ -789,15 +743,14 @@ def loadavg() -> str:
 async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
     """One drain: create everything, start the scheduler, wait for every pending pod to be bound, check."""
     d = Drain(case=case, load=(loadavg(), ""))
-    with emulator(args.emulator_loop) as (emu, url):
-        kube = KubeClient.for_host(url)
+    with emulator(args.emulator_loop, args.emulator, work) as (emu, url, tls):
+        kubeconfig = work / "kubeconfig"
+        kube = await driver_client(kubeconfig, url, tls)
         sched: subprocess.Popen[bytes] | None = None
         spy: subprocess.Popen[bytes] | None = None
         log_path = work / f"scheduler-{case.name}.log"
         try:
-            d.setup_s = await create_case(kube, case, args.seed, args.concurrency)
-            kubeconfig = work / "kubeconfig"
-            write_kubeconfig(kubeconfig, url)
+            d.setup_s = await create_case(kube, case, args.seed, args.concurrency, args.emulator == "real")
             port = free_port()
             cmd = scheduler_cmd(kubeconfig, port,
                                 work / f"scheduler-{case.name}.prof" if args.profile == "cprofile" else None)
@@ -880,8 +833,10 @@ def report_case(d: Drain) -> bool:
     if d.exit_code != 0:
         print(f"  ! the scheduler exited with code {d.exit_code} on SIGTERM")
     util = 100 * used["scheduler"] / drain_wall if drain_wall > 0 else float("nan")
-    print(f"case: {c.name} bound/s {rate:.1f}; start->first bind {d.first_bound - d.launched:.2f} s; "
-          f"CPU {per_pod:.3f} ms/pod; utilisation {util:.0f}%; emulator {100 * used['emulator'] / drain_wall:.0f}%; "
+    print(f"case: {c.name} bound/s {rate:.1f}; start->first bind {d.first_bound - d.launched:.2f} s "
+          f"(CPU {start_cpu:.2f} s); CPU {per_pod:.3f} ms/pod steady, {1000 * whole['scheduler'] / d.bound:.3f} "
+          f"whole drain; load {d.load[0]}; utilisation {util:.0f}%; "
+          f"emulator {100 * used['emulator'] / drain_wall:.0f}%; "
           f"VmHWM {d.sched_hwm:.0f} MiB; bound {d.bound}/{c.pods}; {'OK' if ok else 'FAILED'}")
     return ok
 
@@ -1017,10 +972,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="a drain of issue 14 instead of the burst: everything created first, then the scheduler "
                          "started (repeatable; 'all' runs the four of the issue, not startup-50k; "
                          "--nodes/--gangs/--pods-per-gang do not apply)")
+    ap.add_argument("--emulator", choices=SHAPES, default="real",
+                    help="real (default): HTTPS, objects shaped and sized as a real API server's "
+                         "(tests/bench/emulator.py); small: plain HTTP and objects as sent (the figures before)")
     ap.add_argument("--serve-emulator", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--emulator-dir", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve_emulator:
-        (uvloop.run if args.emulator_loop == "uvloop" else asyncio.run)(_serve_emulator(args.stock_emulator))
+        (uvloop.run if args.emulator_loop == "uvloop" else asyncio.run)(
+            serve(args.emulator, Path(args.emulator_dir), args.stock_emulator))
         return 0
     if args.profile == "py-spy" and not (Path(sys.executable).parent / "py-spy").exists():
         ap.error("--profile py-spy needs py-spy in the venv: .venv/bin/pip install py-spy (not a project dependency)")
@@ -1031,7 +991,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.no_baseline = True
 
-    print("gang-scheduler end-to-end benchmark (live scheduler against the kmock emulator over HTTP)")
+    print(f"gang-scheduler end-to-end benchmark (live scheduler against the kmock emulator: {emulator_line(args)})")
     print(f"date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
     print(f"machine: {machine()}")
     print(f"code: {code_version()}")
@@ -1042,16 +1002,22 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(args.keep or tmp)
         work.mkdir(parents=True, exist_ok=True)
         result = uvloop.run(run_e2e(args, work))
+        baseline = None if args.no_baseline else uvloop.run(run_baseline(args, work))
         if args.keep:
             print(f"scheduler log, kubeconfig and profile kept in {work}")
-    baseline = None if args.no_baseline else uvloop.run(run_baseline(args))
     ok = report(args, result, baseline)
     return 0 if ok else 1
 
 
+def emulator_line(args: argparse.Namespace) -> str:
+    return ("HTTPS, objects as a real API server returns them" if args.emulator == "real"
+            else "plain HTTP, objects as sent")
+
+
 def run_cases(args: argparse.Namespace, names: list[str]) -> int:
     """``--case``: run each drain in turn and print its figures; 1 if any check failed."""
-    print("gang-scheduler end-to-end drains (issue 14: objects created first, then `gang-scheduler run` started)")
+    print("gang-scheduler end-to-end drains (objects created first, then `gang-scheduler run` started; "
+          f"emulator: {emulator_line(args)})")
     print(f"date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
     print(f"machine: {machine()}")
     print(f"code: {code_version()}")

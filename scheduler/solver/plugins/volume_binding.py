@@ -383,8 +383,9 @@ VOLUME_KINDS = frozenset({"PersistentVolumeClaim", "PersistentVolume", "StorageC
 
 def gate(snapshot: Snapshot, pending: Sequence[Pod], asked: frozenset[str]) -> bool:
     """Whether the volume plugins (VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone) have
-    anything to judge: some pending pod of the root has ``spec.volumes`` (a pod without volumes is never
-    refused by them, so plain gangs pay nothing for them)."""
+    anything to judge: some pending pod of the root has a claim or a legacy disk among its ``spec.volumes``
+    (``Volume.judged``; a pod with none — every pod has the projected token volume — is never refused by
+    them, so plain gangs pay nothing for them)."""
     return ASKS_VOLUMES in asked
 
 

@@ -25,9 +25,19 @@ REQUIRED_NODE = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecutio
     {"matchExpressions": [{"key": "a", "operator": "Exists"}]}]}}}
 
 
+TOKEN_VOLUME = {"name": "kube-api-access-x2b4c", "projected": {"defaultMode": 420, "sources": [
+    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+    {"configMap": {"items": [{"key": "ca.crt", "path": "ca.crt"}], "name": "kube-root-ca.crt"}}]}}
+"""The service-account token volume the API server's ServiceAccount admission adds to every pod."""
+
+
 @pytest.mark.parametrize(("kw", "asks"), [
     ({}, set()),
     ({"spec": {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]}}, {ASKS_VOLUMES}),
+    ({"spec": {"volumes": [{"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}}, {ASKS_VOLUMES}),
+    ({"spec": {"volumes": [{"name": "d", "awsElasticBlockStore": {"volumeID": "vol-1"}}]}}, {ASKS_VOLUMES}),
+    ({"spec": {"volumes": [TOKEN_VOLUME, {"name": "c", "configMap": {"name": "cm"}}, {"name": "t", "emptyDir": {}}]}},
+     set()),
     ({"ports": [{"containerPort": 80}]}, {ASKS_PORTS}),
     ({"spec": SPREAD}, {ASKS_SPREAD}),
     ({"affinity": ANTI}, {ASKS_POD_AFFINITY}),
@@ -35,7 +45,8 @@ REQUIRED_NODE = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecutio
     ({"affinity": REQUIRED_NODE}, set()),  # a static filter: no gate
     ({"affinity": {**ANTI, **PREFERRED}, "spec": SPREAD}, {ASKS_POD_AFFINITY, ASKS_PREFERRED_NODE_AFFINITY,
                                                            ASKS_SPREAD}),
-], ids=["plain", "volumes", "ports", "spread", "anti-affinity", "preferred-node-affinity", "required-node-affinity",
+], ids=["plain", "volumes", "ephemeral-volume", "legacy-disk", "only-volumes-no-plugin-judges", "ports",
+        "spread", "anti-affinity", "preferred-node-affinity", "required-node-affinity",
         "several"])
 def test_what_a_pod_asks_for(kw: dict[str, Any], asks: set[str]) -> None:
     assert pod("p", **kw).asks == asks

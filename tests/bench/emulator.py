@@ -1,0 +1,273 @@
+"""The end-to-end benchmark's API server: the test emulator over HTTPS, with objects as a real server's.
+
+``python -m tests.bench.bench_e2e --serve-emulator`` runs :func:`serve` in its own process (its CPU is its
+own). Two shapes (``--emulator``):
+
+* ``real`` (the default): **HTTPS** with a self-signed CA (:func:`make_tls`; the kubeconfig carries the CA and
+  a bearer token, as a cluster's does), and objects as a real kube-apiserver stores and streams them
+  (``tests/bench/realistic.py``): a created pod defaulted and admitted (~2.4 KB of JSON for a minimal pod,
+  ~3.9 KB for a Job's), ``managedFields`` kept up to date on every write by the manager the User-Agent names,
+  the binding's ``PodScheduled`` condition with its timestamps. Every write is a watch event carrying the
+  whole object, the scheduler's own (binds, intent and condition PATCHes) included.
+* ``small``: plain HTTP and the objects as the client sent them (what the benchmark served before; kept so
+  the two can be compared).
+
+:class:`BenchApiServer` also forgets each request once it has been dispatched (see its docstring).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import contextvars
+import copy
+import datetime as dt
+import gc
+import ipaddress
+import json
+import selectors
+import signal
+import ssl
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp.test_utils
+import attrs
+import kmock
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from tests.bench import realistic
+from tests.integration.apiserver import ApiServer
+from tests.integration.conftest import RESOURCES, VERBS
+
+ROOT = Path(__file__).resolve().parents[2]
+SHAPES = ("real", "small")
+TOKEN = "bench-e2e-token"
+"""The bearer token in the kubeconfig (the emulator does not check it; the header is sent as to a cluster)."""
+
+_REQUEST: contextvars.ContextVar[Any] = contextvars.ContextVar("request")
+"""The request being served (aiohttp serves each connection's requests in one task, one at a time)."""
+
+
+@attrs.define(kw_only=True)
+class BenchApiServer(ApiServer):
+    """:class:`ApiServer` that forgets each request once it has been dispatched, and (:attr:`real`) shapes
+    objects as a real server does (``tests/bench/realistic.py``).
+
+    kmock records every request for test assertions, and dispatching a request (``request in
+    payload._source``) walks that whole history through each reaction's filters: O(requests
+    served so far) per request, so the stock emulator slows down quadratically (the 4th batch of
+    200 node creates took 7x as long as the 1st). The benchmark asserts nothing on requests, so it
+    keeps only the request being dispatched. Matching runs synchronously before the first ``await``
+    of ``_handle``, and kmock appends each request just before calling ``_handle``, so the current
+    request is always the last one and is never dropped too early.
+    """
+
+    real: bool = False
+    """Shape objects as a real server: pods defaulted and admitted on create, ``managedFields`` on every
+    write, the binding's condition with its timestamps."""
+
+    pages: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    """Continue token → the rest of a paged list (its ``items`` still to send, ``kind``, ``apiVersion`` and
+    ``metadata.resourceVersion``)."""
+
+    async def _serve_list(self, req: Any) -> Any:
+        """``real``: a list with ``limit`` is served in pages (``continue`` / ``remainingItemCount``), every page
+        from the one snapshot taken for the first, at its resourceVersion, as the server pages a list read from
+        etcd; an unknown ``continue`` token answers 410 Expired."""
+        limit = str(req.params.get("limit") or "")
+        if not self.real or not limit.isdigit() or int(limit) <= 0:
+            return await super()._serve_list(req)  # type: ignore[no-untyped-call]
+        token = req.params.get("continue")
+        if token and token not in self.pages:
+            raise kmock.KubernetesError(status=410, reason="Expired", message="the continue token expired")
+        listed = self.pages.pop(token) if token else await self._snapshot(req)
+        items = listed["items"]
+        page = {**listed, "items": copy.deepcopy(items[:int(limit)]),
+                "metadata": {"resourceVersion": listed["metadata"]["resourceVersion"]}}
+        if len(items) > int(limit):
+            token = uuid.uuid4().hex
+            self.pages[token] = {**listed, "items": items[int(limit):]}
+            page["metadata"].update({"continue": token, "remainingItemCount": len(items) - int(limit)})
+        return page
+
+    async def _snapshot(self, req: Any) -> dict[str, Any]:
+        """The list of ``req`` with its items not copied yet: the stored versions, which a write replaces and
+        never changes (the copy per page is what keeps a list of 50,000 pods from copying them all at once)."""
+        if req.resource not in self._get_resources():
+            raise kmock.KubernetesResourceNotFoundError()
+        async with self._lock:
+            items = [o.raw for o in self._live(req.resource) if self._matches(req, o.raw)]
+            return {"kind": f"{self._kind(req.resource)}List", "items": items,
+                    "apiVersion": f"{req.resource.group}/{req.resource.version}".lstrip("/"),
+                    "metadata": {"resourceVersion": str(self.rv)}}
+
+    async def _handle(self, request: Any) -> Any:
+        del self._requests[:-1]
+        for payload in self._payloads:
+            payload._requests.clear()
+        _REQUEST.set(request)
+        _OWNED.set(None)
+        return await super()._handle(request)  # type: ignore[no-untyped-call]
+
+    async def _serve_create(self, req: Any) -> Any:
+        if self.real and req.resource.plural == "pods" and isinstance(req.data, dict):
+            pod, owned = realistic.default_pod(req.data)
+            _OWNED.set(owned)
+            req = attrs.evolve(req, data=pod)
+        return await super()._serve_create(req)  # type: ignore[no-untyped-call]
+
+    async def _commit(self, key: Any, body: dict[str, Any], type_: str) -> Any:
+        req = _REQUEST.get(None)
+        if self.real and req is not None and type_ != "DELETED":
+            if req.subresource == "binding":  # the binding storage updates the pod directly: no field manager
+                conditions = body["status"]["conditions"]
+                conditions[-1] = realistic.scheduled_condition()
+            else:
+                sent = _OWNED.get() or req.data
+                realistic.track_fields(body, sent, realistic.manager_of(req.headers.get("User-Agent", "")),
+                                       req.subresource)
+        return await super()._commit(key, body, type_)  # type: ignore[no-untyped-call]
+
+
+_OWNED: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("owned", default=None)
+"""The fields the creator of the pod being created set (defaulted, before admission): its managedFields."""
+
+
+# -- TLS --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Tls:
+    """A self-signed CA that is also the serving certificate for 127.0.0.1 / localhost (PEM), and its key."""
+
+    cert_pem: bytes
+    key_pem: bytes
+
+    def server_context(self, workdir: Path) -> ssl.SSLContext:
+        """The emulator's TLS context (TLS 1.2+, as kube-apiserver's default minimum)."""
+        cert, key = workdir / "apiserver.crt", workdir / "apiserver.key"
+        cert.write_bytes(self.cert_pem)
+        key.write_bytes(self.key_pem)
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(cert, key)
+        return ctx
+
+
+def make_tls() -> Tls:
+    """An ECDSA P-256 CA certificate (kube-apiserver's self-signed default is ECDSA too) valid for 127.0.0.1
+    and localhost, as server certificate."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bench-e2e-ca")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    return Tls(cert.public_bytes(serialization.Encoding.PEM),
+               key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption()))
+
+
+def write_kubeconfig(path: Path, url: str, tls: Tls | None) -> None:
+    """A kubeconfig for ``url``: with ``tls``, its CA as ``certificate-authority-data`` and a bearer token, as a
+    cluster's; else a plain-HTTP cluster without credentials."""
+    cluster: dict[str, Any] = {"server": url}
+    user: dict[str, Any] = {}
+    if tls is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(tls.cert_pem).decode()
+        user["token"] = TOKEN
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "emu",
+        "clusters": [{"name": "emu", "cluster": cluster}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "u"}}],
+    }))
+
+
+# -- the emulator process ---------------------------------------------------------------------------------
+
+def _server_class(ctx: ssl.SSLContext | None) -> type[aiohttp.test_utils.RawTestServer]:
+    class Served(aiohttp.test_utils.RawTestServer):
+        async def start_server(self, loop: Any = None, **kwargs: Any) -> None:
+            await super().start_server(loop=loop, ssl=ctx, **kwargs)
+
+    return Served
+
+
+async def serve(shape: str, workdir: Path, stock: bool = False) -> None:
+    """Serve until stdin closes; print the base URL as the first stdout line. ``shape``: one of :data:`SHAPES`
+    (``real``: HTTPS with the CA and key in ``workdir``, made by the parent); ``stock``: the plain
+    :class:`ApiServer`."""
+    gc.disable()  # millions of JSON dicts at 50,000 pods: full collections over them stalled requests past 30 s
+    ctx = None
+    if shape == "real":
+        ctx = Tls((workdir / "ca.crt").read_bytes(), (workdir / "ca.key").read_bytes()).server_context(workdir)
+    server = ApiServer() if stock else BenchApiServer(real=shape == "real")
+    async with server as srv, kmock.Server(srv, server_cls=_server_class(ctx)) as http:
+        for path, (kind, namespaced, subresources) in RESOURCES.items():
+            srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
+                                                     verbs=VERBS, subresources=subresources)
+        print(str(http.url).rstrip("/"), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+@contextlib.contextmanager
+def emulator(loop: str, shape: str, workdir: Path, stock: bool = False
+             ) -> Iterator[tuple[subprocess.Popen[str], str, Tls | None]]:
+    """An emulator process (``loop``: uvloop or asyncio; ``shape``: :data:`SHAPES`; ``stock``: the plain
+    :class:`ApiServer`); yields (process, base URL, its TLS or None); always stopped."""
+    tls = make_tls() if shape == "real" else None
+    if tls is not None:
+        (workdir / "ca.crt").write_bytes(tls.cert_pem)
+        (workdir / "ca.key").write_bytes(tls.key_pem)
+    cmd = [sys.executable, "-m", "tests.bench.bench_e2e", "--serve-emulator", "--emulator-loop", loop,
+           "--emulator", shape, "--emulator-dir", str(workdir)]
+    proc = subprocess.Popen(cmd + (["--stock-emulator"] if stock else []), cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        yield proc, _readline_within(proc, 30), tls
+    finally:
+        stop(proc, close_stdin=True)
+
+
+def _readline_within(proc: subprocess.Popen[str], timeout_s: float) -> str:
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout_s):
+            raise RuntimeError(f"emulator did not print its URL within {timeout_s} s")
+    line = proc.stdout.readline().strip()
+    if not line.startswith("http"):
+        raise RuntimeError(f"emulator failed to start (exit {proc.poll()}): {line!r}")
+    return line
+
+
+def stop(proc: subprocess.Popen[Any], *, close_stdin: bool = False, grace_s: float = 30.0) -> int | None:
+    """Ask ``proc`` to exit (stdin EOF or SIGTERM), wait ``grace_s``, then kill it. Returns the exit code."""
+    if proc.poll() is None:
+        if close_stdin and proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        else:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+            return None
+    return proc.returncode
