@@ -282,7 +282,10 @@ class ApiServer(kmock.KubernetesEmulator):
         import asyncio
         async def confirm():
             await asyncio.sleep(after_s); await self.kubelet_confirm(key[1], key[2])
-        task = asyncio.get_running_loop().create_task(confirm(), name=f'kubelet/{key[1]}/{key[2]}')
+        # A context of its own: the kubelet is not the client whose request scheduled it (a test server that
+        # tells its clients' writes apart by a context variable must not take the kubelet's for theirs).
+        task = asyncio.get_running_loop().create_task(confirm(), name=f'kubelet/{key[1]}/{key[2]}',
+                                                      context=contextvars.Context())
         self._kubelets.add(task); task.add_done_callback(self._kubelets.discard)
     async def _serve_binding(self, req):    # POST /api/v1/namespaces/{ns}/pods/{name}/binding
         async with self._lock:
