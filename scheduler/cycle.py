@@ -163,7 +163,7 @@ class CycleRunner:
                             node_resources=resources)
 
     def target_problem(self, plan: Plan, pod: Pod, node: str) -> str | None:
-        """Why binding ``pod`` to ``node`` no longer fits the cache as it is now, or None (issue 12: the
+        """Why binding ``pod`` to ``node`` no longer fits the cache as it is now, or None (the
         check the binder makes just before each bind).
 
         Refused: the node is gone; cordoned (``spec.unschedulable``, unless the pod tolerates

@@ -1,7 +1,7 @@
 """The scheduling queue: ready roots in order, per-root exponential backoff, and queueing hints.
 
 Order: *partial* roots first (members bound below minCount: they hold nodes they cannot use until
-they are completed, issue 12), then kube-scheduler's ``PrioritySort`` for pod groups: higher priority
+they are completed), then kube-scheduler's ``PrioritySort`` for pod groups: higher priority
 first, then older (creation time of the root), then kind, namespace and name, so the same input always
 gives the same order (as coscheduling's ``Less`` breaks every tie).
 

@@ -8,7 +8,7 @@ generated typed models (they do not know the v1.37 scheduling APIs, and the Bind
 with a ``Status`` that the typed method fails to deserialise, kubernetes-client/python#825) nor its
 ``call_api``: each request is sent on our own aiohttp session (:attr:`KubeClient.session`), which
 never trusts the environment — the proxy the environment names for the API server is read once
-(:func:`proxy_from_env`) — on a connector sized to the binds in flight (issue 14: per request,
+(:func:`proxy_from_env`) — on a connector sized to the binds in flight (per request,
 ``call_api`` walked every header and body through ``sanitize_for_serialization``, and its session
 read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran).
 

@@ -1,4 +1,4 @@
-"""Durable intent: the plan of a gang, recorded on its PodGroups before the first bind (issue 12).
+"""Durable intent: the plan of a gang, recorded on its PodGroups before the first bind.
 
 Before any claim write or bind of a plan, the live binder writes, on every PodGroup the plan places
 members of, the annotation :data:`INTENT_ANNOTATION` holding

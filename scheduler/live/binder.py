@@ -5,14 +5,14 @@ Architecture §6: each member is bound with ``POST pods/{name}/binding``; there 
 What keeps the gang atomic is that the plan was complete and assumed before the first write,
 and that the driver forgets the rest of the plan as soon as one member cannot be bound.
 
-**Durable intent** (architecture §14, issue 12): before any claim write or bind, every PodGroup the plan
+**Durable intent** (architecture §14): before any claim write or bind, every PodGroup the plan
 places members of gets the annotation :data:`~scheduler.groups.intent.INTENT_ANNOTATION` (a merge PATCH
 of ``metadata.annotations``, one per PodGroup, in the URGENT lane) naming each member's node. If the
 binds then stop half-way — a failed bind, a crash, a lost lease — whoever schedules next reads the
 plan back from the PodGroups and holds the rest of its room. A permanent failure of this write binds
 nothing.
 
-**Check before each bind** (``precheck``, issue 12): just before a member's bind, the driver's check of
+**Check before each bind** (``precheck``): just before a member's bind, the driver's check of
 its target against the cache as it is *now* — the node still exists, is not cordoned and has no
 NoSchedule/NoExecute taint the pod does not tolerate, the pod's claims still stand. A refusal stops the
 plan like a failed bind: no further bind starts, the members not bound are forgotten, and the root is

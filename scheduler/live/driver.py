@@ -118,10 +118,10 @@ class Scheduler:
         self._binding: set[GroupKey] = set()
         """Roots whose plan is being bound now."""
         self.repair = GangRepair(settings.gang_repair_timeout_s)
-        """Partial roots and since when (issue 12 gang repair)."""
+        """Partial roots and since when (gang repair)."""
         self.conditions = GroupConditions(self.cache, self.status, lambda key: key in self._binding,
                                           fence=lambda: self.leading)
-        """The level-triggered group conditions (issue 12), written by the task ``group-status``."""
+        """The level-triggered group conditions, written by the task ``group-status``."""
         self._orphans_reported: dict[str, str] = {}
         self._resync = True
         """Route every tree again on the next refresh (a new term as leader starts from the cache)."""
@@ -129,7 +129,7 @@ class Scheduler:
         # -- metrics (scheduler.live.metrics): recorded here, the solver stays pure ----------
         self.metrics = Metrics(settings.scheduler_name)
         self.metrics.track_leader(lambda: self.leading)
-        # -- preemption (issue 11): the pure plugin in the cycle, its actuation in scheduler.live.preemptor ----
+        # -- preemption: the pure plugin in the cycle, its actuation in scheduler.live.preemptor ----
         self.preemptor = Preemptor(kube, self.cache, self.status, self.metrics, settings.scheduler_name,
                                    self.spawn, fence=lambda: self.leading)
         self.preemption = DefaultPreemption(CacheGroupView(self.cache, self.preemptor.awaiting))
@@ -307,7 +307,7 @@ class Scheduler:
             self._refresh(loop.time())
         self._record_queues()
 
-    # -- gang repair (issue 12; scheduler.live.repair) -------------------------------------------------
+    # -- gang repair (scheduler.live.repair) ----------------------------------------------------------
     def _observe_partial(self, key: GroupKey, tree: GroupTree | None, now: float) -> None:
         """Track root ``key`` as partial or not; count a partial gang satisfied again as repaired. A root whose
         plan is being bound is judged when its binder ends (its assumed members are not bound yet)."""
@@ -455,7 +455,7 @@ class Scheduler:
         self._report_unschedulable(tree, result)
         self._unschedulable(attempt, loop.time())
 
-    # -- preemption and the starvation guard (issue 11); acting is scheduler.live.preemptor's ------------
+    # -- preemption and the starvation guard; acting is scheduler.live.preemptor's ------------
     def _preempting(self, tree: GroupTree, result: Preemption, elapsed_ms: float, delay: float) -> None:
         """A root preempts (or waits for its victims): nominate and evict in the background, report, back off."""
         self.starvation.failed(tree.key, tree.priority, asyncio.get_running_loop().time())

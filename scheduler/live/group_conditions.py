@@ -1,4 +1,4 @@
-"""Level-triggered group conditions (issue 12): derived from what is observed, written where the object differs.
+"""Level-triggered group conditions: derived from what is observed, written where the object differs.
 
 What each PodGroup and CompositePodGroup of a tree should show is computed from the cache *now*, never
 remembered from what this process wrote before:
@@ -34,7 +34,7 @@ failure as a ``FailedScheduling`` Warning Event on the PodGroup (its pods get th
 group first leaves Pending.
 
 Our own condition writes come back as watch events that change no tree (a group's status is not what
-the scheduler reads), so they neither wake the queue nor mark anything dirty (issue 12 item 5).
+the scheduler reads), so they neither wake the queue nor mark anything dirty .
 """
 
 from __future__ import annotations

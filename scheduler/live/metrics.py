@@ -16,7 +16,7 @@ Kube-scheduler compatible (``profile`` is the scheduler name, ``--scheduler-name
 - ``scheduler_pending_pods{queue}`` gauge;
 - ``scheduler_queued_entities{queue, type}`` gauge.
 
-Preemption (issue 11 names them after KEP-5710; kube-scheduler's code calls its own
+Preemption (named after KEP-5710; kube-scheduler's code calls its own
 ``scheduler_workload_preemption_attempts_total{result}``, ``scheduler_workload_preemption_victims``,
 ``scheduler_preemption_evaluation_duration_seconds{preemptor,result}`` and has no reprieve counter):
 
@@ -26,7 +26,7 @@ Preemption (issue 11 names them after KEP-5710; kube-scheduler's code calls its 
 - ``scheduler_podgroup_preemption_reprieved_total`` counter (candidate units the reprieve kept).
 
 Our own: ``gang_scheduler_gangs_below_min`` (partial roots now), ``gang_scheduler_gang_repairs_total{result}``
-(issue 12), ``gang_scheduler_preemption_evictions_total{result}``, ``gang_scheduler_reservations_active``,
+``gang_scheduler_preemption_evictions_total{result}``, ``gang_scheduler_reservations_active``,
 ``gang_scheduler_reservations_total{event}``, ``gang_scheduler_podgroup_creation_to_bound_seconds``,
 ``gang_scheduler_gang_size_pods``,
 ``gang_scheduler_bind_failures_total{reason}``, ``gang_scheduler_solver_attempts{result}``,
@@ -142,7 +142,7 @@ precondition: not deleted); any other API error."""
 
 RepairResult = Literal["completed", "torn_down", "reported"]
 REPAIR_RESULTS: tuple[RepairResult, ...] = ("completed", "torn_down", "reported")
-"""How a partial gang ended (issue 12 gang repair): satisfied again; torn down after the repair timeout
+"""How a partial gang ended (gang repair): satisfied again; torn down after the repair timeout
 (``disruptionMode: all``: its bound members evicted); reported after the timeout (``single``)."""
 
 ReservationEvent = Literal["granted", "fitted", "expired", "dropped"]
@@ -338,7 +338,7 @@ class Metrics:
         self.is_leader = Gauge(
             "gang_scheduler_is_leader", "1 while this replica schedules: it holds the leader Lease, or leader "
             "election is off; else 0.", registry=r)
-        # -- preemption (issue 11's names; see the module docstring for upstream's) ----------------
+        # -- preemption (KEP-5710's names; see the module docstring for upstream's) ----------------
         self.preemption_attempts = Counter(
             "scheduler_podgroup_preemption_attempts", "Preemption attempts for roots that did not fit, by the "
             "result: 'preempting' (victims chosen), 'waiting' (an earlier preemption's victims still terminate), "

@@ -157,7 +157,7 @@ class Preemptor:
         self.release(plan.unplaced)
 
     def tear_down(self, root: GroupKey, unit: Regarding | None, victims: Sequence[Pod], message: str) -> None:
-        """Evict a partial gang's bound members (issue 12 gang repair, ``disruptionMode: all``) the way victims
+        """Evict a partial gang's bound members (gang repair, ``disruptionMode: all``) the way victims
         are evicted — DisruptionTarget (reason ``GangTornDown``), DELETE with a uid precondition — so it can be
         placed again whole. Until they are gone :meth:`awaiting` holds for ``root``, and the driver does not
         try it (its pending members would join members about to go)."""

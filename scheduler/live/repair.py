@@ -1,4 +1,4 @@
-"""Gang repair (issue 12): a partial gang is completed on the room it holds, or, after a timeout, torn down or reported.
+"""Gang repair: a partial gang is completed on the room it holds, or, after a timeout, torn down or reported.
 
 A tree is *partial* (:attr:`~scheduler.groups.tree.GroupTree.partial`) when some members are bound but the
 root is not satisfied by them: a bind failed half-way, the scheduler stopped mid-plan, or a running gang

@@ -17,8 +17,8 @@ written at most once per ``event_interval_s`` so a stuck gang does not flood the
 Events are written the way kube-scheduler's recorder writes them (client-go
 ``tools/events``: ``event_recorder.go`` ``makeEvent``, ``event_broadcaster.go`` ``recordToSink``
 / ``recordEvent``), because the API server validates ``events.k8s.io/v1`` strictly
-(``pkg/apis/core/validation/events.go`` ``ValidateEventCreate``; issue 9: the old
-``generateName: "<pod>."`` was refused with 422 on every real cluster):
+(``pkg/apis/core/validation/events.go`` ``ValidateEventCreate``: a
+``generateName: "<pod>."`` name is refused with 422):
 
 * the name is ``<pod name>.<hex wall-clock nanoseconds>`` (:func:`event_name`), strictly
   increasing per writer so two Events of one pod never collide;
@@ -42,7 +42,7 @@ series ends ``max(SERIES_WINDOW_S, event_interval_s)`` after its last observatio
 Known limitations: the observations counted after the last write of a series that then stops
 are not written (client-go writes them when its finish timer fires; we have no timer), so a
 count can lag by one interval. The memory is per process, but a restart does not re-send what the
-objects already show (issue 12): a failure report equal to the pod's current ``PodScheduled``
+objects already show: a failure report equal to the pod's current ``PodScheduled``
 condition writes neither the condition nor an Event when this process has no memory of the pod.
 ``reportingController`` must be a qualified name (≤ 63 characters): a longer ``scheduler_name`` makes
 the server refuse every Event (logged, not checked here).
@@ -114,10 +114,10 @@ EVENT_SCHEDULED = "Scheduled"
 EVENT_FAILED_SCHEDULING = "FailedScheduling"
 EVENT_GANG_TORN_DOWN = "GangTornDown"
 EVENT_GANG_BELOW_MIN = "GangBelowMin"
-"""Our Event reasons (kube-scheduler has none) on a partial gang's group after the repair timeout (issue 12):
+"""Our Event reasons (kube-scheduler has none) on a partial gang's group after the repair timeout:
 torn down (``disruptionMode: all``), or left below its minimum (``single``)."""
 EVENT_UNHONOURED = "UnhonouredField"
-"""Our Event reason (kube-scheduler has none) for a pod field no plugin honours (issue 10)."""
+"""Our Event reason (kube-scheduler has none) for a pod field no plugin honours."""
 ACTION_BINDING = "Binding"
 ACTION_SCHEDULING = "Scheduling"
 # Preemption (pkg/scheduler/framework/preemption/executor.go, v1.37): the victim's Event reason and action.
@@ -339,7 +339,7 @@ class StatusWriter:
     async def disruption_target(self, obj: Regarding, message: str, reason: str = REASON_PREEMPTION_BY_SCHEDULER
                                 ) -> bool:
         """Set ``DisruptionTarget=True`` (``reason``: ``PreemptionByScheduler``, or ``GangTornDown`` for a partial
-        gang's teardown, issue 12) on a victim: a pod, or a PodGroup / CompositePodGroup whose pods are evicted.
+        gang's teardown) on a victim: a pod, or a PodGroup / CompositePodGroup whose pods are evicted.
         True if a PATCH was accepted.
 
         As kube-scheduler's ``PreemptPod`` (``preemption/executor.go``, v1.37): written only when the condition

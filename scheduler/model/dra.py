@@ -1,6 +1,6 @@
 """resource.k8s.io/v1 (DRA): ResourceSlice, DeviceClass, ResourceClaim, ResourceClaimTemplate.
 
-Shapes per ``../shared/reference/k8s-workload-apis.md`` §6 and the v1.37 OpenAPI schema
+Shapes per the Kubernetes v1.37 API reference (resource.k8s.io/v1) and its OpenAPI schema
 (``io.k8s.api.resource.v1.*``); only what a DRA-aware scheduler reads is modelled, everything
 else is ignored (``KubeModel``). Quantities stay as the API strings; :meth:`DeviceCapacity.quantity`
 and friends parse them exactly (``Decimal``) with :func:`scheduler.model.quantity.parse`.

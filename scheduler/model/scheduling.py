@@ -1,7 +1,7 @@
 """scheduling.k8s.io objects: PodGroup (v1beta1), CompositePodGroup (v1alpha3), Workload (v1beta1),
 PriorityClass (v1).
 
-Shapes per ``../shared/reference/k8s-workload-apis.md`` §2–§4 and the v1.37 OpenAPI schema.
+Shapes per the Kubernetes v1.37 API reference (scheduling.k8s.io v1beta1 / v1alpha3) and its OpenAPI schema.
 A scheduling policy is a one-of: exactly one of ``basic`` / ``gang`` is set; the validators
 here do not enforce that, nor ``minCount`` / ``minGroupCount`` ≥ 1 (the API server does) —
 :func:`policy_error` reports those so the tree is marked Invalid with its members, rather than

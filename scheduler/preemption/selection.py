@@ -29,7 +29,7 @@ Upstream's single-pass-then-reprieve (kube-scheduler ``podgrouppreemption.go``, 
    (else all of them) is where the one-by-one loop starts. Under the same monotonicity every unit
    put back in bulk would have passed its own check in the loop (the tree fits with fewer units
    removed than at that check), so the result is the same — in O(log units) solves instead of one
-   check per unit (issue 11's benchmark: 1,000 to 8,000 candidate units).
+   check per unit (``bench_preemption``: 1,000 to 8,000 candidate units).
 Snapshots for the what-ifs are built by :class:`WhatIf` from the cycle's snapshot: a node whose pods
 all go is emptied at once (its row of ``used`` zeroed), a node that loses some is rebuilt from the
 pods it loses (memoised while that set stays the same), so a what-if costs O(N·R) plus O(pods on

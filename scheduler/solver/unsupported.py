@@ -3,7 +3,7 @@
 ``simulate`` prints a warning per pod (and lists them in its JSON), ``run`` writes a Warning Event on
 the pod once. The rules are one table, :data:`RULES`, checked field by field against what the Pod
 model reads (``scheduler.model.pod``); each rule names the field path, says what the scheduler does
-instead, and why. After issue 10 every field the model carries is honoured by a plugin —
+instead, and why. Every field the model carries is honoured by a plugin —
 nodeSelector and node affinity (required and preferred), tolerations (NoSchedule / NoExecute filter,
 PreferNoSchedule score), pod affinity and anti-affinity (required and preferred, namespaces,
 namespaceSelector, matchLabelKeys, mismatchLabelKeys), topology spread constraints (every field),

@@ -1,6 +1,6 @@
 """NodeLifecycle: no new placements on nodes that are not ready, being drained, or await maintenance.
 
-* **Not ready** (issue 12: a gang member is never put back on the node whose failure removed it until
+* **Not ready** (a gang member is never put back on the node whose failure removed it until
   that node is healthy again): a node whose ``Ready`` condition is ``False`` or ``Unknown`` takes no new
   pod, unless the pod tolerates the taint kube's node lifecycle controller puts on such a node
   (``node.kubernetes.io/not-ready`` resp. ``node.kubernetes.io/unreachable``, effect NoSchedule —
