@@ -41,7 +41,8 @@ class ClaimWrite:
     as read. ``allocation``: the ``status.allocation`` to write (without timestamp), or None when the
     claim is allocated already and only ``reserve`` is added. ``create``: the body of a scheduler-made
     extended-resource claim to create first; ``pod``: its owning pod (``namespace/name``) and
-    ``request_mappings`` the pod's ``extendedResourceClaimStatus.requestMappings``.
+    ``request_mappings`` the pod's ``extendedResourceClaimStatus.requestMappings``. ``missing``: the claim
+    was not in the cache when the plan was made (the write is refused: nothing to write it to).
     """
 
     claim: str
@@ -52,6 +53,7 @@ class ClaimWrite:
     create: JSON | None = None
     pod: str | None = None
     request_mappings: tuple[JSON, ...] = ()
+    missing: bool = False
 
     @property
     def namespace(self) -> str:
@@ -147,7 +149,8 @@ def claim_writes(plan: Plan, claims: Mapping[str, ResourceClaim], classes: Mappi
             continue
         claim = claims.get(a.claim)
         if claim is None:
-            out.append(ClaimWrite(a.claim, reserve, allocation=allocation_status(a, ResourceClaimSpec(), classes)))
+            out.append(ClaimWrite(a.claim, reserve, allocation=allocation_status(a, ResourceClaimSpec(), classes),
+                                  missing=True))
             continue
         out.append(ClaimWrite(a.claim, reserve, claim.metadata.resource_version, _reserved(claim),
                               allocation_status(a, claim.spec, classes)))

@@ -31,23 +31,25 @@ import gc
 import logging
 import socket
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
 from typing import Any
 
+from scheduler.binding.volumes import ClaimSource
+from scheduler.binding.wait import Changes
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
 from scheduler.client.discovery import GroupApis, discover_group_apis, watched_resources
 from scheduler.client.kube import ApiError, KubeClient, Resource
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.config import Settings, own_namespace
-from scheduler.cycle import Attempt, BindResult, CycleRunner, Failure
-from scheduler.dra.writes import ClaimWrite
+from scheduler.cycle import Attempt, CycleRunner
+from scheduler.framework.binding_cycle import BindingCycle, BindOutcome, BindResult, Failure
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.intent import parse_intent
 from scheduler.groups.tree import GroupTree, Leaf, TreeState, walk
-from scheduler.live.binder import Binder, BindOutcome
+from scheduler.live.binder import Binder
 from scheduler.live.group_conditions import GroupConditions
 from scheduler.live.health import HealthServer
 from scheduler.live.informers import Informer
@@ -56,7 +58,6 @@ from scheduler.live.metrics import Metrics
 from scheduler.live.preemptor import Preemptor, TimedPreemption
 from scheduler.live.repair import GANG_BELOW_MIN, GangRepair, below_min_message, teardown_unit
 from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, EVENT_UNHONOURED, StatusWriter
-from scheduler.live.volume_binder import ClaimChanges, ClaimSource
 from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.scheduling import GroupKey, PodGroup
 from scheduler.model.strict import SHAPES, unknown_fields
@@ -88,14 +89,14 @@ class Scheduler:
         self.identity = identity or f"{socket.gethostname()}-{id(self):x}"
         self.cache = ClusterCache(settings.scheduler_name, dra=True)  # without the DRA API no claim exists
         self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s, QUEUEING_HINTS)
-        self.claim_changes = ClaimChanges()
-        """Wakes bind transactions waiting for their PersistentVolumeClaims (fed in :meth:`on_change`)."""
+        self.changes = Changes()
+        """Wakes PreBind steps waiting for a condition on the cache (fed in :meth:`on_change`)."""
         cache = self.cache  # looked up per call: a re-list may replace a kind's mapping (nodes do)
         claims = ClaimSource(claims=lambda key: cache.volume_claims.get(key),
                              volumes=lambda name: cache.volumes.get(name),
-                             nodes=lambda name: cache.nodes.get(name), changes=self.claim_changes)
-        self.binder = Binder(kube, concurrency=settings.bind_concurrency, fence=lambda: self.leading, volumes=claims,
-                             volume_timeout_s=settings.volume_binding_timeout_s)
+                             nodes=lambda name: cache.nodes.get(name))
+        self.binder = Binder(kube, concurrency=settings.bind_concurrency, fence=lambda: self.leading, cache=cache,
+                             volumes=claims, changes=self.changes, volume_timeout_s=settings.volume_binding_timeout_s)
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
                                    event_interval_s=settings.event_interval_s)
         lease_namespace = settings.lease_namespace or own_namespace()
@@ -186,11 +187,11 @@ class Scheduler:
         return task
 
     def on_change(self, events: list[ClusterEvent]) -> None:
-        """Informer callback: remember what changed and wake the loop (and binds waiting for their claims)."""
+        """Informer callback: remember what changed and wake the loop (and PreBind steps waiting on the cache)."""
         if events:
             self.events.extend(events)
             self.wake.set()
-            self.claim_changes.notify(events)
+            self.changes.notify(events)
 
     # -- startup -------------------------------------------------------------------
     async def discover(self, stop: asyncio.Event) -> bool:
@@ -440,11 +441,14 @@ class Scheduler:
             nodes = sorted({n for _, n in result.placements})
             log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
                      len(result.placements), ",".join(nodes), result.attempts, elapsed_ms)
-            writes = self.cycle.claim_writes(attempt)
+            plan = result
+            cycle = self.binder.start(BindingCycle(
+                plan, attempt.token, attempt.snapshot, recorded=self._intent_of,
+                precheck=lambda pod, node: self.cycle.target_problem(plan, pod, node)))
             self._reported.pop(tree.key, None)
             self._binding.add(tree.key)
             self._placed(tree)
-            self.spawn(self.bind(attempt, started, writes), f"bind/{tree.key}")
+            self.spawn(self.bind(attempt, started, cycle), f"bind/{tree.key}")
             return
         delay = self.queue.backoff(tree, loop.time(), result.rejectors)
         if isinstance(result, Preemption):
@@ -598,8 +602,9 @@ class Scheduler:
         self.conditions.failed(tree, "Unschedulable", result.message, result.group_reasons)
         self._report_pods(tree, "Unschedulable", result.message)
 
-    async def bind(self, attempt: Attempt, started: float, writes: Sequence[ClaimWrite] = ()) -> None:
-        """Run the plan's bind transaction; on success mark its groups scheduled, on failure requeue the root.
+    async def bind(self, attempt: Attempt, started: float, cycle: BindingCycle) -> None:
+        """Run the plan's binding cycle (started at decision time); on success mark its groups scheduled, on
+        failure requeue the root.
 
         Guarded: an unexpected error forgets the members not bound and requeues the root instead of
         leaking their assumptions (capacity and devices held forever) and losing the root. Members
@@ -608,11 +613,9 @@ class Scheduler:
         """
         plan = attempt.plan
         assert plan is not None
-        outcome = BindOutcome()
+        outcome = cycle.outcome
         try:
-            result, _ = await self.binder.commit(
-                plan, writes, outcome, intent=attempt.token,
-                precheck=lambda pod, node: self.cycle.target_problem(plan, pod, node), recorded=self._intent_of)
+            result = await self.binder.commit(cycle)
         except Exception as exc:
             log.exception("root=%s result=BindError: members not bound forgotten and requeued", attempt.tree.key)
             bound = {p.key for p, _ in outcome.bound}

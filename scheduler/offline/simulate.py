@@ -31,6 +31,7 @@ allocated again — by the same bookkeeping as the live scheduler's.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
@@ -40,6 +41,7 @@ from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
 from scheduler.cycle import Attempt, CycleRunner
 from scheduler.dra.device_snapshot import DraView
+from scheduler.framework.binding_cycle import BindingCycle
 from scheduler.framework.plan import (
     ClaimAllocation,
     Plan,
@@ -49,6 +51,7 @@ from scheduler.framework.plan import (
     VolumeClaimBinding,
 )
 from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Code
 from scheduler.groups.tree import Group, GroupTree, Leaf, TreeState, walk
 from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.kinds import POD
@@ -244,38 +247,50 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     order: list[GroupTree] = []
     selector_errors: set[str] = set()
     preempted: dict[GroupKey, str] = {}
-    while len(queue):
-        key = queue.pop()
-        attempt = cycle.attempt(key)
-        rounds = 0
-        while attempt is not None and isinstance(attempt.decision, Preemption) and rounds < MAX_PREEMPTION_ROUNDS:
-            if attempt.decision.waiting:
-                break
-            _evict(cache, attempt.decision, sim, preempted)
-            rounds += 1
+    try:
+        while len(queue):
+            key = queue.pop()
             attempt = cycle.attempt(key)
-        if attempt is None:
-            continue
-        decision: Plan | Unschedulable
-        if isinstance(attempt.decision, Preemption):  # still waiting, or rounds used up: report why
-            decision = _as_failure(attempt.decision)
-            attempt = dataclasses.replace(attempt, decision=decision)
-        else:
-            decision = attempt.decision
-        selector_errors.update(decision.selector_errors)
-        if attempt.plan is not None:
-            users = _claim_users(attempt)
-            result, made = binder.commit(attempt.plan, cycle.claim_writes(attempt))
-            cycle.settle(attempt, result)
-            sim.allocations.extend(AllocationOutcome(attempt.tree.key, a, tuple(users.get(a.claim, ())),
-                                                     a.synthetic or a.claim in made)
-                                   for a in attempt.plan.allocations)
-            claims = cache.volume_claims
-            sim.volumes.extend(VolumeOutcome(attempt.tree.key, b, claims[b.claim].spec.volume_name)
-                               for b in attempt.plan.volumes if b.claim in claims)
-        decided[attempt.tree.key] = decision
-        order.append(attempt.tree)
-        sim.results.append((attempt.tree, decision))
+            rounds = 0
+            while attempt is not None and isinstance(attempt.decision, Preemption) and rounds < MAX_PREEMPTION_ROUNDS:
+                if attempt.decision.waiting:
+                    break
+                _evict(cache, attempt.decision, sim, preempted)
+                rounds += 1
+                attempt = cycle.attempt(key)
+            if attempt is None:
+                continue
+            decision: Plan | Unschedulable
+            if isinstance(attempt.decision, Preemption):  # still waiting, or rounds used up: report why
+                decision = _as_failure(attempt.decision)
+                attempt = dataclasses.replace(attempt, decision=decision)
+            else:
+                decision = attempt.decision
+            selector_errors.update(decision.selector_errors)
+            if attempt.plan is not None:
+                users = _claim_users(attempt)
+                plan = attempt.plan
+                result, made = binder.commit(BindingCycle(
+                    plan, attempt.token, attempt.snapshot,
+                    precheck=functools.partial(cycle.target_problem, plan)))
+                cycle.settle(attempt, result)
+                if result.failure is not None:  # the binding cycle refused what the search chose: say so
+                    decision = Unschedulable(attempt.tree.key, Code.ERROR, f"binding failed: {result.failure.message}")
+                    decided[attempt.tree.key] = decision
+                    order.append(attempt.tree)
+                    sim.results.append((attempt.tree, decision))
+                    continue
+                sim.allocations.extend(AllocationOutcome(attempt.tree.key, a, tuple(users.get(a.claim, ())),
+                                                         a.synthetic or a.claim in made)
+                                       for a in attempt.plan.allocations)
+                claims = cache.volume_claims
+                sim.volumes.extend(VolumeOutcome(attempt.tree.key, b, claims[b.claim].spec.volume_name)
+                                   for b in attempt.plan.volumes if b.claim in claims)
+            decided[attempt.tree.key] = decision
+            order.append(attempt.tree)
+            sim.results.append((attempt.tree, decision))
+    finally:
+        binder.close()
     sim.snapshot = cache.snapshot()
     sim.synthesized_volume_claims = frozenset(cache.storage.synthesized)
     if objects.has_dra:
