@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from scheduler.model.dra import DeviceUse
+
 FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
 
 MAX_DEVICES_PER_CLAIM = 32
@@ -121,21 +123,24 @@ Matcher = Callable[[SubRequest, Device], bool]
 
 @dataclass(frozen=True, slots=True)
 class _Released:
-    """A journal entry: ``device`` was given back (undoing it takes the device again)."""
+    """A journal entry: ``device`` was given back from ``use`` (undoing it takes the device again, for it)."""
 
     device: Device
+    use: DeviceUse
 
 
 @dataclass(slots=True)
 class DeviceState:
     """Devices taken and counters left, with an undo journal (one per solver run).
 
-    The journal holds a :class:`Device` per :meth:`take` and a :class:`_Released` per :meth:`release`;
-    :meth:`undo` reverses both, so a placement may give back devices an earlier one took (to allocate
-    them again together with its own) and its undo restores the earlier allocation exactly.
+    ``taken``: device id → the :class:`~scheduler.model.dra.DeviceUse` that keeps it from other allocations
+    (an allocation in the cluster, a plan in flight, or this solve's). The journal holds a :class:`Device` per
+    :meth:`take` and a :class:`_Released` per :meth:`release`; :meth:`undo` reverses both, so a placement may
+    give back devices an earlier one took (to allocate them again together with its own) and its undo restores
+    the earlier allocation exactly.
     """
 
-    taken: set[str] = field(default_factory=set)
+    taken: dict[str, DeviceUse] = field(default_factory=dict)
     counters: dict[str, dict[str, Decimal]] = field(default_factory=dict)
     journal: list[Device | _Released] = field(default_factory=list)
 
@@ -157,8 +162,9 @@ class DeviceState:
 
     def release(self, device: Device) -> None:
         """Give back a taken ``device`` (and what it consumes of its counter sets), journaled."""
+        use = self.taken.get(device.id) or DeviceUse(device.id)
         self._give_back(device)
-        self.journal.append(_Released(device))
+        self.journal.append(_Released(device, use))
 
     def mark(self) -> int:
         return len(self.journal)
@@ -167,19 +173,19 @@ class DeviceState:
         while len(self.journal) > mark:
             entry = self.journal.pop()
             if isinstance(entry, _Released):
-                self._take(entry.device)
+                self._take(entry.device, entry.use)
             else:
                 self._give_back(entry)
 
-    def _take(self, device: Device) -> None:
-        self.taken.add(device.id)
+    def _take(self, device: Device, use: DeviceUse | None = None) -> None:
+        self.taken[device.id] = use or DeviceUse(device.id)
         for set_id, amounts in device.consumes:
             left = self.counters[set_id]
             for counter, amount in amounts:
                 left[counter] = left.get(counter, Decimal(0)) - amount
 
     def _give_back(self, device: Device) -> None:
-        self.taken.discard(device.id)
+        self.taken.pop(device.id, None)
         for set_id, amounts in device.consumes:
             left = self.counters[set_id]
             for counter, amount in amounts:

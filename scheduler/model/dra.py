@@ -22,6 +22,8 @@ either spelling.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -30,7 +32,7 @@ from pydantic import Field
 
 from scheduler.model.base import KubeModel, ObjectMeta, OwnedObjectMeta
 from scheduler.model.pod import NodeSelector
-from scheduler.model.quantity import Quantity, parse
+from scheduler.model.quantity import Quantity, QuantityError, parse
 
 API_GROUP = "resource.k8s.io"
 API_VERSION = f"{API_GROUP}/v1"
@@ -501,6 +503,39 @@ class ResourceClaimSpec(KubeModel):
     devices: DeviceClaim = Field(default_factory=DeviceClaim)
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceUse:
+    """How one allocation result uses one device: the value the allocator, the plan and the cache carry, instead
+    of a bare device id (a device is not simply taken or free).
+
+    ``device``: ``driver/pool/device``. ``consumed``: (capacity name, amount) pairs the allocation consumes of a
+    device several allocations share (``consumedCapacity``, KEP-5075; empty: none stated). ``admin``:
+    ``adminAccess`` (KEP-5018): the device is used without being taken, so it stays allocatable to others.
+    ``share_id``: the ``shareID`` of one allocation of a device with ``allowMultipleAllocations`` (KEP-5075;
+    None: not shared).
+    """
+
+    device: str
+    consumed: tuple[tuple[str, Decimal], ...] = ()
+    admin: bool = False
+    share_id: str | None = None
+
+    @property
+    def takes(self) -> bool:
+        """Whether the use keeps the device from other exclusive allocations: every use but admin access."""
+        return not self.admin
+
+    @property
+    def exclusive(self) -> bool:
+        """The whole device, for this allocation alone: neither admin access nor one share of it."""
+        return not self.admin and self.share_id is None
+
+
+def taken_devices(uses: Iterable[DeviceUse]) -> set[str]:
+    """The ids of the devices ``uses`` keep from other allocations (admin access takes none)."""
+    return {u.device for u in uses if u.takes}
+
+
 class DeviceRequestAllocationResult(KubeModel):
     """``DeviceRequestAllocationResult``: one allocated device. ``request`` is
     ``<request>/<subrequest>`` for a ``firstAvailable`` alternative."""
@@ -517,6 +552,18 @@ class DeviceRequestAllocationResult(KubeModel):
     def device_id(self) -> str:
         """``<driver>/<pool>/<device>``."""
         return device_id(self.driver, self.pool, self.device)
+
+    @property
+    def use(self) -> DeviceUse:
+        """The result as a :class:`DeviceUse` (``consumedCapacity`` parsed to exact amounts; a malformed amount,
+        which the API server would have refused, is left out)."""
+        consumed: list[tuple[str, Decimal]] = []
+        for name, q in sorted(self.consumed_capacity.items()):
+            try:
+                consumed.append((name, parse(q)))
+            except QuantityError:
+                continue
+        return DeviceUse(self.device_id, tuple(consumed), bool(self.admin_access), self.share_id)
 
 
 class DeviceAllocationConfiguration(DeviceClaimConfiguration):
@@ -583,6 +630,12 @@ class ResourceClaim(KubeModel):
         """``<driver>/<pool>/<device>`` of every allocated device (empty when unallocated)."""
         alloc = self.status.allocation
         return tuple(r.device_id for r in alloc.devices.results) if alloc else ()
+
+    @property
+    def allocated_uses(self) -> tuple[DeviceUse, ...]:
+        """How the allocation uses each of its devices (empty when unallocated)."""
+        alloc = self.status.allocation
+        return tuple(r.use for r in alloc.devices.results) if alloc else ()
 
     def is_reserved_for(self, uid: str) -> bool:
         """``status.reservedFor`` names a consumer with that uid."""

@@ -43,6 +43,7 @@ from scheduler.framework.node_table import IntArray
 from scheduler.framework.snapshot import Snapshot, pod_vector
 from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import API_VERSION as DRA_VERSION
+from scheduler.model.dra import taken_devices
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
@@ -475,7 +476,7 @@ def _device_utilisation(initial: DraView, final: DraView) -> list[str]:
     enough left of every shared counter they consume)."""
     inventory = final.inventory
     state = inventory.state(final.assumed)
-    before = initial.inventory.allocated | set(initial.assumed)
+    before = taken_devices((*initial.inventory.allocated, *initial.assumed))
     rows: dict[tuple[int, str, str], list[int]] = {}
     elsewhere = 0
     for dev_id, device in sorted(inventory.devices.items()):

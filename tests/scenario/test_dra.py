@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from scheduler.framework import SolverConfig
+from scheduler.model.dra import taken_devices
 from scheduler.offline.loader import load
 from scheduler.offline.report import render_text, to_json
 from scheduler.offline.simulate import AllocationOutcome, Simulation, simulate
@@ -69,7 +70,7 @@ def assert_no_device_twice(sim: Simulation) -> None:
     given = Counter(d for a in sim.allocations for d in a.allocation.device_ids)
     assert not [d for d, n in given.items() if n > 1]
     assert sim.initial is not None and sim.initial.dra is not None
-    assert not set(given) & sim.initial.dra.inventory.allocated
+    assert not set(given) & taken_devices(sim.initial.dra.inventory.allocated)
 
 
 def test_small_gpu_cluster_places_both_gangs_where_its_header_says_with_their_devices() -> None:

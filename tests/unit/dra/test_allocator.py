@@ -19,6 +19,7 @@ from scheduler.dra.allocator import (
     allocate_copies,
     claim_alternatives,
 )
+from scheduler.model.dra import DeviceUse
 
 D = Decimal
 
@@ -68,7 +69,7 @@ def test_not_enough_matching_devices_fails() -> None:
 
 
 def test_taken_devices_are_skipped() -> None:
-    state = DeviceState(taken={"gpu.example.com/node/g0"})
+    state = DeviceState(taken={"gpu.example.com/node/g0": DeviceUse("gpu.example.com/node/g0")})
     got = first(claim(exactly("g")), [gpu("g0"), gpu("g1")], state)
     assert got is not None and names(got) == [("g", "g1")]
 
@@ -78,7 +79,7 @@ def test_all_mode_takes_every_matching_device_and_fails_if_one_is_taken() -> Non
     got = first(claim(exactly("g", cls="h100", all_=True)), devices)
     assert got is not None and names(got) == [("g", "g0"), ("g", "g1")]
     assert first(claim(exactly("g", cls="h100", all_=True)), devices,
-                 DeviceState(taken={"gpu.example.com/node/g1"})) is None
+                 DeviceState(taken={"gpu.example.com/node/g1": DeviceUse("gpu.example.com/node/g1")})) is None
 
 
 def test_first_available_tries_sub_requests_in_order() -> None:
@@ -165,7 +166,7 @@ def test_backtracking_revisits_an_earlier_copy() -> None:
     got = allocate_copies([spec_any, spec_special], 1, [light, heavy], matcher, state)
     assert len(got) == 1
     assert names(got[0][0]) == [("a", "heavy")] and names(got[0][1]) == [("s", "light")]
-    assert state.taken == {"x/p/light", "x/p/heavy"}
+    assert state.taken == {"x/p/light": DeviceUse("x/p/light"), "x/p/heavy": DeviceUse("x/p/heavy")}
 
 
 @pytest.mark.parametrize("budget", [1, 3])
@@ -211,9 +212,9 @@ def test_allocate_copies_leaves_exactly_the_returned_copies_taken(
     assert len(got) <= copies
     given_ = [d for copy in got for results in copy for _, d in results]
     assert len({d.id for d in given_}) == len(given_) and before.isdisjoint(d.id for d in given_)
-    assert state.taken == before | {d.id for d in given_}
+    assert set(state.taken) == before | {d.id for d in given_}
     assert [d.id for d in state.journal] == [d.id for d in given_]
-    expected = DeviceState(set(before), counters)
+    expected = DeviceState({d: DeviceUse(d) for d in before}, counters)
     for d in given_:
         expected.take(d)
     assert state.counters == expected.counters
