@@ -201,7 +201,8 @@ class ClusterCache:
         self.usage = NodeUsage()
         self.groups = GroupIndex(scheduler_name)
         self.devices = DeviceCache(self.objects[RESOURCE_CLAIM.name], self.objects[RESOURCE_CLAIM_TEMPLATE.name],
-                                   self.objects[POD_GROUP.name], synthesize=synthesize_claims)
+                                   self.objects[POD_GROUP.name], synthesize=synthesize_claims,
+                                   namespaces=self.objects[NAMESPACE.name])
         self.storage = StorageCache(self.objects, synthesize=synthesize_claims)
         self.version = 0
         """Bumped on every change the scheduler reads (and on assume/forget): a snapshot older than it is stale."""

@@ -26,6 +26,7 @@ from scheduler.dra.inventory import Inventory
 from scheduler.framework.node_table import NodeTable
 from scheduler.framework.plan import ClaimAllocation
 from scheduler.model.dra import DeviceClass, DeviceUse, ResourceClaim, ResourceSlice
+from scheduler.model.namespace import Namespace
 from scheduler.model.pod import Pod
 
 log = logging.getLogger(__name__)
@@ -49,11 +50,13 @@ class DeviceCache:
     here). ``synthesize``: make missing template claims from their template (``simulate``)."""
 
     def __init__(self, claims: Mapping[str, ResourceClaim], templates: Mapping[str, object],
-                 podgroups: Mapping[str, object], *, synthesize: bool = False) -> None:
+                 podgroups: Mapping[str, object], *, synthesize: bool = False,
+                 namespaces: Mapping[str, Namespace] | None = None) -> None:
         self.inventory = Inventory(NodeTable.build(()))
         self._claims = claims
         self._templates = templates
         self._podgroups = podgroups
+        self._namespaces: Mapping[str, Namespace] = namespaces if namespaces is not None else {}
         self.synthesize = synthesize
         self._allocated: dict[str, tuple[DeviceUse, ...]] = {}
         """Claim key → how its ``status.allocation`` uses its devices."""
@@ -163,7 +166,8 @@ class DeviceCache:
     def claim_index(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> ClaimIndex:
         """Claims, templates, classes and PodGroups for claim resolution, over the cache's live dicts."""
         return ClaimIndex(self._claims, self._templates, classes, self._podgroups,  # type: ignore[arg-type]
-                          self.synthesize, frozenset(table.resources), self.synthesized, self.in_flight())
+                          self.synthesize, frozenset(table.resources), self.synthesized, self.in_flight(),
+                          namespaces=self._namespaces)
 
     def view(self, table: NodeTable, classes: Mapping[str, DeviceClass], pending: Iterable[Pod]) -> DraView:
         """The solver's DRA input for the ``pending`` pods that may need devices: the inventory with every

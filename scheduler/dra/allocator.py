@@ -79,7 +79,11 @@ class DeviceToleration:
 
 @dataclass(frozen=True, slots=True)
 class SubRequest:
-    """One way to satisfy a request: ``count`` devices (or ``all``) of ``class_name`` matching ``selectors``."""
+    """One way to satisfy a request: ``count`` devices (or ``all``) of ``class_name`` matching ``selectors``.
+
+    ``admin``: ``adminAccess`` (KEP-5018): the devices may be allocated already and are not taken (no other
+    claim loses them, no counter is consumed); only one claim's results never name a device twice.
+    """
 
     result: str
     class_name: str
@@ -87,6 +91,7 @@ class SubRequest:
     count: int = 1
     all: bool = False
     tolerations: tuple[DeviceToleration, ...] = ()
+    admin: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +305,9 @@ def _alternatives(claim: ClaimSpec, candidates: _Candidates, state: DeviceState,
             matching = candidates.matching(sub)
             if len(chosen) + (len(matching) if sub.all else sub.count) > MAX_DEVICES_PER_CLAIM:
                 continue  # over the claim's limit: the next choice (a firstAvailable fallback), if any
+            if sub.admin:
+                yield from _admin(sub, matching, i)
+                continue
             if sub.all:
                 if not matching or any(not state.fits(d) for d in matching):
                     continue  # All: at least one, and every matching device must be free
@@ -323,6 +331,22 @@ def _alternatives(claim: ClaimSpec, candidates: _Candidates, state: DeviceState,
                     yield from requests(i + 1)
                 del chosen[len(chosen) - len(combo):]
                 state.undo(mark)
+
+    def _admin(sub: SubRequest, matching: list[Device], i: int) -> Iterator[list[Result]]:
+        """An ``adminAccess`` sub-request: any matching device, allocated or not, none taken (the structured
+        allocator skips its allocated-device and counter checks for admin access)."""
+        named = {d.id for _, d in chosen}
+        usable = [d for d in matching if d.id not in named]
+        if sub.all:
+            combos: Iterator[tuple[Device, ...]] = iter([tuple(usable)] if usable else [])
+        else:
+            combos = itertools.combinations(usable, sub.count)
+        for combo in combos:
+            budget.spend()
+            chosen.extend((sub.result, d) for d in combo)
+            if _constraints_ok(claim, chosen):
+                yield from requests(i + 1)
+            del chosen[len(chosen) - len(combo):]
 
     yield from requests(0)
 

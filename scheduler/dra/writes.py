@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from scheduler.dra.claims import extended_requests
@@ -22,6 +23,7 @@ from scheduler.model.dra import (
     API_VERSION,
     EXTENDED_RESOURCE_CLAIM_ANNOTATION,
     DeviceClass,
+    DeviceUse,
     ResourceClaim,
     ResourceClaimSpec,
 )
@@ -94,8 +96,10 @@ def _allocation_config(spec: ResourceClaimSpec, requests: Sequence[str],
 
 
 def allocation_status(a: ClaimAllocation, spec: ResourceClaimSpec, classes: Mapping[str, DeviceClass]) -> JSON:
-    """The ``status.allocation`` of ``a`` (without ``allocationTimestamp``, which the writer stamps)."""
-    devices: JSON = {"results": [{"request": r, "driver": d, "pool": p, "device": dev} for r, d, p, dev in a.results]}
+    """The ``status.allocation`` of ``a`` (without ``allocationTimestamp``, which the writer stamps); each result
+    carries the ``DeviceRequestAllocationResult`` fields its device use sets (:func:`result_fields`)."""
+    devices: JSON = {"results": [{"request": r, "driver": d, "pool": p, "device": dev, **result_fields(use)}
+                                 for (r, d, p, dev), use in zip(a.results, a.device_uses, strict=True)]}
     config = _allocation_config(spec, [r for r, _, _, _ in a.results], classes)
     if config:
         devices["config"] = config
@@ -103,6 +107,24 @@ def allocation_status(a: ClaimAllocation, spec: ResourceClaimSpec, classes: Mapp
     if a.node_selector is not None:
         body["nodeSelector"] = dict(a.node_selector)
     return body
+
+
+def result_fields(use: DeviceUse) -> JSON:
+    """The optional ``DeviceRequestAllocationResult`` fields a device use sets, named as the API names them:
+    ``adminAccess`` (KEP-5018), ``shareID`` and ``consumedCapacity`` (KEP-5075); unset ones are left out."""
+    out: JSON = {}
+    if use.admin:
+        out["adminAccess"] = True
+    if use.share_id is not None:
+        out["shareID"] = use.share_id
+    if use.consumed:
+        out["consumedCapacity"] = {name: _quantity(amount) for name, amount in use.consumed}
+    return out
+
+
+def _quantity(amount: Decimal) -> str:
+    """An exact amount as a quantity string the API accepts (``"8589934592"``, ``"0.5"``)."""
+    return str(int(amount)) if amount == amount.to_integral_value() else format(amount.normalize(), "f")
 
 
 def claim_writes(plan: Plan, claims: Mapping[str, ResourceClaim], classes: Mapping[str, DeviceClass],

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.dra.device_snapshot import DraView
+from scheduler.dra.writes import result_fields
 from scheduler.framework.node_table import IntArray
 from scheduler.framework.snapshot import Snapshot, pod_vector
 from scheduler.model.dra import API_GROUP as DRA_GROUP
@@ -185,7 +186,8 @@ def _allocation_json(outcome: AllocationOutcome) -> dict[str, Any]:
         "claim": a.claim,
         "reservedFor": {"kind": kind, "name": name},
         "node": a.node,
-        "devices": [{"request": r, "driver": d, "pool": p, "device": n} for r, d, p, n in a.results],
+        "devices": [{"request": r, "driver": d, "pool": p, "device": n, **result_fields(use)}
+                    for (r, d, p, n), use in zip(a.results, a.device_uses, strict=True)],
         "pods": [pod for pod, _ in outcome.pods],
         "synthesized": outcome.synthesized,
     }

@@ -17,6 +17,7 @@ import pytest
 from scheduler.client.kube import (
     DEVICE_CLASSES,
     EVENTS,
+    NAMESPACES,
     PODGROUPS,
     PODS,
     RESOURCE_CLAIM_TEMPLATES,
@@ -530,3 +531,48 @@ async def test_an_invalid_pool_is_not_used_and_the_gang_is_told_so(kube: KubeCli
                            what="invalid pool reported")
     assert "0/1 nodes are available: 1 invalid resource pools were encountered." in note
     assert devices(await claim(kube, "g-0-gpu")) == [] and devices(await claim(kube, "g-1-gpu")) == []
+
+
+async def admin_claim(kube: KubeClient, name: str, owner: dict[str, Any]) -> None:
+    """A claim asking for one GPU with ``adminAccess`` (a monitoring agent's), owned by ``owner``."""
+    spec = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS, "adminAccess": True}}]}}
+    await kube.create(RESOURCE_CLAIMS, NS, {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "spec": spec,
+        "metadata": {"name": name, "namespace": NS, "ownerReferences": [{
+            "apiVersion": "v1", "kind": "Pod", "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+            "controller": True, "blockOwnerDeletion": True}]}})
+
+
+@pytest.mark.looptime
+async def test_admin_access_gets_a_device_already_allocated_without_taking_it(k8s: ApiServer,
+                                                                              kube: KubeClient) -> None:
+    await kube.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": NS, "labels": {"resource.kubernetes.io/admin-access": "true"}}})
+    await gpu_cluster(kube, gpus=1)
+    running_pod = await kube.create(PODS, NS, dra_pod("old", None, {"gpu": "old-gpu"}) | {
+        "spec": {**dra_pod("old", None, {"gpu": "old-gpu"})["spec"], "nodeName": "n0", "schedulerName": "other"}})
+    await create_claim(kube, "old-gpu", owner=running_pod)
+    await allocate(kube, "old-gpu", "n0", ["gpu-0"], running_pod)  # the only GPU is in use
+    monitor = await kube.create(PODS, NS, dra_pod("monitor", None, shared="monitor-gpu"))
+    await admin_claim(kube, "monitor-gpu", monitor)
+    async with running(kube):
+        await until(lambda: bound_at_least(kube, "monitor", 1), what="the admin pod bound")
+    c = await claim(kube, "monitor-gpu")
+    assert c["status"]["allocation"]["devices"]["results"] == [
+        {"request": "gpu", "driver": DRIVER, "pool": "n0", "device": "gpu-0", "adminAccess": True}]
+    assert devices(await claim(kube, "old-gpu")) == ["gpu-0"]  # still the running pod's
+
+
+@pytest.mark.looptime
+async def test_admin_access_outside_an_admin_namespace_is_refused_with_the_api_servers_reason(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    await kube.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    await gpu_cluster(kube, gpus=1)
+    monitor = await kube.create(PODS, NS, dra_pod("monitor", None, shared="monitor-gpu"))
+    await admin_claim(kube, "monitor-gpu", monitor)
+    async with running(kube):
+        note = await until(lambda: event_with(kube, "FailedScheduling", "admin access"), what="the refusal")
+    assert "admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the " \
+           "containing namespace" in note
+    assert devices(await claim(kube, "monitor-gpu")) == []
+    assert not await bound_at_least(kube, "monitor", 1)

@@ -536,3 +536,61 @@ def test_list_attribute_pcie_roots_let_a_cpu_device_match_the_gpus_root(tmp_path
     (alloc,) = sim.allocations
     assert [(r, d) for r, _, _, d in alloc.allocation.results if r == "cpu"] == [("cpu", "socket-1")]
     assert sim.dra_problems == []
+
+
+ADMIN_PROBE = """
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: gpu-ops
+  labels: {resource.kubernetes.io/admin-access: "true"}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: health-probe-gpus, namespace: gpu-ops}
+spec:
+  devices:
+    requests:
+    - name: gpus
+      exactly: {deviceClassName: gpu.nvidia.com, allocationMode: All, adminAccess: true}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: health-probe, namespace: gpu-ops, uid: 0b5d3c1e-1f7a-4c1e-9a53-7f1f3b2a9c10}
+spec:
+  schedulerName: gang-scheduler
+  nodeSelector: {kubernetes.io/hostname: gpu-a1-1}
+  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+  resourceClaims: [{name: gpus, resourceClaimName: health-probe-gpus}]
+  containers:
+  - name: probe
+    image: nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04
+    resources: {requests: {cpu: 100m}, claims: [{name: gpus}]}
+"""
+
+
+def test_admin_access_probe_gets_every_gpu_of_a_busy_node_and_takes_none(tmp_path: Path) -> None:
+    """KEP-5018 in simulate: gpu-a1-1's eight H100s are all allocated to running pods; a health probe in an
+    admin namespace asking for all of them with ``adminAccess`` is placed there, each result says so in JSON,
+    and the devices stay allocated to their owners (no device given twice, none counted as taken again)."""
+    sim = run(CLUSTER, write(tmp_path, "probe.yaml", ADMIN_PROBE))
+    doc = to_json(sim)
+    (pod,) = [p for p in doc["pods"] if p["name"] == "health-probe"]
+    assert pod["node"] == "gpu-a1-1"
+    (probe,) = [a for a in doc["allocations"] if a["claim"] == "gpu-ops/health-probe-gpus"]
+    assert len(probe["devices"]) == ALLOCATED_IN_SNAPSHOT["gpu-a1-1"]
+    assert all(d["adminAccess"] is True and d["pool"] == "gpu-a1-1" for d in probe["devices"])
+    others = [a for a in sim.allocations if a.allocation.claim != "gpu-ops/health-probe-gpus"]
+    assert not {d for a in others for d in a.allocation.device_ids} & {
+        f"{d['driver']}/{d['pool']}/{d['device']}" for d in probe["devices"]}
+
+
+def test_admin_access_outside_an_admin_namespace_leaves_the_probe_pending_with_the_api_servers_words(
+        tmp_path: Path) -> None:
+    unlabelled = ADMIN_PROBE.replace('  labels: {resource.kubernetes.io/admin-access: "true"}\n', "")
+    sim = run(CLUSTER, write(tmp_path, "probe.yaml", unlabelled))
+    text = render_text(sim)
+    assert "health-probe" in text
+    assert ("admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the "
+            "containing namespace") in text
+    assert not [a for a in sim.allocations if a.allocation.claim == "gpu-ops/health-probe-gpus"]

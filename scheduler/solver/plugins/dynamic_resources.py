@@ -53,6 +53,7 @@ from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.plan import ClaimAllocation
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
+from scheduler.model.dra import DeviceUse
 from scheduler.model.pod import NodeSelector, Pod
 from scheduler.solver.plugins.resources_fit import UNLIMITED
 
@@ -186,6 +187,8 @@ class DynamicResources:
         counts, matching = inventory.usable_counts(sub, cycle.errors)
         if sub.all:
             return counts >= 1
+        if sub.admin:  # admin access may use allocated devices: none is held from it
+            return counts >= sub.count
         held = matching & cycle.view.held
         if held.any():
             index = inventory.device_index()
@@ -392,7 +395,7 @@ class DynamicResources:
                         claim=needed.key, reserved_for=(("Pod", pod.metadata.name, pod.metadata.uid),), node=node,
                         results=tuple((r, d.driver, d.pool, d.name) for r, d in results),
                         node_selector=node_selector(cycle, results, node), synthetic=needed.synthetic,
-                        pod=pod.key))
+                        pod=pod.key, uses=device_uses(needed.spec, results)))
         for leaf_name, shared in cycle.shared_stack:
             for alloc in shared:
                 if alloc.reused:
@@ -405,8 +408,18 @@ class DynamicResources:
                 out.append(ClaimAllocation(
                     claim=alloc.claim.key, reserved_for=reserved, node=None,
                     results=tuple((r, d.driver, d.pool, d.name) for r, d in alloc.results),
-                    node_selector=node_selector(cycle, alloc.results, None)))
+                    node_selector=node_selector(cycle, alloc.results, None),
+                    uses=device_uses(alloc.claim.spec, alloc.results)))
         return tuple(out)
+
+
+def device_uses(spec: ClaimSpec, results: Sequence[Result]) -> tuple[DeviceUse, ...]:
+    """How ``results`` use their devices: admin access where the sub-request asked for it (KEP-5018); empty when
+    every device is taken whole (the plan's default)."""
+    admin = {sub.result for r in spec.requests for sub in r.options if sub.admin}
+    if not admin:
+        return ()
+    return tuple(DeviceUse(d.id, admin=r in admin) for r, d in results)
 
 
 def _held(cycle: DynamicResourcesState, key: str) -> tuple[Result, ...] | None:
@@ -447,9 +460,8 @@ def _enough_devices(cycle: DynamicResourcesState, devices: Sequence[Device], mov
     subs = {id(sub): sub for claims in (*earlier, specs) for spec in claims for r in spec.requests for sub in r.options}
     usable = 0
     for device in devices:
-        if device.id in cycle.state.taken and device.id not in movable:
-            continue
-        if any(cycle.matches(sub, device) for sub in subs.values()):
+        taken = device.id in cycle.state.taken and device.id not in movable
+        if any((sub.admin or not taken) and cycle.matches(sub, device) for sub in subs.values()):
             usable += 1
             if usable >= need:
                 return True

@@ -251,3 +251,19 @@ def test_constraints_over_list_attributes(constraint: Constraint, numas: list[ob
     devices = [cpu(f"c{i}", n) for i, n in enumerate(numas)]
     got = first(claim(exactly("c", len(devices)), constraints=(constraint,)), devices)
     assert (got is not None) is expected
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    pytest.param(claim(exactly("g", admin=True)), [("g", "g0")], id="one-device-allocated-elsewhere"),
+    pytest.param(claim(exactly("g", all_=True, admin=True)), [("g", "g0"), ("g", "g1")], id="all-devices-taken-or-not"),
+    pytest.param(claim(exactly("g", 2, admin=True), exactly("h", admin=True)), None,
+                 id="one-claim-never-names-a-device-twice"),
+])
+def test_admin_access_uses_allocated_devices_without_taking_them(spec: ClaimSpec,
+                                                                 expected: list[tuple[str, str]] | None) -> None:
+    """KEP-5018: an ``adminAccess`` request may get devices other claims hold, and takes nothing itself."""
+    taken = {"gpu.example.com/node/g0": DeviceUse("gpu.example.com/node/g0")}
+    state = DeviceState(taken=dict(taken))
+    got = first(spec, [gpu("g0"), gpu("g1")], state)
+    assert (names(got) if got is not None else None) == expected
+    assert state.taken == taken and state.journal == []
