@@ -80,3 +80,40 @@ def test_every_status_is_in_the_readme_table() -> None:
     section = (ROOT / "README.md").read_text().split("### Statuses", 1)[1].split("\n## ", 1)[0]
     rows = [row.split("|")[1].strip(" `") for row in section.splitlines() if row.startswith("| `")]
     assert sorted(rows) == sorted(statuses)
+
+
+GENERATED = {".chaos-report.json"}  # written by `make chaos`, not shipped
+CITED = re.compile(r"`((?:scheduler|tests|charts|deploy|docs|files|templates)/[\w./-]*\w/?"
+                   r"|[\w.-]+\.(?:py|yaml|json|md|txt|lock))`")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_file_a_page_cites_ships(page: Path) -> None:
+    """A path in backticks (``scheduler/live/binder.py``, ``deploy/examples/gang.yaml``, ``values.schema.json``)
+    names a file or folder of this repository: from its top, from the page's folder, or, for a bare
+    file name, anywhere in it."""
+    missing = []
+    for cited in set(CITED.findall(FENCE.sub("", page.read_text()))):
+        if cited.startswith(".") and cited in GENERATED:
+            continue
+        if "/" in cited.rstrip("/"):
+            found = (ROOT / cited).exists() or (page.parent / cited).exists()
+        else:
+            found = any(p.is_file() for p in ROOT.glob(f"**/{cited}") if ".venv" not in p.parts)
+        if not found:
+            missing.append(cited)
+    assert not missing, sorted(missing)
+
+
+HISTORY = re.compile(r"\bissues? #?\d|\.\./shared/|\bshared/(?:reference|examples)|\bI measured\b", re.I)
+SHIPPED = ["README.md", "Makefile", "Dockerfile", "docs", "charts", "deploy", "scheduler"]
+
+
+def test_what_ships_speaks_of_the_product_not_of_its_development() -> None:
+    """No tracker numbers, no lab-notebook voice, no citation of documents that do not ship."""
+    files = [p for top in SHIPPED for p in ([ROOT / top] if (ROOT / top).is_file() else (ROOT / top).rglob("*"))
+             if p.is_file() and p.suffix in {"", ".md", ".py", ".yaml", ".json", ".txt", ".tpl"}]
+    assert len(files) > 100
+    found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in files
+             for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if HISTORY.search(line)]
+    assert not found, found

@@ -1,4 +1,4 @@
-"""Values the API server refuses are refused by the models, with the field named (issue 9, item 6).
+"""Values the API server refuses are refused by the models, with the field named.
 
 Each case is an object the API server would not store — a negative request, limit, overhead or
 node allocatable/capacity (core ``ValidateResourceQuantityValue``, "must be greater than or equal
