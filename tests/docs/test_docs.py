@@ -117,3 +117,22 @@ def test_what_ships_speaks_of_the_product_not_of_its_development() -> None:
     found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in files
              for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if HISTORY.search(line)]
     assert not found, found
+
+
+def test_the_readme_job_is_valid_and_the_operator_makes_it_one_gang_of_four() -> None:
+    """The quickstart's gang Job: a v1.37 API server stores it as written (strict schema), it carries the
+    operator's opt-in label, and the operator makes it the PodGroup the README names, of four."""
+    import kubernetes_validate  # type: ignore[import-untyped]
+    import yaml
+
+    from scheduler.operator.labels import OPT_IN, OPT_IN_VALUE
+    from scheduler.operator.workloads import JOB, GroupSpec, desired
+
+    quickstart = (ROOT / "README.md").read_text().split("## Quickstart on a cluster", 1)[1].split("\n## ", 1)[0]
+    [block] = re.findall(r"^```yaml\n(.*?)^```", quickstart, re.S | re.M)
+    job = yaml.safe_load(block)
+    kubernetes_validate.validate(job, "1.37.0", strict=True)
+    assert job["metadata"]["labels"][OPT_IN] == OPT_IN_VALUE
+    name = job["metadata"]["name"]
+    assert desired(JOB, job, composite=True).groups == (GroupSpec("PodGroup", name, 4),)
+    assert f"Its PodGroup is `{name}`" in quickstart
