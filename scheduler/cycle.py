@@ -155,6 +155,8 @@ class CycleRunner:
         does."""
         if result.forget:
             self.cache.forget(result.forget)
+        if result.exclude:
+            self.cache.exclude_devices(result.exclude)
         if attempt.token is not None and (result.release is None or result.release):
             self.cache.forget_devices(attempt.token, result.release)
         plan = attempt.plan

@@ -13,6 +13,14 @@ kube-scheduler's DynamicResources PreBind (``pkg/scheduler/framework/plugins/dyn
   ``status.extendedResourceClaimStatus`` is written after it. A 409 means someone else changed the claim
   since the plan was made, unless a re-read shows our own write landed. After the first permanent failure
   no new write starts;
+* then, when a device allocated has ``bindingConditions`` (KEP-5007: a fabric attached, a device
+  prepared by its driver before the pod may start), it waits — through the binding cycle's wait for a
+  condition, re-read whenever the cache applies a ResourceClaim, at most ``binding_timeout_s`` (kube-scheduler's
+  default, 600 s) — until every such condition is True in the claim's ``status.devices[]``; a
+  ``bindingFailureConditions`` entry True there, or the timeout, fails the plan: nothing is bound, every claim
+  is rolled back, and the devices whose binding failed are not given to the next attempts (they stay out
+  until their ResourceSlice changes). ``simulate`` cannot wait: it reports the conditions the plan would
+  wait for and binds;
 * :meth:`~DynamicResourcesPreBind.rollback` (kube's Unreserve) removes our reservations, and our allocation
   when no other consumer remains, and deletes a claim we created — for every claim written after a PreBind
   failure, and only for the members not bound after a failed bind.
@@ -44,6 +52,15 @@ CLAIM_WRITES: StateKey[list[ClaimWrite]] = StateKey(f"{NAME}/writes")
 """The plan's claim writes, made by ``pre_flight``."""
 WRITTEN: StateKey[ClaimOutcome] = StateKey(f"{NAME}/written")
 """How far the writes got, for the rollback."""
+FAILED_DEVICES: StateKey[tuple[str, ...]] = StateKey(f"{NAME}/failed-devices")
+"""Devices whose binding conditions failed or timed out (excluded from the next attempts)."""
+
+BINDING_TIMEOUT_S = 600.0
+"""How long a plan waits for its devices' binding conditions, seconds: kube-scheduler's default
+(``DynamicResourcesArgs.bindingTimeout``, KEP-5007)."""
+BINDING_TIMED_OUT = ("timed out waiting for the binding conditions of ResourceClaim {claim} ({timeout:g} s; "
+                     "not True: {pending})")
+BINDING_FAILED = "ResourceClaim {claim}: binding failed for device {device}: condition {condition} is True"
 
 
 @dataclass(slots=True)
@@ -109,8 +126,9 @@ class DynamicResourcesPreBind:
 
     name = NAME
 
-    def __init__(self, cache: ClusterCache | None) -> None:
+    def __init__(self, cache: ClusterCache | None, *, binding_timeout_s: float = BINDING_TIMEOUT_S) -> None:
         self.cache = cache
+        self.binding_timeout_s = binding_timeout_s
 
     def pre_flight(self, cycle: BindingCycle) -> bool:
         if self.cache is not None and not cycle.read(CLAIM_WRITES, []):
@@ -122,9 +140,48 @@ class DynamicResourcesPreBind:
         outcome = await self.write_claims(writes, writer)
         cycle.write(WRITTEN, outcome)
         if outcome.failed is None:
-            return None
+            return await self._binding_conditions(cycle, outcome, writer)
         key, error = outcome.failed
         return Failure(key, f"writing ResourceClaim {key} failed: {error}", error.status, error)
+
+    async def _binding_conditions(self, cycle: BindingCycle, outcome: ClaimOutcome, writer: ApiWriter
+                                  ) -> Failure | None:
+        """Wait until the binding conditions of every device written are True (see the module docstring)."""
+        waits = [(r.key, _conditions(r.write)) for r in outcome.written]
+        waits = [(key, devices) for key, devices in waits if devices]
+        if not waits or self.cache is None:
+            return None
+        cache = self.cache
+        pending: list[str] = []
+
+        def met() -> bool | Failure:
+            pending.clear()
+            for key, devices in waits:
+                claim = cache.resource_claims.get(key)
+                reported = {d.device_id: {c.type: c.status for c in d.conditions}
+                            for d in (claim.status.devices if claim is not None else ())}
+                for device, wanted, failing in devices:
+                    seen = reported.get(device, {})
+                    failed = next((c for c in failing if seen.get(c) == "True"), None)
+                    if failed is not None:
+                        cycle.write(FAILED_DEVICES, (device,))
+                        return Failure(key, BINDING_FAILED.format(claim=key, device=device, condition=failed))
+                    pending.extend(f"{device} {c}" for c in wanted if seen.get(c) != "True")
+            return not pending
+
+        state = await writer.wait(met, CLAIM_KINDS, self.binding_timeout_s)
+        if isinstance(state, Failure):
+            return state
+        if state:
+            return None
+        if not writer.waits():  # simulate: nothing would set them here; report what the plan waits for
+            cycle.waiting.extend(f"{key}: {', '.join(f'{d} {c}' for d, wanted, _ in devices for c in wanted)}"
+                                 for key, devices in waits)
+            return None
+        cycle.write(FAILED_DEVICES, tuple(dict.fromkeys(p.split(" ")[0] for p in pending)))
+        key = waits[0][0]
+        return Failure(key, BINDING_TIMED_OUT.format(claim=key, timeout=self.binding_timeout_s,
+                                                     pending=", ".join(pending)))
 
     async def rollback(self, cycle: BindingCycle, writer: ApiWriter) -> Undone:
         """After a PreBind failure (nothing bound): every claim written; after a failed bind: the claims
@@ -139,7 +196,8 @@ class DynamicResourcesPreBind:
                          if (r.created or r.status_written) and r.key not in outcome.not_released)
             return Undone(released=tuple(a.claim for a in cycle.plan.allocations if a.claim not in kept),
                           kept=tuple(sorted(outcome.not_released)),
-                          summary=f"{undone} claim write(s) rolled back" if outcome.written else "")
+                          summary=f"{undone} claim write(s) rolled back" if outcome.written else "",
+                          excluded=cycle.read(FAILED_DEVICES, ()))
         unbound = {p.metadata.uid for p, _ in cycle.plan.placements if p.key not in bound}
         release = [r for r in outcome.written
                    if r.write.reserve and all(c.get("uid") in unbound for c in r.write.reserve)]
@@ -271,6 +329,17 @@ class DynamicResourcesPreBind:
                 current = fresh
                 rv = str((fresh.get("metadata") or {}).get("resourceVersion") or "")
         raise Conflict(409, "Conflict", f"claim {record.key} kept changing during the rollback")
+
+
+CLAIM_KINDS = frozenset({RESOURCE_CLAIM.name})
+
+
+def _conditions(write: ClaimWrite) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """(device id, binding conditions, binding failure conditions) of each result of ``write`` that has any."""
+    results = ((write.allocation or {}).get("devices") or {}).get("results") or []
+    return [(f"{r['driver']}/{r['pool']}/{r['device']}", tuple(r.get("bindingConditions") or ()),
+             tuple(r.get("bindingFailureConditions") or ())) for r in results
+            if r.get("bindingConditions") or r.get("bindingFailureConditions")]
 
 
 async def _read(writer: ApiWriter, ns: str, name: str) -> JSON | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scheduler.binding.claims import DynamicResourcesPreBind
+from scheduler.binding.claims import BINDING_TIMEOUT_S, DynamicResourcesPreBind
 from scheduler.binding.intent import DurableIntent
 from scheduler.binding.pods import DefaultBinder
 from scheduler.binding.volumes import ClaimSource, VolumeBindingPreBind
@@ -35,11 +35,12 @@ class BindingPlugins:
 
 
 def default_plugins(cache: ClusterCache | None, volumes: ClaimSource | None, *,
-                    volume_timeout_s: float) -> BindingPlugins:
+                    volume_timeout_s: float, binding_timeout_s: float = BINDING_TIMEOUT_S) -> BindingPlugins:
     """The one profile ``run`` and ``simulate`` bind with: the durable intent, DynamicResources' claim writes
-    (built from ``cache``; None: the cycle carries them), VolumeBinding (``volumes``: the claims it reads; None
-    fails a plan with claim bindings), then ``DefaultBinder``."""
-    return BindingPlugins((DurableIntent(), DynamicResourcesPreBind(cache),
+    (built from ``cache``; None: the cycle carries them) and its wait for binding conditions (at most
+    ``binding_timeout_s``), VolumeBinding (``volumes``: the claims it reads; None fails a plan with claim
+    bindings), then ``DefaultBinder``."""
+    return BindingPlugins((DurableIntent(), DynamicResourcesPreBind(cache, binding_timeout_s=binding_timeout_s),
                            VolumeBindingPreBind(volumes, timeout_s=volume_timeout_s)), DefaultBinder())
 
 
@@ -73,7 +74,8 @@ class BindingRunner:
                        + "".join(f"; {u.note}" for u in undone if u.note)
                        + (f" (could not roll back {', '.join(kept)})" if kept else ""))
             release = [k for u in undone for k in u.released] if any(u.released or u.kept for u in undone) else None
-            return BindResult(failure=Failure(failure.key, message, failure.status), forget=pods, release=release)
+            return BindResult(failure=Failure(failure.key, message, failure.status), forget=pods, release=release,
+                              exclude=[d for u in undone for d in u.excluded])
         await self.plugins.bind.bind(cycle, writer)
         if outcome.ok:
             return BindResult(bound=list(outcome.bound))

@@ -446,6 +446,11 @@ class ClusterCache:
         self.devices.forget(token, claims)
         self._bump()
 
+    def exclude_devices(self, device_ids: Iterable[str]) -> None:
+        """Keep devices whose binding failed out of the next plans, until their ResourceSlice changes (KEP-5007)."""
+        self.devices.exclude(device_ids)
+        self._bump()
+
     def held_claims(self, token: str) -> frozenset[str]:
         """The claims whose devices a plan still holds."""
         return frozenset(self.devices.held.get(token, {}))

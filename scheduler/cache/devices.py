@@ -66,11 +66,17 @@ class DeviceCache:
         self._logged_problems: set[str] = set()
         self.synthesized: dict[str, ResourceClaim] = {}
         """Claims made from their template (``synthesize``), kept across snapshots: made once, by key."""
+        self.excluded: set[str] = set()
+        """Devices whose binding conditions failed or timed out: no plan gets them until their pool's slices
+        change (the driver publishes them again)."""
         self._idle: tuple[NodeTable, int, DraView] | None = None
         """The view of a cluster where nothing asks for devices, per node table and inventory generation."""
 
     # -- feeding -------------------------------------------------------------------------------
     def set_slice(self, old: ResourceSlice | None, new: ResourceSlice | None) -> None:
+        if self.excluded:
+            pools = {f"{s.spec.driver}/{s.spec.pool.name}/" for s in (old, new) if s is not None}
+            self.excluded = {d for d in self.excluded if not d.startswith(tuple(pools))}
         if new is not None:
             self.inventory.set_slice(new, old)
         elif old is not None:
@@ -159,6 +165,10 @@ class DeviceCache:
         """Every device an in-flight plan's allocations name."""
         return frozenset(u.device for u in self.held_uses())
 
+    def exclude(self, device_ids: Iterable[str]) -> None:
+        """See :attr:`excluded`."""
+        self.excluded.update(device_ids)
+
     def in_flight(self) -> frozenset[str]:
         """Keys of claims an in-flight plan is allocating (existing claims only)."""
         return frozenset(k for held in self.held.values() for k, h in held.items() if h.existed)
@@ -177,13 +187,15 @@ class DeviceCache:
         same for every snapshot until the nodes or the slices change: it is built once (a cluster without
         DRA then pays nothing per cycle)."""
         pending = list(pending)
-        idle = not pending and not self.held and not self.inventory.devices and not self.allocated_uses()
+        idle = (not pending and not self.held and not self.inventory.devices and not self.allocated_uses()
+                and not self.excluded)
         if idle:
             hit = self._idle
             if hit is not None and hit[0] is table and hit[1] == self.inventory.generation:
                 return hit[2]
         inventory = self.inventory.with_allocated(self.allocated_uses())
-        view = DraView.build(inventory, self.claim_index(table, classes), pending, self.held_uses())
+        held = (*self.held_uses(), *(DeviceUse(d) for d in sorted(self.excluded)))
+        view = DraView.build(inventory, self.claim_index(table, classes), pending, held)
         if idle:
             self._idle = (table, self.inventory.generation, view)
         return view

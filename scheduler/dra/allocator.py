@@ -48,6 +48,7 @@ class Device:
     qualified with the driver's domain). ``consumes``: (counter set id ``driver/pool/set``,
     ((counter, amount), …)) pairs. ``taints``: (key, value, effect). ``weight``: best-fit order key
     (share of its counter sets it consumes; 0 for plain devices) — smaller is tried first.
+    ``binding_conditions`` / ``binding_failure_conditions`` / ``binds_to_node``: the slice's (KEP-5007).
     """
 
     id: str
@@ -58,6 +59,9 @@ class Device:
     consumes: tuple[tuple[str, tuple[tuple[str, Decimal], ...]], ...] = ()
     taints: tuple[tuple[str, str, str], ...] = ()
     weight: float = 0.0
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
+    binds_to_node: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -373,7 +373,9 @@ class Inventory:
         attributes = {qualified_name(driver, k): v for k, _, v in present}
         self.devices[dev_id] = Device(
             id=dev_id, driver=driver, pool=pool, name=dev.name, attributes=attributes, consumes=tuple(consumes),
-            taints=tuple((t.key, t.value, t.effect) for t in dev.taints), weight=weight)
+            taints=tuple((t.key, t.value, t.effect) for t in dev.taints), weight=weight,
+            binding_conditions=dev.binding_conditions, binding_failure_conditions=dev.binding_failure_conditions,
+            binds_to_node=bool(dev.binds_to_node))
         self.reach[dev_id] = reach
         self.scope[dev_id] = scope
         if node_name:

@@ -111,7 +111,8 @@ def allocation_status(a: ClaimAllocation, spec: ResourceClaimSpec, classes: Mapp
 
 def result_fields(use: DeviceUse) -> JSON:
     """The optional ``DeviceRequestAllocationResult`` fields a device use sets, named as the API names them:
-    ``adminAccess`` (KEP-5018), ``shareID`` and ``consumedCapacity`` (KEP-5075); unset ones are left out."""
+    ``adminAccess`` (KEP-5018), ``shareID`` and ``consumedCapacity`` (KEP-5075), ``bindingConditions`` and
+    ``bindingFailureConditions`` (KEP-5007); unset ones are left out."""
     out: JSON = {}
     if use.admin:
         out["adminAccess"] = True
@@ -119,6 +120,10 @@ def result_fields(use: DeviceUse) -> JSON:
         out["shareID"] = use.share_id
     if use.consumed:
         out["consumedCapacity"] = {name: _quantity(amount) for name, amount in use.consumed}
+    if use.binding_conditions:
+        out["bindingConditions"] = list(use.binding_conditions)
+    if use.binding_failure_conditions:
+        out["bindingFailureConditions"] = list(use.binding_failure_conditions)
     return out
 
 

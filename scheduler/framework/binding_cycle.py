@@ -52,6 +52,8 @@ class BindResult:
     failure: Failure | None = None
     forget: list[str] = field(default_factory=list)
     release: list[str] | None = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    """Device ids the next attempts must not be given (their binding failed: KEP-5007)."""
 
     @property
     def ok(self) -> bool:
@@ -84,6 +86,8 @@ class Undone:
     kept: tuple[str, ...] = ()
     summary: str = ""
     note: str = ""
+    excluded: tuple[str, ...] = ()
+    """Device ids whose binding failed: the next attempts are not given them."""
 
 
 @dataclass(slots=True)

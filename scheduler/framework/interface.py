@@ -260,6 +260,11 @@ class ApiWriter(Protocol):
         """``POST pods/{name}/binding`` with the pod's uid as precondition."""
         ...
 
+    def waits(self) -> bool:
+        """Whether :meth:`wait` waits; False for a writer nothing changes behind (``simulate``): a condition not
+        met at its first read is then reported as one the plan would wait for, not as a failure."""
+        ...
+
     async def wait(self, condition: Condition, kinds: frozenset[str], timeout_s: float) -> bool | Failure:
         """Wait until ``condition`` is not False, re-reading it whenever the cache applied an object of one of
         ``kinds``; returns its last answer — False when ``timeout_s`` (seconds) passed first. A writer that

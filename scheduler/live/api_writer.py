@@ -71,8 +71,19 @@ class KubeWriter:
 
     async def patch(self, kind: Kind[Any], namespace: str | None, name: str, body: JSON, *,
                     sub: str | None = None) -> JSON:
+        if sub is None:
+            return await self._patch(kind, namespace, name, body)
+        if sub != "status":
+            raise ValueError(f"the binding cycle writes no {sub!r} subresource")
+        return await self._patch_status(kind, namespace, name, body)
+
+    async def _patch(self, kind: Kind[Any], namespace: str | None, name: str, body: JSON) -> JSON:
         return await self.retry(f"patch {kind.name} {namespace}/{name}", lambda: self.kube.patch(
-            self.resource(kind), namespace, name, body, sub=sub, lane=Lane.URGENT))
+            self.resource(kind), namespace, name, body, lane=Lane.URGENT))
+
+    async def _patch_status(self, kind: Kind[Any], namespace: str | None, name: str, body: JSON) -> JSON:
+        return await self.retry(f"patch {kind.name} {namespace}/{name}/status", lambda: self.kube.patch(
+            self.resource(kind), namespace, name, body, sub="status", lane=Lane.URGENT))
 
     async def delete(self, kind: Kind[Any], namespace: str | None, name: str) -> None:
         await self.retry(f"delete {kind.name} {namespace}/{name}", lambda: self.kube.delete(
@@ -81,6 +92,9 @@ class KubeWriter:
     async def bind(self, pod: Pod, node: str) -> None:
         await self.retry(f"bind {pod.key} -> {node}", lambda: self.kube.bind(
             pod.metadata.namespace, pod.metadata.name, node, uid=pod.metadata.uid or None))
+
+    def waits(self) -> bool:
+        return self.changes is not None
 
     async def wait(self, condition: Condition, kinds: frozenset[str], timeout_s: float) -> bool | Failure:
         if self.changes is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
-from scheduler.binding.claims import ClaimOutcome, DynamicResourcesPreBind, WrittenClaim
+from scheduler.binding.claims import BINDING_TIMEOUT_S, ClaimOutcome, DynamicResourcesPreBind, WrittenClaim
 from scheduler.binding.intent import write_intent
 from scheduler.binding.pods import bind_plan
 from scheduler.binding.transaction import BindingRunner, default_plugins
@@ -46,11 +46,12 @@ class Binder:
                  retry_initial_s: float = 0.2, retry_max_s: float = 5.0, rng: random.Random | None = None,
                  fence: Callable[[], bool] | None = None, cache: ClusterCache | None = None,
                  volumes: ClaimSource | None = None, changes: Changes | None = None,
-                 volume_timeout_s: float = 300.0) -> None:
+                 volume_timeout_s: float = 300.0, binding_timeout_s: float = BINDING_TIMEOUT_S) -> None:
         self.writer = KubeWriter(kube, concurrency=concurrency, max_attempts=max_attempts,
                                  retry_initial_s=retry_initial_s, retry_max_s=retry_max_s, rng=rng, fence=fence,
                                  changes=changes)
-        self.runner = BindingRunner(default_plugins(cache, volumes, volume_timeout_s=volume_timeout_s))
+        self.runner = BindingRunner(default_plugins(cache, volumes, volume_timeout_s=volume_timeout_s,
+                                                    binding_timeout_s=binding_timeout_s))
         self._claims = DynamicResourcesPreBind(None)
 
     @property

@@ -96,7 +96,8 @@ class Scheduler:
                              volumes=lambda name: cache.volumes.get(name),
                              nodes=lambda name: cache.nodes.get(name))
         self.binder = Binder(kube, concurrency=settings.bind_concurrency, fence=lambda: self.leading, cache=cache,
-                             volumes=claims, changes=self.changes, volume_timeout_s=settings.volume_binding_timeout_s)
+                             volumes=claims, changes=self.changes, volume_timeout_s=settings.volume_binding_timeout_s,
+                             binding_timeout_s=settings.binding_conditions_timeout_s)
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
                                    event_interval_s=settings.event_interval_s)
         lease_namespace = settings.lease_namespace or own_namespace()

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from scheduler.model.base import KubeModel, ObjectMeta, OwnedObjectMeta
+from scheduler.model.base import Condition, KubeModel, ObjectMeta, OwnedObjectMeta
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import Quantity, QuantityError, parse
 
@@ -231,6 +231,8 @@ class Device(KubeModel):
     taints: tuple[DeviceTaint, ...] = ()
     allow_multiple_allocations: bool | None = None
     binds_to_node: bool | None = None
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
 
     def attribute(self, driver: str, name: str) -> DeviceAttribute | None:
         """The attribute called ``name`` on this device of ``driver``, or None.
@@ -512,13 +514,17 @@ class DeviceUse:
     device several allocations share (``consumedCapacity``, KEP-5075; empty: none stated). ``admin``:
     ``adminAccess`` (KEP-5018): the device is used without being taken, so it stays allocatable to others.
     ``share_id``: the ``shareID`` of one allocation of a device with ``allowMultipleAllocations`` (KEP-5075;
-    None: not shared).
+    None: not shared). ``binding_conditions`` / ``binding_failure_conditions``: the device's, copied into the
+    allocation (KEP-5007): its pods are bound only once every binding condition is True in the claim's
+    ``status.devices``, and not at all once a failure condition is.
     """
 
     device: str
     consumed: tuple[tuple[str, Decimal], ...] = ()
     admin: bool = False
     share_id: str | None = None
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
 
     @property
     def takes(self) -> bool:
@@ -547,6 +553,8 @@ class DeviceRequestAllocationResult(KubeModel):
     admin_access: bool | None = None
     share_id: str | None = Field(None, alias="shareID")
     consumed_capacity: dict[str, Quantity] = Field(default_factory=dict)
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
 
     @property
     def device_id(self) -> str:
@@ -563,7 +571,8 @@ class DeviceRequestAllocationResult(KubeModel):
                 consumed.append((name, parse(q)))
             except QuantityError:
                 continue
-        return DeviceUse(self.device_id, tuple(consumed), bool(self.admin_access), self.share_id)
+        return DeviceUse(self.device_id, tuple(consumed), bool(self.admin_access), self.share_id,
+                         self.binding_conditions, self.binding_failure_conditions)
 
 
 class DeviceAllocationConfiguration(DeviceClaimConfiguration):
@@ -599,11 +608,27 @@ class ResourceClaimConsumerReference(KubeModel):
     uid: str
 
 
+class AllocatedDeviceStatus(KubeModel):
+    """``AllocatedDeviceStatus``: what the driver reports of one allocated device; its ``conditions`` are where
+    binding conditions become True (KEP-5007)."""
+
+    driver: str
+    pool: str
+    device: str
+    share_id: str | None = Field(None, alias="shareID")
+    conditions: tuple[Condition, ...] = ()
+
+    @property
+    def device_id(self) -> str:
+        return device_id(self.driver, self.pool, self.device)
+
+
 class ResourceClaimStatus(KubeModel):
-    """``ResourceClaimStatus``: ``allocation`` and ``reservedFor``."""
+    """``ResourceClaimStatus``: ``allocation``, ``reservedFor`` and the drivers' ``devices``."""
 
     allocation: AllocationResult | None = None
     reserved_for: tuple[ResourceClaimConsumerReference, ...] = ()
+    devices: tuple[AllocatedDeviceStatus, ...] = ()
 
 
 class ResourceClaim(KubeModel):

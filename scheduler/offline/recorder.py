@@ -134,6 +134,9 @@ class CacheWriter:
             raise NotFound(404, "NotFound", f'pods "{pod.metadata.name}" not found')
         self.cache.load_one(POD.name, bound_copy(current, node))
 
+    def waits(self) -> bool:
+        return False
+
     async def wait(self, condition: Condition, kinds: frozenset[str], timeout_s: float) -> bool | Failure:
         return condition()  # nothing changes offline between two reads
 

@@ -190,6 +190,9 @@ class Simulation:
     unhonoured: list[tuple[Pod, Unhonoured]] = field(default_factory=list)
     unhonoured_groups: list[tuple[CoscheduledPodGroup, Unhonoured]] = field(default_factory=list)
     preemptions: list[PreemptionOutcome] = field(default_factory=list)
+    waiting: dict[GroupKey, tuple[str, ...]] = field(default_factory=dict)
+    """Root → the binding conditions its plan would wait for live (``ns/claim: driver/pool/device condition``):
+    ``run`` binds it only once a driver sets them True (KEP-5007); ``simulate`` binds it and says so."""
 
 
 def _policy(obj: PodGroup | CompositePodGroup | None) -> str:
@@ -270,9 +273,11 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
             if attempt.plan is not None:
                 users = _claim_users(attempt)
                 plan = attempt.plan
-                result, made = binder.commit(BindingCycle(
-                    plan, attempt.token, attempt.snapshot,
-                    precheck=functools.partial(cycle.target_problem, plan)))
+                binding = BindingCycle(plan, attempt.token, attempt.snapshot,
+                                       precheck=functools.partial(cycle.target_problem, plan))
+                result, made = binder.commit(binding)
+                if binding.waiting:
+                    sim.waiting[attempt.tree.key] = tuple(binding.waiting)
                 cycle.settle(attempt, result)
                 if result.failure is not None:  # the binding cycle refused what the search chose: say so
                     decision = Unschedulable(attempt.tree.key, Code.ERROR, f"binding failed: {result.failure.message}")

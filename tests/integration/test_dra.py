@@ -577,3 +577,87 @@ async def test_admin_access_outside_an_admin_namespace_is_refused_with_the_api_s
            "containing namespace" in note
     assert devices(await claim(kube, "monitor-gpu")) == []
     assert not await bound_at_least(kube, "monitor", 1)
+
+
+ATTACHED = "gpu.example.com/FabricAttached"
+ATTACH_FAILED = "gpu.example.com/FabricAttachFailed"
+
+
+async def fabric_cluster(kube: KubeClient) -> None:
+    """One node, four GPUs whose use needs the driver to attach a fabric first (KEP-5007 binding conditions)."""
+    await create_node(kube, "n0", cpu="8")
+    gpus = gpu_slice("n0", 4)
+    for device in gpus["spec"]["devices"]:
+        device |= {"bindingConditions": [ATTACHED], "bindingFailureConditions": [ATTACH_FAILED]}
+    await kube.create(RESOURCE_SLICES, None, gpus)
+    await kube.create(DEVICE_CLASSES, None, device_class())
+    await kube.create(RESOURCE_CLAIM_TEMPLATES, NS, template())
+
+
+async def driver_reports(kube: KubeClient, name: str, condition: str) -> str:
+    """Play the driver: once claim ``name`` is allocated, set ``condition`` True on its device in
+    ``status.devices``; returns the device."""
+    async def allocated() -> dict[str, Any] | None:
+        c = await claim(kube, name)
+        return c if (c.get("status") or {}).get("allocation") else None
+
+    c = await until(allocated, what=f"claim {name} allocated")
+    (result,) = c["status"]["allocation"]["devices"]["results"]
+    status = {"driver": result["driver"], "pool": result["pool"], "device": result["device"], "conditions": [{
+        "type": condition, "status": "True", "reason": "Reported", "message": "",
+        "lastTransitionTime": "2026-12-02T00:00:00Z"}]}
+    await kube.patch(RESOURCE_CLAIMS, NS, name, {"status": {"devices": [status]}}, sub="status")
+    return str(result["device"])
+
+
+@pytest.mark.looptime
+async def test_a_gang_is_bound_only_once_every_binding_condition_of_its_devices_is_true(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    await fabric_cluster(kube)
+    await gang_with_claims(kube, "g", 2)
+    async with running(kube):
+        await driver_reports(kube, "g-0-gpu", ATTACHED)
+        await asyncio.sleep(30)
+        assert not [r for r in list(k8s) if is_binding(r)]  # g-1's device is not attached yet: nobody bound
+        c = await claim(kube, "g-0-gpu")
+        (result,) = c["status"]["allocation"]["devices"]["results"]
+        assert result["bindingConditions"] == [ATTACHED] and result["bindingFailureConditions"] == [ATTACH_FAILED]
+        await driver_reports(kube, "g-1-gpu", ATTACHED)
+        placed = await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound")
+    assert placed == {"g-0": "n0", "g-1": "n0"}
+
+
+@pytest.mark.looptime
+async def test_a_failed_binding_condition_binds_nobody_and_the_retry_leaves_that_device_out(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    await fabric_cluster(kube)
+    await gang_with_claims(kube, "g", 2)
+    async with running(kube, backoff_initial_s=1, backoff_max_s=2):
+        failed = await driver_reports(kube, "g-0-gpu", ATTACH_FAILED)
+        rolled_back = await until(lambda: event_with(kube, "FailedScheduling", "binding failed for device"),
+                                  what="the plan rolled back")
+        assert f"gpu.example.com/n0/{failed}: condition {ATTACH_FAILED} is True" in rolled_back
+        assert "no member bound, 2 claim write(s) rolled back" in rolled_back
+        assert not [r for r in list(k8s) if is_binding(r)]
+
+        async def reallocated(name: str) -> list[str] | None:
+            got = devices(await claim(kube, name))
+            return got or None
+
+        for name in ("g-0-gpu", "g-1-gpu"):
+            assert failed not in (await until(lambda n=name: reallocated(n), what=f"{name} allocated again"))
+            await driver_reports(kube, name, ATTACHED)
+        await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound on the other devices")
+
+
+@pytest.mark.looptime
+async def test_binding_conditions_never_met_time_out_and_roll_the_whole_gang_back(k8s: ApiServer,
+                                                                                  kube: KubeClient) -> None:
+    await fabric_cluster(kube)
+    await gang_with_claims(kube, "g", 2)
+    async with running(kube, binding_conditions_timeout_s=5, backoff_initial_s=3600, backoff_max_s=3600):
+        note = await until(lambda: event_with(kube, "FailedScheduling", "timed out waiting for the binding"),
+                           300, what="the timeout")
+        assert "(5 s; not True:" in note and "no member bound" in note
+        assert devices(await claim(kube, "g-0-gpu")) == devices(await claim(kube, "g-1-gpu")) == []
+    assert not [r for r in list(k8s) if is_binding(r)]

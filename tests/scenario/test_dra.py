@@ -594,3 +594,76 @@ def test_admin_access_outside_an_admin_namespace_leaves_the_probe_pending_with_t
     assert ("admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the "
             "containing namespace") in text
     assert not [a for a in sim.allocations if a.allocation.claim == "gpu-ops/health-probe-gpus"]
+
+
+FABRIC = """
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/hostname: n1, fabric: f1}}
+status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2, labels: {kubernetes.io/hostname: n2, fabric: f1}}
+status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: fabric-f1-fabric.example.com}
+spec:
+  driver: fabric.example.com
+  pool: {name: fabric-f1, generation: 1, resourceSliceCount: 1}
+  nodeSelector:
+    nodeSelectorTerms:
+    - matchExpressions: [{key: fabric, operator: In, values: [f1]}]
+  devices:
+  - name: link-0
+    attributes: {kind: {string: link}}
+    bindsToNode: true
+    bindingConditions: [fabric.example.com/Attached]
+    bindingFailureConditions: [fabric.example.com/AttachFailed]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: fabric.example.com}
+spec:
+  selectors: [{cel: {expression: "device.driver == 'fabric.example.com'"}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: trainer-link, namespace: ml}
+spec:
+  devices:
+    requests: [{name: link, exactly: {deviceClassName: fabric.example.com}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: ml, uid: 6c0f6a1e-3b1d-4d8e-9a0e-2f4f3c9d8b71}
+spec:
+  schedulerName: gang-scheduler
+  resourceClaims: [{name: link, resourceClaimName: trainer-link}]
+  containers:
+  - name: main
+    image: example.com/trainer:1
+    resources: {requests: {cpu: "1"}, claims: [{name: link}]}
+"""
+
+
+def test_a_device_with_binding_conditions_is_allocated_pinned_to_its_node_and_reported_as_waited_for(
+        tmp_path: Path) -> None:
+    """KEP-5007 in simulate: the allocation carries the device's conditions, ``bindsToNode`` pins its node
+    selector to the node chosen (not the slice's node set), and the report says the plan would wait."""
+    sim = run(write(tmp_path, "fabric.yaml", FABRIC))
+    doc = to_json(sim)
+    (pod,) = doc["pods"]
+    (alloc,) = doc["allocations"]
+    assert alloc["devices"] == [{"request": "link", "driver": "fabric.example.com", "pool": "fabric-f1",
+                                 "device": "link-0", "bindingConditions": ["fabric.example.com/Attached"],
+                                 "bindingFailureConditions": ["fabric.example.com/AttachFailed"]}]
+    (outcome,) = sim.allocations
+    assert outcome.allocation.node_selector == {"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": [pod["node"]]}]}]}
+    (waiting,) = doc["waiting"]
+    assert waiting["conditions"] == ["ml/trainer-link: fabric.example.com/fabric-f1/link-0 fabric.example.com/Attached"]
+    assert "  Pod ml/trainer: ml/trainer-link: fabric.example.com/fabric-f1/link-0 fabric.example.com/Attached" \
+        in render_text(sim).splitlines()

@@ -414,12 +414,14 @@ class DynamicResources:
 
 
 def device_uses(spec: ClaimSpec, results: Sequence[Result]) -> tuple[DeviceUse, ...]:
-    """How ``results`` use their devices: admin access where the sub-request asked for it (KEP-5018); empty when
-    every device is taken whole (the plan's default)."""
+    """How ``results`` use their devices: admin access where the sub-request asked for it (KEP-5018), the
+    device's binding conditions (KEP-5007); empty when every device is taken whole, without conditions (the
+    plan's default)."""
     admin = {sub.result for r in spec.requests for sub in r.options if sub.admin}
-    if not admin:
+    if not admin and not any(d.binding_conditions or d.binding_failure_conditions for _, d in results):
         return ()
-    return tuple(DeviceUse(d.id, admin=r in admin) for r, d in results)
+    return tuple(DeviceUse(d.id, admin=r in admin, binding_conditions=d.binding_conditions,
+                           binding_failure_conditions=d.binding_failure_conditions) for r, d in results)
 
 
 def _held(cycle: DynamicResourcesState, key: str) -> tuple[Result, ...] | None:
@@ -492,11 +494,13 @@ def node_selector(cycle: DynamicResourcesState, results: Sequence[Result], node:
     """Where an allocation is usable, as an API ``NodeSelector`` (None: everywhere).
 
     A node-local device pins it to its node (``matchFields metadata.name``, as kube-scheduler
-    writes it); a device of a node-set slice to the slice's selector.
+    writes it); so does a device with ``bindsToNode`` to the node chosen (KEP-5007); a device of a node-set
+    slice to the slice's selector.
     """
     scopes = [cycle.view.inventory.scope.get(d.id) for _, d in results]
     local = next((s for s in scopes if isinstance(s, str)), None)
-    if local is not None or (node is not None and any(isinstance(s, str) for s in scopes)):
+    pinned = node is not None and any(d.binds_to_node for _, d in results)
+    if local is not None or pinned or (node is not None and any(isinstance(s, str) for s in scopes)):
         name = local or node
         return {"nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": [name]}]}]}
