@@ -176,7 +176,7 @@ class DynamicResourcesPreBind:
             return None
         if not writer.waits():  # simulate: nothing would set them here; report what the plan waits for
             cycle.waiting.extend(f"{key}: {', '.join(f'{d} {c}' for d, wanted, _ in devices for c in wanted)}"
-                                 for key, devices in waits)
+                                 for key, devices in waits if any(wanted for _, wanted, _ in devices))
             return None
         cycle.write(FAILED_DEVICES, tuple(dict.fromkeys(p.split(" ")[0] for p in pending)))
         key = waits[0][0]
