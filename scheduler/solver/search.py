@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import FilterPlugin, Quota, QuotaFilterPlugin, Signature
+from scheduler.framework.interface import FilterPlugin, Quota, QuotaFilterPlugin, SharedResourcePlugin, Signature
 from scheduler.framework.node_table import BoolArray, IntArray, static_key
 from scheduler.framework.plan import Plan, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
@@ -50,7 +50,7 @@ from scheduler.model.pod import Pod
 from scheduler.model.quantity import is_extended
 from scheduler.model.scheduling import GroupKey
 from scheduler.solver.diagnosis import Diagnosis, Domain, describe, diagnose, leaf_message, phrase, room_short
-from scheduler.solver.plugins import DEFAULT_PROFILE, TOPOLOGY, Profile, dynamic_resources
+from scheduler.solver.plugins import DEFAULT_PROFILE, TOPOLOGY, Profile
 from scheduler.solver.plugins.resources_fit import UNLIMITED
 from scheduler.solver.plugins.scoring import NodeOrder
 
@@ -436,23 +436,30 @@ class _Search:
         """Yield the feasible placements of ``group`` inside ``mask`` (no further domain choice at this level);
         ``where``: the domain ``mask`` is, for the reasons."""
         if isinstance(group, Leaf):
-            devices = self.profile.devices
-            shared = devices.shared_claims(self.state, group.pending)
-            if not shared:
-                yield from self.leaf_within(group, mask, where)
-                return
-            found = False
-            for _ in devices.shared(self.state, group.name, shared, mask):
-                found = True
-                yield from self.leaf_within(group, mask, where)
-            if not found:
-                keys = ", ".join(c.key for c in shared)
-                errors = "; ".join(dynamic_resources.selector_errors(self.state))
-                self.fail(group, 0, f"{describe(group)}: cannot allocate shared claim(s) {keys} on any reachable "
-                          f"devices{phrase(where, closest=True)}{'; ' + errors if errors else ''}", True,
-                          frozenset((devices.name,)))
+            yield from self.leaf_holding(group, self.profile.shared, mask, where)
             return
         yield from self.children(group, 0, 0, mask, where)
+
+    def leaf_holding(self, leaf: Leaf, plugins: tuple[SharedResourcePlugin, ...], mask: BoolArray,
+                     where: Domain | None) -> Iterator[None]:
+        """Yield the leaf's placements inside ``mask`` under each way the Shared ``plugins`` hold what its members
+        hold in common (one plugin after another); a plugin that finds no way records the leaf's failure."""
+        if not plugins:
+            yield from self.leaf_within(leaf, mask, where)
+            return
+        plugin, rest = plugins[0], plugins[1:]
+        held = plugin.held_in_common(self.state, leaf.pending)
+        if not held:
+            yield from self.leaf_holding(leaf, rest, mask, where)
+            return
+        found = False
+        for _ in plugin.hold(self.state, leaf.name, held, mask):
+            found = True
+            yield from self.leaf_holding(leaf, rest, mask, where)
+        if not found:
+            notes = "; ".join(self.profile.notes(self.state))
+            self.fail(leaf, 0, f"{describe(leaf)}: {plugin.unheld_reason(self.state, held)}"
+                      f"{phrase(where, closest=True)}{'; ' + notes if notes else ''}", True, frozenset((plugin.name,)))
 
     def leaf_within(self, group: Leaf, mask: BoolArray, where: Domain | None) -> Iterator[None]:
         """Place a leaf's members inside ``mask``; yield if the leaf is satisfied (held while suspended).
@@ -542,9 +549,7 @@ class _Search:
                 if pod.key not in placed_keys:
                     unplaced[pod.key] = message
         return Plan(tree.key, tuple(placements), frozenset(self.satisfied), unplaced, reasons, self.attempts,
-                    self.profile.devices.claim_allocations(self.state),
-                    tuple(dynamic_resources.selector_errors(self.state)),
-                    self.profile.volumes.bindings(self.state))
+                    selector_errors=self.profile.notes(self.state), **self.profile.plan_fields(self.state))
 
     def unschedulable(self, tree: GroupTree, budget: bool) -> Unschedulable:
         reasons = {k: f.message for k, f in self.failures.items()}
@@ -566,7 +571,7 @@ class _Search:
         if self.pruned:  # room freed, or a node added, in a domain skipped for room may let the tree in
             rejectors |= {TOPOLOGY}
         return Unschedulable(tree.key, code, message, reasons, self.attempts, rejectors,
-                             tuple(dynamic_resources.selector_errors(self.state)))
+                             self.profile.notes(self.state))
 
     def room_may_free(self) -> bool:
         """Whether some domain skipped for room could hold its group were the nodes its members may use emptied:
@@ -654,7 +659,7 @@ def placements_hold(tree: GroupTree, snapshot: Snapshot, plan: Plan, config: Sol
     search = _Search(snapshot, config or SolverConfig(), tree, profile)
     sig_of: dict[str, Signature] = {}
     for leaf in tree.root.leaves():
-        if profile.devices.shared_claims(search.state, leaf.pending):
+        if any(p.held_in_common(search.state, leaf.pending) for p in search.profile.shared):
             return False
         for sig in search.signatures(leaf):
             for pod in sig.pods:
