@@ -476,7 +476,7 @@ class ClusterCache:
                 pending = [p for key, p in self._claiming.items() if key not in assumed]
             view = self.devices.view(self.usage.table, classes, pending)
         snap = self.usage.snapshot(view, self.storage.view(), self._namespace_labels,
-                                   self.groups.effective_priority)
+                                   self.groups.chains.effective_priority)
         if self.holds:
             table = snap.table
             held = tuple(Nominated(pod.key, row, pod_vector(table, pod), priority)
