@@ -6,8 +6,9 @@ its children in creation order. The tree is Invalid for a bad policy, a cycle, a
 :data:`~scheduler.groups.tree.MAX_DEPTH`, a childless composite, pods of several schedulers or pods linked by
 the other PodGroup API; Waiting while it is not admissible (members or groups missing); Scheduled when nothing
 is pending; Ready otherwise. A tree with no pod at all is kept apart (empty); one none of whose pods is ours
-is not built. The tree's priority is its head group's own, else the highest of its pods' (reference §8.4: a
-grouped pod counts at its group's priority). No I/O; never raises on bad input.
+is not built. The tree's priority is its head group's own, else the highest of its pods' (a grouped pod counts
+at its group's priority, as kube-scheduler's ``podgrouppreemption.go`` v1.37 walks to the root). No I/O; never
+raises on bad input.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 its victim unit.
 
 The walk follows ``parentCompositePodGroupName`` from a PodGroup to the root (kube-scheduler's priority walk,
-bounded by ``WorkloadMaxTreeDepth``); a grouped pod counts at its tree's priority (reference §8.4;
-``podgrouppreemption.go`` v1.37), and the highest group of its chain with ``disruptionMode: all`` is evicted as
+bounded by ``WorkloadMaxTreeDepth``); a grouped pod counts at its tree's priority
+(``podgrouppreemption.go`` v1.37), and the highest group of its chain with ``disruptionMode: all`` is evicted as
 one unit. Reads the groups as they are now (no refresh needed). No I/O.
 """
 
