@@ -35,6 +35,7 @@ import aiohttp
 import yaml
 from kubernetes_asyncio import client, config
 
+from scheduler.client import decoding
 from scheduler.errors import ClusterConfigError, GangSchedulerError
 from scheduler.model import kinds, podgroup_v1alpha2
 from scheduler.model.kinds import Kind
@@ -382,7 +383,7 @@ class KubeClient:
             if not reply:
                 await resp.read()
                 return {}
-            data = await resp.json(content_type=None)
+            data = decoding.loads(await resp.read())
         except (TimeoutError, aiohttp.ClientError, ValueError) as exc:  # body cut off or not JSON
             raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
         finally:
@@ -428,7 +429,7 @@ class KubeClient:
             async for line in resp.content:
                 if not line.strip():
                     continue
-                event = json.loads(line)
+                event = decoding.loads(line)
                 if event.get("type") == "ERROR":
                     obj = event.get("object") or {}
                     raise _error(int(obj.get("code") or 500), str(obj.get("reason", "")), str(obj.get("message", "")))

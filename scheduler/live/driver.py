@@ -54,6 +54,7 @@ from scheduler.live.informers import Informer
 from scheduler.live.leader import LeaderElector
 from scheduler.live.metrics import Metrics
 from scheduler.live.preemptor import Preemptor, TimedPreemption
+from scheduler.live.refusals import RefusalReporter
 from scheduler.live.repair import GANG_BELOW_MIN, GangRepair, below_min_message, teardown_unit
 from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, EVENT_UNHONOURED, StatusWriter
 from scheduler.live.volume_binder import ClaimChanges, ClaimSource
@@ -142,6 +143,7 @@ class Scheduler:
         """The port /healthz, /readyz and /metrics are served on, once started (``--bind-address`` may say 0)."""
         self._blocked: dict[GroupKey, GroupTree] = {}
         """Waiting and Invalid trees of ours, for the queue gauges."""
+        self.cache.on_refused = RefusalReporter(self.metrics, self.status, self.spawn, lambda: self.leading)
         self._warned: dict[str, None] = {}
         """Uids of pods (and PodGroups) warned about fields no plugin honours (once per object), oldest first."""
         self._not_honoured: dict[GroupKey, str] = {}

@@ -28,7 +28,7 @@ Preemption (named after KEP-5710; kube-scheduler's code calls its own
 Our own: ``gang_scheduler_gangs_below_min`` (partial roots now), ``gang_scheduler_gang_repairs_total{result}``
 ``gang_scheduler_preemption_evictions_total{result}``, ``gang_scheduler_reservations_active``,
 ``gang_scheduler_reservations_total{event}``, ``gang_scheduler_podgroup_creation_to_bound_seconds``,
-``gang_scheduler_gang_size_pods``,
+``gang_scheduler_gang_size_pods``, ``gang_scheduler_objects_refused_total{kind, reason}``,
 ``gang_scheduler_bind_failures_total{reason}``, ``gang_scheduler_solver_attempts{result}``,
 ``gang_scheduler_informer_synced{resource}``, ``gang_scheduler_informer_relists_total{resource}``,
 ``gang_scheduler_is_leader``; plus the client library's ``process_*`` and ``python_*`` series.
@@ -75,6 +75,7 @@ from prometheus_client import (
 from prometheus_client.aiohttp import make_aiohttp_handler
 from prometheus_client.core import CounterMetricFamily, Metric
 
+from scheduler.cache.cluster import KINDS, REFUSAL_REASONS, RefusalReason
 from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.tree import GroupTree, Leaf, TreeState
 from scheduler.live.binder import BindOutcome
@@ -376,6 +377,16 @@ class Metrics:
             registry=r)
         for repair in REPAIR_RESULTS:
             self.gang_repairs.labels(repair)
+        self.objects_refused = Counter(
+            "gang_scheduler_objects_refused", "Objects received from the API server that the cache could not take "
+            "as they are, by kind and reason: 'invalid' (fails its kind's validation), 'too_deep' (nested too "
+            "deeply to decode), 'undecodable' (its decoding failed otherwise) — each left out of the cache; "
+            "'invalid_intent' (a PodGroup whose gang-scheduler.io/intent annotation is invalid: kept, read as "
+            "having no intent). Counts object versions received: a list and each watch event count again.",
+            ["kind", "reason"], registry=r)
+        for kind in sorted(KINDS):
+            for refusal_reason in REFUSAL_REASONS:
+                self.objects_refused.labels(kind, refusal_reason)
         self._relists = _Relists()
         r.register(self._relists)
         if process_metrics:
@@ -433,6 +444,10 @@ class Metrics:
     def evicted(self, result: EvictionResult) -> None:
         """One victim pod acted on."""
         self.evictions.labels(result).inc()
+
+    def refused(self, kind: str, reason: RefusalReason) -> None:
+        """One object of ``kind`` (the cache's name for it) refused, or taken with a part ignored, for ``reason``."""
+        self.objects_refused.labels(kind, reason).inc()
 
     def gang_repair(self, result: RepairResult) -> None:
         """A partial gang was completed, torn down or reported."""

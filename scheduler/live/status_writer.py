@@ -118,6 +118,8 @@ EVENT_GANG_BELOW_MIN = "GangBelowMin"
 torn down (``disruptionMode: all``), or left below its minimum (``single``)."""
 EVENT_UNHONOURED = "UnhonouredField"
 """Our Event reason (kube-scheduler has none) for a pod field no plugin honours."""
+EVENT_OBJECT_REFUSED = "ObjectRefused"
+"""Our Event reason (kube-scheduler has none) on an object the scheduler's cache refused or read in part."""
 ACTION_BINDING = "Binding"
 ACTION_SCHEDULING = "Scheduling"
 # Preemption (pkg/scheduler/framework/preemption/executor.go, v1.37): the victim's Event reason and action.
@@ -182,6 +184,32 @@ class _Recorded:
 
 Regarding = Pod | PodGroup | CompositePodGroup
 """What an Event of ours is about: a pod, or a group (a preemptor's ``Preempting`` Event)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceMeta:
+    """The metadata of an :class:`ObjectReference`: namespace ('' when cluster-scoped), name, uid."""
+
+    namespace: str
+    name: str
+    uid: str
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectReference:
+    """An object an Event is about that we hold no model of (one the cache refused): ``api_version`` as
+    ``group/version`` (``v1`` for the core group), ``kind`` the API's kind."""
+
+    api_version: str
+    kind: str
+    metadata: ReferenceMeta
+
+
+Subject = Regarding | ObjectReference
+"""Anything an Event can be about."""
+
+EVENTS_NAMESPACE_OF_CLUSTER_OBJECTS = "default"
+"""Where an Event about a cluster-scoped object (a Node) is created, as the kubelet and kubectl do."""
 
 _EventKey = tuple[str, str, str, str, str]
 """What makes two Events the same one: (pod uid, type, reason, action, note)."""
@@ -461,6 +489,12 @@ class StatusWriter:
         group — e.g. :data:`EVENT_GANG_TORN_DOWN`. API errors are logged and swallowed."""
         await self._event(group, EVENT_WARNING, reason, ACTION_SCHEDULING, truncate_utf8(message, NOTE_MAX_BYTES))
 
+    async def object_warning(self, obj: ObjectReference, reason: str, message: str) -> None:
+        """Record a Warning Event (action ``Scheduling``) with ``reason`` and ``message`` (cut to 1024 bytes) on an
+        object the cache refused — e.g. :data:`EVENT_OBJECT_REFUSED`; in ``default`` when it is cluster-scoped.
+        API errors are logged and swallowed."""
+        await self._event(obj, EVENT_WARNING, reason, ACTION_SCHEDULING, truncate_utf8(message, NOTE_MAX_BYTES))
+
     def _first_in_interval(self, uid: str, report: tuple[str, str]) -> bool:
         """True (and remember ``report`` as pod ``uid``'s last, written now) unless it repeats the report last
         written for this pod, within the interval.
@@ -485,7 +519,7 @@ class StatusWriter:
         recent[uid] = (report, now)
         return True
 
-    async def _event(self, pod: Regarding, type_: str, reason: str, action: str, note: str,
+    async def _event(self, pod: Subject, type_: str, reason: str, action: str, note: str,
                      related: Regarding | None = None) -> None:
         """Record one observation of an Event regarding ``pod`` (or a group): create it, or count it into its series.
 
@@ -504,7 +538,7 @@ class StatusWriter:
             rec = _Recorded(body, count=1, last_observed=stamp, observed_at=now, written_at=now)
             self._events[key] = rec  # before the await: a concurrent repeat counts into it instead of creating a twin
             try:
-                await self.kube.create(EVENTS, pod.metadata.namespace, body, lane=Lane.REPORT, reply=False)
+                await self.kube.create(EVENTS, body["metadata"]["namespace"], body, lane=Lane.REPORT, reply=False)
             except ApiError as exc:
                 if self._events.get(key) is rec:
                     del self._events[key]
@@ -535,7 +569,7 @@ class StatusWriter:
         events[key] = rec  # now the most recently observed
         return rec
 
-    async def _write_series(self, pod: Regarding, rec: _Recorded, now: float) -> None:
+    async def _write_series(self, pod: Subject, rec: _Recorded, now: float) -> None:
         """Write ``rec``'s series: a strategic merge PATCH of ``{series: {count, lastObservedTime}}``.
 
         This is the patch client-go's ``createPatchBytesForSeries`` computes (only ``series`` differs). On 404
@@ -554,7 +588,7 @@ class StatusWriter:
         except ApiError as exc:
             _warn(f"{pod.kind} {_key(pod)} event {rec.body['reason']} series", exc)
 
-    def _new_event(self, pod: Regarding, type_: str, reason: str, action: str, note: str, stamp: str,
+    def _new_event(self, pod: Subject, type_: str, reason: str, action: str, note: str, stamp: str,
                    unix_ns: int, related: Regarding | None = None) -> JSON:
         """An ``events.k8s.io/v1`` Event regarding ``pod`` (or a group), as client-go's ``makeEvent`` builds it.
 
@@ -567,7 +601,8 @@ class StatusWriter:
         body: JSON = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"name": event_name(md.name, unix_ns), "namespace": md.namespace},
+            "metadata": {"name": event_name(md.name, unix_ns),
+                         "namespace": md.namespace or EVENTS_NAMESPACE_OF_CLUSTER_OBJECTS},
             "eventTime": stamp,
             "reportingController": self.scheduler_name,
             "reportingInstance": self.instance,
@@ -587,14 +622,14 @@ class StatusWriter:
         return micro_time(self._last_ns), self._last_ns
 
 
-def _reference(obj: Regarding) -> JSON:
+def _reference(obj: Subject) -> JSON:
     """An ``ObjectReference`` to ``obj``: apiVersion, kind, namespace, name, uid."""
     md = obj.metadata
     return {"apiVersion": obj.api_version, "kind": obj.kind, "namespace": md.namespace, "name": md.name,
             "uid": md.uid}
 
 
-def _key(obj: Regarding) -> str:
+def _key(obj: Subject) -> str:
     return f"{obj.metadata.namespace}/{obj.metadata.name}"
 
 
