@@ -11,7 +11,7 @@ import pytest
 
 from scheduler.client.kube import KubeClient
 from tests.integration.apiserver import ApiServer
-from tests.integration.livekit import NS, running, until
+from tests.integration.livekit import running, until
 from tests.integration.test_preemption import _bound, full_node_and_preemptor, let_go, terminating
 
 
