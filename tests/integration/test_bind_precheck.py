@@ -12,7 +12,7 @@ import pytest
 from scheduler.client.kube import NODES, PODS, KubeClient
 from scheduler.model.quantity import to_units
 from tests.integration.apiserver import ApiServer
-from tests.integration.livekit import NS, bound_at_least, create_gang, create_node, running, until
+from tests.integration.livekit import bound_at_least, create_gang, create_node, running, until
 
 BIND_DELAY_S = 1.5
 
@@ -53,7 +53,7 @@ async def test_a_node_whose_allocatable_shrinks_mid_plan_gets_no_further_bind(k8
         # reports less room while the plan's other binds there wait their turn
         await until(lambda: sched.cache.nodes[first].allocatable["cpu"] == 2000, what="the watch shows it")
         before = len(sent)  # a bind sent before the scheduler knew cannot be called back
-        placed = await until(lambda: bound_at_least(kube, "g-", 4), timeout_s=60, what="the gang bound")
+        await until(lambda: bound_at_least(kube, "g-", 4), timeout_s=60, what="the gang bound")
         await asyncio.sleep(5)
         assert [node for _, node in sent[before:]].count(first) == 0, sent  # no bind sent there since
         assert await cpu_requested(kube, "n1" if first == "n0" else "n0") >= 4000  # the rest planned again there
