@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -26,19 +27,25 @@ from scheduler.framework.events import ClusterEvent
 
 log = logging.getLogger(__name__)
 
+MIN_WATCH_TIMEOUT_S = 300
+"""client-go's reflector ``minWatchTimeout``: each watch's ``timeoutSeconds`` is drawn from [5, 10] minutes."""
+
 
 class Informer:
     """List+watch of one resource into the cache; ``synced`` is set after the first successful list."""
 
     def __init__(self, kube: KubeClient, resource: Resource, cache: ClusterCache,
-                 on_change: Callable[[list[ClusterEvent]], None], *, watch_timeout_s: int = 300,
+                 on_change: Callable[[list[ClusterEvent]], None], *, watch_timeout_s: int = MIN_WATCH_TIMEOUT_S,
                  retry_s: float = 1.0, decode: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None) -> None:
         self.kube = kube
         self.resource = resource
         self.cache = cache
         self.on_change = on_change
         self.watch_timeout_s = watch_timeout_s
-        """Server-side watch timeout (seconds); the stream is then resumed from the last resourceVersion."""
+        """Shortest server-side watch timeout (seconds): each watch asks for a random one between it and twice it,
+        as client-go's reflector does (``minWatchTimeout`` 5 min, ``reflector.go``), so the watches of many
+        clients do not all end at once; the stream is then resumed from the last resourceVersion. A watch
+        silent for longer than ``scheduler.client.kube.WATCH_SILENCE_S`` is resumed the same way."""
         self.retry_s = retry_s
         """Pause before re-listing after an API failure (seconds); short, the list is the recovery."""
         self.decode = decode
@@ -63,7 +70,8 @@ class Informer:
                 loop = asyncio.get_running_loop()
                 while True:
                     opened, events = loop.time(), 0
-                    async for event in self.kube.watch(self.resource, rv, timeout_s=self.watch_timeout_s):
+                    timeout_s = round(self.watch_timeout_s * (1 + random.random()))
+                    async for event in self.kube.watch(self.resource, rv, timeout_s=timeout_s):
                         events += 1
                         obj = event.get("object")
                         meta = obj.get("metadata") if isinstance(obj, dict) else None
