@@ -56,6 +56,7 @@ from scheduler.live.metrics import Metrics
 from scheduler.live.preemptor import Preemptor, TimedPreemption
 from scheduler.live.refusals import RefusalReporter
 from scheduler.live.repair import GANG_BELOW_MIN, GangRepair, below_min_message, teardown_unit
+from scheduler.live.status_queue import StatusQueue
 from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, EVENT_UNHONOURED, StatusWriter
 from scheduler.live.volume_binder import ClaimChanges, ClaimSource
 from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
@@ -143,6 +144,10 @@ class Scheduler:
         """The port /healthz, /readyz and /metrics are served on, once started (``--bind-address`` may say 0)."""
         self._blocked: dict[GroupKey, GroupTree] = {}
         """Waiting and Invalid trees of ours, for the queue gauges."""
+        self.reports = StatusQueue("pod-status")
+        """Pod reports (PodScheduled=False, FailedScheduling), one waiting per pod (scheduler.live.status_queue)."""
+        self.metrics.track_status_queue("pods", self.reports)
+        self.metrics.track_status_queue("groups", self.conditions)
         self.cache.on_refused = RefusalReporter(self.metrics, self.status, self.spawn, lambda: self.leading)
         self._warned: dict[str, None] = {}
         """Uids of pods (and PodGroups) warned about fields no plugin honours (once per object), oldest first."""
@@ -250,6 +255,7 @@ class Scheduler:
                 return
             await self.start_informers()
             self.spawn(self.conditions.run(), "group-status")
+            self.spawn(self.reports.run(), "pod-status")
             if self.elector is not None:
                 self.spawn(self.elector.run(), "leader-election")
                 self.spawn(self._watch_leadership(), "leader-wake")
@@ -409,8 +415,7 @@ class Scheduler:
         for key, orphan in orphans.items():
             if self._orphans_reported.get(key) != orphan.message:
                 self._orphans_reported[key] = orphan.message
-                self.spawn(self.status.pod_unschedulable(orphan.pod, "Unschedulable", orphan.message),
-                           f"status/{key}")
+                self._report_pod(key, "Unschedulable", orphan.message)
 
     def _report_blocked(self, tree: GroupTree) -> None:
         if self._reported.get(tree.key) == tree.message:
@@ -423,12 +428,22 @@ class Scheduler:
 
     def _report_pods(self, tree: GroupTree, reason: str, message: str, keys: frozenset[str] | None = None) -> None:
         """``PodScheduled=False`` and a FailedScheduling event on the tree's pending pods (``keys``: only those),
-        each read from the cache now so the write carries the pod's current resourceVersion; one task writes them."""
-        pods = [pod for leaf in tree.root.leaves() for member in leaf.pending
-                if (keys is None or member.key in keys)
-                and (pod := self.cache.pod(member.key)) is not None and not pod.is_bound]
-        if pods:
-            self.spawn(self.status.pods_unschedulable(pods, reason, message), f"status/{tree.key}")
+        queued per pod (:meth:`_report_pod`)."""
+        for leaf in tree.root.leaves():
+            for member in leaf.pending:
+                if keys is None or member.key in keys:
+                    self._report_pod(member.key, reason, message)
+
+    def _report_pod(self, key: str, reason: str, message: str) -> None:
+        """Queue ``PodScheduled=False`` and a FailedScheduling Event on pod ``key`` (replacing a report still
+        waiting for it); written with the pod as the cache has it then, unless it is gone or bound by then."""
+
+        async def write() -> None:
+            pod = self.cache.pod(key)
+            if pod is not None and not pod.is_bound:
+                await self.status.pod_unschedulable(pod, reason, message, raise_errors=True)
+
+        self.reports.submit(key, write)
 
     # -- one decision ---------------------------------------------------------------
     def _decided(self, attempt: Attempt, started: float) -> None:

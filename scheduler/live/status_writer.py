@@ -434,7 +434,7 @@ class StatusWriter:
         for pod in pods:
             await self.pod_unschedulable(pod, reason, message)
 
-    async def pod_unschedulable(self, pod: Pod, reason: str, message: str) -> None:
+    async def pod_unschedulable(self, pod: Pod, reason: str, message: str, *, raise_errors: bool = False) -> None:
         """Report a failed attempt on ``pod``: a ``FailedScheduling`` Warning Event and ``PodScheduled=False``.
 
         ``reason``: the condition reason, ``Unschedulable`` or ``SchedulerError`` (reference §1.2).
@@ -450,7 +450,10 @@ class StatusWriter:
         patch is a strategic merge PATCH of ``pods/{name}/status`` with the pod's whole
         ``conditions`` list, ours replaced: the API server merges by ``type``, a list-replacing
         server gets the same result.
-        API errors are logged and swallowed; a failed Event does not stop the condition patch.
+        API errors are logged and swallowed; a failed Event does not stop the condition patch. With
+        ``raise_errors`` a failed condition patch (other than 409: the report is stale) is not remembered as
+        written, so the same report is written again when retried, and raises :class:`ApiError` (the Event
+        is then not recorded: the retry records it).
         """
         uid = pod.metadata.uid or pod.key
         note = truncate_utf8(message, NOTE_MAX_BYTES)
@@ -475,6 +478,9 @@ class StatusWriter:
             except Conflict:
                 return  # the pod changed (bound, or a newer attempt): this report is stale; no event either
             except ApiError as exc:
+                if raise_errors:
+                    self._recent.pop(uid, None)
+                    raise
                 _warn(f"Pod {pod.key} condition {POD_SCHEDULED}", exc)
         await self._event(pod, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note)
 
