@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import gc
 import logging
 import socket
@@ -76,6 +77,8 @@ SHUTDOWN_GRACE_S = 10.0
 """How long in-flight binds may finish after SIGTERM, seconds (well inside a pod's 30 s grace)."""
 Decode = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 """What an informer applies to each object it receives before the cache sees it."""
+TEARDOWN_RETRY_S = 10.0
+"""Seconds before a gang whose teardown had an eviction fail is torn down again."""
 MAX_WARNED_PODS = 65536
 """Pods remembered as warned about unhonoured fields (oldest forgotten first; a forgotten pod is warned again)."""
 
@@ -364,9 +367,16 @@ class Scheduler:
             log.warning("root=%s result=TornDown %s", key, message)
             self.metrics.gang_repair("torn_down")
             unit_obj = self.cache.group(unit.key.kind, unit.key.namespace, unit.key.name)
-            self.preemptor.tear_down(key, unit_obj, victims, message)
+            self.preemptor.tear_down(key, unit_obj, victims, message, functools.partial(self._teardown_failed, key))
             if obj is not None:
                 self.spawn(self.status.group_warning(obj, EVENT_GANG_TORN_DOWN, message), f"status/{key}")
+
+    def _teardown_failed(self, key: GroupKey) -> None:
+        """A teardown's eviction failed: the gang is torn down again after :data:`TEARDOWN_RETRY_S`, if still
+        partial (without this it would stay below its minimum for good, its action taken once)."""
+        log.warning("root=%s teardown incomplete: an eviction failed; trying again in %.0f s", key, TEARDOWN_RETRY_S)
+        self.repair.retry(key, asyncio.get_running_loop().time(), TEARDOWN_RETRY_S)
+        self.wake.set()
 
     def _record_queues(self) -> None:
         """Set the pending-pods / queued-entities gauges from the queue and the trees."""

@@ -184,15 +184,17 @@ class Preemptor:
             self.spawn(self._write_nominations(shown), f"status/nominate/{shown[0][0]}")
         self.release(plan.unplaced)
 
-    def tear_down(self, root: GroupKey, unit: Regarding | None, victims: Sequence[Pod], message: str) -> None:
+    def tear_down(self, root: GroupKey, unit: Regarding | None, victims: Sequence[Pod], message: str,
+                  on_failed: Callable[[], None] = lambda: None) -> None:
         """Evict a partial gang's bound members (gang repair, ``disruptionMode: all``) the way victims
         are evicted — DisruptionTarget (reason ``GangTornDown``), DELETE with a uid precondition — so it can be
         placed again whole. Until they are gone :meth:`awaiting` holds for ``root``, and the driver does not
         try it (its pending members would join members about to go)."""
         self._wait_for(root, victims)
-        self.spawn(self._tear_down(root, unit, victims, message), f"preempt/teardown/{root}")
+        self.spawn(self._tear_down(root, unit, victims, message, on_failed), f"preempt/teardown/{root}")
 
-    async def _tear_down(self, root: GroupKey, unit: Regarding | None, victims: Sequence[Pod], message: str) -> None:
+    async def _tear_down(self, root: GroupKey, unit: Regarding | None, victims: Sequence[Pod], message: str,
+                         on_failed: Callable[[], None]) -> None:
         gate = asyncio.Semaphore(CONCURRENCY)
         failed: list[str] = []
 
@@ -212,6 +214,8 @@ class Preemptor:
             if waiting is not None:
                 for key in failed:
                     waiting.pop(key, None)
+            if failed:
+                on_failed()
 
     def forget(self, root: GroupKey) -> None:
         """``root`` is gone: stop waiting for its victims (their deletion, once sent, is not undone)."""

@@ -68,6 +68,14 @@ class GangRepair:
         if entry is not None:
             entry.acted = True
 
+    def retry(self, key: GroupKey, now: float, after_s: float) -> None:
+        """The action on ``key`` did not take (a teardown whose evictions failed): act again ``after_s`` seconds
+        from ``now`` if it is still partial then."""
+        entry = self.partial.get(key)
+        if entry is not None:
+            entry.acted = False
+            entry.since = now + after_s - self.timeout_s
+
     def next_deadline(self) -> float | None:
         """Loop time of the next timeout, or None."""
         return min((p.since + self.timeout_s for p in self.partial.values() if not p.acted), default=None)
