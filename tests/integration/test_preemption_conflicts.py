@@ -4,30 +4,19 @@ victims past their grace period plus a margin plans again."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import kmock
 import pytest
 
 from scheduler.client.kube import KubeClient
 from tests.integration.apiserver import ApiServer
-from tests.integration.livekit import running, until
+from tests.integration.livekit import refusing_first, running, until
 from tests.integration.test_preemption import _bound, full_node_and_preemptor, let_go, terminating
 
 
 def conflicting_deletes(k8s: ApiServer, times: int) -> dict[str, int]:
     """Answer the first ``times`` DELETEs of each pod with 409 although nothing changed (a server-side conflict
     the client cannot tell from a replacement); later ones go through. Returns the count refused per pod."""
-    refused: dict[str, int] = {}
-
-    async def react(request: kmock.Request) -> Any:
-        if refused.get(request.name, 0) < times:
-            refused[request.name] = refused.get(request.name, 0) + 1
-            return kmock.KubernetesError(status=409, reason="Conflict", message="the object has been modified")
-        return await k8s._serve_delete(request)
-
-    k8s['delete', kmock.resource('v1/pods')] << react
-    return refused
+    return refusing_first(k8s, times, 409, k8s._serve_delete, "delete", kmock.resource("v1/pods"))
 
 
 @pytest.mark.looptime

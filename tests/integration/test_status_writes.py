@@ -4,28 +4,18 @@ the status queue metrics go back to zero once everything is written."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import kmock
 import pytest
 
 from scheduler.client.kube import PODS, KubeClient
 from tests.integration.apiserver import ApiServer
-from tests.integration.livekit import NS, create_gang, create_node, running, until
+from tests.integration.livekit import NS, create_gang, create_node, refusing_first, running, until
 
 
 def failing_pod_status(k8s: ApiServer, times: int) -> dict[str, int]:
     """Answer the first ``times`` PATCHes of each pod's status with 503; later ones go through."""
-    failed: dict[str, int] = {}
-
-    async def react(request: kmock.Request) -> Any:
-        if failed.get(request.name, 0) < times:
-            failed[request.name] = failed.get(request.name, 0) + 1
-            return kmock.KubernetesError(status=503, reason="ServiceUnavailable", message="try again")
-        return await k8s._serve_update(request)
-
-    k8s['patch', kmock.resource('v1/pods'), kmock.subresource('status')] << react
-    return failed
+    return refusing_first(k8s, times, 503, k8s._serve_update, "patch", kmock.resource("v1/pods"),
+                          kmock.subresource("status"))
 
 
 async def unschedulable(kube: KubeClient, names: list[str]) -> bool:
