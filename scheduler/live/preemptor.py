@@ -43,8 +43,9 @@ from scheduler.client.kube import MERGE_PATCH, PODS, ApiError, Conflict, KubeCli
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
+from scheduler.live.event_recorder import Regarding
 from scheduler.live.metrics import EvictionResult, Metrics
-from scheduler.live.status_writer import Regarding, StatusWriter
+from scheduler.live.status_writer import StatusWriter
 from scheduler.model.pod import REASON_PREEMPTION_BY_SCHEDULER, Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption import DefaultPreemption

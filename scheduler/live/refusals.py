@@ -15,8 +15,9 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from scheduler.cache.cluster import KINDS, Refusal
+from scheduler.live.event_recorder import ObjectReference, ReferenceMeta
 from scheduler.live.metrics import Metrics
-from scheduler.live.status_writer import EVENT_OBJECT_REFUSED, ObjectReference, ReferenceMeta, StatusWriter
+from scheduler.live.status_writer import EVENT_OBJECT_REFUSED, StatusWriter
 
 MAX_REMEMBERED = 4096
 """Objects remembered as reported (oldest forgotten first; a forgotten one is reported again)."""
