@@ -5,8 +5,9 @@ the plan was complete and assumed before the first write, that every PreBind ste
 first, and that the caller forgets the rest of the plan as soon as one member cannot be bound.
 
 **Check before each bind** (``cycle.precheck``): just before a member's bind, the check of its target against
-the cache as it is *now* — the node still exists, is not cordoned and has no NoSchedule/NoExecute taint the
-pod does not tolerate, the pod's claims still stand. A refusal stops the plan like a failed bind: no further
+the cache as it is *now* — the node still exists, is not cordoned, has no NoSchedule/NoExecute taint the pod
+does not tolerate, still has the labels the pod's node selection needs and the allocatable the plan's pods on
+it need, the pod's claims still stand. A refusal stops the plan like a failed bind: no further
 bind starts, the members not bound are forgotten, and the root is requeued.
 
 * 409 for a pod that turns out to be bound to our node is success (an earlier attempt landed; decided by
