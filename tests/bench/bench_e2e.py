@@ -31,12 +31,17 @@ whole. Then, unless ``--no-baseline``, the same API traffic without the schedule
 emulator: the creates alone, then one binding POST + one Event per pod (what the scheduler
 sends per bound pod) — the emulator's floor for this workload.
 
-**Drains** (``--case NAME``, repeatable, or ``--case all``; ``make bench`` runs all four):
+**Drains** (``--case NAME``, repeatable, or ``--case all``; ``make bench`` runs all five):
 nodes, already-bound pods, PodGroups and pending pods are all created first, then ``gang-scheduler run``
 is started and the driver waits for every pending pod to be bound. Cases (:data:`CASES`): ``gangs4``
 1,000 × 4-pod gangs on 500 nodes; ``plain`` 4,000 group-less pods of ours on 500 nodes; ``gangs64``
 200 × 64-pod gangs on 2,000 nodes; ``gangs4-big`` the 4-pod case on 5,000 nodes with 20,000 pods of
-another scheduler already bound (``startup-50k``, not in ``all``: 5,000 nodes and 50,000 pods). Reported per
+another scheduler already bound (``startup-50k``, not in ``all``: 5,000 nodes and 50,000 pods); ``dra``
+500 nodes each publishing a ResourceSlice of 8 GPUs as the NVIDIA DRA driver does, 250 × 4-pod gangs, each
+gang with a ResourceClaimTemplate and each pod one claim generated from it (the driver plays the
+resourceclaim controller: it creates the claim and names it in the pod's ``status.resourceClaimStatuses``;
+:mod:`tests.bench.dra_workload`), checked as well for every claim allocated on its pod's node, reserved for
+the pod, and no device allocated twice. Reported per
 case: ready and start → first bind (seconds after the launch, and the scheduler's CPU by then: start-up),
 pods bound/s after the first bind, the scheduler's **steady-state CPU per pod** (``/proc`` utime+stime from
 the first bind to the last, divided by the pods bound in that window) and its CPU per pod over the whole
@@ -695,7 +700,8 @@ CASES = {c.name: c for c in (
     Case("startup-50k", nodes=5000, gangs=1000, per_gang=4, prebound=46000),
     Case("dra", nodes=500, gangs=250, per_gang=4, dra=True),
 )}
-"""The four drain workloads (``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load), and
+"""The drain workloads (``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load; ``dra``
+holds 1,000 pods in 4-pod gangs on 500 nodes, each pod with a claim for one GPU), and
 ``startup-50k``: its start-up target's cluster, 5,000 nodes and 50,000 pods (not in ``all``: its setup alone
 takes minutes)."""
 ALL = ("gangs4", "plain", "gangs64", "gangs4-big", "dra")
@@ -1051,7 +1057,7 @@ def main(argv: list[str] | None = None) -> int:
                          "O(requests so far); see BenchApiServer (only practical with --quick)")
     ap.add_argument("--case", action="append", choices=[*CASES, "all"], default=None,
                     help="a drain instead of the burst: everything created first, then the scheduler "
-                         "started (repeatable; 'all' runs the four of the issue, not startup-50k; "
+                         "started (repeatable; 'all' runs every case but startup-50k; "
                          "--nodes/--gangs/--pods-per-gang do not apply)")
     ap.add_argument("--emulator", choices=SHAPES, default="real",
                     help="real (default): HTTPS, objects shaped and sized as a real API server's "
