@@ -765,18 +765,13 @@ async def create_dra(kube: KubeClient, case: Case, concurrency: int, real: bool)
     took["slices"] = time.monotonic() - t0
     t0 = time.monotonic()
 
-    async def member(gang: str, index: int, template: dict[str, Any]) -> None:
-        made = await kube.create(PODS, NS, dra_workload.dra_pod(gang, index, real))
-        claim = await kube.create(RESOURCE_CLAIMS, NS, dra_workload.generated_claim(made, template))
-        await kube.patch(PODS, NS, made["metadata"]["name"],
-                         dra_workload.claim_status_patch(dra_workload.ENTRY, claim["metadata"]["name"]), sub="status")
-
     calls: list[Callable[[], Awaitable[Any]]] = []
     for g in range(case.gangs):
         template = dra_workload.claim_template(gang_name(g))
         calls.append(functools.partial(kube.create, RESOURCE_CLAIM_TEMPLATES, NS, template))
         calls.append(functools.partial(kube.create, PODGROUPS, NS, podgroup(gang_name(g), case.per_gang)))
-        calls += [functools.partial(member, gang_name(g), m, template) for m in range(case.per_gang)]
+        calls += [functools.partial(dra_workload.create_member, kube, gang_name(g), m, template, real)
+                  for m in range(case.per_gang)]
     await bounded(concurrency, calls)
     took["pending pods + claims"] = time.monotonic() - t0
     return took

@@ -2,7 +2,8 @@
 ResourceClaimTemplate per gang, pods claiming one GPU each through it, and the claims the resourceclaim
 controller generates for them.
 
-Every builder is pure (no I/O); ``bench_e2e`` creates what they return. The slice and the class are the
+Every builder is pure (no I/O); ``bench_e2e`` creates what they return, each pod with its claim through
+:func:`create_member`. The slice and the class are the
 driver's own (``tests/data/resourceslices``: an EKS p4d.24xlarge's eight A100s published by
 ``gpu.nvidia.com``, and the class from the driver's Helm chart), re-targeted at each benchmark node.
 The claim and the pod's ``status.resourceClaimStatuses`` entry are what the resourceclaim controller
@@ -21,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from scheduler.client.kube import PODS, RESOURCE_CLAIMS, KubeClient
 from tests.bench import realistic
 from tests.integration.livekit import NS, pod
 
@@ -115,3 +117,16 @@ def generated_claim(created_pod: JSON, template: JSON, entry: str = ENTRY) -> JS
 def claim_status_patch(entry: str, claim: str) -> JSON:
     """The pod ``status`` merge patch naming the generated claim (``status.resourceClaimStatuses``)."""
     return {"status": {"resourceClaimStatuses": [{"name": entry, "resourceClaimName": claim}]}}
+
+
+async def create_member(kube: KubeClient, gang: str, member: int, template: JSON,
+                        real: bool = False) -> tuple[JSON, JSON]:
+    """Create :func:`dra_pod`, then do what the resourceclaim controller does for it: create its claim from
+    ``template`` (:func:`generated_claim`) and name it in the pod's ``status.resourceClaimStatuses``. Returns
+    (the pod as created, the claim as created); raises :class:`~scheduler.client.kube.ApiError` on a refused
+    write."""
+    made = await kube.create(PODS, NS, dra_pod(gang, member, real))
+    claim = await kube.create(RESOURCE_CLAIMS, NS, generated_claim(made, template))
+    await kube.patch(PODS, NS, made["metadata"]["name"], claim_status_patch(ENTRY, claim["metadata"]["name"]),
+                     sub="status")
+    return made, claim

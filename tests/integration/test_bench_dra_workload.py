@@ -33,10 +33,10 @@ async def test_the_dra_drains_objects_are_valid_and_its_gang_is_bound_with_claim
     await kube.create(PODGROUPS, NS, podgroup("g", 4))
     claims: dict[str, str] = {}
     for m in range(4):
-        made = await kube.create(PODS, NS, dra_workload.dra_pod("g", m, real))
-        claim = await kube.create(RESOURCE_CLAIMS, NS, dra_workload.generated_claim(made, template))
-        await kube.patch(PODS, NS, made["metadata"]["name"],
-                         dra_workload.claim_status_patch(dra_workload.ENTRY, claim["metadata"]["name"]), sub="status")
+        made, claim = await dra_workload.create_member(kube, "g", m, template, real)
+        pod = await kube.get(PODS, NS, made["metadata"]["name"])
+        named = claim["metadata"]["name"]
+        assert pod["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName": named}]
         claims[made["metadata"]["name"]] = claim["metadata"]["name"]
         assert claim["metadata"]["name"].startswith(f"{made['metadata']['name']}-gpu-")
         assert claim["metadata"]["ownerReferences"][0]["uid"] == made["metadata"]["uid"]
