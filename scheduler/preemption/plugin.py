@@ -19,6 +19,14 @@ Runs once for a root that the search rejected with code UNSCHEDULABLE, for the w
    (:func:`~scheduler.preemption.units.windows`): one decision costs O(window nodes × victims on them),
    not O(cluster); "not helpful" is only concluded with every usable node read.
 
+**Members above the minimum.** The cycle also calls the plugin when the root's plan satisfies it but leaves
+pending members out (``result.minimum`` is that plan): the same steps, one decision for the root, but a
+what-if counts as a fit only when it places *every* pending member — so the victims are the fewest that
+let all of them in (upstream preempts for every pending member of a group,
+``test/integration/scheduler/preemption/podgrouppreemption_test.go``), or nothing is evicted and the plan
+stands. Likewise a root whose minimum needs victims gets, when victims can make room for every member, the
+victims for all of them in the same decision (not one preemption for the minimum and another after it).
+
 Outcomes are values: a :class:`~scheduler.framework.plan.Preemption`, or the root's
 :class:`~scheduler.framework.plan.Unschedulable` with the PostFilter's message appended (kube puts
 the PostFilter message at the end of the failure). Pure: the live driver times it and records the
@@ -103,7 +111,12 @@ class DefaultPreemption:
         nominated = tuple((p, node) for p in _pending(tree) if (node := p.status.nominated_node_name))
         if self.view.awaiting(tree.key) or self._victims_terminating(tree, snapshot, nominated):
             return Outcome.WAITING, Preemption(tree.key, (), nominated, None, result, prefix + ONGOING)
-        units, chosen = self._choose(tree, snapshot, config, inclusive=False)
+        every = sum(1 for _ in _pending(tree))
+        units, chosen = self._choose(tree, snapshot, config, inclusive=False,
+                                     want=every if result.minimum is not None else 0)
+        if chosen is not None and len(chosen.plan.placements) < every:  # room for all members, if victims allow
+            _, fuller = self._choose(tree, snapshot, config, inclusive=False, want=every)
+            chosen = fuller or chosen
         if not units:
             return Outcome.NO_VICTIMS, None
         if chosen is None:
@@ -122,7 +135,7 @@ class DefaultPreemption:
         return None if chosen is None else chosen.plan
 
     def _choose(self, tree: GroupTree, snapshot: Snapshot, config: SolverConfig, *,
-                inclusive: bool) -> tuple[list[Unit], Selection | None]:
+                inclusive: bool, want: int = 0) -> tuple[list[Unit], Selection | None]:
         """Victims for ``tree``, looked for on growing windows of nodes (:func:`~scheduler.preemption.units.windows`,
         lowest-priority nodes first) until a window's candidates make the tree fit. Returns the candidate units of
         the last window read (empty: no victim anywhere) and the selection (None: no fit even with all of them
@@ -137,7 +150,7 @@ class DefaultPreemption:
             units = candidates(snapshot, tree, self.view, window, inclusive=inclusive, nodes=self.nodes)
             if not units:
                 continue
-            chosen = select(tree, snapshot, units, budgets, config, self.profile, rows)
+            chosen = select(tree, snapshot, units, budgets, config, self.profile, rows, want)
             if chosen is not None:
                 return units, chosen
         return units, None

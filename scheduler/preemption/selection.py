@@ -179,14 +179,15 @@ class PreemptionCost:
 
 
 def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: Sequence[PodDisruptionBudget],
-           config: SolverConfig, profile: Profile = DEFAULT_PROFILE, usable: BoolArray | None = None
-           ) -> Selection | None:
+           config: SolverConfig, profile: Profile = DEFAULT_PROFILE, usable: BoolArray | None = None,
+           want: int = 0) -> Selection | None:
     """Choose the victims among ``units`` for ``tree`` on ``snapshot`` (see the module docstring).
 
     ``units``: the candidate units (``units.candidates``); ``budgets``: the PodDisruptionBudgets;
     ``usable``: the nodes the tree's pods could use at all (None: every node), for the quick capacity
-    bound that spares a solve when the room cannot suffice. Returns the :class:`Selection`, or None when
-    the tree does not fit even with every candidate gone.
+    bound that spares a solve when the room cannot suffice. ``want``: pods a plan must place to count as a fit
+    (beyond satisfying the tree: every pending member, when preempting for members above the minimum).
+    Returns the :class:`Selection`, or None when the tree does not fit even with every candidate gone.
     """
     ordered = sorted(units, key=importance)
     counts = violations(ordered, budgets)
@@ -205,7 +206,7 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
             return snap, None
         steered = dataclasses.replace(profile, scorers=(*profile.scorers, PreemptionCost(whatif.cost(position))))
         result = solve(tree, snap, config, steered)
-        return snap, result if isinstance(result, Plan) else None
+        return snap, result if isinstance(result, Plan) and len(result.placements) >= want else None
 
     def keep_least(count: int) -> None:
         gone[:] = False
@@ -246,6 +247,7 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
             gone[i] = True  # too little room without it: it stays a victim
             continue
         if placements_hold(tree, snap, _on_rows(plan, index, ordered[i].rows) if local else plan, config, profile):
+            # the plan places the same pods still, so it still places ``want``
             reprieved += 1
             continue
         _, alternative = attempt(snap)
