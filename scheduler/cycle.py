@@ -35,7 +35,6 @@ from scheduler.solver.plugins import NOMINATED_FIRST, node_unschedulable, taint_
 from scheduler.solver.plugins.nominated_node import nominated
 from scheduler.solver.search import solve
 
-
 ABOVE_MINIMUM = "{count} pending member(s) above the minimum fit nowhere"
 """The failure PostFilters get for members a plan leaves out (ours)."""
 
