@@ -18,7 +18,9 @@ How (docs/architecture.md, "The solver"):
 * **Topology.** A group with a topology key is placed inside one domain (node label value)
   chosen among those inside its parent's domain; domains whose free capacity, summed over the
   nodes that pass the static filters for some member, cannot hold the group's minimum are
-  pruned, the rest are tried tightest-first (``pack``) or emptiest-first (``spread``); when all are
+  pruned, the rest are tried tightest-first (``pack``) or emptiest-first (``spread``), equal fits the busier
+  first for ``pack`` and the idler for ``spread`` (the share of capacity already allocated: kube ranks by
+  allocation against capacity), then by name; when all are
   pruned, the one with the most room is tried alone, so that the reason comes from its per-node
   verdicts (:mod:`scheduler.solver.diagnosis`). Bound members pin their domain.
 * **Backtracking.** Each group yields its feasible placements one at a time (a generator that
@@ -419,7 +421,12 @@ class _Search:
         kept = [int(d) for d in present if not short[d]]
         if kept:
             reverse = self.config.scoring == "pack"
-            kept.sort(key=lambda d: (-ratios[d] if reverse else ratios[d], doms.values[d]))
+            busy = np.zeros(len(doms.values))  # share of capacity allocated: ties go to the busier (pack) or idler
+            if cols.size and len(kept) > 1:
+                capacity = self._domain_room(len(doms.values), ids, counted, cols, self.table.allocatable)
+                busy = ((capacity - have) / np.maximum(capacity, 1)).sum(axis=1)
+            kept.sort(key=lambda d: (-ratios[d], -busy[d], doms.values[d]) if reverse
+                      else (ratios[d], busy[d], doms.values[d]))
             return [(Domain(key, doms.values[d], len(present)), mask & (ids == d)) for d in kept]
         if not self.explain:
             self.fail(group, 0, f"{describe(group)}: no {key} domain has room for its minimum on the nodes its "
