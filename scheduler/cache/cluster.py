@@ -667,7 +667,7 @@ class Relist:
 def held_room(tree: GroupTree) -> tuple[tuple[Pod, str, int], ...]:
     """The room a partial tree holds: (pending pod, the node its durable intent names, the root's priority).
 
-    Issue 12: a gang with members bound below its minCount keeps the nodes its plan chose for the rest,
+    A gang with members bound below its minCount keeps the nodes its plan chose for the rest,
     against every root of lower or equal priority (as nominated room, kube-scheduler's
     ``addGENominatedPods``), until it is satisfied or torn down. A pod that carries its own
     ``status.nominatedNodeName`` (preemption) is held there instead. Empty for any other tree.

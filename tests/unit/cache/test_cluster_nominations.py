@@ -1,4 +1,4 @@
-"""The cache's in-memory nominations and the priority nominated room is held at (issue 11)."""
+"""The cache's in-memory nominations and the priority nominated room is held at."""
 
 from __future__ import annotations
 
