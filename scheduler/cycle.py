@@ -20,6 +20,7 @@ import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from scheduler.cache.cluster import AssumeError, ClusterCache
 from scheduler.dra.device_snapshot import DraView
@@ -111,6 +112,39 @@ class Attempt:
     @property
     def plan(self) -> Plan | None:
         return self.decision if isinstance(self.decision, Plan) else None
+
+
+class DecisionHandler(Protocol):
+    """What a driver does with one root's decision: the three outcomes of :func:`schedule_one`, each with the
+    :class:`Attempt` that came to it. ``run`` binds through the API, preempts through its preemptor and
+    reports through the status writer (``scheduler.live.driver``); ``simulate`` binds through a recording
+    binder and applies preemptions as their evictions would complete (``scheduler.offline.simulate``). The
+    decision itself is made once, by :class:`CycleRunner`, for both (kube-scheduler's
+    ``schedule_one.go``: the scheduling cycle decides, then binding or PostFilter's nomination acts).
+    Handlers must not raise for a decision they cannot act on: they report it."""
+
+    def on_plan(self, attempt: Attempt, plan: Plan) -> None:
+        """``plan`` (assumed in the cache already) is to be bound."""
+        ...
+
+    def on_preemption(self, attempt: Attempt, preemption: Preemption) -> None:
+        """The root waits for ``preemption``'s victims (or, when it is ``waiting``, for an earlier one's)."""
+        ...
+
+    def on_unschedulable(self, attempt: Attempt, failure: Unschedulable) -> None:
+        """The root does not fit and preemption cannot help: report ``failure`` and retry later."""
+        ...
+
+
+def handle(attempt: Attempt, handler: DecisionHandler) -> None:
+    """Hand ``attempt``'s decision to the matching method of ``handler``."""
+    decision = attempt.decision
+    if isinstance(decision, Plan):
+        handler.on_plan(attempt, decision)
+    elif isinstance(decision, Preemption):
+        handler.on_preemption(attempt, decision)
+    else:
+        handler.on_unschedulable(attempt, decision)
 
 
 @dataclass(frozen=True, slots=True)
