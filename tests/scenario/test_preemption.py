@@ -126,32 +126,25 @@ kind: PodGroup
 metadata: {{name: high, namespace: ml}}
 spec: {{schedulingPolicy: {policy}, priority: 100}}
 {blockers}{members}"""
-BLOCKER = """---
-apiVersion: v1
-kind: Pod
-metadata: {{name: blocker-{i}, namespace: ml}}
-spec:
-  schedulerName: gang-scheduler
-  schedulingGroup: {{podGroupName: blockers}}
-  nodeName: n0
-  containers: [{{name: c, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
-status: {{phase: Running, startTime: "2026-01-01T00:00:00Z"}}
-"""
 MEMBER = """---
 apiVersion: v1
 kind: Pod
-metadata: {{name: high-{i}, namespace: ml}}
+metadata: {{name: {group}-{i}, namespace: ml}}
 spec:
   schedulerName: gang-scheduler
-  schedulingGroup: {{podGroupName: high}}
+  schedulingGroup: {{podGroupName: {group}}}
   containers: [{{name: c, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+"""
+RUNNING_ON_N0 = """  nodeName: n0
+status: {phase: Running, startTime: "2026-01-01T00:00:00Z"}
 """
 
 
 def above_minimum(policy: str, blockers: int, blocker_cpu: str, members: int, member_cpu: str) -> str:
-    return ABOVE_MINIMUM.format(policy=policy,
-                                blockers="".join(BLOCKER.format(i=i, cpu=blocker_cpu) for i in range(blockers)),
-                                members="".join(MEMBER.format(i=i, cpu=member_cpu) for i in range(members)))
+    running = "".join(MEMBER.format(group="blockers", i=i, cpu=blocker_cpu) + RUNNING_ON_N0 for i in range(blockers))
+    return ABOVE_MINIMUM.format(policy=policy, blockers=running,
+                                members="".join(MEMBER.format(group="high", i=i, cpu=member_cpu)
+                                                for i in range(members)))
 
 
 @pytest.mark.parametrize(("policy", "blockers", "blocker_cpu", "members", "member_cpu"), [
@@ -166,7 +159,7 @@ def test_members_above_the_minimum_preempt_too_and_every_member_is_placed(
     doc = simulate_json(tmp_path, above_minimum(policy, blockers, blocker_cpu, members, member_cpu))
     assert len(doc["preemptions"]) == 1
     victims = sorted(v["name"] for v in doc["preemptions"][0]["victims"])
-    assert victims == [f"blocker-{i}" for i in range(blockers)]
+    assert victims == [f"blockers-{i}" for i in range(blockers)]
     assert group(doc, "high")["status"] == "Scheduled"
     assert group(doc, "high")["placements"] == {f"high-{i}": "n0" for i in range(members)}
 
