@@ -32,7 +32,7 @@ from scheduler.framework.status import Code
 from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
-from scheduler.solver.plugins import NOMINATED_FIRST, node_unschedulable, taint_toleration
+from scheduler.solver.plugins import NOMINATED_FIRST, node_affinity, node_unschedulable, taint_toleration
 from scheduler.solver.plugins.nominated_node import nominated
 from scheduler.solver.search import solve
 
@@ -233,17 +233,24 @@ class CycleRunner:
 
         Refused: the node is gone; cordoned (``spec.unschedulable``, unless the pod tolerates
         kube's ``node.kubernetes.io/unschedulable`` taint); tainted NoSchedule/NoExecute against the pod
-        (TaintToleration's rule); a claim the plan allocates for the pod is gone, being deleted, or
-        allocated to other devices than the plan's.
+        (TaintToleration's rule); its labels no longer match the pod's nodeSelector or required node
+        affinity (NodeAffinity's rule); its allocatable no longer holds what is bound and assumed on it, in a
+        resource the pod requests (the plan's own pods are assumed there, so a node whose allocatable shrank
+        mid-plan is refused before any further bind, NodeResourcesFit's rule); a claim the plan allocates for
+        the pod is gone, being deleted, or allocated to other devices than the plan's.
         """
         obj = self.cache.nodes.get(node)
         if obj is None:
             return f"node {node} no longer exists"
         if node_unschedulable.filter_node(pod.spec, obj) is not None:
             return f"node {node} was cordoned"
-        rejected = taint_toleration.filter_node(pod.spec, obj)
+        rejected = taint_toleration.filter_node(pod.spec, obj) or node_affinity.filter_node(pod.spec, obj)
         if rejected is not None:
             return f"node {node}: {'; '.join(rejected.reasons)}"
+        over = self.cache.usage.overcommitted(node, pod.requests)
+        if over:
+            return f"node {node} no longer fits the plan: " + ", ".join(
+                f"{name} {used} requested > {allocatable} allocatable" for name, used, allocatable in over)
         for allocation in plan.allocations:
             if allocation.synthetic or not any(uid == pod.metadata.uid or (kind == "PodGroup"
                                                                            and name == pod.group_name)

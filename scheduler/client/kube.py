@@ -35,6 +35,7 @@ import aiohttp
 import yaml
 from kubernetes_asyncio import client, config
 
+from scheduler.client import decoding
 from scheduler.errors import ClusterConfigError, GangSchedulerError
 from scheduler.model import kinds, podgroup_v1alpha2
 from scheduler.model.kinds import Kind
@@ -165,6 +166,16 @@ DEFAULT_CONNECTIONS = connections_for(16)
 
 LIST_PAGE_SIZE = 500
 """Objects per list page (client-go's reflector default): bounds the raw JSON held during a re-list."""
+
+BOOKMARK_INTERVAL_S = 60.0
+"""How often the API server sends a watch that asked for them a BOOKMARK event (seconds): the watch cache's
+``bookmarkFrequency``, one minute (kube-apiserver ``pkg/storage/cacher``)."""
+WATCH_SILENCE_S = BOOKMARK_INTERVAL_S + 30.0
+"""A watch that received nothing — no event, no bookmark — for this long is taken as dropped (seconds): one
+bookmark interval plus a margin for a busy server. A quiet resource on a server that sends no bookmarks is
+then watched again from its resourceVersion every 1½ minutes, a cheap request."""
+WATCH_DEADLINE_MARGIN_S = 30
+"""How long after its ``timeoutSeconds`` the client gives up on a watch the server did not end (seconds)."""
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
@@ -382,7 +393,7 @@ class KubeClient:
             if not reply:
                 await resp.read()
                 return {}
-            data = await resp.json(content_type=None)
+            data = decoding.loads(await resp.read())
         except (TimeoutError, aiohttp.ClientError, ValueError) as exc:  # body cut off or not JSON
             raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
         finally:
@@ -413,22 +424,26 @@ class KubeClient:
                 return
 
     async def watch(self, res: Resource, resource_version: str, namespace: str | None = None,
-                    timeout_s: int = 300) -> AsyncIterator[JSON]:
+                    timeout_s: int = 300, silence_s: float = WATCH_SILENCE_S) -> AsyncIterator[JSON]:
         """Watch events (``{"type", "object"}``) after ``resource_version``, until the stream ends.
 
         The iterator simply ends when the server closes the stream or the connection drops (the
-        caller resumes from the last resourceVersion it saw). Raises :class:`Gone` for an expired
-        resourceVersion (HTTP 410 or an in-stream ERROR 410), :class:`ApiError` for other failures.
+        caller resumes from the last resourceVersion it saw). Bookmarks are asked for
+        (``allowWatchBookmarks``) and yielded like any event. The server ends the stream after ``timeout_s``
+        (``timeoutSeconds``); the client gives up :data:`WATCH_DEADLINE_MARGIN_S` later if it has not, and
+        as soon as nothing at all — not even a bookmark — arrived for ``silence_s`` seconds: a watch that
+        stays open but silent is taken as dropped. Raises :class:`Gone` for an expired resourceVersion
+        (HTTP 410 or an in-stream ERROR 410), :class:`ApiError` for other failures.
         """
         query = [("watch", "true"), ("resourceVersion", resource_version), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", str(timeout_s))]
-        resp = await self._send("GET", res.path(namespace), query,
-                                timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout_s + 30))
+        resp = await self._send("GET", res.path(namespace), query, timeout=aiohttp.ClientTimeout(
+            total=timeout_s + WATCH_DEADLINE_MARGIN_S, sock_read=silence_s))
         try:
             async for line in resp.content:
                 if not line.strip():
                     continue
-                event = json.loads(line)
+                event = decoding.loads(line)
                 if event.get("type") == "ERROR":
                     obj = event.get("object") or {}
                     raise _error(int(obj.get("code") or 500), str(obj.get("reason", "")), str(obj.get("message", "")))

@@ -52,6 +52,7 @@ from scheduler.live.informers import Informer
 from scheduler.live.leader import LeaderElector
 from scheduler.live.metrics import Metrics
 from scheduler.live.preemptor import Preemptor, TimedPreemption
+from scheduler.live.refusals import RefusalReporter
 from scheduler.live.repair import GangRepairer
 from scheduler.live.reporter import Reporter
 from scheduler.live.reservations import Reservations
@@ -146,12 +147,15 @@ class Scheduler:
         self.health_port: int | None = None
         """The port /healthz, /readyz and /metrics are served on, once started (``--bind-address`` may say 0)."""
         self.repair = GangRepairer(settings, self.cache, self.status, self.metrics, self.preemptor, self.spawn,
-                                   lambda key: key in self._binding)
+                                   lambda key: key in self._binding, wake=self.wake.set)
         """Partial roots, since when, and the timeout's action (gang repair)."""
         self.reporter = Reporter(self.cache, self.status, self.conditions, self.metrics, self.spawn, self._allowed)
         """Reasons on the pods and groups of roots not placed; the queue gauges."""
         self.unhonoured = UnhonouredFields(settings.scheduler_name, self.cache, self.status, self.spawn)
         """Warning Events for what the scheduler does not honour, once per object."""
+        self.metrics.track_status_queue("pods", self.reporter.writes)
+        self.metrics.track_status_queue("groups", self.conditions)
+        self.cache.on_refused = RefusalReporter(self.metrics, self.status, self.spawn, lambda: self.leading)
 
     @property
     def podgroups(self) -> PodGroupApi:
@@ -240,6 +244,7 @@ class Scheduler:
                 return
             await self.start_informers()
             self.spawn(self.conditions.run(), "group-status")
+            self.spawn(self.reporter.writes.run(), "pod-status")
             if self.elector is not None:
                 self.spawn(self.elector.run(), "leader-election")
                 self.spawn(self._watch_leadership(), "leader-wake")
