@@ -10,7 +10,9 @@ with a ``Status`` that the typed method fails to deserialise, kubernetes-client/
 never trusts the environment — the proxy the environment names for the API server is read once
 (:func:`proxy_from_env`) — on a connector sized to the binds in flight (per request,
 ``call_api`` walked every header and body through ``sanitize_for_serialization``, and its session
-read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran).
+read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran). JSON is read and
+written by pydantic-core (``from_json`` / ``to_json``, a Rust parser already installed with pydantic): a watch
+event of a real-sized pod (2.5–4 KB) decodes in about half the time ``json.loads`` takes.
 
 Errors: every non-2xx answer raises :class:`ApiError` (or :class:`NotFound` / :class:`Conflict`);
 ``ApiError.retryable`` is True for 429, 5xx and transport failures, where a retry can help.
@@ -32,6 +34,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
+import pydantic_core
 import yaml
 from kubernetes_asyncio import client, config
 
@@ -338,7 +341,7 @@ class KubeClient:
     async def _send(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
                     body: Any = None, content_type: str = "application/json",
                     timeout: float | aiohttp.ClientTimeout = 30.0) -> aiohttp.ClientResponse:
-        """One HTTP request on the event loop: the body serialised with ``json.dumps``, the bearer token from the
+        """One HTTP request on the event loop: the body serialised to JSON bytes (pydantic-core), the bearer token from the
         configuration (its refresh hook runs first: exec plugins, a rotated service-account token), the
         kubeconfig's ``proxy-url`` (else the environment's proxy, :func:`proxy_from_env`) and ``tls-server-name``
         applied. kubernetes-asyncio's ``call_api`` did the same
@@ -352,8 +355,8 @@ class KubeClient:
         url = f"{cfg.host}{path}" + ("?" + urlencode(query) if query else "")
         try:
             resp = await self.session.request(
-                method, url, headers=headers, data=None if body is None else json.dumps(body),
-                timeout=timeout if isinstance(timeout, aiohttp.ClientTimeout) else aiohttp.ClientTimeout(total=timeout),
+                method, url, headers=headers, data=None if body is None else pydantic_core.to_json(body),
+                timeout=timeout if isinstance(timeout, aiohttp.ClientTimeout) else _total(timeout),
                 proxy=cfg.proxy or self._env_proxy, proxy_headers=cfg.proxy_headers or None,
                 server_hostname=cfg.tls_server_name or None)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -382,7 +385,8 @@ class KubeClient:
             if not reply:
                 await resp.read()
                 return {}
-            data = await resp.json(content_type=None)
+            raw = await resp.read()
+            data = pydantic_core.from_json(raw) if raw.strip() else None
         except (TimeoutError, aiohttp.ClientError, ValueError) as exc:  # body cut off or not JSON
             raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
         finally:
@@ -428,7 +432,7 @@ class KubeClient:
             async for line in resp.content:
                 if not line.strip():
                     continue
-                event = json.loads(line)
+                event = pydantic_core.from_json(line)
                 if event.get("type") == "ERROR":
                     obj = event.get("object") or {}
                     raise _error(int(obj.get("code") or 500), str(obj.get("reason", "")), str(obj.get("message", "")))
@@ -509,6 +513,12 @@ def api_client(cfg: client.Configuration, connections: int) -> client.ApiClient:
     api = client.ApiClient(cfg)
     api.user_agent = USER_AGENT  # a caller may set its own (``api.user_agent``): every request sends it
     return api
+
+
+@functools.cache
+def _total(seconds: float) -> aiohttp.ClientTimeout:
+    """A request timeout of ``seconds`` in all, made once per value (a request's timeout is read, never changed)."""
+    return aiohttp.ClientTimeout(total=seconds)
 
 
 def _error(status: int, reason: str, message: str) -> ApiError:

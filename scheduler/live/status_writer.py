@@ -51,6 +51,7 @@ the server refuse every Event (logged, not checked here).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
@@ -617,7 +618,13 @@ def event_name(regarding: str, unix_ns: int) -> str:
 def micro_time(unix_ns: int) -> str:
     """``metav1.MicroTime`` JSON for ``unix_ns`` (UTC, six fractional digits: ``2026-11-29T10:00:00.123456Z``)."""
     seconds, rest = divmod(unix_ns, 1_000_000_000)
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{rest // 1000:06d}Z"
+    return _utc_second(seconds) + f".{rest // 1000:06d}Z"
+
+
+@functools.lru_cache(maxsize=8)
+def _utc_second(seconds: int) -> str:
+    """``2026-11-29T10:00:00`` for a Unix time in seconds; remembered, as the Events of one second share it."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def truncate_utf8(text: str, limit_bytes: int) -> str:
