@@ -534,7 +534,7 @@ class Scheduler:
             if not pods or (isinstance(spec, dict) and spec.get("schedulerName") == ours):
                 meta = raw.get("metadata") or {}
                 uid = str(meta.get("uid") or f"{res.kind}/{meta.get('namespace')}/{meta.get('name')}")
-                if pods and spec.get("nodeName"):  # bound: warned of while pending, if ever; nothing to look for
+                if pods and isinstance(spec, dict) and spec.get("nodeName"):  # bound: warnings are for pending pods
                     self._unknown.pop(uid, None)
                     return raw if decode is None else decode(raw)
                 found = unknown_fields(raw, shape)
