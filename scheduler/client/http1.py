@@ -1,4 +1,5 @@
-"""Keep-alive HTTP/1.1 connections for the writes sent once per pod: a bind and its ``Scheduled`` Event.
+"""Keep-alive HTTP/1.1 connections for the API writes: above all those sent once per pod, a bind and its
+``Scheduled`` Event; also status PATCHes, the durable intent, evictions and claims.
 
 Why not aiohttp for these: each aiohttp request builds a ``ClientRequest`` and a ``ClientResponse``, a
 ``TimerContext``, a connector acquisition with its own timeout, and (on Python 3.11) a task that writes the
@@ -7,8 +8,8 @@ of client CPU per ``POST pods/{name}/binding``; the same request written as one 
 connection, its reply parsed in :meth:`_Connection.data_received`, costs about 100 µs. With two such
 requests per plain pod, the difference is a third of the scheduler's CPU per pod. client-go spends far
 less per request (one HTTP/2 connection multiplexing them); no maintained asyncio HTTP/2 client is
-available to us, so the per-pod writes get this narrow path and everything else (reads, lists, watches,
-PATCHes whose reply is decoded) stays on aiohttp.
+available to us, so writes, whose replies are one object or a ``Status``, get this narrow path, and reads,
+lists and watches (large, streamed replies) stay on aiohttp.
 
 What it speaks: HTTP/1.1 (RFC 9112) requests with a ``Content-Length`` body, one request at a time per
 connection; replies framed by ``Content-Length``, ``Transfer-Encoding: chunked`` or the end of the

@@ -255,7 +255,7 @@ class KubeClient:
         self._session: aiohttp.ClientSession | None = None
         self._env_proxy = proxy_from_env(api.configuration.host or "")
         self._writes = write_pool(api.configuration, proxied=bool(api.configuration.proxy or self._env_proxy))
-        """The binds' and Events' connections (:mod:`scheduler.client.http1`); None behind a proxy."""
+        """The writes' connections (:mod:`scheduler.client.http1`): binds, Events, PATCHes; None behind a proxy."""
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -374,10 +374,10 @@ class KubeClient:
         return resp
 
     async def _write(self, writes: Writes, method: str, path: str, query: list[tuple[str, str]] | None,
-                     body: Any, content_type: str, timeout_s: float = 30.0) -> None:
-        """:meth:`_send` for a request whose reply is not read (a bind, a created Event), on :attr:`_writes`: the same
-        headers and token, written as one buffer on a kept HTTP/1.1 connection. Raises :class:`ApiError` (0 for a
-        transport failure or a timeout)."""
+                     body: Any, content_type: str, timeout_s: float = 30.0) -> bytes:
+        """:meth:`_send` for a write (POST, PUT, PATCH, DELETE: its reply is one object or a ``Status``) on
+        :attr:`_writes`: the same headers and token, written as one buffer on a kept HTTP/1.1 connection. Returns
+        the reply's body. Raises :class:`ApiError` (0 for a transport failure or a timeout)."""
         api = self.api
         headers = {**api.default_headers, "Accept": "application/json", "Content-Type": content_type}
         if api.cookie:
@@ -396,17 +396,25 @@ class KubeClient:
             raise ApiError(0, type(exc).__name__, str(exc)) from exc
         if status >= 300:
             raise _failure(status, reason, reply.decode(errors="replace"))
+        return reply
 
     async def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
                       body: Any = None, content_type: str = "application/json", lane: Lane = Lane.NORMAL,
                       reply: bool = True) -> JSON:
         """One rate-limited request in ``lane``; returns the decoded JSON body. Raises :class:`ApiError`.
         ``reply=False``: the caller does not read the answer (a bind's ``Status``, a created Event): it is read
-        to the end, so the connection is kept, but not decoded, and ``{}`` is returned."""
+        to the end, so the connection is kept, but not decoded, and ``{}`` is returned. Writes go on
+        :attr:`_writes` (unless behind a proxy), reads on aiohttp."""
         await self.limiter.acquire(lane)
-        if not reply and self._writes is not None:
-            await self._write(self._writes, method, path, query, body, content_type)
-            return {}
+        if method != "GET" and self._writes is not None:
+            raw = await self._write(self._writes, method, path, query, body, content_type)
+            if not reply:
+                return {}
+            try:
+                data = pydantic_core.from_json(raw) if raw.strip() else None
+            except ValueError as exc:
+                raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
+            return data if isinstance(data, dict) else {}
         resp = await self._send(method, path, query, body, content_type)
         try:
             if not reply:
@@ -559,7 +567,7 @@ class Writes:
 
 
 def write_pool(cfg: client.Configuration, *, proxied: bool) -> Writes | None:
-    """The binds' and Events' connections to ``cfg.host`` (:class:`~scheduler.client.http1.WritePool`), as many as
+    """The writes' connections to ``cfg.host`` (:class:`~scheduler.client.http1.WritePool`), as many as
     the configuration's ``connection_pool_maxsize``, with the TLS kubernetes-asyncio's ``RESTClientObject`` sets up
     (its CA, client certificate, ``verify_ssl``, ``disable_strict_ssl_verification``) and ``tls_server_name``.
     None when requests go through a proxy or the host is not an http(s) URL: then everything goes through aiohttp."""

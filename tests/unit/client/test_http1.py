@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.client.http1 import ProtocolError, WritePool, _dechunk
-from scheduler.client.kube import ApiError, Conflict, KubeClient
+from scheduler.client.kube import PODGROUPS, ApiError, Conflict, KubeClient
 
 Answer = Callable[[bytes], bytes | None]
 """The raw reply to one request (its bytes, head and body); None: say nothing."""
@@ -208,3 +208,17 @@ def test_dechunk_reassembles_any_split_and_waits_for_the_end(body: bytes, sizes:
     assert _dechunk(bytearray(message)) == body
     if cut < len(message):  # any prefix is incomplete, never a wrong body
         assert _dechunk(bytearray(message[:cut])) is None
+
+
+async def test_kube_client_decodes_a_write_reply_and_keeps_reads_on_aiohttp() -> None:
+    patched = b'{"kind":"PodGroup","metadata":{"name":"g","resourceVersion":"7"}}'
+    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+               + f"{len(patched):x}\r\n".encode() + patched + b"\r\n0\r\n\r\n")
+    async with RawServer(lambda _: chunked) as server:
+        kube = KubeClient.for_host(f"http://127.0.0.1:{server.port}")
+        obj = await kube.patch(PODGROUPS, "ns", "g", {"status": {}})
+        await kube.get(PODGROUPS, "ns", "g")  # aiohttp: a connection of its own
+        await kube.close()
+    assert obj == {"kind": "PodGroup", "metadata": {"name": "g", "resourceVersion": "7"}}
+    assert [r.split(b" ", 1)[0] for r in server.requests] == [b"PATCH", b"GET"] and server.connections == 2
+    assert b"Content-Type: application/merge-patch+json" in server.requests[0]
