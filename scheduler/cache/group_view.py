@@ -30,12 +30,12 @@ class CacheGroupView:
         self._awaiting = awaiting
 
     def membership(self, pod: Pod) -> Membership:
-        return self.cache.groups.membership(pod)
+        return self.cache.groups.chains.membership(pod)
 
     def unit_pods(self, unit: GroupKey) -> Iterable[Pod]:
         groups = self.cache.groups
-        for ns, name in groups.leaves_under(unit):
-            for pod in groups.members(ns, name).values():
+        for ns, name in groups.structure.leaves_under(unit):
+            for pod in groups.members.of(ns, name).values():
                 if pod.is_bound:
                     yield pod
 
@@ -44,10 +44,10 @@ class CacheGroupView:
         if obj is None:
             return None
         policy: str | None = obj.spec.preemption_policy
-        return policy or self.cache.groups.class_policy(obj.spec.priority_class_name)
+        return policy or self.cache.groups.priorities.class_policy(obj.spec.priority_class_name)
 
     def pod_preemption_policy(self, pod: Pod) -> str | None:
-        return pod.spec.preemption_policy or self.cache.groups.class_policy(pod.spec.priority_class_name)
+        return pod.spec.preemption_policy or self.cache.groups.priorities.class_policy(pod.spec.priority_class_name)
 
     def budgets(self) -> Sequence[PodDisruptionBudget]:
         found = self.cache.budgets

@@ -149,7 +149,7 @@ class NodeUsage:
         ``namespaces`` are the same objects); ``namespaces``: name → labels of the known namespaces.
 
         ``priority``: the priority a nominated pod holds its room at (the cache passes its group's,
-        :meth:`~scheduler.groups.index.GroupIndex.effective_priority`); None: ``spec.priority``.
+        :meth:`~scheduler.groups.chains.GroupChains.effective_priority`); None: ``spec.priority``.
         """
         hit = self._snapshot
         if (hit is not None and hit.dra is dra and hit.volumes is volumes

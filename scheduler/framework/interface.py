@@ -21,7 +21,12 @@ PreFilter          once per signature per solve: what the Filter needs; may rest
 Filter             copies allowed per candidate node given the plan so far (≥ 0)
 Score              0–100 per candidate node; weighted and added before the packing order
 Reserve/Unreserve  commit a placement to the plugin's cycle state / take it back (idempotent
-                   per journal entry; Unreserve runs only for entries Reserve returned)
+                   per journal entry; Unreserve runs only for entries Reserve returned); the first
+                   may reserve fewer than allowed (ShortReserve: device allocation)
+Shared             hold what a leaf's members hold in common (a group's claims) one way after
+                   another, each way tried with the leaf's placement under it
+Outcome            once a plan is found: the plan's fields a plugin fills (claim allocations, volume
+                   bindings) and the notes every reason quotes
 PostFilter         after a root failed: may find room (preemption), or nothing
 PreBind            live only (``scheduler.live``): API writes that must land before the first bind
 =================  ===========================================================================
@@ -34,13 +39,13 @@ code, never on the message.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.node_table import BoolArray, IntArray, StaticFit
-from scheduler.framework.plan import Decision, SolverConfig, Unschedulable
+from scheduler.framework.plan import Decision, PlanFields, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.model.node import Node
@@ -194,6 +199,58 @@ class ReservePlugin(Protocol):
     def reserve(self, state: CycleState, sig: Signature, row: int, pods: tuple[Pod, ...]) -> tuple[int, Any]: ...
 
     def unreserve(self, state: CycleState, placement: Placement, token: Any) -> None: ...
+
+
+class ShortReservePlugin(ReservePlugin, Protocol):
+    """A Reserve plugin that may reserve fewer copies than every Filter allowed (device allocation, which the
+    Filter can only bound): it must be the profile's first Reserve plugin, so the others never reserve copies it
+    dropped. The search offers a node that fell short no more copies of that signature."""
+
+    def shortfall_reason(self) -> str:
+        """The histogram reason for nodes every Filter allowed where this plugin still reserved nothing."""
+        ...
+
+
+class SharedResourcePlugin(Protocol):
+    """Resources a group holds in common: allocated once for all of a leaf's members, not per pod (DRA: a
+    PodGroup's ``spec.resourceClaims``, or a claim several pods name — KEP-4671's group claims).
+
+    :meth:`held_in_common` lists what the leaf's pending pods hold together (empty: nothing; the search then
+    places the leaf directly, and asks no more). Otherwise the search places the leaf once per way
+    :meth:`hold` yields: each yield keeps one way of holding ``held`` applied in the plugin's cycle state
+    while the generator is suspended (so its Filter restricts the members to the nodes that way allows, and
+    the plan's outcome includes it), and resuming it releases that way before the next. Ways are limited to
+    what some node in ``mask`` (``(N,)``, the leaf's nodes) reaches. When it yields nothing,
+    :meth:`unheld_reason` is the leaf's reason (the search adds the group's name, domain and the solve's notes).
+    Generic in the held item's type; the search only passes items back.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def held_in_common(self, state: CycleState, pending: Sequence[Pod]) -> Sequence[Any]: ...
+
+    def hold(self, state: CycleState, group_name: str, held: Sequence[Any], mask: BoolArray) -> Iterator[None]: ...
+
+    def unheld_reason(self, state: CycleState, held: Sequence[Any]) -> str: ...
+
+
+class OutcomePlugin(Protocol):
+    """What a plugin's decisions add to a solve's outcome beyond the placements.
+
+    :meth:`plan_fields`: the :class:`~scheduler.framework.plan.Plan` fields it fills from its cycle state once
+    the search found a plan (the writes the binder makes before the first bind — kube's PreBind reads them from
+    the cycle state; ours outlives the cycle, so they travel in the plan). :meth:`notes`: messages the solve met
+    that every reason of it quotes (DRA's CEL selector errors), sorted; empty when none. Both read the state
+    only.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def plan_fields(self, state: CycleState) -> PlanFields: ...
+
+    def notes(self, state: CycleState) -> Sequence[str]: ...
 
 
 class PostFilterPlugin(Protocol):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from scheduler.framework.status import Code
 from scheduler.model.pod import Pod
@@ -74,6 +74,14 @@ class VolumeClaimBinding:
     node: str
     volume: str | None = None
     pods: tuple[str, ...] = ()
+
+
+class PlanFields(TypedDict, total=False):
+    """The :class:`Plan` fields an :class:`~scheduler.framework.interface.OutcomePlugin` fills: what the binder
+    writes before the first bind, by the plugin that decided it."""
+
+    allocations: tuple[ClaimAllocation, ...]
+    volumes: tuple[VolumeClaimBinding, ...]
 
 
 @dataclass(frozen=True, slots=True)

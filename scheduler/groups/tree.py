@@ -172,7 +172,7 @@ class GroupTree:
     @property
     def partial(self) -> bool:
         """Some members are bound but the root is not satisfied by them: the gang holds nodes it cannot use
-        yet (a bind failed, the scheduler stopped mid-plan, or a running gang lost members). Issue 12: such a
+        yet (a bind failed, the scheduler stopped mid-plan, or a running gang lost members). Such a
         tree's intended room is held for it and it is tried before every other root."""
         return self.bound_count > 0 and not self.root.satisfied
 

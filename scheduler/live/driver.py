@@ -31,22 +31,20 @@ import gc
 import logging
 import socket
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
 from scheduler.client.discovery import GroupApis, discover_group_apis, watched_resources
-from scheduler.client.kube import ApiError, KubeClient, Resource
+from scheduler.client.kube import ApiError, KubeClient
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.config import Settings, own_namespace
 from scheduler.cycle import Attempt, BindResult, CycleRunner, Failure
 from scheduler.dra.writes import ClaimWrite
 from scheduler.framework.events import ClusterEvent
-from scheduler.framework.plan import Plan, Preemption, Unschedulable
+from scheduler.framework.plan import Plan, Preemption
 from scheduler.groups.intent import parse_intent
-from scheduler.groups.tree import GroupTree, Leaf, TreeState, walk
+from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.live.binder import Binder, BindOutcome
 from scheduler.live.group_conditions import GroupConditions
 from scheduler.live.health import HealthServer
@@ -54,17 +52,17 @@ from scheduler.live.informers import Informer
 from scheduler.live.leader import LeaderElector
 from scheduler.live.metrics import Metrics
 from scheduler.live.preemptor import Preemptor, TimedPreemption
-from scheduler.live.repair import GANG_BELOW_MIN, GangRepair, below_min_message, teardown_unit
-from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, EVENT_UNHONOURED, StatusWriter
+from scheduler.live.repair import GangRepairer
+from scheduler.live.reporter import Reporter
+from scheduler.live.reservations import Reservations
+from scheduler.live.status_writer import StatusWriter
+from scheduler.live.tasks import Tasks
+from scheduler.live.unhonoured import UnhonouredFields
 from scheduler.live.volume_binder import ClaimChanges, ClaimSource
-from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
-from scheduler.model.scheduling import GroupKey, PodGroup
-from scheduler.model.strict import SHAPES, unknown_fields
+from scheduler.model.scheduling import GroupKey
 from scheduler.preemption import DefaultPreemption
-from scheduler.preemption.starvation import Reservation, StarvationGuard
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
-from scheduler.solver.unsupported import Context, unhonoured
 
 log = logging.getLogger(__name__)
 
@@ -72,15 +70,22 @@ DISCOVERY_RETRY_S = 10.0
 """Pause between API discovery attempts while the PodGroup API is missing, seconds."""
 SHUTDOWN_GRACE_S = 10.0
 """How long in-flight binds may finish after SIGTERM, seconds (well inside a pod's 30 s grace)."""
-Decode = Callable[[Mapping[str, Any]], Mapping[str, Any]]
-"""What an informer applies to each object it receives before the cache sees it."""
-MAX_WARNED_PODS = 65536
-"""Pods remembered as warned about unhonoured fields (oldest forgotten first; a forgotten pod is warned again)."""
-
 
 
 class Scheduler:
-    """One scheduler process. ``identity`` names it in the Lease and in events."""
+    """One scheduler process. ``identity`` names it in the Lease and in events.
+
+    Longer than our ~300-line rule, on purpose: it is the wiring (``__init__`` builds every part and says what
+    each holds) and the order the parts run in — startup, the loop, routing what changed, acting on a decision,
+    the end of a bind — which one place should show. What each part does lives in its own module: gang repair
+    (:class:`~scheduler.live.repair.GangRepairer`), starvation reservations
+    (:class:`~scheduler.live.reservations.Reservations`), reasons and gauges
+    (:class:`~scheduler.live.reporter.Reporter`), warnings for what is not honoured
+    (:class:`~scheduler.live.unhonoured.UnhonouredFields`), background tasks (:class:`~scheduler.live.tasks.Tasks`),
+    preemption (:class:`~scheduler.live.preemptor.Preemptor`), binding (:class:`~scheduler.live.binder.Binder`),
+    conditions and Events (:class:`~scheduler.live.group_conditions.GroupConditions`,
+    :class:`~scheduler.live.status_writer.StatusWriter`).
+    """
 
     def __init__(self, settings: Settings, kube: KubeClient, *, identity: str | None = None) -> None:
         self.settings = settings
@@ -108,21 +113,17 @@ class Scheduler:
         self.wake = asyncio.Event()
         self.events: list[ClusterEvent] = []
         """Cluster events not routed yet."""
-        self.tasks: set[asyncio.Task[Any]] = set()
+        self.tasks = Tasks()
+        self.spawn = self.tasks.spawn
+        """Start a named background task whose failure is logged at once (kopf's guarded tasks)."""
         self.api_problem: str | None = "API discovery has not run yet"
         self.groups = GroupApis(None, False)
         """The PodGroup APIs served (:meth:`discover`): the workload API's (:attr:`podgroups`), scheduler-plugins'."""
-        self._reported: dict[GroupKey, str] = {}
-        """Root → the message last reported for it (Waiting, Invalid, Unschedulable): a Waiting or Invalid
-        tree is logged and reported on its pods once per change."""
         self._binding: set[GroupKey] = set()
         """Roots whose plan is being bound now."""
-        self.repair = GangRepair(settings.gang_repair_timeout_s)
-        """Partial roots and since when (gang repair)."""
         self.conditions = GroupConditions(self.cache, self.status, lambda key: key in self._binding,
                                           fence=lambda: self.leading)
         """The level-triggered group conditions, written by the task ``group-status``."""
-        self._orphans_reported: dict[str, str] = {}
         self._resync = True
         """Route every tree again on the next refresh (a new term as leader starts from the cache)."""
         self.cycles = 0
@@ -135,20 +136,20 @@ class Scheduler:
         self.preemption = DefaultPreemption(CacheGroupView(self.cache, self.preemptor.awaiting))
         """Victim selection; also finds a starving root's best plan (the starvation guard works without
         ``--preemption``)."""
-        self.starvation = StarvationGuard(settings.starvation_after_s, settings.reservation_s)
+        self.reservations = Reservations(settings, self.cache, self.status, self.metrics, self.preemptor,
+                                         self.preemption, self.spawn)
+        """Starvation reservations: the guard's books and the nodes held for a starving root."""
         self.cycle = CycleRunner(self.cache, settings.solver(),
                            (TimedPreemption(self.preemption, self.metrics),) if settings.preemption else ())
         self.health_port: int | None = None
         """The port /healthz, /readyz and /metrics are served on, once started (``--bind-address`` may say 0)."""
-        self._blocked: dict[GroupKey, GroupTree] = {}
-        """Waiting and Invalid trees of ours, for the queue gauges."""
-        self._warned: dict[str, None] = {}
-        """Uids of pods (and PodGroups) warned about fields no plugin honours (once per object), oldest first."""
-        self._not_honoured: dict[GroupKey, str] = {}
-        """PodGroups whose spec holds something not honoured (a v1.36 ``disruptionMode`` we do not know) → what."""
-        self._unknown: dict[str, str] = {}
-        """Uid → the fields the v1.37 API does not know in a pod of ours, a PodGroup or a CompositePodGroup, as the
-        watch delivered it (:meth:`_checked`); the newest :data:`MAX_WARNED_PODS`."""
+        self.repair = GangRepairer(settings, self.cache, self.status, self.metrics, self.preemptor, self.spawn,
+                                   lambda key: key in self._binding)
+        """Partial roots, since when, and the timeout's action (gang repair)."""
+        self.reporter = Reporter(self.cache, self.status, self.conditions, self.metrics, self.spawn, self._allowed)
+        """Reasons on the pods and groups of roots not placed; the queue gauges."""
+        self.unhonoured = UnhonouredFields(settings.scheduler_name, self.cache, self.status, self.spawn)
+        """Warning Events for what the scheduler does not honour, once per object."""
 
     @property
     def podgroups(self) -> PodGroupApi:
@@ -171,20 +172,7 @@ class Scheduler:
     def leading(self) -> bool:
         return self.elector is None or self.elector.leading.is_set()
 
-    # -- tasks ---------------------------------------------------------------------
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
-        """Start a named background task whose failure is logged at once (kopf's guarded tasks)."""
-        task = asyncio.create_task(coro, name=name)
-        self.tasks.add(task)
-
-        def done(t: asyncio.Task[Any]) -> None:
-            self.tasks.discard(t)
-            if not t.cancelled() and t.exception() is not None:
-                log.error("task %s failed", name, exc_info=t.exception())
-
-        task.add_done_callback(done)
-        return task
-
+    # -- routing -------------------------------------------------------------------
     def on_change(self, events: list[ClusterEvent]) -> None:
         """Informer callback: remember what changed and wake the loop (and binds waiting for their claims)."""
         if events:
@@ -220,8 +208,10 @@ class Scheduler:
     async def start_informers(self) -> None:
         resources = await watched_resources(self.kube, self.settings.preemption, self.groups)
         for res in resources:
-            decode = self.podgroups.informer_decode(self._podgroup_problems) if res is self.podgroups.resource else None
-            informer = Informer(self.kube, res, self.cache, self.on_change, decode=self._checked(res, decode))
+            decode = (self.podgroups.informer_decode(self.unhonoured.podgroup_problems)
+                      if res is self.podgroups.resource else None)
+            informer = Informer(self.kube, res, self.cache, self.on_change,
+                                decode=self.unhonoured.checked(res, decode))
             self.informers.append(informer)
             self.metrics.track_informer(res.plural, informer)
             self.spawn(informer.run(), f"informer/{res.plural}")
@@ -289,8 +279,8 @@ class Scheduler:
         between roots, so watch events and binds keep flowing)."""
         loop = asyncio.get_running_loop()
         self._refresh(loop.time())
-        self._expire_reservations(loop.time())
-        self._repair_due(loop.time())
+        self.reservations.expire(loop.time())
+        self.repair.act_due(loop.time())
         while not stop.is_set() and self.leading:
             key = self.queue.pop(loop.time())
             if key is None:
@@ -305,73 +295,10 @@ class Scheduler:
             self.cycles += 1
             await asyncio.sleep(0)
             self._refresh(loop.time())
-        self._record_queues()
-
-    # -- gang repair (scheduler.live.repair) ----------------------------------------------------------
-    def _observe_partial(self, key: GroupKey, tree: GroupTree | None, now: float) -> None:
-        """Track root ``key`` as partial or not; count a partial gang satisfied again as repaired. A root whose
-        plan is being bound is judged when its binder ends (its assumed members are not bound yet)."""
-        if key in self._binding:
-            return
-        since: datetime | None = None
-        if tree is not None and tree.partial and key not in self.repair.partial and key.kind != "Pod":
-            obj = self.cache.group(key.kind, key.namespace, key.name)
-            cond = next((c for c in obj.status.conditions if c.type == GANG_BELOW_MIN and c.is_true), None) \
-                if obj is not None else None
-            since = cond.last_transition_time if cond is not None else None
-            log.warning("root=%s result=Partial %s", key, below_min_message(tree))
-        if self.repair.observe(key, tree, now, since):
-            log.info("root=%s result=Repaired the gang is satisfied again", key)
-            self.metrics.gang_repair("completed")
-        self.metrics.gangs_below_min.set(len(self.repair.partial))
-
-    def _repair_due(self, now: float) -> None:
-        """Act on the partial roots past ``--gang-repair-timeout-s``: tear down a ``disruptionMode: all`` gang
-        whole (its bound members evicted), report a ``single`` one."""
-        for key in self.repair.expired(now):
-            tree = self.cache.tree(key)
-            if tree is None or not tree.partial:
-                self.repair.observe(key, tree, now)
-                continue
-            if key in self._binding:
-                continue  # a plan is being bound: judged when it ends
-            self.repair.acted(key)
-            obj = self.cache.group(key.kind, key.namespace, key.name)
-            what = below_min_message(tree)
-            after = f"for {self.settings.gang_repair_timeout_s:.0f} s"
-            unit = teardown_unit(tree, lambda k: self.cache.group(k.kind, k.namespace, k.name))
-            if unit is None:
-                message = (f"{what} {after}; disruptionMode single: left as it is (its members keep running; "
-                           "it is completed when room appears)")
-                log.warning("root=%s result=BelowMin %s", key, message)
-                self.metrics.gang_repair("reported")
-                if obj is not None:
-                    self.spawn(self.status.group_warning(obj, EVENT_GANG_BELOW_MIN, message), f"status/{key}")
-                continue
-            victims = [p for leaf in unit.leaves() for b in leaf.bound
-                       if b.key not in self.cache.assumed and (p := self.cache.pod(b.key)) is not None]
-            message = (f"{self.settings.scheduler_name}: tearing down {unit.key.kind} {unit.key.namespace}/"
-                       f"{unit.key.name}: {what} {after}; its {len(victims)} bound member(s) are evicted so that "
-                       "it can be placed again whole (disruptionMode all)")
-            log.warning("root=%s result=TornDown %s", key, message)
-            self.metrics.gang_repair("torn_down")
-            unit_obj = self.cache.group(unit.key.kind, unit.key.namespace, unit.key.name)
-            self.preemptor.tear_down(key, unit_obj, victims, message)
-            if obj is not None:
-                self.spawn(self.status.group_warning(obj, EVENT_GANG_TORN_DOWN, message), f"status/{key}")
-
-    def _record_queues(self) -> None:
-        """Set the pending-pods / queued-entities gauges from the queue and the trees."""
-        trees = self.cache.groups.trees
-        active = [t for k in self.queue.ready.queued() if (t := trees.get(k)) is not None]
-        backoff = [t for k in self.queue.backing_off if (t := trees.get(k)) is not None]
-        self.metrics.set_queues(active, backoff, self._blocked.values(), len(self._allowed_orphans()))
+        self.reporter.record_queues(self.queue)
 
     def _allowed(self, namespace: str) -> bool:
         return not self.settings.namespaces or namespace in self.settings.namespaces
-
-    def _allowed_orphans(self) -> list[Any]:
-        return [o for o in self.cache.groups.orphans.values() if self._allowed(o.pod.metadata.namespace)]
 
     def _refresh(self, now: float) -> None:
         """Route the roots whose trees changed and the cluster events since the last call; report new
@@ -387,46 +314,19 @@ class Scheduler:
             self.queue.update(tree, key, ready=tree is not None and tree.state is TreeState.READY)
             if tree is not None or found is None:  # judged again from the cache (a root gone: its report dropped)
                 self.conditions.observe(key)
-                self._observe_partial(key, tree, now)
-            if tree is not None and tree.state in (TreeState.WAITING, TreeState.INVALID):
-                self._blocked[key] = tree
-                self._report_blocked(tree)
-            else:
-                self._blocked.pop(key, None)
-                if tree is None:
-                    self._reported.pop(key, None)  # a root that is gone: forget its message
-                    self._gone(key)
+                self.repair.observe(key, tree, now)
+            self.reporter.tree_changed(key, tree)
+            if tree is None:
+                self._gone(key)
         events, self.events = self.events, []
         self.queue.on_events(events, now)
-        self._report_orphans()
+        self.reporter.orphans()
 
-    def _report_orphans(self) -> None:
-        orphans = {o.pod.key: o for o in self._allowed_orphans()}
-        for key in [k for k in self._orphans_reported if k not in orphans]:
-            del self._orphans_reported[key]
-        for key, orphan in orphans.items():
-            if self._orphans_reported.get(key) != orphan.message:
-                self._orphans_reported[key] = orphan.message
-                self.spawn(self.status.pod_unschedulable(orphan.pod, "Unschedulable", orphan.message),
-                           f"status/{key}")
-
-    def _report_blocked(self, tree: GroupTree) -> None:
-        if self._reported.get(tree.key) == tree.message:
-            return
-        self._reported[tree.key] = tree.message
-        log.info("root=%s result=%s reason=%r", tree.key, tree.state.value, tree.message)
-        reason = "Unschedulable" if tree.state is TreeState.WAITING else "SchedulerError"
-        self.conditions.failed(tree, reason, tree.message)
-        self._report_pods(tree, reason, tree.message)  # Waiting pods too: FailedScheduling + PodScheduled=False
-
-    def _report_pods(self, tree: GroupTree, reason: str, message: str, keys: frozenset[str] | None = None) -> None:
-        """``PodScheduled=False`` and a FailedScheduling event on the tree's pending pods (``keys``: only those),
-        each read from the cache now so the write carries the pod's current resourceVersion; one task writes them."""
-        pods = [pod for leaf in tree.root.leaves() for member in leaf.pending
-                if (keys is None or member.key in keys)
-                and (pod := self.cache.pod(member.key)) is not None and not pod.is_bound]
-        if pods:
-            self.spawn(self.status.pods_unschedulable(pods, reason, message), f"status/{tree.key}")
+    def _gone(self, key: GroupKey) -> None:
+        """Root ``key`` is gone (or no longer ours): what the parts keep for it is dropped."""
+        self.preemptor.forget(key)
+        self.unhonoured.forget(key)
+        self.reservations.forget(key)
 
     # -- one decision ---------------------------------------------------------------
     def _decided(self, attempt: Attempt, started: float) -> None:
@@ -435,15 +335,15 @@ class Scheduler:
         tree, result = attempt.tree, attempt.decision
         elapsed_ms = (time.perf_counter() - started) * 1000
         self.metrics.solved(tree, result, elapsed_ms / 1000)
-        self._warn_unhonoured(tree)
+        self.unhonoured.warn(tree)
         if isinstance(result, Plan):
             nodes = sorted({n for _, n in result.placements})
             log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
                      len(result.placements), ",".join(nodes), result.attempts, elapsed_ms)
             writes = self.cycle.claim_writes(attempt)
-            self._reported.pop(tree.key, None)
+            self.reporter.scheduled(tree.key)
             self._binding.add(tree.key)
-            self._placed(tree)
+            self.reservations.placed(tree)
             self.spawn(self.bind(attempt, started, writes), f"bind/{tree.key}")
             return
         delay = self.queue.backoff(tree, loop.time(), result.rejectors)
@@ -452,13 +352,13 @@ class Scheduler:
             return
         log.info("root=%s result=Unschedulable code=%s attempts=%d duration_ms=%.1f backoff_s=%.0f reason=%r",
                  tree.key, result.code.value, result.attempts, elapsed_ms, delay, result.message)
-        self._report_unschedulable(tree, result)
-        self._unschedulable(attempt, loop.time())
+        self.reporter.unschedulable(tree, result)
+        self.reservations.unschedulable(attempt, loop.time())
 
-    # -- preemption and the starvation guard; acting is scheduler.live.preemptor's ------------
+    # -- preemption; acting is scheduler.live.preemptor's, reservations scheduler.live.reservations' ----
     def _preempting(self, tree: GroupTree, result: Preemption, elapsed_ms: float, delay: float) -> None:
         """A root preempts (or waits for its victims): nominate and evict in the background, report, back off."""
-        self.starvation.failed(tree.key, tree.priority, asyncio.get_running_loop().time())
+        self.reservations.failed(tree, asyncio.get_running_loop().time())
         if not result.waiting:
             self.preemptor.start(tree, result)
         nodes = sorted({n for _, n in result.nominations})
@@ -467,139 +367,7 @@ class Scheduler:
                  len(result.victims), result.units, result.reprieved, result.pdb_violations, ",".join(nodes),
                  elapsed_ms, delay)
         failure = result.failure
-        self._report_unschedulable(tree, dataclasses.replace(failure, message=f"{failure.message}; {result.message}"))
-
-    def _unschedulable(self, attempt: Attempt, now: float) -> None:
-        """A root failed without preempting: its pods give up the room nominated to them — unless it is starving,
-        then the nodes of its best plan are reserved for it."""
-        tree = attempt.tree
-        self.starvation.failed(tree.key, tree.priority, now)
-        if tree.key in self.starvation.reservations:
-            return
-        entry = self.starvation.starving(tree.key, now)
-        plan = None if entry is None else self.preemption.reservation(tree, attempt.snapshot, self.settings.solver())
-        if entry is None or plan is None:
-            self.preemptor.release_tree(tree)
-            return
-        reservation = self.starvation.reserve(tree.key, self.preemptor.reserve(tree, plan), now)
-        nodes = ",".join(sorted({n for _, n in reservation.nominations}))
-        log.info("root=%s result=Reserved nodes=%s overtaken=%d hold_s=%.0f", tree.key, nodes, entry.overtaken,
-                 self.starvation.hold_s)
-        self.metrics.reservation("granted", len(self.starvation.reservations))
-        self._reservation_condition(tree.key, True, "Starving", f"unschedulable for {now - entry.since:.0f} s while "
-                                    f"{entry.overtaken} root(s) of priority {tree.priority} were placed; nodes "
-                                    f"{nodes} are held for it for {self.starvation.hold_s:.0f} s")
-
-    def _placed(self, tree: GroupTree) -> None:
-        ended = self.starvation.placed(tree.key, tree.priority)
-        if ended is not None:
-            self.metrics.reservation("fitted", len(self.starvation.reservations))
-            self._reservation_condition(tree.key, False, "Fitted", "the group fitted; the nodes are no longer held")
-
-    def _expire_reservations(self, now: float) -> None:
-        for ended in self.starvation.expired(now):
-            self._end_reservation(ended, "expired", "Expired", "the reservation expired; the nodes are no longer held")
-
-    def _gone(self, key: GroupKey) -> None:
-        self.preemptor.forget(key)
-        self._not_honoured.pop(key, None)
-        ended = self.starvation.forget(key)
-        if ended is not None:
-            self._end_reservation(ended, "dropped", None, "")
-
-    def _end_reservation(self, ended: Reservation, event: Any, reason: str | None, message: str) -> None:
-        self.preemptor.release(key for key, _ in ended.nominations)
-        self.metrics.reservation(event, len(self.starvation.reservations))
-        if reason is not None:
-            self._reservation_condition(ended.root, False, reason, message)
-
-    def _reservation_condition(self, key: GroupKey, held: bool, reason: str, message: str) -> None:
-        obj = self.cache.group(key.kind, key.namespace, key.name) if key.kind != "Pod" else None
-        if obj is not None:
-            self.spawn(self.status.group_reservation(obj, held, reason, message), f"status/{key}")
-
-    def _checked(self, res: Resource, decode: Decode | None) -> Decode | None:
-        """``decode`` (None: none), after noting the fields the v1.37 API does not know in each object the informer
-        of ``res`` receives — a Pod of ours, a v1beta1 PodGroup, a v1alpha3 CompositePodGroup
-        (:data:`~scheduler.model.strict.SHAPES`; other resources are not checked) — for
-        :meth:`_warn_unhonoured`. The API server has dropped what its own version does not know, so what is
-        found is a field of a newer version, which no plugin here honours."""
-        shape = SHAPES.get((res.group_version, res.kind))
-        if shape is None:
-            return decode
-        pods, ours = res.kind == "Pod", self.settings.scheduler_name
-
-        def check(raw: Mapping[str, Any]) -> Mapping[str, Any]:
-            spec = raw.get("spec")
-            if not pods or (isinstance(spec, dict) and spec.get("schedulerName") == ours):
-                meta = raw.get("metadata") or {}
-                uid = str(meta.get("uid") or f"{res.kind}/{meta.get('namespace')}/{meta.get('name')}")
-                if pods and isinstance(spec, dict) and spec.get("nodeName"):  # bound: warnings are for pending pods
-                    self._unknown.pop(uid, None)
-                    return raw if decode is None else decode(raw)
-                found = unknown_fields(raw, shape)
-                if found:
-                    self._unknown[uid] = "; ".join(map(str, found))
-                    if len(self._unknown) > MAX_WARNED_PODS:
-                        del self._unknown[next(iter(self._unknown))]
-                else:
-                    self._unknown.pop(uid, None)
-            return raw if decode is None else decode(raw)
-
-        return check
-
-    def _warn_unhonoured(self, tree: GroupTree) -> None:
-        """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours or the v1.37
-        API does not know (:meth:`_checked`) — and once per group on its PodGroups and CompositePodGroups whose
-        spec holds such a field, or something not honoured: a v1.36 one's (:meth:`_podgroup_problems`), a
-        scheduler-plugins one's (:func:`~scheduler.model.coscheduling.unhonoured_fields`)."""
-        context: Context | None = None
-        for node in walk(tree.root):
-            if isinstance(node, Leaf):
-                for pod in node.pending:
-                    if not self._first_warning(pod.metadata.uid or pod.key):
-                        continue
-                    if context is None:
-                        context = Context(storage=self.cache.storage.view())  # not a whole snapshot
-                    findings = [str(f) for f in unhonoured(pod, context)]
-                    findings += filter(None, [self._unknown.get(pod.metadata.uid)])
-                    if findings:
-                        note = "not honoured: " + "; ".join(findings)
-                        self.spawn(self.status.pod_warning(pod, EVENT_UNHONOURED, note), f"status/{pod.key}")
-            key = node.key
-            group = None if key.kind == "Pod" else self.cache.group(key.kind, key.namespace, key.name)
-            problems = [self._not_honoured.get(key)]
-            if isinstance(group, CoscheduledPodGroup) and (fields := unhonoured_fields(group)):
-                problems = ["; ".join(f"{path}: {why}" for path, why in fields)]
-            if group is not None:
-                problems.append(self._unknown.get(group.metadata.uid))
-            note = "; ".join(filter(None, problems))
-            if note and group is not None and self._first_warning(group.metadata.uid or str(key)):
-                self.spawn(self.status.group_warning(group, EVENT_UNHONOURED, f"not honoured: {note}"),
-                           f"status/{key}")
-
-    def _first_warning(self, uid: str) -> bool:
-        """True the first time ``uid`` (a pod's, a PodGroup's) is warned about fields not honoured (remembered:
-        the newest :data:`MAX_WARNED_PODS`)."""
-        if uid in self._warned:
-            return False
-        self._warned[uid] = None
-        if len(self._warned) > MAX_WARNED_PODS:
-            del self._warned[next(iter(self._warned))]
-        return True
-
-    def _podgroup_problems(self, group: PodGroup, problems: str) -> None:
-        """The PodGroup informer's report of what of a (v1.36) PodGroup's spec is not honoured: kept until the
-        leader decides its tree (:meth:`_warn_unhonoured` writes the Event, as for pods), logged once here."""
-        key = GroupKey("PodGroup", group.metadata.namespace, group.metadata.name)
-        if self._not_honoured.get(key) != problems:
-            log.warning("%s: not honoured: %s", key, problems)
-            self._not_honoured[key] = problems
-
-    def _report_unschedulable(self, tree: GroupTree, result: Unschedulable) -> None:
-        self._reported[tree.key] = result.message  # a Waiting report after it is a change again
-        self.conditions.failed(tree, "Unschedulable", result.message, result.group_reasons)
-        self._report_pods(tree, "Unschedulable", result.message)
+        self.reporter.unschedulable(tree, dataclasses.replace(failure, message=f"{failure.message}; {result.message}"))
 
     async def bind(self, attempt: Attempt, started: float, writes: Sequence[ClaimWrite] = ()) -> None:
         """Run the plan's bind transaction; on success mark its groups scheduled, on failure requeue the root.
@@ -639,7 +407,7 @@ class Scheduler:
         assert plan is not None
         self.cycle.settle(attempt, result)
         self._binding.discard(tree.key)
-        self._observe_partial(tree.key, self.cache.tree(tree.key), asyncio.get_running_loop().time())
+        self.repair.observe(tree.key, self.cache.tree(tree.key), asyncio.get_running_loop().time())
         if result.bound:
             self.conditions.bound(tree.key)  # the groups it satisfied show True now, from the cache
         else:
@@ -654,7 +422,7 @@ class Scheduler:
             return
         message = result.failure.message if result.failure is not None else "the plan's binder failed"
         log.warning("root=%s result=BindFailed %s", tree.key, message)
-        self._report_pods(tree, "SchedulerError", message, frozenset(result.forget))
+        self.reporter.pods(tree, "SchedulerError", message, frozenset(result.forget))
         current = self.cache.tree(tree.key) or tree
         self.queue.backoff(current, asyncio.get_running_loop().time())
         self.wake.set()

@@ -259,7 +259,7 @@ class GroupConditions:
             self._failure_events.discard(key)
             message = report.message if key == root else report.per_group.get(key, report.message)
             await self.writer.group_warning(obj, EVENT_FAILED_SCHEDULING, message)
-        counts = self.cache.groups.member_counts(key.namespace, key.name)
+        counts = self.cache.groups.members.counts(key.namespace, key.name)
         min_member = obj.source.spec.min_member
         owners = obj.source.status.occupied_by or self._owners.get(obj.metadata.uid, "")
         if (not owners and obj.metadata.uid not in self._owners
@@ -275,7 +275,7 @@ class GroupConditions:
     async def _first_member_owners(self, key: GroupKey) -> str:
         """``occupiedBy`` from the owners of the group's first member by name (the controller takes the first
         pod its list returns, which the API server sorts by name); empty when it has none or is gone."""
-        names = sorted(p.metadata.name for p in self.cache.groups.members(key.namespace, key.name).values())
+        names = sorted(p.metadata.name for p in self.cache.groups.members.of(key.namespace, key.name).values())
         if not names:
             return ""
         try:

@@ -284,7 +284,7 @@ class Preemptor:
         for pod in victims:
             if pod.group_name is None:
                 continue
-            membership = self.cache.groups.membership(pod)
+            membership = self.cache.groups.chains.membership(pod)
             for key in (membership.leaf, membership.unit):
                 if key is not None:
                     keys[key] = None

@@ -13,17 +13,27 @@ taken from the root group's ``GangBelowMin`` condition, so a restart does not re
 ``disruptionMode: all`` that is not satisfied (:func:`teardown_unit`) is torn down — its bound members
 evicted through the preemption path (``DisruptionTarget``, DELETE with a uid precondition), so it can be
 placed again as a whole; without one (``single``, the default) the gang is only reported (a Warning Event,
-the metric). Pure bookkeeping: time is passed in.
+the metric). :class:`GangRepair` is pure bookkeeping (time is passed in); :class:`GangRepairer` feeds it and
+takes the timeout's action on the cluster.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from scheduler.cache.cluster import ClusterCache
+from scheduler.config import Settings
 from scheduler.groups.tree import Group, GroupTree, Leaf, walk
+from scheduler.live.metrics import Metrics
+from scheduler.live.preemptor import Preemptor
+from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, StatusWriter
+from scheduler.live.tasks import Spawn
 from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup
+
+log = logging.getLogger(__name__)
 
 GANG_BELOW_MIN = "GangBelowMin"
 """Our condition on a partial root's group (upstream has none): True while members are bound below the
@@ -103,3 +113,84 @@ def below_min_message(tree: GroupTree) -> str:
             parts.append(f"composite {group.name}: {done}/{group.need} child groups satisfied "
                          f"(minGroupCount {group.need})")
     return "; ".join(parts)
+
+
+class GangRepairer:
+    """Gang repair, live: :class:`GangRepair`'s books (:attr:`books`) fed from the routed trees, and the timeout's
+    action taken on the cluster — a ``disruptionMode: all`` unit torn down through the preemptor, a ``single``
+    gang reported (a Warning Event). The driver's loop calls :meth:`observe` for each root it routes or whose
+    bind ended, :meth:`act_due` on every pass, and wakes at :meth:`next_deadline`. ``binding``: whether a
+    root's plan is being bound now (it is judged when its binder ends: its assumed members are not bound yet).
+    """
+
+    def __init__(self, settings: Settings, cache: ClusterCache, status: StatusWriter, metrics: Metrics,
+                 preemptor: Preemptor, spawn: Spawn, binding: Callable[[GroupKey], bool]) -> None:
+        self.settings = settings
+        self.cache = cache
+        self.status = status
+        self.metrics = metrics
+        self.preemptor = preemptor
+        self.spawn = spawn
+        self.binding = binding
+        self.books = GangRepair(settings.gang_repair_timeout_s)
+
+    @property
+    def partial(self) -> dict[GroupKey, Partial]:
+        """The partial roots now, and since when."""
+        return self.books.partial
+
+    def next_deadline(self) -> float | None:
+        """Loop time of the next timeout, or None."""
+        return self.books.next_deadline()
+
+    def observe(self, key: GroupKey, tree: GroupTree | None, now: float) -> None:
+        """Track root ``key`` as partial or not; count a partial gang satisfied again as repaired. A root whose
+        plan is being bound is judged when its binder ends (its assumed members are not bound yet)."""
+        if self.binding(key):
+            return
+        since: datetime | None = None
+        if tree is not None and tree.partial and key not in self.books.partial and key.kind != "Pod":
+            obj = self.cache.group(key.kind, key.namespace, key.name)
+            cond = next((c for c in obj.status.conditions if c.type == GANG_BELOW_MIN and c.is_true), None) \
+                if obj is not None else None
+            since = cond.last_transition_time if cond is not None else None
+            log.warning("root=%s result=Partial %s", key, below_min_message(tree))
+        if self.books.observe(key, tree, now, since):
+            log.info("root=%s result=Repaired the gang is satisfied again", key)
+            self.metrics.gang_repair("completed")
+        self.metrics.gangs_below_min.set(len(self.books.partial))
+
+    def act_due(self, now: float) -> None:
+        """Act on the partial roots past ``--gang-repair-timeout-s``: tear down a ``disruptionMode: all`` gang
+        whole (its bound members evicted), report a ``single`` one."""
+        for key in self.books.expired(now):
+            tree = self.cache.tree(key)
+            if tree is None or not tree.partial:
+                self.books.observe(key, tree, now)
+                continue
+            if self.binding(key):
+                continue  # a plan is being bound: judged when it ends
+            self.books.acted(key)
+            obj = self.cache.group(key.kind, key.namespace, key.name)
+            what = below_min_message(tree)
+            after = f"for {self.settings.gang_repair_timeout_s:.0f} s"
+            unit = teardown_unit(tree, lambda k: self.cache.group(k.kind, k.namespace, k.name))
+            if unit is None:
+                message = (f"{what} {after}; disruptionMode single: left as it is (its members keep running; "
+                           "it is completed when room appears)")
+                log.warning("root=%s result=BelowMin %s", key, message)
+                self.metrics.gang_repair("reported")
+                if obj is not None:
+                    self.spawn(self.status.group_warning(obj, EVENT_GANG_BELOW_MIN, message), f"status/{key}")
+                continue
+            victims = [p for leaf in unit.leaves() for b in leaf.bound
+                       if b.key not in self.cache.assumed and (p := self.cache.pod(b.key)) is not None]
+            message = (f"{self.settings.scheduler_name}: tearing down {unit.key.kind} {unit.key.namespace}/"
+                       f"{unit.key.name}: {what} {after}; its {len(victims)} bound member(s) are evicted so that "
+                       "it can be placed again whole (disruptionMode all)")
+            log.warning("root=%s result=TornDown %s", key, message)
+            self.metrics.gang_repair("torn_down")
+            unit_obj = self.cache.group(unit.key.kind, unit.key.namespace, unit.key.name)
+            self.preemptor.tear_down(key, unit_obj, victims, message)
+            if obj is not None:
+                self.spawn(self.status.group_warning(obj, EVENT_GANG_TORN_DOWN, message), f"status/{key}")

@@ -116,9 +116,12 @@ class Condition(ConditionFields):
 def field_path(loc: Sequence[int | str]) -> str:
     """A pydantic error location as a Kubernetes field path: ``("spec", "containers", 0, "resources")``
     → ``spec.containers[0].resources`` (apimachinery ``field.Path.String()``: list indices in
-    brackets, names joined by dots; map keys are joined by dots too, ``requests.cpu``)."""
+    brackets, names joined by dots; map keys are joined by dots too, ``requests.cpu``, also when the key itself
+    is wrong)."""
     out = ""
     for part in loc:
+        if part == "[key]":  # pydantic's mark of a map key's own error: the key is the part before it
+            continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 

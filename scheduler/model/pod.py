@@ -23,6 +23,7 @@ from scheduler.model.quantity import (
     HUGEPAGES_PREFIX,
     MEMORY,
     PODS,
+    ContainerResourceName,
     NonNegativeQuantity,
     Quantity,
     ResourceList,
@@ -53,6 +54,14 @@ class ResourceRequirements(KubeModel):
     limits: dict[str, NonNegativeQuantity] = Field(default_factory=dict)
 
 
+class ContainerResources(KubeModel):
+    """``core/v1 ResourceRequirements`` of a container: as :class:`ResourceRequirements`, and every resource
+    name one a container may ask for (:data:`~scheduler.model.quantity.ContainerResourceName`)."""
+
+    requests: dict[ContainerResourceName, NonNegativeQuantity] = Field(default_factory=dict)
+    limits: dict[ContainerResourceName, NonNegativeQuantity] = Field(default_factory=dict)
+
+
 class ActuatedResources(KubeModel):
     """``core/v1 ResourceRequirements`` as the kubelet reports it in a container status.
 
@@ -78,7 +87,7 @@ class Container(KubeModel):
     """``core/v1 Container``: name, resources, ``ports`` and (for init containers) ``restartPolicy``."""
 
     name: str = ""
-    resources: ResourceRequirements = ResourceRequirements()
+    resources: ContainerResources = ContainerResources()
     restart_policy: str | None = None
     ports: tuple[ContainerPort, ...] = ()
 

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Annotated
 
-from pydantic import PlainValidator
+from pydantic import AfterValidator, PlainValidator
 from pydantic_core import PydanticCustomError
 
 CPU = "cpu"
@@ -139,6 +139,26 @@ NonNegativeQuantity = Annotated[str | int | float, PlainValidator(_as_non_negati
 ``status.capacity`` and ``status.allocatable`` (``ValidateNodeResources``), all through
 ``ValidateResourceQuantityValue`` (pkg/apis/core/validation, v1.37). Without this a bound pod
 requesting ``nvidia.com/gpu: "-6"`` would free six GPUs on its node."""
+
+
+CONTAINER_RESOURCES = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE})
+"""The resources a container may request without a domain (core ``standardContainerResources``), besides
+``hugepages-<size>``."""
+
+
+def _as_container_resource_name(value: str) -> str:
+    """A resource name a container may request or limit: ``cpu``, ``memory``, ``ephemeral-storage``,
+    ``hugepages-<size>``, or a name with a domain (``nvidia.com/gpu``). A name without a domain that is none
+    of those — a typo such as ``memroy`` — raises ``PydanticCustomError`` in the API server's words
+    (core ``validateContainerResourceName``, pkg/apis/core/validation/validation.go, v1.37): the server
+    refuses the pod, and counting it as an extended resource nobody offers would hide the typo."""
+    if "/" not in value and value not in CONTAINER_RESOURCES and not value.startswith(HUGEPAGES_PREFIX):
+        raise PydanticCustomError("resource_name", "must be a standard resource for containers")
+    return value
+
+
+ContainerResourceName = Annotated[str, AfterValidator(_as_container_resource_name)]
+"""The key of a container's ``resources.requests`` / ``resources.limits``."""
 
 
 def resource_list(raw: Mapping[str, str | int | float] | None) -> ResourceList:

@@ -1,23 +1,23 @@
 """Rendering a :class:`~scheduler.offline.simulate.Simulation`: the readable report and the JSON document.
 
-The JSON keys are a public interface (issue #2): ``groups[].{namespace, name, kind, root,
+The JSON keys are a public interface: ``groups[].{namespace, name, kind, root,
 status, placements, reason}`` and ``pods[].{namespace, name, node, reason}``; extra keys
 (``policy``, ``priority``, ``nodes``, ``invalid``) may be added, none removed or renamed.
-Issue #4 adds ``allocations[].{claim, reservedFor: {kind, name}, node, devices[].{request, driver,
+The document also has ``allocations[].{claim, reservedFor: {kind, name}, node, devices[].{request, driver,
 pool, device}}`` (one entry per claim a plan allocates, in queue order; ``[]`` without DRA), with
-the extra keys ``pods`` (the plan's pods using the claim) and ``synthesized``. Issues #8/#9 add
+the extra keys ``pods`` (the plan's pods using the claim) and ``synthesized``;
 ``warnings[].{level, kind, message}`` (the summary's ``note:`` / ``warning:`` lines, ``kind`` one of
-``no-pods-of-ours``, ``skipped-api-version``, ``dra-problems``, ``synthesized-claims``; issue #10 adds
+``no-pods-of-ours``, ``skipped-api-version``, ``dra-problems``, ``synthesized-claims``,
 ``synthesized-volume-claims`` and ``unhonoured-field``) and
 ``dra_problems[]`` (every line of the report's "DRA problems" section: unusable pools and slices,
-selector errors met while solving). Issue #10 adds ``volumes[].{claim, node, volume, provisioned, pods,
+selector errors met while solving); ``volumes[].{claim, node, volume, provisioned, pods,
 root}`` (one entry per WaitForFirstConsumer PersistentVolumeClaim a plan binds, in queue order: the PV
 matched or, ``provisioned``, the one made for it; ``[]`` without such claims), and ``warnings[]`` entries
 of kind ``unhonoured-field``, one per field a pending pod sets that no plugin honours (its volume claims'
-included), with the extra keys ``pod`` (``namespace/name``) and ``field`` (the field path). Issue #11
-adds ``preemptions[]``: one entry per preempting root, ``{preemptor: {namespace, name, kind}, victims:
+included), with the extra keys ``pod`` (``namespace/name``) and ``field`` (the field path);
+``preemptions[]``: one entry per preempting root, ``{preemptor: {namespace, name, kind}, victims:
 [{namespace, name, node}]}`` (victims are pods, in eviction order), always present (``[]`` with none,
-and with ``--no-preemption``), plus the extra key ``message``. Issue #13 adds ``warnings[]`` entries of kind
+and with ``--no-preemption``), plus the extra key ``message``. ``warnings[]`` also has entries of kind
 ``unhonoured-object-field`` (a field of a PodGroup that is not honoured, named with its file and object),
 and entries of kind ``unknown-field`` (a field the v1.37 API does not know, in a Pod's, PodGroup's or
 CompositePodGroup's metadata or spec, with the closest known field; extra keys ``field`` and ``pod`` or

@@ -73,7 +73,7 @@ def example_path() -> Path:
     return Path(str(resources.files("scheduler.examples").joinpath(EXAMPLE)))
 
 
-# A group's ``status`` in the report (the README's simulate section has them in one table):
+# A group's ``status`` in the report (the README's "Statuses" table has them all):
 SCHEDULED = "Scheduled"
 """Satisfied by this run's plan, or by members already bound."""
 PREEMPTED = "Preempted"

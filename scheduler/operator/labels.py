@@ -1,4 +1,4 @@
-"""The labels and annotations the operator reads and writes (README "Gangs for existing Jobs (operator)").
+"""The labels and annotations the operator reads and writes (docs/operator.md).
 
 Ours (``gang-scheduler.io/``): :data:`OPT_IN` on a workload opts it in and, copied into its pod
 templates by the workload webhook, marks its pods for the pod webhook; :data:`MIN_COUNT`

@@ -7,7 +7,7 @@ its ``preemptionPolicy``; and the PodDisruptionBudgets. :class:`GroupView` is th
 question set, handed to the PostFilter plugin at construction by whoever builds the cycle (the
 cache implements it, ``scheduler.cache.group_view``), so this package stays pure and never
 imports the cache. The per-pod answer, :class:`~scheduler.groups.tree.Membership`, is a groups
-value (:meth:`~scheduler.groups.index.GroupIndex.membership` computes it).
+value (:meth:`~scheduler.groups.chains.GroupChains.membership` computes it).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
 from scheduler.framework.status import Code, format_histogram
 from scheduler.groups.tree import Composite, Group, Leaf
 from scheduler.model.quantity import format_units
-from scheduler.solver.plugins import Profile, dynamic_resources, resources_fit
+from scheduler.solver.plugins import Profile, resources_fit
 
 NO_ROWS: IntArray = np.zeros(0, dtype=np.int64)
 
@@ -75,8 +75,9 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
     Static rejections count their reasons. The nodes passing them go through the Filter plugins in order, each
     node counted under the first plugin that refuses it, as kube's framework stops at the first failing Filter
     (a plugin may count several reasons per node: one ``Insufficient <r>`` per short resource). Nodes every
-    Filter allows where Reserve still placed nothing count under the DRA reason. The nodes NodeResourcesFit
-    refuses are also asked of the Filters after it (not counted), to find whether room alone was short.
+    Filter allows where Reserve still placed nothing count under the profile's ``short_reserve`` reason (DRA's).
+    The nodes NodeResourcesFit refuses are also asked of the Filters after it (not counted), to find whether
+    room alone was short.
     """
     counts: Counter[str] = Counter()
     rejectors: set[str] = set()
@@ -108,15 +109,16 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
             if plugin.name == resources_fit.NAME:
                 room_only = rows[refused]
         rows = rows[~refused]
-    if rows.size:
-        counts[profile.devices.failure_reason()] += int(rows.size)
-        rejectors.add(profile.devices.name)
+    short = profile.short_reserve
+    if rows.size and short is not None:
+        counts[short.shortfall_reason()] += int(rows.size)
+        rejectors.add(short.name)
         limited = True
     message = format_histogram(int(mask.sum()), counts)
-    if errors := dynamic_resources.selector_errors(state):
-        message += " " + "; ".join(errors)
-    short = room_only if room_only.size == int(allowed.sum()) and allowed[room_only].all() else NO_ROWS
-    return Diagnosis(message, limited, frozenset(rejectors), short)
+    if notes := profile.notes(state):
+        message += " " + "; ".join(notes)
+    short_of_room = room_only if room_only.size == int(allowed.sum()) and allowed[room_only].all() else NO_ROWS
+    return Diagnosis(message, limited, frozenset(rejectors), short_of_room)
 
 
 def describe(group: Group) -> str:

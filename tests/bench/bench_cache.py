@@ -1,4 +1,4 @@
-"""Benchmark of the incremental cache (issue 8): events, re-list, start-up and memory at 5,000 nodes / 50,000 pods.
+"""Benchmark of the incremental cache: events, re-list, start-up and memory at 5,000 nodes / 50,000 pods.
 
 Run with ``make bench`` or ``.venv/bin/python -m tests.bench.bench_cache [--nodes N --pods N]``.
 
@@ -16,7 +16,7 @@ informers feed it (``replace`` after a list, ``apply`` per watch event):
 * **snapshot**: one ``snapshot()`` after a change (the per-cycle cost);
 * **memory**: the process's peak RSS (``VmHWM``).
 
-Targets (issue 8): an event ≤ 1 ms p99; a full re-list ≤ 10 s; RSS ≤ 1 GiB; start-up ≤ 10 s. Timing is
+Targets: an event ≤ 1 ms p99; a full re-list ≤ 10 s; RSS ≤ 1 GiB; start-up ≤ 10 s. Timing is
 ``time.perf_counter`` around each call on one thread; CPU time of the process is printed beside the
 wall time, so load from other processes on the machine can be told apart.
 """

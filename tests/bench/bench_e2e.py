@@ -606,7 +606,7 @@ async def run_baseline(args: argparse.Namespace, work: Path) -> Baseline:
                     pool = gpu_nodes if index % 2 else cpu_nodes
                     node = pool[(index // 2) % len(pool)]
                     await kube.bind(NS, name, node)
-                    # The Scheduled Event as the scheduler's StatusWriter builds it (issue 9): named
+                    # The Scheduled Event as the scheduler's StatusWriter builds it: named
                     # ``<pod>.<hex ns>``, not ``generateName``, which the API server (and the emulator) refuse
                     # for Events; eventTime a MicroTime; regarding carries the pod's uid.
                     unix_ns = time.time_ns()
@@ -635,7 +635,7 @@ async def run_baseline(args: argparse.Namespace, work: Path) -> Baseline:
     return b
 
 
-# -- the drain cases (issue 14): everything created first, then the scheduler started ---------------
+# -- the drain cases: everything created first, then the scheduler started ---------------
 
 PLAIN_PREFIX = "plain-"
 BOUND_PREFIX = "pre-"
@@ -645,7 +645,7 @@ BOUND_PREFIX = "pre-"
 class Case:
     """A drain: ``nodes``, then ``prebound`` running pods (another scheduler's, ``spec.nodeName`` set at
     create), ``gangs`` PodGroups × ``per_gang`` pods (``minCount`` = ``per_gang``) and ``plain`` group-less
-    pods of ours, all created before ``gang-scheduler run`` starts (issue 14's workloads)."""
+    pods of ours, all created before ``gang-scheduler run`` starts."""
 
     name: str
     nodes: int
@@ -676,7 +676,7 @@ CASES = {c.name: c for c in (
     Case("gangs4-big", nodes=5000, gangs=1000, per_gang=4, prebound=20000),
     Case("startup-50k", nodes=5000, gangs=1000, per_gang=4, prebound=46000),
 )}
-"""Issue 14's four workloads (``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load), and
+"""The four drain workloads (``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load), and
 ``startup-50k``: its start-up target's cluster, 5,000 nodes and 50,000 pods (not in ``all``: its setup alone
 takes minutes)."""
 ALL = ("gangs4", "plain", "gangs64", "gangs4-big")
@@ -969,7 +969,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="serve with the unmodified ApiServer, whose kmock request history makes every request "
                          "O(requests so far); see BenchApiServer (only practical with --quick)")
     ap.add_argument("--case", action="append", choices=[*CASES, "all"], default=None,
-                    help="a drain of issue 14 instead of the burst: everything created first, then the scheduler "
+                    help="a drain instead of the burst: everything created first, then the scheduler "
                          "started (repeatable; 'all' runs the four of the issue, not startup-50k; "
                          "--nodes/--gangs/--pods-per-gang do not apply)")
     ap.add_argument("--emulator", choices=SHAPES, default="real",

@@ -10,7 +10,7 @@ worth of room (``--nodes`` gangs, priority 1, ``disruptionMode`` from ``--mode``
 ``spread`` — pod j of gang g on node (g + 125·j) mod N, so every node holds one pod of 8 different gangs
 (volcano#4607's shape) and a gang's victims span 8 nodes.
 
-Cases (issue 11): **(a)** a 1-pod gang of priority 1000 (1 GPU + 8 cpu) preempting, target p50 ≤ 10 ms
+Cases: **(a)** a 1-pod gang of priority 1000 (1 GPU + 8 cpu) preempting, target p50 ≤ 10 ms
 (upstream measured P50 12.5 ms for this in kubernetes PR #140651); **(b)** a 64-pod gang of priority 1000,
 target p50 ≤ 50 ms.
 

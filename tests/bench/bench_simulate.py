@@ -1,4 +1,4 @@
-"""``simulate`` input benchmark (issue 14): a cluster dump read and scheduled by ``gang-scheduler simulate``.
+"""``simulate`` input benchmark: a cluster dump read and scheduled by ``gang-scheduler simulate``.
 
 Run with ``make bench`` or ``.venv/bin/python -m tests.bench.bench_simulate [--quick] [--cases ...] [--repeat N]
 [--profile]`` (results and findings: ``docs/benchmarks.md``, "simulate input").

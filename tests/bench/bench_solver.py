@@ -29,12 +29,12 @@ Cases:
   slice per rack (``spec.nodeSelector`` on the rack label, 4 channels); 20 PodGroups of 8 pods
   (rack topology) with one group claim ``fabric`` (``PodGroup.spec.resourceClaims`` +
   ``status.resourceClaimStatuses``) for one channel, and a 1-GPU per-pod claim per member.
-* **f** (issue 10) — 200 gangs × 8 CPU pods (4 cpu / 16Gi) with required podAntiAffinity on their own
+* **f** — 200 gangs × 8 CPU pods (4 cpu / 16Gi) with required podAntiAffinity on their own
   gang label per ``kubernetes.io/hostname`` (one pod per node); the pods also carry an index label no
   selector reads.
-* **g** (issue 10) — 100 gangs × 16 CPU pods with a ``topology.kubernetes.io/zone`` spread constraint
+* **g** — 100 gangs × 16 CPU pods with a ``topology.kubernetes.io/zone`` spread constraint
   (maxSkew 1, DoNotSchedule) on their own label.
-* **h** (issue 10) — 100 gangs × 8 CPU pods, each with required podAffinity per rack to its own cache pod,
+* **h** — 100 gangs × 8 CPU pods, each with required podAffinity per rack to its own cache pod,
   one running pod of another scheduler per gang on a random CPU node.
 
 f, g and h each run first without the constraint (the same pods, same cluster: ``f0``, ``g0``, ``h0``),
@@ -57,7 +57,7 @@ once with devices its node reaches and its request matches, group claims reserve
 no counter set over-consumed, and the snapshot holds exactly the plans' devices.
 
 Targets (issue): ≤ 2 ms p50 per 3-pod gang, ≤ 20 ms p99 per 64-pod gang; the in-tree Go
-kube-scheduler takes 3.7–5.7 ms per 3-pod gang at 5,000 nodes. DRA (issue 4): the in-tree
+kube-scheduler takes 3.7–5.7 ms per 3-pod gang at 5,000 nodes. DRA: the in-tree
 scheduler manages 40–81 pods/s with claim templates at 500 nodes (scheduler_perf); aim for ≥ 3×
 that end to end (cases d/e time the solver only, not end to end).
 """
@@ -253,7 +253,7 @@ def workload_c(gangs: int) -> Workload:
     return pods, groups, comps
 
 
-# -- inter-pod workloads (cases f, g, h; issue 10) ------------------------------------------------
+# -- inter-pod workloads (cases f, g, h) ------------------------------------------------
 # Each builds the constrained gangs or, with ``constrained=False``, the same gangs without the
 # constraint (the baseline the target is stated against).
 
@@ -333,7 +333,7 @@ GPU_REQUEST_CEL = 'device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quanti
 """The claim template's request selector: the 80 GB H100s (81559Mi), not the 40 GB A100s."""
 CHANNELS_PER_RACK = 4
 H100_SHARE = 0.75
-# Attributes as the NVIDIA DRA driver publishes them (../shared/examples/resourceslices/nvidia-gpu-*.yaml).
+# Attributes as the NVIDIA DRA driver publishes them (tests/data/resourceslices/nvidia-gpu-*.yaml).
 GPU_MODELS = {
     "h100": {"productName": "NVIDIA H100 80GB HBM3", "architecture": "Hopper", "cudaComputeCapability": "9.0.0",
              "driverVersion": "580.105.8", "memory": "81559Mi",

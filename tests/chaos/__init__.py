@@ -1,4 +1,4 @@
-"""The chaos suite of issue 12: ``gang-scheduler run`` as a subprocess against a misbehaving emulator.
+"""The chaos suite: ``gang-scheduler run`` as a subprocess against a misbehaving emulator.
 
 Each variant (one test module, marker ``chaos``, run by ``make chaos`` and not by ``make test``)
 drives the real binary against :class:`~tests.chaos.server.ChaosApiServer` — SIGKILLs at exact

@@ -1,4 +1,4 @@
-"""The assertions at rest (issue 12), judged on what the API server shows, and the poll that waits for rest.
+"""The assertions at rest, judged on what the API server shows, and the poll that waits for rest.
 
 After the chaos of a variant stops, :func:`settle` re-reads the cluster every half second until
 no :class:`Check` finds anything, or until its timeout; whatever is still found then is the

@@ -52,7 +52,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if not reports:
         return
     write = terminalreporter.write_line
-    terminalreporter.section("chaos suite (issue 12)")
+    terminalreporter.section("chaos suite")
     for report in reports:
         write(report.line())
     for report in reports:

@@ -69,7 +69,7 @@ class Kind(enum.StrEnum):
     COMPOSITE_STATUS = "composite-status"
     EVENT = "event"
     PODGROUP_PATCH = "podgroup-patch"
-    """A PATCH/PUT of a PodGroup itself (not ``/status``): the durable-intent annotation of issue 12."""
+    """A PATCH/PUT of a PodGroup itself (not ``/status``): the durable-intent annotation."""
     LEASE = "lease"
     WATCH = "watch"
     READ = "read"

@@ -1,7 +1,7 @@
 """Variant (b): 12 % injected 409/429/500/503 on the scheduler's writes, watch streams cut, histories compacted.
 
 The faulted kinds: binds, ResourceClaim status writes, pod / PodGroup / CompositePodGroup status
-patches, Events (create and series patch), and PATCHes of the PodGroup itself (issue 12's durable
+patches, Events (create and series patch), and PATCHes of the PodGroup itself (the durable
 intent). Every watch stream is cut (TCP closed) after 1–5 s; every 2–6 s the server's history is
 compacted, so a resume from an older resourceVersion gets ERROR 410 and the informer re-lists.
 Gangs arrive in waves while this goes on — plain gangs, one DRA gang and one CompositePodGroup tree

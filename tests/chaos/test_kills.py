@@ -69,7 +69,7 @@ async def test_kill_after_the_nth_bind(chaos: OpenVariant) -> None:
         await create_nodes(h.kube, "kb", 10, cpu="16")
 
         def arm(i: int, proc: SchedulerProcess) -> KillSwitch:
-            if i % 4 == 3:  # issue 12's durable intent: a PodGroup patch before the first bind, if there is one
+            if i % 4 == 3:  # the durable intent: a PodGroup patch before the first bind, if there is one
                 return KillSwitch("first PodGroup patch or bind", kinds_of(Kind.PODGROUP_PATCH, Kind.BIND), 1,
                                   proc.kill)
             n = h.rng.randint(1, 15)

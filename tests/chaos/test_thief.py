@@ -1,4 +1,4 @@
-"""Variant (c): a thief gang during each downtime on a nearly full cluster — issue 12's first bug.
+"""Variant (c): a thief gang during each downtime on a nearly full cluster — the first way a gang was left half-bound.
 
 Each round has its own two nodes of 8 CPUs and a victim gang of 8 pods × 2 CPUs that fills them
 exactly. The scheduler is SIGKILLed after the victim's kth bind (k seeded, 1–7); while it is down a
@@ -8,7 +8,7 @@ thief that fits in the victim's unbound room appears:
   first in queue order) with one member short, and its last member arrives during the downtime;
 * rounds 1, 4: **higher priority**: a new thief of PriorityClass ``chaos-high``; the victim has
   ``disruptionMode: all``, so a scheduler that lets the higher priority take the room can tear the
-  victim down whole (issue 12's gang repair; its timeout, 8 s in ``process.CHAOS_FLAGS``, must be
+  victim down whole (the gang repair; its timeout, 8 s in ``process.CHAOS_FLAGS``, must be
   below ``CHAOS_SETTLE_S``);
 * rounds 2, 5: **same priority, newer**: a whole new thief of the victim's PriorityClass. Queue order
   is priority, then creationTimestamp — whole seconds, as on a real server — then name, so a thief

@@ -86,12 +86,15 @@ def test_example_gang_is_scheduled_whole_by_simulate_on_the_builtin_cluster() ->
     assert sorted(train.placements) == [f"train-{i}" for i in range(4)]
 
 
-def test_readme_deploy_section_names_files_that_exist() -> None:
+def test_readme_quickstart_and_the_operations_page_name_files_that_exist() -> None:
     readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Deploy on a cluster", 1)[1].split("\n## ", 1)[0]
+    section = readme.split("## Quickstart on a cluster", 1)[1].split("\n## ", 1)[0]
     assert "helm install gang-scheduler charts/gang-scheduler -n gang-scheduler --create-namespace" in section
-    paths = set(re.findall(r"(?:deploy|charts)/[\w./-]+\.(?:yaml|json|md)|charts/gang-scheduler/", section))
-    assert {"deploy/examples/gang.yaml", "deploy/gang-scheduler.yaml", "deploy/grafana/gang-scheduler.json",
-            "deploy/prometheus/gang-scheduler-rules.yaml"} <= paths
-    for path in paths:
+    operations = (ROOT / "docs" / "operations.md").read_text().split("## Dashboard and alerts", 1)[1]
+    named = r"(?:deploy|charts)/[\w./-]+\.(?:yaml|json|md)|charts/gang-scheduler/"
+    paths = set(re.findall(named, section))
+    assert {"deploy/examples/gang.yaml", "deploy/gang-scheduler.yaml", "charts/gang-scheduler/"} <= paths
+    dashboards = set(re.findall(named, operations))
+    assert {"deploy/grafana/gang-scheduler.json", "deploy/prometheus/gang-scheduler-rules.yaml"} <= dashboards
+    for path in paths | dashboards:
         assert (ROOT / path).exists(), path

@@ -1,6 +1,6 @@
 """A Kubernetes API emulator for integration tests: kmock's KubernetesEmulator plus what it lacks.
 
-From ``../shared/reference/testing-with-kmock.md`` §6 (checked against kmock 0.8): resourceVersions,
+What kmock 0.8's emulator lacks and a real API server does: resourceVersions,
 uid and creationTimestamp on create, ``metadata.namespace`` from the URL, PUT, the
 ``pods/{name}/binding`` subresource (sets ``spec.nodeName`` and ``PodScheduled=True``, answers
 201 with a ``Status``, 409 when already bound or gated), ``/status`` patches that apply only
@@ -9,7 +9,7 @@ in-stream ``ERROR`` 410 for a resourceVersion older than the last :meth:`ApiServ
 Injected error reactions pre-empt writes (they do not mutate the stored object). DELETE honours
 ``DeleteOptions.preconditions`` (uid, resourceVersion: 409 Conflict when they no longer match).
 
-Validation (issue 9): creates are checked like a real server's (``apivalidation.py``): every
+Validation: creates are checked like a real server's (``apivalidation.py``): every
 ``metadata.name`` and ``generateName`` against the kind's name rule (a DNS subdomain for all our
 kinds), names generated like the server's (``prefix[:58]`` + 5 random characters), and
 ``events.k8s.io/v1`` Event bodies on create and on every PATCH/PUT. A rejected write answers the

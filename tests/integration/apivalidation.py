@@ -1,7 +1,7 @@
 """The API server's create/update validation that our writes can trip over, for the emulator (``apiserver.py``).
 
-kmock stores whatever it is sent; a real API server answers ``422 Invalid``. Issue 9 was a
-whole class of writes (every Event) that the emulator accepted and every real cluster rejected,
+kmock stores whatever it is sent; a real API server answers ``422 Invalid``. A whole class
+of writes (every Event) was once accepted by the emulator and rejected by every real cluster,
 so the emulator applies the rules below and answers like the real server. Each rule names its
 upstream source (kubernetes/kubernetes, v1.37-era sources read through the search index):
 

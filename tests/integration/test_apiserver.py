@@ -1,6 +1,6 @@
 """The emulator's validation (``apivalidation.py`` via ``apiserver.py``): it must reject what a real API server rejects.
 
-Issue 9: every Event the scheduler sent was refused by real clusters (``metadata.generateName: Invalid value:
+Events the scheduler once sent were refused by real clusters (``metadata.generateName: Invalid value:
 "fits-2."``) while the emulator stored it. These tests pin the server rules the emulator now applies, so a test that
 passes against it does not fail on a cluster for the same reason. Rules and messages: see ``apivalidation.py``.
 """
@@ -240,7 +240,7 @@ async def test_event_time_that_go_cannot_decode_is_a_400(kube: KubeClient) -> No
 
 
 async def test_annotations_over_256_kib_are_refused_on_patch(kube: KubeClient) -> None:
-    """``ValidateAnnotations`` runs on every update: a large durable intent (issue 12) would meet it."""
+    """``ValidateAnnotations`` runs on every update: a large durable intent would meet it."""
     body = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g"},
             "spec": {"schedulingPolicy": {"basic": {}}}}
     await kube.create(PODGROUPS, NS, body)

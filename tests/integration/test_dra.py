@@ -1,7 +1,7 @@
-"""DRA in the live loop against the emulated API server (issue #4): claims written before any bind.
+"""DRA in the live loop against the emulated API server: claims written before any bind.
 
 Devices come from a ResourceSlice shaped like kubernetes-sigs/dra-example-driver's (``gpu.example.com``,
-``../shared/examples/resourceslices/dra-example-driver-gpu.yaml``), chosen by a DeviceClass with a CEL
+``tests/data/resourceslices/dra-example-driver-gpu.yaml``), chosen by a DeviceClass with a CEL
 selector. Template-generated claims are pre-created the way the resourceclaim controller makes them
 (named in ``pod.status.resourceClaimStatuses``); no controller runs here, so nothing else touches them.
 """
@@ -426,7 +426,7 @@ async def named_claim_cluster(kube: KubeClient) -> None:
 @pytest.mark.looptime
 async def test_pods_each_naming_their_own_claim_are_bound_with_each_claim_on_its_pods_node(
         k8s: ApiServer, kube: KubeClient) -> None:
-    """Issue 9 item 3, live: four pods, each with ``resourceClaimName`` of its own 2-GPU claim."""
+    """Per-pod named claims, live: four pods, each with ``resourceClaimName`` of its own 2-GPU claim."""
     await named_claim_cluster(kube)
     await kube.create(PODGROUPS, NS, podgroup("quad", 4))
     for i in range(4):
@@ -447,7 +447,7 @@ async def test_pods_each_naming_their_own_claim_are_bound_with_each_claim_on_its
 @pytest.mark.looptime
 async def test_two_claims_shared_by_different_pairs_of_one_gang_need_no_common_node(
         k8s: ApiServer, kube: KubeClient) -> None:
-    """Issue 9 item 3, live: pods a-0/a-1 share ``claim-a``, b-0/b-1 share ``claim-b``; each pair lands where its
+    """Claims shared by name, live: pods a-0/a-1 share ``claim-a``, b-0/b-1 share ``claim-b``; each pair lands where its
     claim's device is, the pairs on different nodes (each node has room for only two pods)."""
     for node in ("n0", "n1"):
         await create_node(kube, node, cpu="2")
@@ -471,7 +471,8 @@ async def test_two_claims_shared_by_different_pairs_of_one_gang_need_no_common_n
 
 @pytest.mark.looptime
 async def test_a_claim_named_by_two_roots_is_allocated_once_live(k8s: ApiServer, kube: KubeClient) -> None:
-    """Issue 8 item 6: the live cache allocated it twice (gpu-0 for the first root, gpu-1 for the second)."""
+    """A claim shared by name between roots is allocated once (a live cache once allocated it twice: gpu-0 for
+    the first root, gpu-1 for the second)."""
     await named_claim_cluster(kube)
     await kube.create(RESOURCE_CLAIMS, NS, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                                             "metadata": {"name": "shared", "namespace": NS}, "spec": claim_spec(1)})

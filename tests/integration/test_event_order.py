@@ -1,4 +1,4 @@
-"""The real API server's event order, replayed: no root is planned twice, no node is overcommitted (issue 9 item 2).
+"""The real API server's event order, replayed: no root is planned twice, no node is overcommitted.
 
 On a real kube-apiserver, 1,000-gang drains planned 1–7 gangs a second time after their pods were bound
 (``409 … already assigned to node``), and the "rest forgotten" then released assumptions still in force,

@@ -1,4 +1,4 @@
-"""Issue 12 gang repair: a partial gang is completed, or after ``--gang-repair-timeout-s`` torn down whole
+"""Gang repair: a partial gang is completed, or after ``--gang-repair-timeout-s`` torn down whole
 (``disruptionMode: all``) or reported (``single``); a replacement member never goes back to a failed node.
 
 Replays bug-log B08 (a gang left below minCount for good after a member's node went away) and B19 (a

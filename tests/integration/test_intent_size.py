@@ -1,4 +1,4 @@
-"""A large gang's durable intent against the API server's 256 KiB annotation limit (issue 12).
+"""A large gang's durable intent against the API server's 256 KiB annotation limit.
 
 At ~135 bytes per member, a plain intent of a 2,000-pod gang is refused by a real server with 422
 (``metadata.annotations: Too long``), and the plan would be retried, and refused, forever. The

@@ -1,4 +1,4 @@
-"""Inter-pod rules in ``run`` against the emulated API server (issue 10): gangs bound one per node by
+"""Inter-pod rules in ``run`` against the emulated API server: gangs bound one per node by
 anti-affinity and by a host port, a running pod's anti-affinity honoured, a pod whose affinity matches
 nothing left pending until a matching pod appears, a namespaceSelector resolved through watched
 Namespaces, and one Warning Event per pod for a field no plugin honours."""

@@ -1,4 +1,4 @@
-"""The live loop on the oldest cluster the chart installs on: Kubernetes 1.25 with scheduler-plugins (issue 13).
+"""The live loop on the oldest cluster the chart installs on: Kubernetes 1.25 with scheduler-plugins.
 
 The server (``k8s``: ``apiserver125.py``, ``conftest.RESOURCES_1_25``) serves no ``scheduling.k8s.io``
 PodGroup or CompositePodGroup and no ``resource.k8s.io/v1``, only scheduler-plugins' PodGroup CRD; it gives

@@ -1,4 +1,4 @@
-"""The live loop on a Kubernetes 1.36 cluster: PodGroups only as ``scheduling.k8s.io/v1alpha2`` (issue 13).
+"""The live loop on a Kubernetes 1.36 cluster: PodGroups only as ``scheduling.k8s.io/v1alpha2``.
 
 The server (``k8s``: ``apiserver136.py``) serves no v1beta1 PodGroup and no CompositePodGroup, and refuses
 any v1alpha2 write that the v1.36 strict schema refuses, or that changes a PodGroup's spec — so what the

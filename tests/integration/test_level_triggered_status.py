@@ -1,4 +1,4 @@
-"""Issue 12: group status is level-triggered — derived from what is observed, written where the object
+"""Group status is level-triggered — derived from what is observed, written where the object
 differs, retried when a write fails — and reports are not re-sent or self-waking.
 
 Problem 2: a failed status patch was never retried; a crash right after the last bind left no condition;

@@ -1,4 +1,4 @@
-"""The operator (``gang-scheduler operator``, issue 13 part 3) against the emulated API server:
+"""The operator (``gang-scheduler operator``) against the emulated API server:
 kopf's managed webhook configurations, the webhooks called over HTTPS with AdmissionReviews,
 PodGroups created, owned and kept in step with the Job, and a Job's pods bound all or nothing by
 the scheduler."""

@@ -1,5 +1,5 @@
-"""The operator and the scheduler together, on each kind of cluster the operator supports (issue 13,
-"any cluster with the operator"): Kubernetes 1.37 (``scheduling.k8s.io/v1beta1``), a cluster with only
+"""The operator and the scheduler together, on each kind of cluster the operator supports (docs/clusters.md,
+"any of these, with the operator"): Kubernetes 1.37 (``scheduling.k8s.io/v1beta1``), a cluster with only
 scheduler-plugins' PodGroup CRD (``scheduling.x-k8s.io/v1alpha1``), and Kubernetes 1.36
 (``scheduling.k8s.io/v1alpha2``, against ``apiserver136.py``, which refuses writes the v1.36 strict schema
 refuses and any change of a PodGroup's spec).

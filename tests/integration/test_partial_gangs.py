@@ -1,6 +1,6 @@
-"""Issue 12: a gang is never left half-bound — durable intent, held room, the check before each bind.
+"""A gang is never left half-bound — durable intent, held room, the check before each bind.
 
-Each test replays what the reliability run found (issue 12, problems 1 and 4) against the emulator:
+Each test replays what the reliability run found against the emulator:
 a gang 7/8 bound after a bind failure or a restart must keep the room of its eighth member against a
 gang of equal priority created meanwhile, and complete; binds stop at a node deleted or cordoned after
 the plan was made.

@@ -1,4 +1,4 @@
-"""Preemption in the live loop against the emulated API server (issue 11).
+"""Preemption in the live loop against the emulated API server.
 
 Victims carry a finalizer, so a DELETE leaves them terminating (``deletionTimestamp`` set, still on
 their node) until the test removes it — the emulator's stand-in for a pod's graceful termination.

@@ -1,4 +1,4 @@
-"""The request path of issue 14, against the emulator: what a bind costs in requests, and when the
+"""The request path, against the emulator: what a bind costs in requests, and when the
 environment (a proxy, ``~/.netrc``) is read.
 
 * A bind answered 201 is the whole transaction for that pod: no GET follows.

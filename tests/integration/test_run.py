@@ -1,4 +1,4 @@
-"""The live loop against the emulated API server: bind all or nothing, report, recover (issue #3)."""
+"""The live loop against the emulated API server: bind all or nothing, report, recover."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bad input never stops the live scheduler: missing APIs, invalid trees (issue #3)."""
+"""Bad input never stops the live scheduler: missing APIs, invalid trees."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``gang-scheduler simulate --from-cluster --kubeconfig … --add job.yaml`` against the emulator (issue 14).
+"""``gang-scheduler simulate --from-cluster --kubeconfig … --add job.yaml`` against the emulator.
 
 The cluster is seeded through the API; the command runs as a subprocess, as a user runs it, and its JSON
 report answers "would this job fit now, where, and what would it preempt". It must only read: every

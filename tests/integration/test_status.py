@@ -372,7 +372,7 @@ async def test_event_post_500_does_not_raise(kube: KubeClient, writer: StatusWri
         "status write failed: Pod ml/worker-0 event FailedScheduling: 500 InternalError: etcd is down"]
 
 
-# --- issue 9: Events a real API server accepts, repeats as a series -------------------------------------------
+# --- Events a real API server accepts, repeats as a series -------------------------------------------
 
 
 async def test_issue9_old_generate_name_is_refused_and_the_writers_event_is_accepted(

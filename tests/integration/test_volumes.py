@@ -1,4 +1,4 @@
-"""Volumes in the live loop against the emulated API server (issue 10): the PVC annotation transaction.
+"""Volumes in the live loop against the emulated API server: the PVC annotation transaction.
 
 The emulator has no PV controller and no CSI provisioner: :func:`pv_controller` plays both, as a task in
 the test's loop — a WaitForFirstConsumer claim annotated with ``volume.kubernetes.io/selected-node`` gets

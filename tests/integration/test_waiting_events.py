@@ -1,4 +1,4 @@
-"""Pods of a Waiting gang (fewer members than minCount) get a FailedScheduling Event and PodScheduled=False (issue 9).
+"""Pods of a Waiting gang (fewer members than minCount) get a FailedScheduling Event and PodScheduled=False.
 
 The live scheduler against the strict emulator: the Events must be ones a real API server accepts
 (``apivalidation.py`` rejects anything else), and they are rate-limited like every failure report.

@@ -1,4 +1,4 @@
-"""Volume invariants over random clusters (issue 10), through ``simulate`` (the one cycle, the recording binder):
+"""Volume invariants over random clusters, through ``simulate`` (the one cycle, the recording binder):
 
 1. all or nothing still holds with volumes: a gang is placed whole or not at all;
 2. no PV is given to two claims, and every claim is bound at most once;

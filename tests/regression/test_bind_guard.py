@@ -3,7 +3,7 @@
 The guard around binding used to forget *every* placement of the plan. When the error came after some
 binds had landed (and before the watch showed them), their room looked free: the root was planned again
 (``409 … already assigned to node``) and another plan took the room — the overcommit seen on a real
-kube-apiserver (issue 9 item 2). Now the guard forgets only the members not bound.
+kube-apiserver. Now the guard forgets only the members not bound.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Regressions of the one-framework rewrite (issue 8 item 6) and of per-pod named claims (issue 9 item 3).
+"""Regressions of the one-framework rewrite and of per-pod named claims.
 
 Each test names the bug it guards against. They drive the same :class:`~scheduler.cycle.CycleRunner` the live
 scheduler runs, on a :class:`~scheduler.cache.cluster.ClusterCache`, so they exercise the cache's
@@ -80,7 +80,7 @@ def decide(cycle: CycleRunner, name: str) -> Plan | Unschedulable:
     return attempt.decision
 
 
-# -- issue 9 item 3: a claim named by exactly one pod is that pod's claim -----------------------------
+# -- a claim named by exactly one pod is that pod's claim -----------------------------
 
 
 def test_four_pods_each_naming_their_own_claim_are_placed_two_per_node() -> None:
@@ -115,7 +115,7 @@ def test_different_shared_claims_of_one_leaf_need_no_common_node() -> None:
     assert shared[f"{NS}/claim-a"].node is None and len(shared[f"{NS}/claim-a"].reserved_for) == 2
 
 
-# -- issue 8 item 6: a claim shared by name between roots is allocated once -----------------------
+# -- a claim shared by name between roots is allocated once -----------------------
 
 
 def test_claim_named_by_two_roots_is_allocated_by_the_first_and_pins_the_second() -> None:
@@ -150,7 +150,7 @@ def test_claim_named_by_two_roots_is_allocated_once_in_simulate_too(tmp_path: Pa
     assert [a.allocation.claim for a in sim.allocations] == [f"{NS}/shared"]
 
 
-# -- issue 8 item 6: selector errors belong to the solve that met them ------------------------------
+# -- selector errors belong to the solve that met them ------------------------------
 
 
 def test_a_roots_cel_error_is_not_quoted_by_the_next_roots_failure() -> None:
@@ -171,7 +171,7 @@ def test_a_roots_cel_error_is_not_quoted_by_the_next_roots_failure() -> None:
     assert "selector" not in big.message and big.selector_errors == ()
 
 
-# -- issue 9 item 7: the JSON carries what the text report warns about ----------------------------
+# -- the JSON carries what the text report warns about ----------------------------
 
 
 def test_json_carries_the_warnings_and_dra_problems_of_the_text_report(tmp_path: Path) -> None:
@@ -198,7 +198,7 @@ def test_json_carries_the_warnings_and_dra_problems_of_the_text_report(tmp_path:
         assert problem in text
 
 
-# -- issue 9 item 8: small ones ----------------------------------------------------------------------
+# -- small ones ----------------------------------------------------------------------
 
 
 def test_a_snapshot_with_no_nodes_says_so(tmp_path: Path) -> None:

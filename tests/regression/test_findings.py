@@ -401,7 +401,7 @@ async def test_reported_messages_of_deleted_roots_are_forgotten() -> None:
         cache.replace("Pod", [])
         sched._refresh(0.0)  # the job is gone
     await asyncio.sleep(0)
-    assert len(sched._reported) == 0, len(sched._reported)
+    assert len(sched.reporter.reported) == 0, len(sched.reporter.reported)
 
 
 @pytest.mark.looptime

@@ -1,4 +1,4 @@
-"""Scenarios from realistic snapshots (../shared/examples, copied into tests/data)."""
+"""Scenarios from realistic snapshots (tests/data)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scenarios for inter-pod rules (issue 10) from realistic manifests: a PyTorchJob-like gang with one worker
+"""Scenarios for inter-pod rules from realistic manifests: a PyTorchJob-like gang with one worker
 per node and a rendezvous host port, a LeaderWorkerSet-like workload with exclusive zones, a gang held near
 a running cache of another namespace (namespaceSelector) with a preferred node — on a cluster whose running
 pods (a DaemonSet, another job's rendezvous port, an exclusive ETL pod) count for every rule."""

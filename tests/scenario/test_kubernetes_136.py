@@ -1,5 +1,5 @@
 """``simulate`` on a Kubernetes 1.36 snapshot (``clusters/k8s-1.36-cluster.yaml``): v1alpha2 PodGroups read like
-v1beta1 ones (issue 13), and a PodGroup of a version we do not read named, never dropped silently."""
+v1beta1 ones, and a PodGroup of a version we do not read named, never dropped silently."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The scheduling queue's backoff across a plan's binding (issue 12): a root whose plans keep failing to bind
+"""The scheduling queue's backoff across a plan's binding: a root whose plans keep failing to bind
 backs off like any failing root — its attempts are not reset by the plan, nor while it is not ready."""
 
 from __future__ import annotations

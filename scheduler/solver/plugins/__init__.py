@@ -20,15 +20,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.interface import (
     FilterPlugin,
+    OutcomePlugin,
     PreFilterPlugin,
     QuotaFilterPlugin,
     ReservePlugin,
     ScorePlugin,
+    SharedResourcePlugin,
+    ShortReservePlugin,
     StaticFilterPlugin,
 )
+from scheduler.framework.plan import PlanFields
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Status
 from scheduler.model.node import Node
@@ -94,14 +99,16 @@ what those pods ask for together (the union of their :attr:`~scheduler.model.pod
 class Profile:
     """The plugins of each extension point, in the order they run (kube's scheduling profile).
 
-    ``devices``: the DRA plugin, which the search also asks for a leaf's shared claims and the
-    plan's claim allocations; it is the first Reserve plugin because it alone may reserve fewer
-    copies than its Filter allowed. ``volumes``: the VolumeBinding plugin, which the search asks for
-    the plan's PersistentVolumeClaim decisions. ``gates``: (plugin names, :data:`Gate`) pairs; plugins
-    whose gate says no for a solve are left out of every extension point of it (kube's PreFilter /
-    PreScore ``Skip``, decided once per solve: no pod of the root asks for what they judge). The DRA
-    plugin is gated on the snapshot having a device view, the volume plugins on a pending pod naming
-    a volume, so a plain gang's hot path runs only what it needs.
+    ``shared``: the plugins holding what a leaf's members hold in common (DRA's group and shared claims);
+    ``outcomes``: the plugins filling the plan's fields and the solve's notes (DRA's claim allocations and
+    selector errors, VolumeBinding's PersistentVolumeClaim decisions). The search knows plugins only by these
+    Protocols (``scheduler.framework.interface``). ``short_reserve``: the Reserve plugin that may reserve
+    fewer copies than the Filters allowed (DRA; when in ``reservers`` it is the first); nodes every Filter
+    allowed where nothing was placed count under its reason (kept when gates leave it out). ``gates``:
+    (plugin names, :data:`Gate`) pairs; plugins whose gate says no for a solve are left out of every
+    extension point of it (kube's PreFilter / PreScore ``Skip``, decided once per solve: no pod of the root
+    asks for what they judge). The DRA plugin is gated on the snapshot having a device view, the volume
+    plugins on a pending pod naming a volume, so a plain gang's hot path runs only what it needs.
     """
 
     static_check: Callable[[PodSpec, Node], Status | None]
@@ -109,8 +116,9 @@ class Profile:
     filters: tuple[FilterPlugin, ...]
     scorers: tuple[ScorePlugin, ...]
     reservers: tuple[ReservePlugin, ...]
-    devices: dynamic_resources.DynamicResources
-    volumes: volume_binding.VolumeBinding
+    shared: tuple[SharedResourcePlugin, ...] = ()
+    outcomes: tuple[OutcomePlugin, ...] = ()
+    short_reserve: ShortReservePlugin | None = None
     gates: tuple[tuple[frozenset[str], Gate], ...] = ()
     _skipping: dict[frozenset[str], Profile] = field(default_factory=dict, compare=False, repr=False)
     quota_filters: frozenset[str] = field(init=False, compare=False, repr=False)
@@ -120,6 +128,17 @@ class Profile:
     def __post_init__(self) -> None:
         object.__setattr__(self, "quota_filters",
                            frozenset(p.name for p in self.filters if isinstance(p, QuotaFilterPlugin)))
+
+    def notes(self, state: CycleState) -> tuple[str, ...]:
+        """The notes of every Outcome plugin for this solve (the DRA selector errors), for its messages."""
+        return tuple(note for plugin in self.outcomes for note in plugin.notes(state))
+
+    def plan_fields(self, state: CycleState) -> PlanFields:
+        """The plan's fields every Outcome plugin fills from this solve's state."""
+        fields: PlanFields = {}
+        for plugin in self.outcomes:
+            fields.update(plugin.plan_fields(state))
+        return fields
 
     def for_pods(self, snapshot: Snapshot, pending: Sequence[Pod]) -> Profile:
         """This profile without the plugins whose gate says they have nothing to judge for ``pending`` on
@@ -136,7 +155,8 @@ class Profile:
             def keep(plugins: tuple[Any, ...]) -> tuple[Any, ...]:
                 return tuple(p for p in plugins if p.name not in skip)
             hit = replace(self, pre_filters=keep(self.pre_filters), filters=keep(self.filters),
-                          scorers=keep(self.scorers), reservers=keep(self.reservers), gates=(), _skipping={})
+                          scorers=keep(self.scorers), reservers=keep(self.reservers), shared=keep(self.shared),
+                          outcomes=keep(self.outcomes), gates=(), _skipping={})
             self._skipping[skip] = hit
         return hit
 
@@ -172,8 +192,9 @@ DEFAULT_PROFILE = Profile(
     reservers=(dynamic_resources.PLUGIN, resources_fit.PLUGIN, node_ports.PLUGIN, volume_restrictions.PLUGIN,
                node_volume_limits.PLUGIN, volume_binding.PLUGIN, pod_topology_spread.PLUGIN,
                inter_pod_affinity.PLUGIN),
-    devices=dynamic_resources.PLUGIN,
-    volumes=volume_binding.PLUGIN,
+    shared=(dynamic_resources.PLUGIN,),
+    outcomes=(dynamic_resources.PLUGIN, volume_binding.PLUGIN),
+    short_reserve=dynamic_resources.PLUGIN,
     gates=(
         (frozenset({dynamic_resources.NAME}), dynamic_resources.gate),
         (frozenset({volume_restrictions.NAME, node_volume_limits.NAME, volume_binding.NAME, volume_zone.NAME}),

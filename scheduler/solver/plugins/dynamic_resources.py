@@ -12,10 +12,12 @@ claim is allocated once, and the search's undo also returns devices and counters
 * Reserve allocates ``k`` copies of the signature's per-pod claims on the node (exact, best fit
   first, backtracking across the copies — :mod:`scheduler.dra.allocator`); it is the profile's
   *first* Reserve plugin because it may place fewer copies than the Filter allowed;
-* :meth:`DynamicResources.shared` holds the allocations of a leaf's shared claims (PodGroup claims,
-  claims several pods name) one way after another; while one is held, the Filter allows each
-  signature only the nodes reaching the devices of the shared claims *its* pods use;
-* :meth:`DynamicResources.claim_allocations` turns what the plan holds into ``ClaimAllocation`` values.
+* Shared (:class:`~scheduler.framework.interface.SharedResourcePlugin`): :meth:`DynamicResources.hold`
+  holds the allocations of a leaf's shared claims (PodGroup claims, claims several pods name) one way
+  after another; while one is held, the Filter allows each signature only the nodes reaching the
+  devices of the shared claims *its* pods use;
+* Outcome (:class:`~scheduler.framework.interface.OutcomePlugin`): :meth:`DynamicResources.claim_allocations`
+  turns what the plan holds into ``ClaimAllocation`` values; the selector errors are the solve's notes.
 
 Selector errors (CEL) met during the solve are collected per solve (never shared between roots) and
 quoted in that solve's messages.
@@ -50,7 +52,7 @@ from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
 from scheduler.framework.node_table import BoolArray, IntArray
-from scheduler.framework.plan import ClaimAllocation
+from scheduler.framework.plan import ClaimAllocation, PlanFields
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import NodeSelector, Pod
@@ -129,7 +131,7 @@ def selector_errors(state: CycleState) -> list[str]:
 
 
 class DynamicResources:
-    """PreFilter, Filter and Reserve for claims; see the module docstring."""
+    """PreFilter, Filter, Reserve (short), Shared and Outcome for claims; see the module docstring."""
 
     name = NAME
 
@@ -286,12 +288,12 @@ class DynamicResources:
             cycle.state.undo(token[0])
             cycle.local[placement.row] -= len(placement.pods)
 
-    def failure_reason(self) -> str:
+    def shortfall_reason(self) -> str:
         """The histogram reason for nodes every Filter allowed where Reserve still placed nothing."""
         return REASON
 
-    # -- shared claims -------------------------------------------------------------------------
-    def shared_claims(self, state: CycleState, pending: Sequence[Pod]) -> list[NeededClaim]:
+    # -- Shared: claims a leaf holds in common -------------------------------------------------
+    def held_in_common(self, state: CycleState, pending: Sequence[Pod]) -> list[NeededClaim]:
         """The claims a leaf allocates once for all members (PodGroup claims, claims shared by name)."""
         cycle = devices(state)
         if cycle is None:
@@ -304,8 +306,8 @@ class DynamicResources:
                 out.setdefault(needed.key, needed)
         return [out[k] for k in sorted(out)]
 
-    def shared(self, state: CycleState, leaf_name: str, claims: Sequence[NeededClaim],
-               mask: BoolArray) -> Iterator[None]:
+    def hold(self, state: CycleState, leaf_name: str, claims: Sequence[NeededClaim],
+             mask: BoolArray) -> Iterator[None]:
         """Hold, one after another, each distinct way to allocate the leaf's shared ``claims`` from devices
         that some node in ``mask`` reaches (per claim); the allocation is held while suspended, and the
         Filter restricts each signature to the nodes reaching the devices of the claims its pods use."""
@@ -360,7 +362,18 @@ class DynamicResources:
         except BudgetExceeded:
             return
 
-    # -- results -------------------------------------------------------------------------------
+    def unheld_reason(self, state: CycleState, claims: Sequence[NeededClaim]) -> str:
+        """Why :meth:`hold` found no way: the claims, none of which the leaf's nodes reach devices for together."""
+        return f"cannot allocate shared claim(s) {', '.join(c.key for c in claims)} on any reachable devices"
+
+    # -- Outcome -------------------------------------------------------------------------------
+    def plan_fields(self, state: CycleState) -> PlanFields:
+        return {"allocations": self.claim_allocations(state)}
+
+    def notes(self, state: CycleState) -> list[str]:
+        """The CEL selector errors this solve met (:func:`selector_errors`)."""
+        return selector_errors(state)
+
     def claim_allocations(self, state: CycleState) -> tuple[ClaimAllocation, ...]:
         """Every claim the plan allocates: per-pod claims from the journal, shared claims of placed leaves."""
         cycle = state.get(DEVICES)

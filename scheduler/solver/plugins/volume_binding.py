@@ -19,9 +19,10 @@ per signature and vectorised over nodes:
   A claim named by several pods of the plan (*shared*) is decided by its first placement: the others
   may only go to that node (kube pins it with the annotation in its assume cache).
 * **Reserve** records, per claim, the node and the PV chosen (kube's static binding) or None
-  (dynamic provisioning); Unreserve takes them back. :func:`bindings` turns what the plan holds
-  into :class:`~scheduler.framework.plan.VolumeClaimBinding` values, which the binder writes before
-  the first bind (``scheduler.live.volume_binder``).
+  (dynamic provisioning); Unreserve takes them back.
+* **Outcome** (:class:`~scheduler.framework.interface.OutcomePlugin`): :meth:`VolumeBinding.bindings` turns
+  what the plan holds into :class:`~scheduler.framework.plan.VolumeClaimBinding` values, which the binder
+  writes before the first bind (``scheduler.live.volume_binder``).
 
 Reasons (``binder.go``, verbatim, all UNSCHEDULABLE_AND_UNRESOLVABLE): :data:`NODE_CONFLICT`,
 :data:`BIND_CONFLICT`, :data:`PV_NOT_EXIST`. ``NotEnoughSpace`` needs CSIStorageCapacity, which is not
@@ -42,7 +43,7 @@ from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
-from scheduler.framework.plan import VolumeClaimBinding
+from scheduler.framework.plan import PlanFields, VolumeClaimBinding
 from scheduler.framework.selectors import label_selector_matches
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
@@ -195,7 +196,7 @@ def delay_order(view: StorageView, volumes: PodVolumes) -> list[PersistentVolume
 
 
 class VolumeBinding:
-    """PreFilter, Filter and Reserve for PersistentVolumeClaims; see the module docstring."""
+    """PreFilter, Filter, Reserve and Outcome for PersistentVolumeClaims; see the module docstring."""
 
     name = NAME
 
@@ -354,7 +355,13 @@ class VolumeBinding:
                 if value is not None:
                     cycle.taken.discard(value)
 
-    # -- results -------------------------------------------------------------------------------
+    # -- Outcome -------------------------------------------------------------------------------
+    def plan_fields(self, state: CycleState) -> PlanFields:
+        return {"volumes": self.bindings(state)}
+
+    def notes(self, state: CycleState) -> tuple[str, ...]:
+        return ()
+
     def bindings(self, state: CycleState) -> tuple[VolumeClaimBinding, ...]:
         """Every WaitForFirstConsumer claim the plan binds, with its node and PV (None: provisioned), by claim key."""
         cycle = state.get(CYCLE)

@@ -1,4 +1,4 @@
-"""The cache's in-memory nominations and the priority nominated room is held at (issue 11)."""
+"""The cache's in-memory nominations and the priority nominated room is held at."""
 
 from __future__ import annotations
 
@@ -90,12 +90,12 @@ def test_chain_membership_and_unit_of_a_pod_in_a_composite_tree() -> None:
     cache = c.cache()
     pod: Pod | None = cache.pod("ml/leaf-0")
     assert pod is not None
-    chain = cache.groups.chain(NS, "leaf")
+    chain = cache.groups.chains.chain(NS, "leaf")
     assert [k for k, _ in chain] == [GroupKey("PodGroup", NS, "leaf"), GroupKey("CompositePodGroup", NS, "job")]
-    m = cache.groups.membership(pod)
+    m = cache.groups.chains.membership(pod)
     assert (m.priority, m.unit, m.leaf, m.min_count, m.running) == (
         3, GroupKey("CompositePodGroup", NS, "job"), GroupKey("PodGroup", NS, "leaf"), 2, 0)  # all: no spares
-    assert cache.groups.leaves_under(GroupKey("CompositePodGroup", NS, "job")) == [(NS, "leaf")]
+    assert cache.groups.structure.leaves_under(GroupKey("CompositePodGroup", NS, "job")) == [(NS, "leaf")]
 
 
 def test_a_group_appearing_after_its_nominated_pod_raises_the_room_it_holds() -> None:

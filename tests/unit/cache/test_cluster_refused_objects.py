@@ -1,4 +1,4 @@
-"""ClusterCache with objects the API server would refuse (issue 9, item 6): each is left out with a
+"""ClusterCache with objects the API server would refuse: each is left out with a
 warning naming the field, the informer call does not raise, and the rest of the cluster is cached."""
 
 from __future__ import annotations

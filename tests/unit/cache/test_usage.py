@@ -1,6 +1,6 @@
 """NodeUsage kept per event equals NodeUsage built from the final pods, also when a pod stays on its node (the
 watch confirming a bind, a status update, an in-place resize of its requests: KEP-1287) — the path that
-replaces the pod in its NodeInfo instead of removing and adding it (issue 14)."""
+replaces the pod in its NodeInfo instead of removing and adding it."""
 
 from __future__ import annotations
 

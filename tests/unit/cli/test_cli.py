@@ -311,7 +311,7 @@ def test_every_pod_left_pending_appears_once_in_the_text_report(tmp_path: Path) 
     assert "  PodGroup default/bg, 1 pod(s): m2" in section
 
 
-# --- `simulate -`: the snapshot on standard input (issue 9, item 8) -----------------------------------
+# --- `simulate -`: the snapshot on standard input -----------------------------------
 
 
 @pytest.mark.parametrize(

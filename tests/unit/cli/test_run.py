@@ -1,5 +1,5 @@
 """``gang-scheduler run`` before it schedules: settings from flags and variables, typed flags, and the
-one-line exit 2 when no cluster configuration is usable (issue 9, items 4 and 5).
+one-line exit 2 when no cluster configuration is usable.
 
 The scheduler itself is never started here: tests that need parsed settings replace ``cli._run``
 (our own seam between the command and the live loop) with a recorder.

@@ -1,4 +1,4 @@
-"""The client rate limiter's lanes (issue 12 item 3): a bind never waits behind reports."""
+"""The client rate limiter's lanes: a bind never waits behind reports."""
 
 from __future__ import annotations
 

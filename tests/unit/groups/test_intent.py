@@ -1,4 +1,4 @@
-"""The durable intent's value (issue 12): what is written reads back, large gangs stay under the API server's
+"""The durable intent's value: what is written reads back, large gangs stay under the API server's
 256 KiB annotation limit, and anything else on the annotation reads as no intent."""
 
 from __future__ import annotations

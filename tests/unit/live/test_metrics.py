@@ -62,8 +62,8 @@ EXPECTED: dict[str, str] = {
     "gang_scheduler_is_leader": "gauge",
 }
 ALLOWED_LABELS: dict[str, set[str] | None] = {
-    "result": set(RESULTS) | set(PREEMPTION_RESULTS) | set(EVICTION_RESULTS)  # preemption's: issue 11
-    | set(REPAIR_RESULTS),  # gang repair: issue 12
+    "result": set(RESULTS) | set(PREEMPTION_RESULTS) | set(EVICTION_RESULTS)  # preemption's
+    | set(REPAIR_RESULTS),  # gang repair's
     "event": set(RESERVATION_EVENTS),
     "profile": {PROFILE},
     "queue": set(QUEUES),
@@ -392,7 +392,7 @@ async def test_metrics_endpoint_serves_the_registry(served: tuple[Metrics, str],
     assert 'scheduler_schedule_attempts_total{profile="gang-scheduler",result="scheduled"} 2.0' in body
 
 
-# -- preemption (issue 11) ---------------------------------------------------------------------
+# -- preemption ---------------------------------------------------------------------
 def test_preemption_series_exist_at_zero_and_count_a_preemption() -> None:
     from scheduler.framework import Preemption
 

@@ -1,4 +1,4 @@
-"""Event names and timestamps of ``scheduler.live.status_writer`` (issue 9): valid for any pod name.
+"""Event names and timestamps of ``scheduler.live.status_writer``: valid for any pod name.
 
 The oracle is the emulator's copy of the server's rule (``tests/integration/apivalidation.py``), written
 independently of the code under test.

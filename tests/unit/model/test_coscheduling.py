@@ -200,6 +200,6 @@ def test_member_counts_count_existing_pods_by_phase() -> None:
     cache = _cache((CACHE_KIND, crd(min_member=2)), ("Pod", pod("a", node="n1", phase="Running")),
                    ("Pod", pod("b", node="n1", phase="Succeeded")), ("Pod", pod("c", node="n2", phase="Failed")),
                    ("Pod", pod("d")))
-    assert cache.groups.member_counts("ml", "g") == MemberCounts(pods=4, bound=3, running=1, succeeded=1, failed=1)
+    assert cache.groups.members.counts("ml", "g") == MemberCounts(pods=4, bound=3, running=1, succeeded=1, failed=1)
     cache.apply("Pod", "DELETED", pod("c", node="n2", phase="Failed"))
-    assert cache.groups.member_counts("ml", "g") == MemberCounts(pods=3, bound=2, running=1, succeeded=1, failed=0)
+    assert cache.groups.members.counts("ml", "g") == MemberCounts(pods=3, bound=2, running=1, succeeded=1, failed=0)

@@ -1,11 +1,13 @@
-"""Values the API server refuses are refused by the models, with the field named (issue 9, item 6).
+"""Values the API server refuses are refused by the models, with the field named.
 
 Each case is an object the API server would not store — a negative request, limit, overhead or
 node allocatable/capacity (core ``ValidateResourceQuantityValue``, "must be greater than or equal
 to 0"), a boolean quantity, an int32 field written as a string or a boolean or out of range, a
-group priority above 1e9 — and the exact one-line reason :func:`scheduler.model.base.describe`
-gives for it. The accepted cases next to them pin where the line is: 0, ``"-0"``, surrounding
-white space (``Quantity.UnmarshalJSON`` trims it), a ``minCount`` of 0 (left to ``policy_error``).
+group priority above 1e9, a container resource name without a domain that is not a standard one
+(core ``validateContainerResourceName``, "must be a standard resource for containers") — and the exact
+one-line reason :func:`scheduler.model.base.describe` gives for it. The accepted cases next to them pin
+where the line is: 0, ``"-0"``, surrounding white space (``Quantity.UnmarshalJSON`` trims it), a
+``minCount`` of 0 (left to ``policy_error``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,14 @@ REJECTED = [
     pytest.param(Pod, pod_with({"containers": [container({"cpu": "-1n"})]}),
                  'spec.containers[0].resources.requests.cpu: must be greater than or equal to 0 (got "-1n")',
                  id="negative-below-a-milli-core-still-negative"),
+    pytest.param(Pod, pod_with({"containers": [container(limits={"memroy": "1Gi"})]}),
+                 "spec.containers[0].resources.limits.memroy: must be a standard resource for containers"
+                 ' (got "memroy")',
+                 id="misspelt-resource-name-is-not-an-extended-resource"),
+    pytest.param(Pod, pod_with({"initContainers": [container({"gpu": "1"})], "containers": [container()]}),
+                 "spec.initContainers[0].resources.requests.gpu: must be a standard resource for containers"
+                 ' (got "gpu")',
+                 id="resource-name-without-a-domain-in-an-init-container"),
     pytest.param(Pod, pod_with({"containers": [container(limits={"nvidia.com/gpu": "-2"})]}),
                  'spec.containers[0].resources.limits.nvidia.com/gpu: must be greater than or equal to 0 (got "-2")',
                  id="negative-limit"),
@@ -155,6 +165,11 @@ ACCEPTED = [
                  lambda p: p.requests == {"pods": 1}, id="zero-requests"),
     pytest.param(Pod, pod_with({"containers": [container({"cpu": "-0"})]}), lambda p: p.requests == {"pods": 1},
                  id="minus-zero-is-zero"),
+    pytest.param(Pod, pod_with({"containers": [container({"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Gi",
+                                                          "hugepages-2Mi": "4Mi", "nvidia.com/gpu": "1"})]}),
+                 lambda p: p.requests == {"cpu": 1000, "memory": 2**30, "ephemeral-storage": 2**30,
+                                          "hugepages-2Mi": 4 * 2**20, "nvidia.com/gpu": 1, "pods": 1},
+                 id="standard-container-resources-and-a-domain-name"),
     pytest.param(Pod, pod_with({"containers": [container({"cpu": " 2 "})]}),
                  lambda p: p.requests == {"cpu": 2000, "pods": 1}, id="surrounding-space-trimmed-like-UnmarshalJSON"),
     pytest.param(Pod, pod_with({"containers": [container()]}, {"containerStatuses": [

@@ -1,5 +1,5 @@
 """Snapshot files into raw documents (``scheduler.offline.reader``): the same documents as ``yaml.safe_load_all``
-with either parser, JSON read as JSON, and the loader dispatching them (issue 14)."""
+with either parser, JSON read as JSON, and the loader dispatching them."""
 
 from __future__ import annotations
 

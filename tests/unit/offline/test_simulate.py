@@ -313,7 +313,7 @@ def test_devices_already_allocated_in_the_snapshot_are_never_given_again(tmp_pat
     assert [(p.pod.metadata.name, p.node) for p in sim.pods] == [("a", "n1"), ("b", "n1")]
 
 
-# --- values the API server refuses (issue 9, item 6) ----------------------------------------------
+# --- values the API server refuses ----------------------------------------------
 
 TWO_GPU_NODE = """
 apiVersion: v1

@@ -1,4 +1,4 @@
-"""DRA inside the all-or-nothing search (issue #4): claims decided in the same plan as the nodes."""
+"""DRA inside the all-or-nothing search: claims decided in the same plan as the nodes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NodeLifecycle: no new gang members on nodes not ready (issue 12), draining or awaiting maintenance (KEP-5683,
+"""NodeLifecycle: no new gang members on nodes not ready, draining or awaiting maintenance (KEP-5683,
 reference §7)."""
 
 from __future__ import annotations

@@ -1,0 +1,106 @@
+"""What the live scheduler tells users about roots it has not placed: reasons on pods and groups, queue gauges.
+
+A root that cannot be scheduled yet — Waiting (members or groups missing), Invalid (a layout problem),
+Unschedulable (the search's reason), a bind that failed — gets ``PodScheduled=False`` with a FailedScheduling
+Event on its pending pods (kube-scheduler's ``handleSchedulingFailure``) and its reason in the group conditions
+(:class:`~scheduler.live.group_conditions.GroupConditions`). A Waiting or Invalid tree is reported once per
+change of its message; an orphan pod (naming a group that does not exist) once per message. The writes are
+:class:`~scheduler.live.status_writer.StatusWriter`'s, each in a guarded task.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from scheduler.cache.cluster import ClusterCache
+from scheduler.framework.plan import Unschedulable
+from scheduler.groups.tree import GroupTree, OrphanPod, TreeState
+from scheduler.live.group_conditions import GroupConditions
+from scheduler.live.metrics import Metrics
+from scheduler.live.status_writer import StatusWriter
+from scheduler.live.tasks import Spawn
+from scheduler.model.scheduling import GroupKey
+from scheduler.queue import SchedulingQueue
+
+log = logging.getLogger(__name__)
+
+class Reporter:
+    """The reasons reported per root and orphan pod, so each is written once per change (see the module docstring).
+
+    ``allowed``: whether a namespace is one this scheduler serves (``--namespaces``)."""
+
+    def __init__(self, cache: ClusterCache, status: StatusWriter, conditions: GroupConditions, metrics: Metrics,
+                 spawn: Spawn, allowed: Callable[[str], bool]) -> None:
+        self.cache = cache
+        self.status = status
+        self.conditions = conditions
+        self.metrics = metrics
+        self.spawn = spawn
+        self.allowed = allowed
+        self.reported: dict[GroupKey, str] = {}
+        """Root → the message last reported for it (Waiting, Invalid, Unschedulable): a Waiting or Invalid
+        tree is logged and reported on its pods once per change."""
+        self.blocked: dict[GroupKey, GroupTree] = {}
+        """Waiting and Invalid trees of ours, for the queue gauges."""
+        self._orphans_reported: dict[str, str] = {}
+
+    def tree_changed(self, key: GroupKey, tree: GroupTree | None) -> None:
+        """Root ``key``'s tree as routed now (None: gone or not ours): a new Waiting or Invalid tree is reported; a
+        root that is gone has its message forgotten."""
+        if tree is not None and tree.state in (TreeState.WAITING, TreeState.INVALID):
+            self.blocked[key] = tree
+            self._report_blocked(tree)
+            return
+        self.blocked.pop(key, None)
+        if tree is None:
+            self.reported.pop(key, None)  # a root that is gone: forget its message
+
+    def scheduled(self, key: GroupKey) -> None:
+        """Root ``key`` has a plan: a later failure is a change again."""
+        self.reported.pop(key, None)
+
+    def unschedulable(self, tree: GroupTree, result: Unschedulable) -> None:
+        """The search's reason on the tree's groups and pending pods."""
+        self.reported[tree.key] = result.message  # a Waiting report after it is a change again
+        self.conditions.failed(tree, "Unschedulable", result.message, result.group_reasons)
+        self.pods(tree, "Unschedulable", result.message)
+
+    def pods(self, tree: GroupTree, reason: str, message: str, keys: frozenset[str] | None = None) -> None:
+        """``PodScheduled=False`` and a FailedScheduling event on the tree's pending pods (``keys``: only those),
+        each read from the cache now so the write carries the pod's current resourceVersion; one task writes them."""
+        pods = [pod for leaf in tree.root.leaves() for member in leaf.pending
+                if (keys is None or member.key in keys)
+                and (pod := self.cache.pod(member.key)) is not None and not pod.is_bound]
+        if pods:
+            self.spawn(self.status.pods_unschedulable(pods, reason, message), f"status/{tree.key}")
+
+    def orphans(self) -> None:
+        """Each orphan pod of ours (its group does not exist) gets its message once per change."""
+        orphans = {o.pod.key: o for o in self.allowed_orphans()}
+        for key in [k for k in self._orphans_reported if k not in orphans]:
+            del self._orphans_reported[key]
+        for key, orphan in orphans.items():
+            if self._orphans_reported.get(key) != orphan.message:
+                self._orphans_reported[key] = orphan.message
+                self.spawn(self.status.pod_unschedulable(orphan.pod, "Unschedulable", orphan.message),
+                           f"status/{key}")
+
+    def allowed_orphans(self) -> list[OrphanPod]:
+        return [o for o in self.cache.groups.orphans.values() if self.allowed(o.pod.metadata.namespace)]
+
+    def record_queues(self, queue: SchedulingQueue) -> None:
+        """Set the pending-pods / queued-entities gauges from the queue and the trees."""
+        trees = self.cache.groups.trees
+        active = [t for k in queue.ready.queued() if (t := trees.get(k)) is not None]
+        backoff = [t for k in queue.backing_off if (t := trees.get(k)) is not None]
+        self.metrics.set_queues(active, backoff, self.blocked.values(), len(self.allowed_orphans()))
+
+    def _report_blocked(self, tree: GroupTree) -> None:
+        if self.reported.get(tree.key) == tree.message:
+            return
+        self.reported[tree.key] = tree.message
+        log.info("root=%s result=%s reason=%r", tree.key, tree.state.value, tree.message)
+        reason = "Unschedulable" if tree.state is TreeState.WAITING else "SchedulerError"
+        self.conditions.failed(tree, reason, tree.message)
+        self.pods(tree, reason, tree.message)  # Waiting pods too: FailedScheduling + PodScheduled=False

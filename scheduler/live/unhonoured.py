@@ -1,0 +1,135 @@
+"""Warnings about what the scheduler does not honour: one Warning Event per object, when its root is decided.
+
+Three sources, all reported as ``not honoured: …`` (reason :data:`~scheduler.live.status_writer.EVENT_UNHONOURED`):
+
+* fields of a pending pod of ours that no plugin honours (:func:`~scheduler.solver.unsupported.unhonoured`);
+* fields the v1.37 API does not know, in a pod of ours, a PodGroup or a CompositePodGroup as the watch delivered
+  it (:meth:`UnhonouredFields.checked`): the API server has dropped what its own version does not know, so what
+  is found is a field of a newer version, which no plugin here honours;
+* what a v1.36 PodGroup's or a scheduler-plugins PodGroup's spec holds that is not honoured
+  (:meth:`UnhonouredFields.podgroup_problems`, :func:`~scheduler.model.coscheduling.unhonoured_fields`).
+
+Each object is warned once (remembered by uid, the newest :data:`MAX_WARNED_PODS` kept), so a root retried every
+backoff does not repeat its Events.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from scheduler.cache.cluster import ClusterCache
+from scheduler.client.kube import Resource
+from scheduler.groups.tree import GroupTree, Leaf, walk
+from scheduler.live.status_writer import EVENT_UNHONOURED, StatusWriter
+from scheduler.live.tasks import Spawn
+from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
+from scheduler.model.scheduling import GroupKey, PodGroup
+from scheduler.model.strict import SHAPES, unknown_fields
+from scheduler.solver.unsupported import Context, unhonoured
+
+log = logging.getLogger(__name__)
+
+Decode = Callable[[Mapping[str, Any]], Mapping[str, Any]]
+"""What an informer applies to each object it receives before the cache sees it."""
+MAX_WARNED_PODS = 65536
+"""Objects remembered as warned about (oldest forgotten first; a forgotten pod is warned again), and objects
+whose unknown fields are kept."""
+
+
+class UnhonouredFields:
+    """The objects warned about and what is not honoured in each (see the module docstring)."""
+
+    def __init__(self, scheduler_name: str, cache: ClusterCache, status: StatusWriter, spawn: Spawn) -> None:
+        self.scheduler_name = scheduler_name
+        self.cache = cache
+        self.status = status
+        self.spawn = spawn
+        self._warned: dict[str, None] = {}
+        """Uids of pods (and PodGroups) warned about fields no plugin honours (once per object), oldest first."""
+        self._not_honoured: dict[GroupKey, str] = {}
+        """PodGroups whose spec holds something not honoured (a v1.36 ``disruptionMode`` we do not know) → what."""
+        self._unknown: dict[str, str] = {}
+        """Uid → the fields the v1.37 API does not know in a pod of ours, a PodGroup or a CompositePodGroup, as the
+        watch delivered it (:meth:`checked`); the newest :data:`MAX_WARNED_PODS`."""
+
+    def checked(self, res: Resource, decode: Decode | None) -> Decode | None:
+        """``decode`` (None: none), after noting the fields the v1.37 API does not know in each object the informer
+        of ``res`` receives — a Pod of ours, a v1beta1 PodGroup, a v1alpha3 CompositePodGroup
+        (:data:`~scheduler.model.strict.SHAPES`; other resources are not checked) — for :meth:`warn`."""
+        shape = SHAPES.get((res.group_version, res.kind))
+        if shape is None:
+            return decode
+        pods, ours = res.kind == "Pod", self.scheduler_name
+
+        def check(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+            spec = raw.get("spec")
+            if not pods or (isinstance(spec, dict) and spec.get("schedulerName") == ours):
+                meta = raw.get("metadata") or {}
+                uid = str(meta.get("uid") or f"{res.kind}/{meta.get('namespace')}/{meta.get('name')}")
+                if pods and isinstance(spec, dict) and spec.get("nodeName"):  # bound: warnings are for pending pods
+                    self._unknown.pop(uid, None)
+                    return raw if decode is None else decode(raw)
+                found = unknown_fields(raw, shape)
+                if found:
+                    self._unknown[uid] = "; ".join(map(str, found))
+                    if len(self._unknown) > MAX_WARNED_PODS:
+                        del self._unknown[next(iter(self._unknown))]
+                else:
+                    self._unknown.pop(uid, None)
+            return raw if decode is None else decode(raw)
+
+        return check
+
+    def warn(self, tree: GroupTree) -> None:
+        """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours or the v1.37
+        API does not know (:meth:`checked`) — and once per group on its PodGroups and CompositePodGroups whose
+        spec holds such a field, or something not honoured: a v1.36 one's (:meth:`podgroup_problems`), a
+        scheduler-plugins one's (:func:`~scheduler.model.coscheduling.unhonoured_fields`)."""
+        context: Context | None = None
+        for node in walk(tree.root):
+            if isinstance(node, Leaf):
+                for pod in node.pending:
+                    if not self._first_warning(pod.metadata.uid or pod.key):
+                        continue
+                    if context is None:
+                        context = Context(storage=self.cache.storage.view())  # not a whole snapshot
+                    findings = [str(f) for f in unhonoured(pod, context)]
+                    findings += filter(None, [self._unknown.get(pod.metadata.uid)])
+                    if findings:
+                        note = "not honoured: " + "; ".join(findings)
+                        self.spawn(self.status.pod_warning(pod, EVENT_UNHONOURED, note), f"status/{pod.key}")
+            key = node.key
+            group = None if key.kind == "Pod" else self.cache.group(key.kind, key.namespace, key.name)
+            problems = [self._not_honoured.get(key)]
+            if isinstance(group, CoscheduledPodGroup) and (fields := unhonoured_fields(group)):
+                problems = ["; ".join(f"{path}: {why}" for path, why in fields)]
+            if group is not None:
+                problems.append(self._unknown.get(group.metadata.uid))
+            note = "; ".join(filter(None, problems))
+            if note and group is not None and self._first_warning(group.metadata.uid or str(key)):
+                self.spawn(self.status.group_warning(group, EVENT_UNHONOURED, f"not honoured: {note}"),
+                           f"status/{key}")
+
+    def podgroup_problems(self, group: PodGroup, problems: str) -> None:
+        """The PodGroup informer's report of what of a (v1.36) PodGroup's spec is not honoured: kept until the
+        leader decides its tree (:meth:`warn` writes the Event, as for pods), logged once here."""
+        key = GroupKey("PodGroup", group.metadata.namespace, group.metadata.name)
+        if self._not_honoured.get(key) != problems:
+            log.warning("%s: not honoured: %s", key, problems)
+            self._not_honoured[key] = problems
+
+    def forget(self, key: GroupKey) -> None:
+        """Root ``key`` is gone: what its PodGroup did not honour is dropped."""
+        self._not_honoured.pop(key, None)
+
+    def _first_warning(self, uid: str) -> bool:
+        """True the first time ``uid`` (a pod's, a PodGroup's) is warned about fields not honoured (remembered:
+        the newest :data:`MAX_WARNED_PODS`)."""
+        if uid in self._warned:
+            return False
+        self._warned[uid] = None
+        if len(self._warned) > MAX_WARNED_PODS:
+            del self._warned[next(iter(self._warned))]
+        return True
