@@ -16,23 +16,28 @@ would. So assume, forget and claim bookkeeping are one code path.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from scheduler.cache.cluster import AssumeError, ClusterCache
 from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.writes import ClaimWrite, claim_writes
 from scheduler.framework.interface import PostFilterPlugin
-from scheduler.framework.plan import Decision, Plan, SolverConfig, Unschedulable
+from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
-from scheduler.solver.plugins import NOMINATED_FIRST, node_unschedulable, taint_toleration
+from scheduler.solver.plugins import NOMINATED_FIRST, node_affinity, node_unschedulable, taint_toleration
 from scheduler.solver.plugins.nominated_node import nominated
 from scheduler.solver.search import solve
+
+ABOVE_MINIMUM = "{count} pending member(s) above the minimum fit nowhere"
+"""The failure PostFilters get for members a plan leaves out (ours)."""
 
 
 def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
@@ -44,8 +49,11 @@ def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
     (:mod:`~scheduler.solver.plugins.nominated_node`). That plan is taken when it places every pending pod;
     otherwise the ordinary search decides, and the pinned plan is taken only if it places more pods (a
     stale nomination must not leave out a pod that fits elsewhere: kube falls back per pod).
-    ``post_filters`` run, in order, only when the search failed with code UNSCHEDULABLE (capacity was
-    short: removing pods could help); the first that returns a decision wins. Binding and preemption
+    ``post_filters`` run, in order, when the search failed with code UNSCHEDULABLE (capacity was
+    short: removing pods could help); the first that returns a decision wins. They also run when the plan
+    satisfies the root but leaves pending members out (a basic group's overflow, members above
+    ``minCount``): then with an Unschedulable whose ``minimum`` is that plan, and a preemption that places
+    every member replaces the plan (:func:`_above_minimum`). Binding and preemption
     never happen in the same cycle (kube-scheduler's PodGroup cycle, reference §8.2).
     """
     pinned: Plan | None = None
@@ -64,7 +72,31 @@ def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
             decision = plugin.post_filter(tree, snapshot, result, config)
             if decision is not None:
                 return decision
+    if isinstance(result, Plan) and result.unplaced and post_filters:
+        return _above_minimum(tree, snapshot, result, config, post_filters)
     return result
+
+
+def _above_minimum(tree: GroupTree, snapshot: Snapshot, plan: Plan, config: SolverConfig,
+                   post_filters: Sequence[PostFilterPlugin]) -> Decision:
+    """The PostFilters for the pending members ``plan`` leaves out although the minimum fits: one decision for
+    the root (upstream preempts for every pending member of a group, ``podgrouppreemption_test.go``). A
+    Preemption (or a plan that places them all) wins; otherwise ``plan`` stands, each left-out member's reason
+    ending with why preemption did not help — unchanged when no PostFilter found anything to say (no
+    lower-priority pod where they could go: as for a root that does not fit)."""
+    failure = Unschedulable(tree.key, Code.UNSCHEDULABLE, ABOVE_MINIMUM.format(count=len(plan.unplaced)),
+                            minimum=plan)
+    why: str | None = None
+    for plugin in post_filters:
+        decision = plugin.post_filter(tree, snapshot, failure, config)
+        if isinstance(decision, Preemption) or (isinstance(decision, Plan)
+                                                and len(decision.placements) > len(plan.placements)):
+            return decision
+        if isinstance(decision, Unschedulable):
+            why = decision.message.removeprefix(failure.message).removeprefix("; ")
+    if why is None:
+        return plan
+    return dataclasses.replace(plan, unplaced={key: f"{reason}; {why}" for key, reason in plan.unplaced.items()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +112,39 @@ class Attempt:
     @property
     def plan(self) -> Plan | None:
         return self.decision if isinstance(self.decision, Plan) else None
+
+
+class DecisionHandler(Protocol):
+    """What a driver does with one root's decision: the three outcomes of :func:`schedule_one`, each with the
+    :class:`Attempt` that came to it. ``run`` binds through the API, preempts through its preemptor and
+    reports through the status writer (``scheduler.live.driver``); ``simulate`` binds through a recording
+    binder and applies preemptions as their evictions would complete (``scheduler.offline.simulate``). The
+    decision itself is made once, by :class:`CycleRunner`, for both (kube-scheduler's
+    ``schedule_one.go``: the scheduling cycle decides, then binding or PostFilter's nomination acts).
+    Handlers must not raise for a decision they cannot act on: they report it."""
+
+    def on_plan(self, attempt: Attempt, plan: Plan) -> None:
+        """``plan`` (assumed in the cache already) is to be bound."""
+        ...
+
+    def on_preemption(self, attempt: Attempt, preemption: Preemption) -> None:
+        """The root waits for ``preemption``'s victims (or, when it is ``waiting``, for an earlier one's)."""
+        ...
+
+    def on_unschedulable(self, attempt: Attempt, failure: Unschedulable) -> None:
+        """The root does not fit and preemption cannot help: report ``failure`` and retry later."""
+        ...
+
+
+def handle(attempt: Attempt, handler: DecisionHandler) -> None:
+    """Hand ``attempt``'s decision to the matching method of ``handler``."""
+    decision = attempt.decision
+    if isinstance(decision, Plan):
+        handler.on_plan(attempt, decision)
+    elif isinstance(decision, Preemption):
+        handler.on_preemption(attempt, decision)
+    else:
+        handler.on_unschedulable(attempt, decision)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,17 +233,24 @@ class CycleRunner:
 
         Refused: the node is gone; cordoned (``spec.unschedulable``, unless the pod tolerates
         kube's ``node.kubernetes.io/unschedulable`` taint); tainted NoSchedule/NoExecute against the pod
-        (TaintToleration's rule); a claim the plan allocates for the pod is gone, being deleted, or
-        allocated to other devices than the plan's.
+        (TaintToleration's rule); its labels no longer match the pod's nodeSelector or required node
+        affinity (NodeAffinity's rule); its allocatable no longer holds what is bound and assumed on it, in a
+        resource the pod requests (the plan's own pods are assumed there, so a node whose allocatable shrank
+        mid-plan is refused before any further bind, NodeResourcesFit's rule); a claim the plan allocates for
+        the pod is gone, being deleted, or allocated to other devices than the plan's.
         """
         obj = self.cache.nodes.get(node)
         if obj is None:
             return f"node {node} no longer exists"
         if node_unschedulable.filter_node(pod.spec, obj) is not None:
             return f"node {node} was cordoned"
-        rejected = taint_toleration.filter_node(pod.spec, obj)
+        rejected = taint_toleration.filter_node(pod.spec, obj) or node_affinity.filter_node(pod.spec, obj)
         if rejected is not None:
             return f"node {node}: {'; '.join(rejected.reasons)}"
+        over = self.cache.usage.overcommitted(node, pod.requests)
+        if over:
+            return f"node {node} no longer fits the plan: " + ", ".join(
+                f"{name} {used} requested > {allocatable} allocatable" for name, used, allocatable in over)
         for allocation in plan.allocations:
             if allocation.synthetic or not any(uid == pod.metadata.uid or (kind == "PodGroup"
                                                                            and name == pod.group_name)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -49,9 +49,9 @@ from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.plan import ClaimAllocation, Plan
 from scheduler.framework.snapshot import Nominated, Snapshot, bound_copy, pod_vector
 from scheduler.groups.index import GroupIndex
-from scheduler.groups.intent import parse_intent
+from scheduler.groups.intent import intent_problem, parse_intent
 from scheduler.groups.tree import Forest, GroupTree
-from scheduler.model.base import describe
+from scheduler.model.base import NESTED_TOO_DEEP, describe
 from scheduler.model.coscheduling import CoscheduledPodGroup
 from scheduler.model.dra import DeviceClass, ResourceClaim
 from scheduler.model.kinds import (
@@ -156,19 +156,69 @@ _ESSENCE: dict[str, Callable[[Any], tuple[object, ...]]] = {
     NAMESPACE.name: namespace_essence}
 
 
-def _parse(kind: str, raw: Mapping[str, Any]) -> Any | None:
-    try:
-        obj = KINDS[kind].parse(raw)
-        if isinstance(obj, Pod):
-            _ = obj.requests
-        elif isinstance(obj, Node):
-            _ = obj.allocatable
-        return obj
-    except (ValueError, ArithmeticError) as exc:  # pydantic ValidationError, QuantityError, decimal errors
-        meta = raw.get("metadata") or {}
-        log.warning("ignoring malformed %s %s/%s: %s", kind, meta.get("namespace", ""), meta.get("name", ""),
-                    describe(exc))
-        return None
+RefusalReason = Literal["invalid", "too_deep", "undecodable", "invalid_intent"]
+REFUSAL_REASONS: tuple[RefusalReason, ...] = ("invalid", "too_deep", "undecodable", "invalid_intent")
+"""Why an object was refused (``gang_scheduler_objects_refused_total{reason}``):
+
+- ``invalid``: it does not validate against its kind's model (a wrong type, a negative quantity, a
+  missing required field) — the object is left out of the cache;
+- ``too_deep``: decoding it hit the interpreter's nesting limit (:class:`RecursionError`) — left out;
+- ``undecodable``: its decoding raised anything else — left out, and the traceback logged;
+- ``invalid_intent``: a PodGroup whose durable intent annotation is invalid
+  (:func:`~scheduler.groups.intent.intent_problem`) — the PodGroup is kept, read as having no intent.
+"""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Refusal:
+    """One object the cache could not take as it is: its kind (the cache's name), what its metadata
+    names (empty strings where that metadata is missing or malformed), the reason and a one-line message."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    reason: RefusalReason
+    message: str
+
+
+def refusal(kind: str, raw: object, reason: RefusalReason, message: str) -> Refusal:
+    """A :class:`Refusal` of ``raw`` (any JSON value: its metadata is read defensively)."""
+    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+
+    def field(name: str) -> str:
+        value = meta.get(name)
+        return value if isinstance(value, str) else ""
+
+    return Refusal(kind, field("namespace"), field("name"), field("uid"), reason, message)
+
+
+def refusal_of(kind: str, raw: object, exc: BaseException) -> Refusal:
+    """The :class:`Refusal` of ``raw``, whose decoding raised ``exc``; logs it (with the traceback when the
+    exception is not a validation error)."""
+    if isinstance(exc, RecursionError):
+        reason: RefusalReason = "too_deep"
+        message = "nested too deeply to decode"
+    elif isinstance(exc, (ValueError, ArithmeticError)):  # pydantic ValidationError, QuantityError, decimal errors
+        reason, message = "invalid", describe(exc)
+    else:
+        reason, message = "undecodable", f"{type(exc).__name__}: {exc}"[:1024]
+    refused = refusal(kind, raw, reason, message)
+    log.warning("ignoring malformed %s %s/%s: %s", kind, refused.namespace, refused.name, message,
+                exc_info=exc if reason == "undecodable" else None)
+    return refused
+
+
+def _parse(kind: str, raw: Mapping[str, Any]) -> Any:
+    """The model of ``raw`` as the cache keeps it; raises what its model's validation or our derived
+    properties raise (see :func:`refusal_of`)."""
+    obj = KINDS[kind].parse(raw)
+    if isinstance(obj, Pod):
+        _ = obj.requests
+    elif isinstance(obj, Node):
+        _ = obj.allocatable
+    return obj
 
 
 def _wants_devices(pod: Pod) -> bool:
@@ -221,6 +271,28 @@ class ClusterCache:
         self._changed_roots: set[GroupKey] = set()
         self.holds: dict[GroupKey, tuple[tuple[Pod, str, int], ...]] = {}
         """Partial roots → the room they hold (:func:`held_room`), kept with their trees."""
+        self.on_refused: Callable[[Refusal], None] = lambda refused: None
+        """Told of every object refused, or taken with a part ignored (:data:`REFUSAL_REASONS`); the live
+        driver counts them and posts a Warning Event on the object. Must not raise."""
+
+    def parse(self, kind: str, raw: object) -> Any | None:
+        """The model of one raw object of ``kind``, or None when it cannot be taken: every exception its
+        decoding can raise is caught here, per object, and reported to :attr:`on_refused`, so no object
+        can stop an informer. A PodGroup with an invalid durable intent is taken (read as having none)
+        and reported too."""
+        try:
+            if not isinstance(raw, Mapping):
+                raise TypeError(f"expected an object, got {type(raw).__name__}")
+            if NESTED_TOO_DEEP in raw:  # the stub of an object the client could not decode
+                raise RecursionError("nested too deeply to decode")
+            obj = _parse(kind, raw)
+        except Exception as exc:  # the decoding boundary: whatever one object makes a decoder raise
+            self.on_refused(refusal_of(kind, raw, exc))
+            return None
+        if isinstance(obj, PodGroup) and (problem := intent_problem(obj)) is not None:
+            log.warning("%s %s/%s: %s; read as no intent", kind, obj.metadata.namespace, obj.metadata.name, problem)
+            self.on_refused(refusal(kind, raw, "invalid_intent", problem))
+        return obj
 
     # -- feeding -------------------------------------------------------------------------------
     def replace(self, kind: str, raws: Iterable[Mapping[str, Any]]) -> list[ClusterEvent]:
@@ -258,9 +330,10 @@ class ClusterCache:
                 events.extend(self._set(kind, key, before, after))
         return events
 
-    def apply(self, kind: str, event_type: str, raw: Mapping[str, Any]) -> list[ClusterEvent]:
-        """Apply one watch event (``ADDED`` / ``MODIFIED`` / ``DELETED``)."""
-        obj = _parse(kind, raw)
+    def apply(self, kind: str, event_type: str, raw: Any) -> list[ClusterEvent]:
+        """Apply one watch event (``ADDED`` / ``MODIFIED`` / ``DELETED``); an object that cannot be taken
+        (:meth:`parse`) changes nothing."""
+        obj = self.parse(kind, raw)
         if obj is None:
             return []
         key = key_of(obj)
@@ -636,16 +709,17 @@ class Relist:
         current = self.cache.objects[self.kind]
         events: list[ClusterEvent] = []
         for raw in raws:
-            meta = raw.get("metadata") or {}
-            key = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
-            old = current.get(key)
-            rv = meta.get("resourceVersion")
-            if old is not None and rv and rv == old.metadata.resource_version:
-                self.seen.add(key)
-                if self.kind == NODE.name:
-                    self._nodes[key] = old
-                continue
-            obj = _parse(self.kind, raw)
+            meta, old = raw.get("metadata") if isinstance(raw, Mapping) else None, None
+            if isinstance(meta, Mapping):
+                key = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+                old = current.get(key)
+                rv = meta.get("resourceVersion")
+                if old is not None and rv and rv == old.metadata.resource_version:
+                    self.seen.add(key)
+                    if self.kind == NODE.name:
+                        self._nodes[key] = old
+                    continue
+            obj = self.cache.parse(self.kind, raw)
             if obj is None:
                 continue
             key = key_of(obj)

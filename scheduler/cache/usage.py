@@ -181,6 +181,18 @@ class NodeUsage:
         PriorityClasses) changed."""
         self._snapshot = None
 
+    def overcommitted(self, node: str, resources: Iterable[str]) -> list[tuple[str, int, int]]:
+        """(resource, used, allocatable) of each of ``resources`` whose bound and assumed requests on ``node``
+        exceed its allocatable as the node shows it now (integer units: milli-cpu, bytes, counts); empty when
+        all fit or the node is not in the table. Resources the table does not know are skipped (no node
+        offers them, so no plan placed them). Design §4 invariant 2, checked again before each bind."""
+        row = self.table.index.get(node)
+        if row is None:
+            return []
+        used, allocatable, column = self.used[row], self.table.allocatable[row], self.table.column
+        return [(name, int(used[c]), int(allocatable[c])) for name in sorted(resources)
+                if (c := column.get(name)) is not None and used[c] > allocatable[c]]
+
     def pods_on(self, node: str) -> NodeInfo:
         """The NodeInfo of ``node`` (empty if no pod uses it)."""
         return self._infos.get(node) or NodeInfo(node)

@@ -10,9 +10,8 @@ with a ``Status`` that the typed method fails to deserialise, kubernetes-client/
 never trusts the environment — the proxy the environment names for the API server is read once
 (:func:`proxy_from_env`) — on a connector sized to the binds in flight (per request,
 ``call_api`` walked every header and body through ``sanitize_for_serialization``, and its session
-read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran). JSON is read and
-written by pydantic-core (``from_json`` / ``to_json``, a Rust parser already installed with pydantic): a watch
-event of a real-sized pod (2.5–4 KB) decodes in about half the time ``json.loads`` takes.
+read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran). Request bodies are
+encoded by pydantic-core (``to_json``, installed with pydantic); replies are decoded by :mod:`scheduler.client.decoding`.
 
 Errors: every non-2xx answer raises :class:`ApiError` (or :class:`NotFound` / :class:`Conflict`);
 ``ApiError.retryable`` is True for 429, 5xx and transport failures, where a retry can help.
@@ -39,6 +38,7 @@ import pydantic_core
 import yaml
 from kubernetes_asyncio import client, config
 
+from scheduler.client import decoding
 from scheduler.client.http1 import WritePool
 from scheduler.errors import ClusterConfigError, GangSchedulerError
 from scheduler.model import kinds, podgroup_v1alpha2
@@ -171,6 +171,16 @@ DEFAULT_CONNECTIONS = connections_for(16)
 LIST_PAGE_SIZE = 500
 """Objects per list page (client-go's reflector default): bounds the raw JSON held during a re-list."""
 
+BOOKMARK_INTERVAL_S = 60.0
+"""How often the API server sends a watch that asked for them a BOOKMARK event (seconds): the watch cache's
+``bookmarkFrequency``, one minute (kube-apiserver ``pkg/storage/cacher``)."""
+WATCH_SILENCE_S = BOOKMARK_INTERVAL_S + 30.0
+"""A watch that received nothing — no event, no bookmark — for this long is taken as dropped (seconds): one
+bookmark interval plus a margin for a busy server. A quiet resource on a server that sends no bookmarks is
+then watched again from its resourceVersion every 1½ minutes, a cheap request."""
+WATCH_DEADLINE_MARGIN_S = 30
+"""How long after its ``timeoutSeconds`` the client gives up on a watch the server did not end (seconds)."""
+
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
@@ -252,6 +262,8 @@ class KubeClient:
     def __init__(self, api: client.ApiClient, qps: float = 50.0, burst: int = 100) -> None:
         self.api = api
         self.limiter = RateLimiter(qps, burst)
+        self.watch_silence_s = WATCH_SILENCE_S
+        """Seconds of silence after which :meth:`watch` takes a stream as dropped (:data:`WATCH_SILENCE_S`)."""
         self._session: aiohttp.ClientSession | None = None
         self._env_proxy = proxy_from_env(api.configuration.host or "")
         self._writes = write_pool(api.configuration, proxied=bool(api.configuration.proxy or self._env_proxy))
@@ -411,7 +423,7 @@ class KubeClient:
             if not reply:
                 return {}
             try:
-                data = pydantic_core.from_json(raw) if raw.strip() else None
+                data = decoding.loads(raw) if raw.strip() else None
             except ValueError as exc:
                 raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
             return data if isinstance(data, dict) else {}
@@ -420,8 +432,7 @@ class KubeClient:
             if not reply:
                 await resp.read()
                 return {}
-            raw = await resp.read()
-            data = pydantic_core.from_json(raw) if raw.strip() else None
+            data = decoding.loads(await resp.read())
         except (TimeoutError, aiohttp.ClientError, ValueError) as exc:  # body cut off or not JSON
             raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
         finally:
@@ -452,22 +463,27 @@ class KubeClient:
                 return
 
     async def watch(self, res: Resource, resource_version: str, namespace: str | None = None,
-                    timeout_s: int = 300) -> AsyncIterator[JSON]:
+                    timeout_s: int = 300, silence_s: float | None = None) -> AsyncIterator[JSON]:
         """Watch events (``{"type", "object"}``) after ``resource_version``, until the stream ends.
 
         The iterator simply ends when the server closes the stream or the connection drops (the
-        caller resumes from the last resourceVersion it saw). Raises :class:`Gone` for an expired
-        resourceVersion (HTTP 410 or an in-stream ERROR 410), :class:`ApiError` for other failures.
+        caller resumes from the last resourceVersion it saw). Bookmarks are asked for
+        (``allowWatchBookmarks``) and yielded like any event. The server ends the stream after ``timeout_s``
+        (``timeoutSeconds``); the client gives up :data:`WATCH_DEADLINE_MARGIN_S` later if it has not, and
+        as soon as nothing at all — not even a bookmark — arrived for ``silence_s`` seconds (default
+        :attr:`watch_silence_s`): a watch that stays open but silent is taken as dropped. Raises :class:`Gone` for an expired resourceVersion
+        (HTTP 410 or an in-stream ERROR 410), :class:`ApiError` for other failures.
         """
         query = [("watch", "true"), ("resourceVersion", resource_version), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", str(timeout_s))]
-        resp = await self._send("GET", res.path(namespace), query,
-                                timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout_s + 30))
+        resp = await self._send("GET", res.path(namespace), query, timeout=aiohttp.ClientTimeout(
+            total=timeout_s + WATCH_DEADLINE_MARGIN_S,
+            sock_read=self.watch_silence_s if silence_s is None else silence_s))
         try:
             async for line in resp.content:
                 if not line.strip():
                     continue
-                event = pydantic_core.from_json(line)
+                event = decoding.loads(line)
                 if event.get("type") == "ERROR":
                     obj = event.get("object") or {}
                     raise _error(int(obj.get("code") or 500), str(obj.get("reason", "")), str(obj.get("message", "")))

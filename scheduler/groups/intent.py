@@ -25,6 +25,13 @@ member), and one that is still over :data:`INTENT_MAX_BYTES` (leaving the rest o
 other annotations) is not recorded: :func:`intent_annotation` returns None and the binder removes any
 older intent, so such a gang (over ~9,000 members) is scheduled without durable intent.
 
+Reading is bounded, because anyone who may edit a PodGroup can write the annotation: a value over
+:data:`INTENT_MAX_BYTES`, one that inflates past :data:`INFLATED_MAX_BYTES`, nesting deeper than the
+decoder's limit (``"[" * 60000`` raises :class:`RecursionError` in :func:`json.loads`) or any shape but
+``{"pods": {name: {"node": str, "uid": str}}}`` is invalid (:func:`intent_problem` says why) and reads as
+no intent. Each distinct value is decoded once (:data:`_DECODED_CACHE` values kept), since the cache reads the
+intent of the old and the new object of every PodGroup event.
+
 Pure: parsing and formatting. The group index reads it into trees; the live binder writes it.
 """
 
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import zlib
 from collections.abc import Iterable, Mapping
@@ -51,7 +59,10 @@ INTENT_MAX_BYTES = 128 * 1024
 """The largest intent recorded: half of the API server's 256 KiB for all annotations of an object."""
 COMPRESSED = "zlib:"
 """Prefix of a compressed intent: base64 of the zlib-compressed JSON follows."""
-_INFLATED_MAX_BYTES = 16 * 1024 * 1024  # a hand-made value cannot make us inflate without bound
+INFLATED_MAX_BYTES = 16 * 1024 * 1024
+"""The most a compressed intent may inflate to: a hand-made value cannot make us inflate without bound."""
+_DECODED_CACHE = 64
+"""Distinct annotation values whose decoding is remembered (one per PodGroup with an intent, in practice)."""
 
 NO_INTENT: Mapping[str, tuple[str, str]] = MappingProxyType({})
 
@@ -59,23 +70,45 @@ NO_INTENT: Mapping[str, tuple[str, str]] = MappingProxyType({})
 def parse_intent(group: PodGroup) -> Mapping[str, tuple[str, str]]:
     """Pod name → (node, uid prefix) of the intent recorded on ``group``; empty when there is none.
 
-    A malformed value (not ours, or hand-edited) reads as no intent: it can only hold room, so
-    ignoring it never binds anything wrongly.
+    A malformed value (not ours, hand-edited, too large or too deeply nested: :func:`intent_problem`) reads
+    as no intent: it can only hold room, so ignoring it never binds anything wrongly. Never raises.
     """
     text = group.metadata.annotations.get(INTENT_ANNOTATION)
-    if not text:
-        return NO_INTENT
+    return _decode(text)[0] if text else NO_INTENT
+
+
+def intent_problem(group: PodGroup) -> str | None:
+    """Why the intent annotation on ``group`` is invalid (and read as none); None when it is valid or absent."""
+    text = group.metadata.annotations.get(INTENT_ANNOTATION)
+    return _decode(text)[1] if text else None
+
+
+@functools.lru_cache(maxsize=_DECODED_CACHE)
+def _decode(text: str) -> tuple[Mapping[str, tuple[str, str]], str | None]:
+    """(pod name → (node, uid prefix), None) for a valid annotation value; (:data:`NO_INTENT`, why) otherwise."""
+    if len(text) > INTENT_MAX_BYTES:
+        return NO_INTENT, f"{INTENT_ANNOTATION} is {len(text)} characters, over the limit of {INTENT_MAX_BYTES}"
     try:
         if text.startswith(COMPRESSED):
             inflater = zlib.decompressobj()
-            raw = inflater.decompress(base64.b64decode(text[len(COMPRESSED):], validate=True), _INFLATED_MAX_BYTES)
+            raw = inflater.decompress(base64.b64decode(text[len(COMPRESSED):], validate=True), INFLATED_MAX_BYTES)
             if inflater.unconsumed_tail:
-                return NO_INTENT
+                return NO_INTENT, f"{INTENT_ANNOTATION} inflates past {INFLATED_MAX_BYTES} bytes"
             text = raw.decode()
         pods = json.loads(text).get("pods") or {}
-        return {str(name): (str(v["node"]), str(v.get("uid") or "")) for name, v in pods.items()}
-    except (ValueError, TypeError, KeyError, AttributeError, binascii.Error, zlib.error):
-        return NO_INTENT
+        intent = {str(name): (_text(v["node"]), _text(v.get("uid") or "")) for name, v in pods.items()}
+    except RecursionError:
+        return NO_INTENT, f"{INTENT_ANNOTATION} is nested too deeply"
+    except (ValueError, TypeError, KeyError, AttributeError, binascii.Error, zlib.error) as exc:
+        return NO_INTENT, f"{INTENT_ANNOTATION} is not a valid intent ({type(exc).__name__})"
+    return MappingProxyType(intent), None
+
+
+def _text(value: object) -> str:
+    """``value`` if it is a string; raises TypeError otherwise (a node name or uid that is not one is invalid)."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
 
 
 def intended_node(intent: Mapping[str, tuple[str, str]], pod: Pod) -> str | None:

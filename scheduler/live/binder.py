@@ -13,8 +13,9 @@ plan back from the PodGroups and holds the rest of its room. A permanent failure
 nothing.
 
 **Check before each bind** (``precheck``): just before a member's bind, the driver's check of
-its target against the cache as it is *now* — the node still exists, is not cordoned and has no
-NoSchedule/NoExecute taint the pod does not tolerate, the pod's claims still stand. A refusal stops the
+its target against the cache as it is *now* — the node still exists, is not cordoned, has no
+NoSchedule/NoExecute taint the pod does not tolerate, still has the labels the pod's node selection
+needs and the allocatable the plan's pods on it need, the pod's claims still stand. A refusal stops the
 plan like a failed bind: no further bind starts, the members not bound are forgotten, and the root is
 requeued (partial, if some members are bound: they keep their claim on the rest).
 

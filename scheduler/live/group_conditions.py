@@ -20,8 +20,10 @@ mark the tree's groups *dirty*; one writer task (:meth:`GroupConditions.run`) ta
 one entry per group however often it was marked, so reports are coalesced per group — computes the
 desired condition, compares it with the cached object and PATCHes through
 :class:`~scheduler.live.status_writer.StatusWriter` (REPORT lane; a 409 re-reads the object once). A write
-that fails is retried with backoff (``retry_initial_s`` doubling to ``retry_max_s``) until it lands or
-is no longer needed. A root whose plan is still being bound (``binding``) is left alone until its binder
+that fails is retried with backoff (``retry_initial_s`` doubling to ``retry_max_s``, times a random factor
+in [0.5, 1.5) so writes that failed together are not retried together) until it lands or is no longer
+needed. :attr:`GroupConditions.depth` and :meth:`GroupConditions.oldest_age_s` are exported as the ``groups``
+status queue metrics. A root whose plan is still being bound (``binding``) is left alone until its binder
 has finished: its members count as bound only once the server has them.
 
 scheduler-plugins' PodGroups (``scheduling.x-k8s.io``, :class:`~scheduler.model.coscheduling.CoscheduledPodGroup`)
@@ -42,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -135,6 +138,10 @@ class GroupConditions:
         """scheduler-plugins PodGroups whose root's new failure is still to be recorded as an Event on them."""
         self._owners: dict[str, str] = {}
         """scheduler-plugins PodGroup uid → the ``occupiedBy`` read from its first member (read once per group)."""
+        self._since: dict[GroupKey, float] = {}
+        """Group → loop time it was first marked and has not been written since (the queue's age)."""
+        self.rng = random.Random()
+        """Jitter of the retry backoff, so the writes that failed together are not retried together."""
         self._wake = asyncio.Event()
         self.writes = 0
         self.failures = 0
@@ -162,11 +169,25 @@ class GroupConditions:
         self.observe(root)
 
     def _mark(self, tree: GroupTree) -> None:
+        now = asyncio.get_running_loop().time()
         for key in tree.groups:
             if key.kind != "Pod":
                 self._dirty.pop(key, None)
                 self._dirty[key] = tree.key
+                self._since.setdefault(key, now)
         self._wake.set()
+
+    @property
+    def depth(self) -> int:
+        """Groups to be judged and maybe written: marked, or waiting for a retry."""
+        return len(self._dirty.keys() | self._retry.keys())
+
+    def oldest_age_s(self, now: float | None = None) -> float:
+        """Seconds the group marked longest ago and not judged since has waited (0: none)."""
+        if not self._since:
+            return 0.0
+        now = asyncio.get_running_loop().time() if now is None else now
+        return max(0.0, now - min(self._since.values()))
 
     # -- judging -------------------------------------------------------------------------------
     def desired(self, tree: GroupTree, group: Group, obj: PodGroup | CompositePodGroup) -> list[Desired]:
@@ -227,10 +248,12 @@ class GroupConditions:
     async def _write(self, key: GroupKey, root: GroupKey, now: float) -> None:
         if not self.fence():
             self._retry.pop(key, None)
+            self._since.pop(key, None)
             return
         obj, wanted = self._pending_writes(key, root)
         if obj is None or not (wanted or isinstance(obj, CoscheduledPodGroup)):
             self._retry.pop(key, None)
+            self._since.pop(key, None)
             return
         try:
             if isinstance(obj, CoscheduledPodGroup):
@@ -245,12 +268,14 @@ class GroupConditions:
         except ApiError as exc:
             self.failures += 1
             delay = min(self.retry_max_s, self._retry[key][1] * 2) if key in self._retry else self.retry_initial_s
-            self._retry[key] = (now + delay, delay, root)
-            log.info("group=%s condition write failed (%s), retry in %.0f s", key, exc, delay)
+            wait = delay * (0.5 + self.rng.random())
+            self._retry[key] = (now + wait, delay, root)
+            log.info("group=%s condition write failed (%s), retry in %.1f s", key, exc, wait)
             self._wake.set()
             return
         self.writes += 1
         self._retry.pop(key, None)
+        self._since.pop(key, None)
 
     async def _write_coscheduling(self, key: GroupKey, root: GroupKey, obj: CoscheduledPodGroup) -> None:
         """The status and failure Event of a scheduler-plugins PodGroup (module docstring). Raises ApiError."""

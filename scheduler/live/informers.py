@@ -7,34 +7,45 @@ the last resourceVersion seen when a stream ends. An expired resourceVersion (41
 API failure leads to a fresh list after a short backoff — a re-list replaces, so nothing is counted
 twice. The informer
 never writes to the API (we only watch: no annotations, no finalizers).
+
+No single object can stop an informer: whatever decoding one object raises — the optional ``decode``
+here, the model in :meth:`ClusterCache.parse` — is caught for that object, which is reported through
+:attr:`ClusterCache.on_refused` and left out, and the stream goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+import random
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from scheduler.cache.cluster import ClusterCache
+from scheduler.cache.cluster import ClusterCache, refusal_of
 from scheduler.client.kube import ApiError, Gone, KubeClient, Resource
 from scheduler.framework.events import ClusterEvent
 
 log = logging.getLogger(__name__)
+
+MIN_WATCH_TIMEOUT_S = 300
+"""client-go's reflector ``minWatchTimeout``: each watch's ``timeoutSeconds`` is drawn from [5, 10] minutes."""
 
 
 class Informer:
     """List+watch of one resource into the cache; ``synced`` is set after the first successful list."""
 
     def __init__(self, kube: KubeClient, resource: Resource, cache: ClusterCache,
-                 on_change: Callable[[list[ClusterEvent]], None], *, watch_timeout_s: int = 300,
+                 on_change: Callable[[list[ClusterEvent]], None], *, watch_timeout_s: int = MIN_WATCH_TIMEOUT_S,
                  retry_s: float = 1.0, decode: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None) -> None:
         self.kube = kube
         self.resource = resource
         self.cache = cache
         self.on_change = on_change
         self.watch_timeout_s = watch_timeout_s
-        """Server-side watch timeout (seconds); the stream is then resumed from the last resourceVersion."""
+        """Shortest server-side watch timeout (seconds): each watch asks for a random one between it and twice it,
+        as client-go's reflector does (``minWatchTimeout`` 5 min, ``reflector.go``), so the watches of many
+        clients do not all end at once; the stream is then resumed from the last resourceVersion. A watch
+        silent for longer than ``scheduler.client.kube.WATCH_SILENCE_S`` is resumed the same way."""
         self.retry_s = retry_s
         """Pause before re-listing after an API failure (seconds); short, the list is the recovery."""
         self.decode = decode
@@ -51,7 +62,7 @@ class Informer:
                 relist = self.cache.relist(kind)
                 rv = ""
                 async for items, page_rv in self.kube.list_pages(self.resource):
-                    self.on_change(relist.add(items if decode is None else map(decode, items)))
+                    self.on_change(relist.add(items if decode is None else self._decoded(items)))
                     rv = page_rv  # every page carries the list's resourceVersion
                 self.on_change(relist.finish())
                 self.synced.set()
@@ -59,13 +70,16 @@ class Informer:
                 loop = asyncio.get_running_loop()
                 while True:
                     opened, events = loop.time(), 0
-                    async for event in self.kube.watch(self.resource, rv, timeout_s=self.watch_timeout_s):
+                    timeout_s = round(self.watch_timeout_s * (1 + random.random()))
+                    async for event in self.kube.watch(self.resource, rv, timeout_s=timeout_s):
                         events += 1
-                        obj = event.get("object") or {}
-                        rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                        obj = event.get("object")
+                        meta = obj.get("metadata") if isinstance(obj, dict) else None
+                        if isinstance(meta, dict) and isinstance(meta.get("resourceVersion"), str):
+                            rv = meta["resourceVersion"] or rv
                         if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):  # decode only what the cache takes
-                            obj = obj if decode is None else decode(obj)
-                            self.on_change(self.cache.apply(kind, event["type"], obj))
+                            for taken in ([obj] if decode is None else self._decoded([obj])):
+                                self.on_change(self.cache.apply(kind, event["type"], taken))
                     if not events and loop.time() - opened < 1.0:
                         await asyncio.sleep(self.retry_s)  # a stream that ends at once: do not spin
             except Gone:
@@ -73,6 +87,15 @@ class Informer:
             except ApiError as exc:
                 log.warning("watch %s failed: %s; re-listing in %.0f s", self.resource.plural, exc, self.retry_s)
                 await asyncio.sleep(self.retry_s)
-            except Exception:  # a bug or an object we cannot digest must not freeze the cache for good
+            except Exception:  # a bug must not freeze the cache for good
                 log.exception("informer %s failed; re-listing in %.0f s", self.resource.plural, self.retry_s)
                 await asyncio.sleep(self.retry_s)
+
+    def _decoded(self, raws: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
+        """``decode`` of each of ``raws``; one whose decoding raises is reported as refused and left out."""
+        assert self.decode is not None
+        for raw in raws:
+            try:
+                yield self.decode(raw)
+            except Exception as exc:  # the decoding boundary, per object
+                self.cache.on_refused(refusal_of(self.resource.kind, raw, exc))

@@ -28,7 +28,8 @@ Preemption (named after KEP-5710; kube-scheduler's code calls its own
 Our own: ``gang_scheduler_gangs_below_min`` (partial roots now), ``gang_scheduler_gang_repairs_total{result}``
 ``gang_scheduler_preemption_evictions_total{result}``, ``gang_scheduler_reservations_active``,
 ``gang_scheduler_reservations_total{event}``, ``gang_scheduler_podgroup_creation_to_bound_seconds``,
-``gang_scheduler_gang_size_pods``,
+``gang_scheduler_gang_size_pods``, ``gang_scheduler_objects_refused_total{kind, reason}``,
+``gang_scheduler_status_queue_depth{queue}``, ``gang_scheduler_status_queue_oldest_age_seconds{queue}``,
 ``gang_scheduler_bind_failures_total{reason}``, ``gang_scheduler_solver_attempts{result}``,
 ``gang_scheduler_informer_synced{resource}``, ``gang_scheduler_informer_relists_total{resource}``,
 ``gang_scheduler_is_leader``; plus the client library's ``process_*`` and ``python_*`` series.
@@ -75,6 +76,7 @@ from prometheus_client import (
 from prometheus_client.aiohttp import make_aiohttp_handler
 from prometheus_client.core import CounterMetricFamily, Metric
 
+from scheduler.cache.cluster import KINDS, REFUSAL_REASONS, RefusalReason
 from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.tree import GroupTree, Leaf, TreeState
 from scheduler.live.binder import BindOutcome
@@ -170,6 +172,30 @@ VICTIM_BUCKETS = tuple(float(2**i) for i in range(11))
 """1 … 1024 pods, doubling: kube-scheduler's ``ExponentialBuckets(1, 2, 11)`` for workload preemption victims."""
 
 GROUP_KINDS = frozenset({"PodGroup", "CompositePodGroup"})
+
+
+StatusQueueName = Literal["pods", "groups"]
+STATUS_QUEUES: tuple[StatusQueueName, ...] = ("pods", "groups")
+"""``queue`` of the status queue metrics."""
+
+
+def _oldest_age(state: StatusQueueState) -> Callable[[], float]:
+    """``state.oldest_age_s`` for a scrape, which may run outside the event loop (then: 0)."""
+    def read() -> float:
+        try:
+            return state.oldest_age_s()
+        except RuntimeError:  # no running loop
+            return 0.0
+    return read
+
+
+class StatusQueueState(Protocol):
+    """What the status queue metrics read of a queue of status writes (at scrape time)."""
+
+    @property
+    def depth(self) -> int: ...
+
+    def oldest_age_s(self, now: float | None = None) -> float: ...
 
 
 class InformerState(Protocol):
@@ -376,6 +402,24 @@ class Metrics:
             registry=r)
         for repair in REPAIR_RESULTS:
             self.gang_repairs.labels(repair)
+        self.objects_refused = Counter(
+            "gang_scheduler_objects_refused", "Objects received from the API server that the cache could not take "
+            "as they are, by kind and reason: 'invalid' (fails its kind's validation), 'too_deep' (nested too "
+            "deeply to decode), 'undecodable' (its decoding failed otherwise) — each left out of the cache; "
+            "'invalid_intent' (a PodGroup whose gang-scheduler.io/intent annotation is invalid: kept, read as "
+            "having no intent). Counts object versions received: a list and each watch event count again.",
+            ["kind", "reason"], registry=r)
+        for kind in sorted(KINDS):
+            for refusal_reason in REFUSAL_REASONS:
+                self.objects_refused.labels(kind, refusal_reason)
+        self.status_queue_depth = Gauge(
+            "gang_scheduler_status_queue_depth", "Status writes waiting (or being written), by queue: 'pods' "
+            "(PodScheduled=False and FailedScheduling reports, one per pod: the latest wins), 'groups' (PodGroup "
+            "and CompositePodGroup conditions, one per group).", ["queue"], registry=r)
+        self.status_queue_oldest = Gauge(
+            "gang_scheduler_status_queue_oldest_age_seconds", "Seconds the oldest waiting status write of the queue "
+            "has waited (0 when none waits); a steadily growing value means the API server does not keep up.",
+            ["queue"], registry=r)
         self._relists = _Relists()
         r.register(self._relists)
         if process_metrics:
@@ -434,6 +478,10 @@ class Metrics:
         """One victim pod acted on."""
         self.evictions.labels(result).inc()
 
+    def refused(self, kind: str, reason: RefusalReason) -> None:
+        """One object of ``kind`` (the cache's name for it) refused, or taken with a part ignored, for ``reason``."""
+        self.objects_refused.labels(kind, reason).inc()
+
     def gang_repair(self, result: RepairResult) -> None:
         """A partial gang was completed, torn down or reported."""
         self.gang_repairs.labels(result).inc()
@@ -458,6 +506,11 @@ class Metrics:
         """Report ``informer``'s sync state and re-lists under ``resource`` (a plural), read at scrape time."""
         self.informer_synced.labels(resource).set_function(lambda: float(informer.synced.is_set()))
         self._relists.informers[resource] = informer
+
+    def track_status_queue(self, queue: StatusQueueName, state: StatusQueueState) -> None:
+        """Report ``state``'s depth and oldest age under ``queue`` (read at scrape time)."""
+        self.status_queue_depth.labels(queue).set_function(lambda: float(state.depth))
+        self.status_queue_oldest.labels(queue).set_function(_oldest_age(state))
 
     def track_leader(self, leading: Callable[[], bool]) -> None:
         """Report ``leading()`` (read at scrape time) as ``gang_scheduler_is_leader``."""

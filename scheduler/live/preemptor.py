@@ -43,8 +43,9 @@ from scheduler.client.kube import MERGE_PATCH, PODS, ApiError, Conflict, KubeCli
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
+from scheduler.live.event_recorder import Regarding
 from scheduler.live.metrics import EvictionResult, Metrics
-from scheduler.live.status_writer import Regarding, StatusWriter
+from scheduler.live.status_writer import StatusWriter
 from scheduler.model.pod import REASON_PREEMPTION_BY_SCHEDULER, Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption import DefaultPreemption
@@ -53,6 +54,19 @@ log = logging.getLogger(__name__)
 
 CONCURRENCY = 16
 """Victims acted on at once (kube-scheduler's preemption parallelism, ``prepareCandidate``)."""
+
+DELETE_ATTEMPTS = 3
+"""DELETEs of one victim answered 409 while a fresh read shows the same pod (same uid, not terminating) before
+it counts as an error: a 409 on a uid-preconditioned DELETE normally means the pod was replaced, but the
+server may answer one for a write that raced ours."""
+
+DEFAULT_GRACE_S = 30
+"""A pod's ``terminationGracePeriodSeconds`` when it sets none (the API's default)."""
+
+VICTIM_WAIT_MARGIN_S = 30.0
+"""How long past its victims' longest grace period a root waits for them before it plans again (seconds):
+room for the kubelet to confirm and the watch to show the deletion. A victim that outlives it (a stuck
+finalizer, a DELETE that never took effect) no longer holds the root: the next cycle decides afresh."""
 
 REASON_GANG_TORN_DOWN = "GangTornDown"
 """``DisruptionTarget`` reason on the members of a partial gang torn down after the repair timeout (ours)."""
@@ -99,20 +113,35 @@ class Preemptor:
         self.fence = fence
         self._victims: dict[GroupKey, dict[str, str]] = {}
         """Root → its victims still to go: pod key → uid."""
+        self._deadline: dict[GroupKey, float] = {}
+        """Root → loop time after which it stops waiting for its victims (:data:`VICTIM_WAIT_MARGIN_S`)."""
 
     # -- what the PostFilter asks -------------------------------------------------------------------
     def awaiting(self, root: GroupKey) -> bool:
-        """Whether victims chosen for ``root`` are still in the cluster (the same pod, by uid)."""
+        """Whether victims chosen for ``root`` are still in the cluster (the same pod, by uid), and the root has
+        not waited for them longer than their grace period plus :data:`VICTIM_WAIT_MARGIN_S`."""
         victims = self._victims.get(root)
         if not victims:
             return False
         still = {key: uid for key, uid in victims.items()
                  if (pod := self.cache.pod(key)) is not None and (pod.metadata.uid or key) == uid}
+        deadline = self._deadline.get(root)
+        if still and deadline is not None and asyncio.get_running_loop().time() > deadline:
+            log.warning("%s: victims %s still there past their grace period; planning again", root,
+                        ", ".join(sorted(still)))
+            still = {}
         if still:
             self._victims[root] = still
             return True
-        del self._victims[root]
+        self.forget(root)
         return False
+
+    def _wait_for(self, root: GroupKey, victims: Sequence[Pod]) -> None:
+        """Wait for ``victims`` on behalf of ``root``, until their longest grace period plus the margin."""
+        self._victims[root] = {p.key: p.metadata.uid or p.key for p in victims}
+        grace = max((DEFAULT_GRACE_S if p.spec.termination_grace_period_seconds is None
+                     else p.spec.termination_grace_period_seconds for p in victims), default=0)
+        self._deadline[root] = asyncio.get_running_loop().time() + grace + VICTIM_WAIT_MARGIN_S
 
     # -- what the driver calls ----------------------------------------------------------------------
     def start(self, tree: GroupTree, decision: Preemption) -> None:
@@ -120,7 +149,7 @@ class Preemptor:
         background (see the module docstring)."""
         nominations = [(pod.key, node) for pod, node in decision.nominations]
         self.cache.nominate(nominations)
-        self._victims[tree.key] = {p.key: p.metadata.uid or p.key for p in decision.victims}
+        self._wait_for(tree.key, decision.victims)
         self.spawn(self._actuate(tree, decision), f"preempt/{tree.key}")
 
     def reserve(self, tree: GroupTree, plan: Plan) -> tuple[tuple[str, str], ...]:
@@ -156,15 +185,17 @@ class Preemptor:
             self.spawn(self._write_nominations(shown), f"status/nominate/{shown[0][0]}")
         self.release(plan.unplaced)
 
-    def tear_down(self, root: GroupKey, unit: Regarding | None, victims: Sequence[Pod], message: str) -> None:
+    def tear_down(self, root: GroupKey, unit: Regarding | None, victims: Sequence[Pod], message: str,
+                  on_failed: Callable[[], None] = lambda: None) -> None:
         """Evict a partial gang's bound members (gang repair, ``disruptionMode: all``) the way victims
         are evicted — DisruptionTarget (reason ``GangTornDown``), DELETE with a uid precondition — so it can be
         placed again whole. Until they are gone :meth:`awaiting` holds for ``root``, and the driver does not
         try it (its pending members would join members about to go)."""
-        self._victims[root] = {p.key: p.metadata.uid or p.key for p in victims}
-        self.spawn(self._tear_down(root, unit, victims, message), f"preempt/teardown/{root}")
+        self._wait_for(root, victims)
+        self.spawn(self._tear_down(root, unit, victims, message, on_failed), f"preempt/teardown/{root}")
 
-    async def _tear_down(self, root: GroupKey, unit: Regarding | None, victims: Sequence[Pod], message: str) -> None:
+    async def _tear_down(self, root: GroupKey, unit: Regarding | None, victims: Sequence[Pod], message: str,
+                         on_failed: Callable[[], None]) -> None:
         gate = asyncio.Semaphore(CONCURRENCY)
         failed: list[str] = []
 
@@ -184,10 +215,13 @@ class Preemptor:
             if waiting is not None:
                 for key in failed:
                     waiting.pop(key, None)
+            if failed:
+                on_failed()
 
     def forget(self, root: GroupKey) -> None:
         """``root`` is gone: stop waiting for its victims (their deletion, once sent, is not undone)."""
         self._victims.pop(root, None)
+        self._deadline.pop(root, None)
 
     # -- the background work ------------------------------------------------------------------------
     async def _actuate(self, tree: GroupTree, decision: Preemption) -> None:
@@ -237,21 +271,40 @@ class Preemptor:
             return "gone"
         if current.metadata.uid != victim.metadata.uid:
             return "replaced"
-        ns, name = victim.metadata.namespace, victim.metadata.name
         try:
             await self.status.disruption_target(current, message, reason)
-            await self.kube.delete(PODS, ns, name, uid=victim.metadata.uid or None, lane=Lane.URGENT)
+            result = await self._delete(victim)
         except NotFound:
             return "gone"
-        except Conflict as exc:
-            log.info("preemption victim %s not deleted: %s", victim.key, exc)
-            return "replaced"
         except ApiError as exc:
             log.warning("preemption victim %s not deleted: %s", victim.key, exc)
             return "error"
-        if preemptor is not None:
+        if result == "deleted" and preemptor is not None:
             await self.status.preempted(current, preemptor)
-        return "deleted"
+        return result
+
+    async def _delete(self, victim: Pod) -> EvictionResult:
+        """DELETE ``victim`` with its uid as precondition. On 409 the pod is read again: another uid is a
+        replacement (``replaced``: not ours to delete), a deletion already under way is ``gone``, the same pod
+        is deleted again — up to :data:`DELETE_ATTEMPTS` times, then ``error``. Raises :class:`ApiError`
+        (:class:`NotFound` when it is gone) for other failures."""
+        ns, name = victim.metadata.namespace, victim.metadata.name
+        for attempt in range(1, DELETE_ATTEMPTS + 1):
+            try:
+                await self.kube.delete(PODS, ns, name, uid=victim.metadata.uid or None, lane=Lane.URGENT)
+                return "deleted"
+            except Conflict as exc:
+                now = await self.kube.get(PODS, ns, name, lane=Lane.URGENT)
+                meta = now.get("metadata") or {}
+                if meta.get("uid") != victim.metadata.uid:
+                    log.info("preemption victim %s not deleted: %s; it was replaced", victim.key, exc)
+                    return "replaced"
+                if meta.get("deletionTimestamp"):
+                    return "gone"
+                log.info("preemption victim %s not deleted (attempt %d of %d): %s; still the same pod",
+                         victim.key, attempt, DELETE_ATTEMPTS, exc)
+        log.warning("preemption victim %s not deleted after %d attempts answered 409", victim.key, DELETE_ATTEMPTS)
+        return "error"
 
     async def _write_nominations(self, nominations: Iterable[tuple[str, str | None]]) -> None:
         """``status.nominatedNodeName`` (None: removed) on each pod whose API copy differs (merge patch of

@@ -19,6 +19,8 @@ takes the timeout's action on the cluster.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +36,9 @@ from scheduler.live.tasks import Spawn
 from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup
 
 log = logging.getLogger(__name__)
+
+TEARDOWN_RETRY_S = 10.0
+"""Seconds before a gang whose teardown had an eviction fail is torn down again."""
 
 GANG_BELOW_MIN = "GangBelowMin"
 """Our condition on a partial root's group (upstream has none): True while members are bound below the
@@ -78,6 +83,14 @@ class GangRepair:
         if entry is not None:
             entry.acted = True
 
+    def retry(self, key: GroupKey, now: float, after_s: float) -> None:
+        """The action on ``key`` did not take (a teardown whose evictions failed): act again ``after_s`` seconds
+        from ``now`` if it is still partial then."""
+        entry = self.partial.get(key)
+        if entry is not None:
+            entry.acted = False
+            entry.since = now + after_s - self.timeout_s
+
     def next_deadline(self) -> float | None:
         """Loop time of the next timeout, or None."""
         return min((p.since + self.timeout_s for p in self.partial.values() if not p.acted), default=None)
@@ -121,10 +134,12 @@ class GangRepairer:
     gang reported (a Warning Event). The driver's loop calls :meth:`observe` for each root it routes or whose
     bind ended, :meth:`act_due` on every pass, and wakes at :meth:`next_deadline`. ``binding``: whether a
     root's plan is being bound now (it is judged when its binder ends: its assumed members are not bound yet).
+    ``wake``: wakes the driver's loop (a teardown to be tried again has a new deadline).
     """
 
     def __init__(self, settings: Settings, cache: ClusterCache, status: StatusWriter, metrics: Metrics,
-                 preemptor: Preemptor, spawn: Spawn, binding: Callable[[GroupKey], bool]) -> None:
+                 preemptor: Preemptor, spawn: Spawn, binding: Callable[[GroupKey], bool],
+                 wake: Callable[[], None] = lambda: None) -> None:
         self.settings = settings
         self.cache = cache
         self.status = status
@@ -132,6 +147,7 @@ class GangRepairer:
         self.preemptor = preemptor
         self.spawn = spawn
         self.binding = binding
+        self.wake = wake
         self.books = GangRepair(settings.gang_repair_timeout_s)
 
     @property
@@ -191,6 +207,13 @@ class GangRepairer:
             log.warning("root=%s result=TornDown %s", key, message)
             self.metrics.gang_repair("torn_down")
             unit_obj = self.cache.group(unit.key.kind, unit.key.namespace, unit.key.name)
-            self.preemptor.tear_down(key, unit_obj, victims, message)
+            self.preemptor.tear_down(key, unit_obj, victims, message, functools.partial(self._teardown_failed, key))
             if obj is not None:
                 self.spawn(self.status.group_warning(obj, EVENT_GANG_TORN_DOWN, message), f"status/{key}")
+
+    def _teardown_failed(self, key: GroupKey) -> None:
+        """A teardown's eviction failed: the gang is torn down again after :data:`TEARDOWN_RETRY_S`, if still
+        partial (without this it would stay below its minimum for good, its action taken once)."""
+        log.warning("root=%s teardown incomplete: an eviction failed; trying again in %.0f s", key, TEARDOWN_RETRY_S)
+        self.books.retry(key, asyncio.get_running_loop().time(), TEARDOWN_RETRY_S)
+        self.wake()

@@ -5,7 +5,8 @@ Unschedulable (the search's reason), a bind that failed — gets ``PodScheduled=
 Event on its pending pods (kube-scheduler's ``handleSchedulingFailure``) and its reason in the group conditions
 (:class:`~scheduler.live.group_conditions.GroupConditions`). A Waiting or Invalid tree is reported once per
 change of its message; an orphan pod (naming a group that does not exist) once per message. The writes are
-:class:`~scheduler.live.status_writer.StatusWriter`'s, each in a guarded task.
+:class:`~scheduler.live.status_writer.StatusWriter`'s; each pod's report waits in :attr:`Reporter.writes`
+(:class:`~scheduler.live.status_queue.StatusQueue`: one per pod, the latest wins, retried with backoff).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from scheduler.framework.plan import Unschedulable
 from scheduler.groups.tree import GroupTree, OrphanPod, TreeState
 from scheduler.live.group_conditions import GroupConditions
 from scheduler.live.metrics import Metrics
+from scheduler.live.status_queue import StatusQueue
 from scheduler.live.status_writer import StatusWriter
 from scheduler.live.tasks import Spawn
 from scheduler.model.scheduling import GroupKey
@@ -44,6 +46,8 @@ class Reporter:
         self.blocked: dict[GroupKey, GroupTree] = {}
         """Waiting and Invalid trees of ours, for the queue gauges."""
         self._orphans_reported: dict[str, str] = {}
+        self.writes = StatusQueue("pod-status")
+        """The pod reports (PodScheduled=False, FailedScheduling), one waiting per pod; the driver runs it."""
 
     def tree_changed(self, key: GroupKey, tree: GroupTree | None) -> None:
         """Root ``key``'s tree as routed now (None: gone or not ours): a new Waiting or Invalid tree is reported; a
@@ -68,12 +72,23 @@ class Reporter:
 
     def pods(self, tree: GroupTree, reason: str, message: str, keys: frozenset[str] | None = None) -> None:
         """``PodScheduled=False`` and a FailedScheduling event on the tree's pending pods (``keys``: only those),
-        each read from the cache now so the write carries the pod's current resourceVersion; one task writes them."""
-        pods = [pod for leaf in tree.root.leaves() for member in leaf.pending
-                if (keys is None or member.key in keys)
-                and (pod := self.cache.pod(member.key)) is not None and not pod.is_bound]
-        if pods:
-            self.spawn(self.status.pods_unschedulable(pods, reason, message), f"status/{tree.key}")
+        queued per pod (:meth:`pod`)."""
+        for leaf in tree.root.leaves():
+            for member in leaf.pending:
+                if keys is None or member.key in keys:
+                    self.pod(member.key, reason, message)
+
+    def pod(self, key: str, reason: str, message: str) -> None:
+        """Queue ``PodScheduled=False`` and a FailedScheduling Event on pod ``key`` (replacing a report still
+        waiting for it); written with the pod as the cache has it then (its current resourceVersion), unless it
+        is gone or bound by then."""
+
+        async def write() -> None:
+            pod = self.cache.pod(key)
+            if pod is not None and not pod.is_bound:
+                await self.status.pod_unschedulable(pod, reason, message, raise_errors=True)
+
+        self.writes.submit(key, write)
 
     def orphans(self) -> None:
         """Each orphan pod of ours (its group does not exist) gets its message once per change."""
@@ -83,8 +98,7 @@ class Reporter:
         for key, orphan in orphans.items():
             if self._orphans_reported.get(key) != orphan.message:
                 self._orphans_reported[key] = orphan.message
-                self.spawn(self.status.pod_unschedulable(orphan.pod, "Unschedulable", orphan.message),
-                           f"status/{key}")
+                self.pod(key, "Unschedulable", orphan.message)
 
     def allowed_orphans(self) -> list[OrphanPod]:
         return [o for o in self.cache.groups.orphans.values() if self.allowed(o.pod.metadata.namespace)]

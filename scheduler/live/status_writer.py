@@ -14,21 +14,10 @@ warning line and swallowed, because a lost status write is repaired by the next 
 a raised one would abort a bind that already happened. Repeated identical failures are
 written at most once per ``event_interval_s`` so a stuck gang does not flood the API server.
 
-Events are written the way kube-scheduler's recorder writes them (client-go
-``tools/events``: ``event_recorder.go`` ``makeEvent``, ``event_broadcaster.go`` ``recordToSink``
-/ ``recordEvent``), because the API server validates ``events.k8s.io/v1`` strictly
-(``pkg/apis/core/validation/events.go`` ``ValidateEventCreate``: a
-``generateName: "<pod>."`` name is refused with 422):
-
-* the name is ``<pod name>.<hex wall-clock nanoseconds>`` (:func:`event_name`), strictly
-  increasing per writer so two Events of one pod never collide;
-* ``eventTime`` (MicroTime), ``reportingController`` (our scheduler name), ``reportingInstance``
-  (≤ 128 characters), ``action``, ``reason``, ``type``, ``note`` (≤ 1024 bytes) and ``regarding``
-  (the pod: apiVersion, kind, namespace, name, uid) are always set; nothing deprecated is;
-* repeats are a *series*, not new Events: the first observation of (pod, type, reason,
-  action, note) creates the Event; later ones count into ``series: {count, lastObservedTime}``.
-  client-go's key leaves the note out; ours keeps it, so a changed failure message shows at
-  once as its own Event instead of hiding behind an old note.
+Events are recorded by :class:`~scheduler.live.event_recorder.EventRecorder` (:attr:`StatusWriter.events`),
+the way kube-scheduler's recorder writes them: named ``<object>.<hex nanoseconds>``, repeats counted into
+a ``series`` (see that module). Its key keeps the note (client-go's leaves it out), so a changed failure
+message shows at once as its own Event instead of hiding behind an old note.
 
 Flood control and series together: a failure report that repeats the pod's last one within
 ``event_interval_s`` writes nothing; a repeated Event within ``event_interval_s`` of its last
@@ -38,6 +27,7 @@ interval however often the gang is retried, and its count stays true up to one i
 series ends ``max(SERIES_WINDOW_S, event_interval_s)`` after its last observation (client-go's
 6-minute ``finishTime``); a later repeat creates a new Event. An Event the server no longer has
 (404: ``--event-ttl``, 1 h by default) is created again with its series, as ``recordEvent`` does.
+The flood control of failure reports is here; the series are the recorder's.
 
 Known limitations: the observations counted after the last write of a series that then stops
 are not written (client-go writes them when its finish timer fires; we have no timer), so a
@@ -51,13 +41,8 @@ the server refuse every Event (logged, not checked here).
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-import re
-import time
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -67,7 +52,6 @@ from scheduler.client import podgroup_api
 from scheduler.client.kube import (
     COMPOSITES,
     COSCHEDULING_PODGROUPS,
-    EVENTS,
     JSON,
     PODS,
     STRATEGIC_PATCH,
@@ -78,6 +62,14 @@ from scheduler.client.kube import (
     NotFound,
     Resource,
 )
+from scheduler.live.event_recorder import (
+    EventRecorder,
+    ObjectReference,
+    Regarding,
+    event_name,
+    micro_time,
+)
+from scheduler.live.event_recorder import warn as _warn
 from scheduler.model.base import Condition, ConditionFields
 from scheduler.model.coscheduling import (
     CoscheduledPodGroup,
@@ -119,6 +111,8 @@ EVENT_GANG_BELOW_MIN = "GangBelowMin"
 torn down (``disruptionMode: all``), or left below its minimum (``single``)."""
 EVENT_UNHONOURED = "UnhonouredField"
 """Our Event reason (kube-scheduler has none) for a pod field no plugin honours."""
+EVENT_OBJECT_REFUSED = "ObjectRefused"
+"""Our Event reason (kube-scheduler has none) on an object the scheduler's cache refused or read in part."""
 ACTION_BINDING = "Binding"
 ACTION_SCHEDULING = "Scheduling"
 # Preemption (pkg/scheduler/framework/preemption/executor.go, v1.37): the victim's Event reason and action.
@@ -135,16 +129,6 @@ NOTE_MAX_BYTES = 1024
 
 REPORTING_INSTANCE_MAX = 128
 """``reportingInstance`` limit (same file, ``ReportingInstanceLengthLimit``); a longer identity is cut."""
-
-NAME_MAX = 253
-"""``metadata.name`` limit of a DNS-subdomain name (apimachinery ``DNS1123SubdomainMaxLength``)."""
-
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-"""apimachinery ``dns1123SubdomainFmt``."""
-
-SERIES_WINDOW_S = 360.0
-"""A series ends this long after its last observation, seconds: client-go's ``finishTime`` (6 minutes,
-tools/events/event_broadcaster.go), after which its recorder forgets the Event and a repeat is new."""
 
 CONDITION_MESSAGE_MAX_BYTES = 32768
 """``metav1.Condition.message`` limit (maxLength 32768; Go validation counts bytes)."""
@@ -163,29 +147,6 @@ class _Condition(NamedTuple):
     status: str
     reason: str
     message: str
-
-
-@dataclass(slots=True)
-class _Recorded:
-    """An Event this writer created and its series as counted here.
-
-    ``body``: the Event as created (created again from it if the server lost it). ``count``: observations so
-    far, ≥ 1. ``last_observed``: MicroTime of the latest. ``observed_at`` / ``written_at``: event-loop time of
-    the latest observation / of the latest write (create or series PATCH), seconds.
-    """
-
-    body: JSON
-    count: int
-    last_observed: str
-    observed_at: float
-    written_at: float
-
-
-Regarding = Pod | PodGroup | CompositePodGroup
-"""What an Event of ours is about: a pod, or a group (a preemptor's ``Preempting`` Event)."""
-
-_EventKey = tuple[str, str, str, str, str]
-"""What makes two Events the same one: (pod uid, type, reason, action, note)."""
 
 
 class StatusWriter:
@@ -207,8 +168,8 @@ class StatusWriter:
         self.instance = instance[:REPORTING_INSTANCE_MAX]
         self.event_interval_s = event_interval_s
         self._recent: dict[str, tuple[tuple[str, str], float]] = {}  # pod uid -> last (reason, message), loop time
-        self._events: dict[_EventKey, _Recorded] = {}  # least recently observed first
-        self._last_ns = 0
+        self.events = EventRecorder(kube, scheduler_name, self.instance, event_interval_s)
+        """The Events (created once, repeats counted into their series)."""
 
     async def group_condition(self, group: PodGroup | CompositePodGroup, scheduled: bool, reason: str,
                               message: str, *, raise_errors: bool = False) -> bool:
@@ -374,7 +335,7 @@ class StatusWriter:
         """
         md = preemptor.metadata
         note = f"Preempted by {preemptor.kind} {md.namespace}/{md.name} (uid {md.uid or 'unknown'})"
-        await self._event(victim, EVENT_NORMAL, EVENT_PREEMPTED, ACTION_PREEMPTING, note, related=preemptor)
+        await self.events.record(victim, EVENT_NORMAL, EVENT_PREEMPTED, ACTION_PREEMPTING, note, related=preemptor)
 
     async def preempting(self, preemptor: Regarding, victims: Sequence[tuple[str, str]]) -> None:
         """A ``Preempting`` Normal Event on the preemptor's group naming its ``victims`` (pod key, node); the note
@@ -382,7 +343,7 @@ class StatusWriter:
         listed = ", ".join(f"{key} on {node}" for key, node in victims)
         note = truncate_utf8(f"Preempting {len(victims)} pod(s) of lower priority to make room: {listed}",
                              NOTE_MAX_BYTES)
-        await self._event(preemptor, EVENT_NORMAL, EVENT_PREEMPTING, ACTION_PREEMPTING, note)
+        await self.events.record(preemptor, EVENT_NORMAL, EVENT_PREEMPTING, ACTION_PREEMPTING, note)
 
     async def pod_scheduled(self, pod: Pod, node: str) -> None:
         """Record a ``Scheduled`` Normal Event (action ``Binding``) on ``pod``, bound to ``node``.
@@ -392,7 +353,7 @@ class StatusWriter:
         API errors are logged and swallowed.
         """
         note = f"Successfully assigned {pod.key} to {node}"
-        await self._event(pod, EVENT_NORMAL, EVENT_SCHEDULED, ACTION_BINDING, note)
+        await self.events.record(pod, EVENT_NORMAL, EVENT_SCHEDULED, ACTION_BINDING, note)
 
     async def pods_scheduled(self, bound: Sequence[tuple[Pod, str]]) -> None:
         """:meth:`pod_scheduled` for each (pod, node) of a plan's binds, one after another: one task per plan
@@ -407,7 +368,7 @@ class StatusWriter:
         for pod in pods:
             await self.pod_unschedulable(pod, reason, message)
 
-    async def pod_unschedulable(self, pod: Pod, reason: str, message: str) -> None:
+    async def pod_unschedulable(self, pod: Pod, reason: str, message: str, *, raise_errors: bool = False) -> None:
         """Report a failed attempt on ``pod``: a ``FailedScheduling`` Warning Event and ``PodScheduled=False``.
 
         ``reason``: the condition reason, ``Unschedulable`` or ``SchedulerError`` (reference §1.2).
@@ -423,7 +384,10 @@ class StatusWriter:
         patch is a strategic merge PATCH of ``pods/{name}/status`` with the pod's whole
         ``conditions`` list, ours replaced: the API server merges by ``type``, a list-replacing
         server gets the same result.
-        API errors are logged and swallowed; a failed Event does not stop the condition patch.
+        API errors are logged and swallowed; a failed Event does not stop the condition patch. With
+        ``raise_errors`` a failed condition patch (other than 409: the report is stale) is not remembered as
+        written, so the same report is written again when retried, and raises :class:`ApiError` (the Event
+        is then not recorded: the retry records it).
         """
         uid = pod.metadata.uid or pod.key
         note = truncate_utf8(message, NOTE_MAX_BYTES)
@@ -434,7 +398,7 @@ class StatusWriter:
             self._first_in_interval(uid, (reason, message))
             return
         if not self._first_in_interval(uid, (reason, message)):
-            self._count((uid, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note),
+            self.events.count((uid, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note),
                         asyncio.get_running_loop().time())
             return
         conditions = _with_condition(pod.status.conditions, new, pod.metadata.generation, terminal=False)
@@ -448,19 +412,29 @@ class StatusWriter:
             except Conflict:
                 return  # the pod changed (bound, or a newer attempt): this report is stale; no event either
             except ApiError as exc:
+                if raise_errors:
+                    self._recent.pop(uid, None)
+                    raise
                 _warn(f"Pod {pod.key} condition {POD_SCHEDULED}", exc)
-        await self._event(pod, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note)
+        await self.events.record(pod, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note)
 
     async def pod_warning(self, pod: Pod, reason: str, message: str) -> None:
         """Record a Warning Event (action ``Scheduling``) with ``reason`` and ``message`` (cut to 1024 bytes)
         on ``pod`` — e.g. :data:`EVENT_UNHONOURED`; no condition is written. Repeats count into the Event's
         series (:meth:`_event`); the caller decides how often to report. API errors are logged and swallowed."""
-        await self._event(pod, EVENT_WARNING, reason, ACTION_SCHEDULING, truncate_utf8(message, NOTE_MAX_BYTES))
+        await self.events.record(pod, EVENT_WARNING, reason, ACTION_SCHEDULING, truncate_utf8(message, NOTE_MAX_BYTES))
 
     async def group_warning(self, group: PodGroup | CompositePodGroup, reason: str, message: str) -> None:
         """Record a Warning Event (action ``Scheduling``) with ``reason`` and ``message`` (cut to 1024 bytes) on a
         group — e.g. :data:`EVENT_GANG_TORN_DOWN`. API errors are logged and swallowed."""
-        await self._event(group, EVENT_WARNING, reason, ACTION_SCHEDULING, truncate_utf8(message, NOTE_MAX_BYTES))
+        await self.events.record(group, EVENT_WARNING, reason, ACTION_SCHEDULING,
+                                 truncate_utf8(message, NOTE_MAX_BYTES))
+
+    async def object_warning(self, obj: ObjectReference, reason: str, message: str) -> None:
+        """Record a Warning Event (action ``Scheduling``) with ``reason`` and ``message`` (cut to 1024 bytes) on an
+        object the cache refused — e.g. :data:`EVENT_OBJECT_REFUSED`; in ``default`` when it is cluster-scoped.
+        API errors are logged and swallowed."""
+        await self.events.record(obj, EVENT_WARNING, reason, ACTION_SCHEDULING, truncate_utf8(message, NOTE_MAX_BYTES))
 
     def _first_in_interval(self, uid: str, report: tuple[str, str]) -> bool:
         """True (and remember ``report`` as pod ``uid``'s last, written now) unless it repeats the report last
@@ -485,147 +459,6 @@ class StatusWriter:
         recent.pop(uid, None)  # re-inserted at the end: the dict stays in write order
         recent[uid] = (report, now)
         return True
-
-    async def _event(self, pod: Regarding, type_: str, reason: str, action: str, note: str,
-                     related: Regarding | None = None) -> None:
-        """Record one observation of an Event regarding ``pod`` (or a group): create it, or count it into its series.
-
-        The first observation of (pod uid, ``type_``, ``reason``, ``action``, ``note``), or the first after its
-        series ended, creates an ``events.k8s.io/v1`` Event (:meth:`_new_event`). A repeat is counted and, when
-        ``event_interval_s`` has passed since the Event was last written, its series is written
-        (:meth:`_write_series`). API errors are logged and swallowed; a failed create is forgotten, so the next
-        observation tries again. ``related``: the Event's secondary object (a preemptor, for a victim).
-        """
-        now = asyncio.get_running_loop().time()
-        key: _EventKey = (pod.metadata.uid or _key(pod), type_, reason, action, note)
-        rec = self._count(key, now)
-        if rec is None:
-            stamp, unix_ns = self._wall_clock()
-            body = self._new_event(pod, type_, reason, action, note, stamp, unix_ns, related)
-            rec = _Recorded(body, count=1, last_observed=stamp, observed_at=now, written_at=now)
-            self._events[key] = rec  # before the await: a concurrent repeat counts into it instead of creating a twin
-            try:
-                await self.kube.create(EVENTS, pod.metadata.namespace, body, lane=Lane.REPORT, reply=False)
-            except ApiError as exc:
-                if self._events.get(key) is rec:
-                    del self._events[key]
-                _warn(f"{pod.kind} {_key(pod)} event {reason}", exc)
-        elif now - rec.written_at >= self.event_interval_s:
-            await self._write_series(pod, rec, now)
-
-    def _count(self, key: _EventKey, now: float) -> _Recorded | None:
-        """Count an observation of ``key`` into its live series and return it; None if there is none.
-
-        Series whose last observation is ``max(SERIES_WINDOW_S, event_interval_s)`` old are dropped first
-        (from the front of the dict, which is in observation order), and the oldest beyond
-        :data:`MAX_REMEMBERED_FAILURES`.
-        """
-        window = max(SERIES_WINDOW_S, self.event_interval_s)
-        events = self._events
-        while events:
-            oldest, first = next(iter(events.items()))
-            if now - first.observed_at < window and len(events) < MAX_REMEMBERED_FAILURES:
-                break
-            del events[oldest]
-        rec = events.pop(key, None)
-        if rec is None:
-            return None
-        rec.count += 1
-        rec.last_observed = self._wall_clock()[0]
-        rec.observed_at = now
-        events[key] = rec  # now the most recently observed
-        return rec
-
-    async def _write_series(self, pod: Regarding, rec: _Recorded, now: float) -> None:
-        """Write ``rec``'s series: a strategic merge PATCH of ``{series: {count, lastObservedTime}}``.
-
-        This is the patch client-go's ``createPatchBytesForSeries`` computes (only ``series`` differs). On 404
-        the Event is created again with the same name and its series (``recordEvent`` does the same when the
-        Event "may have been removed"). Other API errors are logged; the next write comes an interval later.
-        """
-        rec.written_at = now  # before the await: concurrent repeats do not patch twice
-        series: JSON = {"count": rec.count, "lastObservedTime": rec.last_observed}
-        md = rec.body["metadata"]
-        try:
-            try:
-                await self.kube.patch(EVENTS, md["namespace"], md["name"], {"series": series},
-                                      content_type=STRATEGIC_PATCH, lane=Lane.REPORT)
-            except NotFound:
-                await self.kube.create(EVENTS, md["namespace"], {**rec.body, "series": series}, lane=Lane.REPORT)
-        except ApiError as exc:
-            _warn(f"{pod.kind} {_key(pod)} event {rec.body['reason']} series", exc)
-
-    def _new_event(self, pod: Regarding, type_: str, reason: str, action: str, note: str, stamp: str,
-                   unix_ns: int, related: Regarding | None = None) -> JSON:
-        """An ``events.k8s.io/v1`` Event regarding ``pod`` (or a group), as client-go's ``makeEvent`` builds it.
-
-        ``stamp``: ``eventTime`` (MicroTime); ``unix_ns``: the same instant, naming the Event (:func:`event_name`).
-        ``regarding`` carries no ``resourceVersion`` (client-go's ``GetReference`` copies it): the field is
-        optional, and our own PodScheduled patch changes it, so a repeat would not look like the same Event.
-        ``related``: an optional second object reference, built the same way.
-        """
-        md = pod.metadata
-        body: JSON = {
-            "apiVersion": "events.k8s.io/v1",
-            "kind": "Event",
-            "metadata": {"name": event_name(md.name, unix_ns), "namespace": md.namespace},
-            "eventTime": stamp,
-            "reportingController": self.scheduler_name,
-            "reportingInstance": self.instance,
-            "action": action,
-            "reason": reason,
-            "type": type_,
-            "note": note,
-            "regarding": _reference(pod),
-        }
-        if related is not None:
-            body["related"] = _reference(related)
-        return body
-
-    def _wall_clock(self) -> tuple[str, int]:
-        """Wall-clock now as (MicroTime, Unix nanoseconds); the nanoseconds strictly increase per writer."""
-        self._last_ns = max(time.time_ns(), self._last_ns + 1)
-        return micro_time(self._last_ns), self._last_ns
-
-
-def _reference(obj: Regarding) -> JSON:
-    """An ``ObjectReference`` to ``obj``: apiVersion, kind, namespace, name, uid."""
-    md = obj.metadata
-    return {"apiVersion": obj.api_version, "kind": obj.kind, "namespace": md.namespace, "name": md.name,
-            "uid": md.uid}
-
-
-def _key(obj: Regarding) -> str:
-    return f"{obj.metadata.namespace}/{obj.metadata.name}"
-
-
-def event_name(regarding: str, unix_ns: int) -> str:
-    """The ``metadata.name`` of an Event about the object named ``regarding``, recorded at ``unix_ns``.
-
-    ``<regarding>.<unix_ns in hex>``, as client-go names Events (``GenerateEventName``,
-    tools/record/util/util.go): a valid DNS subdomain for every valid object name. Only when the
-    17-character suffix pushes a long name over 253 characters (a pod name may be 253 itself) is it
-    invalid; then, as client-go does (issues.k8s.io/127594), a random UUID (36 characters, lowercase
-    hex and '-') names the Event instead. Nothing finds Events by name: ``kubectl describe`` selects
-    them by the regarding object.
-    """
-    name = f"{regarding}.{unix_ns:x}"
-    if len(name) <= NAME_MAX and _DNS_SUBDOMAIN.fullmatch(name):
-        return name
-    return str(uuid.uuid4())
-
-
-def micro_time(unix_ns: int) -> str:
-    """``metav1.MicroTime`` JSON for ``unix_ns`` (UTC, six fractional digits: ``2026-11-29T10:00:00.123456Z``)."""
-    seconds, rest = divmod(unix_ns, 1_000_000_000)
-    return _utc_second(seconds) + f".{rest // 1000:06d}Z"
-
-
-@functools.lru_cache(maxsize=8)
-def _utc_second(seconds: int) -> str:
-    """``2026-11-29T10:00:00`` for a Unix time in seconds; remembered, as the Events of one second share it."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-
 
 def truncate_utf8(text: str, limit_bytes: int) -> str:
     """``text`` if its UTF-8 encoding fits ``limit_bytes``, else the longest prefix that fits with "…" appended.
@@ -689,11 +522,6 @@ def _shows(conditions: Sequence[Condition | PodCondition], new: _Condition) -> b
     """Whether ``conditions`` already hold ``new``'s type with its status, reason and message."""
     old = next((c for c in conditions if c.type == new.type), None)
     return old is not None and (old.status, old.reason, old.message) == (new.status, new.reason, new.message)
-
-
-def _warn(what: str, exc: Exception) -> None:
-    """One warning line for a failed status write."""
-    logger.warning("status write failed: %s: %s", what, exc)
 
 
 __all__ = [

@@ -26,6 +26,10 @@ Int32 = Annotated[int, Strict(), Field(ge=INT32_MIN, le=INT32_MAX)]
 refused, as Go's JSON decoder refuses it for an ``int32`` (``cannot unmarshal string into Go
 struct field … of type int32``), and so is ``10**30``, which does not fit."""
 
+NESTED_TOO_DEEP = "gang-scheduler.io/nested-too-deep"
+"""Key set (True) on the stub the client's decoder puts in place of an object nested too deeply to decode
+(``scheduler.client.decoding``): the cache refuses such a stub as ``too_deep``."""
+
 MAX_MESSAGE_ERRORS = 3
 """Errors :func:`describe` spells out; the rest are counted (the first few name the mistake)."""
 

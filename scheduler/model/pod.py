@@ -219,6 +219,7 @@ class PodSpec(KubeModel):
     priority: Int32 | None = None
     priority_class_name: str = ""
     preemption_policy: str | None = None
+    termination_grace_period_seconds: int | None = None
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()
     overhead: dict[str, NonNegativeQuantity] = Field(default_factory=dict)

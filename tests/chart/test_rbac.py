@@ -197,7 +197,7 @@ def test_every_kube_call_is_understood() -> None:
     methods = {(c.file, c.method) for c in kube_calls()}
     assert {("live/informers.py", "list_pages"), ("live/informers.py", "watch"), ("live/binder.py", "bind"),
             ("live/binder.py", "get"),
-            ("live/status_writer.py", "patch"), ("live/status_writer.py", "create"), ("live/leader.py", "replace"),
+            ("live/status_writer.py", "patch"), ("live/event_recorder.py", "create"), ("live/leader.py", "replace"),
             ("live/leader.py", "create"),
             ("client/discovery.py", "served"), ("client/discovery.py", "list_pages")} <= methods
     triples, discovery = needed()

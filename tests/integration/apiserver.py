@@ -89,6 +89,7 @@ class ApiServer(kmock.KubernetesEmulator):
     _expected: list = attrs.field(factory=list)  # patterns of refusals a test provoked on purpose
     _unpublished: list = attrs.field(factory=list)  # (owner request, resource, event) in resourceVersion order
     _kubelets: set = attrs.field(factory=set)
+    _watches: list = attrs.field(factory=list)  # the open watch streams: [resource, stalled]
     def __attrs_post_init__(self):
         super().__attrs_post_init__()       # stock fallbacks call our overridden _serve_* methods
         self.fallback[kmock.method.PUT] << self._serve_put
@@ -328,14 +329,23 @@ class ApiServer(kmock.KubernetesEmulator):
             else:                            # no RV or "0": the current state as ADDED
                 backlog = [{'type': 'ADDED', 'object': copy.deepcopy(o.raw)} for o in self._live(req.resource)]
                 since = self.rv              # writes already answered but not yet published are in that state
+        stream = [req.resource, False]; self._watches.append(stream)
         try:
             for event in backlog:
                 if event['type'] == 'ERROR': yield event; return
-                if self._matches(req, event['object']): yield event
+                if self._matches(req, event['object']) and not stream[1]: yield event
             async for event in bus.stream(since=mark):
-                if _rv_of(event) > since and self._matches(req, event['object']): yield event
+                if _rv_of(event) > since and self._matches(req, event['object']) and not stream[1]: yield event
         finally:
+            self._watches.remove(stream)
             await bus.unmark(mark)
+    def stall_watches(self, resource):
+        """Every watch of ``resource`` (``group/version/plural``) open now stays open and sends nothing more, no
+        event and no error, as a wedged stream or a dead connection that no one closed; a watch opened later is
+        served as usual. Returns how many were stalled."""
+        stalled = [s for s in self._watches if s[0] == kmock.resource(resource) and not s[1]]
+        for stream in stalled: stream[1] = True
+        return len(stalled)
 
 UNCHECKED_HEADER = 'X-Emulator-Unchecked'
 """A request carrying this header is stored without validation: it stands for an object that

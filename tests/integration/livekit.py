@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import kmock
@@ -129,6 +129,24 @@ async def running(kube: KubeClient, **kw: Any) -> AsyncIterator[Scheduler]:
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
+
+
+def refusing_first(k8s: ApiServer, times: int, status: int, serve: Callable[[kmock.Request], Awaitable[Any]],
+                   *criteria: Any) -> dict[str, int]:
+    """Answer the first ``times`` requests matching ``criteria`` (kmock's) *per object name* with ``status``
+    although nothing changed; later ones go to ``serve`` (one of the emulator's handlers). Returns the count
+    refused per name, filled in as they come."""
+    refused: dict[str, int] = {}
+    reasons = {409: "Conflict", 500: "InternalError", 503: "ServiceUnavailable"}
+
+    async def react(request: kmock.Request) -> Any:
+        if refused.get(request.name, 0) < times:
+            refused[request.name] = refused.get(request.name, 0) + 1
+            return kmock.KubernetesError(status=status, reason=reasons.get(status, "Error"), message="try again")
+        return await serve(request)
+
+    k8s[criteria] << react
+    return refused
 
 
 def conflicting(k8s: ApiServer, times: int, resource: str = "scheduling.k8s.io/v1beta1/podgroups") -> None:

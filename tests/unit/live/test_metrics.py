@@ -13,6 +13,7 @@ import pytest_asyncio
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from scheduler.cache.cluster import KINDS, REFUSAL_REASONS
 from scheduler.client.kube import ApiError, Conflict, NotFound
 from scheduler.framework.plan import Plan, Unschedulable
 from scheduler.framework.status import Code
@@ -68,7 +69,8 @@ ALLOWED_LABELS: dict[str, set[str] | None] = {
     "profile": {PROFILE},
     "queue": set(QUEUES),
     "type": set(ENTITY_TYPES),
-    "reason": set(BIND_FAILURE_REASONS),
+    "reason": set(BIND_FAILURE_REASONS) | set(REFUSAL_REASONS),
+    "kind": set(KINDS),  # objects refused: the cache's kinds
     "resource": {"pods", "nodes", "podgroups", "compositepodgroups", "priorityclasses"},
     "le": None,  # histogram bucket bounds: fixed per histogram
 }

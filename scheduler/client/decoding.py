@@ -1,0 +1,138 @@
+"""JSON from the API server, decoded so that no single object's nesting can stop a list or a watch.
+
+The API server accepts JSON nested up to 10,000 levels (Go's ``encoding/json`` limit), for instance
+in a ResourceClaim's opaque ``parameters`` (a ``RawExtension``) or in a custom resource that preserves
+unknown fields; Python's :func:`json.loads` gives up near 1,000 with :class:`RecursionError`, and would
+then lose the whole list page or watch stream it sits in, again at every re-list. :func:`loads` decodes
+with :func:`json.loads`, and only when that raises :class:`RecursionError` decodes again without
+recursion, replacing each list item (``items[i]``) or watch event object (``object``) that nests
+deeper than :data:`MAX_DEPTH` by a stub: its ``metadata`` name, namespace, uid and resourceVersion, and
+:data:`~scheduler.model.base.NESTED_TOO_DEEP` set, which the cache refuses (reason ``too_deep``) like
+any object it cannot take.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from scheduler.model.base import NESTED_TOO_DEEP
+
+MAX_DEPTH = 200
+"""Deepest nesting kept by the fallback decoder. A Kubernetes object's own schema nests a few dozen levels
+at most (``managedFields`` mirrors the object's paths); anything deeper is a hand-made value."""
+
+
+_TOKEN = re.compile(r'[ \t\n\r]*(?:([\[{])|([\]}])|(,)|(:)|(")|(-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?)'
+                    r'|(true)|(false)|(null))')
+_SKIP = re.compile(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', re.DOTALL)
+_CONSTANTS = {"true": True, "false": False, "null": None}
+
+
+def loads(data: str | bytes) -> Any:
+    """The JSON value of ``data``; raises :class:`ValueError` (``json.JSONDecodeError``) when it is not JSON.
+
+    Never raises :class:`RecursionError`: see the module docstring for what a too-deep object becomes.
+    """
+    try:
+        return json.loads(data)
+    except RecursionError:
+        text = data.decode() if isinstance(data, bytes) else data
+        return _stub_deep(*_loads_flat(text))
+
+
+def _loads_flat(text: str) -> tuple[Any, set[int]]:
+    """Decode ``text`` with an explicit stack; values deeper than :data:`MAX_DEPTH` are skipped (None).
+    Returns the value and the ids of the depth-1 and depth-2 containers holding a skipped value."""
+    stack: list[tuple[list[Any] | dict[str, Any], str | None]] = []
+    cut: set[int] = set()
+    root: Any = None
+    pos = 0
+
+    def put(value: Any) -> None:
+        nonlocal root
+        if not stack:
+            root = value
+            return
+        container, k = stack[-1]
+        if isinstance(container, list):
+            container.append(value)
+        else:
+            assert k is not None
+            container[k] = value
+            stack[-1] = (container, None)
+
+    while True:
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            if text[pos:].strip() == "" and stack == [] and pos > 0:
+                return root, cut
+            raise json.JSONDecodeError("unexpected character", text, pos)
+        pos = m.end()
+        if m.group(1):  # [ or {
+            if len(stack) >= MAX_DEPTH:
+                pos = _skip(text, pos)
+                cut.update(id(c) for c, _ in stack[1:3])
+                put(None)
+                continue
+            new: list[Any] | dict[str, Any] = [] if m.group(1) == "[" else {}
+            put(new)
+            stack.append((new, None))
+        elif m.group(2):  # ] or }
+            if not stack:
+                raise json.JSONDecodeError("unbalanced bracket", text, pos)
+            stack.pop()
+        elif m.group(3) or m.group(4):  # , or : (the grammar is loose here; json.loads already judged it)
+            continue
+        elif m.group(5):  # a string: a key or a value
+            value, pos = json.decoder.scanstring(text, pos)  # type: ignore[attr-defined]
+            container, k = stack[-1] if stack else (None, None)
+            if isinstance(container, dict) and k is None:  # in an object, a string with no key pending is one
+                stack[-1] = (container, value)
+            else:
+                put(value)
+        elif m.group(6):
+            put(float(m.group(6)) if m.group(7) or m.group(8) else int(m.group(6)))
+        else:
+            put(_CONSTANTS[m.group(0).strip()])
+        if not stack and root is not None and text[pos:].strip() == "":
+            return root, cut
+
+
+def _skip(text: str, pos: int) -> int:
+    """The position after the container whose opening bracket ends at ``pos``."""
+    depth = 1
+    for m in _SKIP.finditer(text, pos):
+        token = m.group(0)
+        if token in "[{":
+            depth += 1
+        elif token in "]}":
+            depth -= 1
+            if depth == 0:
+                return m.end()
+    raise json.JSONDecodeError("unterminated container", text, pos)
+
+
+def _stub_deep(value: Any, cut: set[int]) -> Any:
+    """Replace in a list reply's ``items`` or a watch event's ``object`` each object that held a skipped value
+    by its stub; a value of any other shape that held one raises ValueError (there is no object to report)."""
+    if not cut:
+        return value
+    if isinstance(value, dict):
+        items = value.get("items")
+        if isinstance(items, list) and id(items) in cut:
+            value["items"] = [_stub(item) if id(item) in cut else item for item in items]
+            return value
+        obj = value.get("object")
+        if isinstance(obj, dict) and id(obj) in cut:
+            value["object"] = _stub(obj)
+            return value
+    raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", "", 0)
+
+
+def _stub(obj: Any) -> dict[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    kept = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if isinstance(meta.get(k), str)}
+    return {"metadata": kept, NESTED_TOO_DEEP: True}

@@ -1,0 +1,166 @@
+"""Status reports waiting to be written: one entry per object, the latest report wins.
+
+A scheduling decision that places nothing reports it on every pending pod (``PodScheduled=False`` and a
+``FailedScheduling`` Event). Spawned as one task per report, a busy cluster with a slow or failing API
+server grows a task — and a copy of every pod it names — per decision, without bound, and a failed write
+is lost. Instead each report is *submitted* here under its object's key; a report submitted while an
+older one for the same object is still waiting replaces it (only the latest state is worth writing).
+:data:`DEFAULT_WORKERS` tasks write them, oldest first. A write that fails with a retryable error (429,
+5xx, transport) is submitted again after an exponential backoff with jitter (``retry_initial_s``
+doubling to ``retry_max_s``, times a random factor in [0.5, 1.5)), at most ``max_attempts`` times, unless a
+newer report replaced it meanwhile. At most ``max_pending`` reports wait: beyond that the oldest is
+dropped (counted, logged) — a report is repeated by the next decision about its pod, so dropping one
+loses nothing lasting.
+
+:attr:`StatusQueue.depth` and :meth:`StatusQueue.oldest_age_s` are exported as metrics
+(``gang_scheduler_status_queue_depth{queue}``, ``gang_scheduler_status_queue_oldest_age_seconds{queue}``).
+The level-triggered group conditions have their own writer (:mod:`scheduler.live.group_conditions`),
+coalesced per group the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from scheduler.client.kube import ApiError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WORKERS = 4
+"""Reports written at once: enough to keep the REPORT lane of the client's rate limiter busy, few enough
+that binds (URGENT lane) are never starved of connections."""
+DEFAULT_MAX_PENDING = 20_000
+"""Reports waiting at most (one per pod: a cluster's pending pods, generously)."""
+
+Write = Callable[[], Awaitable[None]]
+"""One report's write: reads what it needs when it runs (the object as the cache has it then); raises
+:class:`ApiError` when the API refused it."""
+
+
+@dataclass(slots=True)
+class _Entry:
+    write: Write
+    queued_at: float
+    """Loop time the object's oldest unwritten report was submitted (kept when a newer one replaces it)."""
+    attempt: int = 0
+    due: float = 0.0
+    """Loop time before which it is not tried (a retry's backoff)."""
+
+
+class StatusQueue:
+    """See the module docstring. ``name``: for logs and task names. Run it with :meth:`run`."""
+
+    def __init__(self, name: str, *, workers: int = DEFAULT_WORKERS, max_pending: int = DEFAULT_MAX_PENDING,
+                 retry_initial_s: float = 1.0, retry_max_s: float = 60.0, max_attempts: int = 6,
+                 rng: random.Random | None = None) -> None:
+        self.name = name
+        self.workers = workers
+        self.max_pending = max_pending
+        self.retry_initial_s = retry_initial_s
+        self.retry_max_s = retry_max_s
+        self.max_attempts = max_attempts
+        self.rng = rng or random.Random()
+        self._pending: dict[str, _Entry] = {}
+        """Key → its report ready to be written, oldest first."""
+        self._delayed: dict[str, _Entry] = {}
+        """Key → its report waiting for its retry's backoff to end (:attr:`_Entry.due`)."""
+        self._next_due = float("inf")
+        """The earliest :attr:`_Entry.due` in :attr:`_delayed` (inf: none), so a take does not walk them all."""
+        self._inflight: set[str] = set()
+        self._wake = asyncio.Event()
+        self.written = 0
+        self.failed = 0
+        self.dropped = 0
+
+    @property
+    def depth(self) -> int:
+        """Reports waiting (ready or backing off) or being written."""
+        return len(self._pending) + len(self._delayed) + len(self._inflight)
+
+    def oldest_age_s(self, now: float | None = None) -> float:
+        """Seconds the oldest waiting report has waited (0 when none waits)."""
+        if not self._pending and not self._delayed:
+            return 0.0
+        now = asyncio.get_running_loop().time() if now is None else now
+        oldest = min(e.queued_at for queue in (self._pending, self._delayed) for e in queue.values())
+        return max(0.0, now - oldest)
+
+    def submit(self, key: str, write: Write) -> None:
+        """Write ``write`` soon; it replaces a report still waiting for ``key`` (its age is kept)."""
+        now = asyncio.get_running_loop().time()
+        entry = self._pending.get(key) or self._delayed.pop(key, None)
+        if entry is not None:
+            entry.write, entry.attempt, entry.due = write, 0, 0.0
+            self._pending[key] = entry
+        else:
+            self._pending[key] = _Entry(write, now)
+            if len(self._pending) > self.max_pending:
+                oldest = next(iter(self._pending))
+                del self._pending[oldest]
+                self.dropped += 1
+                log.warning("%s: more than %d reports waiting; dropped the oldest (%s)", self.name,
+                            self.max_pending, oldest)
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Write reports forever with :attr:`workers` tasks. Cancel to stop (waiting reports are dropped)."""
+        async with asyncio.TaskGroup() as group:
+            for i in range(self.workers):
+                group.create_task(self._work(), name=f"{self.name}/{i}")
+
+    def _take(self, now: float) -> tuple[str, _Entry] | float | None:
+        """The oldest ready report not being written (removed from the queue); else the loop time the next
+        retry is due, or None when nothing waits but what is being written."""
+        if self._next_due <= now:
+            for key in [k for k, e in self._delayed.items() if e.due <= now]:
+                self._pending[key] = self._delayed.pop(key)
+            self._next_due = min((e.due for e in self._delayed.values()), default=float("inf"))
+        for key, entry in self._pending.items():
+            if key not in self._inflight:  # a newer report of an object being written waits for that write
+                del self._pending[key]
+                return key, entry
+        return None if not self._delayed else self._next_due
+
+    async def _work(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            taken = self._take(loop.time())
+            if not isinstance(taken, tuple):
+                self._wake.clear()
+                timeout = None if taken is None else max(0.0, taken - loop.time())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+                continue
+            key, entry = taken
+            self._inflight.add(key)
+            try:
+                await entry.write()
+                self.written += 1
+            except ApiError as exc:
+                self.failed += 1
+                self._retry(key, entry, exc, loop.time())
+            finally:
+                self._inflight.discard(key)
+                self._wake.set()  # a newer report for this key may wait for the write to end
+
+    def _retry(self, key: str, entry: _Entry, exc: ApiError, now: float) -> None:
+        """Put ``entry`` back with its backoff, unless a newer report replaced it, the error is permanent or it
+        has had its attempts."""
+        entry.attempt += 1
+        if key in self._pending or not exc.retryable or entry.attempt >= self.max_attempts:
+            if key not in self._pending:
+                self.dropped += 1
+                log.warning("%s: report on %s not written after %d attempt(s): %s", self.name, key, entry.attempt,
+                            exc)
+            return
+        delay = min(self.retry_max_s, self.retry_initial_s * 2 ** (entry.attempt - 1))
+        entry.due = now + delay * (0.5 + self.rng.random())
+        self._delayed[key] = entry
+        self._next_due = min(self._next_due, entry.due)
+        log.info("%s: report on %s failed (%s), retry %d in %.1f s", self.name, key, exc, entry.attempt,
+                 entry.due - now)

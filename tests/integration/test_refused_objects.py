@@ -1,0 +1,44 @@
+"""No single object stops scheduling: a PodGroup whose durable intent annotation is a 60 KB nesting bomb is
+read as having no intent, counted and reported on itself, and an innocent gang is still bound."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.client.kube import EVENTS, PODGROUPS, PODS, KubeClient
+from scheduler.groups.intent import INTENT_ANNOTATION
+from tests.integration.livekit import NS, bound_at_least, create_gang, create_node, pod, podgroup, running, until
+
+BOMBS = ["[" * 60000, '{"pods":' * 20000]
+"""Two 60 KB intents, well under the API server's 256 KiB for all annotations, nested far past any decoder."""
+
+
+def refused(sched, kind: str, reason: str) -> float:  # type: ignore[no-untyped-def]
+    value = sched.metrics.registry.get_sample_value("gang_scheduler_objects_refused_total",
+                                                    {"kind": kind, "reason": reason})
+    return float(value or 0.0)
+
+
+async def warnings_on(kube: KubeClient, name: str) -> list[str]:
+    items, _ = await kube.list(EVENTS, NS)
+    return [e["note"] for e in items if e["regarding"]["name"] == name and e["reason"] == "ObjectRefused"]
+
+
+@pytest.mark.looptime
+async def test_a_nesting_bomb_in_one_intent_does_not_stop_an_innocent_gang(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="8")
+    bad = podgroup("bad", 1)
+    bad["metadata"]["annotations"] = {INTENT_ANNOTATION: BOMBS[0]}
+    await kube.create(PODGROUPS, NS, bad)
+    await kube.create(PODS, NS, pod("bad-0", "bad"))
+    async with running(kube) as sched:
+        # the same PodGroup changed under a running watch: the old and the new object are both read
+        await kube.patch(PODGROUPS, NS, "bad", {"metadata": {"annotations": {INTENT_ANNOTATION: BOMBS[1]}}})
+        await create_gang(kube, "fine", 3)
+        await until(lambda: bound_at_least(kube, "fine-", 3), what="the innocent gang is bound")
+        await until(lambda: bound_at_least(kube, "bad-", 1), what="the bomb's own gang, read without intent")
+        assert refused(sched, "PodGroup", "invalid_intent") >= 2
+        notes = await until(lambda: warnings_on(kube, "bad"), what="a Warning Event on the PodGroup")
+        assert notes[0] == f"read as having no durable intent: {INTENT_ANNOTATION} is nested too deeply"
+        assert all(i.synced.is_set() for i in sched.informers)
+        assert sum(i.relists for i in sched.informers) == len(sched.informers)  # no informer failed and re-listed

@@ -1,0 +1,163 @@
+"""No single object stops an informer: every watched kind's decoding, fuzzed.
+
+Each case takes a real object of a kind the cache holds (from the test data) and puts a hostile value at
+a random place in it: nesting thousands of levels deep, a megabyte string, a value of the wrong type,
+a hand-made durable intent. Feeding it to the cache, as a watch event and as a re-list page, must never
+raise; the object is either taken or reported as refused (:attr:`ClusterCache.on_refused`), and a
+snapshot can still be taken. The client's JSON decoder gets the same hostile nesting as text.
+"""
+
+from __future__ import annotations
+
+import copy
+import glob
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduler.cache.cluster import KINDS, REFUSAL_REASONS, ClusterCache, Refusal
+from scheduler.client.decoding import MAX_DEPTH, loads
+from scheduler.groups.intent import INTENT_ANNOTATION
+from scheduler.model.base import NESTED_TOO_DEEP
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+PDB = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "pdb", "namespace": "ml"},
+       "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "a"}}}}
+
+
+def _samples() -> dict[str, dict[str, Any]]:
+    """One real object per cached kind (the cache's name → raw object)."""
+    wanted = {(k.kind, k.group): name for name, k in KINDS.items()}
+    found: dict[str, dict[str, Any]] = {"PodDisruptionBudget": PDB}
+    for path in sorted(glob.glob(str(DATA / "**" / "*.yaml"), recursive=True)):
+        for doc in yaml.safe_load_all(Path(path).read_text()):
+            docs = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]
+            for raw in docs or []:
+                if isinstance(raw, dict) and isinstance(raw.get("apiVersion"), str):
+                    name = wanted.get((raw.get("kind"), raw["apiVersion"].rpartition("/")[0]))
+                    if name is not None:
+                        found.setdefault(name, json.loads(json.dumps(raw, default=str)))
+    return found
+
+
+SAMPLES = _samples()
+
+
+def nested(depth: int, leaf: Any = 1) -> Any:
+    """``leaf`` inside ``depth`` alternating lists and objects."""
+    value = leaf
+    for level in range(depth):
+        value = [value] if level % 2 else {"a": value}
+    return value
+
+
+hostile = st.one_of(  # recipes, built by make(): hypothesis prints its arguments, and cannot print 5,000 levels
+    st.tuples(st.just("nested"), st.integers(0, 5000)),
+    st.tuples(st.just("string"), st.integers(1, 2_000_000)),
+    st.tuples(st.just("value"), st.sampled_from([None, True, -1, 2**70, 1.5e308, "", "-6", "1e400", [], {}, [{}],
+                                                  "\u00b2", "\u0663"])),
+    st.tuples(st.just("value"), st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+        max_leaves=12)),
+)
+intents = st.one_of(
+    st.tuples(st.just("brackets"), st.integers(1, 60000)),
+    st.tuples(st.just("pods"), st.integers(1, 20000)),
+    st.tuples(st.just("string"), st.just(200_000)),
+    st.tuples(st.just("value"), st.builds(lambda pods: json.dumps({"pods": pods}), st.dictionaries(
+        st.text(max_size=4), st.one_of(st.none(), st.integers(), st.text(max_size=4),
+                                       st.fixed_dictionaries({"node": st.integers()})), max_size=3))),
+)
+
+
+def make(recipe: tuple[str, Any]) -> Any:
+    """The hostile value of a recipe."""
+    how, arg = recipe
+    return {"nested": nested, "string": lambda n: "x" * n, "value": copy.deepcopy,
+            "brackets": lambda n: "[" * n, "pods": lambda n: '{"pods":' * n}[how](arg)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path into ``value`` (dict keys and list indexes), the empty one included."""
+    out = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _put(raw: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    target = raw
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    return raw
+
+
+@st.composite
+def hostile_objects(draw: st.DrawFn) -> tuple[str, tuple[Any, ...], tuple[str, Any]]:
+    """(kind, where in its sample object, the recipe of what is put there); the path ``("intent",)`` is the
+    PodGroup's durable intent annotation."""
+    kind = draw(st.sampled_from(sorted(SAMPLES)))
+    if kind == "PodGroup" and draw(st.booleans()):
+        return kind, ("intent",), draw(intents)
+    return kind, draw(st.sampled_from(_paths(SAMPLES[kind]))), draw(hostile)
+
+
+@SETTINGS
+@given(hostile_objects(), st.sampled_from(["ADDED", "MODIFIED", "DELETED", "relist"]))
+def test_no_object_of_any_kind_stops_the_cache(case: tuple[str, tuple[Any, ...], tuple[str, Any]], how: str) -> None:
+    kind, path, recipe = case
+    raw = copy.deepcopy(SAMPLES[kind])
+    if path == ("intent",):
+        raw["metadata"].setdefault("annotations", {})[INTENT_ANNOTATION] = make(recipe)
+    else:
+        raw = _put(raw, path, make(recipe))
+    cache = ClusterCache("gang-scheduler", dra=True)
+    refused: list[Refusal] = []
+    cache.on_refused = refused.append
+    cache.replace(kind, [SAMPLES[kind]])  # the good version first: the hostile one updates it
+    if how == "relist":
+        cache.replace(kind, [raw])
+    else:
+        cache.apply(kind, how, raw)
+        cache.apply(kind, "MODIFIED", raw)  # old and new both hostile
+    cache.snapshot()
+    assert all(r.reason in REFUSAL_REASONS and r.kind == kind for r in refused)
+    if not refused and how != "DELETED":  # what was not refused was taken
+        assert cache.objects[kind]
+
+
+@given(st.integers(0, 12000), st.sampled_from(["list", "watch", "bare"]))
+@settings(max_examples=40, deadline=None)
+def test_the_client_decoder_never_raises_recursion(depth: int, shape: str) -> None:
+    deep = "[" * depth + "1" + "]" * depth
+    obj = '{"metadata": {"name": "c", "namespace": "ml"}, "spec": {"p": ' + deep + "}}"
+    text = {"list": '{"items": [{"metadata": {"name": "ok"}}, ' + obj + "]}",
+            "watch": '{"type": "ADDED", "object": ' + obj + "}", "bare": deep}[shape]
+    try:
+        value = loads(text)
+    except ValueError:
+        assert shape == "bare" and depth > MAX_DEPTH  # no object in it to report: the text is refused whole
+        return
+    try:
+        expected: Any = json.loads(text)
+    except RecursionError:  # too deep for json.loads: the object is a stub the cache refuses
+        found = value["items"][1] if shape == "list" else value["object"]
+        assert found == {"metadata": {"name": "c", "namespace": "ml"}, NESTED_TOO_DEEP: True}
+        if shape == "list":
+            assert value["items"][0] == {"metadata": {"name": "ok"}}
+    else:
+        assert value == expected

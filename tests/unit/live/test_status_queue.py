@@ -1,0 +1,94 @@
+"""StatusQueue: one report per object (the latest wins), bounded, retried with jittered backoff."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import AsyncIterator
+
+import pytest
+
+from scheduler.client.kube import ApiError
+from scheduler.live.status_queue import StatusQueue
+
+
+@contextlib.asynccontextmanager
+async def running(queue: StatusQueue) -> AsyncIterator[None]:
+    task = asyncio.create_task(queue.run())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def recorder(log: list[tuple[str, float]], name: str, errors: list[ApiError] | None = None):  # type: ignore[no-untyped-def]
+    async def write() -> None:
+        log.append((name, asyncio.get_running_loop().time()))
+        if errors:
+            raise errors.pop(0)
+    return write
+
+
+@pytest.mark.looptime
+async def test_only_the_latest_report_of_an_object_is_written() -> None:
+    queue, log = StatusQueue("t", workers=1), []
+    for i in range(3):
+        queue.submit("ml/p", recorder(log, f"report-{i}"))
+    queue.submit("ml/q", recorder(log, "other"))
+    assert queue.depth == 2
+    async with running(queue):
+        await asyncio.sleep(1)
+    assert [name for name, _ in log] == ["report-2", "other"]
+    assert (queue.depth, queue.written) == (0, 2)
+
+
+@pytest.mark.looptime
+async def test_beyond_the_bound_the_oldest_report_is_dropped() -> None:
+    queue, log = StatusQueue("t", workers=1, max_pending=2), []
+    for name in ("a", "b", "c"):
+        queue.submit(name, recorder(log, name))
+    assert (queue.depth, queue.dropped) == (2, 1)
+    async with running(queue):
+        await asyncio.sleep(1)
+    assert [name for name, _ in log] == ["b", "c"]
+
+
+@pytest.mark.looptime
+async def test_a_retryable_failure_is_retried_with_jittered_backoff_until_it_lands() -> None:
+    queue, log = StatusQueue("t", workers=1, retry_initial_s=1.0, retry_max_s=60.0), []
+    errors = [ApiError(503, "ServiceUnavailable", "x") for _ in range(3)]
+    start = asyncio.get_running_loop().time()
+    queue.submit("ml/p", recorder(log, "p", errors))
+    async with running(queue):
+        await asyncio.sleep(30)
+    times = [t - start for _, t in log]
+    assert len(times) == 4 and queue.written == 1 and queue.failed == 3
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    for gap, delay in zip(gaps, (1.0, 2.0, 4.0), strict=True):  # doubling, times a factor in [0.5, 1.5)
+        assert 0.5 * delay <= gap < 1.5 * delay + 0.01
+
+
+@pytest.mark.looptime
+async def test_a_permanent_failure_or_the_last_attempt_drops_the_report() -> None:
+    queue, log = StatusQueue("t", workers=1, max_attempts=2), []
+    queue.submit("a", recorder(log, "a", [ApiError(422, "Invalid", "x")]))
+    queue.submit("b", recorder(log, "b", [ApiError(500, "InternalError", "x") for _ in range(5)]))
+    async with running(queue):
+        await asyncio.sleep(30)
+    assert [name for name, _ in log] == ["a", "b", "b"]
+    assert (queue.depth, queue.dropped, queue.oldest_age_s()) == (0, 2, 0.0)
+
+
+@pytest.mark.looptime
+async def test_a_newer_report_replaces_a_retry_waiting_for_its_backoff() -> None:
+    queue, log = StatusQueue("t", workers=1, retry_initial_s=10.0), []
+    queue.submit("p", recorder(log, "old", [ApiError(503, "ServiceUnavailable", "x")]))
+    async with running(queue):
+        await asyncio.sleep(1)
+        assert queue.depth == 1 and queue.oldest_age_s() >= 1  # the failed one waits for its retry
+        queue.submit("p", recorder(log, "new"))
+        await asyncio.sleep(1)
+    assert [name for name, _ in log] == ["old", "new"]
