@@ -10,8 +10,9 @@ with a ``Status`` that the typed method fails to deserialise, kubernetes-client/
 never trusts the environment — the proxy the environment names for the API server is read once
 (:func:`proxy_from_env`) — on a connector sized to the binds in flight (per request,
 ``call_api`` walked every header and body through ``sanitize_for_serialization``, and its session
-read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran). Request bodies are
-encoded by pydantic-core (``to_json``, installed with pydantic); replies are decoded by :mod:`scheduler.client.decoding`.
+read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran). Request bodies
+are encoded by pydantic-core (``to_json``, installed with pydantic); replies are decoded by
+:mod:`scheduler.client.decoding`.
 
 Errors: every non-2xx answer raises :class:`ApiError` (or :class:`NotFound` / :class:`Conflict`);
 ``ApiError.retryable`` is True for 429, 5xx and transport failures, where a retry can help.
@@ -471,8 +472,8 @@ class KubeClient:
         (``allowWatchBookmarks``) and yielded like any event. The server ends the stream after ``timeout_s``
         (``timeoutSeconds``); the client gives up :data:`WATCH_DEADLINE_MARGIN_S` later if it has not, and
         as soon as nothing at all — not even a bookmark — arrived for ``silence_s`` seconds (default
-        :attr:`watch_silence_s`): a watch that stays open but silent is taken as dropped. Raises :class:`Gone` for an expired resourceVersion
-        (HTTP 410 or an in-stream ERROR 410), :class:`ApiError` for other failures.
+        :attr:`watch_silence_s`): a watch that stays open but silent is taken as dropped. Raises :class:`Gone` for an
+        expired resourceVersion (HTTP 410 or an in-stream ERROR 410), :class:`ApiError` for other failures.
         """
         query = [("watch", "true"), ("resourceVersion", resource_version), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", str(timeout_s))]
