@@ -41,40 +41,17 @@ from kubernetes_asyncio import client, config
 
 from scheduler.client import decoding
 from scheduler.client.http1 import WritePool
-from scheduler.errors import ClusterConfigError, GangSchedulerError
+from scheduler.errors import ApiError as ApiError
+from scheduler.errors import ClusterConfigError
+from scheduler.errors import Conflict as Conflict
+from scheduler.errors import Gone as Gone
+from scheduler.errors import NotFound as NotFound
 from scheduler.model import kinds, podgroup_v1alpha2
 from scheduler.model.kinds import Kind
 
 JSON = dict[str, Any]
 
 log = logging.getLogger(__name__)
-
-
-class ApiError(GangSchedulerError):
-    """A request failed: ``status`` is the HTTP code (0 for a transport failure)."""
-
-    def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(f"{status} {reason}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-
-    @property
-    def retryable(self) -> bool:
-        """429, 5xx or a transport failure: trying again later can succeed."""
-        return self.status == 0 or self.status == 429 or self.status >= 500
-
-
-class NotFound(ApiError):
-    """404: the object (or the API) does not exist."""
-
-
-class Conflict(ApiError):
-    """409: already exists, a stale resourceVersion, or a pod already bound / gated."""
-
-
-class Gone(ApiError):
-    """410: a watch's resourceVersion is too old; re-list."""
 
 
 @dataclass(frozen=True, slots=True)
