@@ -10,7 +10,10 @@ with a ``Status`` that the typed method fails to deserialise, kubernetes-client/
 never trusts the environment — the proxy the environment names for the API server is read once
 (:func:`proxy_from_env`) — on a connector sized to the binds in flight (per request,
 ``call_api`` walked every header and body through ``sanitize_for_serialization``, and its session
-read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran). Request bodies
+read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran). Writes (POST, PUT,
+PATCH, DELETE: binds, Events, status PATCHes), whose replies are one object or a ``Status``, go instead on kept
+connections of httpcore's ``AsyncConnectionPool`` (:func:`write_pool`; about half aiohttp's client CPU per request),
+with the same headers, token and TLS, unless a proxy is configured. Request bodies
 are encoded by pydantic-core (``to_json``, installed with pydantic); replies are decoded by
 :mod:`scheduler.client.decoding`.
 
@@ -35,12 +38,12 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
+import httpcore
 import pydantic_core
 import yaml
 from kubernetes_asyncio import client, config
 
 from scheduler.client import decoding
-from scheduler.client.http1 import WritePool
 from scheduler.errors import ClusterConfigError, GangSchedulerError
 from scheduler.model import kinds, podgroup_v1alpha2
 from scheduler.model.kinds import Kind
@@ -268,7 +271,7 @@ class KubeClient:
         self._session: aiohttp.ClientSession | None = None
         self._env_proxy = proxy_from_env(api.configuration.host or "")
         self._writes = write_pool(api.configuration, proxied=bool(api.configuration.proxy or self._env_proxy))
-        """The writes' connections (:mod:`scheduler.client.http1`): binds, Events, PATCHes; None behind a proxy."""
+        """The writes' connections (httpcore, :func:`write_pool`): binds, Events, PATCHes; None behind a proxy."""
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -352,7 +355,7 @@ class KubeClient:
 
     async def close(self) -> None:
         if self._writes is not None:
-            self._writes.pool.close()
+            await self._writes.pool.aclose()
         if self._session is not None:
             await self._session.close()
         await self.api.close()
@@ -389,8 +392,9 @@ class KubeClient:
     async def _write(self, writes: Writes, method: str, path: str, query: list[tuple[str, str]] | None,
                      body: Any, content_type: str, timeout_s: float = 30.0) -> bytes:
         """:meth:`_send` for a write (POST, PUT, PATCH, DELETE: its reply is one object or a ``Status``) on
-        :attr:`_writes`: the same headers and token, written as one buffer on a kept HTTP/1.1 connection. Returns
-        the reply's body. Raises :class:`ApiError` (0 for a transport failure or a timeout)."""
+        :attr:`_writes` (httpcore's connection pool): the same headers and token, the same TLS. Returns the reply's
+        body. ``timeout_s``: seconds for the whole exchange, waiting for a connection included. Raises
+        :class:`ApiError` (status 0, retryable, for a transport failure, a malformed reply or a timeout)."""
         api = self.api
         headers = {**api.default_headers, "Accept": "application/json", "Content-Type": content_type}
         if api.cookie:
@@ -399,17 +403,21 @@ class KubeClient:
         await api.update_params_for_auth(headers, query, ["BearerToken"])
         data = b"" if body is None else pydantic_core.to_json(body)
         target = writes.prefix + path + ("?" + urlencode(query) if query else "")
-        head = "".join([f"{method} {target} HTTP/1.1\r\nHost: {writes.authority}\r\nContent-Length: {len(data)}\r\n",
-                        *(f"{name}: {value}\r\n" for name, value in headers.items()), "\r\n"])
-        if any("\r" in str(v) or "\n" in str(v) for v in headers.values()):  # one would end the header early
-            raise ApiError(0, "InvalidHeader", f"a header of {method} {path} holds a line break")
         try:
-            status, reason, reply = await writes.pool.send(head.encode("latin-1") + data, timeout_s)
-        except (TimeoutError, OSError, UnicodeEncodeError) as exc:
-            raise ApiError(0, type(exc).__name__, str(exc)) from exc
-        if status >= 300:
-            raise _failure(status, reason, reply.decode(errors="replace"))
-        return reply
+            url = httpcore.URL(scheme=writes.scheme, host=writes.host, port=writes.port, target=target.encode())
+            async with asyncio.timeout(timeout_s):
+                resp = await writes.pool.request(
+                    method.encode(), url, content=data, extensions=writes.extensions,
+                    headers=[(b"Host", writes.authority), *((k.encode(), str(v).encode("latin-1"))
+                                                             for k, v in headers.items())])
+        except WRITE_ERRORS as exc:
+            raise ApiError(0, type(exc).__name__, str(exc) or f"{method} {path}: no reply within {timeout_s:g} s") \
+                from exc
+        if resp.status >= 300:
+            reason = resp.extensions.get("reason_phrase", b"")
+            raise _failure(resp.status, reason.decode("latin-1") if isinstance(reason, bytes) else "",
+                           resp.content.decode(errors="replace"))
+        return resp.content
 
     async def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
                       body: Any = None, content_type: str = "application/json", lane: Lane = Lane.NORMAL,
@@ -573,21 +581,38 @@ def _total(seconds: float) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=seconds)
 
 
+WRITE_ERRORS: tuple[type[Exception], ...] = (
+    TimeoutError, OSError, UnicodeEncodeError,
+    httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol)
+"""The failures of a write's exchange: our deadline, the socket or TLS, a header value not Latin-1, and httpcore's
+errors (connect, read, write, a malformed reply, a header it refuses to send). Each is a transport failure to
+:class:`KubeClient`: status 0, retryable."""
+
+WRITE_KEEPALIVE_S = 90.0
+"""Seconds an idle write connection is kept (client-go's ``http.Transport`` ``IdleConnTimeout``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Writes:
-    """Where :meth:`KubeClient._write` sends: the pool, the ``Host`` header (``authority``) and the path prefix of the
-    configured host (``https://proxy.example/k8s/clusters/c1`` serves the API under ``/k8s/clusters/c1``)."""
+    """Where :meth:`KubeClient._write` sends: httpcore's pool, the server (``scheme``, ``host``, ``port``), the
+    ``Host`` header (``authority``), the path prefix of the configured host (``https://proxy.example/k8s/clusters/c1``
+    serves the API under ``/k8s/clusters/c1``) and the request extensions (the TLS server name, when one is set)."""
 
-    pool: WritePool
-    authority: str
+    pool: httpcore.AsyncConnectionPool
+    scheme: bytes
+    host: bytes
+    port: int
+    authority: bytes
     prefix: str
+    extensions: dict[str, Any]
 
 
 def write_pool(cfg: client.Configuration, *, proxied: bool) -> Writes | None:
-    """The writes' connections to ``cfg.host`` (:class:`~scheduler.client.http1.WritePool`), as many as
-    the configuration's ``connection_pool_maxsize``, with the TLS kubernetes-asyncio's ``RESTClientObject`` sets up
-    (its CA, client certificate, ``verify_ssl``, ``disable_strict_ssl_verification``) and ``tls_server_name``.
-    None when requests go through a proxy or the host is not an http(s) URL: then everything goes through aiohttp."""
+    """The writes' connections to ``cfg.host``: an httpcore ``AsyncConnectionPool`` (HTTP/1.1 by h11, on asyncio
+    through anyio) of as many kept connections as the configuration's ``connection_pool_maxsize``, with the TLS
+    kubernetes-asyncio's ``RESTClientObject`` sets up (its CA, client certificate, ``verify_ssl``,
+    ``disable_strict_ssl_verification``) and ``tls_server_name`` as the SNI and checked name. None when requests go
+    through a proxy or the host is not an http(s) URL: then everything goes through aiohttp."""
     parts = urlsplit(cfg.host or "")
     if proxied or parts.scheme not in ("http", "https") or not parts.hostname:
         return None
@@ -601,9 +626,13 @@ def write_pool(cfg: client.Configuration, *, proxied: bool) -> Writes | None:
             context.verify_mode = ssl.CERT_NONE
         if getattr(cfg, "disable_strict_ssl_verification", False):
             context.verify_flags &= ~ssl.VERIFY_X509_STRICT
-    pool = WritePool(parts.hostname, parts.port or (443 if context is not None else 80), ssl_context=context,
-                     server_hostname=cfg.tls_server_name or None, limit=int(cfg.connection_pool_maxsize or 1))
-    return Writes(pool, parts.netloc.rpartition("@")[2], parts.path.rstrip("/"))
+    limit = max(1, int(cfg.connection_pool_maxsize or 1))
+    pool = httpcore.AsyncConnectionPool(ssl_context=context, max_connections=limit,
+                                        keepalive_expiry=WRITE_KEEPALIVE_S, http1=True, http2=False, retries=0)
+    extensions: dict[str, Any] = {"sni_hostname": cfg.tls_server_name} if cfg.tls_server_name else {}
+    return Writes(pool, parts.scheme.encode(), parts.hostname.encode("idna"),
+                  parts.port or (443 if context is not None else 80), parts.netloc.rpartition("@")[2].encode("latin-1"),
+                  parts.path.rstrip("/"), extensions)
 
 
 def _failure(status: int, reason: str, text: str) -> ApiError:
