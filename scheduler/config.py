@@ -189,6 +189,12 @@ class Settings(BaseSettings):
         "back, seconds. Half kube-scheduler's bindTimeoutSeconds (600): the whole gang's capacity is held unbound "
         "while it waits, a CSI provisioner creates a disk in seconds to a few minutes, and the annotations are "
         "left on rollback, so a retry resumes waiting for the same volumes.")
+    binding_conditions_timeout_s: float = Field(
+        default=600.0, gt=0, description="How long a plan waits, after writing its ResourceClaims, for the "
+        "bindingConditions of their devices to become True in the claims' status.devices before every claim is "
+        "rolled back and those devices are left out of the next attempts, seconds. kube-scheduler's default "
+        "(DynamicResourcesArgs.bindingTimeout, KEP-5007): a driver attaching a fabric or preparing a device may "
+        "take minutes.")
     gang_repair_timeout_s: float = Field(
         default=300.0, gt=0, description="How long a gang may stay partial — members bound, fewer than minCount "
         "(a bind failed, the scheduler stopped mid-plan, members or their node went away) — while it is tried "

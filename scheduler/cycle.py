@@ -19,12 +19,12 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from scheduler.cache.cluster import AssumeError, ClusterCache
-from scheduler.dra.device_snapshot import DraView
-from scheduler.dra.writes import ClaimWrite, claim_writes
+from scheduler.framework.binding_cycle import BindResult as BindResult
+from scheduler.framework.binding_cycle import Failure as Failure
 from scheduler.framework.interface import PostFilterPlugin
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
@@ -147,32 +147,6 @@ def handle(attempt: Attempt, handler: DecisionHandler) -> None:
         handler.on_unschedulable(attempt, decision)
 
 
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """Why a plan's writes stopped: the object (``ns/name`` of a pod or claim), the message for the
-    pods and logs, and the HTTP status of the failed request (0: none, e.g. leadership lost)."""
-
-    key: str
-    message: str
-    status: int = 0
-
-
-@dataclass(slots=True)
-class BindResult:
-    """What a binder did with a plan: ``bound`` (pod, node) pairs, the first ``failure`` if any, and what
-    the cache must give back — ``forget`` pod keys whose assumption ends unbound, ``release`` claim keys
-    whose held devices are free again (None: all of the plan's)."""
-
-    bound: list[tuple[Pod, str]] = field(default_factory=list)
-    failure: Failure | None = None
-    forget: list[str] = field(default_factory=list)
-    release: list[str] | None = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None
-
-
 class CycleRunner:
     """Decide roots against ``cache`` with ``config`` (see the module docstring)."""
 
@@ -204,32 +178,9 @@ class CycleRunner:
             return Attempt(tree, snapshot, Unschedulable(tree.key, Code.ERROR, f"plan not assumed: {exc}"))
         return Attempt(tree, snapshot, decision, token)
 
-    def claim_writes(self, attempt: Attempt) -> list[ClaimWrite]:
-        """The plan's claim writes (DRA), from the cache as the plan saw it (call before any await)."""
-        plan, view = attempt.plan, attempt.snapshot.dra
-        if plan is None or not isinstance(view, DraView):
-            return []
-        cache = self.cache
-        uids: dict[tuple[str, str], str] = {}
-        for a in plan.allocations:
-            ns = a.claim.partition("/")[0]
-            for kind, name, _ in a.reserved_for:
-                group = cache.group("PodGroup", ns, name) if kind == "PodGroup" else None
-                if group is not None:
-                    uids[(ns, name)] = group.metadata.uid
-        pinned = {p.key: view.pods[p.key].pinned for p, _ in plan.placements if p.key in view.pods}
-        served: dict[str, str] = {}
-        resources: tuple[str, ...] = ()
-        if any(a.synthetic for a in plan.allocations):
-            index = cache.devices.claim_index(attempt.snapshot.table, cache.device_classes)
-            served, resources = index.extended_classes(), tuple(index.node_resources)
-        claims = {**cache.devices.synthesized, **cache.resource_claims}
-        return claim_writes(plan, claims, cache.device_classes, uids, pinned=pinned, served=served,
-                            node_resources=resources)
-
     def target_problem(self, plan: Plan, pod: Pod, node: str) -> str | None:
         """Why binding ``pod`` to ``node`` no longer fits the cache as it is now, or None (the
-        check the binder makes just before each bind).
+        check the Bind plugin makes just before each bind).
 
         Refused: the node is gone; cordoned (``spec.unschedulable``, unless the pod tolerates
         kube's ``node.kubernetes.io/unschedulable`` taint); tainted NoSchedule/NoExecute against the pod
@@ -275,6 +226,8 @@ class CycleRunner:
         does."""
         if result.forget:
             self.cache.forget(result.forget)
+        if result.exclude:
+            self.cache.exclude_devices(result.exclude)
         if attempt.token is not None and (result.release is None or result.release):
             self.cache.forget_devices(attempt.token, result.release)
         plan = attempt.plan

@@ -5,11 +5,12 @@
     GangSchedulerError
     ├── SnapshotError        a snapshot file cannot be read or holds nothing usable (simulate exits 2)
     ├── ClusterConfigError   no usable kubeconfig or in-cluster configuration (run exits 2)
-    ├── ApiError             an API request failed (scheduler.client.kube; ``retryable``: 429, 5xx, transport)
+    ├── ApiError             an API request failed (raised by scheduler.client.kube and the binding cycle's writers;
+    │                        ``retryable``: 429, 5xx, transport)
     │   ├── NotFound         404
     │   ├── Conflict         409: exists, stale resourceVersion, pod already bound
     │   ├── Gone             410: a watch's resourceVersion is too old; re-list
-    │   └── TargetChanged    the binder's pre-bind check refused a target; nothing sent (scheduler.live.binder)
+    │   └── TargetChanged    the bind plugin's check refused a target; nothing sent (scheduler.binding.pods)
     └── NoGroupApi           the operator finds no PodGroup API served (scheduler.operator.apis)
 
 Each class says whether a retry can help. The branches live beside the code that raises them,
@@ -37,3 +38,38 @@ class ClusterConfigError(GangSchedulerError):
     Permanent: fix the kubeconfig or the environment. The message is one line naming every
     path and variable looked at.
     """
+
+
+class ApiError(GangSchedulerError):
+    """A request failed: ``status`` is the HTTP code (0 for a transport failure)."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+    @property
+    def retryable(self) -> bool:
+        """429, 5xx or a transport failure: trying again later can succeed."""
+        return self.status == 0 or self.status == 429 or self.status >= 500
+
+
+class NotFound(ApiError):
+    """404: the object (or the API) does not exist."""
+
+
+class Conflict(ApiError):
+    """409: already exists, a stale resourceVersion, or a pod already bound / gated."""
+
+
+class Gone(ApiError):
+    """410: a watch's resourceVersion is too old; re-list."""
+
+
+class TargetChanged(ApiError):
+    """The bind plugin's check just before a bind refused the member's target (no request was sent;
+    ``status`` 0). Permanent for this plan: the root is scheduled again on the cache as it is now."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "TargetChanged", message)

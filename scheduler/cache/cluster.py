@@ -256,7 +256,8 @@ class ClusterCache:
         self.usage = NodeUsage()
         self.groups = GroupIndex(scheduler_name)
         self.devices = DeviceCache(self.objects[RESOURCE_CLAIM.name], self.objects[RESOURCE_CLAIM_TEMPLATE.name],
-                                   self.objects[POD_GROUP.name], synthesize=synthesize_claims)
+                                   self.objects[POD_GROUP.name], synthesize=synthesize_claims,
+                                   namespaces=self.objects[NAMESPACE.name])
         self.storage = StorageCache(self.objects, synthesize=synthesize_claims)
         self.version = 0
         """Bumped on every change the scheduler reads (and on assume/forget): a snapshot older than it is stale."""
@@ -521,6 +522,11 @@ class ClusterCache:
     def forget_devices(self, token: str, claims: Iterable[str] | None = None) -> None:
         """Release a plan's held devices: all, or only those of ``claims`` (keys as in the plan)."""
         self.devices.forget(token, claims)
+        self._bump()
+
+    def exclude_devices(self, device_ids: Iterable[str]) -> None:
+        """Keep devices whose binding failed out of the next plans, until their ResourceSlice changes (KEP-5007)."""
+        self.devices.exclude(device_ids)
         self._bump()
 
     def held_claims(self, token: str) -> frozenset[str]:

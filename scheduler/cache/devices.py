@@ -25,7 +25,8 @@ from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import Inventory
 from scheduler.framework.node_table import NodeTable
 from scheduler.framework.plan import ClaimAllocation
-from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceSlice
+from scheduler.model.dra import DeviceClass, DeviceUse, ResourceClaim, ResourceSlice
+from scheduler.model.namespace import Namespace
 from scheduler.model.pod import Pod
 
 log = logging.getLogger(__name__)
@@ -33,19 +34,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class HeldClaim:
-    """Devices an in-flight plan holds for one claim: ``devices`` (ids), whether the claim ``existed`` in
-    the cache when assumed (else it is created by the plan, under a generated name), and the ``pod``
-    owning a created claim (``ns/name``)."""
+    """Devices an in-flight plan holds for one claim: ``uses`` (how its allocation uses each), whether the
+    claim ``existed`` in the cache when assumed (else it is created by the plan, under a generated name), and
+    the ``pod`` owning a created claim (``ns/name``)."""
 
-    devices: frozenset[str]
+    uses: tuple[DeviceUse, ...]
     existed: bool
     pod: str | None = None
 
 
-def allocated_ids(claim: ResourceClaim | None) -> frozenset[str]:
-    """Device ids a claim's ``status.allocation`` names (empty if unallocated or None)."""
-    alloc = claim.status.allocation if claim is not None else None
-    return frozenset(r.device_id for r in alloc.devices.results) if alloc is not None else frozenset()
 
 
 class DeviceCache:
@@ -53,24 +50,33 @@ class DeviceCache:
     here). ``synthesize``: make missing template claims from their template (``simulate``)."""
 
     def __init__(self, claims: Mapping[str, ResourceClaim], templates: Mapping[str, object],
-                 podgroups: Mapping[str, object], *, synthesize: bool = False) -> None:
+                 podgroups: Mapping[str, object], *, synthesize: bool = False,
+                 namespaces: Mapping[str, Namespace] | None = None) -> None:
         self.inventory = Inventory(NodeTable.build(()))
         self._claims = claims
         self._templates = templates
         self._podgroups = podgroups
+        self._namespaces: Mapping[str, Namespace] = namespaces if namespaces is not None else {}
         self.synthesize = synthesize
-        self._allocated: dict[str, frozenset[str]] = {}
-        self._allocated_ids: frozenset[str] | None = frozenset()
+        self._allocated: dict[str, tuple[DeviceUse, ...]] = {}
+        """Claim key → how its ``status.allocation`` uses its devices."""
+        self._allocated_uses: tuple[DeviceUse, ...] | None = ()
         self.held: dict[str, dict[str, HeldClaim]] = {}
         """Plan token → claim key → devices the plan allocates, until the watch shows them."""
         self._logged_problems: set[str] = set()
         self.synthesized: dict[str, ResourceClaim] = {}
         """Claims made from their template (``synthesize``), kept across snapshots: made once, by key."""
+        self.excluded: set[str] = set()
+        """Devices whose binding conditions failed or timed out: no plan gets them until their pool's slices
+        change (the driver publishes them again)."""
         self._idle: tuple[NodeTable, int, DraView] | None = None
         """The view of a cluster where nothing asks for devices, per node table and inventory generation."""
 
     # -- feeding -------------------------------------------------------------------------------
     def set_slice(self, old: ResourceSlice | None, new: ResourceSlice | None) -> None:
+        if self.excluded:
+            pools = {f"{s.spec.driver}/{s.spec.pool.name}/" for s in (old, new) if s is not None}
+            self.excluded = {d for d in self.excluded if not d.startswith(tuple(pools))}
         if new is not None:
             self.inventory.set_slice(new, old)
         elif old is not None:
@@ -88,13 +94,13 @@ class DeviceCache:
         self._log_problems()
 
     def set_claim(self, key: str, claim: ResourceClaim | None) -> None:
-        """A claim changed: its allocated devices, and the holds the watch has now caught up with."""
-        ids = allocated_ids(claim)
-        if ids:
-            self._allocated[key] = ids
+        """A claim changed: how its allocation uses its devices."""
+        uses = claim.allocated_uses if claim is not None else ()
+        if uses:
+            self._allocated[key] = uses
         else:
             self._allocated.pop(key, None)
-        self._allocated_ids = None
+        self._allocated_uses = None
 
     def _log_problems(self) -> None:
         problems = set(self.inventory.problems)
@@ -105,7 +111,7 @@ class DeviceCache:
     # -- in-flight plans -------------------------------------------------------------------------
     def assume(self, token: str, allocations: Iterable[ClaimAllocation]) -> None:
         """Hold the devices of a plan's claim allocations (``token``: unique to the plan)."""
-        held = {a.claim: HeldClaim(frozenset(a.device_ids), a.claim in self._claims, a.pod if a.synthetic else None)
+        held = {a.claim: HeldClaim(a.device_uses, a.claim in self._claims, a.pod if a.synthetic else None)
                 for a in allocations}
         if held:
             self.held[token] = held
@@ -127,7 +133,7 @@ class DeviceCache:
         key that changed, or None to check every hold."""
         if not self.held:
             return
-        allocated = self.allocated_device_ids()
+        allocated = {u.device for u in self.allocated_uses()}
         for token in list(self.held):
             held = self.held[token]
             for key, hold in list(held.items()):
@@ -135,7 +141,7 @@ class DeviceCache:
                     claim = self._claims.get(key)
                     done = (changed is None or changed == key) and (claim is None or claim.is_allocated)
                 else:
-                    done = bool(hold.devices) and hold.devices <= allocated
+                    done = bool(hold.uses) and {u.device for u in hold.uses} <= allocated
                 if not done and hold.pod is not None:
                     owner = pods.get(hold.pod)
                     done = owner is None or owner.is_terminal
@@ -145,15 +151,23 @@ class DeviceCache:
                 del self.held[token]
 
     # -- views ---------------------------------------------------------------------------------
-    def allocated_device_ids(self) -> frozenset[str]:
-        """Devices named by the ``status.allocation`` of some claim in the cache."""
-        if self._allocated_ids is None:
-            self._allocated_ids = frozenset(d for ids in self._allocated.values() for d in ids)
-        return self._allocated_ids
+    def allocated_uses(self) -> tuple[DeviceUse, ...]:
+        """How the ``status.allocation`` of every claim in the cache uses its devices."""
+        if self._allocated_uses is None:
+            self._allocated_uses = tuple(u for uses in self._allocated.values() for u in uses)
+        return self._allocated_uses
+
+    def held_uses(self) -> tuple[DeviceUse, ...]:
+        """How the in-flight plans use the devices they hold."""
+        return tuple(u for held in self.held.values() for h in held.values() for u in h.uses)
 
     def held_device_ids(self) -> frozenset[str]:
-        """Every device held by an in-flight plan."""
-        return frozenset(d for held in self.held.values() for h in held.values() for d in h.devices)
+        """Every device an in-flight plan's allocations name."""
+        return frozenset(u.device for u in self.held_uses())
+
+    def exclude(self, device_ids: Iterable[str]) -> None:
+        """See :attr:`excluded`."""
+        self.excluded.update(device_ids)
 
     def in_flight(self) -> frozenset[str]:
         """Keys of claims an in-flight plan is allocating (existing claims only)."""
@@ -162,7 +176,8 @@ class DeviceCache:
     def claim_index(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> ClaimIndex:
         """Claims, templates, classes and PodGroups for claim resolution, over the cache's live dicts."""
         return ClaimIndex(self._claims, self._templates, classes, self._podgroups,  # type: ignore[arg-type]
-                          self.synthesize, frozenset(table.resources), self.synthesized, self.in_flight())
+                          self.synthesize, frozenset(table.resources), self.synthesized, self.in_flight(),
+                          namespaces=self._namespaces)
 
     def view(self, table: NodeTable, classes: Mapping[str, DeviceClass], pending: Iterable[Pod]) -> DraView:
         """The solver's DRA input for the ``pending`` pods that may need devices: the inventory with every
@@ -172,13 +187,15 @@ class DeviceCache:
         same for every snapshot until the nodes or the slices change: it is built once (a cluster without
         DRA then pays nothing per cycle)."""
         pending = list(pending)
-        idle = not pending and not self.held and not self.inventory.devices and not self.allocated_device_ids()
+        idle = (not pending and not self.held and not self.inventory.devices and not self.allocated_uses()
+                and not self.excluded)
         if idle:
             hit = self._idle
             if hit is not None and hit[0] is table and hit[1] == self.inventory.generation:
                 return hit[2]
-        inventory = self.inventory.with_allocated(self.allocated_device_ids())
-        view = DraView.build(inventory, self.claim_index(table, classes), pending, self.held_device_ids())
+        inventory = self.inventory.with_allocated(self.allocated_uses())
+        held = (*self.held_uses(), *(DeviceUse(d) for d in sorted(self.excluded)))
+        view = DraView.build(inventory, self.claim_index(table, classes), pending, held)
         if idle:
             self._idle = (table, self.inventory.generation, view)
         return view

@@ -10,10 +10,7 @@ with a ``Status`` that the typed method fails to deserialise, kubernetes-client/
 never trusts the environment — the proxy the environment names for the API server is read once
 (:func:`proxy_from_env`) — on a connector sized to the binds in flight (per request,
 ``call_api`` walked every header and body through ``sanitize_for_serialization``, and its session
-read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran). Writes (POST, PUT,
-PATCH, DELETE: binds, Events, status PATCHes), whose replies are one object or a ``Status``, go instead on kept
-connections of httpcore's ``AsyncConnectionPool`` (:func:`write_pool`; about half aiohttp's client CPU per request),
-with the same headers, token and TLS, unless a proxy is configured. Request bodies
+read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran). Request bodies
 are encoded by pydantic-core (``to_json``, installed with pydantic); replies are decoded by
 :mod:`scheduler.client.decoding`.
 
@@ -30,7 +27,6 @@ import functools
 import json
 import logging
 import os
-import ssl
 import urllib.request
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -38,46 +34,22 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
-import httpcore
 import pydantic_core
 import yaml
 from kubernetes_asyncio import client, config
 
 from scheduler.client import decoding
-from scheduler.errors import ClusterConfigError, GangSchedulerError
+from scheduler.errors import ApiError as ApiError
+from scheduler.errors import ClusterConfigError
+from scheduler.errors import Conflict as Conflict
+from scheduler.errors import Gone as Gone
+from scheduler.errors import NotFound as NotFound
 from scheduler.model import kinds, podgroup_v1alpha2
 from scheduler.model.kinds import Kind
 
 JSON = dict[str, Any]
 
 log = logging.getLogger(__name__)
-
-
-class ApiError(GangSchedulerError):
-    """A request failed: ``status`` is the HTTP code (0 for a transport failure)."""
-
-    def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(f"{status} {reason}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-
-    @property
-    def retryable(self) -> bool:
-        """429, 5xx or a transport failure: trying again later can succeed."""
-        return self.status == 0 or self.status == 429 or self.status >= 500
-
-
-class NotFound(ApiError):
-    """404: the object (or the API) does not exist."""
-
-
-class Conflict(ApiError):
-    """409: already exists, a stale resourceVersion, or a pod already bound / gated."""
-
-
-class Gone(ApiError):
-    """410: a watch's resourceVersion is too old; re-list."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,8 +242,6 @@ class KubeClient:
         """Seconds of silence after which :meth:`watch` takes a stream as dropped (:data:`WATCH_SILENCE_S`)."""
         self._session: aiohttp.ClientSession | None = None
         self._env_proxy = proxy_from_env(api.configuration.host or "")
-        self._writes = write_pool(api.configuration, proxied=bool(api.configuration.proxy or self._env_proxy))
-        """The writes' connections (httpcore, :func:`write_pool`): binds, Events, PATCHes; None behind a proxy."""
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -354,8 +324,6 @@ class KubeClient:
         return cls(api_client(client.Configuration(host=host.rstrip("/")), connections), qps=qps, burst=burst)
 
     async def close(self) -> None:
-        if self._writes is not None:
-            await self._writes.pool.aclose()
         if self._session is not None:
             await self._session.close()
         await self.api.close()
@@ -389,53 +357,13 @@ class KubeClient:
             raise _failure(resp.status, resp.reason or "", text)
         return resp
 
-    async def _write(self, writes: Writes, method: str, path: str, query: list[tuple[str, str]] | None,
-                     body: Any, content_type: str, timeout_s: float = 30.0) -> bytes:
-        """:meth:`_send` for a write (POST, PUT, PATCH, DELETE: its reply is one object or a ``Status``) on
-        :attr:`_writes` (httpcore's connection pool): the same headers and token, the same TLS. Returns the reply's
-        body. ``timeout_s``: seconds for the whole exchange, waiting for a connection included. Raises
-        :class:`ApiError` (status 0, retryable, for a transport failure, a malformed reply or a timeout)."""
-        api = self.api
-        headers = {**api.default_headers, "Accept": "application/json", "Content-Type": content_type}
-        if api.cookie:
-            headers["Cookie"] = api.cookie
-        query = list(query or [])
-        await api.update_params_for_auth(headers, query, ["BearerToken"])
-        data = b"" if body is None else pydantic_core.to_json(body)
-        target = writes.prefix + path + ("?" + urlencode(query) if query else "")
-        try:
-            url = httpcore.URL(scheme=writes.scheme, host=writes.host, port=writes.port, target=target.encode())
-            async with asyncio.timeout(timeout_s):
-                resp = await writes.pool.request(
-                    method.encode(), url, content=data, extensions=writes.extensions,
-                    headers=[(b"Host", writes.authority), *((k.encode(), str(v).encode("latin-1"))
-                                                             for k, v in headers.items())])
-        except WRITE_ERRORS as exc:
-            raise ApiError(0, type(exc).__name__, str(exc) or f"{method} {path}: no reply within {timeout_s:g} s") \
-                from exc
-        if resp.status >= 300:
-            reason = resp.extensions.get("reason_phrase", b"")
-            raise _failure(resp.status, reason.decode("latin-1") if isinstance(reason, bytes) else "",
-                           resp.content.decode(errors="replace"))
-        return resp.content
-
     async def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
                       body: Any = None, content_type: str = "application/json", lane: Lane = Lane.NORMAL,
                       reply: bool = True) -> JSON:
         """One rate-limited request in ``lane``; returns the decoded JSON body. Raises :class:`ApiError`.
         ``reply=False``: the caller does not read the answer (a bind's ``Status``, a created Event): it is read
-        to the end, so the connection is kept, but not decoded, and ``{}`` is returned. Writes go on
-        :attr:`_writes` (unless behind a proxy), reads on aiohttp."""
+        to the end, so the connection is kept, but not decoded, and ``{}`` is returned."""
         await self.limiter.acquire(lane)
-        if method != "GET" and self._writes is not None:
-            raw = await self._write(self._writes, method, path, query, body, content_type)
-            if not reply:
-                return {}
-            try:
-                data = decoding.loads(raw) if raw.strip() else None
-            except ValueError as exc:
-                raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
-            return data if isinstance(data, dict) else {}
         resp = await self._send(method, path, query, body, content_type)
         try:
             if not reply:
@@ -579,60 +507,6 @@ def api_client(cfg: client.Configuration, connections: int) -> client.ApiClient:
 def _total(seconds: float) -> aiohttp.ClientTimeout:
     """A request timeout of ``seconds`` in all, made once per value (a request's timeout is read, never changed)."""
     return aiohttp.ClientTimeout(total=seconds)
-
-
-WRITE_ERRORS: tuple[type[Exception], ...] = (
-    TimeoutError, OSError, UnicodeEncodeError,
-    httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol)
-"""The failures of a write's exchange: our deadline, the socket or TLS, a header value not Latin-1, and httpcore's
-errors (connect, read, write, a malformed reply, a header it refuses to send). Each is a transport failure to
-:class:`KubeClient`: status 0, retryable."""
-
-WRITE_KEEPALIVE_S = 90.0
-"""Seconds an idle write connection is kept (client-go's ``http.Transport`` ``IdleConnTimeout``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Writes:
-    """Where :meth:`KubeClient._write` sends: httpcore's pool, the server (``scheme``, ``host``, ``port``), the
-    ``Host`` header (``authority``), the path prefix of the configured host (``https://proxy.example/k8s/clusters/c1``
-    serves the API under ``/k8s/clusters/c1``) and the request extensions (the TLS server name, when one is set)."""
-
-    pool: httpcore.AsyncConnectionPool
-    scheme: bytes
-    host: bytes
-    port: int
-    authority: bytes
-    prefix: str
-    extensions: dict[str, Any]
-
-
-def write_pool(cfg: client.Configuration, *, proxied: bool) -> Writes | None:
-    """The writes' connections to ``cfg.host``: an httpcore ``AsyncConnectionPool`` (HTTP/1.1 by h11, on asyncio
-    through anyio) of as many kept connections as the configuration's ``connection_pool_maxsize``, with the TLS
-    kubernetes-asyncio's ``RESTClientObject`` sets up (its CA, client certificate, ``verify_ssl``,
-    ``disable_strict_ssl_verification``) and ``tls_server_name`` as the SNI and checked name. None when requests go
-    through a proxy or the host is not an http(s) URL: then everything goes through aiohttp."""
-    parts = urlsplit(cfg.host or "")
-    if proxied or parts.scheme not in ("http", "https") or not parts.hostname:
-        return None
-    context: ssl.SSLContext | None = None
-    if parts.scheme == "https":
-        context = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
-        if cfg.cert_file:
-            context.load_cert_chain(cfg.cert_file, keyfile=cfg.key_file)
-        if not cfg.verify_ssl:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        if getattr(cfg, "disable_strict_ssl_verification", False):
-            context.verify_flags &= ~ssl.VERIFY_X509_STRICT
-    limit = max(1, int(cfg.connection_pool_maxsize or 1))
-    pool = httpcore.AsyncConnectionPool(ssl_context=context, max_connections=limit,
-                                        keepalive_expiry=WRITE_KEEPALIVE_S, http1=True, http2=False, retries=0)
-    extensions: dict[str, Any] = {"sni_hostname": cfg.tls_server_name} if cfg.tls_server_name else {}
-    return Writes(pool, parts.scheme.encode(), parts.hostname.encode("idna"),
-                  parts.port or (443 if context is not None else 80), parts.netloc.rpartition("@")[2].encode("latin-1"),
-                  parts.path.rstrip("/"), extensions)
 
 
 def _failure(status: int, reason: str, text: str) -> ApiError:

@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from scheduler.model.dra import DeviceUse
+
 FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
 
 MAX_DEVICES_PER_CLAIM = 32
@@ -46,6 +48,7 @@ class Device:
     qualified with the driver's domain). ``consumes``: (counter set id ``driver/pool/set``,
     ((counter, amount), …)) pairs. ``taints``: (key, value, effect). ``weight``: best-fit order key
     (share of its counter sets it consumes; 0 for plain devices) — smaller is tried first.
+    ``binding_conditions`` / ``binding_failure_conditions`` / ``binds_to_node``: the slice's (KEP-5007).
     """
 
     id: str
@@ -56,6 +59,9 @@ class Device:
     consumes: tuple[tuple[str, tuple[tuple[str, Decimal], ...]], ...] = ()
     taints: tuple[tuple[str, str, str], ...] = ()
     weight: float = 0.0
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
+    binds_to_node: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +83,11 @@ class DeviceToleration:
 
 @dataclass(frozen=True, slots=True)
 class SubRequest:
-    """One way to satisfy a request: ``count`` devices (or ``all``) of ``class_name`` matching ``selectors``."""
+    """One way to satisfy a request: ``count`` devices (or ``all``) of ``class_name`` matching ``selectors``.
+
+    ``admin``: ``adminAccess`` (KEP-5018): the devices may be allocated already and are not taken (no other
+    claim loses them, no counter is consumed); only one claim's results never name a device twice.
+    """
 
     result: str
     class_name: str
@@ -85,6 +95,7 @@ class SubRequest:
     count: int = 1
     all: bool = False
     tolerations: tuple[DeviceToleration, ...] = ()
+    admin: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,21 +132,24 @@ Matcher = Callable[[SubRequest, Device], bool]
 
 @dataclass(frozen=True, slots=True)
 class _Released:
-    """A journal entry: ``device`` was given back (undoing it takes the device again)."""
+    """A journal entry: ``device`` was given back from ``use`` (undoing it takes the device again, for it)."""
 
     device: Device
+    use: DeviceUse
 
 
 @dataclass(slots=True)
 class DeviceState:
     """Devices taken and counters left, with an undo journal (one per solver run).
 
-    The journal holds a :class:`Device` per :meth:`take` and a :class:`_Released` per :meth:`release`;
-    :meth:`undo` reverses both, so a placement may give back devices an earlier one took (to allocate
-    them again together with its own) and its undo restores the earlier allocation exactly.
+    ``taken``: device id → the :class:`~scheduler.model.dra.DeviceUse` that keeps it from other allocations
+    (an allocation in the cluster, a plan in flight, or this solve's). The journal holds a :class:`Device` per
+    :meth:`take` and a :class:`_Released` per :meth:`release`; :meth:`undo` reverses both, so a placement may
+    give back devices an earlier one took (to allocate them again together with its own) and its undo restores
+    the earlier allocation exactly.
     """
 
-    taken: set[str] = field(default_factory=set)
+    taken: dict[str, DeviceUse] = field(default_factory=dict)
     counters: dict[str, dict[str, Decimal]] = field(default_factory=dict)
     journal: list[Device | _Released] = field(default_factory=list)
 
@@ -157,8 +171,9 @@ class DeviceState:
 
     def release(self, device: Device) -> None:
         """Give back a taken ``device`` (and what it consumes of its counter sets), journaled."""
+        use = self.taken.get(device.id) or DeviceUse(device.id)
         self._give_back(device)
-        self.journal.append(_Released(device))
+        self.journal.append(_Released(device, use))
 
     def mark(self) -> int:
         return len(self.journal)
@@ -167,19 +182,19 @@ class DeviceState:
         while len(self.journal) > mark:
             entry = self.journal.pop()
             if isinstance(entry, _Released):
-                self._take(entry.device)
+                self._take(entry.device, entry.use)
             else:
                 self._give_back(entry)
 
-    def _take(self, device: Device) -> None:
-        self.taken.add(device.id)
+    def _take(self, device: Device, use: DeviceUse | None = None) -> None:
+        self.taken[device.id] = use or DeviceUse(device.id)
         for set_id, amounts in device.consumes:
             left = self.counters[set_id]
             for counter, amount in amounts:
                 left[counter] = left.get(counter, Decimal(0)) - amount
 
     def _give_back(self, device: Device) -> None:
-        self.taken.discard(device.id)
+        self.taken.pop(device.id, None)
         for set_id, amounts in device.consumes:
             left = self.counters[set_id]
             for counter, amount in amounts:
@@ -294,6 +309,9 @@ def _alternatives(claim: ClaimSpec, candidates: _Candidates, state: DeviceState,
             matching = candidates.matching(sub)
             if len(chosen) + (len(matching) if sub.all else sub.count) > MAX_DEVICES_PER_CLAIM:
                 continue  # over the claim's limit: the next choice (a firstAvailable fallback), if any
+            if sub.admin:
+                yield from _admin(sub, matching, i)
+                continue
             if sub.all:
                 if not matching or any(not state.fits(d) for d in matching):
                     continue  # All: at least one, and every matching device must be free
@@ -317,6 +335,22 @@ def _alternatives(claim: ClaimSpec, candidates: _Candidates, state: DeviceState,
                     yield from requests(i + 1)
                 del chosen[len(chosen) - len(combo):]
                 state.undo(mark)
+
+    def _admin(sub: SubRequest, matching: list[Device], i: int) -> Iterator[list[Result]]:
+        """An ``adminAccess`` sub-request: any matching device, allocated or not, none taken (the structured
+        allocator skips its allocated-device and counter checks for admin access)."""
+        named = {d.id for _, d in chosen}
+        usable = [d for d in matching if d.id not in named]
+        if sub.all:
+            combos: Iterator[tuple[Device, ...]] = iter([tuple(usable)] if usable else [])
+        else:
+            combos = itertools.combinations(usable, sub.count)
+        for combo in combos:
+            budget.spend()
+            chosen.extend((sub.result, d) for d in combo)
+            if _constraints_ok(claim, chosen):
+                yield from requests(i + 1)
+            del chosen[len(chosen) - len(combo):]
 
     yield from requests(0)
 

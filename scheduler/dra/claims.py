@@ -48,6 +48,7 @@ from scheduler.model.dra import (
     ResourceClaimTemplate,
     request_error,
 )
+from scheduler.model.namespace import Namespace
 from scheduler.model.pod import NodeSelector, Pod
 from scheduler.model.quantity import resource_list
 from scheduler.model.scheduling import PodGroup
@@ -55,6 +56,19 @@ from scheduler.model.scheduling import PodGroup
 
 class ClaimError(ValueError):
     """A claim spec the allocator cannot use (one-of violated, bad mode or count)."""
+
+
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+"""The namespace label (value ``"true"``) that allows ``adminAccess`` requests in it (KEP-5018)."""
+ADMIN_ACCESS_FORBIDDEN = ("admin access to devices requires the `resource.kubernetes.io/admin-access: true` label "
+                          "on the containing namespace")
+"""The API server's refusal of an ``adminAccess`` request elsewhere (``pkg/registry/resource/resourceclaim/
+strategy.go`` ``authorizedForAdmin``, v1.37): the scheduler refuses to allocate such a claim with the same words."""
+
+
+def admin_allowed(namespace: Namespace | None) -> bool:
+    """Whether ``adminAccess`` requests may be allocated in ``namespace`` (None: not known, so not allowed)."""
+    return namespace is not None and namespace.metadata.labels.get(ADMIN_ACCESS_LABEL) == "true"
 
 
 def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
@@ -84,6 +98,7 @@ def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
                 count=alt.wanted,
                 all=alt.mode == ALL,
                 tolerations=tuple(DeviceToleration(t.key, t.operator, t.value, t.effect) for t in alt.tolerations),
+                admin=bool(getattr(alt, "admin_access", None)),  # ``exactly`` only: a subrequest has none
             )
             for name, alt in req.alternatives()
         )
@@ -169,6 +184,8 @@ class ClaimIndex:
     """Keys of claims an in-flight plan is allocating: pods naming them wait."""
     named_by: dict[str, int] = field(default_factory=dict)
     """Claim key → how many pending pods name it (``resourceClaimName``); set by :func:`resolve_all`."""
+    namespaces: Mapping[str, Namespace] = field(default_factory=dict)
+    """Namespaces by name: their labels say where ``adminAccess`` is allowed."""
 
     @classmethod
     def build(cls, claims: Iterable[ResourceClaim], templates: Iterable[ResourceClaimTemplate],
@@ -237,6 +254,9 @@ class ClaimIndex:
                 spec = to_spec(claim.spec)
             except ClaimError as exc:
                 return PodClaims(waiting=f"ResourceClaim {claim.key} is invalid: {exc}")
+            if any(sub.admin for r in spec.requests for sub in r.options) and not admin_allowed(
+                    self.namespaces.get(ns)):
+                return PodClaims(waiting=f"ResourceClaim {claim.key} is invalid: {ADMIN_ACCESS_FORBIDDEN}")
             needed = NeededClaim(claim.key, entry.name, spec)
             by_name = bool(entry.resource_claim_name) and self.named_by.get(claim.key, 0) > 1
             (shared if is_group or by_name else allocate).append(needed)

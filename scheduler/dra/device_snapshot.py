@@ -14,40 +14,41 @@ import numpy as np
 from scheduler.dra.claims import ClaimIndex, PodClaims, resolve_all
 from scheduler.dra.inventory import Inventory, selector_mask
 from scheduler.framework.node_table import BoolArray
+from scheduler.model.dra import DeviceUse, taken_devices
 from scheduler.model.pod import Pod
 
 
 @dataclass(frozen=True, eq=False)
 class DraView:
     """``inventory``; ``pods``: pod key → its claims; ``pinned``: allocated claim key → node mask;
-    ``assumed``: device ids held by plans not yet visible in claims; ``held``: (D,) bool over
+    ``assumed``: how plans not yet visible in claims use their devices; ``held``: (D,) bool over
     ``inventory.device_index()``, the devices allocated or assumed (what no solve on this view can take),
     kept up to date by :meth:`with_allocated` so no solve recounts them."""
 
     inventory: Inventory
     pods: Mapping[str, PodClaims]
     pinned: Mapping[str, BoolArray] = field(default_factory=dict)
-    assumed: frozenset[str] = frozenset()
+    assumed: tuple[DeviceUse, ...] = ()
     held: BoolArray = field(kw_only=True)
 
     @classmethod
     def build(cls, inventory: Inventory, index: ClaimIndex, pods: Iterable[Pod],
-              assumed: Iterable[str] = ()) -> DraView:
+              assumed: Iterable[DeviceUse] = ()) -> DraView:
         resolved = resolve_all(index, pods)
         keys = sorted({k for c in resolved.values() for k in c.pinned})
         everywhere = np.ones(len(inventory.table), dtype=bool)
         pinned = {}
         for key, selector in zip(keys, index.pinned_selectors(keys), strict=True):
             pinned[key] = everywhere if selector is None else selector_mask(selector, inventory.table.nodes)
-        assumed = frozenset(assumed)
+        assumed = tuple(assumed)
         return cls(inventory, resolved, pinned, assumed, held=inventory.held_mask(assumed))
 
-    def with_allocated(self, device_ids: Iterable[str]) -> DraView:
-        """A view where ``device_ids`` are taken too (a plan was assumed): O(D) for the mask."""
-        added = frozenset(device_ids)
-        held = self.held | self.inventory.device_index().mask(added)
+    def with_allocated(self, uses: Iterable[DeviceUse]) -> DraView:
+        """A view where ``uses`` apply too (a plan was assumed): O(D) for the mask."""
+        added = tuple(uses)
+        held = self.held | self.inventory.device_index().mask(taken_devices(added))
         held.setflags(write=False)
-        return replace(self, assumed=self.assumed | added, held=held)
+        return replace(self, assumed=self.assumed + added, held=held)
 
     def pinned_mask(self, claims: PodClaims) -> BoolArray | None:
         """Nodes every allocated claim of the pod allows, or None if it has none."""

@@ -45,11 +45,13 @@ from scheduler.framework.selectors import node_selector_matches
 from scheduler.model.dra import (
     AttributeValue,
     DeviceClass,
+    DeviceUse,
     ResourceClaim,
     ResourceSlice,
     counter_quantities,
     qualified_name,
     slice_error,
+    taken_devices,
 )
 from scheduler.model.dra import Device as ApiDevice
 from scheduler.model.dra import DeviceAttribute as ApiDeviceAttribute
@@ -147,7 +149,12 @@ MatchKey = tuple[str, tuple[str, ...]]
 
 @dataclass(eq=False)
 class Inventory:
-    """Devices, reach, counters and allocations; see the module docstring."""
+    """Devices, reach, counters and allocations; see the module docstring.
+
+    Longer than our ~300-line rule, on purpose: it keeps the device tables (devices, their reach as node
+    masks, counters, the CEL views) consistent under incremental slice and class changes, and answers the
+    allocator's and the DynamicResources plugin's questions from those same tables; splitting the updates
+    from the reads would put one invariant (every index agrees with the slices) in two places.
 
     table: NodeTable
     classes: dict[str, DeviceClass] = field(default_factory=dict)
@@ -158,7 +165,8 @@ class Inventory:
     """device id → where an allocation of it is usable: a node name, the slice's NodeSelector, or None (all)."""
     views: dict[str, cel.DeviceView] = field(default_factory=dict)
     counters: dict[str, dict[str, Decimal]] = field(default_factory=dict)
-    allocated: set[str] = field(default_factory=set)
+    allocated: tuple[DeviceUse, ...] = ()
+    """How the cluster's allocated claims use their devices (:meth:`with_allocated` sets them per cycle)."""
     home: dict[str, int] = field(default_factory=dict)
     """device id → the one row that reaches it, or -1 when none or several do (node-set, all-nodes)."""
     consuming: set[str] = field(default_factory=set)
@@ -194,10 +202,7 @@ class Inventory:
         inv._slices = pools
         for key in sorted(pools):
             inv._index_pool(key)
-        for claim in claims:
-            alloc = claim.status.allocation if claim.status else None
-            for result in alloc.devices.results if alloc is not None and alloc.devices else ():
-                inv.allocated.add(result.device_id)
+        inv.allocated = tuple(u for claim in claims for u in claim.allocated_uses)
         return inv
 
     # -- maintenance (the cache, per event) --------------------------------------------------------
@@ -373,7 +378,9 @@ class Inventory:
         attributes = {qualified_name(driver, k): v for k, _, v in present}
         self.devices[dev_id] = Device(
             id=dev_id, driver=driver, pool=pool, name=dev.name, attributes=attributes, consumes=tuple(consumes),
-            taints=tuple((t.key, t.value, t.effect) for t in dev.taints), weight=weight)
+            taints=tuple((t.key, t.value, t.effect) for t in dev.taints), weight=weight,
+            binding_conditions=dev.binding_conditions, binding_failure_conditions=dev.binding_failure_conditions,
+            binds_to_node=bool(dev.binds_to_node))
         self.reach[dev_id] = reach
         self.scope[dev_id] = scope
         if node_name:
@@ -388,14 +395,14 @@ class Inventory:
             {k: c.quantity for k, c in dev.capacity.items()}, bool(dev.allow_multiple_allocations))
         return dev_id
 
-    def with_allocated(self, device_ids: Iterable[str]) -> Inventory:
-        """The same devices, reach, counters and selector memo, with ``device_ids`` as the allocated set:
+    def with_allocated(self, uses: Iterable[DeviceUse]) -> Inventory:
+        """The same devices, reach, counters and selector memo, with ``uses`` as the allocations:
         a cycle's copy (allocations change with every claim, the index only with slices, classes and
         nodes). Shares the index, so it is valid until the next change (:attr:`generation`)."""
         if self._by_node is None and len(self.table):
             self.on_node(0)  # index once, shared by every copy
         self.device_index()
-        return replace(self, allocated=set(device_ids))
+        return replace(self, allocated=tuple(uses))
 
     # -- views ---------------------------------------------------------------------
     def on_node(self, row: int) -> list[Device]:
@@ -417,20 +424,20 @@ class Inventory:
             self._index = DeviceIndex(ids, {d: i for i, d in enumerate(ids)}, home)
         return self._index
 
-    def held_mask(self, assumed: Iterable[str] = ()) -> BoolArray:
-        """(D,) bool over :meth:`device_index`: the devices :meth:`state` starts taken (allocated, or in
-        ``assumed``), read-only."""
-        mask = self.device_index().mask(itertools.chain(self.allocated, assumed))
+    def held_mask(self, assumed: Iterable[DeviceUse] = ()) -> BoolArray:
+        """(D,) bool over :meth:`device_index`: the devices :meth:`state` starts taken (taken by an allocation or
+        by one of ``assumed``: admin access takes none), read-only."""
+        mask = self.device_index().mask(taken_devices(itertools.chain(self.allocated, assumed)))
         mask.setflags(write=False)
         return mask
 
-    def state(self, assumed: Iterable[str] = ()) -> DeviceState:
-        """A fresh scratch state: allocated (and ``assumed``) devices taken, their counter use subtracted."""
+    def state(self, assumed: Iterable[DeviceUse] = ()) -> DeviceState:
+        """A fresh scratch state: the devices the allocations (and ``assumed``) take, their counter use
+        subtracted."""
         counters = {k: dict(v) for k, v in self.counters.items()}
-        taken = set(self.allocated)
-        taken.update(assumed)
+        taken = {u.device: u for u in itertools.chain(self.allocated, assumed) if u.takes}
         state = DeviceState(taken=taken, counters=counters)
-        for dev_id in sorted(taken & self.consuming):  # only these change counters; in a fixed order
+        for dev_id in sorted(taken.keys() & self.consuming):  # only these change counters; in a fixed order
             for set_id, amounts in self.devices[dev_id].consumes:
                 left = counters.setdefault(set_id, {})
                 for c, a in amounts:

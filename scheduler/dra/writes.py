@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from scheduler.dra.claims import extended_requests
@@ -22,6 +23,7 @@ from scheduler.model.dra import (
     API_VERSION,
     EXTENDED_RESOURCE_CLAIM_ANNOTATION,
     DeviceClass,
+    DeviceUse,
     ResourceClaim,
     ResourceClaimSpec,
 )
@@ -41,7 +43,8 @@ class ClaimWrite:
     as read. ``allocation``: the ``status.allocation`` to write (without timestamp), or None when the
     claim is allocated already and only ``reserve`` is added. ``create``: the body of a scheduler-made
     extended-resource claim to create first; ``pod``: its owning pod (``namespace/name``) and
-    ``request_mappings`` the pod's ``extendedResourceClaimStatus.requestMappings``.
+    ``request_mappings`` the pod's ``extendedResourceClaimStatus.requestMappings``. ``missing``: the claim
+    was not in the cache when the plan was made (the write is refused: nothing to write it to).
     """
 
     claim: str
@@ -52,6 +55,7 @@ class ClaimWrite:
     create: JSON | None = None
     pod: str | None = None
     request_mappings: tuple[JSON, ...] = ()
+    missing: bool = False
 
     @property
     def namespace(self) -> str:
@@ -92,8 +96,10 @@ def _allocation_config(spec: ResourceClaimSpec, requests: Sequence[str],
 
 
 def allocation_status(a: ClaimAllocation, spec: ResourceClaimSpec, classes: Mapping[str, DeviceClass]) -> JSON:
-    """The ``status.allocation`` of ``a`` (without ``allocationTimestamp``, which the writer stamps)."""
-    devices: JSON = {"results": [{"request": r, "driver": d, "pool": p, "device": dev} for r, d, p, dev in a.results]}
+    """The ``status.allocation`` of ``a`` (without ``allocationTimestamp``, which the writer stamps); each result
+    carries the ``DeviceRequestAllocationResult`` fields its device use sets (:func:`result_fields`)."""
+    devices: JSON = {"results": [{"request": r, "driver": d, "pool": p, "device": dev, **result_fields(use)}
+                                 for (r, d, p, dev), use in zip(a.results, a.device_uses, strict=True)]}
     config = _allocation_config(spec, [r for r, _, _, _ in a.results], classes)
     if config:
         devices["config"] = config
@@ -101,6 +107,29 @@ def allocation_status(a: ClaimAllocation, spec: ResourceClaimSpec, classes: Mapp
     if a.node_selector is not None:
         body["nodeSelector"] = dict(a.node_selector)
     return body
+
+
+def result_fields(use: DeviceUse) -> JSON:
+    """The optional ``DeviceRequestAllocationResult`` fields a device use sets, named as the API names them:
+    ``adminAccess`` (KEP-5018), ``shareID`` and ``consumedCapacity`` (KEP-5075), ``bindingConditions`` and
+    ``bindingFailureConditions`` (KEP-5007); unset ones are left out."""
+    out: JSON = {}
+    if use.admin:
+        out["adminAccess"] = True
+    if use.share_id is not None:
+        out["shareID"] = use.share_id
+    if use.consumed:
+        out["consumedCapacity"] = {name: _quantity(amount) for name, amount in use.consumed}
+    if use.binding_conditions:
+        out["bindingConditions"] = list(use.binding_conditions)
+    if use.binding_failure_conditions:
+        out["bindingFailureConditions"] = list(use.binding_failure_conditions)
+    return out
+
+
+def _quantity(amount: Decimal) -> str:
+    """An exact amount as a quantity string the API accepts (``"8589934592"``, ``"0.5"``)."""
+    return str(int(amount)) if amount == amount.to_integral_value() else format(amount.normalize(), "f")
 
 
 def claim_writes(plan: Plan, claims: Mapping[str, ResourceClaim], classes: Mapping[str, DeviceClass],
@@ -147,7 +176,8 @@ def claim_writes(plan: Plan, claims: Mapping[str, ResourceClaim], classes: Mappi
             continue
         claim = claims.get(a.claim)
         if claim is None:
-            out.append(ClaimWrite(a.claim, reserve, allocation=allocation_status(a, ResourceClaimSpec(), classes)))
+            out.append(ClaimWrite(a.claim, reserve, allocation=allocation_status(a, ResourceClaimSpec(), classes),
+                                  missing=True))
             continue
         out.append(ClaimWrite(a.claim, reserve, claim.metadata.resource_version, _reserved(claim),
                               allocation_status(a, claim.spec, classes)))

@@ -28,7 +28,10 @@ Shared             hold what a leaf's members hold in common (a group's claims) 
 Outcome            once a plan is found: the plan's fields a plugin fills (claim allocations, volume
                    bindings) and the notes every reason quotes
 PostFilter         after a root failed: may find room (preemption), or nothing
-PreBind            live only (``scheduler.live``): API writes that must land before the first bind
+PreBind            after a plan is assumed: API writes (and waits) that must be done before the first bind,
+                   with a rollback when a later step fails; run by ``scheduler.binding`` against an
+                   :class:`ApiWriter` — the API's in ``run``, the cache's in ``simulate`` — so both write alike
+Bind               the members' ``pods/binding`` writes, after every PreBind plugin succeeded
 =================  ===========================================================================
 
 Codes (``Status.code``): UNSCHEDULABLE lets PostFilter try (preemption may help);
@@ -39,17 +42,22 @@ code, never on the message.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from scheduler.framework.binding_cycle import BindingCycle, Failure, Undone
 from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.node_table import BoolArray, IntArray, StaticFit
 from scheduler.framework.plan import Decision, PlanFields, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
+from scheduler.model.kinds import Kind
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod, PodSpec
+
+JSON = dict[str, Any]
 
 
 @dataclass(eq=False)
@@ -266,3 +274,95 @@ class PostFilterPlugin(Protocol):
 
     def post_filter(self, tree: Any, snapshot: Snapshot, result: Unschedulable,
                     config: SolverConfig) -> Decision | None: ...
+
+
+# -- the binding cycle -----------------------------------------------------------------------------------
+
+Condition = Callable[[], "bool | Failure"]
+"""A condition a PreBind step waits for, read from the cache: True (met), False (not yet), or the failure that
+ends the wait at once (a controller's signal)."""
+
+
+class ApiWriter(Protocol):
+    """The binding cycle's one seam to the API: the PreBind and Bind plugins write through it and nothing else.
+
+    ``run`` gives the API server's (``scheduler.live.api_writer``: retried with backoff, behind the leadership
+    fence, in the client's urgent lane); ``simulate`` the cache's (``scheduler.offline.recorder``: each write
+    applied to the cache as the watch would show it, the controllers' answers included). Objects are API JSON;
+    ``kind`` is a row of :mod:`scheduler.model.kinds`. Writes raise :class:`~scheduler.errors.ApiError`
+    (:class:`~scheduler.errors.NotFound` 404, :class:`~scheduler.errors.Conflict` 409 — a ``metadata.
+    resourceVersion`` in a patch body is a precondition) once retrying cannot help.
+    """
+
+    def leading(self) -> bool:
+        """False once this replica may no longer write (the lease was lost): start no new write."""
+        ...
+
+    def slot(self) -> AbstractAsyncContextManager[Any]:
+        """Held around each write: bounds the writes in flight."""
+        ...
+
+    async def get(self, kind: Kind[Any], namespace: str | None, name: str) -> JSON: ...
+
+    async def create(self, kind: Kind[Any], namespace: str | None, body: JSON) -> JSON: ...
+
+    async def patch(self, kind: Kind[Any], namespace: str | None, name: str, body: JSON, *,
+                    sub: str | None = None) -> JSON:
+        """A JSON merge patch (RFC 7386) of the object, or of its ``sub``-resource (``status``)."""
+        ...
+
+    async def delete(self, kind: Kind[Any], namespace: str | None, name: str) -> None: ...
+
+    async def bind(self, pod: Pod, node: str) -> None:
+        """``POST pods/{name}/binding`` with the pod's uid as precondition."""
+        ...
+
+    def waits(self) -> bool:
+        """Whether :meth:`wait` waits; False for a writer nothing changes behind (``simulate``): a condition not
+        met at its first read is then reported as one the plan would wait for, not as a failure."""
+        ...
+
+    async def wait(self, condition: Condition, kinds: frozenset[str], timeout_s: float) -> bool | Failure:
+        """Wait until ``condition`` is not False, re-reading it whenever the cache applied an object of one of
+        ``kinds``; returns its last answer — False when ``timeout_s`` (seconds) passed first. A writer that
+        cannot wait (``simulate``: nothing changes between two reads) reads it once."""
+        ...
+
+
+class PreBindPlugin(Protocol):
+    """Writes (and waits) that must be done before the first member of a plan is bound; kube-scheduler's
+    ``PreBindPlugin`` (``staging/src/k8s.io/kube-scheduler/framework/interface.go``), per plan.
+
+    :meth:`pre_flight` runs right after the plan is assumed, before any await (kube's ``PreBindPreFlight``):
+    it reads what it needs from the cache as the plan saw it into ``cycle`` and says whether the plugin has
+    anything to do (False: skipped, as kube's Skip). :meth:`pre_bind` then makes the writes, in plugin order,
+    and may wait for a condition (:meth:`ApiWriter.wait`, bounded by a timeout); it returns None on success or
+    the :class:`Failure` that stops the plan — no member is bound. :meth:`rollback` (kube's Unreserve) undoes
+    what ``pre_bind`` wrote for members that are not bound (``cycle.outcome``: all, after a PreBind failure;
+    the rest after a failed bind); it runs for every plugin whose ``pre_bind`` started, in reverse order, must
+    tolerate a ``pre_bind`` that stopped half-way, and never raises :class:`~scheduler.errors.ApiError`.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def pre_flight(self, cycle: BindingCycle) -> bool: ...
+
+    async def pre_bind(self, cycle: BindingCycle, writer: ApiWriter) -> Failure | None: ...
+
+    async def rollback(self, cycle: BindingCycle, writer: ApiWriter) -> Undone: ...
+
+
+class BindPlugin(Protocol):
+    """Binds the plan's members (kube-scheduler's ``BindPlugin``; ``DefaultBinder`` writes ``pods/binding``).
+
+    Runs only after every PreBind plugin succeeded. Fills ``cycle.outcome`` as binds land (bound pods, the
+    first permanent failure, members not attempted) and stops starting binds after the first failure; the
+    caller forgets the members not bound and rolls back the PreBind plugins for them. Never raises
+    :class:`~scheduler.errors.ApiError`.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    async def bind(self, cycle: BindingCycle, writer: ApiWriter) -> None: ...

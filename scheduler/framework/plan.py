@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from scheduler.framework.status import Code
+from scheduler.model.dra import DeviceUse
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.scoring import Scoring as Scoring  # re-exported: the framework's name for the choice
@@ -43,7 +44,8 @@ class ClaimAllocation:
     (a PodGroup's uid is filled in by the writer). ``node``: the node of a per-pod claim, None for a
     shared one. ``results``: (request, driver, pool, device). ``node_selector``: where the allocation
     is usable, as an API ``NodeSelector`` dict (None: everywhere). ``synthetic``: a scheduler-made
-    extended-resource claim that must be created first, owned by ``pod``.
+    extended-resource claim that must be created first, owned by ``pod``. ``uses``: how each result uses its
+    device, in the order of ``results`` (empty: each takes its device whole; see :attr:`device_uses`).
     """
 
     claim: str
@@ -53,10 +55,16 @@ class ClaimAllocation:
     node_selector: Mapping[str, Any] | None = None
     synthetic: bool = False
     pod: str | None = None
+    uses: tuple[DeviceUse, ...] = ()
 
     @property
     def device_ids(self) -> tuple[str, ...]:
         return tuple(f"{driver}/{pool}/{device}" for _, driver, pool, device in self.results)
+
+    @property
+    def device_uses(self) -> tuple[DeviceUse, ...]:
+        """One :class:`DeviceUse` per result: ``uses`` when given, else each device taken whole."""
+        return self.uses or tuple(DeviceUse(d) for d in self.device_ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +118,13 @@ class Plan:
 
     @property
     def device_ids(self) -> tuple[str, ...]:
-        """Every device the plan takes."""
+        """Every device the plan's allocations name."""
         return tuple(d for a in self.allocations for d in a.device_ids)
+
+    @property
+    def device_uses(self) -> tuple[DeviceUse, ...]:
+        """How the plan's allocations use their devices."""
+        return tuple(u for a in self.allocations for u in a.device_uses)
 
 
 @dataclass(frozen=True, slots=True)

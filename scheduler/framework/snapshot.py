@@ -32,6 +32,7 @@ from scheduler.framework.node_table import IntArray, NodeTable, clamp
 from scheduler.framework.plan import VolumeClaimBinding
 from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
 from scheduler.framework.storage_view import StorageView
+from scheduler.model.dra import DeviceUse
 from scheduler.model.pod import Pod
 
 
@@ -39,8 +40,8 @@ class DeviceSnapshot(Protocol):
     """The device half of a snapshot (implemented by ``scheduler.dra.device_snapshot.DraView``): what the framework
     needs of it to assume a plan. Kept as a protocol so the framework does not depend on DRA."""
 
-    def with_allocated(self, device_ids: Iterable[str]) -> DeviceSnapshot:
-        """A view where ``device_ids`` (``driver/pool/device``) are taken too."""
+    def with_allocated(self, uses: Iterable[DeviceUse]) -> DeviceSnapshot:
+        """A view where the devices ``uses`` take (``driver/pool/device``) are taken too."""
         ...
 
 
@@ -151,12 +152,12 @@ class Snapshot:
         row = self.table.index.get(node)
         return None if row is None else self.infos[row]
 
-    def assume(self, placements: Sequence[tuple[Pod, str]], device_ids: Iterable[str] = (),
+    def assume(self, placements: Sequence[tuple[Pod, str]], device_uses: Iterable[DeviceUse] = (),
                volumes: Iterable[VolumeClaimBinding] = ()) -> Snapshot:
-        """A new snapshot with ``placements`` (pod, node name) added to usage and NodeInfos, ``device_ids``
-        taken and the claim decisions ``volumes`` applied (the cycle's *assume*). A NodeInfo holds the pod
-        object as planned (its node is the NodeInfo's: no bound copy is made). DRA-served extended resources
-        are not node usage."""
+        """A new snapshot with ``placements`` (pod, node name) added to usage and NodeInfos, ``device_uses``
+        applied (``Plan.device_uses``) and the claim decisions ``volumes`` applied (the cycle's *assume*). A
+        NodeInfo holds the pod object as planned (its node is the NodeInfo's: no bound copy is made).
+        DRA-served extended resources are not node usage."""
         used = self.used.copy()
         infos = list(self.infos)
         row = self.table.index
@@ -169,7 +170,7 @@ class Snapshot:
             changes[pod.key] = pod_entry(pod, node_name)
         for i, added in by_row.items():
             infos[i] = infos[i].with_pods(added.values())
-        dra = self.dra.with_allocated(device_ids) if self.dra is not None else None
+        dra = self.dra.with_allocated(device_uses) if self.dra is not None else None
         storage = self.volumes.with_assumed(placements, volumes) if self.volumes is not None else None
         return Snapshot(self.table, used, tuple(infos), dra, self.nominated, storage, self.namespaces,
                         self._index_after(changes, in_place=True))

@@ -31,21 +31,23 @@ import gc
 import logging
 import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
+from scheduler.binding.volumes import ClaimSource
+from scheduler.binding.wait import Changes
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
 from scheduler.client.discovery import GroupApis, discover_group_apis, watched_resources
 from scheduler.client.kube import ApiError, KubeClient
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.config import Settings, own_namespace
-from scheduler.cycle import Attempt, BindResult, CycleRunner, Failure, handle
-from scheduler.dra.writes import ClaimWrite
+from scheduler.cycle import Attempt, CycleRunner, handle
+from scheduler.framework.binding_cycle import BindingCycle, BindOutcome, BindResult, Failure
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.intent import parse_intent
 from scheduler.groups.tree import GroupTree, TreeState
-from scheduler.live.binder import Binder, BindOutcome
+from scheduler.live.binder import Binder
 from scheduler.live.group_conditions import GroupConditions
 from scheduler.live.health import HealthServer
 from scheduler.live.informers import Informer
@@ -59,7 +61,6 @@ from scheduler.live.reservations import Reservations
 from scheduler.live.status_writer import StatusWriter
 from scheduler.live.tasks import Tasks
 from scheduler.live.unhonoured import UnhonouredFields
-from scheduler.live.volume_binder import ClaimChanges, ClaimSource
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption import DefaultPreemption
 from scheduler.queue import SchedulingQueue
@@ -94,14 +95,15 @@ class Scheduler:
         self.identity = identity or f"{socket.gethostname()}-{id(self):x}"
         self.cache = ClusterCache(settings.scheduler_name, dra=True)  # without the DRA API no claim exists
         self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s, QUEUEING_HINTS)
-        self.claim_changes = ClaimChanges()
-        """Wakes bind transactions waiting for their PersistentVolumeClaims (fed in :meth:`on_change`)."""
+        self.changes = Changes()
+        """Wakes PreBind steps waiting for a condition on the cache (fed in :meth:`on_change`)."""
         cache = self.cache  # looked up per call: a re-list may replace a kind's mapping (nodes do)
         claims = ClaimSource(claims=lambda key: cache.volume_claims.get(key),
                              volumes=lambda name: cache.volumes.get(name),
-                             nodes=lambda name: cache.nodes.get(name), changes=self.claim_changes)
-        self.binder = Binder(kube, concurrency=settings.bind_concurrency, fence=lambda: self.leading, volumes=claims,
-                             volume_timeout_s=settings.volume_binding_timeout_s)
+                             nodes=lambda name: cache.nodes.get(name))
+        self.binder = Binder(kube, concurrency=settings.bind_concurrency, fence=lambda: self.leading, cache=cache,
+                             volumes=claims, changes=self.changes, volume_timeout_s=settings.volume_binding_timeout_s,
+                             binding_timeout_s=settings.binding_conditions_timeout_s)
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
                                    event_interval_s=settings.event_interval_s)
         lease_namespace = settings.lease_namespace or own_namespace()
@@ -180,11 +182,11 @@ class Scheduler:
 
     # -- routing -------------------------------------------------------------------
     def on_change(self, events: list[ClusterEvent]) -> None:
-        """Informer callback: remember what changed and wake the loop (and binds waiting for their claims)."""
+        """Informer callback: remember what changed and wake the loop (and PreBind steps waiting on the cache)."""
         if events:
             self.events.extend(events)
             self.wake.set()
-            self.claim_changes.notify(events)
+            self.changes.notify(events)
 
     # -- startup -------------------------------------------------------------------
     async def discover(self, stop: asyncio.Event) -> bool:
@@ -349,11 +351,13 @@ class Scheduler:
         nodes = sorted({n for _, n in plan.placements})
         log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
                  len(plan.placements), ",".join(nodes), plan.attempts, (time.perf_counter() - started) * 1000)
-        writes = self.cycle.claim_writes(attempt)
+        cycle = self.binder.start(BindingCycle(
+            plan, attempt.token, attempt.snapshot, recorded=self._intent_of,
+            precheck=lambda pod, node: self.cycle.target_problem(plan, pod, node)))
         self.reporter.scheduled(tree.key)
         self._binding.add(tree.key)
         self.reservations.placed(tree)
-        self.spawn(self.bind(attempt, started, writes), f"bind/{tree.key}")
+        self.spawn(self.bind(attempt, started, cycle), f"bind/{tree.key}")
 
     def on_preemption(self, attempt: Attempt, preemption: Preemption) -> None:
         delay = self.queue.backoff(attempt.tree, asyncio.get_running_loop().time(), preemption.rejectors)
@@ -382,8 +386,9 @@ class Scheduler:
         failure = result.failure
         self.reporter.unschedulable(tree, dataclasses.replace(failure, message=f"{failure.message}; {result.message}"))
 
-    async def bind(self, attempt: Attempt, started: float, writes: Sequence[ClaimWrite] = ()) -> None:
-        """Run the plan's bind transaction; on success mark its groups scheduled, on failure requeue the root.
+    async def bind(self, attempt: Attempt, started: float, cycle: BindingCycle) -> None:
+        """Run the plan's binding cycle (started at decision time); on success mark its groups scheduled, on
+        failure requeue the root.
 
         Guarded: an unexpected error forgets the members not bound and requeues the root instead of
         leaking their assumptions (capacity and devices held forever) and losing the root. Members
@@ -392,11 +397,9 @@ class Scheduler:
         """
         plan = attempt.plan
         assert plan is not None
-        outcome = BindOutcome()
+        outcome = cycle.outcome
         try:
-            result, _ = await self.binder.commit(
-                plan, writes, outcome, intent=attempt.token,
-                precheck=lambda pod, node: self.cycle.target_problem(plan, pod, node), recorded=self._intent_of)
+            result = await self.binder.commit(cycle)
         except Exception as exc:
             log.exception("root=%s result=BindError: members not bound forgotten and requeued", attempt.tree.key)
             bound = {p.key for p, _ in outcome.bound}

@@ -22,15 +22,17 @@ either spelling.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
 from pydantic import Field
 
-from scheduler.model.base import KubeModel, ObjectMeta, OwnedObjectMeta
+from scheduler.model.base import Condition, KubeModel, ObjectMeta, OwnedObjectMeta
 from scheduler.model.pod import NodeSelector
-from scheduler.model.quantity import Quantity, parse
+from scheduler.model.quantity import Quantity, QuantityError, parse
 
 API_GROUP = "resource.k8s.io"
 API_VERSION = f"{API_GROUP}/v1"
@@ -229,6 +231,8 @@ class Device(KubeModel):
     taints: tuple[DeviceTaint, ...] = ()
     allow_multiple_allocations: bool | None = None
     binds_to_node: bool | None = None
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
 
     def attribute(self, driver: str, name: str) -> DeviceAttribute | None:
         """The attribute called ``name`` on this device of ``driver``, or None.
@@ -501,6 +505,43 @@ class ResourceClaimSpec(KubeModel):
     devices: DeviceClaim = Field(default_factory=DeviceClaim)
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceUse:
+    """How one allocation result uses one device: the value the allocator, the plan and the cache carry, instead
+    of a bare device id (a device is not simply taken or free).
+
+    ``device``: ``driver/pool/device``. ``consumed``: (capacity name, amount) pairs the allocation consumes of a
+    device several allocations share (``consumedCapacity``, KEP-5075; empty: none stated). ``admin``:
+    ``adminAccess`` (KEP-5018): the device is used without being taken, so it stays allocatable to others.
+    ``share_id``: the ``shareID`` of one allocation of a device with ``allowMultipleAllocations`` (KEP-5075;
+    None: not shared). ``binding_conditions`` / ``binding_failure_conditions``: the device's, copied into the
+    allocation (KEP-5007): its pods are bound only once every binding condition is True in the claim's
+    ``status.devices``, and not at all once a failure condition is.
+    """
+
+    device: str
+    consumed: tuple[tuple[str, Decimal], ...] = ()
+    admin: bool = False
+    share_id: str | None = None
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
+
+    @property
+    def takes(self) -> bool:
+        """Whether the use keeps the device from other exclusive allocations: every use but admin access."""
+        return not self.admin
+
+    @property
+    def exclusive(self) -> bool:
+        """The whole device, for this allocation alone: neither admin access nor one share of it."""
+        return not self.admin and self.share_id is None
+
+
+def taken_devices(uses: Iterable[DeviceUse]) -> set[str]:
+    """The ids of the devices ``uses`` keep from other allocations (admin access takes none)."""
+    return {u.device for u in uses if u.takes}
+
+
 class DeviceRequestAllocationResult(KubeModel):
     """``DeviceRequestAllocationResult``: one allocated device. ``request`` is
     ``<request>/<subrequest>`` for a ``firstAvailable`` alternative."""
@@ -512,11 +553,26 @@ class DeviceRequestAllocationResult(KubeModel):
     admin_access: bool | None = None
     share_id: str | None = Field(None, alias="shareID")
     consumed_capacity: dict[str, Quantity] = Field(default_factory=dict)
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
 
     @property
     def device_id(self) -> str:
         """``<driver>/<pool>/<device>``."""
         return device_id(self.driver, self.pool, self.device)
+
+    @property
+    def use(self) -> DeviceUse:
+        """The result as a :class:`DeviceUse` (``consumedCapacity`` parsed to exact amounts; a malformed amount,
+        which the API server would have refused, is left out)."""
+        consumed: list[tuple[str, Decimal]] = []
+        for name, q in sorted(self.consumed_capacity.items()):
+            try:
+                consumed.append((name, parse(q)))
+            except QuantityError:
+                continue
+        return DeviceUse(self.device_id, tuple(consumed), bool(self.admin_access), self.share_id,
+                         self.binding_conditions, self.binding_failure_conditions)
 
 
 class DeviceAllocationConfiguration(DeviceClaimConfiguration):
@@ -552,11 +608,27 @@ class ResourceClaimConsumerReference(KubeModel):
     uid: str
 
 
+class AllocatedDeviceStatus(KubeModel):
+    """``AllocatedDeviceStatus``: what the driver reports of one allocated device; its ``conditions`` are where
+    binding conditions become True (KEP-5007)."""
+
+    driver: str
+    pool: str
+    device: str
+    share_id: str | None = Field(None, alias="shareID")
+    conditions: tuple[Condition, ...] = ()
+
+    @property
+    def device_id(self) -> str:
+        return device_id(self.driver, self.pool, self.device)
+
+
 class ResourceClaimStatus(KubeModel):
-    """``ResourceClaimStatus``: ``allocation`` and ``reservedFor``."""
+    """``ResourceClaimStatus``: ``allocation``, ``reservedFor`` and the drivers' ``devices``."""
 
     allocation: AllocationResult | None = None
     reserved_for: tuple[ResourceClaimConsumerReference, ...] = ()
+    devices: tuple[AllocatedDeviceStatus, ...] = ()
 
 
 class ResourceClaim(KubeModel):
@@ -583,6 +655,12 @@ class ResourceClaim(KubeModel):
         """``<driver>/<pool>/<device>`` of every allocated device (empty when unallocated)."""
         alloc = self.status.allocation
         return tuple(r.device_id for r in alloc.devices.results) if alloc else ()
+
+    @property
+    def allocated_uses(self) -> tuple[DeviceUse, ...]:
+        """How the allocation uses each of its devices (empty when unallocated)."""
+        alloc = self.status.allocation
+        return tuple(r.use for r in alloc.devices.results) if alloc else ()
 
     def is_reserved_for(self, uid: str) -> bool:
         """``status.reservedFor`` names a consumer with that uid."""

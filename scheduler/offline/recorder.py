@@ -1,35 +1,43 @@
-"""The recording binder: ``simulate``'s stand-in for the API server, so offline runs the live bookkeeping.
+"""The recording binder: ``simulate``'s stand-in for the API server, so offline runs the live binding cycle.
 
-After the cycle assumed a plan, :meth:`RecordingBinder.commit` makes the plan's writes the way the
-API server would show them to the watch — each :class:`~scheduler.dra.writes.ClaimWrite` applied to
-its claim (``status.allocation`` and ``status.reservedFor``; a claim the plan creates, or made from
-its template, appears allocated), each PersistentVolumeClaim of the plan bound (:func:`bound_claim`:
-what the PV controller and the external provisioner would make of it), then each pod bound to its
-node — and feeds them to the
-:class:`~scheduler.cache.cluster.ClusterCache` as watch events. The cache then ends the plan's
-assumptions exactly as it does live: a claim allocated by one plan pins the pods of later plans to
-it, never allocated twice. Nothing fails here, so the result always says every pod was bound.
+After the cycle assumed a plan, :meth:`RecordingBinder.commit` runs the binding plugins ``run`` runs
+(:func:`~scheduler.binding.transaction.default_plugins`: the durable intent, DynamicResources' claim writes,
+VolumeBinding, ``DefaultBinder``) against a :class:`CacheWriter`: each write is applied to the
+:class:`~scheduler.cache.cluster.ClusterCache` the way the API server would show it to the watch — a merge
+patch merged into the object, a created claim named as its ``generateName`` without the random suffix, a bind
+setting ``spec.nodeName`` — and the controllers' answers follow at once: a PersistentVolumeClaim annotated
+with ``volume.kubernetes.io/selected-node``, or whose PV got its ``claimRef``, shows bound
+(:func:`bound_claim`: what the PV controller and the external provisioner would make of it). So a PreBind
+wait for a condition ends at its first read, unless the condition is one nothing offline would set. The cache
+then ends the plan's assumptions exactly as it does live: a claim allocated by one plan pins the pods of later
+plans to it, never allocated twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import contextlib
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
+from scheduler.binding.transaction import BindingRunner, default_plugins
+from scheduler.binding.volumes import ClaimSource
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cycle import BindResult
-from scheduler.dra.writes import ClaimWrite, merged_reservations
-from scheduler.framework.plan import Plan, VolumeClaimBinding
+from scheduler.errors import Conflict, NotFound
+from scheduler.framework.binding_cycle import BindingCycle, BindResult, Failure
+from scheduler.framework.interface import JSON, Condition
+from scheduler.framework.plan import VolumeClaimBinding
 from scheduler.framework.snapshot import bound_copy
 from scheduler.framework.storage_view import annotated, claimed
 from scheduler.model.base import ObjectMeta
-from scheduler.model.dra import ResourceClaim
-from scheduler.model.kinds import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD, RESOURCE_CLAIM
+from scheduler.model.kinds import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD, RESOURCE_CLAIM, Kind
 from scheduler.model.node import Node
-from scheduler.model.pod import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from scheduler.model.pod import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod
 from scheduler.model.storage import (
     BIND_COMPLETED,
     BOUND,
     BOUND_BY_CONTROLLER,
+    SELECTED_NODE,
     CSINode,
     CSIPersistentVolumeSource,
     PersistentVolume,
@@ -41,52 +49,147 @@ from scheduler.model.storage import (
 )
 from scheduler.model.volume import STORAGE
 
+VOLUME_TIMEOUT_S = 300.0
+"""The VolumeBinding wait's bound offline, seconds: never reached (the writer does not wait); named in a message."""
 
-class RecordingBinder:
-    """Applies plans to ``cache`` as the watch would show them; see the module docstring."""
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: objects merge key by key, ``null`` removes a key, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+class CacheWriter:
+    """The :class:`~scheduler.framework.interface.ApiWriter` of ``simulate``: every write applied to ``cache`` as
+    the watch would show it (see the module docstring). ``made``: keys of ResourceClaims a write brought into
+    the cache (created, or made from a template by the cache and written for the first time)."""
 
     def __init__(self, cache: ClusterCache) -> None:
         self.cache = cache
+        self.made: set[str] = set()
 
-    def commit(self, plan: Plan, writes: Sequence[ClaimWrite]) -> tuple[BindResult, set[str]]:
-        """Apply the plan's claim writes, then bind its pods. Returns the result (every pod bound, nothing
-        to forget) and the keys of the claims the plan brought into existence (made from a template, or
-        scheduler-made extended-resource claims)."""
-        made: set[str] = set()
-        claims = self.cache.resource_claims
-        for write in writes:
-            current = claims.get(write.claim)
-            if current is None:
-                current = self.cache.devices.synthesized.get(write.claim) or _created(write)
-                made.add(write.claim)
-            body = current.model_dump(by_alias=True, exclude_none=True, mode="json")
-            status = dict(body.get("status") or {})
-            existing = tuple(status.get("reservedFor") or ())
-            status["reservedFor"] = merged_reservations(existing, write.reserve)
-            if write.allocation is not None:
-                status["allocation"] = write.allocation
-            self.cache.load_one(RESOURCE_CLAIM.name, ResourceClaim.model_validate({**body, "status": status}))
-        for binding in plan.volumes:
-            self._bind_claim(binding)
-        for pod, node in plan.placements:
-            current_pod = self.cache.pod(pod.key)
-            if current_pod is not None:
-                self.cache.load_one(POD.name, bound_copy(current_pod, node))
-        return BindResult(bound=list(plan.placements)), made
+    def leading(self) -> bool:
+        return True
 
+    def slot(self) -> AbstractAsyncContextManager[Any]:
+        return contextlib.nullcontext()
 
-    def _bind_claim(self, binding: VolumeClaimBinding) -> None:
-        """Show one of the plan's claims bound, with its PV, as the watch would once the controllers are done."""
+    def _current(self, kind: Kind[Any], key: str) -> Any:
+        obj = self.cache.objects[kind.name].get(key)
+        if obj is None and kind is RESOURCE_CLAIM:
+            obj = self.cache.devices.synthesized.get(key)
+        if obj is None and kind is PERSISTENT_VOLUME_CLAIM:
+            obj = self.cache.storage.synthesized.get(key)
+        return obj
+
+    async def get(self, kind: Kind[Any], namespace: str | None, name: str) -> JSON:
+        obj = self._current(kind, f"{namespace}/{name}" if namespace else name)
+        if obj is None:
+            raise NotFound(404, "NotFound", f"{kind.plural} {name} not found")
+        raw: JSON = obj.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return raw
+
+    async def create(self, kind: Kind[Any], namespace: str | None, body: JSON) -> JSON:
+        meta = {k: v for k, v in (body.get("metadata") or {}).items() if k != "generateName"}
+        name = meta.get("name") or str(body["metadata"]["generateName"]).rstrip("-")
+        raw = {**body, "metadata": {**meta, "name": name, "namespace": namespace}}
+        self.cache.apply(kind.name, "ADDED", raw)
+        if kind is RESOURCE_CLAIM:
+            self.made.add(f"{namespace}/{name}")
+        return raw
+
+    async def patch(self, kind: Kind[Any], namespace: str | None, name: str, body: JSON, *,
+                    sub: str | None = None) -> JSON:
+        key = f"{namespace}/{name}" if namespace else name
+        if kind is RESOURCE_CLAIM and key not in self.cache.resource_claims:
+            self.made.add(key)
+        current = await self.get(kind, namespace, name)
+        want = (body.get("metadata") or {}).get("resourceVersion")
+        have = (current.get("metadata") or {}).get("resourceVersion")
+        if want and have and want != have:
+            raise Conflict(409, "Conflict", f"{kind.plural} {name}: the object has been modified")
+        patch = {**body, "metadata": {k: v for k, v in (body.get("metadata") or {}).items()
+                                      if k != "resourceVersion"}}
+        merged: JSON = merge_patch(current, patch)
+        self.cache.apply(kind.name, "MODIFIED", merged)
+        if kind is PERSISTENT_VOLUME_CLAIM or kind is PERSISTENT_VOLUME:
+            self._controllers(kind, merged)
+        return merged
+
+    async def delete(self, kind: Kind[Any], namespace: str | None, name: str) -> None:
+        key = f"{namespace}/{name}" if namespace else name
+        self.made.discard(key)
+        self.cache.delete_one(kind.name, key)
+
+    async def bind(self, pod: Pod, node: str) -> None:
+        current = self.cache.pod(pod.key)
+        if current is None:
+            raise NotFound(404, "NotFound", f'pods "{pod.metadata.name}" not found')
+        self.cache.load_one(POD.name, bound_copy(current, node))
+
+    def waits(self) -> bool:
+        return False
+
+    async def wait(self, condition: Condition, kinds: frozenset[str], timeout_s: float) -> bool | Failure:
+        return condition()  # nothing changes offline between two reads
+
+    def _controllers(self, kind: Kind[Any], raw: JSON) -> None:
+        """What the PV controller and the provisioner make of a claim annotated for a node, or of a PV claimed."""
         cache = self.cache
-        claim = cache.volume_claims.get(binding.claim) or cache.storage.synthesized.get(binding.claim)
-        if claim is None:
-            return
-        volume = cache.volumes.get(binding.volume) if binding.volume is not None else None
-        klass = cache.storage_classes.get(claim.storage_class)
-        node = cache.nodes.get(binding.node)
-        pv, pvc = bound_claim(claim, binding, volume, klass, node, cache.csi_nodes.get(binding.node))
+        meta = raw.get("metadata") or {}
+        if kind is PERSISTENT_VOLUME_CLAIM:
+            node = (meta.get("annotations") or {}).get(SELECTED_NODE)
+            key = f"{meta.get('namespace')}/{meta.get('name')}"
+            claim = self._current(PERSISTENT_VOLUME_CLAIM, key)
+            if node is None or claim is None or claim.is_bound:
+                return
+            binding = VolumeClaimBinding(key, node)
+            volume = None
+        else:
+            ref = (raw.get("spec") or {}).get("claimRef") or {}
+            key = f"{ref.get('namespace')}/{ref.get('name')}"
+            claim = self._current(PERSISTENT_VOLUME_CLAIM, key)
+            volume = cache.volumes.get(str(meta.get("name")))
+            if claim is None or volume is None or claim.is_bound:
+                return
+            binding = VolumeClaimBinding(key, "", volume.name)
+        pv, pvc = bound_claim(claim, binding, volume, cache.storage_classes.get(claim.storage_class),
+                              cache.nodes.get(binding.node), cache.csi_nodes.get(binding.node))
         cache.load_one(PERSISTENT_VOLUME.name, pv)
         cache.load_one(PERSISTENT_VOLUME_CLAIM.name, pvc)
+
+
+class RecordingBinder:
+    """Runs the binding plugins against ``cache`` (see the module docstring), on an event loop of its own."""
+
+    def __init__(self, cache: ClusterCache) -> None:
+        self.cache = cache
+        source = ClaimSource(claims=lambda key: cache.volume_claims.get(key) or cache.storage.synthesized.get(key),
+                             volumes=lambda name: cache.volumes.get(name), nodes=lambda name: cache.nodes.get(name))
+        self.runner = BindingRunner(default_plugins(cache, source, volume_timeout_s=VOLUME_TIMEOUT_S))
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def commit(self, cycle: BindingCycle) -> tuple[BindResult, set[str]]:
+        """Start and run ``cycle``. Returns the result and the keys of the claims the plan brought into existence
+        (made from a template, or scheduler-made extended-resource claims)."""
+        writer = CacheWriter(self.cache)
+        self.runner.start(cycle)
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        result = self._loop.run_until_complete(self.runner.run(cycle, writer))
+        return result, writer.made
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
 
 
 def bound_claim(claim: PersistentVolumeClaim, binding: VolumeClaimBinding, volume: PersistentVolume | None,
@@ -125,12 +228,3 @@ def bound_claim(claim: PersistentVolumeClaim, binding: VolumeClaimBinding, volum
         "spec": claim.spec.model_copy(update={"volume_name": pv.name}),
         "status": claim.status.model_copy(update={"phase": BOUND})})
     return pv, pvc
-
-
-def _created(write: ClaimWrite) -> ResourceClaim:
-    """The claim a write creates (an extended-resource claim), under the solver's name for it."""
-    assert write.create is not None, f"claim {write.claim} is neither known nor created by its write"
-    ns, _, name = write.claim.partition("/")
-    body = dict(write.create)
-    meta = {k: v for k, v in body.get("metadata", {}).items() if k != "generateName"}
-    return ResourceClaim.model_validate({**body, "metadata": {**meta, "name": name, "namespace": ns}})

@@ -17,7 +17,9 @@ of kind ``unhonoured-field``, one per field a pending pod sets that no plugin ho
 included), with the extra keys ``pod`` (``namespace/name``) and ``field`` (the field path);
 ``preemptions[]``: one entry per preempting root, ``{preemptor: {namespace, name, kind}, victims:
 [{namespace, name, node}]}`` (victims are pods, in eviction order), always present (``[]`` with none,
-and with ``--no-preemption``), plus the extra key ``message``. ``warnings[]`` also has entries of kind
+and with ``--no-preemption``), plus the extra key ``message``; ``waiting[]``: one entry per root whose plan
+would wait for its devices' binding conditions live (KEP-5007), ``{root: {namespace, name, kind}, conditions:
+["ns/claim: driver/pool/device Condition"]}`` (``[]`` with none). ``warnings[]`` also has entries of kind
 ``unhonoured-object-field`` (a field of a PodGroup that is not honoured, named with its file and object),
 and entries of kind ``unknown-field`` (a field the v1.37 API does not know, in a Pod's, PodGroup's or
 CompositePodGroup's metadata or spec, with the closest known field; extra keys ``field`` and ``pod`` or
@@ -39,10 +41,12 @@ from typing import Any
 import numpy as np
 
 from scheduler.dra.device_snapshot import DraView
+from scheduler.dra.writes import result_fields
 from scheduler.framework.node_table import IntArray
 from scheduler.framework.snapshot import Snapshot, pod_vector
 from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import API_VERSION as DRA_VERSION
+from scheduler.model.dra import taken_devices
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
@@ -150,6 +154,8 @@ def to_json(sim: Simulation) -> dict[str, Any]:
                        "provisioned": v.provisioned, "pods": [k.partition("/")[2] for k in v.binding.pods],
                        "root": v.root.name} for v in sim.volumes]
     doc["preemptions"] = [_preemption_json(p) for p in sim.preemptions]
+    doc["waiting"] = [{"root": {"namespace": k.namespace, "name": k.name, "kind": k.kind}, "conditions": list(w)}
+                      for k, w in sim.waiting.items()]
     return doc
 
 
@@ -184,7 +190,8 @@ def _allocation_json(outcome: AllocationOutcome) -> dict[str, Any]:
         "claim": a.claim,
         "reservedFor": {"kind": kind, "name": name},
         "node": a.node,
-        "devices": [{"request": r, "driver": d, "pool": p, "device": n} for r, d, p, n in a.results],
+        "devices": [{"request": r, "driver": d, "pool": p, "device": n, **result_fields(use)}
+                    for (r, d, p, n), use in zip(a.results, a.device_uses, strict=True)],
         "pods": [pod for pod, _ in outcome.pods],
         "synthesized": outcome.synthesized,
     }
@@ -247,6 +254,11 @@ def render_text(sim: Simulation) -> str:
                     and a.root.namespace == p.pod.metadata.namespace]
             devices = _devices_text([r for a in mine for r in a.allocation.results], p.node) if mine else ""
             out.append(f"  {p.pod.key} -> {p.node}{': ' + devices if devices else ''}")
+    if sim.waiting:
+        out.append("")
+        out.append(f"Plans that would wait for binding conditions before binding ({len(sim.waiting)}):")
+        for key, conditions in sim.waiting.items():
+            out.append(f"  {key.kind} {key.namespace}/{key.name}: {'; '.join(conditions)}")
     pending = pending_by_reason(sim)
     if pending:
         out.append("")
@@ -475,7 +487,7 @@ def _device_utilisation(initial: DraView, final: DraView) -> list[str]:
     enough left of every shared counter they consume)."""
     inventory = final.inventory
     state = inventory.state(final.assumed)
-    before = initial.inventory.allocated | set(initial.assumed)
+    before = taken_devices((*initial.inventory.allocated, *initial.assumed))
     rows: dict[tuple[int, str, str], list[int]] = {}
     elsewhere = 0
     for dev_id, device in sorted(inventory.devices.items()):

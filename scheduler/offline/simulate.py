@@ -31,6 +31,7 @@ allocated again — by the same bookkeeping as the live scheduler's.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
@@ -40,6 +41,7 @@ from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
 from scheduler.cycle import Attempt, CycleRunner, handle
 from scheduler.dra.device_snapshot import DraView
+from scheduler.framework.binding_cycle import BindingCycle
 from scheduler.framework.plan import (
     ClaimAllocation,
     Plan,
@@ -49,6 +51,7 @@ from scheduler.framework.plan import (
     VolumeClaimBinding,
 )
 from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Code
 from scheduler.groups.tree import Group, GroupTree, Leaf, TreeState, walk
 from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.kinds import POD
@@ -187,6 +190,9 @@ class Simulation:
     unhonoured: list[tuple[Pod, Unhonoured]] = field(default_factory=list)
     unhonoured_groups: list[tuple[CoscheduledPodGroup, Unhonoured]] = field(default_factory=list)
     preemptions: list[PreemptionOutcome] = field(default_factory=list)
+    waiting: dict[GroupKey, tuple[str, ...]] = field(default_factory=dict)
+    """Root → the binding conditions its plan would wait for live (``ns/claim: driver/pool/device condition``):
+    ``run`` binds it only once a driver sets them True (KEP-5007); ``simulate`` binds it and says so."""
 
 
 def _policy(obj: PodGroup | CompositePodGroup | None) -> str:
@@ -240,10 +246,13 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
     cycle = CycleRunner(cache, config, (DefaultPreemption(CacheGroupView(cache)),) if preemption else ())
     decisions = OfflineDecisions(sim, cache, cycle, queue)
-    while len(queue):
-        attempt = cycle.attempt(queue.pop())
-        if attempt is not None:
-            handle(attempt, decisions)
+    try:
+        while len(queue):
+            attempt = cycle.attempt(queue.pop())
+            if attempt is not None:
+                handle(attempt, decisions)
+    finally:
+        decisions.binder.close()
     decided, order, preempted = decisions.decided, decisions.order, decisions.preempted
     selector_errors = decisions.selector_errors
     sim.snapshot = cache.snapshot()
@@ -321,8 +330,16 @@ class OfflineDecisions:
 
     def on_plan(self, attempt: Attempt, plan: Plan) -> None:
         users = _claim_users(attempt)
-        result, made = self.binder.commit(plan, self.cycle.claim_writes(attempt))
+        binding = BindingCycle(plan, attempt.token, attempt.snapshot,
+                               precheck=functools.partial(self.cycle.target_problem, plan))
+        result, made = self.binder.commit(binding)
+        if binding.waiting:
+            self.sim.waiting[attempt.tree.key] = tuple(binding.waiting)
         self.cycle.settle(attempt, result)
+        if result.failure is not None:  # the binding cycle refused what the search chose: say so
+            failure = Unschedulable(attempt.tree.key, Code.ERROR, f"binding failed: {result.failure.message}")
+            self._record(dataclasses.replace(attempt, decision=failure), failure)
+            return
         self.sim.allocations.extend(AllocationOutcome(attempt.tree.key, a, tuple(users.get(a.claim, ())),
                                                       a.synthetic or a.claim in made) for a in plan.allocations)
         claims = self.cache.volume_claims

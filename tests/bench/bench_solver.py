@@ -49,7 +49,7 @@ the rule itself (distinct nodes, zone skew ≤ 1, the cache's rack).
 
 For the DRA cases the inventory (``Inventory.build`` + node index) and the per-cycle DRA view
 (``ClaimIndex.build`` + ``DraView.build``) are setup and printed separately; after each plan the
-snapshot assumes the plan's pods and devices (``snapshot.assume(plan.placements, plan.device_ids)``).
+snapshot assumes the plan's pods and devices (``snapshot.assume(plan.placements, plan.device_uses)``).
 Their first solve also evaluates the CEL selectors against every device (memoised by the inventory
 afterwards, as across cycles in ``run``), so the output adds figures without it. Extra checks after
 a DRA case: no device allocated twice across all plans, every placed pod's claims allocated exactly
@@ -94,7 +94,14 @@ from scheduler.framework import NodeTable, Plan, Snapshot, SolverConfig, Unsched
 from scheduler.framework.storage_view import StorageView
 from scheduler.groups import GroupTree, TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
-from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from scheduler.model.dra import (
+    DeviceClass,
+    DeviceUse,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+    taken_devices,
+)
 from scheduler.model.scheduling import GroupKey
 from scheduler.model.storage import CSINode, PersistentVolumeClaim, StorageClass
 from scheduler.queue import GroupQueue
@@ -673,7 +680,7 @@ def solve_all(queue: GroupQueue, trees: dict[GroupKey, GroupTree], snapshot: Sna
         result.attempts += outcome.attempts
         assert isinstance(outcome, Plan | Unschedulable)
         if isinstance(outcome, Plan):
-            snapshot = snapshot.assume(outcome.placements, outcome.device_ids, outcome.volumes)
+            snapshot = snapshot.assume(outcome.placements, outcome.device_uses, outcome.volumes)
             result.gangs_placed += 1
             result.pods_placed += len(outcome.placements)
             result.claims_allocated += len(outcome.allocations)
@@ -848,6 +855,7 @@ def check_dra(snapshot: Snapshot, plans: list[tuple[GroupTree, Plan]], initial: 
     inv = initial.inventory
     table = snapshot.table
     owner: dict[str, str] = {}
+    before = taken_devices((*inv.allocated, *initial.assumed))
     for _tree, plan in plans:
         by_claim: Counter[str] = Counter(a.claim for a in plan.allocations)
         problems += [f"claim {c} allocated {n} times in one plan" for c, n in by_claim.items() if n > 1]
@@ -857,7 +865,7 @@ def check_dra(snapshot: Snapshot, plans: list[tuple[GroupTree, Plan]], initial: 
                 if dev_id in owner:
                     problems.append(f"device {dev_id} allocated twice: {owner[dev_id]} and {a.claim}")
                 owner[dev_id] = a.claim
-                if dev_id in inv.allocated or dev_id in initial.assumed:
+                if dev_id in before:
                     problems.append(f"device {dev_id} was already allocated before the case")
         for pod, node in plan.placements:
             claims = initial.pods.get(pod.key)
@@ -889,12 +897,12 @@ def check_dra(snapshot: Snapshot, plans: list[tuple[GroupTree, Plan]], initial: 
                 elif got.node is not None or [k for k, _, _ in got.reserved_for] != ["PodGroup"]:
                     problems.append(f"group claim {needed.key}: node {got.node}, reservedFor {got.reserved_for}")
     # Counters: no counter set over-consumed once every allocated device is taken.
-    state = inv.state(owner)
+    state = inv.state(DeviceUse(d) for d in owner)
     over = [f"{s}/{c}={v}" for s, left in state.counters.items() for c, v in left.items() if v < 0]
     if over:
         problems.append(f"counter sets over-consumed: {', '.join(over[:5])}")
-    final = snapshot.dra.assumed if isinstance(snapshot.dra, DraView) else frozenset()
-    if set(owner) != set(final) - set(initial.assumed):
+    final = {u.device for u in snapshot.dra.assumed} if isinstance(snapshot.dra, DraView) else set()
+    if set(owner) != final - {u.device for u in initial.assumed}:
         problems.append(f"snapshot holds {len(final)} assumed devices, the plans allocated {len(owner)}")
     return problems
 

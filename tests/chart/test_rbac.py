@@ -49,7 +49,7 @@ VERBS: dict[str, str | None] = {
     "create": "create",
     "replace": "update",  # PUT
     "patch": "patch",
-    "delete": "delete",  # binder.py Binder._release (a claim rolled back); preemptor.py Preemptor._evict (victims)
+    "delete": "delete",  # binding/claims.py (a claim rolled back); preemptor.py Preemptor._evict (victims)
     "bind": "create",  # POST pods/{name}/binding (kube.py KubeClient.bind)
     "served": None,  # GET /apis/<group>/<version>: discovery, allowed by system:discovery
 }
@@ -73,10 +73,19 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str | Resource, ...]] = {
     ("live/status_writer.py", "StatusWriter._set_group_condition", "res"): ("PODGROUPS", "PODGROUPS_V1ALPHA2",
                                                                            "COMPOSITES"),
     ("live/status_writer.py", "StatusWriter._patch_group", "res"): ("PODGROUPS", "PODGROUPS_V1ALPHA2", "COMPOSITES"),
-    # binder.py Binder.write_intent: the PodGroup API the plan's members link (`resource[ns, name]`, from
-    # Pod.group_api): scheduler-plugins' CRD, else `self.podgroups`, the version driver.py Scheduler.discover chose.
-    ("live/binder.py", "Binder.write_intent.one", "resource[ns, name]"): ("PODGROUPS", "PODGROUPS_V1ALPHA2",
-                                                                          "COSCHEDULING_PODGROUPS"),
+    # api_writer.py KubeWriter: the binding cycle's writer (scheduler/binding/). `self.resource(kind)` is the
+    # resource of the row the plugin names: reads of claims (DynamicResources: a re-read after a 409), pods
+    # (DefaultBinder: a 409 decided by the pod), PVCs and PVs (VolumeBinding); a scheduler-made claim created and
+    # deleted on rollback; patches of the durable intent on PodGroups (the version driver.py Scheduler.discover
+    # chose, or scheduler-plugins' CRD) and of PVC annotations / PV claimRefs; status patches of claims
+    # (allocation, reservedFor) and of pods (extendedResourceClaimStatus).
+    ("live/api_writer.py", "KubeWriter.get", "self.resource(kind)"): (
+        "RESOURCE_CLAIMS", "PODS", "PERSISTENT_VOLUME_CLAIMS", "PERSISTENT_VOLUMES"),
+    ("live/api_writer.py", "KubeWriter.create", "self.resource(kind)"): ("RESOURCE_CLAIMS",),
+    ("live/api_writer.py", "KubeWriter.delete", "self.resource(kind)"): ("RESOURCE_CLAIMS",),
+    ("live/api_writer.py", "KubeWriter._patch", "self.resource(kind)"): (
+        "PODGROUPS", "PODGROUPS_V1ALPHA2", "COSCHEDULING_PODGROUPS", "PERSISTENT_VOLUME_CLAIMS", "PERSISTENT_VOLUMES"),
+    ("live/api_writer.py", "KubeWriter._patch_status", "self.resource(kind)"): ("RESOURCE_CLAIMS", "PODS"),
     # operator/handlers.py Reconciler: `res` is groups.resource_of(spec, served) (COMPOSITES for a
     # CompositePodGroup, else Served.podgroups: PODGROUPS, PODGROUPS_V1ALPHA2 or COSCHEDULING_PODGROUPS), or the
     # resource Reconciler.owned listed an object from; _recreate runs for v1alpha2 only.
@@ -195,8 +204,8 @@ def rbac(values: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
 def test_every_kube_call_is_understood() -> None:
     """The scan sees the calls we know of (a scan that finds nothing would prove nothing)."""
     methods = {(c.file, c.method) for c in kube_calls()}
-    assert {("live/informers.py", "list_pages"), ("live/informers.py", "watch"), ("live/binder.py", "bind"),
-            ("live/binder.py", "get"),
+    assert {("live/informers.py", "list_pages"), ("live/informers.py", "watch"), ("live/api_writer.py", "bind"),
+            ("live/api_writer.py", "get"),
             ("live/status_writer.py", "patch"), ("live/event_recorder.py", "create"), ("live/leader.py", "replace"),
             ("live/leader.py", "create"),
             ("client/discovery.py", "served"), ("client/discovery.py", "list_pages")} <= methods

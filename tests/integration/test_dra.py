@@ -17,6 +17,7 @@ import pytest
 from scheduler.client.kube import (
     DEVICE_CLASSES,
     EVENTS,
+    NAMESPACES,
     PODGROUPS,
     PODS,
     RESOURCE_CLAIM_TEMPLATES,
@@ -531,3 +532,132 @@ async def test_an_invalid_pool_is_not_used_and_the_gang_is_told_so(kube: KubeCli
                            what="invalid pool reported")
     assert "0/1 nodes are available: 1 invalid resource pools were encountered." in note
     assert devices(await claim(kube, "g-0-gpu")) == [] and devices(await claim(kube, "g-1-gpu")) == []
+
+
+async def admin_claim(kube: KubeClient, name: str, owner: dict[str, Any]) -> None:
+    """A claim asking for one GPU with ``adminAccess`` (a monitoring agent's), owned by ``owner``."""
+    spec = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS, "adminAccess": True}}]}}
+    await kube.create(RESOURCE_CLAIMS, NS, {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "spec": spec,
+        "metadata": {"name": name, "namespace": NS, "ownerReferences": [{
+            "apiVersion": "v1", "kind": "Pod", "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+            "controller": True, "blockOwnerDeletion": True}]}})
+
+
+@pytest.mark.looptime
+async def test_admin_access_gets_a_device_already_allocated_without_taking_it(k8s: ApiServer,
+                                                                              kube: KubeClient) -> None:
+    await kube.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": NS, "labels": {"resource.kubernetes.io/admin-access": "true"}}})
+    await gpu_cluster(kube, gpus=1)
+    running_pod = await kube.create(PODS, NS, dra_pod("old", None, {"gpu": "old-gpu"}) | {
+        "spec": {**dra_pod("old", None, {"gpu": "old-gpu"})["spec"], "nodeName": "n0", "schedulerName": "other"}})
+    await create_claim(kube, "old-gpu", owner=running_pod)
+    await allocate(kube, "old-gpu", "n0", ["gpu-0"], running_pod)  # the only GPU is in use
+    monitor = await kube.create(PODS, NS, dra_pod("monitor", None, shared="monitor-gpu"))
+    await admin_claim(kube, "monitor-gpu", monitor)
+    async with running(kube):
+        await until(lambda: bound_at_least(kube, "monitor", 1), what="the admin pod bound")
+    c = await claim(kube, "monitor-gpu")
+    assert c["status"]["allocation"]["devices"]["results"] == [
+        {"request": "gpu", "driver": DRIVER, "pool": "n0", "device": "gpu-0", "adminAccess": True}]
+    assert devices(await claim(kube, "old-gpu")) == ["gpu-0"]  # still the running pod's
+
+
+@pytest.mark.looptime
+async def test_admin_access_outside_an_admin_namespace_is_refused_with_the_api_servers_reason(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    await kube.create(NAMESPACES, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    await gpu_cluster(kube, gpus=1)
+    monitor = await kube.create(PODS, NS, dra_pod("monitor", None, shared="monitor-gpu"))
+    await admin_claim(kube, "monitor-gpu", monitor)
+    async with running(kube):
+        note = await until(lambda: event_with(kube, "FailedScheduling", "admin access"), what="the refusal")
+    assert "admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the " \
+           "containing namespace" in note
+    assert devices(await claim(kube, "monitor-gpu")) == []
+    assert not await bound_at_least(kube, "monitor", 1)
+
+
+ATTACHED = "gpu.example.com/FabricAttached"
+ATTACH_FAILED = "gpu.example.com/FabricAttachFailed"
+
+
+async def fabric_cluster(kube: KubeClient) -> None:
+    """One node, four GPUs whose use needs the driver to attach a fabric first (KEP-5007 binding conditions)."""
+    await create_node(kube, "n0", cpu="8")
+    gpus = gpu_slice("n0", 4)
+    for device in gpus["spec"]["devices"]:
+        device |= {"bindingConditions": [ATTACHED], "bindingFailureConditions": [ATTACH_FAILED]}
+    await kube.create(RESOURCE_SLICES, None, gpus)
+    await kube.create(DEVICE_CLASSES, None, device_class())
+    await kube.create(RESOURCE_CLAIM_TEMPLATES, NS, template())
+
+
+async def driver_reports(kube: KubeClient, name: str, condition: str) -> str:
+    """Play the driver: once claim ``name`` is allocated, set ``condition`` True on its device in
+    ``status.devices``; returns the device."""
+    async def allocated() -> dict[str, Any] | None:
+        c = await claim(kube, name)
+        return c if (c.get("status") or {}).get("allocation") else None
+
+    c = await until(allocated, what=f"claim {name} allocated")
+    (result,) = c["status"]["allocation"]["devices"]["results"]
+    status = {"driver": result["driver"], "pool": result["pool"], "device": result["device"], "conditions": [{
+        "type": condition, "status": "True", "reason": "Reported", "message": "",
+        "lastTransitionTime": "2026-12-02T00:00:00Z"}]}
+    await kube.patch(RESOURCE_CLAIMS, NS, name, {"status": {"devices": [status]}}, sub="status")
+    return str(result["device"])
+
+
+@pytest.mark.looptime
+async def test_a_gang_is_bound_only_once_every_binding_condition_of_its_devices_is_true(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    await fabric_cluster(kube)
+    await gang_with_claims(kube, "g", 2)
+    async with running(kube):
+        await driver_reports(kube, "g-0-gpu", ATTACHED)
+        await asyncio.sleep(30)
+        assert not [r for r in list(k8s) if is_binding(r)]  # g-1's device is not attached yet: nobody bound
+        c = await claim(kube, "g-0-gpu")
+        (result,) = c["status"]["allocation"]["devices"]["results"]
+        assert result["bindingConditions"] == [ATTACHED] and result["bindingFailureConditions"] == [ATTACH_FAILED]
+        await driver_reports(kube, "g-1-gpu", ATTACHED)
+        placed = await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound")
+    assert placed == {"g-0": "n0", "g-1": "n0"}
+
+
+@pytest.mark.looptime
+async def test_a_failed_binding_condition_binds_nobody_and_the_retry_leaves_that_device_out(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    await fabric_cluster(kube)
+    await gang_with_claims(kube, "g", 2)
+    async with running(kube, backoff_initial_s=1, backoff_max_s=2):
+        failed = await driver_reports(kube, "g-0-gpu", ATTACH_FAILED)
+        rolled_back = await until(lambda: event_with(kube, "FailedScheduling", "binding failed for device"),
+                                  what="the plan rolled back")
+        assert f"gpu.example.com/n0/{failed}: condition {ATTACH_FAILED} is True" in rolled_back
+        assert "no member bound, 2 claim write(s) rolled back" in rolled_back
+        assert not [r for r in list(k8s) if is_binding(r)]
+
+        async def reallocated(name: str) -> list[str] | None:
+            got = devices(await claim(kube, name))
+            return got or None
+
+        for name in ("g-0-gpu", "g-1-gpu"):
+            assert failed not in (await until(lambda n=name: reallocated(n), what=f"{name} allocated again"))
+            await driver_reports(kube, name, ATTACHED)
+        await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound on the other devices")
+
+
+@pytest.mark.looptime
+async def test_binding_conditions_never_met_time_out_and_roll_the_whole_gang_back(k8s: ApiServer,
+                                                                                  kube: KubeClient) -> None:
+    await fabric_cluster(kube)
+    await gang_with_claims(kube, "g", 2)
+    async with running(kube, binding_conditions_timeout_s=5, backoff_initial_s=3600, backoff_max_s=3600):
+        note = await until(lambda: event_with(kube, "FailedScheduling", "timed out waiting for the binding"),
+                           300, what="the timeout")
+        assert "(5 s; not True:" in note and "no member bound" in note
+        assert devices(await claim(kube, "g-0-gpu")) == devices(await claim(kube, "g-1-gpu")) == []
+    assert not [r for r in list(k8s) if is_binding(r)]

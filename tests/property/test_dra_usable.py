@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from scheduler.dra.allocator import SubRequest
 from scheduler.dra.device_snapshot import DraView
 from scheduler.framework import SolverConfig
+from scheduler.model.dra import DeviceUse, taken_devices
 from scheduler.offline.loader import Objects
 from scheduler.offline.simulate import simulate
 from scheduler.solver.plugins.dynamic_resources import DynamicResources, DynamicResourcesState
@@ -46,7 +47,7 @@ def by_definition(view: DraView, sub: SubRequest) -> np.ndarray:
     """Per node: enough matching devices it reaches, outside the allocated and assumed ones (``All``: one
     matching device it reaches), counted device by device."""
     inventory = view.inventory
-    held = inventory.allocated | view.assumed
+    held = taken_devices((*inventory.allocated, *view.assumed))
     counts = np.zeros(len(inventory.table), dtype=np.int64)
     for dev_id, device in inventory.devices.items():
         if inventory.matches(sub, device) and (sub.all or dev_id not in held):
@@ -60,8 +61,8 @@ def test_usable_nodes_equal_the_count_by_definition(c: DraCluster, data: st.Data
     view = initial_view(c)
     ids = sorted(view.inventory.devices)
     for _ in range(data.draw(st.integers(0, 3))):  # plans assumed one after another, ids unknown included
-        view = view.with_allocated(data.draw(st.lists(st.sampled_from([*ids, "gone.example.com/p/d"]),
-                                                      max_size=4)))
+        view = view.with_allocated(DeviceUse(d) for d in data.draw(st.lists(
+            st.sampled_from([*ids, "gone.example.com/p/d"]), max_size=4)))
         assert view.held.tolist() == view.inventory.held_mask(view.assumed).tolist()
     cycle = DynamicResourcesState(view, view.inventory.state(view.assumed))
     for sub in sub_requests(view):

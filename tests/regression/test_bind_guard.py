@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from scheduler.client.kube import KubeClient
-from scheduler.live.binder import BindOutcome
+from scheduler.framework.binding_cycle import BindingCycle
 from scheduler.model.scheduling import GroupKey
 from tests.integration.lagging import lagging_server
 from tests.integration.livekit import NS, bound_at_least, create_gang, create_node, running, until
@@ -35,10 +35,10 @@ async def _scenario(kube: KubeClient) -> None:
         real = sched.binder.commit
         calls = 0
 
-        async def commit_then_fail(plan: Any, writes: Any, outcome: BindOutcome | None = None, **kw: Any) -> Any:
+        async def commit_then_fail(cycle: BindingCycle) -> Any:
             nonlocal calls
             calls += 1
-            await real(plan, writes, outcome, **kw)  # every bind lands...
+            await real(cycle)  # every bind lands...
             raise RuntimeError("a bug after binding")  # ...then the transaction blows up
 
         sched.binder.commit = commit_then_fail  # type: ignore[method-assign]

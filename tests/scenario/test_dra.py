@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from scheduler.framework import SolverConfig
+from scheduler.model.dra import taken_devices
 from scheduler.offline.loader import load
 from scheduler.offline.report import render_text, to_json
 from scheduler.offline.simulate import AllocationOutcome, Simulation, simulate
@@ -69,7 +70,7 @@ def assert_no_device_twice(sim: Simulation) -> None:
     given = Counter(d for a in sim.allocations for d in a.allocation.device_ids)
     assert not [d for d, n in given.items() if n > 1]
     assert sim.initial is not None and sim.initial.dra is not None
-    assert not set(given) & sim.initial.dra.inventory.allocated
+    assert not set(given) & taken_devices(sim.initial.dra.inventory.allocated)
 
 
 def test_small_gpu_cluster_places_both_gangs_where_its_header_says_with_their_devices() -> None:
@@ -535,3 +536,134 @@ def test_list_attribute_pcie_roots_let_a_cpu_device_match_the_gpus_root(tmp_path
     (alloc,) = sim.allocations
     assert [(r, d) for r, _, _, d in alloc.allocation.results if r == "cpu"] == [("cpu", "socket-1")]
     assert sim.dra_problems == []
+
+
+ADMIN_PROBE = """
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: gpu-ops
+  labels: {resource.kubernetes.io/admin-access: "true"}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: health-probe-gpus, namespace: gpu-ops}
+spec:
+  devices:
+    requests:
+    - name: gpus
+      exactly: {deviceClassName: gpu.nvidia.com, allocationMode: All, adminAccess: true}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: health-probe, namespace: gpu-ops, uid: 0b5d3c1e-1f7a-4c1e-9a53-7f1f3b2a9c10}
+spec:
+  schedulerName: gang-scheduler
+  nodeSelector: {kubernetes.io/hostname: gpu-a1-1}
+  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+  resourceClaims: [{name: gpus, resourceClaimName: health-probe-gpus}]
+  containers:
+  - name: probe
+    image: nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04
+    resources: {requests: {cpu: 100m}, claims: [{name: gpus}]}
+"""
+
+
+def test_admin_access_probe_gets_every_gpu_of_a_busy_node_and_takes_none(tmp_path: Path) -> None:
+    """KEP-5018 in simulate: gpu-a1-1's eight H100s are all allocated to running pods; a health probe in an
+    admin namespace asking for all of them with ``adminAccess`` is placed there, each result says so in JSON,
+    and the devices stay allocated to their owners (no device given twice, none counted as taken again)."""
+    sim = run(CLUSTER, write(tmp_path, "probe.yaml", ADMIN_PROBE))
+    doc = to_json(sim)
+    (pod,) = [p for p in doc["pods"] if p["name"] == "health-probe"]
+    assert pod["node"] == "gpu-a1-1"
+    (probe,) = [a for a in doc["allocations"] if a["claim"] == "gpu-ops/health-probe-gpus"]
+    assert len(probe["devices"]) == ALLOCATED_IN_SNAPSHOT["gpu-a1-1"]
+    assert all(d["adminAccess"] is True and d["pool"] == "gpu-a1-1" for d in probe["devices"])
+    others = [a for a in sim.allocations if a.allocation.claim != "gpu-ops/health-probe-gpus"]
+    assert not {d for a in others for d in a.allocation.device_ids} & {
+        f"{d['driver']}/{d['pool']}/{d['device']}" for d in probe["devices"]}
+
+
+def test_admin_access_outside_an_admin_namespace_leaves_the_probe_pending_with_the_api_servers_words(
+        tmp_path: Path) -> None:
+    unlabelled = ADMIN_PROBE.replace('  labels: {resource.kubernetes.io/admin-access: "true"}\n', "")
+    sim = run(CLUSTER, write(tmp_path, "probe.yaml", unlabelled))
+    text = render_text(sim)
+    assert "health-probe" in text
+    assert ("admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the "
+            "containing namespace") in text
+    assert not [a for a in sim.allocations if a.allocation.claim == "gpu-ops/health-probe-gpus"]
+
+
+FABRIC = """
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/hostname: n1, fabric: f1}}
+status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2, labels: {kubernetes.io/hostname: n2, fabric: f1}}
+status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: fabric-f1-fabric.example.com}
+spec:
+  driver: fabric.example.com
+  pool: {name: fabric-f1, generation: 1, resourceSliceCount: 1}
+  nodeSelector:
+    nodeSelectorTerms:
+    - matchExpressions: [{key: fabric, operator: In, values: [f1]}]
+  devices:
+  - name: link-0
+    attributes: {kind: {string: link}}
+    bindsToNode: true
+    bindingConditions: [fabric.example.com/Attached]
+    bindingFailureConditions: [fabric.example.com/AttachFailed]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: fabric.example.com}
+spec:
+  selectors: [{cel: {expression: "device.driver == 'fabric.example.com'"}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: trainer-link, namespace: ml}
+spec:
+  devices:
+    requests: [{name: link, exactly: {deviceClassName: fabric.example.com}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: ml, uid: 6c0f6a1e-3b1d-4d8e-9a0e-2f4f3c9d8b71}
+spec:
+  schedulerName: gang-scheduler
+  resourceClaims: [{name: link, resourceClaimName: trainer-link}]
+  containers:
+  - name: main
+    image: example.com/trainer:1
+    resources: {requests: {cpu: "1"}, claims: [{name: link}]}
+"""
+
+
+def test_a_device_with_binding_conditions_is_allocated_pinned_to_its_node_and_reported_as_waited_for(
+        tmp_path: Path) -> None:
+    """KEP-5007 in simulate: the allocation carries the device's conditions, ``bindsToNode`` pins its node
+    selector to the node chosen (not the slice's node set), and the report says the plan would wait."""
+    sim = run(write(tmp_path, "fabric.yaml", FABRIC))
+    doc = to_json(sim)
+    (pod,) = doc["pods"]
+    (alloc,) = doc["allocations"]
+    assert alloc["devices"] == [{"request": "link", "driver": "fabric.example.com", "pool": "fabric-f1",
+                                 "device": "link-0", "bindingConditions": ["fabric.example.com/Attached"],
+                                 "bindingFailureConditions": ["fabric.example.com/AttachFailed"]}]
+    (outcome,) = sim.allocations
+    assert outcome.allocation.node_selector == {"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": [pod["node"]]}]}]}
+    (waiting,) = doc["waiting"]
+    assert waiting["conditions"] == ["ml/trainer-link: fabric.example.com/fabric-f1/link-0 fabric.example.com/Attached"]
+    assert "  Pod ml/trainer: ml/trainer-link: fabric.example.com/fabric-f1/link-0 fabric.example.com/Attached" \
+        in render_text(sim).splitlines()

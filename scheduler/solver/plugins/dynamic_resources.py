@@ -55,6 +55,7 @@ from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.plan import ClaimAllocation, PlanFields
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code, Status
+from scheduler.model.dra import DeviceUse
 from scheduler.model.pod import NodeSelector, Pod
 from scheduler.solver.plugins.resources_fit import UNLIMITED
 
@@ -188,6 +189,8 @@ class DynamicResources:
         counts, matching = inventory.usable_counts(sub, cycle.errors)
         if sub.all:
             return counts >= 1
+        if sub.admin:  # admin access may use allocated devices: none is held from it
+            return counts >= sub.count
         held = matching & cycle.view.held
         if held.any():
             index = inventory.device_index()
@@ -405,7 +408,7 @@ class DynamicResources:
                         claim=needed.key, reserved_for=(("Pod", pod.metadata.name, pod.metadata.uid),), node=node,
                         results=tuple((r, d.driver, d.pool, d.name) for r, d in results),
                         node_selector=node_selector(cycle, results, node), synthetic=needed.synthetic,
-                        pod=pod.key))
+                        pod=pod.key, uses=device_uses(needed.spec, results)))
         for leaf_name, shared in cycle.shared_stack:
             for alloc in shared:
                 if alloc.reused:
@@ -418,8 +421,20 @@ class DynamicResources:
                 out.append(ClaimAllocation(
                     claim=alloc.claim.key, reserved_for=reserved, node=None,
                     results=tuple((r, d.driver, d.pool, d.name) for r, d in alloc.results),
-                    node_selector=node_selector(cycle, alloc.results, None)))
+                    node_selector=node_selector(cycle, alloc.results, None),
+                    uses=device_uses(alloc.claim.spec, alloc.results)))
         return tuple(out)
+
+
+def device_uses(spec: ClaimSpec, results: Sequence[Result]) -> tuple[DeviceUse, ...]:
+    """How ``results`` use their devices: admin access where the sub-request asked for it (KEP-5018), the
+    device's binding conditions (KEP-5007); empty when every device is taken whole, without conditions (the
+    plan's default)."""
+    admin = {sub.result for r in spec.requests for sub in r.options if sub.admin}
+    if not admin and not any(d.binding_conditions or d.binding_failure_conditions for _, d in results):
+        return ()
+    return tuple(DeviceUse(d.id, admin=r in admin, binding_conditions=d.binding_conditions,
+                           binding_failure_conditions=d.binding_failure_conditions) for r, d in results)
 
 
 def _held(cycle: DynamicResourcesState, key: str) -> tuple[Result, ...] | None:
@@ -460,9 +475,8 @@ def _enough_devices(cycle: DynamicResourcesState, devices: Sequence[Device], mov
     subs = {id(sub): sub for claims in (*earlier, specs) for spec in claims for r in spec.requests for sub in r.options}
     usable = 0
     for device in devices:
-        if device.id in cycle.state.taken and device.id not in movable:
-            continue
-        if any(cycle.matches(sub, device) for sub in subs.values()):
+        taken = device.id in cycle.state.taken and device.id not in movable
+        if any((sub.admin or not taken) and cycle.matches(sub, device) for sub in subs.values()):
             usable += 1
             if usable >= need:
                 return True
@@ -493,11 +507,13 @@ def node_selector(cycle: DynamicResourcesState, results: Sequence[Result], node:
     """Where an allocation is usable, as an API ``NodeSelector`` (None: everywhere).
 
     A node-local device pins it to its node (``matchFields metadata.name``, as kube-scheduler
-    writes it); a device of a node-set slice to the slice's selector.
+    writes it); so does a device with ``bindsToNode`` to the node chosen (KEP-5007); a device of a node-set
+    slice to the slice's selector.
     """
     scopes = [cycle.view.inventory.scope.get(d.id) for _, d in results]
     local = next((s for s in scopes if isinstance(s, str)), None)
-    if local is not None or (node is not None and any(isinstance(s, str) for s in scopes)):
+    pinned = node is not None and any(d.binds_to_node for _, d in results)
+    if local is not None or pinned or (node is not None and any(isinstance(s, str) for s in scopes)):
         name = local or node
         return {"nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": [name]}]}]}

@@ -22,7 +22,7 @@ per signature and vectorised over nodes:
   (dynamic provisioning); Unreserve takes them back.
 * **Outcome** (:class:`~scheduler.framework.interface.OutcomePlugin`): :meth:`VolumeBinding.bindings` turns
   what the plan holds into :class:`~scheduler.framework.plan.VolumeClaimBinding` values, which the binder
-  writes before the first bind (``scheduler.live.volume_binder``).
+  writes before the first bind (``scheduler.binding.volumes``).
 
 Reasons (``binder.go``, verbatim, all UNSCHEDULABLE_AND_UNRESOLVABLE): :data:`NODE_CONFLICT`,
 :data:`BIND_CONFLICT`, :data:`PV_NOT_EXIST`. ``NotEnoughSpace`` needs CSIStorageCapacity, which is not

@@ -19,6 +19,7 @@ from scheduler.dra.allocator import (
     allocate_copies,
     claim_alternatives,
 )
+from scheduler.model.dra import DeviceUse
 
 D = Decimal
 
@@ -68,7 +69,7 @@ def test_not_enough_matching_devices_fails() -> None:
 
 
 def test_taken_devices_are_skipped() -> None:
-    state = DeviceState(taken={"gpu.example.com/node/g0"})
+    state = DeviceState(taken={"gpu.example.com/node/g0": DeviceUse("gpu.example.com/node/g0")})
     got = first(claim(exactly("g")), [gpu("g0"), gpu("g1")], state)
     assert got is not None and names(got) == [("g", "g1")]
 
@@ -78,7 +79,7 @@ def test_all_mode_takes_every_matching_device_and_fails_if_one_is_taken() -> Non
     got = first(claim(exactly("g", cls="h100", all_=True)), devices)
     assert got is not None and names(got) == [("g", "g0"), ("g", "g1")]
     assert first(claim(exactly("g", cls="h100", all_=True)), devices,
-                 DeviceState(taken={"gpu.example.com/node/g1"})) is None
+                 DeviceState(taken={"gpu.example.com/node/g1": DeviceUse("gpu.example.com/node/g1")})) is None
 
 
 def test_first_available_tries_sub_requests_in_order() -> None:
@@ -165,7 +166,7 @@ def test_backtracking_revisits_an_earlier_copy() -> None:
     got = allocate_copies([spec_any, spec_special], 1, [light, heavy], matcher, state)
     assert len(got) == 1
     assert names(got[0][0]) == [("a", "heavy")] and names(got[0][1]) == [("s", "light")]
-    assert state.taken == {"x/p/light", "x/p/heavy"}
+    assert state.taken == {"x/p/light": DeviceUse("x/p/light"), "x/p/heavy": DeviceUse("x/p/heavy")}
 
 
 @pytest.mark.parametrize("budget", [1, 3])
@@ -211,9 +212,9 @@ def test_allocate_copies_leaves_exactly_the_returned_copies_taken(
     assert len(got) <= copies
     given_ = [d for copy in got for results in copy for _, d in results]
     assert len({d.id for d in given_}) == len(given_) and before.isdisjoint(d.id for d in given_)
-    assert state.taken == before | {d.id for d in given_}
+    assert set(state.taken) == before | {d.id for d in given_}
     assert [d.id for d in state.journal] == [d.id for d in given_]
-    expected = DeviceState(set(before), counters)
+    expected = DeviceState({d: DeviceUse(d) for d in before}, counters)
     for d in given_:
         expected.take(d)
     assert state.counters == expected.counters
@@ -250,3 +251,19 @@ def test_constraints_over_list_attributes(constraint: Constraint, numas: list[ob
     devices = [cpu(f"c{i}", n) for i, n in enumerate(numas)]
     got = first(claim(exactly("c", len(devices)), constraints=(constraint,)), devices)
     assert (got is not None) is expected
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    pytest.param(claim(exactly("g", admin=True)), [("g", "g0")], id="one-device-allocated-elsewhere"),
+    pytest.param(claim(exactly("g", all_=True, admin=True)), [("g", "g0"), ("g", "g1")], id="all-devices-taken-or-not"),
+    pytest.param(claim(exactly("g", 2, admin=True), exactly("h", admin=True)), None,
+                 id="one-claim-never-names-a-device-twice"),
+])
+def test_admin_access_uses_allocated_devices_without_taking_them(spec: ClaimSpec,
+                                                                 expected: list[tuple[str, str]] | None) -> None:
+    """KEP-5018: an ``adminAccess`` request may get devices other claims hold, and takes nothing itself."""
+    taken = {"gpu.example.com/node/g0": DeviceUse("gpu.example.com/node/g0")}
+    state = DeviceState(taken=dict(taken))
+    got = first(spec, [gpu("g0"), gpu("g1")], state)
+    assert (names(got) if got is not None else None) == expected
+    assert state.taken == taken and state.journal == []

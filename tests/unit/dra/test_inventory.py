@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from scheduler.dra.allocator import SubRequest
 from scheduler.dra.inventory import Inventory
 from scheduler.framework import NodeTable
+from scheduler.model.dra import DeviceUse, ResourceClaim
 from tests.unit.solver.builders import node
 from tests.unit.solver.test_search_dra import DRIVER, device_class, gpu_slice
 
@@ -18,11 +21,11 @@ def test_with_allocated_shares_devices_and_memo_but_not_allocations() -> None:
     base = inventory()
     sub = SubRequest("gpus", "gpu.example.com")
     assert base.matches(sub, base.devices[f"{DRIVER}/n0/gpu-0"])
-    copy = base.with_allocated([f"{DRIVER}/n0/gpu-1"])
+    copy = base.with_allocated([DeviceUse(f"{DRIVER}/n0/gpu-1")])
     assert copy.devices is base.devices and copy.on_node(0) is base.on_node(0)
     assert len(base._match) == 1 and copy._match is base._match
-    assert copy.allocated == {f"{DRIVER}/n0/gpu-1"} and base.allocated == set()
-    assert copy.state().taken == {f"{DRIVER}/n0/gpu-1"}
+    assert copy.allocated == (DeviceUse(f"{DRIVER}/n0/gpu-1"),) and base.allocated == ()
+    assert set(copy.state().taken) == {f"{DRIVER}/n0/gpu-1"}
 
 
 def test_a_memoised_selector_error_is_reported_again_by_every_copy() -> None:
@@ -35,3 +38,24 @@ def test_a_memoised_selector_error_is_reported_again_by_every_copy() -> None:
         assert not copy.matches(sub, copy.devices[f"{DRIVER}/n0/gpu-0"], errors)
         (message,) = errors.values()
         assert message.startswith("DeviceClass gpu.example.com: selector 'device.attributes['")
+
+
+def test_an_allocation_is_read_as_device_uses_and_admin_access_takes_no_device() -> None:
+    """``status.allocation.devices.results`` become :class:`DeviceUse` values (adminAccess, shareID,
+    consumedCapacity as the API names them); only the uses that take a device count as held."""
+    claim = ResourceClaim.model_validate({
+        "metadata": {"name": "c", "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}},
+        "status": {"allocation": {"devices": {"results": [
+            {"request": "g", "driver": DRIVER, "pool": "n0", "device": "gpu-0", "adminAccess": True},
+            {"request": "g", "driver": DRIVER, "pool": "n0", "device": "gpu-1", "shareID": "a1b2",
+             "consumedCapacity": {"memory": "8Gi"}}]}}}})
+    admin, shared = claim.allocated_uses
+    assert admin == DeviceUse(f"{DRIVER}/n0/gpu-0", admin=True) and not admin.takes and not admin.exclusive
+    assert shared == DeviceUse(f"{DRIVER}/n0/gpu-1", (("memory", Decimal(8 * 2**30)),), share_id="a1b2")
+    assert shared.takes and not shared.exclusive
+    copy = inventory().with_allocated(claim.allocated_uses)
+    held = copy.held_mask()
+    index = copy.device_index()
+    assert [index.ids[i] for i in held.nonzero()[0]] == [f"{DRIVER}/n0/gpu-1"]
+    assert set(copy.state().taken) == {f"{DRIVER}/n0/gpu-1"}

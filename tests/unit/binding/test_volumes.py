@@ -1,5 +1,5 @@
-"""The PVC step of the bind transaction: what it writes, what it waits for, and every way it fails (kube's
-``checkBindings`` signals), against a fake API seam whose writes reach the "cache" as watch events."""
+"""VolumeBinding's PreBind step of the binding cycle: what it writes, what it waits for, and every way it fails
+(kube's ``checkBindings`` signals), against a fake API seam whose writes reach the "cache" as watch events."""
 
 from __future__ import annotations
 
@@ -9,12 +9,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.client.kube import JSON, ApiError, Conflict, Lane, Resource
-from scheduler.dra.writes import ClaimWrite, consumer
-from scheduler.framework.events import Action, ClusterEvent
-from scheduler.framework.plan import ClaimAllocation, Plan, VolumeClaimBinding
-from scheduler.live.binder import Binder
-from scheduler.live.volume_binder import (
+from scheduler.binding.claims import CLAIM_WRITES
+from scheduler.binding.volumes import (
     ANNOTATED_ELSEWHERE,
     CLAIM_DELETED,
     CLAIM_REF_RESET,
@@ -24,10 +20,19 @@ from scheduler.live.volume_binder import (
     SELECTED_NODE_RESET,
     TIMED_OUT,
     VOLUME_TAKEN,
-    ClaimChanges,
     ClaimSource,
-    VolumeBinder,
+    VolumeBindingPreBind,
+    VolumeOutcome,
 )
+from scheduler.binding.wait import Changes
+from scheduler.client.kube import JSON, ApiError, Conflict, Lane, Resource
+from scheduler.cycle import BindResult
+from scheduler.dra.writes import ClaimWrite, consumer
+from scheduler.framework.binding_cycle import BindingCycle, BindOutcome
+from scheduler.framework.events import Action, ClusterEvent
+from scheduler.framework.plan import ClaimAllocation, Plan, VolumeClaimBinding
+from scheduler.live.api_writer import KubeWriter
+from scheduler.live.binder import Binder
 from scheduler.model import Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.model.storage import BIND_COMPLETED, SELECTED_NODE, PersistentVolume, PersistentVolumeClaim
@@ -48,7 +53,7 @@ class FakeCluster:
         self.claims = {c.key: c for c in claims}
         self.volumes = {v.name: v for v in volumes}
         self.nodes = {n: node(n, labels={ZONE: z, HOSTNAME: n}) for n, z in (("n1", "a"), ("n2", "b"))}
-        self.changes = ClaimChanges()
+        self.changes = Changes()
         self.calls: list[tuple[str, str, str, Any]] = []
         self.fail: dict[tuple[str, str], ApiError] = {}
         self.lag = False
@@ -56,7 +61,7 @@ class FakeCluster:
         """DRA claims by name: ``status`` patches land here (resourceVersion checked)."""
 
     def source(self) -> ClaimSource:
-        return ClaimSource(self.claims.get, self.volumes.get, self.nodes.get, self.changes)
+        return ClaimSource(self.claims.get, self.volumes.get, self.nodes.get)
 
     def show(self, obj: PersistentVolumeClaim | PersistentVolume | None, key: str) -> None:
         """A watch event: the cache now has ``obj`` (None: deleted)."""
@@ -99,13 +104,28 @@ class FakeCluster:
         self.calls.append(("bind", "pods", name, node))
 
 
-async def no_retry(what: str, call: Callable[[], Any]) -> Any:
-    return await call()
+class Step:
+    """The plugin against a live writer over the fake cluster (no retries, four writes in flight)."""
+
+    def __init__(self, cluster: FakeCluster, timeout_s: float, leading: bool) -> None:
+        self.plugin = VolumeBindingPreBind(cluster.source(), timeout_s=timeout_s)
+        self.writer = KubeWriter(cluster, concurrency=4, max_attempts=1,  # type: ignore[arg-type]
+                                 fence=lambda: leading, changes=cluster.changes)
+
+    async def bind(self, bindings: list[VolumeClaimBinding]) -> VolumeOutcome:
+        return await self.plugin.bind(bindings, self.writer)
 
 
-def step(cluster: FakeCluster, timeout_s: float = 30.0, leading: bool = True) -> VolumeBinder:
-    return VolumeBinder(cluster, cluster.source(), timeout_s=timeout_s, retry=no_retry,  # type: ignore[arg-type]
-                        semaphore=asyncio.Semaphore(4), fence=lambda: leading)
+def step(cluster: FakeCluster, timeout_s: float = 30.0, leading: bool = True) -> Step:
+    return Step(cluster, timeout_s, leading)
+
+
+async def commit(binder: Binder, plan: Plan, writes: list[ClaimWrite]) -> tuple[BindResult, BindOutcome]:
+    """One binding cycle of ``plan`` whose DynamicResources writes are ``writes``."""
+    cycle = BindingCycle(plan)
+    cycle.write(CLAIM_WRITES, writes)
+    result = await binder.commit(binder.start(cycle))
+    return result, cycle.outcome
 
 
 def provisioned(name: str, node_name: str = "n1") -> VolumeClaimBinding:
@@ -294,11 +314,12 @@ def member(name: str) -> Pod:
 async def test_the_transaction_binds_no_member_when_a_claim_times_out() -> None:
     cluster = FakeCluster([pvc("a", namespace=NS), pvc("b", namespace=NS)])
     helper = asyncio.create_task(provisioner(cluster, f"{NS}/a"))  # b is never provisioned
-    binder = Binder(cluster, volumes=cluster.source(), volume_timeout_s=60)  # type: ignore[arg-type]
+    binder = Binder(cluster, volumes=cluster.source(), changes=cluster.changes,  # type: ignore[arg-type]
+                    volume_timeout_s=60)
     pods = [member("g-0"), member("g-1")]
     plan = Plan(GroupKey("PodGroup", NS, "g"), ((pods[0], "n1"), (pods[1], "n1")), frozenset(),
                 volumes=(provisioned("a"), provisioned("b")))
-    result, outcome = await binder.commit(plan, [])
+    result, outcome = await commit(binder, plan, [])
     await helper
     assert [c for c in cluster.calls if c[0] == "bind"] == []
     assert result.forget == ["ml/g-0", "ml/g-1"] and outcome.skipped == ["ml/g-0", "ml/g-1"]
@@ -316,7 +337,9 @@ async def test_device_claims_written_before_a_claim_that_times_out_are_rolled_ba
     plan = Plan(GroupKey("PodGroup", NS, "g"), ((member("g-0"), "n1"),), frozenset(), volumes=(provisioned("data"),),
                 allocations=(ClaimAllocation(f"{NS}/gpu", (("Pod", "g-0", "uid-g-0"),), "n1",
                                              (("gpu", "gpu.example.com", "n1", "gpu-0"),)),))
-    result, _ = await Binder(cluster, volumes=cluster.source(), volume_timeout_s=10).commit(plan, [write])  # type: ignore[arg-type]
+    binder = Binder(cluster, volumes=cluster.source(), changes=cluster.changes,  # type: ignore[arg-type]
+                    volume_timeout_s=10)
+    result, _ = await commit(binder, plan, [write])
     assert cluster.resource_claims["gpu"]["status"] == {"reservedFor": None, "allocation": None}
     assert [c[:3] for c in cluster.calls] == [("patch", "resourceclaims", "gpu"),
                                               ("patch", "persistentvolumeclaims", "data"),
@@ -328,9 +351,9 @@ async def test_device_claims_written_before_a_claim_that_times_out_are_rolled_ba
 async def test_the_transaction_binds_every_member_once_its_claims_are_bound() -> None:
     cluster = FakeCluster([pvc("a", namespace=NS)])
     helper = asyncio.create_task(provisioner(cluster, f"{NS}/a"))
-    binder = Binder(cluster, volumes=cluster.source())  # type: ignore[arg-type]
+    binder = Binder(cluster, volumes=cluster.source(), changes=cluster.changes)  # type: ignore[arg-type]
     plan = Plan(GroupKey("PodGroup", NS, "g"), ((member("g-0"), "n1"),), frozenset(), volumes=(provisioned("a"),))
-    result, _ = await binder.commit(plan, [])
+    result, _ = await commit(binder, plan, [])
     await helper
     assert result.ok and [c[:3] for c in cluster.calls] == [("patch", "persistentvolumeclaims", "a"),
                                                             ("bind", "pods", "g-0")]
@@ -339,7 +362,7 @@ async def test_the_transaction_binds_every_member_once_its_claims_are_bound() ->
 async def test_a_binder_without_a_claim_watch_refuses_a_plan_with_claims() -> None:
     cluster = FakeCluster([pvc("a", namespace=NS)])
     plan = Plan(GroupKey("PodGroup", NS, "g"), ((member("g-0"), "n1"),), frozenset(), volumes=(provisioned("a"),))
-    result, _ = await Binder(cluster).commit(plan, [])  # type: ignore[arg-type]
+    result, _ = await commit(Binder(cluster), plan, [])  # type: ignore[arg-type]
     assert result.failure is not None and "no PersistentVolumeClaim watch" in result.failure.message
     assert cluster.calls == []
 
