@@ -349,7 +349,7 @@ class KubeClient:
                 timeout=timeout if isinstance(timeout, aiohttp.ClientTimeout) else _total(timeout),
                 proxy=cfg.proxy or self._env_proxy, proxy_headers=cfg.proxy_headers or None,
                 server_hostname=cfg.tls_server_name or None)
-        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:  # ValueError: a header aiohttp refuses
             raise ApiError(0, type(exc).__name__, str(exc)) from exc
         if resp.status >= 300:
             text = await resp.text()

@@ -1,6 +1,6 @@
-"""The writes' path of :class:`KubeClient` (binds, Events, PATCHes on httpcore's connection pool): the request it
-sends, the kept connections, the TLS set-up and how replies and failures map to :class:`ApiError`, against a raw
-socket server (plain or TLS) that answers exactly the bytes each test gives it."""
+"""The writes of :class:`KubeClient` (binds, Events, PATCHes, on the aiohttp session that also carries reads): the
+request it sends, the kept connections, the TLS set-up and how replies and failures map to :class:`ApiError`, against
+a raw socket server (plain or TLS) that answers exactly the bytes each test gives it."""
 
 from __future__ import annotations
 
@@ -97,17 +97,17 @@ async def test_kube_client_reports_a_refused_connection_as_retryable() -> None:
     assert caught.value.status == 0 and caught.value.retryable
 
 
-async def test_kube_client_decodes_a_write_reply_and_keeps_reads_on_aiohttp() -> None:
+async def test_kube_client_decodes_a_write_reply_and_a_read_shares_its_connection() -> None:
     patched = b'{"kind":"PodGroup","metadata":{"name":"g","resourceVersion":"7"}}'
     chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                + f"{len(patched):x}\r\n".encode() + patched + b"\r\n0\r\n\r\n")
     async with RawServer(lambda _: chunked) as server:
         kube = KubeClient.for_host(f"http://127.0.0.1:{server.port}")
         obj = await kube.patch(PODGROUPS, "ns", "g", {"status": {}})
-        await kube.get(PODGROUPS, "ns", "g")  # aiohttp: a connection of its own
+        await kube.get(PODGROUPS, "ns", "g")
         await kube.close()
     assert obj == {"kind": "PodGroup", "metadata": {"name": "g", "resourceVersion": "7"}}
-    assert [r.split(b" ", 1)[0] for r in server.requests] == [b"PATCH", b"GET"] and server.connections == 2
+    assert [r.split(b" ", 1)[0] for r in server.requests] == [b"PATCH", b"GET"] and server.connections == 1
     assert b"Content-Type: application/merge-patch+json" in server.requests[0]
 
 
@@ -209,7 +209,7 @@ async def test_tls_checks_the_server_against_the_ca_and_tls_server_name(
 
 
 def test_writes_run_under_uvloop(certificate: tuple[str, ssl.SSLContext]) -> None:
-    """``run`` starts the scheduler on uvloop: the writes' pool (anyio on asyncio) works there, over TLS."""
+    """``run`` starts the scheduler on uvloop: writes work there, over TLS, on kept connections."""
     ca, server_context = certificate
 
     async def main() -> tuple[int, int]:
