@@ -155,6 +155,7 @@ class Inventory:
     masks, counters, the CEL views) consistent under incremental slice and class changes, and answers the
     allocator's and the DynamicResources plugin's questions from those same tables; splitting the updates
     from the reads would put one invariant (every index agrees with the slices) in two places.
+    """
 
     table: NodeTable
     classes: dict[str, DeviceClass] = field(default_factory=dict)
