@@ -235,6 +235,8 @@ class KubeClient:
     def __init__(self, api: client.ApiClient, qps: float = 50.0, burst: int = 100) -> None:
         self.api = api
         self.limiter = RateLimiter(qps, burst)
+        self.watch_silence_s = WATCH_SILENCE_S
+        """Seconds of silence after which :meth:`watch` takes a stream as dropped (:data:`WATCH_SILENCE_S`)."""
         self._session: aiohttp.ClientSession | None = None
         self._env_proxy = proxy_from_env(api.configuration.host or "")
 
@@ -401,21 +403,22 @@ class KubeClient:
                 return
 
     async def watch(self, res: Resource, resource_version: str, namespace: str | None = None,
-                    timeout_s: int = 300, silence_s: float = WATCH_SILENCE_S) -> AsyncIterator[JSON]:
+                    timeout_s: int = 300, silence_s: float | None = None) -> AsyncIterator[JSON]:
         """Watch events (``{"type", "object"}``) after ``resource_version``, until the stream ends.
 
         The iterator simply ends when the server closes the stream or the connection drops (the
         caller resumes from the last resourceVersion it saw). Bookmarks are asked for
         (``allowWatchBookmarks``) and yielded like any event. The server ends the stream after ``timeout_s``
         (``timeoutSeconds``); the client gives up :data:`WATCH_DEADLINE_MARGIN_S` later if it has not, and
-        as soon as nothing at all — not even a bookmark — arrived for ``silence_s`` seconds: a watch that
-        stays open but silent is taken as dropped. Raises :class:`Gone` for an expired resourceVersion
+        as soon as nothing at all — not even a bookmark — arrived for ``silence_s`` seconds (default
+        :attr:`watch_silence_s`): a watch that stays open but silent is taken as dropped. Raises :class:`Gone` for an expired resourceVersion
         (HTTP 410 or an in-stream ERROR 410), :class:`ApiError` for other failures.
         """
         query = [("watch", "true"), ("resourceVersion", resource_version), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", str(timeout_s))]
         resp = await self._send("GET", res.path(namespace), query, timeout=aiohttp.ClientTimeout(
-            total=timeout_s + WATCH_DEADLINE_MARGIN_S, sock_read=silence_s))
+            total=timeout_s + WATCH_DEADLINE_MARGIN_S,
+            sock_read=self.watch_silence_s if silence_s is None else silence_s))
         try:
             async for line in resp.content:
                 if not line.strip():

@@ -31,12 +31,17 @@ whole. Then, unless ``--no-baseline``, the same API traffic without the schedule
 emulator: the creates alone, then one binding POST + one Event per pod (what the scheduler
 sends per bound pod) — the emulator's floor for this workload.
 
-**Drains** (``--case NAME``, repeatable, or ``--case all``; ``make bench`` runs all four):
+**Drains** (``--case NAME``, repeatable, or ``--case all``; ``make bench`` runs all five):
 nodes, already-bound pods, PodGroups and pending pods are all created first, then ``gang-scheduler run``
 is started and the driver waits for every pending pod to be bound. Cases (:data:`CASES`): ``gangs4``
 1,000 × 4-pod gangs on 500 nodes; ``plain`` 4,000 group-less pods of ours on 500 nodes; ``gangs64``
 200 × 64-pod gangs on 2,000 nodes; ``gangs4-big`` the 4-pod case on 5,000 nodes with 20,000 pods of
-another scheduler already bound (``startup-50k``, not in ``all``: 5,000 nodes and 50,000 pods). Reported per
+another scheduler already bound (``startup-50k``, not in ``all``: 5,000 nodes and 50,000 pods); ``dra``
+500 nodes each publishing a ResourceSlice of 8 GPUs as the NVIDIA DRA driver does, 250 × 4-pod gangs, each
+gang with a ResourceClaimTemplate and each pod one claim generated from it (the driver plays the
+resourceclaim controller: it creates the claim and names it in the pod's ``status.resourceClaimStatuses``;
+:mod:`tests.bench.dra_workload`), checked as well for every claim allocated on its pod's node, reserved for
+the pod, and no device allocated twice. Reported per
 case: ready and start → first bind (seconds after the launch, and the scheduler's CPU by then: start-up),
 pods bound/s after the first bind, the scheduler's **steady-state CPU per pod** (``/proc`` utime+stime from
 the first bind to the last, divided by the pods bound in that window) and its CPU per pod over the whole
@@ -73,11 +78,23 @@ from typing import Any
 import aiohttp
 import uvloop
 
-from scheduler.client.kube import EVENTS, NODES, PODGROUPS, PODS, ApiError, KubeClient, Resource
+from scheduler.client.kube import (
+    DEVICE_CLASSES,
+    EVENTS,
+    NODES,
+    PODGROUPS,
+    PODS,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    ApiError,
+    KubeClient,
+    Resource,
+)
 from scheduler.live.status_writer import event_name, micro_time
 from scheduler.model import Node, Pod
 from scheduler.model.scheduling import INITIALLY_SCHEDULED
-from tests.bench import realistic
+from tests.bench import dra_workload, realistic
 from tests.bench.bench_solver import GPU, GPU_SHARE, RACKS_PER_ZONE, ZONES, machine, node_dicts
 from tests.bench.emulator import SHAPES, Tls, emulator, serve, stop, write_kubeconfig
 from tests.integration.livekit import NS, pod, podgroup
@@ -653,6 +670,9 @@ class Case:
     per_gang: int = 0
     plain: int = 0
     prebound: int = 0
+    dra: bool = False
+    """Every node publishes a ResourceSlice of the NVIDIA driver's 8 GPUs; each gang has a ResourceClaimTemplate
+    and each of its pods (1 cpu) one claim generated from it for one GPU (:mod:`tests.bench.dra_workload`)."""
 
     @property
     def pods(self) -> int:
@@ -666,6 +686,9 @@ class Case:
             parts.append(f"{self.gangs:,} gangs x {self.per_gang} pods")
         if self.plain:
             parts.append(f"{self.plain:,} plain pods (ours, no group)")
+        if self.dra:
+            parts.insert(1, f"one ResourceSlice of {dra_workload.devices_per_slice()} {dra_workload.DRIVER} devices "
+                            "per node; one ResourceClaimTemplate per gang, one generated claim (1 GPU) per pod")
         return ", ".join(parts)
 
 
@@ -675,11 +698,13 @@ CASES = {c.name: c for c in (
     Case("gangs64", nodes=2000, gangs=200, per_gang=64),
     Case("gangs4-big", nodes=5000, gangs=1000, per_gang=4, prebound=20000),
     Case("startup-50k", nodes=5000, gangs=1000, per_gang=4, prebound=46000),
+    Case("dra", nodes=500, gangs=250, per_gang=4, dra=True),
 )}
-"""The four drain workloads (``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load), and
+"""The drain workloads (``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load; ``dra``
+holds 1,000 pods in 4-pod gangs on 500 nodes, each pod with a claim for one GPU), and
 ``startup-50k``: its start-up target's cluster, 5,000 nodes and 50,000 pods (not in ``all``: its setup alone
 takes minutes)."""
-ALL = ("gangs4", "plain", "gangs64", "gangs4-big")
+ALL = ("gangs4", "plain", "gangs64", "gangs4-big", "dra")
 """What ``--case all`` (and ``make bench``) runs."""
 
 
@@ -713,6 +738,9 @@ async def create_case(kube: KubeClient, case: Case, seed: int, concurrency: int,
                                 for i in range(case.prebound)])
     took["bound pods"] = time.monotonic() - t0
     t0 = time.monotonic()
+    if case.dra:
+        took |= await create_dra(kube, case, concurrency, real)
+        return took
     calls: list[Callable[[], Awaitable[Any]]] = []
     for g in range(case.gangs):
         calls.append(functools.partial(kube.create, PODGROUPS, NS, podgroup(gang_name(g), case.per_gang)))
@@ -722,6 +750,58 @@ async def create_case(kube: KubeClient, case: Case, seed: int, concurrency: int,
     await bounded(concurrency, calls)
     took["pending pods"] = time.monotonic() - t0
     return took
+
+
+async def create_dra(kube: KubeClient, case: Case, concurrency: int, real: bool) -> dict[str, float]:
+    """The DRA case's objects after its nodes: the DeviceClass and one slice per node (as the driver publishes
+    them), then per gang its template, PodGroup and pods, and for each pod what the resourceclaim controller
+    does: create its claim from the template, then name it in the pod's ``status.resourceClaimStatuses``."""
+    took: dict[str, float] = {}
+    t0 = time.monotonic()
+    nodes, _ = await list_all(kube, NODES)
+    await kube.create(DEVICE_CLASSES, None, dra_workload.device_class())
+    await bounded(concurrency, [functools.partial(kube.create, RESOURCE_SLICES, None, dra_workload.node_slice(
+        n["metadata"]["name"], n["metadata"]["uid"])) for n in nodes])
+    took["slices"] = time.monotonic() - t0
+    t0 = time.monotonic()
+
+    calls: list[Callable[[], Awaitable[Any]]] = []
+    for g in range(case.gangs):
+        template = dra_workload.claim_template(gang_name(g))
+        calls.append(functools.partial(kube.create, RESOURCE_CLAIM_TEMPLATES, NS, template))
+        calls.append(functools.partial(kube.create, PODGROUPS, NS, podgroup(gang_name(g), case.per_gang)))
+        calls += [functools.partial(dra_workload.create_member, kube, gang_name(g), m, template, real)
+                  for m in range(case.per_gang)]
+    await bounded(concurrency, calls)
+    took["pending pods + claims"] = time.monotonic() - t0
+    return took
+
+
+async def check_dra(kube: KubeClient) -> list[str]:
+    """Every pod's generated claim allocated on the pod's node (the slice's pool is named after its node) and
+    reserved for the pod; no device allocated twice. Returns the violations."""
+    raw_pods, _ = await list_all(kube, PODS, NS)
+    claims, _ = await list_all(kube, RESOURCE_CLAIMS, NS)
+    by_name = {c["metadata"]["name"]: c for c in claims}
+    taken: Counter[tuple[str, str, str]] = Counter()
+    problems: list[str] = []
+    for raw in raw_pods:
+        name, node, uid = raw["metadata"]["name"], raw["spec"].get("nodeName"), raw["metadata"]["uid"]
+        for entry in (raw.get("status") or {}).get("resourceClaimStatuses") or []:
+            claim = by_name.get(entry.get("resourceClaimName") or "")
+            status = (claim or {}).get("status") or {}
+            results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+            if not results:
+                problems.append(f"pod {name}: claim {entry.get('resourceClaimName')} not allocated")
+                continue
+            taken.update((r["driver"], r["pool"], r["device"]) for r in results)
+            if any(r["pool"] != node for r in results):
+                problems.append(f"pod {name} on {node}: claim devices in pools {[r['pool'] for r in results]}")
+            if uid not in {r.get("uid") for r in status.get("reservedFor") or []}:
+                problems.append(f"pod {name}: claim {entry['resourceClaimName']} not reserved for it")
+    twice = [d for d, n in taken.items() if n > 1]
+    problems += [f"device {d} allocated {taken[d]} times" for d in twice[:5]]
+    return problems
 
 
 @dataclass(kw_only=True)
@@ -782,6 +862,8 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                 d.problems.append(not_all_bound(d.bound, case.pods, sched, args.timeout))
             d.sched_hwm = status_mib(sched.pid, "VmHWM")
             d.problems += await check(kube, case.gangs, case.per_gang, case.plain)
+            if case.dra:
+                d.problems += await check_dra(kube)
         finally:
             if spy is not None and (work / f"pyspy-{case.name}.txt").exists():
                 d.profile = pyspy_summary(work / f"pyspy-{case.name}.txt")
@@ -970,7 +1052,7 @@ def main(argv: list[str] | None = None) -> int:
                          "O(requests so far); see BenchApiServer (only practical with --quick)")
     ap.add_argument("--case", action="append", choices=[*CASES, "all"], default=None,
                     help="a drain instead of the burst: everything created first, then the scheduler "
-                         "started (repeatable; 'all' runs the four of the issue, not startup-50k; "
+                         "started (repeatable; 'all' runs every case but startup-50k; "
                          "--nodes/--gangs/--pods-per-gang do not apply)")
     ap.add_argument("--emulator", choices=SHAPES, default="real",
                     help="real (default): HTTPS, objects shaped and sized as a real API server's "
