@@ -136,7 +136,7 @@ class DeviceCache:
         key that changed, or None to check every hold."""
         if not self.held:
             return
-        allocated = {u.device for u in self.allocated_uses()}
+        allocated: set[str] | None = None  # made only for a created claim's hold (every allocated device)
         for token in list(self.held):
             held = self.held[token]
             for key, hold in list(held.items()):
@@ -144,6 +144,8 @@ class DeviceCache:
                     claim = self._claims.get(key)
                     done = (changed is None or changed == key) and (claim is None or claim.is_allocated)
                 else:
+                    if allocated is None:
+                        allocated = {u.device for u in self.allocated_uses()}
                     done = bool(hold.uses) and {u.device for u in hold.uses} <= allocated
                 if not done and hold.pod is not None:
                     owner = pods.get(hold.pod)

@@ -176,22 +176,38 @@ Read = tuple[int, str, object]
 object (``is``: the cache replaces an object on every change, never edits it) or the same bool."""
 
 
+@dataclass(slots=True, eq=False)
+class MemoEntry:
+    """One pod object as :func:`resolve_all` last saw it: whether it is pending, its key, the claim keys it
+    names (``resourceClaimName``), and — once resolved — the reads of its resolution and the result,
+    resolved under :attr:`ClaimMemo.epoch` ``epoch``."""
+
+    pod: Pod
+    pending: bool
+    key: str
+    named: tuple[str, ...]
+    reads: tuple[Read, ...] = ()
+    claims: PodClaims | None = None
+    epoch: int = -1
+
+
 @dataclass(slots=True)
 class ClaimMemo:
     """Claim resolutions kept across snapshots, so a pod's claims are resolved once per change.
 
-    ``pods``: pod key → (the pod object, the reads its resolution made, the result); an entry is reused
-    while the pod object is the same and every read gives the same answer again, which is exactly when
-    :meth:`ClaimIndex.for_pod` would give the same result. ``specs``: claim key → (the spec object,
-    :func:`to_spec` of it or the :class:`ClaimError` it raised). ``served``/``node_resources``: what the
-    extended-resource claims were resolved against (a DeviceClass's ``extendedResourceName`` or the
-    nodes' resources changing drops every pod entry). Owned by the cache, one per
-    :class:`~scheduler.cache.devices.DeviceCache`; not thread-safe."""
+    ``pods``: ``id(pod)`` → its :class:`MemoEntry` (the entry holds the pod, so the id is not reused while
+    it is kept); a resolution is reused while the pod object is the same and every read gives the same
+    answer again (:meth:`ClaimIndex.still_holds`), which is exactly when :meth:`ClaimIndex.for_pod` would
+    give the same result. ``specs``: claim key → (the spec object, :func:`to_spec` of it or the
+    :class:`ClaimError` it raised). ``served``/``node_resources``: what the extended-resource claims were
+    resolved against; when either changes, ``epoch`` moves on and every pod is resolved again. Owned by
+    the cache, one per :class:`~scheduler.cache.devices.DeviceCache`; not thread-safe."""
 
-    pods: dict[str, tuple[Pod, tuple[Read, ...], PodClaims]] = field(default_factory=dict)
+    pods: dict[int, MemoEntry] = field(default_factory=dict)
     specs: dict[str, tuple[ResourceClaimSpec, ClaimSpec | ClaimError]] = field(default_factory=dict)
     served: dict[str, str] | None = None
     node_resources: frozenset[str] | None = None
+    epoch: int = 0
 
 
 @dataclass(slots=True)
@@ -406,7 +422,9 @@ def resolve_all(index: ClaimIndex, pods: Iterable[Pod]) -> Mapping[str, PodClaim
 
     With ``index.memo``, a pod whose object and every read of its last resolution are unchanged
     (:meth:`ClaimIndex.still_holds`) keeps its result, so a snapshot resolves only what changed; the
-    result is the same as without it. Entries of pods no longer pending are dropped."""
+    result is the same as without it."""
+    if index.memo is not None:
+        return _resolve_memoised(index, index.memo, pods)
     pending = [p for p in pods if not p.is_bound and not p.is_terminal]
     counts: dict[str, int] = {}
     for pod in pending:
@@ -415,27 +433,54 @@ def resolve_all(index: ClaimIndex, pods: Iterable[Pod]) -> Mapping[str, PodClaim
                 key = f"{pod.metadata.namespace}/{entry.resource_claim_name}"
                 counts[key] = counts.get(key, 0) + 1
     index.named_by = counts
-    memo = index.memo
-    kept: dict[str, tuple[Pod, tuple[Read, ...], PodClaims]] = {}
-    if memo is not None:
-        served = index.extended_classes()
-        if served != memo.served or index.node_resources != memo.node_resources:
-            memo.pods.clear()  # every pod's extended-resource claim may change
-            memo.served, memo.node_resources = served, index.node_resources
-        if len(memo.specs) > 2 * (len(index.claims) + len(index.synthesized)) + 64:
-            memo.specs = {k: v for k, v in memo.specs.items() if (c := index.claim(k)) is not None and c.spec is v[0]}
     out: dict[str, PodClaims] = {}
     for pod in pending:
-        hit = memo.pods.get(pod.key) if memo is not None else None
-        if hit is not None and hit[0] is pod and index.still_holds(hit[1]):
-            claims = hit[2]
-            kept[pod.key] = hit
-        else:
-            reads: list[Read] = []
-            claims = index._resolve(pod, reads)
-            kept[pod.key] = (pod, tuple(reads), claims)
-        if claims.allocate or claims.shared or claims.pinned or claims.waiting or claims.extended:
+        claims = index.for_pod(pod)
+        if _needs_devices(claims):
             out[pod.key] = claims
-    if memo is not None:
-        memo.pods = kept
+    return out
+
+
+def _needs_devices(claims: PodClaims) -> bool:
+    return bool(claims.allocate or claims.shared or claims.pinned or claims.waiting or claims.extended)
+
+
+def _resolve_memoised(index: ClaimIndex, memo: ClaimMemo, pods: Iterable[Pod]) -> Mapping[str, PodClaims]:
+    """:func:`resolve_all` through ``memo``: what a pod object is (pending, key, named claims) is kept with
+    it, and its resolution while it still holds. Entries of pods not in ``pods`` are dropped."""
+    old = memo.pods
+    kept: dict[int, MemoEntry] = {}
+    rows: list[MemoEntry] = []
+    counts: dict[str, int] = {}
+    for pod in pods:
+        entry = old.get(id(pod))
+        if entry is None or entry.pod is not pod:
+            pending = not pod.is_bound and not pod.is_terminal
+            ns = pod.metadata.namespace
+            named = tuple(f"{ns}/{e.resource_claim_name}" for e in pod.spec.resource_claims
+                          if e.resource_claim_name) if pending else ()
+            entry = MemoEntry(pod, pending, pod.key, named)
+        kept[id(pod)] = entry
+        if entry.pending:
+            rows.append(entry)
+            for key in entry.named:
+                counts[key] = counts.get(key, 0) + 1
+    memo.pods = kept
+    index.named_by = counts
+    served = index.extended_classes()
+    if served != memo.served or index.node_resources != memo.node_resources:
+        memo.epoch += 1  # every pod's extended-resource claim may change
+        memo.served, memo.node_resources = served, index.node_resources
+    if len(memo.specs) > 2 * (len(index.claims) + len(index.synthesized)) + 64:
+        memo.specs = {k: v for k, v in memo.specs.items() if (c := index.claim(k)) is not None and c.spec is v[0]}
+    epoch = memo.epoch
+    out: dict[str, PodClaims] = {}
+    for entry in rows:
+        claims = entry.claims
+        if claims is None or entry.epoch != epoch or not index.still_holds(entry.reads):
+            reads: list[Read] = []
+            claims = entry.claims = index._resolve(entry.pod, reads)
+            entry.reads, entry.epoch = tuple(reads), epoch
+        if _needs_devices(claims):
+            out[entry.key] = claims
     return out
