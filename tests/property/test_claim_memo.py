@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scheduler.dra.claims import ClaimIndex, ClaimMemo, resolve_all
@@ -33,7 +33,7 @@ EXTENDED = ("example.com/gpu", "example.com/nic")
 REQUEST_KINDS = ("plain", "two", "bad-cel", "admin", "zero")
 requests = st.sampled_from(("plain", "plain", "plain", "two", "admin", "admin", "bad-cel", "zero"))
 """Mostly valid requests, so most pods resolve to claims to allocate (and so their reads matter)."""
-rarely = st.sampled_from((False, False, False, True))
+rarely = st.sampled_from((False, False, False, False, False, True))
 
 
 def request(kind: str) -> dict[str, Any]:
@@ -145,6 +145,19 @@ step = st.sampled_from(("pod", "pod", "pod", "pod", "claim", "claim", "claim", "
 """One change; pods and claims change most often, as in a drain."""
 
 
+VALID = {"request": "plain", "allocated": False, "deleting": False}
+SEED: list[tuple[str, str, str, Any]] = [
+    *(("claim", ns, name, VALID) for ns in ("a", "b") for name in CLAIMS),
+    *(("template", ns, name, "plain") for ns in ("a", "b") for name in TEMPLATES),
+    *(("group", ns, name, {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}], "statuses": {"e0": "c1"}})
+      for ns in ("a", "b") for name in GROUPS),
+    ("namespace", "", "a", True),
+    ("class", "", "gpu", ("example.com/gpu", 1)),
+]
+"""Where every sequence starts: claims, templates, PodGroups and a class that resolve, so that the random
+changes after it move pods between every outcome (to allocate, shared, pinned, waiting) and back."""
+
+
 class Live:
     """The cache's live dicts, changed the way watch events change them (a new object per change)."""
 
@@ -193,14 +206,38 @@ def put(objects: dict[str, Any], key: str, obj: Any) -> None:
         objects[key] = obj
 
 
+def by_name(*claims: str) -> dict[str, Any]:
+    return {"entries": [{"name": f"e{i}", "resourceClaimName": c} for i, c in enumerate(claims)], "statuses": {},
+            "group": None, "extended": [], "bound": False}
+
+
+ADMIN = {"request": "admin", "allocated": False, "deleting": False}
+
+
 @SETTINGS
 @given(synthesize=st.booleans(), steps=st.lists(step, min_size=8, max_size=40))
+@example(synthesize=False, steps=[  # a claim named by two pods, then by one: shared, then the pod's own
+    ("pod", "a", "p0", by_name("c0")), ("pod", "a", "p1", by_name("c0")), ("pod", "a", "p1", None)])
+@example(synthesize=False, steps=[  # adminAccess allowed, then not (the namespace's label removed)
+    ("claim", "a", "c0", ADMIN), ("pod", "a", "p0", by_name("c0")), ("namespace", "", "a", False)])
+@example(synthesize=False, steps=[  # a claim in flight, then not
+    ("pod", "a", "p0", by_name("c0")), ("flight", "a", "c0", True), ("flight", "a", "c0", False)])
+@example(synthesize=True, steps=[  # a template-generated claim made from its template, then the template gone
+    ("pod", "a", "p0", {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}], "statuses": {},
+                        "group": None, "extended": [], "bound": False}), ("template", "a", "t0", None)])
+@example(synthesize=False, steps=[  # a PodGroup's claim: its status names another claim
+    ("pod", "a", "p0", {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}], "statuses": {},
+                        "group": "g0", "extended": [], "bound": False}),
+    ("group", "a", "g0", {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}], "statuses": {"e0": "c0"}})])
+@example(synthesize=False, steps=[  # an extended resource served through DRA, then offered by a node
+    ("pod", "a", "p0", {"entries": [], "statuses": {}, "group": None, "extended": ["example.com/gpu"],
+                        "bound": False}), ("node-resources", "", "", ["example.com/gpu"])])
 def test_memoised_resolution_equals_resolving_from_scratch_after_every_change(
         synthesize: bool, steps: list[tuple[str, str, str, Any]]) -> None:
     live = Live()
     memo = ClaimMemo()
     synthesized: dict[str, ResourceClaim] = {}  # kept across snapshots, as the cache keeps it
-    for kind, ns, name, state in steps:
+    for kind, ns, name, state in [*SEED, *steps]:
         live.apply(kind, ns, name, state)
         got = resolve_all(live.index(synthesize, synthesized, memo), list(live.pods.values()))
         # From scratch, with the claims synthesised so far (the same ones the scheduler would reuse).
