@@ -341,7 +341,13 @@ _log_level_option = click.option(
 
 
 def _log_to_stderr(level: str) -> None:
-    """The long-running commands' logging: ``level`` and up, one timestamped line per record, on stderr."""
+    """The long-running commands' logging: ``level`` and up, one timestamped line per record, on stderr.
+
+    The line names no thread, process or source line, so records do not gather them (the Python logging
+    HOWTO's "Optimization": ``logThreads``, ``logProcesses``, ``logMultiprocessing`` off, and no caller
+    lookup, which walks the stack on every record): ``run`` logs a line per scheduling decision."""
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+    logging._srcfile = None  # the HOWTO's documented switch for "no caller information"
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
 

@@ -11,21 +11,22 @@ a plan (its pods count as bound and its devices as taken until the binder's outc
 watch says otherwise), and after the binder has run, *settle* the outcome: forget what was not
 bound and release what was not written. The live driver binds in the background through the API;
 ``simulate`` binds through a recording binder that applies the writes to the cache as the watch
-would; both run the same binding plugins (``scheduler.binding``). So assume, forget and claim
-bookkeeping are one code path.
+would. So assume, forget and claim bookkeeping are one code path.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from scheduler.cache.cluster import AssumeError, ClusterCache
 from scheduler.framework.binding_cycle import BindResult as BindResult
 from scheduler.framework.binding_cycle import Failure as Failure
 from scheduler.framework.interface import PostFilterPlugin
-from scheduler.framework.plan import Decision, Plan, SolverConfig, Unschedulable
+from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.groups.tree import GroupTree, TreeState
@@ -34,6 +35,9 @@ from scheduler.model.scheduling import GroupKey
 from scheduler.solver.plugins import NOMINATED_FIRST, node_affinity, node_unschedulable, taint_toleration
 from scheduler.solver.plugins.nominated_node import nominated
 from scheduler.solver.search import solve
+
+ABOVE_MINIMUM = "{count} pending member(s) above the minimum fit nowhere"
+"""The failure PostFilters get for members a plan leaves out (ours)."""
 
 
 def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
@@ -45,8 +49,11 @@ def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
     (:mod:`~scheduler.solver.plugins.nominated_node`). That plan is taken when it places every pending pod;
     otherwise the ordinary search decides, and the pinned plan is taken only if it places more pods (a
     stale nomination must not leave out a pod that fits elsewhere: kube falls back per pod).
-    ``post_filters`` run, in order, only when the search failed with code UNSCHEDULABLE (capacity was
-    short: removing pods could help); the first that returns a decision wins. Binding and preemption
+    ``post_filters`` run, in order, when the search failed with code UNSCHEDULABLE (capacity was
+    short: removing pods could help); the first that returns a decision wins. They also run when the plan
+    satisfies the root but leaves pending members out (a basic group's overflow, members above
+    ``minCount``): then with an Unschedulable whose ``minimum`` is that plan, and a preemption that places
+    every member replaces the plan (:func:`_above_minimum`). Binding and preemption
     never happen in the same cycle (kube-scheduler's PodGroup cycle, reference §8.2).
     """
     pinned: Plan | None = None
@@ -65,7 +72,31 @@ def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
             decision = plugin.post_filter(tree, snapshot, result, config)
             if decision is not None:
                 return decision
+    if isinstance(result, Plan) and result.unplaced and post_filters:
+        return _above_minimum(tree, snapshot, result, config, post_filters)
     return result
+
+
+def _above_minimum(tree: GroupTree, snapshot: Snapshot, plan: Plan, config: SolverConfig,
+                   post_filters: Sequence[PostFilterPlugin]) -> Decision:
+    """The PostFilters for the pending members ``plan`` leaves out although the minimum fits: one decision for
+    the root (upstream preempts for every pending member of a group, ``podgrouppreemption_test.go``). A
+    Preemption (or a plan that places them all) wins; otherwise ``plan`` stands, each left-out member's reason
+    ending with why preemption did not help — unchanged when no PostFilter found anything to say (no
+    lower-priority pod where they could go: as for a root that does not fit)."""
+    failure = Unschedulable(tree.key, Code.UNSCHEDULABLE, ABOVE_MINIMUM.format(count=len(plan.unplaced)),
+                            minimum=plan)
+    why: str | None = None
+    for plugin in post_filters:
+        decision = plugin.post_filter(tree, snapshot, failure, config)
+        if isinstance(decision, Preemption) or (isinstance(decision, Plan)
+                                                and len(decision.placements) > len(plan.placements)):
+            return decision
+        if isinstance(decision, Unschedulable):
+            why = decision.message.removeprefix(failure.message).removeprefix("; ")
+    if why is None:
+        return plan
+    return dataclasses.replace(plan, unplaced={key: f"{reason}; {why}" for key, reason in plan.unplaced.items()})
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +112,39 @@ class Attempt:
     @property
     def plan(self) -> Plan | None:
         return self.decision if isinstance(self.decision, Plan) else None
+
+
+class DecisionHandler(Protocol):
+    """What a driver does with one root's decision: the three outcomes of :func:`schedule_one`, each with the
+    :class:`Attempt` that came to it. ``run`` binds through the API, preempts through its preemptor and
+    reports through the status writer (``scheduler.live.driver``); ``simulate`` binds through a recording
+    binder and applies preemptions as their evictions would complete (``scheduler.offline.simulate``). The
+    decision itself is made once, by :class:`CycleRunner`, for both (kube-scheduler's
+    ``schedule_one.go``: the scheduling cycle decides, then binding or PostFilter's nomination acts).
+    Handlers must not raise for a decision they cannot act on: they report it."""
+
+    def on_plan(self, attempt: Attempt, plan: Plan) -> None:
+        """``plan`` (assumed in the cache already) is to be bound."""
+        ...
+
+    def on_preemption(self, attempt: Attempt, preemption: Preemption) -> None:
+        """The root waits for ``preemption``'s victims (or, when it is ``waiting``, for an earlier one's)."""
+        ...
+
+    def on_unschedulable(self, attempt: Attempt, failure: Unschedulable) -> None:
+        """The root does not fit and preemption cannot help: report ``failure`` and retry later."""
+        ...
+
+
+def handle(attempt: Attempt, handler: DecisionHandler) -> None:
+    """Hand ``attempt``'s decision to the matching method of ``handler``."""
+    decision = attempt.decision
+    if isinstance(decision, Plan):
+        handler.on_plan(attempt, decision)
+    elif isinstance(decision, Preemption):
+        handler.on_preemption(attempt, decision)
+    else:
+        handler.on_unschedulable(attempt, decision)
 
 
 class CycleRunner:

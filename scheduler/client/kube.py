@@ -10,7 +10,9 @@ with a ``Status`` that the typed method fails to deserialise, kubernetes-client/
 never trusts the environment — the proxy the environment names for the API server is read once
 (:func:`proxy_from_env`) — on a connector sized to the binds in flight (per request,
 ``call_api`` walked every header and body through ``sanitize_for_serialization``, and its session
-read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran).
+read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran). Request bodies
+are encoded by pydantic-core (``to_json``, installed with pydantic); replies are decoded by
+:mod:`scheduler.client.decoding`.
 
 Errors: every non-2xx answer raises :class:`ApiError` (or :class:`NotFound` / :class:`Conflict`);
 ``ApiError.retryable`` is True for 429, 5xx and transport failures, where a retry can help.
@@ -25,6 +27,7 @@ import functools
 import json
 import logging
 import os
+import ssl
 import urllib.request
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -32,10 +35,12 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
+import pydantic_core
 import yaml
 from kubernetes_asyncio import client, config
 
 from scheduler.client import decoding
+from scheduler.client.http1 import WritePool
 from scheduler.errors import ApiError as ApiError
 from scheduler.errors import ClusterConfigError
 from scheduler.errors import Conflict as Conflict
@@ -239,6 +244,8 @@ class KubeClient:
         """Seconds of silence after which :meth:`watch` takes a stream as dropped (:data:`WATCH_SILENCE_S`)."""
         self._session: aiohttp.ClientSession | None = None
         self._env_proxy = proxy_from_env(api.configuration.host or "")
+        self._writes = write_pool(api.configuration, proxied=bool(api.configuration.proxy or self._env_proxy))
+        """The writes' connections (:mod:`scheduler.client.http1`): binds, Events, PATCHes; None behind a proxy."""
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -321,6 +328,8 @@ class KubeClient:
         return cls(api_client(client.Configuration(host=host.rstrip("/")), connections), qps=qps, burst=burst)
 
     async def close(self) -> None:
+        if self._writes is not None:
+            self._writes.pool.close()
         if self._session is not None:
             await self._session.close()
         await self.api.close()
@@ -328,8 +337,8 @@ class KubeClient:
     async def _send(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
                     body: Any = None, content_type: str = "application/json",
                     timeout: float | aiohttp.ClientTimeout = 30.0) -> aiohttp.ClientResponse:
-        """One HTTP request on the event loop: the body serialised with ``json.dumps``, the bearer token from the
-        configuration (its refresh hook runs first: exec plugins, a rotated service-account token), the
+        """One HTTP request on the event loop: the body serialised to JSON bytes (pydantic-core), the bearer token from
+        the configuration (its refresh hook runs first: exec plugins, a rotated service-account token), the
         kubeconfig's ``proxy-url`` (else the environment's proxy, :func:`proxy_from_env`) and ``tls-server-name``
         applied. kubernetes-asyncio's ``call_api`` did the same
         and more per request (every header, parameter and body walked by ``sanitize_for_serialization``)."""
@@ -342,8 +351,8 @@ class KubeClient:
         url = f"{cfg.host}{path}" + ("?" + urlencode(query) if query else "")
         try:
             resp = await self.session.request(
-                method, url, headers=headers, data=None if body is None else json.dumps(body),
-                timeout=timeout if isinstance(timeout, aiohttp.ClientTimeout) else aiohttp.ClientTimeout(total=timeout),
+                method, url, headers=headers, data=None if body is None else pydantic_core.to_json(body),
+                timeout=timeout if isinstance(timeout, aiohttp.ClientTimeout) else _total(timeout),
                 proxy=cfg.proxy or self._env_proxy, proxy_headers=cfg.proxy_headers or None,
                 server_hostname=cfg.tls_server_name or None)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -351,22 +360,51 @@ class KubeClient:
         if resp.status >= 300:
             text = await resp.text()
             resp.release()
-            reason, message = resp.reason or "", text
-            try:
-                status = json.loads(text)
-                reason, message = status.get("reason", reason), status.get("message", text)
-            except ValueError:
-                pass
-            raise _error(resp.status, str(reason), str(message))
+            raise _failure(resp.status, resp.reason or "", text)
         return resp
+
+    async def _write(self, writes: Writes, method: str, path: str, query: list[tuple[str, str]] | None,
+                     body: Any, content_type: str, timeout_s: float = 30.0) -> bytes:
+        """:meth:`_send` for a write (POST, PUT, PATCH, DELETE: its reply is one object or a ``Status``) on
+        :attr:`_writes`: the same headers and token, written as one buffer on a kept HTTP/1.1 connection. Returns
+        the reply's body. Raises :class:`ApiError` (0 for a transport failure or a timeout)."""
+        api = self.api
+        headers = {**api.default_headers, "Accept": "application/json", "Content-Type": content_type}
+        if api.cookie:
+            headers["Cookie"] = api.cookie
+        query = list(query or [])
+        await api.update_params_for_auth(headers, query, ["BearerToken"])
+        data = b"" if body is None else pydantic_core.to_json(body)
+        target = writes.prefix + path + ("?" + urlencode(query) if query else "")
+        head = "".join([f"{method} {target} HTTP/1.1\r\nHost: {writes.authority}\r\nContent-Length: {len(data)}\r\n",
+                        *(f"{name}: {value}\r\n" for name, value in headers.items()), "\r\n"])
+        if any("\r" in str(v) or "\n" in str(v) for v in headers.values()):  # one would end the header early
+            raise ApiError(0, "InvalidHeader", f"a header of {method} {path} holds a line break")
+        try:
+            status, reason, reply = await writes.pool.send(head.encode("latin-1") + data, timeout_s)
+        except (TimeoutError, OSError, UnicodeEncodeError) as exc:
+            raise ApiError(0, type(exc).__name__, str(exc)) from exc
+        if status >= 300:
+            raise _failure(status, reason, reply.decode(errors="replace"))
+        return reply
 
     async def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
                       body: Any = None, content_type: str = "application/json", lane: Lane = Lane.NORMAL,
                       reply: bool = True) -> JSON:
         """One rate-limited request in ``lane``; returns the decoded JSON body. Raises :class:`ApiError`.
         ``reply=False``: the caller does not read the answer (a bind's ``Status``, a created Event): it is read
-        to the end, so the connection is kept, but not decoded, and ``{}`` is returned."""
+        to the end, so the connection is kept, but not decoded, and ``{}`` is returned. Writes go on
+        :attr:`_writes` (unless behind a proxy), reads on aiohttp."""
         await self.limiter.acquire(lane)
+        if method != "GET" and self._writes is not None:
+            raw = await self._write(self._writes, method, path, query, body, content_type)
+            if not reply:
+                return {}
+            try:
+                data = decoding.loads(raw) if raw.strip() else None
+            except ValueError as exc:
+                raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
+            return data if isinstance(data, dict) else {}
         resp = await self._send(method, path, query, body, content_type)
         try:
             if not reply:
@@ -411,8 +449,8 @@ class KubeClient:
         (``allowWatchBookmarks``) and yielded like any event. The server ends the stream after ``timeout_s``
         (``timeoutSeconds``); the client gives up :data:`WATCH_DEADLINE_MARGIN_S` later if it has not, and
         as soon as nothing at all — not even a bookmark — arrived for ``silence_s`` seconds (default
-        :attr:`watch_silence_s`): a watch that stays open but silent is taken as dropped. Raises :class:`Gone` for an expired resourceVersion
-        (HTTP 410 or an in-stream ERROR 410), :class:`ApiError` for other failures.
+        :attr:`watch_silence_s`): a watch that stays open but silent is taken as dropped. Raises :class:`Gone` for an
+        expired resourceVersion (HTTP 410 or an in-stream ERROR 410), :class:`ApiError` for other failures.
         """
         query = [("watch", "true"), ("resourceVersion", resource_version), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", str(timeout_s))]
@@ -504,6 +542,57 @@ def api_client(cfg: client.Configuration, connections: int) -> client.ApiClient:
     api = client.ApiClient(cfg)
     api.user_agent = USER_AGENT  # a caller may set its own (``api.user_agent``): every request sends it
     return api
+
+
+@functools.cache
+def _total(seconds: float) -> aiohttp.ClientTimeout:
+    """A request timeout of ``seconds`` in all, made once per value (a request's timeout is read, never changed)."""
+    return aiohttp.ClientTimeout(total=seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class Writes:
+    """Where :meth:`KubeClient._write` sends: the pool, the ``Host`` header (``authority``) and the path prefix of the
+    configured host (``https://proxy.example/k8s/clusters/c1`` serves the API under ``/k8s/clusters/c1``)."""
+
+    pool: WritePool
+    authority: str
+    prefix: str
+
+
+def write_pool(cfg: client.Configuration, *, proxied: bool) -> Writes | None:
+    """The writes' connections to ``cfg.host`` (:class:`~scheduler.client.http1.WritePool`), as many as
+    the configuration's ``connection_pool_maxsize``, with the TLS kubernetes-asyncio's ``RESTClientObject`` sets up
+    (its CA, client certificate, ``verify_ssl``, ``disable_strict_ssl_verification``) and ``tls_server_name``.
+    None when requests go through a proxy or the host is not an http(s) URL: then everything goes through aiohttp."""
+    parts = urlsplit(cfg.host or "")
+    if proxied or parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    context: ssl.SSLContext | None = None
+    if parts.scheme == "https":
+        context = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+        if cfg.cert_file:
+            context.load_cert_chain(cfg.cert_file, keyfile=cfg.key_file)
+        if not cfg.verify_ssl:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if getattr(cfg, "disable_strict_ssl_verification", False):
+            context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    pool = WritePool(parts.hostname, parts.port or (443 if context is not None else 80), ssl_context=context,
+                     server_hostname=cfg.tls_server_name or None, limit=int(cfg.connection_pool_maxsize or 1))
+    return Writes(pool, parts.netloc.rpartition("@")[2], parts.path.rstrip("/"))
+
+
+def _failure(status: int, reason: str, text: str) -> ApiError:
+    """The error of a non-2xx reply: its ``Status``'s reason and message when the body is one, else the body."""
+    message = text
+    try:
+        found = json.loads(text)
+        if isinstance(found, dict):
+            reason, message = found.get("reason", reason), found.get("message", text)
+    except ValueError:
+        pass
+    return _error(status, str(reason), str(message))
 
 
 def _error(status: int, reason: str, message: str) -> ApiError:

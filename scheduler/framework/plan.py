@@ -147,6 +147,10 @@ class Unschedulable:
     wakes the root only on cluster events that one of them says may help (queueing hints)."""
     selector_errors: tuple[str, ...] = ()
     """CEL selector errors this solve met (DRA), for the reports; each solve has its own."""
+    minimum: Plan | None = None
+    """Set when the root's minimum *does* fit — this plan — but pending members above it fit nowhere: the
+    failure is theirs, and preemption, if it helps, must place every pending member (upstream preempts for
+    every pending member of a group, ``podgrouppreemption_test.go``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,8 +34,11 @@ from scheduler.framework.pod_terms import HostPort, PodTerms, Selector, host_por
 from scheduler.model.pod import Pod
 
 OVERLAY_MAX = 256
-"""Overlay entries a view carries before it is folded into a fresh index of its own (O(pods) once):
-queries walk the overlay, so it stays small; preemption's what-ifs remove far fewer pods."""
+"""Entries *added or changed* in an overlay before the view is folded into a fresh index of its own
+(O(pods) once): queries walk the overlay's entries, so it stays small. Removals cost a query only a
+lookup, so a view may carry more of them — up to half the index (:meth:`IndexView.branched`): a
+preemption what-if removes every candidate of its window (hundreds of pods) and must not rebuild the
+index of the whole cluster each time."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -188,11 +191,13 @@ class IndexView:
 
     def branched(self, changes: Mapping[str, PodEntry | None]) -> IndexView:
         """The view after ``changes`` as an overlay; the shared index is untouched (this view stays valid).
-        Folded into a fresh index once the overlay exceeds :data:`OVERLAY_MAX`."""
+        Folded into a fresh index once the overlay adds more than :data:`OVERLAY_MAX` entries, or removes more
+        than half the index."""
         if not changes:
             return self
         overlay = {**self.overlay, **changes}
-        if len(overlay) > OVERLAY_MAX:
+        added = sum(1 for e in overlay.values() if e is not None)
+        if added > OVERLAY_MAX or len(overlay) - added > max(OVERLAY_MAX, len(self.index.pods) // 2):
             base = {k: e for k, e in self.index.pods.items() if k not in overlay}
             base.update({k: e for k, e in overlay.items() if e is not None})
             return IndexView.build(base.values())

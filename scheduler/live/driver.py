@@ -41,10 +41,10 @@ from scheduler.client.discovery import GroupApis, discover_group_apis, watched_r
 from scheduler.client.kube import ApiError, KubeClient
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.config import Settings, own_namespace
-from scheduler.cycle import Attempt, CycleRunner
+from scheduler.cycle import Attempt, CycleRunner, handle
 from scheduler.framework.binding_cycle import BindingCycle, BindOutcome, BindResult, Failure
 from scheduler.framework.events import ClusterEvent
-from scheduler.framework.plan import Plan, Preemption
+from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.intent import parse_intent
 from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.live.binder import Binder
@@ -130,6 +130,8 @@ class Scheduler:
         self._resync = True
         """Route every tree again on the next refresh (a new term as leader starts from the cache)."""
         self.cycles = 0
+        self._started = 0.0
+        """perf_counter() when the decision being handled began (its cycle's start)."""
         # -- metrics (scheduler.live.metrics): recorded here, the solver stays pure ----------
         self.metrics = Metrics(settings.scheduler_name)
         self.metrics.track_leader(lambda: self.leading)
@@ -337,33 +339,38 @@ class Scheduler:
 
     # -- one decision ---------------------------------------------------------------
     def _decided(self, attempt: Attempt, started: float) -> None:
-        """Act on one decision: bind a plan in the background, or report and back off."""
-        loop = asyncio.get_running_loop()
-        tree, result = attempt.tree, attempt.decision
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        self.metrics.solved(tree, result, elapsed_ms / 1000)
-        self.unhonoured.warn(tree)
-        if isinstance(result, Plan):
-            nodes = sorted({n for _, n in result.placements})
-            log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
-                     len(result.placements), ",".join(nodes), result.attempts, elapsed_ms)
-            plan = result
-            cycle = self.binder.start(BindingCycle(
-                plan, attempt.token, attempt.snapshot, recorded=self._intent_of,
-                precheck=lambda pod, node: self.cycle.target_problem(plan, pod, node)))
-            self.reporter.scheduled(tree.key)
-            self._binding.add(tree.key)
-            self.reservations.placed(tree)
-            self.spawn(self.bind(attempt, started, cycle), f"bind/{tree.key}")
-            return
-        delay = self.queue.backoff(tree, loop.time(), result.rejectors)
-        if isinstance(result, Preemption):
-            self._preempting(tree, result, elapsed_ms, delay)
-            return
+        """Act on one decision (the live :class:`~scheduler.cycle.DecisionHandler`: :meth:`on_plan`,
+        :meth:`on_preemption`, :meth:`on_unschedulable`): bind a plan in the background, or report and back off."""
+        self._started = started
+        self.metrics.solved(attempt.tree, attempt.decision, time.perf_counter() - started)
+        self.unhonoured.warn(attempt.tree)
+        handle(attempt, self)
+
+    def on_plan(self, attempt: Attempt, plan: Plan) -> None:
+        tree, started = attempt.tree, self._started
+        nodes = sorted({n for _, n in plan.placements})
+        log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
+                 len(plan.placements), ",".join(nodes), plan.attempts, (time.perf_counter() - started) * 1000)
+        cycle = self.binder.start(BindingCycle(
+            plan, attempt.token, attempt.snapshot, recorded=self._intent_of,
+            precheck=lambda pod, node: self.cycle.target_problem(plan, pod, node)))
+        self.reporter.scheduled(tree.key)
+        self._binding.add(tree.key)
+        self.reservations.placed(tree)
+        self.spawn(self.bind(attempt, started, cycle), f"bind/{tree.key}")
+
+    def on_preemption(self, attempt: Attempt, preemption: Preemption) -> None:
+        delay = self.queue.backoff(attempt.tree, asyncio.get_running_loop().time(), preemption.rejectors)
+        self._preempting(attempt.tree, preemption, (time.perf_counter() - self._started) * 1000, delay)
+
+    def on_unschedulable(self, attempt: Attempt, failure: Unschedulable) -> None:
+        tree, now = attempt.tree, asyncio.get_running_loop().time()
+        delay = self.queue.backoff(tree, now, failure.rejectors)
         log.info("root=%s result=Unschedulable code=%s attempts=%d duration_ms=%.1f backoff_s=%.0f reason=%r",
-                 tree.key, result.code.value, result.attempts, elapsed_ms, delay, result.message)
-        self.reporter.unschedulable(tree, result)
-        self.reservations.unschedulable(attempt, loop.time())
+                 tree.key, failure.code.value, failure.attempts, (time.perf_counter() - self._started) * 1000, delay,
+                 failure.message)
+        self.reporter.unschedulable(tree, failure)
+        self.reservations.unschedulable(attempt, now)
 
     # -- preemption; acting is scheduler.live.preemptor's, reservations scheduler.live.reservations' ----
     def _preempting(self, tree: GroupTree, result: Preemption, elapsed_ms: float, delay: float) -> None:

@@ -66,9 +66,12 @@ class UnhonouredFields:
         def check(raw: Mapping[str, Any]) -> Mapping[str, Any]:
             spec = raw.get("spec")
             if not pods or (isinstance(spec, dict) and spec.get("schedulerName") == ours):
-                found = unknown_fields(raw, shape)
                 meta = raw.get("metadata") or {}
                 uid = str(meta.get("uid") or f"{res.kind}/{meta.get('namespace')}/{meta.get('name')}")
+                if pods and isinstance(spec, dict) and spec.get("nodeName"):  # bound: warnings are for pending pods
+                    self._unknown.pop(uid, None)
+                    return raw if decode is None else decode(raw)
+                found = unknown_fields(raw, shape)
                 if found:
                     self._unknown[uid] = "; ".join(map(str, found))
                     if len(self._unknown) > MAX_WARNED_PODS:

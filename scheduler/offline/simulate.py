@@ -39,7 +39,7 @@ from pathlib import Path
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
-from scheduler.cycle import Attempt, CycleRunner
+from scheduler.cycle import Attempt, CycleRunner, handle
 from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.binding_cycle import BindingCycle
 from scheduler.framework.plan import (
@@ -245,57 +245,16 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     forest = cache.forest()
     queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
     cycle = CycleRunner(cache, config, (DefaultPreemption(CacheGroupView(cache)),) if preemption else ())
-    binder = RecordingBinder(cache)
-    decided: dict[GroupKey, Plan | Unschedulable] = {}
-    order: list[GroupTree] = []
-    selector_errors: set[str] = set()
-    preempted: dict[GroupKey, str] = {}
+    decisions = OfflineDecisions(sim, cache, cycle, queue)
     try:
         while len(queue):
-            key = queue.pop()
-            attempt = cycle.attempt(key)
-            rounds = 0
-            while attempt is not None and isinstance(attempt.decision, Preemption) and rounds < MAX_PREEMPTION_ROUNDS:
-                if attempt.decision.waiting:
-                    break
-                _evict(cache, attempt.decision, sim, preempted)
-                rounds += 1
-                attempt = cycle.attempt(key)
-            if attempt is None:
-                continue
-            decision: Plan | Unschedulable
-            if isinstance(attempt.decision, Preemption):  # still waiting, or rounds used up: report why
-                decision = _as_failure(attempt.decision)
-                attempt = dataclasses.replace(attempt, decision=decision)
-            else:
-                decision = attempt.decision
-            selector_errors.update(decision.selector_errors)
-            if attempt.plan is not None:
-                users = _claim_users(attempt)
-                plan = attempt.plan
-                binding = BindingCycle(plan, attempt.token, attempt.snapshot,
-                                       precheck=functools.partial(cycle.target_problem, plan))
-                result, made = binder.commit(binding)
-                if binding.waiting:
-                    sim.waiting[attempt.tree.key] = tuple(binding.waiting)
-                cycle.settle(attempt, result)
-                if result.failure is not None:  # the binding cycle refused what the search chose: say so
-                    decision = Unschedulable(attempt.tree.key, Code.ERROR, f"binding failed: {result.failure.message}")
-                    decided[attempt.tree.key] = decision
-                    order.append(attempt.tree)
-                    sim.results.append((attempt.tree, decision))
-                    continue
-                sim.allocations.extend(AllocationOutcome(attempt.tree.key, a, tuple(users.get(a.claim, ())),
-                                                         a.synthetic or a.claim in made)
-                                       for a in attempt.plan.allocations)
-                claims = cache.volume_claims
-                sim.volumes.extend(VolumeOutcome(attempt.tree.key, b, claims[b.claim].spec.volume_name)
-                                   for b in attempt.plan.volumes if b.claim in claims)
-            decided[attempt.tree.key] = decision
-            order.append(attempt.tree)
-            sim.results.append((attempt.tree, decision))
+            attempt = cycle.attempt(queue.pop())
+            if attempt is not None:
+                handle(attempt, decisions)
     finally:
-        binder.close()
+        decisions.binder.close()
+    decided, order, preempted = decisions.decided, decisions.order, decisions.preempted
+    selector_errors = decisions.selector_errors
     sim.snapshot = cache.snapshot()
     sim.synthesized_volume_claims = frozenset(cache.storage.synthesized)
     if objects.has_dra:
@@ -346,6 +305,68 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     sim.unhonoured_groups = [(g, Unhonoured(path, why)) for g in objects.coscheduling
                              for path, why in unhonoured_fields(g)]
     return sim
+
+
+class OfflineDecisions:
+    """``simulate``'s :class:`~scheduler.cycle.DecisionHandler`: a plan is bound at once through the
+    :class:`RecordingBinder`; a preemption is applied as the watch would show it once its evictions completed
+    (:func:`_evict`) and the root goes back to the queue — ahead of every other root, as it was popped first and
+    its order has not changed — so its next attempt finds the room, as the live scheduler's next cycle does;
+    a waiting preemption, or one past :data:`MAX_PREEMPTION_ROUNDS` for the root, is reported as the root's
+    failure. Collects what the report needs: ``decided`` per root, the trees in decision ``order``,
+    ``preempted`` (victim PodGroup → what took its pods) and the CEL ``selector_errors`` met."""
+
+    def __init__(self, sim: Simulation, cache: ClusterCache, cycle: CycleRunner, queue: GroupQueue) -> None:
+        self.sim = sim
+        self.cache = cache
+        self.cycle = cycle
+        self.queue = queue
+        self.binder = RecordingBinder(cache)
+        self.decided: dict[GroupKey, Plan | Unschedulable] = {}
+        self.order: list[GroupTree] = []
+        self.selector_errors: set[str] = set()
+        self.preempted: dict[GroupKey, str] = {}
+        self.rounds: Counter[GroupKey] = Counter()
+
+    def on_plan(self, attempt: Attempt, plan: Plan) -> None:
+        users = _claim_users(attempt)
+        binding = BindingCycle(plan, attempt.token, attempt.snapshot,
+                               precheck=functools.partial(self.cycle.target_problem, plan))
+        result, made = self.binder.commit(binding)
+        if binding.waiting:
+            self.sim.waiting[attempt.tree.key] = tuple(binding.waiting)
+        self.cycle.settle(attempt, result)
+        if result.failure is not None:  # the binding cycle refused what the search chose: say so
+            failure = Unschedulable(attempt.tree.key, Code.ERROR, f"binding failed: {result.failure.message}")
+            self._record(dataclasses.replace(attempt, decision=failure), failure)
+            return
+        self.sim.allocations.extend(AllocationOutcome(attempt.tree.key, a, tuple(users.get(a.claim, ())),
+                                                      a.synthetic or a.claim in made) for a in plan.allocations)
+        claims = self.cache.volume_claims
+        self.sim.volumes.extend(VolumeOutcome(attempt.tree.key, b, claims[b.claim].spec.volume_name)
+                                for b in plan.volumes if b.claim in claims)
+        self._record(attempt, plan)
+
+    def on_preemption(self, attempt: Attempt, preemption: Preemption) -> None:
+        key = attempt.tree.key
+        if preemption.waiting or self.rounds[key] >= MAX_PREEMPTION_ROUNDS:  # report why it stays pending
+            failure = _as_failure(preemption)
+            self._record(dataclasses.replace(attempt, decision=failure), failure)
+            return
+        _evict(self.cache, preemption, self.sim, self.preempted)
+        self.rounds[key] += 1
+        tree = self.cache.tree(key)
+        if tree is not None and tree.state is TreeState.READY:
+            self.queue.push(tree)
+
+    def on_unschedulable(self, attempt: Attempt, failure: Unschedulable) -> None:
+        self._record(attempt, failure)
+
+    def _record(self, attempt: Attempt, decision: Plan | Unschedulable) -> None:
+        self.selector_errors.update(decision.selector_errors)
+        self.decided[attempt.tree.key] = decision
+        self.order.append(attempt.tree)
+        self.sim.results.append((attempt.tree, decision))
 
 
 def _evict(cache: ClusterCache, decision: Preemption, sim: Simulation, preempted: dict[GroupKey, str]) -> None:

@@ -14,7 +14,18 @@ Runs once for a root that the search rejected with code UNSCHEDULABLE, for the w
    and the root's reason stays as the search wrote it (kube appends "No preemption victims found for
    incoming preemptor"; we leave the message of a cluster without lower-priority pods unchanged).
    Otherwise :func:`~scheduler.preemption.selection.select`; if the tree does not fit even with every
-   candidate gone, nothing is evicted and the message says so.
+   candidate gone, nothing is evicted and the message says so. Candidates are read from a window of
+   nodes, lowest-priority nodes first, that grows until its victims make the tree fit
+   (:func:`~scheduler.preemption.units.windows`): one decision costs O(window nodes × victims on them),
+   not O(cluster); "not helpful" is only concluded with every usable node read.
+
+**Members above the minimum.** The cycle also calls the plugin when the root's plan satisfies it but leaves
+pending members out (``result.minimum`` is that plan): the same steps, one decision for the root, but a
+what-if counts as a fit only when it places *every* pending member — so the victims are the fewest that
+let all of them in (upstream preempts for every pending member of a group,
+``test/integration/scheduler/preemption/podgrouppreemption_test.go``), or nothing is evicted and the plan
+stands. Likewise a root whose minimum needs victims gets, when victims can make room for every member, the
+victims for all of them in the same decision (not one preemption for the minimum and another after it).
 
 Outcomes are values: a :class:`~scheduler.framework.plan.Preemption`, or the root's
 :class:`~scheduler.framework.plan.Unschedulable` with the PostFilter's message appended (kube puts
@@ -34,7 +45,7 @@ from scheduler.groups.tree import GroupTree
 from scheduler.model.pod import NEVER, Pod
 from scheduler.preemption.group_view import GroupView
 from scheduler.preemption.selection import Selection, select
-from scheduler.preemption.units import NodeEntries, candidates, usable_rows
+from scheduler.preemption.units import NodeEntries, NodeFloors, Unit, candidates, usable_rows, windows
 from scheduler.solver.plugins import DEFAULT_PROFILE, Profile
 
 NAME = "DefaultPreemption"
@@ -83,6 +94,8 @@ class DefaultPreemption:
         self.profile = profile
         self.nodes = NodeEntries()
         """Running pods per node and group, memoised across calls while each node's NodeInfo is the same."""
+        self.floors = NodeFloors(self.nodes)
+        """The lowest priority running on each node, memoised the same way (which nodes to read first)."""
 
     def post_filter(self, tree: GroupTree, snapshot: Snapshot, result: Unschedulable,
                     config: SolverConfig) -> Decision | None:
@@ -98,11 +111,14 @@ class DefaultPreemption:
         nominated = tuple((p, node) for p in _pending(tree) if (node := p.status.nominated_node_name))
         if self.view.awaiting(tree.key) or self._victims_terminating(tree, snapshot, nominated):
             return Outcome.WAITING, Preemption(tree.key, (), nominated, None, result, prefix + ONGOING)
-        rows = usable_rows(snapshot, tree, self.profile.static_check)
-        units = candidates(snapshot, tree, self.view, rows, nodes=self.nodes)
+        every = sum(1 for _ in _pending(tree))
+        units, chosen = self._choose(tree, snapshot, config, inclusive=False,
+                                     want=every if result.minimum is not None else 0)
+        if chosen is not None and len(chosen.plan.placements) < every:  # room for all members, if victims allow
+            _, fuller = self._choose(tree, snapshot, config, inclusive=False, want=every)
+            chosen = fuller or chosen
         if not units:
             return Outcome.NO_VICTIMS, None
-        chosen = select(tree, snapshot, units, self.view.budgets(), config, self.profile, rows)
         if chosen is None:
             pods = sum(len(u.pods) for u in units)
             return Outcome.NOT_HELPFUL, _appended(result, f"{prefix}{NOT_HELPFUL} (no fit even with all {pods} "
@@ -115,10 +131,29 @@ class DefaultPreemption:
         """The best plan of a starving root (the starvation guard's reservation): where it would go once the
         fewest running pods of priority *at most* its own — equal ones included, they are what keeps taking
         the room — have finished, chosen like victims but evicting nothing. None when no such plan exists."""
-        rows = usable_rows(snapshot, tree, self.profile.static_check)
-        units = candidates(snapshot, tree, self.view, rows, inclusive=True, nodes=self.nodes)
-        chosen = select(tree, snapshot, units, self.view.budgets(), config, self.profile, rows) if units else None
+        _, chosen = self._choose(tree, snapshot, config, inclusive=True)
         return None if chosen is None else chosen.plan
+
+    def _choose(self, tree: GroupTree, snapshot: Snapshot, config: SolverConfig, *,
+                inclusive: bool, want: int = 0) -> tuple[list[Unit], Selection | None]:
+        """Victims for ``tree``, looked for on growing windows of nodes (:func:`~scheduler.preemption.units.windows`,
+        lowest-priority nodes first) until a window's candidates make the tree fit. Returns the candidate units of
+        the last window read (empty: no victim anywhere) and the selection (None: no fit even with all of them
+        gone — the last window is then every usable node)."""
+        rows = usable_rows(snapshot, tree, self.profile.static_check)
+        limit = tree.priority + 1 if inclusive else tree.priority
+        floors = self.floors.floors(snapshot, self.view)
+        pending = sum(len(leaf.pending) for leaf in tree.root.leaves())
+        units: list[Unit] = []
+        budgets = self.view.budgets()
+        for window in windows(floors, rows, limit, pending):
+            units = candidates(snapshot, tree, self.view, window, inclusive=inclusive, nodes=self.nodes)
+            if not units:
+                continue
+            chosen = select(tree, snapshot, units, budgets, config, self.profile, rows, want)
+            if chosen is not None:
+                return units, chosen
+        return units, None
 
     def policy(self, tree: GroupTree) -> str | None:
         """The root's ``preemptionPolicy``: the root group's (or its class's); for a lone pod, or a group that

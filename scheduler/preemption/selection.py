@@ -17,8 +17,10 @@ Upstream's single-pass-then-reprieve (kube-scheduler ``podgrouppreemption.go``, 
    * a unit with no pod on a node of the current plan is put back unchecked when every Filter is
      node-local (:func:`~scheduler.solver.search.node_local`): its pods cannot affect the plan;
    * otherwise the current plan is re-checked on its nodes (:func:`~scheduler.solver.search.placements_hold`,
-     upstream's Filter-based reprieve); if it no longer holds, the whole tree is solved again (the
-     simple correct check), and a new plan, if found, replaces it.
+     upstream's Filter-based reprieve; with node-local Filters only its placements on the unit's nodes,
+     the only ones the unit's pods can break); if it no longer holds, the whole tree is solved again (the
+     simple correct check), and a new plan, if found, replaces it. A unit without which the room on the
+     tree's usable nodes falls short of its minimum need stays a victim without a solve.
 
    So no victim can be put back while the tree still fits (each unit was tried with every unit
    before it already back, and later units only take room away), given a solver for which more free
@@ -104,7 +106,9 @@ class WhatIf:
         by_row = np.argsort(self._row, kind="stable")
         self._by_row = by_row
         self._row_start = np.searchsorted(self._row[by_row], np.arange(len(base.infos) + 1))
-        self._count = np.fromiter((len(info.pods) for info in base.infos), dtype=np.int64, count=len(base.infos))
+        self._count = np.zeros(len(base.infos), dtype=np.int64)  # pods per node, read on the candidates' nodes only
+        for row in np.unique(self._row).tolist():
+            self._count[row] = len(base.infos[row].pods)
         self._memo: dict[int, tuple[frozenset[str], IntArray, NodeInfo]] = {}
         self._vectors: dict[int, IntArray] = {}
 
@@ -175,14 +179,15 @@ class PreemptionCost:
 
 
 def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: Sequence[PodDisruptionBudget],
-           config: SolverConfig, profile: Profile = DEFAULT_PROFILE, usable: BoolArray | None = None
-           ) -> Selection | None:
+           config: SolverConfig, profile: Profile = DEFAULT_PROFILE, usable: BoolArray | None = None,
+           want: int = 0) -> Selection | None:
     """Choose the victims among ``units`` for ``tree`` on ``snapshot`` (see the module docstring).
 
     ``units``: the candidate units (``units.candidates``); ``budgets``: the PodDisruptionBudgets;
     ``usable``: the nodes the tree's pods could use at all (None: every node), for the quick capacity
-    bound that spares a solve when the room cannot suffice. Returns the :class:`Selection`, or None when
-    the tree does not fit even with every candidate gone.
+    bound that spares a solve when the room cannot suffice. ``want``: pods a plan must place to count as a fit
+    (beyond satisfying the tree: every pending member, when preempting for members above the minimum).
+    Returns the :class:`Selection`, or None when the tree does not fit even with every candidate gone.
     """
     ordered = sorted(units, key=importance)
     counts = violations(ordered, budgets)
@@ -195,13 +200,13 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
     gone = whatif.gone
     bound = _RoomBound(tree, snapshot, minimum_need(tree, snapshot, config, profile), usable)
 
-    def attempt() -> tuple[Snapshot, Plan | None]:
-        snap = whatif.snapshot()
+    def attempt(built: Snapshot | None = None) -> tuple[Snapshot, Plan | None]:
+        snap = built if built is not None else whatif.snapshot()
         if not bound.may_fit(snap):
             return snap, None
         steered = dataclasses.replace(profile, scorers=(*profile.scorers, PreemptionCost(whatif.cost(position))))
         result = solve(tree, snap, config, steered)
-        return snap, result if isinstance(result, Plan) else None
+        return snap, result if isinstance(result, Plan) and len(result.placements) >= want else None
 
     def keep_least(count: int) -> None:
         gone[:] = False
@@ -238,10 +243,14 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
             reprieved += 1
             continue
         snap = whatif.snapshot()
-        if bound.may_fit(snap) and placements_hold(tree, snap, plan, config, profile):
+        if not bound.may_fit(snap):
+            gone[i] = True  # too little room without it: it stays a victim
+            continue
+        if placements_hold(tree, snap, _on_rows(plan, index, ordered[i].rows) if local else plan, config, profile):
+            # the plan places the same pods still, so it still places ``want``
             reprieved += 1
             continue
-        _, alternative = attempt()
+        _, alternative = attempt(snap)
         if alternative is not None:
             plan = alternative
             plan_rows = {index[node] for _, node in plan.placements}
@@ -252,6 +261,13 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
     victims = tuple(ordered[i] for i in chosen)  # ordered is most important first
     pdb = sum(counts[i] for i in chosen)
     return Selection(victims, plan, reprieved, pdb)
+
+
+def _on_rows(plan: Plan, index: dict[str, int], rows: Sequence[int]) -> Plan:
+    """``plan`` cut down to its placements on ``rows``: with node-local Filters only those can be broken by
+    pods put back on ``rows``, so only those need checking again."""
+    wanted = set(rows)
+    return dataclasses.replace(plan, placements=tuple((p, n) for p, n in plan.placements if index[n] in wanted))
 
 
 class _RoomBound:
@@ -267,11 +283,13 @@ class _RoomBound:
                 self.held[entry.row] += entry.request
         self.cols = np.flatnonzero(need > 0)
         self.need = need[self.cols]
-        self.rows = usable if usable is not None else np.ones(len(snapshot.table), dtype=bool)
+        self.rows = np.flatnonzero(usable) if usable is not None else np.arange(len(snapshot.table))
+        rows, cols = np.ix_(self.rows, self.cols)
+        self._room = snapshot.table.allocatable[rows, cols] - self.held[rows, cols]
+        self._ix = (rows, cols)
 
     def may_fit(self, snap: Snapshot) -> bool:
         if not self.cols.size:
             return True
-        free = snap.table.allocatable[self.rows][:, self.cols] - snap.used[self.rows][:, self.cols]
-        free -= self.held[self.rows][:, self.cols]
+        free = self._room - snap.used[self._ix]
         return bool(np.all(np.maximum(free, 0).sum(axis=0) >= self.need))

@@ -6,7 +6,9 @@ the group needs placed (per gang leaf ``minCount ×`` its smallest request; per 
 smallest children), and the domain's room is the free capacity of its :meth:`DomainPruning.usable` nodes (those
 passing the static filters for some member). A domain whose room is below the need in some resource is pruned
 (a necessary condition, so no plan is lost); the rest are tried tightest-first (``pack``) or emptiest-first
-(``spread``). Bound members pin their domain. When every domain is pruned, the closest is still tried alone on
+(``spread``), equal fits the busier first for ``pack`` and the idler first for ``spread`` (the share of the
+domain's capacity already allocated: kube-scheduler ranks by allocation against capacity), then by name.
+Bound members pin their domain. When every domain is pruned, the closest is still tried alone on
 the search's second pass, so the reason comes from real per-node verdicts (:mod:`scheduler.solver.diagnosis`).
 
 Pure: reads the cycle state; changes only its own memo, :attr:`DomainPruning.pruned` and the failure record.
@@ -142,7 +144,12 @@ class DomainPruning:
         kept = [int(d) for d in present if not short[d]]
         if kept:
             reverse = self.config.scoring == "pack"
-            kept.sort(key=lambda d: (-ratios[d] if reverse else ratios[d], doms.values[d]))
+            busy = np.zeros(len(doms.values))  # share of capacity allocated: ties go to the busier (pack) or idler
+            if cols.size and len(kept) > 1:
+                capacity = room_per_domain(len(doms.values), ids, counted, cols, self.table.allocatable)
+                busy = ((capacity - have) / np.maximum(capacity, 1)).sum(axis=1)
+            kept.sort(key=lambda d: (-ratios[d], -busy[d], doms.values[d]) if reverse
+                      else (ratios[d], busy[d], doms.values[d]))
             return [(Domain(key, doms.values[d], len(present)), mask & (ids == d)) for d in kept]
         if not self.explain:
             self.failures.record(group, 0, f"{describe(group)}: no {key} domain has room for its minimum on the nodes "

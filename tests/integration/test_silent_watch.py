@@ -8,7 +8,6 @@ from scheduler.client.kube import KubeClient
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import bound_at_least, create_gang, create_node, running, until
 
-
 SILENCE_S = 2.0
 """The silence the test's client tolerates (a cluster's is a bookmark interval plus a margin: 90 s)."""
 

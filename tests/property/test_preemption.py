@@ -3,7 +3,10 @@
 1. Victims are always of strictly lower priority than the preemptor (a grouped pod at its group's),
    and never of its own tree.
 2. A ``disruptionMode: all`` unit is evicted whole or not at all.
-3. The victim set is minimal: putting back any one victim unit leaves the tree unplaceable.
+3. The victim set is minimal: putting back any one victim unit leaves the tree unplaceable — or, when the
+   victims make room for every pending member, leaves some member out. A root whose plan places every
+   pending member without victims never preempts; one whose plan leaves members above its minimum out
+   preempts only for a plan that places them all, else keeps (at least) its plan.
 4. No preemption when it cannot help: with every candidate gone the tree must fit, and it does fit
    once the victims are gone — decided as the next cycle decides it, with the preemptor's pods
    nominated and no second preemption (the search alone is heuristic and may miss the plan
@@ -20,7 +23,7 @@ from hypothesis import strategies as st
 
 from scheduler.cache.group_view import CacheGroupView
 from scheduler.cycle import schedule_one
-from scheduler.framework import Plan, Preemption, SolverConfig
+from scheduler.framework import Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.model import Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption.units import candidates, usable_rows
@@ -86,8 +89,15 @@ def test_victims_are_lower_priority_whole_units_minimal_and_helpful(case: Case) 
     units = candidates(snapshot, tree, view, usable_rows(snapshot, tree, DEFAULT_PROFILE.static_check))
     everything_gone = snapshot.without([p for u in units for p in u.pods])
     fits_when_all_gone = isinstance(solve(tree, everything_gone), Plan)
-    if isinstance(solve(tree, snapshot), Plan):
+    pending = sum(len(leaf.pending) for leaf in tree.root.leaves())
+    found = solve(tree, snapshot)
+    if isinstance(found, Plan) and len(found.placements) == pending:
         assert not isinstance(decision, Preemption)
+        return
+    if isinstance(found, Plan) and isinstance(decision, Preemption):  # for the members above the minimum
+        assert decision.plan is not None and len(decision.plan.placements) == pending
+    if isinstance(found, Plan) and not isinstance(decision, Preemption):
+        assert isinstance(decision, Plan) and len(decision.placements) >= len(found.placements)
         return
     if isinstance(decision, Plan):  # the what-ifs found a fit the (heuristic) search missed: bound, nothing evicted
         assert placements_hold(tree, snapshot, decision)
@@ -113,10 +123,16 @@ def test_victims_are_lower_priority_whole_units_minimal_and_helpful(case: Case) 
     assert isinstance(schedule_one(next_tree, next_cache.snapshot(), SolverConfig()), Plan)
     chosen = [u for u in units if u.pods[0].key in victims]
     assert sum(len(u.pods) for u in chosen) == len(victims)
-    for unit in chosen:  # minimal: no victim unit can be put back while the tree still fits
+    assert decision.plan is not None
+    every = len(decision.plan.placements) == pending  # then the victims are the fewest that place every member
+
+    def fits(result: Plan | Unschedulable) -> bool:
+        return isinstance(result, Plan) and (not every or len(result.placements) == pending)
+
+    for unit in chosen:  # minimal: no victim unit can be put back while the tree (every member) still fits
         kept = {p.key for p in unit.pods}
         rest = [p for p in decision.victims if p.key not in kept]
-        assert not isinstance(solve(tree, snapshot.without(rest)), Plan), f"{unit.key} could be reprieved"
+        assert not fits(solve(tree, snapshot.without(rest))), f"{unit.key} could be reprieved"
 
 
 def nominate(pod: Pod, node: str | None) -> Pod:

@@ -108,3 +108,70 @@ def test_text_report_lists_the_victims_under_the_preemptor_by_group(tmp_path: Pa
     assert lines[head + 1].startswith("         placed 6 pod(s) on ")
     assert lines[head + 2] == "         preempted 6 pod(s) to make room:"
     assert lines[head + 3].startswith("           pods without a group in research: finetune-06-l4s7z on dgx-11, ")
+
+
+ABOVE_MINIMUM = """
+apiVersion: v1
+kind: Node
+metadata: {{name: n0}}
+status: {{allocatable: {{cpu: "4", memory: 8Gi, pods: "110"}}}}
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {{name: blockers, namespace: ml}}
+spec: {{schedulingPolicy: {{basic: {{}}}}, priority: 10}}
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {{name: high, namespace: ml}}
+spec: {{schedulingPolicy: {policy}, priority: 100}}
+{blockers}{members}"""
+MEMBER = """---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {group}-{i}, namespace: ml}}
+spec:
+  schedulerName: gang-scheduler
+  schedulingGroup: {{podGroupName: {group}}}
+  containers: [{{name: c, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+"""
+RUNNING_ON_N0 = """  nodeName: n0
+status: {phase: Running, startTime: "2026-01-01T00:00:00Z"}
+"""
+
+
+def above_minimum(policy: str, blockers: int, blocker_cpu: str, members: int, member_cpu: str) -> str:
+    running = "".join(MEMBER.format(group="blockers", i=i, cpu=blocker_cpu) + RUNNING_ON_N0 for i in range(blockers))
+    return ABOVE_MINIMUM.format(policy=policy, blockers=running,
+                                members="".join(MEMBER.format(group="high", i=i, cpu=member_cpu)
+                                                for i in range(members)))
+
+
+@pytest.mark.parametrize(("policy", "blockers", "blocker_cpu", "members", "member_cpu"), [
+    ("{basic: {}}", 1, "4", 3, "1"),            # a basic group of three on a node one priority-10 pod fills
+    ("{gang: {minCount: 3}}", 4, "1", 4, "1"),  # a gang of four, minCount 3, four priority-10 blockers
+], ids=["basic-group-of-three", "gang-of-four-min-count-three"])
+def test_members_above_the_minimum_preempt_too_and_every_member_is_placed(
+        tmp_path: Path, policy: str, blockers: int, blocker_cpu: str, members: int, member_cpu: str) -> None:
+    """Kubernetes' PodGroup preemption tests (``podgrouppreemption_test.go``, v1.36) preempt for every pending
+    member: the blockers of lower priority go — all of them that stand in the way, in one preemption for the
+    root — and every member is placed, not only the minimum."""
+    doc = simulate_json(tmp_path, above_minimum(policy, blockers, blocker_cpu, members, member_cpu))
+    assert len(doc["preemptions"]) == 1
+    victims = sorted(v["name"] for v in doc["preemptions"][0]["victims"])
+    assert victims == [f"blockers-{i}" for i in range(blockers)]
+    assert group(doc, "high")["status"] == "Scheduled"
+    assert group(doc, "high")["placements"] == {f"high-{i}": "n0" for i in range(members)}
+
+
+def test_members_above_the_minimum_evict_nothing_in_vain_and_say_why(tmp_path: Path) -> None:
+    """A gang of three 2-cpu members (minCount 1) on a 4-cpu node holding one 1-cpu pod of priority 10: the
+    minimum fits; all three would not fit even with the blocker gone, so nothing is evicted, one member is
+    placed, and the two left out say that preemption would not help."""
+    doc = simulate_json(tmp_path, above_minimum("{gang: {minCount: 1}}", 1, "1", 3, "2"))
+    assert doc["preemptions"] == []
+    assert len(group(doc, "high")["placements"]) == 1
+    left = [p for p in doc["pods"] if p["name"].startswith("high-") and p.get("node") is None]
+    assert len(left) == 2
+    assert all(p["reason"].endswith("Preemption is not helpful for scheduling (no fit even with all 1 "
+                                    "lower-priority pod(s) evicted)") for p in left), left

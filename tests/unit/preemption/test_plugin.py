@@ -309,3 +309,30 @@ def test_a_reservation_is_the_best_plan_once_equal_or_lower_pods_finish_and_evic
     assert plan is not None and [(p.metadata.name, n) for p, n in plan.placements] == [("big-0", "n1")]
     _, decision = c.decide("big")
     assert isinstance(decision, Unschedulable)  # equal priority: no preemption for the same root
+
+
+def test_on_a_large_cluster_the_lowest_priority_nodes_are_read_first_and_the_window_grows_when_short() -> None:
+    """Forty full nodes, more than the first window holds: the lone pods of priority 1 on the last ten nodes go
+    before the priority-5 pods elsewhere (the window is ordered by each node's lowest priority, not by name);
+    a root that needs more room than the first window frees still gets it (the window grows)."""
+    c = Cluster(nodes=nodes(40, cpu="2"))
+    c.pods += [running(f"p{i}-{k}", f"n{i}", priority=1 if i >= 30 else 5) for i in range(40) for k in range(2)]
+    add_gang(c, "high", 2, cpu="2")
+    decision = preemption(c)
+    assert {p.spec.node_name for p in decision.victims} <= {f"n{i}" for i in range(30, 40)}
+    assert len(decision.victims) == 4
+    big = Cluster(nodes=c.nodes, pods=[p for p in c.pods if not p.metadata.name.startswith("high")])
+    add_gang(big, "high", 25, cpu="2")  # 25 nodes: all ten of priority 1 and fifteen of priority 5
+    decision = preemption(big)
+    assert len(decision.victims) == 50
+    assert sum(1 for p in decision.victims if p.spec.priority == 1) == 20
+
+
+def test_not_helpful_is_concluded_only_with_every_node_read() -> None:
+    """A 41-node gang on forty nodes: every window falls short, and the message counts every candidate."""
+    c = Cluster(nodes=nodes(40, cpu="1"))
+    c.pods += [running(f"p{i}", f"n{i}", priority=1) for i in range(40)]
+    add_gang(c, "high", 41)
+    _, decision = c.decide("high")
+    assert isinstance(decision, Unschedulable)
+    assert f"{NOT_HELPFUL} (no fit even with all 40 lower-priority pod(s) evicted)" in decision.message

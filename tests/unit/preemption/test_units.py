@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from scheduler.cache.group_view import CacheGroupView
 from scheduler.framework import Plan
 from scheduler.model.scheduling import GroupKey
-from scheduler.preemption.units import RANK_ALL, RANK_MEMBER, RANK_POD, Unit, candidates, importance, usable_rows
+from scheduler.preemption.units import (
+    MIN_CANDIDATE_NODES,
+    RANK_ALL,
+    RANK_MEMBER,
+    RANK_POD,
+    WINDOW_GROWTH,
+    NodeFloors,
+    Unit,
+    candidates,
+    importance,
+    usable_rows,
+    windows,
+)
 from scheduler.solver.plugins import DEFAULT_PROFILE
 from tests.unit.groups.builders import NS
 from tests.unit.preemption.kit import Cluster, group, names, nodes, pending, running
@@ -100,3 +114,19 @@ def test_an_all_unit_leaves_out_its_members_still_being_bound() -> None:
     snapshot = cache.snapshot()
     found = candidates(snapshot, high, CacheGroupView(cache), usable_rows(snapshot, high, DEFAULT_PROFILE.static_check))
     assert [names(u.pods) for u in found] == [["whole-0"]]
+
+
+def test_windows_grow_from_the_lowest_floors_to_every_usable_node() -> None:
+    """Rounds of :func:`windows`: the lowest floors first (ties in row order), each round larger, the last every
+    usable node; nodes without a pod below the limit come in only with the last."""
+    floors = np.array([5, 1, NodeFloors.NO_FLOOR, 1, 9] * 40, dtype=np.int64)  # 200 nodes, 119 usable below 9
+    rows = np.ones(200, dtype=bool)
+    rows[0] = False
+    rounds = list(windows(floors, rows, limit=9, pending=3))
+    assert [int(w.sum()) for w in rounds] == [MIN_CANDIDATE_NODES, MIN_CANDIDATE_NODES * WINDOW_GROWTH, 199]
+    first = np.flatnonzero(rounds[0])
+    assert first.tolist() == np.flatnonzero(floors == 1)[:MIN_CANDIDATE_NODES].tolist()
+    second = np.flatnonzero(rounds[1])
+    assert rows[second].all() and (floors[second] < 9).all() and set(first) <= set(second)
+    assert (rounds[-1] == rows).all()
+    assert [int(w.sum()) for w in windows(floors, rows, limit=9, pending=200)] == [199]

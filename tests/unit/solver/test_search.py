@@ -127,6 +127,20 @@ def test_bound_members_pin_the_domain() -> None:
     assert nodes_used(plan) == Counter({"a1": 1})
 
 
+@pytest.mark.parametrize("busy_first", [True, False], ids=["busy-rack-named-last", "busy-rack-named-first"])
+def test_pack_breaks_a_tie_of_equal_free_room_toward_the_busier_rack(busy_first: bool) -> None:
+    """Two racks with the same free room (4 cpu) for a 2-pod gang: one idle 4-cpu node, one 8-cpu node half
+    used by a running pod. Both would be left with the same share of their room, so ``pack`` goes to the busy
+    rack (kube ranks by allocation against capacity) whatever the racks are called; ``spread`` to the idle."""
+    busy, idle = ("r-a", "r-b") if busy_first else ("r-b", "r-a")
+    nodes = [node("idle", cpu="4", labels={RACK: idle}), node("busy", cpu="8", labels={RACK: busy})]
+    running = pod("other", namespace=NS, cpu="4", node_name="busy", phase="Running")
+    pods = [*gang_pods("g", 2, cpu="1"), running]
+    assert nodes_used(solve_one(nodes, pods, [pg("g", 2, topology=RACK)])) == Counter({"busy": 2})
+    spread = solve_one(nodes, pods, [pg("g", 2, topology=RACK)], config=SolverConfig(scoring="spread"))
+    assert set(nodes_used(spread)) == {"idle"}
+
+
 def test_pack_keeps_accelerator_nodes_whole_for_cpu_pods() -> None:
     nodes = [node("cpu", cpu="8"), node("gpu", cpu="64", gpu=8)]
     plan = solve_one(nodes, gang_pods("g", 2, cpu="1"), [pg("g", 2)])
