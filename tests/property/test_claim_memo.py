@@ -75,13 +75,20 @@ def make_template(ns: str, name: str, kind: str) -> ResourceClaimTemplate:
         "spec": {"devices": {"requests": [request(kind)]}}}})
 
 
-entry = st.one_of(
+entry: st.SearchStrategy[dict[str, str]] = st.one_of(
     st.builds(lambda e, c: {"name": e, "resourceClaimName": c}, st.sampled_from(("e0", "e1")), st.sampled_from(CLAIMS)),
     st.builds(lambda e, t: {"name": e, "resourceClaimTemplateName": t}, st.sampled_from(("e0", "e1")),
               st.sampled_from(TEMPLATES)),
 )
+
+
+def entry_name(e: dict[str, str]) -> str:
+    return e["name"]
+
+
+entries = st.lists(entry, max_size=2, unique_by=entry_name)
 pod_state = st.fixed_dictionaries({
-    "entries": st.lists(entry, max_size=2, unique_by=lambda e: e["name"]),
+    "entries": entries,
     "statuses": st.dictionaries(st.sampled_from(("e0", "e1")), st.sampled_from(CLAIMS), max_size=2),
     "group": st.sampled_from((None, *GROUPS)),
     "extended": st.lists(st.sampled_from((*EXTENDED, "example.com/other")), max_size=2, unique=True),
@@ -101,7 +108,7 @@ def make_pod(ns: str, name: str, state: dict[str, Any]) -> Pod:
 
 
 group_state = st.fixed_dictionaries({
-    "entries": st.lists(entry, max_size=2, unique_by=lambda e: e["name"]),
+    "entries": entries,
     "statuses": st.dictionaries(st.sampled_from(("e0", "e1")), st.sampled_from(CLAIMS), max_size=2),
 })
 
