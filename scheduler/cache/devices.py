@@ -141,8 +141,10 @@ class DeviceCache:
             held = self.held[token]
             for key, hold in list(held.items()):
                 if hold.existed:
-                    claim = self._claims.get(key)
-                    done = (changed is None or changed == key) and (claim is None or claim.is_allocated)
+                    done = changed is None or changed == key
+                    if done:
+                        claim = self._claims.get(key)
+                        done = claim is None or claim.is_allocated
                 else:
                     if allocated is None:
                         allocated = {u.device for u in self.allocated_uses()}
