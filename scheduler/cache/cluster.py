@@ -716,8 +716,11 @@ class Relist:
         events: list[ClusterEvent] = []
         for raw in raws:
             meta, old = raw.get("metadata") if isinstance(raw, Mapping) else None, None
-            if isinstance(meta, Mapping):
-                key = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+            name, namespace = (meta.get("name"), meta.get("namespace")) if isinstance(meta, Mapping) else (None, None)
+            if isinstance(meta, Mapping) and isinstance(name, str) and isinstance(namespace, (str, type(None))):
+                # a name of another type is the parser's to refuse: never format it (a deeply nested one
+                # would exhaust the stack in str())
+                key = f"{namespace}/{name}" if namespace else name
                 old = current.get(key)
                 rv = meta.get("resourceVersion")
                 if old is not None and rv and rv == old.metadata.resource_version:

@@ -149,7 +149,13 @@ MatchKey = tuple[str, tuple[str, ...]]
 
 @dataclass(eq=False)
 class Inventory:
-    """Devices, reach, counters and allocations; see the module docstring."""
+    """Devices, reach, counters and allocations; see the module docstring.
+
+    Longer than our ~300-line rule, on purpose: it keeps the device tables (devices, their reach as node
+    masks, counters, the CEL views) consistent under incremental slice and class changes, and answers the
+    allocator's and the DynamicResources plugin's questions from those same tables; splitting the updates
+    from the reads would put one invariant (every index agrees with the slices) in two places.
+    """
 
     table: NodeTable
     classes: dict[str, DeviceClass] = field(default_factory=dict)

@@ -152,6 +152,12 @@ class _Condition(NamedTuple):
 class StatusWriter:
     """Writes group conditions, pod conditions and pod Events; never raises on API errors.
 
+    Longer than our ~300-line rule, on purpose: every status the scheduler writes goes through here, so that
+    one place holds the rules the API server enforces on them (``metav1.Condition``'s required fields, the
+    status subresource, a victim's ``DisruptionTarget``, scheduler-plugins' status) and the flood control of
+    failure reports. The Events themselves are :class:`~scheduler.live.event_recorder.EventRecorder`'s, and
+    the queue of pod reports is :class:`~scheduler.live.reporter.Reporter`'s.
+
     ``kube``: the API seam. ``scheduler_name``: our ``spec.schedulerName``, sent as the Events'
     ``reportingController`` (kube-scheduler reports its profile name the same way).
     ``instance``: this replica's identity (e.g. the pod name), the Events' ``reportingInstance``,

@@ -42,8 +42,12 @@ def cluster() -> list[dict[str, Any]]:
     return objects
 
 
-def simulated(tmp_path: Path, objects: list[dict[str, Any]]) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """``simulate``'s victims per preempting root (sorted names) and the placements of the pending pods."""
+@pytest.fixture
+def simulated(tmp_path: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """``simulate``'s victims per preempting root (sorted names) and the placements of the pending pods, on
+    :func:`cluster`. A synchronous fixture: ``simulate`` runs its binding cycle on an event loop of its own, as
+    the CLI calls it, outside the test's loop."""
+    objects = cluster()
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
     settings = Settings()
@@ -61,9 +65,9 @@ async def create(kube: KubeClient, objects: list[dict[str, Any]]) -> None:
 
 @pytest.mark.looptime
 async def test_simulate_and_run_evict_the_same_victims_and_place_the_same_way(
-        tmp_path: Path, k8s: ApiServer, kube: KubeClient) -> None:
+        simulated: tuple[dict[str, list[str]], dict[str, str]], k8s: ApiServer, kube: KubeClient) -> None:
     objects = cluster()
-    victims, placed = simulated(tmp_path, objects)
+    victims, placed = simulated
     assert victims == {"high": ["low-b-0", "low-b-1"], "basic": ["low-a"]}  # the decisions compared below
     assert placed == {"high-0": "n1", "high-1": "n1", "basic-0": "n0", "basic-1": "n0", "basic-2": "n0"}
     await create(kube, objects)
