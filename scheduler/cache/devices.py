@@ -20,7 +20,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from scheduler.dra.claims import ClaimIndex
+from scheduler.dra.claims import ClaimIndex, ClaimMemo
 from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import Inventory
 from scheduler.framework.node_table import NodeTable
@@ -69,6 +69,9 @@ class DeviceCache:
         self.excluded: set[str] = set()
         """Devices whose binding conditions failed or timed out: no plan gets them until their pool's slices
         change (the driver publishes them again)."""
+        self.memo = ClaimMemo()
+        """Each pending pod's resolved claims and each claim's converted spec, kept until what they were
+        resolved from changes (:func:`~scheduler.dra.claims.resolve_all`)."""
         self._idle: tuple[NodeTable, int, DraView] | None = None
         """The view of a cluster where nothing asks for devices, per node table and inventory generation."""
 
@@ -133,14 +136,18 @@ class DeviceCache:
         key that changed, or None to check every hold."""
         if not self.held:
             return
-        allocated = {u.device for u in self.allocated_uses()}
+        allocated: set[str] | None = None  # made only for a created claim's hold (every allocated device)
         for token in list(self.held):
             held = self.held[token]
             for key, hold in list(held.items()):
                 if hold.existed:
-                    claim = self._claims.get(key)
-                    done = (changed is None or changed == key) and (claim is None or claim.is_allocated)
+                    done = changed is None or changed == key
+                    if done:
+                        claim = self._claims.get(key)
+                        done = claim is None or claim.is_allocated
                 else:
+                    if allocated is None:
+                        allocated = {u.device for u in self.allocated_uses()}
                     done = bool(hold.uses) and {u.device for u in hold.uses} <= allocated
                 if not done and hold.pod is not None:
                     owner = pods.get(hold.pod)
@@ -177,7 +184,7 @@ class DeviceCache:
         """Claims, templates, classes and PodGroups for claim resolution, over the cache's live dicts."""
         return ClaimIndex(self._claims, self._templates, classes, self._podgroups,  # type: ignore[arg-type]
                           self.synthesize, frozenset(table.resources), self.synthesized, self.in_flight(),
-                          namespaces=self._namespaces)
+                          namespaces=self._namespaces, memo=self.memo)
 
     def view(self, table: NodeTable, classes: Mapping[str, DeviceClass], pending: Iterable[Pod]) -> DraView:
         """The solver's DRA input for the ``pending`` pods that may need devices: the inventory with every

@@ -166,6 +166,50 @@ class PodClaims:
     """Extended resources served through DRA (left out of the node resource fit)."""
 
 
+_CLAIM, _SYNTH, _TEMPLATE, _GROUP, _FLIGHT, _SHARED, _NAMESPACE = range(7)
+"""What a resolution read (:attr:`ClaimMemo.pods`): a claim (API object or made from its template), a
+synthesised claim alone, a template, a PodGroup, whether a claim is in flight, whether it is shared by
+name, a namespace."""
+
+Read = tuple[int, str, object]
+"""``(kind, key, value)``: one read of a resolution; it still holds while the same lookup gives the same
+object (``is``: the cache replaces an object on every change, never edits it) or the same bool."""
+
+
+@dataclass(slots=True, eq=False)
+class MemoEntry:
+    """One pod object as :func:`resolve_all` last saw it: whether it is pending, its key, the claim keys it
+    names (``resourceClaimName``), and — once resolved — the reads of its resolution and the result,
+    resolved under :attr:`ClaimMemo.epoch` ``epoch``."""
+
+    pod: Pod
+    pending: bool
+    key: str
+    named: tuple[str, ...]
+    reads: tuple[Read, ...] = ()
+    claims: PodClaims | None = None
+    epoch: int = -1
+
+
+@dataclass(slots=True)
+class ClaimMemo:
+    """Claim resolutions kept across snapshots, so a pod's claims are resolved once per change.
+
+    ``pods``: ``id(pod)`` → its :class:`MemoEntry` (the entry holds the pod, so the id is not reused while
+    it is kept); a resolution is reused while the pod object is the same and every read gives the same
+    answer again (:meth:`ClaimIndex.still_holds`), which is exactly when :meth:`ClaimIndex.for_pod` would
+    give the same result. ``specs``: claim key → (the spec object, :func:`to_spec` of it or the
+    :class:`ClaimError` it raised). ``served``/``node_resources``: what the extended-resource claims were
+    resolved against; when either changes, ``epoch`` moves on and every pod is resolved again. Owned by
+    the cache, one per :class:`~scheduler.cache.devices.DeviceCache`; not thread-safe."""
+
+    pods: dict[int, MemoEntry] = field(default_factory=dict)
+    specs: dict[str, tuple[ResourceClaimSpec, ClaimSpec | ClaimError]] = field(default_factory=dict)
+    served: dict[str, str] | None = None
+    node_resources: frozenset[str] | None = None
+    epoch: int = 0
+
+
 @dataclass(slots=True)
 class ClaimIndex:
     """Claims, templates, classes and PodGroups by key (``ns/name``; classes by name); resolves pods with
@@ -186,6 +230,10 @@ class ClaimIndex:
     """Claim key → how many pending pods name it (``resourceClaimName``); set by :func:`resolve_all`."""
     namespaces: Mapping[str, Namespace] = field(default_factory=dict)
     """Namespaces by name: their labels say where ``adminAccess`` is allowed."""
+    memo: ClaimMemo | None = None
+    """Resolutions and converted specs kept across snapshots (:func:`resolve_all` reuses them); None: none."""
+    served: dict[str, str] | None = None
+    """:meth:`extended_classes`, once computed for this index (the classes do not change under it)."""
 
     @classmethod
     def build(cls, claims: Iterable[ResourceClaim], templates: Iterable[ResourceClaimTemplate],
@@ -201,7 +249,13 @@ class ClaimIndex:
         return self.claims.get(key) or self.synthesized.get(key)
 
     def extended_classes(self) -> dict[str, str]:
-        """Extended resource name → DeviceClass serving it (the newest class wins, then the first name)."""
+        """Extended resource name → DeviceClass serving it (the newest class wins, then the first name);
+        computed once per index."""
+        if self.served is None:
+            self.served = self._extended_classes()
+        return self.served
+
+    def _extended_classes(self) -> dict[str, str]:
         out: dict[str, tuple[object, str]] = {}
         for name in sorted(self.classes):
             klass = self.classes[name]
@@ -214,8 +268,16 @@ class ClaimIndex:
 
     def for_pod(self, pod: Pod) -> PodClaims:
         """Resolve a pod's claims (see the module docstring); never raises."""
+        return self._resolve(pod, [])
+
+    def _resolve(self, pod: Pod, reads: list[Read]) -> PodClaims:
+        """:meth:`for_pod`, appending to ``reads`` every lookup the result depends on (see :data:`Read`)."""
         ns = pod.metadata.namespace
-        group = self.podgroups.get(f"{ns}/{pod.group_name}") if pod.group_name else None
+        group = None
+        if pod.group_name:
+            group_key = f"{ns}/{pod.group_name}"
+            group = self.podgroups.get(group_key)
+            reads.append((_GROUP, group_key, group))
         group_entries = {(e.name, e.resource_claim_name, e.resource_claim_template_name): e
                          for e in (group.spec.resource_claims if group else ())}
         group_names = {s.name: s.resource_claim_name for s in (group.status.resource_claim_statuses if group else ())}
@@ -232,10 +294,13 @@ class ClaimIndex:
                 name = group_names.get(entry.name)
             else:
                 name = pod_names.get(entry.name)
-            claim = self.claim(f"{ns}/{name}") if name else None
+            claim = None
+            if name:
+                claim = self.claim(f"{ns}/{name}")
+                reads.append((_CLAIM, f"{ns}/{name}", claim))
             if claim is None and entry.resource_claim_template_name and self.synthesize:
                 owner = pod.group_name if is_group and pod.group_name else pod.metadata.name
-                claim = self._synthesize(ns, owner, entry.name, entry.resource_claim_template_name)
+                claim = self._synthesize(ns, owner, entry.name, entry.resource_claim_template_name, reads)
             if claim is None:
                 what = (f"PodGroup {ns}/{pod.group_name} claim {entry.name!r}" if is_group
                         else f"claim {entry.name!r}")
@@ -247,40 +312,87 @@ class ClaimIndex:
             if claim.is_allocated:
                 pinned.append(claim.key)
                 continue
-            if claim.key in self.in_flight:
+            in_flight = claim.key in self.in_flight
+            reads.append((_FLIGHT, claim.key, in_flight))
+            if in_flight:
                 return PodClaims(waiting=f"ResourceClaim {claim.key} is being allocated for another group; "
                                          "waiting for its allocation to be written")
-            try:
-                spec = to_spec(claim.spec)
-            except ClaimError as exc:
-                return PodClaims(waiting=f"ResourceClaim {claim.key} is invalid: {exc}")
-            if any(sub.admin for r in spec.requests for sub in r.options) and not admin_allowed(
-                    self.namespaces.get(ns)):
-                return PodClaims(waiting=f"ResourceClaim {claim.key} is invalid: {ADMIN_ACCESS_FORBIDDEN}")
+            spec_or_error = self._to_spec(claim)
+            if isinstance(spec_or_error, ClaimError):
+                return PodClaims(waiting=f"ResourceClaim {claim.key} is invalid: {spec_or_error}")
+            spec = spec_or_error
+            if any(sub.admin for r in spec.requests for sub in r.options):
+                namespace = self.namespaces.get(ns)
+                reads.append((_NAMESPACE, ns, namespace))
+                if not admin_allowed(namespace):
+                    return PodClaims(waiting=f"ResourceClaim {claim.key} is invalid: {ADMIN_ACCESS_FORBIDDEN}")
             needed = NeededClaim(claim.key, entry.name, spec)
-            by_name = bool(entry.resource_claim_name) and self.named_by.get(claim.key, 0) > 1
+            by_name = False
+            if entry.resource_claim_name:
+                by_name = self.named_by.get(claim.key, 0) > 1
+                reads.append((_SHARED, claim.key, by_name))
             (shared if is_group or by_name else allocate).append(needed)
         extended, ext_claim = self._extended(pod)
         if ext_claim is not None:
             allocate.append(ext_claim)
         return PodClaims(tuple(allocate), tuple(shared), tuple(pinned), None, extended)
 
-    def _synthesize(self, ns: str, owner: str, entry: str, template_name: str) -> ResourceClaim | None:
+    def _synthesize(self, ns: str, owner: str, entry: str, template_name: str,
+                    reads: list[Read]) -> ResourceClaim | None:
         """The claim the resourceclaim controller would make from the template for ``owner`` (a pod,
         or a PodGroup for its group claims: one claim shared by all members), named ``<owner>-<entry>``."""
         template = self.templates.get(f"{ns}/{template_name}")
+        reads.append((_TEMPLATE, f"{ns}/{template_name}", template))
         if template is None:
             return None
         name = f"{owner}-{entry}"
         made = self.synthesized.get(f"{ns}/{name}")
         if made is not None:  # made for an earlier member: one claim for all of a PodGroup's members
+            reads.append((_SYNTH, made.key, made))
             return made
         claim = ResourceClaim.model_validate({
             "metadata": {"name": name, "namespace": ns,
                          "annotations": {"resource.kubernetes.io/pod-claim-name": entry}},
             "spec": template.spec.spec.model_dump(by_alias=True, exclude_none=True)})
         self.synthesized[claim.key] = claim
+        reads.append((_SYNTH, claim.key, claim))
         return claim
+
+    def _to_spec(self, claim: ResourceClaim) -> ClaimSpec | ClaimError:
+        """:func:`to_spec` of the claim's spec, or the error it raised; kept in :attr:`memo` per claim while
+        the spec is the same object or an equal one."""
+        memo = self.memo
+        hit = memo.specs.get(claim.key) if memo is not None else None
+        if hit is not None and (hit[0] is claim.spec or hit[0] == claim.spec):
+            return hit[1]
+        try:
+            result: ClaimSpec | ClaimError = to_spec(claim.spec)
+        except ClaimError as exc:
+            result = exc
+        if memo is not None:
+            memo.specs[claim.key] = (claim.spec, result)
+        return result
+
+    def still_holds(self, reads: Iterable[Read]) -> bool:
+        """Whether every read of an earlier resolution gives the same answer now (see :data:`Read`)."""
+        for kind, key, value in reads:
+            if kind == _CLAIM:
+                now: object = self.claim(key)
+            elif kind == _SYNTH:
+                now = self.synthesized.get(key)
+            elif kind == _TEMPLATE:
+                now = self.templates.get(key)
+            elif kind == _GROUP:
+                now = self.podgroups.get(key)
+            elif kind == _FLIGHT:
+                now = key in self.in_flight
+            elif kind == _SHARED:
+                now = self.named_by.get(key, 0) > 1
+            else:
+                now = self.namespaces.get(key)
+            if now is not value:
+                return False
+        return True
 
     def _extended(self, pod: Pod) -> tuple[tuple[str, ...], NeededClaim | None]:
         served = self.extended_classes()
@@ -306,7 +418,13 @@ class ClaimIndex:
 
 def resolve_all(index: ClaimIndex, pods: Iterable[Pod]) -> Mapping[str, PodClaims]:
     """:meth:`ClaimIndex.for_pod` for every pending pod that has claims or DRA-served extended resources,
-    after counting how many of them name each claim (a claim named by one pod is that pod's own)."""
+    after counting how many of them name each claim (a claim named by one pod is that pod's own).
+
+    With ``index.memo``, a pod whose object and every read of its last resolution are unchanged
+    (:meth:`ClaimIndex.still_holds`) keeps its result, so a snapshot resolves only what changed; the
+    result is the same as without it."""
+    if index.memo is not None:
+        return _resolve_memoised(index, index.memo, pods)
     pending = [p for p in pods if not p.is_bound and not p.is_terminal]
     counts: dict[str, int] = {}
     for pod in pending:
@@ -318,6 +436,51 @@ def resolve_all(index: ClaimIndex, pods: Iterable[Pod]) -> Mapping[str, PodClaim
     out: dict[str, PodClaims] = {}
     for pod in pending:
         claims = index.for_pod(pod)
-        if claims.allocate or claims.shared or claims.pinned or claims.waiting or claims.extended:
+        if _needs_devices(claims):
             out[pod.key] = claims
+    return out
+
+
+def _needs_devices(claims: PodClaims) -> bool:
+    return bool(claims.allocate or claims.shared or claims.pinned or claims.waiting or claims.extended)
+
+
+def _resolve_memoised(index: ClaimIndex, memo: ClaimMemo, pods: Iterable[Pod]) -> Mapping[str, PodClaims]:
+    """:func:`resolve_all` through ``memo``: what a pod object is (pending, key, named claims) is kept with
+    it, and its resolution while it still holds. Entries of pods not in ``pods`` are dropped."""
+    old = memo.pods
+    kept: dict[int, MemoEntry] = {}
+    rows: list[MemoEntry] = []
+    counts: dict[str, int] = {}
+    for pod in pods:
+        entry = old.get(id(pod))
+        if entry is None or entry.pod is not pod:
+            pending = not pod.is_bound and not pod.is_terminal
+            ns = pod.metadata.namespace
+            named = tuple(f"{ns}/{e.resource_claim_name}" for e in pod.spec.resource_claims
+                          if e.resource_claim_name) if pending else ()
+            entry = MemoEntry(pod, pending, pod.key, named)
+        kept[id(pod)] = entry
+        if entry.pending:
+            rows.append(entry)
+            for key in entry.named:
+                counts[key] = counts.get(key, 0) + 1
+    memo.pods = kept
+    index.named_by = counts
+    served = index.extended_classes()
+    if served != memo.served or index.node_resources != memo.node_resources:
+        memo.epoch += 1  # every pod's extended-resource claim may change
+        memo.served, memo.node_resources = served, index.node_resources
+    if len(memo.specs) > 2 * (len(index.claims) + len(index.synthesized)) + 64:
+        memo.specs = {k: v for k, v in memo.specs.items() if (c := index.claim(k)) is not None and c.spec is v[0]}
+    epoch = memo.epoch
+    out: dict[str, PodClaims] = {}
+    for entry in rows:
+        claims = entry.claims
+        if claims is None or entry.epoch != epoch or not index.still_holds(entry.reads):
+            reads: list[Read] = []
+            claims = entry.claims = index._resolve(entry.pod, reads)
+            entry.reads, entry.epoch = tuple(reads), epoch
+        if _needs_devices(claims):
+            out[entry.key] = claims
     return out
