@@ -360,8 +360,8 @@ class _SecondFormatter(logging.Formatter):
 
     _second: tuple[int, str] = (-1, "")
 
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging's name)
-        if datefmt is not None:
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt is not None or self.default_msec_format is None:
             return super().formatTime(record, datefmt)
         whole = int(record.created)
         if self._second[0] != whole:

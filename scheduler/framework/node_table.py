@@ -241,7 +241,8 @@ class NodeTable:
         """A request as a row over this table's columns, plus the resources no node offers at all.
 
         Memoised per request (most pods share a few shapes; the columns outlive :meth:`with_allocatable`), at
-        most :data:`MAX_REQUEST_VECTORS` at a time: the row is read-only (``ValueError`` on a write), callers copy it."""
+        most :data:`MAX_REQUEST_VECTORS` at a time. The row is read-only (a write raises ``ValueError``): callers
+        copy it to change it."""
         key = tuple(requests.items())
         hit = self._vectors.get(key)
         if hit is not None:
