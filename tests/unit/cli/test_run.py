@@ -358,6 +358,19 @@ def test_quick_answers_import_nothing_heavy(args: list[str]) -> None:
     assert heavy_modules_loaded(args) == []
 
 
+@pytest.mark.parametrize("args", [pytest.param(["version"], id="version"), pytest.param(["--help"], id="help")])
+def test_answers_without_settings_load_no_pydantic(args: list[str]) -> None:
+    """What needs no setting (the version, the list of commands) loads Click alone: the settings' flags are made
+    from the pydantic model only when a command's parameters are read (its help, parsing its arguments)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    done = subprocess.run([sys.executable, "-c", LOADED, *args], capture_output=True, text=True, timeout=120,
+                          check=False, env=env)
+    marker, *loaded = done.stderr.splitlines()[-1].split()
+    assert marker == "loaded:", done.stderr
+    assert "click" in loaded
+    assert [m for m in loaded if m.startswith(("pydantic", "pydantic_settings", "asyncio", "scheduler.config"))] == []
+
+
 def test_the_heavy_modules_are_what_simulate_loads() -> None:
     """The other side of :func:`test_quick_answers_import_nothing_heavy`: the check sees them when they are loaded."""
     loaded = {m.split(".")[0] for m in heavy_modules_loaded(["simulate", "-o", "json"])}
