@@ -15,9 +15,11 @@ Every setting's flag is derived from its :class:`~scheduler.config.Settings` fie
 the kind of value), and every value is checked by that field alone, so a flag and its variable get
 the same check, and flags, variables and the Helm chart cannot drift apart.
 
-Imports are lazy: this module loads Click and the settings only; each command imports what it
-runs (``simulate`` the offline path, ``run`` the live one), so ``version``, ``--help`` and a setting
-error answer without loading numpy, the models or a Kubernetes client.
+Imports are lazy: this module loads Click only; a command's setting flags are made from the settings
+model when its parameters are first read (:class:`SettingsCommand`), and each command imports what it
+runs (``simulate`` the offline path, ``run`` the live one), so ``version`` and ``--help`` answer without
+loading pydantic, and a command's ``--help`` or a setting error without loading numpy, the models or a
+Kubernetes client.
 """
 
 from __future__ import annotations
@@ -348,9 +350,9 @@ def _collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off while the snapshot is imported, read and turned into models, then
     everything built so far moved out of its sight (``gc.freeze``) and the collector back on.
 
-    Reading a snapshot allocates a million objects and frees almost none: each allocation burst would start
-    a collection that walks every object alive, for nothing (the raw documents and models hold no reference
-    cycles; what is freed goes by reference counting). The models live until the process ends, so later
+    Reading a snapshot makes millions of containers (the raw documents, then the models) that outlive the
+    collector's young generations, so allocation bursts keep starting collections that walk them all, for
+    nothing: raw documents and models hold no reference cycles, and what is dropped goes by reference counting. The models live until the process ends, so later
     collections (during ``simulate``) need not walk them either: ``gc.freeze`` moves them to the permanent
     generation, as the ``gc`` module's documentation does for a parent's objects before ``fork``. Cyclic
     garbage made meanwhile (none is expected) stays until the process ends.
