@@ -352,10 +352,11 @@ def _collector_paused() -> Iterator[None]:
 
     Reading a snapshot makes millions of containers (the raw documents, then the models) that outlive the
     collector's young generations, so allocation bursts keep starting collections that walk them all, for
-    nothing: raw documents and models hold no reference cycles, and what is dropped goes by reference counting. The models live until the process ends, so later
-    collections (during ``simulate``) need not walk them either: ``gc.freeze`` moves them to the permanent
-    generation, as the ``gc`` module's documentation does for a parent's objects before ``fork``. Cyclic
-    garbage made meanwhile (none is expected) stays until the process ends.
+    nothing: raw documents and models hold no reference cycles, and what is dropped goes by reference
+    counting. The models live until the process ends, so later collections (during ``simulate``) need not
+    walk them either: ``gc.freeze`` moves them to the permanent generation, as the ``gc`` module's
+    documentation does for a parent's objects before ``fork``. Cyclic garbage made meanwhile (none is
+    expected) stays until the process ends.
     """
     gc.disable()
     try:
