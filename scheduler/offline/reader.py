@@ -14,10 +14,12 @@ with it, else with PyYAML's pure-Python one (:class:`yaml.SafeLoader`: the same 
 slower). The documents are built straight from the parser's events by :func:`_yaml_documents`, which
 gives what ``yaml.safe_load_all`` gives — the same tag resolution (YAML 1.1: ``yes`` is true, ``1:30`` is
 a number, timestamps become :class:`datetime.datetime`), anchors, aliases and ``<<`` merge keys (explicit
-keys win; in a list of merges the first wins) — at three times the speed, as it skips PyYAML's node
-graph. Explicit tags on scalars (``!!str``, ``!!binary``) go through PyYAML's safe constructors; a
-mapping or sequence with any tag but ``!!map`` / ``!!seq`` (``!!set``, ``!!omap``, an application tag) is
-refused, as are tags on scalars that ``safe_load`` refuses. Documents are yielded one at a time, so a
+keys win; in a list of merges the first wins) — at twice the speed of ``CSafeLoader``'s own composer and
+constructors, as it skips PyYAML's node graph (the YAML libraries measured instead, and why none reads a
+snapshot as ``safe_load`` does: docs/benchmarks.md, "simulate input"). Explicit tags on scalars (``!!str``,
+``!!binary``) go through PyYAML's safe constructors; a mapping or sequence with any tag but ``!!map`` /
+``!!seq`` (``!!set``, ``!!omap``, an application tag) is refused, as are tags on scalars that ``safe_load``
+refuses. Documents are yielded one at a time, so a
 multi-document file never has every raw document in memory at once.
 
 Errors (:class:`~scheduler.errors.SnapshotError`, naming the file): it cannot be read; it is not UTF-8
