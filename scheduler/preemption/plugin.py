@@ -44,7 +44,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
 from scheduler.model.pod import NEVER, Pod
 from scheduler.preemption.group_view import GroupView
-from scheduler.preemption.selection import Selection, select
+from scheduler.preemption.selection import PodVectors, Selection, select
 from scheduler.preemption.units import NodeEntries, NodeFloors, Unit, candidates, usable_rows, windows
 from scheduler.solver.plugins import DEFAULT_PROFILE, Profile
 
@@ -96,6 +96,8 @@ class DefaultPreemption:
         """Running pods per node and group, memoised across calls while each node's NodeInfo is the same."""
         self.floors = NodeFloors(self.nodes)
         """The lowest priority running on each node, memoised the same way (which nodes to read first)."""
+        self.vectors = PodVectors()
+        """Candidate pods' request vectors, memoised across calls per pod object."""
 
     def post_filter(self, tree: GroupTree, snapshot: Snapshot, result: Unschedulable,
                     config: SolverConfig) -> Decision | None:
@@ -150,7 +152,7 @@ class DefaultPreemption:
             units = candidates(snapshot, tree, self.view, window, inclusive=inclusive, nodes=self.nodes)
             if not units:
                 continue
-            chosen = select(tree, snapshot, units, budgets, config, self.profile, rows, want)
+            chosen = select(tree, snapshot, units, budgets, config, self.profile, rows, want, self.vectors)
             if chosen is not None:
                 return units, chosen
         return units, None
