@@ -104,7 +104,7 @@ class PodVectors:
 
     def __init__(self) -> None:
         self._table: object = None
-        self._memo: dict[str, tuple[Pod, IntArray]] = {}
+        self._memo: dict[int, tuple[Pod, IntArray]] = {}  # by id(pod); the pod kept, so its id is not reused
 
     def matrix(self, snapshot: Snapshot, pods: Sequence[Pod]) -> IntArray:
         """``(len(pods), R)`` int64: each pod's requests over ``snapshot``'s columns."""
@@ -114,9 +114,9 @@ class PodVectors:
         memo = self._memo
         rows: list[IntArray] = []
         for pod in pods:
-            hit = memo.get(pod.key)
-            if hit is None or hit[0] is not pod:
-                hit = memo[pod.key] = (pod, pod_vector(table, pod))
+            hit = memo.get(id(pod))
+            if hit is None:
+                hit = memo[id(pod)] = (pod, pod_vector(table, pod))
             rows.append(hit[1])
         if not rows:
             return np.zeros((0, len(table.resources)), dtype=np.int64)
@@ -143,7 +143,6 @@ class WhatIf:
         self._rows_list = list(itertools.chain.from_iterable(u.rows for u in units))
         self._row = np.array(self._rows_list, dtype=np.int64)
         self._pods = list(itertools.chain.from_iterable(u.pods for u in units))
-        self._keys = [p.key for p in self._pods]
         self._vec = (vectors or PodVectors()).matrix(base, self._pods)
         self.used: IntArray = base.used.copy()
         """The usage with the units of :attr:`gone` removed, as of the last :meth:`room` or :meth:`snapshot`."""
@@ -180,9 +179,9 @@ class WhatIf:
         used = self.room().copy()
         pods, now_gone = self._changed_pods(self._in_infos)
         if pods.size:
-            removed, on_row, keys, rows = self._removed, self._on_row, self._keys, self._rows_list
+            removed, on_row, every, rows = self._removed, self._on_row, self._pods, self._rows_list
             for k, out in zip(pods.tolist(), now_gone.tolist(), strict=True):
-                key, row = keys[k], rows[k]
+                key, row = every[k].key, rows[k]
                 if out:
                     removed[key] = None
                     on_row.setdefault(row, {})[key] = None
@@ -236,14 +235,15 @@ class PreemptionCost:
 
 def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: Sequence[PodDisruptionBudget],
            config: SolverConfig, profile: Profile = DEFAULT_PROFILE, usable: BoolArray | None = None,
-           want: int = 0, vectors: PodVectors | None = None) -> Selection | None:
+           want: int = 0, vectors: PodVectors | None = None, need: IntArray | None = None) -> Selection | None:
     """Choose the victims among ``units`` for ``tree`` on ``snapshot`` (see the module docstring).
 
     ``units``: the candidate units (``units.candidates``); ``budgets``: the PodDisruptionBudgets;
     ``usable``: the nodes the tree's pods could use at all (None: every node), for the quick capacity
     bound that spares a solve when the room cannot suffice. ``want``: pods a plan must place to count as a fit
     (beyond satisfying the tree: every pending member, when preempting for members above the minimum).
-    ``vectors``: the pods' request vectors remembered across calls (the plugin's), else computed here.
+    ``vectors``: the pods' request vectors remembered across calls (the plugin's), else computed here; ``need``:
+    the tree's :func:`~scheduler.solver.search.minimum_need` when the caller has it.
     Returns the :class:`Selection`, or None when the tree does not fit even with every candidate gone.
     """
     ordered = sorted(units, key=importance)
@@ -257,7 +257,7 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
     position[order] = np.arange(total - 1, -1, -1, dtype=np.int64)
     whatif = WhatIf(snapshot, ordered, vectors)
     gone = whatif.gone
-    bound = _RoomBound(tree, snapshot, minimum_need(tree, snapshot, config, profile), usable)
+    bound = _RoomBound(tree, snapshot, minimum_need(tree, snapshot, config, profile) if need is None else need, usable)
 
     def room() -> bool:
         return bound.may_fit(whatif.room())

@@ -123,12 +123,20 @@ class NodeEntries:
     Pods being deleted are left out (they are going already)."""
 
     def __init__(self) -> None:
-        self._memo: dict[str, tuple[NodeInfo, tuple[Entry, ...]]] = {}
+        self._memo: dict[str, tuple[NodeInfo, tuple[Entry, ...], dict[tuple[str, str], Entry]]] = {}
 
     def entries(self, info: NodeInfo) -> tuple[Entry, ...]:
+        """The entries of the pods on ``info``'s node: one per group there, then one per lone pod."""
+        return self._read(info)[1]
+
+    def by_group(self, info: NodeInfo) -> dict[tuple[str, str], Entry]:
+        """The grouped entries of :meth:`entries`, by (namespace, PodGroup) (read-only)."""
+        return self._read(info)[2]
+
+    def _read(self, info: NodeInfo) -> tuple[NodeInfo, tuple[Entry, ...], dict[tuple[str, str], Entry]]:
         hit = self._memo.get(info.name)
         if hit is not None and hit[0] is info:
-            return hit[1]
+            return hit
         grouped: dict[tuple[str, str], list[tuple[str, Pod]]] = {}
         lone: list[Entry] = []
         for key, pod in info.pods.items():
@@ -140,21 +148,22 @@ class NodeEntries:
             else:
                 start, uid = start_of(pod), pod.metadata.uid or key
                 lone.append(Entry(None, (key,), (pod,), (start,), (uid,), start, uid, pod.spec.priority))
-        found: list[Entry] = []
+        found: dict[tuple[str, str], Entry] = {}
         for g, pairs in grouped.items():
             starts = tuple(start_of(p) for _, p in pairs)
             uids = tuple(p.metadata.uid or k for k, p in pairs)
-            found.append(Entry(g, tuple(k for k, _ in pairs), tuple(p for _, p in pairs), starts, uids, min(starts),
-                               min(uids)))
-        entries = (*found, *lone)
+            found[g] = Entry(g, tuple(k for k, _ in pairs), tuple(p for _, p in pairs), starts, uids, min(starts),
+                             min(uids))
         if len(self._memo) >= MAX_REMEMBERED_NODES:  # bound the memory of nodes long gone
             self._memo.clear()
-        self._memo[info.name] = (info, entries)
-        return entries
+        hit = self._memo[info.name] = (info, (*found.values(), *lone), found)
+        return hit
 
 
 MIN_CANDIDATE_NODES = 16
-"""Nodes the first round of victim search reads at least (as many as the root has pending pods when more)."""
+"""Nodes the first round of victim search reads at least (more for a root with more pending pods or needs)."""
+ROOM_SLACK = 2
+"""The first round reads this many times the nodes whose whole capacity would just cover the root's need."""
 WINDOW_GROWTH = 4
 """How much larger each next round's window of nodes is than the one before."""
 
@@ -193,25 +202,42 @@ class NodeFloors:
         return floor
 
 
-def windows(floors: IntArray, rows: BoolArray, limit: int, pending: int) -> Iterator[BoolArray]:
+def windows(floors: IntArray, rows: BoolArray, limit: int, pending: int = 0, capacity: IntArray | None = None,
+            need: IntArray | None = None) -> Iterator[BoolArray]:
     """The nodes to look for victims on, in growing rounds: of the nodes in ``rows`` with a pod of priority below
-    ``limit``, as many as the root has pending pods (at least :data:`MIN_CANDIDATE_NODES`) of lowest floor (ties
-    in row order), then :data:`WINDOW_GROWTH` times as many each round, up to all of them (the last round is every
-    node of
-    ``rows``). So one decision reads the victims of O(window) nodes, not of the cluster, while a tree the
-    nearest nodes cannot serve still gets every node before preemption is judged not helpful. The same idea
-    as kube-scheduler's candidate sampling (``minCandidateNodesAbsolute``), without its share of the cluster
-    (10 %), which would make the cost grow with the cluster."""
+    ``limit``, those of lowest floor (ties in row order) — first as many as the root has ``pending`` pods, or
+    :data:`ROOM_SLACK` times as many as it takes for their ``capacity`` (``(N, R)``, e.g. allocatable) to cover
+    ``need`` (``(R,)``, the root's minimum need) in every resource when that is more, and at least
+    :data:`MIN_CANDIDATE_NODES`; then :data:`WINDOW_GROWTH` times as many each
+    round, up to all of them (the last round is every node of ``rows``). So one decision reads the victims of
+    O(window) nodes, not of the cluster, while
+    a tree the nearest nodes cannot serve still gets every node before preemption is judged not helpful. The
+    same idea as kube-scheduler's candidate sampling (``minCandidateNodesAbsolute``), without its share of the
+    cluster (10 %), which would make the cost grow with the cluster. A window as wide as the pending pods lets a
+    gang's victims come from one group spread over that many nodes rather than from every group on fewer nodes
+    (volcano#4607)."""
     eligible = np.flatnonzero(rows & (floors < limit))
-    size = max(pending, MIN_CANDIDATE_NODES)
-    if size < len(eligible):
+    if len(eligible) > MIN_CANDIDATE_NODES:
         ranked = eligible[np.argsort(floors[eligible], kind="stable")]
+        size = max(MIN_CANDIDATE_NODES, pending, ROOM_SLACK * _covering(ranked, capacity, need))
         while size < len(eligible):
             window = np.zeros(len(rows), dtype=bool)
             window[ranked[:size]] = True
             yield window
             size *= WINDOW_GROWTH
     yield rows
+
+
+def _covering(ranked: IntArray, capacity: IntArray | None, need: IntArray | None) -> int:
+    """How many of the ``ranked`` node rows, from the first, it takes for ``capacity`` to cover ``need`` (0: no
+    need; all of them when even they fall short)."""
+    if capacity is None or need is None:
+        return 0
+    cols = np.flatnonzero(need > 0)
+    if not cols.size:
+        return 0
+    covered = (np.cumsum(capacity[np.ix_(ranked, cols)], axis=0) >= need[cols]).all(axis=1)
+    return int(np.argmax(covered)) + 1 if covered.any() else len(ranked)
 
 
 def candidates(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolArray, *,
@@ -262,7 +288,7 @@ def candidates(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolA
                 units[entry.keys[i]] = Unit(entry.keys[i], m.priority, RANK_MEMBER, leaf, [entry.pods[i]], [row],
                                             start=entry.starts[i], uid=entry.uids[i])
     if not rows.all() and whole:  # an all unit's pods elsewhere go too: gather them from the groups
-        _gather(snapshot, view, whole, assumed, rows)
+        _gather(snapshot, view, whole, assumed, rows, nodes)
     found = [u for u in units.values() if u.pods]
     _order_within_groups(found, members)
     return found
@@ -287,22 +313,21 @@ def _add(unit: Unit, entry: Entry, row: int, assumed: Collection[str]) -> None:
 
 
 def _gather(snapshot: Snapshot, view: GroupView, whole: Iterable[Unit], assumed: Collection[str],
-            read: BoolArray) -> None:
-    """Add to each ``all`` unit its running pods on the nodes the scan did not read (``read``: those it did)."""
+            read: BoolArray, nodes: NodeEntries) -> None:
+    """Add to each ``all`` unit its running pods on the nodes the scan did not read (``read``: those it did): the
+    unit's pods say which nodes and groups, the nodes' (memoised) entries which pods the snapshot counts there."""
     index, infos = snapshot.table.index, snapshot.infos
     for unit in whole:
+        namespace = unit.key.namespace  # type: ignore[union-attr]
+        elsewhere: dict[tuple[int, str], None] = {}
         for pod in view.unit_pods(unit.key):  # type: ignore[arg-type]
             where = index.get(pod.spec.node_name)
-            if where is None or read[where] or pod.is_terminating:
-                continue
-            key = pod.key
-            if key in assumed or key not in infos[where].pods:  # only what the snapshot counts frees room
-                continue
-            unit.pods.append(pod)
-            unit.rows.append(where)
-            unit.start = min(unit.start, start_of(pod))
-            uid = pod.metadata.uid or key
-            unit.uid = min(unit.uid or uid, uid)
+            if where is not None and not read[where]:
+                elsewhere[where, pod.group_name or ""] = None
+        for where, group in elsewhere:
+            entry = nodes.by_group(infos[where]).get((namespace, group))
+            if entry is not None:
+                _add(unit, entry, where, assumed)
 
 
 def _order_within_groups(units: Iterable[Unit], members: dict[tuple[str, str], Membership]) -> None:

@@ -12,6 +12,7 @@ from scheduler.preemption.units import (
     RANK_ALL,
     RANK_MEMBER,
     RANK_POD,
+    ROOM_SLACK,
     WINDOW_GROWTH,
     NodeFloors,
     Unit,
@@ -122,11 +123,29 @@ def test_windows_grow_from_the_lowest_floors_to_every_usable_node() -> None:
     floors = np.array([5, 1, NodeFloors.NO_FLOOR, 1, 9] * 40, dtype=np.int64)  # 200 nodes, 119 usable below 9
     rows = np.ones(200, dtype=bool)
     rows[0] = False
-    rounds = list(windows(floors, rows, limit=9, pending=3))
-    assert [int(w.sum()) for w in rounds] == [MIN_CANDIDATE_NODES, MIN_CANDIDATE_NODES * WINDOW_GROWTH, 199]
+    rounds = list(windows(floors, rows, limit=9))
+    sizes = [s for s in (MIN_CANDIDATE_NODES * WINDOW_GROWTH ** k for k in range(4)) if s < 119]
+    assert [int(w.sum()) for w in rounds] == [*sizes, 199]
     first = np.flatnonzero(rounds[0])
     assert first.tolist() == np.flatnonzero(floors == 1)[:MIN_CANDIDATE_NODES].tolist()
     second = np.flatnonzero(rounds[1])
     assert rows[second].all() and (floors[second] < 9).all() and set(first) <= set(second)
     assert (rounds[-1] == rows).all()
     assert [int(w.sum()) for w in windows(floors, rows, limit=9, pending=200)] == [199]
+
+
+def test_the_first_window_is_sized_by_the_room_the_root_needs() -> None:
+    """The first round holds :data:`ROOM_SLACK` times the lowest-floor nodes whose capacity just covers the need
+    (each node here offers 8 GPUs and 96 cpu: 64 GPUs take 8 nodes, so 16), never fewer than
+    :data:`MIN_CANDIDATE_NODES` nor than the pending pods; a need no window covers goes straight to every node."""
+    floors = np.zeros(200, dtype=np.int64)
+    rows = np.ones(200, dtype=bool)
+    capacity = np.tile(np.array([96_000, 8], dtype=np.int64), (200, 1))
+    first = next(windows(floors, rows, limit=9, capacity=capacity, need=np.array([64 * 8000, 64])))
+    assert int(first.sum()) == ROOM_SLACK * 8
+    one_gpu = next(windows(floors, rows, limit=9, capacity=capacity, need=np.array([8000, 1])))
+    assert int(one_gpu.sum()) == max(MIN_CANDIDATE_NODES, ROOM_SLACK)
+    pods = next(windows(floors, rows, limit=9, pending=64, capacity=capacity, need=np.array([64 * 8000, 64])))
+    assert int(pods.sum()) == 64
+    too_much = list(windows(floors, rows, limit=9, capacity=capacity, need=np.array([0, 8 * 200 + 1])))
+    assert [int(w.sum()) for w in too_much] == [200]
