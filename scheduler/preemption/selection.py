@@ -18,7 +18,7 @@ our snapshots:
    * a unit with no pod on a node of the current plan is put back unchecked when every Filter is
      node-local (:func:`~scheduler.solver.search.node_local`): its pods cannot affect the plan;
    * a unit without which the room on the tree's usable nodes falls short of its minimum need stays a
-     victim without a solve (:class:`_RoomBound`);
+     victim without a solve (:class:`RoomBound`);
    * otherwise the current plan is re-checked on its nodes (:func:`~scheduler.solver.search.placements_hold`,
      upstream's Filter-based reprieve; with node-local Filters only its placements on the unit's nodes,
      the only ones the unit's pods can break); if it no longer holds, the whole tree is solved again (the
@@ -147,6 +147,7 @@ class WhatIf:
         self.used: IntArray = base.used.copy()
         """The usage with the units of :attr:`gone` removed, as of the last :meth:`room` or :meth:`snapshot`."""
         self._in_used = np.zeros(len(units), dtype=bool)  # which units ``used`` has removed
+        self._unreported: list[IntArray] = []  # rows changed in ``used`` that :meth:`room` has not returned yet
         self._in_infos = np.zeros(len(units), dtype=bool)  # which units ``_infos`` and ``_removed`` have removed
         self._infos = list(base.infos)
         self._removed: dict[str, None] = {}
@@ -160,14 +161,24 @@ class WhatIf:
         pods = np.flatnonzero(flipped)
         return pods, self.gone[self._unit[pods]]
 
-    def room(self) -> IntArray:
-        """Bring :attr:`used` up to date with :attr:`gone` and return it (read-only for the caller)."""
+    def _sync_used(self) -> None:
         pods, now_gone = self._changed_pods(self._in_used)
         if pods.size:
+            rows = self._row[pods]
             sign = np.where(now_gone, -1, 1).astype(np.int64)
-            np.add.at(self.used, self._row[pods], self._vec[pods] * sign[:, None])
+            np.add.at(self.used, rows, self._vec[pods] * sign[:, None])
             self._in_used[:] = self.gone
-        return self.used
+            self._unreported.append(rows)
+
+    def room(self) -> IntArray:
+        """Bring :attr:`used` up to date with :attr:`gone`; returns the node rows whose usage changed since the last
+        call (with repeats), for a :class:`RoomBound` to follow."""
+        self._sync_used()
+        if not self._unreported:
+            return np.zeros(0, dtype=np.int64)
+        rows = np.concatenate(self._unreported)
+        self._unreported.clear()
+        return rows
 
     def flat_gone(self) -> BoolArray:
         """Per candidate pod (in unit order), whether its unit is removed now."""
@@ -176,7 +187,8 @@ class WhatIf:
     def snapshot(self) -> Snapshot:
         """``base`` without the pods of the units ``gone`` marks (as :meth:`Snapshot.without` would make it)."""
         base = self.base
-        used = self.room().copy()
+        self._sync_used()
+        used = self.used.copy()
         pods, now_gone = self._changed_pods(self._in_infos)
         if pods.size:
             removed, on_row, every, rows = self._removed, self._on_row, self._pods, self._rows_list
@@ -257,10 +269,11 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
     position[order] = np.arange(total - 1, -1, -1, dtype=np.int64)
     whatif = WhatIf(snapshot, ordered, vectors)
     gone = whatif.gone
-    bound = _RoomBound(tree, snapshot, minimum_need(tree, snapshot, config, profile) if need is None else need, usable)
+    bound = RoomBound(tree, snapshot, minimum_need(tree, snapshot, config, profile) if need is None else need, usable)
 
     def room() -> bool:
-        return bound.may_fit(whatif.room())
+        bound.update(whatif.used, whatif.room())
+        return bound.may_fit()
 
     def attempt() -> tuple[Snapshot, Plan] | None:
         if not room():
@@ -360,27 +373,36 @@ def _on_rows(plan: Plan, index: dict[str, int], rows: Sequence[int]) -> Plan:
     return dataclasses.replace(plan, placements=tuple((p, n) for p, n in plan.placements if index[n] in wanted))
 
 
-class _RoomBound:
+class RoomBound:
     """A necessary condition for the tree to fit, checked before a solve: the free room summed over the nodes
     it could use (room held for more important nominated pods taken off, as the search does) covers its
-    :func:`~scheduler.solver.search.minimum_need` in every resource."""
+    :func:`~scheduler.solver.search.minimum_need` in every resource. Kept up to date per node changed
+    (:meth:`update`), so a check costs O(nodes changed), not O(N)."""
 
     def __init__(self, tree: GroupTree, snapshot: Snapshot, need: IntArray, usable: BoolArray | None) -> None:
         own = {p.key for p in tree.pods()}
-        self.held = np.zeros_like(snapshot.used)
+        held = np.zeros_like(snapshot.used)
         for entry in snapshot.nominated:
             if entry.priority >= tree.priority and entry.pod not in own:
-                self.held[entry.row] += entry.request
+                held[entry.row] += entry.request
         self.cols = np.flatnonzero(need > 0)
         self.need = need[self.cols]
-        self.rows = np.flatnonzero(usable) if usable is not None else np.arange(len(snapshot.table))
-        rows, cols = np.ix_(self.rows, self.cols)
-        self._room = snapshot.table.allocatable[rows, cols] - self.held[rows, cols]
-        self._ix = (rows, cols)
+        self._room = snapshot.table.allocatable[:, self.cols] - held[:, self.cols]
+        if usable is not None:
+            self._room[~usable] = 0  # a node the tree cannot use adds no room (clipped below: never negative)
+        self._free = np.maximum(self._room - snapshot.used[:, self.cols], 0)
+        self.total: IntArray = self._free.sum(axis=0)
+        """``(len(cols),)``: the free room summed over the usable nodes, per resource the tree needs."""
 
-    def may_fit(self, used: IntArray) -> bool:
-        """Whether the room left by ``used`` (``(N, R)``, a what-if's usage) may hold the tree."""
-        if not self.cols.size:
-            return True
-        free = self._room - used[self._ix]
-        return bool(np.all(np.maximum(free, 0).sum(axis=0) >= self.need))
+    def update(self, used: IntArray, rows: IntArray) -> None:
+        """``used`` (``(N, R)``, a what-if's usage) changed on node ``rows`` (repeats allowed)."""
+        if not rows.size or not self.cols.size:
+            return
+        rows = np.unique(rows)
+        free = np.maximum(self._room[rows] - used[np.ix_(rows, self.cols)], 0)
+        self.total += free.sum(axis=0) - self._free[rows].sum(axis=0)
+        self._free[rows] = free
+
+    def may_fit(self) -> bool:
+        """Whether the room left by the usage last given (at construction, then :meth:`update`) may hold the tree."""
+        return bool(np.all(self.total >= self.need))

@@ -24,6 +24,8 @@ next is touched (volcano#4607); then the uid (kube 1.38's deterministic tie-brea
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -191,9 +193,8 @@ class NodeFloors:
             self._table, self._seen = snapshot.table, [None] * len(infos)
             self._floor = np.full(len(infos), self.NO_FLOOR, dtype=np.int64)
         seen, floor = self._seen, self._floor
-        for row, info in enumerate(infos):
-            if seen[row] is info:
-                continue
+        for row in itertools.compress(itertools.count(), map(operator.is_not, seen, infos)):
+            info = infos[row]
             lowest = int(self.NO_FLOOR)
             for entry in self.nodes.entries(info):
                 priority = entry.priority if entry.priority is not None else view.membership(entry.pods[0]).priority
@@ -236,8 +237,12 @@ def _covering(ranked: IntArray, capacity: IntArray | None, need: IntArray | None
     cols = np.flatnonzero(need > 0)
     if not cols.size:
         return 0
-    covered = (np.cumsum(capacity[np.ix_(ranked, cols)], axis=0) >= need[cols]).all(axis=1)
-    return int(np.argmax(covered)) + 1 if covered.any() else len(ranked)
+    head = ranked[:MIN_CANDIDATE_NODES * WINDOW_GROWTH]  # most needs are covered by a few nodes: look there first
+    for part in (head, ranked) if len(head) < len(ranked) else (ranked,):
+        covered = (np.cumsum(capacity[np.ix_(part, cols)], axis=0) >= need[cols]).all(axis=1)
+        if covered.any():
+            return int(np.argmax(covered)) + 1
+    return len(ranked)
 
 
 def candidates(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolArray, *,
