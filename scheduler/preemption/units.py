@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import MappingProxyType
 
 import numpy as np
 
@@ -122,10 +123,16 @@ class NodeEntries:
     """:class:`Entry` lists per node, memoised while the node's :class:`NodeInfo` is the same object (NodeInfos
     are immutable: the cache replaces a node's when a pod lands on it or leaves it), so a scan of a cluster
     that barely changed between two preemptions reads each group once per node instead of each pod.
-    Pods being deleted are left out (they are going already)."""
+    Pods being deleted are left out (they are going already).
+
+    It also keeps, per group, the nodes it has entries on (:meth:`placed`): complete for a snapshot once
+    :meth:`sync` has read its nodes (O(nodes changed) plus an identity comparison of the NodeInfo tuple)."""
 
     def __init__(self) -> None:
         self._memo: dict[str, tuple[NodeInfo, tuple[Entry, ...], dict[tuple[str, str], Entry]]] = {}
+        self._where: dict[tuple[str, str], dict[str, Entry]] = {}
+        self._synced: Sequence[NodeInfo | None] = ()  # the NodeInfos of the last :meth:`sync`, all read
+        self._syncing = False
 
     def entries(self, info: NodeInfo) -> tuple[Entry, ...]:
         """The entries of the pods on ``info``'s node: one per group there, then one per lone pod."""
@@ -134,6 +141,24 @@ class NodeEntries:
     def by_group(self, info: NodeInfo) -> dict[tuple[str, str], Entry]:
         """The grouped entries of :meth:`entries`, by (namespace, PodGroup) (read-only)."""
         return self._read(info)[2]
+
+    def sync(self, infos: Sequence[NodeInfo]) -> None:
+        """Read every node of ``infos`` whose NodeInfo changed since it was last read, so that :meth:`placed`
+        is complete for them."""
+        synced = self._synced
+        if len(synced) != len(infos):
+            synced = [None] * len(infos)
+        self._syncing = True
+        try:
+            for row in itertools.compress(itertools.count(), map(operator.is_not, synced, infos)):
+                self._read(infos[row])
+        finally:
+            self._syncing = False
+        self._synced = infos
+
+    def placed(self, group: tuple[str, str]) -> Mapping[str, Entry]:
+        """Node name → the entry of ``group`` (namespace, PodGroup) there, over the nodes read (read-only)."""
+        return self._where.get(group, _NOWHERE)
 
     def _read(self, info: NodeInfo) -> tuple[NodeInfo, tuple[Entry, ...], dict[tuple[str, str], Entry]]:
         hit = self._memo.get(info.name)
@@ -158,8 +183,26 @@ class NodeEntries:
                              min(uids))
         if len(self._memo) >= MAX_REMEMBERED_NODES:  # bound the memory of nodes long gone
             self._memo.clear()
+            self._where.clear()
+            self._synced = ()
+            hit = None
+        if not self._syncing:
+            self._synced = ()  # a node read outside a sync: the next sync compares every node again
+        where = self._where
+        if hit is not None:
+            for g in hit[2]:
+                on = where.get(g)
+                if on is not None:
+                    on.pop(info.name, None)
+                    if not on:
+                        del where[g]
+        for g, entry in found.items():
+            where.setdefault(g, {})[info.name] = entry
         hit = self._memo[info.name] = (info, (*found.values(), *lone), found)
         return hit
+
+
+_NOWHERE: Mapping[str, Entry] = MappingProxyType({})
 
 
 MIN_CANDIDATE_NODES = 16
@@ -319,20 +362,29 @@ def _add(unit: Unit, entry: Entry, row: int, assumed: Collection[str]) -> None:
 
 def _gather(snapshot: Snapshot, view: GroupView, whole: Iterable[Unit], assumed: Collection[str],
             read: BoolArray, nodes: NodeEntries) -> None:
-    """Add to each ``all`` unit its running pods on the nodes the scan did not read (``read``: those it did): the
-    unit's pods say which nodes and groups, the nodes' (memoised) entries which pods the snapshot counts there."""
+    """Add to each ``all`` unit its running pods on the nodes the scan did not read (``read``: those it did), from
+    the nodes' (memoised) entries: a PodGroup unit's from where :meth:`NodeEntries.placed` says its group is, a
+    CompositePodGroup's from the nodes and groups its pods name."""
     index, infos = snapshot.table.index, snapshot.infos
+    nodes.sync(infos)
     for unit in whole:
-        namespace = unit.key.namespace  # type: ignore[union-attr]
+        key = unit.key
+        assert isinstance(key, GroupKey)
+        if key.kind == "PodGroup":
+            for name, entry in nodes.placed((key.namespace, key.name)).items():
+                where = index.get(name)
+                if where is not None and not read[where]:
+                    _add(unit, entry, where, assumed)
+            continue
         elsewhere: dict[tuple[int, str], None] = {}
-        for pod in view.unit_pods(unit.key):  # type: ignore[arg-type]
+        for pod in view.unit_pods(key):
             where = index.get(pod.spec.node_name)
             if where is not None and not read[where]:
                 elsewhere[where, pod.group_name or ""] = None
         for where, group in elsewhere:
-            entry = nodes.by_group(infos[where]).get((namespace, group))
-            if entry is not None:
-                _add(unit, entry, where, assumed)
+            found = nodes.by_group(infos[where]).get((key.namespace, group))
+            if found is not None:
+                _add(unit, found, where, assumed)
 
 
 def _order_within_groups(units: Iterable[Unit], members: dict[tuple[str, str], Membership]) -> None:

@@ -14,6 +14,7 @@ from scheduler.preemption.units import (
     RANK_POD,
     ROOM_SLACK,
     WINDOW_GROWTH,
+    NodeEntries,
     NodeFloors,
     Unit,
     candidates,
@@ -23,7 +24,7 @@ from scheduler.preemption.units import (
 )
 from scheduler.solver.plugins import DEFAULT_PROFILE
 from tests.unit.groups.builders import NS
-from tests.unit.preemption.kit import Cluster, group, names, nodes, pending, running
+from tests.unit.preemption.kit import Cluster, composite, group, names, nodes, pending, running
 
 
 def units_of(c: Cluster, root: str = "high") -> list[Unit]:
@@ -149,3 +150,39 @@ def test_the_first_window_is_sized_by_the_room_the_root_needs() -> None:
     assert int(pods.sum()) == 64
     too_much = list(windows(floors, rows, limit=9, capacity=capacity, need=np.array([0, 8 * 200 + 1])))
     assert [int(w.sum()) for w in too_much] == [200]
+
+
+def test_an_all_unit_read_in_a_window_brings_its_pods_on_every_other_node() -> None:
+    """A window of the lowest-floor nodes finds part of an ``all`` unit; its pods elsewhere (read from the nodes'
+    memoised entries, by group for a PodGroup unit, by the pods' groups for a CompositePodGroup one) come along,
+    pods being deleted do not, and a node changed since the last read is read again."""
+    count = 3 * MIN_CANDIDATE_NODES
+    c = Cluster(nodes=nodes(count, cpu="4"), groups=[group("whole", 2, priority=1, mode="all"),
+                                                     group("part-a", 1, priority=1, parent="comp"),
+                                                     group("part-b", 1, priority=1, parent="comp")],
+                composites=[composite("comp", 2, priority=1, mode="all")])
+    last = f"n{count - 1}"
+    c.pods += [running("whole-0", "n0", "whole"), running("whole-1", last, "whole"),
+               running("whole-2", f"n{count - 2}", "whole", terminating=True),
+               running("a-0", "n1", "part-a"), running("b-0", last, "part-b")]
+    c.pods += [running(f"filler-{i}", f"n{i}", cpu="1", priority=5) for i in range(count)]
+    preemptor(c)
+    cache = c.cache()
+    high = cache.tree(GroupKey("PodGroup", NS, "high"))
+    assert high is not None
+    snapshot = cache.snapshot()
+    view = CacheGroupView(cache)
+    floors = np.full(count, 5, dtype=np.int64)
+    floors[:2] = 1
+    window = next(windows(floors, np.ones(count, dtype=bool), limit=100))
+    assert window[:2].all() and not window[count - 2:].any()
+    memo = NodeEntries()
+    found = {str(u.key): names(u.pods) for u in candidates(snapshot, high, view, window, nodes=memo)
+             if u.rank == RANK_ALL}
+    assert found == {f"PodGroup {NS}/whole": ["whole-0", "whole-1"], f"CompositePodGroup {NS}/comp": ["a-0", "b-0"]}
+    cache.load_one("Pod", running("whole-3", f"n{count - 3}", "whole"))  # one node changed since the last read
+    cache.delete_one("Pod", f"{NS}/whole-1")
+    snapshot = cache.snapshot()
+    found = {str(u.key): names(u.pods) for u in candidates(snapshot, high, view, window, nodes=memo)
+             if u.rank == RANK_ALL}
+    assert found[f"PodGroup {NS}/whole"] == ["whole-0", "whole-3"]
