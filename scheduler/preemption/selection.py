@@ -275,11 +275,14 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
         bound.update(whatif.used, whatif.room())
         return bound.may_fit()
 
+    cost = PreemptionCost(np.full(len(snapshot.infos), 100, dtype=np.int64))  # its scores set before each solve
+    steered = dataclasses.replace(profile, scorers=(*profile.scorers, cost))
+
     def attempt() -> tuple[Snapshot, Plan] | None:
         if not room():
             return None
         snap = whatif.snapshot()
-        steered = dataclasses.replace(profile, scorers=(*profile.scorers, PreemptionCost(whatif.cost(position))))
+        cost.scores[:] = whatif.cost(position)
         result = solve(tree, snap, config, steered)
         return (snap, result) if isinstance(result, Plan) and len(result.placements) >= want else None
 
