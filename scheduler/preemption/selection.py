@@ -93,18 +93,20 @@ class Selection:
         return tuple(p for u in self.victims for p in u.pods)
 
 
-MAX_REMEMBERED_VECTORS = 500_000
+MAX_REMEMBERED_VECTORS = 200_000
 """Pods :class:`PodVectors` remembers before starting afresh."""
 
 
 class PodVectors:
     """Request vectors of candidate pods over a node table's columns (:func:`~scheduler.framework.snapshot.pod_vector`),
-    memoised per pod object across decisions while the table is the same (pods are immutable: the cache replaces
-    a pod's object when it changes), so a decision does not re-read the requests of victims it saw before."""
+    memoised per pod object across decisions while the table is the same, so a decision does not re-read the
+    requests of victims it saw before. Keyed by the pod object's identity and checked against its requests
+    mapping (:attr:`Pod.requests`, computed once per pod object), which the memo keeps alive — so a new object at
+    a freed address never matches — without keeping the pod itself."""
 
     def __init__(self) -> None:
         self._table: object = None
-        self._memo: dict[int, tuple[Pod, IntArray]] = {}  # by id(pod); the pod kept, so its id is not reused
+        self._memo: dict[int, tuple[object, IntArray]] = {}
 
     def matrix(self, snapshot: Snapshot, pods: Sequence[Pod]) -> IntArray:
         """``(len(pods), R)`` int64: each pod's requests over ``snapshot``'s columns."""
@@ -115,8 +117,8 @@ class PodVectors:
         rows: list[IntArray] = []
         for pod in pods:
             hit = memo.get(id(pod))
-            if hit is None:
-                hit = memo[id(pod)] = (pod, pod_vector(table, pod))
+            if hit is None or hit[0] is not pod.requests:
+                hit = memo[id(pod)] = (pod.requests, pod_vector(table, pod))
             rows.append(hit[1])
         if not rows:
             return np.zeros((0, len(table.resources)), dtype=np.int64)
