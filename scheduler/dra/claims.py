@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from scheduler.dra import cel
+from scheduler.dra.capacity import Amounts
 from scheduler.dra.allocator import (
     MAX_DEVICES_PER_CLAIM,
     ClaimSpec,
@@ -50,7 +51,7 @@ from scheduler.model.dra import (
 )
 from scheduler.model.namespace import Namespace
 from scheduler.model.pod import NodeSelector, Pod
-from scheduler.model.quantity import resource_list
+from scheduler.model.quantity import QuantityError, parse, resource_list
 from scheduler.model.scheduling import PodGroup
 
 
@@ -99,6 +100,7 @@ def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
                 all=alt.mode == ALL,
                 tolerations=tuple(DeviceToleration(t.key, t.operator, t.value, t.effect) for t in alt.tolerations),
                 admin=bool(getattr(alt, "admin_access", None)),  # ``exactly`` only: a subrequest has none
+                capacity=_capacity_requests(name, alt.capacity.requests) if alt.capacity is not None else (),
             )
             for name, alt in req.alternatives()
         )
@@ -109,6 +111,21 @@ def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
     constraints = tuple(Constraint(tuple(c.requests), c.match_attribute, c.distinct_attribute)
                         for c in spec.devices.constraints)
     return ClaimSpec(tuple(requests), constraints)
+
+
+def _capacity_requests(request: str, requests: Mapping[str, str]) -> Amounts:
+    """A request's ``capacity.requests`` parsed exactly, in name order; raises :class:`ClaimError` on a malformed
+    or negative quantity (the API server refuses such a claim)."""
+    out = []
+    for name, quantity in sorted(requests.items()):
+        try:
+            amount = parse(quantity)
+        except QuantityError as exc:
+            raise ClaimError(f"request {request!r}: capacity {name!r}: {exc}") from exc
+        if amount < 0:
+            raise ClaimError(f"request {request!r}: capacity {name!r} must not be negative")
+        out.append((name, amount))
+    return tuple(out)
 
 
 class ExtendedRequest(NamedTuple):
