@@ -46,7 +46,6 @@ from scheduler.framework.node_table import IntArray
 from scheduler.framework.snapshot import Snapshot, pod_vector
 from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import API_VERSION as DRA_VERSION
-from scheduler.model.dra import taken_devices
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
@@ -484,10 +483,11 @@ def _node_state(node: Node) -> str:
 def _device_utilisation(initial: DraView, final: DraView) -> list[str]:
     """Devices allocated/published per node (node-local slices) and per pool of node-set or all-node
     slices, before and after this run; ``free`` counts devices still allocatable (not allocated, and
-    enough left of every shared counter they consume)."""
+    enough left of every shared counter they consume; a shared device while some of its capacity is left).
+    A shared device (``allowMultipleAllocations``) counts as allocated once any share of it is."""
     inventory = final.inventory
     state = inventory.state(final.assumed)
-    before = taken_devices((*initial.inventory.allocated, *initial.assumed))
+    before = {u.device for u in (*initial.inventory.allocated, *initial.assumed) if u.takes}
     rows: dict[tuple[int, str, str], list[int]] = {}
     elsewhere = 0
     for dev_id, device in sorted(inventory.devices.items()):
@@ -503,8 +503,8 @@ def _device_utilisation(initial: DraView, final: DraView) -> list[str]:
         counts = rows.setdefault(key, [0, 0, 0, 0])
         counts[0] += 1
         counts[1] += dev_id in before
-        counts[2] += dev_id in state.taken
-        counts[3] += state.fits(device)
+        counts[2] += dev_id in state.taken or dev_id in state.shares
+        counts[3] += state.fits(device) and (not device.shared or state.fullness(device) < 1)
     if not rows:
         return []
     lines = ["Devices (allocated/published after placement; +N = added by this run; free = still allocatable):"]
