@@ -204,8 +204,8 @@ class DeviceState:
             return False
         if device.shared:
             used = self.consumed.get(device.id)
-            if used:
-                for (name, amount), capacity in zip(amounts, device.capacity):  # amounts are in capacity order
+            if used and amounts:  # amounts are in capacity order, one per capacity
+                for (name, amount), capacity in zip(amounts, device.capacity, strict=True):
                     if used.get(name, Decimal(0)) + amount > capacity.value:
                         return False
             if self.shares.get(device.id):

@@ -120,8 +120,8 @@ def consumption(requests: Amounts, driver: str, capacities: Sequence[Capacity]) 
         wanted[key] = amount
     out = []
     for capacity in capacities:
-        amount = consumed(wanted.get(capacity.qualified), capacity)
-        if amount is None or amount < 0 or amount > capacity.value:
+        used = consumed(wanted.get(capacity.qualified), capacity)
+        if used is None or used < 0 or used > capacity.value:
             return None
-        out.append((capacity.name, amount))
+        out.append((capacity.name, used))
     return tuple(out)

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from scheduler.dra import cel
-from scheduler.dra.capacity import Amounts
 from scheduler.dra.allocator import (
     MAX_DEVICES_PER_CLAIM,
     ClaimSpec,
@@ -41,6 +40,7 @@ from scheduler.dra.allocator import (
     Request,
     SubRequest,
 )
+from scheduler.dra.capacity import Amounts
 from scheduler.model.dra import (
     ALL,
     DeviceClass,
@@ -113,7 +113,7 @@ def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
     return ClaimSpec(tuple(requests), constraints)
 
 
-def _capacity_requests(request: str, requests: Mapping[str, str]) -> Amounts:
+def _capacity_requests(request: str, requests: Mapping[str, str | int | float]) -> Amounts:
     """A request's ``capacity.requests`` parsed exactly, in name order; raises :class:`ClaimError` on a malformed
     or negative quantity (the API server refuses such a claim)."""
     out = []

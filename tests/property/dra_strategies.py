@@ -122,7 +122,8 @@ def _shared_claim(name: str, node: str, shares: list[tuple[int, int]]) -> dict[s
                for i, (j, amount) in enumerate(shares)]
     selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": NS},
-            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "nic", "count": len(shares)}}]}},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "nic",
+                                                                        "count": len(shares)}}]}},
             "status": {"allocation": {"devices": {"results": results}, "nodeSelector": selector}}}
 
 

@@ -43,8 +43,8 @@ from scheduler.dra.allocator import (
     SubRequest,
     _Budget,
     allocate_copies,
-    amounts_of,
     allocate_pods,
+    amounts_of,
     claim_alternatives,
 )
 from scheduler.dra.capacity import Amounts

@@ -160,7 +160,8 @@ def share_problems(draw: st.DrawFn) -> tuple[list[Device], list[ClaimSpec], Devi
         if draw(st.booleans()):
             state.take(d, (("bandwidth", D(draw(st.integers(0, int(d.capacity[0].value))))),))
     state.journal.clear()
-    claims = [share(str(draw(st.integers(0, 6))), count=draw(st.integers(1, 2))) for _ in range(draw(st.integers(1, 3)))]
+    claims = [share(str(draw(st.integers(0, 6))), count=draw(st.integers(1, 2)))
+              for _ in range(draw(st.integers(1, 3)))]
     return devices, claims, state
 
 
