@@ -130,12 +130,15 @@ class DeviceIndex:
 
     ``ids``: device ids, in the inventory's order (D of them); ``position``: id → its index in ``ids``;
     ``home``: (D,) int, per device the one node row that reaches it, or -1 when none or several do
-    (node-set and all-nodes devices).
+    (node-set and all-nodes devices); ``shared``: (D,) bool, the devices with ``allowMultipleAllocations``
+    (``any_shared``: whether there is one).
     """
 
     ids: tuple[str, ...]
     position: dict[str, int]
     home: IntArray
+    shared: BoolArray
+    any_shared: bool
 
     def mask(self, device_ids: Iterable[str]) -> BoolArray:
         """(D,) bool, True at the devices of ``device_ids``; ids this index does not know are left out
@@ -427,7 +430,9 @@ class Inventory:
             ids = tuple(self.devices)
             home = np.fromiter((self.home[d] for d in ids), dtype=np.intp, count=len(ids))
             home.setflags(write=False)
-            self._index = DeviceIndex(ids, {d: i for i, d in enumerate(ids)}, home)
+            shared = np.fromiter((self.devices[d].shared for d in ids), dtype=bool, count=len(ids))
+            shared.setflags(write=False)
+            self._index = DeviceIndex(ids, {d: i for i, d in enumerate(ids)}, home, shared, bool(shared.any()))
         return self._index
 
     def held_mask(self, assumed: Iterable[DeviceUse] = ()) -> BoolArray:

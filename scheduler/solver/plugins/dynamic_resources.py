@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.dra.allocator import (
+    MAX_DEVICES_PER_CLAIM,
     BudgetExceeded,
     ClaimSpec,
     Device,
@@ -183,7 +184,9 @@ class DynamicResources:
     @staticmethod
     def _usable(cycle: DynamicResourcesState, sub: SubRequest) -> BoolArray:
         """Nodes reaching at least ``sub.count`` matching devices outside the view's ``held`` ones (taken
-        for the whole run: no undo returns them) (``All``: at least one matching device, taken or not). A
+        for the whole run: no undo returns them) (``All``: at least one matching device, taken or not); a device
+        with ``allowMultipleAllocations`` counts :data:`MAX_DEVICES_PER_CLAIM` times (one claim may hold that many
+        shares of it; KEP-5075), and what is left of its capacity is for Reserve to judge. A
         necessary condition for the allocator to satisfy ``sub`` on the node at any point of this run, so
         leaving the other nodes out changes no plan, only skips tries. Vectorised over the devices
         (masks over ``inventory.device_index()``): the cost does not grow with the number of held node-local
@@ -204,6 +207,9 @@ class DynamicResources:
             if shared.any():  # node-set and all-nodes devices: every row that reaches them
                 for position in np.flatnonzero(held)[shared]:
                     counts -= inventory.reach[index.ids[position]]
+            if index.any_shared:  # a device with allowMultipleAllocations held whole counted as many
+                for position in np.flatnonzero(held & index.shared):
+                    counts -= inventory.reach[index.ids[position]] * (MAX_DEVICES_PER_CLAIM - 1)
         return counts >= sub.count
 
     # -- Filter --------------------------------------------------------------------------------
