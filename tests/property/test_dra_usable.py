@@ -3,7 +3,8 @@
 The plugin's PreFilter keeps only nodes reaching at least ``count`` matching devices that are not held
 (allocated in the snapshot or assumed by earlier plans); ``All`` needs one matching device, taken or
 not; a device with ``allowMultipleAllocations`` counts as many devices as one claim may hold (it may serve
-each of its results with a share; KEP-5075), and only an exclusive use holds it. It counts held devices with masks over the inventory's device index (:attr:`DraView.held`, kept up
+each of its results with a share; KEP-5075), and only an exclusive use holds it. It counts held devices with
+masks over the inventory's device index (:attr:`DraView.held`, kept up
 to date by ``with_allocated``). Here, on random inventories (node-local pools with shared counters,
 rack node-set pools, an all-nodes pool, stale and incomplete pools, preallocated claims) and random
 chains of assumed devices, the mask is compared with the count made device by device from the
