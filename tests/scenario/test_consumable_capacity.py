@@ -16,7 +16,7 @@ import yaml
 
 from scheduler.framework import SolverConfig
 from scheduler.offline.loader import load
-from scheduler.offline.report import to_json
+from scheduler.offline.report import render_text, to_json
 from scheduler.offline.simulate import Simulation, simulate
 from tests.scenario.conftest import DATA
 
@@ -154,3 +154,10 @@ def test_json_allocations_carry_share_id_and_consumed_capacity(tmp_path: Path) -
                       "consumedCapacity": {"dra.cpu/cpu": "16"}}
     again = json.loads(json.dumps(to_json(run(tmp_path, [template("cpus-16", "16"), *gang("train", 1, "cpus-16")]))))
     assert again["allocations"][0]["devices"][0]["shareID"] == sim.allocations[0].allocation.device_uses[0].share_id
+
+
+def test_the_text_report_shows_each_share_and_the_devices_still_free(tmp_path: Path) -> None:
+    text = render_text(run(tmp_path, [template("cpus-16", "16"), *gang("train", 3, "cpus-16")]))
+    assert "train-0 -> cpu-worker-1: cpudevnuma000 [dra.cpu/cpu 16] (dra.cpu)" in text
+    assert "train-2 -> cpu-worker-1: cpudevnuma001 [dra.cpu/cpu 16] (dra.cpu)" in text
+    assert "cpu-worker-1  dra.cpu      2/2 +2  free 1" in text  # NUMA 1 has 16 of 32 left
