@@ -9,6 +9,7 @@ controller makes them from the pods' template.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -41,9 +42,13 @@ def cpu_claim_spec(cpus: str) -> dict[str, Any]:
         "deviceClassName": DRIVER, "capacity": {"requests": {"dra.cpu/cpu": cpus}}}}]}}
 
 
-async def cpu_cluster(kube: KubeClient, cpus: str) -> None:
-    """The node, dra-driver-cpu's class and slice (two NUMA devices of 32 CPUs), a template asking ``cpus``."""
+async def cpu_cluster(kube: KubeClient, cpus: str, binding_conditions: tuple[str, ...] = ()) -> None:
+    """The node, dra-driver-cpu's class and slice (two NUMA devices of 32 CPUs, with ``binding_conditions`` if
+    given), a template asking ``cpus``."""
     docs = {d["kind"]: d for d in yaml.safe_load_all(DATA.read_text())}
+    for device in docs["ResourceSlice"]["spec"]["devices"]:
+        if binding_conditions:
+            device["bindingConditions"] = list(binding_conditions)
     await create_node(kube, NODE, cpu="64")
     await kube.create(DEVICE_CLASSES, None, docs["DeviceClass"])
     await kube.create(RESOURCE_SLICES, None, docs["ResourceSlice"])
@@ -125,3 +130,40 @@ async def test_the_emulator_refuses_a_share_id_that_is_not_a_lowercase_uuid(k8s:
                 {"request": "cpus", "driver": DRIVER, "pool": NODE, "device": "cpudevnuma000", "shareID": share,
                  "consumedCapacity": {"dra.cpu/cpu": "1"}}]}}}}, sub="status")
         assert info.value.status == 422 and "shareID" in str(info.value)
+
+
+PINNED = "dra.cpu/CPUsPinned"
+
+
+async def driver_reports_share(kube: KubeClient, name: str, share_id: str | None) -> dict[str, Any]:
+    """Play the driver: once claim ``name`` is allocated, set ``PINNED`` True in ``status.devices`` for its device,
+    for the share ``share_id`` (None: an entry without one); returns the allocation's result."""
+    async def allocated() -> dict[str, Any] | None:
+        c = await claim(kube, name)
+        return c if results(c) else None
+
+    (result,) = results(await until(allocated, what=f"claim {name} allocated"))
+    entry: dict[str, Any] = {"driver": result["driver"], "pool": result["pool"], "device": result["device"],
+                             "conditions": [{"type": PINNED, "status": "True", "reason": "Pinned", "message": "",
+                                             "lastTransitionTime": "2026-12-02T00:00:00Z"}]}
+    if share_id is not None:
+        entry["shareID"] = share_id
+    await kube.patch(RESOURCE_CLAIMS, NS, name, {"status": {"devices": [entry]}}, sub="status")
+    return result
+
+
+@pytest.mark.looptime
+async def test_a_binding_condition_of_a_share_is_met_only_by_the_status_of_that_share(k8s: ApiServer,
+                                                                                     kube: KubeClient) -> None:
+    """KEP-5007 with KEP-5075: the driver reports per share (``status.devices[]`` keyed by device and shareID);
+    a condition reported for the device without the share's id does not let the pod bind, the share's does."""
+    await cpu_cluster(kube, "8", binding_conditions=(PINNED,))
+    await cpu_gang(kube, "g", 1, "8")
+    async with running(kube):
+        result = await driver_reports_share(kube, "g-0-cpus", None)
+        assert result["bindingConditions"] == [PINNED] and UUID.fullmatch(result["shareID"])
+        await asyncio.sleep(30)
+        assert not await bound_at_least(kube, "g-", 1)
+        await driver_reports_share(kube, "g-0-cpus", result["shareID"])
+        placed = await until(lambda: bound_at_least(kube, "g-", 1), what="pod bound")
+    assert placed == {"g-0": NODE}
