@@ -210,7 +210,7 @@ class DeviceState:
                         return False
             if self.shares.get(device.id):
                 return True  # its counters are consumed already
-        elif self.shares.get(device.id):
+        elif self.shares and self.shares.get(device.id):
             return False  # shared by allocations made while its slice allowed it
         for set_id, amounts_ in device.consumes:
             left = self.counters.get(set_id)

@@ -448,13 +448,12 @@ class Inventory:
         devices with the capacity they consume (``consumedCapacity``, KEP-5075), and their counter use
         subtracted (a shared device's once)."""
         counters = {k: dict(v) for k, v in self.counters.items()}
-        taken: dict[str, DeviceUse] = {}
+        uses = (*self.allocated, *assumed)
+        taken = {u.device: u for u in uses if u.exclusive}
         shares: dict[str, int] = {}
         consumed: dict[str, dict[str, Decimal]] = {}
-        for u in itertools.chain(self.allocated, assumed):
-            if u.exclusive:
-                taken[u.device] = u
-            elif u.takes:
+        for u in uses if len(taken) < len(uses) else ():  # some use is a share or admin access
+            if u.takes and not u.exclusive:
                 shares[u.device] = shares.get(u.device, 0) + 1
                 device = self.devices.get(u.device)
                 if device is not None and u.consumed:
