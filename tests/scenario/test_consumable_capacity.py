@@ -161,3 +161,40 @@ def test_the_text_report_shows_each_share_and_the_devices_still_free(tmp_path: P
     assert "train-0 -> cpu-worker-1: cpudevnuma000 [dra.cpu/cpu 16] (dra.cpu)" in text
     assert "train-2 -> cpu-worker-1: cpudevnuma001 [dra.cpu/cpu 16] (dra.cpu)" in text
     assert "cpu-worker-1  dra.cpu      2/2 +2  free 1" in text  # NUMA 1 has 16 of 32 left
+
+
+def rack(nodes: int, links: int) -> list[dict[str, Any]]:
+    """``nodes`` one-CPU nodes of rack r1 and a node-set slice of ``links`` shared fabric links (bandwidth 100
+    each, reachable from every node of the rack), with their DeviceClass."""
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"r1-n{i}", "labels": {"rack": "r1"}},
+         "status": {"allocatable": {"cpu": "1", "memory": "8Gi", "pods": "110"}}} for i in range(nodes)]
+    docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "fabric"},
+                 "spec": {"selectors": [{"cel": {"expression": "device.driver == 'fabric.example.com'"}}]}})
+    docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "r1-fabric"},
+                 "spec": {"driver": "fabric.example.com", "pool": {"name": "r1", "generation": 1,
+                                                                    "resourceSliceCount": 1},
+                          "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+                              {"key": "rack", "operator": "In", "values": ["r1"]}]}]},
+                          "devices": [{"name": f"link-{j}", "allowMultipleAllocations": True,
+                                       "capacity": {"bandwidth": {"value": "100"}}} for j in range(links)]}})
+    docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                 "metadata": {"name": "bw-40", "namespace": NS},
+                 "spec": {"spec": {"devices": {"requests": [{"name": "bw", "exactly": {
+                     "deviceClassName": "fabric", "capacity": {"requests": {"bandwidth": "40"}}}}]}}}})
+    return docs
+
+
+def test_members_on_different_nodes_share_a_rack_link_and_the_third_falls_to_another(tmp_path: Path) -> None:
+    """A node-set device is one state for the whole gang: members on three nodes take 40 each of a rack link's
+    100, so two share link-0 and the third goes to link-1; with one link the gang cannot be placed at all."""
+    docs = rack(3, 2)
+    path = tmp_path / "rack.yaml"
+    path.write_text(yaml.safe_dump_all([*docs, *gang("net", 3, "bw-40")]))
+    sim = simulate(load([path]), "gang-scheduler", SolverConfig())
+    assert status(sim) == {"net": "Scheduled"}
+    placements = {a.pods[0][1]: a.allocation.device_ids[0] for a in sim.allocations}  # node → its link
+    assert sorted(placements) == ["r1-n0", "r1-n1", "r1-n2"]
+    assert sorted(placements.values()) == ["fabric.example.com/r1/link-0"] * 2 + ["fabric.example.com/r1/link-1"]
+    path.write_text(yaml.safe_dump_all([*rack(3, 1), *gang("net", 3, "bw-40")]))
+    assert status(simulate(load([path]), "gang-scheduler", SolverConfig())) == {"net": "Unschedulable"}
