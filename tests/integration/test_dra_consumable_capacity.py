@@ -167,3 +167,21 @@ async def test_a_binding_condition_of_a_share_is_met_only_by_the_status_of_that_
         await driver_reports_share(kube, "g-0-cpus", result["shareID"])
         placed = await until(lambda: bound_at_least(kube, "g-", 1), what="pod bound")
     assert placed == {"g-0": NODE}
+
+
+@pytest.mark.looptime
+async def test_plans_of_separate_gangs_count_each_others_shares(k8s: ApiServer, kube: KubeClient) -> None:
+    """Four one-pod gangs at 12 CPUs: each plan sees the shares of the plans before it (written, or still being
+    written and held), so NUMA 0 takes two (24 of 32, a third would be 36), NUMA 1 the other two."""
+    await cpu_cluster(kube, "12")
+    for name in ("a", "b", "c", "d"):
+        await cpu_gang(kube, name, 1, "12")
+    async with running(kube):
+        for name in ("a", "b", "c", "d"):
+            await until(lambda name=name: bound_at_least(kube, f"{name}-", 1), what=f"gang {name} bound")
+    per_device: dict[str, int] = {}
+    for name in ("a", "b", "c", "d"):
+        (result,) = results(await claim(kube, f"{name}-0-cpus"))
+        cpus = int(result["consumedCapacity"]["dra.cpu/cpu"])
+        per_device[result["device"]] = per_device.get(result["device"], 0) + cpus
+    assert per_device == {"cpudevnuma000": 24, "cpudevnuma001": 24}
