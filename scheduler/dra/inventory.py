@@ -35,14 +35,15 @@ import itertools
 from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scheduler.dra import cel
 from scheduler.dra.allocator import MAX_DEVICES_PER_CLAIM, Device, DeviceState, SubRequest
 from scheduler.dra.capacity import Capacity, CapacityPolicy, qualify
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
 from scheduler.framework.selectors import node_selector_matches
+from scheduler.lazy import lazy_module
 from scheduler.model.dra import (
     AttributeValue,
     CapacityRequestPolicy,
@@ -60,6 +61,11 @@ from scheduler.model.dra import DeviceAttribute as ApiDeviceAttribute
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import parse
+
+if TYPE_CHECKING:
+    from scheduler.dra import cel
+else:  # CEL is loaded by the first selector compiled or device viewed
+    cel = lazy_module("scheduler.dra.cel")
 
 PoolKey = tuple[str, str]
 """(driver, pool name): pools are per driver."""
