@@ -433,7 +433,7 @@ class DynamicResources:
         return tuple(out)
 
 
-def device_uses(spec: ClaimSpec, results: Sequence[Result], claim: str = "") -> tuple[DeviceUse, ...]:
+def device_uses(spec: ClaimSpec, results: Sequence[Result], claim: str) -> tuple[DeviceUse, ...]:
     """How ``results`` use their devices: admin access where the sub-request asked for it (KEP-5018), the
     device's binding conditions (KEP-5007), and for a device with ``allowMultipleAllocations`` its ``shareID``
     and ``consumedCapacity`` (KEP-5075: every capacity of the device, as the structured allocator records
