@@ -31,6 +31,7 @@ Pure: plain dataclasses in, plain results out; the caller owns the :class:`Devic
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -118,10 +119,15 @@ def amounts_of(sub: SubRequest, device: Device) -> Amounts | None:
     """
     if not sub.capacity and not device.shared:
         return ()
-    amounts = consumption(sub.capacity, device.driver, device.capacity)
+    amounts = _consumption(sub.capacity, device.driver, device.capacity)
     if amounts is None:
         return None
     return amounts if device.shared else ()
+
+
+_consumption = functools.lru_cache(maxsize=4096)(consumption)
+""":func:`scheduler.dra.capacity.consumption`, memoised: a fleet's shared devices publish a handful of capacity
+shapes, and every search asks again for every node's devices (its arguments are immutable values)."""
 
 
 @dataclass(frozen=True, slots=True)

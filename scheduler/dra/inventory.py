@@ -455,19 +455,23 @@ class Inventory:
         subtracted (a shared device's once)."""
         counters = {k: dict(v) for k, v in self.counters.items()}
         uses = (*self.allocated, *assumed)
-        taken = {u.device: u for u in uses if u.exclusive}
+        taken = {u.device: u for u in uses if u.share_id is None and not u.admin}  # DeviceUse.exclusive, inline
         shares: dict[str, int] = {}
         consumed: dict[str, dict[str, Decimal]] = {}
+        devices = self.devices
         for u in uses if len(taken) < len(uses) else ():  # some use is a share or admin access
-            if u.takes and not u.exclusive:
-                shares[u.device] = shares.get(u.device, 0) + 1
-                device = self.devices.get(u.device)
-                if device is not None and u.consumed:
-                    used = consumed.setdefault(u.device, {})
-                    for name, amount in u.consumed:
-                        key = _capacity_key(device, name)
-                        if key is not None:
-                            used[key] = used.get(key, Decimal(0)) + amount
+            if u.share_id is None or u.admin:
+                continue
+            dev_id = u.device
+            shares[dev_id] = shares.get(dev_id, 0) + 1
+            if u.consumed and (device := devices.get(dev_id)) is not None:
+                used = consumed.get(dev_id)
+                if used is None:
+                    used = consumed[dev_id] = {}
+                for name, amount in u.consumed:
+                    key = _capacity_key(device, name)
+                    if key is not None:
+                        used[key] = used.get(key, Decimal(0)) + amount
         state = DeviceState(taken=taken, counters=counters, shares=shares, consumed=consumed)
         # only these change counters; in a fixed order
         for dev_id in sorted((taken.keys() | shares.keys()) & self.consuming):
@@ -557,5 +561,8 @@ def _policy(policy: CapacityRequestPolicy | None) -> CapacityPolicy | None:
 
 def _capacity_key(device: Device, name: str) -> str | None:
     """The device's own name of capacity ``name`` (short or with the driver's domain), or None if it has none."""
+    for c in device.capacity:
+        if c.name == name:  # written as the device publishes it, as the allocator writes it
+            return name
     key = qualify(device.driver, name)
     return next((c.name for c in device.capacity if c.qualified == key), None)
