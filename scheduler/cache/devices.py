@@ -9,7 +9,12 @@
   its devices), the claim that existed is gone, the pod owning a created claim is gone — or the
   driver forgets them after a failed write. A claim whose allocation is in flight is not offered
   to another plan: a pod of another root that names it waits until the allocation is visible and
-  is then pinned to it (so a claim shared by name between roots is allocated once).
+  is then pinned to it (so a claim shared by name between roots is allocated once). Holds are
+  indexed by claim and by owner pod, so a claim or pod event looks only at its own holds.
+* The pending pods that may need devices and everything their claim resolution reads are reported
+  here as they change (:meth:`DeviceCache.set_pod`, :meth:`DeviceCache.changed`, and the claim and
+  in-flight changes seen here), so a snapshot resolves only the pods whose inputs changed
+  (:class:`~scheduler.dra.claims.PendingClaims`).
 
 Not thread-safe: used from the event loop only.
 """
@@ -20,7 +25,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from scheduler.dra.claims import ClaimIndex, ClaimMemo
+from scheduler.dra.claims import ClaimIndex, ClaimMemo, PendingClaims, resolve_all
 from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import Inventory
 from scheduler.framework.node_table import NodeTable
@@ -70,8 +75,19 @@ class DeviceCache:
         """Devices whose binding conditions failed or timed out: no plan gets them until their pool's slices
         change (the driver publishes them again)."""
         self.memo = ClaimMemo()
-        """Each pending pod's resolved claims and each claim's converted spec, kept until what they were
-        resolved from changes (:func:`~scheduler.dra.claims.resolve_all`)."""
+        """Each claim's converted spec (and, with ``synthesize``, each pending pod's resolved claims), kept until
+        what they were resolved from changes (:func:`~scheduler.dra.claims.resolve_all`)."""
+        self.pending = PendingClaims(self.memo)
+        """The pending pods that may need devices (:meth:`set_pod`) and their resolved claims, kept up to date
+        from the changes reported here."""
+        self._holders: dict[str, set[str]] = {}
+        """Claim key → tokens of the plans holding it that found it in the cache (``existed``): the claims in
+        flight; a claim event settles only these."""
+        self._created: set[tuple[str, str]] = set()
+        """(token, claim key) of the holds of claims a plan creates: settled by their devices on claim events."""
+        self._owned: dict[str, set[tuple[str, str]]] = {}
+        """Pod key → (token, claim key) of the holds of the claims created for it: a pod event settles these."""
+        self._in_flight: frozenset[str] | None = frozenset()
         self._idle: tuple[NodeTable, int, DraView] | None = None
         """The view of a cluster where nothing asks for devices, per node table and inventory generation."""
 
@@ -97,13 +113,28 @@ class DeviceCache:
         self._log_problems()
 
     def set_claim(self, key: str, claim: ResourceClaim | None) -> None:
-        """A claim changed: how its allocation uses its devices."""
+        """A claim was added, changed or deleted (``claim`` None): how its allocation uses its devices; the holds
+        the watch has now caught up with end (:meth:`settle_claim`)."""
         uses = claim.allocated_uses if claim is not None else ()
-        if uses:
-            self._allocated[key] = uses
-        else:
-            self._allocated.pop(key, None)
-        self._allocated_uses = None
+        if uses or key in self._allocated:
+            if uses:
+                self._allocated[key] = uses
+            else:
+                del self._allocated[key]
+            self._allocated_uses = None
+        self.pending.changed("claim", key)
+        self.settle_claim(key)
+
+    def set_pod(self, key: str, pod: Pod | None) -> None:
+        """Pod ``key`` is now ``pod``: pending (not assumed) and perhaps needing devices — it has claims or
+        requests an extended resource; None when it is not (any more). Holds of claims it owns end when it is
+        gone or finished (:meth:`settle_pod`)."""
+        self.pending.set_pod(key, pod)
+
+    def changed(self, what: str, key: str) -> None:
+        """A ResourceClaimTemplate (``template``), PodGroup (``podgroup``) or Namespace (``namespace``) was added,
+        replaced or deleted (see :meth:`~scheduler.dra.claims.PendingClaims.changed`)."""
+        self.pending.changed(what, key)
 
     def _log_problems(self) -> None:
         problems = set(self.inventory.problems)
@@ -116,46 +147,79 @@ class DeviceCache:
         """Hold the devices of a plan's claim allocations (``token``: unique to the plan)."""
         held = {a.claim: HeldClaim(a.device_uses, a.claim in self._claims, a.pod if a.synthetic else None)
                 for a in allocations}
-        if held:
-            self.held[token] = held
+        if not held:
+            return
+        self.forget(token)
+        self.held[token] = held
+        for key, hold in held.items():
+            if hold.existed:
+                holders = self._holders.setdefault(key, set())
+                if not holders:
+                    self._flight(key)
+                holders.add(token)
+            else:
+                self._created.add((token, key))
+            if hold.pod is not None:
+                self._owned.setdefault(hold.pod, set()).add((token, key))
 
     def forget(self, token: str, claims: Iterable[str] | None = None) -> None:
         """Release a plan's held devices: all of them, or only those of ``claims`` (keys as in the plan)."""
         held = self.held.get(token)
         if held is None:
             return
-        for key in list(held) if claims is None else claims:
-            held.pop(key, None)
+        for key in list(held) if claims is None else list(claims):
+            self._release(token, key)
+
+    def _release(self, token: str, key: str) -> None:
+        """End one hold (and the plan's entry with its last hold); keeps the indexes in step."""
+        held = self.held.get(token)
+        hold = held.pop(key, None) if held is not None else None
+        if hold is None:
+            return
         if not held:
             del self.held[token]
+        if hold.existed:
+            holders = self._holders[key]
+            holders.discard(token)
+            if not holders:
+                del self._holders[key]
+                self._flight(key)
+        else:
+            self._created.discard((token, key))
+        if hold.pod is not None:
+            owned = self._owned[hold.pod]
+            owned.discard((token, key))
+            if not owned:
+                del self._owned[hold.pod]
 
-    def settle(self, changed: str | None, pods: Mapping[str, Pod]) -> None:
-        """End holds the watch has caught up with: the claim is shown allocated (a created claim, under a
-        generated name, is recognised by its devices), a claim that existed is gone, or the pod owning a
-        created claim is gone (``pods``: the cache's pods, when a pod changed). ``changed``: the claim
-        key that changed, or None to check every hold."""
-        if not self.held:
-            return
-        allocated: set[str] | None = None  # made only for a created claim's hold (every allocated device)
-        for token in list(self.held):
-            held = self.held[token]
-            for key, hold in list(held.items()):
-                if hold.existed:
-                    done = changed is None or changed == key
-                    if done:
-                        claim = self._claims.get(key)
-                        done = claim is None or claim.is_allocated
-                else:
-                    if allocated is None:
-                        allocated = {u.device for u in self.allocated_uses()}
-                    done = bool(hold.uses) and {u.device for u in hold.uses} <= allocated
-                if not done and hold.pod is not None:
-                    owner = pods.get(hold.pod)
-                    done = owner is None or owner.is_terminal
-                if done:
-                    del held[key]
-            if not held:
-                del self.held[token]
+    def _flight(self, key: str) -> None:
+        """Claim ``key`` went in or out of flight."""
+        self._in_flight = None
+        self.pending.changed("flight", key)
+
+    def settle_claim(self, key: str) -> None:
+        """End the holds the watch has caught up with after claim ``key`` changed: a hold of that claim when it
+        is shown allocated or is gone, and a hold of a created claim (under a generated name) once every
+        device it holds is shown allocated. O(holds of ``key`` + holds of created claims)."""
+        tokens = self._holders.get(key)
+        if tokens:
+            claim = self._claims.get(key)
+            if claim is None or claim.is_allocated:
+                for token in list(tokens):
+                    self._release(token, key)
+        if self._created:
+            allocated = {u.device for u in self.allocated_uses()}
+            for token, created in list(self._created):
+                uses = self.held[token][created].uses
+                if uses and {u.device for u in uses} <= allocated:
+                    self._release(token, created)
+
+    def settle_pod(self, key: str, pod: Pod | None) -> None:
+        """End the holds of the claims pod ``key`` owns once it is gone (``pod`` None) or finished."""
+        owned = self._owned.get(key)
+        if owned and (pod is None or pod.is_terminal):
+            for token, claim in list(owned):
+                self._release(token, claim)
 
     # -- views ---------------------------------------------------------------------------------
     def allocated_uses(self) -> tuple[DeviceUse, ...]:
@@ -178,7 +242,9 @@ class DeviceCache:
 
     def in_flight(self) -> frozenset[str]:
         """Keys of claims an in-flight plan is allocating (existing claims only)."""
-        return frozenset(k for held in self.held.values() for k, h in held.items() if h.existed)
+        if self._in_flight is None:
+            self._in_flight = frozenset(self._holders)
+        return self._in_flight
 
     def claim_index(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> ClaimIndex:
         """Claims, templates, classes and PodGroups for claim resolution, over the cache's live dicts."""
@@ -186,15 +252,17 @@ class DeviceCache:
                           self.synthesize, frozenset(table.resources), self.synthesized, self.in_flight(),
                           namespaces=self._namespaces, memo=self.memo)
 
-    def view(self, table: NodeTable, classes: Mapping[str, DeviceClass], pending: Iterable[Pod]) -> DraView:
-        """The solver's DRA input for the ``pending`` pods that may need devices: the inventory with every
+    def view(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> DraView:
+        """The solver's DRA input for the pending pods reported (:meth:`set_pod`): the inventory with every
         claim's allocation and every in-flight plan's devices taken.
 
         With no pending pod to resolve, no device published, none allocated and none held, the view is the
         same for every snapshot until the nodes or the slices change: it is built once (a cluster without
         DRA then pays nothing per cycle)."""
-        pending = list(pending)
-        idle = (not pending and not self.held and not self.inventory.devices and not self.allocated_uses()
+        pending = self.pending
+        index = self.claim_index(table, classes)
+        resolved = resolve_all(index, pending.pods()) if self.synthesize else pending.resolve(index)
+        idle = (not resolved and not self.held and not self.inventory.devices and not self.allocated_uses()
                 and not self.excluded)
         if idle:
             hit = self._idle
@@ -202,7 +270,7 @@ class DeviceCache:
                 return hit[2]
         inventory = self.inventory.with_allocated(self.allocated_uses())
         held = (*self.held_uses(), *(DeviceUse(d) for d in sorted(self.excluded)))
-        view = DraView.build(inventory, self.claim_index(table, classes), pending, held)
+        view = DraView.of(inventory, index, resolved, held, None if self.synthesize else pending.pinned)
         if idle:
             self._idle = (table, self.inventory.generation, view)
         return view

@@ -1,0 +1,134 @@
+"""Held claim allocations (:class:`~scheduler.cache.devices.DeviceCache`): the holds indexed by claim and by
+owner pod end exactly when looking at every hold on every event would end them.
+
+Random sequences of plans assumed and forgotten, claims added, allocated, emptied and deleted, and owner pods
+finishing or going away are applied to a :class:`DeviceCache` (claim events through ``set_claim``, pod events
+through ``settle_pod``) and to a model that, on a claim event, checks that claim's holds and every created
+claim's, and on a pod event checks every hold — the rule as the module docstring states it, with no index.
+After every step both hold the same, and the claims in flight are those of the holds of existing claims.
+Plans are assumed as a solve makes them: they allocate claims that are not allocated yet, take devices no
+claim has, and own created claims for pods that exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduler.cache.devices import DeviceCache, HeldClaim
+from scheduler.framework.plan import ClaimAllocation
+from scheduler.model.dra import ResourceClaim
+from scheduler.model.pod import Pod
+
+NS = "a"
+CLAIMS = ("c0", "c1", "c2")
+CREATED = ("p0-extended-resources", "p1-extended-resources")
+DEVICES = ("d0", "d1", "d2", "d3")
+TOKENS = ("t0", "t1", "t2")
+PODS = ("p0", "p1")
+
+
+def make_claim(name: str, devices: tuple[str, ...] | None) -> ResourceClaim:
+    """A claim; ``devices``: its allocation (None: not allocated)."""
+    body: dict[str, Any] = {"metadata": {"name": name, "namespace": NS},
+                            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}}}
+    if devices is not None:
+        body["status"] = {"allocation": {"devices": {"results": [
+            {"request": "r", "driver": "drv", "pool": "pool", "device": d} for d in devices]}}}
+    return ResourceClaim.model_validate(body)
+
+
+def make_pod(name: str, terminal: bool) -> Pod:
+    return Pod.model_validate({"metadata": {"name": name, "namespace": NS},
+                               "spec": {"schedulerName": "gang-scheduler", "containers": [{"name": "c"}]},
+                               "status": {"phase": "Succeeded" if terminal else "Pending"}})
+
+
+devices = st.lists(st.sampled_from(DEVICES), min_size=1, max_size=2, unique=True).map(tuple)
+allocation = st.tuples(st.sampled_from(CLAIMS + CREATED), devices)
+STEP = st.one_of(
+    st.tuples(st.just("assume"), st.sampled_from(TOKENS), st.lists(allocation, max_size=3, unique_by=lambda a: a[0])),
+    st.tuples(st.just("forget"), st.sampled_from(TOKENS), st.none() | st.lists(st.sampled_from(CLAIMS + CREATED))),
+    st.tuples(st.just("claim"), st.sampled_from(CLAIMS + CREATED), st.none() | st.just(()) | devices),
+    st.tuples(st.just("pod"), st.sampled_from(PODS), st.sampled_from(("gone", "running", "finished"))),
+)
+
+
+def model_settle(held: dict[str, dict[str, HeldClaim]], claims: dict[str, ResourceClaim], pods: dict[str, Pod],
+                 changed: str | None) -> None:
+    """Every hold looked at: ``changed`` — the claim of a claim event, or None for a pod event."""
+    allocated = {u.device for c in claims.values() for u in c.allocated_uses}
+    for token in list(held):
+        for key, hold in list(held[token].items()):
+            if hold.existed:
+                done = changed is None or changed == key
+                if done:
+                    claim = claims.get(key)
+                    done = claim is None or claim.is_allocated
+            else:
+                done = bool(hold.uses) and {u.device for u in hold.uses} <= allocated
+            if not done and hold.pod is not None:
+                owner = pods.get(hold.pod)
+                done = owner is None or owner.is_terminal
+            if done:
+                del held[token][key]
+        if not held[token]:
+            del held[token]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(STEP, min_size=5, max_size=40))
+def test_indexed_holds_end_as_checking_every_hold_ends_them(steps: list[tuple[Any, ...]]) -> None:
+    claims: dict[str, ResourceClaim] = {}
+    pods: dict[str, Pod] = {f"{NS}/{p}": make_pod(p, False) for p in PODS}
+    cache = DeviceCache(claims, {}, {})
+    model: dict[str, dict[str, HeldClaim]] = {}
+    for step in steps:
+        if step[0] == "assume":
+            _, token, wanted = step
+            taken = {u.device for c in claims.values() for u in c.allocated_uses}
+            allocations = []
+            for name, devs in wanted:  # as a solve makes them (see the module docstring)
+                key, owner = f"{NS}/{name}", f"{NS}/{name.split('-')[0]}" if name in CREATED else None
+                ids = {f"drv/pool/{d}" for d in devs}
+                claim = claims.get(key)
+                if (claim is not None and claim.is_allocated) or ids & taken or (owner is not None and (
+                        owner not in pods or pods[owner].is_terminal)):
+                    continue
+                allocations.append(ClaimAllocation(key, (), None, tuple((("r", "drv", "pool", d)) for d in devs),
+                                                   synthetic=owner is not None, pod=owner))
+            cache.assume(token, allocations)
+            if allocations:
+                model[token] = {a.claim: HeldClaim(a.device_uses, a.claim in claims, a.pod) for a in allocations}
+        elif step[0] == "forget":
+            _, token, which = step
+            keys = None if which is None else [f"{NS}/{n}" for n in which]
+            cache.forget(token, keys)
+            if token in model:
+                for key in list(model[token]) if keys is None else keys:
+                    model[token].pop(key, None)
+                if not model[token]:
+                    del model[token]
+        elif step[0] == "claim":
+            _, name, devs = step
+            key = f"{NS}/{name}"
+            if devs is None:
+                claims.pop(key, None)
+            else:
+                claims[key] = make_claim(name, devs or None)
+            cache.set_claim(key, claims.get(key))
+            model_settle(model, claims, pods, key)
+        else:
+            _, name, state = step
+            key = f"{NS}/{name}"
+            if state == "gone":
+                pods.pop(key, None)
+            else:
+                pods[key] = make_pod(name, state == "finished")
+            cache.settle_pod(key, pods.get(key))
+            if model:
+                model_settle(model, claims, pods, None)
+        assert cache.held == model, step
+        assert cache.in_flight() == {k for held in model.values() for k, h in held.items() if h.existed}
