@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 from scheduler.dra.claims import ClaimIndex, ClaimMemo, PendingClaims, resolve_all
 from scheduler.dra.device_snapshot import DraView
-from scheduler.dra.inventory import Inventory
-from scheduler.framework.node_table import NodeTable
+from scheduler.dra.inventory import DeviceIndex, Inventory
+from scheduler.framework.node_table import BoolArray, NodeTable
 from scheduler.framework.plan import ClaimAllocation
-from scheduler.model.dra import DeviceClass, DeviceUse, ResourceClaim, ResourceSlice
+from scheduler.model.dra import DeviceClass, DeviceUse, ResourceClaim, ResourceSlice, taken_devices
 from scheduler.model.namespace import Namespace
 from scheduler.model.pod import Pod
 
@@ -66,6 +66,13 @@ class DeviceCache:
         self._allocated: dict[str, tuple[DeviceUse, ...]] = {}
         """Claim key → how its ``status.allocation`` uses its devices."""
         self._allocated_uses: tuple[DeviceUse, ...] | None = ()
+        self._taking: dict[str, int] = {}
+        """Device id → how many allocated claims' uses take it (:attr:`DeviceUse.takes`); only positive counts."""
+        self._taken_mask: tuple[DeviceIndex, BoolArray] | None = None
+        """The devices of :attr:`_taking` as a mask over one inventory index, updated in place per claim event
+        while the index stays (:meth:`_allocated_mask`)."""
+        self._mask_dirty: set[str] = set()
+        """Devices whose :attr:`_taking` count went to or from zero since the mask was last brought up to date."""
         self.held: dict[str, dict[str, HeldClaim]] = {}
         """Plan token → claim key → devices the plan allocates, until the watch shows them."""
         self._logged_problems: set[str] = set()
@@ -116,14 +123,48 @@ class DeviceCache:
         """A claim was added, changed or deleted (``claim`` None): how its allocation uses its devices; the holds
         the watch has now caught up with end (:meth:`settle_claim`)."""
         uses = claim.allocated_uses if claim is not None else ()
-        if uses or key in self._allocated:
+        before = self._allocated.get(key, ())
+        if uses or before:
             if uses:
                 self._allocated[key] = uses
             else:
                 del self._allocated[key]
             self._allocated_uses = None
+            for use in before:
+                if use.takes:
+                    self._take(use.device, -1)
+            for use in uses:
+                if use.takes:
+                    self._take(use.device, 1)
         self.pending.changed("claim", key)
         self.settle_claim(key)
+
+    def _take(self, device: str, delta: int) -> None:
+        left = self._taking.get(device, 0) + delta
+        if left > 0:
+            self._taking[device] = left
+        else:
+            self._taking.pop(device, None)
+        if left in (0, 1):
+            self._mask_dirty.add(device)
+
+    def _allocated_mask(self) -> BoolArray:
+        """(D,) bool over the inventory's :meth:`~scheduler.dra.inventory.Inventory.device_index`: the devices the
+        claims' allocations take — what ``held_mask`` finds from :meth:`allocated_uses`, kept up to date per claim
+        event instead of recounted per snapshot. Writable and owned here: copy before handing it out."""
+        index = self.inventory.device_index()
+        hit = self._taken_mask
+        if hit is None or hit[0] is not index:
+            mask = index.mask(self._taking)
+            self._taken_mask = (index, mask)
+        else:
+            mask, position = hit[1], index.position
+            for device in self._mask_dirty:
+                row = position.get(device)
+                if row is not None:
+                    mask[row] = device in self._taking
+        self._mask_dirty.clear()
+        return mask
 
     def set_pod(self, key: str, pod: Pod | None) -> None:
         """Pod ``key`` is now ``pod``: pending (not assumed) and perhaps needing devices — it has claims or
@@ -270,7 +311,9 @@ class DeviceCache:
                 return hit[2]
         inventory = self.inventory.with_allocated(self.allocated_uses())
         held = (*self.held_uses(), *(DeviceUse(d) for d in sorted(self.excluded)))
-        view = DraView.of(inventory, index, resolved, held, None if self.synthesize else pending.pinned)
+        taken = self._allocated_mask() | inventory.device_index().mask(taken_devices(held))
+        taken.setflags(write=False)
+        view = DraView.of(inventory, index, resolved, held, None if self.synthesize else pending.pinned, taken)
         if idle:
             self._idle = (table, self.inventory.generation, view)
         return view

@@ -17,6 +17,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.devices import DeviceCache, HeldClaim
 from scheduler.framework.plan import ClaimAllocation
 from scheduler.model.dra import ResourceClaim
@@ -132,3 +133,52 @@ def test_indexed_holds_end_as_checking_every_hold_ends_them(steps: list[tuple[An
                 model_settle(model, claims, pods, None)
         assert cache.held == model, step
         assert cache.in_flight() == {k for held in model.values() for k, h in held.items() if h.existed}
+
+
+MASK_STEP = st.one_of(
+    st.tuples(st.just("claim"), st.sampled_from(CLAIMS), st.none() | st.just(()) | devices,
+              st.sampled_from(("n0", "n1"))),
+    st.tuples(st.just("slice"), st.sampled_from(("n0", "n1")), st.none() | st.integers(1, 4), st.none()),
+    st.tuples(st.just("assume"), st.sampled_from(TOKENS), devices, st.sampled_from(("n0", "n1"))),
+    st.tuples(st.just("forget"), st.sampled_from(TOKENS), st.none(), st.none()),
+    st.tuples(st.just("exclude"), st.sampled_from(DEVICES), st.sampled_from(("n0", "n1")), st.none()),
+)
+
+
+def node_slice(node: str, count: int, generation: int) -> dict[str, Any]:
+    return {"metadata": {"name": f"{node}-gpus"},
+            "spec": {"driver": "drv", "nodeName": node,
+                     "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
+                     "devices": [{"name": f"d{i}"} for i in range(count)]}}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(MASK_STEP, min_size=3, max_size=30))
+def test_the_taken_devices_kept_per_claim_event_equal_a_recount(steps: list[tuple[Any, ...]]) -> None:
+    cache = ClusterCache("gang-scheduler", dra=True)
+    cache.replace("Node", [{"metadata": {"name": n}, "status": {"allocatable": {"cpu": "8", "pods": "110"}}}
+                           for n in ("n0", "n1")])
+    cache.replace("ResourceSlice", [node_slice("n0", 4, 1)])
+    for i, (kind, a, b, c) in enumerate(steps):
+        if kind == "claim":
+            body: dict[str, Any] = {"metadata": {"name": a, "namespace": NS, "resourceVersion": str(i)},
+                                    "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+                                        "deviceClassName": "gpu"}}]}}}
+            if b:
+                body["status"] = {"allocation": {"devices": {"results": [
+                    {"request": "r", "driver": "drv", "pool": c, "device": d} for d in b]}}}
+            cache.apply("ResourceClaim", "DELETED" if b is None else "MODIFIED", body)
+        elif kind == "slice":
+            raw = node_slice(a, b or 1, i + 2)
+            cache.apply("ResourceSlice", "DELETED" if b is None else "MODIFIED", raw)
+        elif kind == "assume":
+            cache.devices.assume(a, [ClaimAllocation(f"{NS}/held-{a}", (), c, tuple(("r", "drv", c, d) for d in b))])
+        elif kind == "forget":
+            cache.forget_devices(a)
+        else:
+            cache.exclude_devices([f"drv/{b}/{a}"])
+        cache._bump()
+        view = cache.snapshot().dra
+        assert view is not None
+        want = view.inventory.held_mask(view.assumed)
+        assert view.held.tolist() == want.tolist(), steps[: i + 1]
