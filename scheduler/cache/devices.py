@@ -67,7 +67,8 @@ class DeviceCache:
         """Claim key → how its ``status.allocation`` uses its devices."""
         self._allocated_uses: tuple[DeviceUse, ...] | None = ()
         self._taking: dict[str, int] = {}
-        """Device id → how many allocated claims' uses take it (:attr:`DeviceUse.takes`); only positive counts."""
+        """Device id → how many allocated claims take it (:func:`~scheduler.model.dra.taken_devices` of their uses);
+        only positive counts."""
         self._taken_mask: tuple[DeviceIndex, BoolArray] | None = None
         """The devices of :attr:`_taking` as a mask over one inventory index, updated in place per claim event
         while the index stays (:meth:`_allocated_mask`)."""
@@ -130,12 +131,10 @@ class DeviceCache:
             else:
                 del self._allocated[key]
             self._allocated_uses = None
-            for use in before:
-                if use.takes:
-                    self._take(use.device, -1)
-            for use in uses:
-                if use.takes:
-                    self._take(use.device, 1)
+            for device in taken_devices(before):  # the rule held_mask applies, whatever it is
+                self._take(device, -1)
+            for device in taken_devices(uses):
+                self._take(device, 1)
         self.pending.changed("claim", key)
         self.settle_claim(key)
 
@@ -303,7 +302,7 @@ class DeviceCache:
         pending = self.pending
         index = self.claim_index(table, classes)
         resolved = resolve_all(index, pending.pods()) if self.synthesize else pending.resolve(index)
-        idle = (not resolved and not self.held and not self.inventory.devices and not self.allocated_uses()
+        idle = (not resolved and not self.held and not self.inventory.devices and not self._allocated
                 and not self.excluded)
         if idle:
             hit = self._idle
