@@ -240,18 +240,18 @@ class DeviceCache:
     def settle_claim(self, key: str) -> None:
         """End the holds the watch has caught up with after claim ``key`` changed: a hold of that claim when it
         is shown allocated or is gone, and a hold of a created claim (under a generated name) once every
-        device it holds is shown allocated. O(holds of ``key`` + holds of created claims)."""
+        device it holds (a share: by its shareID) is shown allocated. O(holds of ``key`` + of created claims)."""
         tokens = self._holders.get(key)
         if tokens:
             claim = self._claims.get(key)
             if claim is None or claim.is_allocated:
                 for token in list(tokens):
                     self._release(token, key)
-        if self._created:
-            allocated = {u.device for u in self.allocated_uses()}
+        if self._created:  # a share is recognised by its own shareID, not by its device, which others share
+            allocated = {(u.device, u.share_id) for u in self.allocated_uses()}
             for token, created in list(self._created):
                 uses = self.held[token][created].uses
-                if uses and {u.device for u in uses} <= allocated:
+                if uses and {(u.device, u.share_id) for u in uses} <= allocated:
                     self._release(token, created)
 
     def settle_pod(self, key: str, pod: Pod | None) -> None:

@@ -60,7 +60,7 @@ STEP = st.one_of(
 def model_settle(held: dict[str, dict[str, HeldClaim]], claims: dict[str, ResourceClaim], pods: dict[str, Pod],
                  changed: str | None) -> None:
     """Every hold looked at: ``changed`` — the claim of a claim event, or None for a pod event."""
-    allocated = {u.device for c in claims.values() for u in c.allocated_uses}
+    allocated = {(u.device, u.share_id) for c in claims.values() for u in c.allocated_uses}
     for token in list(held):
         for key, hold in list(held[token].items()):
             if hold.existed:
@@ -69,7 +69,7 @@ def model_settle(held: dict[str, dict[str, HeldClaim]], claims: dict[str, Resour
                     claim = claims.get(key)
                     done = claim is None or claim.is_allocated
             else:
-                done = bool(hold.uses) and {u.device for u in hold.uses} <= allocated
+                done = bool(hold.uses) and {(u.device, u.share_id) for u in hold.uses} <= allocated
             if not done and hold.pod is not None:
                 owner = pods.get(hold.pod)
                 done = owner is None or owner.is_terminal
