@@ -431,7 +431,7 @@ class ClusterCache:
         self.usage.set_pod(key, shown)
         self.storage.set_pod(key, shown)
         self.groups.set_pod(key, shown, quiet=quiet)
-        wants = pod is not None and _wants_devices(pod)
+        wants = self.dra and pod is not None and _wants_devices(pod)
         self.devices.set_pod(key, pod if wants and key not in self.assumed else None)
         self.devices.settle_pod(key, pod)
         return quiet
@@ -507,7 +507,7 @@ class ClusterCache:
             if self.assumed.pop(key, None) is None:
                 continue
             current = self.pods.get(key)
-            self.devices.set_pod(key, current if current is not None and _wants_devices(current) else None)
+            self.devices.set_pod(key, current if self.dra and current is not None and _wants_devices(current) else None)
             pod = self._shown(key, current)
             self.usage.set_pod(key, pod)
             self.storage.set_pod(key, pod)
