@@ -9,7 +9,8 @@ live path and ``simulate``'s (templates synthesised) are covered.
 
 :class:`~scheduler.dra.claims.PendingClaims` (the live path: only pods whose inputs were reported changed are
 resolved again) is held to the same: the same random changes, each reported as the cache reports it, and after
-any number of them its result equals resolving every pending pod from scratch.
+any number of them its result equals resolving every pending pod from scratch; and through the cache itself
+(:class:`~scheduler.cache.cluster.ClusterCache`, which makes those reports), a snapshot's DRA view equals it too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from scheduler.cache.cluster import ClusterCache
 from scheduler.dra.claims import ClaimIndex, ClaimMemo, PendingClaims, resolve_all
 from scheduler.model import Pod, PodGroup, ResourceClaimTemplate
 from scheduler.model.dra import DeviceClass, ResourceClaim
@@ -340,3 +342,43 @@ def test_only_the_pods_that_read_a_changed_object_are_resolved_again() -> None:
     assert second["a/p1"] is first["a/p1"]
     assert second["a/p0"].allocate[0].spec.requests[0].options[0].count == 2
     assert pending.resolve(live.index(False, {}, None)) is second  # nothing changed: the same mapping
+
+
+CACHE_KINDS = {"pod": "Pod", "claim": "ResourceClaim", "template": "ResourceClaimTemplate", "group": "PodGroup",
+               "class": "DeviceClass", "namespace": "Namespace"}
+
+
+@SETTINGS
+@given(steps=st.lists(st.tuples(step.filter(lambda s: s[0] not in ("flight", "node-resources")), st.booleans()),
+                      min_size=8, max_size=30))
+@example(steps=[  # adminAccess allowed, then not: the namespace's label removed
+    (("claim", "a", "c0", ADMIN), False), (("pod", "a", "p0", by_name("c0")), True),
+    (("namespace", "", "a", False), True)])
+@example(steps=[  # a PodGroup's status names another claim
+    (("pod", "a", "p0", {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}], "statuses": {},
+                         "group": "g0", "extended": [], "bound": False}), True),
+    (("group", "a", "g0", {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}], "statuses": {"e0": "c0"}}),
+     True)])
+def test_the_cache_reports_every_change_claim_resolution_reads(steps: list[tuple[tuple[str, str, str, Any], bool]]
+                                                               ) -> None:
+    """Through :class:`~scheduler.cache.cluster.ClusterCache` (objects added, replaced and deleted as the watch
+    does): the claims of a snapshot's DRA view equal resolving every pending pod from scratch."""
+    live = Live()
+    cache = ClusterCache("gang-scheduler", dra=True)
+    objects: dict[str, dict[str, Any]] = {"pod": live.pods, "claim": live.claims, "template": live.templates,
+                                          "group": live.groups, "class": live.classes, "namespace": live.namespaces}
+    for (kind, ns, name, state), snapshot in [*((s, False) for s in SEED), *steps, (("pod", "a", "p0", None), True)]:
+        live.apply(kind, ns, name, state)
+        key = name if kind in ("class", "namespace") else f"{ns}/{name}"
+        obj = objects[kind].get(key)
+        if obj is not None:
+            cache.load_one(CACHE_KINDS[kind], obj)
+        else:
+            cache.delete_one(CACHE_KINDS[kind], key)
+        if not snapshot:
+            continue
+        view = cache.snapshot().dra
+        assert view is not None
+        index = ClaimIndex(live.claims, live.templates, live.classes, live.groups,
+                           namespaces=live.namespaces, in_flight=cache.devices.in_flight())
+        assert view.pods == resolve_all(index, list(live.pods.values())), (kind, ns, name, state)
