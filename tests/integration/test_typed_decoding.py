@@ -1,0 +1,73 @@
+"""Pods and nodes decoded straight from the reply's bytes into models (``scheduler.client.decoding``), and the plain
+way when that fails: a list page holding one object the model refuses is yielded as plain JSON (so the cache refuses
+that object alone), a watch event likewise, and an in-stream ERROR still raises."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from scheduler.cache.cluster import ClusterCache, Refusal
+from scheduler.client.decoding import TypedPage
+from scheduler.client.kube import PODS, Gone, KubeClient
+from scheduler.model.pod import Pod
+from tests.integration.apiserver import UNCHECKED_HEADER
+from tests.integration.livekit import NS, pod
+
+
+def negative(name: str) -> dict[str, Any]:
+    """A pod the model refuses (a negative cpu request), as a server that skipped validation would store it."""
+    body = pod(name, None)
+    body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "-1"}}
+    return body
+
+
+async def pages(kube: KubeClient) -> list[Any]:
+    return [items async for items, _ in kube.list_pages(PODS, NS, model=Pod)]
+
+
+async def test_a_list_page_is_models_unless_an_object_is_refused(k8s: Any, kube: KubeClient) -> None:
+    await kube.create(PODS, NS, pod("a", None))
+    (page,) = await pages(kube)
+    assert isinstance(page, TypedPage) and [p.metadata.name for p in page] == ["a"]
+    assert page == [Pod.model_validate(raw) for raw in page.raw()]
+    unchecked = KubeClient.for_host(str(k8s.url))
+    unchecked.api.default_headers[UNCHECKED_HEADER] = "stored past validation"
+    try:
+        await unchecked.create(PODS, NS, negative("bad"))
+    finally:
+        await unchecked.close()
+    (page,) = await pages(kube)
+    assert not isinstance(page, TypedPage) and sorted(p["metadata"]["name"] for p in page) == ["a", "bad"]
+    cache = ClusterCache("gang-scheduler")
+    refused: list[Refusal] = []
+    cache.on_refused = refused.append
+    relist = cache.relist("Pod")
+    relist.add(page)
+    relist.finish()
+    assert sorted(cache.pods) == [f"{NS}/a"] and [r.name for r in refused] == ["bad"]
+
+
+async def test_a_watch_event_is_a_model_unless_refused_and_an_error_still_raises(k8s: Any, kube: KubeClient) -> None:
+    _, rv = await kube.list(PODS, NS)
+    unchecked = KubeClient.for_host(str(k8s.url))
+    unchecked.api.default_headers[UNCHECKED_HEADER] = "stored past validation"
+    await kube.create(PODS, NS, pod("a", None))
+    await unchecked.create(PODS, NS, negative("bad"))
+    await unchecked.close()
+    seen: list[Any] = []
+    async with asyncio.timeout(10):
+        async for event in kube.watch(PODS, rv, NS, model=Pod):
+            seen.append(event)
+            if len(seen) == 2:
+                break
+    good, bad = seen
+    assert isinstance(good["object"], Pod) and good["object"].metadata.name == "a" and good["line"]
+    assert isinstance(bad["object"], dict) and bad["object"]["metadata"]["name"] == "bad" and "line" not in bad
+    k8s.compact()
+    with pytest.raises(Gone):
+        async with asyncio.timeout(10):
+            async for _ in kube.watch(PODS, good["object"].metadata.resource_version, NS, model=Pod):
+                pass
