@@ -173,6 +173,18 @@ class TypedPage(list[Any]):
 
 
 PageDecoder = Callable[[bytes], TypedPage]
+
+_CONTINUE = re.compile(rb'"continue"\s*:\s*"([^"\\]*)"')
+
+
+def continue_of(data: bytes) -> str:
+    """The ``continue`` token of a list reply, read without decoding it: from the part before ``"items"``, where
+    the API server writes the list's ``metadata`` (``kind``, ``apiVersion``, ``metadata``, ``items``: the order of
+    the Go list types' fields). Empty when not found there (the caller then waits for the decoded page's); a
+    guess, which the caller checks against the decoded page before using what it fetched with it."""
+    end = data.find(b'"items"')
+    found = _CONTINUE.search(data, 0, end) if end > 0 else None
+    return found.group(1).decode() if found else ""
 EventDecoder = Callable[[bytes], tuple[str, Any]]
 
 

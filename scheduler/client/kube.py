@@ -393,29 +393,55 @@ class KubeClient:
         A server that ignores ``limit`` answers everything in one page. Raises :class:`Gone` when a
         ``continue`` token expired (the caller lists again), :class:`ApiError` for other failures.
         """
+        if model is not None:
+            async for page in self._typed_pages(res.path(namespace), limit, decoding.page_decoder(model)):
+                yield page
+            return
         token = ""
-        decode = decoding.page_decoder(model) if model is not None else None
         while True:
             query = [("limit", str(limit))] + ([("continue", token)] if token else [])
-            if decode is None:
-                data = await self.request("GET", res.path(namespace), query)
-            else:
-                raw = await self._read("GET", res.path(namespace), query)
-                try:
-                    page = decode(raw)
-                except ValueError:  # an object the model refuses, or JSON it cannot take: the plain way
-                    data = self._decoded("GET", res.path(namespace), raw)
-                else:
-                    yield page, page.metadata.resource_version
-                    token = page.metadata.continue_
-                    if not token:
-                        return
-                    continue
+            data = await self.request("GET", res.path(namespace), query)
             meta = data.get("metadata") or {}
             yield list(data.get("items") or []), str(meta.get("resourceVersion") or "")
             token = str(meta.get("continue") or "")
             if not token:
                 return
+
+    async def _typed_pages(self, path: str, limit: int,
+                           decode: decoding.PageDecoder) -> AsyncIterator[tuple[Sequence[Any], str]]:
+        """:meth:`list_pages` with a model. The next page is asked for as soon as its ``continue`` token is read from
+        the head of the reply (:func:`~scheduler.client.decoding.continue_of`), before this page is decoded and
+        applied, so the server's work on it overlaps ours; a token read wrongly is never used (the decoded page's
+        own token decides, and a request made with another is dropped)."""
+        def query(token: str) -> list[tuple[str, str]]:
+            return [("limit", str(limit))] + ([("continue", token)] if token else [])
+
+        ahead: asyncio.Future[bytes] | None = None
+        raw = await self._read("GET", path, query(""))
+        try:
+            while True:
+                guess = decoding.continue_of(raw)
+                ahead = asyncio.ensure_future(self._read("GET", path, query(guess))) if guess else None
+                try:
+                    page = decode(raw)
+                except ValueError:  # an object the model refuses, or JSON it cannot take: the plain way
+                    data = self._decoded("GET", path, raw)
+                    meta = data.get("metadata") or {}
+                    token = str(meta.get("continue") or "")
+                    yield list(data.get("items") or []), str(meta.get("resourceVersion") or "")
+                else:
+                    token = page.metadata.continue_
+                    yield page, page.metadata.resource_version
+                if not token:
+                    return
+                if ahead is not None and token == guess:
+                    raw = await ahead
+                else:
+                    _drop(ahead)
+                    raw = await self._read("GET", path, query(token))
+                ahead = None
+        finally:
+            _drop(ahead)
 
     async def _read(self, method: str, path: str, query: Sequence[tuple[str, str]] = ()) -> bytes:
         """One rate-limited request without a body; the reply's bytes. Raises :class:`ApiError`."""
@@ -556,6 +582,17 @@ def api_client(cfg: client.Configuration, connections: int) -> client.ApiClient:
     api = client.ApiClient(cfg)
     api.user_agent = USER_AGENT  # a caller may set its own (``api.user_agent``): every request sends it
     return api
+
+
+def _drop(request: asyncio.Future[Any] | None) -> None:
+    """Cancel a request made ahead that is no longer wanted; its failure, if it already failed, is not reported."""
+    if request is None:
+        return
+    if request.done():
+        if not request.cancelled():
+            request.exception()  # retrieved: not logged as never retrieved
+    else:
+        request.cancel()
 
 
 @functools.cache

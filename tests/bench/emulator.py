@@ -92,13 +92,15 @@ class BenchApiServer(ApiServer):
             raise kmock.KubernetesError(status=410, reason="Expired", message="the continue token expired")
         listed = self.pages.pop(token) if token else await self._snapshot(req)
         items = listed["items"]
-        page = {**listed, "items": items[:int(limit)],  # stored versions: every write replaces, none changes one
-                "metadata": {"resourceVersion": listed["metadata"]["resourceVersion"]}}
+        meta: dict[str, Any] = {"resourceVersion": listed["metadata"]["resourceVersion"]}
         if len(items) > int(limit):
             token = uuid.uuid4().hex
             self.pages[token] = {**listed, "items": items[int(limit):]}
-            page["metadata"].update({"continue": token, "remainingItemCount": len(items) - int(limit)})
-        return page
+            meta.update({"continue": token, "remainingItemCount": len(items) - int(limit)})
+        # the real server's order (its list types' fields): metadata before items; stored versions as they are,
+        # since every write replaces one and none changes one
+        return {"kind": listed["kind"], "apiVersion": listed["apiVersion"], "metadata": meta,
+                "items": items[:int(limit)]}
 
     async def _snapshot(self, req: Any) -> dict[str, Any]:
         """The list of ``req`` with its items not copied: the stored versions, which a write replaces and never

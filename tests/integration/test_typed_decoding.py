@@ -7,13 +7,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import kmock
 import pytest
 
 from scheduler.cache.cluster import ClusterCache, Refusal
-from scheduler.client.decoding import TypedPage
+from scheduler.client.decoding import TypedPage, continue_of
 from scheduler.client.kube import PODS, Gone, KubeClient
 from scheduler.model.pod import Pod
+from tests.bench.emulator import BenchApiServer
 from tests.integration.apiserver import UNCHECKED_HEADER
+from tests.integration.conftest import RESOURCES, VERBS
 from tests.integration.livekit import NS, pod
 
 
@@ -71,3 +74,24 @@ async def test_a_watch_event_is_a_model_unless_refused_and_an_error_still_raises
         async with asyncio.timeout(10):
             async for _ in kube.watch(PODS, good["object"].metadata.resource_version, NS, model=Pod):
                 pass
+
+
+async def test_pages_are_asked_for_ahead_and_every_object_comes_once() -> None:
+    """A paged list (the benchmark's emulator pages as the real server does, metadata first): the next page is
+    asked for before this one is decoded, with the token read from the reply's head; every pod comes once, in
+    order, and a token read wrongly is never used."""
+    async with BenchApiServer(real=True) as srv, kmock.Server(srv) as http:
+        for path, (kind, namespaced, subresources) in RESOURCES.items():
+            srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
+                                                     verbs=VERBS, subresources=subresources)
+        kube = KubeClient.for_host(str(http.url))
+        try:
+            for i in range(5):
+                await kube.create(PODS, NS, pod(f"p{i}", None))
+            got = [items async for items, _ in kube.list_pages(PODS, NS, limit=2, model=Pod)]
+            assert [[p.metadata.name for p in page] for page in got] == [["p0", "p1"], ["p2", "p3"], ["p4"]]
+            assert all(isinstance(page, TypedPage) for page in got)
+            assert continue_of(b'{"kind":"PodList","metadata":{"continue":"abc"},"items":[]}') == "abc"
+            assert continue_of(b'{"items":[{"continue":"inside"}],"metadata":{}}') == ""  # items first: no guess
+        finally:
+            await kube.close()
