@@ -15,38 +15,40 @@ Every setting's flag is derived from its :class:`~scheduler.config.Settings` fie
 the kind of value), and every value is checked by that field alone, so a flag and its variable get
 the same check, and flags, variables and the Helm chart cannot drift apart.
 
-Imports are lazy: this module loads Click and the settings only; each command imports what it
-runs (``simulate`` the offline path, ``run`` the live one), so ``version``, ``--help`` and a setting
-error answer without loading numpy, the models or a Kubernetes client.
+Imports are lazy: this module loads Click only; a command's setting flags are made from the settings
+model when its parameters are first read (:class:`SettingsCommand`), and each command imports what it
+runs (``simulate`` the offline path, ``run`` the live one), so ``version`` and ``--help`` answer without
+loading pydantic, and a command's ``--help`` or a setting error without loading numpy, the models or a
+Kubernetes client.
 """
 
 from __future__ import annotations
 
-import asyncio
+import gc
 import logging
 import signal
 import sys
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
-import annotated_types
 import click
 from click.core import ParameterSource
-from pydantic import ValidationError
-from pydantic.fields import FieldInfo
-from pydantic_settings import SettingsError
 
 from scheduler import __version__
-from scheduler.config import ENV_PREFIX, MAX_PORT, Settings
+from scheduler.env import ENV_PREFIX, MAX_PORT
 from scheduler.errors import ClusterConfigError, SnapshotError
 from scheduler.operator.labels import WEBHOOK_CONFIGURATION
 
 if TYPE_CHECKING:
-    from click.shell_completion import CompletionItem
+    import asyncio
 
+    from click.shell_completion import CompletionItem
+    from pydantic.fields import FieldInfo
+
+    from scheduler.config import Settings
     from scheduler.offline.loader import Objects
 
 Command = Callable[..., None]
@@ -174,6 +176,8 @@ def _metavar(name: str, info: FieldInfo) -> str:
 
 def _bounds(info: FieldInfo) -> str:
     """A numeric setting's range as the help states it: ``>= 1``, ``> 0``; empty without one."""
+    import annotated_types
+
     parts = []
     for item in info.metadata:
         for cls, attr, sign in ((annotated_types.Ge, "ge", ">="), (annotated_types.Gt, "gt", ">"),
@@ -194,35 +198,72 @@ def _shown(value: Any) -> str:
     return str(value) or "empty"
 
 
-def _settings_options(fields: Iterable[str]) -> Callable[[Command], Command]:
-    """One ``--flag`` per setting, in ``fields`` order: help is the field's description, its range, the
-    variable ``GANG_SCHEDULER_<NAME>`` and the default. A ``bool`` is a ``--x/--no-x`` pair; a list
-    is a repeatable flag whose values may be comma-separated; any other value is passed as typed to the
-    field (:class:`SettingValue`). Every flag defaults to unset, so the environment (then the field
-    default) applies."""
-    fields = list(fields)
+def _setting_option(name: str) -> click.Option:
+    """The ``--flag`` of setting ``name``: help is the field's description, its range, the variable
+    ``GANG_SCHEDULER_<NAME>`` and the default. A ``bool`` is a ``--x/--no-x`` pair; a list is a repeatable flag
+    whose values may be comma-separated; any other value is passed as typed to the field (:class:`SettingValue`).
+    The flag defaults to unset, so the environment (then the field default) applies."""
+    from scheduler.config import Settings
 
-    def decorate(func: Command) -> Command:
-        for name in reversed(fields):
-            info = Settings.model_fields[name]
-            flag = name.replace("_", "-")
-            default = info.get_default(call_default_factory=True)
-            bounds = _bounds(info)
-            help_text = (f"{info.description} [{bounds + '; ' if bounds else ''}env {ENV_PREFIX}{name.upper()}; "
-                         f"default: {_shown(default)}]")
-            if info.annotation is bool:
-                option = click.option(f"--{flag}/--no-{flag}", name, default=None, help=help_text)
-            elif typing.get_origin(info.annotation) is list:
-                option = click.option(f"--{flag}", name, multiple=True, metavar="NAME[,NAME...]", help=help_text)
-            else:
-                choices = tuple(map(str, typing.get_args(info.annotation)))
-                literal = typing.get_origin(info.annotation) is typing.Literal
-                option = click.option(f"--{flag}", name, default=None, help=help_text,
-                                      type=SettingValue(_metavar(name, info), choices if literal else ()))
-            func = option(func)
-        return func
+    info = Settings.model_fields[name]
+    flag = name.replace("_", "-")
+    default = info.get_default(call_default_factory=True)
+    bounds = _bounds(info)
+    help_text = (f"{info.description} [{bounds + '; ' if bounds else ''}env {ENV_PREFIX}{name.upper()}; "
+                 f"default: {_shown(default)}]")
+    if info.annotation is bool:
+        return click.Option([f"--{flag}/--no-{flag}", name], default=None, help=help_text)
+    if typing.get_origin(info.annotation) is list:
+        return click.Option([f"--{flag}", name], multiple=True, metavar="NAME[,NAME...]", help=help_text)
+    choices = tuple(map(str, typing.get_args(info.annotation)))
+    literal = typing.get_origin(info.annotation) is typing.Literal
+    return click.Option([f"--{flag}", name], default=None, help=help_text,
+                        type=SettingValue(_metavar(name, info), choices if literal else ()))
 
-    return decorate
+
+class _SettingsSlot(click.Option):
+    """Where a :class:`SettingsCommand`'s setting flags go among its parameters, until they are made."""
+
+    def __init__(self, param_decls: Sequence[str], fields: tuple[str, ...] | None) -> None:
+        super().__init__(param_decls, hidden=True, expose_value=False)
+        self.fields = fields
+
+    def options(self) -> list[click.Option]:
+        """One flag per setting, in ``fields`` order (``None``: every setting, in the model's order)."""
+        if self.fields is None:
+            from scheduler.config import Settings
+
+            return [_setting_option(name) for name in Settings.model_fields]
+        return [_setting_option(name) for name in self.fields]
+
+
+class SettingsCommand(click.Command):
+    """A command with setting flags (:func:`_settings_options`), made from the :class:`~scheduler.config.Settings`
+    fields the first time its parameters are read — to parse its arguments, show its help or complete — so a
+    command that does not run (``version``, the group's ``--help``) never loads pydantic."""
+
+    _declared: list[click.Parameter]
+    _made: bool
+
+    @property
+    def params(self) -> list[click.Parameter]:
+        if not self._made:
+            self._made = True
+            self._declared[:] = [made for param in self._declared
+                                 for made in (param.options() if isinstance(param, _SettingsSlot) else [param])]
+        return self._declared
+
+    @params.setter
+    def params(self, value: list[click.Parameter]) -> None:
+        self._declared, self._made = value, False
+
+
+def _settings_options(fields: tuple[str, ...] | None) -> Callable[[Command], Command]:
+    """One ``--flag`` per setting of ``fields`` (``None``: every setting), in that order, where the decorator
+    stands among the command's options (:func:`_setting_option` says what each is); the command must be a
+    :class:`SettingsCommand`, which makes them on first use."""
+
+    return click.option("--settings-slot", cls=_SettingsSlot, fields=fields)
 
 
 def _settings(flags: dict[str, Any]) -> Settings:
@@ -232,6 +273,11 @@ def _settings(flags: dict[str, Any]) -> Settings:
     On a bad value prints one ``error: SOURCE 'value': what is wrong`` line per problem (SOURCE:
     the ``--flag`` if given, else the variable) and exits 2; every command uses this.
     """
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from scheduler.config import Settings
+
     given = {k: list(v) if isinstance(v, tuple) else v for k, v in flags.items() if v is not None and v != ()}
     try:
         return Settings.model_validate(given)
@@ -257,7 +303,7 @@ CLUSTER = "<cluster>"
 """How ``simulate --from-cluster`` names the cluster's objects in load problems (as ``<stdin>`` for ``-``)."""
 
 
-@main.command(name="simulate")
+@main.command(name="simulate", cls=SettingsCommand)
 @click.argument("files", nargs=-1)
 @click.option("--output", "-o", type=Checked(click.Choice(["text", "json"]), "text or json"), default="text",
               show_default=True)
@@ -290,14 +336,47 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
         _fail("--kubeconfig needs --from-cluster (a snapshot file is read without a cluster)")
     if from_cluster and files:
         _fail("--from-cluster reads the cluster: give the workload to add with --add FILE")
-    import uvloop  # the settings are checked first: a bad one is told at once
+    with _collector_paused():  # the settings are checked first: a bad one is told at once
+        from scheduler.offline.report import render_json, render_text
+        from scheduler.offline.simulate import simulate
 
+        objects = _snapshot(settings, files, from_cluster, adds)
+    sim = simulate(objects, settings.scheduler_name, settings.solver(), settings.preemption)
+    click.echo(render_json(sim) if output == "json" else render_text(sim))
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while the snapshot is imported, read and turned into models, then
+    everything built so far moved out of its sight (``gc.freeze``) and the collector back on.
+
+    Reading a snapshot makes millions of containers (the raw documents, then the models) that outlive the
+    collector's young generations, so allocation bursts keep starting collections that walk them all, for
+    nothing: raw documents and models hold no reference cycles, and what is dropped goes by reference
+    counting. The models live until the process ends, so later collections (during ``simulate``) need not
+    walk them either: ``gc.freeze`` moves them to the permanent generation, as the ``gc`` module's
+    documentation does for a parent's objects before ``fork``. Cyclic garbage made meanwhile (none is
+    expected) stays until the process ends.
+    """
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+def _snapshot(settings: Settings, files: tuple[str, ...], from_cluster: bool, adds: tuple[str, ...]) -> Objects:
+    """The objects ``simulate`` schedules: the cluster's (``--from-cluster``, plus each ``--add`` file) or the
+    files' (the built-in example when none); exits 2 (:func:`_fail`) on a :class:`SnapshotError` or an unusable
+    cluster configuration."""
     from scheduler.offline.loader import load
-    from scheduler.offline.report import render_json, render_text
-    from scheduler.offline.simulate import example_path, simulate
+    from scheduler.offline.simulate import example_path
 
     try:
         if from_cluster:
+            import uvloop
+
             logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
             objects = uvloop.run(_cluster_objects(settings))
             if adds:  # a `-` reads sys.stdin; created now, as the API server would stamp them
@@ -308,8 +387,7 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
         _fail(str(exc))
     except ClusterConfigError as exc:
         _fail(f"no usable cluster configuration: {exc}")
-    sim = simulate(objects, settings.scheduler_name, settings.solver(), settings.preemption)
-    click.echo(render_json(sim) if output == "json" else render_text(sim))
+    return objects
 
 
 async def _cluster_objects(settings: Settings) -> Objects:
@@ -351,8 +429,8 @@ def _log_to_stderr(level: str) -> None:
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
 
-@main.command(name="run")
-@_settings_options(Settings.model_fields)
+@main.command(name="run", cls=SettingsCommand)
+@_settings_options(None)
 @_log_level_option
 def run_cmd(log_level: str, **flags: Any) -> None:
     """Schedule a live cluster (kubeconfig or in-cluster service account)."""
@@ -374,6 +452,8 @@ async def _connected(settings: Settings, serve: Callable[[Any, asyncio.Event], A
 
     kube = await KubeClient.connect(settings.kubeconfig, qps=settings.client_qps, burst=settings.client_burst,
                                     connections=connections_for(settings.bind_concurrency))
+    import asyncio
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -411,7 +491,7 @@ def _operator_option(flag: str, **kw: Any) -> Callable[[Command], Command]:
     return click.option(flag, envvar=env, show_envvar=True, show_default=True, **kw)
 
 
-@main.command(name="operator")
+@main.command(name="operator", cls=SettingsCommand)
 @_settings_options(OPERATOR_FIELDS)
 @_operator_option("--webhook-port", type=Checked(click.IntRange(1, MAX_PORT), f"a port from 1 to {MAX_PORT}"),
                   default=9443, help="HTTPS port of the webhooks.")

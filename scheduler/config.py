@@ -22,19 +22,17 @@ from pydantic import Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from scheduler.env import ENV_PREFIX, MAX_PORT
 from scheduler.scoring import Scoring
 
 if TYPE_CHECKING:
     from scheduler.framework.plan import SolverConfig
-
-ENV_PREFIX = "GANG_SCHEDULER_"
 
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 """A namespace name is an RFC 1123 DNS label (apimachinery ``IsDNS1123Label``), at most 63 characters."""
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 """An RFC 1123 DNS subdomain (apimachinery ``IsDNS1123Subdomain``), at most 253 characters: what the API server
 accepts as a pod's ``spec.schedulerName`` and as an object's name (the Lease's)."""
-MAX_PORT = 65535
 
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 """The file in which the kubelet gives a pod its own namespace (with the service account token)."""

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from scheduler.dra import cel
 from scheduler.dra.allocator import (
     MAX_DEVICES_PER_CLAIM,
     ClaimSpec,
@@ -40,6 +39,7 @@ from scheduler.dra.allocator import (
     Request,
     SubRequest,
 )
+from scheduler.lazy import lazy_module
 from scheduler.model.dra import (
     ALL,
     DeviceClass,
@@ -52,6 +52,11 @@ from scheduler.model.namespace import Namespace
 from scheduler.model.pod import NodeSelector, Pod
 from scheduler.model.quantity import resource_list
 from scheduler.model.scheduling import PodGroup
+
+if TYPE_CHECKING:
+    from scheduler.dra import cel
+else:  # CEL is loaded by the first selector compiled or device viewed
+    cel = lazy_module("scheduler.dra.cel")
 
 
 class ClaimError(ValueError):

@@ -35,13 +35,14 @@ import itertools
 from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scheduler.dra import cel
 from scheduler.dra.allocator import Device, DeviceState, SubRequest
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
 from scheduler.framework.selectors import node_selector_matches
+from scheduler.lazy import lazy_module
 from scheduler.model.dra import (
     AttributeValue,
     DeviceClass,
@@ -57,6 +58,11 @@ from scheduler.model.dra import Device as ApiDevice
 from scheduler.model.dra import DeviceAttribute as ApiDeviceAttribute
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
+
+if TYPE_CHECKING:
+    from scheduler.dra import cel
+else:  # CEL is loaded by the first selector compiled or device viewed
+    cel = lazy_module("scheduler.dra.cel")
 
 PoolKey = tuple[str, str]
 """(driver, pool name): pools are per driver."""

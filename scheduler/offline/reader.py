@@ -14,10 +14,12 @@ with it, else with PyYAML's pure-Python one (:class:`yaml.SafeLoader`: the same 
 slower). The documents are built straight from the parser's events by :func:`_yaml_documents`, which
 gives what ``yaml.safe_load_all`` gives — the same tag resolution (YAML 1.1: ``yes`` is true, ``1:30`` is
 a number, timestamps become :class:`datetime.datetime`), anchors, aliases and ``<<`` merge keys (explicit
-keys win; in a list of merges the first wins) — at three times the speed, as it skips PyYAML's node
-graph. Explicit tags on scalars (``!!str``, ``!!binary``) go through PyYAML's safe constructors; a
-mapping or sequence with any tag but ``!!map`` / ``!!seq`` (``!!set``, ``!!omap``, an application tag) is
-refused, as are tags on scalars that ``safe_load`` refuses. Documents are yielded one at a time, so a
+keys win; in a list of merges the first wins) — at twice the speed of ``CSafeLoader``'s own composer and
+constructors, as it skips PyYAML's node graph (the YAML libraries measured instead, and why none reads a
+snapshot as ``safe_load`` does: docs/benchmarks.md, "simulate input"). Explicit tags on scalars (``!!str``,
+``!!binary``) go through PyYAML's safe constructors; a mapping or sequence with any tag but ``!!map`` /
+``!!seq`` (``!!set``, ``!!omap``, an application tag) is refused, as are tags on scalars that ``safe_load``
+refuses. Documents are yielded one at a time, so a
 multi-document file never has every raw document in memory at once.
 
 Errors (:class:`~scheduler.errors.SnapshotError`, naming the file): it cannot be read; it is not UTF-8
@@ -162,29 +164,43 @@ def _yaml_documents(loader: Any) -> Iterator[Any]:
 
 
 def _document(loader: Any) -> Any:
-    """One document's value, built without recursion (an explicit stack of open collections)."""
+    """One document's value, built without recursion (an explicit stack of open collections).
+
+    The loop runs once per event (a million for a 14 MB dump), so the common cases are decided inline: a
+    scalar without a tag that no implicit resolver can claim (a quoted one, or a plain one whose first
+    character starts no implicit type) is its text, and a scalar without an anchor is not remembered; the
+    rest goes through :func:`_scalar` and :func:`_anchor`."""
     get_event = loader.get_event
+    resolvers = loader.yaml_implicit_resolvers
     plain_tags: dict[str, str] = {}
     anchors: dict[str, Any] = {}
     marks: dict[str, Any] = {}
     stack: list[list[Any]] = []  # [container, pending key or _NO_KEY (mappings) / _SEQUENCE, merges, mark]
+    frame: list[Any] | None = None  # stack[-1]
     while True:
         event = get_event()
         kind = type(event)
         value: Any
         if kind is ScalarEvent:
-            value = _scalar(loader, event, plain_tags)
+            value = event.value
+            if event.tag is not None or (event.implicit[0] and value[:1] in resolvers):
+                value = _scalar(loader, event, plain_tags)
+            if event.anchor is not None:
+                _anchor(anchors, marks, event, value)
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             mapping = kind is MappingStartEvent
             if event.tag not in (MAP_TAGS if mapping else SEQ_TAGS):
                 raise yaml.constructor.ConstructorError(
                     None, None, f"the tag {event.tag!r} is not supported in a snapshot", event.start_mark)
             container: Any = {} if mapping else []
-            _anchor(anchors, marks, event, container)
-            stack.append([container, _NO_KEY if mapping else _SEQUENCE, None, event.start_mark])
+            if event.anchor is not None:
+                _anchor(anchors, marks, event, container)
+            frame = [container, _NO_KEY if mapping else _SEQUENCE, None, event.start_mark]
+            stack.append(frame)
             continue
         elif kind is MappingEndEvent or kind is SequenceEndEvent:
             value, _, merges, _ = stack.pop()
+            frame = stack[-1] if stack else None
             if merges:
                 explicit = dict(value)
                 value.clear()
@@ -198,19 +214,19 @@ def _document(loader: Any) -> Any:
             value = anchors[event.anchor]
         else:  # pragma: no cover - the parser emits nothing else inside a document
             raise yaml.composer.ComposerError(None, None, f"unexpected {kind.__name__}", event.start_mark)
-        if kind is ScalarEvent:
-            _anchor(anchors, marks, event, value)
-        frame = stack[-1] if stack else None
-        key = frame[1] if frame else _SEQUENCE
-        if value is _MERGE and key is not _NO_KEY:  # ``<<`` anywhere but as a key: PyYAML has no constructor
+        if frame is None:
+            if value is _MERGE:  # ``<<`` anywhere but as a key: PyYAML has no constructor
+                raise yaml.constructor.ConstructorError(None, None, f"could not determine a constructor for the "
+                                                        f"tag {MERGE_TAG!r}", event.start_mark)
+            return value
+        key = frame[1]
+        if key is _NO_KEY:
+            frame[1] = value
+        elif value is _MERGE:  # ``<<`` anywhere but as a key: PyYAML has no constructor
             raise yaml.constructor.ConstructorError(None, None, f"could not determine a constructor for the tag "
                                                     f"{MERGE_TAG!r}", event.start_mark)
-        if frame is None:
-            return value
-        if key is _SEQUENCE:
+        elif key is _SEQUENCE:
             frame[0].append(value)
-        elif key is _NO_KEY:
-            frame[1] = value
         elif key is _MERGE:
             frame[2] = (frame[2] or []) + _merges(value, frame[3], event.start_mark)
             frame[1] = _NO_KEY
@@ -224,9 +240,8 @@ def _document(loader: Any) -> Any:
 
 
 def _anchor(anchors: dict[str, Any], marks: dict[str, Any], event: Any, value: Any) -> None:
-    """Remember ``value`` under the event's anchor; a second anchor of that name is an error, as in PyYAML."""
-    if event.anchor is None:
-        return
+    """Remember ``value`` under the event's anchor (not None); a second anchor of that name is an error, as in
+    PyYAML."""
     if event.anchor in anchors:
         raise yaml.composer.ComposerError(f"found duplicate anchor {event.anchor!r}; first occurrence",
                                           marks[event.anchor], "second occurrence", event.start_mark)

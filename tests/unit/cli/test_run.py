@@ -358,10 +358,42 @@ def test_quick_answers_import_nothing_heavy(args: list[str]) -> None:
     assert heavy_modules_loaded(args) == []
 
 
+@pytest.mark.parametrize("args", [pytest.param(["version"], id="version"), pytest.param(["--help"], id="help")])
+def test_answers_without_settings_load_no_pydantic(args: list[str]) -> None:
+    """What needs no setting (the version, the list of commands) loads Click alone: the settings' flags are made
+    from the pydantic model only when a command's parameters are read (its help, parsing its arguments)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    done = subprocess.run([sys.executable, "-c", LOADED, *args], capture_output=True, text=True, timeout=120,
+                          check=False, env=env)
+    marker, *loaded = done.stderr.splitlines()[-1].split()
+    assert marker == "loaded:", done.stderr
+    assert "click" in loaded
+    assert [m for m in loaded if m.startswith(("pydantic", "pydantic_settings", "asyncio", "scheduler.config"))] == []
+
+
 def test_the_heavy_modules_are_what_simulate_loads() -> None:
     """The other side of :func:`test_quick_answers_import_nothing_heavy`: the check sees them when they are loaded."""
     loaded = {m.split(".")[0] for m in heavy_modules_loaded(["simulate", "-o", "json"])}
-    assert {"numpy", "yaml", "uvloop"} <= loaded
+    assert {"numpy", "yaml", "scheduler"} <= loaded
+
+
+LIVE_ONLY = ("kubernetes_asyncio", "aiohttp", "kopf", "uvloop", "prometheus_client", "cel", "scheduler.live",
+             "scheduler.client", "scheduler.operator.runner")
+"""What ``simulate`` of a file without DRA objects never runs: the Kubernetes client, the operator, the event loop
+the live commands use, the metrics and the CEL library (only DRA device selectors are CEL)."""
+
+
+def test_simulate_of_a_file_loads_no_client_no_operator_and_no_cel() -> None:
+    """``simulate FILE`` pays for what it runs: the models, the solver and the reader, not the live path's client,
+    the operator or CEL (the built-in example has no DRA object). Checked through ``sys.modules``, as above."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ENV_PREFIX)}
+    done = subprocess.run([sys.executable, "-c", LOADED, "simulate"], capture_output=True, text=True, timeout=120,
+                          check=False, env=env)
+    marker, *loaded = done.stderr.splitlines()[-1].split()
+    assert marker == "loaded:", done.stderr
+    assert "Groups: 4/5 scheduled" in done.stdout
+    assert "scheduler.offline.simulate" in loaded
+    assert [m for m in loaded if m == LIVE_ONLY or m.startswith(LIVE_ONLY)] == []
 
 
 @pytest.mark.parametrize(("content", "expected"), [pytest.param("ml-platform\n", "ml-platform", id="in-a-pod"),
