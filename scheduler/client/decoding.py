@@ -185,6 +185,8 @@ def continue_of(data: bytes) -> str:
     end = data.find(b'"items"')
     found = _CONTINUE.search(data, 0, end) if end > 0 else None
     return found.group(1).decode() if found else ""
+
+
 EventDecoder = Callable[[bytes], tuple[str, Any]]
 
 
