@@ -158,10 +158,10 @@ class DynamicResourcesPreBind:
             pending.clear()
             for key, devices in waits:
                 claim = cache.resource_claims.get(key)
-                reported = {d.device_id: {c.type: c.status for c in d.conditions}
+                reported = {(d.device_id, d.share_id): {c.type: c.status for c in d.conditions}
                             for d in (claim.status.devices if claim is not None else ())}
-                for device, wanted, failing in devices:
-                    seen = reported.get(device, {})
+                for device, share, wanted, failing in devices:
+                    seen = reported.get((device, share), {})
                     failed = next((c for c in failing if seen.get(c) == "True"), None)
                     if failed is not None:
                         cycle.write(FAILED_DEVICES, (device,))
@@ -175,8 +175,8 @@ class DynamicResourcesPreBind:
         if state:
             return None
         if not writer.waits():  # simulate: nothing would set them here; report what the plan waits for
-            cycle.waiting.extend(f"{key}: {', '.join(f'{d} {c}' for d, wanted, _ in devices for c in wanted)}"
-                                 for key, devices in waits if any(wanted for _, wanted, _ in devices))
+            cycle.waiting.extend(f"{key}: {', '.join(f'{d} {c}' for d, _, wanted, _ in devices for c in wanted)}"
+                                 for key, devices in waits if any(wanted for _, _, wanted, _ in devices))
             return None
         cycle.write(FAILED_DEVICES, tuple(dict.fromkeys(p.split(" ")[0] for p in pending)))
         key = waits[0][0]
@@ -334,10 +334,12 @@ class DynamicResourcesPreBind:
 CLAIM_KINDS = frozenset({RESOURCE_CLAIM.name})
 
 
-def _conditions(write: ClaimWrite) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
-    """(device id, binding conditions, binding failure conditions) of each result of ``write`` that has any."""
+def _conditions(write: ClaimWrite) -> list[tuple[str, str | None, tuple[str, ...], tuple[str, ...]]]:
+    """(device id, shareID, binding conditions, binding failure conditions) of each result of ``write`` that has
+    any; a share of a shared device is told apart by its ``shareID``, as the claim's ``status.devices`` entries
+    are (KEP-5075)."""
     results = ((write.allocation or {}).get("devices") or {}).get("results") or []
-    return [(f"{r['driver']}/{r['pool']}/{r['device']}", tuple(r.get("bindingConditions") or ()),
+    return [(f"{r['driver']}/{r['pool']}/{r['device']}", r.get("shareID"), tuple(r.get("bindingConditions") or ()),
              tuple(r.get("bindingFailureConditions") or ())) for r in results
             if r.get("bindingConditions") or r.get("bindingFailureConditions")]
 

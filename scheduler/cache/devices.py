@@ -136,7 +136,8 @@ class DeviceCache:
         key that changed, or None to check every hold."""
         if not self.held:
             return
-        allocated: set[str] | None = None  # made only for a created claim's hold (every allocated device)
+        allocated: set[tuple[str, str | None]] | None = None  # made only for a created claim's hold: every
+        # allocated (device, shareID) — a share is recognised by its own id, not by its device, which others share
         for token in list(self.held):
             held = self.held[token]
             for key, hold in list(held.items()):
@@ -147,8 +148,8 @@ class DeviceCache:
                         done = claim is None or claim.is_allocated
                 else:
                     if allocated is None:
-                        allocated = {u.device for u in self.allocated_uses()}
-                    done = bool(hold.uses) and {u.device for u in hold.uses} <= allocated
+                        allocated = {(u.device, u.share_id) for u in self.allocated_uses()}
+                    done = bool(hold.uses) and {(u.device, u.share_id) for u in hold.uses} <= allocated
                 if not done and hold.pod is not None:
                     owner = pods.get(hold.pod)
                     done = owner is None or owner.is_terminal

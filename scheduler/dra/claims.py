@@ -39,6 +39,7 @@ from scheduler.dra.allocator import (
     Request,
     SubRequest,
 )
+from scheduler.dra.capacity import Amounts
 from scheduler.lazy import lazy_module
 from scheduler.model.dra import (
     ALL,
@@ -50,7 +51,7 @@ from scheduler.model.dra import (
 )
 from scheduler.model.namespace import Namespace
 from scheduler.model.pod import NodeSelector, Pod
-from scheduler.model.quantity import resource_list
+from scheduler.model.quantity import QuantityError, parse, resource_list
 from scheduler.model.scheduling import PodGroup
 
 if TYPE_CHECKING:
@@ -104,6 +105,7 @@ def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
                 all=alt.mode == ALL,
                 tolerations=tuple(DeviceToleration(t.key, t.operator, t.value, t.effect) for t in alt.tolerations),
                 admin=bool(getattr(alt, "admin_access", None)),  # ``exactly`` only: a subrequest has none
+                capacity=_capacity_requests(name, alt.capacity.requests) if alt.capacity is not None else (),
             )
             for name, alt in req.alternatives()
         )
@@ -114,6 +116,21 @@ def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
     constraints = tuple(Constraint(tuple(c.requests), c.match_attribute, c.distinct_attribute)
                         for c in spec.devices.constraints)
     return ClaimSpec(tuple(requests), constraints)
+
+
+def _capacity_requests(request: str, requests: Mapping[str, str | int | float]) -> Amounts:
+    """A request's ``capacity.requests`` parsed exactly, in name order; raises :class:`ClaimError` on a malformed
+    or negative quantity (the API server refuses such a claim)."""
+    out = []
+    for name, quantity in sorted(requests.items()):
+        try:
+            amount = parse(quantity)
+        except QuantityError as exc:
+            raise ClaimError(f"request {request!r}: capacity {name!r}: {exc}") from exc
+        if amount < 0:
+            raise ClaimError(f"request {request!r}: capacity {name!r} must not be negative")
+        out.append((name, amount))
+    return tuple(out)
 
 
 class ExtendedRequest(NamedTuple):

@@ -39,12 +39,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scheduler.dra.allocator import Device, DeviceState, SubRequest
+from scheduler.dra.allocator import MAX_DEVICES_PER_CLAIM, Device, DeviceState, SubRequest
+from scheduler.dra.capacity import Capacity, CapacityPolicy, qualify
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
 from scheduler.framework.selectors import node_selector_matches
 from scheduler.lazy import lazy_module
 from scheduler.model.dra import (
     AttributeValue,
+    CapacityRequestPolicy,
     DeviceClass,
     DeviceUse,
     ResourceClaim,
@@ -58,6 +60,7 @@ from scheduler.model.dra import Device as ApiDevice
 from scheduler.model.dra import DeviceAttribute as ApiDeviceAttribute
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
+from scheduler.model.quantity import parse
 
 if TYPE_CHECKING:
     from scheduler.dra import cel
@@ -133,12 +136,15 @@ class DeviceIndex:
 
     ``ids``: device ids, in the inventory's order (D of them); ``position``: id → its index in ``ids``;
     ``home``: (D,) int, per device the one node row that reaches it, or -1 when none or several do
-    (node-set and all-nodes devices).
+    (node-set and all-nodes devices); ``shared``: (D,) bool, the devices with ``allowMultipleAllocations``
+    (``any_shared``: whether there is one).
     """
 
     ids: tuple[str, ...]
     position: dict[str, int]
     home: IntArray
+    shared: BoolArray
+    any_shared: bool
 
     def mask(self, device_ids: Iterable[str]) -> BoolArray:
         """(D,) bool, True at the devices of ``device_ids``; ids this index does not know are left out
@@ -383,11 +389,13 @@ class Inventory:
             weight += max(shares, default=1.0)
         present = [(k, a, v) for k, a in dev.attributes.items() if (v := a.value) is not None]
         attributes = {qualified_name(driver, k): v for k, _, v in present}
+        capacity = tuple(Capacity(name, qualify(driver, name), c.quantity, _policy(c.request_policy))
+                         for name, c in dev.capacity.items())
         self.devices[dev_id] = Device(
             id=dev_id, driver=driver, pool=pool, name=dev.name, attributes=attributes, consumes=tuple(consumes),
             taints=tuple((t.key, t.value, t.effect) for t in dev.taints), weight=weight,
             binding_conditions=dev.binding_conditions, binding_failure_conditions=dev.binding_failure_conditions,
-            binds_to_node=bool(dev.binds_to_node))
+            binds_to_node=bool(dev.binds_to_node), shared=bool(dev.allow_multiple_allocations), capacity=capacity)
         self.reach[dev_id] = reach
         self.scope[dev_id] = scope
         if node_name:
@@ -428,23 +436,45 @@ class Inventory:
             ids = tuple(self.devices)
             home = np.fromiter((self.home[d] for d in ids), dtype=np.intp, count=len(ids))
             home.setflags(write=False)
-            self._index = DeviceIndex(ids, {d: i for i, d in enumerate(ids)}, home)
+            shared = np.fromiter((self.devices[d].shared for d in ids), dtype=bool, count=len(ids))
+            shared.setflags(write=False)
+            self._index = DeviceIndex(ids, {d: i for i, d in enumerate(ids)}, home, shared, bool(shared.any()))
         return self._index
 
     def held_mask(self, assumed: Iterable[DeviceUse] = ()) -> BoolArray:
-        """(D,) bool over :meth:`device_index`: the devices :meth:`state` starts taken (taken by an allocation or
-        by one of ``assumed``: admin access takes none), read-only."""
+        """(D,) bool over :meth:`device_index`: the devices :meth:`state` starts taken whole (by an allocation or
+        by one of ``assumed``: admin access takes none, a share of a shared device leaves it to others),
+        read-only."""
         mask = self.device_index().mask(taken_devices(itertools.chain(self.allocated, assumed)))
         mask.setflags(write=False)
         return mask
 
     def state(self, assumed: Iterable[DeviceUse] = ()) -> DeviceState:
-        """A fresh scratch state: the devices the allocations (and ``assumed``) take, their counter use
-        subtracted."""
+        """A fresh scratch state: the devices the allocations (and ``assumed``) take whole, the shares of shared
+        devices with the capacity they consume (``consumedCapacity``, KEP-5075), and their counter use
+        subtracted (a shared device's once)."""
         counters = {k: dict(v) for k, v in self.counters.items()}
-        taken = {u.device: u for u in itertools.chain(self.allocated, assumed) if u.takes}
-        state = DeviceState(taken=taken, counters=counters)
-        for dev_id in sorted(taken.keys() & self.consuming):  # only these change counters; in a fixed order
+        uses = (*self.allocated, *assumed)
+        taken = {u.device: u for u in uses if u.share_id is None and not u.admin}  # DeviceUse.exclusive, inline
+        shares: dict[str, int] = {}
+        consumed: dict[str, dict[str, Decimal]] = {}
+        devices = self.devices
+        for u in uses if len(taken) < len(uses) else ():  # some use is a share or admin access
+            if u.share_id is None or u.admin:
+                continue
+            dev_id = u.device
+            shares[dev_id] = shares.get(dev_id, 0) + 1
+            if u.consumed and (device := devices.get(dev_id)) is not None:
+                used = consumed.get(dev_id)
+                if used is None:
+                    used = consumed[dev_id] = {}
+                for name, amount in u.consumed:
+                    key = _capacity_key(device, name)
+                    if key is not None:
+                        used[key] = used.get(key, Decimal(0)) + amount
+        state = DeviceState(taken=taken, counters=counters, shares=shares, consumed=consumed)
+        # only these change counters; in a fixed order
+        for dev_id in sorted((taken.keys() | shares.keys()) & self.consuming):
             for set_id, amounts in self.devices[dev_id].consumes:
                 left = counters.setdefault(set_id, {})
                 for c, a in amounts:
@@ -489,7 +519,8 @@ class Inventory:
         return True, None
 
     def usable_counts(self, sub: SubRequest, errors: ErrorSink | None = None) -> tuple[IntArray, BoolArray]:
-        """Per node, how many devices matching ``sub`` it reaches (ignoring what is taken): (N,) int; and
+        """Per node, how many devices matching ``sub`` it reaches (ignoring what is taken; a shared device counts
+        as :data:`~scheduler.dra.allocator.MAX_DEVICES_PER_CLAIM`, the most results it may serve): (N,) int; and
         which devices match: (D,) bool over :meth:`device_index`. Memoised per (class, selectors) until
         the next change; the selector errors met are reported into ``errors`` on every call. Both arrays
         are read-only."""
@@ -501,8 +532,10 @@ class Inventory:
             matching = np.zeros(len(ids), dtype=bool)
             met: dict[str, str] = {}
             for i, dev_id in enumerate(ids):
-                if self.matches(sub, self.devices[dev_id], met):
-                    counts += self.reach[dev_id]
+                device = self.devices[dev_id]
+                if self.matches(sub, device, met):
+                    # a shared device may serve every result of one claim (one share each)
+                    counts += self.reach[dev_id] * (MAX_DEVICES_PER_CLAIM if device.shared else 1)
                     matching[i] = True
             counts.setflags(write=False)
             matching.setflags(write=False)
@@ -510,3 +543,26 @@ class Inventory:
         if errors is not None:
             errors.update(hit[2])
         return hit[0], hit[1]
+
+
+def _policy(policy: CapacityRequestPolicy | None) -> CapacityPolicy | None:
+    """A capacity's ``requestPolicy`` with its quantities parsed exactly (raises ``QuantityError``, a
+    ``ValueError``, on a malformed one: the device is then reported and not used)."""
+    if policy is None:
+        return None
+    r = policy.valid_range
+    return CapacityPolicy(
+        default=parse(policy.default) if policy.default is not None else None,
+        minimum=parse(r.min) if r is not None else None,
+        maximum=parse(r.max) if r is not None and r.max is not None else None,
+        step=parse(r.step) if r is not None and r.step is not None else None,
+        valid_values=tuple(parse(v) for v in policy.valid_values))
+
+
+def _capacity_key(device: Device, name: str) -> str | None:
+    """The device's own name of capacity ``name`` (short or with the driver's domain), or None if it has none."""
+    for c in device.capacity:
+        if c.name == name:  # written as the device publishes it, as the allocator writes it
+            return name
+    key = qualify(device.driver, name)
+    return next((c.name for c in device.capacity if c.qualified == key), None)

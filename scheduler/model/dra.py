@@ -5,10 +5,8 @@ Shapes per the Kubernetes v1.37 API reference (resource.k8s.io/v1) and its OpenA
 else is ignored (``KubeModel``). Quantities stay as the API strings; :meth:`DeviceCapacity.quantity`
 and friends parse them exactly (``Decimal``) with :func:`scheduler.model.quantity.parse`.
 
-Not modelled on purpose: alpha list attributes (``ints``/``bools``/``strings``/``versions``),
-``derivedAttributes``, ``compatibilityGroups``, ``partitionTypeAttribute``, capacity
-``requestPolicy``, ``bindingConditions``, ``nodeAllocatableResources``, ``skipNodeOperations``,
-taint ``timeAdded``, and the driver-written ``status.devices``.
+Not modelled on purpose: ``derivedAttributes``, ``compatibilityGroups``, ``partitionTypeAttribute``,
+``nodeAllocatableResources``, ``skipNodeOperations`` and taint ``timeAdded``.
 
 One-of fields (a slice's node selection, a request's ``exactly``/``firstAvailable``, an
 attribute's value) are not enforced by validators — the API server does that, and a malformed
@@ -162,10 +160,28 @@ class DeviceAttribute(KubeModel):
         return None
 
 
+class CapacityRequestPolicyRange(KubeModel):
+    """``CapacityRequestPolicyRange``: ``min`` (required), ``max``, ``step`` (quantities; KEP-5075)."""
+
+    min: Quantity
+    max: Quantity | None = None
+    step: Quantity | None = None
+
+
+class CapacityRequestPolicy(KubeModel):
+    """``CapacityRequestPolicy``: ``default``, and ``validRange`` or ``validValues`` (ascending) (KEP-5075)."""
+
+    default: Quantity | None = None
+    valid_range: CapacityRequestPolicyRange | None = None
+    valid_values: tuple[Quantity, ...] = ()
+
+
 class DeviceCapacity(KubeModel):
-    """``DeviceCapacity``: ``value`` (a quantity); ``requestPolicy`` is not modelled."""
+    """``DeviceCapacity``: ``value`` (a quantity) and, on a device with ``allowMultipleAllocations``, the
+    ``requestPolicy`` that rounds and checks what one allocation consumes of it (KEP-5075)."""
 
     value: Quantity
+    request_policy: CapacityRequestPolicy | None = None
 
     @property
     def quantity(self) -> Decimal:
@@ -538,8 +554,9 @@ class DeviceUse:
 
 
 def taken_devices(uses: Iterable[DeviceUse]) -> set[str]:
-    """The ids of the devices ``uses`` keep from other allocations (admin access takes none)."""
-    return {u.device for u in uses if u.takes}
+    """The ids of the devices ``uses`` keep whole from other allocations (admin access takes none, and a share of
+    a device with ``allowMultipleAllocations`` leaves the rest of it to other shares)."""
+    return {u.device for u in uses if u.exclusive}
 
 
 class DeviceRequestAllocationResult(KubeModel):

@@ -20,7 +20,8 @@ ResourceClaimTemplate); their quantities (device capacity, shared and consumed c
 at load time, so a bad one is a :class:`LoadProblem`. One-of rules (a slice's node selection, a
 request's ``exactly``/``firstAvailable``) are not checked here: the inventory reports a bad slice
 and a pod with a bad claim waits with the reason (:mod:`scheduler.dra`). A namespaced
-object without ``metadata.namespace`` is put in ``default``, as the API server does on create.
+object without ``metadata.namespace`` is put in ``default``, as the API server does on create, and an
+object without ``metadata.uid`` is given one derived from its kind and name (:func:`snapshot_uid`).
 An object that fails to parse — a malformed field, a bad quantity — is reported as a
 :class:`LoadProblem` naming file, kind, namespace/name and what is wrong, and a document that
 is not an object at all (a scalar, a sequence) as one naming the file and the document's
@@ -40,6 +41,7 @@ CompositePodGroup (so one good file beside a bad one still loads).
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -206,6 +208,8 @@ class Objects:
         if not name:
             self.problems.append(LoadProblem(source, kind, ns, "?", "metadata.name is missing"))
             return
+        if not meta.get("uid"):
+            raw = {**raw, "metadata": {**raw["metadata"], "uid": snapshot_uid(api_version, kind, ns, name)}}
         ident = (api_version.partition("/")[0], kind, ns, name)  # the API group keeps two PodGroup kinds apart
         first = self._seen.get(ident)
         if first is None:  # told once, whether or not the object can be used
@@ -231,6 +235,18 @@ class Objects:
     def _redefined(self, source: str, kind: str, ns: str, name: str) -> None:
         message = "defined again with different content; the first is kept"
         self.problems.append(LoadProblem(source, kind, ns, name, message))
+
+
+def snapshot_uid(api_version: str, kind: str, namespace: str, name: str) -> str:
+    """The ``metadata.uid`` given to a snapshot object written without one (a hand-written file).
+
+    The API server assigns every object a uid on create, and references to an object carry it
+    (``status.reservedFor`` of a ResourceClaim, owner references); a uid derived from the object's
+    API group, kind, namespace and name (a UUID version 5) stands in for it, the same on every run,
+    so ``simulate``'s output is repeatable.
+    """
+    group = api_version.partition("/")[0] if "/" in api_version else ""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"snapshot:{group}/{kind}/{namespace}/{name}"))
 
 
 def _shape(raw: Any) -> str:

@@ -46,7 +46,7 @@ from scheduler.framework.node_table import IntArray
 from scheduler.framework.snapshot import Snapshot, pod_vector
 from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import API_VERSION as DRA_VERSION
-from scheduler.model.dra import taken_devices
+from scheduler.model.dra import DeviceUse
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
@@ -252,7 +252,8 @@ def render_text(sim: Simulation) -> str:
         for p in single:
             mine = [a for a in sim.allocations if a.root.kind == "Pod" and (p.pod.metadata.name, p.node) in a.pods
                     and a.root.namespace == p.pod.metadata.namespace]
-            devices = _devices_text([r for a in mine for r in a.allocation.results], p.node) if mine else ""
+            devices = _devices_text([r for a in mine for r in zip(a.allocation.results, a.allocation.device_uses,
+                                                                  strict=True)], p.node) if mine else ""
             out.append(f"  {p.pod.key} -> {p.node}{': ' + devices if devices else ''}")
     if sim.waiting:
         out.append("")
@@ -329,17 +330,18 @@ def _allocations_of(sim: Simulation, g: GroupOutcome) -> list[AllocationOutcome]
 
 def _device_lines(allocations: list[AllocationOutcome], indent: str) -> list[str]:
     """``devices: w-0 -> node: gpu-0, gpu-1 (gpu.nvidia.com)`` per pod, then one line per shared claim."""
-    per_pod: dict[tuple[str, str], list[tuple[str, str, str, str]]] = {}
+    per_pod: dict[tuple[str, str], list[tuple[tuple[str, str, str, str], DeviceUse]]] = {}
     shared: list[str] = []
     for a in allocations:
         alloc = a.allocation
         if alloc.node is not None and len(a.pods) == 1:
-            per_pod.setdefault(a.pods[0], []).extend(alloc.results)
+            per_pod.setdefault(a.pods[0], []).extend(zip(alloc.results, alloc.device_uses, strict=True))
             continue
         kind = alloc.reserved_for[0][0] if alloc.reserved_for else ""
         who = "reserved for the PodGroup" if kind == "PodGroup" else f"shared by {len(a.pods)} pod(s)"
         claim = alloc.claim.split("/", 1)[-1]
-        shared.append(f"claim {claim} ({who}) -> {_devices_text(alloc.results, None)}")
+        shared.append(f"claim {claim} ({who}) -> "
+                      f"{_devices_text(list(zip(alloc.results, alloc.device_uses, strict=True)), None)}")
     lines = [f"{pod} -> {node}: {_devices_text(results, node)}" for (pod, node), results in sorted(per_pod.items())]
     lines += shared
     if not lines:
@@ -361,13 +363,17 @@ def _volume_lines(sim: Simulation, g: GroupOutcome, indent: str) -> list[str]:
     return [f"{indent}{'volumes: ' if i == 0 else pad}{line}" for i, line in enumerate(lines)]
 
 
-def _devices_text(results: list[tuple[str, str, str, str]] | tuple[tuple[str, str, str, str], ...],
-                  node: str | None) -> str:
+def _devices_text(results: list[tuple[tuple[str, str, str, str], DeviceUse]], node: str | None) -> str:
     """``gpu-0, gpu-1 (gpu.nvidia.com); rack-b1/channel-0 (interconnect.example.com)``: devices by driver,
-    the pool shown unless it is named after ``node`` (node-local pools usually are)."""
+    the pool shown unless it is named after ``node`` (node-local pools usually are); a share of a device with
+    ``allowMultipleAllocations`` with what it consumes (``cpudevnuma000 [dra.cpu/cpu 16]``)."""
     by_driver: dict[str, list[str]] = {}
-    for _request, driver, pool, device in results:
-        by_driver.setdefault(driver, []).append(device if pool == node else f"{pool}/{device}")
+    for (_request, driver, pool, device), use in results:
+        text = device if pool == node else f"{pool}/{device}"
+        if use.share_id is not None:
+            consumed = result_fields(use).get("consumedCapacity", {})
+            text += f" [{', '.join(f'{name} {amount}' for name, amount in consumed.items()) or 'share'}]"
+        by_driver.setdefault(driver, []).append(text)
     return "; ".join(f"{', '.join(devs)} ({driver})" for driver, devs in by_driver.items())
 
 
@@ -484,10 +490,11 @@ def _node_state(node: Node) -> str:
 def _device_utilisation(initial: DraView, final: DraView) -> list[str]:
     """Devices allocated/published per node (node-local slices) and per pool of node-set or all-node
     slices, before and after this run; ``free`` counts devices still allocatable (not allocated, and
-    enough left of every shared counter they consume)."""
+    enough left of every shared counter they consume; a shared device while some of its capacity is left).
+    A shared device (``allowMultipleAllocations``) counts as allocated once any share of it is."""
     inventory = final.inventory
     state = inventory.state(final.assumed)
-    before = taken_devices((*initial.inventory.allocated, *initial.assumed))
+    before = {u.device for u in (*initial.inventory.allocated, *initial.assumed) if u.takes}
     rows: dict[tuple[int, str, str], list[int]] = {}
     elsewhere = 0
     for dev_id, device in sorted(inventory.devices.items()):
@@ -503,8 +510,8 @@ def _device_utilisation(initial: DraView, final: DraView) -> list[str]:
         counts = rows.setdefault(key, [0, 0, 0, 0])
         counts[0] += 1
         counts[1] += dev_id in before
-        counts[2] += dev_id in state.taken
-        counts[3] += state.fits(device)
+        counts[2] += dev_id in state.taken or dev_id in state.shares
+        counts[3] += state.fits(device) and (not device.shared or state.fullness(device) < 1)
     if not rows:
         return []
     lines = ["Devices (allocated/published after placement; +N = added by this run; free = still allocatable):"]

@@ -14,6 +14,10 @@ far as our writes can trip over it:
   frozen), so its parent link never changes; a CompositePodGroup's whole spec; a ResourceClaim's spec and, once
   set, its ``status.allocation`` (``resource/v1`` ``AllocationResult``: no modification once set); no new finalizer
   on an object being deleted (``ValidateObjectMetaUpdate``).
+* **ResourceClaim allocation results** (:func:`allocation_result_errors`, ``pkg/apis/resource/validation``
+  ``validateDeviceRequestAllocationResult``): a ``shareID`` is a UUID in RFC 4122 normalized form with lowercase
+  hexadecimal characters (``validateUID``, origin ``format=k8s-uuid``), and every ``consumedCapacity`` amount is
+  a non-negative quantity.
 * **webhook configurations** (:func:`webhook_configuration_errors`, ``pkg/apis/admissionregistration/validation``
   ``validateMutatingWebhookConfiguration`` / ``validateValidatingWebhookConfiguration``): each webhook's name a
   fully qualified name (≥ 3 dot-separated segments) and unique, ``sideEffects`` and ``admissionReviewVersions``
@@ -27,6 +31,8 @@ admission plugins, defaulting.
 from __future__ import annotations
 
 import copy
+import re
+from decimal import Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -237,9 +243,44 @@ WEBHOOK_CONFIGURATIONS = frozenset({("admissionregistration.k8s.io", "mutatingwe
                                     ("admissionregistration.k8s.io", "validatingwebhookconfigurations")})
 
 
+UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+QUANTITY = re.compile(r"([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?")
+
+
+def allocation_result_errors(body: JSON) -> list[FieldError]:
+    """``validateDeviceRequestAllocationResult``'s ``shareID`` rule (``validateUID``, its wording) and the
+    ``consumedCapacity`` quantities' sign, for every result of ``status.allocation``."""
+    alloc = (body.get("status") or {}).get("allocation")
+    results = ((alloc or {}).get("devices") or {}).get("results") if isinstance(alloc, dict) else None
+    errs: list[FieldError] = []
+    for i, result in enumerate(results if isinstance(results, list) else []):
+        if not isinstance(result, dict):
+            continue
+        path = f"status.allocation.devices.results[{i}]"
+        share = result.get("shareID")
+        if isinstance(share, str):
+            if UUID.fullmatch(share) is None:
+                errs.append(invalid(f"{path}.shareID", share, f"error validating uid: invalid UUID length: {len(share)}"
+                                    if len(share) != 36 else "error validating uid: invalid UUID format"))
+            elif share != share.lower():
+                errs.append(invalid(f"{path}.shareID", share, "uid must be in RFC 4122 normalized form, "
+                                    "`xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase hexadecimal characters"))
+        for name, amount in (result.get("consumedCapacity") or {}).items():
+            match = QUANTITY.fullmatch(str(amount))
+            try:
+                negative = match is not None and Decimal(match.group(1)) < 0
+            except InvalidOperation:
+                negative = False
+            if negative:
+                errs.append(invalid(f"{path}.consumedCapacity[{name}]", amount, "must be greater than or equal to 0"))
+    return errs
+
+
 def kind_errors(group: str, plural: str, body: JSON) -> list[FieldError]:
     """Every create-and-update rule of the module docstring for ``body``."""
     errs = condition_errors(group, plural, body)
     if (group, plural) in WEBHOOK_CONFIGURATIONS:
         errs += webhook_configuration_errors(body)
+    if (group, plural) == ("resource.k8s.io", "resourceclaims"):
+        errs += allocation_result_errors(body)
     return errs

@@ -7,9 +7,12 @@ API objects (dicts) that go through the loader like a user's YAML.
   incomplete pool (``orphan-*`` devices) that must never be used;
 * node-set pools (driver ``net.example.com``, one per rack, ``nodeSelector`` on the rack label) with
   ``channel`` devices, and one ``allNodes`` pool with ``link`` devices;
+* node-local NIC pools (driver ``nic.example.com``) of devices with ``allowMultipleAllocations`` and a
+  ``bandwidth`` capacity of 10, sometimes with a request policy (default 2, min 2, step 2), sometimes with
+  shares already allocated in the snapshot (KEP-5075);
 * claims already allocated in the snapshot (never over a counter set), per-pod claim templates of
-  several shapes (exact counts, selectors, ``firstAvailable``, ``matchAttribute``, ``All``), PodGroup
-  claims (synthesised by ``simulate``) and claims shared by name between pods of different roots.
+  several shapes (exact counts, selectors, ``firstAvailable``, ``matchAttribute``, ``All``, bandwidth shares),
+  PodGroup claims (synthesised by ``simulate``) and claims shared by name between pods of different roots.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from hypothesis import strategies as st
 NS = "prop"
 GPU = "gpu.example.com"
 NET = "net.example.com"
+NIC = "nic.example.com"
+BANDWIDTH = 10
+"""Every NIC's ``bandwidth`` capacity."""
 RACKS = ("r0", "r1")
 HALVES = ("a", "b")
 
@@ -52,8 +58,18 @@ TEMPLATES: dict[str, dict[str, Any]] = {
                                      "selectors": [{"cel": {"expression": kind_is(NET, "link")}}]}}]},
     "channel": {"requests": [{"name": "ch", "exactly": {
         "deviceClassName": "net", "selectors": [{"cel": {"expression": kind_is(NET, "channel")}}]}}]},
+    "nic-3": {"requests": [{"name": "nic", "exactly": {
+        "deviceClassName": "nic", "capacity": {"requests": {"bandwidth": "3"}}}}]},
+    "nic-default": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "nic"}}]},
+    "two-nic-shares": {"requests": [{"name": "nic", "exactly": {
+        "deviceClassName": "nic", "count": 2, "capacity": {"requests": {f"{NIC}/bandwidth": "4"}}}}]},
+    "gpu-and-nic": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 1}},
+        {"name": "nic", "exactly": {"deviceClassName": "nic", "capacity": {"requests": {"bandwidth": "5"}}}}]},
 }
 POD_TEMPLATES = tuple(t for t in TEMPLATES if t != "channel")
+TEMPLATE_CHOICES = POD_TEMPLATES + tuple(t for t in POD_TEMPLATES if "nic" in t)
+"""What a root's pods use: every per-pod template, the NIC shares twice as likely (so shares meet often)."""
 
 
 @dataclass
@@ -63,6 +79,8 @@ class DraCluster:
     objects: list[dict[str, Any]] = field(default_factory=list)
     preallocated: set[str] = field(default_factory=set)
     """Device ids held by claims allocated in the snapshot."""
+    preshared: dict[str, int] = field(default_factory=dict)
+    """Shared device id → bandwidth the snapshot's allocated claims consume of it."""
 
 
 def _node(i: int) -> dict[str, Any]:
@@ -87,6 +105,26 @@ def _device(name: str, kind: str, numa: int, uses: tuple[str, int] | None = None
     if uses:
         dev["consumesCounters"] = [{"counterSet": uses[0], "counters": {"mem": {"value": str(uses[1])}}}]
     return dev
+
+
+def _nic(name: str, policy: bool) -> dict[str, Any]:
+    capacity: dict[str, Any] = {"value": str(BANDWIDTH)}
+    if policy:
+        capacity["requestPolicy"] = {"default": "2", "validRange": {"min": "2", "step": "2"}}
+    return {"name": name, "allowMultipleAllocations": True, "attributes": {"kind": {"string": "nic"}},
+            "capacity": {"bandwidth": capacity}}
+
+
+def _shared_claim(name: str, node: str, shares: list[tuple[int, int]]) -> dict[str, Any]:
+    """A claim allocated in the snapshot with one share per (NIC index, bandwidth) entry."""
+    results = [{"request": "r", "driver": NIC, "pool": f"{node}-nics", "device": f"nic-{j}",
+                "shareID": f"00000000-0000-4000-8000-{i:012d}", "consumedCapacity": {"bandwidth": str(amount)}}
+               for i, (j, amount) in enumerate(shares)]
+    selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name, "namespace": NS},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "nic",
+                                                                        "count": len(shares)}}]}},
+            "status": {"allocation": {"devices": {"results": results}, "nodeSelector": selector}}}
 
 
 def _allocated_claim(name: str, results: list[tuple[str, str, str]], node: str | None,
@@ -140,6 +178,22 @@ def dra_clusters(draw: st.DrawFn, max_nodes: int = 4, max_roots: int = 4) -> Dra
         if held:
             add(_allocated_claim(f"held-{node}", held, node))
             c.preallocated |= {"/".join(h) for h in held}
+        nics = draw(st.sampled_from([0, 1, 2, 2]))
+        if nics:
+            policy = draw(st.booleans())
+            add(_slice(f"{node}-nics", NIC, f"{node}-nics", [_nic(f"nic-{j}", policy) for j in range(nics)], local))
+            shares = [(j, amount) for j in range(nics)
+                      for amount in draw(st.lists(st.sampled_from([2, 4, 6]), max_size=2))]
+            used: dict[str, int] = {}
+            kept = []
+            for j, amount in shares:  # the snapshot's shares never exceed a device's bandwidth either
+                dev = f"{NIC}/{node}-nics/nic-{j}"
+                if used.get(dev, 0) + amount <= BANDWIDTH:
+                    used[dev] = used.get(dev, 0) + amount
+                    kept.append((j, amount))
+            if kept:
+                add(_shared_claim(f"shares-{node}", node, kept))
+                c.preshared.update(used)
     for rack in RACKS:
         channels = draw(st.integers(0, 3))
         if channels:
@@ -154,7 +208,7 @@ def dra_clusters(draw: st.DrawFn, max_nodes: int = 4, max_roots: int = 4) -> Dra
     if links:
         add(_slice("global-links", NET, "global", [_device(f"link-{j}", "link", 0) for j in range(links)],
                    {"allNodes": True}))
-    for name, driver in (("gpu", GPU), ("net", NET)):
+    for name, driver in (("gpu", GPU), ("net", NET), ("nic", NIC)):
         add({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
              "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]}})
     for name, devices_spec in TEMPLATES.items():
@@ -178,7 +232,7 @@ def dra_clusters(draw: st.DrawFn, max_nodes: int = 4, max_roots: int = 4) -> Dra
         add({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
              "metadata": {"name": group, "namespace": NS, "creationTimestamp": f"2026-01-01T00:00:{r:02d}Z"},
              "spec": spec})
-        template = draw(st.sampled_from(POD_TEMPLATES))
+        template = draw(st.sampled_from(TEMPLATE_CHOICES))
         by_name = draw(st.sampled_from([None, *(f"shared-{s}" for s in range(shared))]))
         for p in range(n_pods):
             entries: list[dict[str, Any]] = [{"name": "dev", "resourceClaimTemplateName": template}]

@@ -2,7 +2,10 @@
 
 1. No device is allocated to two claims: not by two plans, not twice by one plan, and never one that a
    claim in the snapshot already holds; no claim is allocated twice (a claim shared by name or a
-   PodGroup claim is allocated once, later users are pinned to it).
+   PodGroup claim is allocated once, later users are pinned to it). A device with
+   ``allowMultipleAllocations`` is the exception (KEP-5075): it may be given many times, but the sum its
+   allocations consume — the snapshot's and every plan's — never exceeds its capacity, each share has its own
+   ``shareID``, and it is never given whole.
 2. No shared counter set is over-consumed (partitionable GPUs: whole, halves and quarters of one GPU).
 3. Every allocated device is usable where its pods run: a per-pod claim's devices are reachable from
    the pod's node, a shared claim's from every node of the pods that use it (in this plan or later
@@ -20,7 +23,7 @@ from scheduler.dra.inventory import Inventory
 from scheduler.framework import SolverConfig
 from scheduler.offline.loader import Objects
 from scheduler.offline.simulate import Simulation, simulate
-from tests.property.dra_strategies import DraCluster, dra_clusters
+from tests.property.dra_strategies import BANDWIDTH, DraCluster, dra_clusters
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -42,8 +45,9 @@ def inventory_of(sim: Simulation) -> Inventory:
 @given(dra_clusters())
 def test_no_device_is_allocated_to_two_claims(c: DraCluster) -> None:
     sim = run(c)
+    inventory = inventory_of(sim)
     given_ = Counter(d for a in sim.allocations for d in a.allocation.device_ids)
-    assert [d for d, n in given_.items() if n > 1] == []
+    assert [d for d, n in given_.items() if n > 1 and not inventory.devices[d].shared] == []
     assert set(given_).isdisjoint(c.preallocated)
     claims = Counter(a.allocation.claim for a in sim.allocations)
     assert [k for k, n in claims.items() if n > 1] == []
@@ -85,3 +89,26 @@ def test_allocated_devices_are_reachable_from_their_pods_and_current(c: DraClust
             claim = f"{p.pod.metadata.namespace}/{entry.resource_claim_name}"
             for dev_id in devices_of.get(claim, ()) if entry.resource_claim_name else ():
                 assert inventory.reach[dev_id][row[node]], (p.pod.key, claim, dev_id)
+
+
+@SETTINGS
+@given(dra_clusters())
+def test_a_shared_device_is_never_given_past_its_capacity(c: DraCluster) -> None:
+    """KEP-5075: per device with ``allowMultipleAllocations``, what the snapshot's shares and every plan's consume
+    stays within its ``bandwidth``; every allocation of it is a share (a ``shareID`` of its own, the consumed
+    capacity recorded), none takes it whole."""
+    sim = run(c)
+    inventory = inventory_of(sim)
+    consumed: dict[str, Decimal] = {d: Decimal(n) for d, n in c.preshared.items()}
+    ids: list[str] = []
+    for a in sim.allocations:
+        for use in a.allocation.device_uses:
+            if not inventory.devices[use.device].shared:
+                assert use.share_id is None and not use.consumed
+                continue
+            assert use.share_id is not None and use.exclusive is False
+            ids.append(f"{use.device}/{use.share_id}")
+            assert [name for name, _ in use.consumed] == ["bandwidth"]
+            consumed[use.device] = consumed.get(use.device, Decimal(0)) + dict(use.consumed)["bandwidth"]
+    assert len(ids) == len(set(ids))
+    assert {d: n for d, n in consumed.items() if n > BANDWIDTH} == {}

@@ -2,7 +2,9 @@
 
 The plugin's PreFilter keeps only nodes reaching at least ``count`` matching devices that are not held
 (allocated in the snapshot or assumed by earlier plans); ``All`` needs one matching device, taken or
-not. It counts held devices with masks over the inventory's device index (:attr:`DraView.held`, kept up
+not; a device with ``allowMultipleAllocations`` counts as many devices as one claim may hold (it may serve
+each of its results with a share; KEP-5075), and only an exclusive use holds it. It counts held devices with
+masks over the inventory's device index (:attr:`DraView.held`, kept up
 to date by ``with_allocated``). Here, on random inventories (node-local pools with shared counters,
 rack node-set pools, an all-nodes pool, stale and incomplete pools, preallocated claims) and random
 chains of assumed devices, the mask is compared with the count made device by device from the
@@ -15,7 +17,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.dra.allocator import SubRequest
+from scheduler.dra.allocator import MAX_DEVICES_PER_CLAIM, SubRequest
 from scheduler.dra.device_snapshot import DraView
 from scheduler.framework import SolverConfig
 from scheduler.model.dra import DeviceUse, taken_devices
@@ -45,13 +47,14 @@ def sub_requests(view: DraView) -> list[SubRequest]:
 
 def by_definition(view: DraView, sub: SubRequest) -> np.ndarray:
     """Per node: enough matching devices it reaches, outside the allocated and assumed ones (``All``: one
-    matching device it reaches), counted device by device."""
+    matching device it reaches), counted device by device; a shared device counts
+    :data:`~scheduler.dra.allocator.MAX_DEVICES_PER_CLAIM` times."""
     inventory = view.inventory
     held = taken_devices((*inventory.allocated, *view.assumed))
     counts = np.zeros(len(inventory.table), dtype=np.int64)
     for dev_id, device in inventory.devices.items():
         if inventory.matches(sub, device) and (sub.all or dev_id not in held):
-            counts += inventory.reach[dev_id]
+            counts += inventory.reach[dev_id] * (MAX_DEVICES_PER_CLAIM if device.shared else 1)
     return counts >= (1 if sub.all else sub.count)
 
 

@@ -667,3 +667,20 @@ def test_a_device_with_binding_conditions_is_allocated_pinned_to_its_node_and_re
     assert waiting["conditions"] == ["ml/trainer-link: fabric.example.com/fabric-f1/link-0 fabric.example.com/Attached"]
     assert "  Pod ml/trainer: ml/trainer-link: fabric.example.com/fabric-f1/link-0 fabric.example.com/Attached" \
         in render_text(sim).splitlines()
+
+
+def test_objects_written_without_uids_get_stable_ones_and_the_group_claim_is_reserved(tmp_path: Path) -> None:
+    """A hand-written snapshot has no ``metadata.uid``; the API server would have given each object one, and a
+    PodGroup's claim is reserved for the PodGroup by uid. simulate derives one per object, the same each run."""
+    docs = []
+    for d in yaml.safe_load_all(SHARED_CLAIMS.read_text()):
+        d["metadata"].pop("uid", None)
+        docs.append(d)
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(yaml.safe_dump_all(docs))
+    cluster = without(tmp_path, CLUSTER, "llm-pretrain")
+    first, again = run(cluster, bare), run(cluster, bare)
+    assert status(first)["allreduce-bench"] == "Scheduled"
+    assert to_json(first) == to_json(again)
+    groups = load([bare]).podgroups
+    assert all(g.metadata.uid for g in groups) and len({g.metadata.uid for g in groups}) == len(groups)

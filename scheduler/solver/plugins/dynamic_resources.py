@@ -26,6 +26,7 @@ quoted in that solve's messages.
 from __future__ import annotations
 
 import functools
+import uuid
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.dra.allocator import (
+    MAX_DEVICES_PER_CLAIM,
     BudgetExceeded,
     ClaimSpec,
     Device,
@@ -43,8 +45,10 @@ from scheduler.dra.allocator import (
     _Budget,
     allocate_copies,
     allocate_pods,
+    amounts_of,
     claim_alternatives,
 )
+from scheduler.dra.capacity import Amounts
 from scheduler.dra.claims import NeededClaim, PodClaims
 from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import INVALID_POOLS
@@ -180,7 +184,9 @@ class DynamicResources:
     @staticmethod
     def _usable(cycle: DynamicResourcesState, sub: SubRequest) -> BoolArray:
         """Nodes reaching at least ``sub.count`` matching devices outside the view's ``held`` ones (taken
-        for the whole run: no undo returns them) (``All``: at least one matching device, taken or not). A
+        for the whole run: no undo returns them) (``All``: at least one matching device, taken or not); a device
+        with ``allowMultipleAllocations`` counts :data:`MAX_DEVICES_PER_CLAIM` times (one claim may hold that many
+        shares of it; KEP-5075), and what is left of its capacity is for Reserve to judge. A
         necessary condition for the allocator to satisfy ``sub`` on the node at any point of this run, so
         leaving the other nodes out changes no plan, only skips tries. Vectorised over the devices
         (masks over ``inventory.device_index()``): the cost does not grow with the number of held node-local
@@ -201,6 +207,9 @@ class DynamicResources:
             if shared.any():  # node-set and all-nodes devices: every row that reaches them
                 for position in np.flatnonzero(held)[shared]:
                     counts -= inventory.reach[index.ids[position]]
+            if index.any_shared:  # a device with allowMultipleAllocations held whole counted as many
+                for position in np.flatnonzero(held & index.shared):
+                    counts -= inventory.reach[index.ids[position]] * (MAX_DEVICES_PER_CLAIM - 1)
         return counts >= sub.count
 
     # -- Filter --------------------------------------------------------------------------------
@@ -265,24 +274,22 @@ class DynamicResources:
         earlier = _allocated_on(state, cycle, row)
         devices = cycle.view.inventory.on_node(row)
         found_state = cycle.state.journal[mark:]
-        movable = {d.id for d in found_state if isinstance(d, Device)}
+        movable = {e.id if isinstance(e, Device) else e.device.id for e in found_state}
         movable.update(d.id for _, _, results in earlier for per_claim in results for _, d in per_claim)
         if not _enough_devices(cycle, devices, movable, [s for _, s, _ in earlier], specs, found + 1):
             return None
         cycle.state.undo(mark)
-        for _, _, results in earlier:
-            for per_claim in results:
-                for _, device in per_claim:
-                    cycle.state.release(device)
+        for _, claim_specs, results in earlier:
+            for spec, per_claim in zip(claim_specs, results, strict=True):
+                for result, device in per_claim:
+                    cycle.state.release(device, _share_amounts(spec, result, device))
         joint = allocate_pods([s for _, s, _ in earlier] + [specs] * wanted, devices, cycle.matches, cycle.state,
                               ALLOCATION_BUDGET)
         if len(joint) > len(earlier) + found:
             reallocated = {key: joint[i] for i, (key, _, results) in enumerate(earlier) if joint[i] != results}
             return joint[len(earlier):], reallocated
         cycle.state.undo(mark)  # no better: the copies found first, exactly as they were
-        for entry in found_state:
-            assert isinstance(entry, Device)
-            cycle.state.take(entry)
+        cycle.state.redo(found_state)
         return None
 
     def unreserve(self, state: CycleState, placement: Placement, token: Any) -> None:
@@ -408,7 +415,7 @@ class DynamicResources:
                         claim=needed.key, reserved_for=(("Pod", pod.metadata.name, pod.metadata.uid),), node=node,
                         results=tuple((r, d.driver, d.pool, d.name) for r, d in results),
                         node_selector=node_selector(cycle, results, node), synthetic=needed.synthetic,
-                        pod=pod.key, uses=device_uses(needed.spec, results)))
+                        pod=pod.key, uses=device_uses(needed.spec, results, needed.key)))
         for leaf_name, shared in cycle.shared_stack:
             for alloc in shared:
                 if alloc.reused:
@@ -422,19 +429,54 @@ class DynamicResources:
                     claim=alloc.claim.key, reserved_for=reserved, node=None,
                     results=tuple((r, d.driver, d.pool, d.name) for r, d in alloc.results),
                     node_selector=node_selector(cycle, alloc.results, None),
-                    uses=device_uses(alloc.claim.spec, alloc.results)))
+                    uses=device_uses(alloc.claim.spec, alloc.results, alloc.claim.key)))
         return tuple(out)
 
 
-def device_uses(spec: ClaimSpec, results: Sequence[Result]) -> tuple[DeviceUse, ...]:
+def device_uses(spec: ClaimSpec, results: Sequence[Result], claim: str) -> tuple[DeviceUse, ...]:
     """How ``results`` use their devices: admin access where the sub-request asked for it (KEP-5018), the
-    device's binding conditions (KEP-5007); empty when every device is taken whole, without conditions (the
-    plan's default)."""
+    device's binding conditions (KEP-5007), and for a device with ``allowMultipleAllocations`` its ``shareID``
+    and ``consumedCapacity`` (KEP-5075: every capacity of the device, as the structured allocator records
+    them); empty when every device is taken whole, without conditions (the plan's default).
+
+    ``claim``: the claim's ``namespace/name``; a share's id is :func:`share_id` of it, the result's position and
+    the device.
+    """
     admin = {sub.result for r in spec.requests for sub in r.options if sub.admin}
-    if not admin and not any(d.binding_conditions or d.binding_failure_conditions for _, d in results):
+    if not admin and not any(d.binding_conditions or d.binding_failure_conditions or d.shared for _, d in results):
         return ()
     return tuple(DeviceUse(d.id, admin=r in admin, binding_conditions=d.binding_conditions,
-                           binding_failure_conditions=d.binding_failure_conditions) for r, d in results)
+                           binding_failure_conditions=d.binding_failure_conditions,
+                           **_share_fields(spec, r, d, claim, i) if d.shared and r not in admin else {})
+                 for i, (r, d) in enumerate(results))
+
+
+SHARE_ID_NAMESPACE = uuid.UUID("6b0c5f0e-4a53-5f8e-9d57-0c2b1f0f5e75")
+"""The UUID namespace of :func:`share_id` (a constant of this scheduler)."""
+
+
+def share_id(claim: str, position: int, device: str) -> str:
+    """The ``shareID`` of the ``position``-th result of ``claim`` (``namespace/name``) on ``device``: a lowercase
+    UUID, as the API requires (``format=k8s-uuid``), derived from the three (RFC 4122 version 5) rather than
+    drawn at random as kube-scheduler does. A claim holds one allocation at a time and its results are
+    numbered, so no two allocations sharing a device at once get the same id, and ``simulate`` is
+    reproducible."""
+    return str(uuid.uuid5(SHARE_ID_NAMESPACE, f"{claim}/{position}/{device}"))
+
+
+def _share_fields(spec: ClaimSpec, result: str, device: Device, claim: str, position: int) -> dict[str, Any]:
+    return {"share_id": share_id(claim, position, device.id), "consumed": _share_amounts(spec, result, device)}
+
+
+def _share_amounts(spec: ClaimSpec, result: str, device: Device) -> Amounts:
+    """What the result named ``result`` consumes of the shared ``device`` (empty for a device taken whole)."""
+    if not device.shared:
+        return ()
+    for request in spec.requests:
+        for sub in request.options:
+            if sub.result == result:
+                return amounts_of(sub, device) or ()
+    return ()
 
 
 def _held(cycle: DynamicResourcesState, key: str) -> tuple[Result, ...] | None:
@@ -475,6 +517,8 @@ def _enough_devices(cycle: DynamicResourcesState, devices: Sequence[Device], mov
     subs = {id(sub): sub for claims in (*earlier, specs) for spec in claims for r in spec.requests for sub in r.options}
     usable = 0
     for device in devices:
+        if device.shared and any(cycle.matches(sub, device) for sub in subs.values()):
+            return True  # one shared device may serve several results: no count bounds them
         taken = device.id in cycle.state.taken and device.id not in movable
         if any((sub.admin or not taken) and cycle.matches(sub, device) for sub in subs.values()):
             usable += 1

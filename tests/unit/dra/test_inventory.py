@@ -42,7 +42,8 @@ def test_a_memoised_selector_error_is_reported_again_by_every_copy() -> None:
 
 def test_an_allocation_is_read_as_device_uses_and_admin_access_takes_no_device() -> None:
     """``status.allocation.devices.results`` become :class:`DeviceUse` values (adminAccess, shareID,
-    consumedCapacity as the API names them); only the uses that take a device count as held."""
+    consumedCapacity as the API names them); admin access takes nothing, a share is counted with what it
+    consumes (its capacity name resolved to the device's spelling) and leaves the device to other shares."""
     claim = ResourceClaim.model_validate({
         "metadata": {"name": "c", "namespace": "ml"},
         "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}},
@@ -55,7 +56,11 @@ def test_an_allocation_is_read_as_device_uses_and_admin_access_takes_no_device()
     assert shared == DeviceUse(f"{DRIVER}/n0/gpu-1", (("memory", Decimal(8 * 2**30)),), share_id="a1b2")
     assert shared.takes and not shared.exclusive
     copy = inventory().with_allocated(claim.allocated_uses)
-    held = copy.held_mask()
-    index = copy.device_index()
-    assert [index.ids[i] for i in held.nonzero()[0]] == [f"{DRIVER}/n0/gpu-1"]
-    assert set(copy.state().taken) == {f"{DRIVER}/n0/gpu-1"}
+    assert not copy.held_mask().any()
+    state = copy.state()
+    assert state.taken == {}
+    assert state.shares == {f"{DRIVER}/n0/gpu-1": 1}
+    assert state.consumed == {f"{DRIVER}/n0/gpu-1": {"memory": Decimal(8 * 2**30)}}
+    whole = inventory().with_allocated([DeviceUse(f"{DRIVER}/n0/gpu-0")])
+    index = whole.device_index()
+    assert [index.ids[i] for i in whole.held_mask().nonzero()[0]] == [f"{DRIVER}/n0/gpu-0"]

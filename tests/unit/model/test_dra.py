@@ -532,7 +532,7 @@ def test_every_example_slice_has_a_valid_node_selection() -> None:
         for model, raw in modelled_objects(path)
         if model is ResourceSlice
     ]
-    assert len(slices) == 24
+    assert len(slices) == 25
     assert {s.name: slice_error(s.spec) for s in slices if slice_error(s.spec)} == {}
 
 
