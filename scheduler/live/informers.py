@@ -131,7 +131,7 @@ class Informer:
                 return raws[index] if index < len(raws) else None
 
             for index, obj in enumerate(items):
-                self.see(obj, functools.partial(raw_of, index))
+                self._show(obj, functools.partial(raw_of, index))
         return items
 
     def _event(self, event: Mapping[str, Any]) -> Iterable[Any]:
@@ -142,8 +142,18 @@ class Informer:
             return [obj] if self.decode is None else self._decoded([obj])
         if self.see is not None:
             line = event.get("line", b"")
-            self.see(obj, lambda: _object_of(line))
+            self._show(obj, lambda: _object_of(line))
         return [obj]
+
+    def _show(self, obj: BaseModel, raw: Callable[[], Any]) -> None:
+        """:attr:`see` of one object; what it raises is logged and the object still goes to the cache (the model is
+        valid: only what ``see`` notes of it is lost), so no object can stop the informer."""
+        assert self.see is not None
+        try:
+            self.see(obj, raw)
+        except Exception:  # the decoding boundary, per object
+            meta = obj.metadata  # type: ignore[attr-defined]
+            log.exception("%s %s/%s: checking it as sent failed", self.resource.kind, meta.namespace, meta.name)
 
     def _decoded(self, raws: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
         """``decode`` of each of ``raws``; one whose decoding raises is reported as refused and left out."""

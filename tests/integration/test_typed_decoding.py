@@ -5,14 +5,16 @@ that object alone), a watch event likewise, and an in-stream ERROR still raises.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import json
+from typing import Any, cast
 
 import kmock
 import pytest
 
 from scheduler.cache.cluster import ClusterCache, Refusal
-from scheduler.client.decoding import TypedPage, continue_of
+from scheduler.client.decoding import TypedPage, continue_of, event_decoder, page_decoder
 from scheduler.client.kube import PODS, Gone, KubeClient
+from scheduler.live.informers import Informer
 from scheduler.model.pod import Pod
 from tests.bench.emulator import BenchApiServer
 from tests.integration.apiserver import UNCHECKED_HEADER
@@ -99,3 +101,20 @@ async def test_pages_are_asked_for_ahead_and_every_object_comes_once() -> None:
             assert continue_of(b'{"items":[{"continue":"inside"}],"metadata":{}}') == ""  # items first: no guess
         finally:
             await kube.close()
+
+
+def test_an_observer_that_raises_loses_no_object(caplog: pytest.LogCaptureFixture) -> None:
+    """``Informer.see`` failing on an object (a bug in what checks it as sent) is logged; the object still goes to
+    the cache, from a list page and from a watch event alike."""
+    def see(obj: Any, raw: Any) -> None:
+        raise RuntimeError(f"cannot check {obj.metadata.name}")
+
+    informer = Informer(cast(KubeClient, None), PODS, ClusterCache("gang-scheduler"), lambda events: None,
+                        model=Pod, see=see)
+    body = {**pod("a", None), "metadata": {"name": "a", "namespace": NS, "uid": "u", "resourceVersion": "3"}}
+    page = page_decoder(Pod)(json.dumps({"metadata": {}, "items": [body]}).encode())
+    assert list(informer._page(page)) == list(page)
+    line = json.dumps({"type": "ADDED", "object": body}).encode()
+    event = {"type": "ADDED", "object": event_decoder(Pod)(line)[1], "line": line}
+    assert list(informer._event(event)) == [event["object"]]
+    assert caplog.text.count("cannot check a") == 2
