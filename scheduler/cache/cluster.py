@@ -226,6 +226,11 @@ def _derived(obj: Any) -> Any:
     return obj
 
 
+_CLAIM_INPUTS = {RESOURCE_CLAIM_TEMPLATE.name: "template"}
+"""Kinds (besides claims, PodGroups and namespaces, reported where they are handled) whose objects claim
+resolution reads → what :meth:`~scheduler.cache.devices.DeviceCache.changed` calls them."""
+
+
 def _wants_devices(pod: Pod) -> bool:
     """A pending pod that may need DRA: it has claims, or requests an extended resource (which a
     DeviceClass may serve)."""
@@ -266,11 +271,6 @@ class ClusterCache:
         self.storage = StorageCache(self.objects, synthesize=synthesize_claims)
         self.version = 0
         """Bumped on every change the scheduler reads (and on assume/forget): a snapshot older than it is stale."""
-        self._wants_devices: dict[str, Pod] = {}
-        """Pod key → the pending pods that may need DRA (:func:`_wants_devices`), in the order they came."""
-        self._claiming: dict[str, Pod] = {}
-        """The pods of :attr:`_wants_devices` that name a ResourceClaim: without a DeviceClass serving extended
-        resources the device view needs only these, so a snapshot does not walk every pending GPU pod."""
         self._namespace_labels: dict[str, Mapping[str, str]] = {}
         """Namespace name → labels, replaced (a new dict) when a namespace's labels change."""
         self._snapshot: tuple[int, Snapshot] | None = None
@@ -375,6 +375,8 @@ class ClusterCache:
             quiet = self._set_pod(key, old, new)
         elif kind in (POD_GROUP.name, COSCHEDULING_POD_GROUP.name):  # the index holds each name's group (group())
             self.groups.set_podgroup(_name(key), self.group(POD_GROUP.name, *_name(key)), quiet=quiet)
+            if kind == POD_GROUP.name:
+                self.devices.changed("podgroup", key)
         elif kind == COMPOSITE_POD_GROUP.name:
             self.groups.set_composite(_name(key), new, quiet=quiet)
         elif kind == PRIORITY_CLASS.name:
@@ -385,11 +387,14 @@ class ClusterCache:
             self.devices.set_class(key, new)
         elif kind == RESOURCE_CLAIM.name:
             self.devices.set_claim(key, new)
-            self.devices.settle(key, self.pods)
+        elif kind in _CLAIM_INPUTS:  # what claim resolution reads: replaced, even when quiet
+            self.devices.changed(_CLAIM_INPUTS[kind], key)
         elif kind in STORAGE_KINDS and not quiet:
             self.storage.changed(kind)
-        elif kind == NAMESPACE.name and not quiet:
-            self._namespace_labels = {name: ns.metadata.labels for name, ns in self.namespaces.items()}
+        elif kind == NAMESPACE.name:
+            self.devices.changed("namespace", key)
+            if not quiet:
+                self._namespace_labels = {name: ns.metadata.labels for name, ns in self.namespaces.items()}
         if quiet:
             return []
         if kind in (POD_GROUP.name, COSCHEDULING_POD_GROUP.name, COMPOSITE_POD_GROUP.name, PRIORITY_CLASS.name):
@@ -440,17 +445,9 @@ class ClusterCache:
         self.usage.set_pod(key, shown)
         self.storage.set_pod(key, shown)
         self.groups.set_pod(key, shown, quiet=quiet)
-        if pod is not None and _wants_devices(pod):
-            self._wants_devices[key] = pod
-            if pod.spec.resource_claims:
-                self._claiming[key] = pod
-            else:
-                self._claiming.pop(key, None)
-        else:
-            self._wants_devices.pop(key, None)
-            self._claiming.pop(key, None)
-        if self.devices.held:
-            self.devices.settle(None, self.pods)
+        wants = self.dra and pod is not None and _wants_devices(pod)
+        self.devices.set_pod(key, pod if wants and key not in self.assumed else None)
+        self.devices.settle_pod(key, pod)
         return quiet
 
     def _shown(self, key: str, pod: Pod | None) -> Pod | None:
@@ -509,6 +506,7 @@ class ClusterCache:
                 raise AssumeError(f"pod {pod.key} is {'gone' if current is None else 'already bound or assumed'}")
         for pod, node in plan.placements:
             self.assumed[pod.key] = node
+            self.devices.set_pod(pod.key, None)
             shown = bound_copy(pods[pod.key], node)
             self.usage.set_pod(pod.key, shown)
             self.storage.set_pod(pod.key, shown)
@@ -522,7 +520,9 @@ class ClusterCache:
         for key in pod_keys:
             if self.assumed.pop(key, None) is None:
                 continue
-            pod = self._shown(key, self.pods.get(key))
+            current = self.pods.get(key)
+            self.devices.set_pod(key, current if self.dra and current is not None and _wants_devices(current) else None)
+            pod = self._shown(key, current)
             self.usage.set_pod(key, pod)
             self.storage.set_pod(key, pod)
             self.groups.set_pod(key, pod)
@@ -564,15 +564,7 @@ class ClusterCache:
             return hit[1]
         view: DraView | None = None
         if self.dra:
-            classes = self.device_classes
-            served = {res for c in classes.values() for res in c.extended_resource_names}
-            assumed = self.assumed
-            if served:
-                pending = [p for key, p in self._wants_devices.items()
-                           if key not in assumed and (p.spec.resource_claims or served & p.requests.keys())]
-            else:  # the same pods, in the same order: only those with claims can pass
-                pending = [p for key, p in self._claiming.items() if key not in assumed]
-            view = self.devices.view(self.usage.table, classes, pending)
+            view = self.devices.view(self.usage.table, self.device_classes)
         snap = self.usage.snapshot(view, self.storage.view(), self._namespace_labels,
                                    self.groups.chains.effective_priority)
         if self.holds:

@@ -9,7 +9,12 @@
   its devices), the claim that existed is gone, the pod owning a created claim is gone — or the
   driver forgets them after a failed write. A claim whose allocation is in flight is not offered
   to another plan: a pod of another root that names it waits until the allocation is visible and
-  is then pinned to it (so a claim shared by name between roots is allocated once).
+  is then pinned to it (so a claim shared by name between roots is allocated once). Holds are
+  indexed by claim and by owner pod, so a claim or pod event looks only at its own holds.
+* The pending pods that may need devices and everything their claim resolution reads are reported
+  here as they change (:meth:`DeviceCache.set_pod`, :meth:`DeviceCache.changed`, and the claim and
+  in-flight changes seen here), so a snapshot resolves only the pods whose inputs changed
+  (:class:`~scheduler.dra.claims.PendingClaims`).
 
 Not thread-safe: used from the event loop only.
 """
@@ -20,12 +25,12 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from scheduler.dra.claims import ClaimIndex, ClaimMemo
+from scheduler.dra.claims import ClaimIndex, ClaimMemo, PendingClaims, resolve_all
 from scheduler.dra.device_snapshot import DraView
-from scheduler.dra.inventory import Inventory
-from scheduler.framework.node_table import NodeTable
+from scheduler.dra.inventory import DeviceIndex, Inventory
+from scheduler.framework.node_table import BoolArray, NodeTable
 from scheduler.framework.plan import ClaimAllocation
-from scheduler.model.dra import DeviceClass, DeviceUse, ResourceClaim, ResourceSlice
+from scheduler.model.dra import DeviceClass, DeviceUse, ResourceClaim, ResourceSlice, taken_devices
 from scheduler.model.namespace import Namespace
 from scheduler.model.pod import Pod
 
@@ -61,6 +66,14 @@ class DeviceCache:
         self._allocated: dict[str, tuple[DeviceUse, ...]] = {}
         """Claim key → how its ``status.allocation`` uses its devices."""
         self._allocated_uses: tuple[DeviceUse, ...] | None = ()
+        self._taking: dict[str, int] = {}
+        """Device id → how many allocated claims take it (:func:`~scheduler.model.dra.taken_devices` of their uses);
+        only positive counts."""
+        self._taken_mask: tuple[DeviceIndex, BoolArray] | None = None
+        """The devices of :attr:`_taking` as a mask over one inventory index, updated in place per claim event
+        while the index stays (:meth:`_allocated_mask`)."""
+        self._mask_dirty: set[str] = set()
+        """Devices whose :attr:`_taking` count went to or from zero since the mask was last brought up to date."""
         self.held: dict[str, dict[str, HeldClaim]] = {}
         """Plan token → claim key → devices the plan allocates, until the watch shows them."""
         self._logged_problems: set[str] = set()
@@ -70,8 +83,19 @@ class DeviceCache:
         """Devices whose binding conditions failed or timed out: no plan gets them until their pool's slices
         change (the driver publishes them again)."""
         self.memo = ClaimMemo()
-        """Each pending pod's resolved claims and each claim's converted spec, kept until what they were
-        resolved from changes (:func:`~scheduler.dra.claims.resolve_all`)."""
+        """Each claim's converted spec (and, with ``synthesize``, each pending pod's resolved claims), kept until
+        what they were resolved from changes (:func:`~scheduler.dra.claims.resolve_all`)."""
+        self.pending = PendingClaims(self.memo)
+        """The pending pods that may need devices (:meth:`set_pod`) and their resolved claims, kept up to date
+        from the changes reported here."""
+        self._holders: dict[str, set[str]] = {}
+        """Claim key → tokens of the plans holding it that found it in the cache (``existed``): the claims in
+        flight; a claim event settles only these."""
+        self._created: set[tuple[str, str]] = set()
+        """(token, claim key) of the holds of claims a plan creates: settled by their devices on claim events."""
+        self._owned: dict[str, set[tuple[str, str]]] = {}
+        """Pod key → (token, claim key) of the holds of the claims created for it: a pod event settles these."""
+        self._in_flight: frozenset[str] | None = frozenset()
         self._idle: tuple[NodeTable, int, DraView] | None = None
         """The view of a cluster where nothing asks for devices, per node table and inventory generation."""
 
@@ -97,13 +121,60 @@ class DeviceCache:
         self._log_problems()
 
     def set_claim(self, key: str, claim: ResourceClaim | None) -> None:
-        """A claim changed: how its allocation uses its devices."""
+        """A claim was added, changed or deleted (``claim`` None): how its allocation uses its devices; the holds
+        the watch has now caught up with end (:meth:`settle_claim`)."""
         uses = claim.allocated_uses if claim is not None else ()
-        if uses:
-            self._allocated[key] = uses
+        before = self._allocated.get(key, ())
+        if uses or before:
+            if uses:
+                self._allocated[key] = uses
+            else:
+                del self._allocated[key]
+            self._allocated_uses = None
+            for device in taken_devices(before):  # the rule held_mask applies, whatever it is
+                self._take(device, -1)
+            for device in taken_devices(uses):
+                self._take(device, 1)
+        self.pending.changed("claim", key)
+        self.settle_claim(key)
+
+    def _take(self, device: str, delta: int) -> None:
+        left = self._taking.get(device, 0) + delta
+        if left > 0:
+            self._taking[device] = left
         else:
-            self._allocated.pop(key, None)
-        self._allocated_uses = None
+            self._taking.pop(device, None)
+        if left in (0, 1):
+            self._mask_dirty.add(device)
+
+    def _allocated_mask(self) -> BoolArray:
+        """(D,) bool over the inventory's :meth:`~scheduler.dra.inventory.Inventory.device_index`: the devices the
+        claims' allocations take — what ``held_mask`` finds from :meth:`allocated_uses`, kept up to date per claim
+        event instead of recounted per snapshot. Writable and owned here: copy before handing it out."""
+        index = self.inventory.device_index()
+        hit = self._taken_mask
+        if hit is None or hit[0] is not index:
+            mask = index.mask(self._taking)
+            self._taken_mask = (index, mask)
+        else:
+            mask, position = hit[1], index.position
+            for device in self._mask_dirty:
+                row = position.get(device)
+                if row is not None:
+                    mask[row] = device in self._taking
+        self._mask_dirty.clear()
+        return mask
+
+    def set_pod(self, key: str, pod: Pod | None) -> None:
+        """Pod ``key`` is now ``pod``: pending (not assumed) and perhaps needing devices — it has claims or
+        requests an extended resource; None when it is not (any more). Holds of claims it owns end when it is
+        gone or finished (:meth:`settle_pod`)."""
+        self.pending.set_pod(key, pod)
+
+    def changed(self, what: str, key: str) -> None:
+        """A ResourceClaimTemplate (``template``), PodGroup (``podgroup``) or Namespace (``namespace``) was added,
+        replaced or deleted (see :meth:`~scheduler.dra.claims.PendingClaims.changed`)."""
+        self.pending.changed(what, key)
 
     def _log_problems(self) -> None:
         problems = set(self.inventory.problems)
@@ -116,47 +187,79 @@ class DeviceCache:
         """Hold the devices of a plan's claim allocations (``token``: unique to the plan)."""
         held = {a.claim: HeldClaim(a.device_uses, a.claim in self._claims, a.pod if a.synthetic else None)
                 for a in allocations}
-        if held:
-            self.held[token] = held
+        if not held:
+            return
+        self.forget(token)
+        self.held[token] = held
+        for key, hold in held.items():
+            if hold.existed:
+                holders = self._holders.setdefault(key, set())
+                if not holders:
+                    self._flight(key)
+                holders.add(token)
+            else:
+                self._created.add((token, key))
+            if hold.pod is not None:
+                self._owned.setdefault(hold.pod, set()).add((token, key))
 
     def forget(self, token: str, claims: Iterable[str] | None = None) -> None:
         """Release a plan's held devices: all of them, or only those of ``claims`` (keys as in the plan)."""
         held = self.held.get(token)
         if held is None:
             return
-        for key in list(held) if claims is None else claims:
-            held.pop(key, None)
+        for key in list(held) if claims is None else list(claims):
+            self._release(token, key)
+
+    def _release(self, token: str, key: str) -> None:
+        """End one hold (and the plan's entry with its last hold); keeps the indexes in step."""
+        held = self.held.get(token)
+        hold = held.pop(key, None) if held is not None else None
+        if hold is None:
+            return
         if not held:
             del self.held[token]
+        if hold.existed:
+            holders = self._holders[key]
+            holders.discard(token)
+            if not holders:
+                del self._holders[key]
+                self._flight(key)
+        else:
+            self._created.discard((token, key))
+        if hold.pod is not None:
+            owned = self._owned[hold.pod]
+            owned.discard((token, key))
+            if not owned:
+                del self._owned[hold.pod]
 
-    def settle(self, changed: str | None, pods: Mapping[str, Pod]) -> None:
-        """End holds the watch has caught up with: the claim is shown allocated (a created claim, under a
-        generated name, is recognised by its devices), a claim that existed is gone, or the pod owning a
-        created claim is gone (``pods``: the cache's pods, when a pod changed). ``changed``: the claim
-        key that changed, or None to check every hold."""
-        if not self.held:
-            return
-        allocated: set[tuple[str, str | None]] | None = None  # made only for a created claim's hold: every
-        # allocated (device, shareID) — a share is recognised by its own id, not by its device, which others share
-        for token in list(self.held):
-            held = self.held[token]
-            for key, hold in list(held.items()):
-                if hold.existed:
-                    done = changed is None or changed == key
-                    if done:
-                        claim = self._claims.get(key)
-                        done = claim is None or claim.is_allocated
-                else:
-                    if allocated is None:
-                        allocated = {(u.device, u.share_id) for u in self.allocated_uses()}
-                    done = bool(hold.uses) and {(u.device, u.share_id) for u in hold.uses} <= allocated
-                if not done and hold.pod is not None:
-                    owner = pods.get(hold.pod)
-                    done = owner is None or owner.is_terminal
-                if done:
-                    del held[key]
-            if not held:
-                del self.held[token]
+    def _flight(self, key: str) -> None:
+        """Claim ``key`` went in or out of flight."""
+        self._in_flight = None
+        self.pending.changed("flight", key)
+
+    def settle_claim(self, key: str) -> None:
+        """End the holds the watch has caught up with after claim ``key`` changed: a hold of that claim when it
+        is shown allocated or is gone, and a hold of a created claim (under a generated name) once every
+        device it holds (a share: by its shareID) is shown allocated. O(holds of ``key`` + of created claims)."""
+        tokens = self._holders.get(key)
+        if tokens:
+            claim = self._claims.get(key)
+            if claim is None or claim.is_allocated:
+                for token in list(tokens):
+                    self._release(token, key)
+        if self._created:  # a share is recognised by its own shareID, not by its device, which others share
+            allocated = {(u.device, u.share_id) for u in self.allocated_uses()}
+            for token, created in list(self._created):
+                uses = self.held[token][created].uses
+                if uses and {(u.device, u.share_id) for u in uses} <= allocated:
+                    self._release(token, created)
+
+    def settle_pod(self, key: str, pod: Pod | None) -> None:
+        """End the holds of the claims pod ``key`` owns once it is gone (``pod`` None) or finished."""
+        owned = self._owned.get(key)
+        if owned and (pod is None or pod.is_terminal):
+            for token, claim in list(owned):
+                self._release(token, claim)
 
     # -- views ---------------------------------------------------------------------------------
     def allocated_uses(self) -> tuple[DeviceUse, ...]:
@@ -179,7 +282,9 @@ class DeviceCache:
 
     def in_flight(self) -> frozenset[str]:
         """Keys of claims an in-flight plan is allocating (existing claims only)."""
-        return frozenset(k for held in self.held.values() for k, h in held.items() if h.existed)
+        if self._in_flight is None:
+            self._in_flight = frozenset(self._holders)
+        return self._in_flight
 
     def claim_index(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> ClaimIndex:
         """Claims, templates, classes and PodGroups for claim resolution, over the cache's live dicts."""
@@ -187,15 +292,17 @@ class DeviceCache:
                           self.synthesize, frozenset(table.resources), self.synthesized, self.in_flight(),
                           namespaces=self._namespaces, memo=self.memo)
 
-    def view(self, table: NodeTable, classes: Mapping[str, DeviceClass], pending: Iterable[Pod]) -> DraView:
-        """The solver's DRA input for the ``pending`` pods that may need devices: the inventory with every
+    def view(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> DraView:
+        """The solver's DRA input for the pending pods reported (:meth:`set_pod`): the inventory with every
         claim's allocation and every in-flight plan's devices taken.
 
         With no pending pod to resolve, no device published, none allocated and none held, the view is the
         same for every snapshot until the nodes or the slices change: it is built once (a cluster without
         DRA then pays nothing per cycle)."""
-        pending = list(pending)
-        idle = (not pending and not self.held and not self.inventory.devices and not self.allocated_uses()
+        pending = self.pending
+        index = self.claim_index(table, classes)
+        resolved = resolve_all(index, pending.pods()) if self.synthesize else pending.resolve(index)
+        idle = (not resolved and not self.held and not self.inventory.devices and not self._allocated
                 and not self.excluded)
         if idle:
             hit = self._idle
@@ -203,7 +310,9 @@ class DeviceCache:
                 return hit[2]
         inventory = self.inventory.with_allocated(self.allocated_uses())
         held = (*self.held_uses(), *(DeviceUse(d) for d in sorted(self.excluded)))
-        view = DraView.build(inventory, self.claim_index(table, classes), pending, held)
+        taken = self._allocated_mask() | inventory.device_index().mask(taken_devices(held))
+        taken.setflags(write=False)
+        view = DraView.of(inventory, index, resolved, held, None if self.synthesize else pending.pinned, taken)
         if idle:
             self._idle = (table, self.inventory.generation, view)
         return view

@@ -231,6 +231,19 @@ class ClaimMemo:
     node_resources: frozenset[str] | None = None
     epoch: int = 0
 
+    def sync(self, index: ClaimIndex) -> int:
+        """Note what the extended-resource claims are resolved against (``index``'s served resources and
+        node resources): when either changed, move :attr:`epoch` on (every resolution is stale). Also drops
+        converted specs of claims no longer in ``index`` once they outnumber the live ones. The epoch."""
+        served = index.extended_classes()
+        if served != self.served or index.node_resources != self.node_resources:
+            self.epoch += 1  # every pod's extended-resource claim may change
+            self.served, self.node_resources = served, index.node_resources
+        if len(self.specs) > 2 * (len(index.claims) + len(index.synthesized)) + 64:
+            self.specs = {k: v for k, v in self.specs.items()
+                          if (c := index.claim(k)) is not None and c.spec is v[0]}
+        return self.epoch
+
 
 @dataclass(slots=True)
 class ClaimIndex:
@@ -489,13 +502,7 @@ def _resolve_memoised(index: ClaimIndex, memo: ClaimMemo, pods: Iterable[Pod]) -
                 counts[key] = counts.get(key, 0) + 1
     memo.pods = kept
     index.named_by = counts
-    served = index.extended_classes()
-    if served != memo.served or index.node_resources != memo.node_resources:
-        memo.epoch += 1  # every pod's extended-resource claim may change
-        memo.served, memo.node_resources = served, index.node_resources
-    if len(memo.specs) > 2 * (len(index.claims) + len(index.synthesized)) + 64:
-        memo.specs = {k: v for k, v in memo.specs.items() if (c := index.claim(k)) is not None and c.spec is v[0]}
-    epoch = memo.epoch
+    epoch = memo.sync(index)
     out: dict[str, PodClaims] = {}
     for entry in rows:
         claims = entry.claims
@@ -506,3 +513,145 @@ def _resolve_memoised(index: ClaimIndex, memo: ClaimMemo, pods: Iterable[Pod]) -
         if _needs_devices(claims):
             out[entry.key] = claims
     return out
+
+
+_CHANGES: dict[str, tuple[int, ...]] = {"claim": (_CLAIM, _SYNTH), "template": (_TEMPLATE,), "podgroup": (_GROUP,),
+                                        "namespace": (_NAMESPACE,), "flight": (_FLIGHT,)}
+"""What :meth:`PendingClaims.changed` accepts → the reads (:data:`Read` kinds) such a change may answer differently."""
+
+
+@dataclass(slots=True, eq=False)
+class PendingClaims:
+    """The pending pods' resolved claims, kept up to date from change reports: a snapshot resolves only the pods
+    whose resolution read something that changed, O(changed) rather than O(pending pods).
+
+    The owner reports each pending pod that may need devices as it changes (:meth:`set_pod`; None once it is
+    bound, assumed, finished or gone) and each object a resolution may read as it is replaced (:meth:`changed`:
+    a claim, template, PodGroup or namespace, or a claim going in or out of flight). ``deps`` is the reverse
+    index of the reads (:data:`Read` kind and key → keys of the pods whose last resolution read it), ``dirty``
+    the pods to resolve again; a pod starting or stopping to name a claim moves the claim's count of naming pods
+    (``named``), and crossing two (shared by name, or the pod's own) is a change of that read too. When the
+    served extended resources or the nodes' resources change (``memo.epoch``), every pod is resolved again.
+    :meth:`resolve` gives what :func:`resolve_all` gives over the same pods and index (property-tested).
+
+    Not for ``synthesize`` (``simulate``): there, resolving makes claims other pods read, so it uses
+    :func:`resolve_all`. ``rows``: pod key → its entry (the pod, the claims it names, its reads and result).
+    Owned by the cache; not thread-safe.
+    """
+
+    memo: ClaimMemo = field(default_factory=ClaimMemo)
+    rows: dict[str, MemoEntry] = field(default_factory=dict)
+    named: dict[str, int] = field(default_factory=dict)
+    deps: dict[tuple[int, str], set[str]] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)
+    out: dict[str, PodClaims] = field(default_factory=dict)
+    pinned: dict[str, int] = field(default_factory=dict)
+    """Allocated claim key → how many pods of ``out`` it pins (the keys: what the view needs node masks of)."""
+    epoch: int = -1
+    _frozen: Mapping[str, PodClaims] | None = None
+
+    def pods(self) -> list[Pod]:
+        """The pending pods reported, in the order they came."""
+        return [entry.pod for entry in self.rows.values()]
+
+    def set_pod(self, key: str, pod: Pod | None) -> None:
+        """Pod ``key`` is now ``pod``, pending and possibly needing devices; None (or a bound or finished pod):
+        it is not (any more). O(its claims) unless the object is the same as before (then O(1))."""
+        old = self.rows.get(key)
+        if old is not None:
+            if old.pod is pod:
+                return
+            self._drop(old)
+        if pod is None or pod.is_bound or pod.is_terminal:
+            return
+        ns = pod.metadata.namespace
+        named = tuple(f"{ns}/{e.resource_claim_name}" for e in pod.spec.resource_claims if e.resource_claim_name)
+        self.rows[key] = MemoEntry(pod, True, key, named)
+        for claim in named:
+            self._count(claim, 1)
+        self.dirty.add(key)
+
+    def changed(self, what: str, key: str) -> None:
+        """An object a resolution may read was added, replaced or deleted — ``what``: ``claim`` (``ns/name``),
+        ``template`` (``ns/name``), ``podgroup`` (``ns/name``), ``namespace`` (name) — or a claim went in or out
+        of flight (``flight``, ``ns/name``). Raises KeyError for another ``what``."""
+        for kind in _CHANGES[what]:
+            self._touch(kind, key)
+
+    def resolve(self, index: ClaimIndex) -> Mapping[str, PodClaims]:
+        """Pod key → claims of every reported pod that needs something from DRA, as :func:`resolve_all` would
+        give with ``index`` (whose mappings must be the ones the changes were reported for). The mapping is
+        not changed afterwards (a new one is made when a later call differs)."""
+        index.named_by = self.named
+        index.memo = self.memo
+        epoch = self.memo.sync(index)
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.dirty = set(self.rows)
+        if self.dirty:
+            deps, out = self.deps, self.out
+            for key in self.dirty:
+                entry = self.rows[key]
+                self._unlink(entry)
+                reads: list[Read] = []
+                claims = entry.claims = index._resolve(entry.pod, reads)
+                entry.reads, entry.epoch = tuple(reads), epoch
+                for kind, read, _ in entry.reads:
+                    deps.setdefault((kind, read), set()).add(key)
+                before = out.pop(key, None)
+                if before is not None:
+                    self._pin(before, -1)
+                if _needs_devices(claims):
+                    out[key] = claims
+                    self._pin(claims, 1)
+                elif before is None:
+                    continue
+                self._frozen = None
+            self.dirty.clear()
+        if self._frozen is None:
+            self._frozen = dict(self.out)
+        return self._frozen
+
+    def _touch(self, kind: int, key: str) -> None:
+        pods = self.deps.get((kind, key))
+        if pods:
+            self.dirty |= pods
+
+    def _count(self, claim: str, delta: int) -> None:
+        before = self.named.get(claim, 0)
+        after = before + delta
+        if after:
+            self.named[claim] = after
+        else:
+            del self.named[claim]
+        if (before > 1) != (after > 1):
+            self._touch(_SHARED, claim)
+
+    def _drop(self, entry: MemoEntry) -> None:
+        del self.rows[entry.key]
+        self._unlink(entry)
+        self.dirty.discard(entry.key)
+        for claim in entry.named:
+            self._count(claim, -1)
+        before = self.out.pop(entry.key, None)
+        if before is not None:
+            self._pin(before, -1)
+            self._frozen = None
+
+    def _pin(self, claims: PodClaims, delta: int) -> None:
+        for claim in claims.pinned:
+            left = self.pinned.get(claim, 0) + delta
+            if left:
+                self.pinned[claim] = left
+            else:
+                del self.pinned[claim]
+
+    def _unlink(self, entry: MemoEntry) -> None:
+        deps = self.deps
+        for kind, read, _ in entry.reads:
+            pods = deps.get((kind, read))
+            if pods is not None:
+                pods.discard(entry.key)
+                if not pods:
+                    del deps[(kind, read)]
+        entry.reads = ()

@@ -34,14 +34,23 @@ class DraView:
     @classmethod
     def build(cls, inventory: Inventory, index: ClaimIndex, pods: Iterable[Pod],
               assumed: Iterable[DeviceUse] = ()) -> DraView:
-        resolved = resolve_all(index, pods)
-        keys = sorted({k for c in resolved.values() for k in c.pinned})
+        return cls.of(inventory, index, resolve_all(index, pods), assumed)
+
+    @classmethod
+    def of(cls, inventory: Inventory, index: ClaimIndex, resolved: Mapping[str, PodClaims],
+           assumed: Iterable[DeviceUse] = (), pinned_keys: Iterable[str] | None = None,
+           held: BoolArray | None = None) -> DraView:
+        """The view over claims already resolved (pod key → claims, as :func:`resolve_all` gives them): the
+        allocated claims they pin (``pinned_keys`` when the caller knows them, else found in ``resolved``)
+        resolved to node masks through ``index``. ``held``: ``inventory.held_mask(assumed)`` when the caller
+        keeps it up to date itself (read-only), else computed here."""
+        keys = sorted({k for c in resolved.values() for k in c.pinned} if pinned_keys is None else pinned_keys)
         everywhere = np.ones(len(inventory.table), dtype=bool)
         pinned = {}
         for key, selector in zip(keys, index.pinned_selectors(keys), strict=True):
             pinned[key] = everywhere if selector is None else selector_mask(selector, inventory.table.nodes)
         assumed = tuple(assumed)
-        return cls(inventory, resolved, pinned, assumed, held=inventory.held_mask(assumed))
+        return cls(inventory, resolved, pinned, assumed, held=inventory.held_mask(assumed) if held is None else held)
 
     def with_allocated(self, uses: Iterable[DeviceUse]) -> DraView:
         """A view where ``uses`` apply too (a plan was assumed): O(D) for the mask."""

@@ -868,7 +868,15 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
             cmd = scheduler_cmd(kubeconfig, port,
                                 work / f"scheduler-{case.name}.prof" if args.profile == "cprofile" else None)
             cpu = Cpu({"emulator": emu.pid})
-            watch = BindWatch(kube, case.pods, ignore=BOUND_PREFIX, on_first=lambda: cpu.mark("first"))
+            spy_path = work / f"pyspy-{case.name}.txt"
+            spies: list[subprocess.Popen[bytes]] = []
+
+            def first_bound() -> None:
+                cpu.mark("first")
+                if args.profile == "py-spy" and args.profile_from == "first-bind" and sched is not None:
+                    spies.append(start_spy(sched.pid, spy_path))
+
+            watch = BindWatch(kube, case.pods, ignore=BOUND_PREFIX, on_first=first_bound)
             watcher = await watch.start()
             try:
                 cpu.mark("launch")
@@ -879,11 +887,12 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                 cpu.marks["launch"][1]["scheduler"] = 0.0  # a new process: no CPU used yet
                 await wait_ready(port, sched, args.ready_timeout)
                 d.ready = time.monotonic()
-                if args.profile == "py-spy":  # ready -> last bound: the first plans and the drain
-                    spy = start_spy(sched.pid, work / f"pyspy-{case.name}.txt")
+                if args.profile == "py-spy" and args.profile_from == "ready":  # the first plans and the drain
+                    spy = start_spy(sched.pid, spy_path)
                 await wait_bound(watch, sched, args.timeout)
                 cpu.mark("bound")
             finally:
+                spy = spy or (spies[0] if spies else None)
                 if spy is not None:
                     stop_spy(spy)
                 watcher.cancel()
@@ -898,8 +907,8 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
             if case.dra:
                 d.problems += await check_dra(kube)
         finally:
-            if spy is not None and (work / f"pyspy-{case.name}.txt").exists():
-                d.profile = pyspy_summary(work / f"pyspy-{case.name}.txt")
+            if spy is not None and spy_path.exists():
+                d.profile = pyspy_summary(spy_path)
             if sched is not None:
                 d.exit_code, d.log = stop_scheduler(sched, log_path, bool(d.problems))
             await kube.close()
@@ -1078,6 +1087,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", choices=("py-spy", "cprofile"), default=None,
                     help="profile the scheduler: py-spy attached from ready to last bound (needs `pip install "
                          "py-spy` in the venv), or the whole process under cProfile (slower)")
+    ap.add_argument("--profile-from", choices=("ready", "first-bind"), default="ready",
+                    help="drains: start py-spy when the scheduler is ready (the first plans and the drain) or at "
+                         "the first bind (the steady state only, the window of the steady CPU per pod)")
     ap.add_argument("--keep", metavar="DIR", default=None,
                     help="write the scheduler log, kubeconfig and raw profile to DIR instead of a temporary directory")
     ap.add_argument("--stock-emulator", action="store_true",

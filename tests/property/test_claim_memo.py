@@ -6,16 +6,23 @@ namespaces added, changed and deleted; claims going in and out of flight; the no
 are applied to live dicts the way the cache applies watch events (a new object per change), and after
 every step the memoised result must equal ``resolve_all`` over a fresh index without a memo. Both the
 live path and ``simulate``'s (templates synthesised) are covered.
+
+:class:`~scheduler.dra.claims.PendingClaims` (the live path: only pods whose inputs were reported changed are
+resolved again) is held to the same: the same random changes, each reported as the cache reports it, and after
+any number of them its result equals resolving every pending pod from scratch; and through the cache itself
+(:class:`~scheduler.cache.cluster.ClusterCache`, which makes those reports), a snapshot's DRA view equals it too.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from scheduler.dra.claims import ClaimIndex, ClaimMemo, resolve_all
+from scheduler.cache.cluster import ClusterCache
+from scheduler.dra.claims import ClaimIndex, ClaimMemo, PendingClaims, resolve_all
 from scheduler.model import Pod, PodGroup, ResourceClaimTemplate
 from scheduler.model.dra import DeviceClass, ResourceClaim
 from scheduler.model.namespace import Namespace
@@ -268,3 +275,110 @@ def test_an_unchanged_pod_keeps_its_resolution_and_a_changed_claim_resolves_it_a
     second = resolve_all(live.index(False, {}, memo), list(live.pods.values()))
     assert second["a/p1"] is first["a/p1"]  # nothing it read changed: kept
     assert second["a/p0"].pinned == ("a/c0",) and not second["a/p0"].allocate
+
+
+REPORTED = {"claim": "claim", "template": "template", "group": "podgroup", "namespace": "namespace",
+            "flight": "flight"}
+"""Step kind → what the cache reports it as (classes and node resources are not reported: the served extended
+resources and node resources are compared on every resolve)."""
+
+
+def report(pending: PendingClaims, live: Live, kind: str, ns: str, name: str) -> None:
+    """Tell ``pending`` about one applied step, as :class:`~scheduler.cache.cluster.ClusterCache` does."""
+    key = f"{ns}/{name}"
+    if kind == "pod":
+        pending.set_pod(key, live.pods.get(key))
+    elif kind in REPORTED:
+        pending.changed(REPORTED[kind], name if kind == "namespace" else key)
+
+
+@SETTINGS
+@given(steps=st.lists(st.tuples(step, st.booleans()), min_size=8, max_size=40))
+@example(steps=[  # a claim named by two pods, then by one: shared, then the pod's own
+    (("pod", "a", "p0", by_name("c0")), True), (("pod", "a", "p1", by_name("c0")), True),
+    (("pod", "a", "p1", None), True)])
+@example(steps=[  # a claim goes in flight: its pod waits
+    (("pod", "a", "p0", by_name("c0")), True), (("flight", "a", "c0", True), True)])
+@example(steps=[  # a claim in flight and out again between two snapshots: resolved again all the same
+    (("pod", "a", "p0", by_name("c0")), True), (("flight", "a", "c0", True), False),
+    (("claim", "a", "c0", VALID), False), (("flight", "a", "c0", False), True)])
+@example(steps=[  # a pod named by a PodGroup's status, the group replaced
+    (("pod", "a", "p0", {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}], "statuses": {},
+                         "group": "g0", "extended": [], "bound": False}), True),
+    (("group", "a", "g0", {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}], "statuses": {"e0": "c0"}}),
+     True)])
+@example(steps=[  # an allocated claim pins the pod, then is deleted
+    (("claim", "a", "c0", {"request": "plain", "allocated": True, "deleting": False}), True),
+    (("pod", "a", "p0", by_name("c0")), True), (("claim", "a", "c0", None), True)])
+def test_incremental_resolution_equals_resolving_from_scratch(steps: list[tuple[tuple[str, str, str, Any], bool]]
+                                                              ) -> None:
+    live = Live()
+    pending = PendingClaims()
+    for (kind, ns, name, state), snapshot in [*((s, False) for s in SEED), *steps, (("pod", "a", "p0", None), True)]:
+        live.apply(kind, ns, name, state)
+        report(pending, live, kind, ns, name)
+        if not snapshot:
+            continue
+        got = pending.resolve(live.index(False, {}, None))
+        want = resolve_all(live.index(False, {}, None), list(live.pods.values()))
+        assert got == want, (kind, ns, name, state)
+        assert pending.pinned == dict(Counter(k for c in want.values() for k in c.pinned))
+        assert set(pending.rows) == {k for k, p in live.pods.items() if not p.is_bound}
+
+
+def test_only_the_pods_that_read_a_changed_object_are_resolved_again() -> None:
+    live = Live()
+    pending = PendingClaims()
+    for ns, name, state in (("a", "c0", VALID), ("a", "c1", VALID)):
+        live.apply("claim", ns, name, state)
+    for pod, claim in (("p0", "c0"), ("p1", "c1")):
+        live.apply("pod", "a", pod, by_name(claim))
+        report(pending, live, "pod", "a", pod)
+    first = pending.resolve(live.index(False, {}, None))
+    live.apply("claim", "a", "c0", {"request": "two", "allocated": False, "deleting": False})
+    report(pending, live, "claim", "a", "c0")
+    assert pending.dirty == {"a/p0"}
+    second = pending.resolve(live.index(False, {}, None))
+    assert second["a/p1"] is first["a/p1"]
+    assert second["a/p0"].allocate[0].spec.requests[0].options[0].count == 2
+    assert pending.resolve(live.index(False, {}, None)) is second  # nothing changed: the same mapping
+
+
+CACHE_KINDS = {"pod": "Pod", "claim": "ResourceClaim", "template": "ResourceClaimTemplate", "group": "PodGroup",
+               "class": "DeviceClass", "namespace": "Namespace"}
+
+
+@SETTINGS
+@given(steps=st.lists(st.tuples(step.filter(lambda s: s[0] not in ("flight", "node-resources")), st.booleans()),
+                      min_size=8, max_size=30))
+@example(steps=[  # adminAccess allowed, then not: the namespace's label removed
+    (("claim", "a", "c0", ADMIN), False), (("pod", "a", "p0", by_name("c0")), True),
+    (("namespace", "", "a", False), True)])
+@example(steps=[  # a PodGroup's status names another claim
+    (("pod", "a", "p0", {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}], "statuses": {},
+                         "group": "g0", "extended": [], "bound": False}), True),
+    (("group", "a", "g0", {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}], "statuses": {"e0": "c0"}}),
+     True)])
+def test_the_cache_reports_every_change_claim_resolution_reads(steps: list[tuple[tuple[str, str, str, Any], bool]]
+                                                               ) -> None:
+    """Through :class:`~scheduler.cache.cluster.ClusterCache` (objects added, replaced and deleted as the watch
+    does): the claims of a snapshot's DRA view equal resolving every pending pod from scratch."""
+    live = Live()
+    cache = ClusterCache("gang-scheduler", dra=True)
+    objects: dict[str, dict[str, Any]] = {"pod": live.pods, "claim": live.claims, "template": live.templates,
+                                          "group": live.groups, "class": live.classes, "namespace": live.namespaces}
+    for (kind, ns, name, state), snapshot in [*((s, False) for s in SEED), *steps, (("pod", "a", "p0", None), True)]:
+        live.apply(kind, ns, name, state)
+        key = name if kind in ("class", "namespace") else f"{ns}/{name}"
+        obj = objects[kind].get(key)
+        if obj is not None:
+            cache.load_one(CACHE_KINDS[kind], obj)
+        else:
+            cache.delete_one(CACHE_KINDS[kind], key)
+        if not snapshot:
+            continue
+        view = cache.snapshot().dra
+        assert view is not None
+        index = ClaimIndex(live.claims, live.templates, live.classes, live.groups,
+                           namespaces=live.namespaces, in_flight=cache.devices.in_flight())
+        assert view.pods == resolve_all(index, list(live.pods.values())), (kind, ns, name, state)
