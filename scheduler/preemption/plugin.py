@@ -15,7 +15,9 @@ Runs once for a root that the search rejected with code UNSCHEDULABLE, for the w
    incoming preemptor"; we leave the message of a cluster without lower-priority pods unchanged).
    Otherwise :func:`~scheduler.preemption.selection.select`; if the tree does not fit even with every
    candidate gone, nothing is evicted and the message says so. Candidates are read from a window of
-   nodes, lowest-priority nodes first, that grows until its victims make the tree fit
+   nodes, lowest-priority nodes first, first as many as the tree has pending pods (more when the room it needs
+   calls for more), that grows
+   until its victims make the tree fit
    (:func:`~scheduler.preemption.units.windows`): one decision costs O(window nodes × victims on them),
    not O(cluster); "not helpful" is only concluded with every usable node read.
 
@@ -44,9 +46,10 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
 from scheduler.model.pod import NEVER, Pod
 from scheduler.preemption.group_view import GroupView
-from scheduler.preemption.selection import Selection, select
+from scheduler.preemption.selection import PodVectors, Selection, select
 from scheduler.preemption.units import NodeEntries, NodeFloors, Unit, candidates, usable_rows, windows
 from scheduler.solver.plugins import DEFAULT_PROFILE, Profile
+from scheduler.solver.search import minimum_need
 
 NAME = "DefaultPreemption"
 
@@ -96,6 +99,8 @@ class DefaultPreemption:
         """Running pods per node and group, memoised across calls while each node's NodeInfo is the same."""
         self.floors = NodeFloors(self.nodes)
         """The lowest priority running on each node, memoised the same way (which nodes to read first)."""
+        self.vectors = PodVectors()
+        """Candidate pods' request vectors, memoised across calls per pod object."""
 
     def post_filter(self, tree: GroupTree, snapshot: Snapshot, result: Unschedulable,
                     config: SolverConfig) -> Decision | None:
@@ -144,13 +149,14 @@ class DefaultPreemption:
         limit = tree.priority + 1 if inclusive else tree.priority
         floors = self.floors.floors(snapshot, self.view)
         pending = sum(len(leaf.pending) for leaf in tree.root.leaves())
+        need = minimum_need(tree, snapshot, config, self.profile)
         units: list[Unit] = []
         budgets = self.view.budgets()
-        for window in windows(floors, rows, limit, pending):
+        for window in windows(floors, rows, limit, pending, snapshot.table.allocatable, need):
             units = candidates(snapshot, tree, self.view, window, inclusive=inclusive, nodes=self.nodes)
             if not units:
                 continue
-            chosen = select(tree, snapshot, units, budgets, config, self.profile, rows, want)
+            chosen = select(tree, snapshot, units, budgets, config, self.profile, rows, want, self.vectors, need)
             if chosen is not None:
                 return units, chosen
         return units, None

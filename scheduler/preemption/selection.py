@@ -1,44 +1,52 @@
 """Choosing victims: one pass with every candidate gone, then reprieve the most important while the tree fits.
 
-Upstream's single-pass-then-reprieve (kube-scheduler ``podgrouppreemption.go``, v1.37; reference
-``issue11-preemption.md`` §2.4), on our snapshots:
+Upstream's single-pass-then-reprieve (kube-scheduler ``podgrouppreemption.go``, v1.37, and the per-node
+``SelectVictimsOnNode`` of ``plugins/defaultpreemption/default_preemption.go``: reprieve in priority order), on
+our snapshots:
 
-1. **One pass.** Remove every candidate unit (:mod:`scheduler.preemption.units`) and solve the whole
-   tree. If it still does not fit, nothing is evicted (:func:`select` returns None): preemption
-   cannot help, so nothing is evicted in vain. The solver is steered by :class:`PreemptionCost`, a
-   Score plugin that prefers nodes whose removed pods are the least important (a node with room and
-   no victim first), so the plan lands where the victims will be the ones evicted anyway.
-2. **Reprieve.** Units are put back one at a time — those whose eviction would exceed a
-   PodDisruptionBudget first, then the rest, each list most important first (so what stays
-   evicted is what matters least: fewest budget violations, then lowest priority, then the order of
-   :func:`~scheduler.preemption.units.importance`) — and a unit stays back if the whole tree still
-   fits without it:
+1. **One pass.** With every candidate unit (:mod:`scheduler.preemption.units`) removed the whole tree
+   must fit; if it does not, nothing is evicted (:func:`select` returns None): preemption cannot help,
+   so nothing is evicted in vain. The solver is steered by :class:`PreemptionCost`, a Score plugin that
+   prefers nodes whose removed pods are the least important (a node with room and no victim first), so
+   the plan lands where the victims will be the ones evicted anyway.
+2. **Reprieve.** Units are put back — those whose eviction would exceed a PodDisruptionBudget first,
+   then the rest, each list most important first (so what stays evicted is what matters least: fewest
+   budget violations, then lowest priority, then the order of
+   :func:`~scheduler.preemption.units.importance`) — and a unit stays back if the whole tree still fits
+   without it:
 
    * a unit with no pod on a node of the current plan is put back unchecked when every Filter is
      node-local (:func:`~scheduler.solver.search.node_local`): its pods cannot affect the plan;
+   * a unit without which the room on the tree's usable nodes falls short of its minimum need stays a
+     victim without a solve (:class:`RoomBound`);
    * otherwise the current plan is re-checked on its nodes (:func:`~scheduler.solver.search.placements_hold`,
      upstream's Filter-based reprieve; with node-local Filters only its placements on the unit's nodes,
      the only ones the unit's pods can break); if it no longer holds, the whole tree is solved again (the
-     simple correct check), and a new plan, if found, replaces it. A unit without which the room on the
-     tree's usable nodes falls short of its minimum need stays a victim without a solve.
+     simple correct check), and a new plan, if found, replaces it.
 
    So no victim can be put back while the tree still fits (each unit was tried with every unit
    before it already back, and later units only take room away), given a solver for which more free
    room never turns a fit into a misfit.
 
-   **Bulk reprieve first.** Before that loop, the units are put back in bulk by a doubling search:
-   keep only the 1, 2, 4, … least important units removed and solve; the first count that fits
-   (else all of them) is where the one-by-one loop starts. Under the same monotonicity every unit
-   put back in bulk would have passed its own check in the loop (the tree fits with fewer units
-   removed than at that check), so the result is the same — in O(log units) solves instead of one
-   check per unit (``bench_preemption``: 1,000 to 8,000 candidate units).
-Snapshots for the what-ifs are built by :class:`WhatIf` from the cycle's snapshot: a node whose pods
-all go is emptied at once (its row of ``used`` zeroed), a node that loses some is rebuilt from the
-pods it loses (memoised while that set stays the same), so a what-if costs O(N·R) plus O(pods on
-the nodes partly emptied). Everything else is the base's: its devices, nominated pods, storage view
-and namespace labels, and its inter-pod index with the removed pods branched off (an overlay, so a
-what-if does not re-index every running pod; the base's index is built at most once). Pure: no I/O,
-no clock.
+   **In bulk, with the same result.** Under that monotonicity a set of units put back together passes the
+   check only if each of them would have passed its own check in the one-at-a-time order (each such check
+   has at most those units back, so at least as much room), and a unit that fails alone fails the same.
+   So the units are put back in batches that grow while they pass (1, 2, 4, …) and halve when one fails,
+   down to the single unit that then stays a victim: O(victims · log units) checks instead of one per
+   unit. Before that, the fewest least important units whose removal is enough are found: first by the
+   room bound alone (no solve: below that count nothing can fit), then by solves from that count (then
+   every unit, then a bisection) — the units above that count pass the loop's checks by the same argument.
+   In ``bench_preemption`` a decision has 50 to 4,000 candidate units and evicts 1 to 64 of them.
+
+What-ifs are kept by :class:`WhatIf`, in place: it holds one usage matrix and one NodeInfo list, and when
+units are removed or put back it applies only those: their pods' request vectors (remembered across
+decisions by :class:`PodVectors`) are subtracted or added, their nodes' NodeInfos rebuilt (remembered per
+node and removed set) — exactly what :meth:`Snapshot.without` on the cycle's snapshot gives (a property
+test holds them equal). The room bound reads the matrix without making a snapshot; a snapshot for a solve
+copies the matrix and the NodeInfo tuple (O(N·R), in C). Everything else is the base's: its devices,
+nominated pods, storage view and namespace labels, and its inter-pod index with the removed pods branched
+off (an overlay, so a what-if does not re-index every running pod; the base's index is built at most
+once). Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -85,38 +93,94 @@ class Selection:
         return tuple(p for u in self.victims for p in u.pods)
 
 
-class WhatIf:
-    """Snapshots of ``base`` with some of ``units`` gone (see the module docstring).
+MAX_REMEMBERED_VECTORS = 200_000
+"""Pods :class:`PodVectors` remembers before starting afresh."""
 
-    ``gone``: ``(len(units),)`` bool, which units are removed now; the caller flips entries and asks for
-    :meth:`snapshot`. Per node the removed pods are counted vectorised; a node whose pods all go is
-    emptied without touching its pods, and the others (fewer, as units are put back) are rebuilt from
-    their removed pods, memoised per node while its removed set stays the same.
+
+class PodVectors:
+    """Request vectors of candidate pods over a node table's columns (:func:`~scheduler.framework.snapshot.pod_vector`),
+    memoised per pod object across decisions while the table is the same, so a decision does not re-read the
+    requests of victims it saw before. Keyed by the pod object's identity and checked against its requests
+    mapping (:attr:`Pod.requests`, computed once per pod object), which the memo keeps alive — so a new object at
+    a freed address never matches — without keeping the pod itself."""
+
+    def __init__(self) -> None:
+        self._table: object = None
+        self._memo: dict[int, tuple[object, IntArray]] = {}
+
+    def matrix(self, snapshot: Snapshot, pods: Sequence[Pod]) -> IntArray:
+        """``(len(pods), R)`` int64: each pod's requests over ``snapshot``'s columns."""
+        table = snapshot.table
+        if self._table is not table or len(self._memo) >= MAX_REMEMBERED_VECTORS:
+            self._table, self._memo = table, {}
+        memo = self._memo
+        rows: list[IntArray] = []
+        for pod in pods:
+            hit = memo.get(id(pod))
+            if hit is None or hit[0] is not pod.requests:
+                hit = memo[id(pod)] = (pod.requests, pod_vector(table, pod))
+            rows.append(hit[1])
+        if not rows:
+            return np.zeros((0, len(table.resources)), dtype=np.int64)
+        return np.stack(rows)
+
+
+class WhatIf:
+    """Snapshots of ``base`` with some of ``units`` gone, kept up to date in place (see the module docstring).
+
+    ``gone``: ``(len(units),)`` bool, which units are removed now; the caller flips entries, then asks for
+    :meth:`room` (the usage matrix only) or :meth:`snapshot`. Only the units flipped since the last call are
+    applied: their pods' request vectors are subtracted from (or added back to) one usage matrix, and the
+    NodeInfos of their nodes are rebuilt when a snapshot is asked for (a NodeInfo per node and removed set is
+    remembered, so a batch tried and put back costs no rebuild). So a what-if costs O(pods of the flipped
+    units) plus, for a snapshot, the copy of the usage matrix and of the NodeInfo tuple (O(N·R), in C).
     """
 
-    def __init__(self, base: Snapshot, units: Sequence[Unit]) -> None:
+    def __init__(self, base: Snapshot, units: Sequence[Unit], vectors: PodVectors | None = None) -> None:
         self.base = base
         self.units = units
         self.gone: BoolArray = np.ones(len(units), dtype=bool)
         sizes = np.fromiter((len(u.pods) for u in units), dtype=np.int64, count=len(units))
         self._unit = np.repeat(np.arange(len(units), dtype=np.int64), sizes)
-        self._row = np.fromiter(itertools.chain.from_iterable(u.rows for u in units), dtype=np.int64,
-                                count=int(sizes.sum()))
+        self._rows_list = list(itertools.chain.from_iterable(u.rows for u in units))
+        self._row = np.array(self._rows_list, dtype=np.int64)
         self._pods = list(itertools.chain.from_iterable(u.pods for u in units))
-        by_row = np.argsort(self._row, kind="stable")
-        self._by_row = by_row
-        self._row_start = np.searchsorted(self._row[by_row], np.arange(len(base.infos) + 1))
-        self._count = np.zeros(len(base.infos), dtype=np.int64)  # pods per node, read on the candidates' nodes only
-        for row in np.unique(self._row).tolist():
-            self._count[row] = len(base.infos[row].pods)
-        self._memo: dict[int, tuple[frozenset[str], IntArray, NodeInfo]] = {}
-        self._vectors: dict[int, IntArray] = {}
+        self._vec = (vectors or PodVectors()).matrix(base, self._pods)
+        self.used: IntArray = base.used.copy()
+        """The usage with the units of :attr:`gone` removed, as of the last :meth:`room` or :meth:`snapshot`."""
+        self._in_used = np.zeros(len(units), dtype=bool)  # which units ``used`` has removed
+        self._unreported: list[IntArray] = []  # rows changed in ``used`` that :meth:`room` has not returned yet
+        self._in_infos = np.zeros(len(units), dtype=bool)  # which units ``_infos`` and ``_removed`` have removed
+        self._infos = list(base.infos)
+        self._removed: dict[str, None] = {}
+        self._on_row: dict[int, dict[str, None]] = {}
+        self._dirty: set[int] = set()
+        self._memo: dict[tuple[int, frozenset[str]], NodeInfo] = {}
 
-    def _vector(self, k: int) -> IntArray:
-        vec = self._vectors.get(k)
-        if vec is None:
-            vec = self._vectors[k] = pod_vector(self.base.table, self._pods[k])
-        return vec
+    def _changed_pods(self, applied: BoolArray) -> tuple[IntArray, BoolArray]:
+        """The candidate pods whose unit's state differs from ``applied``, and whether each is gone now."""
+        flipped = (self.gone != applied)[self._unit]
+        pods = np.flatnonzero(flipped)
+        return pods, self.gone[self._unit[pods]]
+
+    def _sync_used(self) -> None:
+        pods, now_gone = self._changed_pods(self._in_used)
+        if pods.size:
+            rows = self._row[pods]
+            sign = np.where(now_gone, -1, 1).astype(np.int64)
+            np.add.at(self.used, rows, self._vec[pods] * sign[:, None])
+            self._in_used[:] = self.gone
+            self._unreported.append(rows)
+
+    def room(self) -> IntArray:
+        """Bring :attr:`used` up to date with :attr:`gone`; returns the node rows whose usage changed since the last
+        call (with repeats), for a :class:`RoomBound` to follow."""
+        self._sync_used()
+        if not self._unreported:
+            return np.zeros(0, dtype=np.int64)
+        rows = np.concatenate(self._unreported)
+        self._unreported.clear()
+        return rows
 
     def flat_gone(self) -> BoolArray:
         """Per candidate pod (in unit order), whether its unit is removed now."""
@@ -125,29 +189,34 @@ class WhatIf:
     def snapshot(self) -> Snapshot:
         """``base`` without the pods of the units ``gone`` marks (as :meth:`Snapshot.without` would make it)."""
         base = self.base
-        flat = self.flat_gone()
-        removed = np.bincount(self._row[flat], minlength=len(base.infos))
-        used = base.used.copy()
-        infos = list(base.infos)
-        full = np.flatnonzero((removed > 0) & (removed >= self._count))
-        used[full] = 0
-        for row in full.tolist():
-            infos[row] = NodeInfo(base.infos[row].name)
-        for row in np.flatnonzero((removed > 0) & (removed < self._count)).tolist():
-            on_row = self._by_row[self._row_start[row]:self._row_start[row + 1]]
-            ks = on_row[flat[on_row]].tolist()
-            keys = frozenset(self._pods[k].key for k in ks)
-            hit = self._memo.get(row)
-            if hit is None or hit[0] != keys:
-                gone_vec = np.zeros_like(used[row])
-                for k in ks:
-                    gone_vec += self._vector(k)
-                hit = self._memo[row] = (keys, base.used[row] - gone_vec, base.infos[row].without_pods(keys))
-            used[row] = hit[1]
-            infos[row] = hit[2]
-        removed_keys = {self._pods[k].key: None for k in np.flatnonzero(flat).tolist()}
-        return dataclasses.replace(base, used=used, infos=tuple(infos),
-                                   index_view=base.pod_index.branched(removed_keys))
+        self._sync_used()
+        used = self.used.copy()
+        pods, now_gone = self._changed_pods(self._in_infos)
+        if pods.size:
+            removed, on_row, every, rows = self._removed, self._on_row, self._pods, self._rows_list
+            for k, out in zip(pods.tolist(), now_gone.tolist(), strict=True):
+                key, row = every[k].key, rows[k]
+                if out:
+                    removed[key] = None
+                    on_row.setdefault(row, {})[key] = None
+                else:
+                    removed.pop(key, None)
+                    on_row[row].pop(key, None)
+                self._dirty.add(row)
+            self._in_infos[:] = self.gone
+        for row in self._dirty:
+            gone_here = self._on_row.get(row)
+            if not gone_here:
+                self._infos[row] = base.infos[row]
+                continue
+            memo_key = (row, frozenset(gone_here))
+            info = self._memo.get(memo_key)
+            if info is None:
+                info = self._memo[memo_key] = base.infos[row].without_pods(gone_here)
+            self._infos[row] = info
+        self._dirty.clear()
+        return dataclasses.replace(base, used=used, infos=tuple(self._infos),
+                                   index_view=base.pod_index.branched(dict(self._removed)))
 
     def cost(self, position: IntArray) -> IntArray:
         """:class:`PreemptionCost` scores for the what-if as it is now; ``position[i]``: unit i's place in the
@@ -180,13 +249,15 @@ class PreemptionCost:
 
 def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: Sequence[PodDisruptionBudget],
            config: SolverConfig, profile: Profile = DEFAULT_PROFILE, usable: BoolArray | None = None,
-           want: int = 0) -> Selection | None:
+           want: int = 0, vectors: PodVectors | None = None, need: IntArray | None = None) -> Selection | None:
     """Choose the victims among ``units`` for ``tree`` on ``snapshot`` (see the module docstring).
 
     ``units``: the candidate units (``units.candidates``); ``budgets``: the PodDisruptionBudgets;
     ``usable``: the nodes the tree's pods could use at all (None: every node), for the quick capacity
     bound that spares a solve when the room cannot suffice. ``want``: pods a plan must place to count as a fit
     (beyond satisfying the tree: every pending member, when preempting for members above the minimum).
+    ``vectors``: the pods' request vectors remembered across calls (the plugin's), else computed here; ``need``:
+    the tree's :func:`~scheduler.solver.search.minimum_need` when the caller has it.
     Returns the :class:`Selection`, or None when the tree does not fit even with every candidate gone.
     """
     ordered = sorted(units, key=importance)
@@ -194,69 +265,106 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
     order = np.array([i for i, c in enumerate(counts) if c] + [i for i, c in enumerate(counts) if not c],
                      dtype=np.int64)
     total = len(order)
+    if not total:
+        return None
     position = np.empty(total, dtype=np.int64)
     position[order] = np.arange(total - 1, -1, -1, dtype=np.int64)
-    whatif = WhatIf(snapshot, ordered)
+    whatif = WhatIf(snapshot, ordered, vectors)
     gone = whatif.gone
-    bound = _RoomBound(tree, snapshot, minimum_need(tree, snapshot, config, profile), usable)
+    bound = RoomBound(tree, snapshot, minimum_need(tree, snapshot, config, profile) if need is None else need, usable)
 
-    def attempt(built: Snapshot | None = None) -> tuple[Snapshot, Plan | None]:
-        snap = built if built is not None else whatif.snapshot()
-        if not bound.may_fit(snap):
-            return snap, None
-        steered = dataclasses.replace(profile, scorers=(*profile.scorers, PreemptionCost(whatif.cost(position))))
+    def room() -> bool:
+        bound.update(whatif.used, whatif.room())
+        return bound.may_fit()
+
+    cost = PreemptionCost(np.full(len(snapshot.infos), 100, dtype=np.int64))  # its scores set before each solve
+    steered = dataclasses.replace(profile, scorers=(*profile.scorers, cost))
+
+    def attempt() -> tuple[Snapshot, Plan] | None:
+        if not room():
+            return None
+        snap = whatif.snapshot()
+        cost.scores[:] = whatif.cost(position)
         result = solve(tree, snap, config, steered)
-        return snap, result if isinstance(result, Plan) and len(result.placements) >= want else None
+        return (snap, result) if isinstance(result, Plan) and len(result.placements) >= want else None
 
     def keep_least(count: int) -> None:
         gone[:] = False
         gone[order[total - count:]] = True
 
-    everything, plan = attempt()
-    if plan is None:
+    # Bulk reprieve: the fewest least important units whose removal is enough. The room bound first (no solve):
+    # below its count nothing fits; then solves from there, doubling, and a bisection.
+    keep_least(total)
+    if not room():
         return None
-    low, high = 0, total  # bulk reprieve: the fewest least important units whose removal is enough
-    count = 1
-    while count < total:
-        keep_least(count)
-        _, found = attempt()
-        if found is not None:
-            high, plan = count, found
-            break
-        low, count = count, count * 2
+    low, high = 0, total
     while high - low > 1:
         middle = (low + high) // 2
         keep_least(middle)
-        _, found = attempt()
+        if room():
+            high = middle
+        else:
+            low = middle
+    count, fit = high, None
+    while fit is None:
+        keep_least(count)
+        fit = attempt()
+        if fit is not None:
+            high = count
+        elif count == total:
+            return None
+        else:
+            low = count
+            count = total if count == high else min(total, count * 2)  # after a miss at the bound: all of them
+    while high - low > 1:
+        middle = (low + high) // 2
+        keep_least(middle)
+        found = attempt()
         if found is not None:
-            high, plan = middle, found
+            high, fit = middle, found
         else:
             low = middle
     keep_least(high)
     reprieved = total - high
-    local = node_local(tree, everything, config, profile)
+    local = node_local(tree, fit[0], config, profile)
+    plan = fit[1]
     index = snapshot.table.index
     plan_rows = {index[node] for _, node in plan.placements}
-    for i in order[total - high:].tolist():
-        gone[i] = False  # try it back
-        if local and plan_rows.isdisjoint(ordered[i].rows):
-            reprieved += 1
-            continue
+
+    def holds_back(batch: list[int]) -> bool:
+        """Whether the tree still fits with ``batch`` put back (``gone`` already says so)."""
+        nonlocal plan, plan_rows
+        if local and all(plan_rows.isdisjoint(ordered[i].rows) for i in batch):
+            return True
+        if not room():
+            return False  # too little room without them
         snap = whatif.snapshot()
-        if not bound.may_fit(snap):
-            gone[i] = True  # too little room without it: it stays a victim
+        rows = [r for i in batch for r in ordered[i].rows]
+        if placements_hold(tree, snap, _on_rows(plan, index, rows) if local else plan, config, profile):
+            return True  # the plan places the same pods still, so it still places ``want``
+        found = attempt()
+        if found is None:
+            return False
+        plan = found[1]
+        plan_rows = {index[node] for _, node in plan.placements}
+        return True
+
+    rest = order[total - high:].tolist()  # most important first
+    at, step = 0, 1
+    while at < len(rest):
+        batch = rest[at:at + step]
+        gone[batch] = False  # try them back
+        if holds_back(batch):
+            reprieved += len(batch)
+            at += len(batch)
+            step *= 2
             continue
-        if placements_hold(tree, snap, _on_rows(plan, index, ordered[i].rows) if local else plan, config, profile):
-            # the plan places the same pods still, so it still places ``want``
-            reprieved += 1
+        gone[batch] = True
+        if len(batch) > 1:
+            step = max(1, len(batch) // 2)
             continue
-        _, alternative = attempt(snap)
-        if alternative is not None:
-            plan = alternative
-            plan_rows = {index[node] for _, node in plan.placements}
-            reprieved += 1
-            continue
-        gone[i] = True  # it stays a victim
+        at += 1  # it stays a victim
+        step = 1
     chosen = np.flatnonzero(gone).tolist()
     victims = tuple(ordered[i] for i in chosen)  # ordered is most important first
     pdb = sum(counts[i] for i in chosen)
@@ -270,26 +378,36 @@ def _on_rows(plan: Plan, index: dict[str, int], rows: Sequence[int]) -> Plan:
     return dataclasses.replace(plan, placements=tuple((p, n) for p, n in plan.placements if index[n] in wanted))
 
 
-class _RoomBound:
+class RoomBound:
     """A necessary condition for the tree to fit, checked before a solve: the free room summed over the nodes
     it could use (room held for more important nominated pods taken off, as the search does) covers its
-    :func:`~scheduler.solver.search.minimum_need` in every resource."""
+    :func:`~scheduler.solver.search.minimum_need` in every resource. Kept up to date per node changed
+    (:meth:`update`), so a check costs O(nodes changed), not O(N)."""
 
     def __init__(self, tree: GroupTree, snapshot: Snapshot, need: IntArray, usable: BoolArray | None) -> None:
         own = {p.key for p in tree.pods()}
-        self.held = np.zeros_like(snapshot.used)
+        held = np.zeros_like(snapshot.used)
         for entry in snapshot.nominated:
             if entry.priority >= tree.priority and entry.pod not in own:
-                self.held[entry.row] += entry.request
+                held[entry.row] += entry.request
         self.cols = np.flatnonzero(need > 0)
         self.need = need[self.cols]
-        self.rows = np.flatnonzero(usable) if usable is not None else np.arange(len(snapshot.table))
-        rows, cols = np.ix_(self.rows, self.cols)
-        self._room = snapshot.table.allocatable[rows, cols] - self.held[rows, cols]
-        self._ix = (rows, cols)
+        self._room = snapshot.table.allocatable[:, self.cols] - held[:, self.cols]
+        if usable is not None:
+            self._room[~usable] = 0  # a node the tree cannot use adds no room (clipped below: never negative)
+        self._free = np.maximum(self._room - snapshot.used[:, self.cols], 0)
+        self.total: IntArray = self._free.sum(axis=0)
+        """``(len(cols),)``: the free room summed over the usable nodes, per resource the tree needs."""
 
-    def may_fit(self, snap: Snapshot) -> bool:
-        if not self.cols.size:
-            return True
-        free = self._room - snap.used[self._ix]
-        return bool(np.all(np.maximum(free, 0).sum(axis=0) >= self.need))
+    def update(self, used: IntArray, rows: IntArray) -> None:
+        """``used`` (``(N, R)``, a what-if's usage) changed on node ``rows`` (repeats allowed)."""
+        if not rows.size or not self.cols.size:
+            return
+        rows = np.unique(rows)
+        free = np.maximum(self._room[rows] - used[np.ix_(rows, self.cols)], 0)
+        self.total += free.sum(axis=0) - self._free[rows].sum(axis=0)
+        self._free[rows] = free
+
+    def may_fit(self) -> bool:
+        """Whether the room left by the usage last given (at construction, then :meth:`update`) may hold the tree."""
+        return bool(np.all(self.total >= self.need))

@@ -24,9 +24,12 @@ next is touched (volcano#4607); then the uid (kube 1.38's deterministic tie-brea
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+import itertools
+import operator
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import MappingProxyType
 
 import numpy as np
 
@@ -120,15 +123,47 @@ class NodeEntries:
     """:class:`Entry` lists per node, memoised while the node's :class:`NodeInfo` is the same object (NodeInfos
     are immutable: the cache replaces a node's when a pod lands on it or leaves it), so a scan of a cluster
     that barely changed between two preemptions reads each group once per node instead of each pod.
-    Pods being deleted are left out (they are going already)."""
+    Pods being deleted are left out (they are going already).
+
+    It also keeps, per group, the nodes it has entries on (:meth:`placed`): complete for a snapshot once
+    :meth:`sync` has read its nodes (O(nodes changed) plus an identity comparison of the NodeInfo tuple)."""
 
     def __init__(self) -> None:
-        self._memo: dict[str, tuple[NodeInfo, tuple[Entry, ...]]] = {}
+        self._memo: dict[str, tuple[NodeInfo, tuple[Entry, ...], dict[tuple[str, str], Entry]]] = {}
+        self._where: dict[tuple[str, str], dict[str, Entry]] = {}
+        self._synced: Sequence[NodeInfo | None] = ()  # the NodeInfos of the last :meth:`sync`, all read
+        self._syncing = False
 
     def entries(self, info: NodeInfo) -> tuple[Entry, ...]:
+        """The entries of the pods on ``info``'s node: one per group there, then one per lone pod."""
+        return self._read(info)[1]
+
+    def by_group(self, info: NodeInfo) -> dict[tuple[str, str], Entry]:
+        """The grouped entries of :meth:`entries`, by (namespace, PodGroup) (read-only)."""
+        return self._read(info)[2]
+
+    def sync(self, infos: Sequence[NodeInfo]) -> None:
+        """Read every node of ``infos`` whose NodeInfo changed since it was last read, so that :meth:`placed`
+        is complete for them."""
+        synced = self._synced
+        if len(synced) != len(infos):
+            synced = [None] * len(infos)
+        self._syncing = True
+        try:
+            for row in itertools.compress(itertools.count(), map(operator.is_not, synced, infos)):
+                self._read(infos[row])
+        finally:
+            self._syncing = False
+        self._synced = infos
+
+    def placed(self, group: tuple[str, str]) -> Mapping[str, Entry]:
+        """Node name → the entry of ``group`` (namespace, PodGroup) there, over the nodes read (read-only)."""
+        return self._where.get(group, _NOWHERE)
+
+    def _read(self, info: NodeInfo) -> tuple[NodeInfo, tuple[Entry, ...], dict[tuple[str, str], Entry]]:
         hit = self._memo.get(info.name)
         if hit is not None and hit[0] is info:
-            return hit[1]
+            return hit
         grouped: dict[tuple[str, str], list[tuple[str, Pod]]] = {}
         lone: list[Entry] = []
         for key, pod in info.pods.items():
@@ -140,21 +175,40 @@ class NodeEntries:
             else:
                 start, uid = start_of(pod), pod.metadata.uid or key
                 lone.append(Entry(None, (key,), (pod,), (start,), (uid,), start, uid, pod.spec.priority))
-        found: list[Entry] = []
+        found: dict[tuple[str, str], Entry] = {}
         for g, pairs in grouped.items():
             starts = tuple(start_of(p) for _, p in pairs)
             uids = tuple(p.metadata.uid or k for k, p in pairs)
-            found.append(Entry(g, tuple(k for k, _ in pairs), tuple(p for _, p in pairs), starts, uids, min(starts),
-                               min(uids)))
-        entries = (*found, *lone)
+            found[g] = Entry(g, tuple(k for k, _ in pairs), tuple(p for _, p in pairs), starts, uids, min(starts),
+                             min(uids))
         if len(self._memo) >= MAX_REMEMBERED_NODES:  # bound the memory of nodes long gone
             self._memo.clear()
-        self._memo[info.name] = (info, entries)
-        return entries
+            self._where.clear()
+            self._synced = ()
+            hit = None
+        if not self._syncing:
+            self._synced = ()  # a node read outside a sync: the next sync compares every node again
+        where = self._where
+        if hit is not None:
+            for g in hit[2]:
+                on = where.get(g)
+                if on is not None:
+                    on.pop(info.name, None)
+                    if not on:
+                        del where[g]
+        for g, entry in found.items():
+            where.setdefault(g, {})[info.name] = entry
+        hit = self._memo[info.name] = (info, (*found.values(), *lone), found)
+        return hit
+
+
+_NOWHERE: Mapping[str, Entry] = MappingProxyType({})
 
 
 MIN_CANDIDATE_NODES = 16
-"""Nodes the first round of victim search reads at least (as many as the root has pending pods when more)."""
+"""Nodes the first round of victim search reads at least (more for a root with more pending pods or needs)."""
+ROOM_SLACK = 2
+"""The first round reads this many times the nodes whose whole capacity would just cover the root's need."""
 WINDOW_GROWTH = 4
 """How much larger each next round's window of nodes is than the one before."""
 
@@ -182,9 +236,8 @@ class NodeFloors:
             self._table, self._seen = snapshot.table, [None] * len(infos)
             self._floor = np.full(len(infos), self.NO_FLOOR, dtype=np.int64)
         seen, floor = self._seen, self._floor
-        for row, info in enumerate(infos):
-            if seen[row] is info:
-                continue
+        for row in itertools.compress(itertools.count(), map(operator.is_not, seen, infos)):
+            info = infos[row]
             lowest = int(self.NO_FLOOR)
             for entry in self.nodes.entries(info):
                 priority = entry.priority if entry.priority is not None else view.membership(entry.pods[0]).priority
@@ -193,25 +246,46 @@ class NodeFloors:
         return floor
 
 
-def windows(floors: IntArray, rows: BoolArray, limit: int, pending: int) -> Iterator[BoolArray]:
+def windows(floors: IntArray, rows: BoolArray, limit: int, pending: int = 0, capacity: IntArray | None = None,
+            need: IntArray | None = None) -> Iterator[BoolArray]:
     """The nodes to look for victims on, in growing rounds: of the nodes in ``rows`` with a pod of priority below
-    ``limit``, as many as the root has pending pods (at least :data:`MIN_CANDIDATE_NODES`) of lowest floor (ties
-    in row order), then :data:`WINDOW_GROWTH` times as many each round, up to all of them (the last round is every
-    node of
-    ``rows``). So one decision reads the victims of O(window) nodes, not of the cluster, while a tree the
-    nearest nodes cannot serve still gets every node before preemption is judged not helpful. The same idea
-    as kube-scheduler's candidate sampling (``minCandidateNodesAbsolute``), without its share of the cluster
-    (10 %), which would make the cost grow with the cluster."""
+    ``limit``, those of lowest floor (ties in row order) — first as many as the root has ``pending`` pods, or
+    :data:`ROOM_SLACK` times as many as it takes for their ``capacity`` (``(N, R)``, e.g. allocatable) to cover
+    ``need`` (``(R,)``, the root's minimum need) in every resource when that is more, and at least
+    :data:`MIN_CANDIDATE_NODES`; then :data:`WINDOW_GROWTH` times as many each
+    round, up to all of them (the last round is every node of ``rows``). So one decision reads the victims of
+    O(window) nodes, not of the cluster, while
+    a tree the nearest nodes cannot serve still gets every node before preemption is judged not helpful. The
+    same idea as kube-scheduler's candidate sampling (``minCandidateNodesAbsolute``), without its share of the
+    cluster (10 %), which would make the cost grow with the cluster. A window as wide as the pending pods lets a
+    gang's victims come from one group spread over that many nodes rather than from every group on fewer nodes
+    (volcano#4607)."""
     eligible = np.flatnonzero(rows & (floors < limit))
-    size = max(pending, MIN_CANDIDATE_NODES)
-    if size < len(eligible):
+    if len(eligible) > MIN_CANDIDATE_NODES:
         ranked = eligible[np.argsort(floors[eligible], kind="stable")]
+        size = max(MIN_CANDIDATE_NODES, pending, ROOM_SLACK * _covering(ranked, capacity, need))
         while size < len(eligible):
             window = np.zeros(len(rows), dtype=bool)
             window[ranked[:size]] = True
             yield window
             size *= WINDOW_GROWTH
     yield rows
+
+
+def _covering(ranked: IntArray, capacity: IntArray | None, need: IntArray | None) -> int:
+    """How many of the ``ranked`` node rows, from the first, it takes for ``capacity`` to cover ``need`` (0: no
+    need; all of them when even they fall short)."""
+    if capacity is None or need is None:
+        return 0
+    cols = np.flatnonzero(need > 0)
+    if not cols.size:
+        return 0
+    head = ranked[:MIN_CANDIDATE_NODES * WINDOW_GROWTH]  # most needs are covered by a few nodes: look there first
+    for part in (head, ranked) if len(head) < len(ranked) else (ranked,):
+        covered = (np.cumsum(capacity[np.ix_(part, cols)], axis=0) >= need[cols]).all(axis=1)
+        if covered.any():
+            return int(np.argmax(covered)) + 1
+    return len(ranked)
 
 
 def candidates(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolArray, *,
@@ -262,7 +336,7 @@ def candidates(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolA
                 units[entry.keys[i]] = Unit(entry.keys[i], m.priority, RANK_MEMBER, leaf, [entry.pods[i]], [row],
                                             start=entry.starts[i], uid=entry.uids[i])
     if not rows.all() and whole:  # an all unit's pods elsewhere go too: gather them from the groups
-        _gather(snapshot, view, whole, assumed, rows)
+        _gather(snapshot, view, whole, assumed, rows, nodes)
     found = [u for u in units.values() if u.pods]
     _order_within_groups(found, members)
     return found
@@ -287,22 +361,30 @@ def _add(unit: Unit, entry: Entry, row: int, assumed: Collection[str]) -> None:
 
 
 def _gather(snapshot: Snapshot, view: GroupView, whole: Iterable[Unit], assumed: Collection[str],
-            read: BoolArray) -> None:
-    """Add to each ``all`` unit its running pods on the nodes the scan did not read (``read``: those it did)."""
+            read: BoolArray, nodes: NodeEntries) -> None:
+    """Add to each ``all`` unit its running pods on the nodes the scan did not read (``read``: those it did), from
+    the nodes' (memoised) entries: a PodGroup unit's from where :meth:`NodeEntries.placed` says its group is, a
+    CompositePodGroup's from the nodes and groups its pods name."""
     index, infos = snapshot.table.index, snapshot.infos
+    nodes.sync(infos)
     for unit in whole:
-        for pod in view.unit_pods(unit.key):  # type: ignore[arg-type]
+        key = unit.key
+        assert isinstance(key, GroupKey)
+        if key.kind == "PodGroup":
+            for name, entry in nodes.placed((key.namespace, key.name)).items():
+                where = index.get(name)
+                if where is not None and not read[where]:
+                    _add(unit, entry, where, assumed)
+            continue
+        elsewhere: dict[tuple[int, str], None] = {}
+        for pod in view.unit_pods(key):
             where = index.get(pod.spec.node_name)
-            if where is None or read[where] or pod.is_terminating:
-                continue
-            key = pod.key
-            if key in assumed or key not in infos[where].pods:  # only what the snapshot counts frees room
-                continue
-            unit.pods.append(pod)
-            unit.rows.append(where)
-            unit.start = min(unit.start, start_of(pod))
-            uid = pod.metadata.uid or key
-            unit.uid = min(unit.uid or uid, uid)
+            if where is not None and not read[where]:
+                elsewhere[where, pod.group_name or ""] = None
+        for where, group in elsewhere:
+            found = nodes.by_group(infos[where]).get((key.namespace, group))
+            if found is not None:
+                _add(unit, found, where, assumed)
 
 
 def _order_within_groups(units: Iterable[Unit], members: dict[tuple[str, str], Membership]) -> None:

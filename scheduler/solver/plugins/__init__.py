@@ -126,6 +126,9 @@ class Profile:
     decided once per profile: a ``runtime_checkable`` isinstance check costs microseconds per call."""
 
     def __post_init__(self) -> None:
+        # a profile made by ``dataclasses.replace`` gets the memo of the one it was made from: start its own, or
+        # ``for_pods`` would hand back the other profile's plugins
+        object.__setattr__(self, "_skipping", {})
         object.__setattr__(self, "quota_filters",
                            frozenset(p.name for p in self.filters if isinstance(p, QuotaFilterPlugin)))
 

@@ -12,7 +12,9 @@ from scheduler.preemption.units import (
     RANK_ALL,
     RANK_MEMBER,
     RANK_POD,
+    ROOM_SLACK,
     WINDOW_GROWTH,
+    NodeEntries,
     NodeFloors,
     Unit,
     candidates,
@@ -22,7 +24,7 @@ from scheduler.preemption.units import (
 )
 from scheduler.solver.plugins import DEFAULT_PROFILE
 from tests.unit.groups.builders import NS
-from tests.unit.preemption.kit import Cluster, group, names, nodes, pending, running
+from tests.unit.preemption.kit import Cluster, composite, group, names, nodes, pending, running
 
 
 def units_of(c: Cluster, root: str = "high") -> list[Unit]:
@@ -122,11 +124,65 @@ def test_windows_grow_from_the_lowest_floors_to_every_usable_node() -> None:
     floors = np.array([5, 1, NodeFloors.NO_FLOOR, 1, 9] * 40, dtype=np.int64)  # 200 nodes, 119 usable below 9
     rows = np.ones(200, dtype=bool)
     rows[0] = False
-    rounds = list(windows(floors, rows, limit=9, pending=3))
-    assert [int(w.sum()) for w in rounds] == [MIN_CANDIDATE_NODES, MIN_CANDIDATE_NODES * WINDOW_GROWTH, 199]
+    rounds = list(windows(floors, rows, limit=9))
+    sizes = [s for s in (MIN_CANDIDATE_NODES * WINDOW_GROWTH ** k for k in range(4)) if s < 119]
+    assert [int(w.sum()) for w in rounds] == [*sizes, 199]
     first = np.flatnonzero(rounds[0])
     assert first.tolist() == np.flatnonzero(floors == 1)[:MIN_CANDIDATE_NODES].tolist()
     second = np.flatnonzero(rounds[1])
     assert rows[second].all() and (floors[second] < 9).all() and set(first) <= set(second)
     assert (rounds[-1] == rows).all()
     assert [int(w.sum()) for w in windows(floors, rows, limit=9, pending=200)] == [199]
+
+
+def test_the_first_window_is_sized_by_the_room_the_root_needs() -> None:
+    """The first round holds :data:`ROOM_SLACK` times the lowest-floor nodes whose capacity just covers the need
+    (each node here offers 8 GPUs and 96 cpu: 64 GPUs take 8 nodes, so 16), never fewer than
+    :data:`MIN_CANDIDATE_NODES` nor than the pending pods; a need no window covers goes straight to every node."""
+    floors = np.zeros(200, dtype=np.int64)
+    rows = np.ones(200, dtype=bool)
+    capacity = np.tile(np.array([96_000, 8], dtype=np.int64), (200, 1))
+    first = next(windows(floors, rows, limit=9, capacity=capacity, need=np.array([64 * 8000, 64])))
+    assert int(first.sum()) == ROOM_SLACK * 8
+    one_gpu = next(windows(floors, rows, limit=9, capacity=capacity, need=np.array([8000, 1])))
+    assert int(one_gpu.sum()) == max(MIN_CANDIDATE_NODES, ROOM_SLACK)
+    pods = next(windows(floors, rows, limit=9, pending=64, capacity=capacity, need=np.array([64 * 8000, 64])))
+    assert int(pods.sum()) == 64
+    too_much = list(windows(floors, rows, limit=9, capacity=capacity, need=np.array([0, 8 * 200 + 1])))
+    assert [int(w.sum()) for w in too_much] == [200]
+
+
+def test_an_all_unit_read_in_a_window_brings_its_pods_on_every_other_node() -> None:
+    """A window of the lowest-floor nodes finds part of an ``all`` unit; its pods elsewhere (read from the nodes'
+    memoised entries, by group for a PodGroup unit, by the pods' groups for a CompositePodGroup one) come along,
+    pods being deleted do not, and a node changed since the last read is read again."""
+    count = 3 * MIN_CANDIDATE_NODES
+    c = Cluster(nodes=nodes(count, cpu="4"), groups=[group("whole", 2, priority=1, mode="all"),
+                                                     group("part-a", 1, priority=1, parent="comp"),
+                                                     group("part-b", 1, priority=1, parent="comp")],
+                composites=[composite("comp", 2, priority=1, mode="all")])
+    last = f"n{count - 1}"
+    c.pods += [running("whole-0", "n0", "whole"), running("whole-1", last, "whole"),
+               running("whole-2", f"n{count - 2}", "whole", terminating=True),
+               running("a-0", "n1", "part-a"), running("b-0", last, "part-b")]
+    c.pods += [running(f"filler-{i}", f"n{i}", cpu="1", priority=5) for i in range(count)]
+    preemptor(c)
+    cache = c.cache()
+    high = cache.tree(GroupKey("PodGroup", NS, "high"))
+    assert high is not None
+    snapshot = cache.snapshot()
+    view = CacheGroupView(cache)
+    floors = np.full(count, 5, dtype=np.int64)
+    floors[:2] = 1
+    window = next(windows(floors, np.ones(count, dtype=bool), limit=100))
+    assert window[:2].all() and not window[count - 2:].any()
+    memo = NodeEntries()
+    found = {str(u.key): names(u.pods) for u in candidates(snapshot, high, view, window, nodes=memo)
+             if u.rank == RANK_ALL}
+    assert found == {f"PodGroup {NS}/whole": ["whole-0", "whole-1"], f"CompositePodGroup {NS}/comp": ["a-0", "b-0"]}
+    cache.load_one("Pod", running("whole-3", f"n{count - 3}", "whole"))  # one node changed since the last read
+    cache.delete_one("Pod", f"{NS}/whole-1")
+    snapshot = cache.snapshot()
+    found = {str(u.key): names(u.pods) for u in candidates(snapshot, high, view, window, nodes=memo)
+             if u.rank == RANK_ALL}
+    assert found[f"PodGroup {NS}/whole"] == ["whole-0", "whole-3"]
