@@ -213,7 +213,12 @@ def refusal_of(kind: str, raw: object, exc: BaseException) -> Refusal:
 def _parse(kind: str, raw: Mapping[str, Any]) -> Any:
     """The model of ``raw`` as the cache keeps it; raises what its model's validation or our derived
     properties raise (see :func:`refusal_of`)."""
-    obj = KINDS[kind].parse(raw)
+    return _derived(KINDS[kind].parse(raw))
+
+
+def _derived(obj: Any) -> Any:
+    """``obj``, after computing the derived properties that can refuse it (a pod's requests, a node's allocatable:
+    a malformed quantity raises here, once, rather than in a plugin)."""
     if isinstance(obj, Pod):
         _ = obj.requests
     elif isinstance(obj, Node):
@@ -280,7 +285,16 @@ class ClusterCache:
         """The model of one raw object of ``kind``, or None when it cannot be taken: every exception its
         decoding can raise is caught here, per object, and reported to :attr:`on_refused`, so no object
         can stop an informer. A PodGroup with an invalid durable intent is taken (read as having none)
-        and reported too."""
+        and reported too. ``raw`` may be the kind's model already (the client decoded it from the reply's bytes,
+        ``scheduler.client.decoding``; never a converted kind's): only its derived properties are checked."""
+        if isinstance(raw, BaseModel):
+            try:
+                return _derived(raw)
+            except Exception as exc:  # the decoding boundary, as below
+                meta = raw.metadata  # type: ignore[attr-defined]
+                self.on_refused(refusal_of(kind, {"metadata": {"name": meta.name, "namespace": meta.namespace,
+                                                               "uid": meta.uid}}, exc))
+                return None
         try:
             if not isinstance(raw, Mapping):
                 raise TypeError(f"expected an object, got {type(raw).__name__}")
@@ -702,24 +716,31 @@ class Relist:
         self.seen: set[str] = set()
         self._nodes: dict[str, Any] = {}
 
-    def add(self, raws: Iterable[Mapping[str, Any]]) -> list[ClusterEvent]:
-        """Apply one page of raw API objects; returns its events."""
+    def add(self, raws: Iterable[Any]) -> list[ClusterEvent]:
+        """Apply one page of raw API objects (or of the kind's models, :meth:`ClusterCache.parse`); returns its
+        events."""
         current = self.cache.objects[self.kind]
         events: list[ClusterEvent] = []
         for raw in raws:
-            meta, old = raw.get("metadata") if isinstance(raw, Mapping) else None, None
-            name, namespace = (meta.get("name"), meta.get("namespace")) if isinstance(meta, Mapping) else (None, None)
-            if isinstance(meta, Mapping) and isinstance(name, str) and isinstance(namespace, (str, type(None))):
-                # a name of another type is the parser's to refuse: never format it (a deeply nested one
-                # would exhaust the stack in str())
-                key = f"{namespace}/{name}" if namespace else name
-                old = current.get(key)
-                rv = meta.get("resourceVersion")
-                if old is not None and rv and rv == old.metadata.resource_version:
-                    self.seen.add(key)
-                    if self.kind == NODE.name:
-                        self._nodes[key] = old
-                    continue
+            old = None
+            if isinstance(raw, BaseModel):  # decoded by the client into its model
+                old = current.get(key_of(raw))
+                rv = raw.metadata.resource_version  # type: ignore[attr-defined]
+            else:
+                meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+                name, namespace = (meta.get("name"), meta.get("namespace")) if isinstance(meta, Mapping) else ("", "")
+                rv = None
+                if isinstance(meta, Mapping) and isinstance(name, str) and isinstance(namespace, (str, type(None))):
+                    # a name of another type is the parser's to refuse: never format it (a deeply nested one
+                    # would exhaust the stack in str())
+                    old = current.get(f"{namespace}/{name}" if namespace else name)
+                    rv = meta.get("resourceVersion")
+            if old is not None and rv and rv == old.metadata.resource_version:
+                key = key_of(old)
+                self.seen.add(key)
+                if self.kind == NODE.name:
+                    self._nodes[key] = old
+                continue
             obj = self.cache.parse(self.kind, raw)
             if obj is None:
                 continue

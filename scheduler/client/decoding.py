@@ -9,15 +9,25 @@ recursion, replacing each list item (``items[i]``) or watch event object (``obje
 deeper than :data:`MAX_DEPTH` by a stub: its ``metadata`` name, namespace, uid and resourceVersion, and
 :data:`~scheduler.model.base.NESTED_TOO_DEEP` set, which the cache refuses (reason ``too_deep``) like
 any object it cannot take.
+
+For the kinds the cache holds by the tens of thousands (pods, nodes), :func:`page_decoder` and :func:`event_decoder`
+decode a list page or a watch event straight from its bytes into the models, skipping in pydantic-core what the
+models do not read (``managedFields``, most of a real pod or node); whatever they refuse is decoded again the
+plain way, so nothing is lost that :func:`loads` would keep.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from scheduler.model.base import NESTED_TOO_DEEP
+import pydantic
+from pydantic import BaseModel, Field
+
+from scheduler.model.base import NESTED_TOO_DEEP, KubeModel
 
 MAX_DEPTH = 200
 """Deepest nesting kept by the fallback decoder. A Kubernetes object's own schema nests a few dozen levels
@@ -136,3 +146,78 @@ def _stub(obj: Any) -> dict[str, Any]:
     meta = meta if isinstance(meta, dict) else {}
     kept = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if isinstance(meta.get(k), str)}
     return {"metadata": kept, NESTED_TOO_DEEP: True}
+
+
+class ListMeta(KubeModel):
+    """``metav1.ListMeta``: the list's ``resourceVersion`` and the ``continue`` token of its next page."""
+
+    resource_version: str = ""
+    continue_: str = Field("", alias="continue")
+
+
+class TypedPage(list[Any]):
+    """One page of a list decoded straight from the reply's bytes into models (:func:`page_decoder`): the models, in
+    the server's order, and what the page carries besides; :meth:`raw` decodes the same bytes into plain JSON
+    (:func:`loads`) for a caller that needs an object as the server sent it (its unknown fields)."""
+
+    def __init__(self, items: Sequence[Any], metadata: ListMeta, data: bytes) -> None:
+        super().__init__(items)
+        self.metadata = metadata
+        self._data = data
+
+    def raw(self) -> list[Any]:
+        """The page's ``items`` as plain JSON values (decoded again, on each call)."""
+        value = loads(self._data)
+        items = value.get("items") if isinstance(value, dict) else None
+        return items if isinstance(items, list) else []
+
+
+PageDecoder = Callable[[bytes], TypedPage]
+
+_CONTINUE = re.compile(rb'"continue"\s*:\s*"([^"\\]*)"')
+
+
+def continue_of(data: bytes) -> str:
+    """The ``continue`` token of a list reply, read without decoding it: from the part before ``"items"``, where
+    the API server writes the list's ``metadata`` (``kind``, ``apiVersion``, ``metadata``, ``items``: the order of
+    the Go list types' fields). Empty when not found there (the caller then waits for the decoded page's); a
+    guess, which the caller checks against the decoded page before using what it fetched with it."""
+    end = data.find(b'"items"')
+    found = _CONTINUE.search(data, 0, end) if end > 0 else None
+    return found.group(1).decode() if found else ""
+
+
+EventDecoder = Callable[[bytes], tuple[str, Any]]
+
+
+@functools.cache
+def page_decoder(model: type[BaseModel]) -> PageDecoder:
+    """Decode a list reply of ``model`` objects straight from its bytes (pydantic-core's JSON parser: fields the model
+    does not read — ``managedFields``, a container's ``env``, a node's ``images`` — are skipped in Rust, never
+    made Python objects), about half the CPU of :func:`loads` then ``model_validate``. Raises ``ValueError``
+    (pydantic's ``ValidationError``) when any item does not validate, the JSON is malformed or nests too
+    deeply; the caller then decodes the page the plain way, object by object, so a bad object is refused
+    alone (``ClusterCache.parse``)."""
+    page = pydantic.create_model(f"{model.__name__}Page", __base__=KubeModel,
+                                 metadata=(ListMeta, ListMeta()), items=(list[model], []))  # type: ignore[valid-type]
+
+    def decode(data: bytes) -> TypedPage:
+        got = page.model_validate_json(data)
+        return TypedPage(got.items, got.metadata, data)  # type: ignore[attr-defined]
+
+    return decode
+
+
+@functools.cache
+def event_decoder(model: type[BaseModel]) -> EventDecoder:
+    """Decode one watch event (``{"type", "object"}``) whose object is a ``model`` straight from its bytes, as
+    :func:`page_decoder` does a page: (type, the model). Raises ``ValueError`` when the object is not a valid
+    ``model`` (an ``ERROR`` event's ``Status``, a malformed object): the caller decodes the line the plain way."""
+    event = pydantic.create_model(f"{model.__name__}Event", __base__=KubeModel,
+                                  type=(str, ""), object=(model, ...))
+
+    def decode(data: bytes) -> tuple[str, Any]:
+        got = event.model_validate_json(data)
+        return got.type, got.object  # type: ignore[attr-defined]
+
+    return decode

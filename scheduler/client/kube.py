@@ -38,6 +38,7 @@ import pydantic_core
 import yaml
 import yarl
 from kubernetes_asyncio import client, config
+from pydantic import BaseModel
 
 from scheduler.client import decoding
 from scheduler.errors import ApiError as ApiError
@@ -384,14 +385,21 @@ class KubeClient:
         data = await self.request("GET", res.path(namespace))
         return list(data.get("items") or []), str((data.get("metadata") or {}).get("resourceVersion") or "")
 
-    async def list_pages(self, res: Resource, namespace: str | None = None,
-                         limit: int = LIST_PAGE_SIZE) -> AsyncIterator[tuple[Sequence[JSON], str]]:
+    async def list_pages(self, res: Resource, namespace: str | None = None, limit: int = LIST_PAGE_SIZE, *,
+                         model: type[BaseModel] | None = None) -> AsyncIterator[tuple[Sequence[Any], str]]:
         """The objects in pages of at most ``limit`` (``limit`` / ``continue``, as client-go's reflector lists),
         each with the list's resourceVersion, so a caller never holds more than one page of raw objects.
 
+        ``model``: each page is decoded straight from its bytes into ``model`` objects, a
+        :class:`~scheduler.client.decoding.TypedPage` (:func:`~scheduler.client.decoding.page_decoder`); a page
+        that does not validate as a whole is yielded as plain JSON objects instead, as without ``model``.
         A server that ignores ``limit`` answers everything in one page. Raises :class:`Gone` when a
         ``continue`` token expired (the caller lists again), :class:`ApiError` for other failures.
         """
+        if model is not None:
+            async for page in self._typed_pages(res.path(namespace), limit, decoding.page_decoder(model)):
+                yield page
+            return
         token = ""
         while True:
             query = [("limit", str(limit))] + ([("continue", token)] if token else [])
@@ -402,8 +410,66 @@ class KubeClient:
             if not token:
                 return
 
+    async def _typed_pages(self, path: str, limit: int,
+                           decode: decoding.PageDecoder) -> AsyncIterator[tuple[Sequence[Any], str]]:
+        """:meth:`list_pages` with a model. The next page is asked for as soon as its ``continue`` token is read from
+        the head of the reply (:func:`~scheduler.client.decoding.continue_of`), before this page is decoded and
+        applied, so the server's work on it overlaps ours; a token read wrongly is never used (the decoded page's
+        own token decides, and a request made with another is dropped)."""
+        def query(token: str) -> list[tuple[str, str]]:
+            return [("limit", str(limit))] + ([("continue", token)] if token else [])
+
+        ahead: asyncio.Future[bytes] | None = None
+        raw = await self._read("GET", path, query(""))
+        try:
+            while True:
+                guess = decoding.continue_of(raw)
+                ahead = asyncio.ensure_future(self._read("GET", path, query(guess))) if guess else None
+                try:
+                    page = decode(raw)
+                except ValueError:  # an object the model refuses, or JSON it cannot take: the plain way
+                    data = self._decoded("GET", path, raw)
+                    meta = data.get("metadata") or {}
+                    token = str(meta.get("continue") or "")
+                    yield list(data.get("items") or []), str(meta.get("resourceVersion") or "")
+                else:
+                    token = page.metadata.continue_
+                    yield page, page.metadata.resource_version
+                if not token:
+                    return
+                if ahead is not None and token == guess:
+                    raw = await ahead
+                else:
+                    _drop(ahead)
+                    raw = await self._read("GET", path, query(token))
+                ahead = None
+        finally:
+            _drop(ahead)
+
+    async def _read(self, method: str, path: str, query: Sequence[tuple[str, str]] = ()) -> bytes:
+        """One rate-limited request without a body; the reply's bytes. Raises :class:`ApiError`."""
+        await self.limiter.acquire(Lane.NORMAL)
+        resp = await self._send(method, path, list(query))
+        try:
+            return await resp.read()
+        except (TimeoutError, aiohttp.ClientError) as exc:  # body cut off
+            raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
+        finally:
+            resp.release()
+
+    @staticmethod
+    def _decoded(method: str, path: str, raw: bytes) -> JSON:
+        """``raw`` (a reply's body) decoded (:func:`~scheduler.client.decoding.loads`); ``{}`` for JSON that is not
+        an object. Raises :class:`ApiError` when it is not JSON."""
+        try:
+            data = decoding.loads(raw)
+        except ValueError as exc:
+            raise ApiError(0, type(exc).__name__, f"reading the reply of {method} {path}: {exc}") from exc
+        return data if isinstance(data, dict) else {}
+
     async def watch(self, res: Resource, resource_version: str, namespace: str | None = None,
-                    timeout_s: int = 300, silence_s: float | None = None) -> AsyncIterator[JSON]:
+                    timeout_s: int = 300, silence_s: float | None = None, *,
+                    model: type[BaseModel] | None = None) -> AsyncIterator[JSON]:
         """Watch events (``{"type", "object"}``) after ``resource_version``, until the stream ends.
 
         The iterator simply ends when the server closes the stream or the connection drops (the
@@ -413,7 +479,13 @@ class KubeClient:
         as soon as nothing at all — not even a bookmark — arrived for ``silence_s`` seconds (default
         :attr:`watch_silence_s`): a watch that stays open but silent is taken as dropped. Raises :class:`Gone` for an
         expired resourceVersion (HTTP 410 or an in-stream ERROR 410), :class:`ApiError` for other failures.
+
+        ``model``: each event's object is decoded straight from the line's bytes into a ``model``
+        (:func:`~scheduler.client.decoding.event_decoder`), and the event carries the line as ``"line"`` (bytes) for a
+        caller that needs the object as sent; an event whose object the model refuses, and every ``ERROR``, is decoded
+        the plain way (its ``"object"`` plain JSON, no ``"line"``).
         """
+        decode = decoding.event_decoder(model) if model is not None else None
         query = [("watch", "true"), ("resourceVersion", resource_version), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", str(timeout_s))]
         resp = await self._send("GET", res.path(namespace), query, timeout=aiohttp.ClientTimeout(
@@ -423,6 +495,15 @@ class KubeClient:
             async for line in resp.content:
                 if not line.strip():
                     continue
+                if decode is not None:
+                    try:
+                        kind, obj = decode(line)
+                    except ValueError:  # not a valid object of the model (an ERROR's Status, a malformed object)
+                        pass
+                    else:
+                        if kind != "ERROR":
+                            yield {"type": kind, "object": obj, "line": line}
+                            continue
                 event = decoding.loads(line)
                 if event.get("type") == "ERROR":
                     obj = event.get("object") or {}
@@ -504,6 +585,17 @@ def api_client(cfg: client.Configuration, connections: int) -> client.ApiClient:
     api = client.ApiClient(cfg)
     api.user_agent = USER_AGENT  # a caller may set its own (``api.user_agent``): every request sends it
     return api
+
+
+def _drop(request: asyncio.Future[Any] | None) -> None:
+    """Cancel a request made ahead that is no longer wanted; its failure, if it already failed, is not reported."""
+    if request is None:
+        return
+    if request.done():
+        if not request.cancelled():
+            request.exception()  # retrieved: not logged as never retrieved
+    else:
+        request.cancel()
 
 
 @functools.cache

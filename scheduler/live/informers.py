@@ -11,21 +11,37 @@ never writes to the API (we only watch: no annotations, no finalizers).
 No single object can stop an informer: whatever decoding one object raises — the optional ``decode``
 here, the model in :meth:`ClusterCache.parse` — is caught for that object, which is reported through
 :attr:`ClusterCache.on_refused` and left out, and the stream goes on.
+
+With a ``model`` (pods and nodes, the kinds counted in tens of thousands), list pages and watch events are decoded
+straight from their bytes into models (``scheduler.client.decoding``), and the plain way only when that fails; the
+optional ``see`` is then shown each model with its object as sent, decoded again only when ``see`` asks for it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
+from pydantic import BaseModel
+
 from scheduler.cache.cluster import ClusterCache, refusal_of
+from scheduler.client import decoding
+from scheduler.client.decoding import TypedPage
 from scheduler.client.kube import ApiError, Gone, KubeClient, Resource
 from scheduler.framework.events import ClusterEvent
+from scheduler.model.kinds import NODE, POD
 
 log = logging.getLogger(__name__)
+
+DECODED_AS_MODELS: Mapping[str, type[BaseModel]] = MappingProxyType({POD.name: POD.model, NODE.name: NODE.model})
+"""The kinds whose informers decode straight into their cache model (``Informer.model``), by the cache's name: the
+ones a cluster holds by the tens of thousands, whose objects as served are mostly fields the scheduler never reads
+(``managedFields``, a pod's container details, a node's images). Their rows convert nothing (``Kind.convert``)."""
 
 MIN_WATCH_TIMEOUT_S = 300
 """client-go's reflector ``minWatchTimeout``: each watch's ``timeoutSeconds`` is drawn from [5, 10] minutes."""
@@ -36,7 +52,8 @@ class Informer:
 
     def __init__(self, kube: KubeClient, resource: Resource, cache: ClusterCache,
                  on_change: Callable[[list[ClusterEvent]], None], *, watch_timeout_s: int = MIN_WATCH_TIMEOUT_S,
-                 retry_s: float = 1.0, decode: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None) -> None:
+                 retry_s: float = 1.0, decode: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+                 model: type[BaseModel] | None = None, see: See | None = None) -> None:
         self.kube = kube
         self.resource = resource
         self.cache = cache
@@ -51,18 +68,24 @@ class Informer:
         self.decode = decode
         """Applied to every object received before the cache sees it (a v1.36 PodGroup into the internal shape:
         ``scheduler.client.podgroup_api``); None: objects are cached as the server sends them."""
+        self.model = model
+        """Decode pages and events straight into this model (the resource's cache model; only for a resource whose
+        ``decode`` converts nothing, as the model goes to the cache as it is); None: the plain way."""
+        self.see = see
+        """Shown each object decoded into :attr:`model`, with a function returning it as sent (plain JSON, decoded
+        again on the call): what ``decode`` would have seen of it."""
         self.synced = asyncio.Event()
         self.relists = 0
 
     async def run(self) -> None:
         """Forever: list, then watch; re-list on 410 or failure. Cancel the task to stop."""
-        kind, decode = self.resource.kind, self.decode
+        kind = self.resource.kind
         while True:
             try:
                 relist = self.cache.relist(kind)
                 rv = ""
-                async for items, page_rv in self.kube.list_pages(self.resource):
-                    self.on_change(relist.add(items if decode is None else self._decoded(items)))
+                async for items, page_rv in self.kube.list_pages(self.resource, model=self.model):
+                    self.on_change(relist.add(self._page(items)))
                     rv = page_rv  # every page carries the list's resourceVersion
                 self.on_change(relist.finish())
                 self.synced.set()
@@ -71,14 +94,17 @@ class Informer:
                 while True:
                     opened, events = loop.time(), 0
                     timeout_s = round(self.watch_timeout_s * (1 + random.random()))
-                    async for event in self.kube.watch(self.resource, rv, timeout_s=timeout_s):
+                    async for event in self.kube.watch(self.resource, rv, timeout_s=timeout_s, model=self.model):
                         events += 1
                         obj = event.get("object")
-                        meta = obj.get("metadata") if isinstance(obj, dict) else None
-                        if isinstance(meta, dict) and isinstance(meta.get("resourceVersion"), str):
-                            rv = meta["resourceVersion"] or rv
+                        if isinstance(obj, BaseModel):
+                            rv = obj.metadata.resource_version or rv  # type: ignore[attr-defined]
+                        else:
+                            meta = obj.get("metadata") if isinstance(obj, dict) else None
+                            if isinstance(meta, dict) and isinstance(meta.get("resourceVersion"), str):
+                                rv = meta["resourceVersion"] or rv
                         if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):  # decode only what the cache takes
-                            for taken in ([obj] if decode is None else self._decoded([obj])):
+                            for taken in self._event(event):
                                 self.on_change(self.cache.apply(kind, event["type"], taken))
                     if not events and loop.time() - opened < 1.0:
                         await asyncio.sleep(self.retry_s)  # a stream that ends at once: do not spin
@@ -91,6 +117,44 @@ class Informer:
                 log.exception("informer %s failed; re-listing in %.0f s", self.resource.plural, self.retry_s)
                 await asyncio.sleep(self.retry_s)
 
+    def _page(self, items: Sequence[Any]) -> Iterable[Any]:
+        """What the cache takes of one list page: the models of a :class:`TypedPage` (each shown to :attr:`see`), else
+        the page's plain objects through ``decode``."""
+        if not isinstance(items, TypedPage):
+            return items if self.decode is None else self._decoded(items)
+        if self.see is not None:
+            raws: list[Any] = []
+
+            def raw_of(index: int) -> Any:
+                if not raws:
+                    raws.extend(items.raw())
+                return raws[index] if index < len(raws) else None
+
+            for index, obj in enumerate(items):
+                self._show(obj, functools.partial(raw_of, index))
+        return items
+
+    def _event(self, event: Mapping[str, Any]) -> Iterable[Any]:
+        """What the cache takes of one watch event: its model (shown to :attr:`see`), else its plain object through
+        ``decode``."""
+        obj = event.get("object")
+        if not isinstance(obj, BaseModel):
+            return [obj] if self.decode is None else self._decoded([obj])
+        if self.see is not None:
+            line = event.get("line", b"")
+            self._show(obj, lambda: _object_of(line))
+        return [obj]
+
+    def _show(self, obj: BaseModel, raw: Callable[[], Any]) -> None:
+        """:attr:`see` of one object; what it raises is logged and the object still goes to the cache (the model is
+        valid: only what ``see`` notes of it is lost), so no object can stop the informer."""
+        assert self.see is not None
+        try:
+            self.see(obj, raw)
+        except Exception:  # the decoding boundary, per object
+            meta = obj.metadata  # type: ignore[attr-defined]
+            log.exception("%s %s/%s: checking it as sent failed", self.resource.kind, meta.namespace, meta.name)
+
     def _decoded(self, raws: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
         """``decode`` of each of ``raws``; one whose decoding raises is reported as refused and left out."""
         assert self.decode is not None
@@ -99,3 +163,14 @@ class Informer:
                 yield self.decode(raw)
             except Exception as exc:  # the decoding boundary, per object
                 self.cache.on_refused(refusal_of(self.resource.kind, raw, exc))
+
+
+See = Callable[[Any, Callable[[], Any]], None]
+"""An informer's observer of the objects it decodes into models: (the model, a function returning the object as
+sent)."""
+
+
+def _object_of(line: bytes) -> Any:
+    """The ``object`` of a watch event's line, as plain JSON (None when the line is not an event)."""
+    event = decoding.loads(line)
+    return event.get("object") if isinstance(event, dict) else None

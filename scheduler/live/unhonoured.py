@@ -22,11 +22,13 @@ from typing import Any
 from scheduler.cache.cluster import ClusterCache
 from scheduler.client.kube import Resource
 from scheduler.groups.tree import GroupTree, Leaf, walk
+from scheduler.live.informers import See
 from scheduler.live.status_writer import EVENT_UNHONOURED, StatusWriter
 from scheduler.live.tasks import Spawn
 from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
+from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey, PodGroup
-from scheduler.model.strict import SHAPES, unknown_fields
+from scheduler.model.strict import SHAPES, Shape, unknown_fields
 from scheduler.solver.unsupported import Context, unhonoured
 
 log = logging.getLogger(__name__)
@@ -70,17 +72,43 @@ class UnhonouredFields:
                 uid = str(meta.get("uid") or f"{res.kind}/{meta.get('namespace')}/{meta.get('name')}")
                 if pods and isinstance(spec, dict) and spec.get("nodeName"):  # bound: warnings are for pending pods
                     self._unknown.pop(uid, None)
-                    return raw if decode is None else decode(raw)
-                found = unknown_fields(raw, shape)
-                if found:
-                    self._unknown[uid] = "; ".join(map(str, found))
-                    if len(self._unknown) > MAX_WARNED_PODS:
-                        del self._unknown[next(iter(self._unknown))]
                 else:
-                    self._unknown.pop(uid, None)
+                    self._note(uid, raw, shape)
             return raw if decode is None else decode(raw)
 
         return check
+
+    def seen(self, res: Resource) -> See | None:
+        """What :meth:`checked` does, for an informer that decodes pods into models (``Informer.see``): a pending pod
+        of ours is decoded again as sent and its unknown fields noted; any other pod is not. None for a resource
+        other than pods (their informers decode the plain way)."""
+        shape = SHAPES.get((res.group_version, res.kind))
+        if shape is None or res.kind != "Pod":
+            return None
+        ours = self.scheduler_name
+
+        def see(pod: Pod, raw: Callable[[], Any]) -> None:
+            if pod.spec.scheduler_name != ours:
+                return
+            uid = pod.metadata.uid or f"Pod/{pod.metadata.namespace}/{pod.metadata.name}"
+            if pod.spec.node_name:  # bound: warnings are for pending pods
+                self._unknown.pop(uid, None)
+                return
+            sent = raw()
+            if isinstance(sent, Mapping):
+                self._note(uid, sent, shape)
+
+        return see
+
+    def _note(self, uid: str, raw: Mapping[str, Any], shape: Shape) -> None:
+        """Note (or forget) the fields of ``raw`` that ``shape`` does not know, under ``uid``."""
+        found = unknown_fields(raw, shape)
+        if found:
+            self._unknown[uid] = "; ".join(map(str, found))
+            if len(self._unknown) > MAX_WARNED_PODS:
+                del self._unknown[next(iter(self._unknown))]
+        else:
+            self._unknown.pop(uid, None)
 
     def warn(self, tree: GroupTree) -> None:
         """A Warning Event, once per pod, on the tree's pending pods that set fields no plugin honours or the v1.37

@@ -36,7 +36,8 @@ nodes, already-bound pods, PodGroups and pending pods are all created first, the
 is started and the driver waits for every pending pod to be bound. Cases (:data:`CASES`): ``gangs4``
 1,000 × 4-pod gangs on 500 nodes; ``plain`` 4,000 group-less pods of ours on 500 nodes; ``gangs64``
 200 × 64-pod gangs on 2,000 nodes; ``gangs4-big`` the 4-pod case on 5,000 nodes with 20,000 pods of
-another scheduler already bound (``startup-50k``, not in ``all``: 5,000 nodes and 50,000 pods); ``dra``
+another scheduler already bound (``startup-50k`` and ``startup-150k``, not in ``all``: 5,000 nodes and 50,000 pods,
+15,000 nodes and 150,000 pods); ``dra``
 500 nodes each publishing a ResourceSlice of 8 GPUs as the NVIDIA DRA driver does, 250 × 4-pod gangs, each
 gang with a ResourceClaimTemplate and each pod one claim generated from it (the driver plays the
 resourceclaim controller: it creates the claim and names it in the pod's ``status.resourceClaimStatuses``;
@@ -70,7 +71,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,7 @@ from scheduler.model import Node, Pod
 from scheduler.model.scheduling import INITIALLY_SCHEDULED
 from tests.bench import dra_workload, realistic
 from tests.bench.bench_solver import GPU, GPU_SHARE, RACKS_PER_ZONE, ZONES, machine, node_dicts
-from tests.bench.emulator import SHAPES, Tls, emulator, serve, stop, write_kubeconfig
+from tests.bench.emulator import SHAPES, Preload, Tls, emulator, serve, stop, write_kubeconfig
 from tests.integration.livekit import NS, pod, podgroup
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -698,12 +699,13 @@ CASES = {c.name: c for c in (
     Case("gangs64", nodes=2000, gangs=200, per_gang=64),
     Case("gangs4-big", nodes=5000, gangs=1000, per_gang=4, prebound=20000),
     Case("startup-50k", nodes=5000, gangs=1000, per_gang=4, prebound=46000),
+    Case("startup-150k", nodes=15000, gangs=1000, per_gang=4, prebound=146000),
     Case("dra", nodes=500, gangs=250, per_gang=4, dra=True),
 )}
 """The drain workloads (``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load; ``dra``
 holds 1,000 pods in 4-pod gangs on 500 nodes, each pod with a claim for one GPU), and
-``startup-50k``: its start-up target's cluster, 5,000 nodes and 50,000 pods (not in ``all``: its setup alone
-takes minutes)."""
+``startup-50k`` and ``startup-150k``: the start-up targets' clusters, 5,000 nodes and 50,000 pods, 15,000 nodes and
+150,000 pods (not in ``all``: each takes minutes)."""
 ALL = ("gangs4", "plain", "gangs64", "gangs4-big", "dra")
 """What ``--case all`` (and ``make bench``) runs."""
 
@@ -728,15 +730,43 @@ def bound_pod(index: int, node: str, real: bool = False) -> dict[str, Any]:
     return body
 
 
+def preloaded(nodes: int, prebound: int, seed: int) -> Preload:
+    """What a case's emulator holds before it serves: its ``nodes`` (as kubelets register them when ``real``) and
+    ``prebound`` running pods of another scheduler spread over them (:func:`bound_pods`)."""
+    def objects(real: bool) -> Iterator[tuple[str, Iterable[dict[str, Any]]]]:
+        bench = node_dicts(nodes, seed)
+        yield "v1/nodes", (realistic.node_body(n, seed) if real else n for n in bench)
+        yield "v1/pods", bound_pods(prebound, [n["metadata"]["name"] for n in bench], real)
+
+    return objects
+
+
+def bound_pods(count: int, nodes: list[str], real: bool) -> Iterator[dict[str, Any]]:
+    """``count`` pods of :func:`bound_pod`, pod ``i`` on ``nodes[i % len(nodes)]``; ``real``: each as the server
+    stores a running pod (:func:`~tests.bench.realistic.running_pod`: defaulted, admitted, ``managedFields``, the
+    kubelet's status). Made from one such pod, renamed, moved and given its own pod IP: the pods share the
+    nested parts that do not vary (spec, ``managedFields``), which the emulator never changes in place."""
+    template = bound_pod(0, nodes[0], real)
+    if real:
+        template = realistic.running_pod(template)
+    for i in range(count):
+        status = template["status"]
+        if real:
+            ip = f"10.{128 + i // 65536 % 64}.{i // 256 % 256}.{i % 256}"
+            status = {**status, "podIP": ip, "podIPs": [{"ip": ip}]}
+        yield {**template, "metadata": {**template["metadata"], "name": f"{BOUND_PREFIX}{i:05d}"},
+               "spec": {**template["spec"], "nodeName": nodes[i % len(nodes)]}, "status": status}
+
+
+def preload_args(case: Case, seed: int) -> list[str]:
+    """The ``--serve-emulator`` arguments that preload ``case``'s nodes and bound pods (:func:`preloaded`)."""
+    return ["--preload-nodes", str(case.nodes), "--preload-bound", str(case.prebound), "--seed", str(seed)]
+
+
 async def create_case(kube: KubeClient, case: Case, seed: int, concurrency: int, real: bool) -> dict[str, float]:
-    """Create the case's objects (nodes first; ``real``: shaped as in a cluster); returns seconds per phase."""
+    """Create the case's objects over the API (``real``: shaped as in a cluster) but its nodes and bound pods,
+    which its emulator holds from the start (:func:`preloaded`); returns seconds per phase."""
     took: dict[str, float] = {}
-    took["nodes"] = await create_nodes(kube, case.nodes, seed, concurrency, real)
-    names = [n["metadata"]["name"] for n in node_dicts(case.nodes, seed)]
-    t0 = time.monotonic()
-    await bounded(concurrency, [functools.partial(kube.create, PODS, NS, bound_pod(i, names[i % len(names)], real))
-                                for i in range(case.prebound)])
-    took["bound pods"] = time.monotonic() - t0
     t0 = time.monotonic()
     if case.dra:
         took |= await create_dra(kube, case, concurrency, real)
@@ -823,14 +853,17 @@ def loadavg() -> str:
 async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
     """One drain: create everything, start the scheduler, wait for every pending pod to be bound, check."""
     d = Drain(case=case, load=(loadavg(), ""))
-    with emulator(args.emulator_loop, args.emulator, work) as (emu, url, tls):
+    t0 = time.monotonic()
+    with emulator(args.emulator_loop, args.emulator, work, preload=preload_args(case, args.seed),
+                  ready_s=max(30.0, args.ready_timeout)) as (emu, url, tls):
+        d.setup_s["preload"] = time.monotonic() - t0
         kubeconfig = work / "kubeconfig"
         kube = await driver_client(kubeconfig, url, tls)
         sched: subprocess.Popen[bytes] | None = None
         spy: subprocess.Popen[bytes] | None = None
         log_path = work / f"scheduler-{case.name}.log"
         try:
-            d.setup_s = await create_case(kube, case, args.seed, args.concurrency, args.emulator == "real")
+            d.setup_s |= await create_case(kube, case, args.seed, args.concurrency, args.emulator == "real")
             port = free_port()
             cmd = scheduler_cmd(kubeconfig, port,
                                 work / f"scheduler-{case.name}.prof" if args.profile == "cprofile" else None)
@@ -1064,17 +1097,20 @@ def main(argv: list[str] | None = None) -> int:
                          "O(requests so far); see BenchApiServer (only practical with --quick)")
     ap.add_argument("--case", action="append", choices=[*CASES, "all"], default=None,
                     help="a drain instead of the burst: everything created first, then the scheduler "
-                         "started (repeatable; 'all' runs every case but startup-50k; "
+                         "started (repeatable; 'all' runs every case but the startup ones; "
                          "--nodes/--gangs/--pods-per-gang do not apply)")
     ap.add_argument("--emulator", choices=SHAPES, default="real",
                     help="real (default): HTTPS, objects shaped and sized as a real API server's "
                          "(tests/bench/emulator.py); small: plain HTTP and objects as sent (the figures before)")
     ap.add_argument("--serve-emulator", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--emulator-dir", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--preload-nodes", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--preload-bound", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve_emulator:
+        preload = preloaded(args.preload_nodes, args.preload_bound, args.seed) if args.preload_nodes else None
         (uvloop.run if args.emulator_loop == "uvloop" else asyncio.run)(
-            serve(args.emulator, Path(args.emulator_dir), args.stock_emulator))
+            serve(args.emulator, Path(args.emulator_dir), args.stock_emulator, preload))
         return 0
     if args.profile == "py-spy" and not (Path(sys.executable).parent / "py-spy").exists():
         ap.error("--profile py-spy needs py-spy in the venv: .venv/bin/pip install py-spy (not a project dependency)")

@@ -21,7 +21,6 @@ import asyncio
 import base64
 import contextlib
 import contextvars
-import copy
 import datetime as dt
 import gc
 import ipaddress
@@ -32,7 +31,7 @@ import ssl
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.bench import realistic
+from tests.integration import schemas
 from tests.integration.apiserver import ApiServer
 from tests.integration.conftest import RESOURCES, VERBS
 
@@ -92,17 +92,19 @@ class BenchApiServer(ApiServer):
             raise kmock.KubernetesError(status=410, reason="Expired", message="the continue token expired")
         listed = self.pages.pop(token) if token else await self._snapshot(req)
         items = listed["items"]
-        page = {**listed, "items": copy.deepcopy(items[:int(limit)]),
-                "metadata": {"resourceVersion": listed["metadata"]["resourceVersion"]}}
+        meta: dict[str, Any] = {"resourceVersion": listed["metadata"]["resourceVersion"]}
         if len(items) > int(limit):
             token = uuid.uuid4().hex
             self.pages[token] = {**listed, "items": items[int(limit):]}
-            page["metadata"].update({"continue": token, "remainingItemCount": len(items) - int(limit)})
-        return page
+            meta.update({"continue": token, "remainingItemCount": len(items) - int(limit)})
+        # the real server's order (its list types' fields): metadata before items; stored versions as they are,
+        # since every write replaces one and none changes one
+        return {"kind": listed["kind"], "apiVersion": listed["apiVersion"], "metadata": meta,
+                "items": items[:int(limit)]}
 
     async def _snapshot(self, req: Any) -> dict[str, Any]:
-        """The list of ``req`` with its items not copied yet: the stored versions, which a write replaces and
-        never changes (the copy per page is what keeps a list of 50,000 pods from copying them all at once)."""
+        """The list of ``req`` with its items not copied: the stored versions, which a write replaces and never
+        changes (every write of :class:`ApiServer` works on a copy), so pages are served as they are."""
         if req.resource not in self._get_resources():
             raise kmock.KubernetesResourceNotFoundError()
         async with self._lock:
@@ -137,6 +139,27 @@ class BenchApiServer(ApiServer):
                 realistic.track_fields(body, sent, realistic.manager_of(req.headers.get("User-Agent", "")),
                                        req.subresource)
         return await super()._commit(key, body, type_)  # type: ignore[no-untyped-call]
+
+
+def preload(srv: ApiServer, resource: str, bodies: Iterable[dict[str, Any]]) -> int:
+    """Store ``bodies`` as if each had been created, straight into the store: no HTTP, no watch event (nothing
+    watches yet), no copy. Each body is an object as the server stores it, but for what the server stamps on
+    a create — ``uid``, ``creationTimestamp``, ``generation`` and ``resourceVersion``, set here. The first body
+    is checked against the release's strict schema, as a create would be (the rest come from the same builder:
+    a benchmark's preloaded objects differ only in names, addresses and nodes). ``resource``:
+    ``group/version/plural`` (``v1/pods``). Returns how many were stored."""
+    res, count, stamp = kmock.resource(resource), 0, dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    kind = srv._kind(res)
+    for body in bodies:
+        if not count and (errors := schemas.errors(body, f"{res.group}/{res.version}".lstrip("/"), kind,
+                                                   srv.kube_version)):
+            raise ValueError(f"preloaded {kind} {body['metadata'].get('name')}: {errors[:3]}")
+        srv.rv += 1
+        body["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=stamp, generation=1,
+                                resourceVersion=str(srv.rv))
+        srv._objects[res, body["metadata"].get("namespace"), body["metadata"]["name"]] = body
+        count += 1
+    return count
 
 
 _OWNED: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("owned", default=None)
@@ -208,10 +231,15 @@ def _server_class(ctx: ssl.SSLContext | None) -> type[aiohttp.test_utils.RawTest
     return Served
 
 
-async def serve(shape: str, workdir: Path, stock: bool = False) -> None:
+Preload = Callable[[bool], Iterable[tuple[str, Iterable[dict[str, Any]]]]]
+"""What an emulator holds before it serves: given whether objects are shaped as a real server's, the
+(``group/version/plural``, objects) to store (:func:`preload`)."""
+
+
+async def serve(shape: str, workdir: Path, stock: bool = False, objects: Preload | None = None) -> None:
     """Serve until stdin closes; print the base URL as the first stdout line. ``shape``: one of :data:`SHAPES`
     (``real``: HTTPS with the CA and key in ``workdir``, made by the parent); ``stock``: the plain
-    :class:`ApiServer`."""
+    :class:`ApiServer`; ``objects``: what is stored before the URL is printed (:func:`preload`)."""
     gc.disable()  # millions of JSON dicts at 50,000 pods: full collections over them stalled requests past 30 s
     ctx = None
     if shape == "real":
@@ -221,25 +249,28 @@ async def serve(shape: str, workdir: Path, stock: bool = False) -> None:
         for path, (kind, namespaced, subresources) in RESOURCES.items():
             srv.resources[path] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
                                                      verbs=VERBS, subresources=subresources)
+        for resource, bodies in objects(shape == "real") if objects is not None else ():
+            preload(srv, resource, bodies)
         print(str(http.url).rstrip("/"), flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
 
 @contextlib.contextmanager
-def emulator(loop: str, shape: str, workdir: Path, stock: bool = False
-             ) -> Iterator[tuple[subprocess.Popen[str], str, Tls | None]]:
+def emulator(loop: str, shape: str, workdir: Path, stock: bool = False, preload: list[str] | None = None,
+             ready_s: float = 30.0) -> Iterator[tuple[subprocess.Popen[str], str, Tls | None]]:
     """An emulator process (``loop``: uvloop or asyncio; ``shape``: :data:`SHAPES`; ``stock``: the plain
-    :class:`ApiServer`); yields (process, base URL, its TLS or None); always stopped."""
+    :class:`ApiServer`; ``preload``: extra arguments of ``--serve-emulator`` naming what it stores before it
+    serves, given ``ready_s`` seconds to do so); yields (process, base URL, its TLS or None); always stopped."""
     tls = make_tls() if shape == "real" else None
     if tls is not None:
         (workdir / "ca.crt").write_bytes(tls.cert_pem)
         (workdir / "ca.key").write_bytes(tls.key_pem)
     cmd = [sys.executable, "-m", "tests.bench.bench_e2e", "--serve-emulator", "--emulator-loop", loop,
            "--emulator", shape, "--emulator-dir", str(workdir)]
-    proc = subprocess.Popen(cmd + (["--stock-emulator"] if stock else []), cwd=ROOT, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd + (["--stock-emulator"] if stock else []) + (preload or []), cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        yield proc, _readline_within(proc, 30), tls
+        yield proc, _readline_within(proc, ready_s), tls
     finally:
         stop(proc, close_stdin=True)
 

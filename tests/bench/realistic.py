@@ -196,6 +196,17 @@ def default_pod(sent: JSON) -> tuple[JSON, JSON]:
     return pod, created
 
 
+def running_pod(sent: JSON) -> JSON:
+    """A pod of another scheduler as the server stores it once bound and running: ``sent`` (with ``spec.nodeName``
+    and the kubelet's ``status``, :func:`running_status`) defaulted and admitted (:func:`default_pod`), with the
+    ``managedFields`` of its creator (``kube-controller-manager``, as for a ReplicaSet's pod) and of the
+    kubelet's status writes. A new dict; the server's stamps (uid, resourceVersion …) are not set."""
+    pod, created = default_pod(sent)
+    track_fields(pod, {k: v for k, v in created.items() if k != "status"}, "kube-controller-manager", None)
+    track_fields(pod, {"status": pod["status"]}, "kubelet", "status")
+    return pod
+
+
 def owned_by_job(body: JSON, job: str, index: int, job_uid: str) -> JSON:
     """``body`` (a pod to create) as the Job controller creates it (``pkg/controller/job``, v1.37): the
     ``generateName`` prefix, the controller labels and the completion index of an Indexed Job, and the

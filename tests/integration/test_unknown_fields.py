@@ -78,3 +78,24 @@ async def _create_unknown(kube: KubeClient) -> None:
 
 async def _count(kube: KubeClient, n: int) -> bool:
     return sum(map(len, (await warnings_by_object(kube)).values())) >= n
+
+
+@pytest.mark.looptime
+async def test_an_unknown_field_of_a_pod_seen_by_the_watch_is_warned(k8s: Any, kube: KubeClient) -> None:
+    """The pod comes after the first list, as a watch event (decoded into the model, then again as sent for its
+    unknown fields): the same one Warning Event."""
+    await create_node(kube, "n0", cpu="1")
+    newer = KubeClient.for_host(str(k8s.url))
+    newer.api.default_headers[UNCHECKED_HEADER] = "newer-server"
+    try:
+        async with running(kube):
+            worker = pod("late", None, cpu="2")  # does not fit: stays pending, retried
+            worker["spec"]["containers"][0]["resoures"] = worker["spec"]["containers"][0]["resources"]
+            await newer.create(PODS, NS, worker)
+            await until(lambda: _count(kube, 1), what="a warning event")
+            await asyncio.sleep(20)
+            warned = await warnings_by_object(kube)
+    finally:
+        await newer.close()
+    assert warned == {"Pod late": ["not honoured: spec.containers[0].resoures: unknown field (did you mean "
+                                   "resources?); ignored"]}

@@ -20,8 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.cache.cluster import KINDS, REFUSAL_REASONS, ClusterCache, Refusal
-from scheduler.client.decoding import MAX_DEPTH, loads
+from scheduler.client.decoding import MAX_DEPTH, event_decoder, loads, page_decoder
 from scheduler.groups.intent import INTENT_ANNOTATION
+from scheduler.live.informers import DECODED_AS_MODELS
 from scheduler.model.base import NESTED_TOO_DEEP
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -161,3 +162,33 @@ def test_the_client_decoder_never_raises_recursion(depth: int, shape: str) -> No
             assert value["items"][0] == {"metadata": {"name": "ok"}}
     else:
         assert value == expected
+
+
+@st.composite
+def hostile_pods_and_nodes(draw: st.DrawFn) -> tuple[str, tuple[Any, ...], tuple[str, Any]]:
+    """A hostile object (as :func:`hostile_objects`) of a kind whose informer decodes straight into models."""
+    kind = draw(st.sampled_from(sorted(DECODED_AS_MODELS)))
+    return kind, draw(st.sampled_from(_paths(SAMPLES[kind]))), draw(hostile)
+
+
+@SETTINGS
+@given(hostile_pods_and_nodes(), st.sampled_from(["page", "event"]))
+def test_decoding_from_bytes_takes_what_the_plain_way_takes(case: tuple[str, tuple[Any, ...], tuple[str, Any]],
+                                                           how: str) -> None:
+    """A list page or a watch event decoded straight into models (``page_decoder`` / ``event_decoder``) gives the
+    models the plain way gives (``loads``, then the kind's ``model_validate``), or refuses — and the informer then
+    takes the plain way; it never takes an object the plain way refuses, nor reads one differently."""
+    kind, path, recipe = case
+    model = DECODED_AS_MODELS[kind]
+    try:
+        obj = _put(copy.deepcopy(SAMPLES[kind]), path, make(recipe))
+        data = json.dumps({"metadata": {"resourceVersion": "7"}, "items": [obj]} if how == "page"
+                          else {"type": "MODIFIED", "object": obj}).encode()
+    except (RecursionError, ValueError):  # too deep or not JSON (1e400) for the test's own encoder: no bytes
+        return
+    try:
+        got = page_decoder(model)(data)[0] if how == "page" else event_decoder(model)(data)[1]
+    except ValueError:  # refused: the plain way decides
+        return
+    plain = loads(data)
+    assert got == KINDS[kind].parse(plain["items"][0] if how == "page" else plain["object"])
