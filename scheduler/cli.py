@@ -28,6 +28,7 @@ import gc
 import logging
 import signal
 import sys
+import time
 import typing
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -426,7 +427,24 @@ def _log_to_stderr(level: str) -> None:
     lookup, which walks the stack on every record): ``run`` logs a line per scheduling decision."""
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     logging._srcfile = None  # the HOWTO's documented switch for "no caller information"
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(_SecondFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
+
+
+class _SecondFormatter(logging.Formatter):
+    """``logging.Formatter`` whose ``asctime`` text is the standard one (``2026-11-29 10:00:00,123``, local
+    time), with the whole second formatted once per second instead of once per record."""
+
+    _second: tuple[int, str] = (-1, "")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt is not None or self.default_msec_format is None:
+            return super().formatTime(record, datefmt)
+        whole = int(record.created)
+        if self._second[0] != whole:
+            self._second = (whole, time.strftime(self.default_time_format, self.converter(record.created)))
+        return self.default_msec_format % (self._second[1], record.msecs)
 
 
 @main.command(name="run", cls=SettingsCommand)

@@ -110,6 +110,8 @@ def cache_claim_writes(cache: ClusterCache, cycle: BindingCycle) -> list[ClaimWr
             if group is not None:
                 uids[(ns, name)] = group.metadata.uid
     pinned = {p.key: view.pods[p.key].pinned for p, _ in plan.placements if p.key in view.pods}
+    if not plan.allocations and not any(pinned.values()):
+        return []  # nothing to allocate or reserve (most plans): the claims are not gathered
     served: dict[str, str] = {}
     resources: tuple[str, ...] = ()
     if any(a.synthetic for a in plan.allocations):

@@ -67,7 +67,10 @@ async def bind_plan(placements: tuple[tuple[Pod, str], ...] | list[tuple[Pod, st
                 return
             outcome.bound.append((pod, node))
 
-    await asyncio.gather(*(one(pod, node) for pod, node in placements))
+    if len(placements) == 1:  # a lone pod: no task of its own
+        await one(*placements[0])
+    else:
+        await asyncio.gather(*(one(pod, node) for pod, node in placements))
     return outcome
 
 

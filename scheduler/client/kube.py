@@ -36,6 +36,7 @@ from urllib.parse import urlencode, urlsplit
 import aiohttp
 import pydantic_core
 import yaml
+import yarl
 from kubernetes_asyncio import client, config
 from pydantic import BaseModel
 
@@ -343,7 +344,9 @@ class KubeClient:
             headers["Cookie"] = api.cookie
         query = list(query or [])
         await self.api.update_params_for_auth(headers, query, ["BearerToken"])
-        url = f"{cfg.host}{path}" + ("?" + urlencode(query) if query else "")
+        # built encoded: paths are object names (DNS labels and subdomains) and the query is urlencoded already,
+        # so aiohttp need not parse and quote it again
+        url = yarl.URL(f"{cfg.host}{path}" + ("?" + urlencode(query) if query else ""), encoded=True)
         try:
             resp = await self.session.request(
                 method, url, headers=headers, data=None if body is None else pydantic_core.to_json(body),

@@ -39,6 +39,10 @@ cores) and far enough below 2^63 that sums over a node's pods cannot overflow. A
 absurd request (``cpu: 1e16``) thus simply never fits instead of crashing the solver."""
 
 
+MAX_REQUEST_VECTORS = 4096
+"""Distinct requests whose rows a table keeps (:meth:`NodeTable.request_vector`); past it the memo starts over."""
+
+
 def clamp(units: int) -> int:
     """``units`` clamped to ±:data:`MAX_UNITS`."""
     return max(-MAX_UNITS, min(units, MAX_UNITS))
@@ -86,6 +90,8 @@ class NodeTable:
     _domains: dict[str, Domains] = field(default_factory=dict, repr=False)
     _selectors: dict[tuple[NodeSelector, bool], BoolArray] = field(default_factory=dict, repr=False)
     _memo: dict[Hashable, Any] = field(default_factory=dict, repr=False)
+    _vectors: dict[tuple[tuple[str, int], ...], tuple[IntArray, tuple[str, ...]]] = field(
+        default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, nodes: Iterable[Node], extra_resources: Iterable[str] = ()) -> NodeTable:
@@ -232,7 +238,23 @@ class NodeTable:
         return value
 
     def request_vector(self, requests: Mapping[str, int]) -> tuple[IntArray, tuple[str, ...]]:
-        """A request as a row over this table's columns, plus the resources no node offers at all."""
+        """A request as a row over this table's columns, plus the resources no node offers at all.
+
+        Memoised per request (most pods share a few shapes; the columns outlive :meth:`with_allocatable`), at
+        most :data:`MAX_REQUEST_VECTORS` at a time. The row is read-only (a write raises ``ValueError``): callers
+        copy it to change it."""
+        key = tuple(requests.items())
+        hit = self._vectors.get(key)
+        if hit is not None:
+            return hit
+        if len(self._vectors) >= MAX_REQUEST_VECTORS:
+            self._vectors.clear()
+        found = self._request_vector(requests)
+        found[0].setflags(write=False)
+        self._vectors[key] = found
+        return found
+
+    def _request_vector(self, requests: Mapping[str, int]) -> tuple[IntArray, tuple[str, ...]]:
         vec = np.zeros(len(self.resources), dtype=np.int64)
         unknown: list[str] = []
         for r, v in requests.items():

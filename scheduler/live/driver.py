@@ -399,7 +399,8 @@ class Scheduler:
 
     async def bind(self, attempt: Attempt, started: float, cycle: BindingCycle) -> None:
         """Run the plan's binding cycle (started at decision time); on success mark its groups scheduled, on
-        failure requeue the root.
+        failure requeue the root; then write the bound pods' ``Scheduled`` Events (reports: API errors are
+        logged, never raised).
 
         Guarded: an unexpected error forgets the members not bound and requeues the root instead of
         leaking their assumptions (capacity and devices held forever) and losing the root. Members
@@ -422,6 +423,8 @@ class Scheduler:
                                                 "the group requeued"))
             outcome.skipped = [k for k in unbound if k not in outcome.skipped] + outcome.skipped
         self._finish(attempt, result, outcome, started)
+        if result.bound:  # the Scheduled Events, in this task: after the bind, outside its slot
+            await self.status.pods_scheduled(result.bound)
 
     def _intent_of(self, namespace: str, name: str) -> Mapping[str, tuple[str, str]]:
         """The durable intent PodGroup ``namespace/name`` shows in the cache (empty: none, or not known)."""
@@ -441,8 +444,6 @@ class Scheduler:
             self.conditions.observe(tree.key)
         self.metrics.bound(tree, plan, outcome, time.perf_counter() - started,
                            root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
-        if result.bound:
-            self.spawn(self.status.pods_scheduled(result.bound), f"status/{tree.key}")
         self.preemptor.settled(plan, result.bound)
         if result.ok:
             self.queue.done(tree.key)  # scheduled: its backoff starts over

@@ -25,6 +25,7 @@ report. What to report and how often is the caller's (:class:`~scheduler.live.st
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
@@ -247,7 +248,13 @@ def event_name(regarding: str, unix_ns: int) -> str:
 def micro_time(unix_ns: int) -> str:
     """``metav1.MicroTime`` JSON for ``unix_ns`` (UTC, six fractional digits: ``2026-11-29T10:00:00.123456Z``)."""
     seconds, rest = divmod(unix_ns, 1_000_000_000)
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{rest // 1000:06d}Z"
+    return f"{_second_text(seconds)}.{rest // 1000:06d}Z"
+
+
+@functools.lru_cache(maxsize=4)
+def _second_text(seconds: int) -> str:
+    """A whole second as ``2026-11-29T10:00:00`` (UTC), formatted once while Events of that second are written."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def warn(what: str, exc: Exception) -> None:

@@ -54,7 +54,8 @@ class Signatures:
                 if nodes is not None:
                     sig.nodes = nodes if sig.nodes is None else sig.nodes & nodes
             sigs.append(sig)
-        share = table.max_allocatable
-        sigs.sort(key=lambda s: -float((s.request / share).sum()))
+        if len(sigs) > 1:
+            share = table.max_allocatable
+            sigs.sort(key=lambda s: -float((s.request / share).sum()))
         self._by_leaf[leaf.key] = sigs
         return sigs

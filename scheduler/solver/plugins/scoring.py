@@ -41,10 +41,10 @@ class NodeOrder:
         table = state.table
         col = table.column[PODS]
         self.idle: IntArray = (state.free[:, col].take(rows) >= table.allocatable[:, col].take(rows)).astype(np.int64)
-        self.base: IntArray = np.zeros(len(rows), dtype=np.int64)
+        # accelerator nodes (idle ones twice) are kept for pods that need one
+        self.base: IntArray = (np.zeros(len(rows), dtype=np.int64) if sig.needs_accelerator
+                               else table.accelerator.take(rows) * (1 + self.idle) * _BIG)
         """The accelerator penalty, already weighted (the part of every key that does not change)."""
-        if not sig.needs_accelerator:  # accelerator nodes (idle ones twice) are kept for pods that need one
-            self.base = table.accelerator.take(rows) * (1 + self.idle) * _BIG
         self.spread = state.config.scoring == "spread"
 
     def pick(self, sub: IntArray, caps: IntArray, remaining: int, preference: IntArray | None) -> tuple[int, int]:
@@ -86,6 +86,8 @@ class NodeOrder:
         if count <= 0:
             return []
         base = self.base.take(sub) + self.idle.take(sub)
+        if remaining == 1:  # every candidate takes it (caps > 0): the first step below without selecting them
+            return [(int(sub[int(np.argmin(base + c * 2))]), 1)]
         cand = np.flatnonzero(c >= remaining)
         if len(cand):  # the loop's first step: some node takes every copy (most small gangs) — no sorting
             j = cand[np.argmin(base[cand] + c[cand] * 2)]

@@ -7,6 +7,7 @@ The scheduler itself is never started here: tests that need parsed settings repl
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -18,6 +19,8 @@ import click
 import pytest
 from click.shell_completion import ShellComplete
 from click.testing import CliRunner, Result
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scheduler import cli
 from scheduler.config import ENV_PREFIX, Settings, own_namespace
@@ -419,3 +422,13 @@ def test_shell_completion_offers_the_choices(args: list[str], incomplete: str, o
     """The values are checked by the settings, not by Click's types, and completion still offers them."""
     complete = ShellComplete(cli.main, {}, "gang-scheduler", "_GANG_SCHEDULER_COMPLETE")
     assert [item.value for item in complete.get_completions(args, incomplete)] == offered
+
+
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False), st.floats(min_value=0, max_value=4e9, allow_nan=False))
+def test_log_timestamps_reusing_a_second_match_logging_s_own(first: float, second: float) -> None:
+    ours = cli._SecondFormatter("%(asctime)s %(message)s")
+    stock = logging.Formatter("%(asctime)s %(message)s")
+    for created in (first, second, first, first + 0.5):
+        record = logging.LogRecord("x", logging.INFO, __file__, 1, "m", None, None)
+        record.created, record.msecs = created, (created - int(created)) * 1000
+        assert ours.format(record) == stock.format(record)

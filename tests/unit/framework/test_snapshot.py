@@ -199,6 +199,22 @@ def test_request_vector(requests: dict[str, int], vector: list[int], unknown: tu
     assert missing == unknown
 
 
+def test_request_vector_is_memoised_read_only_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = NodeTable.build([node("a", gpu=1)])
+    first, _ = table.request_vector({"cpu": 1000, "pods": 1})
+    again, _ = table.request_vector({"cpu": 1000, "pods": 1})
+    assert again is first  # one row per distinct request
+    with pytest.raises(ValueError, match="read-only"):
+        first[0] = 0  # a caller changing the shared row would change every pod's request
+    monkeypatch.setattr("scheduler.framework.node_table.MAX_REQUEST_VECTORS", 2)
+    for cpu in range(1, 6):
+        vec, _ = table.request_vector({"cpu": cpu, "pods": 1})
+        assert vec.tolist() == [cpu, 0, 0, 1]
+    assert len(table._vectors) <= 2
+    fresh, _ = table.request_vector({"cpu": 1000, "pods": 1})
+    assert fresh.tolist() == [1000, 0, 0, 1]
+
+
 # --- Snapshot --------------------------------------------------------------------------------------------------------
 
 

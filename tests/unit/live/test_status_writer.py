@@ -7,6 +7,7 @@ independently of the code under test.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -49,3 +50,11 @@ def test_event_name_is_a_valid_name_for_every_valid_pod_name(pod: str, unix_ns: 
 def test_micro_time(unix_ns: int, expected: str) -> None:
     assert micro_time(unix_ns) == expected
     assert av.MICRO_TIME.fullmatch(expected)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**62), min_size=1, max_size=20))
+def test_micro_time_reusing_a_second_matches_formatting_each_time(stamps: list[int]) -> None:
+    for unix_ns in stamps:  # any order: a second formatted earlier, another in between, the same second again
+        seconds, rest = divmod(unix_ns, 1_000_000_000)
+        whole = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        assert micro_time(unix_ns) == f"{whole}.{rest // 1000:06d}Z"
