@@ -42,7 +42,11 @@ another scheduler already bound (``startup-50k`` and ``startup-150k``, not in ``
 gang with a ResourceClaimTemplate and each pod one claim generated from it (the driver plays the
 resourceclaim controller: it creates the claim and names it in the pod's ``status.resourceClaimStatuses``;
 :mod:`tests.bench.dra_workload`), checked as well for every claim allocated on its pod's node, reserved for
-the pod, and no device allocated twice. Reported per
+the pod, and no device allocated twice; ``dra-shared`` and ``dra-conditions`` (not in ``all``) the same with
+each GPU shared by up to four 10Gi claims (``allowMultipleAllocations``, KEP-5075; checked for a ``shareID`` per
+share and no device's ``consumedCapacity`` over its capacity) or carrying binding conditions that the driver sets
+True in each allocated claim's ``status.devices[]`` as the device driver would (KEP-5007; checked that no pod was
+bound before its claim's conditions were written). Reported per
 case: ready and start → first bind (seconds after the launch, and the scheduler's CPU by then: start-up),
 pods bound/s after the first bind, the scheduler's **steady-state CPU per pod** (``/proc`` utime+stime from
 the first bind to the last, divided by the pods bound in that window) and its CPU per pod over the whole
@@ -713,7 +717,9 @@ CASES = {c.name: c for c in (
 """The drain workloads (``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load; ``dra``
 holds 1,000 pods in 4-pod gangs on 500 nodes, each pod with a claim for one GPU), and
 ``startup-50k`` and ``startup-150k``: the start-up targets' clusters, 5,000 nodes and 50,000 pods, 15,000 nodes and
-150,000 pods (not in ``all``: each takes minutes)."""
+150,000 pods (not in ``all``: each takes minutes); ``dra-shared`` and ``dra-conditions``: ``dra`` with each claim a
+share of a shared GPU, or with GPUs whose binding conditions the benchmark sets True (not in ``all``, to keep
+``make bench`` short)."""
 ALL = ("gangs4", "plain", "gangs64", "gangs4-big", "dra")
 """What ``--case all`` (and ``make bench``) runs."""
 
