@@ -104,8 +104,21 @@ async def test_the_shared_and_conditions_drains_objects_are_valid_and_pass_the_d
         assert all(parse_quantity(r["consumedCapacity"]["memory"]) == parse_quantity(dra_workload.SHARE)
                    for r in results)
         assert len({r["shareID"] for r in results}) == 4
+        (used,) = {(r["pool"], r["device"]) for r in results}
+        shrunk = next(s for s in slices if s["spec"]["pool"]["name"] == used[0])  # the check catches an overcommit
+        for d in shrunk["spec"]["devices"]:
+            if d["name"] == used[1]:
+                d["capacity"]["memory"]["value"] = "30Gi"
+        await kube.replace(RESOURCE_SLICES, None, shrunk["metadata"]["name"], shrunk)
+        assert await bench_e2e.check_dra(kube, mode) == [
+            f"device ('{dra_workload.DRIVER}', '{used[0]}', '{used[1]}') memory: 42949672960 consumed of 32212254720"]
     else:
         assert len(sent) == 4 and {c["metadata"]["name"] for c in claims} == set(sent)
+        first = min(sent.values())  # the check catches pods seen bound before the driver wrote
+        early = {name: (first - 1.0, n) for name, (_, n) in watch.bound.items()}
+        late = await bench_e2e.check_dra(kube, mode, sent, early)
+        assert len(late) == 4 and all("before its claim's conditions were written" in p for p in late)
+        assert any("never wrote" in p for p in await bench_e2e.check_dra(kube, mode, {}, watch.bound))
 
 
 def test_conditions_patch_sets_each_binding_condition_true_once() -> None:
