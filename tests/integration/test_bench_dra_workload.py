@@ -60,6 +60,7 @@ async def test_the_dra_drains_objects_are_valid_and_its_gang_is_bound_with_claim
         assert [(r["driver"], r["pool"]) for r in results] == [(dra_workload.DRIVER, placed[pod_name])]
         taken |= {(r["pool"], r["device"]) for r in results}
     assert len(taken) == 4
+    assert await bench_e2e.check_dra(kube) == []  # the drain's own check agrees
 
 
 @pytest.mark.looptime
