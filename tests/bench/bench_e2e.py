@@ -1156,7 +1156,7 @@ def main(argv: list[str] | None = None) -> int:
                          "O(requests so far); see BenchApiServer (only practical with --quick)")
     ap.add_argument("--case", action="append", choices=[*CASES, "all"], default=None,
                     help="a drain instead of the burst: everything created first, then the scheduler "
-                         "started (repeatable; 'all' runs every case but the startup ones; "
+                         f"started (repeatable; 'all' runs {', '.join(ALL)}; "
                          "--nodes/--gangs/--pods-per-gang do not apply)")
     ap.add_argument("--emulator", choices=SHAPES, default="real",
                     help="real (default): HTTPS, objects shaped and sized as a real API server's "
