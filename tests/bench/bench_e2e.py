@@ -42,7 +42,11 @@ another scheduler already bound (``startup-50k`` and ``startup-150k``, not in ``
 gang with a ResourceClaimTemplate and each pod one claim generated from it (the driver plays the
 resourceclaim controller: it creates the claim and names it in the pod's ``status.resourceClaimStatuses``;
 :mod:`tests.bench.dra_workload`), checked as well for every claim allocated on its pod's node, reserved for
-the pod, and no device allocated twice. Reported per
+the pod, and no device allocated twice; ``dra-shared`` and ``dra-conditions`` (not in ``all``) the same with
+each GPU shared by up to four 10Gi claims (``allowMultipleAllocations``, KEP-5075; checked for a ``shareID`` per
+share and no device's ``consumedCapacity`` over its capacity) or carrying binding conditions that the driver sets
+True in each allocated claim's ``status.devices[]`` as the device driver would (KEP-5007; checked that no pod was
+bound before its claim's conditions were written). Reported per
 case: ready and start → first bind (seconds after the launch, and the scheduler's CPU by then: start-up),
 pods bound/s after the first bind, the scheduler's **steady-state CPU per pod** (``/proc`` utime+stime from
 the first bind to the last, divided by the pods bound in that window) and its CPU per pod over the whole
@@ -73,6 +77,7 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +99,7 @@ from scheduler.client.kube import (
 )
 from scheduler.live.status_writer import event_name, micro_time
 from scheduler.model import Node, Pod
+from scheduler.model.quantity import parse as parse_quantity
 from scheduler.model.scheduling import INITIALLY_SCHEDULED
 from tests.bench import dra_workload, realistic
 from tests.bench.bench_solver import GPU, GPU_SHARE, RACKS_PER_ZONE, ZONES, machine, node_dicts
@@ -671,9 +677,11 @@ class Case:
     per_gang: int = 0
     plain: int = 0
     prebound: int = 0
-    dra: bool = False
-    """Every node publishes a ResourceSlice of the NVIDIA driver's 8 GPUs; each gang has a ResourceClaimTemplate
-    and each of its pods (1 cpu) one claim generated from it for one GPU (:mod:`tests.bench.dra_workload`)."""
+    dra: str = ""
+    """A :data:`~tests.bench.dra_workload.MODES` mode, or empty: every node publishes a ResourceSlice of the NVIDIA
+    driver's 8 GPUs; each gang has a ResourceClaimTemplate and each of its pods (1 cpu) one claim generated from
+    it for one GPU (``exclusive``), a 10Gi share of one (``shared``), or one GPU whose binding conditions the
+    benchmark sets True as the driver would (``conditions``) (:mod:`tests.bench.dra_workload`)."""
 
     @property
     def pods(self) -> int:
@@ -688,8 +696,10 @@ class Case:
         if self.plain:
             parts.append(f"{self.plain:,} plain pods (ours, no group)")
         if self.dra:
+            use = {"exclusive": "1 GPU", "shared": f"a {dra_workload.SHARE} share of a shared GPU",
+                   "conditions": "1 GPU with binding conditions, set True by the bench"}[self.dra]
             parts.insert(1, f"one ResourceSlice of {dra_workload.devices_per_slice()} {dra_workload.DRIVER} devices "
-                            "per node; one ResourceClaimTemplate per gang, one generated claim (1 GPU) per pod")
+                            f"per node; one ResourceClaimTemplate per gang, one generated claim ({use}) per pod")
         return ", ".join(parts)
 
 
@@ -700,12 +710,16 @@ CASES = {c.name: c for c in (
     Case("gangs4-big", nodes=5000, gangs=1000, per_gang=4, prebound=20000),
     Case("startup-50k", nodes=5000, gangs=1000, per_gang=4, prebound=46000),
     Case("startup-150k", nodes=15000, gangs=1000, per_gang=4, prebound=146000),
-    Case("dra", nodes=500, gangs=250, per_gang=4, dra=True),
+    Case("dra", nodes=500, gangs=250, per_gang=4, dra="exclusive"),
+    Case("dra-shared", nodes=500, gangs=250, per_gang=4, dra="shared"),
+    Case("dra-conditions", nodes=500, gangs=250, per_gang=4, dra="conditions"),
 )}
 """The drain workloads (``gangs4`` and ``gangs4-big`` differ only in the cluster's size and load; ``dra``
 holds 1,000 pods in 4-pod gangs on 500 nodes, each pod with a claim for one GPU), and
 ``startup-50k`` and ``startup-150k``: the start-up targets' clusters, 5,000 nodes and 50,000 pods, 15,000 nodes and
-150,000 pods (not in ``all``: each takes minutes)."""
+150,000 pods (not in ``all``: each takes minutes); ``dra-shared`` and ``dra-conditions``: ``dra`` with each claim a
+share of a shared GPU, or with GPUs whose binding conditions the benchmark sets True (not in ``all``, to keep
+``make bench`` short)."""
 ALL = ("gangs4", "plain", "gangs64", "gangs4-big", "dra")
 """What ``--case all`` (and ``make bench``) runs."""
 
@@ -791,13 +805,13 @@ async def create_dra(kube: KubeClient, case: Case, concurrency: int, real: bool)
     nodes, _ = await list_all(kube, NODES)
     await kube.create(DEVICE_CLASSES, None, dra_workload.device_class())
     await bounded(concurrency, [functools.partial(kube.create, RESOURCE_SLICES, None, dra_workload.node_slice(
-        n["metadata"]["name"], n["metadata"]["uid"])) for n in nodes])
+        n["metadata"]["name"], n["metadata"]["uid"], case.dra)) for n in nodes])
     took["slices"] = time.monotonic() - t0
     t0 = time.monotonic()
 
     calls: list[Callable[[], Awaitable[Any]]] = []
     for g in range(case.gangs):
-        template = dra_workload.claim_template(gang_name(g))
+        template = dra_workload.mode_template(gang_name(g), case.dra)
         calls.append(functools.partial(kube.create, RESOURCE_CLAIM_TEMPLATES, NS, template))
         calls.append(functools.partial(kube.create, PODGROUPS, NS, podgroup(gang_name(g), case.per_gang)))
         calls += [functools.partial(dra_workload.create_member, kube, gang_name(g), m, template, real)
@@ -807,13 +821,22 @@ async def create_dra(kube: KubeClient, case: Case, concurrency: int, real: bool)
     return took
 
 
-async def check_dra(kube: KubeClient) -> list[str]:
+async def check_dra(kube: KubeClient, mode: str = "exclusive", sent: dict[str, float] | None = None,
+                    bound: dict[str, tuple[float, str]] | None = None) -> list[str]:
     """Every pod's generated claim allocated on the pod's node (the slice's pool is named after its node) and
-    reserved for the pod; no device allocated twice. Returns the violations."""
+    reserved for the pod. ``exclusive`` and ``conditions``: no device allocated twice; ``shared`` (KEP-5075):
+    each share of a device has its own ``shareID`` and the ``consumedCapacity`` of a device's shares sums to at
+    most its ``capacity``; ``conditions`` (KEP-5007): no pod seen bound (``bound``: pod -> (instant, node), from
+    :class:`BindWatch`) before the driver began writing its claim's conditions (``sent``: claim -> instant, from
+    :func:`~tests.bench.dra_workload.play_driver`). Returns the violations."""
     raw_pods, _ = await list_all(kube, PODS, NS)
     claims, _ = await list_all(kube, RESOURCE_CLAIMS, NS)
+    slices, _ = await list_all(kube, RESOURCE_SLICES)
+    capacity = {(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"], k): parse_quantity(v["value"])
+                for s in slices for d in s["spec"].get("devices") or [] for k, v in (d.get("capacity") or {}).items()}
     by_name = {c["metadata"]["name"]: c for c in claims}
-    taken: Counter[tuple[str, str, str]] = Counter()
+    taken: Counter[tuple[str, str, str, str]] = Counter()
+    consumed: defaultdict[tuple[str, str, str, str], Decimal] = defaultdict(Decimal)
     problems: list[str] = []
     for raw in raw_pods:
         name, node, uid = raw["metadata"]["name"], raw["spec"].get("nodeName"), raw["metadata"]["uid"]
@@ -824,13 +847,44 @@ async def check_dra(kube: KubeClient) -> list[str]:
             if not results:
                 problems.append(f"pod {name}: claim {entry.get('resourceClaimName')} not allocated")
                 continue
-            taken.update((r["driver"], r["pool"], r["device"]) for r in results)
+            taken.update((r["driver"], r["pool"], r["device"], r.get("shareID") or "") for r in results)
+            for r in results:
+                if mode == "shared" and not r.get("shareID"):
+                    problems.append(f"pod {name}: share of {r['device']} without a shareID")
+                for k, v in (r.get("consumedCapacity") or {}).items():
+                    consumed[(r["driver"], r["pool"], r["device"], k)] += parse_quantity(v)
             if any(r["pool"] != node for r in results):
                 problems.append(f"pod {name} on {node}: claim devices in pools {[r['pool'] for r in results]}")
             if uid not in {r.get("uid") for r in status.get("reservedFor") or []}:
                 problems.append(f"pod {name}: claim {entry['resourceClaimName']} not reserved for it")
+            if mode == "conditions":
+                problems += conditions_problems(name, entry["resourceClaimName"], status, sent or {}, bound or {})
     twice = [d for d, n in taken.items() if n > 1]
     problems += [f"device {d} allocated {taken[d]} times" for d in twice[:5]]
+    over = [k for k, v in consumed.items() if v > capacity.get(k, Decimal(0))]
+    problems += [f"device {k[:3]} {k[3]}: {consumed[k]} consumed of {capacity.get(k)}" for k in over[:5]]
+    if mode == "shared" and not consumed:
+        problems.append("no consumedCapacity recorded on any share")
+    return problems
+
+
+def conditions_problems(pod_name: str, claim_name: str, status: dict[str, Any], sent: dict[str, float],
+                        bound: dict[str, tuple[float, str]]) -> list[str]:
+    """One pod's binding-condition violations (KEP-5007): its claim's results lack the devices' conditions, its
+    ``status.devices[]`` lacks them True, or the pod was seen bound before the driver began writing them."""
+    problems: list[str] = []
+    results = status["allocation"]["devices"]["results"]
+    if not all(r.get("bindingConditions") for r in results):
+        problems.append(f"pod {pod_name}: claim {claim_name} results without bindingConditions")
+    true = {(d["device"], c["type"]) for d in status.get("devices") or [] for c in d.get("conditions") or []
+            if c.get("status") == "True"}
+    if not all((r["device"], t) in true for r in results for t in r.get("bindingConditions") or []):
+        problems.append(f"pod {pod_name}: claim {claim_name} bound without its conditions True")
+    if claim_name not in sent:
+        problems.append(f"pod {pod_name}: the driver never wrote claim {claim_name}'s conditions")
+    elif pod_name in bound and bound[pod_name][0] < sent[claim_name]:
+        problems.append(f"pod {pod_name}: bound {sent[claim_name] - bound[pod_name][0]:.3f} s before its claim's "
+                        "conditions were written")
     return problems
 
 
@@ -878,6 +932,9 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
 
             watch = BindWatch(kube, case.pods, ignore=BOUND_PREFIX, on_first=first_bound)
             watcher = await watch.start()
+            sent: dict[str, float] = {}  # claim -> instant its binding conditions were about to be written
+            driver = asyncio.create_task(dra_workload.play_driver(kube, sent), name="dra-driver") \
+                if case.dra == "conditions" else None
             try:
                 cpu.mark("launch")
                 d.launched = time.monotonic()
@@ -895,9 +952,11 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                 spy = spy or (spies[0] if spies else None)
                 if spy is not None:
                     stop_spy(spy)
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
+                for task in (watcher, driver):
+                    if task is not None:
+                        task.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await task
             d.cpu = cpu
             d.seen(watch)
             if d.bound < case.pods:
@@ -905,7 +964,7 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
             d.sched_hwm = status_mib(sched.pid, "VmHWM")
             d.problems += await check(kube, case.gangs, case.per_gang, case.plain)
             if case.dra:
-                d.problems += await check_dra(kube)
+                d.problems += await check_dra(kube, case.dra, sent, watch.bound)
         finally:
             if spy is not None and spy_path.exists():
                 d.profile = pyspy_summary(spy_path)
@@ -1097,7 +1156,7 @@ def main(argv: list[str] | None = None) -> int:
                          "O(requests so far); see BenchApiServer (only practical with --quick)")
     ap.add_argument("--case", action="append", choices=[*CASES, "all"], default=None,
                     help="a drain instead of the burst: everything created first, then the scheduler "
-                         "started (repeatable; 'all' runs every case but the startup ones; "
+                         f"started (repeatable; 'all' runs {', '.join(ALL)}; "
                          "--nodes/--gangs/--pods-per-gang do not apply)")
     ap.add_argument("--emulator", choices=SHAPES, default="real",
                     help="real (default): HTTPS, objects shaped and sized as a real API server's "
