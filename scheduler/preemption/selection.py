@@ -36,6 +36,8 @@ our snapshots:
    unit. Before that, the fewest least important units whose removal is enough are found: first by the
    room bound alone (no solve: below that count nothing can fit), then by solves from that count (then
    every unit, then a bisection) — the units above that count pass the loop's checks by the same argument.
+   A what-if's solve is steered by :class:`PreemptionCost`; the search being a heuristic, steering can lose
+   a fit the plain search finds, so a what-if fits when either finds one.
    In ``bench_preemption`` a decision has 50 to 4,000 candidate units and evicts 1 to 64 of them.
 
 What-ifs are kept by :class:`WhatIf`, in place: it holds one usage matrix and one NodeInfo list, and when
@@ -285,8 +287,11 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
             return None
         snap = whatif.snapshot()
         cost.scores[:] = whatif.cost(position)
-        result = solve(tree, snap, config, steered)
-        return (snap, result) if isinstance(result, Plan) and len(result.placements) >= want else None
+        for chosen in (steered, profile):  # the search is a heuristic: steering it can lose a fit it would find
+            result = solve(tree, snap, config, chosen)
+            if isinstance(result, Plan) and len(result.placements) >= want:
+                return snap, result
+        return None
 
     def keep_least(count: int) -> None:
         gone[:] = False
