@@ -24,7 +24,6 @@ Kubernetes client.
 
 from __future__ import annotations
 
-import gc
 import logging
 import signal
 import sys
@@ -39,6 +38,7 @@ import click
 from click.core import ParameterSource
 
 from scheduler import __version__
+from scheduler.collector import paused_then_frozen
 from scheduler.env import ENV_PREFIX, MAX_PORT
 from scheduler.errors import ClusterConfigError, SnapshotError
 from scheduler.operator.labels import WEBHOOK_CONFIGURATION
@@ -337,34 +337,13 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
         _fail("--kubeconfig needs --from-cluster (a snapshot file is read without a cluster)")
     if from_cluster and files:
         _fail("--from-cluster reads the cluster: give the workload to add with --add FILE")
-    with _collector_paused():  # the settings are checked first: a bad one is told at once
+    with paused_then_frozen():  # the settings are checked first: a bad one is told at once
         from scheduler.offline.report import render_json, render_text
         from scheduler.offline.simulate import simulate
 
         objects = _snapshot(settings, files, from_cluster, adds)
     sim = simulate(objects, settings.scheduler_name, settings.solver(), settings.preemption)
     click.echo(render_json(sim) if output == "json" else render_text(sim))
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while the snapshot is imported, read and turned into models, then
-    everything built so far moved out of its sight (``gc.freeze``) and the collector back on.
-
-    Reading a snapshot makes millions of containers (the raw documents, then the models) that outlive the
-    collector's young generations, so allocation bursts keep starting collections that walk them all, for
-    nothing: raw documents and models hold no reference cycles, and what is dropped goes by reference
-    counting. The models live until the process ends, so later collections (during ``simulate``) need not
-    walk them either: ``gc.freeze`` moves them to the permanent generation, as the ``gc`` module's
-    documentation does for a parent's objects before ``fork``. Cyclic garbage made meanwhile (none is
-    expected) stays until the process ends.
-    """
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        gc.enable()
 
 
 def _snapshot(settings: Settings, files: tuple[str, ...], from_cluster: bool, adds: tuple[str, ...]) -> Objects:

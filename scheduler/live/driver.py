@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import gc
 import logging
 import socket
 import time
@@ -40,6 +39,7 @@ from scheduler.cache.group_view import CacheGroupView
 from scheduler.client.discovery import GroupApis, discover_group_apis, watched_resources
 from scheduler.client.kube import ApiError, KubeClient
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
+from scheduler.collector import paused_then_frozen
 from scheduler.config import Settings, own_namespace
 from scheduler.cycle import Attempt, CycleRunner, handle
 from scheduler.framework.binding_cycle import BindingCycle, BindOutcome, BindResult, Failure
@@ -225,20 +225,8 @@ class Scheduler:
             self.informers.append(informer)
             self.metrics.track_informer(res.plural, informer)
             self.spawn(informer.run(), f"informer/{res.plural}")
-        # The first lists make the objects the process keeps: nothing cyclic to collect, and collections over the
-        # growing heap cost twice the lists' own CPU (5,000 nodes and 20,000 real-sized pods: 12.8 s against
-        # 4.2 s), so the collector is off until they are done. The synced cache then lives as long as the
-        # process: moved out of the collector's generations (CPython's gc.freeze, O(1); no collection first,
-        # which takes ~0.6 s at 5,000 nodes / 24,000 pods), a full collection no longer walks every object of the
-        # cluster, so the cost per event does not grow with it.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with paused_then_frozen():  # the first lists make the objects the process keeps
             await asyncio.gather(*(i.synced.wait() for i in self.informers))
-            gc.freeze()
-        finally:
-            if collecting:
-                gc.enable()
         log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.nodes),
                  len(self.cache.pods), sum(len(self.cache.objects[r.kind]) for r in self.groups.resources))
 
