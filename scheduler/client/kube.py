@@ -9,8 +9,8 @@ with a ``Status`` that the typed method fails to deserialise, kubernetes-client/
 ``call_api``: each request is sent on our own aiohttp session (:attr:`KubeClient.session`), which
 never trusts the environment — the proxy the environment names for the API server is read once
 (:func:`proxy_from_env`) — on a connector sized to the binds in flight (per request,
-``call_api`` walked every header and body through ``sanitize_for_serialization``, and its session
-read ``~/.netrc`` and the proxy variables in worker threads while the request's timeout ran). Request bodies
+``call_api`` walks every header and body through ``sanitize_for_serialization``, and its session
+reads ``~/.netrc`` and the proxy variables in worker threads while the request's timeout runs). Request bodies
 are encoded by pydantic-core (``to_json``, installed with pydantic); replies are decoded by
 :mod:`scheduler.client.decoding`.
 
