@@ -928,7 +928,7 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
             def first_bound() -> None:
                 cpu.mark("first")
                 if args.profile == "py-spy" and args.profile_from == "first-bind" and sched is not None:
-                    spies.append(start_spy(sched.pid, spy_path))
+                    spies.append(start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path))
 
             watch = BindWatch(kube, case.pods, ignore=BOUND_PREFIX, on_first=first_bound)
             watcher = await watch.start()
@@ -945,7 +945,7 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                 await wait_ready(port, sched, args.ready_timeout)
                 d.ready = time.monotonic()
                 if args.profile == "py-spy" and args.profile_from == "ready":  # the first plans and the drain
-                    spy = start_spy(sched.pid, spy_path)
+                    spy = start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path)
                 await wait_bound(watch, sched, args.timeout)
                 cpu.mark("bound")
             finally:
@@ -1149,6 +1149,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile-from", choices=("ready", "first-bind"), default="ready",
                     help="drains: start py-spy when the scheduler is ready (the first plans and the drain) or at "
                          "the first bind (the steady state only, the window of the steady CPU per pod)")
+    ap.add_argument("--profile-process", choices=("scheduler", "emulator"), default="scheduler",
+                    help="drains, with --profile py-spy: the process py-spy records (the emulator: to see what bounds "
+                         "the rate when the emulator uses a whole core)")
     ap.add_argument("--keep", metavar="DIR", default=None,
                     help="write the scheduler log, kubeconfig and raw profile to DIR instead of a temporary directory")
     ap.add_argument("--stock-emulator", action="store_true",
