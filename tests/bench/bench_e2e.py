@@ -999,6 +999,10 @@ def report_case(d: Drain) -> bool:
     print(f"  pods bound / s             {rate:7.1f}   ((bound - 1) / (last bind - first bind))")
     print(f"  scheduler CPU per pod      {per_pod:7.3f} ms  ({used['scheduler']:.2f} s utime+stime over the drain; "
           f"{1000 * whole['scheduler'] / d.bound:.3f} ms counting start-up)")
+    emu_per_pod = 1000 * used["emulator"] / drained if drained else float("nan")
+    print(f"  emulator CPU per pod       {emu_per_pod:7.3f} ms  (the rate it allows with a whole core: "
+          f"{1000 / emu_per_pod if emu_per_pod > 0 else float('nan'):.0f} pods/s; the scheduler's: "
+          f"{1000 / per_pod if per_pod > 0 else float('nan'):.0f})")
     print("  CPU share of one core during the drain: " + ", ".join(
         f"{who} {100 * used[who] / drain_wall:.0f}%" for who in ("scheduler", "emulator", "driver", "other")
         if drain_wall > 0))
@@ -1019,7 +1023,7 @@ def report_case(d: Drain) -> bool:
     print(f"case: {c.name} bound/s {rate:.1f}; start->first bind {d.first_bound - d.launched:.2f} s "
           f"(CPU {start_cpu:.2f} s); CPU {per_pod:.3f} ms/pod steady, {1000 * whole['scheduler'] / d.bound:.3f} "
           f"whole drain; load {d.load[0]}; utilisation {util:.0f}%; "
-          f"emulator {100 * used['emulator'] / drain_wall:.0f}%; "
+          f"emulator {100 * used['emulator'] / drain_wall:.0f}% ({emu_per_pod:.3f} ms/pod); "
           f"VmHWM {d.sched_hwm:.0f} MiB; bound {d.bound}/{c.pods}; {'OK' if ok else 'FAILED'}")
     return ok
 
