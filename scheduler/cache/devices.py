@@ -67,15 +67,17 @@ class DeviceCache:
         """Claim key → how its ``status.allocation`` uses its devices."""
         self._allocated_uses: tuple[DeviceUse, ...] | None = ()
         self._taking: dict[str, int] = {}
-        """Device id → how many allocated claims take it (:func:`~scheduler.model.dra.taken_devices` of their uses);
-        only positive counts."""
+        """Device id → how many allocated claims and in-flight holds take it (:func:`~scheduler.model.dra.taken_devices`
+        of their uses); only positive counts."""
         self._taken_mask: tuple[DeviceIndex, BoolArray] | None = None
-        """The devices of :attr:`_taking` as a mask over one inventory index, updated in place per claim event
-        while the index stays (:meth:`_allocated_mask`)."""
+        """The devices of :attr:`_taking` as a mask over one inventory index, updated in place per claim event and
+        per hold while the index stays (:meth:`_taken`)."""
         self._mask_dirty: set[str] = set()
         """Devices whose :attr:`_taking` count went to or from zero since the mask was last brought up to date."""
         self.held: dict[str, dict[str, HeldClaim]] = {}
         """Plan token → claim key → devices the plan allocates, until the watch shows them."""
+        self._held_uses: tuple[DeviceUse, ...] | None = ()
+        """:meth:`held_uses`, until a hold is added or ended."""
         self._logged_problems: set[str] = set()
         self.synthesized: dict[str, ResourceClaim] = {}
         """Claims made from their template (``synthesize``), kept across snapshots: made once, by key."""
@@ -147,10 +149,11 @@ class DeviceCache:
         if left in (0, 1):
             self._mask_dirty.add(device)
 
-    def _allocated_mask(self) -> BoolArray:
+    def _taken(self) -> BoolArray:
         """(D,) bool over the inventory's :meth:`~scheduler.dra.inventory.Inventory.device_index`: the devices the
-        claims' allocations take — what ``held_mask`` finds from :meth:`allocated_uses`, kept up to date per claim
-        event instead of recounted per snapshot. Writable and owned here: copy before handing it out."""
+        claims' allocations and the in-flight plans' holds take — what ``held_mask`` finds from
+        :meth:`allocated_uses` and :meth:`held_uses`, kept up to date per claim event and per hold instead of
+        recounted per snapshot. Writable and owned here: copy before handing it out."""
         index = self.inventory.device_index()
         hit = self._taken_mask
         if hit is None or hit[0] is not index:
@@ -191,7 +194,10 @@ class DeviceCache:
             return
         self.forget(token)
         self.held[token] = held
+        self._held_uses = None
         for key, hold in held.items():
+            for device in taken_devices(hold.uses):
+                self._take(device, 1)
             if hold.existed:
                 holders = self._holders.setdefault(key, set())
                 if not holders:
@@ -218,6 +224,9 @@ class DeviceCache:
             return
         if not held:
             del self.held[token]
+        self._held_uses = None
+        for device in taken_devices(hold.uses):
+            self._take(device, -1)
         if hold.existed:
             holders = self._holders[key]
             holders.discard(token)
@@ -269,8 +278,10 @@ class DeviceCache:
         return self._allocated_uses
 
     def held_uses(self) -> tuple[DeviceUse, ...]:
-        """How the in-flight plans use the devices they hold."""
-        return tuple(u for held in self.held.values() for h in held.values() for u in h.uses)
+        """How the in-flight plans use the devices they hold (kept until a hold is added or ended)."""
+        if self._held_uses is None:
+            self._held_uses = tuple(u for held in self.held.values() for h in held.values() for u in h.uses)
+        return self._held_uses
 
     def held_device_ids(self) -> frozenset[str]:
         """Every device an in-flight plan's allocations name."""
@@ -309,8 +320,13 @@ class DeviceCache:
             if hit is not None and hit[0] is table and hit[1] == self.inventory.generation:
                 return hit[2]
         inventory = self.inventory.with_allocated(self.allocated_uses())
-        held = (*self.held_uses(), *(DeviceUse(d) for d in sorted(self.excluded)))
-        taken = self._allocated_mask() | inventory.device_index().mask(taken_devices(held))
+        held = self.held_uses()
+        if self.excluded:
+            excluded = tuple(DeviceUse(d) for d in sorted(self.excluded))
+            held = (*held, *excluded)
+            taken = self._taken() | inventory.device_index().mask(taken_devices(excluded))
+        else:
+            taken = self._taken().copy()
         taken.setflags(write=False)
         view = DraView.of(inventory, index, resolved, held, None if self.synthesize else pending.pinned, taken)
         if idle:
