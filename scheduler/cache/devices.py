@@ -25,7 +25,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from scheduler.dra.claims import ClaimIndex, ClaimMemo, PendingClaims, resolve_all
+from scheduler.dra.claims import ClaimIndex, PendingClaims
 from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import DeviceIndex, Inventory
 from scheduler.framework.node_table import BoolArray, NodeTable
@@ -84,12 +84,9 @@ class DeviceCache:
         self.excluded: set[str] = set()
         """Devices whose binding conditions failed or timed out: no plan gets them until their pool's slices
         change (the driver publishes them again)."""
-        self.memo = ClaimMemo()
-        """Each claim's converted spec (and, with ``synthesize``, each pending pod's resolved claims), kept until
-        what they were resolved from changes (:func:`~scheduler.dra.claims.resolve_all`)."""
-        self.pending = PendingClaims(self.memo)
-        """The pending pods that may need devices (:meth:`set_pod`) and their resolved claims, kept up to date
-        from the changes reported here."""
+        self.pending = PendingClaims()
+        """The pending pods that may need devices (:meth:`set_pod`), their resolved claims and each claim's
+        converted spec, kept up to date from the changes reported here."""
         self._holders: dict[str, set[str]] = {}
         """Claim key → tokens of the plans holding it that found it in the cache (``existed``): the claims in
         flight; a claim event settles only these."""
@@ -301,7 +298,7 @@ class DeviceCache:
         """Claims, templates, classes and PodGroups for claim resolution, over the cache's live dicts."""
         return ClaimIndex(self._claims, self._templates, classes, self._podgroups,  # type: ignore[arg-type]
                           self.synthesize, frozenset(table.resources), self.synthesized, self.in_flight(),
-                          namespaces=self._namespaces, memo=self.memo)
+                          namespaces=self._namespaces, memo=self.pending)
 
     def view(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> DraView:
         """The solver's DRA input for the pending pods reported (:meth:`set_pod`): the inventory with every
@@ -312,7 +309,7 @@ class DeviceCache:
         DRA then pays nothing per cycle)."""
         pending = self.pending
         index = self.claim_index(table, classes)
-        resolved = resolve_all(index, pending.pods()) if self.synthesize else pending.resolve(index)
+        resolved = pending.resolve(index)
         idle = (not resolved and not self.held and not self.inventory.devices and not self._allocated
                 and not self.excluded)
         if idle:
@@ -328,7 +325,7 @@ class DeviceCache:
         else:
             taken = self._taken().copy()
         taken.setflags(write=False)
-        view = DraView.of(inventory, index, resolved, held, None if self.synthesize else pending.pinned, taken)
+        view = DraView.of(inventory, index, resolved, held, pending.pinned, taken)
         if idle:
             self._idle = (table, self.inventory.generation, view)
         return view
