@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from tests.bench import dra_workload, realistic
 from tests.integration import schemas
 from tests.integration.livekit import NS, pod
+from tests.property.strategies import json_paths
 
 VERSION = "1.37.0"
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -64,17 +65,6 @@ VALUES = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**40), max
                    st.just([]), st.just({}), st.just({"unknownField": 1}), st.just([{"x": 1}]))
 
 
-def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [path]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _paths(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _paths(v, (*path, i))
-    return out
-
-
 def _broken(body: dict[str, Any], path: tuple[Any, ...], how: str, value: Any) -> dict[str, Any]:
     out = copy.deepcopy(body)
     if not path:
@@ -97,7 +87,7 @@ def _broken(body: dict[str, Any], path: tuple[Any, ...], how: str, value: Any) -
 @given(data=st.data())
 def test_fast_check_agrees_with_jsonschema(data: st.DataObject) -> None:
     api_version, kind, body = data.draw(st.sampled_from(OBJECTS))
-    path = data.draw(st.sampled_from(_paths(body)))
+    path = data.draw(st.sampled_from(json_paths(body)))
     how = data.draw(st.sampled_from(("set", "remove", "unknown")))
     doc = _broken(body, path, how, data.draw(VALUES))
     full = {**doc, "apiVersion": api_version, "kind": kind}
