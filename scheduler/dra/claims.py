@@ -193,9 +193,9 @@ _CLAIM, _SYNTH, _TEMPLATE, _GROUP, _FLIGHT, _SHARED, _NAMESPACE = range(7)
 synthesised claim alone, a template, a PodGroup, whether a claim is in flight, whether it is shared by
 name, a namespace."""
 
-Read = tuple[int, str, object]
-"""``(kind, key, value)``: one read of a resolution; it still holds while the same lookup gives the same
-object (``is``: the cache replaces an object on every change, never edits it) or the same bool."""
+Read = tuple[int, str]
+"""``(kind, key)``: one lookup a resolution made; the resolution holds until what that lookup answers is reported
+changed (:meth:`PendingClaims.changed`; the cache replaces an object on every change, never edits it)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -277,7 +277,7 @@ class ClaimIndex:
         if pod.group_name:
             group_key = f"{ns}/{pod.group_name}"
             group = self.podgroups.get(group_key)
-            reads.append((_GROUP, group_key, group))
+            reads.append((_GROUP, group_key))
         group_entries = {(e.name, e.resource_claim_name, e.resource_claim_template_name): e
                          for e in (group.spec.resource_claims if group else ())}
         group_names = {s.name: s.resource_claim_name for s in (group.status.resource_claim_statuses if group else ())}
@@ -297,7 +297,7 @@ class ClaimIndex:
             claim = None
             if name:
                 claim = self.claim(f"{ns}/{name}")
-                reads.append((_CLAIM, f"{ns}/{name}", claim))
+                reads.append((_CLAIM, f"{ns}/{name}"))
             if claim is None and entry.resource_claim_template_name and self.synthesize:
                 owner = pod.group_name if is_group and pod.group_name else pod.metadata.name
                 claim = self._synthesize(ns, owner, entry.name, entry.resource_claim_template_name, reads)
@@ -313,7 +313,7 @@ class ClaimIndex:
                 pinned.append(claim.key)
                 continue
             in_flight = claim.key in self.in_flight
-            reads.append((_FLIGHT, claim.key, in_flight))
+            reads.append((_FLIGHT, claim.key))
             if in_flight:
                 return PodClaims(waiting=f"ResourceClaim {claim.key} is being allocated for another group; "
                                          "waiting for its allocation to be written")
@@ -323,14 +323,14 @@ class ClaimIndex:
             spec = spec_or_error
             if any(sub.admin for r in spec.requests for sub in r.options):
                 namespace = self.namespaces.get(ns)
-                reads.append((_NAMESPACE, ns, namespace))
+                reads.append((_NAMESPACE, ns))
                 if not admin_allowed(namespace):
                     return PodClaims(waiting=f"ResourceClaim {claim.key} is invalid: {ADMIN_ACCESS_FORBIDDEN}")
             needed = NeededClaim(claim.key, entry.name, spec)
             by_name = False
             if entry.resource_claim_name:
                 by_name = self.named_by.get(claim.key, 0) > 1
-                reads.append((_SHARED, claim.key, by_name))
+                reads.append((_SHARED, claim.key))
             (shared if is_group or by_name else allocate).append(needed)
         extended, ext_claim = self._extended(pod)
         if ext_claim is not None:
@@ -342,20 +342,20 @@ class ClaimIndex:
         """The claim the resourceclaim controller would make from the template for ``owner`` (a pod,
         or a PodGroup for its group claims: one claim shared by all members), named ``<owner>-<entry>``."""
         template = self.templates.get(f"{ns}/{template_name}")
-        reads.append((_TEMPLATE, f"{ns}/{template_name}", template))
+        reads.append((_TEMPLATE, f"{ns}/{template_name}"))
         if template is None:
             return None
         name = f"{owner}-{entry}"
         made = self.synthesized.get(f"{ns}/{name}")
         if made is not None:  # made for an earlier member: one claim for all of a PodGroup's members
-            reads.append((_SYNTH, made.key, made))
+            reads.append((_SYNTH, made.key))
             return made
         claim = ResourceClaim.model_validate({
             "metadata": {"name": name, "namespace": ns,
                          "annotations": {"resource.kubernetes.io/pod-claim-name": entry}},
             "spec": template.spec.spec.model_dump(by_alias=True, exclude_none=True)})
         self.synthesized[claim.key] = claim
-        reads.append((_SYNTH, claim.key, claim))
+        reads.append((_SYNTH, claim.key))
         return claim
 
     def _to_spec(self, claim: ResourceClaim) -> ClaimSpec | ClaimError:
@@ -372,27 +372,6 @@ class ClaimIndex:
         if memo is not None:
             memo.specs[claim.key] = (claim.spec, result)
         return result
-
-    def still_holds(self, reads: Iterable[Read]) -> bool:
-        """Whether every read of an earlier resolution gives the same answer now (see :data:`Read`)."""
-        for kind, key, value in reads:
-            if kind == _CLAIM:
-                now: object = self.claim(key)
-            elif kind == _SYNTH:
-                now = self.synthesized.get(key)
-            elif kind == _TEMPLATE:
-                now = self.templates.get(key)
-            elif kind == _GROUP:
-                now = self.podgroups.get(key)
-            elif kind == _FLIGHT:
-                now = key in self.in_flight
-            elif kind == _SHARED:
-                now = self.named_by.get(key, 0) > 1
-            else:
-                now = self.namespaces.get(key)
-            if now is not value:
-                return False
-        return True
 
     def _extended(self, pod: Pod) -> tuple[tuple[str, ...], NeededClaim | None]:
         served = self.extended_classes()
@@ -470,7 +449,7 @@ class PendingClaims:
 
     rows: dict[str, PendingPod] = field(default_factory=dict)
     named: dict[str, int] = field(default_factory=dict)
-    deps: dict[tuple[int, str], set[str]] = field(default_factory=dict)
+    deps: dict[Read, set[str]] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
     out: dict[str, PodClaims] = field(default_factory=dict)
     pinned: dict[str, int] = field(default_factory=dict)
@@ -528,8 +507,8 @@ class PendingClaims:
             before_made = len(made)
             claims = entry.claims = index._resolve(entry.pod, reads)
             entry.reads = tuple(reads)
-            for kind, read, _ in entry.reads:
-                deps.setdefault((kind, read), set()).add(key)
+            for dep in entry.reads:
+                deps.setdefault(dep, set()).add(key)
             for claim in list(made)[before_made:] if len(made) > before_made else ():
                 self.changed("claim", claim)  # made from its template: pods that read it as missing look again
             before = out.pop(key, None)
@@ -594,10 +573,10 @@ class PendingClaims:
 
     def _unlink(self, entry: PendingPod) -> None:
         deps = self.deps
-        for kind, read, _ in entry.reads:
-            pods = deps.get((kind, read))
+        for dep in entry.reads:
+            pods = deps.get(dep)
             if pods is not None:
                 pods.discard(entry.key)
                 if not pods:
-                    del deps[(kind, read)]
+                    del deps[dep]
         entry.reads = ()
