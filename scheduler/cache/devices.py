@@ -25,7 +25,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from scheduler.dra.claims import ClaimIndex, ClaimMemo, PendingClaims, resolve_all
+from scheduler.dra.claims import ClaimIndex, PendingClaims
 from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import DeviceIndex, Inventory
 from scheduler.framework.node_table import BoolArray, NodeTable
@@ -67,27 +67,26 @@ class DeviceCache:
         """Claim key → how its ``status.allocation`` uses its devices."""
         self._allocated_uses: tuple[DeviceUse, ...] | None = ()
         self._taking: dict[str, int] = {}
-        """Device id → how many allocated claims take it (:func:`~scheduler.model.dra.taken_devices` of their uses);
-        only positive counts."""
+        """Device id → how many allocated claims and in-flight holds take it (:func:`~scheduler.model.dra.taken_devices`
+        of their uses); only positive counts."""
         self._taken_mask: tuple[DeviceIndex, BoolArray] | None = None
-        """The devices of :attr:`_taking` as a mask over one inventory index, updated in place per claim event
-        while the index stays (:meth:`_allocated_mask`)."""
+        """The devices of :attr:`_taking` as a mask over one inventory index, updated in place per claim event and
+        per hold while the index stays (:meth:`_taken`)."""
         self._mask_dirty: set[str] = set()
         """Devices whose :attr:`_taking` count went to or from zero since the mask was last brought up to date."""
         self.held: dict[str, dict[str, HeldClaim]] = {}
         """Plan token → claim key → devices the plan allocates, until the watch shows them."""
+        self._held_uses: tuple[DeviceUse, ...] | None = ()
+        """:meth:`held_uses`, until a hold is added or ended."""
         self._logged_problems: set[str] = set()
         self.synthesized: dict[str, ResourceClaim] = {}
         """Claims made from their template (``synthesize``), kept across snapshots: made once, by key."""
         self.excluded: set[str] = set()
         """Devices whose binding conditions failed or timed out: no plan gets them until their pool's slices
         change (the driver publishes them again)."""
-        self.memo = ClaimMemo()
-        """Each claim's converted spec (and, with ``synthesize``, each pending pod's resolved claims), kept until
-        what they were resolved from changes (:func:`~scheduler.dra.claims.resolve_all`)."""
-        self.pending = PendingClaims(self.memo)
-        """The pending pods that may need devices (:meth:`set_pod`) and their resolved claims, kept up to date
-        from the changes reported here."""
+        self.pending = PendingClaims()
+        """The pending pods that may need devices (:meth:`set_pod`), their resolved claims and each claim's
+        converted spec, kept up to date from the changes reported here."""
         self._holders: dict[str, set[str]] = {}
         """Claim key → tokens of the plans holding it that found it in the cache (``existed``): the claims in
         flight; a claim event settles only these."""
@@ -147,10 +146,11 @@ class DeviceCache:
         if left in (0, 1):
             self._mask_dirty.add(device)
 
-    def _allocated_mask(self) -> BoolArray:
+    def _taken(self) -> BoolArray:
         """(D,) bool over the inventory's :meth:`~scheduler.dra.inventory.Inventory.device_index`: the devices the
-        claims' allocations take — what ``held_mask`` finds from :meth:`allocated_uses`, kept up to date per claim
-        event instead of recounted per snapshot. Writable and owned here: copy before handing it out."""
+        claims' allocations and the in-flight plans' holds take — what ``held_mask`` finds from
+        :meth:`allocated_uses` and :meth:`held_uses`, kept up to date per claim event and per hold instead of
+        recounted per snapshot. Writable and owned here: copy before handing it out."""
         index = self.inventory.device_index()
         hit = self._taken_mask
         if hit is None or hit[0] is not index:
@@ -191,7 +191,10 @@ class DeviceCache:
             return
         self.forget(token)
         self.held[token] = held
+        self._held_uses = None
         for key, hold in held.items():
+            for device in taken_devices(hold.uses):
+                self._take(device, 1)
             if hold.existed:
                 holders = self._holders.setdefault(key, set())
                 if not holders:
@@ -218,6 +221,9 @@ class DeviceCache:
             return
         if not held:
             del self.held[token]
+        self._held_uses = None
+        for device in taken_devices(hold.uses):
+            self._take(device, -1)
         if hold.existed:
             holders = self._holders[key]
             holders.discard(token)
@@ -269,8 +275,10 @@ class DeviceCache:
         return self._allocated_uses
 
     def held_uses(self) -> tuple[DeviceUse, ...]:
-        """How the in-flight plans use the devices they hold."""
-        return tuple(u for held in self.held.values() for h in held.values() for u in h.uses)
+        """How the in-flight plans use the devices they hold (kept until a hold is added or ended)."""
+        if self._held_uses is None:
+            self._held_uses = tuple(u for held in self.held.values() for h in held.values() for u in h.uses)
+        return self._held_uses
 
     def held_device_ids(self) -> frozenset[str]:
         """Every device an in-flight plan's allocations name."""
@@ -290,7 +298,7 @@ class DeviceCache:
         """Claims, templates, classes and PodGroups for claim resolution, over the cache's live dicts."""
         return ClaimIndex(self._claims, self._templates, classes, self._podgroups,  # type: ignore[arg-type]
                           self.synthesize, frozenset(table.resources), self.synthesized, self.in_flight(),
-                          namespaces=self._namespaces, memo=self.memo)
+                          namespaces=self._namespaces, memo=self.pending)
 
     def view(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> DraView:
         """The solver's DRA input for the pending pods reported (:meth:`set_pod`): the inventory with every
@@ -301,7 +309,7 @@ class DeviceCache:
         DRA then pays nothing per cycle)."""
         pending = self.pending
         index = self.claim_index(table, classes)
-        resolved = resolve_all(index, pending.pods()) if self.synthesize else pending.resolve(index)
+        resolved = pending.resolve(index)
         idle = (not resolved and not self.held and not self.inventory.devices and not self._allocated
                 and not self.excluded)
         if idle:
@@ -309,10 +317,15 @@ class DeviceCache:
             if hit is not None and hit[0] is table and hit[1] == self.inventory.generation:
                 return hit[2]
         inventory = self.inventory.with_allocated(self.allocated_uses())
-        held = (*self.held_uses(), *(DeviceUse(d) for d in sorted(self.excluded)))
-        taken = self._allocated_mask() | inventory.device_index().mask(taken_devices(held))
+        held = self.held_uses()
+        if self.excluded:
+            excluded = tuple(DeviceUse(d) for d in sorted(self.excluded))
+            held = (*held, *excluded)
+            taken = self._taken() | inventory.device_index().mask(taken_devices(excluded))
+        else:
+            taken = self._taken().copy()
         taken.setflags(write=False)
-        view = DraView.of(inventory, index, resolved, held, None if self.synthesize else pending.pinned, taken)
+        view = DraView.of(inventory, index, resolved, held, pending.pinned, taken)
         if idle:
             self._idle = (table, self.inventory.generation, view)
         return view

@@ -189,60 +189,25 @@ class PodClaims:
 
 
 _CLAIM, _SYNTH, _TEMPLATE, _GROUP, _FLIGHT, _SHARED, _NAMESPACE = range(7)
-"""What a resolution read (:attr:`ClaimMemo.pods`): a claim (API object or made from its template), a
+"""What a resolution read (:attr:`PendingPod.reads`): a claim (API object or made from its template), a
 synthesised claim alone, a template, a PodGroup, whether a claim is in flight, whether it is shared by
 name, a namespace."""
 
-Read = tuple[int, str, object]
-"""``(kind, key, value)``: one read of a resolution; it still holds while the same lookup gives the same
-object (``is``: the cache replaces an object on every change, never edits it) or the same bool."""
+Read = tuple[int, str]
+"""``(kind, key)``: one lookup a resolution made; the resolution holds until what that lookup answers is reported
+changed (:meth:`PendingClaims.changed`; the cache replaces an object on every change, never edits it)."""
 
 
 @dataclass(slots=True, eq=False)
-class MemoEntry:
-    """One pod object as :func:`resolve_all` last saw it: whether it is pending, its key, the claim keys it
-    names (``resourceClaimName``), and — once resolved — the reads of its resolution and the result,
-    resolved under :attr:`ClaimMemo.epoch` ``epoch``."""
+class PendingPod:
+    """One pending pod as :class:`PendingClaims` holds it: the pod, its key, the claim keys it names
+    (``resourceClaimName``), and — once resolved — the reads of its resolution and the result."""
 
     pod: Pod
-    pending: bool
     key: str
     named: tuple[str, ...]
     reads: tuple[Read, ...] = ()
     claims: PodClaims | None = None
-    epoch: int = -1
-
-
-@dataclass(slots=True)
-class ClaimMemo:
-    """Claim resolutions kept across snapshots, so a pod's claims are resolved once per change.
-
-    ``pods``: ``id(pod)`` → its :class:`MemoEntry` (the entry holds the pod, so the id is not reused while
-    it is kept); a resolution is reused while the pod object is the same and every read gives the same
-    answer again (:meth:`ClaimIndex.still_holds`), which is exactly when :meth:`ClaimIndex.for_pod` would
-    give the same result. ``specs``: claim key → (the spec object, :func:`to_spec` of it or the
-    :class:`ClaimError` it raised). ``served``/``node_resources``: what the extended-resource claims were
-    resolved against; when either changes, ``epoch`` moves on and every pod is resolved again. Owned by
-    the cache, one per :class:`~scheduler.cache.devices.DeviceCache`; not thread-safe."""
-
-    pods: dict[int, MemoEntry] = field(default_factory=dict)
-    specs: dict[str, tuple[ResourceClaimSpec, ClaimSpec | ClaimError]] = field(default_factory=dict)
-    served: dict[str, str] | None = None
-    node_resources: frozenset[str] | None = None
-    epoch: int = 0
-
-    def sync(self, index: ClaimIndex) -> int:
-        """Note what the extended-resource claims are resolved against (``index``'s served resources and
-        node resources): when either changed, move :attr:`epoch` on (every resolution is stale). Also drops
-        converted specs of claims no longer in ``index`` once they outnumber the live ones. The epoch."""
-        served = index.extended_classes()
-        if served != self.served or index.node_resources != self.node_resources:
-            self.epoch += 1  # every pod's extended-resource claim may change
-            self.served, self.node_resources = served, index.node_resources
-        if len(self.specs) > 2 * (len(index.claims) + len(index.synthesized)) + 64:
-            self.specs = {k: v for k, v in self.specs.items()
-                          if (c := index.claim(k)) is not None and c.spec is v[0]}
-        return self.epoch
 
 
 @dataclass(slots=True)
@@ -265,8 +230,8 @@ class ClaimIndex:
     """Claim key → how many pending pods name it (``resourceClaimName``); set by :func:`resolve_all`."""
     namespaces: Mapping[str, Namespace] = field(default_factory=dict)
     """Namespaces by name: their labels say where ``adminAccess`` is allowed."""
-    memo: ClaimMemo | None = None
-    """Resolutions and converted specs kept across snapshots (:func:`resolve_all` reuses them); None: none."""
+    memo: PendingClaims | None = None
+    """Where converted specs are kept across snapshots (:attr:`PendingClaims.specs`); None: converted each time."""
     served: dict[str, str] | None = None
     """:meth:`extended_classes`, once computed for this index (the classes do not change under it)."""
 
@@ -312,7 +277,7 @@ class ClaimIndex:
         if pod.group_name:
             group_key = f"{ns}/{pod.group_name}"
             group = self.podgroups.get(group_key)
-            reads.append((_GROUP, group_key, group))
+            reads.append((_GROUP, group_key))
         group_entries = {(e.name, e.resource_claim_name, e.resource_claim_template_name): e
                          for e in (group.spec.resource_claims if group else ())}
         group_names = {s.name: s.resource_claim_name for s in (group.status.resource_claim_statuses if group else ())}
@@ -332,7 +297,7 @@ class ClaimIndex:
             claim = None
             if name:
                 claim = self.claim(f"{ns}/{name}")
-                reads.append((_CLAIM, f"{ns}/{name}", claim))
+                reads.append((_CLAIM, f"{ns}/{name}"))
             if claim is None and entry.resource_claim_template_name and self.synthesize:
                 owner = pod.group_name if is_group and pod.group_name else pod.metadata.name
                 claim = self._synthesize(ns, owner, entry.name, entry.resource_claim_template_name, reads)
@@ -348,7 +313,7 @@ class ClaimIndex:
                 pinned.append(claim.key)
                 continue
             in_flight = claim.key in self.in_flight
-            reads.append((_FLIGHT, claim.key, in_flight))
+            reads.append((_FLIGHT, claim.key))
             if in_flight:
                 return PodClaims(waiting=f"ResourceClaim {claim.key} is being allocated for another group; "
                                          "waiting for its allocation to be written")
@@ -358,14 +323,14 @@ class ClaimIndex:
             spec = spec_or_error
             if any(sub.admin for r in spec.requests for sub in r.options):
                 namespace = self.namespaces.get(ns)
-                reads.append((_NAMESPACE, ns, namespace))
+                reads.append((_NAMESPACE, ns))
                 if not admin_allowed(namespace):
                     return PodClaims(waiting=f"ResourceClaim {claim.key} is invalid: {ADMIN_ACCESS_FORBIDDEN}")
             needed = NeededClaim(claim.key, entry.name, spec)
             by_name = False
             if entry.resource_claim_name:
                 by_name = self.named_by.get(claim.key, 0) > 1
-                reads.append((_SHARED, claim.key, by_name))
+                reads.append((_SHARED, claim.key))
             (shared if is_group or by_name else allocate).append(needed)
         extended, ext_claim = self._extended(pod)
         if ext_claim is not None:
@@ -377,20 +342,20 @@ class ClaimIndex:
         """The claim the resourceclaim controller would make from the template for ``owner`` (a pod,
         or a PodGroup for its group claims: one claim shared by all members), named ``<owner>-<entry>``."""
         template = self.templates.get(f"{ns}/{template_name}")
-        reads.append((_TEMPLATE, f"{ns}/{template_name}", template))
+        reads.append((_TEMPLATE, f"{ns}/{template_name}"))
         if template is None:
             return None
         name = f"{owner}-{entry}"
         made = self.synthesized.get(f"{ns}/{name}")
         if made is not None:  # made for an earlier member: one claim for all of a PodGroup's members
-            reads.append((_SYNTH, made.key, made))
+            reads.append((_SYNTH, made.key))
             return made
         claim = ResourceClaim.model_validate({
             "metadata": {"name": name, "namespace": ns,
                          "annotations": {"resource.kubernetes.io/pod-claim-name": entry}},
             "spec": template.spec.spec.model_dump(by_alias=True, exclude_none=True)})
         self.synthesized[claim.key] = claim
-        reads.append((_SYNTH, claim.key, claim))
+        reads.append((_SYNTH, claim.key))
         return claim
 
     def _to_spec(self, claim: ResourceClaim) -> ClaimSpec | ClaimError:
@@ -407,27 +372,6 @@ class ClaimIndex:
         if memo is not None:
             memo.specs[claim.key] = (claim.spec, result)
         return result
-
-    def still_holds(self, reads: Iterable[Read]) -> bool:
-        """Whether every read of an earlier resolution gives the same answer now (see :data:`Read`)."""
-        for kind, key, value in reads:
-            if kind == _CLAIM:
-                now: object = self.claim(key)
-            elif kind == _SYNTH:
-                now = self.synthesized.get(key)
-            elif kind == _TEMPLATE:
-                now = self.templates.get(key)
-            elif kind == _GROUP:
-                now = self.podgroups.get(key)
-            elif kind == _FLIGHT:
-                now = key in self.in_flight
-            elif kind == _SHARED:
-                now = self.named_by.get(key, 0) > 1
-            else:
-                now = self.namespaces.get(key)
-            if now is not value:
-                return False
-        return True
 
     def _extended(self, pod: Pod) -> tuple[tuple[str, ...], NeededClaim | None]:
         served = self.extended_classes()
@@ -453,13 +397,8 @@ class ClaimIndex:
 
 def resolve_all(index: ClaimIndex, pods: Iterable[Pod]) -> Mapping[str, PodClaims]:
     """:meth:`ClaimIndex.for_pod` for every pending pod that has claims or DRA-served extended resources,
-    after counting how many of them name each claim (a claim named by one pod is that pod's own).
-
-    With ``index.memo``, a pod whose object and every read of its last resolution are unchanged
-    (:meth:`ClaimIndex.still_holds`) keeps its result, so a snapshot resolves only what changed; the
-    result is the same as without it."""
-    if index.memo is not None:
-        return _resolve_memoised(index, index.memo, pods)
+    after counting how many of them name each claim (a claim named by one pod is that pod's own): every pod
+    resolved from scratch (what :class:`PendingClaims` gives by resolving only what changed)."""
     pending = [p for p in pods if not p.is_bound and not p.is_terminal]
     counts: dict[str, int] = {}
     for pod in pending:
@@ -480,41 +419,6 @@ def _needs_devices(claims: PodClaims) -> bool:
     return bool(claims.allocate or claims.shared or claims.pinned or claims.waiting or claims.extended)
 
 
-def _resolve_memoised(index: ClaimIndex, memo: ClaimMemo, pods: Iterable[Pod]) -> Mapping[str, PodClaims]:
-    """:func:`resolve_all` through ``memo``: what a pod object is (pending, key, named claims) is kept with
-    it, and its resolution while it still holds. Entries of pods not in ``pods`` are dropped."""
-    old = memo.pods
-    kept: dict[int, MemoEntry] = {}
-    rows: list[MemoEntry] = []
-    counts: dict[str, int] = {}
-    for pod in pods:
-        entry = old.get(id(pod))
-        if entry is None or entry.pod is not pod:
-            pending = not pod.is_bound and not pod.is_terminal
-            ns = pod.metadata.namespace
-            named = tuple(f"{ns}/{e.resource_claim_name}" for e in pod.spec.resource_claims
-                          if e.resource_claim_name) if pending else ()
-            entry = MemoEntry(pod, pending, pod.key, named)
-        kept[id(pod)] = entry
-        if entry.pending:
-            rows.append(entry)
-            for key in entry.named:
-                counts[key] = counts.get(key, 0) + 1
-    memo.pods = kept
-    index.named_by = counts
-    epoch = memo.sync(index)
-    out: dict[str, PodClaims] = {}
-    for entry in rows:
-        claims = entry.claims
-        if claims is None or entry.epoch != epoch or not index.still_holds(entry.reads):
-            reads: list[Read] = []
-            claims = entry.claims = index._resolve(entry.pod, reads)
-            entry.reads, entry.epoch = tuple(reads), epoch
-        if _needs_devices(claims):
-            out[entry.key] = claims
-    return out
-
-
 _CHANGES: dict[str, tuple[int, ...]] = {"claim": (_CLAIM, _SYNTH), "template": (_TEMPLATE,), "podgroup": (_GROUP,),
                                         "namespace": (_NAMESPACE,), "flight": (_FLIGHT,)}
 """What :meth:`PendingClaims.changed` accepts → the reads (:data:`Read` kinds) such a change may answer differently."""
@@ -523,7 +427,8 @@ _CHANGES: dict[str, tuple[int, ...]] = {"claim": (_CLAIM, _SYNTH), "template": (
 @dataclass(slots=True, eq=False)
 class PendingClaims:
     """The pending pods' resolved claims, kept up to date from change reports: a snapshot resolves only the pods
-    whose resolution read something that changed, O(changed) rather than O(pending pods).
+    whose resolution read something that changed, O(changed) rather than O(pending pods). The one resolution
+    cache of ``run`` and ``simulate``.
 
     The owner reports each pending pod that may need devices as it changes (:meth:`set_pod`; None once it is
     bound, assumed, finished or gone) and each object a resolution may read as it is replaced (:meth:`changed`:
@@ -531,23 +436,31 @@ class PendingClaims:
     index of the reads (:data:`Read` kind and key → keys of the pods whose last resolution read it), ``dirty``
     the pods to resolve again; a pod starting or stopping to name a claim moves the claim's count of naming pods
     (``named``), and crossing two (shared by name, or the pod's own) is a change of that read too. When the
-    served extended resources or the nodes' resources change (``memo.epoch``), every pod is resolved again.
+    served extended resources or the nodes' resources change (:attr:`epoch`), every pod is resolved again.
+    With ``synthesize`` (``simulate``), a resolution may make a claim from its template that other pods read
+    (a PodGroup's claim, made by its first member): each claim made is a change of that claim, and
+    :meth:`resolve` goes on until no pod is left to resolve (claims are only ever added, so it ends).
     :meth:`resolve` gives what :func:`resolve_all` gives over the same pods and index (property-tested).
 
-    Not for ``synthesize`` (``simulate``): there, resolving makes claims other pods read, so it uses
-    :func:`resolve_all`. ``rows``: pod key → its entry (the pod, the claims it names, its reads and result).
+    ``rows``: pod key → its :class:`PendingPod`. ``specs``: claim key → (the spec object, :func:`to_spec` of it
+    or the :class:`ClaimError` it raised), kept while the claim's spec is the same (:meth:`ClaimIndex._to_spec`).
     Owned by the cache; not thread-safe.
     """
 
-    memo: ClaimMemo = field(default_factory=ClaimMemo)
-    rows: dict[str, MemoEntry] = field(default_factory=dict)
+    rows: dict[str, PendingPod] = field(default_factory=dict)
     named: dict[str, int] = field(default_factory=dict)
-    deps: dict[tuple[int, str], set[str]] = field(default_factory=dict)
+    deps: dict[Read, set[str]] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
     out: dict[str, PodClaims] = field(default_factory=dict)
     pinned: dict[str, int] = field(default_factory=dict)
     """Allocated claim key → how many pods of ``out`` it pins (the keys: what the view needs node masks of)."""
-    epoch: int = -1
+    specs: dict[str, tuple[ResourceClaimSpec, ClaimSpec | ClaimError]] = field(default_factory=dict)
+    served: dict[str, str] | None = None
+    """The served extended resources every resolution was made against (:meth:`ClaimIndex.extended_classes`)."""
+    node_resources: frozenset[str] | None = None
+    """The nodes' resources every resolution was made against."""
+    epoch: int = 0
+    """Moves on whenever :attr:`served` or :attr:`node_resources` change (every resolution is then stale)."""
     _frozen: Mapping[str, PodClaims] | None = None
 
     def pods(self) -> list[Pod]:
@@ -566,7 +479,7 @@ class PendingClaims:
             return
         ns = pod.metadata.namespace
         named = tuple(f"{ns}/{e.resource_claim_name}" for e in pod.spec.resource_claims if e.resource_claim_name)
-        self.rows[key] = MemoEntry(pod, True, key, named)
+        self.rows[key] = PendingPod(pod, key, named)
         for claim in named:
             self._count(claim, 1)
         self.dirty.add(key)
@@ -583,34 +496,46 @@ class PendingClaims:
         give with ``index`` (whose mappings must be the ones the changes were reported for). The mapping is
         not changed afterwards (a new one is made when a later call differs)."""
         index.named_by = self.named
-        index.memo = self.memo
-        epoch = self.memo.sync(index)
-        if epoch != self.epoch:
-            self.epoch = epoch
-            self.dirty = set(self.rows)
-        if self.dirty:
-            deps, out = self.deps, self.out
-            for key in self.dirty:
-                entry = self.rows[key]
-                self._unlink(entry)
-                reads: list[Read] = []
-                claims = entry.claims = index._resolve(entry.pod, reads)
-                entry.reads, entry.epoch = tuple(reads), epoch
-                for kind, read, _ in entry.reads:
-                    deps.setdefault((kind, read), set()).add(key)
-                before = out.pop(key, None)
-                if before is not None:
-                    self._pin(before, -1)
-                if _needs_devices(claims):
-                    out[key] = claims
-                    self._pin(claims, 1)
-                elif before is None:
-                    continue
-                self._frozen = None
-            self.dirty.clear()
+        index.memo = self
+        self._sync(index)
+        deps, out, dirty, made = self.deps, self.out, self.dirty, index.synthesized
+        while dirty:
+            key = dirty.pop()
+            entry = self.rows[key]
+            self._unlink(entry)
+            reads: list[Read] = []
+            before_made = len(made)
+            claims = entry.claims = index._resolve(entry.pod, reads)
+            entry.reads = tuple(reads)
+            for dep in entry.reads:
+                deps.setdefault(dep, set()).add(key)
+            for claim in list(made)[before_made:] if len(made) > before_made else ():
+                self.changed("claim", claim)  # made from its template: pods that read it as missing look again
+            before = out.pop(key, None)
+            if before is not None:
+                self._pin(before, -1)
+            if _needs_devices(claims):
+                out[key] = claims
+                self._pin(claims, 1)
+            elif before is None:
+                continue
+            self._frozen = None
         if self._frozen is None:
             self._frozen = dict(self.out)
         return self._frozen
+
+    def _sync(self, index: ClaimIndex) -> None:
+        """Resolve every pod again when the served extended resources or the nodes' resources changed since the
+        last resolve (:attr:`epoch`); drop converted specs of claims no longer in ``index`` once they outnumber
+        the live ones."""
+        served = index.extended_classes()
+        if served != self.served or index.node_resources != self.node_resources:
+            self.epoch += 1  # every pod's extended-resource claim may change
+            self.served, self.node_resources = served, index.node_resources
+            self.dirty = set(self.rows)
+        if len(self.specs) > 2 * (len(index.claims) + len(index.synthesized)) + 64:
+            self.specs = {k: v for k, v in self.specs.items()
+                          if (c := index.claim(k)) is not None and c.spec is v[0]}
 
     def _touch(self, kind: int, key: str) -> None:
         pods = self.deps.get((kind, key))
@@ -627,7 +552,7 @@ class PendingClaims:
         if (before > 1) != (after > 1):
             self._touch(_SHARED, claim)
 
-    def _drop(self, entry: MemoEntry) -> None:
+    def _drop(self, entry: PendingPod) -> None:
         del self.rows[entry.key]
         self._unlink(entry)
         self.dirty.discard(entry.key)
@@ -646,12 +571,12 @@ class PendingClaims:
             else:
                 del self.pinned[claim]
 
-    def _unlink(self, entry: MemoEntry) -> None:
+    def _unlink(self, entry: PendingPod) -> None:
         deps = self.deps
-        for kind, read, _ in entry.reads:
-            pods = deps.get((kind, read))
+        for dep in entry.reads:
+            pods = deps.get(dep)
             if pods is not None:
                 pods.discard(entry.key)
                 if not pods:
-                    del deps[(kind, read)]
+                    del deps[dep]
         entry.reads = ()

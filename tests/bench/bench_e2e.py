@@ -928,7 +928,7 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
             def first_bound() -> None:
                 cpu.mark("first")
                 if args.profile == "py-spy" and args.profile_from == "first-bind" and sched is not None:
-                    spies.append(start_spy(sched.pid, spy_path))
+                    spies.append(start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path))
 
             watch = BindWatch(kube, case.pods, ignore=BOUND_PREFIX, on_first=first_bound)
             watcher = await watch.start()
@@ -945,7 +945,7 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                 await wait_ready(port, sched, args.ready_timeout)
                 d.ready = time.monotonic()
                 if args.profile == "py-spy" and args.profile_from == "ready":  # the first plans and the drain
-                    spy = start_spy(sched.pid, spy_path)
+                    spy = start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path)
                 await wait_bound(watch, sched, args.timeout)
                 cpu.mark("bound")
             finally:
@@ -999,6 +999,10 @@ def report_case(d: Drain) -> bool:
     print(f"  pods bound / s             {rate:7.1f}   ((bound - 1) / (last bind - first bind))")
     print(f"  scheduler CPU per pod      {per_pod:7.3f} ms  ({used['scheduler']:.2f} s utime+stime over the drain; "
           f"{1000 * whole['scheduler'] / d.bound:.3f} ms counting start-up)")
+    emu_per_pod = 1000 * used["emulator"] / drained if drained else float("nan")
+    print(f"  emulator CPU per pod       {emu_per_pod:7.3f} ms  (the rate it allows with a whole core: "
+          f"{1000 / emu_per_pod if emu_per_pod > 0 else float('nan'):.0f} pods/s; the scheduler's: "
+          f"{1000 / per_pod if per_pod > 0 else float('nan'):.0f})")
     print("  CPU share of one core during the drain: " + ", ".join(
         f"{who} {100 * used[who] / drain_wall:.0f}%" for who in ("scheduler", "emulator", "driver", "other")
         if drain_wall > 0))
@@ -1019,7 +1023,7 @@ def report_case(d: Drain) -> bool:
     print(f"case: {c.name} bound/s {rate:.1f}; start->first bind {d.first_bound - d.launched:.2f} s "
           f"(CPU {start_cpu:.2f} s); CPU {per_pod:.3f} ms/pod steady, {1000 * whole['scheduler'] / d.bound:.3f} "
           f"whole drain; load {d.load[0]}; utilisation {util:.0f}%; "
-          f"emulator {100 * used['emulator'] / drain_wall:.0f}%; "
+          f"emulator {100 * used['emulator'] / drain_wall:.0f}% ({emu_per_pod:.3f} ms/pod); "
           f"VmHWM {d.sched_hwm:.0f} MiB; bound {d.bound}/{c.pods}; {'OK' if ok else 'FAILED'}")
     return ok
 
@@ -1149,6 +1153,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile-from", choices=("ready", "first-bind"), default="ready",
                     help="drains: start py-spy when the scheduler is ready (the first plans and the drain) or at "
                          "the first bind (the steady state only, the window of the steady CPU per pod)")
+    ap.add_argument("--profile-process", choices=("scheduler", "emulator"), default="scheduler",
+                    help="drains, with --profile py-spy: the process py-spy records (the emulator: to see what bounds "
+                         "the rate when the emulator uses a whole core)")
     ap.add_argument("--keep", metavar="DIR", default=None,
                     help="write the scheduler log, kubeconfig and raw profile to DIR instead of a temporary directory")
     ap.add_argument("--stock-emulator", action="store_true",

@@ -113,13 +113,53 @@ class BenchApiServer(ApiServer):
                     "apiVersion": f"{req.resource.group}/{req.resource.version}".lstrip("/"),
                     "metadata": {"resourceVersion": str(self.rv)}}
 
+    routes: dict[tuple[Any, ...] | None, Any] = attrs.field(factory=dict)
+    """A request's route (:func:`_route`) → the reaction that served the last request of that route; under None,
+    how many reactions there were then (a reaction added since empties it)."""
+
+    encoded: dict[int, tuple[dict[str, Any], bytes]] = attrs.field(factory=dict)
+    """``id(event)`` → (the watch event, its JSON line): each event is encoded once for all the watches it is sent
+    on (the event is kept with its bytes, so its id is not reused while the entry lives); the oldest half is
+    dropped past :data:`ENCODED_KEPT` entries."""
+
     async def _handle(self, request: Any) -> Any:
+        """Dispatch as kmock does — the first reaction, in priority order, whose filters take the request — but
+        remember which reaction served each route: the emulator's reactions are its fixed fallbacks, whose filters
+        read only what :func:`_route` keeps (the method, the Kubernetes action, the subresource, and a GET's
+        path), so a request of a route seen before goes to the same reaction without running every filter
+        before it again (they cost as much as the write itself)."""
         del self._requests[:-1]
         for payload in self._payloads:
             payload._requests.clear()
         _REQUEST.set(request)
         _OWNED.set(None)
-        return await super()._handle(request)  # type: ignore[no-untyped-call]
+        if self.routes and self.routes.get(None) != len(self._payloads):  # a reaction added since: learn again
+            self.routes.clear()
+        route = _route(request)
+        known = self.routes.get(route)
+        if known is not None and not known._disabled.is_set():
+            return await known(request)
+        response = await super()._handle(request)  # type: ignore[no-untyped-call]
+        served = [p for p in self._payloads if p._requests and p._requests[-1] is request]
+        if len(served) == 1:
+            self.routes[route] = served[0]
+            self.routes[None] = len(self._payloads)
+        return response
+
+    async def _serve_watch(self, req: Any) -> Any:
+        """The watch of :class:`ApiServer`, each event sent as its JSON line encoded once (:attr:`encoded`)."""
+        async for event in super()._serve_watch(req):  # type: ignore[misc]
+            if not isinstance(event, dict):
+                yield event
+                continue
+            hit = self.encoded.get(id(event))
+            if hit is None or hit[0] is not event:
+                hit = (event, json.dumps(event).encode() + b"\n")  # as kmock streams a dict
+                if len(self.encoded) >= ENCODED_KEPT:
+                    for key in list(self.encoded)[:ENCODED_KEPT // 2]:
+                        del self.encoded[key]
+                self.encoded[id(event)] = hit
+            yield hit[1]
 
     async def _serve_create(self, req: Any) -> Any:
         if self.real and req.resource.plural == "pods" and isinstance(req.data, dict):
@@ -160,6 +200,17 @@ def preload(srv: ApiServer, resource: str, bodies: Iterable[dict[str, Any]]) -> 
         srv._objects[res, body["metadata"].get("namespace"), body["metadata"]["name"]] = body
         count += 1
     return count
+
+
+ENCODED_KEPT = 4096
+"""How many encoded watch events :class:`BenchApiServer` keeps (an event goes to all its watches within moments)."""
+
+
+def _route(request: Any) -> tuple[Any, ...]:
+    """What the emulator's fallback reactions match a request on: method, Kubernetes action, subresource, and for
+    a GET its path (discovery and ``/version`` are told apart by path)."""
+    return (request.method, request.action, request.subresource,
+            request.url.path if request.method == kmock.method.GET else None)
 
 
 _OWNED: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("owned", default=None)

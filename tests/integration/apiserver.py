@@ -27,10 +27,10 @@ real server routes them, and hands every other path to kmock's parser. Discovery
 
 # ruff: noqa
 # mypy: ignore-errors
-import contextlib, contextvars, copy, dataclasses, datetime, functools, re, uuid
+import contextlib, contextvars, dataclasses, datetime, functools, pickle, re, uuid
 import attrs, kmock
 from kmock import KubernetesError, KubernetesObjectNotFoundError, KubernetesResourceNotFoundError
-from kmock._internal import parsing as _kmock_parsing
+from kmock._internal import dicts as _kmock_dicts, parsing as _kmock_parsing
 from tests.integration import apivalidation as av, crds, kind_rules, schemas
 _kmock_parse_path = _kmock_parsing.parse_path
 def _parse_path(path):  # the namespaces resource's own paths; everything else as kmock parses it
@@ -39,6 +39,8 @@ def _parse_path(path):  # the namespaces resource's own paths; everything else a
         return _kmock_parsing.ParsedPath('', 'v1', 'namespaces', None, parts[3] if len(parts) == 4 else None, None)
     return _kmock_parse_path(path)
 _kmock_parsing.parse_path = _parse_path
+def _clone(obj):  # a deep copy of JSON data (dicts, lists, scalars), about 4x faster than copy.deepcopy
+    return pickle.loads(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
 def _stamp(at): return at.strftime('%Y-%m-%dT%H:%M:%SZ')
 def _now(): return _stamp(datetime.datetime.now(datetime.UTC))
 def _conflict(msg): return KubernetesError(status=409, reason='Conflict', message=msg)
@@ -132,14 +134,14 @@ class ApiServer(kmock.KubernetesEmulator):
     def _obj(self, req):
         key = (req.resource, req.namespace, req.name)
         if key not in self._objects or self._objects[key].deleted: raise KubernetesObjectNotFoundError()
-        cur = copy.deepcopy(self._objects[key].raw); cur.setdefault('metadata', {})
+        cur = _clone(self._objects[key].raw); cur.setdefault('metadata', {})
         return key, cur
     async def _commit(self, key, body, type_):   # store; the watch event follows the response (``_flush``)
         self.rv += 1; body['metadata']['resourceVersion'] = str(self.rv)
         if key in self._objects: self._objects[key].create(body)   # appends a history version
         else: self._objects[key] = body
         if type_ == 'DELETED': self._objects[key].delete()
-        self._unpublished.append((_REQUEST.get(), key[0], {'type': type_, 'object': copy.deepcopy(body)}))
+        self._unpublished.append((_REQUEST.get(), key[0], {'type': type_, 'object': _clone(body)}))
         await self._flush()
         return body
     async def _flush(self):                 # with the lock held: publish, in order, what is answered already
@@ -188,7 +190,7 @@ class ApiServer(kmock.KubernetesEmulator):
         raise self._refuse(req, 422, 'Invalid', status['message'], status['details'])
     # -- writes -----------------------------------------------------------------------------------------------
     async def _serve_create(self, req):
-        body = copy.deepcopy(req.data); md = body.setdefault('metadata', {})
+        body = _clone(req.data); md = body.setdefault('metadata', {})
         if req.namespace: md['namespace'] = req.namespace
         if not md.get('name') and md.get('generateName'): md['name'] = av.generate_name(md['generateName'])
         self._validate(req, body, None)
@@ -217,16 +219,16 @@ class ApiServer(kmock.KubernetesEmulator):
     async def _serve_update(self, req):     # PATCH: dict = merge patch (lists replaced), list = JSON patch
         patch = req.data if req.subresource != 'status' or not isinstance(req.data, dict) else \
             {'status': req.data.get('status'), 'metadata': req.data.get('metadata', {})}   # /status: .status only
-        def apply(cur): obj = kmock.Object(cur); obj.patch(patch); return copy.deepcopy(obj.raw)
+        def apply(cur): return _clone(_kmock_dicts.patch_dict(cur, patch))   # kmock.Object.patch's merge, on our copy
         return await self._write(req, apply)
     async def _serve_put(self, req):        # replace; PUT .../status replaces only .status
         if req.subresource == 'status':
             def status_of(cur):
-                new = copy.deepcopy(cur); new['status'] = copy.deepcopy((req.data or {}).get('status'))
+                new = _clone(cur); new['status'] = _clone((req.data or {}).get('status'))
                 new['metadata']['resourceVersion'] = ((req.data or {}).get('metadata') or {}).get('resourceVersion')
                 return new
             return await self._write(req, status_of)
-        return await self._write(req, lambda cur: copy.deepcopy(req.data))
+        return await self._write(req, lambda cur: _clone(req.data))
     def _delete_options(self, req):
         opts = dict(req.data) if isinstance(req.data, dict) else {}
         if 'gracePeriodSeconds' not in opts and str(req.params.get('gracePeriodSeconds', '')).lstrip('-').isdigit():
@@ -274,7 +276,7 @@ class ApiServer(kmock.KubernetesEmulator):
         async with self._lock:
             for (ns, n) in self.terminating(namespace):
                 if name not in (None, n): continue
-                key = (kmock.resource('v1/pods'), ns, n); cur = copy.deepcopy(self._objects[key].raw)
+                key = (kmock.resource('v1/pods'), ns, n); cur = _clone(self._objects[key].raw)
                 cur['metadata']['deletionGracePeriodSeconds'] = 0
                 await self._commit(key, cur, 'MODIFIED' if cur['metadata'].get('finalizers') else 'DELETED')
                 confirmed += 1
@@ -311,7 +313,7 @@ class ApiServer(kmock.KubernetesEmulator):
     async def _serve_list(self, req):
         if req.resource not in self._get_resources(): raise KubernetesResourceNotFoundError()
         async with self._lock:
-            items = [copy.deepcopy(o.raw) for o in self._live(req.resource) if self._matches(req, o.raw)]
+            items = [_clone(o.raw) for o in self._live(req.resource) if self._matches(req, o.raw)]
             return {'kind': f'{self._resources[req.resource].kind}List', 'items': items,
                     'apiVersion': f'{req.resource.group}/{req.resource.version}'.lstrip('/'),
                     'metadata': {'resourceVersion': str(self.rv)}}
@@ -327,7 +329,7 @@ class ApiServer(kmock.KubernetesEmulator):
             elif since:
                 backlog = [e for rv, r, e in self.log if r == req.resource and rv > since]
             else:                            # no RV or "0": the current state as ADDED
-                backlog = [{'type': 'ADDED', 'object': copy.deepcopy(o.raw)} for o in self._live(req.resource)]
+                backlog = [{'type': 'ADDED', 'object': _clone(o.raw)} for o in self._live(req.resource)]
                 since = self.rv              # writes already answered but not yet published are in that state
         stream = [req.resource, False]; self._watches.append(stream)
         try:

@@ -102,3 +102,15 @@ def clusters(draw: st.DrawFn, max_nodes: int = 8, max_roots: int = 4) -> Cluster
 def _topology(draw: st.DrawFn) -> dict[str, Any]:
     key = draw(st.sampled_from(TOPOLOGY_KEYS))
     return {"schedulingConstraints": {"topology": [{"key": key}]}} if key else {}
+
+
+def json_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every path into the JSON value ``value`` (dict keys and list indexes), the empty one included."""
+    out = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += json_paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += json_paths(v, (*prefix, i))
+    return out

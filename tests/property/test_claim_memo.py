@@ -1,16 +1,13 @@
-"""Claim resolution kept across snapshots (:class:`~scheduler.dra.claims.ClaimMemo`) against resolving from scratch.
+"""Claim resolution kept across snapshots (:class:`~scheduler.dra.claims.PendingClaims`) against resolving from scratch.
 
-``resolve_all`` with a memo reuses a pod's resolution while the pod and everything the resolution read are
-unchanged. Here random sequences of changes — pods, claims, templates, PodGroups, DeviceClasses and
-namespaces added, changed and deleted; claims going in and out of flight; the nodes' resources changing —
-are applied to live dicts the way the cache applies watch events (a new object per change), and after
-every step the memoised result must equal ``resolve_all`` over a fresh index without a memo. Both the
-live path and ``simulate``'s (templates synthesised) are covered.
-
-:class:`~scheduler.dra.claims.PendingClaims` (the live path: only pods whose inputs were reported changed are
-resolved again) is held to the same: the same random changes, each reported as the cache reports it, and after
-any number of them its result equals resolving every pending pod from scratch; and through the cache itself
-(:class:`~scheduler.cache.cluster.ClusterCache`, which makes those reports), a snapshot's DRA view equals it too.
+:class:`~scheduler.dra.claims.PendingClaims` resolves again only the pods whose inputs were reported changed.
+Here random sequences of changes — pods, claims, templates, PodGroups, DeviceClasses and namespaces added,
+changed and deleted; claims going in and out of flight; the nodes' resources changing — are applied to live
+dicts the way the cache applies watch events (a new object per change), each reported as the cache reports it,
+and after any number of them its result must equal ``resolve_all`` over a fresh index. Both the live path and
+``simulate``'s (templates synthesised: a claim one pod's resolution makes is read by the others) are covered;
+and through the cache itself (:class:`~scheduler.cache.cluster.ClusterCache`, which makes those reports), a
+snapshot's DRA view equals it too.
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.dra.claims import ClaimIndex, ClaimMemo, PendingClaims, resolve_all
+from scheduler.dra.claims import ClaimIndex, PendingClaims, resolve_all
 from scheduler.model import Pod, PodGroup, ResourceClaimTemplate
 from scheduler.model.dra import DeviceClass, ResourceClaim
 from scheduler.model.namespace import Namespace
@@ -208,9 +205,9 @@ class Live:
         elif kind == "node-resources":
             self.node_resources = frozenset(state)
 
-    def index(self, synthesize: bool, synthesized: dict[str, ResourceClaim], memo: ClaimMemo | None) -> ClaimIndex:
+    def index(self, synthesize: bool, synthesized: dict[str, ResourceClaim]) -> ClaimIndex:
         return ClaimIndex(self.claims, self.templates, self.classes, self.groups, synthesize, self.node_resources,
-                          synthesized, frozenset(self.in_flight), namespaces=self.namespaces, memo=memo)
+                          synthesized, frozenset(self.in_flight), namespaces=self.namespaces)
 
 
 def put(objects: dict[str, Any], key: str, obj: Any) -> None:
@@ -246,35 +243,19 @@ ADMIN = {"request": "admin", "allocated": False, "deleting": False}
 @example(synthesize=False, steps=[  # an extended resource served through DRA, then offered by a node
     ("pod", "a", "p0", {"entries": [], "statuses": {}, "group": None, "extended": ["example.com/gpu"],
                         "bound": False}), ("node-resources", "", "", ["example.com/gpu"])])
-def test_memoised_resolution_equals_resolving_from_scratch_after_every_change(
+def test_resolution_after_every_change_equals_resolving_from_scratch(
         synthesize: bool, steps: list[tuple[str, str, str, Any]]) -> None:
     live = Live()
-    memo = ClaimMemo()
+    pending = PendingClaims()
     synthesized: dict[str, ResourceClaim] = {}  # kept across snapshots, as the cache keeps it
     for kind, ns, name, state in [*SEED, *steps]:
         live.apply(kind, ns, name, state)
-        got = resolve_all(live.index(synthesize, synthesized, memo), list(live.pods.values()))
+        report(pending, live, kind, ns, name)
+        got = pending.resolve(live.index(synthesize, synthesized))
         # From scratch, with the claims synthesised so far (the same ones the scheduler would reuse).
-        want = resolve_all(live.index(synthesize, dict(synthesized), None), list(live.pods.values()))
+        want = resolve_all(live.index(synthesize, dict(synthesized)), list(live.pods.values()))
         assert got == want, (kind, ns, name, state)
-
-
-def test_an_unchanged_pod_keeps_its_resolution_and_a_changed_claim_resolves_it_again() -> None:
-    live = Live()
-    live.apply("template", "a", "t0", "plain")
-    live.apply("claim", "a", "c0", {"request": "plain", "allocated": False, "deleting": False})
-    live.apply("pod", "a", "p0", {"entries": [{"name": "e0", "resourceClaimName": "c0"}], "statuses": {},
-                                  "group": None, "extended": [], "bound": False})
-    live.apply("pod", "a", "p1", {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}],
-                                  "statuses": {"e0": "c1"}, "group": None, "extended": [], "bound": False})
-    memo = ClaimMemo()
-    first = resolve_all(live.index(False, {}, memo), list(live.pods.values()))
-    assert [c.key for c in first["a/p0"].allocate] == ["a/c0"]
-    assert first["a/p1"].waiting is not None
-    live.apply("claim", "a", "c0", {"request": "plain", "allocated": True, "deleting": False})
-    second = resolve_all(live.index(False, {}, memo), list(live.pods.values()))
-    assert second["a/p1"] is first["a/p1"]  # nothing it read changed: kept
-    assert second["a/p0"].pinned == ("a/c0",) and not second["a/p0"].allocate
+        assert pending.pinned == dict(Counter(k for c in want.values() for k in c.pinned))
 
 
 REPORTED = {"claim": "claim", "template": "template", "group": "podgroup", "namespace": "namespace",
@@ -319,8 +300,8 @@ def test_incremental_resolution_equals_resolving_from_scratch(steps: list[tuple[
         report(pending, live, kind, ns, name)
         if not snapshot:
             continue
-        got = pending.resolve(live.index(False, {}, None))
-        want = resolve_all(live.index(False, {}, None), list(live.pods.values()))
+        got = pending.resolve(live.index(False, {}))
+        want = resolve_all(live.index(False, {}), list(live.pods.values()))
         assert got == want, (kind, ns, name, state)
         assert pending.pinned == dict(Counter(k for c in want.values() for k in c.pinned))
         assert set(pending.rows) == {k for k, p in live.pods.items() if not p.is_bound}
@@ -334,14 +315,14 @@ def test_only_the_pods_that_read_a_changed_object_are_resolved_again() -> None:
     for pod, claim in (("p0", "c0"), ("p1", "c1")):
         live.apply("pod", "a", pod, by_name(claim))
         report(pending, live, "pod", "a", pod)
-    first = pending.resolve(live.index(False, {}, None))
+    first = pending.resolve(live.index(False, {}))
     live.apply("claim", "a", "c0", {"request": "two", "allocated": False, "deleting": False})
     report(pending, live, "claim", "a", "c0")
     assert pending.dirty == {"a/p0"}
-    second = pending.resolve(live.index(False, {}, None))
+    second = pending.resolve(live.index(False, {}))
     assert second["a/p1"] is first["a/p1"]
     assert second["a/p0"].allocate[0].spec.requests[0].options[0].count == 2
-    assert pending.resolve(live.index(False, {}, None)) is second  # nothing changed: the same mapping
+    assert pending.resolve(live.index(False, {})) is second  # nothing changed: the same mapping
 
 
 CACHE_KINDS = {"pod": "Pod", "claim": "ResourceClaim", "template": "ResourceClaimTemplate", "group": "PodGroup",

@@ -24,6 +24,7 @@ from scheduler.client.decoding import MAX_DEPTH, event_decoder, loads, page_deco
 from scheduler.groups.intent import INTENT_ANNOTATION
 from scheduler.live.informers import DECODED_AS_MODELS
 from scheduler.model.base import NESTED_TOO_DEEP
+from tests.property.strategies import json_paths
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -85,18 +86,6 @@ def make(recipe: tuple[str, Any]) -> Any:
             "brackets": lambda n: "[" * n, "pods": lambda n: '{"pods":' * n}[how](arg)
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path into ``value`` (dict keys and list indexes), the empty one included."""
-    out = [prefix]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
 def _put(raw: Any, path: tuple[Any, ...], value: Any) -> Any:
     if not path:
         return value
@@ -114,7 +103,7 @@ def hostile_objects(draw: st.DrawFn) -> tuple[str, tuple[Any, ...], tuple[str, A
     kind = draw(st.sampled_from(sorted(SAMPLES)))
     if kind == "PodGroup" and draw(st.booleans()):
         return kind, ("intent",), draw(intents)
-    return kind, draw(st.sampled_from(_paths(SAMPLES[kind]))), draw(hostile)
+    return kind, draw(st.sampled_from(json_paths(SAMPLES[kind]))), draw(hostile)
 
 
 @SETTINGS
@@ -168,7 +157,7 @@ def test_the_client_decoder_never_raises_recursion(depth: int, shape: str) -> No
 def hostile_pods_and_nodes(draw: st.DrawFn) -> tuple[str, tuple[Any, ...], tuple[str, Any]]:
     """A hostile object (as :func:`hostile_objects`) of a kind whose informer decodes straight into models."""
     kind = draw(st.sampled_from(sorted(DECODED_AS_MODELS)))
-    return kind, draw(st.sampled_from(_paths(SAMPLES[kind]))), draw(hostile)
+    return kind, draw(st.sampled_from(json_paths(SAMPLES[kind]))), draw(hostile)
 
 
 @SETTINGS
