@@ -1,6 +1,6 @@
 """Benchmark of the API client's write path: client CPU per ``POST pods/{name}/binding`` over TLS.
 
-Run with ``.venv/bin/python -m tests.bench.bench_client [--binds N] [--concurrency N] [--rounds N]``.
+Run with ``.venv/bin/python -m tests.bench.bench_client [--binds N] [--concurrency N] [--rounds N] [--profile]``.
 
 A local HTTPS server in a child process (its own CPU, not counted) answers every request as the API server
 answers a bind: ``201 Created`` with a ``Status`` body. The client is :class:`~scheduler.client.kube.KubeClient`
@@ -8,15 +8,18 @@ on uvloop (as ``gang-scheduler run`` starts it), verifying the server's certific
 ``--concurrency`` at a time on its aiohttp session (kept connections, as many as ``--concurrency``).
 
 Reported: the client process's CPU time (``time.process_time``, user + system) per bind, in µs, the best of
-``--rounds`` rounds (the least disturbed by other processes), and the wall time beside it.
+``--rounds`` rounds (the least disturbed by other processes), and the wall time beside it. ``--profile``: one more
+round under cProfile (timed in process CPU time), its top functions by own time printed after the figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import multiprocessing
 import os
+import pstats
 import ssl
 import tempfile
 import time
@@ -91,6 +94,7 @@ def main() -> None:
     parser.add_argument("--binds", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="one more round under cProfile")
     args = parser.parse_args()
     cert_pem, key_pem = ServiceWebhookServer.build_certificate(["127.0.0.1"])
     with tempfile.TemporaryDirectory() as tmp:
@@ -107,11 +111,16 @@ def main() -> None:
         try:
             cpu, wall = min(uvloop.run(round_(port.value, cert, args.binds, args.concurrency))
                             for _ in range(args.rounds))
+            profile = cProfile.Profile(time.process_time) if args.profile else None
+            if profile is not None:
+                profile.runcall(uvloop.run, round_(port.value, cert, args.binds, args.concurrency))
         finally:
             server.terminate()
     print(f"{args.binds} binds, {args.concurrency} at a time, over TLS; best of {args.rounds} rounds; "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"  client CPU {cpu / args.binds * 1e6:.0f} µs per bind, wall {wall / args.binds * 1e6:.0f} µs")
+    if profile is not None:
+        pstats.Stats(profile).sort_stats("tottime").print_stats(40)
 
 
 if __name__ == "__main__":
