@@ -30,3 +30,21 @@ def paused_then_frozen() -> Iterator[None]:
         gc.freeze()
         if collecting:
             gc.enable()
+
+
+STEADY_THRESHOLDS = (20_000, 10, 10)
+"""The collector's thresholds (``gc.set_threshold``) once ``run``'s caches are synced: a young collection every 20,000
+net allocations of containers instead of CPython's 700. In the steady state nearly every container that survives a
+young collection is a cache object the process keeps (the model of a pod just bound, about 100 containers), so a
+young collection walks them at about a microsecond each, promotes them, and every tenth young collection walks them
+again in the middle generation; the requests and events that allocate the rest die by reference counting before any
+collection sees them. With collections 28 times rarer, the survivors are walked once in the young generation and
+seldom in the middle one. Over a drain of 4,000 plain pods (``bench_e2e --case plain``) the collector's CPU fell from
+1.1 s to 0.4 s: four full collections of about 80 ms each and 56 middle ones before, none and one after. Cyclic garbage
+(a few thousand objects per drain) waits at most that many allocations longer."""
+
+
+def collect_less_often() -> None:
+    """Set :data:`STEADY_THRESHOLDS`: for a process whose long-lived objects are built (and frozen) and whose later
+    allocations are mostly short-lived."""
+    gc.set_threshold(*STEADY_THRESHOLDS)
