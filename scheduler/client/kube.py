@@ -366,8 +366,9 @@ class KubeClient:
                       body: Any = None, content_type: str = "application/json", lane: Lane = Lane.NORMAL,
                       reply: bool = True) -> JSON:
         """One rate-limited request in ``lane``; returns the decoded JSON body. Raises :class:`ApiError`.
-        ``reply=False``: the caller does not read the answer (a bind's ``Status``, a created Event): it is read
-        to the end, so the connection is kept, but not decoded, and ``{}`` is returned."""
+        ``reply=False``: the caller does not read the answer (a bind's ``Status``, a created Event): it is received
+        to its end, so the connection is kept (a short reply arrives with its head, and aiohttp has then put the
+        connection back already; a body still on its way is read), but not decoded, and ``{}`` is returned."""
         await self.limiter.acquire(lane)
         resp = await self._send(method, path, query, body, content_type)
         try:
