@@ -342,11 +342,12 @@ class KubeClient:
         headers = {**api.default_headers, "Accept": "application/json", "Content-Type": content_type}
         if api.cookie:
             headers["Cookie"] = api.cookie
-        query = list(query or [])
-        await self.api.update_params_for_auth(headers, query, ["BearerToken"])
+        if "BearerToken" in cfg.api_key:  # the only credential update_params_for_auth applies; else it does nothing
+            query = list(query or [])
+            await api.update_params_for_auth(headers, query, ["BearerToken"])
         # built encoded: paths are object names (DNS labels and subdomains) and the query is urlencoded already,
         # so aiohttp need not parse and quote it again
-        url = yarl.URL(f"{cfg.host}{path}" + ("?" + urlencode(query) if query else ""), encoded=True)
+        url = yarl.URL(f"{cfg.host}{path}?{urlencode(query)}" if query else f"{cfg.host}{path}", encoded=True)
         try:
             resp = await self.session.request(
                 method, url, headers=headers, data=None if body is None else pydantic_core.to_json(body),
@@ -365,13 +366,15 @@ class KubeClient:
                       body: Any = None, content_type: str = "application/json", lane: Lane = Lane.NORMAL,
                       reply: bool = True) -> JSON:
         """One rate-limited request in ``lane``; returns the decoded JSON body. Raises :class:`ApiError`.
-        ``reply=False``: the caller does not read the answer (a bind's ``Status``, a created Event): it is read
-        to the end, so the connection is kept, but not decoded, and ``{}`` is returned."""
+        ``reply=False``: the caller does not read the answer (a bind's ``Status``, a created Event): it is received
+        to its end, so the connection is kept (a short reply arrives with its head, and aiohttp has then put the
+        connection back already; a body still on its way is read), but not decoded, and ``{}`` is returned."""
         await self.limiter.acquire(lane)
         resp = await self._send(method, path, query, body, content_type)
         try:
             if not reply:
-                await resp.read()
+                if not resp.content.is_eof():  # a short reply arrives whole with its head: nothing to read
+                    await resp.read()
                 return {}
             data = decoding.loads(await resp.read())
         except (TimeoutError, aiohttp.ClientError, ValueError) as exc:  # body cut off or not JSON

@@ -39,7 +39,7 @@ from scheduler.cache.group_view import CacheGroupView
 from scheduler.client.discovery import GroupApis, discover_group_apis, watched_resources
 from scheduler.client.kube import ApiError, KubeClient
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
-from scheduler.collector import paused_then_frozen
+from scheduler.collector import collect_less_often, paused_then_frozen
 from scheduler.config import Settings, own_namespace
 from scheduler.cycle import Attempt, CycleRunner, handle
 from scheduler.framework.binding_cycle import BindingCycle, BindOutcome, BindResult, Failure
@@ -227,6 +227,7 @@ class Scheduler:
             self.spawn(informer.run(), f"informer/{res.plural}")
         with paused_then_frozen():  # the first lists make the objects the process keeps
             await asyncio.gather(*(i.synced.wait() for i in self.informers))
+        collect_less_often()  # what is built later is mostly short-lived (requests, events) or kept (cache models)
         log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.nodes),
                  len(self.cache.pods), sum(len(self.cache.objects[r.kind]) for r in self.groups.resources))
 

@@ -1,6 +1,7 @@
 """Benchmark of the API client's write path: client CPU per ``POST pods/{name}/binding`` over TLS.
 
-Run with ``.venv/bin/python -m tests.bench.bench_client [--binds N] [--concurrency N] [--rounds N]``.
+Run with ``.venv/bin/python -m tests.bench.bench_client [--binds N] [--concurrency N] [--rounds N] [--profile]
+[--transport-floor]``.
 
 A local HTTPS server in a child process (its own CPU, not counted) answers every request as the API server
 answers a bind: ``201 Created`` with a ``Status`` body. The client is :class:`~scheduler.client.kube.KubeClient`
@@ -8,20 +9,26 @@ on uvloop (as ``gang-scheduler run`` starts it), verifying the server's certific
 ``--concurrency`` at a time on its aiohttp session (kept connections, as many as ``--concurrency``).
 
 Reported: the client process's CPU time (``time.process_time``, user + system) per bind, in µs, the best of
-``--rounds`` rounds (the least disturbed by other processes), and the wall time beside it.
+``--rounds`` rounds (the least disturbed by other processes), and the wall time beside it. ``--profile``: one more
+round under cProfile (timed in process CPU time), its top functions by own time printed after the figures.
+``--transport-floor``: the same binds written as bytes on uvloop's TLS transport, without an HTTP client
+(:func:`floor_round`): what TLS, the system calls and the event loop cost, below any HTTP library.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import multiprocessing
 import os
+import pstats
 import ssl
 import tempfile
 import time
 from typing import Any
 
+import pydantic_core
 import uvloop
 from kubernetes_asyncio import client
 
@@ -35,6 +42,12 @@ REPLY = (b"HTTP/1.1 201 Created\r\nAudit-Id: 5f0e4c2a-6b43-4a4e-9d4e-2f1d3c4b5a6
          b"Content-Length: " + str(len(STATUS)).encode() + b"\r\n\r\n" + STATUS)
 
 
+def content_length(head: bytes) -> int:
+    """The ``Content-Length`` of a message's head (0 without one)."""
+    return next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                 if line.lower().startswith(b"content-length:")), 0)
+
+
 def serve(cert: str, key: str, ready: Any, port: Any) -> None:
     """The server process: answers every request on every connection with :data:`REPLY`; sets ``ready`` (a
     ``multiprocessing`` Event) once listening, its port in ``port`` (a ``multiprocessing`` Value)."""
@@ -45,9 +58,7 @@ def serve(cert: str, key: str, ready: Any, port: Any) -> None:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
-                await reader.readexactly(length)
+                await reader.readexactly(content_length(head))
                 writer.write(REPLY)
         except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
             writer.close()
@@ -86,11 +97,67 @@ async def round_(port: int, ca: str, binds: int, concurrency: int) -> tuple[floa
     return cpu, wall
 
 
+class _Exchange(asyncio.Protocol):
+    """One connection of :func:`floor_round`: each reply (``Content-Length`` framed, as :data:`REPLY`) completes
+    :attr:`reply`."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.reply: asyncio.Future[bytes] | None = None
+        self.transport: Any = None  # uvloop's TLS transport (not an asyncio.Transport subclass)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        head, sep, rest = self.buffer.partition(b"\r\n\r\n")
+        length = content_length(head)
+        if sep and len(rest) >= length and self.reply is not None:
+            self.buffer = rest[length:]
+            self.reply.set_result(rest[:length])
+
+
+async def floor_round(port: int, ca: str, binds: int, concurrency: int) -> tuple[float, float]:
+    """:func:`round_` without an HTTP client: each bind's request written as one buffer on uvloop's TLS transport
+    and its reply framed by ``Content-Length``, ``concurrency`` connections. What the transport itself costs (TLS,
+    system calls, the event loop), below any HTTP library."""
+    loop = asyncio.get_running_loop()
+    context = ssl.create_default_context(cafile=ca)
+    exchanges = [(await loop.create_connection(_Exchange, "127.0.0.1", port, ssl=context))[1]
+                 for _ in range(concurrency)]
+    queue = iter(range(binds))
+
+    async def worker(exchange: _Exchange) -> None:
+        assert exchange.transport is not None
+        for i in queue:
+            body = pydantic_core.to_json({
+                "apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": f"p-{i}", "namespace": "bench", "uid": "4b6f3c1e-0a57-4f5e-9c83-2a9d1e7b6c40"},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}})
+            exchange.reply = loop.create_future()
+            exchange.transport.write(
+                f"POST /api/v1/namespaces/bench/pods/p-{i}/binding HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+            await exchange.reply
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(worker(e) for e in exchanges))
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    for exchange in exchanges:
+        assert exchange.transport is not None
+        exchange.transport.close()
+    return cpu, wall
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--binds", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="one more round under cProfile")
+    parser.add_argument("--transport-floor", action="store_true",
+                        help="the same binds without an HTTP client (floor_round), for comparison")
     args = parser.parse_args()
     cert_pem, key_pem = ServiceWebhookServer.build_certificate(["127.0.0.1"])
     with tempfile.TemporaryDirectory() as tmp:
@@ -105,13 +172,20 @@ def main() -> None:
         server.start()
         ready.wait(30)
         try:
-            cpu, wall = min(uvloop.run(round_(port.value, cert, args.binds, args.concurrency))
+            one_round = floor_round if args.transport_floor else round_
+            cpu, wall = min(uvloop.run(one_round(port.value, cert, args.binds, args.concurrency))
                             for _ in range(args.rounds))
+            profile = cProfile.Profile(time.process_time) if args.profile else None
+            if profile is not None:
+                profile.runcall(uvloop.run, round_(port.value, cert, args.binds, args.concurrency))
         finally:
             server.terminate()
-    print(f"{args.binds} binds, {args.concurrency} at a time, over TLS; best of {args.rounds} rounds; "
+    how = " without an HTTP client (--transport-floor)" if args.transport_floor else ""
+    print(f"{args.binds} binds, {args.concurrency} at a time, over TLS{how}; best of {args.rounds} rounds; "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"  client CPU {cpu / args.binds * 1e6:.0f} µs per bind, wall {wall / args.binds * 1e6:.0f} µs")
+    if profile is not None:
+        pstats.Stats(profile).sort_stats("tottime").print_stats(40)
 
 
 if __name__ == "__main__":

@@ -438,10 +438,11 @@ def cprofile_summary(path: Path, top: int = 30) -> str:
 # -- the scheduler process, shared by the burst and the drains ------------------------------------
 
 def scheduler_cmd(kubeconfig: Path, port: int, prof: Path | None) -> list[str]:
-    """``gang-scheduler run`` as a user runs it against the emulator (``prof``: under cProfile, writing there)."""
+    """``gang-scheduler run`` as a user runs it against the emulator (``prof``: under cProfile timed in CPU time,
+    writing there, :mod:`tests.bench.cpu_profile`)."""
     cmd = [str(CLI), "run", "--kubeconfig", str(kubeconfig), "--no-leader-elect",
            "--bind-address", f"127.0.0.1:{port}", "--client-qps", "0", "--log-level", "INFO"]
-    return [sys.executable, "-m", "cProfile", "-o", str(prof), *cmd] if prof is not None else cmd
+    return [sys.executable, "-m", "tests.bench.cpu_profile", str(prof), *cmd] if prof is not None else cmd
 
 
 def start_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
@@ -1149,7 +1150,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="event loop of the emulator process (the scheduler always runs on uvloop)")
     ap.add_argument("--profile", choices=("py-spy", "cprofile"), default=None,
                     help="profile the scheduler: py-spy attached from ready to last bound (needs `pip install "
-                         "py-spy` in the venv), or the whole process under cProfile (slower)")
+                         "py-spy` in the venv), or the whole process under cProfile timed in CPU time (slower; "
+                         "the collector's CPU ends the scheduler's log)")
     ap.add_argument("--profile-from", choices=("ready", "first-bind"), default="ready",
                     help="drains: start py-spy when the scheduler is ready (the first plans and the drain) or at "
                          "the first bind (the steady state only, the window of the steady CPU per pod)")

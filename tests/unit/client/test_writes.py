@@ -16,8 +16,8 @@ from kubernetes_asyncio import client
 from scheduler.client.kube import PODGROUPS, ApiError, Conflict, KubeClient, api_client
 from scheduler.operator.certificates import ServiceWebhookServer
 
-Answer = Callable[[bytes], bytes | None]
-"""The raw reply to one request (its bytes, head and body); None: say nothing."""
+Answer = Callable[[bytes], bytes | tuple[bytes, ...] | None]
+"""The raw reply to one request (its bytes, head and body; a tuple: parts sent a second apart); None: say nothing."""
 
 
 class RawServer:
@@ -51,6 +51,12 @@ class RawServer:
                 reply = self.answer(request)
                 if reply is None:
                     await asyncio.Event().wait()  # never answers
+                elif isinstance(reply, tuple):
+                    for i, part in enumerate(reply):
+                        if i:
+                            await asyncio.sleep(1)
+                        writer.write(part)
+                        await writer.drain()
                 else:
                     writer.write(reply)
                 await writer.drain()
@@ -120,6 +126,50 @@ async def test_writes_reuse_kept_connections_up_to_the_limit() -> None:
         await asyncio.gather(*(kube.bind("ns", f"q{i}", "node-1") for i in range(20)))
         await kube.close()
     assert len(server.requests) == 23 and server.connections <= 3
+
+
+@pytest.mark.looptime
+async def test_a_reply_not_read_is_still_received_whole_so_its_connection_is_kept() -> None:
+    """A bind's ``Status`` is not decoded; whether its body came with the head or after it, the next write goes on the
+    same connection (a reply left unread would close it)."""
+    whole = reply()(b"")
+    assert isinstance(whole, bytes)
+    head, _, body = whole.partition(b"\r\n\r\n")
+    answers = iter([(head + b"\r\n\r\n", body), whole])
+    async with RawServer(lambda _: next(answers, whole)) as server:
+        kube = KubeClient.for_host(f"http://127.0.0.1:{server.port}")
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await kube.bind("ns", "p", "node-1")  # its body a second after its head
+        assert loop.time() - start == pytest.approx(1, abs=0.1)
+        await kube.bind("ns", "q", "node-1")
+        await kube.bind("ns", "r", "node-1")
+        await kube.close()
+    assert len(server.requests) == 3 and server.connections == 1
+
+
+async def test_a_bearer_token_is_sent_as_the_configuration_has_it_at_each_request() -> None:
+    """The token is read per request through kubernetes-asyncio's refresh hook (an exec plugin's or a rotated
+    service-account token); without one no ``Authorization`` header is sent."""
+    async with RawServer(reply()) as server:
+        cfg = client.Configuration(host=f"http://127.0.0.1:{server.port}")
+        tokens = iter(["t-1", "t-2"])
+
+        def refresh(c: client.Configuration) -> None:
+            c.api_key["BearerToken"] = next(tokens)
+
+        cfg.api_key = {"BearerToken": "t-0"}
+        cfg.api_key_prefix = {"BearerToken": "Bearer"}
+        cfg.refresh_api_key_hook = refresh
+        kube = KubeClient(api_client(cfg, 2), qps=0.0)
+        await kube.bind("ns", "p", "node-1")
+        await kube.bind("ns", "q", "node-1")
+        await kube.close()
+        anonymous = KubeClient.for_host(f"http://127.0.0.1:{server.port}")
+        await anonymous.bind("ns", "r", "node-1")
+        await anonymous.close()
+    sent = [[line for line in r.split(b"\r\n") if line.lower().startswith(b"authorization:")] for r in server.requests]
+    assert sent == [[b"authorization: Bearer t-1"], [b"authorization: Bearer t-2"], []]
 
 
 async def test_a_malformed_or_cut_reply_is_a_retryable_failure_and_the_next_write_gets_a_new_connection() -> None:
