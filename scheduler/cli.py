@@ -337,13 +337,16 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
         _fail("--kubeconfig needs --from-cluster (a snapshot file is read without a cluster)")
     if from_cluster and files:
         _fail("--from-cluster reads the cluster: give the workload to add with --add FILE")
-    with paused_then_frozen():  # the settings are checked first: a bad one is told at once
+    # The settings are checked first: a bad one is told at once. The collector stays off to the end: what the
+    # run makes lives until the report is out, and the little cyclic garbage of its decisions (the binding
+    # cycles' futures) goes with the process.
+    with paused_then_frozen():
         from scheduler.offline.report import render_json, render_text
         from scheduler.offline.simulate import simulate
 
         objects = _snapshot(settings, files, from_cluster, adds)
-    sim = simulate(objects, settings.scheduler_name, settings.solver(), settings.preemption)
-    click.echo(render_json(sim) if output == "json" else render_text(sim))
+        sim = simulate(objects, settings.scheduler_name, settings.solver(), settings.preemption)
+        click.echo(render_json(sim) if output == "json" else render_text(sim))
 
 
 def _snapshot(settings: Settings, files: tuple[str, ...], from_cluster: bool, adds: tuple[str, ...]) -> Objects:

@@ -168,8 +168,9 @@ def _document(loader: Any) -> Any:
 
     The loop runs once per event (a million for a 14 MB dump), so the common cases are decided inline: a
     scalar without a tag that no implicit resolver can claim (a quoted one, or a plain one whose first
-    character starts no implicit type) is its text, and a scalar without an anchor is not remembered; the
-    rest goes through :func:`_scalar` and :func:`_anchor`."""
+    character starts no implicit type) is its text, and so is a plain one whose text was resolved to a string
+    before (``name``, ``namespace``, ``type``: a quarter of a dump's scalars start like an implicit type);
+    a scalar without an anchor is not remembered; the rest goes through :func:`_scalar` and :func:`_anchor`."""
     get_event = loader.get_event
     resolvers = loader.yaml_implicit_resolvers
     plain_tags: dict[str, str] = {}
@@ -183,7 +184,8 @@ def _document(loader: Any) -> Any:
         value: Any
         if kind is ScalarEvent:
             value = event.value
-            if event.tag is not None or (event.implicit[0] and value[:1] in resolvers):
+            if event.tag is not None or (event.implicit[0] and value[:1] in resolvers
+                                         and plain_tags.get(value) != STR_TAG):
                 value = _scalar(loader, event, plain_tags)
             if event.anchor is not None:
                 _anchor(anchors, marks, event, value)

@@ -24,7 +24,10 @@ Each run is ``gang-scheduler simulate FILE`` as a child process (or ``gang-sched
 on standard input: the ``stdin`` variants), its report sent to ``/dev/null``; measured are the wall time, the
 child's user+sys CPU seconds and its peak RSS (``os.wait4``'s ``rusage``, so only the child counts; the dumps
 are generated in a spawned process, as a forked child starts from its parent's peak RSS), and the pods read
-per wall second and per CPU second (on a loaded machine the second is the one to compare). ``--profile`` runs
+per wall second and per CPU second (on a loaded machine the second is the one to compare). The package's
+bytecode is compiled first (:func:`compile_package`), as ``pip install`` does: an editable install run with
+``PYTHONDONTWRITEBYTECODE`` (the container image's setting, and this repository's dev shells') would otherwise
+compile every module of the scheduler again in each child. ``--profile`` runs
 the 5k YAML case in-process under cProfile (load, then simulate) and prints the top functions by cumulative
 time.
 """
@@ -32,8 +35,10 @@ time.
 from __future__ import annotations
 
 import argparse
+import compileall
 import cProfile
 import datetime as dt
+import importlib.util
 import io
 import json
 import multiprocessing
@@ -290,6 +295,16 @@ def dumps(case: Case, directory: Path) -> tuple[Path, Path, int]:
     return yaml_path, json_path, case.running + 4 * case.gangs
 
 
+def compile_package(name: str = "scheduler") -> None:
+    """Write the bytecode of package ``name``'s modules (``__pycache__`` beside them) unless it is up to date: what
+    ``pip install`` does at install time, so each child reads the compiled modules instead of compiling them."""
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.submodule_search_locations, name
+    for directory in spec.submodule_search_locations:
+        if not compileall.compile_dir(directory, quiet=1):
+            raise RuntimeError(f"compiling {directory} failed")
+
+
 INPUTS = ("yaml", "json", "yaml-stdin", "json-stdin")
 """How the dump is given: the YAML or the JSON file named, or either on standard input (``simulate -``)."""
 
@@ -359,6 +374,7 @@ def main() -> int:
     print(f"simulate input benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, libyaml {'yes' if yaml.__with_libyaml__ else 'no'}, "
           f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
+    compile_package()
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         directory = args.dir or Path(tmp)

@@ -29,6 +29,9 @@ TRICKY = {
     "documents": "---\na: 1\n---\n---\n- x\n...\n--- plain\n",
     "anchors": "a: &x hello\nb: *x\nc: &y [1, {k: v}]\nd: *y\n",
     "keys": "1: one\ntrue: t\n? complex\n: key\nnull: n\n",
+    "texts-seen-again": "- {name: no, note: null, type: nodes}\n- {name: 'no', note: !!str null, type: ! nodes}\n"
+                        "- {name: no, note: nothing, type: 'true', nodes: ~}\n"
+                        "- {name: name, null: nodes, 'null': true}\n",
     "flow-and-json-like": "{a: b, c: [1, 2], d: {e: f}}\n",
     "json-between-dashes": '{"kind": "Pod"}\n---\n{"kind": "Node"}\n',
     "empty": "",
