@@ -34,7 +34,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree, Leaf
 from scheduler.model.quantity import is_extended
 from scheduler.solver.plugins import Profile, dynamic_resources, resources_fit
-from scheduler.solver.plugins.scoring import NodeOrder
+from scheduler.solver.plugins.scoring import first_of_one
 
 _JUDGES = frozenset({resources_fit.NAME, dynamic_resources.NAME})
 """The plugins a lone pod may leave in its profile: NodeResourcesFit, and DynamicResources with no claim to
@@ -66,16 +66,15 @@ def place_lone(tree: GroupTree, snapshot: Snapshot, config: SolverConfig, profil
     static = table.static_fit(pod.spec, lean.static_check)
     own = frozenset((pod.key,)) if snapshot.nominated else frozenset()
     state = CycleState(snapshot, config, tree.priority, lean.reservers, own, root.pending)
-    rows = np.flatnonzero(static.ok)
-    cols = np.flatnonzero(request > 0)
-    if cols.size:
-        rows = rows[(state.free.take(rows, axis=0)[:, cols] >= request[cols]).all(axis=1)]
+    fits = static.ok.copy()
+    free = state.free
+    for col in np.flatnonzero(request > 0).tolist():  # NodeResourcesFit: one copy fits where free ≥ request
+        fits &= free[:, col] >= request[col]
+    rows = np.flatnonzero(fits)
     if not rows.size:
         return None
     sig = Signature((pod,), request, unknown, static, any(is_extended(r) and v > 0 for r, v in requests.items()))
-    # every row left takes the copy: the packing order's first pick of one (NodeOrder.run)
-    [(pick, _)] = NodeOrder(state, sig, rows).run(np.arange(len(rows)), np.ones(len(rows), dtype=np.int64), 1)
-    row = int(rows[pick])
+    row = first_of_one(state, sig, rows)
     if state.reserve(row, sig, (pod,)) != 1:
         return None
     return Plan(tree.key, ((pod, table.nodes[row].name),), frozenset((root.key,)), {}, {}, 1,
