@@ -365,7 +365,7 @@ class ClusterCache:
         else:
             self.objects[kind][key] = new
         action = Action.ADD if old is None else Action.DELETE if new is None else Action.UPDATE
-        essence = _ESSENCE.get(kind)
+        essence = _ESSENCE.get(kind) if kind != POD.name else None  # a pod's is judged as the scheduler shows it
         quiet = essence is not None and old is not None and new is not None and essence(old) == essence(new)
         if kind == NODE.name:
             if quiet:

@@ -284,9 +284,9 @@ class Pod(KubeModel):
     spec: PodSpec = Field(default_factory=PodSpec)
     status: PodStatus = Field(default_factory=PodStatus)
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """``namespace/name``."""
+        """``namespace/name`` (read per object once: a copy keeps its metadata's name and namespace)."""
         return f"{self.metadata.namespace}/{self.metadata.name}"
 
     @property

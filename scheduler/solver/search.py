@@ -55,6 +55,7 @@ from scheduler.model.scheduling import GroupKey
 from scheduler.solver.diagnosis import Domain, describe, leaf_message, phrase, room_short
 from scheduler.solver.domains import DomainPruning
 from scheduler.solver.failures import Failures
+from scheduler.solver.lone import place_lone
 from scheduler.solver.node_choice import NodeChoice
 from scheduler.solver.plugins import DEFAULT_PROFILE, TOPOLOGY, Profile
 from scheduler.solver.signatures import Signatures
@@ -292,7 +293,19 @@ class _Search:
 
 def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = None,
           profile: Profile = DEFAULT_PROFILE) -> Plan | Unschedulable:
-    """Find an all-or-nothing placement for ``tree`` on ``snapshot``.
+    """Find an all-or-nothing placement for ``tree`` on ``snapshot``: :func:`search`'s answer, given without
+    the search for a lone pod that fits and has nothing but resources and static filters to judge
+    (:func:`~scheduler.solver.lone.place_lone`, which returns the plan the search would)."""
+    config = config or SolverConfig()
+    lone = place_lone(tree, snapshot, config, profile)
+    if lone is not None:
+        return lone
+    return search(tree, snapshot, config, profile)
+
+
+def search(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = None,
+           profile: Profile = DEFAULT_PROFILE) -> Plan | Unschedulable:
+    """Find an all-or-nothing placement for ``tree`` on ``snapshot`` by the search (the module docstring).
 
     ``tree``: a READY tree from :mod:`scheduler.groups`. ``snapshot``: the cycle's view (not
     modified). ``profile``: the plugins to run (the default profile unless a test says otherwise).
