@@ -249,9 +249,27 @@ class PreemptionCost:
         return False
 
 
+class Steering:
+    """The what-ifs' profile: ``profile`` plus a :class:`PreemptionCost` whose scores :func:`select` sets before each
+    solve, made once per profile and node count and kept across decisions (making a profile checks its plugins'
+    protocols, and a new one starts its gating memo afresh)."""
+
+    def __init__(self) -> None:
+        self._made: tuple[Profile, int, Profile, PreemptionCost] | None = None
+
+    def steered(self, profile: Profile, nodes: int) -> tuple[Profile, PreemptionCost]:
+        """``profile`` steered by a :class:`PreemptionCost` over ``nodes`` node rows, and that scorer."""
+        made = self._made
+        if made is None or made[0] is not profile or made[1] != nodes:
+            cost = PreemptionCost(np.full(nodes, 100, dtype=np.int64))
+            made = self._made = (profile, nodes, dataclasses.replace(profile, scorers=(*profile.scorers, cost)), cost)
+        return made[2], made[3]
+
+
 def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: Sequence[PodDisruptionBudget],
            config: SolverConfig, profile: Profile = DEFAULT_PROFILE, usable: BoolArray | None = None,
-           want: int = 0, vectors: PodVectors | None = None, need: IntArray | None = None) -> Selection | None:
+           want: int = 0, vectors: PodVectors | None = None, need: IntArray | None = None,
+           steering: Steering | None = None) -> Selection | None:
     """Choose the victims among ``units`` for ``tree`` on ``snapshot`` (see the module docstring).
 
     ``units``: the candidate units (``units.candidates``); ``budgets``: the PodDisruptionBudgets;
@@ -259,7 +277,8 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
     bound that spares a solve when the room cannot suffice. ``want``: pods a plan must place to count as a fit
     (beyond satisfying the tree: every pending member, when preempting for members above the minimum).
     ``vectors``: the pods' request vectors remembered across calls (the plugin's), else computed here; ``need``:
-    the tree's :func:`~scheduler.solver.search.minimum_need` when the caller has it.
+    the tree's :func:`~scheduler.solver.search.minimum_need` when the caller has it; ``steering``: the steered
+    profile kept across calls (the plugin's), else made here.
     Returns the :class:`Selection`, or None when the tree does not fit even with every candidate gone.
     """
     ordered = sorted(units, key=importance)
@@ -279,8 +298,7 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
         bound.update(whatif.used, whatif.room())
         return bound.may_fit()
 
-    cost = PreemptionCost(np.full(len(snapshot.infos), 100, dtype=np.int64))  # its scores set before each solve
-    steered = dataclasses.replace(profile, scorers=(*profile.scorers, cost))
+    steered, cost = (steering or Steering()).steered(profile, len(snapshot.infos))  # scores set before each solve
 
     def attempt() -> tuple[Snapshot, Plan] | None:
         if not room():
