@@ -418,14 +418,14 @@ class RoomBound:
     (:meth:`update`), so a check costs O(nodes changed), not O(N)."""
 
     def __init__(self, tree: GroupTree, snapshot: Snapshot, need: IntArray, usable: BoolArray | None) -> None:
-        own = {p.key for p in tree.pods()}
-        held = np.zeros_like(snapshot.used)
-        for entry in snapshot.nominated:
-            if entry.priority >= tree.priority and entry.pod not in own:
-                held[entry.row] += entry.request
         self.cols = np.flatnonzero(need > 0)
         self.need = need[self.cols]
-        self._room = snapshot.table.allocatable[:, self.cols] - held[:, self.cols]
+        self._room = snapshot.table.allocatable[:, self.cols]  # a copy (fancy indexing)
+        if snapshot.nominated:
+            own = {p.key for p in tree.pods()}
+            for entry in snapshot.nominated:
+                if entry.priority >= tree.priority and entry.pod not in own:
+                    self._room[entry.row] -= entry.request[self.cols]
         if usable is not None:
             self._room[~usable] = 0  # a node the tree cannot use adds no room (clipped below: never negative)
         self._free = np.maximum(self._room - snapshot.used[:, self.cols], 0)

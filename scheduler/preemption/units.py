@@ -407,6 +407,9 @@ def _order_within_groups(units: Iterable[Unit], members: dict[tuple[str, str], M
     """Fill in group sizes and start times, and the ``essential`` flag of single-mode gang members."""
     by_group: dict[str, list[Unit]] = {}
     for unit in units:
+        if unit.rank == RANK_POD:  # a lone pod is a group of its own (its group is its key)
+            unit.group_size, unit.group_start = len(unit.pods), unit.start
+            continue
         by_group.setdefault(unit.group, []).append(unit)
     for group_units in by_group.values():
         size = sum(len(u.pods) for u in group_units)
