@@ -12,7 +12,9 @@ cache has not seen yet are kept by node name and count as soon as the node appea
 the matrix, the NodeInfos as a tuple), memoised until the next change. Once a snapshot's pod index
 (:mod:`scheduler.framework.pod_index`) has been built, the pod changes since are recorded and the
 next snapshot moves that index forward with them instead of rebuilding it (O(changes)); a new node
-table starts over (a node that appears brings pods the index never saw).
+table starts over (a node that appears brings pods the index never saw). Each snapshot also carries the log
+of the rows whose NodeInfo changed (:class:`~scheduler.framework.snapshot.RowLog`), so a reader that keeps
+per-node memos across snapshots re-reads those rows only.
 """
 
 from __future__ import annotations

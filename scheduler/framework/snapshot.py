@@ -14,8 +14,9 @@ It also carries the namespaces' labels (pod affinity's ``namespaceSelector``) an
 (in place: the snapshot it was called on then rebuilds its own if asked again) and ``without`` (an
 overlay), or built from the NodeInfos on first use.
 
-The live cache maintains usage and NodeInfos per event and hands out snapshots;
-:meth:`Snapshot.build` computes one from scratch (tests, benchmarks).
+The live cache maintains usage and NodeInfos per event and hands out snapshots, each with its log of the rows
+changed (:meth:`Snapshot.rows_changed`: which NodeInfos differ from an earlier snapshot's, in O(changes));
+:meth:`Snapshot.build` computes one from scratch (tests, benchmarks), without a log.
 """
 
 from __future__ import annotations
