@@ -12,7 +12,9 @@ cache has not seen yet are kept by node name and count as soon as the node appea
 the matrix, the NodeInfos as a tuple), memoised until the next change. Once a snapshot's pod index
 (:mod:`scheduler.framework.pod_index`) has been built, the pod changes since are recorded and the
 next snapshot moves that index forward with them instead of rebuilding it (O(changes)); a new node
-table starts over (a node that appears brings pods the index never saw).
+table starts over (a node that appears brings pods the index never saw). Each snapshot also carries the log
+of the rows whose NodeInfo changed (:class:`~scheduler.framework.snapshot.RowLog`), so a reader that keeps
+per-node memos across snapshots re-reads those rows only.
 """
 
 from __future__ import annotations
@@ -24,10 +26,21 @@ import numpy as np
 from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import IntArray, NodeTable
 from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
-from scheduler.framework.snapshot import DeviceSnapshot, Nominated, Snapshot, nominated_pod, pod_vector, uses_node
+from scheduler.framework.snapshot import (
+    DeviceSnapshot,
+    Nominated,
+    RowLog,
+    Snapshot,
+    nominated_pod,
+    pod_vector,
+    uses_node,
+)
 from scheduler.framework.storage_view import StorageView
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+
+LOG_ROWS_PER_NODE = 4
+"""How many changed rows per node the change log holds before it starts a new list (bounds its memory)."""
 
 
 class NodeUsage:
@@ -49,6 +62,9 @@ class NodeUsage:
         """The latest snapshot handed out whose pod index may be carried forward."""
         self._changes: dict[str, PodEntry | None] = {}
         """Pod key → its index entry now (None: gone), since :attr:`_last` was made."""
+        self._log: list[int] = []
+        """Rows whose NodeInfo changed, in order (:class:`~scheduler.framework.snapshot.RowLog`); a new list once
+        it holds :data:`LOG_ROWS_PER_NODE` entries per node, or when the table changes."""
 
     # -- pods ------------------------------------------------------------------------------------
     def set_pod(self, key: str, pod: Pod | None) -> None:
@@ -98,6 +114,9 @@ class NodeUsage:
         row = self.table.index.get(node)
         if row is not None:
             self._rows[row] = info
+            if len(self._log) >= LOG_ROWS_PER_NODE * len(self._rows) + LOG_ROWS_PER_NODE:
+                self._log = []  # readers of the old list compare every row once
+            self._log.append(row)
 
     # -- nodes -----------------------------------------------------------------------------------
     def set_nodes(self, nodes: Iterable[Node]) -> None:
@@ -125,6 +144,7 @@ class NodeUsage:
         self.table = table
         self.used = used
         self._rows = [self._infos.get(n.name) or NodeInfo(n.name) for n in table.nodes]
+        self._log = []
         self._snapshot = None
         self._last = None  # pods of nodes new to the table are not in any index yet
         self._changes.clear()
@@ -161,8 +181,9 @@ class NodeUsage:
             if entry is not None:
                 nominated.append(entry)
         view = self._carried_index()
-        snap = Snapshot(self.table, self.used.copy(), tuple(self._rows), dra, tuple(nominated), volumes,
-                        namespaces if namespaces is not None else {}, view)
+        infos = tuple(self._rows)
+        snap = Snapshot(self.table, self.used.copy(), infos, dra, tuple(nominated), volumes,
+                        namespaces if namespaces is not None else {}, view, RowLog(self._log, len(self._log), infos))
         self._snapshot = snap
         self._last = snap
         self._changes = {}

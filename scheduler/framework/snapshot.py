@@ -14,8 +14,9 @@ It also carries the namespaces' labels (pod affinity's ``namespaceSelector``) an
 (in place: the snapshot it was called on then rebuilds its own if asked again) and ``without`` (an
 overlay), or built from the NodeInfos on first use.
 
-The live cache maintains usage and NodeInfos per event and hands out snapshots;
-:meth:`Snapshot.build` computes one from scratch (tests, benchmarks).
+The live cache maintains usage and NodeInfos per event and hands out snapshots, each with its log of the rows
+changed (:meth:`Snapshot.rows_changed`: which NodeInfos differ from an earlier snapshot's, in O(changes));
+:meth:`Snapshot.build` computes one from scratch (tests, benchmarks), without a log.
 """
 
 from __future__ import annotations
@@ -85,6 +86,28 @@ def nominated_pod(table: NodeTable, pod: Pod, priority: int | None = None) -> No
     return Nominated(pod.key, row, pod_vector(table, pod), pod.spec.priority or 0 if priority is None else priority)
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class RowLog:
+    """Which node rows' NodeInfos changed, as the cache that handed out a snapshot recorded them: ``rows`` is its
+    journal (row numbers, in order, repeats allowed; the cache appends to it and starts a new list when it grows
+    long or its node table changes), ``end`` how much of it the snapshot has seen, ``infos`` the snapshot's
+    NodeInfos the log describes (a snapshot derived with other NodeInfos carries a log that no longer says
+    anything about them: :meth:`Snapshot.rows_changed` checks)."""
+
+    rows: list[int]
+    end: int
+    infos: tuple[NodeInfo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LogMark:
+    """Where a reader of :meth:`Snapshot.rows_changed` left off: the log, how far, and the node table."""
+
+    rows: list[int]
+    end: int
+    table: NodeTable
+
+
 @dataclass(frozen=True, eq=False)
 class Snapshot:
     """See the module docstring. ``infos[i]`` is the NodeInfo of ``table.nodes[i]``; ``namespaces``: namespace
@@ -99,6 +122,21 @@ class Snapshot:
     """Claims, volumes, classes, CSINodes and claim users (None: no storage object known — every claim is missing)."""
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     index_view: IndexView | None = field(default=None, repr=False)
+    row_log: RowLog | None = field(default=None, repr=False)
+    """The cache's record of changed rows (:meth:`rows_changed`); None: not known (every row may have changed)."""
+
+    def rows_changed(self, since: LogMark | None) -> tuple[list[int] | None, LogMark | None]:
+        """The node rows whose NodeInfo may differ from those of the snapshot where ``since`` was taken (a mark
+        this method returned), and the mark to pass next time. The rows come from :attr:`row_log` in
+        O(changes), with repeats; None when they cannot be told (no mark, no log, another log or node table, or
+        NodeInfos other than the log's): the caller then compares every row."""
+        log = self.row_log
+        if log is None or log.infos is not self.infos:
+            return None, None
+        mark = LogMark(log.rows, log.end, self.table)
+        if since is None or since.rows is not log.rows or since.table is not self.table or since.end > log.end:
+            return None, mark
+        return log.rows[since.end:log.end], mark
 
     @cached_property
     def pod_index(self) -> IndexView:

@@ -92,7 +92,7 @@ class GroupChains:
         min_count = gang.min_count if gang is not None and isinstance(gang, GangPolicy) else None
         running = 0  # only single-mode gangs need it (which members are spare)
         if unit is None and min_count is not None:
-            running = sum(1 for p in self.members.of(leaf_key.namespace, leaf_key.name).values() if p.is_bound)
+            running = self.members.bound(leaf_key.namespace, leaf_key.name)
         return Membership(self.chain_priority(chain), unit, leaf_key, min_count, running)
 
     def effective_priority(self, pod: Pod) -> int:

@@ -29,6 +29,8 @@ class Members:
         """Live pods by the PodGroup they name (whether or not it exists)."""
         self.group_of: dict[str, Name] = {}
         """Pod key → the PodGroup a live pod names."""
+        self._bound: dict[Name, int] = {}
+        """Per PodGroup, how many of its live members are bound (``spec.nodeName`` set); absent: none."""
         self.succeeded: dict[Name, set[str]] = {}
         """Per PodGroup, the keys of members seen finished with phase Succeeded (kept after the pods are
         deleted, until the PodGroup is: a gang whose members complete is done, not below minCount)."""
@@ -62,7 +64,10 @@ class Members:
         """Put live ``pod`` in place of the member stored under ``key`` (nothing a tree reads changed); returns its
         PodGroup, or None when ``key`` is no member (nothing done)."""
         name = self.group_of.get(key)
-        if name is not None and key in self.live.get(name, NO_PODS):
+        members = self.live.get(name, NO_PODS) if name is not None else NO_PODS
+        old = members.get(key)
+        if name is not None and old is not None:
+            self._count(name, pod.is_bound - old.is_bound)
             self.live[name][key] = pod
             return name
         return None
@@ -73,19 +78,36 @@ class Members:
         if name is not None:
             members = self.live.get(name)
             if members is not None:
-                members.pop(key, None)
+                old = members.pop(key, None)
+                if old is not None:
+                    self._count(name, -old.is_bound)
                 if not members:
                     del self.live[name]
         return name
 
     def add(self, name: Name, key: str, pod: Pod) -> None:
         """Live ``pod`` (key ``key``) names PodGroup ``name``."""
-        self.live.setdefault(name, {})[key] = pod
+        members = self.live.setdefault(name, {})
+        old = members.get(key)
+        self._count(name, pod.is_bound - (old.is_bound if old is not None else 0))
+        members[key] = pod
         self.group_of[key] = name
+
+    def _count(self, name: Name, delta: int) -> None:
+        if delta:
+            count = self._bound.get(name, 0) + delta
+            if count:
+                self._bound[name] = count
+            else:
+                del self._bound[name]
 
     def of(self, namespace: str, pod_group: str) -> Mapping[str, Pod]:
         """The live pods (not terminal, not being deleted) naming PodGroup ``namespace/pod_group``, by key."""
         return self.live.get((namespace, pod_group), NO_PODS)
+
+    def bound(self, namespace: str, pod_group: str) -> int:
+        """How many live members of PodGroup ``namespace/pod_group`` are bound to a node. O(1)."""
+        return self._bound.get((namespace, pod_group), 0)
 
     def group_deleted(self, name: Name) -> None:
         """PodGroup ``name`` is deleted: its finished members are no longer remembered."""

@@ -46,7 +46,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
 from scheduler.model.pod import NEVER, Pod
 from scheduler.preemption.group_view import GroupView
-from scheduler.preemption.selection import PodVectors, Selection, select
+from scheduler.preemption.selection import PodVectors, Selection, Steering, select
 from scheduler.preemption.units import NodeEntries, NodeFloors, Unit, candidates, usable_rows, windows
 from scheduler.solver.plugins import DEFAULT_PROFILE, Profile
 from scheduler.solver.search import minimum_need
@@ -101,6 +101,8 @@ class DefaultPreemption:
         """The lowest priority running on each node, memoised the same way (which nodes to read first)."""
         self.vectors = PodVectors()
         """Candidate pods' request vectors, memoised across calls per pod object."""
+        self.steering = Steering()
+        """The what-ifs' profile steered by preemption cost, made once."""
 
     def post_filter(self, tree: GroupTree, snapshot: Snapshot, result: Unschedulable,
                     config: SolverConfig) -> Decision | None:
@@ -156,7 +158,8 @@ class DefaultPreemption:
             units = candidates(snapshot, tree, self.view, window, inclusive=inclusive, nodes=self.nodes)
             if not units:
                 continue
-            chosen = select(tree, snapshot, units, budgets, config, self.profile, rows, want, self.vectors, need)
+            chosen = select(tree, snapshot, units, budgets, config, self.profile, rows, want, self.vectors, need,
+                            self.steering)
             if chosen is not None:
                 return units, chosen
         return units, None

@@ -131,11 +131,12 @@ class WhatIf:
     """Snapshots of ``base`` with some of ``units`` gone, kept up to date in place (see the module docstring).
 
     ``gone``: ``(len(units),)`` bool, which units are removed now; the caller flips entries, then asks for
-    :meth:`room` (the usage matrix only) or :meth:`snapshot`. Only the units flipped since the last call are
-    applied: their pods' request vectors are subtracted from (or added back to) one usage matrix, and the
-    NodeInfos of their nodes are rebuilt when a snapshot is asked for (a NodeInfo per node and removed set is
-    remembered, so a batch tried and put back costs no rebuild). So a what-if costs O(pods of the flipped
-    units) plus, for a snapshot, the copy of the usage matrix and of the NodeInfo tuple (O(N·R), in C).
+    :meth:`room` (the usage of the changed nodes only) or :meth:`snapshot`. Only the units flipped since the last
+    call are applied: their pods' request vectors are subtracted from (or added back to) the usage of the nodes
+    the candidates run on (a ``(nodes with candidates, R)`` matrix), and the NodeInfos of their nodes are rebuilt
+    when a snapshot is asked for (a NodeInfo per node and removed set is remembered, so a batch tried and put
+    back costs no rebuild). So a what-if costs O(pods of the flipped units) plus, for a snapshot, the copy of
+    the usage matrix and of the NodeInfo tuple (O(N·R), in C).
     """
 
     def __init__(self, base: Snapshot, units: Sequence[Unit], vectors: PodVectors | None = None) -> None:
@@ -145,15 +146,15 @@ class WhatIf:
         sizes = np.fromiter((len(u.pods) for u in units), dtype=np.int64, count=len(units))
         self._unit = np.repeat(np.arange(len(units), dtype=np.int64), sizes)
         self._rows_list = list(itertools.chain.from_iterable(u.rows for u in units))
-        self._row = np.array(self._rows_list, dtype=np.int64)
+        self._nodes, self._local = np.unique(np.array(self._rows_list, dtype=np.int64), return_inverse=True)
+        """The node rows candidates run on, and per candidate pod the index of its node among them."""
         self._pods = list(itertools.chain.from_iterable(u.pods for u in units))
         self._vec = (vectors or PodVectors()).matrix(base, self._pods)
-        self.used: IntArray = base.used.copy()
-        """The usage with the units of :attr:`gone` removed, as of the last :meth:`room` or :meth:`snapshot`."""
-        self._in_used = np.zeros(len(units), dtype=bool)  # which units ``used`` has removed
-        self._unreported: list[IntArray] = []  # rows changed in ``used`` that :meth:`room` has not returned yet
+        self._used = base.used[self._nodes]  # the usage of ``_nodes``, units of ``_in_used`` removed
+        self._in_used = np.zeros(len(units), dtype=bool)  # which units ``_used`` has removed
+        self._unreported: list[IntArray] = []  # entries of ``_nodes`` changed that :meth:`room` has not returned yet
         self._in_infos = np.zeros(len(units), dtype=bool)  # which units ``_infos`` and ``_removed`` have removed
-        self._infos = list(base.infos)
+        self._infos: list[NodeInfo] | None = None  # ``base.infos`` with the removed pods left out, made when needed
         self._removed: dict[str, None] = {}
         self._on_row: dict[int, dict[str, None]] = {}
         self._dirty: set[int] = set()
@@ -168,21 +169,29 @@ class WhatIf:
     def _sync_used(self) -> None:
         pods, now_gone = self._changed_pods(self._in_used)
         if pods.size:
-            rows = self._row[pods]
+            local = self._local[pods]
             sign = np.where(now_gone, -1, 1).astype(np.int64)
-            np.add.at(self.used, rows, self._vec[pods] * sign[:, None])
+            np.add.at(self._used, local, self._vec[pods] * sign[:, None])
             self._in_used[:] = self.gone
-            self._unreported.append(rows)
+            self._unreported.append(local)
 
-    def room(self) -> IntArray:
-        """Bring :attr:`used` up to date with :attr:`gone`; returns the node rows whose usage changed since the last
-        call (with repeats), for a :class:`RoomBound` to follow."""
+    @property
+    def used(self) -> IntArray:
+        """``(N, R)``: the usage with the units of :attr:`gone` removed, as of the last :meth:`room` or
+        :meth:`snapshot` (a fresh matrix)."""
+        used = self.base.used.copy()
+        used[self._nodes] = self._used
+        return used
+
+    def room(self) -> tuple[IntArray, IntArray]:
+        """Bring the usage up to date with :attr:`gone`; returns the node rows whose usage changed since the last
+        call (no repeats) and their usage now (``(rows, R)``), for a :class:`RoomBound` to follow."""
         self._sync_used()
         if not self._unreported:
-            return np.zeros(0, dtype=np.int64)
-        rows = np.concatenate(self._unreported)
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self._used.shape[1]), dtype=np.int64)
+        local = np.unique(np.concatenate(self._unreported))
         self._unreported.clear()
-        return rows
+        return self._nodes[local], self._used[local]
 
     def flat_gone(self) -> BoolArray:
         """Per candidate pod (in unit order), whether its unit is removed now."""
@@ -192,7 +201,8 @@ class WhatIf:
         """``base`` without the pods of the units ``gone`` marks (as :meth:`Snapshot.without` would make it)."""
         base = self.base
         self._sync_used()
-        used = self.used.copy()
+        used = self.used
+        infos = self._infos = list(base.infos) if self._infos is None else self._infos
         pods, now_gone = self._changed_pods(self._in_infos)
         if pods.size:
             removed, on_row, every, rows = self._removed, self._on_row, self._pods, self._rows_list
@@ -209,15 +219,15 @@ class WhatIf:
         for row in self._dirty:
             gone_here = self._on_row.get(row)
             if not gone_here:
-                self._infos[row] = base.infos[row]
+                infos[row] = base.infos[row]
                 continue
             memo_key = (row, frozenset(gone_here))
             info = self._memo.get(memo_key)
             if info is None:
                 info = self._memo[memo_key] = base.infos[row].without_pods(gone_here)
-            self._infos[row] = info
+            infos[row] = info
         self._dirty.clear()
-        return dataclasses.replace(base, used=used, infos=tuple(self._infos),
+        return dataclasses.replace(base, used=used, infos=tuple(infos),
                                    index_view=base.pod_index.branched(dict(self._removed)))
 
     def cost(self, position: IntArray) -> IntArray:
@@ -225,7 +235,7 @@ class WhatIf:
         reprieve order counted from the last (0, the least important) up."""
         flat = self.flat_gone()
         top = np.full(len(self.base.infos), -1, dtype=np.int64)
-        np.maximum.at(top, self._row[flat], position[self._unit[flat]])
+        np.maximum.at(top, self._nodes[self._local[flat]], position[self._unit[flat]])
         span = max(1, len(self.units) - 1)
         return np.where(top < 0, 100, 99 - (99 * top) // span).astype(np.int64)
 
@@ -249,9 +259,27 @@ class PreemptionCost:
         return False
 
 
+class Steering:
+    """The what-ifs' profile: ``profile`` plus a :class:`PreemptionCost` whose scores :func:`select` sets before each
+    solve, made once per profile and node count and kept across decisions (making a profile checks its plugins'
+    protocols, and a new one starts its gating memo afresh)."""
+
+    def __init__(self) -> None:
+        self._made: tuple[Profile, int, Profile, PreemptionCost] | None = None
+
+    def steered(self, profile: Profile, nodes: int) -> tuple[Profile, PreemptionCost]:
+        """``profile`` steered by a :class:`PreemptionCost` over ``nodes`` node rows, and that scorer."""
+        made = self._made
+        if made is None or made[0] is not profile or made[1] != nodes:
+            cost = PreemptionCost(np.full(nodes, 100, dtype=np.int64))
+            made = self._made = (profile, nodes, dataclasses.replace(profile, scorers=(*profile.scorers, cost)), cost)
+        return made[2], made[3]
+
+
 def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: Sequence[PodDisruptionBudget],
            config: SolverConfig, profile: Profile = DEFAULT_PROFILE, usable: BoolArray | None = None,
-           want: int = 0, vectors: PodVectors | None = None, need: IntArray | None = None) -> Selection | None:
+           want: int = 0, vectors: PodVectors | None = None, need: IntArray | None = None,
+           steering: Steering | None = None) -> Selection | None:
     """Choose the victims among ``units`` for ``tree`` on ``snapshot`` (see the module docstring).
 
     ``units``: the candidate units (``units.candidates``); ``budgets``: the PodDisruptionBudgets;
@@ -259,7 +287,8 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
     bound that spares a solve when the room cannot suffice. ``want``: pods a plan must place to count as a fit
     (beyond satisfying the tree: every pending member, when preempting for members above the minimum).
     ``vectors``: the pods' request vectors remembered across calls (the plugin's), else computed here; ``need``:
-    the tree's :func:`~scheduler.solver.search.minimum_need` when the caller has it.
+    the tree's :func:`~scheduler.solver.search.minimum_need` when the caller has it; ``steering``: the steered
+    profile kept across calls (the plugin's), else made here.
     Returns the :class:`Selection`, or None when the tree does not fit even with every candidate gone.
     """
     ordered = sorted(units, key=importance)
@@ -276,11 +305,10 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
     bound = RoomBound(tree, snapshot, minimum_need(tree, snapshot, config, profile) if need is None else need, usable)
 
     def room() -> bool:
-        bound.update(whatif.used, whatif.room())
+        bound.update(*whatif.room())
         return bound.may_fit()
 
-    cost = PreemptionCost(np.full(len(snapshot.infos), 100, dtype=np.int64))  # its scores set before each solve
-    steered = dataclasses.replace(profile, scorers=(*profile.scorers, cost))
+    steered, cost = (steering or Steering()).steered(profile, len(snapshot.infos))  # scores set before each solve
 
     def attempt() -> tuple[Snapshot, Plan] | None:
         if not room():
@@ -390,26 +418,26 @@ class RoomBound:
     (:meth:`update`), so a check costs O(nodes changed), not O(N)."""
 
     def __init__(self, tree: GroupTree, snapshot: Snapshot, need: IntArray, usable: BoolArray | None) -> None:
-        own = {p.key for p in tree.pods()}
-        held = np.zeros_like(snapshot.used)
-        for entry in snapshot.nominated:
-            if entry.priority >= tree.priority and entry.pod not in own:
-                held[entry.row] += entry.request
         self.cols = np.flatnonzero(need > 0)
         self.need = need[self.cols]
-        self._room = snapshot.table.allocatable[:, self.cols] - held[:, self.cols]
+        self._room = snapshot.table.allocatable[:, self.cols]  # a copy (fancy indexing)
+        if snapshot.nominated:
+            own = {p.key for p in tree.pods()}
+            for entry in snapshot.nominated:
+                if entry.priority >= tree.priority and entry.pod not in own:
+                    self._room[entry.row] -= entry.request[self.cols]
         if usable is not None:
             self._room[~usable] = 0  # a node the tree cannot use adds no room (clipped below: never negative)
         self._free = np.maximum(self._room - snapshot.used[:, self.cols], 0)
         self.total: IntArray = self._free.sum(axis=0)
         """``(len(cols),)``: the free room summed over the usable nodes, per resource the tree needs."""
 
-    def update(self, used: IntArray, rows: IntArray) -> None:
-        """``used`` (``(N, R)``, a what-if's usage) changed on node ``rows`` (repeats allowed)."""
+    def update(self, rows: IntArray, used: IntArray) -> None:
+        """The usage of node ``rows`` (no repeats) changed to ``used`` (``(len(rows), R)``: a what-if's,
+        :meth:`WhatIf.room`)."""
         if not rows.size or not self.cols.size:
             return
-        rows = np.unique(rows)
-        free = np.maximum(self._room[rows] - used[np.ix_(rows, self.cols)], 0)
+        free = np.maximum(self._room[rows] - used[:, self.cols], 0)
         self.total += free.sum(axis=0) - self._free[rows].sum(axis=0)
         self._free[rows] = free
 

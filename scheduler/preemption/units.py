@@ -35,7 +35,7 @@ import numpy as np
 
 from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import BoolArray, IntArray
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import LogMark, Snapshot
 from scheduler.groups.tree import GroupTree
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
@@ -126,12 +126,15 @@ class NodeEntries:
     Pods being deleted are left out (they are going already).
 
     It also keeps, per group, the nodes it has entries on (:meth:`placed`): complete for a snapshot once
-    :meth:`sync` has read its nodes (O(nodes changed) plus an identity comparison of the NodeInfo tuple)."""
+    :meth:`sync` has read its nodes — O(nodes changed) when the snapshot's change log tells which
+    (:meth:`Snapshot.rows_changed`), else an identity comparison of the NodeInfo tuple."""
 
     def __init__(self) -> None:
         self._memo: dict[str, tuple[NodeInfo, tuple[Entry, ...], dict[tuple[str, str], Entry]]] = {}
         self._where: dict[tuple[str, str], dict[str, Entry]] = {}
         self._synced: Sequence[NodeInfo | None] = ()  # the NodeInfos of the last :meth:`sync`, all read
+        self._mark: LogMark | None = None  # where the last :meth:`sync` left the snapshot's change log
+        self._stray: set[str] = set()  # nodes read outside a sync since the last one: read again by the next
         self._syncing = False
 
     def entries(self, info: NodeInfo) -> tuple[Entry, ...]:
@@ -142,19 +145,23 @@ class NodeEntries:
         """The grouped entries of :meth:`entries`, by (namespace, PodGroup) (read-only)."""
         return self._read(info)[2]
 
-    def sync(self, infos: Sequence[NodeInfo]) -> None:
-        """Read every node of ``infos`` whose NodeInfo changed since it was last read, so that :meth:`placed`
+    def sync(self, snapshot: Snapshot) -> None:
+        """Read every node of ``snapshot`` whose NodeInfo changed since it was last read, so that :meth:`placed`
         is complete for them."""
-        synced = self._synced
-        if len(synced) != len(infos):
-            synced = [None] * len(infos)
+        infos, index = snapshot.infos, snapshot.table.index
+        changed, mark = snapshot.rows_changed(self._mark)
+        if changed is None:
+            synced = self._synced if len(self._synced) == len(infos) else [None] * len(infos)
+            changed = list(itertools.compress(itertools.count(), map(operator.is_not, synced, infos)))
+        strays = [row for name in self._stray if (row := index.get(name)) is not None]
         self._syncing = True
         try:
-            for row in itertools.compress(itertools.count(), map(operator.is_not, synced, infos)):
+            for row in itertools.chain(changed, strays):
                 self._read(infos[row])
         finally:
             self._syncing = False
-        self._synced = infos
+        self._synced, self._mark = infos, mark
+        self._stray.clear()
 
     def placed(self, group: tuple[str, str]) -> Mapping[str, Entry]:
         """Node name → the entry of ``group`` (namespace, PodGroup) there, over the nodes read (read-only)."""
@@ -184,10 +191,10 @@ class NodeEntries:
         if len(self._memo) >= MAX_REMEMBERED_NODES:  # bound the memory of nodes long gone
             self._memo.clear()
             self._where.clear()
-            self._synced = ()
+            self._synced, self._mark = (), None
             hit = None
         if not self._syncing:
-            self._synced = ()  # a node read outside a sync: the next sync compares every node again
+            self._stray.add(info.name)  # perhaps another snapshot's NodeInfo: the next sync reads the node again
         where = self._where
         if hit is not None:
             for g in hit[2]:
@@ -227,17 +234,26 @@ class NodeFloors:
         self.nodes = nodes
         self._table: object = None
         self._seen: list[NodeInfo | None] = []
+        self._mark: LogMark | None = None
         self._floor = np.empty(0, dtype=np.int64)
 
     def floors(self, snapshot: Snapshot, view: GroupView) -> IntArray:
-        """``(N,)`` int64, the floor of each node row of ``snapshot`` (read-only)."""
+        """``(N,)`` int64, the floor of each node row of ``snapshot`` (read-only). Re-reads the rows the snapshot's
+        change log names since the last call (:meth:`Snapshot.rows_changed`), else every row whose NodeInfo is
+        another object than last time."""
         infos = snapshot.infos
+        changed, mark = snapshot.rows_changed(self._mark)
         if self._table is not snapshot.table or len(self._seen) != len(infos):
-            self._table, self._seen = snapshot.table, [None] * len(infos)
+            self._table, self._seen, changed = snapshot.table, [None] * len(infos), None
             self._floor = np.full(len(infos), self.NO_FLOOR, dtype=np.int64)
+        self._mark = mark
         seen, floor = self._seen, self._floor
-        for row in itertools.compress(itertools.count(), map(operator.is_not, seen, infos)):
+        if changed is None:
+            changed = list(itertools.compress(itertools.count(), map(operator.is_not, seen, infos)))
+        for row in changed:
             info = infos[row]
+            if seen[row] is info:
+                continue
             lowest = int(self.NO_FLOOR)
             for entry in self.nodes.entries(info):
                 priority = entry.priority if entry.priority is not None else view.membership(entry.pods[0]).priority
@@ -366,7 +382,7 @@ def _gather(snapshot: Snapshot, view: GroupView, whole: Iterable[Unit], assumed:
     the nodes' (memoised) entries: a PodGroup unit's from where :meth:`NodeEntries.placed` says its group is, a
     CompositePodGroup's from the nodes and groups its pods name."""
     index, infos = snapshot.table.index, snapshot.infos
-    nodes.sync(infos)
+    nodes.sync(snapshot)
     for unit in whole:
         key = unit.key
         assert isinstance(key, GroupKey)
@@ -391,6 +407,9 @@ def _order_within_groups(units: Iterable[Unit], members: dict[tuple[str, str], M
     """Fill in group sizes and start times, and the ``essential`` flag of single-mode gang members."""
     by_group: dict[str, list[Unit]] = {}
     for unit in units:
+        if unit.rank == RANK_POD:  # a lone pod is a group of its own (its group is its key)
+            unit.group_size, unit.group_start = len(unit.pods), unit.start
+            continue
         by_group.setdefault(unit.group, []).append(unit)
     for group_units in by_group.values():
         size = sum(len(u.pods) for u in group_units)

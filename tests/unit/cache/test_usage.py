@@ -4,13 +4,14 @@ replaces the pod in its NodeInfo instead of removing and adding it."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
 import numpy as np
 import pytest
 
-from scheduler.cache.usage import NodeUsage
+from scheduler.cache.usage import LOG_ROWS_PER_NODE, NodeUsage
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 
@@ -66,3 +67,34 @@ def test_usage_kept_through_changes_equals_usage_built_from_the_final_pods(seed:
     kept, built = usage.snapshot(), fresh.snapshot()
     assert np.array_equal(kept.used, built.used)
     assert [dict(i.pods) for i in kept.infos] == [dict(i.pods) for i in built.infos]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_change_log_names_every_row_whose_node_info_changed(seed: int) -> None:
+    """Between two snapshots, every row whose NodeInfo is another object is in the log's rows since the first
+    snapshot's mark; a snapshot with other NodeInfos, or a mark from before the node table changed, tells
+    nothing (the reader compares every row), and so does a mark the log has grown too long since (it starts over
+    at ``LOG_ROWS_PER_NODE`` rows per node)."""
+    rng = random.Random(seed)
+    usage = usage_of({})
+    before = usage.snapshot()
+    _, mark = before.rows_changed(None)
+    assert mark is not None
+    for step in range(rng.randrange(1, LOG_ROWS_PER_NODE * len(NODES) // 2)):  # a change logs at most two rows
+        name = f"p{rng.randrange(12)}"
+        usage.set_pod(f"ns/{name}", None if rng.random() < 0.2 else
+                      pod(name, rng.choice([None, *(n.name for n in NODES)]), "1", rv=step))
+        if rng.random() < 0.1:
+            usage.snapshot()  # snapshots in between do not matter
+    after = usage.snapshot()
+    rows, _ = after.rows_changed(mark)
+    assert rows is not None
+    moved = {row for row, (a, b) in enumerate(zip(before.infos, after.infos, strict=True)) if a is not b}
+    assert moved <= set(rows)
+    other = dataclasses.replace(after, infos=tuple(list(after.infos)))  # equal NodeInfos, another tuple
+    assert other.rows_changed(mark) == (None, None)
+    for step in range(LOG_ROWS_PER_NODE * (len(NODES) + 1)):
+        usage.set_pod("ns/mover", pod("mover", NODES[step % len(NODES)].name, "1", rv=step))
+    assert usage.snapshot().rows_changed(mark)[0] is None
+    usage.set_nodes(NODES[:3])
+    assert usage.snapshot().rows_changed(mark)[0] is None

@@ -43,3 +43,18 @@ def test_succeeded_members_are_remembered_once_and_counted_while_they_exist() ->
     assert members.succeeded[(NS, "g")] == {done.key}
     members.group_deleted((NS, "g"))
     assert (NS, "g") not in members.succeeded
+
+
+def test_bound_counts_the_live_members_on_a_node_through_adds_replacements_and_removals() -> None:
+    members = Members()
+    waiting, placed = pod("a", namespace=NS, group="g"), pod("b", namespace=NS, group="g", node_name="n1")
+    members.add((NS, "g"), waiting.key, waiting)
+    members.add((NS, "g"), placed.key, placed)
+    assert members.bound(NS, "g") == 1
+    members.replace(waiting.key, pod("a", namespace=NS, group="g", node_name="n2"))
+    assert members.bound(NS, "g") == 2
+    members.add((NS, "g"), placed.key, pod("b", namespace=NS, group="g"))  # the same key again, unbound now
+    assert members.bound(NS, "g") == 1
+    members.remove(waiting.key)
+    assert members.bound(NS, "g") == 0
+    assert members.bound(NS, "other") == 0
