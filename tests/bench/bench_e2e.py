@@ -897,6 +897,8 @@ class Drain(Run):
     launched: float = 0.0
     ready: float = 0.0
     load: tuple[str, str] = ("", "")
+    rss: dict[str, float] = field(default_factory=dict)
+    """The scheduler's ``VmRSS`` (MiB) when ready (lists done) and at its first bind."""
 
 
 def loadavg() -> str:
@@ -927,8 +929,12 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
 
             def first_bound() -> None:
                 cpu.mark("first")
+                if sched is not None:
+                    d.rss["first bind"] = status_mib(sched.pid, "VmRSS")
                 if args.profile == "py-spy" and args.profile_from == "first-bind" and sched is not None:
                     spies.append(start_spy(sched.pid, spy_path))
+                elif args.profile == "py-spy" and args.profile_from == "launch" and spies:
+                    spies[0].send_signal(signal.SIGINT)  # the start-up window ends: py-spy writes its output
 
             watch = BindWatch(kube, case.pods, ignore=BOUND_PREFIX, on_first=first_bound)
             watcher = await watch.start()
@@ -942,8 +948,11 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                     sched = subprocess.Popen(cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
                 cpu.pids["scheduler"] = sched.pid
                 cpu.marks["launch"][1]["scheduler"] = 0.0  # a new process: no CPU used yet
+                if args.profile == "py-spy" and args.profile_from == "launch":  # start-up: launch to the first bind
+                    spies.append(start_spy(sched.pid, spy_path))
                 await wait_ready(port, sched, args.ready_timeout)
                 d.ready = time.monotonic()
+                d.rss["ready"] = status_mib(sched.pid, "VmRSS")
                 if args.profile == "py-spy" and args.profile_from == "ready":  # the first plans and the drain
                     spy = start_spy(sched.pid, spy_path)
                 await wait_bound(watch, sched, args.timeout)
@@ -1002,7 +1011,8 @@ def report_case(d: Drain) -> bool:
     print("  CPU share of one core during the drain: " + ", ".join(
         f"{who} {100 * used[who] / drain_wall:.0f}%" for who in ("scheduler", "emulator", "driver", "other")
         if drain_wall > 0))
-    print(f"  scheduler VmHWM            {d.sched_hwm:7.0f} MiB")
+    print(f"  scheduler VmHWM            {d.sched_hwm:7.0f} MiB"
+          + "".join(f"; VmRSS {v:.0f} MiB at {k}" for k, v in d.rss.items()))
     if d.log:
         ms = d.log["solve_ms"]
         print(f"  log: results {dict(d.log['results'])}; solve ms p50 {pct(ms, 50):.2f} p99 {pct(ms, 99):.2f}; "
@@ -1146,9 +1156,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", choices=("py-spy", "cprofile"), default=None,
                     help="profile the scheduler: py-spy attached from ready to last bound (needs `pip install "
                          "py-spy` in the venv), or the whole process under cProfile (slower)")
-    ap.add_argument("--profile-from", choices=("ready", "first-bind"), default="ready",
-                    help="drains: start py-spy when the scheduler is ready (the first plans and the drain) or at "
-                         "the first bind (the steady state only, the window of the steady CPU per pod)")
+    ap.add_argument("--profile-from", choices=("ready", "first-bind", "launch"), default="ready",
+                    help="drains: start py-spy when the scheduler is ready (the first plans and the drain), at "
+                         "the first bind (the steady state only, the window of the steady CPU per pod), or at its "
+                         "launch until the first bind (start-up: lists, caches, the first plans)")
     ap.add_argument("--keep", metavar="DIR", default=None,
                     help="write the scheduler log, kubeconfig and raw profile to DIR instead of a temporary directory")
     ap.add_argument("--stock-emulator", action="store_true",
