@@ -104,45 +104,57 @@ class _WireContainerStatus(msgspec.Struct):
     resources: msgspec.Raw = msgspec.Raw()
 
 
+_WireCondition: Any = msgspec.defstruct(
+    "_WireCondition", [(info.alias or name, info.annotation,
+                        msgspec.NODEFAULT if info.is_required() else msgspec.field(default=info.default))
+                       for name, info in PodCondition.model_fields.items()], module=__name__)
+"""A pod condition checked against :class:`~scheduler.model.pod.PodCondition`'s field types (msgspec takes no value of
+a type pydantic refuses: a pod whose conditions a :class:`Pod` refuses is refused here too; one only msgspec refuses
+is validated as a :class:`Pod` by the caller's fallback)."""
+
 _PER_POD = {(ObjectMeta, "name"), (ObjectMeta, "namespace"), (ObjectMeta, "uid"), (ObjectMeta, "resourceVersion"),
             (PodSpec, "nodeName")}
-"""Strings that differ between pods of one template: decoded each time, never memoised."""
+"""Strings that differ between pods of one template: decoded each time (as ``str``, their type in the models), never
+memoised."""
 
 _INTERNED = {(ObjectMeta, "namespace"), (PodSpec, "nodeName")}
 """Strings few in a cluster and held by every pod: one copy each."""
 
-_LEAN_STATUS_SKIP = {"containerStatuses", "initContainerStatuses", "conditions"}
-"""Status fields not taken as they are: the container statuses only feed the requests, the conditions are filtered."""
+_STATUS_TYPES: dict[str, Any] = {"conditions": list[_WireCondition] | None,
+                                 "containerStatuses": list[_WireContainerStatus] | None,
+                                 "initContainerStatuses": list[_WireContainerStatus] | None}
+"""Status fields not taken as they are: the container statuses only feed the requests, the conditions are checked and
+filtered."""
 
 
-def _plan(model: type[BaseModel], skip: frozenset[str] | set[str] = frozenset()) -> tuple[
+def _plan(model: type[BaseModel], typed: dict[str, Any] | None = None) -> tuple[
         type[msgspec.Struct], tuple[tuple[str, str, bool, bool], ...]]:
-    """A struct with ``model``'s fields by their wire names, each raw JSON (empty when absent: what the scheduler
-    does not read is never decoded), and per field (wire name, name, decoded per pod, interned)."""
+    """A struct with ``model``'s fields by their wire names — per-pod strings as ``str``, ``typed`` fields as typed
+    there, every other field raw JSON (empty when absent: what the scheduler does not read is never decoded) — and
+    per field not in ``typed``: (wire name, name, decoded per pod, interned)."""
+    typed = typed or {}
     fields = [(info.alias or name, name) for name, info in model.model_fields.items()]
-    struct = msgspec.defstruct(f"_Wire{model.__name__}", [(wire, msgspec.Raw, msgspec.Raw()) for wire, _ in fields],
+
+    def wire_type(wire: str) -> tuple[Any, Any]:
+        if wire in typed:
+            return typed[wire], None
+        return (str, "") if (model, wire) in _PER_POD else (msgspec.Raw, msgspec.Raw())
+
+    struct = msgspec.defstruct(f"_Wire{model.__name__}", [(wire, *wire_type(wire)) for wire, _ in fields],
                                module=__name__)
     return struct, tuple((wire, name, (model, wire) in _PER_POD, (model, wire) in _INTERNED)
-                         for wire, name in fields if wire not in skip)
+                         for wire, name in fields if wire not in typed)
 
 
 _META, _META_FIELDS = _plan(ObjectMeta)
 _SPEC, _SPEC_FIELDS = _plan(PodSpec)
-_STATUS, _STATUS_FIELDS = _plan(PodStatus, _LEAN_STATUS_SKIP)
+_STATUS, _STATUS_FIELDS = _plan(PodStatus, _STATUS_TYPES)
 _Wire: Any = msgspec.defstruct("_Wire", [("apiVersion", str, "v1"), ("kind", str, "Pod"),
-                                    ("metadata", _META, msgspec.field(default_factory=_META)),
-                                    ("spec", _SPEC, msgspec.field(default_factory=_SPEC)),
-                                    ("status", _STATUS, msgspec.field(default_factory=_STATUS))], module=__name__)
+                                         ("metadata", _META, msgspec.field(default_factory=_META)),
+                                         ("spec", _SPEC, msgspec.field(default_factory=_SPEC)),
+                                         ("status", _STATUS, msgspec.field(default_factory=_STATUS))],
+                               module=__name__)
 _WIRE = msgspec.json.Decoder(_Wire)
-_CONDITIONS_CHECK = msgspec.json.Decoder(list[msgspec.defstruct(  # type: ignore[misc]
-    "_WireCondition", [(info.alias or name, info.annotation,
-                        msgspec.NODEFAULT if info.is_required() else msgspec.field(default=info.default))
-                       for name, info in PodCondition.model_fields.items()], module=__name__)] | None)
-"""Checks a pod's conditions against :class:`~scheduler.model.pod.PodCondition`'s field types without keeping them
-(msgspec takes no value of a type pydantic would refuse): a pod whose conditions a :class:`Pod` refuses is refused
-here too; one that only msgspec refuses is decoded as a :class:`Pod` by the caller's fallback."""
-_STATUSES = msgspec.json.Decoder(list[_WireContainerStatus] | None)
-_STR = msgspec.json.Decoder(str)
 
 _ADAPTERS: dict[tuple[type[BaseModel], str], TypeAdapter[Any]] = {
     (model, info.alias or name): TypeAdapter(info.annotation)  # type: ignore[arg-type]
@@ -165,14 +177,11 @@ def _values(model: type[BaseModel], wire: msgspec.Struct, fields: tuple[tuple[st
     """The fields of ``model`` present in ``wire``, validated; the raw JSON of each memoised one is put in ``seen``."""
     out: dict[str, Any] = {}
     for wire_name, name, per_pod, interned in fields:
-        raw = getattr(wire, wire_name)
-        if not raw:
-            continue
+        value = getattr(wire, wire_name)
         if per_pod:
-            value = _STR.decode(raw)
             out[name] = sys.intern(value) if interned else value
-        else:
-            seen[wire_name] = data = bytes(raw)
+        elif value:
+            seen[wire_name] = data = bytes(value)
             out[name] = _field(model, wire_name, data)
     return out
 
@@ -188,26 +197,26 @@ _DERIVED: dict[tuple[Any, ...], tuple[ResourceList, frozenset[str]]] = {}
 """The raw JSON a pod's requests and asks are computed from → (requests, asks), shared by the pods of one template;
 emptied when it reaches :data:`MEMO_SIZE` entries."""
 
+_STATUS_PARTS = ("name", "allocatedResources", "resources")
 
-def _status_rows(raw: msgspec.Raw) -> tuple[tuple[bytes, ...], ...]:
-    """A ``containerStatuses`` list as rows of raw JSON (name, allocatedResources, resources): what the requests read
-    of it, without the per-container ids and times that make every pod's list different."""
-    if not raw:
-        return ()
-    rows = _STATUSES.decode(raw) or []
-    return tuple((bytes(r.name), bytes(r.allocatedResources), bytes(r.resources)) for r in rows)
+
+def _rows(statuses: list[Any] | None) -> tuple[tuple[bytes, ...], ...]:
+    """Container statuses as rows of raw JSON (:data:`_STATUS_PARTS`): what the requests read of them, without the
+    per-container ids and times that make every pod's list different."""
+    return tuple((bytes(s.name), bytes(s.allocatedResources), bytes(s.resources)) for s in statuses or ())
 
 
 def _derived(spec: Any, status: Any, seen: dict[str, bytes]) -> tuple[ResourceList, frozenset[str]]:
-    """(effective requests, asks) of the pod whose spec is ``spec``, raw status ``status`` and raw spec fields
+    """(effective requests, asks) of the pod whose spec is ``spec``, wire status ``status`` and raw spec fields
     ``seen`` (memoised by their inputs)."""
-    statuses, init_statuses = status.containerStatuses, status.initContainerStatuses
-    key = (*(seen.get(name, b"") for name in _REQUEST_INPUTS), _status_rows(statuses), _status_rows(init_statuses))
+    statuses, init_statuses = _rows(status.containerStatuses), _rows(status.initContainerStatuses)
+    key = (*(seen.get(name, b"") for name in _REQUEST_INPUTS), statuses, init_statuses)
     hit = _DERIVED.get(key)
     if hit is None:
-        actuated = PodStatus.model_validate({name: _field(PodStatus, name, bytes(raw))
-                                             for name, raw in (("containerStatuses", statuses),
-                                                               ("initContainerStatuses", init_statuses)) if raw})
+        actuated = PodStatus.model_validate({
+            field: [{part: msgspec.json.decode(raw) for part, raw in zip(_STATUS_PARTS, row, strict=True) if raw}
+                    for row in rows]
+            for field, rows in (("containerStatuses", statuses), ("initContainerStatuses", init_statuses))})
         hit = effective_requests(spec, actuated), spec_asks(spec)
         if len(_DERIVED) >= MEMO_SIZE:
             _DERIVED.clear()
@@ -222,18 +231,14 @@ def decode_bound(data: bytes | msgspec.Raw) -> LeanPod | None:
     pydantic's) on malformed JSON or a field its type refuses, and what computing the requests raises
     (:class:`~scheduler.model.quantity.QuantityError`)."""
     wire = _WIRE.decode(data)
-    node = wire.spec.nodeName
-    if not node or not _STR.decode(node):
+    if not wire.spec.nodeName:
         return None
     seen: dict[str, bytes] = {}
     spec = LeanSpec(**_values(PodSpec, wire.spec, _SPEC_FIELDS, seen))
     status = _values(PodStatus, wire.status, _STATUS_FIELDS, {})
-    conditions = wire.status.conditions
-    if conditions:
-        _CONDITIONS_CHECK.decode(conditions)
-    if conditions and b'"DisruptionTarget"' in bytes(conditions):
-        status["conditions"] = tuple(c for c in _CONDITIONS.validate_json(bytes(conditions))
-                                     if c.type == DISRUPTION_TARGET)
+    targets = [msgspec.to_builtins(c) for c in wire.status.conditions or () if c.type == DISRUPTION_TARGET]
+    if targets:
+        status["conditions"] = _CONDITIONS.validate_python(targets)
     requests, asks = _derived(spec, wire.status, seen)
     return LeanPod(LeanMeta(**_values(ObjectMeta, wire.metadata, _META_FIELDS, {})), spec, LeanStatus(**status),
                    requests, asks)
