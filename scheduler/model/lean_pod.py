@@ -83,14 +83,13 @@ def lean_pod(pod: Pod | LeanPod, node: str | None = None) -> LeanPod:
     if isinstance(pod, LeanPod):
         return pod if node is None else msgspec.structs.replace(
             pod, spec=msgspec.structs.replace(pod.spec, node_name=sys.intern(node)))
-    meta, spec, status = pod.metadata, pod.spec, pod.status
-    lean_spec = LeanSpec(**{name: getattr(spec, name) for name in PodSpec.model_fields})
+    status = pod.status
+    spec = dict(pod.spec.__dict__)  # a pydantic model's fields, by name
     if node is not None:
-        lean_spec = msgspec.structs.replace(lean_spec, node_name=sys.intern(node))
-    values = {name: getattr(status, name) for name in PodStatus.model_fields if name not in _DROPPED_STATUS}
+        spec["node_name"] = sys.intern(node)
+    values = {name: value for name, value in status.__dict__.items() if name not in _DROPPED_STATUS}
     values["conditions"] = tuple(c for c in status.conditions if c.type == DISRUPTION_TARGET)
-    return LeanPod(LeanMeta(**{name: getattr(meta, name) for name in ObjectMeta.model_fields}), lean_spec,
-                   LeanStatus(**values), pod.requests, pod.asks)
+    return LeanPod(LeanMeta(**pod.metadata.__dict__), LeanSpec(**spec), LeanStatus(**values), pod.requests, pod.asks)
 
 
 # -- from bytes -----------------------------------------------------------------------------------------------
