@@ -10,6 +10,11 @@ placements, devices and PVC decisions the scheduler has *assumed* but the API do
 plan's capacity is held in memory from the moment it is decided, never by half-bound pods or
 half-written claims).
 
+A pod on a node is kept in a compact shape (:class:`~scheduler.model.lean_pod.LeanPod`: the reads of a
+:class:`~scheduler.model.pod.Pod`, its parts shared with the pods of its template, without its container statuses),
+whether the informer decoded it so from the reply's bytes or it came as a model — a cluster's running pods are most
+of what the cache holds.
+
 Everything derived is **incremental**: an event updates what it touches and nothing else —
 
 * :class:`~scheduler.cache.usage.NodeUsage`: one row of the used matrix and one NodeInfo per pod
@@ -74,6 +79,7 @@ from scheduler.model.kinds import (
     STORAGE_CLASS,
     Kind,
 )
+from scheduler.model.lean_pod import LeanPod, lean_pod
 from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
@@ -114,10 +120,9 @@ def node_essence(node: Node) -> tuple[object, ...]:
 
 def pod_essence(pod: Pod) -> tuple[object, ...]:
     """What the scheduler reads of a pod: spec, labels, deletion, phase, nomination, generated claim names,
-    actuated resources — not its conditions (our own status writes) nor its resourceVersion."""
-    statuses = (*pod.status.container_statuses, *pod.status.init_container_statuses)
+    requests (actuated resources included) — not its conditions (our own status writes) nor its resourceVersion."""
     return (pod.metadata.uid, pod.spec, pod.metadata.labels, pod.metadata.deletion_timestamp, pod.status.phase,
-            pod.status.nominated_node_name, pod.status.resource_claim_statuses, statuses)
+            pod.status.nominated_node_name, pod.status.resource_claim_statuses, pod.requests)
 
 
 def group_essence(group: PodGroup | CompositePodGroup) -> tuple[object, ...]:
@@ -287,11 +292,11 @@ class ClusterCache:
         can stop an informer. A PodGroup with an invalid durable intent is taken (read as having none)
         and reported too. ``raw`` may be the kind's model already (the client decoded it from the reply's bytes,
         ``scheduler.client.decoding``; never a converted kind's): only its derived properties are checked."""
-        if isinstance(raw, BaseModel):
+        if isinstance(raw, (BaseModel, LeanPod)):
             try:
                 return _derived(raw)
             except Exception as exc:  # the decoding boundary, as below
-                meta = raw.metadata  # type: ignore[attr-defined]
+                meta = raw.metadata  # type: ignore[union-attr]
                 self.on_refused(refusal_of(kind, {"metadata": {"name": meta.name, "namespace": meta.namespace,
                                                                "uid": meta.uid}}, exc))
                 return None
@@ -359,7 +364,10 @@ class ClusterCache:
         return self._set(kind, key, old, new)
 
     def _set(self, kind: str, key: str, old: Any, new: Any) -> list[ClusterEvent]:
-        """Store ``new`` (None: delete) under ``key`` and update what derives from it; the events it makes."""
+        """Store ``new`` (None: delete) under ``key`` and update what derives from it; the events it makes. A pod on a
+        node is kept in its compact shape (:class:`~scheduler.model.lean_pod.LeanPod`), however it came."""
+        if isinstance(new, Pod) and new.is_bound:
+            new = lean_pod(new)
         if new is None:
             self.objects[kind].pop(key, None)
         else:
@@ -632,7 +640,8 @@ class ClusterCache:
 
     @property
     def pods(self) -> Mapping[str, Pod]:
-        """Pods by ``namespace/name``."""
+        """Pods by ``namespace/name``; a pod on a node is a :class:`~scheduler.model.lean_pod.LeanPod` (the same
+        reads)."""
         return self._of(POD)
 
     @property
@@ -723,9 +732,9 @@ class Relist:
         events: list[ClusterEvent] = []
         for raw in raws:
             old = None
-            if isinstance(raw, BaseModel):  # decoded by the client into its model
+            if isinstance(raw, (BaseModel, LeanPod)):  # decoded by the client into its model
                 old = current.get(key_of(raw))
-                rv = raw.metadata.resource_version  # type: ignore[attr-defined]
+                rv = raw.metadata.resource_version  # type: ignore[union-attr]
             else:
                 meta = raw.get("metadata") if isinstance(raw, Mapping) else None
                 name, namespace = (meta.get("name"), meta.get("namespace")) if isinstance(meta, Mapping) else ("", "")

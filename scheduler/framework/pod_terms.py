@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from scheduler.framework.selectors import requirement_matches
-from scheduler.model.pod import LabelSelector, LabelSelectorRequirement, Pod, PodAffinityTerm
+from scheduler.model.pod import ASKS_PORTS, LabelSelector, LabelSelectorRequirement, Pod, PodAffinityTerm
 
 LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 """``metav1.LabelSelectorOperator`` values; any other operator makes a selector match nothing (the API
@@ -246,9 +246,9 @@ class HostPort:
 def host_ports(pod: Pod) -> tuple[HostPort, ...]:
     """The host ports ``pod`` takes (``GetHostPorts``): app containers' and sidecar init containers'
     ports with ``hostPort > 0``; for a ``hostNetwork`` pod an unset ``hostPort`` is its ``containerPort``."""
-    spec = pod.spec
-    if not any(c.ports for c in spec.containers) and not any(c.ports for c in spec.init_containers):
+    if ASKS_PORTS not in pod.asks:  # no container declares a port
         return ()
+    spec = pod.spec
     out: list[HostPort] = []
     containers = (*spec.containers, *(c for c in spec.init_containers if c.restart_policy == "Always"))
     for container in containers:

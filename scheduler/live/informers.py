@@ -97,8 +97,8 @@ class Informer:
                     async for event in self.kube.watch(self.resource, rv, timeout_s=timeout_s, model=self.model):
                         events += 1
                         obj = event.get("object")
-                        if isinstance(obj, BaseModel):
-                            rv = obj.metadata.resource_version or rv  # type: ignore[attr-defined]
+                        if isinstance(obj, decoding.DECODED):
+                            rv = obj.metadata.resource_version or rv  # type: ignore[union-attr]
                         else:
                             meta = obj.get("metadata") if isinstance(obj, dict) else None
                             if isinstance(meta, dict) and isinstance(meta.get("resourceVersion"), str):
@@ -138,21 +138,21 @@ class Informer:
         """What the cache takes of one watch event: its model (shown to :attr:`see`), else its plain object through
         ``decode``."""
         obj = event.get("object")
-        if not isinstance(obj, BaseModel):
+        if not isinstance(obj, decoding.DECODED):
             return [obj] if self.decode is None else self._decoded([obj])
         if self.see is not None:
             line = event.get("line", b"")
             self._show(obj, lambda: _object_of(line))
         return [obj]
 
-    def _show(self, obj: BaseModel, raw: Callable[[], Any]) -> None:
+    def _show(self, obj: Any, raw: Callable[[], Any]) -> None:
         """:attr:`see` of one object; what it raises is logged and the object still goes to the cache (the model is
         valid: only what ``see`` notes of it is lost), so no object can stop the informer."""
         assert self.see is not None
         try:
             self.see(obj, raw)
         except Exception:  # the decoding boundary, per object
-            meta = obj.metadata  # type: ignore[attr-defined]
+            meta = obj.metadata
             log.exception("%s %s/%s: checking it as sent failed", self.resource.kind, meta.namespace, meta.name)
 
     def _decoded(self, raws: Iterable[Any]) -> Iterator[Mapping[str, Any]]:

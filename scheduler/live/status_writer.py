@@ -78,6 +78,7 @@ from scheduler.model.coscheduling import (
     status_patch,
     to_podgroup,
 )
+from scheduler.model.lean_pod import LeanPod
 from scheduler.model.pod import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER, Pod, PodCondition
 from scheduler.model.scheduling import (
     COMPOSITE_INITIALLY_SCHEDULED,
@@ -317,7 +318,7 @@ class StatusWriter:
         Event, as upstream); every other API error is logged and gives False.
         """
         new = _Condition(DISRUPTION_TARGET, "True", reason, truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
-        if not isinstance(obj, Pod):
+        if not isinstance(obj, (Pod, LeanPod)):
             return await self._set_group_condition(obj, new, terminal=False)
         conditions = _with_condition(obj.status.conditions, new, obj.metadata.generation, terminal=False)
         if conditions is None:

@@ -275,14 +275,15 @@ class PodStatus(KubeModel):
     """When the kubelet acknowledged the pod (``status.startTime``): preemption evicts younger pods first."""
 
 
-class Pod(KubeModel):
-    """``core/v1 Pod``."""
+class PodReads:
+    """What the scheduler reads of any pod beyond its fields, over ``metadata``, ``spec`` and ``status``: shared by
+    :class:`Pod` and the cache's compact bound pod (:class:`~scheduler.model.lean_pod.LeanPod`), which have the
+    same attribute paths."""
 
-    api_version: str = "v1"
-    kind: str = "Pod"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: PodSpec = Field(default_factory=PodSpec)
-    status: PodStatus = Field(default_factory=PodStatus)
+    __slots__ = ()
+    metadata: ObjectMeta
+    spec: PodSpec
+    status: PodStatus
 
     @cached_property
     def key(self) -> str:
@@ -337,6 +338,16 @@ class Pod(KubeModel):
         """``spec.schedulingGates`` is non-empty: binding is rejected until they are removed."""
         return bool(self.spec.scheduling_gates)
 
+
+class Pod(KubeModel, PodReads):
+    """``core/v1 Pod``."""
+
+    api_version: str = "v1"
+    kind: str = "Pod"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PodSpec = Field(default_factory=PodSpec)
+    status: PodStatus = Field(default_factory=PodStatus)
+
     @cached_property
     def requests(self) -> ResourceList:
         """Effective requests in integer units (milli-cpu, bytes, counts), including one ``pods``."""
@@ -354,22 +365,7 @@ class Pod(KubeModel):
         pending pod of a root on every solve (kube-scheduler's ``PodInfo`` likewise parses a pod's terms
         once, when it is queued). The group index reads it when a pod is set, so it is ready before any
         solve. A copy made with a changed ``spec.nodeName`` or ``status`` asks the same."""
-        spec = self.spec
-        found: list[str] = []
-        if any(v.judged for v in spec.volumes):
-            found.append(ASKS_VOLUMES)
-        if any(c.ports for c in spec.containers) or any(c.ports for c in spec.init_containers):
-            found.append(ASKS_PORTS)
-        if spec.topology_spread_constraints:
-            found.append(ASKS_SPREAD)
-        affinity = spec.affinity
-        if affinity is not None:
-            if affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None:
-                found.append(ASKS_POD_AFFINITY)
-            node = affinity.node_affinity
-            if node is not None and node.preferred_during_scheduling_ignored_during_execution:
-                found.append(ASKS_PREFERRED_NODE_AFFINITY)
-        return frozenset(found)
+        return spec_asks(self.spec)
 
 
 ASKS_VOLUMES = "volumes"
@@ -377,6 +373,25 @@ ASKS_PORTS = "ports"
 ASKS_SPREAD = "spread"
 ASKS_POD_AFFINITY = "pod-affinity"
 ASKS_PREFERRED_NODE_AFFINITY = "preferred-node-affinity"
+
+
+def spec_asks(spec: PodSpec) -> frozenset[str]:
+    """What :attr:`Pod.asks` says of a pod with ``spec`` (any object with :class:`PodSpec`'s attributes)."""
+    found: list[str] = []
+    if any(v.judged for v in spec.volumes):
+        found.append(ASKS_VOLUMES)
+    if any(c.ports for c in spec.containers) or any(c.ports for c in spec.init_containers):
+        found.append(ASKS_PORTS)
+    if spec.topology_spread_constraints:
+        found.append(ASKS_SPREAD)
+    affinity = spec.affinity
+    if affinity is not None:
+        if affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None:
+            found.append(ASKS_POD_AFFINITY)
+        node = affinity.node_affinity
+        if node is not None and node.preferred_during_scheduling_ignored_during_execution:
+            found.append(ASKS_PREFERRED_NODE_AFFINITY)
+    return frozenset(found)
 
 
 def effective_requests(spec: PodSpec, status: PodStatus | None = None) -> ResourceList:

@@ -898,6 +898,8 @@ class Drain(Run):
     launched: float = 0.0
     ready: float = 0.0
     load: tuple[str, str] = ("", "")
+    rss: dict[str, float] = field(default_factory=dict)
+    """The scheduler's ``VmRSS`` (MiB) when ready (lists done) and at its first bind."""
 
 
 def loadavg() -> str:
@@ -928,8 +930,12 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
 
             def first_bound() -> None:
                 cpu.mark("first")
+                if sched is not None:
+                    d.rss["first bind"] = status_mib(sched.pid, "VmRSS")
                 if args.profile == "py-spy" and args.profile_from == "first-bind" and sched is not None:
                     spies.append(start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path))
+                elif args.profile == "py-spy" and args.profile_from == "launch" and spies:
+                    spies[0].send_signal(signal.SIGINT)  # the start-up window ends: py-spy writes its output
 
             watch = BindWatch(kube, case.pods, ignore=BOUND_PREFIX, on_first=first_bound)
             watcher = await watch.start()
@@ -943,8 +949,11 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                     sched = subprocess.Popen(cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
                 cpu.pids["scheduler"] = sched.pid
                 cpu.marks["launch"][1]["scheduler"] = 0.0  # a new process: no CPU used yet
+                if args.profile == "py-spy" and args.profile_from == "launch":  # start-up: launch to the first bind
+                    spies.append(start_spy(sched.pid, spy_path))
                 await wait_ready(port, sched, args.ready_timeout)
                 d.ready = time.monotonic()
+                d.rss["ready"] = status_mib(sched.pid, "VmRSS")
                 if args.profile == "py-spy" and args.profile_from == "ready":  # the first plans and the drain
                     spy = start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path)
                 await wait_bound(watch, sched, args.timeout)
@@ -1007,7 +1016,8 @@ def report_case(d: Drain) -> bool:
     print("  CPU share of one core during the drain: " + ", ".join(
         f"{who} {100 * used[who] / drain_wall:.0f}%" for who in ("scheduler", "emulator", "driver", "other")
         if drain_wall > 0))
-    print(f"  scheduler VmHWM            {d.sched_hwm:7.0f} MiB")
+    print(f"  scheduler VmHWM            {d.sched_hwm:7.0f} MiB"
+          + "".join(f"; VmRSS {v:.0f} MiB at {k}" for k, v in d.rss.items()))
     if d.log:
         ms = d.log["solve_ms"]
         print(f"  log: results {dict(d.log['results'])}; solve ms p50 {pct(ms, 50):.2f} p99 {pct(ms, 99):.2f}; "
@@ -1152,9 +1162,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="profile the scheduler: py-spy attached from ready to last bound (needs `pip install "
                          "py-spy` in the venv), or the whole process under cProfile timed in CPU time (slower; "
                          "the collector's CPU ends the scheduler's log)")
-    ap.add_argument("--profile-from", choices=("ready", "first-bind"), default="ready",
-                    help="drains: start py-spy when the scheduler is ready (the first plans and the drain) or at "
-                         "the first bind (the steady state only, the window of the steady CPU per pod)")
+    ap.add_argument("--profile-from", choices=("ready", "first-bind", "launch"), default="ready",
+                    help="drains: start py-spy when the scheduler is ready (the first plans and the drain), at "
+                         "the first bind (the steady state only, the window of the steady CPU per pod), or at its "
+                         "launch until the first bind (start-up: lists, caches, the first plans)")
     ap.add_argument("--profile-process", choices=("scheduler", "emulator"), default="scheduler",
                     help="drains, with --profile py-spy: the process py-spy records (the emulator: to see what bounds "
                          "the rate when the emulator uses a whole core)")

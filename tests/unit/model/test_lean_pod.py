@@ -1,0 +1,147 @@
+"""``LeanPod``: the compact shape of a pod on a node — the same reads as a ``Pod``, from a model or from bytes."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from scheduler.model.lean_pod import LeanPod, decode_bound, lean_pod
+from scheduler.model.pod import ASKS_POD_AFFINITY, ASKS_PORTS, ASKS_VOLUMES, Pod
+
+GI = 2**30
+
+
+def running(name: str = "web-1", node: str = "node-a", **spec: Any) -> dict[str, Any]:
+    """A running pod as a server returns it: defaulted spec, managedFields, the kubelet's status."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "prod", "uid": f"uid-{name}", "resourceVersion": "42",
+                     "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"app": "web", "tier": "front"},
+                     "managedFields": [{"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {}}}]},
+        "spec": {"nodeName": node, "schedulerName": "default-scheduler", "priority": 100,
+                 "containers": [{"name": "app", "image": "nginx", "env": [{"name": "A", "value": "1"}],
+                                 "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
+                 "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                                  "effect": "NoExecute", "tolerationSeconds": 300}],
+                 "volumes": [{"name": "kube-api-access", "projected": {"sources": []}}], **spec},
+        "status": {"phase": "Running", "startTime": "2026-01-01T00:00:05Z",
+                   "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:06Z"}],
+                   "containerStatuses": [{"name": "app", "containerID": f"containerd://{name}", "ready": True,
+                                          "allocatedResources": {"cpu": "500m", "memory": "1Gi"}}]},
+    }
+
+
+def both(body: dict[str, Any]) -> tuple[LeanPod, LeanPod]:
+    """The pod decoded from its bytes, and made from its validated model."""
+    data = json.dumps(body).encode()
+    decoded = decode_bound(data)
+    assert decoded is not None
+    return decoded, lean_pod(Pod.model_validate_json(data))
+
+
+def test_bytes_and_model_give_the_same_lean_pod_with_the_reads_of_a_pod() -> None:
+    body = running(affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}})
+    decoded, made = both(body)
+    full = Pod.model_validate(body)
+    assert decoded == made
+    assert decoded.key == full.key == "prod/web-1"
+    assert decoded.requests == full.requests == {"cpu": 500, "memory": GI, "pods": 1}
+    assert decoded.asks == full.asks == frozenset({ASKS_POD_AFFINITY})
+    assert decoded.spec.affinity == full.spec.affinity
+    assert decoded.spec.tolerations == full.spec.tolerations
+    assert decoded.metadata.labels == {"app": "web", "tier": "front"}
+    assert decoded.status.start_time == full.status.start_time
+    assert (decoded.is_bound, decoded.is_terminal, decoded.is_terminating, decoded.spec.priority) == (
+        True, False, False, 100)
+    assert (decoded.api_version, decoded.kind) == ("v1", "Pod")
+
+
+def test_a_pod_without_a_node_is_left_to_the_full_model() -> None:
+    body = running()
+    del body["spec"]["nodeName"]
+    assert decode_bound(json.dumps(body).encode()) is None
+
+
+def test_requests_count_what_the_kubelet_actuated() -> None:
+    """A pod resized in place holds the larger of its spec and its container status (InPlacePodVerticalScaling)."""
+    body = running()
+    body["status"]["containerStatuses"][0]["allocatedResources"] = {"cpu": "2", "memory": "1Gi"}
+    decoded, made = both(body)
+    assert decoded.requests == made.requests == {"cpu": 2000, "memory": GI, "pods": 1}
+
+
+def test_pods_of_one_template_share_their_parts() -> None:
+    a = decode_bound(json.dumps(running("web-1", "node-a")).encode())
+    b = decode_bound(json.dumps(running("web-2", "node-b")).encode())
+    assert a is not None and b is not None
+    assert a.spec.containers is b.spec.containers
+    assert a.metadata.labels is b.metadata.labels
+    assert a.requests is b.requests
+    assert (a.spec.node_name, b.spec.node_name, a.metadata.uid, b.metadata.uid) == (
+        "node-a", "node-b", "uid-web-1", "uid-web-2")
+
+
+def test_only_the_disruption_target_condition_is_kept() -> None:
+    body = running()
+    body["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+    body["status"]["conditions"].append({"type": "DisruptionTarget", "status": "True",
+                                         "reason": "PreemptionByScheduler", "message": "preempted"})
+    decoded, made = both(body)
+    assert decoded == made
+    assert [c.type for c in decoded.status.conditions] == ["DisruptionTarget"]
+    assert decoded.terminating_by_preemption
+    assert decoded.status.container_statuses == ()
+
+
+def test_host_ports_and_judged_volumes_are_kept() -> None:
+    body = running()
+    body["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080, "protocol": "TCP"}]
+    body["spec"]["volumes"].append({"name": "data", "persistentVolumeClaim": {"claimName": "data-web-1"}})
+    decoded, made = both(body)
+    assert decoded == made
+    assert decoded.asks == frozenset({ASKS_PORTS, ASKS_VOLUMES})
+    assert decoded.spec.containers[0].ports[0].host_port == 8080
+    assert [v.persistent_volume_claim.claim_name for v in decoded.spec.volumes if v.persistent_volume_claim] == [
+        "data-web-1"]
+
+
+@pytest.mark.parametrize("path, value", [
+    (("spec", "priority"), "high"),
+    (("metadata", "labels"), {"app": 1}),
+    (("status", "conditions"), [{"type": 3}]),
+    (("apiVersion",), 1),
+])
+def test_what_the_full_model_refuses_is_refused(path: tuple[str, ...], value: Any) -> None:
+    body = copy.deepcopy(running())
+    target = body
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value
+    data = json.dumps(body).encode()
+    with pytest.raises(ValueError):
+        Pod.model_validate_json(data)
+    with pytest.raises(ValueError):
+        decode_bound(data)
+
+
+def test_a_malformed_quantity_raises_as_the_full_model_does() -> None:
+    body = running()
+    body["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    with pytest.raises(ValueError):
+        decode_bound(json.dumps(body).encode())
+
+
+def test_lean_pod_of_a_pending_pod_bound_to_a_node() -> None:
+    """How the cache shows an assumed pod: the pending pod's values, on the node."""
+    body = running()
+    del body["spec"]["nodeName"]
+    pending = Pod.model_validate(body)
+    shown = lean_pod(pending, "node-z")
+    assert shown.spec.node_name == "node-z" and shown.is_bound
+    assert shown.requests == pending.requests
+    assert lean_pod(shown) is shown
+    assert lean_pod(shown, "node-y").spec.node_name == "node-y"
