@@ -285,9 +285,9 @@ class PodReads:
     spec: PodSpec
     status: PodStatus
 
-    @cached_property
+    @property
     def key(self) -> str:
-        """``namespace/name`` (read per object once: a copy keeps its metadata's name and namespace)."""
+        """``namespace/name``."""
         return f"{self.metadata.namespace}/{self.metadata.name}"
 
     @property
@@ -347,6 +347,12 @@ class Pod(KubeModel, PodReads):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PodSpec = Field(default_factory=PodSpec)
     status: PodStatus = Field(default_factory=PodStatus)
+
+    @cached_property
+    def key(self) -> str:
+        """``namespace/name``, read once per object (every part of the cycle looks pods up by it; a copy keeps its
+        metadata's name and namespace). The compact bound pod computes it per read: it has no ``__dict__``."""
+        return f"{self.metadata.namespace}/{self.metadata.name}"
 
     @cached_property
     def requests(self) -> ResourceList:
