@@ -950,7 +950,7 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                 cpu.pids["scheduler"] = sched.pid
                 cpu.marks["launch"][1]["scheduler"] = 0.0  # a new process: no CPU used yet
                 if args.profile == "py-spy" and args.profile_from == "launch":  # start-up: launch to the first bind
-                    spies.append(start_spy(sched.pid, spy_path))
+                    spies.append(start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path))
                 await wait_ready(port, sched, args.ready_timeout)
                 d.ready = time.monotonic()
                 d.rss["ready"] = status_mib(sched.pid, "VmRSS")

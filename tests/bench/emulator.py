@@ -39,6 +39,7 @@ from typing import Any
 import aiohttp.test_utils
 import attrs
 import kmock
+import msgspec
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -56,6 +57,17 @@ TOKEN = "bench-e2e-token"
 
 _REQUEST: contextvars.ContextVar[Any] = contextvars.ContextVar("request")
 """The request being served (aiohttp serves each connection's requests in one task, one at a time)."""
+
+
+@attrs.frozen(kw_only=True)
+class Listed:
+    """A list being paged: the objects still to send, as (store key, kmock's ``ObjectVersion``), and what every
+    page of it says (``kind``, ``apiVersion``, ``metadata.resourceVersion``)."""
+
+    kind: str
+    api_version: str
+    resource_version: str
+    items: list[tuple[Any, Any]]
 
 
 @attrs.define(kw_only=True)
@@ -76,14 +88,20 @@ class BenchApiServer(ApiServer):
     """Shape objects as a real server: pods defaulted and admitted on create, ``managedFields`` on every
     write, the binding's condition with its timestamps."""
 
-    pages: dict[str, dict[str, Any]] = attrs.field(factory=dict)
-    """Continue token → the rest of a paged list (its ``items`` still to send, ``kind``, ``apiVersion`` and
-    ``metadata.resourceVersion``)."""
+    pages: dict[str, Listed] = attrs.field(factory=dict)
+    """Continue token → the rest of a paged list (:class:`Listed`)."""
+
+    stored_json: dict[Any, tuple[Any, bytes]] = attrs.field(factory=dict)
+    """Store key → (its latest version, kmock's ``ObjectVersion``; that version's JSON): each version is encoded
+    once, the first time a list sends it (:func:`preload` encodes the preloaded ones), as etcd keeps every object
+    serialized; a write adds a new version, so the identity check finds the bytes stale and the next list encodes
+    the new one."""
 
     async def _serve_list(self, req: Any) -> Any:
         """``real``: a list with ``limit`` is served in pages (``continue`` / ``remainingItemCount``), every page
         from the one snapshot taken for the first, at its resourceVersion, as the server pages a list read from
-        etcd; an unknown ``continue`` token answers 410 Expired."""
+        etcd; an unknown ``continue`` token answers 410 Expired. A page is its objects' stored JSON joined
+        (:meth:`stored_bytes`), not encoded again."""
         limit = str(req.params.get("limit") or "")
         if not self.real or not limit.isdigit() or int(limit) <= 0:
             return await super()._serve_list(req)  # type: ignore[no-untyped-call]
@@ -91,27 +109,36 @@ class BenchApiServer(ApiServer):
         if token and token not in self.pages:
             raise kmock.KubernetesError(status=410, reason="Expired", message="the continue token expired")
         listed = self.pages.pop(token) if token else await self._snapshot(req)
-        items = listed["items"]
-        meta: dict[str, Any] = {"resourceVersion": listed["metadata"]["resourceVersion"]}
-        if len(items) > int(limit):
+        page, rest = listed.items[:int(limit)], listed.items[int(limit):]
+        meta: dict[str, Any] = {"resourceVersion": listed.resource_version}
+        if rest:
             token = uuid.uuid4().hex
-            self.pages[token] = {**listed, "items": items[int(limit):]}
-            meta.update({"continue": token, "remainingItemCount": len(items) - int(limit)})
-        # the real server's order (its list types' fields): metadata before items; stored versions as they are,
-        # since every write replaces one and none changes one
-        return {"kind": listed["kind"], "apiVersion": listed["apiVersion"], "metadata": meta,
-                "items": items[:int(limit)]}
+            self.pages[token] = attrs.evolve(listed, items=rest)
+            meta.update({"continue": token, "remainingItemCount": len(rest)})
+        # the real server's order (its list types' fields): metadata before items
+        head = json.dumps({"kind": listed.kind, "apiVersion": listed.api_version, "metadata": meta},
+                          separators=(",", ":"))
+        body = b"".join((head[:-1].encode(), b',"items":[', b",".join(self.stored_bytes(k, o) for k, o in page), b"]}"))
+        return kmock.Response(payload=body, headers={"Content-Type": "application/json"})
 
-    async def _snapshot(self, req: Any) -> dict[str, Any]:
-        """The list of ``req`` with its items not copied: the stored versions, which a write replaces and never
-        changes (every write of :class:`ApiServer` works on a copy), so pages are served as they are."""
-        if req.resource not in self._get_resources():
+    def stored_bytes(self, key: Any, version: Any) -> bytes:
+        """The JSON of ``version`` (kmock's ``ObjectVersion``, the latest of store ``key``; :attr:`stored_json`)."""
+        hit = self.stored_json.get(key)
+        if hit is None or hit[0] is not version:
+            hit = self.stored_json[key] = (version, msgspec.json.encode(version.raw))
+        return hit[1]
+
+    async def _snapshot(self, req: Any) -> Listed:
+        """The list of ``req``: its objects' store keys and latest versions, not copied (a write adds a version
+        and never changes one: every write of :class:`ApiServer` works on a copy)."""
+        # the declared resources first: kmock's _get_resources walks the whole store
+        if req.resource not in self.resources and req.resource not in self._get_resources():
             raise kmock.KubernetesResourceNotFoundError()
         async with self._lock:
-            items = [o.raw for o in self._live(req.resource) if self._matches(req, o.raw)]
-            return {"kind": f"{self._kind(req.resource)}List", "items": items,
-                    "apiVersion": f"{req.resource.group}/{req.resource.version}".lstrip("/"),
-                    "metadata": {"resourceVersion": str(self.rv)}}
+            items = [(key, o.last) for key, o in self._objects.items()
+                     if key[0] == req.resource and not o.deleted and self._matches(req, o.raw)]
+            return Listed(kind=f"{self._kind(req.resource)}List", items=items, resource_version=str(self.rv),
+                          api_version=f"{req.resource.group}/{req.resource.version}".lstrip("/"))
 
     routes: dict[tuple[Any, ...] | None, Any] = attrs.field(factory=dict)
     """A request's route (:func:`_route`) → the reaction that served the last request of that route; under None,
@@ -186,8 +213,9 @@ def preload(srv: ApiServer, resource: str, bodies: Iterable[dict[str, Any]]) -> 
     watches yet), no copy. Each body is an object as the server stores it, but for what the server stamps on
     a create — ``uid``, ``creationTimestamp``, ``generation`` and ``resourceVersion``, set here. The first body
     is checked against the release's strict schema, as a create would be (the rest come from the same builder:
-    a benchmark's preloaded objects differ only in names, addresses and nodes). ``resource``:
-    ``group/version/plural`` (``v1/pods``). Returns how many were stored."""
+    a benchmark's preloaded objects differ only in names, addresses and nodes), and encoded once as lists send it
+    (:attr:`BenchApiServer.stored_json`). ``resource``: ``group/version/plural`` (``v1/pods``). Returns how many
+    were stored."""
     res, count, stamp = kmock.resource(resource), 0, dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     kind = srv._kind(res)
     for body in bodies:
@@ -197,7 +225,10 @@ def preload(srv: ApiServer, resource: str, bodies: Iterable[dict[str, Any]]) -> 
         srv.rv += 1
         body["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=stamp, generation=1,
                                 resourceVersion=str(srv.rv))
-        srv._objects[res, body["metadata"].get("namespace"), body["metadata"]["name"]] = body
+        key = res, body["metadata"].get("namespace"), body["metadata"]["name"]
+        srv._objects[key] = body
+        if isinstance(srv, BenchApiServer):
+            srv.stored_bytes(key, srv._objects[key].last)
         count += 1
     return count
 
