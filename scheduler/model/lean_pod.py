@@ -75,11 +75,6 @@ class LeanPod(msgspec.Struct, PodReads, frozen=True):
     api_version: ClassVar[str] = "v1"
     kind: ClassVar[str] = "Pod"
 
-    @property
-    def key(self) -> str:
-        """``namespace/name``, joined per read: a struct has no ``__dict__`` for :class:`PodReads`'s cached one."""
-        return f"{self.metadata.namespace}/{self.metadata.name}"
-
 
 def lean_pod(pod: Pod | LeanPod, node: str | None = None) -> LeanPod:
     """``pod`` as a :class:`LeanPod` (``node``: with ``spec.nodeName`` set to it, as an assumed pod is shown); a
