@@ -155,7 +155,7 @@ def namespace_essence(namespace: Namespace) -> tuple[object, ...]:
 
 
 _ESSENCE: dict[str, Callable[[Any], tuple[object, ...]]] = {
-    NODE.name: node_essence, POD.name: pod_essence, POD_GROUP.name: group_essence,
+    NODE.name: node_essence, POD_GROUP.name: group_essence,
     COMPOSITE_POD_GROUP.name: group_essence, COSCHEDULING_POD_GROUP.name: group_essence,
     PERSISTENT_VOLUME_CLAIM.name: claim_essence, PERSISTENT_VOLUME.name: volume_essence,
     NAMESPACE.name: namespace_essence}
@@ -373,7 +373,7 @@ class ClusterCache:
         else:
             self.objects[kind][key] = new
         action = Action.ADD if old is None else Action.DELETE if new is None else Action.UPDATE
-        essence = _ESSENCE.get(kind) if kind != POD.name else None  # a pod's is judged as the scheduler shows it
+        essence = _ESSENCE.get(kind)  # a pod's (:func:`pod_essence`) is judged in _set_pod, as the scheduler shows it
         quiet = essence is not None and old is not None and new is not None and essence(old) == essence(new)
         if kind == NODE.name:
             if quiet:
