@@ -34,7 +34,7 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree, Leaf
 from scheduler.model.quantity import is_extended
 from scheduler.solver.plugins import Profile, dynamic_resources, resources_fit
-from scheduler.solver.plugins.scoring import first_of_one
+from scheduler.solver.plugins.scoring import NodeOrder
 
 _JUDGES = frozenset({resources_fit.NAME, dynamic_resources.NAME})
 """The plugins a lone pod may leave in its profile: NodeResourcesFit, and DynamicResources with no claim to
@@ -74,7 +74,8 @@ def place_lone(tree: GroupTree, snapshot: Snapshot, config: SolverConfig, profil
     if not rows.size:
         return None
     sig = Signature((pod,), request, unknown, static, any(is_extended(r) and v > 0 for r, v in requests.items()))
-    row = first_of_one(state, sig, rows)
+    (index, _), = NodeOrder(state, sig, rows).run(np.arange(rows.size), np.ones(rows.size, dtype=np.int64), 1)
+    row = int(rows[index])
     if state.reserve(row, sig, (pod,)) != 1:
         return None
     return Plan(tree.key, ((pod, table.nodes[row].name),), frozenset((root.key,)), {}, {}, 1,

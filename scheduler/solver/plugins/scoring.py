@@ -128,24 +128,3 @@ class NodeOrder:
             if remaining <= 0:
                 return out
         return out
-
-
-def first_of_one(state: CycleState, sig: Signature, rows: IntArray) -> int:
-    """The row :meth:`NodeOrder.run` picks for one copy of ``sig`` (``pack``, no preference) when every one of
-    ``rows`` (ascending) takes it — the lowest row of the first non-empty class, without keys over every row: for a
-    pod that needs no accelerator, nodes without one partly used, then idle, then accelerator nodes partly used,
-    then idle; for one that needs an accelerator, partly used nodes, then idle ones. ``rows`` must not be empty."""
-    table = state.table
-    col = table.column[PODS]
-    used = state.free[rows, col] < table.allocatable[rows, col]
-    if sig.needs_accelerator:
-        classes: tuple[np.ndarray, ...] = (used,)
-    else:
-        plain = ~table.accelerator[rows]
-        classes = (plain & used, plain, used)
-    for members in classes:
-        first = int(members.argmax())
-        if members[first]:
-            return int(rows[first])
-    return int(rows[0])
-
