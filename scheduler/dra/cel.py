@@ -82,6 +82,11 @@ from typing import Any, Final, TypeAlias
 import cel as _cel
 from cel import stdlib as _stdlib
 
+from scheduler.dra import cel_library
+from scheduler.dra.cel_library import QUANTITY_KEY as _QUANTITY_KEY
+from scheduler.dra.cel_library import SEMVER_KEY as _SEMVER_KEY
+from scheduler.dra.cel_library import TWO_VARIABLE_MACROS
+from scheduler.dra.cel_library import type_name as _cel_type_name
 from scheduler.model.quantity import parse as parse_quantity
 
 # Our callbacks raise on a wrong argument type; the library re-raises that as RuntimeError (which
@@ -94,8 +99,6 @@ SELECTOR_CACHE_SIZE: Final = 4096
 selectors each) and claims made from a few templates, so distinct expressions number in the tens;
 4,096 bounds memory if claims carry many one-off expressions."""
 
-_QUANTITY_KEY: Final = "__quantity__"
-_SEMVER_KEY: Final = "__semver__"
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 _UINT64_MAX: Final = 2**64 - 1
@@ -311,7 +314,7 @@ class DeviceView:
             },
             "allowMultipleAllocations": self.allow_multiple_allocations,
         }
-        return _cel.Context(variables={"device": device}, functions=_FUNCTIONS)
+        return _cel.Context(variables={"device": device}, functions=_CALLBACKS)
 
     def __getstate__(self) -> dict[str, Any]:
         """Copy and pickle without the converted form (it holds a library object); it is rebuilt."""
@@ -390,20 +393,6 @@ def _describe(exc: Exception) -> str:
     return str(exc)
 
 
-def _cel_type_name(value: object) -> str:
-    """The CEL name of a value's type, for messages (``string``, ``map``, ``kubernetes.Quantity``)."""
-    if isinstance(value, dict):
-        if _is_quantity(value):
-            return "kubernetes.Quantity"
-        if _is_semver(value):
-            return "kubernetes.Semver"
-        return "map"
-    names = {bool: "bool", int: "int", float: "double", str: "string", bytes: "bytes", list: "list"}
-    if value is None:
-        return "null_type"
-    return names.get(type(value), type(value).__name__)
-
-
 # --- the static check: names the environment declares ---------------------------------------
 
 DEVICE_FIELDS: Final = frozenset({"driver", "attributes", "capacity", "allowMultipleAllocations"})
@@ -418,32 +407,24 @@ _STANDARD_FUNCTIONS: Final = frozenset({
 """CEL's standard functions and macros (the language definition's standard environment)."""
 
 NOT_PROVIDED: Final = frozenset({
-    # regex library (library/regex.go)
-    "find", "findAll",
     # URL library (library/urls.go)
     "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery",
-    # IP and CIDR libraries (library/ip.go, library/cidr.go)
-    "ip", "isIP", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
-    "isGlobalUnicast", "isCanonical", "cidr", "isCIDR", "containsIP", "containsCIDR", "masked", "prefixLength",
-    # format library and string formatting (library/format.go, ext.Strings format)
-    "format", "named",
-    # image library (library/image.go)
-    "image", "isImage", "containsDigest", "registry", "repository", "identifier", "tag", "digest",
-    # optional types and two-variable comprehensions (cel-go)
-    "of", "none", "ofNonZeroValue", "orValue", "hasValue", "value", "optMap", "optFlatMap",
-    "transformList", "transformMap", "transformMapEntry",
+    # string formatting (ext.Strings "format") and the format library (library/format.go), whose functions
+    # return optional values
+    "format", "named", "validate",
+    # optional values whose macros the library does not expand (it runs optional.of/none/orValue/value/hasValue)
+    "optMap", "optFlatMap",
 })
-"""Functions of the Kubernetes v1.37 base environment (``apiserver/pkg/cel/environment/base.go``) that the
-library cannot run and that we do not provide: a selector using one is refused when compiled, naming it,
-rather than evaluated differently from Kubernetes."""
+"""Functions of the Kubernetes v1.37 DRA environment (``apiserver/pkg/cel/environment/base.go``) that are not
+provided here: a selector using one is refused when compiled, naming it, rather than evaluated differently from
+Kubernetes."""
 
-_NAMES: Final = frozenset({"device", "cel", "sets", "strings", "int", "uint", "double", "string", "bytes", "bool",
-                           "list", "map", "type", "null_type", "dyn"})
+_NAMES: Final = frozenset({"device", "cel", "sets", "strings", "ip", "optional", "int", "uint", "double", "string",
+                           "bytes", "bool", "list", "map", "type", "null_type", "dyn"})
 """Identifiers a selector may use besides the variables its comprehensions bind: the ``device`` variable,
 the namespaces of functions it may call, and type names."""
 
-_BINDERS: Final = frozenset({"all", "exists", "exists_one", "map", "filter", "bind", "transformList", "transformMap",
-                             "transformMapEntry"})
+_BINDERS: Final = TWO_VARIABLE_MACROS | {"map", "filter", "bind"}
 
 
 def _check(expression: str, program: _cel.Program) -> str | None:
@@ -452,18 +433,18 @@ def _check(expression: str, program: _cel.Program) -> str | None:
     variable or function, an undefined field of ``device``), found without types: nothing is checked of
     what an attribute holds (its type is ``dyn``), so a type mismatch is still found when evaluated."""
     references = program.references()
+    tokens = _tokens(expression)
+    bound = _bound_names(tokens)
+    if "format" in references["variables"] and "format" not in bound:  # format.named(…), format.dns1123Label()
+        return "function 'format' of the Kubernetes CEL environment is not supported by gang-scheduler"
     for name in references["functions"]:
-        if name[:1] in "_@!-":
-            continue  # an operator
+        if name.startswith("@") or not name.isidentifier():
+            continue  # an operator: _+_, _[_], !_, @in, @not_strictly_false
         if name in NOT_PROVIDED:
             return f"function '{name}' of the Kubernetes CEL environment is not supported by gang-scheduler"
         if name not in _PROVIDED:
             return f"undeclared reference to '{name}' (in container '')"  # wording: cel-go checker
-    tokens = _tokens(expression)
-    bound = _bound_names(tokens)
     for name in references["variables"]:
-        if name == "optional":
-            return "function 'optional' of the Kubernetes CEL environment is not supported by gang-scheduler"
         if name not in _NAMES and name not in bound:
             return f"undeclared reference to '{name}' (in container '')"  # wording: cel-go checker
     for i, token in enumerate(tokens):
@@ -471,6 +452,21 @@ def _check(expression: str, program: _cel.Program) -> str | None:
                 and _is(tokens, i + 1, len(tokens), ".") and i + 2 < len(tokens)
                 and tokens[i + 2].kind == "ident" and tokens[i + 2].text not in DEVICE_FIELDS):
             return f"undefined field '{tokens[i + 2].text}'"  # wording: cel-go checker
+    return _literal_regex_error(tokens)
+
+
+def _literal_regex_error(tokens: list[_Token]) -> str | None:
+    """Why a literal pattern of ``find``/``findAll`` is refused, else None: Kubernetes compiles such a pattern
+    when it makes the program (regex.go ``FindRegexOptimization``), so a pattern Go refuses fails the claim at
+    admission (``program instantiation failed: error parsing regexp: …``), not per device."""
+    hi = len(tokens)
+    for i, token in enumerate(tokens):
+        if (token.kind == "ident" and token.text in ("find", "findAll") and _is(tokens, i - 1, hi, ".")
+                and _is(tokens, i + 1, hi, "(") and i + 2 < hi and tokens[i + 2].kind == "string"
+                and (_is(tokens, i + 3, hi, ")") or _is(tokens, i + 3, hi, ","))):
+            pattern = _cel.compile(tokens[i + 2].text).execute()  # the literal's value: escapes, raw strings
+            if isinstance(pattern, str) and (problem := cel_library.regex_error(pattern)):
+                return f"program instantiation failed: {problem}"  # wording: compile.go CompileCELExpression
     return None
 
 
@@ -735,14 +731,25 @@ _FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "major": _major,
     "minor": _minor,
     "patch": _patch,
+    # Kubernetes' regex, IP and CIDR libraries
+    **cel_library.FUNCTIONS,
 }
 """The functions of the Kubernetes DRA CEL environment the library does not have natively, as Python
 callbacks: ``includes``, the strings and sets extensions and the list library (the library's own
-``cel.stdlib`` implementations where it has them), the quantity and semver libraries. The library calls
-``x.f(a)`` as ``f(x, a)``."""
+``cel.stdlib`` implementations where it has them), the quantity and semver libraries, and the regex, IP and
+CIDR libraries of :mod:`scheduler.dra.cel_library`. The library calls ``x.f(a)`` as ``f(x, a)``."""
 
-_PROVIDED: Final = _STANDARD_FUNCTIONS | {"bind"} | {name.rpartition(".")[2] for name in _FUNCTIONS}
-"""Every function a selector may call here: CEL's own, ``cel.bind`` and those of :data:`_FUNCTIONS`."""
+OPTIONAL_FUNCTIONS: Final = frozenset({"of", "none", "ofNonZeroValue", "hasValue", "value", "orValue", "or"})
+"""The optional-value functions the library runs natively (cel-go ``cel.OptionalTypes``, in Kubernetes' base
+environment since 1.28); its parser refuses the ``.?``, ``[?``, ``[?e]`` and ``{?k: v}`` syntax."""
+
+_CALLBACKS: Final = {**_FUNCTIONS, **cel_library.HELPERS}
+""":data:`_FUNCTIONS` and the helpers only rewritten text calls."""
+
+_PROVIDED: Final = (_STANDARD_FUNCTIONS | TWO_VARIABLE_MACROS | OPTIONAL_FUNCTIONS | {"bind"}
+                    | {name.rpartition(".")[2] for name in _FUNCTIONS})
+"""Every function a selector may call here: CEL's own, the two-variable macros, the optional-value functions,
+``cel.bind`` and those of :data:`_FUNCTIONS`."""
 
 
 # --- source rewriting: empty-map default for domains, cel.bind ---------------------------------
@@ -838,9 +845,48 @@ def _emit(tokens: list[_Token], lo: int, hi: int) -> str:
                 out.append(f"{token.lead}[{value}].map({name}, {body})[0]")
                 i = close + 1
                 continue
+        if after_dot and token.kind == "ident" and token.text in TWO_VARIABLE_MACROS and _is(tokens, i + 1, hi, "("):
+            close = _closing(tokens, i + 1, hi)
+            arguments = _split_arguments(tokens, i + 2, close)
+            if _two_variable_form(token.text, tokens, arguments):
+                names = (tokens[arguments[0][0]].text, tokens[arguments[1][0]].text)
+                parts = [_emit(tokens, *argument) for argument in arguments[2:]]
+                out.append(token.lead + _two_variable(token.text, names, parts))
+                i = close + 1
+                continue
         out.append(token.lead + token.text)
         i += 1
     return "".join(out)
+
+
+def _two_variable_form(macro: str, tokens: list[_Token], arguments: list[tuple[int, int]]) -> bool:
+    """Whether ``arguments`` are a two-variable call of ``macro``: two names, then one expression (two, a filter
+    and a transform, for the ``transform…`` macros)."""
+    count = len(arguments)
+    if count != 3 and not (count == 4 and macro.startswith("transform")):
+        return False
+    return all(hi - lo == 1 and tokens[lo].kind == "ident" for lo, hi in arguments[:2])
+
+
+def _two_variable(macro: str, names: tuple[str, str], parts: list[str]) -> str:
+    """The text replacing ``.macro(a, b, …)`` after its receiver: one-variable macros over ``_entries()``, the
+    receiver's ``[key or index, value]`` pairs, binding ``a`` and ``b`` like ``cel.bind`` (cel-go
+    ``ext/comprehensions.go``: the same accumulation, one step per entry)."""
+    first, second = names
+
+    def bound(body: str) -> str:
+        return f"[_e[0]].map({first}, [_e[1]].map({second}, {body})[0])[0]"
+
+    if macro in ("all", "exists"):
+        return f"_entries().{macro}(_e, {bound(parts[0])})"
+    if macro in ("existsOne", "exists_one"):
+        return f"_entries().exists_one(_e, {bound(parts[0])})"
+    kept = f"filter(_e, {bound(parts[0])})." if len(parts) == 2 else ""
+    if macro == "transformList":
+        return f"_entries().{kept}map(_e, {bound(parts[-1])})"
+    if macro == "transformMap":
+        return f"_entries().{kept}map(_e, [_e[0], {bound(parts[-1])}])._to_map()"
+    return f"_entries().{kept}map(_e, {bound(parts[-1])})._merge_maps()"
 
 
 def _closing(tokens: list[_Token], start: int, hi: int) -> int:

@@ -1,0 +1,630 @@
+"""Kubernetes CEL libraries a DRA selector may use, as Python callbacks: regex, IP and CIDR.
+
+Kubernetes v1.37 compiles device selectors in its base CEL environment
+(``k8s.io/apiserver/pkg/cel/environment/base.go``, stored expressions:
+``k8s.io/dynamic-resource-allocation/cel/compile.go``), which holds these libraries of
+``k8s.io/apiserver/pkg/cel/library``:
+
+* ``regex.go``: ``s.find(re)`` (the first match, or ``""``) and ``s.findAll(re[, n])`` (at most ``n``
+  matches when ``n >= 0``) with Go's RE2 syntax and Go's rule for empty matches. Patterns are compiled
+  with Google's RE2 (``google-re2``), so a lookaround or a backreference is refused as in Go;
+* ``ip.go``: ``ip(s)``, ``isIP(s)``, ``ip.isCanonical(s)``, ``family()``, ``isUnspecified()``,
+  ``isLoopback()``, ``isLinkLocalMulticast()``, ``isLinkLocalUnicast()``, ``isGlobalUnicast()`` and
+  ``string(ip)``. Parsing follows Go's ``netip.ParseAddr`` (no leading zeros, no zones, no IPv4-mapped
+  IPv6) and its error texts, which Kubernetes passes on;
+* ``cidr.go``: ``cidr(s)``, ``isCIDR(s)``, ``containsIP(ip or string)``, ``containsCIDR(cidr or string)``,
+  ``ip()``, ``masked()``, ``prefixLength()`` and ``string(cidr)``, following ``netip.ParsePrefix``.
+
+The CEL library in use has no custom value types, so an address is the one-key map
+``{"__ip__": "<canonical text>"}`` and a prefix ``{"__cidr__": "<canonical address>/<bits>"}``: the text is
+Go's ``Addr.String()`` / ``Prefix.String()``, one per value, so ``==`` compares them as Kubernetes does
+(``ip('2001:DB8::1') == ip('2001:db8::1')``; a prefix keeps its host bits, so
+``cidr('10.0.0.1/8') != cidr('10.0.0.1/8').masked()``). Each function raises ``TypeError`` ("no such
+overload") for an argument of another type and ``ValueError`` with Kubernetes' message for text that does not
+parse; :mod:`scheduler.dra.cel` turns both into a ``CEL runtime error``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import re2
+
+IP_KEY: Final = "__ip__"
+CIDR_KEY: Final = "__cidr__"
+QUANTITY_KEY: Final = "__quantity__"
+SEMVER_KEY: Final = "__semver__"
+OPAQUE_TYPES: Final = {QUANTITY_KEY: "kubernetes.Quantity", SEMVER_KEY: "kubernetes.Semver", IP_KEY: "net.IP",
+                       CIDR_KEY: "net.CIDR"}
+"""The one-key maps that stand for the Kubernetes library types, by key, with the type's CEL name."""
+
+_NAMES: Final = {bool: "bool", int: "int", float: "double", str: "string", bytes: "bytes", list: "list"}
+
+
+def type_name(value: object) -> str:
+    """The CEL name of a value's type, for messages (``string``, ``map``, ``net.IP``, ``kubernetes.Quantity``)."""
+    if isinstance(value, dict):
+        if len(value) == 1:
+            (key,) = value
+            if isinstance(key, str) and key in OPAQUE_TYPES:
+                return OPAQUE_TYPES[key]
+        return "map"
+    if value is None:
+        return "null_type"
+    return _NAMES.get(type(value), type(value).__name__)
+
+
+def _no_overload(function: str, *arguments: object) -> TypeError:
+    return TypeError(f"no such overload: {function}({', '.join(type_name(a) for a in arguments)})")
+
+
+def _text(value: object, function: str) -> str:
+    if isinstance(value, str):
+        return value
+    raise _no_overload(function, value)
+
+
+# --- regex (library/regex.go) ------------------------------------------------------------------
+
+_RE2_OPTIONS: Final = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a refused pattern is reported to the caller, not logged by RE2 too
+
+
+@functools.lru_cache(maxsize=256)
+def _regex(pattern: str) -> Any:
+    """``pattern`` compiled as Go's ``regexp.Compile`` would accept it (RE2 syntax, leftmost-first, UTF-8),
+    as an ``re2`` pattern (the package has no type stubs), or Go's error text (``error parsing regexp: …``)
+    for a pattern RE2 refuses: a lookaround (``(?=``), a backreference (``\\1``), a repetition above 1000,
+    and ``\\C``, which C++ RE2 accepts and Go refuses."""
+    if "\\C" in pattern.replace("\\\\", ""):
+        return "error parsing regexp: invalid escape sequence: `\\C`"
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as exc:
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        code, _, argument = detail.partition(": ")
+        return f"error parsing regexp: {_GO_ERROR_CODES.get(code, code)}: `{argument}`"
+
+
+def regex_error(pattern: str) -> str | None:
+    """Go's error for a pattern it refuses, else None (Kubernetes refuses a literal ``find``/``findAll`` pattern
+    when the program is made: regex.go ``FindRegexOptimization``)."""
+    compiled = _regex(pattern)
+    return compiled if isinstance(compiled, str) else None
+
+
+def compile_regex(pattern: str) -> Any:
+    """``pattern`` compiled (:func:`_regex`); ``ValueError`` ``Illegal regex: …`` (regex.go) if Go refuses it."""
+    compiled = _regex(pattern)
+    if isinstance(compiled, str):
+        raise ValueError(f"Illegal regex: {compiled}")
+    return compiled
+
+
+_GO_ERROR_CODES: Final = {
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+    "invalid repetition size": "invalid repeat count",
+    "missing ]": "missing closing ]",
+    "missing )": "missing closing )",
+    "bad repetition operator": "invalid nested repetition operator",
+    "no argument for repetition operator": "missing argument to repetition operator",
+    "trailing \\": "trailing backslash at end of expression",
+    "invalid named capture group": "invalid named capture",
+}
+"""C++ RE2's error texts by Go's ``regexp/syntax`` ErrorCode text, where they differ; the others are the same."""
+
+
+def find(text: object, pattern: object) -> str:
+    """``text.find(pattern)``: the leftmost match, or ``""`` (Go ``Regexp.FindString``)."""
+    if not isinstance(text, str) or not isinstance(pattern, str):
+        raise _no_overload("find", text, pattern)
+    match = compile_regex(pattern).search(text)
+    return match.group() if match else ""
+
+
+def find_all(text: object, pattern: object, limit: object = -1) -> list[str]:
+    """``text.findAll(pattern[, limit])``: successive non-overlapping matches, at most ``limit`` if it is
+    ``>= 0`` (Go ``Regexp.FindAllString``: an empty match right after the previous match is skipped)."""
+    if not isinstance(text, str) or not isinstance(pattern, str) or type(limit) is not int:
+        raise _no_overload("findAll", text, pattern, limit)
+    regex = compile_regex(pattern)
+    wanted = len(text) + 1 if limit < 0 else limit
+    found: list[str] = []
+    position, previous_end = 0, -1
+    while len(found) < wanted and position <= len(text):
+        match = regex.search(text, position)
+        if match is None:
+            break
+        start, end = match.span()
+        accept = True
+        if end == position:  # an empty match: step over one character
+            accept = start != previous_end
+            position += 1
+        else:
+            position = end
+        previous_end = end
+        if accept:
+            found.append(text[start:end])
+    return found
+
+
+# --- IP addresses (library/ip.go, Go net/netip) -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Address:
+    """An IPv4 (``bits == 32``) or IPv6 (``bits == 128``) address as an integer, like Go's ``netip.Addr``."""
+
+    value: int
+    bits: int
+    zone: str = ""
+
+    def __str__(self) -> str:
+        """Go's ``Addr.String()``: dotted decimal, or RFC 5952 IPv6 (``::`` for the longest run of two or
+        more zero groups, the first if tied; lower-case hex)."""
+        if self.bits == 32:
+            return ".".join(str(self.value >> shift & 0xFF) for shift in (24, 16, 8, 0))
+        groups = [self.value >> (112 - 16 * i) & 0xFFFF for i in range(8)]
+        if self.value >> 32 == 0xFFFF:
+            return "::ffff:" + str(Address(self.value & 0xFFFFFFFF, 32))
+        best_start, best_length, i = -1, 1, 0
+        while i < 8:
+            j = i
+            while j < 8 and groups[j] == 0:
+                j += 1
+            if j - i > best_length:
+                best_start, best_length = i, j - i
+            i = j + 1 if j == i else j
+        hexes = [format(g, "x") for g in groups]
+        if best_start < 0:
+            text = ":".join(hexes)
+        else:
+            text = ":".join(hexes[:best_start]) + "::" + ":".join(hexes[best_start + best_length:])
+        return text + (f"%{self.zone}" if self.zone else "")
+
+    @property
+    def is_4in6(self) -> bool:
+        return self.bits == 128 and self.value >> 32 == 0xFFFF
+
+    def octet(self, index: int) -> int:
+        return self.value >> (self.bits - 8 * (index + 1)) & 0xFF
+
+    def group(self, index: int) -> int:
+        return self.value >> (112 - 16 * index) & 0xFFFF
+
+
+class _ParseAddrError(ValueError):
+    """Go's ``parseAddrError``: ``ParseAddr("in"): msg (at "rest")``."""
+
+    def __init__(self, text: str, message: str, at: str = "") -> None:
+        suffix = f" (at {_go_quote(at)})" if at else ""
+        super().__init__(f"ParseAddr({_go_quote(text)}): {message}{suffix}")
+
+
+def _go_quote(text: str) -> str:
+    """Go's ``strconv.Quote`` for the texts these messages hold (printable ASCII, quotes and backslashes)."""
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\t":
+            out.append("\\t")
+        elif not char.isprintable():
+            out.append(f"\\x{ord(char):02x}" if ord(char) < 0x80 else f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def parse_addr(text: str) -> Address:
+    """Go's ``netip.ParseAddr`` (Go 1.24): dotted-quad IPv4 without leading zeros, or IPv6 with an optional
+    ``%zone``. Raises ``ValueError`` with Go's message."""
+    for char in text:
+        if char == ".":
+            return Address(_parse_ipv4(text, text), 32)
+        if char == ":":
+            return _parse_ipv6(text)
+        if char == "%":
+            raise _ParseAddrError(text, "missing IPv6 address")
+    raise _ParseAddrError(text, "unable to parse IP")
+
+
+def _parse_ipv4(whole: str, text: str) -> int:
+    """Go's ``parseIPv4Fields``: errors name ``whole`` (the full input), positions are in ``text``."""
+    value = position = digits = 0
+    fields = []
+    for i, char in enumerate(text):
+        if "0" <= char <= "9":
+            if digits == 1 and value == 0:
+                raise _ParseAddrError(whole, "IPv4 field has octet with leading zero")
+            value = value * 10 + ord(char) - ord("0")
+            digits += 1
+            if value > 255:
+                raise _ParseAddrError(whole, "IPv4 field has value >255")
+        elif char == ".":
+            if i == 0 or i == len(text) - 1 or text[i - 1] == ".":
+                raise _ParseAddrError(whole, "IPv4 field must have at least one digit", text[i:])
+            if position == 3:
+                raise _ParseAddrError(whole, "IPv4 address too long")
+            fields.append(value)
+            position += 1
+            value = digits = 0
+        else:
+            raise _ParseAddrError(whole, "unexpected character", text[i:])
+    if position < 3:
+        raise _ParseAddrError(whole, "IPv4 address too short")
+    fields.append(value)
+    return fields[0] << 24 | fields[1] << 16 | fields[2] << 8 | fields[3]
+
+
+_HEX: Final = frozenset("0123456789abcdefABCDEF")
+
+
+def _parse_ipv6(whole: str) -> Address:
+    """Go's ``parseIPv6``."""
+    text, zone = whole, ""
+    if "%" in whole:
+        text, _, zone = whole.partition("%")
+        if not zone:
+            raise _ParseAddrError(whole, "zone must be a non-empty string")
+    address = [0] * 16
+    ellipsis = -1
+    rest = text
+    if rest.startswith("::"):
+        ellipsis, rest = 0, rest[2:]
+        if not rest:
+            return Address(0, 128, zone)
+    i = 0
+    while i < 16:
+        offset, accumulated = 0, 0
+        while offset < len(rest) and rest[offset] in _HEX:
+            accumulated = accumulated << 4 | int(rest[offset], 16)
+            if offset > 3:
+                raise _ParseAddrError(whole, "each group must have 4 or less digits", rest)
+            if accumulated > 0xFFFF:
+                raise _ParseAddrError(whole, "IPv6 field has value >=2^16", rest)
+            offset += 1
+        if offset == 0:
+            raise _ParseAddrError(whole, "each colon-separated field must have at least one digit", rest)
+        if offset < len(rest) and rest[offset] == ".":
+            if ellipsis < 0 and i != 12:
+                raise _ParseAddrError(whole, "embedded IPv4 address must replace the final 2 fields of the address",
+                                      rest)
+            if i + 4 > 16:
+                raise _ParseAddrError(whole, "too many hex fields to fit an embedded IPv4 at the end of the address",
+                                      rest)
+            v4 = _parse_ipv4(whole, rest)
+            address[i:i + 4] = [v4 >> 24 & 0xFF, v4 >> 16 & 0xFF, v4 >> 8 & 0xFF, v4 & 0xFF]
+            rest = ""
+            i += 4
+            break
+        address[i], address[i + 1] = accumulated >> 8, accumulated & 0xFF
+        i += 2
+        rest = rest[offset:]
+        if not rest:
+            break
+        if rest[0] != ":":
+            raise _ParseAddrError(whole, "unexpected character, want colon", rest)
+        if len(rest) == 1:
+            raise _ParseAddrError(whole, "colon must be followed by more characters", rest)
+        rest = rest[1:]
+        if rest[0] == ":":
+            if ellipsis >= 0:
+                raise _ParseAddrError(whole, "multiple :: in address", rest)
+            ellipsis, rest = i, rest[1:]
+            if not rest:
+                break
+    if rest:
+        raise _ParseAddrError(whole, "trailing garbage after address", rest)
+    if i < 16:
+        if ellipsis < 0:
+            raise _ParseAddrError(whole, "address string too short")
+        gap = 16 - i
+        address = address[:ellipsis] + [0] * gap + address[ellipsis:i]
+    elif ellipsis >= 0:
+        raise _ParseAddrError(whole, "the :: must expand to at least one field of zeros")
+    return Address(int.from_bytes(bytes(address), "big"), 128, zone)
+
+
+@functools.lru_cache(maxsize=1024)
+def parse_ip(text: str) -> Address:
+    """``parseIPAddr`` of ip.go: ``netip.ParseAddr`` refusing zones and IPv4-mapped IPv6 addresses.
+    Raises ``ValueError`` with Kubernetes' message."""
+    try:
+        address = parse_addr(text)
+    except ValueError as exc:
+        raise ValueError(f"IP Address {_go_quote(text)} parse error during conversion from string: {exc}") from None
+    if address.zone:
+        raise ValueError(f"IP address {_go_quote(text)} with zone value is not allowed")
+    if address.is_4in6:
+        raise ValueError(f"IPv4-mapped IPv6 address {_go_quote(text)} is not allowed")
+    return address
+
+
+def _ip_value(address: Address) -> dict[str, str]:
+    return {IP_KEY: str(address)}
+
+
+@functools.lru_cache(maxsize=1024)
+def _address(canonical: str) -> Address:
+    return parse_addr(canonical)
+
+
+def _as_address(value: object, function: str) -> Address:
+    if isinstance(value, dict) and type_name(value) == "net.IP":
+        return _address(value[IP_KEY])
+    raise _no_overload(function, value)
+
+
+def ip(value: object) -> dict[str, str]:
+    """``ip(string)`` → an address; ``cidr.ip()`` → the prefix's address, host bits kept (ip.go, cidr.go)."""
+    if isinstance(value, str):
+        return _ip_value(parse_ip(value))
+    if isinstance(value, dict) and type_name(value) == "net.CIDR":
+        return _ip_value(_as_prefix(value, "ip").address)
+    raise _no_overload("ip", value)
+
+
+def is_ip(value: object) -> bool:
+    """``isIP(string)``: whether ``ip()`` would accept it."""
+    try:
+        parse_ip(_text(value, "isIP"))
+    except ValueError:
+        return False
+    return True
+
+
+def ip_is_canonical(value: object) -> bool:
+    """``ip.isCanonical(string)``: whether the text is the address's one canonical form; an error if it is no
+    address."""
+    text = _text(value, "ip.isCanonical")
+    return str(parse_ip(text)) == text
+
+
+def family(value: object) -> int:
+    """``ip.family()``: 4 or 6."""
+    return 4 if _as_address(value, "family").bits == 32 else 6
+
+
+def is_unspecified(value: object) -> bool:
+    """``ip.isUnspecified()``: ``0.0.0.0`` or ``::``."""
+    return _as_address(value, "isUnspecified").value == 0
+
+
+def _is_loopback(address: Address) -> bool:
+    return address.octet(0) == 127 if address.bits == 32 else address.value == 1
+
+
+def _is_multicast(address: Address) -> bool:
+    return address.octet(0) & 0xF0 == 0xE0 if address.bits == 32 else address.octet(0) == 0xFF
+
+
+def _is_link_local_unicast(address: Address) -> bool:
+    if address.bits == 32:
+        return address.octet(0) == 169 and address.octet(1) == 254
+    return address.group(0) & 0xFFC0 == 0xFE80
+
+
+def is_loopback(value: object) -> bool:
+    """``ip.isLoopback()``: ``127.0.0.0/8`` or ``::1`` (Go ``Addr.IsLoopback``)."""
+    return _is_loopback(_as_address(value, "isLoopback"))
+
+
+def is_link_local_multicast(value: object) -> bool:
+    """``ip.isLinkLocalMulticast()``: ``224.0.0.0/24`` or ``ff02::/16`` with any flags (``ffX2::``)."""
+    address = _as_address(value, "isLinkLocalMulticast")
+    if address.bits == 32:
+        return address.value >> 8 == 0xE00000
+    return address.group(0) & 0xFF0F == 0xFF02
+
+
+def is_link_local_unicast(value: object) -> bool:
+    """``ip.isLinkLocalUnicast()``: ``169.254.0.0/16`` or ``fe80::/10``."""
+    return _is_link_local_unicast(_as_address(value, "isLinkLocalUnicast"))
+
+
+def is_global_unicast(value: object) -> bool:
+    """``ip.isGlobalUnicast()`` (Go ``Addr.IsGlobalUnicast``): not unspecified, not the IPv4 broadcast
+    address, not loopback, multicast or link-local unicast (private ranges count as global)."""
+    address = _as_address(value, "isGlobalUnicast")
+    if address.bits == 32 and address.value in (0, 0xFFFFFFFF):
+        return False
+    return not (address.value == 0 or _is_loopback(address) or _is_multicast(address)
+                or _is_link_local_unicast(address))
+
+
+# --- CIDR prefixes (library/cidr.go, Go netip.ParsePrefix) ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """An address and a prefix length, host bits kept, like Go's ``netip.Prefix``."""
+
+    address: Address
+    length: int
+
+    def __str__(self) -> str:
+        return f"{self.address}/{self.length}"
+
+    def masked(self) -> Prefix:
+        """The prefix with its host bits cleared (Go ``Prefix.Masked``)."""
+        host = self.address.bits - self.length
+        return Prefix(Address(self.address.value >> host << host, self.address.bits), self.length)
+
+    def contains(self, address: Address) -> bool:
+        """Whether ``address`` is in the prefix: same family, same leading ``length`` bits."""
+        host = self.address.bits - self.length
+        return address.bits == self.address.bits and address.value >> host == self.address.value >> host
+
+
+def parse_prefix(text: str) -> Prefix:
+    """Go's ``netip.ParsePrefix`` (Go 1.24). Raises ``ValueError`` with Go's message."""
+    slash = text.rfind("/")
+    if slash < 0:
+        raise ValueError(f"netip.ParsePrefix({_go_quote(text)}): no '/'")
+    try:
+        address = parse_addr(text[:slash])
+    except ValueError as exc:
+        raise ValueError(f"netip.ParsePrefix({_go_quote(text)}): {exc}") from None
+    if address.zone:
+        raise ValueError(f"netip.ParsePrefix({_go_quote(text)}): IPv6 zones cannot be present in a prefix")
+    bits = text[slash + 1:]
+    if not bits.isascii() or not bits.isdigit() or (len(bits) > 1 and bits[0] == "0"):
+        raise ValueError(f"netip.ParsePrefix({_go_quote(text)}): bad bits after slash: {_go_quote(bits)}")
+    if int(bits) > address.bits:
+        raise ValueError(f"netip.ParsePrefix({_go_quote(text)}): prefix length out of range")
+    return Prefix(address, int(bits))
+
+
+_CIDR_ERROR: Final = "network address parse error during conversion from string"
+
+
+@functools.lru_cache(maxsize=1024)
+def parse_cidr(text: str) -> Prefix:
+    """``parseCIDR`` of cidr.go: ``netip.ParsePrefix`` refusing IPv4-mapped IPv6 addresses. Raises
+    ``ValueError`` with Kubernetes' message, whose prefix ``stringToCIDR`` repeats."""
+    try:
+        prefix = parse_prefix(text)
+    except ValueError as exc:
+        raise ValueError(f"{_CIDR_ERROR}: {_CIDR_ERROR}: {exc}") from None
+    if prefix.address.is_4in6:
+        raise ValueError(f"{_CIDR_ERROR}: IPv4-mapped IPv6 address {_go_quote(text)} is not allowed")
+    return prefix
+
+
+def _cidr_value(prefix: Prefix) -> dict[str, str]:
+    return {CIDR_KEY: str(prefix)}
+
+
+@functools.lru_cache(maxsize=1024)
+def _prefix(canonical: str) -> Prefix:
+    return parse_prefix(canonical)
+
+
+def _as_prefix(value: object, function: str) -> Prefix:
+    if isinstance(value, dict) and type_name(value) == "net.CIDR":
+        return _prefix(value[CIDR_KEY])
+    raise _no_overload(function, value)
+
+
+def cidr(value: object) -> dict[str, str]:
+    """``cidr(string)`` → a prefix, host bits kept."""
+    return _cidr_value(parse_cidr(_text(value, "cidr")))
+
+
+def is_cidr(value: object) -> bool:
+    """``isCIDR(string)``: whether ``cidr()`` would accept it."""
+    try:
+        parse_cidr(_text(value, "isCIDR"))
+    except ValueError:
+        return False
+    return True
+
+
+def contains_ip(prefix: object, other: object) -> bool:
+    """``cidr.containsIP(ip or string)``: an address of the other family is never contained."""
+    network = _as_prefix(prefix, "containsIP")
+    address = parse_ip(other) if isinstance(other, str) else _as_address(other, "containsIP")
+    return network.contains(address)
+
+
+def contains_cidr(prefix: object, other: object) -> bool:
+    """``cidr.containsCIDR(cidr or string)``: ``other`` is at least as long and starts with the prefix."""
+    network = _as_prefix(prefix, "containsCIDR")
+    inner = parse_cidr(other) if isinstance(other, str) else _as_prefix(other, "containsCIDR")
+    return network.length <= inner.length and network.contains(inner.address)
+
+
+def masked(value: object) -> dict[str, str]:
+    """``cidr.masked()``: the canonical prefix, host bits cleared."""
+    return _cidr_value(_as_prefix(value, "masked").masked())
+
+
+def prefix_length(value: object) -> int:
+    """``cidr.prefixLength()``."""
+    return _as_prefix(value, "prefixLength").length
+
+
+def to_string(value: object) -> str:
+    """``string(ip)`` / ``string(cidr)``: the canonical text. The library calls this only for values its own
+    ``string()`` does not convert (maps), so any other map is no overload."""
+    if isinstance(value, dict) and type_name(value) in ("net.IP", "net.CIDR"):
+        return str(next(iter(value.values())))
+    raise _no_overload("string", value)
+
+
+FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
+    # library/regex.go
+    "find": find,
+    "findAll": find_all,
+    # library/ip.go
+    "ip": ip,
+    "isIP": is_ip,
+    "ip.isCanonical": ip_is_canonical,
+    "family": family,
+    "isUnspecified": is_unspecified,
+    "isLoopback": is_loopback,
+    "isLinkLocalMulticast": is_link_local_multicast,
+    "isLinkLocalUnicast": is_link_local_unicast,
+    "isGlobalUnicast": is_global_unicast,
+    # library/cidr.go
+    "cidr": cidr,
+    "isCIDR": is_cidr,
+    "containsIP": contains_ip,
+    "containsCIDR": contains_cidr,
+    "masked": masked,
+    "prefixLength": prefix_length,
+    # string(ip), string(cidr)
+    "string": to_string,
+}
+"""The callbacks of this module by CEL name; ``x.f(a)`` is called as ``f(x, a)``. ``ip`` serves both
+``ip(string)`` and ``cidr.ip()``."""
+
+
+# --- two-variable comprehensions (cel-go ext.TwoVarComprehensions) --------------------------------
+
+TWO_VARIABLE_MACROS: Final = frozenset({"all", "exists", "existsOne", "exists_one", "transformList", "transformMap",
+                                        "transformMapEntry"})
+"""The receiver macros cel-go's ``ext/comprehensions.go`` adds with two iteration variables (index or key, and
+value); :mod:`scheduler.dra.cel` rewrites them into one-variable macros over :func:`entries`."""
+
+
+def entries(target: object) -> list[list[object]]:
+    """``[[index, value], …]`` of a list or ``[[key, value], …]`` of a map, for a two-variable comprehension."""
+    if isinstance(target, list):
+        return [[i, value] for i, value in enumerate(target)]
+    if isinstance(target, dict):
+        return [[key, value] for key, value in target.items()]
+    raise TypeError(f"cannot range over {type_name(target)}")
+
+
+def to_map(pairs: object) -> dict[object, object]:
+    """The map of ``[[key, value], …]`` (``transformMap``: one entry per key of the range)."""
+    if not isinstance(pairs, list):
+        raise _no_overload("transformMap", pairs)
+    return {pair[0]: pair[1] for pair in pairs}
+
+
+def merge_maps(maps: object) -> dict[object, object]:
+    """The union of the maps ``transformMapEntry`` made, refusing a key twice as cel-go's ``mapInsert``."""
+    if not isinstance(maps, list):
+        raise _no_overload("transformMapEntry", maps)
+    merged: dict[object, object] = {}
+    for entry in maps:
+        if not isinstance(entry, dict):
+            raise _no_overload("transformMapEntry", entry)
+        for key, value in entry.items():
+            if key in merged:
+                raise ValueError(f"insert failed: key {key} already exists")
+            merged[key] = value
+    return merged
+
+
+HELPERS: Final[dict[str, Callable[..., Any]]] = {"_entries": entries, "_to_map": to_map, "_merge_maps": merge_maps}
+"""Callbacks only the rewritten text calls; their names start with ``_``, which no declared function does, so a
+selector that names one itself is refused by the static check."""
