@@ -305,6 +305,73 @@ def test_gpu_and_efa_of_one_claim_share_a_pcie_root_on_the_p4d_node(tmp_path: Pa
                                      "1 cannot allocate all claims.")
 
 
+def test_netdevs_picked_by_cidr_and_find_on_the_address_dranet_publishes(tmp_path: Path) -> None:
+    """dranet publishes a netdev's address with its prefix (``dra.net/ipv4: 198.51.100.11/24``) and its
+    interface name; a DeviceClass keeps the ENA netdevs (``find`` on ``ifName``) and the claim the two whose
+    address is in ``198.51.100.12/31`` (``cidr``/``containsIP``): a gang of 2 gets exactly those, a gang of 3
+    cannot be placed."""
+    files = [DATA / "nodes" / "a100-8gpu-eks-p4d-dra.yaml", DATA / "resourceslices" / "dranet-efa-p4d.yaml"]
+    net = "device.attributes['dra.net']"
+    objects = write(tmp_path, "netdevs.yaml", f"""
+        apiVersion: resource.k8s.io/v1
+        kind: DeviceClass
+        metadata: {{name: netdev.dra.net}}
+        spec:
+          selectors:
+          - cel:
+              expression: "device.driver == 'dra.net' && 'ifName' in {net} && {net}.ifName.find('^ens[0-9]+$') != ''"
+        ---
+        apiVersion: resource.k8s.io/v1
+        kind: ResourceClaimTemplate
+        metadata: {{name: upper-half, namespace: default}}
+        spec:
+          spec:
+            devices:
+              requests:
+              - name: nic
+                exactly:
+                  deviceClassName: netdev.dra.net
+                  selectors:
+                  - cel: {{expression: "cidr('198.51.100.12/31').containsIP(cidr({net}.ipv4).ip())"}}
+        """)
+
+    def gang(n: int) -> Path:
+        text = f"""
+        apiVersion: scheduling.k8s.io/v1beta1
+        kind: PodGroup
+        metadata: {{name: net, namespace: default}}
+        spec: {{schedulingPolicy: {{gang: {{minCount: {n}}}}}}}
+        """
+        for i in range(n):
+            text += f"""
+        ---
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: net-{i}, namespace: default}}
+        spec:
+          schedulerName: gang-scheduler
+          schedulingGroup: {{podGroupName: net}}
+          resourceClaims: [{{name: nic, resourceClaimTemplateName: upper-half}}]
+          tolerations: [{{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}]
+          containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: nic}}]}}}}]
+        """
+        return write(tmp_path, f"net-{n}.yaml", text)
+
+    sim = run(*files, objects, gang(2))
+    assert status(sim) == {"net": "Scheduled"}
+    assert sim.initial is not None and sim.initial.dra is not None
+    inventory = sim.initial.dra.inventory
+    addresses = sorted(inventory.devices[f"{d}/{p}/{n}"].attributes["dra.net/ipv4"]
+                       for x in sim.allocations for _, d, p, n in x.allocation.results)
+    assert addresses == ["198.51.100.12/24", "198.51.100.13/24"]
+    assert_no_device_twice(sim)
+    three = run(*files, objects, gang(3))
+    assert status(three) == {"net": "Unschedulable"} and three.allocations == []
+    assert three.groups[0].reason == ("gang net: 2/3 placeable (minCount 3); 0/1 nodes are available: "
+                                      "1 cannot allocate all claims.")
+
+
+
 SMALL = """
 apiVersion: v1
 kind: Node
