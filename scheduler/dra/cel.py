@@ -86,6 +86,7 @@ from scheduler.dra import cel_library
 from scheduler.dra.cel_library import QUANTITY_KEY as _QUANTITY_KEY
 from scheduler.dra.cel_library import SEMVER_KEY as _SEMVER_KEY
 from scheduler.dra.cel_library import TWO_VARIABLE_MACROS
+from scheduler.dra.cel_library import same as _same
 from scheduler.dra.cel_library import type_name as _cel_type_name
 from scheduler.model.quantity import parse as parse_quantity
 
@@ -419,12 +420,12 @@ NOT_PROVIDED: Final = frozenset({
 provided here: a selector using one is refused when compiled, naming it, rather than evaluated differently from
 Kubernetes."""
 
-_NAMES: Final = frozenset({"device", "cel", "sets", "strings", "ip", "optional", "int", "uint", "double", "string",
-                           "bytes", "bool", "list", "map", "type", "null_type", "dyn"})
+_NAMES: Final = frozenset({"device", "cel", "sets", "strings", "lists", "ip", "optional", "int", "uint", "double",
+                           "string", "bytes", "bool", "list", "map", "type", "null_type", "dyn"})
 """Identifiers a selector may use besides the variables its comprehensions bind: the ``device`` variable,
 the namespaces of functions it may call, and type names."""
 
-_BINDERS: Final = TWO_VARIABLE_MACROS | {"map", "filter", "bind"}
+_BINDERS: Final = TWO_VARIABLE_MACROS | {"map", "filter", "bind", "sortBy"}
 
 
 def _check(expression: str, program: _cel.Program) -> str | None:
@@ -650,13 +651,6 @@ MAX_ATTRIBUTE_VALUES: Final = 64
 (compile.go ``includesFunc``, v1.37)."""
 
 
-def _same(left: object, right: object) -> bool:
-    """CEL equality of two values: a bool never equals a number (Python's ``True == 1`` does)."""
-    if isinstance(left, bool) or isinstance(right, bool):
-        return isinstance(left, bool) and isinstance(right, bool) and left == right
-    return left == right
-
-
 def _includes(target: object, value: object) -> bool:
     """``<attribute>.includes(<value>)``: whether a list attribute holds ``value``, or a scalar one equals it
     (compile.go ``includesFunc``, v1.37, gate ``DRAListTypeAttributes``)."""
@@ -746,7 +740,7 @@ environment since 1.28); its parser refuses the ``.?``, ``[?``, ``[?e]`` and ``{
 _CALLBACKS: Final = {**_FUNCTIONS, **cel_library.HELPERS}
 """:data:`_FUNCTIONS` and the helpers only rewritten text calls."""
 
-_PROVIDED: Final = (_STANDARD_FUNCTIONS | TWO_VARIABLE_MACROS | OPTIONAL_FUNCTIONS | {"bind"}
+_PROVIDED: Final = (_STANDARD_FUNCTIONS | TWO_VARIABLE_MACROS | OPTIONAL_FUNCTIONS | {"bind", "sortBy"}
                     | {name.rpartition(".")[2] for name in _FUNCTIONS})
 """Every function a selector may call here: CEL's own, the two-variable macros, the optional-value functions,
 ``cel.bind`` and those of :data:`_FUNCTIONS`."""
@@ -843,6 +837,15 @@ def _emit(tokens: list[_Token], lo: int, hi: int) -> str:
                 name = tokens[arguments[0][0]].text
                 value, body = _emit(tokens, *arguments[1]), _emit(tokens, *arguments[2])
                 out.append(f"{token.lead}[{value}].map({name}, {body})[0]")
+                i = close + 1
+                continue
+        if after_dot and token.text == "sortBy" and token.kind == "ident" and _is(tokens, i + 1, hi, "("):
+            close = _closing(tokens, i + 1, hi)
+            arguments = _split_arguments(tokens, i + 2, close)
+            first = arguments[0]
+            if len(arguments) == 2 and first[1] - first[0] == 1 and tokens[first[0]].kind == "ident":
+                name, key = tokens[arguments[0][0]].text, _emit(tokens, *arguments[1])
+                out.append(f"{token.lead}map({name}, [{name}, {key}])._sort_by_keys()")  # ext/lists.go sortByMacro
                 i = close + 1
                 continue
         if after_dot and token.kind == "ident" and token.text in TWO_VARIABLE_MACROS and _is(tokens, i + 1, hi, "("):

@@ -558,32 +558,92 @@ def to_string(value: object) -> str:
     raise _no_overload("string", value)
 
 
-FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
-    # library/regex.go
-    "find": find,
-    "findAll": find_all,
-    # library/ip.go
-    "ip": ip,
-    "isIP": is_ip,
-    "ip.isCanonical": ip_is_canonical,
-    "family": family,
-    "isUnspecified": is_unspecified,
-    "isLoopback": is_loopback,
-    "isLinkLocalMulticast": is_link_local_multicast,
-    "isLinkLocalUnicast": is_link_local_unicast,
-    "isGlobalUnicast": is_global_unicast,
-    # library/cidr.go
-    "cidr": cidr,
-    "isCIDR": is_cidr,
-    "containsIP": contains_ip,
-    "containsCIDR": contains_cidr,
-    "masked": masked,
-    "prefixLength": prefix_length,
-    # string(ip), string(cidr)
-    "string": to_string,
-}
-"""The callbacks of this module by CEL name; ``x.f(a)`` is called as ``f(x, a)``. ``ip`` serves both
-``ip(string)`` and ``cidr.ip()``."""
+
+# --- cel-go's list extension at version 3 (ext.Lists, Kubernetes' base environment since 1.34) ----------
+
+
+def same(left: object, right: object) -> bool:
+    """CEL equality of two values: a bool never equals a number (Python's ``True == 1`` does)."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    return left == right
+
+
+def _as_list(value: object, function: str, *arguments: object) -> list[object]:
+    if isinstance(value, list):
+        return value
+    raise _no_overload(function, value, *arguments)
+
+
+def lists_range(count: object) -> list[int]:
+    """``lists.range(n)``: ``[0, 1, …, n-1]``."""
+    if type(count) is not int:
+        raise _no_overload("lists.range", count)
+    return list(range(count))
+
+
+def list_slice(target: object, start: object, end: object) -> list[object]:
+    """``list.slice(start, end)``: the elements ``start`` to ``end - 1``, with ext/lists.go's errors."""
+    items = _as_list(target, "slice", start, end)
+    if type(start) is not int or type(end) is not int:
+        raise _no_overload("slice", target, start, end)
+    if start < 0 or end < 0:
+        raise ValueError(f"cannot slice({start}, {end}), negative indexes not supported")
+    if start > end:
+        raise ValueError(f"cannot slice({start}, {end}), start index must be less than or equal to end index")
+    if len(items) < end:
+        raise ValueError(f"cannot slice({start}, {end}), list is length {len(items)}")
+    return items[start:end]
+
+
+def flatten(target: object, depth: object = 1) -> list[object]:
+    """``list.flatten([depth])``: nested lists spliced in, ``depth`` levels deep (1 by default)."""
+    items = _as_list(target, "flatten")
+    if type(depth) is not int:
+        raise _no_overload("flatten", target, depth)
+    if depth < 0:
+        raise ValueError("level must be non-negative")
+    flat: list[object] = []
+    for item in items:
+        flat.extend(flatten(item, depth - 1) if isinstance(item, list) and depth > 0 else [item])
+    return flat
+
+
+def distinct(target: object) -> list[object]:
+    """``list.distinct()``: the first of each set of equal elements, in order."""
+    unique: list[object] = []
+    for item in _as_list(target, "distinct"):
+        if not any(same(item, seen) for seen in unique):
+            unique.append(item)
+    return unique
+
+
+def reverse(target: object) -> list[object]:
+    """``list.reverse()`` (strings' ``reverse`` is version 3 of the strings extension, not Kubernetes')."""
+    return _as_list(target, "reverse")[::-1]
+
+
+def _sort_keys(keys: list[object]) -> None:
+    """ext/lists.go ``sortList``: every key of the first key's type, and that type ordered."""
+    if keys and not isinstance(keys[0], bool | int | float | str | bytes):
+        raise ValueError("list elements must be comparable")
+    if any(type(key) is not type(keys[0]) for key in keys):
+        raise ValueError("list elements must have the same type")
+
+
+def sort(target: object) -> list[object]:
+    """``list.sort()``: ascending, the elements all of one comparable type."""
+    items = _as_list(target, "sort")
+    _sort_keys(items)
+    return sorted(items)  # type: ignore[type-var]
+
+
+def sort_by_keys(pairs: object) -> list[object]:
+    """What ``list.sortBy(e, key)`` is rewritten to: ``[[element, key], …]`` ordered by key (ext/lists.go
+    ``sortByMacro`` and ``@sortByAssociatedKeys``)."""
+    items = _as_list(pairs, "sortBy")
+    _sort_keys([pair[1] for pair in items])  # type: ignore[index]
+    return [pair[0] for pair in sorted(items, key=lambda pair: pair[1])]  # type: ignore[index]
 
 
 # --- two-variable comprehensions (cel-go ext.TwoVarComprehensions) --------------------------------
@@ -625,6 +685,42 @@ def merge_maps(maps: object) -> dict[object, object]:
     return merged
 
 
-HELPERS: Final[dict[str, Callable[..., Any]]] = {"_entries": entries, "_to_map": to_map, "_merge_maps": merge_maps}
+HELPERS: Final[dict[str, Callable[..., Any]]] = {"_entries": entries, "_to_map": to_map, "_merge_maps": merge_maps,
+                                                  "_sort_by_keys": sort_by_keys}
 """Callbacks only the rewritten text calls; their names start with ``_``, which no declared function does, so a
 selector that names one itself is refused by the static check."""
+
+
+FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
+    # library/regex.go
+    "find": find,
+    "findAll": find_all,
+    # library/ip.go
+    "ip": ip,
+    "isIP": is_ip,
+    "ip.isCanonical": ip_is_canonical,
+    "family": family,
+    "isUnspecified": is_unspecified,
+    "isLoopback": is_loopback,
+    "isLinkLocalMulticast": is_link_local_multicast,
+    "isLinkLocalUnicast": is_link_local_unicast,
+    "isGlobalUnicast": is_global_unicast,
+    # library/cidr.go
+    "cidr": cidr,
+    "isCIDR": is_cidr,
+    "containsIP": contains_ip,
+    "containsCIDR": contains_cidr,
+    "masked": masked,
+    "prefixLength": prefix_length,
+    # string(ip), string(cidr)
+    "string": to_string,
+    # cel-go ext/lists.go, version 3
+    "lists.range": lists_range,
+    "slice": list_slice,
+    "flatten": flatten,
+    "distinct": distinct,
+    "reverse": reverse,
+    "sort": sort,
+}
+"""The callbacks of this module by CEL name; ``x.f(a)`` is called as ``f(x, a)``. ``ip`` serves both
+``ip(string)`` and ``cidr.ip()``."""

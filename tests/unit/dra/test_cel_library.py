@@ -215,6 +215,38 @@ def test_missing_attribute_guarded_by_in() -> None:
 
 
 @pytest.mark.parametrize(("expression", "expected"), [
+    # cel-go ext/lists.go examples (version 3, in Kubernetes' base environment since 1.34)
+    ("lists.range(5) == [0, 1, 2, 3, 4]", True),
+    ("[1, 2, 3, 4].slice(1, 3) == [2, 3] && [1, 2, 3, 4].slice(2, 4) == [3, 4]", True),
+    ("[1, [2, 3], [4]].flatten() == [1, 2, 3, 4] && [1, 2, [], [], [3, 4]].flatten() == [1, 2, 3, 4]", True),
+    ("[1, [2, [3, 4]]].flatten() == [1, 2, [3, 4]] && [1, [2, [3, [4]]]].flatten(2) == [1, 2, 3, [4]]", True),
+    ("[1, 2, 2, 3, 3, 3].distinct() == [1, 2, 3] && ['b', 'b', 'c', 'a', 'c'].distinct() == ['b', 'c', 'a']", True),
+    ("[1, 'b', 2, 'b'].distinct() == [1, 'b', 2] && [true, 1].distinct() == [true, 1]", True),
+    ("[5, 3, 1, 2].reverse() == [2, 1, 3, 5]", True),
+    ("[3, 2, 1].sort() == [1, 2, 3] && ['b', 'c', 'a'].sort() == ['a', 'b', 'c']", True),
+    ("[-10, 0, 1000].sortBy(e, -e) == [1000, 0, -10]", True),
+    ("[{'n': 'foo', 's': 0}, {'n': 'bar', 's': -10}, {'n': 'baz', 's': 1000}].sortBy(e, e.s).map(e, e.n) "
+     "== ['bar', 'foo', 'baz']", True),
+])
+def test_list_extension(expression: str, expected: bool) -> None:
+    assert holds(expression) is expected
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    ("[1, 2, 3, 4].slice(3, 2) == []", "cannot slice(3, 2), start index must be less than or equal to end index"),
+    ("[1, 2, 3, 4].slice(0, 5) == []", "cannot slice(0, 5), list is length 4"),
+    ("[1, [2, [3, [4]]]].flatten(-1) == []", "level must be non-negative"),
+    ("[1, 'b'].sort() == []", "list elements must have the same type"),
+    ("[[1, 2, 3]].sort() == []", "list elements must be comparable"),
+    ("device.driver.reverse() == ''", "no such overload: reverse(string)"),
+])
+def test_list_extension_errors(expression: str, message: str) -> None:
+    """ext/lists.go's errors; ``reverse`` of a string is the strings extension's version 3, which Kubernetes does
+    not use, so only the list overload exists (without types, this is found when evaluated)."""
+    assert message in runtime_error(expression)
+
+
+@pytest.mark.parametrize(("expression", "expected"), [
     # cel-go ext/comprehensions.go examples
     ("[1, 2, 3].all(i, v, i < v)", True),
     ("[1, 2, 3].exists(i, v, i > 1 && v == 3)", True),
