@@ -408,8 +408,6 @@ _STANDARD_FUNCTIONS: Final = frozenset({
 """CEL's standard functions and macros (the language definition's standard environment)."""
 
 NOT_PROVIDED: Final = frozenset({
-    # URL library (library/urls.go)
-    "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery",
     # string formatting (ext.Strings "format") and the format library (library/format.go), whose functions
     # return optional values
     "format", "named", "validate",

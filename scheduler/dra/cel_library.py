@@ -38,7 +38,7 @@ CIDR_KEY: Final = "__cidr__"
 QUANTITY_KEY: Final = "__quantity__"
 SEMVER_KEY: Final = "__semver__"
 OPAQUE_TYPES: Final = {QUANTITY_KEY: "kubernetes.Quantity", SEMVER_KEY: "kubernetes.Semver", IP_KEY: "net.IP",
-                       CIDR_KEY: "net.CIDR"}
+                       CIDR_KEY: "net.CIDR", "__url__": "kubernetes.URL"}
 """The one-key maps that stand for the Kubernetes library types, by key, with the type's CEL name."""
 
 _NAMES: Final = {bool: "bool", int: "int", float: "double", str: "string", bytes: "bytes", list: "list"}
@@ -559,6 +559,340 @@ def to_string(value: object) -> str:
 
 
 
+# --- URLs (library/urls.go, Go net/url) ------------------------------------------------------------
+
+URL_KEY: Final = "__url__"
+
+_PATH, _PATH_SEGMENT, _HOST, _ZONE, _USER_PASSWORD, _QUERY_COMPONENT, _FRAGMENT = range(1, 8)
+_ALNUM: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def _should_escape(char: str, mode: int) -> bool:
+    """Go ``net/url.shouldEscape`` for one byte (a character above U+007F always escapes)."""
+    if char in _ALNUM:
+        return False
+    if mode in (_HOST, _ZONE) and char in "!$&'()*+,;=:[]<>\"":
+        return False
+    if char in "-_.~":
+        return False
+    if char in "$&+,/:;=?@":
+        return {_PATH: char == "?", _PATH_SEGMENT: char in "/;,?", _USER_PASSWORD: char in "@/?:",
+                _QUERY_COMPONENT: True, _FRAGMENT: False}.get(mode, True)
+    return not (mode == _FRAGMENT and char in "!()*")
+
+
+class _URLError(ValueError):
+    """Go's ``url.Error``: ``parse "<url>": <reason>``."""
+
+    def __init__(self, text: str, reason: str) -> None:
+        super().__init__(f"parse {_go_quote(text)}: {reason}")
+
+
+def _unescape(text: str, mode: int) -> str:
+    """Go ``net/url.unescape``: ``%XX`` decoded (``+`` is a space in a query), or ``ValueError`` with Go's
+    reason for a bad escape or a character a host cannot hold."""
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "%":
+            escape = text[i:i + 3]
+            if len(escape) < 3 or escape[1] not in _HEX or escape[2] not in _HEX:
+                raise ValueError(f"invalid URL escape {_go_quote(text[i:i + 3])}")
+            value = int(escape[1:], 16)
+            if mode == _HOST and value < 0x80 and escape != "%25":
+                raise ValueError(f"invalid URL escape {_go_quote(escape)}")
+            zone_refuses = value >= 0x80 or _should_escape(chr(value), _HOST)
+            if mode == _ZONE and escape != "%25" and value != 0x20 and zone_refuses:
+                raise ValueError(f"invalid URL escape {_go_quote(escape)}")
+            i += 3
+        else:
+            if mode in (_HOST, _ZONE) and char < "\x80" and _should_escape(char, mode):
+                raise ValueError(f"invalid character {_go_quote(char)} in host name")
+            i += 1
+    raw = text.encode()
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        byte = raw[i]
+        if byte == 0x25:  # %
+            out.append(int(raw[i + 1:i + 3], 16))
+            i += 3
+            continue
+        out.append(0x20 if byte == 0x2B and mode == _QUERY_COMPONENT else byte)
+        i += 1
+    return out.decode(errors="replace")
+
+
+def _escape(text: str, mode: int) -> str:
+    """Go ``net/url.escape``: each byte that must be escaped as ``%XX`` (upper case)."""
+    out = []
+    for byte in text.encode():
+        char = chr(byte)
+        if char == " " and mode == _QUERY_COMPONENT:
+            out.append("+")
+        elif byte >= 0x80 or _should_escape(char, mode):
+            out.append(f"%{byte:02X}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _valid_optional_port(port: str) -> bool:
+    return port == "" or (port[0] == ":" and all("0" <= c <= "9" for c in port[1:]))
+
+
+@dataclass(frozen=True)
+class URL:
+    """The parts of a URL that Go's ``net/url.URL`` holds, as :func:`parse_url` sets them."""
+
+    scheme: str = ""
+    opaque: str = ""
+    user: tuple[str, str | None] | None = None  # (username, password or None)
+    host: str = ""
+    path: str = ""
+    raw_path: str = ""
+    force_query: bool = False
+    raw_query: str = ""
+    fragment: str = ""
+    raw_fragment: str = ""
+
+    def escaped_path(self) -> str:
+        """Go ``URL.EscapedPath``."""
+        if self.raw_path and _valid_encoded(self.raw_path, _PATH):
+            try:
+                if _unescape(self.raw_path, _PATH) == self.path:
+                    return self.raw_path
+            except ValueError:
+                pass
+        return "*" if self.path == "*" else _escape(self.path, _PATH)
+
+    def __str__(self) -> str:
+        """Go ``URL.String``, which Kubernetes' ``==`` on URLs compares."""
+        out = f"{self.scheme}:" if self.scheme else ""
+        if self.opaque:
+            out += self.opaque
+        else:
+            if self.scheme or self.host or self.user is not None:
+                if self.host or self.path or self.user is not None:
+                    out += "//"
+                if self.user is not None:
+                    name, password = self.user
+                    out += _escape(name, _USER_PASSWORD)
+                    out += f":{_escape(password, _USER_PASSWORD)}@" if password is not None else "@"
+                if self.host:
+                    out += _escape(self.host, _HOST)
+            path = self.escaped_path()
+            if path and path[0] != "/" and self.host:
+                out += "/"
+            if not out and ":" in path.partition("/")[0]:
+                out += "./"
+            out += path
+        if self.force_query or self.raw_query:
+            out += "?" + self.raw_query
+        if self.fragment:
+            fragment = self.raw_fragment
+            if not (fragment and _valid_encoded(fragment, _FRAGMENT) and _unescape_or_none(fragment) == self.fragment):
+                fragment = _escape(self.fragment, _FRAGMENT)
+            out += "#" + fragment
+        return out
+
+    def split_host_port(self) -> tuple[str, str]:
+        """Go ``splitHostPort``: the host without a valid ``:port`` and without IPv6 brackets, and the port."""
+        host, port = self.host, ""
+        colon = host.rfind(":")
+        if colon != -1 and _valid_optional_port(host[colon:]):
+            host, port = host[:colon], host[colon + 1:]
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        return host, port
+
+
+def _unescape_or_none(text: str) -> str | None:
+    try:
+        return _unescape(text, _FRAGMENT)
+    except ValueError:
+        return None
+
+
+def _valid_encoded(text: str, mode: int) -> bool:
+    return all(c in "!$&'()*+,;=:@[]%" or not _should_escape(c, mode) for c in text)
+
+
+def _go_scheme(text: str) -> tuple[str, str]:
+    """Go ``getScheme``: ``(scheme, rest)``, or ``("", text)`` when ``text`` has none."""
+    for i, char in enumerate(text):
+        if char.isascii() and char.isalpha():
+            continue
+        if char.isascii() and (char.isdigit() or char in "+-."):
+            if i == 0:
+                return "", text
+            continue
+        if char == ":":
+            if i == 0:
+                raise ValueError("missing protocol scheme")
+            return text[:i], text[i + 1:]
+        return "", text
+    return "", text
+
+
+def _parse_host(host: str) -> str:
+    """Go ``net/url.parseHost`` (Go 1.24): an IP literal in brackets must be IPv6, a port must be digits."""
+    bracket = host.rfind("[")
+    if bracket > 0:
+        raise ValueError("invalid IP-literal")
+    if bracket == 0:
+        close = host.rfind("]")
+        if close < 0:
+            raise ValueError("missing ']' in host")
+        colon_port = host[close + 1:]
+        if not _valid_optional_port(colon_port):
+            raise ValueError(f"invalid port {_go_quote(colon_port)} after host")
+        port = _unescape(colon_port, _HOST)
+        name = host[1:close]
+        zone = name.find("%25")
+        if zone >= 0:
+            unescaped = _unescape(name[:zone], _HOST) + _unescape(name[zone:], _ZONE)
+        else:
+            unescaped = _unescape(name, _HOST)
+        try:
+            address = parse_addr(unescaped)
+        except ValueError as exc:
+            raise ValueError(f"invalid host: {exc}") from None
+        if address.bits == 32:
+            raise ValueError("invalid IP-literal")
+        return f"[{unescaped}]{port}"
+    colon = host.rfind(":")
+    if colon != -1 and not _valid_optional_port(host[colon:]):
+        raise ValueError(f"invalid port {_go_quote(host[colon:])} after host")
+    return _unescape(host, _HOST)
+
+
+_USERINFO: Final = _ALNUM | frozenset("-._:~!$&'()*+,;=%@")
+
+
+def _parse(text: str, via_request: bool) -> URL:
+    """Go ``net/url.parse``; raises ``ValueError`` with Go's reason."""
+    if any(c < " " or c == "\x7f" for c in text):
+        raise ValueError("net/url: invalid control character in URL")
+    if text == "" and via_request:
+        raise ValueError("empty url")
+    if text == "*":
+        return URL(path="*")
+    scheme, rest = _go_scheme(text)
+    scheme = scheme.lower()
+    force_query, raw_query = False, ""
+    if rest.endswith("?") and rest.count("?") == 1:
+        force_query, rest = True, rest[:-1]
+    else:
+        rest, _, raw_query = rest.partition("?")
+    if not rest.startswith("/"):
+        if scheme:
+            return URL(scheme=scheme, opaque=rest, force_query=force_query, raw_query=raw_query)
+        if via_request:
+            raise ValueError("invalid URI for request")
+        if ":" in rest.partition("/")[0]:
+            raise ValueError("first path segment in URL cannot contain colon")
+    user: tuple[str, str | None] | None = None
+    host = ""
+    if (scheme or (not via_request and not rest.startswith("///"))) and rest.startswith("//"):
+        authority, slash, path = rest[2:].partition("/")
+        rest = slash + path
+        at = authority.rfind("@")
+        host = _parse_host(authority[at + 1:])
+        if at >= 0:
+            userinfo = authority[:at]
+            if not all(c in _USERINFO for c in userinfo):
+                raise ValueError("net/url: invalid userinfo")
+            name, colon, password = userinfo.partition(":")
+            user = (_unescape(name, _USER_PASSWORD), _unescape(password, _USER_PASSWORD) if colon else None)
+    path = _unescape(rest, _PATH)
+    raw_path = "" if _escape(path, _PATH) == rest else rest
+    return URL(scheme, "", user, host, path, raw_path, force_query, raw_query)
+
+
+@functools.lru_cache(maxsize=1024)
+def parse_url(text: str) -> URL:
+    """``url(string)`` of urls.go: Go's ``url.ParseRequestURI`` must accept the text (an absolute URI or an
+    absolute path), then ``url.Parse`` gives the parts (with the fragment). Raises ``ValueError`` with
+    Kubernetes' message (``URL parse error during conversion from string: parse "…": …``)."""
+    try:
+        _parse(text, via_request=True)
+        without, hash_sign, fragment = text.partition("#")
+        try:
+            parsed = _parse(without, via_request=False)
+        except ValueError as exc:
+            raise _URLError(without, str(exc)) from None
+        if hash_sign:
+            unescaped = _unescape(fragment, _FRAGMENT)
+            raw = "" if _escape(unescaped, _FRAGMENT) == fragment else fragment
+            parsed = URL(**{**parsed.__dict__, "fragment": unescaped, "raw_fragment": raw})
+    except _URLError as exc:
+        raise ValueError(f"URL parse error during conversion from string: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"URL parse error during conversion from string: {_URLError(text, str(exc))}") from None
+    return parsed
+
+
+def url(value: object) -> dict[str, str]:
+    """``url(string)``: the URL, as the one-key map of its Go ``String()`` (what ``==`` compares)."""
+    return {URL_KEY: str(parse_url(_text(value, "url")))}
+
+
+def is_url(value: object) -> bool:
+    """``isURL(string)``: whether Go's ``url.ParseRequestURI`` accepts it."""
+    try:
+        _parse(_text(value, "isURL"), via_request=True)
+    except ValueError:
+        return False
+    return True
+
+
+def _as_url(value: object, function: str) -> URL:
+    if isinstance(value, dict) and type_name(value) == "kubernetes.URL":
+        return parse_url(value[URL_KEY])
+    raise _no_overload(function, value)
+
+
+def get_scheme(value: object) -> str:
+    """``url.getScheme()``: lower-cased, ``""`` for a path."""
+    return _as_url(value, "getScheme").scheme
+
+
+def get_host(value: object) -> str:
+    """``url.getHost()``: host and port, IPv6 in brackets."""
+    return _as_url(value, "getHost").host
+
+
+def get_hostname(value: object) -> str:
+    """``url.getHostname()``: the host without port or brackets."""
+    return _as_url(value, "getHostname").split_host_port()[0]
+
+
+def get_port(value: object) -> str:
+    """``url.getPort()``: the port, ``""`` if none."""
+    return _as_url(value, "getPort").split_host_port()[1]
+
+
+def get_escaped_path(value: object) -> str:
+    """``url.getEscapedPath()``: Go ``URL.EscapedPath``."""
+    return _as_url(value, "getEscapedPath").escaped_path()
+
+
+def get_query(value: object) -> dict[str, list[str]]:
+    """``url.getQuery()``: Go ``URL.Query()``: unescaped keys to their values, malformed pairs dropped."""
+    query: dict[str, list[str]] = {}
+    for pair in _as_url(value, "getQuery").raw_query.split("&"):
+        if not pair or ";" in pair:
+            continue
+        key, _, text = pair.partition("=")
+        try:
+            key, text = _unescape(key, _QUERY_COMPONENT), _unescape(text, _QUERY_COMPONENT)
+        except ValueError:
+            continue
+        query.setdefault(key, []).append(text)
+    return query
+
+
 # --- cel-go's list extension at version 3 (ext.Lists, Kubernetes' base environment since 1.34) ----------
 
 
@@ -714,6 +1048,15 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "prefixLength": prefix_length,
     # string(ip), string(cidr)
     "string": to_string,
+    # library/urls.go
+    "url": url,
+    "isURL": is_url,
+    "getScheme": get_scheme,
+    "getHost": get_host,
+    "getHostname": get_hostname,
+    "getPort": get_port,
+    "getEscapedPath": get_escaped_path,
+    "getQuery": get_query,
     # cel-go ext/lists.go, version 3
     "lists.range": lists_range,
     "slice": list_slice,

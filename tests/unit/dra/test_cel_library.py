@@ -215,6 +215,47 @@ def test_missing_attribute_guarded_by_in() -> None:
 
 
 @pytest.mark.parametrize(("expression", "expected"), [
+    # urls.go examples
+    ("isURL('https://user:pass@example.com:80/path?query=val#fragment') && isURL('/absolute-path')", True),
+    ("isURL('https://a:b:c/') || isURL('../relative-path')", False),
+    ("url('/path').getScheme() == '' && url('https://example.com/').getScheme() == 'https'", True),
+    ("url('https://example.com:80/').getHost() == 'example.com:80'", True),
+    ("url('https://example.com/').getHost() == 'example.com'", True),
+    ("url('https://[::1]:80/').getHost() == '[::1]:80' && url('https://[::1]/').getHost() == '[::1]'", True),
+    ("url('/path').getHost() == '' && url('/path').getHostname() == '' && url('/path').getPort() == ''", True),
+    ("url('https://example.com:80/').getHostname() == 'example.com'", True),
+    ("url('https://127.0.0.1:80/').getHostname() == '127.0.0.1'", True),
+    ("url('https://[::1]:80/').getHostname() == '::1'", True),
+    ("url('https://example.com:80/').getPort() == '80' && url('https://example.com/').getPort() == ''", True),
+    ("url('https://example.com/path').getEscapedPath() == '/path'", True),
+    ("url('https://example.com/path with spaces/').getEscapedPath() == '/path%20with%20spaces/'", True),
+    ("url('https://example.com').getEscapedPath() == ''", True),
+    ("url('https://example.com/path?k1=a&k2=b&k2=c').getQuery() == {'k1': ['a'], 'k2': ['b', 'c']}", True),
+    ("url('https://example.com/path?key with spaces=value with spaces').getQuery() "
+     "== {'key with spaces': ['value with spaces']}", True),
+    ("url('https://example.com/path?').getQuery() == {} && url('https://example.com/path').getQuery() == {}", True),
+    # == compares Go's URL.String(): the scheme is lower-cased, the path escaped
+    ("url('HTTPS://example.com/a b') == url('https://example.com/a%20b')", True),
+    ("url('https://example.com/a') == url('https://example.com/b')", False),
+])
+def test_url_library(expression: str, expected: bool) -> None:
+    assert holds(expression) is expected
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    ("url('https://a:b:c/').getPort() == ''",
+     'URL parse error during conversion from string: parse "https://a:b:c/": invalid port ":c" after host'),
+    ("url('../relative-path').getPort() == ''",
+     'URL parse error during conversion from string: parse "../relative-path": invalid URI for request'),
+    ("url('https://[1.2.3.4]/').getPort() == ''",
+     'URL parse error during conversion from string: parse "https://[1.2.3.4]/": invalid IP-literal'),
+])
+def test_invalid_url_fails_with_kubernetes_message(expression: str, message: str) -> None:
+    """urls.go ``stringToUrl``: Go's ``url.ParseRequestURI`` error, prefixed."""
+    assert message in runtime_error(expression)
+
+
+@pytest.mark.parametrize(("expression", "expected"), [
     # cel-go ext/lists.go examples (version 3, in Kubernetes' base environment since 1.34)
     ("lists.range(5) == [0, 1, 2, 3, 4]", True),
     ("[1, 2, 3, 4].slice(1, 3) == [2, 3] && [1, 2, 3, 4].slice(2, 4) == [3, 4]", True),
@@ -296,8 +337,6 @@ def test_optional_values_the_library_runs(expression: str, expected: bool) -> No
      "function 'format' of the Kubernetes CEL environment is not supported by gang-scheduler"),
     ("'%d GiB'.format([80]) == '80 GiB'",
      "function 'format' of the Kubernetes CEL environment is not supported by gang-scheduler"),
-    ("isURL('https://example.com')",
-     "function 'isURL' of the Kubernetes CEL environment is not supported by gang-scheduler"),
     ("image('nginx').tag() == 'latest'", "undeclared reference to 'image' (in container '')"),
     ("_entries([1]) == []", "undeclared reference to '_entries' (in container '')"),
 ])
