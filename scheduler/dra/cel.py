@@ -83,11 +83,11 @@ import cel as _cel
 from cel import stdlib as _stdlib
 
 from scheduler.dra import cel_library
-from scheduler.dra.cel_library import QUANTITY_KEY as _QUANTITY_KEY
-from scheduler.dra.cel_library import SEMVER_KEY as _SEMVER_KEY
 from scheduler.dra.cel_library import TWO_VARIABLE_MACROS
-from scheduler.dra.cel_library import same as _same
-from scheduler.dra.cel_library import type_name as _cel_type_name
+from scheduler.dra.cel_values import QUANTITY_KEY as _QUANTITY_KEY
+from scheduler.dra.cel_values import SEMVER_KEY as _SEMVER_KEY
+from scheduler.dra.cel_values import same as _same
+from scheduler.dra.cel_values import type_name as _cel_type_name
 from scheduler.model.quantity import parse as parse_quantity
 
 # Our callbacks raise on a wrong argument type; the library re-raises that as RuntimeError (which

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scheduler.dra import cel_library
+from scheduler.dra import cel_net
 from scheduler.dra.cel import DeviceView, SelectorError, compile_selector
 from tests.unit.dra.example_devices import example_devices
 
@@ -363,13 +363,13 @@ def test_contains_ip_agrees_with_ipaddress(network_address: ipaddress.IPv4Addres
     network = ipaddress.ip_network(f"{network_address}/{length}", strict=False)
     if (network_address.version == 6 and network_address.ipv4_mapped) or (address.version == 6 and address.ipv4_mapped):
         return  # refused by Kubernetes' ip()/cidr(): tested above
-    prefix = cel_library.cidr(f"{network_address}/{length}")
-    value = cel_library.ip(str(address))
-    assert cel_library.contains_ip(prefix, value) is (address in network)
-    assert cel_library.contains_ip(prefix, str(address)) is (address in network)
-    assert cel_library.to_string(value) == str(address)
-    assert cel_library.to_string(cel_library.masked(prefix)) == str(network)
-    assert cel_library.contains_cidr(prefix, cel_library.masked(prefix)) is True
+    prefix = cel_net.cidr(f"{network_address}/{length}")
+    value = cel_net.ip(str(address))
+    assert cel_net.contains_ip(prefix, value) is (address in network)
+    assert cel_net.contains_ip(prefix, str(address)) is (address in network)
+    assert cel_net.to_string(value) == str(address)
+    assert cel_net.to_string(cel_net.masked(prefix)) == str(network)
+    assert cel_net.contains_cidr(prefix, cel_net.masked(prefix)) is True
 
 
 @given(st.ip_addresses(v=6))
@@ -377,4 +377,4 @@ def test_ipv6_text_round_trips(address: ipaddress.IPv6Address) -> None:
     """Any spelling of an address (exploded, upper case) parses to the same canonical value."""
     if address.ipv4_mapped:
         return
-    assert cel_library.ip(address.exploded.upper()) == cel_library.ip(str(address)) == {"__ip__": str(address)}
+    assert cel_net.ip(address.exploded.upper()) == cel_net.ip(str(address)) == {"__ip__": str(address)}
