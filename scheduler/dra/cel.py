@@ -25,7 +25,13 @@ apiserver's ``library/quantity.go`` and ``library/semverlib.go``:
 * the strings extension at Kubernetes' version 2 (``charAt``, ``indexOf``, ``lastIndexOf``, ``join``,
   ``lowerAscii``, ``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``, ``strings.quote``),
   the sets extension (``sets.contains``/``equivalent``/``intersects``) and Kubernetes' list library
-  (``isSorted``, ``sum``, ``min``, ``max``, list ``indexOf``/``lastIndexOf``).
+  (``isSorted``, ``sum``, ``min``, ``max``, list ``indexOf``/``lastIndexOf``);
+* Kubernetes' regex (``find``, ``findAll``), IP, CIDR and URL libraries, cel-go's list extension at version 3
+  (``lists.range``, ``slice``, ``flatten``, ``distinct``, ``reverse``, ``sort``, ``sortBy``) and the
+  two-variable comprehensions (``all``/``exists``/``existsOne`` with two variables, ``transformList``,
+  ``transformMap``, ``transformMapEntry``): :mod:`scheduler.dra.cel_library` and :mod:`scheduler.dra.cel_net`;
+* the optional values the library runs natively (``optional.of``/``none``/``ofNonZeroValue``, ``hasValue``,
+  ``value``, ``orValue``, ``or``).
 
 Kubernetes v1.37's quantity library has no ``mul``/``div``/``divInt`` (``apiserver/pkg/cel/library/
 quantity.go`` declares ``quantity``, ``isQuantity``, ``sign``, ``isGreaterThan``, ``isLessThan``,
@@ -35,9 +41,10 @@ proposed, kubernetes/kubernetes#135995): a selector using them is refused, as th
 **Static check** (:func:`_check`): a name the environment does not declare — a function, a variable
 other than ``device`` and those the macros bind, a field of ``device`` other than its four — is a
 compile error with cel-go's wording, so a claim is refused when read rather than per device.
-Functions of Kubernetes' base environment this library cannot run (:data:`NOT_PROVIDED`: regex
-``find``/``findAll``, ``url``, ``ip``, ``cidr``, ``format``, image, optional types, two-variable
-comprehensions) are refused the same way, naming the function.
+Functions of Kubernetes' base environment that are not provided (:data:`NOT_PROVIDED`: the strings
+extension's ``format``, the format library, ``optMap``/``optFlatMap``) are refused the same way, naming the
+function. A literal ``find``/``findAll`` pattern Go's regexp refuses (a lookaround, a backreference) is a
+compile error too, as Kubernetes compiles such patterns when it makes the program.
 
 An expression that does not parse raises :class:`SelectorError` from :func:`compile_selector`; one that
 fails on a device, or gives something other than a bool, raises it from :meth:`Selector.matches`.
@@ -52,17 +59,23 @@ selectors". It has no custom value types and no default-valued maps, so this mod
   ``{"__semver__": "<version without build metadata>"}``. The canonical strings make ``==`` compare
   values (``quantity("1k") == quantity("1000")``), and the functions above are Python callbacks
   that read these maps;
+* passes IP addresses, CIDR prefixes and URLs the same way, keyed by Go's canonical text
+  (:mod:`scheduler.dra.cel_values`);
 * rewrites ``device.attributes[d]`` / ``device.capacity[d]`` (and the ``.d`` form) to
-  ``(d in device.attributes ? device.attributes[d] : {})``, and ``cel.bind(x, v, e)`` to
-  ``[v].map(x, e)[0]``, before compiling.
+  ``(d in device.attributes ? device.attributes[d] : {})``, ``cel.bind(x, v, e)`` to
+  ``[v].map(x, e)[0]``, ``l.sortBy(e, k)`` to ``l.map(e, [e, k])._sort_by_keys()`` and a two-variable
+  macro ``r.all(k, v, p)`` to ``r._entries().all(_e, …)`` binding ``k`` and ``v`` to each ``[key, value]``
+  entry, before compiling. The helpers the rewritten text calls start with ``_``, which no declared
+  function does, so a selector naming one is refused by the static check.
 
 Known differences from Kubernetes: the static check has no types (an attribute is ``dyn`` there too,
 but a type mismatch elsewhere, or a non-bool result, is found when evaluated, not when compiled);
 there is no cost estimate, so the API's per-expression cost limit is not applied (the library has no
-cost model to estimate with); the functions of :data:`NOT_PROVIDED` are refused. ``size()`` and
-``type()`` of a quantity or semver see the map. A domain map reached by aliasing ``device.attributes``
-itself (``cel.bind(a, device.attributes, a["x"])``) errors on a missing domain instead of giving an
-empty map.
+cost model to estimate with); the functions of :data:`NOT_PROVIDED` are refused; the parser refuses the
+optional syntax ``.?``, ``[?``, ``[?e]`` and ``{?k: v}``. ``size()`` and ``type()`` of a quantity, semver,
+IP, CIDR or URL see the map, and the type names ``net.IP`` / ``net.CIDR`` are not declared. A domain map
+reached by aliasing ``device.attributes`` itself (``cel.bind(a, device.attributes, a["x"])``) errors on a
+missing domain instead of giving an empty map.
 
 This module does not read API objects or pydantic models, and knows nothing of classes, claims,
 pools or nodes: the allocator builds :class:`DeviceView` values from ResourceSlice devices.
