@@ -99,6 +99,8 @@ from scheduler.dra import cel_library
 from scheduler.dra.cel_library import TWO_VARIABLE_MACROS
 from scheduler.dra.cel_values import QUANTITY_KEY as _QUANTITY_KEY
 from scheduler.dra.cel_values import SEMVER_KEY as _SEMVER_KEY
+from scheduler.dra.cel_values import accepts
+from scheduler.dra.cel_values import as_text as _as_text
 from scheduler.dra.cel_values import same as _same
 from scheduler.dra.cel_values import type_name as _cel_type_name
 from scheduler.model.quantity import parse as parse_quantity
@@ -554,12 +556,6 @@ def _as_version(value: object, function: str) -> Version:
     raise TypeError(f"no such overload: {function}({_cel_type_name(value)})")
 
 
-def _as_text(value: object, function: str) -> str:
-    if isinstance(value, str):
-        return value
-    raise TypeError(f"no such overload: {function}({_cel_type_name(value)})")
-
-
 @functools.lru_cache(maxsize=1024)
 def _canonical_quantity(text: str) -> str:
     """Canonical form of a ``quantity("…")`` argument; ``ValueError`` where ``ParseQuantity`` fails."""
@@ -573,11 +569,7 @@ def _quantity(text: object) -> dict[str, str]:
 
 
 def _is_quantity_text(text: object) -> bool:
-    try:
-        _canonical_quantity(_as_text(text, "isQuantity"))
-    except ValueError:
-        return False
-    return True
+    return accepts(_canonical_quantity, text, "isQuantity")
 
 
 def _semver(text: object, normalize: object = False) -> dict[str, str]:
@@ -587,11 +579,7 @@ def _semver(text: object, normalize: object = False) -> dict[str, str]:
 
 
 def _is_semver_text(text: object, normalize: object = False) -> bool:
-    try:
-        _semver(_as_text(text, "isSemver"), normalize)
-    except ValueError:
-        return False
-    return True
+    return accepts(functools.partial(_semver, normalize=normalize), text, "isSemver")
 
 
 def _compare_to(left: object, right: object, function: str = "compareTo") -> int:

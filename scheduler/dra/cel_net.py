@@ -28,7 +28,17 @@ import functools
 from dataclasses import dataclass
 from typing import Final
 
-from scheduler.dra.cel_values import CIDR_KEY, IP_KEY, URL_KEY, as_text, go_quote, no_overload, type_name
+from scheduler.dra.cel_values import (
+    CIDR_KEY,
+    IP_KEY,
+    URL_KEY,
+    accepts,
+    as_text,
+    go_quote,
+    no_overload,
+    opaque_text,
+    type_name,
+)
 
 # --- IP addresses (library/ip.go, Go net/netip) -------------------------------------------------
 
@@ -212,15 +222,11 @@ def _ip_value(address: Address) -> dict[str, str]:
     return {IP_KEY: str(address)}
 
 
-@functools.lru_cache(maxsize=1024)
-def _address(canonical: str) -> Address:
-    return parse_addr(canonical)
-
-
 def _as_address(value: object, function: str) -> Address:
-    if isinstance(value, dict) and type_name(value) == "net.IP":
-        return _address(value[IP_KEY])
-    raise no_overload(function, value)
+    return _address(opaque_text(value, IP_KEY, function))
+
+
+_address = functools.lru_cache(maxsize=1024)(parse_addr)
 
 
 def ip(value: object) -> dict[str, str]:
@@ -234,11 +240,7 @@ def ip(value: object) -> dict[str, str]:
 
 def is_ip(value: object) -> bool:
     """``isIP(string)``: whether ``ip()`` would accept it."""
-    try:
-        parse_ip(as_text(value, "isIP"))
-    except ValueError:
-        return False
-    return True
+    return accepts(parse_ip, value, "isIP")
 
 
 def ip_is_canonical(value: object) -> bool:
@@ -363,15 +365,11 @@ def _cidr_value(prefix: Prefix) -> dict[str, str]:
     return {CIDR_KEY: str(prefix)}
 
 
-@functools.lru_cache(maxsize=1024)
-def _prefix(canonical: str) -> Prefix:
-    return parse_prefix(canonical)
-
-
 def _as_prefix(value: object, function: str) -> Prefix:
-    if isinstance(value, dict) and type_name(value) == "net.CIDR":
-        return _prefix(value[CIDR_KEY])
-    raise no_overload(function, value)
+    return _prefix(opaque_text(value, CIDR_KEY, function))
+
+
+_prefix = functools.lru_cache(maxsize=1024)(parse_prefix)
 
 
 def cidr(value: object) -> dict[str, str]:
@@ -381,11 +379,7 @@ def cidr(value: object) -> dict[str, str]:
 
 def is_cidr(value: object) -> bool:
     """``isCIDR(string)``: whether ``cidr()`` would accept it."""
-    try:
-        parse_cidr(as_text(value, "isCIDR"))
-    except ValueError:
-        return False
-    return True
+    return accepts(parse_cidr, value, "isCIDR")
 
 
 def contains_ip(prefix: object, other: object) -> bool:
@@ -700,17 +694,11 @@ def url(value: object) -> dict[str, str]:
 
 def is_url(value: object) -> bool:
     """``isURL(string)``: whether Go's ``url.ParseRequestURI`` accepts it."""
-    try:
-        _parse(as_text(value, "isURL"), via_request=True)
-    except ValueError:
-        return False
-    return True
+    return accepts(functools.partial(_parse, via_request=True), value, "isURL")
 
 
 def _as_url(value: object, function: str) -> URL:
-    if isinstance(value, dict) and type_name(value) == "kubernetes.URL":
-        return parse_url(value[URL_KEY])
-    raise no_overload(function, value)
+    return parse_url(opaque_text(value, URL_KEY, function))
 
 
 def get_scheme(value: object) -> str:

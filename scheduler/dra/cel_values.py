@@ -7,6 +7,7 @@ canonical text per value, so that CEL's ``==`` on the maps compares the values a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 QUANTITY_KEY: Final = "__quantity__"
@@ -44,6 +45,23 @@ def as_text(value: object, function: str) -> str:
     if isinstance(value, str):
         return value
     raise no_overload(function, value)
+
+
+def opaque_text(value: object, key: str, function: str) -> str:
+    """The canonical text of a one-key map of ``key`` (an IP, a CIDR, …), else :func:`no_overload`."""
+    if isinstance(value, dict) and len(value) == 1 and key in value:
+        return str(value[key])
+    raise no_overload(function, value)
+
+
+def accepts(parse: Callable[[str], object], value: object, function: str) -> bool:
+    """Whether ``parse`` takes the string ``value`` without ``ValueError``: the ``isIP``, ``isCIDR``, ``isURL``,
+    ``isQuantity``, ``isSemver`` predicates. A non-string is :func:`no_overload`."""
+    try:
+        parse(as_text(value, function))
+    except ValueError:
+        return False
+    return True
 
 
 def same(left: object, right: object) -> bool:

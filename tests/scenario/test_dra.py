@@ -65,6 +65,31 @@ def without(tmp_path: Path, source: Path, prefix: str) -> Path:
     return path
 
 
+def claim_template_gang(tmp_path: Path, name: str, n: int, template: str) -> Path:
+    """A PodGroup ``name`` of ``n`` pods (``<name>-<i>``, tolerating the GPU taint), each with one claim
+    ``net`` made from ResourceClaimTemplate ``template``."""
+    text = f"""
+    apiVersion: scheduling.k8s.io/v1beta1
+    kind: PodGroup
+    metadata: {{name: {name}, namespace: default}}
+    spec: {{schedulingPolicy: {{gang: {{minCount: {n}}}}}}}
+    """
+    for i in range(n):
+        text += f"""
+    ---
+    apiVersion: v1
+    kind: Pod
+    metadata: {{name: {name}-{i}, namespace: default}}
+    spec:
+      schedulerName: gang-scheduler
+      schedulingGroup: {{podGroupName: {name}}}
+      resourceClaims: [{{name: net, resourceClaimTemplateName: {template}}}]
+      tolerations: [{{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}]
+      containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: net}}]}}}}]
+    """
+    return write(tmp_path, f"{name}-{n}.yaml", text)
+
+
 def assert_no_device_twice(sim: Simulation) -> None:
     """No device given to two claims in the run, nor one the snapshot's claims already hold."""
     given = Counter(d for a in sim.allocations for d in a.allocation.device_ids)
@@ -266,26 +291,7 @@ def test_gpu_and_efa_of_one_claim_share_a_pcie_root_on_the_p4d_node(tmp_path: Pa
              DATA / "resourceslices" / "dranet-gpu-efa-claimtemplates.yaml"]
 
     def gang(n: int) -> Path:
-        text = f"""
-        apiVersion: scheduling.k8s.io/v1beta1
-        kind: PodGroup
-        metadata: {{name: nccl, namespace: default}}
-        spec: {{schedulingPolicy: {{gang: {{minCount: {n}}}}}}}
-        """
-        for i in range(n):
-            text += f"""
-        ---
-        apiVersion: v1
-        kind: Pod
-        metadata: {{name: nccl-{i}, namespace: default}}
-        spec:
-          schedulerName: gang-scheduler
-          schedulingGroup: {{podGroupName: nccl}}
-          resourceClaims: [{{name: net, resourceClaimTemplateName: gpu-efa-aligned}}]
-          tolerations: [{{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}]
-          containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: net}}]}}}}]
-        """
-        return write(tmp_path, f"gang-{n}.yaml", text)
+        return claim_template_gang(tmp_path, "nccl", n, "gpu-efa-aligned")
 
     sim = run(*files, gang(4))
     assert status(sim) == {"nccl": "Scheduled"}
@@ -336,26 +342,7 @@ def test_netdevs_picked_by_cidr_and_find_on_the_address_dranet_publishes(tmp_pat
         """)
 
     def gang(n: int) -> Path:
-        text = f"""
-        apiVersion: scheduling.k8s.io/v1beta1
-        kind: PodGroup
-        metadata: {{name: net, namespace: default}}
-        spec: {{schedulingPolicy: {{gang: {{minCount: {n}}}}}}}
-        """
-        for i in range(n):
-            text += f"""
-        ---
-        apiVersion: v1
-        kind: Pod
-        metadata: {{name: net-{i}, namespace: default}}
-        spec:
-          schedulerName: gang-scheduler
-          schedulingGroup: {{podGroupName: net}}
-          resourceClaims: [{{name: nic, resourceClaimTemplateName: upper-half}}]
-          tolerations: [{{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}]
-          containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: nic}}]}}}}]
-        """
-        return write(tmp_path, f"net-{n}.yaml", text)
+        return claim_template_gang(tmp_path, "net", n, "upper-half")
 
     sim = run(*files, objects, gang(2))
     assert status(sim) == {"net": "Scheduled"}
