@@ -25,7 +25,13 @@ apiserver's ``library/quantity.go`` and ``library/semverlib.go``:
 * the strings extension at Kubernetes' version 2 (``charAt``, ``indexOf``, ``lastIndexOf``, ``join``,
   ``lowerAscii``, ``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``, ``strings.quote``),
   the sets extension (``sets.contains``/``equivalent``/``intersects``) and Kubernetes' list library
-  (``isSorted``, ``sum``, ``min``, ``max``, list ``indexOf``/``lastIndexOf``).
+  (``isSorted``, ``sum``, ``min``, ``max``, list ``indexOf``/``lastIndexOf``);
+* Kubernetes' regex (``find``, ``findAll``), IP, CIDR and URL libraries, cel-go's list extension at version 3
+  (``lists.range``, ``slice``, ``flatten``, ``distinct``, ``reverse``, ``sort``, ``sortBy``) and the
+  two-variable comprehensions (``all``/``exists``/``existsOne`` with two variables, ``transformList``,
+  ``transformMap``, ``transformMapEntry``): :mod:`scheduler.dra.cel_library` and :mod:`scheduler.dra.cel_net`;
+* the optional values the library runs natively (``optional.of``/``none``/``ofNonZeroValue``, ``hasValue``,
+  ``value``, ``orValue``, ``or``).
 
 Kubernetes v1.37's quantity library has no ``mul``/``div``/``divInt`` (``apiserver/pkg/cel/library/
 quantity.go`` declares ``quantity``, ``isQuantity``, ``sign``, ``isGreaterThan``, ``isLessThan``,
@@ -35,9 +41,10 @@ proposed, kubernetes/kubernetes#135995): a selector using them is refused, as th
 **Static check** (:func:`_check`): a name the environment does not declare — a function, a variable
 other than ``device`` and those the macros bind, a field of ``device`` other than its four — is a
 compile error with cel-go's wording, so a claim is refused when read rather than per device.
-Functions of Kubernetes' base environment this library cannot run (:data:`NOT_PROVIDED`: regex
-``find``/``findAll``, ``url``, ``ip``, ``cidr``, ``format``, image, optional types, two-variable
-comprehensions) are refused the same way, naming the function.
+Functions of Kubernetes' base environment that are not provided (:data:`NOT_PROVIDED`: the strings
+extension's ``format``, the format library, ``optMap``/``optFlatMap``) are refused the same way, naming the
+function. A literal ``find``/``findAll`` pattern Go's regexp refuses (a lookaround, a backreference) is a
+compile error too, as Kubernetes compiles such patterns when it makes the program.
 
 An expression that does not parse raises :class:`SelectorError` from :func:`compile_selector`; one that
 fails on a device, or gives something other than a bool, raises it from :meth:`Selector.matches`.
@@ -52,17 +59,23 @@ selectors". It has no custom value types and no default-valued maps, so this mod
   ``{"__semver__": "<version without build metadata>"}``. The canonical strings make ``==`` compare
   values (``quantity("1k") == quantity("1000")``), and the functions above are Python callbacks
   that read these maps;
+* passes IP addresses, CIDR prefixes and URLs the same way, keyed by Go's canonical text
+  (:mod:`scheduler.dra.cel_values`);
 * rewrites ``device.attributes[d]`` / ``device.capacity[d]`` (and the ``.d`` form) to
-  ``(d in device.attributes ? device.attributes[d] : {})``, and ``cel.bind(x, v, e)`` to
-  ``[v].map(x, e)[0]``, before compiling.
+  ``(d in device.attributes ? device.attributes[d] : {})``, ``cel.bind(x, v, e)`` to
+  ``[v].map(x, e)[0]``, ``l.sortBy(e, k)`` to ``l.map(e, [e, k])._sort_by_keys()`` and a two-variable
+  macro ``r.all(k, v, p)`` to ``r._entries().all(_e, …)`` binding ``k`` and ``v`` to each ``[key, value]``
+  entry, before compiling. The helpers the rewritten text calls start with ``_``, which no declared
+  function does, so a selector naming one is refused by the static check.
 
 Known differences from Kubernetes: the static check has no types (an attribute is ``dyn`` there too,
 but a type mismatch elsewhere, or a non-bool result, is found when evaluated, not when compiled);
 there is no cost estimate, so the API's per-expression cost limit is not applied (the library has no
-cost model to estimate with); the functions of :data:`NOT_PROVIDED` are refused. ``size()`` and
-``type()`` of a quantity or semver see the map. A domain map reached by aliasing ``device.attributes``
-itself (``cel.bind(a, device.attributes, a["x"])``) errors on a missing domain instead of giving an
-empty map.
+cost model to estimate with); the functions of :data:`NOT_PROVIDED` are refused; the parser refuses the
+optional syntax ``.?``, ``[?``, ``[?e]`` and ``{?k: v}``. ``size()`` and ``type()`` of a quantity, semver,
+IP, CIDR or URL see the map, and the type names ``net.IP`` / ``net.CIDR`` are not declared. A domain map
+reached by aliasing ``device.attributes`` itself (``cel.bind(a, device.attributes, a["x"])``) errors on a
+missing domain instead of giving an empty map.
 
 This module does not read API objects or pydantic models, and knows nothing of classes, claims,
 pools or nodes: the allocator builds :class:`DeviceView` values from ResourceSlice devices.
@@ -82,6 +95,14 @@ from typing import Any, Final, TypeAlias
 import cel as _cel
 from cel import stdlib as _stdlib
 
+from scheduler.dra import cel_library
+from scheduler.dra.cel_library import TWO_VARIABLE_MACROS
+from scheduler.dra.cel_values import QUANTITY_KEY as _QUANTITY_KEY
+from scheduler.dra.cel_values import SEMVER_KEY as _SEMVER_KEY
+from scheduler.dra.cel_values import accepts
+from scheduler.dra.cel_values import as_text as _as_text
+from scheduler.dra.cel_values import same as _same
+from scheduler.dra.cel_values import type_name as _cel_type_name
 from scheduler.model.quantity import parse as parse_quantity
 
 # Our callbacks raise on a wrong argument type; the library re-raises that as RuntimeError (which
@@ -94,8 +115,6 @@ SELECTOR_CACHE_SIZE: Final = 4096
 selectors each) and claims made from a few templates, so distinct expressions number in the tens;
 4,096 bounds memory if claims carry many one-off expressions."""
 
-_QUANTITY_KEY: Final = "__quantity__"
-_SEMVER_KEY: Final = "__semver__"
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 _UINT64_MAX: Final = 2**64 - 1
@@ -311,7 +330,7 @@ class DeviceView:
             },
             "allowMultipleAllocations": self.allow_multiple_allocations,
         }
-        return _cel.Context(variables={"device": device}, functions=_FUNCTIONS)
+        return _cel.Context(variables={"device": device}, functions=_CALLBACKS)
 
     def __getstate__(self) -> dict[str, Any]:
         """Copy and pickle without the converted form (it holds a library object); it is rebuilt."""
@@ -390,20 +409,6 @@ def _describe(exc: Exception) -> str:
     return str(exc)
 
 
-def _cel_type_name(value: object) -> str:
-    """The CEL name of a value's type, for messages (``string``, ``map``, ``kubernetes.Quantity``)."""
-    if isinstance(value, dict):
-        if _is_quantity(value):
-            return "kubernetes.Quantity"
-        if _is_semver(value):
-            return "kubernetes.Semver"
-        return "map"
-    names = {bool: "bool", int: "int", float: "double", str: "string", bytes: "bytes", list: "list"}
-    if value is None:
-        return "null_type"
-    return names.get(type(value), type(value).__name__)
-
-
 # --- the static check: names the environment declares ---------------------------------------
 
 DEVICE_FIELDS: Final = frozenset({"driver", "attributes", "capacity", "allowMultipleAllocations"})
@@ -418,32 +423,22 @@ _STANDARD_FUNCTIONS: Final = frozenset({
 """CEL's standard functions and macros (the language definition's standard environment)."""
 
 NOT_PROVIDED: Final = frozenset({
-    # regex library (library/regex.go)
-    "find", "findAll",
-    # URL library (library/urls.go)
-    "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery",
-    # IP and CIDR libraries (library/ip.go, library/cidr.go)
-    "ip", "isIP", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast",
-    "isGlobalUnicast", "isCanonical", "cidr", "isCIDR", "containsIP", "containsCIDR", "masked", "prefixLength",
-    # format library and string formatting (library/format.go, ext.Strings format)
-    "format", "named",
-    # image library (library/image.go)
-    "image", "isImage", "containsDigest", "registry", "repository", "identifier", "tag", "digest",
-    # optional types and two-variable comprehensions (cel-go)
-    "of", "none", "ofNonZeroValue", "orValue", "hasValue", "value", "optMap", "optFlatMap",
-    "transformList", "transformMap", "transformMapEntry",
+    # string formatting (ext.Strings "format") and the format library (library/format.go), whose functions
+    # return optional values
+    "format", "named", "validate",
+    # optional values whose macros the library does not expand (it runs optional.of/none/orValue/value/hasValue)
+    "optMap", "optFlatMap",
 })
-"""Functions of the Kubernetes v1.37 base environment (``apiserver/pkg/cel/environment/base.go``) that the
-library cannot run and that we do not provide: a selector using one is refused when compiled, naming it,
-rather than evaluated differently from Kubernetes."""
+"""Functions of the Kubernetes v1.37 DRA environment (``apiserver/pkg/cel/environment/base.go``) that are not
+provided here: a selector using one is refused when compiled, naming it, rather than evaluated differently from
+Kubernetes."""
 
-_NAMES: Final = frozenset({"device", "cel", "sets", "strings", "int", "uint", "double", "string", "bytes", "bool",
-                           "list", "map", "type", "null_type", "dyn"})
+_NAMES: Final = frozenset({"device", "cel", "sets", "strings", "lists", "ip", "optional", "int", "uint", "double",
+                           "string", "bytes", "bool", "list", "map", "type", "null_type", "dyn"})
 """Identifiers a selector may use besides the variables its comprehensions bind: the ``device`` variable,
 the namespaces of functions it may call, and type names."""
 
-_BINDERS: Final = frozenset({"all", "exists", "exists_one", "map", "filter", "bind", "transformList", "transformMap",
-                             "transformMapEntry"})
+_BINDERS: Final = TWO_VARIABLE_MACROS | {"map", "filter", "bind", "sortBy"}
 
 
 def _check(expression: str, program: _cel.Program) -> str | None:
@@ -452,18 +447,18 @@ def _check(expression: str, program: _cel.Program) -> str | None:
     variable or function, an undefined field of ``device``), found without types: nothing is checked of
     what an attribute holds (its type is ``dyn``), so a type mismatch is still found when evaluated."""
     references = program.references()
+    tokens = _tokens(expression)
+    bound = _bound_names(tokens)
+    if "format" in references["variables"] and "format" not in bound:  # format.named(…), format.dns1123Label()
+        return "function 'format' of the Kubernetes CEL environment is not supported by gang-scheduler"
     for name in references["functions"]:
-        if name[:1] in "_@!-":
-            continue  # an operator
+        if name.startswith("@") or not name.isidentifier():
+            continue  # an operator: _+_, _[_], !_, @in, @not_strictly_false
         if name in NOT_PROVIDED:
             return f"function '{name}' of the Kubernetes CEL environment is not supported by gang-scheduler"
         if name not in _PROVIDED:
             return f"undeclared reference to '{name}' (in container '')"  # wording: cel-go checker
-    tokens = _tokens(expression)
-    bound = _bound_names(tokens)
     for name in references["variables"]:
-        if name == "optional":
-            return "function 'optional' of the Kubernetes CEL environment is not supported by gang-scheduler"
         if name not in _NAMES and name not in bound:
             return f"undeclared reference to '{name}' (in container '')"  # wording: cel-go checker
     for i, token in enumerate(tokens):
@@ -471,6 +466,21 @@ def _check(expression: str, program: _cel.Program) -> str | None:
                 and _is(tokens, i + 1, len(tokens), ".") and i + 2 < len(tokens)
                 and tokens[i + 2].kind == "ident" and tokens[i + 2].text not in DEVICE_FIELDS):
             return f"undefined field '{tokens[i + 2].text}'"  # wording: cel-go checker
+    return _literal_regex_error(tokens)
+
+
+def _literal_regex_error(tokens: list[_Token]) -> str | None:
+    """Why a literal pattern of ``find``/``findAll`` is refused, else None: Kubernetes compiles such a pattern
+    when it makes the program (regex.go ``FindRegexOptimization``), so a pattern Go refuses fails the claim at
+    admission (``program instantiation failed: error parsing regexp: …``), not per device."""
+    hi = len(tokens)
+    for i, token in enumerate(tokens):
+        if (token.kind == "ident" and token.text in ("find", "findAll") and _is(tokens, i - 1, hi, ".")
+                and _is(tokens, i + 1, hi, "(") and i + 2 < hi and tokens[i + 2].kind == "string"
+                and (_is(tokens, i + 3, hi, ")") or _is(tokens, i + 3, hi, ","))):
+            pattern = _cel.compile(tokens[i + 2].text).execute()  # the literal's value: escapes, raw strings
+            if isinstance(pattern, str) and (problem := cel_library.regex_error(pattern)):
+                return f"program instantiation failed: {problem}"  # wording: compile.go CompileCELExpression
     return None
 
 
@@ -546,12 +556,6 @@ def _as_version(value: object, function: str) -> Version:
     raise TypeError(f"no such overload: {function}({_cel_type_name(value)})")
 
 
-def _as_text(value: object, function: str) -> str:
-    if isinstance(value, str):
-        return value
-    raise TypeError(f"no such overload: {function}({_cel_type_name(value)})")
-
-
 @functools.lru_cache(maxsize=1024)
 def _canonical_quantity(text: str) -> str:
     """Canonical form of a ``quantity("…")`` argument; ``ValueError`` where ``ParseQuantity`` fails."""
@@ -565,11 +569,7 @@ def _quantity(text: object) -> dict[str, str]:
 
 
 def _is_quantity_text(text: object) -> bool:
-    try:
-        _canonical_quantity(_as_text(text, "isQuantity"))
-    except ValueError:
-        return False
-    return True
+    return accepts(_canonical_quantity, text, "isQuantity")
 
 
 def _semver(text: object, normalize: object = False) -> dict[str, str]:
@@ -579,11 +579,7 @@ def _semver(text: object, normalize: object = False) -> dict[str, str]:
 
 
 def _is_semver_text(text: object, normalize: object = False) -> bool:
-    try:
-        _semver(_as_text(text, "isSemver"), normalize)
-    except ValueError:
-        return False
-    return True
+    return accepts(functools.partial(_semver, normalize=normalize), text, "isSemver")
 
 
 def _compare_to(left: object, right: object, function: str = "compareTo") -> int:
@@ -652,13 +648,6 @@ def _patch(value: object) -> int:
 MAX_ATTRIBUTE_VALUES: Final = 64
 """``ResourceSliceMaxAttributeValuesPerDevice`` of resource.k8s.io/v1: ``includes`` refuses a longer list
 (compile.go ``includesFunc``, v1.37)."""
-
-
-def _same(left: object, right: object) -> bool:
-    """CEL equality of two values: a bool never equals a number (Python's ``True == 1`` does)."""
-    if isinstance(left, bool) or isinstance(right, bool):
-        return isinstance(left, bool) and isinstance(right, bool) and left == right
-    return left == right
 
 
 def _includes(target: object, value: object) -> bool:
@@ -735,14 +724,25 @@ _FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "major": _major,
     "minor": _minor,
     "patch": _patch,
+    # Kubernetes' regex, IP and CIDR libraries
+    **cel_library.FUNCTIONS,
 }
 """The functions of the Kubernetes DRA CEL environment the library does not have natively, as Python
 callbacks: ``includes``, the strings and sets extensions and the list library (the library's own
-``cel.stdlib`` implementations where it has them), the quantity and semver libraries. The library calls
-``x.f(a)`` as ``f(x, a)``."""
+``cel.stdlib`` implementations where it has them), the quantity and semver libraries, and the regex, IP and
+CIDR libraries of :mod:`scheduler.dra.cel_library`. The library calls ``x.f(a)`` as ``f(x, a)``."""
 
-_PROVIDED: Final = _STANDARD_FUNCTIONS | {"bind"} | {name.rpartition(".")[2] for name in _FUNCTIONS}
-"""Every function a selector may call here: CEL's own, ``cel.bind`` and those of :data:`_FUNCTIONS`."""
+OPTIONAL_FUNCTIONS: Final = frozenset({"of", "none", "ofNonZeroValue", "hasValue", "value", "orValue", "or"})
+"""The optional-value functions the library runs natively (cel-go ``cel.OptionalTypes``, in Kubernetes' base
+environment since 1.28); its parser refuses the ``.?``, ``[?``, ``[?e]`` and ``{?k: v}`` syntax."""
+
+_CALLBACKS: Final = {**_FUNCTIONS, **cel_library.HELPERS}
+""":data:`_FUNCTIONS` and the helpers only rewritten text calls."""
+
+_PROVIDED: Final = (_STANDARD_FUNCTIONS | TWO_VARIABLE_MACROS | OPTIONAL_FUNCTIONS | {"bind", "sortBy"}
+                    | {name.rpartition(".")[2] for name in _FUNCTIONS})
+"""Every function a selector may call here: CEL's own, the two-variable macros, the optional-value functions,
+``cel.bind`` and those of :data:`_FUNCTIONS`."""
 
 
 # --- source rewriting: empty-map default for domains, cel.bind ---------------------------------
@@ -838,9 +838,57 @@ def _emit(tokens: list[_Token], lo: int, hi: int) -> str:
                 out.append(f"{token.lead}[{value}].map({name}, {body})[0]")
                 i = close + 1
                 continue
+        if after_dot and token.text == "sortBy" and token.kind == "ident" and _is(tokens, i + 1, hi, "("):
+            close = _closing(tokens, i + 1, hi)
+            arguments = _split_arguments(tokens, i + 2, close)
+            first = arguments[0]
+            if len(arguments) == 2 and first[1] - first[0] == 1 and tokens[first[0]].kind == "ident":
+                name, key = tokens[arguments[0][0]].text, _emit(tokens, *arguments[1])
+                out.append(f"{token.lead}map({name}, [{name}, {key}])._sort_by_keys()")  # ext/lists.go sortByMacro
+                i = close + 1
+                continue
+        if after_dot and token.kind == "ident" and token.text in TWO_VARIABLE_MACROS and _is(tokens, i + 1, hi, "("):
+            close = _closing(tokens, i + 1, hi)
+            arguments = _split_arguments(tokens, i + 2, close)
+            if _two_variable_form(token.text, tokens, arguments):
+                names = (tokens[arguments[0][0]].text, tokens[arguments[1][0]].text)
+                parts = [_emit(tokens, *argument) for argument in arguments[2:]]
+                out.append(token.lead + _two_variable(token.text, names, parts))
+                i = close + 1
+                continue
         out.append(token.lead + token.text)
         i += 1
     return "".join(out)
+
+
+def _two_variable_form(macro: str, tokens: list[_Token], arguments: list[tuple[int, int]]) -> bool:
+    """Whether ``arguments`` are a two-variable call of ``macro``: two names, then one expression (two, a filter
+    and a transform, for the ``transform…`` macros)."""
+    count = len(arguments)
+    if count != 3 and not (count == 4 and macro.startswith("transform")):
+        return False
+    return all(hi - lo == 1 and tokens[lo].kind == "ident" for lo, hi in arguments[:2])
+
+
+def _two_variable(macro: str, names: tuple[str, str], parts: list[str]) -> str:
+    """The text replacing ``.macro(a, b, …)`` after its receiver: one-variable macros over ``_entries()``, the
+    receiver's ``[key or index, value]`` pairs, binding ``a`` and ``b`` like ``cel.bind`` (cel-go
+    ``ext/comprehensions.go``: the same accumulation, one step per entry)."""
+    first, second = names
+
+    def bound(body: str) -> str:
+        return f"[_e[0]].map({first}, [_e[1]].map({second}, {body})[0])[0]"
+
+    if macro in ("all", "exists"):
+        return f"_entries().{macro}(_e, {bound(parts[0])})"
+    if macro in ("existsOne", "exists_one"):
+        return f"_entries().exists_one(_e, {bound(parts[0])})"
+    kept = f"filter(_e, {bound(parts[0])})." if len(parts) == 2 else ""
+    if macro == "transformList":
+        return f"_entries().{kept}map(_e, {bound(parts[-1])})"
+    if macro == "transformMap":
+        return f"_entries().{kept}map(_e, [_e[0], {bound(parts[-1])}])._to_map()"
+    return f"_entries().{kept}map(_e, {bound(parts[-1])})._merge_maps()"
 
 
 def _closing(tokens: list[_Token], start: int, hi: int) -> int:

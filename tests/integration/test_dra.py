@@ -661,3 +661,44 @@ async def test_binding_conditions_never_met_time_out_and_roll_the_whole_gang_bac
         assert "(5 s; not True:" in note and "no member bound" in note
         assert devices(await claim(kube, "g-0-gpu")) == devices(await claim(kube, "g-1-gpu")) == []
     assert not [r for r in list(k8s) if is_binding(r)]
+
+
+def netdev_slice(node: str) -> dict[str, Any]:
+    """Four netdevs as dranet publishes them: the interface name and its address with the prefix."""
+    devices = [{"name": f"pci-0000-{20 + i}-01-0",
+                "attributes": {"dra.net/ifName": {"string": f"ens{65 + i}"},
+                               "dra.net/ipv4": {"string": f"198.51.100.{11 + i}/24"},
+                               "dra.net/rdma": {"bool": False}}} for i in range(4)]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-dra.net"},
+            "spec": {"driver": "dra.net", "nodeName": node, "devices": devices,
+                     "pool": {"name": node, "generation": 0, "resourceSliceCount": 1}}}
+
+
+@pytest.mark.looptime
+async def test_selectors_using_cidr_and_find_pick_the_devices_live(kube: KubeClient) -> None:
+    """A DeviceClass keeps the netdevs with ``find`` on their interface name, each claim the addresses in
+    ``198.51.100.12/31`` with ``cidr``/``containsIP``: the two members get exactly the .12 and .13 netdevs."""
+    net = "device.attributes['dra.net']"
+    await create_node(kube, "n0", cpu="8")
+    await kube.create(RESOURCE_SLICES, None, netdev_slice("n0"))
+    await kube.create(DEVICE_CLASSES, None, {
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "netdev.dra.net"},
+        "spec": {"selectors": [{"cel": {"expression": f"{net}.ifName.find('^ens[0-9]+$') != ''"}}]}})
+    spec = {"devices": {"requests": [{"name": "gpu", "exactly": {
+        "deviceClassName": "netdev.dra.net",
+        "selectors": [{"cel": {"expression": f"cidr('198.51.100.12/31').containsIP(cidr({net}.ipv4).ip())"}}]}}]}}
+    await kube.create(PODGROUPS, NS, podgroup("net", 2))
+    for i in range(2):
+        pod = await kube.create(PODS, NS, dra_pod(f"net-{i}", "net", {"gpu": f"net-{i}-nic"}))
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"],
+                 "controller": True, "blockOwnerDeletion": True}
+        await kube.create(RESOURCE_CLAIMS, NS, {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": f"net-{i}-nic", "namespace": NS, "ownerReferences": [owner],
+                         "annotations": {"resource.kubernetes.io/pod-claim-name": "gpu"}},
+            "spec": spec})
+    async with running(kube):
+        placed = await until(lambda: bound_at_least(kube, "net-", 2), what="gang bound")
+    assert placed == {"net-0": "n0", "net-1": "n0"}
+    taken = sorted([*devices(await claim(kube, "net-0-nic")), *devices(await claim(kube, "net-1-nic"))])
+    assert taken == ["pci-0000-21-01-0", "pci-0000-22-01-0"]  # 198.51.100.12 and .13

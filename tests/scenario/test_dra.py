@@ -65,6 +65,31 @@ def without(tmp_path: Path, source: Path, prefix: str) -> Path:
     return path
 
 
+def claim_template_gang(tmp_path: Path, name: str, n: int, template: str) -> Path:
+    """A PodGroup ``name`` of ``n`` pods (``<name>-<i>``, tolerating the GPU taint), each with one claim
+    ``net`` made from ResourceClaimTemplate ``template``."""
+    text = f"""
+    apiVersion: scheduling.k8s.io/v1beta1
+    kind: PodGroup
+    metadata: {{name: {name}, namespace: default}}
+    spec: {{schedulingPolicy: {{gang: {{minCount: {n}}}}}}}
+    """
+    for i in range(n):
+        text += f"""
+    ---
+    apiVersion: v1
+    kind: Pod
+    metadata: {{name: {name}-{i}, namespace: default}}
+    spec:
+      schedulerName: gang-scheduler
+      schedulingGroup: {{podGroupName: {name}}}
+      resourceClaims: [{{name: net, resourceClaimTemplateName: {template}}}]
+      tolerations: [{{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}]
+      containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: net}}]}}}}]
+    """
+    return write(tmp_path, f"{name}-{n}.yaml", text)
+
+
 def assert_no_device_twice(sim: Simulation) -> None:
     """No device given to two claims in the run, nor one the snapshot's claims already hold."""
     given = Counter(d for a in sim.allocations for d in a.allocation.device_ids)
@@ -266,26 +291,7 @@ def test_gpu_and_efa_of_one_claim_share_a_pcie_root_on_the_p4d_node(tmp_path: Pa
              DATA / "resourceslices" / "dranet-gpu-efa-claimtemplates.yaml"]
 
     def gang(n: int) -> Path:
-        text = f"""
-        apiVersion: scheduling.k8s.io/v1beta1
-        kind: PodGroup
-        metadata: {{name: nccl, namespace: default}}
-        spec: {{schedulingPolicy: {{gang: {{minCount: {n}}}}}}}
-        """
-        for i in range(n):
-            text += f"""
-        ---
-        apiVersion: v1
-        kind: Pod
-        metadata: {{name: nccl-{i}, namespace: default}}
-        spec:
-          schedulerName: gang-scheduler
-          schedulingGroup: {{podGroupName: nccl}}
-          resourceClaims: [{{name: net, resourceClaimTemplateName: gpu-efa-aligned}}]
-          tolerations: [{{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}]
-          containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: net}}]}}}}]
-        """
-        return write(tmp_path, f"gang-{n}.yaml", text)
+        return claim_template_gang(tmp_path, "nccl", n, "gpu-efa-aligned")
 
     sim = run(*files, gang(4))
     assert status(sim) == {"nccl": "Scheduled"}
@@ -303,6 +309,54 @@ def test_gpu_and_efa_of_one_claim_share_a_pcie_root_on_the_p4d_node(tmp_path: Pa
     assert status(five) == {"nccl": "Unschedulable"} and five.allocations == []
     assert five.groups[0].reason == ("gang nccl: 4/5 placeable (minCount 5); 0/1 nodes are available: "
                                      "1 cannot allocate all claims.")
+
+
+def test_netdevs_picked_by_cidr_and_find_on_the_address_dranet_publishes(tmp_path: Path) -> None:
+    """dranet publishes a netdev's address with its prefix (``dra.net/ipv4: 198.51.100.11/24``) and its
+    interface name; a DeviceClass keeps the ENA netdevs (``find`` on ``ifName``) and the claim the two whose
+    address is in ``198.51.100.12/31`` (``cidr``/``containsIP``): a gang of 2 gets exactly those, a gang of 3
+    cannot be placed."""
+    files = [DATA / "nodes" / "a100-8gpu-eks-p4d-dra.yaml", DATA / "resourceslices" / "dranet-efa-p4d.yaml"]
+    net = "device.attributes['dra.net']"
+    objects = write(tmp_path, "netdevs.yaml", f"""
+        apiVersion: resource.k8s.io/v1
+        kind: DeviceClass
+        metadata: {{name: netdev.dra.net}}
+        spec:
+          selectors:
+          - cel:
+              expression: "device.driver == 'dra.net' && 'ifName' in {net} && {net}.ifName.find('^ens[0-9]+$') != ''"
+        ---
+        apiVersion: resource.k8s.io/v1
+        kind: ResourceClaimTemplate
+        metadata: {{name: upper-half, namespace: default}}
+        spec:
+          spec:
+            devices:
+              requests:
+              - name: nic
+                exactly:
+                  deviceClassName: netdev.dra.net
+                  selectors:
+                  - cel: {{expression: "cidr('198.51.100.12/31').containsIP(cidr({net}.ipv4).ip())"}}
+        """)
+
+    def gang(n: int) -> Path:
+        return claim_template_gang(tmp_path, "net", n, "upper-half")
+
+    sim = run(*files, objects, gang(2))
+    assert status(sim) == {"net": "Scheduled"}
+    assert sim.initial is not None and sim.initial.dra is not None
+    inventory = sim.initial.dra.inventory
+    addresses = sorted(inventory.devices[f"{d}/{p}/{n}"].attributes["dra.net/ipv4"]
+                       for x in sim.allocations for _, d, p, n in x.allocation.results)
+    assert addresses == ["198.51.100.12/24", "198.51.100.13/24"]
+    assert_no_device_twice(sim)
+    three = run(*files, objects, gang(3))
+    assert status(three) == {"net": "Unschedulable"} and three.allocations == []
+    assert three.groups[0].reason == ("gang net: 2/3 placeable (minCount 3); 0/1 nodes are available: "
+                                      "1 cannot allocate all claims.")
+
 
 
 SMALL = """
