@@ -241,6 +241,8 @@ def render_text(sim: Simulation) -> str:
             out.append(f"{indent}       placed {len(g.placements)} pod(s) on {nodes}")
             out.extend(_device_lines(_allocations_of(sim, g), f"{indent}       "))
             out.extend(_volume_lines(sim, g, f"{indent}       "))
+        elif g.status == SCHEDULED and g.key.kind == "PodGroup" and not g.reason:
+            out.append(f"{indent}       nothing to place: its bound members satisfy it")
         if g.reason:
             out.append(f"{indent}       {g.status}: {_continued(g.reason, indent + '         ')}")
         if g.key == g.root:
