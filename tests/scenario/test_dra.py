@@ -273,16 +273,7 @@ def test_a_claim_naming_a_device_class_that_does_not_exist_is_told_so_with_the_c
 def test_a_missing_device_class_is_named_also_when_no_device_is_published(tmp_path: Path) -> None:
     """No ResourceSlice at all (a dump made without the DRA kinds): kube-scheduler's allocator checks the class
     before any device, so the missing class is still the reason, not a bare ``cannot allocate all claims``."""
-    text = node_class_and_gang("n1", "gpu.example.com", "gpu.example.com", "pair", 2) + """
-    ---
-    apiVersion: resource.k8s.io/v1
-    kind: ResourceClaimTemplate
-    metadata: {name: one-gpu, namespace: default}
-    spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}]}}}
-    """
-    for i in range(2):
-        text += member(f"w-{i}", "pair", "resourceClaimTemplateName: one-gpu")
-    sim = run(write(tmp_path, "pair.yaml", text))
+    sim = run(write(tmp_path, "pair.yaml", one_gpu_pair("n1", "gpu.nvidia.com")))
     assert status(sim) == {"pair": "Unschedulable"}
     assert sim.dra_problems == ["request gpu: DeviceClass gpu.nvidia.com not found"]
     (group,) = sim.groups
@@ -455,6 +446,19 @@ def member(name: str, group: str, claim: str, extra: str = "") -> str:
     """
 
 
+def one_gpu_pair(node: str, claim_class: str) -> str:
+    """YAML for :func:`node_class_and_gang` (class ``gpu.example.com``, gang ``pair`` of 2) and its members
+    ``w-0``, ``w-1``, each with a claim from template ``one-gpu``: one device of ``claim_class``."""
+    text = node_class_and_gang(node, "gpu.example.com", "gpu.example.com", "pair", 2) + f"""
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceClaimTemplate
+    metadata: {{name: one-gpu, namespace: default}}
+    spec: {{spec: {{devices: {{requests: [{{name: gpu, exactly: {{deviceClassName: {claim_class}}}}}]}}}}}}
+    """
+    return text + "".join(member(f"w-{i}", "pair", "resourceClaimTemplateName: one-gpu") for i in range(2))
+
+
 def test_members_own_claims_swap_mig_devices_when_the_first_choice_is_the_only_fit_of_the_second(
         tmp_path: Path) -> None:
     """The static-MIG A100 node: ``w-0``'s claim accepts any device with ≥ 19Gi (the 3g.20gb instance or
@@ -494,15 +498,7 @@ def test_a_pool_whose_two_slices_list_the_same_devices_is_ignored_and_the_gang_i
     twin = json.loads(json.dumps(item))
     twin["metadata"]["name"] += "-2"
     node = item["spec"]["nodeName"]
-    text = node_class_and_gang(node, "gpu.example.com", "gpu.example.com", "pair", 2) + """
-    ---
-    apiVersion: resource.k8s.io/v1
-    kind: ResourceClaimTemplate
-    metadata: {name: one-gpu, namespace: default}
-    spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}
-    """
-    for i in range(2):
-        text += member(f"w-{i}", "pair", "resourceClaimTemplateName: one-gpu")
+    text = one_gpu_pair(node, "gpu.example.com")
     slices = tmp_path / "slices.yaml"
     slices.write_text(yaml.safe_dump_all([item, twin]))
     sim = run(slices, write(tmp_path, "pair.yaml", text))
