@@ -82,6 +82,7 @@ from typing import Any, Final, TypeAlias
 import cel as _cel
 from cel import stdlib as _stdlib
 
+from scheduler.dra import cel_cost
 from scheduler.model.quantity import parse as parse_quantity
 
 # Our callbacks raise on a wrong argument type; the library re-raises that as RuntimeError (which
@@ -374,7 +375,7 @@ def _compile(expression: str) -> Selector | str:
         program = _cel.compile(expression)
     except (ValueError, RuntimeError) as exc:
         return f"CEL compile error: {exc}"  # wording: structured allocator selectorsMatch, v1.37
-    if problem := _check(expression, program):
+    if problem := _check(expression, program) or cel_cost.limit_error(expression):
         return f"CEL compile error: {problem}"
     rewritten = _rewrite(expression)
     if rewritten != expression:
