@@ -862,7 +862,8 @@ class _Coster:
         fn, target, args = e.function, e.target, e.args
         size = self.size_or_unknown
         if fn in ("sets.contains", "sets.equivalent", "sets.intersects") and len(args) == 2:
-            return _add(_mul(size(args[0]), size(args[1])), _ONE), None
+            factor = 2 if fn == "sets.equivalent" else 1  # equivalence is two containment checks
+            return _add(_factor(_mul(size(args[0]), size(args[1])), factor), _ONE), None
         if fn == "includes" and target is not None:
             return (_INCLUDES_COST, _INCLUDES_COST), None
         if fn == "asList" and target is not None:
