@@ -37,7 +37,8 @@ other than ``device`` and those the macros bind, a field of ``device`` other tha
 compile error with cel-go's wording, so a claim is refused when read rather than per device.
 Functions of Kubernetes' base environment this library cannot run (:data:`NOT_PROVIDED`: regex
 ``find``/``findAll``, ``url``, ``ip``, ``cidr``, ``format``, image, optional types, two-variable
-comprehensions) are refused the same way, naming the function.
+comprehensions) are refused the same way, naming the function. A selector whose estimated cost exceeds
+``CELSelectorExpressionMaxCost`` is refused too, with the API server's ``too complex, exceeds cost limit``.
 
 An expression that does not parse raises :class:`SelectorError` from :func:`compile_selector`; one that
 fails on a device, or gives something other than a bool, raises it from :meth:`Selector.matches`.
@@ -58,8 +59,10 @@ selectors". It has no custom value types and no default-valued maps, so this mod
 
 Known differences from Kubernetes: the static check has no types (an attribute is ``dyn`` there too,
 but a type mismatch elsewhere, or a non-bool result, is found when evaluated, not when compiled);
-there is no cost estimate, so the API's per-expression cost limit is not applied (the library has no
-cost model to estimate with); the functions of :data:`NOT_PROVIDED` are refused. ``size()`` and
+the per-expression cost limit is applied to cel-go's estimate when compiled
+(:func:`scheduler.dra.cel_cost.limit_error`, the API server's check), not to the actual cost while
+evaluating (the library does not count it; kube-scheduler does); the functions of :data:`NOT_PROVIDED`
+are refused. ``size()`` and
 ``type()`` of a quantity or semver see the map. A domain map reached by aliasing ``device.attributes``
 itself (``cel.bind(a, device.attributes, a["x"])``) errors on a missing domain instead of giving an
 empty map.
@@ -359,7 +362,8 @@ def compile_selector(expression: str) -> Selector:
     """The compiled form of one CEL selector expression, compiled once per distinct text.
 
     Raises :class:`SelectorError` (reason ``CEL compile error: …``, with the library's position
-    marker) when the expression does not parse. Failures are remembered too, so a bad expression
+    marker) when the expression does not parse, uses an undeclared name, or its estimated cost is over
+    the API's limit (``too complex, exceeds cost limit``). Failures are remembered too, so a bad expression
     in a DeviceClass costs one compile, not one per scheduling cycle.
     """
     compiled = _compile(expression)
