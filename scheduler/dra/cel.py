@@ -752,20 +752,7 @@ _PROVIDED: Final = _STANDARD_FUNCTIONS | {"bind"} | {name.rpartition(".")[2] for
 
 # --- source rewriting: empty-map default for domains, cel.bind ---------------------------------
 
-_TOKEN = re.compile(
-    "|".join(
-        (
-            r"(?P<space>\s+|//[^\n]*)",
-            # raw strings first (no escapes), then ordinary strings; b-prefixes are bytes
-            r"(?P<string>(?:[bB]?[rR]|[rR][bB])(?:'''.*?'''|\"\"\".*?\"\"\"|'[^'\n]*'|\"[^\"\n]*\")"
-            r"|[bB]?(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"))",
-            r"(?P<number>0[xX][0-9a-fA-F]+[uU]?|[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?[uU]?)",
-            r"(?P<ident>[A-Za-z_][A-Za-z0-9_]*)",
-            r"(?P<punct>.)",
-        )
-    ),
-    re.DOTALL,
-)
+_TOKEN: Final = cel_cost.TOKEN
 _DOMAIN_MAPS: Final = frozenset({"attributes", "capacity"})
 
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
@@ -75,11 +74,13 @@ _INCLUDES_COST: Final = 48  # ResourceSliceMaxAttributeValuesPerDevice: "cost of
 
 
 def _add(a: Estimate, b: Estimate) -> Estimate:
-    return min(a[0] + b[0], _U64), min(a[1] + b[1], _U64)
+    low, high = a[0] + b[0], a[1] + b[1]
+    return (low if low < _U64 else _U64), (high if high < _U64 else _U64)
 
 
 def _mul(a: Estimate, b: Estimate) -> Estimate:
-    return min(a[0] * b[0], _U64), min(a[1] * b[1], _U64)
+    low, high = a[0] * b[0], a[1] * b[1]
+    return (low if low < _U64 else _U64), (high if high < _U64 else _U64)
 
 
 def _factor(a: Estimate, factor: float) -> Estimate:
@@ -155,7 +156,6 @@ class Comprehension:
 Expr: TypeAlias = Literal | Ident | Select | Call | ListExpr | MapExpr | StructExpr | Comprehension
 """A node of cel-go's AST (``common/ast``), macros expanded."""
 
-_Operand: TypeAlias = Callable[[], Expr]
 
 
 # --- parsing -------------------------------------------------------------------------------------
@@ -165,68 +165,73 @@ class CostParseError(ValueError):
     """The text is not CEL this parser understands (only for text the library refused too)."""
 
 
-_SCAN = re.compile(
-    r"""(?P<space>\s+|//[^\n]*)
-    |(?P<string>(?P<prefix>[bBrR]{0,2})(?P<quote>'''|\"\"\"|'|")(?P<body>(?:\\.|(?!(?P=quote)).)*?)(?P=quote))
-    |(?P<number>0[xX][0-9a-fA-F]+[uU]?|(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?[uU]?)
-    |(?P<ident>[A-Za-z_][A-Za-z0-9_]*)
-    |(?P<op>&&|\|\||==|!=|<=|>=|[-+*/%!<>?:.,()\[\]{}])""",
-    re.VERBOSE | re.DOTALL,
+TOKEN: Final = re.compile(
+    "|".join(
+        (
+            r"(?P<space>\s+|//[^\n]*)",
+            # raw strings first (no escapes), then ordinary strings; b-prefixes are bytes
+            r"(?P<string>(?:[bB]?[rR]|[rR][bB])(?:'''.*?'''|\"\"\".*?\"\"\"|'[^'\n]*'|\"[^\"\n]*\")"
+            r"|[bB]?(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"))",
+            r"(?P<number>0[xX][0-9a-fA-F]+[uU]?|[0-9]*\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+(?:[eE][+-]?[0-9]+)?[uU]?)",
+            r"(?P<ident>[A-Za-z_][A-Za-z0-9_]*)",
+            r"(?P<punct>&&|\|\||[=!<>]=|.)",
+        )
+    ),
+    re.DOTALL,
 )
+"""CEL's tokens (cel-go ``parser/gen/CEL.g4``): space and comments, string and bytes literals (raw ones
+without escapes), numbers, identifiers, operators; also the tokenizer of ``scheduler.dra.cel``'s rewrite."""
 
 _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-3][0-7]{2}|.)", re.DOTALL)
 _SIMPLE_ESCAPES: Final = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 
+_Tok: TypeAlias = tuple[str, str, object]
+"""``(kind, text, value)``: kind ``string`` (text ``string``/``bytes``, value the decoded size),
+``number``, ``ident``, ``op`` or ``end``."""
 
-def _unescape(body: str) -> str:
+
+def _literal_size(body: str, raw: bool, is_bytes: bool) -> int:
+    """The size of a literal's value (cel-go ``computeExprSize``): code points of a string, bytes of a
+    bytes literal, where ``\\xHH`` and octal escapes are one byte each."""
+
     def one(match: re.Match[str]) -> str:
         code = match.group(1)
         if len(code) > 1:
+            if is_bytes and code[0] not in "uU":
+                return "\0"
             return chr(int(code[1:], 16) if code[0] in "xuU" else int(code, 8))
         return _SIMPLE_ESCAPES.get(code, code)
 
-    return _ESCAPE.sub(one, body)
+    value = body if raw or "\\" not in body else _ESCAPE.sub(one, body)
+    return len(value.encode("utf-8", "surrogatepass")) if is_bytes else len(value)
 
 
-@dataclass(slots=True)
-class _Token:
-    kind: str  # string | number | ident | op | end
-    text: str
-    value: object = None
-
-
-def _scan(text: str) -> list[_Token]:
-    tokens: list[_Token] = []
-    position = 0
-    while position < len(text):
-        match = _SCAN.match(text, position)
-        if match is None:
-            raise CostParseError(f"unexpected character at {position}")
-        position = match.end()
-        kind = match.lastgroup
-        if kind == "space":
-            continue
-        if match.group("string") is not None:
-            prefix, body = match.group("prefix").lower(), match.group("body")
-            if prefix.count("r") + prefix.count("b") != len(prefix) or len(prefix) > len(set(prefix)):
-                raise CostParseError(f"bad string prefix {prefix!r}")
-            decoded = body if "r" in prefix else _unescape(body)
-            is_bytes = "b" in prefix
-            tokens.append(_Token("string", "bytes" if is_bytes else "string",
-                                 len(decoded.encode()) if is_bytes else len(decoded)))
-        elif match.group("number") is not None:
-            tokens.append(_Token("number", match.group("number")))
-        elif match.group("ident") is not None:
-            tokens.append(_Token("ident", match.group("ident")))
-        else:
-            tokens.append(_Token("op", match.group("op")))
-    tokens.append(_Token("end", ""))
+def _scan(text: str) -> list[_Tok]:
+    tokens: list[_Tok] = []
+    for _, string, number, ident, punct in TOKEN.findall(text):
+        if ident:
+            tokens.append(("ident", ident, None))
+        elif punct:
+            tokens.append(("op", punct, None))
+        elif number:
+            tokens.append(("number", number, None))
+        elif string:
+            quote = len(string) - len(string.lstrip("bBrR"))
+            prefix, rest = string[:quote].lower(), string[quote:]
+            width = 3 if rest[:3] in ("'''", '"""') and len(rest) >= 6 else 1
+            size = _literal_size(rest[width:-width], "r" in prefix, "b" in prefix)
+            tokens.append(("string", "bytes" if "b" in prefix else "string", size))
+    tokens.append(("end", "", None))
     return tokens
 
 
-_RELATIONS: Final = {"<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_", "==": "_==_", "!=": "_!=_", "in": "@in"}
-_ADDITIVE: Final = {"+": "_+_", "-": "_-_"}
-_MULTIPLICATIVE: Final = {"*": "_*_", "/": "_/_", "%": "_%_"}
+_BINARY: Final[dict[str, tuple[int, str]]] = {
+    "||": (1, "_||_"), "&&": (2, "_&&_"),
+    **{op: (3, f"_{op}_") for op in ("<", "<=", ">", ">=", "==", "!=")}, "in": (3, "@in"),
+    "+": (4, "_+_"), "-": (4, "_-_"), "*": (5, "_*_"), "/": (5, "_/_"), "%": (5, "_%_"),
+}
+"""Binary operators by precedence (CEL.g4: ``||`` < ``&&`` < relations < ``+ -`` < ``* / %``), all
+left-associative, with cel-go's function names."""
 _NAMESPACES: Final = frozenset({"cel", "sets", "strings", "math", "base64", "format", "ip", "optional"})
 _ACCUMULATOR: Final = "@result"
 
@@ -238,69 +243,53 @@ def parse(text: str) -> Expr:
     """
     parser = _Parser(_scan(text))
     expr = parser.expr()
-    if parser.peek().kind != "end":
-        raise CostParseError(f"unexpected {parser.peek().text!r}")
+    if parser.peek()[0] != "end":
+        raise CostParseError(f"unexpected {parser.peek()[1]!r}")
     return expr
 
 
 class _Parser:
-    def __init__(self, tokens: list[_Token]) -> None:
+    def __init__(self, tokens: list[_Tok]) -> None:
         self.tokens = tokens
         self.position = 0
 
-    def peek(self) -> _Token:
+    def peek(self) -> _Tok:
         return self.tokens[self.position]
 
-    def take(self) -> _Token:
+    def take(self) -> _Tok:
         token = self.tokens[self.position]
         self.position += 1
         return token
 
     def accept(self, text: str) -> bool:
-        token = self.peek()
-        if token.kind in ("op", "ident") and token.text == text:
+        kind, token, _ = self.tokens[self.position]
+        if token == text and kind != "string":
             self.position += 1
             return True
         return False
 
     def expect(self, text: str) -> None:
         if not self.accept(text):
-            raise CostParseError(f"expected {text!r}, got {self.peek().text!r}")
+            raise CostParseError(f"expected {text!r}, got {self.peek()[1]!r}")
 
     def expr(self) -> Expr:
-        condition = self.binary("||", "_||_", self.conditional_and)
+        condition = self.binary(1)
         if self.accept("?"):
-            if_true = self.binary("||", "_||_", self.conditional_and)
+            if_true = self.binary(1)
             self.expect(":")
             return Call("_?_:_", None, [condition, if_true, self.expr()])
         return condition
 
-    def conditional_and(self) -> Expr:
-        return self.binary("&&", "_&&_", self.relation)
-
-    def binary(self, operator: str, function: str, operand: _Operand) -> Expr:
-        left = operand()
-        while self.accept(operator):
-            left = Call(function, None, [left, operand()])
-        return left
-
-    def relation(self) -> Expr:
-        return self.levels(_RELATIONS, self.addition)
-
-    def addition(self) -> Expr:
-        return self.levels(_ADDITIVE, self.multiplication)
-
-    def multiplication(self) -> Expr:
-        return self.levels(_MULTIPLICATIVE, self.unary)
-
-    def levels(self, operators: dict[str, str], operand: _Operand) -> Expr:
-        left = operand()
-        while (token := self.peek()).kind in ("op", "ident") and token.text in operators:
-            self.take()
-            right = operand()
-            left = Call("@in", None, [left, right]) if token.text == "in" else Call(
-                operators[token.text], None, [left, right])
-        return left
+    def binary(self, lowest: int) -> Expr:
+        """Precedence climbing over :data:`_BINARY`, operators of ``lowest`` precedence and above."""
+        left = self.unary()
+        while True:
+            kind, token, _ = self.tokens[self.position]
+            operator = _BINARY.get(token) if kind in ("op", "ident") else None
+            if operator is None or operator[0] < lowest:
+                return left
+            self.position += 1
+            left = Call(operator[1], None, [left, self.binary(operator[0] + 1)])
 
     def unary(self) -> Expr:
         for operator, function in (("!", "!_"), ("-", "-_")):
@@ -320,13 +309,10 @@ class _Parser:
         expr = self.primary()
         while True:
             if self.accept("."):
-                name = self.take()
-                if name.kind != "ident":
-                    raise CostParseError(f"expected a field name, got {name.text!r}")
-                if self.accept("("):
-                    expr = self.member_call(expr, name.text, self.arguments(")"))
-                else:
-                    expr = Select(expr, name.text)
+                kind, name, _ = self.take()
+                if kind != "ident":
+                    raise CostParseError(f"expected a field name, got {name!r}")
+                expr = self.member_call(expr, name, self.arguments(")")) if self.accept("(") else Select(expr, name)
             elif self.accept("["):
                 index = self.expr()
                 self.expect("]")
@@ -355,23 +341,22 @@ class _Parser:
         return Call(name, target, args)
 
     def primary(self) -> Expr:
-        token = self.take()
-        if token.kind == "string":
-            return Literal(token.text, token.value)
-        if token.kind == "number":
-            return _number(token.text)
-        if token.kind == "ident":
-            return self.identifier(token.text)
-        if token.text == ".":  # a leading dot: the root container
-            name = self.take()
-            return self.identifier(name.text)
-        if token.text == "(":
+        kind, token, value = self.take()
+        if kind == "string":
+            return Literal(token, value)
+        if kind == "number":
+            return _number(token)
+        if kind == "ident":
+            return self.identifier(token)
+        if kind == "op" and token == ".":  # a leading dot: the root container
+            return self.identifier(self.take()[1])
+        if kind == "op" and token == "(":
             expr = self.expr()
             self.expect(")")
             return expr
-        if token.text == "[":
+        if kind == "op" and token == "[":
             return ListExpr(self.arguments("]"))
-        if token.text == "{":
+        if kind == "op" and token == "{":
             entries: list[tuple[Expr, Expr]] = []
             while not self.accept("}"):
                 key = self.expr()
@@ -381,7 +366,7 @@ class _Parser:
                     self.expect("}")
                     break
             return MapExpr(entries)
-        raise CostParseError(f"unexpected {token.text!r}")
+        raise CostParseError(f"unexpected {token!r}")
 
     def identifier(self, name: str) -> Expr:
         if name in ("true", "false"):
@@ -393,7 +378,7 @@ class _Parser:
             if name == "has" and len(args) == 1 and isinstance(args[0], Select):
                 return Select(args[0].operand, args[0].field, test_only=True)
             return Call(name, None, args)
-        if self.peek().text == "{" and name[:1].isupper():  # a message: Name{field: value, …}
+        if self.peek()[1] == "{" and name[:1].isupper():  # a message: Name{field: value, …}
             self.take()
             values: list[Expr] = []
             while not self.accept("}"):

@@ -15,7 +15,7 @@ import pytest
 
 from scheduler.dra import cel_cost
 from scheduler.dra.cel import SelectorError, compile_selector
-from scheduler.dra.cel_cost import COST_LIMIT, CostParseError, estimate_cost, limit_error, parse
+from scheduler.dra.cel_cost import COST_LIMIT, Call, CostParseError, Literal, estimate_cost, limit_error, parse
 from tests.unit.dra.example_devices import OVER_COST_LIMIT, device_class_selectors
 
 D = 'device.attributes["dra.example.com"]'
@@ -197,9 +197,13 @@ def test_the_parser_reads_what_the_library_reads(expression: str) -> None:
 
 
 def test_string_literal_sizes_are_counted_in_code_points_after_escapes() -> None:
-    """cel-go ``computeExprSize``: the literal's rune count (bytes: its byte count)."""
-    (left, right) = parse("'\\u00e9\\x41\\101' == b'\\xff\\xfe'").args  # type: ignore[union-attr]
-    assert (left.value, right.value) == (3, 4)  # type: ignore[union-attr]
+    """cel-go ``computeExprSize``: a string literal's rune count; a bytes literal's byte count, where
+    ``\\xff`` is one byte and ``é`` two; a raw string keeps its backslashes."""
+    comparison = parse("'\\u00e9\\x41\\101' == b'\\xff\\xfe\u00e9'")
+    assert isinstance(comparison, Call)
+    assert [a.value for a in comparison.args if isinstance(a, Literal)] == [3, 4]
+    raw = parse("r'\\d+'.size()")
+    assert isinstance(raw, Call) and isinstance(raw.target, Literal) and raw.target.value == 3
 
 
 def test_text_outside_the_grammar_is_a_cost_estimation_failure() -> None:
