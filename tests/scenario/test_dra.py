@@ -24,6 +24,7 @@ from scheduler.offline.loader import load
 from scheduler.offline.report import render_text, to_json
 from scheduler.offline.simulate import AllocationOutcome, Simulation, simulate
 from tests.scenario.conftest import DATA
+from tests.unit.dra.example_devices import OVER_COST_LIMIT
 
 CLUSTER = DATA / "clusters" / "small-gpu-cluster.yaml"
 SHARED_CLAIMS = DATA / "workloads" / "c-podgroup-shared-claims.yaml"
@@ -304,6 +305,22 @@ def test_a_missing_device_class_is_named_also_when_no_device_is_published(tmp_pa
     (group,) = sim.groups
     assert group.reason == ("gang pair: 0/2 placeable (minCount 2); 0/1 nodes are available: 1 cannot allocate "
                             "all claims. request gpu: DeviceClass gpu.nvidia.com not found")
+
+
+def test_a_claim_whose_selector_is_over_the_cost_limit_is_refused_unevaluated_and_the_rest_is_scheduled(
+        tmp_path: Path) -> None:
+    """The API server refuses such a claim template (validation.go: ``too complex, exceeds cost limit``);
+    read from a file, it gets that reason at admission and the gang stays pending, nothing allocated."""
+    extra = PROBE_GANG.format(device_class="gpu.nvidia.com", selector=OVER_COST_LIMIT)
+    sim = run(CLUSTER, write(tmp_path, "costly.yaml", extra))
+    assert status(sim)["probe"] == "Unschedulable" and placements(sim, "probe") == {}
+    assert of_root(sim, "probe") == []
+    assert status(sim)[PRETRAIN] == status(sim)["train-llm-workload-root"] == "Scheduled"
+    reason = next(g.reason for g in sim.groups if g.key.name == "probe")
+    assert reason == (f"gang probe: 0/2 placeable (minCount 2); ResourceClaim ml-team/probe-0-gpu is invalid: "
+                      f"request 'gpu': CEL selector {OVER_COST_LIMIT!r}: CEL compile error: too complex, exceeds "
+                      "cost limit (estimated cost 24,714,531, limit 1,000,000)")
+    assert reason in render_text(sim)
 
 
 def test_gpu_and_efa_of_one_claim_share_a_pcie_root_on_the_p4d_node(tmp_path: Path) -> None:
