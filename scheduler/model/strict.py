@@ -22,6 +22,7 @@ Cost: one set difference per object level present, so a plain pod costs a few mi
 from __future__ import annotations
 
 import difflib
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -282,11 +283,12 @@ def _strict_struct(shape: Shape) -> type[msgspec.Struct]:
     fields: list[tuple[str, Any, Any]] = []
     for i, name in enumerate(sorted(shape.fields)):
         child = children.get(name)
-        kind: Any = msgspec.Raw if child is None else _strict_struct(child) | list[_strict_struct(child)] | None
+        struct: Any = None if child is None else _strict_struct(child)
+        kind: Any = msgspec.Raw if struct is None else struct | types.GenericAlias(list, (struct,)) | None
         fields.append((f"f{i}", kind, msgspec.field(default=None, name=name)))
-    struct = msgspec.defstruct(f"_Known{id(shape):x}", fields, forbid_unknown_fields=True, module=__name__)
-    _STRICT[id(shape)] = struct
-    return struct
+    made = msgspec.defstruct(f"_Known{id(shape):x}", fields, forbid_unknown_fields=True, module=__name__)
+    _STRICT[id(shape)] = made
+    return made
 
 
 def unknown_kind(api_version: str, kind: str, read: frozenset[str]) -> str | None:

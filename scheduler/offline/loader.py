@@ -284,6 +284,10 @@ class Objects:
         self.of(row).append(obj)
         return True
 
+    def _redefined(self, source: str, kind: str, ns: str, name: str) -> None:
+        message = "defined again with different content; the first is kept"
+        self.problems.append(LoadProblem(source, kind, ns, name, message))
+
 
 def snapshot_uid(api_version: str, kind: str, namespace: str, name: str) -> str:
     """The ``metadata.uid`` given to a snapshot object written without one (a hand-written file).
