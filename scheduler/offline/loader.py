@@ -2,7 +2,10 @@
 
 Files are read into raw documents by :mod:`scheduler.offline.reader` (libyaml, a JSON fast path,
 ``-`` for standard input); each document, and each item of a ``List``, is dispatched here and
-dropped once its model is built, so no raw dict is kept beside the models.
+dropped once its model is built, so no raw dict is kept beside the models. The items of a JSON ``List``
+(``kubectl get -o json``) come as their bytes: most are decoded straight into their models, a running pod
+into the compact shape the cache keeps (:meth:`Objects.add_json`); the others, and any such object with
+something to report, take the same path as a YAML object, so what is reported does not depend on the format.
 
 Objects are dispatched on ``apiVersion`` + ``kind`` (the rows of :mod:`scheduler.model.kinds` read offline, each into
 the ``Objects`` list its row names); scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1``

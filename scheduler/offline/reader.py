@@ -4,7 +4,9 @@ A file is JSON when its first character (after a UTF-8 byte-order mark and white
 and it parses as JSON: one document (``kubectl get -o json``: a ``List`` with ``items``), or several
 concatenated (NDJSON, ``kubectl get -o json`` per object, a watch's objects). Such a file is parsed
 with :mod:`json` (measured: orjson 3.13 parses a 29 MB ``-o json`` dump 8 % faster, under 1 % of
-``simulate``'s time: not worth a dependency; docs/benchmarks.md). A file that starts like JSON but
+``simulate``'s time: not worth a dependency; docs/benchmarks.md); for the loader, a file that is one ``List``
+is instead split by msgspec into its items' JSON bytes (``raw_items``), which the loader decodes straight into
+its models. A file that starts like JSON but
 is not JSON (a YAML flow mapping such as ``{a: b}``, JSON documents between ``---`` lines) is read
 as YAML, which JSON is a subset of; if it is not YAML either (a truncated dump, garbage after the last
 document), the JSON error is reported, with its line and column.
