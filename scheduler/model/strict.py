@@ -15,15 +15,19 @@ The tables are the v1.37 OpenAPI schema's property names (``io.k8s.api.core.v1.P
 and the kinds against its group-version-kinds, so they are regenerated from it, not edited by hand. Maps
 whose keys are free (``labels``, ``nodeSelector``, ``requests``) are not looked into.
 
-Cost: one set difference per object level present, so a plain pod costs a few microseconds.
+Cost: one set difference per object level present, so a plain pod costs a few microseconds. From JSON bytes,
+:func:`known_only` answers the common case — no unknown field — without building the object's values at all.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+import types
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from scheduler.model.base import field_path
 
@@ -246,6 +250,45 @@ def _walk(obj: Mapping[Any, Any], shape: Shape, path: list[str | int], found: li
                     _walk(item, child, path, found)
                     path.pop()
         path.pop()
+
+
+def known_only(shape: Shape) -> Callable[[bytes], bool]:
+    """A test of one object's JSON bytes: True when it has no field beyond ``shape`` in the parts :func:`unknown_fields`
+    looks into (so ``unknown_fields`` of its value is empty), False when it has one *or* when the test cannot tell (a
+    looked-into field that is neither an object, a list of objects nor null; malformed JSON): the caller then decodes
+    the object and asks :func:`unknown_fields`. The bytes are walked by msgspec (a struct per shape, its other fields
+    skipped unread, unknown fields refused), about a tenth of the cost of decoding them."""
+    decoder = msgspec.json.Decoder(_strict_struct(shape))
+
+    def test(data: bytes) -> bool:
+        try:
+            decoder.decode(data)
+        except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
+            return False
+        return True
+
+    return test
+
+
+_STRICT: dict[int, type[msgspec.Struct]] = {}
+"""id of a :class:`Shape` (all are module constants) → its struct (:func:`_strict_struct`)."""
+
+
+def _strict_struct(shape: Shape) -> type[msgspec.Struct]:
+    """The msgspec struct of ``shape``: its fields not looked into as raw JSON, each child as its own struct or a list
+    of them, any other field refused (``forbid_unknown_fields``)."""
+    if (done := _STRICT.get(id(shape))) is not None:
+        return done
+    children = dict(shape.children)
+    fields: list[tuple[str, Any, Any]] = []
+    for i, name in enumerate(sorted(shape.fields)):
+        child = children.get(name)
+        struct: Any = None if child is None else _strict_struct(child)
+        kind: Any = msgspec.Raw if struct is None else struct | types.GenericAlias(list, (struct,)) | None
+        fields.append((f"f{i}", kind, msgspec.field(default=None, name=name)))
+    made = msgspec.defstruct(f"_Known{id(shape):x}", fields, forbid_unknown_fields=True, module=__name__)
+    _STRICT[id(shape)] = made
+    return made
 
 
 def unknown_kind(api_version: str, kind: str, read: frozenset[str]) -> str | None:

@@ -2,7 +2,10 @@
 
 Files are read into raw documents by :mod:`scheduler.offline.reader` (libyaml, a JSON fast path,
 ``-`` for standard input); each document, and each item of a ``List``, is dispatched here and
-dropped once its model is built, so no raw dict is kept beside the models.
+dropped once its model is built, so no raw dict is kept beside the models. The items of a JSON ``List``
+(``kubectl get -o json``) come as their bytes: most are decoded straight into their models, a running pod
+into the compact shape the cache keeps (:meth:`Objects.add_json`); the others, and any such object with
+something to report, take the same path as a YAML object, so what is reported does not depend on the format.
 
 Objects are dispatched on ``apiVersion`` + ``kind`` (the rows of :mod:`scheduler.model.kinds` read offline, each into
 the ``Objects`` list its row names); scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1``
@@ -41,6 +44,8 @@ CompositePodGroup (so one good file beside a bad one still loads).
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -48,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar, cast
 
+import msgspec
 from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
@@ -62,6 +68,7 @@ from scheduler.model.dra import (
 )
 from scheduler.model.kinds import KINDS as TABLE
 from scheduler.model.kinds import Kind
+from scheduler.model.lean_pod import LeanPod, decode_bound, lean_pod
 from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
@@ -70,7 +77,7 @@ from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.quantity import QuantityError
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClass, Workload
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
-from scheduler.model.strict import unknown_fields, unknown_kind
+from scheduler.model.strict import SHAPES, known_only, unknown_fields, unknown_kind
 from scheduler.offline.reader import documents, name_of
 
 KINDS: dict[tuple[str, str], Kind[Any]] = {
@@ -127,7 +134,8 @@ class Objects:
     """Everything read from a snapshot, by kind, plus what was skipped and what was wrong."""
 
     nodes: list[Node] = field(default_factory=list)
-    pods: list[Pod] = field(default_factory=list)
+    pods: list[Pod | LeanPod] = field(default_factory=list)
+    """Pending pods as :class:`Pod`; a pod on a node read from a JSON ``List`` compact (:meth:`add_json`)."""
     podgroups: list[PodGroup] = field(default_factory=list)
     coscheduling: list[CoscheduledPodGroup] = field(default_factory=list)
     """scheduler-plugins' PodGroups, converted (``model/coscheduling.py``)."""
@@ -153,7 +161,7 @@ class Objects:
     skipped: Counter[str] = field(default_factory=Counter)
     unread: dict[tuple[str, str, str], str] = field(default_factory=dict)
     """(kind, namespace, name) → apiVersion of each skipped object whose kind we read under another version."""
-    _seen: dict[tuple[str, str, str, str], BaseModel] = field(default_factory=dict, repr=False)
+    _seen: dict[tuple[str, str, str, str], BaseModel | LeanPod] = field(default_factory=dict, repr=False)
 
     def of(self, kind: Kind[T]) -> list[T]:
         """The objects of ``kind`` loaded so far: the list named by its row (``Kind.offline``)."""
@@ -229,8 +237,55 @@ class Objects:
             self._seen[ident] = obj
             self.of(row).append(obj)
             self.warnings += [LoadProblem(source, kind, ns, name, problem) for problem in decoded.problems]
-        elif obj.model_dump() != first.model_dump():
+        elif not _same(obj, first):
             self._redefined(source, kind, ns, name)
+
+    def add_json(self, source: str, data: bytes | msgspec.Raw, where: str = "", created: str | None = None) -> None:
+        """:meth:`add` of one object's JSON bytes (an item of a JSON ``List``); ``created``: as :func:`load` says.
+
+        An object that starts as ``kubectl`` writes one (``apiVersion`` then ``kind``), of a kind read as it is
+        (no conversion, no unknown-field check: a Node, a PriorityClass, a ResourceSlice …) or a pod on a node with no
+        field the v1.37 API does not know (:func:`~scheduler.model.strict.known_only`), is decoded straight from its
+        bytes — a pod on a node into the compact shape the cache keeps of it
+        (:func:`~scheduler.model.lean_pod.decode_bound`), the rest by its model — skipping what no model reads, as
+        ``run`` decodes its lists; when it has its namespace (if namespaced), name and uid, was not defined before
+        and its quantities parse, it is added so. Anything else — a pending pod, a PodGroup, a pod with an unknown
+        field, an object its model refuses — is decoded and given to :meth:`add`, which says what is wrong with it.
+        """
+        if self._add_direct(data, created):
+            return
+        try:
+            raw = json.loads(bytes(data))
+        except RecursionError:  # the document parsed (msgspec): only Python's recursion limit refuses it
+            self.problems.append(LoadProblem(source, "", "", "", f"{where or 'document'} is nested too deeply"))
+            return
+        self.add(source, _stamped(raw, created), where)
+
+    def _add_direct(self, data: bytes | msgspec.Raw, created: str | None) -> bool:
+        """Add ``data`` decoded straight from its bytes if it can be (:meth:`add_json`); whether it was."""
+        head = _HEAD.match(memoryview(data)[:HEAD_BYTES])
+        row = DIRECT.get((head[1], head[2])) if head is not None else None
+        if row is None:
+            return False
+        obj: Any
+        try:
+            if row is POD_ROW:
+                obj = decode_bound(data) if _POD_KNOWN(data) else None  # None: pending, or a field to tell about
+            else:
+                obj = row.model.model_validate_json(bytes(data))
+                _check_quantities(obj)
+        except (ValueError, RecursionError, QuantityError):  # ValidationError, msgspec's: add() says what is wrong
+            return False
+        if obj is None:
+            return False
+        meta = obj.metadata
+        ident = (row.group or "v1", row.kind, meta.namespace, meta.name)  # as add() keys it
+        if (not meta.name or not meta.uid or (row.namespaced and not meta.namespace) or ident in self._seen
+                or (created is not None and meta.creation_timestamp is None)):
+            return False
+        self._seen[ident] = obj
+        self.of(row).append(obj)
+        return True
 
     def _redefined(self, source: str, kind: str, ns: str, name: str) -> None:
         message = "defined again with different content; the first is kept"
@@ -247,6 +302,38 @@ def snapshot_uid(api_version: str, kind: str, namespace: str, name: str) -> str:
     """
     group = api_version.partition("/")[0] if "/" in api_version else ""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"snapshot:{group}/{kind}/{namespace}/{name}"))
+
+
+HEAD_BYTES = 256
+"""How far into an object's JSON :meth:`Objects.add_json` looks for its ``apiVersion`` and ``kind``."""
+_HEAD = re.compile(rb'\s*\{\s*"apiVersion"\s*:\s*"([a-z0-9./-]+)"\s*,\s*"kind"\s*:\s*"([A-Za-z]+)"\s*,')
+"""The start of an object as ``kubectl get -o json`` writes it: ``apiVersion``, then ``kind``."""
+POD_ROW = KINDS[("v1", "Pod")]
+_POD_KNOWN = known_only(SHAPES[("v1", "Pod")])
+DIRECT: dict[tuple[bytes, bytes], Kind[Any]] = {
+    (api_version.encode(), kind.encode()): row for (api_version, kind), row in KINDS.items()
+    if row.convert is None and (api_version, kind) not in DECODERS
+    and ((api_version, kind) not in SHAPES or row is POD_ROW)}
+"""(apiVersion, kind) as bytes → the row of each kind :meth:`Objects.add_json` decodes straight from the bytes: read as
+the model is (no conversion, no unknown-field check), or a Pod (checked by :func:`~scheduler.model.strict.known_only`,
+taken when on a node)."""
+
+
+def _same(obj: BaseModel, first: BaseModel | LeanPod) -> bool:
+    """Whether a redefinition reads the same as the object first loaded (fields the scheduler does not read are not
+    compared); a pod first loaded compact (:meth:`Objects.add_json`) is compared in that shape."""
+    if isinstance(first, LeanPod):
+        return isinstance(obj, Pod) and lean_pod(obj) == first
+    return bool(obj.model_dump() == first.model_dump())
+
+
+def _stamped(raw: Any, created: str | None) -> Any:
+    """``raw`` with ``metadata.creationTimestamp`` set to ``created`` when it has none (absent, or null as
+    ``kubectl --dry-run -o`` writes it) and ``created`` is given (:func:`load`)."""
+    if (created is not None and isinstance(raw, dict) and isinstance(meta := raw.get("metadata"), dict)
+            and not meta.get("creationTimestamp")):
+        meta["creationTimestamp"] = created
+    return raw
 
 
 def _shape(raw: Any) -> str:
@@ -281,7 +368,7 @@ def _raw_objects(path: Path, stdin: BinaryIO | None) -> Iterator[tuple[str, Any]
     """``(position, raw object)`` for each non-empty document of ``path``; a ``kind: List``'s items one by one,
     each released once yielded (the list does not keep them). Raises what :func:`~scheduler.offline.reader.documents`
     raises."""
-    for i, doc in documents(path, stdin):
+    for i, doc in documents(path, stdin, raw_items=True):
         if doc is None:
             continue
         if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
@@ -316,10 +403,10 @@ def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Ob
     for path in names:
         source = name_of(path)
         for where, raw in _raw_objects(path, stdin):
-            if (created is not None and isinstance(raw, dict) and isinstance(meta := raw.get("metadata"), dict)
-                    and not meta.get("creationTimestamp")):  # absent, or null as `kubectl --dry-run -o` writes it
-                meta["creationTimestamp"] = created
-            objects.add(source, raw, where)
+            if isinstance(raw, msgspec.Raw):  # an item of a JSON List
+                objects.add_json(source, raw, where, created)
+            else:
+                objects.add(source, _stamped(raw, created), where)
     if not names:
         raise SnapshotError("no snapshot file given")
     if not objects.usable:

@@ -4,7 +4,9 @@ A file is JSON when its first character (after a UTF-8 byte-order mark and white
 and it parses as JSON: one document (``kubectl get -o json``: a ``List`` with ``items``), or several
 concatenated (NDJSON, ``kubectl get -o json`` per object, a watch's objects). Such a file is parsed
 with :mod:`json` (measured: orjson 3.13 parses a 29 MB ``-o json`` dump 8 % faster, under 1 % of
-``simulate``'s time: not worth a dependency; docs/benchmarks.md). A file that starts like JSON but
+``simulate``'s time: not worth a dependency; docs/benchmarks.md); for the loader, a file that is one ``List``
+is instead split by msgspec into its items' JSON bytes (``raw_items``), which the loader decodes straight into
+its models. A file that starts like JSON but
 is not JSON (a YAML flow mapping such as ``{a: b}``, JSON documents between ``---`` lines) is read
 as YAML, which JSON is a subset of; if it is not YAML either (a truncated dump, garbage after the last
 document), the JSON error is reported, with its line and column.
@@ -38,6 +40,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import msgspec
 import yaml
 from yaml.events import (
     AliasEvent,
@@ -83,12 +86,15 @@ def name_of(path: Path) -> str:
 
 
 def documents(path: Path, stdin: BinaryIO | None = None,
-              loader: type[yaml.SafeLoader] = YAML_LOADER) -> Iterator[tuple[int, Any]]:
+              loader: type[yaml.SafeLoader] = YAML_LOADER, raw_items: bool = False) -> Iterator[tuple[int, Any]]:
     """``(document number from 1, raw document)`` for each document of ``path``, ``None`` ones included.
 
     ``path`` :data:`STDIN` reads ``stdin`` (default ``sys.stdin.buffer``) to its end. ``loader``: the
-    YAML loader class (tests compare the pure-Python one). Raises :class:`SnapshotError` as the module
-    docstring says; documents before a YAML error have been yielded by then.
+    YAML loader class (tests compare the pure-Python one). ``raw_items``: a file that is one JSON ``List``
+    (``kubectl get -o json``) is yielded as ``{"apiVersion", "kind", "items"}`` with each item left as its JSON
+    bytes (:class:`msgspec.Raw`, checked to be JSON), for the caller to decode one by one.
+    Raises :class:`SnapshotError` as the module docstring says; documents before a YAML error have been yielded
+    by then.
     """
     name = name_of(path)
     try:
@@ -108,6 +114,11 @@ def documents(path: Path, stdin: BinaryIO | None = None,
     first = _FIRST_CHARACTER.search(data)
     json_error: json.JSONDecodeError | None = None
     if first is not None and first.group() in (b"{", b"["):
+        listed = _raw_list(data) if raw_items else None
+        if listed is not None:
+            del data, text
+            yield 1, listed
+            return
         parsed = _json_documents(text)
         if not isinstance(parsed, json.JSONDecodeError):
             del data, text
@@ -126,6 +137,31 @@ def documents(path: Path, stdin: BinaryIO | None = None,
             raise SnapshotError(f"{name}: not valid JSON: line {json_error.lineno}, column {json_error.colno}: "
                                 f"{json_error.msg}") from exc
         raise SnapshotError(f"{name}: not valid YAML: {exc}") from exc
+
+
+class _JsonList(msgspec.Struct):
+    """A JSON ``List`` with its items left as raw JSON (no field of it is required: a file that is not one is told
+    apart by :func:`_raw_list`)."""
+
+    apiVersion: str = ""
+    kind: str = ""
+    items: list[msgspec.Raw] | None = None
+
+
+_JSON_LIST = msgspec.json.Decoder(_JsonList)
+
+
+def _raw_list(data: bytes) -> dict[str, Any] | None:
+    """``data`` as one ``List`` document whose items are raw JSON (:func:`documents`' ``raw_items``), or None when it
+    is anything else (several documents, another kind, not JSON): then it is read as :func:`documents` reads any
+    file. msgspec checks every item is well-formed JSON while it skips it."""
+    try:
+        listed = _JSON_LIST.decode(data)
+    except (msgspec.DecodeError, RecursionError):  # not a List, or not JSON as msgspec reads it: the plain path says
+        return None
+    if not listed.kind.endswith("List") or listed.items is None:
+        return None
+    return {"apiVersion": listed.apiVersion, "kind": listed.kind, "items": listed.items}
 
 
 def _json_documents(text: str) -> list[Any] | json.JSONDecodeError:

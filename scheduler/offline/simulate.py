@@ -296,10 +296,11 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
                   else f"PodGroup {ns}/{name} is {version}, an API version not read" if version is not None
                   else orphan.message)
         sim.pods.append(PodOutcome(orphan.pod, None, reason))
-    for pod in objects.pods:
-        if pod.is_gated and not pod.is_bound and pod.spec.scheduler_name == scheduler_name:
-            names = ", ".join(g.name for g in pod.spec.scheduling_gates)
-            sim.pods.append(PodOutcome(pod, None, f"scheduling gated ({names})"))
+    for gated in objects.pods:  # a LeanPod is on a node
+        if (isinstance(gated, Pod) and gated.is_gated and not gated.is_bound
+                and gated.spec.scheduler_name == scheduler_name):
+            names = ", ".join(g.name for g in gated.spec.scheduling_gates)
+            sim.pods.append(PodOutcome(gated, None, f"scheduling gated ({names})"))
     context = Context(namespaces_known=bool(objects.namespaces), storage=sim.initial.volumes)
     sim.unhonoured = [(o.pod, finding) for o in sim.pods for finding in unhonoured(o.pod, context)]
     sim.unhonoured_groups = [(g, Unhonoured(path, why)) for g in objects.coscheduling

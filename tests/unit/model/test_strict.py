@@ -17,9 +17,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.examples import __file__ as EXAMPLES
-from scheduler.model.strict import BUILT_IN_KINDS, KINDS, SHAPES, Shape, UnknownField, unknown_fields, unknown_kind
+from scheduler.model.strict import (
+    BUILT_IN_KINDS,
+    KINDS,
+    SHAPES,
+    Shape,
+    UnknownField,
+    known_only,
+    unknown_fields,
+    unknown_kind,
+)
 from tests.unit.model.example_data import DATA, documents
 
 NOT_KINDS = ("APIGroup", "APIGroupList", "APIResourceList", "APIVersions", "DeleteOptions", "Status", "WatchEvent")
@@ -163,3 +174,56 @@ def test_no_real_object_has_an_unknown_field_or_kind() -> None:
     kinds = {(str(raw.get("apiVersion")), str(raw.get("kind"))) for _, raw in objects}
     assert {k: unknown_kind(*k, READ) for k in kinds if unknown_kind(*k, READ)} == {}
     assert "Job" in BUILT_IN_KINDS
+
+
+def _as_json(raw: dict[str, Any]) -> bytes:
+    return json.dumps(raw, default=str).encode()
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    pytest.param(raw, expected, id=param_id) for param_id, (raw, expected) in {
+        "pod": (POD, True), "group": (GROUP, True), "composite": (COMPOSITE, True),
+        "container-resources-typo": (edited(POD, "spec.containers.0.resoures", {}), False),
+        "second-item-of-a-list": (edited(POD, "spec.tolerations", [{"key": "gpu"}, {"efect": "NoSchedule"}]), False),
+        "top-level-typo": (edited(POD, "sepc", {}), False),
+        "podgroup-min-count-typo": (edited(GROUP, "spec.schedulingPolicy.gang", {"minCont": 2}), False),
+        "free-map-keys-not-checked": (edited(POD, "spec.nodeSelector", {"resoures": "x"}), True),
+        "status-not-checked": (edited(POD, "status.anything", 1), True),
+        "null-children": (edited(POD, "spec.affinity", None), True),
+        "wrong-type-cannot-tell": (edited(POD, "spec.containers", "not a list"), False),
+    }.items()])
+def test_known_only_says_no_field_is_unknown_only_when_there_is_none(raw: dict[str, Any], expected: bool) -> None:
+    """True means :func:`unknown_fields` finds nothing; False means it may (or the bytes cannot tell)."""
+    assert known_only(SHAPES[raw["apiVersion"], raw["kind"]])(_as_json(raw)) is expected
+    if expected:
+        assert unknown_fields(raw) == []
+
+
+@cache
+def shaped_objects() -> tuple[tuple[str, dict[str, Any]], ...]:
+    """The real objects whose kind :data:`SHAPES` checks, as JSON values."""
+    return tuple((where, json.loads(_as_json(raw))) for where, raw in real_objects()
+                 if (raw.get("apiVersion"), raw.get("kind")) in SHAPES)
+
+
+def _places(value: Any) -> list[dict[str, Any]]:
+    """Every object in ``value``, ``value`` first."""
+    if isinstance(value, dict):
+        return [value, *(p for v in value.values() for p in _places(v))]
+    if isinstance(value, list):
+        return [p for v in value for p in _places(v)]
+    return []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0), st.integers(min_value=0),
+       st.text(alphabet="abcdefghijklmnopqrstuvwxyzAZ", min_size=1, max_size=12))
+def test_known_only_agrees_with_unknown_fields(which: int, at: int, name: str) -> None:
+    """A field added anywhere in a real object: :func:`known_only` is True exactly when :func:`unknown_fields` finds
+    nothing."""
+    objects = shaped_objects()
+    where, raw = objects[which % len(objects)]
+    doc = json.loads(json.dumps(raw))
+    places = _places(doc)
+    places[at % len(places)][name] = 1
+    assert known_only(SHAPES[doc["apiVersion"], doc["kind"]])(_as_json(doc)) == (unknown_fields(doc) == []), where

@@ -12,8 +12,13 @@ import pytest
 import yaml
 
 from scheduler.errors import SnapshotError
+from scheduler.framework.plan import SolverConfig
+from scheduler.model.lean_pod import LeanPod, lean_pod
+from scheduler.model.pod import Pod
 from scheduler.offline.loader import load
 from scheduler.offline.reader import STDIN, documents
+from scheduler.offline.report import to_json
+from scheduler.offline.simulate import simulate
 
 REPO = Path(__file__).resolve().parents[3]
 SNAPSHOTS = sorted([*REPO.glob("scheduler/examples/*.yaml"), *REPO.glob("tests/data/**/*.yaml")])
@@ -184,3 +189,76 @@ def test_added_objects_without_a_creation_time_are_stamped(tmp_path: Path) -> No
     objects = load([path], created="2026-12-01T15:00:00Z")
     assert [n.metadata.creation_timestamp.year for n in objects.nodes if n.metadata.creation_timestamp] == [
         2026, 2020, 2026]
+
+
+def _json_list(docs: list[Any]) -> str:
+    """``docs`` as ``kubectl get -o json`` writes them: one ``List``, each item's ``apiVersion`` and ``kind`` first."""
+    items = [{**{k: d[k] for k in ("apiVersion", "kind") if k in d}, **d} if isinstance(d, dict) else d for d in docs]
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, default=str, indent=2)
+
+
+def _pod(name: str, node: str | None, **spec: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "ml", "uid": f"uid-{name}"}
+    container = {"name": "c", "resources": {"requests": {"cpu": "1"}}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"containers": [container], **({"nodeName": node} if node else {}), **spec}}
+
+
+def _loaded(objects: Any) -> dict[str, Any]:
+    """What a load gave, comparable across the YAML and the JSON paths (pods in the shape the cache keeps)."""
+    return {"pods": [lean_pod(p) if isinstance(p, Pod) and p.is_bound else p for p in objects.pods],
+            "nodes": [n.model_dump() for n in objects.nodes], "podgroups": [g.model_dump() for g in objects.podgroups],
+            "problems": [str(p) for p in objects.problems], "warnings": [str(w) for w in objects.warnings],
+            "unknown": [(str(p), path) for p, path in objects.unknown], "skipped": dict(objects.skipped)}
+
+
+EDGES = [
+    _pod("bound", "n0"),
+    _pod("pending", None),
+    {**_pod("typo", "n0"), "spec": {**_pod("typo", "n0")["spec"], "resoures": {}}},  # told, on a node too
+    _pod("bad-quantity", "n0", overhead={"cpu": "lots"}),
+    {**_pod("no-namespace", "n0"), "metadata": {"name": "no-namespace", "uid": "u"}},
+    {**_pod("no-uid", "n0"), "metadata": {"name": "no-uid", "namespace": "ml"}},
+    _pod("bound", "n0"),  # the same again: a no-op
+    _pod("bound", "n1"),  # different: a problem, the first kept
+    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0", "uid": "n0"},
+     "status": {"allocatable": {"cpu": "8", "pods": "110"}}},
+    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "x"}}},
+    {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0", "uid": "n0"}, "spec": {"unschedulable": True}},
+    {"kind": "Pod", "metadata": {"name": "no-api-version"}},
+    {"metadata": {"name": "m"}, "apiVersion": "v1", "kind": "Node"},  # apiVersion not first: read the plain way
+    {"apiVersion": "v1", "kind": "Pods", "metadata": {"name": "typo-kind"}},
+    {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "g", "namespace": "ml"},
+     "spec": {"schedulingPolicy": {"gang": {"minCont": 2}}}},
+    "not an object",
+]
+
+
+def test_a_json_list_loads_as_the_same_objects_in_yaml_do(tmp_path: Path) -> None:
+    """The items of a JSON ``List`` decoded straight from their bytes (a pod on a node into its compact shape) give
+    what the plain path gives: the same objects, problems, unknown-field warnings and redefinitions."""
+    path = tmp_path / "snap"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": EDGES}))
+    plain = load([path])
+    path.write_text(_json_list(EDGES))
+    listed = load([path])
+    assert _loaded(listed) == _loaded(plain)
+    assert sum(isinstance(p, LeanPod) for p in listed.pods) == 1  # the rest needed add(): a default, a finding …
+    assert any("resoures" in str(p) for p, _ in listed.unknown)
+    assert [(p.kind, p.name) for p in listed.problems] == [
+        ("Pod", "bad-quantity"), ("Pod", "bound"), ("Node", "n1"), ("Node", "n0"), ("Pod", "no-api-version"), ("", "")]
+
+
+@pytest.mark.parametrize("snapshot", SNAPSHOTS, ids=[p.name for p in SNAPSHOTS])
+def test_every_snapshot_as_a_json_list_simulates_as_its_yaml(tmp_path: Path, snapshot: Path) -> None:
+    """``simulate``'s report of each snapshot of the repository is the same read from ``kubectl get -o json``."""
+    docs = [d for d in yaml.safe_load_all(snapshot.read_text()) if d is not None]
+    items = [i for d in docs for i in (d.get("items") or [] if str(d.get("kind", "")).endswith("List") else [d])]
+    path = tmp_path / "snap"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    try:
+        plain = to_json(simulate(load([path]), "gang-scheduler", SolverConfig()))
+    except SnapshotError:
+        return  # nothing to schedule in it (DeviceClasses alone)
+    path.write_text(_json_list(items))
+    assert to_json(simulate(load([path]), "gang-scheduler", SolverConfig())) == plain
