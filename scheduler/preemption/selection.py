@@ -63,6 +63,7 @@ import numpy as np
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Signature
 from scheduler.framework.node_info import NodeInfo
+from scheduler.framework.node_rows import NodeRows
 from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.plan import Plan, SolverConfig
 from scheduler.framework.snapshot import Snapshot, pod_vector
@@ -154,7 +155,7 @@ class WhatIf:
         self._in_used = np.zeros(len(units), dtype=bool)  # which units ``_used`` has removed
         self._unreported: list[IntArray] = []  # entries of ``_nodes`` changed that :meth:`room` has not returned yet
         self._in_infos = np.zeros(len(units), dtype=bool)  # which units ``_infos`` and ``_removed`` have removed
-        self._infos: list[NodeInfo] | None = None  # ``base.infos`` with the removed pods left out, made when needed
+        self._infos: NodeRows = base.infos  # ``base.infos`` with the removed pods of ``_in_infos`` left out
         self._removed: dict[str, None] = {}
         self._on_row: dict[int, dict[str, None]] = {}
         self._dirty: set[int] = set()
@@ -202,7 +203,6 @@ class WhatIf:
         base = self.base
         self._sync_used()
         used = self.used
-        infos = self._infos = list(base.infos) if self._infos is None else self._infos
         pods, now_gone = self._changed_pods(self._in_infos)
         if pods.size:
             removed, on_row, every, rows = self._removed, self._on_row, self._pods, self._rows_list
@@ -216,18 +216,20 @@ class WhatIf:
                     on_row[row].pop(key, None)
                 self._dirty.add(row)
             self._in_infos[:] = self.gone
+        changes: dict[int, NodeInfo] = {}
         for row in self._dirty:
             gone_here = self._on_row.get(row)
             if not gone_here:
-                infos[row] = base.infos[row]
+                changes[row] = base.infos[row]
                 continue
             memo_key = (row, frozenset(gone_here))
             info = self._memo.get(memo_key)
             if info is None:
                 info = self._memo[memo_key] = base.infos[row].without_pods(gone_here)
-            infos[row] = info
+            changes[row] = info
         self._dirty.clear()
-        return dataclasses.replace(base, used=used, infos=tuple(infos),
+        self._infos = self._infos.replaced(changes)
+        return dataclasses.replace(base, used=used, infos=self._infos,
                                    index_view=base.pod_index.branched(dict(self._removed)))
 
     def cost(self, position: IntArray) -> IntArray:
