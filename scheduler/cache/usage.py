@@ -8,12 +8,12 @@ A node added or removed rebuilds the static table (O(N)) and *remaps* the matrix
 A node whose allocatable alone changed keeps the table's static memos. Pods bound to a node the
 cache has not seen yet are kept by node name and count as soon as the node appears.
 
-:meth:`snapshot` hands out an immutable :class:`~scheduler.framework.snapshot.Snapshot` whose usage
-(:class:`~scheduler.framework.node_rows.UsageRows`) and NodeInfos (:class:`~scheduler.framework.node_rows.NodeRows`)
-share every row unchanged since the previous snapshot with it, so handing one out costs O(N / 64 + rows changed),
-not a copy of N rows; memoised until the next change (rows changed since are kept aside until then). Once a
-snapshot's pod index (:mod:`scheduler.framework.pod_index`) has been built, the pod changes since are recorded
-and the next snapshot moves that index forward with them instead of rebuilding it (O(changes)); a new node
+:meth:`snapshot` hands out an immutable :class:`~scheduler.framework.snapshot.Snapshot` (a copy of
+the matrix; the NodeInfos as :class:`~scheduler.framework.node_rows.NodeRows` that share every row unchanged
+since the previous snapshot with it, so handing one out costs O(N / 64 + rows changed), not a copy of N
+NodeInfos), memoised until the next change. Once a snapshot's pod index
+(:mod:`scheduler.framework.pod_index`) has been built, the pod changes since are recorded and the
+next snapshot moves that index forward with them instead of rebuilding it (O(changes)); a new node
 table starts over (a node that appears brings pods the index never saw). Each snapshot also carries the log
 of the rows whose NodeInfo changed (:class:`~scheduler.framework.snapshot.RowLog`), so a reader that keeps
 per-node memos across snapshots re-reads those rows only.
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 
 from scheduler.framework.node_info import NodeInfo
-from scheduler.framework.node_rows import NodeRows, UsageRows
+from scheduler.framework.node_rows import NodeRows
 from scheduler.framework.node_table import IntArray, NodeTable
 from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
 from scheduler.framework.snapshot import (
@@ -51,10 +51,7 @@ class NodeUsage:
 
     def __init__(self) -> None:
         self.table = NodeTable.build(())
-        self._usage = UsageRows(np.zeros_like(self.table.allocatable))
-        """The ``(N, R)`` requests in use by the table's nodes as of the last snapshot (shared with it)."""
-        self._used_now: dict[int, IntArray] = {}
-        """Row → its usage now, for the rows changed since :attr:`_usage` was made."""
+        self.used: IntArray = np.zeros_like(self.table.allocatable)
         self._infos: dict[str, NodeInfo] = {}
         """Node name → the pods using it (also for nodes not in the table yet)."""
         self._rows = NodeRows()
@@ -87,7 +84,7 @@ class NodeUsage:
             self._store(node, self._infos[node].with_pod(pod))
             row = self.table.index.get(node)
             if row is not None and before.requests != pod.requests:
-                self._add(row, pod_vector(self.table, pod) - pod_vector(self.table, before))
+                self.used[row] += pod_vector(self.table, pod) - pod_vector(self.table, before)
             if self._last is not None:
                 self._changes[key] = pod_entry(pod)
             self._snapshot = None
@@ -99,7 +96,7 @@ class NodeUsage:
             self._store(node, info)
             row = self.table.index.get(node)
             if row is not None:
-                self._add(row, -pod_vector(self.table, before))
+                self.used[row] -= pod_vector(self.table, before)
         self._nominated.pop(key, None)
         if pod is not None and uses_node(pod):
             node = pod.spec.node_name
@@ -107,24 +104,12 @@ class NodeUsage:
             self._store(node, self._infos.get(node, NodeInfo(node)).with_pod(pod))
             row = self.table.index.get(node)
             if row is not None:
-                self._add(row, pod_vector(self.table, pod))
+                self.used[row] += pod_vector(self.table, pod)
         elif pod is not None and pod.status.nominated_node_name and not pod.is_terminal:
             self._nominated[key] = pod
         if self._last is not None and (old is not None or key in self._counted):
             self._changes[key] = pod_entry(pod) if key in self._counted and pod is not None else None
         self._snapshot = None
-
-    def _add(self, row: int, delta: IntArray) -> None:
-        """Add ``delta`` (``(R,)``) to the usage of ``row``."""
-        now = self._used_now.get(row)
-        if now is None:
-            now = self._used_now[row] = self._usage.row(row).copy()
-        now += delta
-
-    def _row_used(self, row: int) -> IntArray:
-        """The usage of ``row`` now (read it only)."""
-        now = self._used_now.get(row)
-        return self._usage.row(row) if now is None else now
 
     def _store(self, node: str, info: NodeInfo) -> None:
         if len(info):
@@ -149,10 +134,7 @@ class NodeUsage:
         if kept and shared_cols:
             new_rows, old_rows = (np.array(x, dtype=np.intp) for x in zip(*kept, strict=True))
             new_cols, old_cols = (np.array(x, dtype=np.intp) for x in zip(*shared_cols, strict=True))
-            before = self._usage.matrix().copy()
-            for changed, now in self._used_now.items():
-                before[changed] = now
-            used[np.ix_(new_rows, new_cols)] = before[np.ix_(old_rows, old_cols)]
+            used[np.ix_(new_rows, new_cols)] = self.used[np.ix_(old_rows, old_cols)]
         if len(shared_cols) < len(table.resources):  # a new column: the kept nodes' pods may request it too
             fresh = list(range(len(table)))
         else:
@@ -165,8 +147,7 @@ class NodeUsage:
                 if row is not None and row in rows_fresh:
                     used[row] += pod_vector(table, pod)
         self.table = table
-        self._usage = UsageRows(used)
-        self._used_now = {}
+        self.used = used
         self._rows = NodeRows(self._infos.get(n.name) or NodeInfo(n.name) for n in table.nodes)
         self._rows_now = {}
         self._log = []
@@ -208,9 +189,7 @@ class NodeUsage:
         view = self._carried_index()
         infos = self._rows = self._rows.replaced(self._rows_now)
         self._rows_now = {}
-        usage = self._usage = self._usage.replaced(self._used_now)
-        self._used_now = {}
-        snap = Snapshot(self.table, usage, infos, dra, tuple(nominated), volumes,
+        snap = Snapshot(self.table, self.used.copy(), infos, dra, tuple(nominated), volumes,
                         namespaces if namespaces is not None else {}, view, RowLog(self._log, len(self._log), infos))
         self._snapshot = snap
         self._last = snap
@@ -238,7 +217,7 @@ class NodeUsage:
         row = self.table.index.get(node)
         if row is None:
             return []
-        used, allocatable, column = self._row_used(row), self.table.allocatable[row], self.table.column
+        used, allocatable, column = self.used[row], self.table.allocatable[row], self.table.column
         return [(name, int(used[c]), int(allocatable[c])) for name in sorted(resources)
                 if (c := column.get(name)) is not None and used[c] > allocatable[c]]
 

@@ -5,10 +5,9 @@ matrix of requests in use (bound and assumed pods), one :class:`~scheduler.frame
 per row (which pods are where), the device view when DRA objects exist, and the nominated pods.
 It is immutable: :meth:`Snapshot.assume` returns one with a plan's pods added, and
 :meth:`Snapshot.without` one with pods removed (preemption's "would the tree fit if these pods
-were gone?"), so no solver run can change the caller's state. Both cost O(pods touched) plus
-O(N / 64) for the NodeInfos: the NodeInfos (:class:`~scheduler.framework.node_rows.NodeRows`) and the usage
-matrix (:class:`~scheduler.framework.node_rows.UsageRows`) share the rows they do not change with the snapshot
-they came from, so no snapshot copies N rows.
+were gone?"), so no solver run can change the caller's state. Both cost O(N·R) for the matrix copy
+plus O(pods touched); the NodeInfos are :class:`~scheduler.framework.node_rows.NodeRows`, which share the
+rows they do not change with the snapshot they came from (O(N / 64 + rows changed), not a copy of N).
 
 It also carries the namespaces' labels (pod affinity's ``namespaceSelector``) and
 :attr:`Snapshot.pod_index`, the pods indexed for inter-pod rules
@@ -31,7 +30,7 @@ from typing import Protocol, cast
 import numpy as np
 
 from scheduler.framework.node_info import NodeInfo
-from scheduler.framework.node_rows import NodeRows, UsageRows
+from scheduler.framework.node_rows import NodeRows
 from scheduler.framework.node_table import IntArray, NodeTable, clamp
 from scheduler.framework.plan import VolumeClaimBinding
 from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
@@ -118,8 +117,7 @@ class Snapshot:
     name → its labels (those the cache knows); ``index_view``: the pod index handed over, if any."""
 
     table: NodeTable
-    usage: UsageRows
-    """The ``(N, R)`` requests in use, sharing its unchanged rows with the snapshot it came from (:attr:`used`)."""
+    used: IntArray
     infos: NodeRows
     dra: DeviceSnapshot | None = None
     nominated: tuple[Nominated, ...] = ()
@@ -129,12 +127,6 @@ class Snapshot:
     index_view: IndexView | None = field(default=None, repr=False)
     row_log: RowLog | None = field(default=None, repr=False)
     """The cache's record of changed rows (:meth:`rows_changed`); None: not known (every row may have changed)."""
-
-    @property
-    def used(self) -> IntArray:
-        """The ``(N, R)`` matrix of requests in use, read-only (made once from :attr:`usage` when it has rows over
-        its base: what needs free room, some rows or some columns reads :attr:`usage` instead)."""
-        return self.usage.matrix()
 
     def rows_changed(self, since: LogMark | None) -> tuple[list[int] | None, LogMark | None]:
         """The node rows whose NodeInfo may differ from those of the snapshot where ``since`` was taken (a mark
@@ -190,11 +182,11 @@ class Snapshot:
                     used[i, col] += clamp(v)
             on_node[i][pod.key] = pod
         infos = NodeRows(NodeInfo(n.name, pods) for n, pods in zip(table.nodes, on_node, strict=True))
-        return cls(table, UsageRows(used), infos, dra, tuple(nominated), volumes, dict(namespaces or {}))
+        return cls(table, used, infos, dra, tuple(nominated), volumes, dict(namespaces or {}))
 
     def free(self) -> IntArray:
         """A fresh ``(N, R)`` matrix of free capacity (allocatable − used); callers may modify it."""
-        return self.usage.subtracted_from(self.table.allocatable)
+        return self.table.allocatable - self.used
 
     def info(self, node: str) -> NodeInfo | None:
         """The NodeInfo of the node called ``node``, or None if it is not in the table."""
@@ -207,27 +199,26 @@ class Snapshot:
         applied (``Plan.device_uses``) and the claim decisions ``volumes`` applied (the cycle's *assume*). A
         NodeInfo holds the pod object as planned (its node is the NodeInfo's: no bound copy is made).
         DRA-served extended resources are not node usage."""
-        used: dict[int, IntArray] = {}
+        used = self.used.copy()
         row = self.table.index
         by_row: dict[int, dict[str, Pod]] = {}
         changes: dict[str, PodEntry | None] = {}
         for pod, node_name in placements:
             i = row[node_name]
-            before = used.get(i)
-            used[i] = (self.usage.row(i) if before is None else before) + pod_vector(self.table, pod)
+            used[i] += pod_vector(self.table, pod)
             by_row.setdefault(i, {})[pod.key] = pod
             changes[pod.key] = pod_entry(pod, node_name)
         infos = self.infos.replaced({i: self.infos[i].with_pods(added.values()) for i, added in by_row.items()})
         dra = self.dra.with_allocated(device_uses) if self.dra is not None else None
         storage = self.volumes.with_assumed(placements, volumes) if self.volumes is not None else None
-        return Snapshot(self.table, self.usage.replaced(used), infos, dra, self.nominated, storage, self.namespaces,
+        return Snapshot(self.table, used, infos, dra, self.nominated, storage, self.namespaces,
                         self._index_after(changes, in_place=True))
 
     def without(self, pods: Iterable[Pod]) -> Snapshot:
         """A new snapshot in which ``pods`` (bound or assumed, found by key on their node) no longer use
         their nodes: their requests are subtracted and they leave their NodeInfos. Pods not in the
         snapshot are ignored. Devices are the caller's business (the device view is kept as is)."""
-        used: dict[int, IntArray] = {}
+        used = self.used.copy()
         infos = self.infos
         gone: dict[int, list[str]] = {}
         for pod in pods:
@@ -236,12 +227,10 @@ class Snapshot:
                 i = next((r for r, info in enumerate(infos) if pod.key in info.pods), None)  # planned, not bound
             if i is None:
                 continue
-            before = used.get(i)
-            used[i] = (self.usage.row(i) if before is None else before) - pod_vector(self.table, infos[i].pods[pod.key])
+            used[i] -= pod_vector(self.table, infos[i].pods[pod.key])
             gone.setdefault(i, []).append(pod.key)
         changes: dict[str, PodEntry | None] = {key: None for keys in gone.values() for key in keys}
-        return Snapshot(self.table, self.usage.replaced(used),
-                        infos.replaced({i: infos[i].without_pods(keys) for i, keys in gone.items()}),
+        return Snapshot(self.table, used, infos.replaced({i: infos[i].without_pods(keys) for i, keys in gone.items()}),
                         self.dra, self.nominated, self.volumes, self.namespaces,
                         self._index_after(changes, in_place=False))
 

@@ -40,15 +40,15 @@ our snapshots:
    a fit the plain search finds, so a what-if fits when either finds one.
    In ``bench_preemption`` a decision has 50 to 4,000 candidate units and evicts 1 to 64 of them.
 
-What-ifs are kept by :class:`WhatIf`, in place: it holds the usage of the candidates' nodes and the NodeInfos,
-and when units are removed or put back it applies only those: their pods' request vectors (remembered across
+What-ifs are kept by :class:`WhatIf`, in place: it holds one usage matrix and the NodeInfos, and when
+units are removed or put back it applies only those: their pods' request vectors (remembered across
 decisions by :class:`PodVectors`) are subtracted or added, their nodes' NodeInfos rebuilt (remembered per
 node and removed set) — exactly what :meth:`Snapshot.without` on the cycle's snapshot gives (a property
-test holds them equal). The room bound reads that usage without making a snapshot; a snapshot for a solve
-shares every other row with the base (:mod:`scheduler.framework.node_rows`: no copy of N rows). Everything
-else is the base's: its devices,
-nominated pods, storage view and namespace labels, and its inter-pod index with the removed pods branched
-off (an overlay, so a what-if does not re-index every running pod; the base's index is built at most
+test holds them equal). The room bound reads the matrix without making a snapshot; a snapshot for a solve
+copies the matrix (O(N·R), in C) and shares the base's NodeInfos but those of the candidates' nodes
+(:class:`~scheduler.framework.node_rows.NodeRows`, O(N / 64 + rows changed)). Everything else is the base's:
+its devices, nominated pods, storage view and namespace labels, and its inter-pod index with the removed pods
+branched off (an overlay, so a what-if does not re-index every running pod; the base's index is built at most
 once). Pure: no I/O, no clock.
 """
 
@@ -64,7 +64,7 @@ import numpy as np
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Signature
 from scheduler.framework.node_info import NodeInfo
-from scheduler.framework.node_rows import NodeRows, UsageRows
+from scheduler.framework.node_rows import NodeRows
 from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.plan import Plan, SolverConfig
 from scheduler.framework.snapshot import Snapshot, pod_vector
@@ -137,8 +137,8 @@ class WhatIf:
     call are applied: their pods' request vectors are subtracted from (or added back to) the usage of the nodes
     the candidates run on (a ``(nodes with candidates, R)`` matrix), and the NodeInfos of their nodes are rebuilt
     when a snapshot is asked for (a NodeInfo per node and removed set is remembered, so a batch tried and put
-    back costs no rebuild). So a what-if costs O(pods of the flipped units) plus, for a snapshot, O(N / 64 +
-    candidates' nodes): its usage and NodeInfos share the base's other rows.
+    back costs no rebuild). So a what-if costs O(pods of the flipped units) plus, for a snapshot, the copy of
+    the usage matrix (O(N·R), in C) and O(N / 64) for the NodeInfos, which share the base's other rows.
     """
 
     def __init__(self, base: Snapshot, units: Sequence[Unit], vectors: PodVectors | None = None) -> None:
@@ -152,7 +152,7 @@ class WhatIf:
         """The node rows candidates run on, and per candidate pod the index of its node among them."""
         self._pods = list(itertools.chain.from_iterable(u.pods for u in units))
         self._vec = (vectors or PodVectors()).matrix(base, self._pods)
-        self._used = base.usage.take(self._nodes)  # the usage of ``_nodes``, units of ``_in_used`` removed
+        self._used = base.used[self._nodes]  # the usage of ``_nodes``, units of ``_in_used`` removed
         self._in_used = np.zeros(len(units), dtype=bool)  # which units ``_used`` has removed
         self._unreported: list[IntArray] = []  # entries of ``_nodes`` changed that :meth:`room` has not returned yet
         self._in_infos = np.zeros(len(units), dtype=bool)  # which units ``_infos`` and ``_removed`` have removed
@@ -177,10 +177,13 @@ class WhatIf:
             self._in_used[:] = self.gone
             self._unreported.append(local)
 
-    def usage(self) -> UsageRows:
-        """The usage with the units of :attr:`gone` removed, as of the last :meth:`room` or :meth:`snapshot`: the
-        base's with the candidates' nodes in place (shares the base's other rows)."""
-        return self.base.usage.with_rows(self._nodes, self._used)
+    @property
+    def used(self) -> IntArray:
+        """``(N, R)``: the usage with the units of :attr:`gone` removed, as of the last :meth:`room` or
+        :meth:`snapshot` (a fresh matrix)."""
+        used = self.base.used.copy()
+        used[self._nodes] = self._used
+        return used
 
     def room(self) -> tuple[IntArray, IntArray]:
         """Bring the usage up to date with :attr:`gone`; returns the node rows whose usage changed since the last
@@ -200,7 +203,7 @@ class WhatIf:
         """``base`` without the pods of the units ``gone`` marks (as :meth:`Snapshot.without` would make it)."""
         base = self.base
         self._sync_used()
-        used = self.usage()
+        used = self.used
         pods, now_gone = self._changed_pods(self._in_infos)
         if pods.size:
             removed, on_row, every, rows = self._removed, self._on_row, self._pods, self._rows_list
@@ -227,7 +230,7 @@ class WhatIf:
             changes[row] = info
         self._dirty.clear()
         self._infos = self._infos.replaced(changes)
-        return dataclasses.replace(base, usage=used, infos=self._infos,
+        return dataclasses.replace(base, used=used, infos=self._infos,
                                    index_view=base.pod_index.branched(dict(self._removed)))
 
     def cost(self, position: IntArray) -> IntArray:
@@ -428,7 +431,7 @@ class RoomBound:
                     self._room[entry.row] -= entry.request[self.cols]
         if usable is not None:
             self._room[~usable] = 0  # a node the tree cannot use adds no room (clipped below: never negative)
-        self._free = np.maximum(self._room - snapshot.usage.columns(self.cols), 0)
+        self._free = np.maximum(self._room - snapshot.used[:, self.cols], 0)
         self.total: IntArray = self._free.sum(axis=0)
         """``(len(cols),)``: the free room summed over the usable nodes, per resource the tree needs."""
 

@@ -8,10 +8,7 @@ removed, over clusters of several chunks:
 1. every snapshot handed out equals :meth:`Snapshot.build` from the pods the cache held at that moment (usage,
    NodeInfos row by row), and still does after every later change (nothing shared is changed in place);
 2. a snapshot derived by ``assume`` or ``without`` equals one built afresh from the pods it should hold;
-3. :meth:`NodeRows.replaced` equals replacing in a list, and leaves the sequence it came from as it was;
-4. :meth:`UsageRows.replaced` and :meth:`UsageRows.with_rows` equal writing rows of a plain matrix — whole, by
-   rows, columns, free room — before and after the overlay is folded into a new base, and leave the matrix they
-   came from as it was.
+3. :meth:`NodeRows.replaced` equals replacing in a list, and leaves the sequence it came from as it was.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from hypothesis import strategies as st
 
 from scheduler.cache.usage import NodeUsage
 from scheduler.framework.node_info import NodeInfo
-from scheduler.framework.node_rows import CHUNK, MIN_FOLD, NodeRows, UsageRows
+from scheduler.framework.node_rows import CHUNK, NodeRows
 from scheduler.framework.snapshot import Snapshot
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
@@ -125,32 +122,3 @@ def test_replaced_rows_equal_a_list_replaced(size: int, rounds: list[dict[int, i
         assert all(got[i] is want[i] for i in range(len(want)))
         assert all(got[-1 - i] is want[-1 - i] for i in range(len(want)))
         assert list(got[1:5]) == want[1:5]
-
-
-@SETTINGS
-@given(st.integers(1, 3 * MIN_FOLD), st.data())
-def test_usage_rows_equal_a_matrix_written(size: int, data: st.DataObject) -> None:
-    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    start = rng.integers(0, 100, (size, 3))
-    allocatable = rng.integers(0, 200, (size, 3))
-    usage = UsageRows(start.copy())
-    versions = [(usage, start)]
-    rows = st.lists(st.integers(0, size - 1), unique=True, max_size=size)
-    for edited, bulk in data.draw(st.lists(st.tuples(rows, st.booleans()), max_size=12)):
-        values = rng.integers(0, 100, (len(edited), 3))
-        want = versions[-1][1].copy()
-        want[edited] = values
-        at = np.array(edited, dtype=np.intp)
-        if bulk:
-            usage = usage.with_rows(at, values)
-        else:
-            usage = usage.replaced({r: v.copy() for r, v in zip(edited, values, strict=True)})
-        versions.append((usage, want))
-    picks = np.array(data.draw(st.lists(st.integers(0, size - 1), max_size=2 * size)), dtype=np.intp)
-    cols = np.array(data.draw(st.lists(st.integers(0, 2), unique=True, min_size=1)), dtype=np.intp)
-    for got, want in versions:
-        assert np.array_equal(got.matrix(), want)
-        assert all(np.array_equal(got.row(i), want[i]) for i in range(size))
-        assert np.array_equal(got.take(picks), want[picks])
-        assert np.array_equal(got.columns(cols), want[:, cols])
-        assert np.array_equal(got.subtracted_from(allocatable), allocatable - want)
