@@ -9,7 +9,9 @@ A node whose allocatable alone changed keeps the table's static memos. Pods boun
 cache has not seen yet are kept by node name and count as soon as the node appears.
 
 :meth:`snapshot` hands out an immutable :class:`~scheduler.framework.snapshot.Snapshot` (a copy of
-the matrix, the NodeInfos as a tuple), memoised until the next change. Once a snapshot's pod index
+the matrix; the NodeInfos as :class:`~scheduler.framework.node_rows.NodeRows` that share every row unchanged
+since the previous snapshot with it, so handing one out costs O(N / 64 + rows changed), not a copy of N
+NodeInfos), memoised until the next change. Once a snapshot's pod index
 (:mod:`scheduler.framework.pod_index`) has been built, the pod changes since are recorded and the
 next snapshot moves that index forward with them instead of rebuilding it (O(changes)); a new node
 table starts over (a node that appears brings pods the index never saw). Each snapshot also carries the log
@@ -24,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 
 from scheduler.framework.node_info import NodeInfo
+from scheduler.framework.node_rows import NodeRows
 from scheduler.framework.node_table import IntArray, NodeTable
 from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
 from scheduler.framework.snapshot import (
@@ -51,8 +54,10 @@ class NodeUsage:
         self.used: IntArray = np.zeros_like(self.table.allocatable)
         self._infos: dict[str, NodeInfo] = {}
         """Node name → the pods using it (also for nodes not in the table yet)."""
-        self._rows: list[NodeInfo] = []
-        """``_infos`` of the table's nodes, by row."""
+        self._rows = NodeRows()
+        """``_infos`` of the table's nodes, by row, as of the last snapshot (shared with it)."""
+        self._rows_now: dict[int, NodeInfo] = {}
+        """Row → its NodeInfo now, for the rows changed since :attr:`_rows` was made."""
         self._counted: dict[str, tuple[str, Pod]] = {}
         """Pod key → (node, pod) of every pod that uses a node."""
         self._nominated: dict[str, Pod] = {}
@@ -113,7 +118,7 @@ class NodeUsage:
             self._infos.pop(node, None)
         row = self.table.index.get(node)
         if row is not None:
-            self._rows[row] = info
+            self._rows_now[row] = info
             if len(self._log) >= LOG_ROWS_PER_NODE * len(self._rows) + LOG_ROWS_PER_NODE:
                 self._log = []  # readers of the old list compare every row once
             self._log.append(row)
@@ -143,7 +148,8 @@ class NodeUsage:
                     used[row] += pod_vector(table, pod)
         self.table = table
         self.used = used
-        self._rows = [self._infos.get(n.name) or NodeInfo(n.name) for n in table.nodes]
+        self._rows = NodeRows(self._infos.get(n.name) or NodeInfo(n.name) for n in table.nodes)
+        self._rows_now = {}
         self._log = []
         self._snapshot = None
         self._last = None  # pods of nodes new to the table are not in any index yet
@@ -181,7 +187,8 @@ class NodeUsage:
             if entry is not None:
                 nominated.append(entry)
         view = self._carried_index()
-        infos = tuple(self._rows)
+        infos = self._rows = self._rows.replaced(self._rows_now)
+        self._rows_now = {}
         snap = Snapshot(self.table, self.used.copy(), infos, dra, tuple(nominated), volumes,
                         namespaces if namespaces is not None else {}, view, RowLog(self._log, len(self._log), infos))
         self._snapshot = snap

@@ -1,8 +1,9 @@
 """NodeInfo: one node and the pods on it, as kube-scheduler's ``framework.NodeInfo`` holds them.
 
 A :class:`NodeInfo` is immutable: the cache replaces a node's NodeInfo when a pod lands on it or
-leaves it (O(pods on that node)), and a snapshot is a tuple of them, so taking one is cheap and a
-cycle can never see a half-applied change. The requested resources of a node live next to it,
+leaves it (O(pods on that node)), and a snapshot holds them by row
+(:class:`~scheduler.framework.node_rows.NodeRows`, sharing the unchanged ones with the snapshot before), so
+taking one is cheap and a cycle can never see a half-applied change. The requested resources of a node live next to it,
 as a row of the snapshot's ``used`` matrix (vectorised over nodes); NodeInfo holds what a
 per-node rule needs beyond sums: which pods, with their labels, host ports and volumes.
 

@@ -6,7 +6,8 @@ per row (which pods are where), the device view when DRA objects exist, and the 
 It is immutable: :meth:`Snapshot.assume` returns one with a plan's pods added, and
 :meth:`Snapshot.without` one with pods removed (preemption's "would the tree fit if these pods
 were gone?"), so no solver run can change the caller's state. Both cost O(N·R) for the matrix copy
-plus O(pods touched) — cheap enough to clone per what-if.
+plus O(pods touched); the NodeInfos are :class:`~scheduler.framework.node_rows.NodeRows`, which share the
+rows they do not change with the snapshot they came from (O(N / 64 + rows changed), not a copy of N).
 
 It also carries the namespaces' labels (pod affinity's ``namespaceSelector``) and
 :attr:`Snapshot.pod_index`, the pods indexed for inter-pod rules
@@ -29,6 +30,7 @@ from typing import Protocol, cast
 import numpy as np
 
 from scheduler.framework.node_info import NodeInfo
+from scheduler.framework.node_rows import NodeRows
 from scheduler.framework.node_table import IntArray, NodeTable, clamp
 from scheduler.framework.plan import VolumeClaimBinding
 from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
@@ -97,7 +99,7 @@ class RowLog:
 
     rows: list[int]
     end: int
-    infos: tuple[NodeInfo, ...]
+    infos: NodeRows
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +118,7 @@ class Snapshot:
 
     table: NodeTable
     used: IntArray
-    infos: tuple[NodeInfo, ...]
+    infos: NodeRows
     dra: DeviceSnapshot | None = None
     nominated: tuple[Nominated, ...] = ()
     volumes: StorageView | None = None
@@ -179,7 +181,7 @@ class Snapshot:
                 if col is not None:
                     used[i, col] += clamp(v)
             on_node[i][pod.key] = pod
-        infos = tuple(NodeInfo(n.name, pods) for n, pods in zip(table.nodes, on_node, strict=True))
+        infos = NodeRows(NodeInfo(n.name, pods) for n, pods in zip(table.nodes, on_node, strict=True))
         return cls(table, used, infos, dra, tuple(nominated), volumes, dict(namespaces or {}))
 
     def free(self) -> IntArray:
@@ -198,7 +200,6 @@ class Snapshot:
         NodeInfo holds the pod object as planned (its node is the NodeInfo's: no bound copy is made).
         DRA-served extended resources are not node usage."""
         used = self.used.copy()
-        infos = list(self.infos)
         row = self.table.index
         by_row: dict[int, dict[str, Pod]] = {}
         changes: dict[str, PodEntry | None] = {}
@@ -207,11 +208,10 @@ class Snapshot:
             used[i] += pod_vector(self.table, pod)
             by_row.setdefault(i, {})[pod.key] = pod
             changes[pod.key] = pod_entry(pod, node_name)
-        for i, added in by_row.items():
-            infos[i] = infos[i].with_pods(added.values())
+        infos = self.infos.replaced({i: self.infos[i].with_pods(added.values()) for i, added in by_row.items()})
         dra = self.dra.with_allocated(device_uses) if self.dra is not None else None
         storage = self.volumes.with_assumed(placements, volumes) if self.volumes is not None else None
-        return Snapshot(self.table, used, tuple(infos), dra, self.nominated, storage, self.namespaces,
+        return Snapshot(self.table, used, infos, dra, self.nominated, storage, self.namespaces,
                         self._index_after(changes, in_place=True))
 
     def without(self, pods: Iterable[Pod]) -> Snapshot:
@@ -219,7 +219,7 @@ class Snapshot:
         their nodes: their requests are subtracted and they leave their NodeInfos. Pods not in the
         snapshot are ignored. Devices are the caller's business (the device view is kept as is)."""
         used = self.used.copy()
-        infos = list(self.infos)
+        infos = self.infos
         gone: dict[int, list[str]] = {}
         for pod in pods:
             i = self.table.index.get(pod.spec.node_name)
@@ -229,10 +229,9 @@ class Snapshot:
                 continue
             used[i] -= pod_vector(self.table, infos[i].pods[pod.key])
             gone.setdefault(i, []).append(pod.key)
-        for i, keys in gone.items():
-            infos[i] = infos[i].without_pods(keys)
         changes: dict[str, PodEntry | None] = {key: None for keys in gone.values() for key in keys}
-        return Snapshot(self.table, used, tuple(infos), self.dra, self.nominated, self.volumes, self.namespaces,
+        return Snapshot(self.table, used, infos.replaced({i: infos[i].without_pods(keys) for i, keys in gone.items()}),
+                        self.dra, self.nominated, self.volumes, self.namespaces,
                         self._index_after(changes, in_place=False))
 
 

@@ -83,11 +83,9 @@ class NodeResourcesFit:
         """One ``Insufficient <r>`` per short resource per node (several per node are each counted, as
         upstream's histogram does), vectorised over ``rows``."""
         counts: Counter[str] = Counter()
-        needed = np.flatnonzero(sig.request > 0)
-        short = (state.free[np.ix_(rows, needed)] < sig.request[needed]).sum(axis=0)
-        for j, n in zip(needed, short, strict=True):
-            if n:
-                counts[insufficient(state.table.resources[j])] += int(n)
+        for j in np.flatnonzero(sig.request > 0).tolist():  # a column at a time: no (rows, R) fancy-indexed copy
+            if n := int(np.count_nonzero(state.free[:, j].take(rows) < sig.request[j])):
+                counts[insufficient(state.table.resources[j])] += n
         for resource in sig.unknown:
             counts[insufficient(resource)] += len(rows)
         return Rejections(counts)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from scheduler.cache.usage import LOG_ROWS_PER_NODE, NodeUsage
+from scheduler.framework.node_rows import NodeRows
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 
@@ -91,7 +92,7 @@ def test_the_change_log_names_every_row_whose_node_info_changed(seed: int) -> No
     assert rows is not None
     moved = {row for row, (a, b) in enumerate(zip(before.infos, after.infos, strict=True)) if a is not b}
     assert moved <= set(rows)
-    other = dataclasses.replace(after, infos=tuple(list(after.infos)))  # equal NodeInfos, another tuple
+    other = dataclasses.replace(after, infos=NodeRows(after.infos))  # equal NodeInfos, another sequence
     assert other.rows_changed(mark) == (None, None)
     for step in range(LOG_ROWS_PER_NODE * (len(NODES) + 1)):
         usage.set_pod("ns/mover", pod("mover", NODES[step % len(NODES)].name, "1", rv=step))
