@@ -31,7 +31,9 @@ apiserver's ``library/quantity.go`` and ``library/semverlib.go``:
   two-variable comprehensions (``all``/``exists``/``existsOne`` with two variables, ``transformList``,
   ``transformMap``, ``transformMapEntry``): :mod:`scheduler.dra.cel_library` and :mod:`scheduler.dra.cel_net`;
 * the optional values the library runs natively (``optional.of``/``none``/``ofNonZeroValue``, ``hasValue``,
-  ``value``, ``orValue``, ``or``).
+  ``value``, ``orValue``, ``or``);
+* Kubernetes' format library (``format.named``, ``format.dns1123Label()`` and the other named formats,
+  ``validate`` giving an optional list of apimachinery's messages): :mod:`scheduler.dra.cel_format`.
 
 Kubernetes v1.37's quantity library has no ``mul``/``div``/``divInt`` (``apiserver/pkg/cel/library/
 quantity.go`` declares ``quantity``, ``isQuantity``, ``sign``, ``isGreaterThan``, ``isLessThan``,
@@ -42,7 +44,7 @@ proposed, kubernetes/kubernetes#135995): a selector using them is refused, as th
 other than ``device`` and those the macros bind, a field of ``device`` other than its four — is a
 compile error with cel-go's wording, so a claim is refused when read rather than per device.
 Functions of Kubernetes' base environment that are not provided (:data:`NOT_PROVIDED`: the strings
-extension's ``format``, the format library, ``optMap``/``optFlatMap``) are refused the same way, naming the
+extension's ``format``, ``optMap``/``optFlatMap``) are refused the same way, naming the
 function. A literal ``find``/``findAll`` pattern Go's regexp refuses (a lookaround, a backreference) is a
 compile error too, as Kubernetes compiles such patterns when it makes the program.
 
@@ -59,8 +61,8 @@ selectors". It has no custom value types and no default-valued maps, so this mod
   ``{"__semver__": "<version without build metadata>"}``. The canonical strings make ``==`` compare
   values (``quantity("1k") == quantity("1000")``), and the functions above are Python callbacks
   that read these maps;
-* passes IP addresses, CIDR prefixes and URLs the same way, keyed by Go's canonical text
-  (:mod:`scheduler.dra.cel_values`);
+* passes IP addresses, CIDR prefixes and URLs the same way, keyed by Go's canonical text, and named formats
+  by their name (:mod:`scheduler.dra.cel_values`);
 * rewrites ``device.attributes[d]`` / ``device.capacity[d]`` (and the ``.d`` form) to
   ``(d in device.attributes ? device.attributes[d] : {})``, ``cel.bind(x, v, e)`` to
   ``[v].map(x, e)[0]``, ``l.sortBy(e, k)`` to ``l.map(e, [e, k])._sort_by_keys()`` and a two-variable
@@ -73,7 +75,7 @@ but a type mismatch elsewhere, or a non-bool result, is found when evaluated, no
 there is no cost estimate, so the API's per-expression cost limit is not applied (the library has no
 cost model to estimate with); the functions of :data:`NOT_PROVIDED` are refused; the parser refuses the
 optional syntax ``.?``, ``[?``, ``[?e]`` and ``{?k: v}``. ``size()`` and ``type()`` of a quantity, semver,
-IP, CIDR or URL see the map, and the type names ``net.IP`` / ``net.CIDR`` are not declared. A domain map
+IP, CIDR, URL or format see the map, and the type names ``net.IP`` / ``net.CIDR`` are not declared. A domain map
 reached by aliasing ``device.attributes`` itself (``cel.bind(a, device.attributes, a["x"])``) errors on a
 missing domain instead of giving an empty map.
 
@@ -423,9 +425,8 @@ _STANDARD_FUNCTIONS: Final = frozenset({
 """CEL's standard functions and macros (the language definition's standard environment)."""
 
 NOT_PROVIDED: Final = frozenset({
-    # string formatting (ext.Strings "format") and the format library (library/format.go), whose functions
-    # return optional values
-    "format", "named", "validate",
+    # string formatting (ext.Strings "format")
+    "format",
     # optional values whose macros the library does not expand (it runs optional.of/none/orValue/value/hasValue)
     "optMap", "optFlatMap",
 })
@@ -433,8 +434,8 @@ NOT_PROVIDED: Final = frozenset({
 provided here: a selector using one is refused when compiled, naming it, rather than evaluated differently from
 Kubernetes."""
 
-_NAMES: Final = frozenset({"device", "cel", "sets", "strings", "lists", "ip", "optional", "int", "uint", "double",
-                           "string", "bytes", "bool", "list", "map", "type", "null_type", "dyn"})
+_NAMES: Final = frozenset({"device", "cel", "sets", "strings", "lists", "ip", "optional", "format", "int", "uint",
+                           "double", "string", "bytes", "bool", "list", "map", "type", "null_type", "dyn"})
 """Identifiers a selector may use besides the variables its comprehensions bind: the ``device`` variable,
 the namespaces of functions it may call, and type names."""
 
@@ -449,8 +450,6 @@ def _check(expression: str, program: _cel.Program) -> str | None:
     references = program.references()
     tokens = _tokens(expression)
     bound = _bound_names(tokens)
-    if "format" in references["variables"] and "format" not in bound:  # format.named(…), format.dns1123Label()
-        return "function 'format' of the Kubernetes CEL environment is not supported by gang-scheduler"
     for name in references["functions"]:
         if name.startswith("@") or not name.isidentifier():
             continue  # an operator: _+_, _[_], !_, @in, @not_strictly_false
