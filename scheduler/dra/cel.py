@@ -97,7 +97,7 @@ from typing import Any, Final, TypeAlias
 import cel as _cel
 from cel import stdlib as _stdlib
 
-from scheduler.dra import cel_library
+from scheduler.dra import cel_library, cel_string_format
 from scheduler.dra.cel_library import TWO_VARIABLE_MACROS
 from scheduler.dra.cel_values import QUANTITY_KEY as _QUANTITY_KEY
 from scheduler.dra.cel_values import SEMVER_KEY as _SEMVER_KEY
@@ -425,8 +425,6 @@ _STANDARD_FUNCTIONS: Final = frozenset({
 """CEL's standard functions and macros (the language definition's standard environment)."""
 
 NOT_PROVIDED: Final = frozenset({
-    # string formatting (ext.Strings "format")
-    "format",
     # optional values whose macros the library does not expand (it runs optional.of/none/orValue/value/hasValue)
     "optMap", "optFlatMap",
 })
@@ -465,7 +463,7 @@ def _check(expression: str, program: _cel.Program) -> str | None:
                 and _is(tokens, i + 1, len(tokens), ".") and i + 2 < len(tokens)
                 and tokens[i + 2].kind == "ident" and tokens[i + 2].text not in DEVICE_FIELDS):
             return f"undefined field '{tokens[i + 2].text}'"  # wording: cel-go checker
-    return _literal_regex_error(tokens)
+    return _literal_regex_error(tokens) or _literal_format_error(tokens)
 
 
 def _literal_regex_error(tokens: list[_Token]) -> str | None:
@@ -480,6 +478,24 @@ def _literal_regex_error(tokens: list[_Token]) -> str | None:
             pattern = _cel.compile(tokens[i + 2].text).execute()  # the literal's value: escapes, raw strings
             if isinstance(pattern, str) and (problem := cel_library.regex_error(pattern)):
                 return f"program instantiation failed: {problem}"  # wording: compile.go CompileCELExpression
+    return None
+
+
+def _literal_format_error(tokens: list[_Token]) -> str | None:
+    """Why a ``"literal".format([list literal])`` is refused, else None: cel-go's strings extension checks such
+    calls when the expression is compiled (ext/formatting.go ``stringFormatValidator``): every clause must parse
+    and have an argument, and no argument may be left over."""
+    hi = len(tokens)
+    for i, token in enumerate(tokens):
+        if (token.kind == "string" and _is(tokens, i + 1, hi, ".") and _is(tokens, i + 2, hi, "format")
+                and _is(tokens, i + 3, hi, "(") and _is(tokens, i + 4, hi, "[")):
+            close = _closing(tokens, i + 4, hi)
+            if not _is(tokens, close + 1, hi, ")"):
+                continue
+            elements = [(lo, end) for lo, end in _split_arguments(tokens, i + 5, close) if end > lo]
+            text = _cel.compile(token.text).execute()  # the literal's value: escapes, raw strings
+            if isinstance(text, str) and (problem := cel_string_format.literal_error(text, len(elements))):
+                return problem
     return None
 
 
