@@ -23,7 +23,8 @@ apiserver's ``library/quantity.go`` and ``library/semverlib.go``:
   ``isGreaterThan``, ``isLessThan``, ``major``, ``minor``, ``patch``; ``==`` ignores build metadata;
 * ``cel.bind(name, value, body)``; ``includes`` (a list attribute holds a value, or a scalar equals it);
 * the strings extension at Kubernetes' version 2 (``charAt``, ``indexOf``, ``lastIndexOf``, ``join``,
-  ``lowerAscii``, ``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``, ``strings.quote``),
+  ``lowerAscii``, ``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``, ``strings.quote``, and
+  ``format`` as cel-go's ``ext/formatting.go`` prints for en-US: :mod:`scheduler.dra.cel_string_format`),
   the sets extension (``sets.contains``/``equivalent``/``intersects``) and Kubernetes' list library
   (``isSorted``, ``sum``, ``min``, ``max``, list ``indexOf``/``lastIndexOf``);
 * Kubernetes' regex (``find``, ``findAll``), IP, CIDR and URL libraries, cel-go's list extension at version 3
@@ -43,10 +44,11 @@ proposed, kubernetes/kubernetes#135995): a selector using them is refused, as th
 **Static check** (:func:`_check`): a name the environment does not declare — a function, a variable
 other than ``device`` and those the macros bind, a field of ``device`` other than its four — is a
 compile error with cel-go's wording, so a claim is refused when read rather than per device.
-Functions of Kubernetes' base environment that are not provided (:data:`NOT_PROVIDED`: the strings
-extension's ``format``, ``optMap``/``optFlatMap``) are refused the same way, naming the
-function. A literal ``find``/``findAll`` pattern Go's regexp refuses (a lookaround, a backreference) is a
-compile error too, as Kubernetes compiles such patterns when it makes the program.
+Functions of Kubernetes' base environment that are not provided (:data:`NOT_PROVIDED`: ``optMap``/
+``optFlatMap``) are refused the same way, naming the function. A literal ``find``/``findAll`` pattern Go's
+regexp refuses (a lookaround, a backreference) is a compile error too, as Kubernetes compiles such patterns when
+it makes the program, and so is a ``"literal".format([list literal])`` whose clauses do not parse or do not
+match the number of arguments (cel-go's ``stringFormatValidator``).
 
 An expression that does not parse raises :class:`SelectorError` from :func:`compile_selector`; one that
 fails on a device, or gives something other than a bool, raises it from :meth:`Selector.matches`.
