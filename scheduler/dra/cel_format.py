@@ -1,6 +1,7 @@
 """Kubernetes' format CEL library: named string formats and their validation messages.
 
-``k8s.io/apiserver/pkg/cel/library/format.go`` (v1.37, in the base environment since 1.31) declares
+``k8s.io/apiserver/pkg/cel/library/format.go`` (v1.37, in the base environment of ``environment/base.go``)
+declares
 
 * ``format.named(name)`` → ``optional<kubernetes.NamedFormat>``: the format of that name, or ``optional.none()``;
 * ``format.<name>()`` → ``kubernetes.NamedFormat`` for each of :data:`FORMATS`;

@@ -1,8 +1,8 @@
 """CEL values of the Kubernetes library types, as the CEL library in use can hold them, and their messages.
 
 The library has no custom value types, so :mod:`scheduler.dra.cel` and its libraries pass each Kubernetes type
-(``apiserver/pkg/cel``: Quantity, Semver, net.IP, net.CIDR, URL, NamedFormat) as a one-key map from a marker key to one
-canonical text per value, so that CEL's ``==`` on the maps compares the values as Kubernetes' ``Equal`` does.
+(``apiserver/pkg/cel``: Quantity, Semver, net.IP, net.CIDR, URL, NamedFormat) as a one-key map from a marker key
+to one canonical text per value, so that CEL's ``==`` on the maps compares the values as Kubernetes' ``Equal`` does.
 """
 
 from __future__ import annotations
