@@ -66,7 +66,8 @@ selectors". It has no custom value types and no default-valued maps, so this mod
 * passes IP addresses, CIDR prefixes and URLs the same way, keyed by Go's canonical text, and named formats
   by their name (:mod:`scheduler.dra.cel_values`);
 * rewrites ``device.attributes[d]`` / ``device.capacity[d]`` (and the ``.d`` form) to
-  ``(d in device.attributes ? device.attributes[d] : {})``, ``cel.bind(x, v, e)`` to
+  ``(d in device.attributes ? device.attributes[d] : {})``, ``format.uri()`` to
+  ``format.named("uri").value()``, ``cel.bind(x, v, e)`` to
   ``[v].map(x, e)[0]``, ``l.sortBy(e, k)`` to ``l.map(e, [e, k])._sort_by_keys()`` and a two-variable
   macro ``r.all(k, v, p)`` to ``r._entries().all(_e, …)`` binding ``k`` and ``v`` to each ``[key, value]``
   entry, before compiling. The helpers the rewritten text calls start with ``_``, which no declared
@@ -99,7 +100,7 @@ from typing import Any, Final, TypeAlias
 import cel as _cel
 from cel import stdlib as _stdlib
 
-from scheduler.dra import cel_library, cel_string_format
+from scheduler.dra import cel_format, cel_library, cel_string_format
 from scheduler.dra.cel_library import TWO_VARIABLE_MACROS
 from scheduler.dra.cel_values import QUANTITY_KEY as _QUANTITY_KEY
 from scheduler.dra.cel_values import SEMVER_KEY as _SEMVER_KEY
@@ -757,9 +758,9 @@ _CALLBACKS: Final = {**_FUNCTIONS, **cel_library.HELPERS}
 """:data:`_FUNCTIONS` and the helpers only rewritten text calls."""
 
 _PROVIDED: Final = (_STANDARD_FUNCTIONS | TWO_VARIABLE_MACROS | OPTIONAL_FUNCTIONS | {"bind", "sortBy"}
-                    | {name.rpartition(".")[2] for name in _FUNCTIONS})
+                    | {name.rpartition(".")[2] for name in _FUNCTIONS} | set(cel_format.FORMATS))
 """Every function a selector may call here: CEL's own, the two-variable macros, the optional-value functions,
-``cel.bind`` and those of :data:`_FUNCTIONS`."""
+``cel.bind``, those of :data:`_FUNCTIONS` and the named formats (``format.dns1123Label()``, rewritten)."""
 
 
 # --- source rewriting: empty-map default for domains, cel.bind ---------------------------------
@@ -855,6 +856,11 @@ def _emit(tokens: list[_Token], lo: int, hi: int) -> str:
                 out.append(f"{token.lead}[{value}].map({name}, {body})[0]")
                 i = close + 1
                 continue
+        if (starts_member and token.text == "format" and i + 4 < hi and tokens[i + 2].text in cel_format.FORMATS
+                and _is(tokens, i + 3, hi, "(") and _is(tokens, i + 4, hi, ")")):
+            out.append(f'{token.lead}format.named("{tokens[i + 2].text}").value()')  # the same value (format.go)
+            i += 5
+            continue
         if after_dot and token.text == "sortBy" and token.kind == "ident" and _is(tokens, i + 1, hi, "("):
             close = _closing(tokens, i + 1, hi)
             arguments = _split_arguments(tokens, i + 2, close)

@@ -226,9 +226,7 @@ def validate(target: object, text: object) -> OptionalValue:
     return OptionalValue.of(problems) if problems else OptionalValue.none()
 
 
-FUNCTIONS: Final[dict[str, Callable[..., object]]] = {
-    "format.named": named,
-    "validate": validate,
-    **{f"format.{name}": (lambda name=name: {FORMAT_KEY: name}) for name in FORMATS},
-}
-"""The format library's callbacks by CEL name (``format.dns1123Label`` takes no argument)."""
+FUNCTIONS: Final[dict[str, Callable[..., object]]] = {"format.named": named, "validate": validate}
+"""The format library's callbacks by CEL name. ``format.<name>()`` has none: :mod:`scheduler.dra.cel` rewrites it
+to ``format.named('<name>').value()``, the same value, so that every device's CEL context carries two callbacks
+rather than fifteen (the library copies each into every context it makes)."""
