@@ -44,7 +44,7 @@ $(DEV_STAMP): $(RUNTIME_STAMP) | venv-check
 run: $(RUNTIME_STAMP) | venv-check  ## simulate the built-in example cluster
 	$(BIN)/gang-scheduler simulate
 
-test: $(DEV_STAMP) | venv-check  ## the layering contract, then the whole test suite (unit, property, scenario, golden, integration, chart), one worker per core
+test: $(DEV_STAMP) | venv-check  ## the layering contract, then every test but the chaos suite (unit, property, scenario, golden, integration, chart), one worker per core
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q -n auto
 

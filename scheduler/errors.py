@@ -41,10 +41,11 @@ class ClusterConfigError(GangSchedulerError):
 
 
 class ApiError(GangSchedulerError):
-    """A request failed: ``status`` is the HTTP code (0 for a transport failure)."""
+    """A request failed: ``status`` is the HTTP code (0 for a transport failure, left out of the message:
+    ``ClientConnectorError: Cannot connect to host …``, not ``0 ClientConnectorError: …``)."""
 
     def __init__(self, status: int, reason: str, message: str) -> None:
-        super().__init__(f"{status} {reason}: {message}")
+        super().__init__(f"{status} {reason}: {message}" if status else f"{reason}: {message}")
         self.status = status
         self.reason = reason
         self.message = message

@@ -49,6 +49,8 @@ Functions of Kubernetes' base environment that are not provided (:data:`NOT_PROV
 regexp refuses (a lookaround, a backreference) is a compile error too, as Kubernetes compiles such patterns when
 it makes the program, and so is a ``"literal".format([list literal])`` whose clauses do not parse or do not
 match the number of arguments (cel-go's ``stringFormatValidator``).
+A selector whose estimated cost exceeds ``CELSelectorExpressionMaxCost`` is refused too, with the API
+server's ``too complex, exceeds cost limit``.
 
 An expression that does not parse raises :class:`SelectorError` from :func:`compile_selector`; one that
 fails on a device, or gives something other than a bool, raises it from :meth:`Selector.matches`.
@@ -75,8 +77,10 @@ selectors". It has no custom value types and no default-valued maps, so this mod
 
 Known differences from Kubernetes: the static check has no types (an attribute is ``dyn`` there too,
 but a type mismatch elsewhere, or a non-bool result, is found when evaluated, not when compiled);
-there is no cost estimate, so the API's per-expression cost limit is not applied (the library has no
-cost model to estimate with); the functions of :data:`NOT_PROVIDED` are refused; the parser refuses the
+the per-expression cost limit is applied to cel-go's estimate when compiled
+(:func:`scheduler.dra.cel_cost.limit_error`, the API server's check), not to the actual cost while
+evaluating (the library does not count it; kube-scheduler does); the functions of :data:`NOT_PROVIDED`
+are refused; the parser refuses the
 optional syntax ``.?``, ``[?``, ``[?e]`` and ``{?k: v}``. ``size()`` and ``type()`` of a quantity, semver,
 IP, CIDR, URL or format see the map, and the type names ``net.IP`` / ``net.CIDR`` are not declared. A domain map
 reached by aliasing ``device.attributes`` itself (``cel.bind(a, device.attributes, a["x"])``) errors on a
@@ -100,7 +104,7 @@ from typing import Any, Final, TypeAlias
 import cel as _cel
 from cel import stdlib as _stdlib
 
-from scheduler.dra import cel_format, cel_library, cel_string_format
+from scheduler.dra import cel_cost, cel_format, cel_library, cel_string_format
 from scheduler.dra.cel_library import TWO_VARIABLE_MACROS
 from scheduler.dra.cel_values import QUANTITY_KEY as _QUANTITY_KEY
 from scheduler.dra.cel_values import SEMVER_KEY as _SEMVER_KEY
@@ -382,7 +386,8 @@ def compile_selector(expression: str) -> Selector:
     """The compiled form of one CEL selector expression, compiled once per distinct text.
 
     Raises :class:`SelectorError` (reason ``CEL compile error: …``, with the library's position
-    marker) when the expression does not parse. Failures are remembered too, so a bad expression
+    marker) when the expression does not parse, uses an undeclared name, or its estimated cost is over
+    the API's limit (``too complex, exceeds cost limit``). Failures are remembered too, so a bad expression
     in a DeviceClass costs one compile, not one per scheduling cycle.
     """
     compiled = _compile(expression)
@@ -398,7 +403,7 @@ def _compile(expression: str) -> Selector | str:
         program = _cel.compile(expression)
     except (ValueError, RuntimeError) as exc:
         return f"CEL compile error: {exc}"  # wording: structured allocator selectorsMatch, v1.37
-    if problem := _check(expression, program):
+    if problem := _check(expression, program) or cel_cost.limit_error(expression):
         return f"CEL compile error: {problem}"
     rewritten = _rewrite(expression)
     if rewritten != expression:
@@ -765,20 +770,7 @@ _PROVIDED: Final = (_STANDARD_FUNCTIONS | TWO_VARIABLE_MACROS | OPTIONAL_FUNCTIO
 
 # --- source rewriting: empty-map default for domains, cel.bind ---------------------------------
 
-_TOKEN = re.compile(
-    "|".join(
-        (
-            r"(?P<space>\s+|//[^\n]*)",
-            # raw strings first (no escapes), then ordinary strings; b-prefixes are bytes
-            r"(?P<string>(?:[bB]?[rR]|[rR][bB])(?:'''.*?'''|\"\"\".*?\"\"\"|'[^'\n]*'|\"[^\"\n]*\")"
-            r"|[bB]?(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"|'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\"))",
-            r"(?P<number>0[xX][0-9a-fA-F]+[uU]?|[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?[uU]?)",
-            r"(?P<ident>[A-Za-z_][A-Za-z0-9_]*)",
-            r"(?P<punct>.)",
-        )
-    ),
-    re.DOTALL,
-)
+_TOKEN: Final = cel_cost.TOKEN
 _DOMAIN_MAPS: Final = frozenset({"attributes", "capacity"})
 
 

@@ -305,8 +305,13 @@ class ClaimIndex:
                 what = (f"PodGroup {ns}/{pod.group_name} claim {entry.name!r}" if is_group
                         else f"claim {entry.name!r}")
                 template = entry.resource_claim_template_name
-                source = f" (template {template})" if template else ""
-                return PodClaims(waiting=f"waiting for ResourceClaim of {what}{source} to be created")
+                source = missing = ""
+                if template:
+                    source = f" (template {template})"
+                    reads.append((_TEMPLATE, f"{ns}/{template}"))
+                    if f"{ns}/{template}" not in self.templates:  # the resourceclaim controller cannot make it
+                        missing = f": ResourceClaimTemplate {ns}/{template} not found"
+                return PodClaims(waiting=f"waiting for ResourceClaim of {what}{source} to be created{missing}")
             if claim.metadata.deletion_timestamp is not None:  # DynamicResources PreFilter: "being deleted"
                 return PodClaims(waiting=f"ResourceClaim {claim.key} is being deleted")
             if claim.is_allocated:

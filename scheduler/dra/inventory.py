@@ -30,6 +30,7 @@ the next ``set_*``/``remove_*`` call (the cycle never solves on a snapshot older
 
 from __future__ import annotations
 
+import difflib
 import functools
 import itertools
 from collections.abc import Iterable, MutableMapping
@@ -73,6 +74,11 @@ PoolKey = tuple[str, str]
 INVALID_POOLS = "invalid resource pools were encountered"
 """Node reason when a claim cannot be allocated on a node that an invalid pool reaches (kube-scheduler's
 structured allocator wording, ``allocator.go``, v1.37)."""
+
+CLASS_CUTOFF = 0.8
+"""How alike an existing DeviceClass name must be to be offered for a missing one (``difflib`` ratio). Class
+names share domain suffixes: ``gpu.nvidai.com`` is offered ``gpu.nvidia.com`` (0.93), ``gpu.nvidia.com`` is not
+offered ``gpu.example.com`` (0.62)."""
 
 ErrorSink = MutableMapping[str, str]
 """Where selector errors are reported: (class or request) label → message."""
@@ -506,8 +512,7 @@ class Inventory:
         """Whether ``device`` matches, and the (label, message) of the selector error that stopped it."""
         klass = self.classes.get(sub.class_name)
         if klass is None:
-            label = f"DeviceClass {sub.class_name}"
-            return False, (label, f"DeviceClass {sub.class_name} not found")
+            return False, self._missing_class(sub)
         class_exprs = [s.cel.expression for s in klass.spec.selectors if s.cel is not None]
         for label, exprs in ((f"DeviceClass {sub.class_name}", class_exprs), (f"request {sub.result}", sub.selectors)):
             for expr in exprs:
@@ -518,12 +523,21 @@ class Inventory:
                     return False, (label, f"{label}: selector {expr!r}: {exc.reason}")
         return True, None
 
+    def _missing_class(self, sub: SubRequest) -> tuple[str, str]:
+        """The (label, message) for ``sub`` whose DeviceClass does not exist, offering the closest existing name.
+        kube-scheduler's allocator refuses such a request before it looks at any device ("claim …, request …:
+        could not retrieve device class …", structured allocator's ``validateDeviceRequest``), so it is reported
+        also when no device exists at all."""
+        close = difflib.get_close_matches(sub.class_name, self.classes, n=1, cutoff=CLASS_CUTOFF)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return f"DeviceClass {sub.class_name}", f"request {sub.result}: DeviceClass {sub.class_name} not found{hint}"
+
     def usable_counts(self, sub: SubRequest, errors: ErrorSink | None = None) -> tuple[IntArray, BoolArray]:
         """Per node, how many devices matching ``sub`` it reaches (ignoring what is taken; a shared device counts
         as :data:`~scheduler.dra.allocator.MAX_DEVICES_PER_CLAIM`, the most results it may serve): (N,) int; and
         which devices match: (D,) bool over :meth:`device_index`. Memoised per (class, selectors) until
-        the next change; the selector errors met are reported into ``errors`` on every call. Both arrays
-        are read-only."""
+        the next change; the selector errors met, and a DeviceClass that does not exist, are reported into
+        ``errors`` on every call. Both arrays are read-only."""
         key = (sub.class_name, sub.selectors)
         hit = self._usable.get(key)
         if hit is None:
@@ -531,6 +545,9 @@ class Inventory:
             ids = self.device_index().ids
             matching = np.zeros(len(ids), dtype=bool)
             met: dict[str, str] = {}
+            if sub.class_name not in self.classes:
+                label, message = self._missing_class(sub)
+                met[label] = message
             for i, dev_id in enumerate(ids):
                 device = self.devices[dev_id]
                 if self.matches(sub, device, met):

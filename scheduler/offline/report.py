@@ -241,6 +241,8 @@ def render_text(sim: Simulation) -> str:
             out.append(f"{indent}       placed {len(g.placements)} pod(s) on {nodes}")
             out.extend(_device_lines(_allocations_of(sim, g), f"{indent}       "))
             out.extend(_volume_lines(sim, g, f"{indent}       "))
+        elif g.status == SCHEDULED and g.key.kind == "PodGroup" and not g.reason:
+            out.append(f"{indent}       nothing to place: its bound members satisfy it")
         if g.reason:
             out.append(f"{indent}       {g.status}: {_continued(g.reason, indent + '         ')}")
         if g.key == g.root:
@@ -392,8 +394,8 @@ class Notice:
 
 
 def notices(sim: Simulation) -> list[Notice]:
-    """The hints under the summary, for both renderings: no pod of ours found; DRA objects of another
-    version skipped; DRA problems (listed in full under their own heading / key); claims made from
+    """The hints under the summary, for both renderings: no pod of ours found, or no Node to place them on; DRA
+    objects of another version skipped; DRA problems (listed in full under their own heading / key); claims made from
     templates; ephemeral volumes' PVCs made from pods' templates; then one warning per field a pending pod
     sets that no plugin honours. Objects of a kind we read under another apiVersion (scheduler-plugins' older
     ``scheduling.sigs.k8s.io`` PodGroup, an old Workload) get a ``skipped-api-version`` warning each."""
@@ -403,6 +405,10 @@ def notices(sim: Simulation) -> list[Notice]:
                                                                 key=lambda kv: (-kv[1], kv[0])))
         out.append(Notice("note", "no-pods-of-ours", f'no pending pod has spec.schedulerName "{sim.scheduler_name}" '
                                                      f'(found: {found or "no pods"})'))
+    elif sim.initial is not None and not len(sim.initial.table):  # a workload file given alone
+        out.append(Notice("note", "no-nodes", "the snapshot has no Node, so no pod can be placed: give the "
+                                              "cluster's nodes too (kubectl get nodes -o json), or ask the cluster "
+                                              "itself with --from-cluster --add FILE"))
     other = sorted({kind.split()[0] for kind in sim.skipped if kind.startswith(f"{DRA_GROUP}/")})
     if other:
         count = sum(n for kind, n in sim.skipped.items() if kind.startswith(f"{DRA_GROUP}/"))

@@ -27,6 +27,7 @@ from scheduler.client.kube import (
 )
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import NS, bound, bound_at_least, create_node, podgroup, running, until
+from tests.unit.dra.example_devices import OVER_COST_LIMIT
 
 DRIVER = "gpu.example.com"
 CLASS = "gpu.example.com"
@@ -532,6 +533,30 @@ async def test_an_invalid_pool_is_not_used_and_the_gang_is_told_so(kube: KubeCli
                            what="invalid pool reported")
     assert "0/1 nodes are available: 1 invalid resource pools were encountered." in note
     assert devices(await claim(kube, "g-0-gpu")) == [] and devices(await claim(kube, "g-1-gpu")) == []
+
+
+@pytest.mark.looptime
+async def test_a_claim_whose_selector_is_over_the_cost_limit_is_refused_with_the_api_servers_reason(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    """A claim the API server would have refused (``too complex, exceeds cost limit``) but that reached the
+    cluster anyway (this emulator does not estimate CEL costs): never evaluated, nothing written, nobody
+    bound, the gang told why."""
+    await gpu_cluster(kube)
+    await kube.create(PODGROUPS, NS, podgroup("g", 1))
+    pod = await kube.create(PODS, NS, dra_pod("g-0", "g", shared="costly"))
+    request = {"name": "gpu", "exactly": {"deviceClassName": CLASS,
+                                          "selectors": [{"cel": {"expression": OVER_COST_LIMIT}}]}}
+    await kube.create(RESOURCE_CLAIMS, NS, {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "spec": {"devices": {"requests": [request]}},
+        "metadata": {"name": "costly", "namespace": NS, "ownerReferences": [{
+            "apiVersion": "v1", "kind": "Pod", "name": "g-0", "uid": pod["metadata"]["uid"],
+            "controller": True, "blockOwnerDeletion": True}]}})
+    async with running(kube):
+        note = await until(lambda: event_with(kube, "FailedScheduling", "exceeds cost limit"), what="the refusal")
+    assert (f"ResourceClaim {NS}/costly is invalid: request 'gpu': CEL selector {OVER_COST_LIMIT!r}: CEL compile "
+            "error: too complex, exceeds cost limit (estimated cost 24,714,531, limit 1,000,000)") in note
+    assert devices(await claim(kube, "costly")) == []
+    assert claim_status_writes(k8s) == [] and not [r for r in list(k8s) if is_binding(r)]
 
 
 async def admin_claim(kube: KubeClient, name: str, owner: dict[str, Any]) -> None:

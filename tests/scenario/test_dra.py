@@ -24,6 +24,7 @@ from scheduler.offline.loader import load
 from scheduler.offline.report import render_text, to_json
 from scheduler.offline.simulate import AllocationOutcome, Simulation, simulate
 from tests.scenario.conftest import DATA
+from tests.unit.dra.example_devices import OVER_COST_LIMIT
 
 CLUSTER = DATA / "clusters" / "small-gpu-cluster.yaml"
 SHARED_CLAIMS = DATA / "workloads" / "c-podgroup-shared-claims.yaml"
@@ -283,6 +284,45 @@ def test_bad_cel_in_a_device_class_makes_that_claim_unschedulable_and_the_rest_i
     assert all(g.reason is None for g in sim.groups if g.key.name != "probe")
 
 
+def test_a_claim_naming_a_device_class_that_does_not_exist_is_told_so_with_the_closest_name(tmp_path: Path) -> None:
+    """A misspelt class in the small GPU cluster: the reason names the request, the class and the closest class."""
+    extra = PROBE_GANG.format(device_class="gpu.nvidai.com", selector="true")
+    sim = run(CLUSTER, write(tmp_path, "typo.yaml", extra))
+    assert status(sim)["probe"] == "Unschedulable"
+    missing = "request gpu: DeviceClass gpu.nvidai.com not found (did you mean gpu.nvidia.com?)"
+    assert next(g.reason for g in sim.groups if g.key.name == "probe") == (
+        "gang probe: 0/2 placeable (minCount 2); 0/9 nodes are available: 1 node(s) were unschedulable, "
+        f"8 cannot allocate all claims. {missing}")
+    assert sim.dra_problems == [missing]
+
+
+def test_a_missing_device_class_is_named_also_when_no_device_is_published(tmp_path: Path) -> None:
+    """No ResourceSlice at all (a dump made without the DRA kinds): kube-scheduler's allocator checks the class
+    before any device, so the missing class is still the reason, not a bare ``cannot allocate all claims``."""
+    sim = run(write(tmp_path, "pair.yaml", one_gpu_pair("n1", "gpu.nvidia.com")))
+    assert status(sim) == {"pair": "Unschedulable"}
+    assert sim.dra_problems == ["request gpu: DeviceClass gpu.nvidia.com not found"]
+    (group,) = sim.groups
+    assert group.reason == ("gang pair: 0/2 placeable (minCount 2); 0/1 nodes are available: 1 cannot allocate "
+                            "all claims. request gpu: DeviceClass gpu.nvidia.com not found")
+
+
+def test_a_claim_whose_selector_is_over_the_cost_limit_is_refused_unevaluated_and_the_rest_is_scheduled(
+        tmp_path: Path) -> None:
+    """The API server refuses such a claim template (validation.go: ``too complex, exceeds cost limit``);
+    read from a file, it gets that reason at admission and the gang stays pending, nothing allocated."""
+    extra = PROBE_GANG.format(device_class="gpu.nvidia.com", selector=OVER_COST_LIMIT)
+    sim = run(CLUSTER, write(tmp_path, "costly.yaml", extra))
+    assert status(sim)["probe"] == "Unschedulable" and placements(sim, "probe") == {}
+    assert of_root(sim, "probe") == []
+    assert status(sim)[PRETRAIN] == status(sim)["train-llm-workload-root"] == "Scheduled"
+    reason = next(g.reason for g in sim.groups if g.key.name == "probe")
+    assert reason == (f"gang probe: 0/2 placeable (minCount 2); ResourceClaim ml-team/probe-0-gpu is invalid: "
+                      f"request 'gpu': CEL selector {OVER_COST_LIMIT!r}: CEL compile error: too complex, exceeds "
+                      "cost limit (estimated cost 24,714,531, limit 1,000,000)")
+    assert reason in render_text(sim)
+
+
 def test_gpu_and_efa_of_one_claim_share_a_pcie_root_on_the_p4d_node(tmp_path: Path) -> None:
     """dranet's aligned template (matchAttribute resource.kubernetes.io/pcieRoot) on the real p4d slices:
     4 EFA NICs, so a gang of 4 gets one GPU + one EFA on the same root each; a 5th member cannot."""
@@ -477,6 +517,19 @@ def member(name: str, group: str, claim: str, extra: str = "") -> str:
     """
 
 
+def one_gpu_pair(node: str, claim_class: str) -> str:
+    """YAML for :func:`node_class_and_gang` (class ``gpu.example.com``, gang ``pair`` of 2) and its members
+    ``w-0``, ``w-1``, each with a claim from template ``one-gpu``: one device of ``claim_class``."""
+    text = node_class_and_gang(node, "gpu.example.com", "gpu.example.com", "pair", 2) + f"""
+    ---
+    apiVersion: resource.k8s.io/v1
+    kind: ResourceClaimTemplate
+    metadata: {{name: one-gpu, namespace: default}}
+    spec: {{spec: {{devices: {{requests: [{{name: gpu, exactly: {{deviceClassName: {claim_class}}}}}]}}}}}}
+    """
+    return text + "".join(member(f"w-{i}", "pair", "resourceClaimTemplateName: one-gpu") for i in range(2))
+
+
 def test_members_own_claims_swap_mig_devices_when_the_first_choice_is_the_only_fit_of_the_second(
         tmp_path: Path) -> None:
     """The static-MIG A100 node: ``w-0``'s claim accepts any device with ≥ 19Gi (the 3g.20gb instance or
@@ -516,15 +569,7 @@ def test_a_pool_whose_two_slices_list_the_same_devices_is_ignored_and_the_gang_i
     twin = json.loads(json.dumps(item))
     twin["metadata"]["name"] += "-2"
     node = item["spec"]["nodeName"]
-    text = node_class_and_gang(node, "gpu.example.com", "gpu.example.com", "pair", 2) + """
-    ---
-    apiVersion: resource.k8s.io/v1
-    kind: ResourceClaimTemplate
-    metadata: {name: one-gpu, namespace: default}
-    spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}
-    """
-    for i in range(2):
-        text += member(f"w-{i}", "pair", "resourceClaimTemplateName: one-gpu")
+    text = one_gpu_pair(node, "gpu.example.com")
     slices = tmp_path / "slices.yaml"
     slices.write_text(yaml.safe_dump_all([item, twin]))
     sim = run(slices, write(tmp_path, "pair.yaml", text))

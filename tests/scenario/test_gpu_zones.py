@@ -63,6 +63,8 @@ def test_a_gang_whose_pods_were_preempted_has_its_own_status_in_text_and_json() 
     assert text[0] == "Groups: 2/5 scheduled, 1 preempted; pods: 8/24 placed"
     at = text.index("  [PREEMPTED] PodGroup ml/batch-low  (gang minCount 4, priority 10)")
     assert text[at + 1] == "         Preempted: 4 running pod(s) preempted by PodGroup ml/pretrain"
+    at = text.index("  [OK  ] PodGroup ml/serving  (gang minCount 1, priority 2000)")  # serving-0 runs: no pod pending
+    assert text[at + 1] == "         nothing to place: its bound members satisfy it"
 
 
 def test_node_table_shows_what_was_added_and_what_was_evicted() -> None:

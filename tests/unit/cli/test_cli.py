@@ -247,6 +247,11 @@ def members(n: int, scheduler: str = "gang-scheduler") -> str:
         ], id="scheduler-name-hint"),
         pytest.param(NODE, [], ['note: no pending pod has spec.schedulerName "gang-scheduler" (found: no pods)'],
                      id="scheduler-name-hint-without-pods"),
+        pytest.param(BASIC_GROUP + "---" + members(2), [], [
+            "note: the snapshot has no Node, so no pod can be placed: give the cluster's nodes too (kubectl get "
+            "nodes -o json), or ask the cluster itself with --from-cluster --add FILE",
+            "         Unschedulable: group bg: 0/2 placeable; 0/0 nodes are available.",
+        ], id="workload-file-alone-told-to-add-nodes"),
         pytest.param(NODE + "---" + CLAIM_POD + "---" + CLAIM, [], ["Pods without a scheduling group:",
                                                                     "  default/ok -> n1"], id="dra-empty-claim"),
         pytest.param(NODE + "---" + CLAIM_POD, [], [

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
@@ -75,3 +75,10 @@ def device_class_selectors() -> dict[str, list[str]]:
         for obj in documents(SLICES / "deviceclasses.yaml")
         if obj.get("kind") == "DeviceClass"
     }
+
+
+OVER_COST_LIMIT: Final = (
+    "device.attributes.exists(d1, device.attributes[d1].exists(a1, device.attributes.exists(d2, d2 != d1 && "
+    "device.attributes[d2].exists(a2, device.attributes[d1][a1] == device.attributes[d2][a2]))))")
+"""A selector over resource.k8s.io's cost limit: some attribute value held by two domains. Four nested
+comprehensions over ``device.attributes`` (32 domains × 32 names, twice): estimated cost 24,714,531."""

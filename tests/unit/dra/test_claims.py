@@ -49,7 +49,11 @@ def test_podgroup_claim_absent_from_the_snapshot(synthesize: bool, waiting: str 
     assert index.for_pod(member("m-0", ENTRIES[:1])).waiting == waiting
 
 
-def test_missing_template_still_waits_when_synthesising() -> None:
-    index = ClaimIndex.build([], [], [], [GROUP], synthesize=True)
+@pytest.mark.parametrize("synthesize", [pytest.param(False, id="live"), pytest.param(True, id="simulate")])
+def test_missing_template_waits_and_says_the_template_is_missing(synthesize: bool) -> None:
+    """No claim can be made from a template that does not exist, by the resourceclaim controller or by
+    ``simulate``: the reason names it, so the user does not wait for a claim that never comes."""
+    index = ClaimIndex.build([], [], [], [GROUP], synthesize=synthesize)
     assert index.for_pod(member("m-0", ENTRIES[:1])).waiting == (
-        "waiting for ResourceClaim of PodGroup ml/g claim 'fabric' (template fab) to be created")
+        "waiting for ResourceClaim of PodGroup ml/g claim 'fabric' (template fab) to be created: "
+        "ResourceClaimTemplate ml/fab not found")
