@@ -23,7 +23,8 @@ apiserver's ``library/quantity.go`` and ``library/semverlib.go``:
   ``isGreaterThan``, ``isLessThan``, ``major``, ``minor``, ``patch``; ``==`` ignores build metadata;
 * ``cel.bind(name, value, body)``; ``includes`` (a list attribute holds a value, or a scalar equals it);
 * the strings extension at Kubernetes' version 2 (``charAt``, ``indexOf``, ``lastIndexOf``, ``join``,
-  ``lowerAscii``, ``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``, ``strings.quote``),
+  ``lowerAscii``, ``upperAscii``, ``replace``, ``split``, ``substring``, ``trim``, ``strings.quote``, and
+  ``format`` as cel-go's ``ext/formatting.go`` prints for en-US: :mod:`scheduler.dra.cel_string_format`),
   the sets extension (``sets.contains``/``equivalent``/``intersects``) and Kubernetes' list library
   (``isSorted``, ``sum``, ``min``, ``max``, list ``indexOf``/``lastIndexOf``);
 * Kubernetes' regex (``find``, ``findAll``), IP, CIDR and URL libraries, cel-go's list extension at version 3
@@ -31,7 +32,9 @@ apiserver's ``library/quantity.go`` and ``library/semverlib.go``:
   two-variable comprehensions (``all``/``exists``/``existsOne`` with two variables, ``transformList``,
   ``transformMap``, ``transformMapEntry``): :mod:`scheduler.dra.cel_library` and :mod:`scheduler.dra.cel_net`;
 * the optional values the library runs natively (``optional.of``/``none``/``ofNonZeroValue``, ``hasValue``,
-  ``value``, ``orValue``, ``or``).
+  ``value``, ``orValue``, ``or``);
+* Kubernetes' format library (``format.named``, ``format.dns1123Label()`` and the other named formats,
+  ``validate`` giving an optional list of apimachinery's messages): :mod:`scheduler.dra.cel_format`.
 
 Kubernetes v1.37's quantity library has no ``mul``/``div``/``divInt`` (``apiserver/pkg/cel/library/
 quantity.go`` declares ``quantity``, ``isQuantity``, ``sign``, ``isGreaterThan``, ``isLessThan``,
@@ -41,10 +44,11 @@ proposed, kubernetes/kubernetes#135995): a selector using them is refused, as th
 **Static check** (:func:`_check`): a name the environment does not declare — a function, a variable
 other than ``device`` and those the macros bind, a field of ``device`` other than its four — is a
 compile error with cel-go's wording, so a claim is refused when read rather than per device.
-Functions of Kubernetes' base environment that are not provided (:data:`NOT_PROVIDED`: the strings
-extension's ``format``, the format library, ``optMap``/``optFlatMap``) are refused the same way, naming the
-function. A literal ``find``/``findAll`` pattern Go's regexp refuses (a lookaround, a backreference) is a
-compile error too, as Kubernetes compiles such patterns when it makes the program.
+Functions of Kubernetes' base environment that are not provided (:data:`NOT_PROVIDED`: ``optMap``/
+``optFlatMap``) are refused the same way, naming the function. A literal ``find``/``findAll`` pattern Go's
+regexp refuses (a lookaround, a backreference) is a compile error too, as Kubernetes compiles such patterns when
+it makes the program, and so is a ``"literal".format([list literal])`` whose clauses do not parse or do not
+match the number of arguments (cel-go's ``stringFormatValidator``).
 A selector whose estimated cost exceeds ``CELSelectorExpressionMaxCost`` is refused too, with the API
 server's ``too complex, exceeds cost limit``.
 
@@ -61,10 +65,11 @@ selectors". It has no custom value types and no default-valued maps, so this mod
   ``{"__semver__": "<version without build metadata>"}``. The canonical strings make ``==`` compare
   values (``quantity("1k") == quantity("1000")``), and the functions above are Python callbacks
   that read these maps;
-* passes IP addresses, CIDR prefixes and URLs the same way, keyed by Go's canonical text
-  (:mod:`scheduler.dra.cel_values`);
+* passes IP addresses, CIDR prefixes and URLs the same way, keyed by Go's canonical text, and named formats
+  by their name (:mod:`scheduler.dra.cel_values`);
 * rewrites ``device.attributes[d]`` / ``device.capacity[d]`` (and the ``.d`` form) to
-  ``(d in device.attributes ? device.attributes[d] : {})``, ``cel.bind(x, v, e)`` to
+  ``(d in device.attributes ? device.attributes[d] : {})``, ``format.uri()`` to
+  ``format.named("uri").value()``, ``cel.bind(x, v, e)`` to
   ``[v].map(x, e)[0]``, ``l.sortBy(e, k)`` to ``l.map(e, [e, k])._sort_by_keys()`` and a two-variable
   macro ``r.all(k, v, p)`` to ``r._entries().all(_e, …)`` binding ``k`` and ``v`` to each ``[key, value]``
   entry, before compiling. The helpers the rewritten text calls start with ``_``, which no declared
@@ -77,7 +82,7 @@ the per-expression cost limit is applied to cel-go's estimate when compiled
 evaluating (the library does not count it; kube-scheduler does); the functions of :data:`NOT_PROVIDED`
 are refused; the parser refuses the
 optional syntax ``.?``, ``[?``, ``[?e]`` and ``{?k: v}``. ``size()`` and ``type()`` of a quantity, semver,
-IP, CIDR or URL see the map, and the type names ``net.IP`` / ``net.CIDR`` are not declared. A domain map
+IP, CIDR, URL or format see the map, and the type names ``net.IP`` / ``net.CIDR`` are not declared. A domain map
 reached by aliasing ``device.attributes`` itself (``cel.bind(a, device.attributes, a["x"])``) errors on a
 missing domain instead of giving an empty map.
 
@@ -99,7 +104,7 @@ from typing import Any, Final, TypeAlias
 import cel as _cel
 from cel import stdlib as _stdlib
 
-from scheduler.dra import cel_cost, cel_library
+from scheduler.dra import cel_cost, cel_format, cel_library, cel_string_format
 from scheduler.dra.cel_library import TWO_VARIABLE_MACROS
 from scheduler.dra.cel_values import QUANTITY_KEY as _QUANTITY_KEY
 from scheduler.dra.cel_values import SEMVER_KEY as _SEMVER_KEY
@@ -428,9 +433,6 @@ _STANDARD_FUNCTIONS: Final = frozenset({
 """CEL's standard functions and macros (the language definition's standard environment)."""
 
 NOT_PROVIDED: Final = frozenset({
-    # string formatting (ext.Strings "format") and the format library (library/format.go), whose functions
-    # return optional values
-    "format", "named", "validate",
     # optional values whose macros the library does not expand (it runs optional.of/none/orValue/value/hasValue)
     "optMap", "optFlatMap",
 })
@@ -438,8 +440,8 @@ NOT_PROVIDED: Final = frozenset({
 provided here: a selector using one is refused when compiled, naming it, rather than evaluated differently from
 Kubernetes."""
 
-_NAMES: Final = frozenset({"device", "cel", "sets", "strings", "lists", "ip", "optional", "int", "uint", "double",
-                           "string", "bytes", "bool", "list", "map", "type", "null_type", "dyn"})
+_NAMES: Final = frozenset({"device", "cel", "sets", "strings", "lists", "ip", "optional", "format", "int", "uint",
+                           "double", "string", "bytes", "bool", "list", "map", "type", "null_type", "dyn"})
 """Identifiers a selector may use besides the variables its comprehensions bind: the ``device`` variable,
 the namespaces of functions it may call, and type names."""
 
@@ -454,8 +456,6 @@ def _check(expression: str, program: _cel.Program) -> str | None:
     references = program.references()
     tokens = _tokens(expression)
     bound = _bound_names(tokens)
-    if "format" in references["variables"] and "format" not in bound:  # format.named(…), format.dns1123Label()
-        return "function 'format' of the Kubernetes CEL environment is not supported by gang-scheduler"
     for name in references["functions"]:
         if name.startswith("@") or not name.isidentifier():
             continue  # an operator: _+_, _[_], !_, @in, @not_strictly_false
@@ -471,7 +471,7 @@ def _check(expression: str, program: _cel.Program) -> str | None:
                 and _is(tokens, i + 1, len(tokens), ".") and i + 2 < len(tokens)
                 and tokens[i + 2].kind == "ident" and tokens[i + 2].text not in DEVICE_FIELDS):
             return f"undefined field '{tokens[i + 2].text}'"  # wording: cel-go checker
-    return _literal_regex_error(tokens)
+    return _literal_regex_error(tokens) or _literal_format_error(tokens)
 
 
 def _literal_regex_error(tokens: list[_Token]) -> str | None:
@@ -486,6 +486,24 @@ def _literal_regex_error(tokens: list[_Token]) -> str | None:
             pattern = _cel.compile(tokens[i + 2].text).execute()  # the literal's value: escapes, raw strings
             if isinstance(pattern, str) and (problem := cel_library.regex_error(pattern)):
                 return f"program instantiation failed: {problem}"  # wording: compile.go CompileCELExpression
+    return None
+
+
+def _literal_format_error(tokens: list[_Token]) -> str | None:
+    """Why a ``"literal".format([list literal])`` is refused, else None: cel-go's strings extension checks such
+    calls when the expression is compiled (ext/formatting.go ``stringFormatValidator``): every clause must parse
+    and have an argument, and no argument may be left over."""
+    hi = len(tokens)
+    for i, token in enumerate(tokens):
+        if (token.kind == "string" and _is(tokens, i + 1, hi, ".") and _is(tokens, i + 2, hi, "format")
+                and _is(tokens, i + 3, hi, "(") and _is(tokens, i + 4, hi, "[")):
+            close = _closing(tokens, i + 4, hi)
+            if not _is(tokens, close + 1, hi, ")"):
+                continue
+            elements = [(lo, end) for lo, end in _split_arguments(tokens, i + 5, close) if end > lo]
+            text = _cel.compile(token.text).execute()  # the literal's value: escapes, raw strings
+            if isinstance(text, str) and (problem := cel_string_format.literal_error(text, len(elements))):
+                return problem
     return None
 
 
@@ -745,9 +763,9 @@ _CALLBACKS: Final = {**_FUNCTIONS, **cel_library.HELPERS}
 """:data:`_FUNCTIONS` and the helpers only rewritten text calls."""
 
 _PROVIDED: Final = (_STANDARD_FUNCTIONS | TWO_VARIABLE_MACROS | OPTIONAL_FUNCTIONS | {"bind", "sortBy"}
-                    | {name.rpartition(".")[2] for name in _FUNCTIONS})
+                    | {name.rpartition(".")[2] for name in _FUNCTIONS} | set(cel_format.FORMATS))
 """Every function a selector may call here: CEL's own, the two-variable macros, the optional-value functions,
-``cel.bind`` and those of :data:`_FUNCTIONS`."""
+``cel.bind``, those of :data:`_FUNCTIONS` and the named formats (``format.dns1123Label()``, rewritten)."""
 
 
 # --- source rewriting: empty-map default for domains, cel.bind ---------------------------------
@@ -830,6 +848,11 @@ def _emit(tokens: list[_Token], lo: int, hi: int) -> str:
                 out.append(f"{token.lead}[{value}].map({name}, {body})[0]")
                 i = close + 1
                 continue
+        if (starts_member and token.text == "format" and i + 4 < hi and tokens[i + 2].text in cel_format.FORMATS
+                and _is(tokens, i + 3, hi, "(") and _is(tokens, i + 4, hi, ")")):
+            out.append(f'{token.lead}format.named("{tokens[i + 2].text}").value()')  # the same value (format.go)
+            i += 5
+            continue
         if after_dot and token.text == "sortBy" and token.kind == "ident" and _is(tokens, i + 1, hi, "("):
             close = _closing(tokens, i + 1, hi)
             arguments = _split_arguments(tokens, i + 2, close)

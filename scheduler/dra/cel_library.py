@@ -10,6 +10,8 @@ Kubernetes v1.37 compiles device selectors in its base CEL environment
   with Google's RE2 (``google-re2``), so a lookaround or a backreference is refused as in Go;
 * cel-go's list extension at version 3 (``ext/lists.go``, in the base environment since 1.34):
   ``lists.range``, ``slice``, ``flatten``, ``distinct``, ``reverse``, ``sort`` (``sortBy`` is rewritten);
+* Kubernetes' format library (``library/format.go``): :mod:`scheduler.dra.cel_format`, and the strings
+  extension's ``"…".format([…])``: :mod:`scheduler.dra.cel_string_format`;
 * the helpers of the two-variable comprehensions (cel-go ``ext/comprehensions.go``), which
   :mod:`scheduler.dra.cel` rewrites into one-variable macros.
 
@@ -25,7 +27,7 @@ from typing import Any, Final
 
 import re2
 
-from scheduler.dra import cel_net
+from scheduler.dra import cel_format, cel_net, cel_string_format
 from scheduler.dra.cel_values import no_overload, same, type_name
 
 # --- regex (library/regex.go) ------------------------------------------------------------------
@@ -276,6 +278,10 @@ FUNCTIONS: Final[dict[str, Callable[..., Any]]] = {
     "distinct": distinct,
     "reverse": reverse,
     "sort": sort,
+    # library/format.go
+    **cel_format.FUNCTIONS,
+    # cel-go ext/strings.go at version 2: "…".format([…]) (ext/formatting.go)
+    "format": cel_string_format.string_format,
 }
 """The callbacks of this module by CEL name; ``x.f(a)`` is called as ``f(x, a)``. ``ip`` serves both
 ``ip(string)`` and ``cidr.ip()``."""

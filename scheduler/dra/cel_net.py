@@ -697,6 +697,16 @@ def is_url(value: object) -> bool:
     return accepts(functools.partial(_parse, via_request=True), value, "isURL")
 
 
+def request_uri_error(text: str) -> str | None:
+    """Go's error for ``url.ParseRequestURI(text)`` (``parse "<text>": <reason>``), or None if it accepts the text:
+    what the format library's ``uri`` format reports (format.go)."""
+    try:
+        _parse(text, via_request=True)
+    except ValueError as exc:
+        return str(_URLError(text, str(exc)))
+    return None
+
+
 def _as_url(value: object, function: str) -> URL:
     return parse_url(opaque_text(value, URL_KEY, function))
 

@@ -1,8 +1,8 @@
 """CEL values of the Kubernetes library types, as the CEL library in use can hold them, and their messages.
 
 The library has no custom value types, so :mod:`scheduler.dra.cel` and its libraries pass each Kubernetes type
-(``apiserver/pkg/cel``: Quantity, Semver, net.IP, net.CIDR, URL) as a one-key map from a marker key to one
-canonical text per value, so that CEL's ``==`` on the maps compares the values as Kubernetes' ``Equal`` does.
+(``apiserver/pkg/cel``: Quantity, Semver, net.IP, net.CIDR, URL, NamedFormat) as a one-key map from a marker key
+to one canonical text per value, so that CEL's ``==`` on the maps compares the values as Kubernetes' ``Equal`` does.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ SEMVER_KEY: Final = "__semver__"
 IP_KEY: Final = "__ip__"
 CIDR_KEY: Final = "__cidr__"
 URL_KEY: Final = "__url__"
+FORMAT_KEY: Final = "__format__"
 OPAQUE_TYPES: Final = {QUANTITY_KEY: "kubernetes.Quantity", SEMVER_KEY: "kubernetes.Semver", IP_KEY: "net.IP",
-                       CIDR_KEY: "net.CIDR", URL_KEY: "kubernetes.URL"}
+                       CIDR_KEY: "net.CIDR", URL_KEY: "kubernetes.URL", FORMAT_KEY: "kubernetes.NamedFormat"}
 """The marker keys, with the CEL name of the type each stands for."""
 
 _NAMES: Final = {bool: "bool", int: "int", float: "double", str: "string", bytes: "bytes", list: "list"}

@@ -466,9 +466,9 @@ def test_list_attributes_and_the_kubernetes_libraries(expression: str, expected:
     pytest.param(f"{NV}.productName.find('H(?=1)') == 'H'",
                  "program instantiation failed: error parsing regexp: invalid or unsupported Perl syntax: `(?=`",
                  id="regex-lookahead-is-not-re2"),
-    pytest.param("'%d GiB'.format([80]) == '80 GiB'",
-                 "function 'format' of the Kubernetes CEL environment is not supported by gang-scheduler",
-                 id="string-format-not-provided"),
+    pytest.param("'%d GiB'.format([80, 2]) == '80 GiB'",
+                 "too many arguments supplied to string.format (expected 1, got 2)",
+                 id="string-format-literal-arguments-checked"),
 ])
 def test_static_check_refuses_undeclared_names_at_compile_time(expression: str, reason: str) -> None:
     """Kubernetes' checker refuses these when the claim or class is created; here they fail to compile, so a

@@ -333,10 +333,6 @@ def test_optional_values_the_library_runs(expression: str, expected: bool) -> No
     ("device.attributes['dra.net'].?ipv4.hasValue()", "unsupported syntax '.?'"),
     ("optional.of(1).optMap(v, v + 1).value() == 2",
      "function 'optMap' of the Kubernetes CEL environment is not supported by gang-scheduler"),
-    ("format.dns1123Label().validate('a').hasValue()",
-     "function 'format' of the Kubernetes CEL environment is not supported by gang-scheduler"),
-    ("'%d GiB'.format([80]) == '80 GiB'",
-     "function 'format' of the Kubernetes CEL environment is not supported by gang-scheduler"),
     ("image('nginx').tag() == 'latest'", "undeclared reference to 'image' (in container '')"),
     ("_entries([1]) == []", "undeclared reference to '_entries' (in container '')"),
 ])
