@@ -6,14 +6,16 @@ The API server refuses a DeviceClass, ResourceClaim or ResourceClaimTemplate who
 ``field.Forbidden(…expression, "too complex, exceeds cost limit")``. The estimate is cel-go's
 ``checker.Cost`` (``checker/cost.go``) over the type-checked AST, with Kubernetes' function costs
 (``apiserver/pkg/cel/library/cost.go``, ``CostEstimator.EstimateCallCost``), cel-go's sets extension
-(``ext/sets.go``, ``estimateSetsCost``) and the sizes DRA declares for the ``device`` variable
+(``ext/sets.go``, ``estimateSetsCost``), its list extension at version 3 (``ext/lists.go``, ``estimateList…``)
+and the sizes DRA declares for the ``device`` variable
 (``dynamic-resource-allocation/cel/compile.go``, ``sizeEstimator``): ≤ 32 domains and ≤ 32 names per
 domain in ``attributes`` and ``capacity``, domains ≤ 63 characters, names ≤ 32, the driver ≤ 63, an
 attribute value ≤ 64 (a string, or a list of up to 48 values), ``allowMultipleAllocations`` 1.
 
 :func:`estimate_cost` parses the expression (:func:`parse`, a recursive-descent parser of CEL's grammar
 that expands macros the way cel-go's parser does: ``all``/``exists``/``exists_one``/``map``/``filter``,
-their two-variable forms, ``has`` and ``cel.bind``) and walks it with cel-go's rules: 1 per identifier
+their two-variable forms, ``transformList``/``transformMap``/``transformMapEntry``, ``sortBy``, ``has`` and
+``cel.bind``) and walks it with cel-go's rules: 1 per identifier
 and per field selected from a map or object, 0 per literal, 10 per list and 30 per map built, a call 1
 plus its arguments unless the function has a size-dependent cost, ``&&``/``||``/``?:`` the cost of
 their operands only, a comprehension its range's size times the cost of one step. Types are inferred
@@ -236,7 +238,7 @@ _BINARY: Final[dict[str, tuple[int, str]]] = {
 }
 """Binary operators by precedence (CEL.g4: ``||`` < ``&&`` < relations < ``+ -`` < ``* / %``), all
 left-associative, with cel-go's function names."""
-_NAMESPACES: Final = frozenset({"cel", "sets", "strings", "math", "base64", "format", "ip", "optional"})
+_NAMESPACES: Final = frozenset({"cel", "sets", "strings", "math", "base64", "format", "ip", "lists", "optional"})
 _ACCUMULATOR: Final = "@result"
 
 
@@ -305,7 +307,7 @@ class _Parser:
                 if count % 2 == 0:  # cel-go folds an even number of ! or -
                     return operand
                 if function == "-_" and isinstance(operand, Literal) and operand.kind in ("int", "double"):
-                    return operand  # a negative literal
+                    return Literal(operand.kind, -operand.value)  # type: ignore[operator]  # a negative literal
                 return Call(function, None, [operand])
         return self.member()
 
@@ -407,24 +409,41 @@ def _number(text: str) -> Literal:
 
 
 def _expand_macro(target: Expr, name: str, args: list[Expr]) -> Comprehension | None:
-    """cel-go's receiver macros (``parser/macro.go``; the two-variable forms of ``ext/comprehensions.go``)."""
+    """cel-go's receiver macros (``parser/macro.go``), their two-variable forms and ``transformList``,
+    ``transformMap``, ``transformMapEntry`` (``ext/comprehensions.go``), and ``sortBy`` (``ext/lists.go``)."""
     arities = _MACROS.get(name, ())
     if len(args) not in arities or not isinstance(args[0], Ident):
         return None
     first, second = args[0].name, None
     body = args[-1]
     accu = Ident(_ACCUMULATOR)
-    if name == "map":
-        append = Call("_+_", None, [accu, ListExpr([body])])
-        step: Expr = append if len(args) == 2 else Call("_?_:_", None, [args[1], append, accu])
+    if name == "sortBy":
+        # cel.bind(@__sortBy_input__, target, @__sortBy_input__.@sortByAssociatedKeys(@__sortBy_input__.map(e, key)))
+        keys = _expand_macro(Ident(_SORT_BY_INPUT), "map", args)
+        call = Call("@sortByAssociatedKeys", Ident(_SORT_BY_INPUT), [keys])  # type: ignore[list-item]
+        return Comprehension("#unused", None, ListExpr([]), _SORT_BY_INPUT, target, Literal("bool", False),
+                             Ident(_SORT_BY_INPUT), call)
+    if name in ("map", "filter"):
+        element: Expr = body if name == "map" else Ident(first)
+        step: Expr = Call("_+_", None, [accu, ListExpr([element])])
+        if name == "filter" or len(args) == 3:
+            step = Call("_?_:_", None, [args[1], step, accu])
         return Comprehension(first, None, target, _ACCUMULATOR, ListExpr([]), Literal("bool", True), step, accu)
-    if name == "filter":
-        step = Call("_?_:_", None, [body, Call("_+_", None, [accu, ListExpr([Ident(first)])]), accu])
-        return Comprehension(first, None, target, _ACCUMULATOR, ListExpr([]), Literal("bool", True), step, accu)
-    if len(args) == 3:
+    if len(args) >= 3:
         if not isinstance(args[1], Ident):
             return None
         second = args[1].name
+    if name.startswith("transform"):
+        if name == "transformList":
+            step = Call("_+_", None, [accu, ListExpr([body])])
+        elif name == "transformMap":
+            step = Call("cel.@mapInsert", None, [accu, Ident(first), body])
+        else:
+            step = Call("cel.@mapInsert", None, [accu, body])
+        if len(args) == 4:
+            step = Call("_?_:_", None, [args[2], step, accu])
+        init: Expr = ListExpr([]) if name == "transformList" else MapExpr([])
+        return Comprehension(first, second, target, _ACCUMULATOR, init, Literal("bool", True), step, accu)
     if name == "all":
         condition: Expr = Call("@not_strictly_false", None, [accu])
         return Comprehension(first, second, target, _ACCUMULATOR, Literal("bool", True), condition,
@@ -440,8 +459,10 @@ def _expand_macro(target: Expr, name: str, args: list[Expr]) -> Comprehension | 
 
 _MACROS: Final[dict[str, tuple[int, ...]]] = {
     "all": (2, 3), "exists": (2, 3), "exists_one": (2, 3), "existsOne": (3,), "map": (2, 3), "filter": (2,),
+    "transformList": (3, 4), "transformMap": (3, 4), "transformMapEntry": (3, 4), "sortBy": (2,),
 }
 """Receiver macros and their argument counts: one iteration variable, or two (``ext.TwoVarComprehensions``)."""
+_SORT_BY_INPUT: Final = "@__sortBy_input__"
 
 
 # --- types, as far as the costs depend on them -------------------------------------------------
@@ -491,6 +512,7 @@ _RESULTS: Final[dict[str, _Type]] = {
     "uint": _UINT, "double": _DOUBLE, "asApproximateFloat": _DOUBLE, "bytes": _BYTES, "type": ("type",),
     "timestamp": ("timestamp",), "duration": ("duration",), "semver": _SEMVER, "url": _URL, "ip": _IP,
     "cidr": _CIDR, "masked": _CIDR, "getQuery": ("map", _STRING, _LIST_OF_STRINGS), "asList": ("list", _DYN),
+    "lists.range": ("list", _INT),
 }
 """Result types of the environment's functions (the operators and those of :data:`_ARITHMETIC` aside)."""
 
@@ -689,8 +711,19 @@ class _Coster:
             self.sizes[id(e)] = count
             if (step_entry := self.entry(e.loop_step)) is not None:
                 self.entries[id(e)] = step_entry
-        self.types[id(e)] = self.type(e.result)
+        self.types[id(e)] = self.accumulated_type(e) or self.type(e.result)
         return total
+
+    def accumulated_type(self, e: Comprehension) -> _Type | None:
+        """``list(T)`` for a comprehension that appends ``[x]`` of type T to an empty list (``map``, ``filter``,
+        ``transformList``): cel-go's checker binds the empty list's element type to T (a type parameter)."""
+        step = e.loop_step
+        if isinstance(step, Call) and step.function == "_?_:_":
+            step = step.args[1]
+        if (isinstance(e.accu_init, ListExpr) and not e.accu_init.elements and isinstance(step, Call)
+                and step.function == "_+_" and isinstance(step.args[1], ListExpr) and len(step.args[1].elements) == 1):
+            return ("list", self.type(step.args[1].elements[0]))
+        return None
 
     def bind(self, e: Comprehension) -> Estimate:
         # binds are lazy: the cost of the empty range stays (cel-go costBind)
@@ -782,6 +815,11 @@ class _Coster:
                 found.append((f"cidr_contains_{other}_string", _BOOL))
             if args[0][0] != "string":
                 found.append((f"cidr_contains_{other}_{other}", _BOOL))
+        elif fn in ("sort", "distinct", "reverse", "slice", "@sortByAssociatedKeys") and target is not None:
+            found.append(("", target if target[0] == "list" else ("list", _DYN)))  # ext/lists.go: list(T) -> list(T)
+        elif fn == "flatten" and target is not None:
+            nested: _Type = target[1] if target[0] == "list" else _DYN  # type: ignore[assignment]
+            found.append(("", nested if nested[0] == "list" and not args else ("list", _DYN)))
         elif fn in ("sum", "min", "max") and target is not None and target[0] == "list":
             found.append(("", target[1]))  # type: ignore[arg-type]
         if not found:
@@ -850,6 +888,8 @@ class _Coster:
         (ext/sets.go) and DRA's ``includes``/``asList``: the call's own cost and result size, or None."""
         fn, target, args = e.function, e.target, e.args
         size = self.size_or_unknown
+        if (listed := self.list_extension_cost(e)) is not None:
+            return listed
         if fn in ("sets.contains", "sets.equivalent", "sets.intersects") and len(args) == 2:
             factor = 2 if fn == "sets.equivalent" else 1  # equivalence is two containment checks
             return _add(_factor(_mul(size(args[0]), size(args[1])), factor), _ONE), None
@@ -915,6 +955,41 @@ class _Coster:
                 computed = self.compute_size(args[1])
                 most = computed[1] if computed is not None else 1  # cel's cost.go reads the rhs twice
                 return _factor((1, most), _STRING_TRAVERSAL), None
+        return None
+
+    def list_extension_cost(self, e: Call) -> tuple[Estimate, Estimate | None] | None:
+        """cel-go's list extension at version 3 (ext/lists.go ``estimateList…``): the result list's size
+        times a factor, plus 1 for the call and 10 for the list made; the result's size is what was
+        multiplied (n² for ``distinct``, ``sort`` and ``sortBy``'s ``@sortByAssociatedKeys``, as upstream)."""
+        fn, target, args = e.function, e.target, e.args
+        size = self.size_or_unknown
+        if fn == "lists.range" and target is None and len(args) == 1:
+            count = _int_literal(args[0], _U64)
+            return _allocating_list((count, count), 1)
+        if target is None:
+            return None
+        if fn == "slice" and len(args) == 2:
+            count = (_int_literal(args[1], size(target)[1]) - _int_literal(args[0], 0)) % 2**64  # Go's uint64
+            return _allocating_list((count, count), 1)
+        if fn == "flatten" and len(args) <= 1:
+            return _allocating_list(size(target), float(_int_literal(args[0], _U64)) if args else 1)
+        if fn == "reverse" and not args:
+            return _allocating_list(size(target), 1)
+        if fn == "distinct" and not args:
+            return _allocating_list(_mul(size(target), size(target)), 2)
+        if (fn, len(args)) in (("sort", 0), ("@sortByAssociatedKeys", 1)):
+            keys = args[0] if args else target  # sortBy is sized by its keys
+            squared = _mul(size(keys), size(keys))
+            element = self.type(keys)
+            element = element[1] if element[0] == "list" else _DYN  # type: ignore[assignment]
+            # the overload of each comparable key type the checker keeps: strings and bytes cost 0.1 more
+            factors = [2 + _STRING_TRAVERSAL] if element[0] in ("string", "bytes") else [2.0]
+            if element[0] == "dyn":
+                factors.append(2 + _STRING_TRAVERSAL)
+            cost, result = _allocating_list(squared, factors[0])
+            for factor in factors[1:]:
+                cost = _union(cost, _allocating_list(squared, factor)[0])
+            return cost, result
         return None
 
     def join_cost(self, target: Expr, args: list[Expr]) -> tuple[Estimate, Estimate | None]:
@@ -1018,6 +1093,18 @@ _NOMINAL: Final = frozenset({
     "getPort", "getEscapedPath", "getQuery",
 })
 """Functions Kubernetes' estimator costs 1 (library/cost.go: IP/CIDR accessors, quantity, semver, URL)."""
+
+
+def _int_literal(e: Expr, default: int) -> int:
+    """cel-go ext/lists.go ``nodeAsIntValue``: an int literal's value (0 if negative), else ``default``."""
+    if isinstance(e, Literal) and e.kind == "int" and isinstance(e.value, int):
+        return max(e.value, 0)
+    return default
+
+
+def _allocating_list(size: Estimate, factor: float) -> tuple[Estimate, Estimate]:
+    """cel-go ext/lists.go ``estimateAllocatingListCall``: ``size × factor`` + 1 (the call) + 10 (the list)."""
+    return _add(_add(_factor(size, factor), _ONE), (_LIST_CREATE, _LIST_CREATE)), size
 
 
 def _is_bind(e: Comprehension) -> bool:

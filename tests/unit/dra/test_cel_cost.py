@@ -210,3 +210,68 @@ def test_text_outside_the_grammar_is_a_cost_estimation_failure() -> None:
     with pytest.raises(CostParseError):
         parse("device.driver ==")
     assert limit_error("1 +") == "cost estimation failed: unexpected ''"
+
+
+def test_two_variable_comprehensions_are_sized_by_their_range_as_cel_go_sizes_them() -> None:
+    """checker/cost.go ``costComprehension``: a comprehension whose accumulator starts as an empty list or map
+    (``transformList``, ``transformMap``, ``transformMapEntry``, ext/comprehensions.go) is sized by its range
+    (``rangeCnt``); over a map literal the key variable has the keys' size and the value variable the values'
+    (``pushIterKey``/``pushIterValue``); ``_==_`` costs the smaller side's size × 0.1, scalars being size 1.
+    ``cel.@mapInsert`` has no estimator of its own: 1 plus its arguments."""
+    # map 30 + [] 10 + @result 1 + 1 × (1 + [(k + ' ' 1+1) + v 2+1] 10 + 1) + == (list 10, min(1, 1) × 0.1 → 1)
+    assert estimate_cost("{'greeting': 'hello'}.transformList(k, v, k + ' ' + v) == ['greeting hello']") == (69, 69)
+    # map 30 + {} 30 + @result 1 + 1 × @mapInsert(1 + 1 + upperAscii 5 × 0.1 → 1 + 1, + 1) + == (map 30 + 1)
+    assert estimate_cost("{'greeting': 'hello'}.transformMap(k, v, v.upperAscii()) == {'greeting': 'HELLO'}") == (
+        97, 97)
+    # map 30 + {} 30 + @result 1 + 2 × @mapInsert(1 + {k + '!': v} 30 + 2 + 1, + 1) + size() 1 + == 1
+    assert estimate_cost("{'greeting': 'aloha', 'farewell': 'aloha'}.transformMapEntry(k, v, {k + '!': v}).size() "
+                         "== 2") == (133, 133)
+    assert estimate_cost("[1, 2, 3].transformList(i, v, i > 0, v * 2)")[1] < 100
+
+
+def test_sort_by_is_costed_as_cel_go_expands_it() -> None:
+    """ext/lists.go ``sortByMacro``: ``cel.bind(@__sortBy_input__, l, @__sortBy_input__.@sortByAssociatedKeys(
+    @__sortBy_input__.map(e, key)))``; ``estimateListSortBy`` prices the keys' size n as n² × 2 (+ 0.1 for
+    string keys) + 1 + 10 and, as upstream, sizes the result n². The map over the result then runs 9 times."""
+    assert estimate_cost("[-10, 0, 1000].sortBy(e, -e)") == (104, 104)
+    assert estimate_cost("['b', 'a'].sortBy(e, e)") == (79, 79)
+    assert estimate_cost("[{'n': 'foo', 's': 0}, {'n': 'bar', 's': -10}, {'n': 'baz', 's': 1000}]"
+                         ".sortBy(e, e.s).map(e, e.n) == ['bar', 'foo', 'baz']")[1] == 343
+
+
+@pytest.mark.parametrize(("expression", "cost"), [
+    # ext/lists.go version 3 (Kubernetes' base environment since 1.34): estimateAllocatingListCall, the
+    # result's size × factor + 1 (call) + 10 (list), after the target's own cost
+    ("lists.range(5)", 5 + 11),
+    ("[1, 2, 3, 4].slice(1, 3)", 10 + 2 + 11),
+    ("[1, 2, 3, 4].slice(1, [3][0])", 10 + (4 - 1) + 11 + 11),  # end unknown: the target's size
+    ("[[1], [2, 3]].flatten()", 30 + 2 + 11),
+    ("[[1], [2, 3]].flatten(2)", 30 + 2 * 2 + 11),  # × depth
+    ("[1, 2, 3].reverse()", 10 + 3 + 11),
+    ("[1, 2, 3].distinct()", 10 + 9 * 2 + 11),  # n² × 2
+    ("[3, 2, 1].sort()", 10 + 9 * 2 + 11),
+    ("['b', 'a'].sort()", 10 + 9 + 11),  # 4 × 2.1, rounded up
+    ("[1, 2, 3].distinct().size() == 9", 10 + 29 + 1 + 1),  # distinct's result is sized n², as upstream
+])
+def test_list_extension_functions_are_costed_as_in_cel_go(expression: str, cost: int) -> None:
+    assert estimate_cost(expression) == (cost, cost)
+
+
+def test_list_extension_calls_kubernetes_refuses_for_their_estimate() -> None:
+    """``lists.range(n)`` of a non-literal n is sized 2**64 - 1 (``nodeAsUintValue``'s default), and a
+    literal ``slice(3, 2)`` is sized ``2 - 3`` in uint64: both over the limit, as in Kubernetes."""
+    assert limit_error(f"lists.range({D}.count).size() > 0") is not None
+    assert limit_error("[1, 2, 3].slice(3, 2).size() == 0") is not None
+    assert limit_error(f"{D}.values.sort().size() > 0") is None  # 64 values: 64² × 2.1 + 11
+
+
+def test_the_estimate_reads_the_selector_as_written_not_its_rewrite() -> None:
+    """The library runs ``sortBy`` and the two-variable macros through helpers (``_sort_by_keys``, ``_entries``)
+    that cel-go does not have; the cost is that of the text as written, which Kubernetes accepts here."""
+    from scheduler.dra.cel import _rewrite
+
+    original = "[{'n': 'foo', 's': 0}, {'n': 'bar', 's': -10}].sortBy(e, e.s).map(e, e.n) == ['bar', 'foo']"
+    assert "_sort_by_keys" in _rewrite(original)
+    assert limit_error(_rewrite(original)) is not None  # a helper's result has no size: the map over it is unbounded
+    assert limit_error(original) is None
+    assert compile_selector(original).expression == original
