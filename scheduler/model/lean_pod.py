@@ -30,8 +30,9 @@ decoded before instead of being validated and computed again.
 from __future__ import annotations
 
 import functools
-import hashlib
+import operator
 import sys
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import msgspec
@@ -232,28 +233,33 @@ def _derived(spec: Any, status: Any, seen: dict[str, bytes]) -> tuple[ResourceLi
 
 
 PENDING_SIZE = 2 * MEMO_SIZE
-"""Pods without a node remembered by :func:`decode_pod` at most (the oldest is let go of first)."""
+"""Pods without a node remembered by :func:`decode_pod` at most (the oldest is let go of first): with about 2 KB of
+JSON each, some 30 MB at most."""
 
 _PENDING: dict[str, tuple[bytes, Pod]] = {}
-"""uid → (:func:`_fingerprint` of its JSON, the :class:`Pod`) of each pod :func:`decode_pod` decoded without a node,
-until it is decoded with one or deleted; in the order they came."""
-
-_FINGERPRINTED = tuple((part, wire_name, wire_name.encode())
-                       for part, fields in (("metadata", _META_FIELDS), ("spec", _SPEC_FIELDS))
-                       for wire_name, _, per_pod, _ in fields if not per_pod)
-"""The metadata and spec fields compared between a pod decoded without a node and with one: all but the per-pod
-strings (name, namespace, uid, resourceVersion, nodeName)."""
+"""uid → (:func:`_compared` of its JSON, the :class:`Pod`) of each pod :func:`decode_pod` decoded without a node, until
+it is decoded with one or deleted; in the order they came."""
 
 
-def _fingerprint(wire: Any) -> bytes:
-    """A digest (BLAKE2b, 128 bits) of the raw JSON of the :data:`_FINGERPRINTED` fields of ``wire``. Raw JSON holds no
-    NUL byte (JSON escapes control characters), so joining names and values with one is unambiguous."""
-    parts: list[bytes] = []
-    for part, wire_name, name in _FINGERPRINTED:
-        value = getattr(getattr(wire, part), wire_name)
-        if value:
-            parts += (name, bytes(value))
-    return hashlib.blake2b(b"\0".join(parts), digest_size=16).digest()
+def _picker(struct: type[msgspec.Struct], fields: tuple[tuple[str, str, bool, bool], ...]) -> Callable[[Any], tuple[
+        Any, ...]]:
+    """The values, from ``msgspec.structs.astuple`` of a ``struct``, of its ``fields`` that are not per-pod strings."""
+    names = [f.encode_name for f in msgspec.structs.fields(struct)]
+    picked = [names.index(wire) for wire, _, per_pod, _ in fields if not per_pod]
+    get = operator.itemgetter(*picked)
+    return lambda values: get(values) if len(picked) > 1 else (get(values),)
+
+
+_META_COMPARED = _picker(_META, _META_FIELDS)
+_SPEC_COMPARED = _picker(_SPEC, _SPEC_FIELDS)
+
+
+def _compared(wire: Any) -> bytes:
+    """The raw JSON of ``wire``'s metadata and spec fields but the per-pod strings (name, namespace, uid,
+    resourceVersion, nodeName), in field order, joined by a NUL byte (an absent field as nothing): raw JSON holds no
+    NUL (JSON escapes control characters), so two pods with equal results have equal fields."""
+    astuple = msgspec.structs.astuple
+    return b"\0".join((*_META_COMPARED(astuple(wire.metadata)), *_SPEC_COMPARED(astuple(wire.spec))))
 
 
 def decode_pod(data: bytes | msgspec.Raw, *, deleted: bool = False) -> LeanPod | Pod:
@@ -272,7 +278,7 @@ def decode_pod(data: bytes | msgspec.Raw, *, deleted: bool = False) -> LeanPod |
         _PENDING.pop(pod.metadata.uid, None)  # a newer version goes last
         if len(_PENDING) >= PENDING_SIZE:
             del _PENDING[next(iter(_PENDING))]
-        _PENDING[pod.metadata.uid] = (_fingerprint(wire), pod)
+        _PENDING[pod.metadata.uid] = (_compared(wire), pod)
     return pod
 
 
@@ -296,7 +302,7 @@ def _bound(wire: Any) -> LeanPod:
     if targets:
         status["conditions"] = _CONDITIONS.validate_python(targets)
     if (prior is not None and not wire.status.containerStatuses and not wire.status.initContainerStatuses
-            and prior[0] == _fingerprint(wire)):
+            and prior[0] == _compared(wire)):
         pod = prior[1]
         meta = {**pod.metadata.__dict__, "resource_version": wire.metadata.resourceVersion}  # uid, so name: the same
         spec = {**pod.spec.__dict__, "node_name": sys.intern(wire.spec.nodeName)}
