@@ -23,8 +23,8 @@ A pod's parts are not all shared by its template: the ServiceAccount admission p
 volume ``kube-api-access-<random>`` and mounts it in every container, so a real pod's ``containers`` and ``volumes``
 are its own. :func:`decode_pod` therefore remembers each pod it decodes without a node (:data:`_PENDING`); when the
 same pod (its uid) comes back with a node — the watch event of a bind — and its metadata and spec are byte for byte
-those it had, but for ``nodeName`` and ``resourceVersion``, its parts, requests and asks are taken from the pod
-decoded before instead of being validated and computed again.
+those it had but for the per-pod strings (``nodeName``, ``resourceVersion``, read from the new bytes), its parts,
+requests and asks are taken from the pod decoded before instead of being validated and computed again.
 """
 
 from __future__ import annotations
@@ -194,6 +194,12 @@ def _values(model: type[BaseModel], wire: msgspec.Struct, fields: tuple[tuple[st
     return out
 
 
+def _per_pod(wire: msgspec.Struct, fields: tuple[tuple[str, str, bool, bool], ...]) -> dict[str, str]:
+    """The per-pod strings of ``wire`` (name, namespace, uid, resourceVersion; nodeName), by field name."""
+    return {name: sys.intern(getattr(wire, wire_name)) if interned else getattr(wire, wire_name)
+            for wire_name, name, per_pod, interned in fields if per_pod}
+
+
 _CONDITIONS: TypeAdapter[tuple[PodCondition, ...]] = TypeAdapter(tuple[PodCondition, ...])
 
 _REQUEST_INPUTS = ("containers", "initContainers", "overhead", "resources", "volumes", "topologySpreadConstraints",
@@ -304,8 +310,8 @@ def _bound(wire: Any) -> LeanPod:
     if (prior is not None and not wire.status.containerStatuses and not wire.status.initContainerStatuses
             and prior[0] == _compared(wire)):
         pod = prior[1]
-        meta = {**pod.metadata.__dict__, "resource_version": wire.metadata.resourceVersion}  # uid, so name: the same
-        spec = {**pod.spec.__dict__, "node_name": sys.intern(wire.spec.nodeName)}
+        meta = {**pod.metadata.__dict__, **_per_pod(wire.metadata, _META_FIELDS)}
+        spec = {**pod.spec.__dict__, **_per_pod(wire.spec, _SPEC_FIELDS)}
         return LeanPod(LeanMeta(**meta), LeanSpec(**spec), LeanStatus(**status), pod.requests, pod.asks)
     seen: dict[str, bytes] = {}
     spec = LeanSpec(**_values(PodSpec, wire.spec, _SPEC_FIELDS, seen))
