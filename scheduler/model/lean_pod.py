@@ -310,9 +310,9 @@ def _bound(wire: Any) -> LeanPod:
     if (prior is not None and not wire.status.containerStatuses and not wire.status.initContainerStatuses
             and prior[0] == _compared(wire)):
         pod = prior[1]
-        meta = {**pod.metadata.__dict__, **_per_pod(wire.metadata, _META_FIELDS)}
-        spec = {**pod.spec.__dict__, **_per_pod(wire.spec, _SPEC_FIELDS)}
-        return LeanPod(LeanMeta(**meta), LeanSpec(**spec), LeanStatus(**status), pod.requests, pod.asks)
+        return LeanPod(LeanMeta(**{**pod.metadata.__dict__, **_per_pod(wire.metadata, _META_FIELDS)}),
+                       LeanSpec(**{**pod.spec.__dict__, **_per_pod(wire.spec, _SPEC_FIELDS)}), LeanStatus(**status),
+                       pod.requests, pod.asks)
     seen: dict[str, bytes] = {}
     spec = LeanSpec(**_values(PodSpec, wire.spec, _SPEC_FIELDS, seen))
     requests, asks = _derived(spec, wire.status, seen)
