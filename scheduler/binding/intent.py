@@ -77,7 +77,7 @@ async def write_intent(plan: Plan, token: str, writer: ApiWriter, recorded: Reco
         body: JSON = {"metadata": {"annotations": {INTENT_ANNOTATION: value}}}
         async with writer.slot():
             try:
-                await writer.patch(kind[ns, name], ns, name, body)
+                await writer.patch(kind[ns, name], ns, name, body, reply=False)
             except ApiError as exc:
                 failures.append((f"{ns}/{name}", exc))
 

@@ -14,7 +14,7 @@ For the kinds the cache holds by the tens of thousands (pods, nodes), :func:`pag
 decode a list page or a watch event straight from its bytes into the models, skipping in pydantic-core what the
 models do not read (``managedFields``, most of a real pod or node); whatever they refuse is decoded again the
 plain way, so nothing is lost that :func:`loads` would keep. A pod on a node is decoded into the compact shape the
-cache keeps of it (:func:`~scheduler.model.lean_pod.decode_bound`, with msgspec), never into a full model.
+cache keeps of it (:func:`~scheduler.model.lean_pod.decode_pod`, with msgspec), never into a full model.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import pydantic
 from pydantic import BaseModel, Field
 
 from scheduler.model.base import NESTED_TOO_DEEP, KubeModel
-from scheduler.model.lean_pod import LeanPod, decode_bound
+from scheduler.model.lean_pod import LeanPod, decode_pod
 from scheduler.model.pod import Pod
 
 DECODED = (BaseModel, LeanPod)
@@ -222,13 +222,13 @@ _RAW_PAGE = msgspec.json.Decoder(_RawPage)
 _RAW_EVENT = msgspec.json.Decoder(_RawEvent)
 
 
-def _pod(raw: msgspec.Raw) -> Any:
-    """One pod's JSON: a :class:`LeanPod` when it has a node, else a :class:`Pod`. Raises ``ValueError``."""
+def _pod(raw: msgspec.Raw, *, deleted: bool = False) -> Any:
+    """One pod's JSON: a :class:`LeanPod` when it has a node, else a :class:`Pod`
+    (:func:`~scheduler.model.lean_pod.decode_pod`; ``deleted``: its ``DELETED`` event). Raises ``ValueError``."""
     try:
-        lean = decode_bound(raw)
+        return decode_pod(raw, deleted=deleted)
     except RecursionError as exc:
         raise ValueError("nested too deeply") from exc
-    return lean if lean is not None else Pod.model_validate_json(bytes(raw))
 
 
 def _pod_page(data: bytes) -> TypedPage:
@@ -249,7 +249,7 @@ def _pod_event(data: bytes) -> tuple[str, Any]:
         raise ValueError("nested too deeply") from exc
     if not event.object:
         raise ValueError("a watch event without an object")
-    return event.type, _pod(event.object)
+    return event.type, _pod(event.object, deleted=event.type == "DELETED")
 
 
 @functools.cache

@@ -531,9 +531,11 @@ class KubeClient:
         return await self.request("PUT", res.path(namespace, name), body=body, lane=lane)
 
     async def patch(self, res: Resource, namespace: str | None, name: str, body: JSON, *, sub: str | None = None,
-                    content_type: str = MERGE_PATCH, lane: Lane = Lane.NORMAL) -> JSON:
+                    content_type: str = MERGE_PATCH, lane: Lane = Lane.NORMAL, reply: bool = True) -> JSON:
+        """``PATCH`` ``body`` (``content_type``: a merge patch unless told) into the object or its ``sub``-resource;
+        the object as patched (``reply=False``: ``{}``, see :meth:`request`)."""
         return await self.request("PATCH", res.path(namespace, name, sub), body=body, content_type=content_type,
-                                  lane=lane)
+                                  lane=lane, reply=reply)
 
     async def delete(self, res: Resource, namespace: str | None, name: str, *, uid: str | None = None,
                      body: JSON | None = None, lane: Lane = Lane.NORMAL) -> JSON:

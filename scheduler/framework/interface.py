@@ -307,8 +307,9 @@ class ApiWriter(Protocol):
     async def create(self, kind: Kind[Any], namespace: str | None, body: JSON) -> JSON: ...
 
     async def patch(self, kind: Kind[Any], namespace: str | None, name: str, body: JSON, *,
-                    sub: str | None = None) -> JSON:
-        """A JSON merge patch (RFC 7386) of the object, or of its ``sub``-resource (``status``)."""
+                    sub: str | None = None, reply: bool = True) -> JSON:
+        """A JSON merge patch (RFC 7386) of the object, or of its ``sub``-resource (``status``); the object as
+        patched (``reply=False``: the caller does not read it, and may get ``{}``)."""
         ...
 
     async def delete(self, kind: Kind[Any], namespace: str | None, name: str) -> None: ...

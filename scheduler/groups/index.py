@@ -70,6 +70,8 @@ class GroupIndex:
         """Trees with no pod at all (see :attr:`Forest.empty`)."""
         self.orphans: dict[str, OrphanPod] = {}
         """Pods of ours naming a PodGroup that does not exist, by pod key."""
+        self._orphans_of: dict[Name, list[str]] = {}
+        """The keys in :attr:`orphans` by the PodGroup they wait for."""
         self._tree_of_head: dict[Node, GroupKey] = {}
         self.assembler = TreeAssembler(scheduler_name, self.pgs, self.cpgs, self.members, self.structure,
                                        self.priorities)
@@ -220,14 +222,19 @@ class GroupIndex:
                       empty=sorted(self.empty.values(), key=lambda t: tuple(t.key)))
 
     def _refresh_orphans(self, name: Name) -> None:
-        for key in [k for k, o in self.orphans.items() if (o.pod.metadata.namespace, o.pod.group_name) == name]:
+        """The orphans waiting for PodGroup ``name`` judged again: O(its members), not O(every orphan)."""
+        for key in self._orphans_of.pop(name, ()):
             del self.orphans[key]
         if name in self.pgs:
             return
+        keys = []
         for key, pod in self.members.live.get(name, NO_PODS).items():
             if pod.spec.scheduler_name == self.scheduler_name and not pod.is_bound and not pod.is_gated:
                 api = f"{COSCHEDULING_API_GROUP} " if pod.group_api == COSCHEDULING_API_GROUP else ""
                 self.orphans[key] = OrphanPod(pod, f"waiting for {api}PodGroup {name[0]}/{name[1]} to appear")
+                keys.append(key)
+        if keys:
+            self._orphans_of[name] = keys
 
     def layout_problems(self, kind: str, name: Name) -> list[str]:
         """The shape problems of the tree holding group ``(kind, name)`` as far as the groups fed so far

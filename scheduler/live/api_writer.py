@@ -70,16 +70,16 @@ class KubeWriter:
             self.resource(kind), namespace, body, lane=Lane.URGENT))
 
     async def patch(self, kind: Kind[Any], namespace: str | None, name: str, body: JSON, *,
-                    sub: str | None = None) -> JSON:
+                    sub: str | None = None, reply: bool = True) -> JSON:
         if sub is None:
-            return await self._patch(kind, namespace, name, body)
+            return await self._patch(kind, namespace, name, body, reply)
         if sub != "status":
             raise ValueError(f"the binding cycle writes no {sub!r} subresource")
         return await self._patch_status(kind, namespace, name, body)
 
-    async def _patch(self, kind: Kind[Any], namespace: str | None, name: str, body: JSON) -> JSON:
+    async def _patch(self, kind: Kind[Any], namespace: str | None, name: str, body: JSON, reply: bool) -> JSON:
         return await self.retry(f"patch {kind.name} {namespace}/{name}", lambda: self.kube.patch(
-            self.resource(kind), namespace, name, body, lane=Lane.URGENT))
+            self.resource(kind), namespace, name, body, lane=Lane.URGENT, reply=reply))
 
     async def _patch_status(self, kind: Kind[Any], namespace: str | None, name: str, body: JSON) -> JSON:
         return await self.retry(f"patch {kind.name} {namespace}/{name}/status", lambda: self.kube.patch(

@@ -302,7 +302,8 @@ class StatusWriter:
         body: JSON = {"status": {"conditions": conditions if api is None else api.conditions(conditions)}}
         if group.metadata.resource_version:
             body["metadata"] = {"resourceVersion": group.metadata.resource_version}
-        await self.kube.patch(res, group.metadata.namespace, group.metadata.name, body, sub="status", lane=Lane.REPORT)
+        await self.kube.patch(res, group.metadata.namespace, group.metadata.name, body, sub="status", lane=Lane.REPORT,
+                              reply=False)  # the cache takes the object from the watch
         return True
 
     async def disruption_target(self, obj: Regarding, message: str, reason: str = REASON_PREEMPTION_BY_SCHEDULER

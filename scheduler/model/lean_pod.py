@@ -18,12 +18,21 @@ container details or its kubelet status. As a full :class:`Pod` (about 17 pydant
 Two ways in: :func:`lean_pod` (a :class:`Pod` already validated, or its copy bound to a node: how the cache shows
 an assumed pod) and :func:`decode_bound` (a pod's JSON bytes straight from a list page or a watch event, about
 a tenth of the CPU of validating a :class:`Pod`). Both give equal values for the same pod.
+
+A pod's parts are not all shared by its template: the ServiceAccount admission plugin names each pod's token
+volume ``kube-api-access-<random>`` and mounts it in every container, so a real pod's ``containers`` and ``volumes``
+are its own. :func:`decode_pod` therefore remembers each pod it decodes without a node (:data:`_PENDING`); when the
+same pod (its uid) comes back with a node — the watch event of a bind — and its metadata and spec are byte for byte
+those it had but for the per-pod strings (``nodeName``, ``resourceVersion``, read from the new bytes), its parts,
+requests and asks are taken from the pod decoded before instead of being validated and computed again.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 import sys
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import msgspec
@@ -185,6 +194,12 @@ def _values(model: type[BaseModel], wire: msgspec.Struct, fields: tuple[tuple[st
     return out
 
 
+def _per_pod(wire: msgspec.Struct, fields: tuple[tuple[str, str, bool, bool], ...]) -> dict[str, str]:
+    """The per-pod strings of ``wire`` (name, namespace, uid, resourceVersion; nodeName), by field name."""
+    return {name: sys.intern(getattr(wire, wire_name)) if interned else getattr(wire, wire_name)
+            for wire_name, name, per_pod, interned in fields if per_pod}
+
+
 _CONDITIONS: TypeAdapter[tuple[PodCondition, ...]] = TypeAdapter(tuple[PodCondition, ...])
 
 _REQUEST_INPUTS = ("containers", "initContainers", "overhead", "resources", "volumes", "topologySpreadConstraints",
@@ -223,6 +238,56 @@ def _derived(spec: Any, status: Any, seen: dict[str, bytes]) -> tuple[ResourceLi
     return hit
 
 
+PENDING_SIZE = 2 * MEMO_SIZE
+"""Pods without a node remembered by :func:`decode_pod` at most (the oldest is let go of first): with about 2 KB of
+JSON each, some 30 MB at most."""
+
+_PENDING: dict[str, tuple[bytes, Pod]] = {}
+"""uid → (:func:`_compared` of its JSON, the :class:`Pod`) of each pod :func:`decode_pod` decoded without a node, until
+it is decoded with one or deleted; in the order they came."""
+
+
+def _picker(struct: type[msgspec.Struct], fields: tuple[tuple[str, str, bool, bool], ...]) -> Callable[[Any], tuple[
+        Any, ...]]:
+    """The values, from ``msgspec.structs.astuple`` of a ``struct``, of its ``fields`` that are not per-pod strings."""
+    names = [f.encode_name for f in msgspec.structs.fields(struct)]
+    picked = [names.index(wire) for wire, _, per_pod, _ in fields if not per_pod]
+    get = operator.itemgetter(*picked)
+    return lambda values: get(values) if len(picked) > 1 else (get(values),)
+
+
+_META_COMPARED = _picker(_META, _META_FIELDS)
+_SPEC_COMPARED = _picker(_SPEC, _SPEC_FIELDS)
+
+
+def _compared(wire: Any) -> bytes:
+    """The raw JSON of ``wire``'s metadata and spec fields but the per-pod strings (name, namespace, uid,
+    resourceVersion, nodeName), in field order, joined by a NUL byte (an absent field as nothing): raw JSON holds no
+    NUL (JSON escapes control characters), so two pods with equal results have equal fields."""
+    astuple = msgspec.structs.astuple
+    return b"\0".join((*_META_COMPARED(astuple(wire.metadata)), *_SPEC_COMPARED(astuple(wire.spec))))
+
+
+def decode_pod(data: bytes | msgspec.Raw, *, deleted: bool = False) -> LeanPod | Pod:
+    """One pod's JSON as the cache keeps it: a :class:`LeanPod` when it has a node (:func:`decode_bound`), else a
+    :class:`~scheduler.model.pod.Pod`, remembered (:data:`_PENDING`) so that its bound version reuses its parts
+    (the module docstring). ``deleted``: the pod's ``DELETED`` watch event, which ends what is remembered of it.
+    Raises as :func:`decode_bound` does, and pydantic's ``ValidationError`` (a ``ValueError``) for a pod without a
+    node that a :class:`Pod` refuses."""
+    wire = _WIRE.decode(data)
+    if deleted:
+        _PENDING.pop(wire.metadata.uid, None)
+    if wire.spec.nodeName:
+        return _bound(wire)
+    pod = Pod.model_validate_json(bytes(data))
+    if not deleted and pod.metadata.uid:
+        _PENDING.pop(pod.metadata.uid, None)  # a newer version goes last
+        if len(_PENDING) >= PENDING_SIZE:
+            del _PENDING[next(iter(_PENDING))]
+        _PENDING[pod.metadata.uid] = (_compared(wire), pod)
+    return pod
+
+
 def decode_bound(data: bytes | msgspec.Raw) -> LeanPod | None:
     """The :class:`LeanPod` of one pod's JSON when the pod has a node (``spec.nodeName``), else None (the caller
     validates it as a :class:`~scheduler.model.pod.Pod`). Each field the scheduler reads is validated by its
@@ -230,14 +295,26 @@ def decode_bound(data: bytes | msgspec.Raw) -> LeanPod | None:
     pydantic's) on malformed JSON or a field its type refuses, and what computing the requests raises
     (:class:`~scheduler.model.quantity.QuantityError`)."""
     wire = _WIRE.decode(data)
-    if not wire.spec.nodeName:
-        return None
-    seen: dict[str, bytes] = {}
-    spec = LeanSpec(**_values(PodSpec, wire.spec, _SPEC_FIELDS, seen))
+    return _bound(wire) if wire.spec.nodeName else None
+
+
+def _bound(wire: Any) -> LeanPod:
+    """The :class:`LeanPod` of a decoded pod with a node: from the same pod decoded without one when its metadata and
+    spec are unchanged and the kubelet reports no container (the requests then read the spec alone), else validated
+    field by field."""
+    prior = _PENDING.pop(wire.metadata.uid, None) if _PENDING else None
     status = _values(PodStatus, wire.status, _STATUS_FIELDS, {})
     targets = [msgspec.to_builtins(c) for c in wire.status.conditions or () if c.type == DISRUPTION_TARGET]
     if targets:
         status["conditions"] = _CONDITIONS.validate_python(targets)
+    if (prior is not None and not wire.status.containerStatuses and not wire.status.initContainerStatuses
+            and prior[0] == _compared(wire)):
+        pod = prior[1]
+        return LeanPod(LeanMeta(**{**pod.metadata.__dict__, **_per_pod(wire.metadata, _META_FIELDS)}),
+                       LeanSpec(**{**pod.spec.__dict__, **_per_pod(wire.spec, _SPEC_FIELDS)}), LeanStatus(**status),
+                       pod.requests, pod.asks)
+    seen: dict[str, bytes] = {}
+    spec = LeanSpec(**_values(PodSpec, wire.spec, _SPEC_FIELDS, seen))
     requests, asks = _derived(spec, wire.status, seen)
     return LeanPod(LeanMeta(**_values(ObjectMeta, wire.metadata, _META_FIELDS, {})), spec, LeanStatus(**status),
                    requests, asks)

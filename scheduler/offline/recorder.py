@@ -106,7 +106,7 @@ class CacheWriter:
         return raw
 
     async def patch(self, kind: Kind[Any], namespace: str | None, name: str, body: JSON, *,
-                    sub: str | None = None) -> JSON:
+                    sub: str | None = None, reply: bool = True) -> JSON:
         key = f"{namespace}/{name}" if namespace else name
         if kind is RESOURCE_CLAIM and key not in self.cache.resource_claims:
             self.made.add(key)

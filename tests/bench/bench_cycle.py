@@ -5,7 +5,8 @@ Run with ``.venv/bin/python -m tests.bench.bench_cycle [--case plain|gangs4] [--
 The objects of ``bench_e2e --case plain`` (500 nodes as kubelets register them; 4,000 pods of ours without a
 group, 1 cpu) or ``--case gangs4`` (the same nodes; 1,000 PodGroups of 4 pods, every 4th gang GPU pods), each pod
 as the API server stores it (defaulted, admitted, ``managedFields``: ``tests/bench/realistic.py``), are fed to a
-:class:`~scheduler.cache.cluster.ClusterCache` as the informers' first lists feed it; then ``gc.freeze()``, as
+:class:`~scheduler.cache.cluster.ClusterCache` as the informers' first lists feed it (the pods decoded from a list
+page's bytes, ``scheduler.client.decoding.page_decoder``); then ``gc.freeze()``, as
 ``run`` does once its caches are synced. Each root is then decided as the live driver decides it
 (:meth:`CycleRunner.attempt <scheduler.cycle.CycleRunner.attempt>`: the tree, the snapshot, the solve, assume),
 and ``--in-flight`` cycles later each of its pods' watch events comes back as the server streams a bind — the
@@ -33,7 +34,7 @@ from collections import Counter
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.client.decoding import event_decoder
+from scheduler.client.decoding import event_decoder, page_decoder
 from scheduler.cycle import CycleRunner
 from scheduler.framework.plan import Plan, SolverConfig
 from scheduler.model.pod import Pod
@@ -91,8 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     raws = objects(args.case, args.nodes, args.pods)
     by_key = {f"{r['metadata']['namespace']}/{r['metadata']['name']}": r for r in raws["Pod"]}
     cache = ClusterCache("gang-scheduler", dra=True)
-    for kind, items in raws.items():
-        cache.replace(kind, items)
+    for kind, items in raws.items():  # pods as the informer decodes its list pages, from their bytes
+        cache.replace(kind, page_decoder(Pod)(json.dumps({"items": items}).encode()) if kind == "Pod" else items)
     roots = sorted(cache.take_changed_roots(), key=str)
     gc.collect()
     gc.freeze()

@@ -186,3 +186,28 @@ def test_decoding_from_bytes_takes_what_the_plain_way_takes(case: tuple[str, tup
     if isinstance(got, LeanPod):  # a pod on a node: the compact shape the cache keeps of the plain way's model
         expected = lean_pod(expected)
     assert got == expected
+
+
+@SETTINGS
+@given(st.sampled_from(json_paths(SAMPLES["Pod"])),
+       st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=4), st.just({"cpu": "3"}), st.just(["x"])))
+def test_a_bound_pod_decoded_after_its_pending_version_is_read_as_the_plain_way_reads_it(
+        path: tuple[Any, ...], value: Any) -> None:
+    """A pod decoded without a node, then with one and any field changed (``decode_pod`` reuses the first one's
+    parts only where its metadata and spec are the same bytes): the bound pod is what the plain way reads, or
+    refused."""
+    pending = copy.deepcopy(SAMPLES["Pod"])
+    pending["metadata"]["uid"] = "uid-fuzzed"
+    pending["spec"].pop("nodeName", None)
+    page_decoder(DECODED_AS_MODELS["Pod"])(json.dumps({"items": [pending]}).encode())
+    bound = _put(copy.deepcopy(pending), path, value)
+    if not isinstance(bound, dict) or not isinstance(bound.get("spec"), dict):
+        return  # no spec to bind
+    bound["spec"]["nodeName"] = "node-fuzzed"
+    data = json.dumps({"type": "MODIFIED", "object": bound}).encode()
+    try:
+        got = event_decoder(DECODED_AS_MODELS["Pod"])(data)[1]
+    except ValueError:  # refused: the plain way decides
+        return
+    expected = KINDS["Pod"].parse(loads(data)["object"])
+    assert got == (lean_pod(expected) if isinstance(got, LeanPod) else expected)

@@ -73,7 +73,7 @@ class FakeCluster:
         self.changes.notify([ClusterEvent("PersistentVolumeClaim", Action.UPDATE)])
 
     async def patch(self, res: Resource, ns: str | None, name: str, body: JSON, *, sub: str | None = None,
-                    lane: Lane = Lane.NORMAL) -> JSON:
+                    lane: Lane = Lane.NORMAL, reply: bool = True) -> JSON:
         self.calls.append(("patch", res.plural, name, body))
         if (error := self.fail.pop((res.plural, name), None)) is not None:
             raise error

@@ -103,17 +103,18 @@ async def test_kube_client_reports_a_refused_connection_as_retryable() -> None:
     assert caught.value.status == 0 and caught.value.retryable
 
 
-async def test_kube_client_decodes_a_write_reply_and_a_read_shares_its_connection() -> None:
+async def test_kube_client_decodes_a_write_reply_or_not_and_a_read_shares_its_connection() -> None:
     patched = b'{"kind":"PodGroup","metadata":{"name":"g","resourceVersion":"7"}}'
     chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                + f"{len(patched):x}\r\n".encode() + patched + b"\r\n0\r\n\r\n")
     async with RawServer(lambda _: chunked) as server:
         kube = KubeClient.for_host(f"http://127.0.0.1:{server.port}")
         obj = await kube.patch(PODGROUPS, "ns", "g", {"status": {}})
+        unread = await kube.patch(PODGROUPS, "ns", "g", {"status": {}}, sub="status", reply=False)
         await kube.get(PODGROUPS, "ns", "g")
         await kube.close()
-    assert obj == {"kind": "PodGroup", "metadata": {"name": "g", "resourceVersion": "7"}}
-    assert [r.split(b" ", 1)[0] for r in server.requests] == [b"PATCH", b"GET"] and server.connections == 1
+    assert obj == {"kind": "PodGroup", "metadata": {"name": "g", "resourceVersion": "7"}} and unread == {}
+    assert [r.split(b" ", 1)[0] for r in server.requests] == [b"PATCH", b"PATCH", b"GET"] and server.connections == 1
     assert b"Content-Type: application/merge-patch+json" in server.requests[0]
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from scheduler.groups import Leaf, TreeState, build_trees
+from scheduler.groups.index import GroupIndex
 from scheduler.model import CompositePodGroup, Pod, PodGroup, PriorityClass
 from scheduler.model.scheduling import GroupKey
 from tests.unit.groups.builders import NS, cpg, pg
@@ -106,6 +107,20 @@ def test_pod_naming_a_missing_podgroup_is_an_orphan() -> None:
     assert forest.trees == []
     (orphan,) = forest.orphans
     assert orphan.message == "waiting for PodGroup ml/nope to appear"
+
+
+def test_orphans_follow_their_podgroup_appearing_and_going() -> None:
+    """Pods listed before their PodGroups (an informer's lists run side by side) wait as orphans until it appears,
+    and again once it is deleted; each group's orphans apart from the others'."""
+    index = GroupIndex(OURS)
+    for p in members("a", 2) + members("b", 1):
+        index.set_pod(p.key, p)
+    assert sorted(o.pod.metadata.name for o in index.forest().orphans) == ["a-0", "a-1", "b-0"]
+    index.set_podgroup((NS, "a"), pg("a", 2))
+    forest = index.forest()
+    assert [o.pod.metadata.name for o in forest.orphans] == ["b-0"] and len(forest.trees) == 1
+    index.set_podgroup((NS, "a"), None)
+    assert sorted(o.pod.metadata.name for o in index.forest().orphans) == ["a-0", "a-1", "b-0"]
 
 
 def test_pod_without_group_is_its_own_basic_tree() -> None:

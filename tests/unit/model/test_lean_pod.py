@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.model.lean_pod import LeanPod, decode_bound, lean_pod
+from scheduler.model.lean_pod import LeanPod, decode_bound, decode_pod, lean_pod
 from scheduler.model.pod import ASKS_POD_AFFINITY, ASKS_PORTS, ASKS_VOLUMES, Pod
 
 GI = 2**30
@@ -145,3 +145,58 @@ def test_lean_pod_of_a_pending_pod_bound_to_a_node() -> None:
     assert shown.requests == pending.requests
     assert lean_pod(shown) is shown
     assert lean_pod(shown, "node-y").spec.node_name == "node-y"
+
+
+def pending_then_bound(name: str = "web-1", **spec: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A pod as created (no node, no kubelet status) and the watch event of its bind: the node, a new
+    resourceVersion, ``PodScheduled``, the binding's managedFields entry."""
+    bound = running(name, "node-b", **spec)
+    bound["status"] = {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:02Z"}]}
+    pending = copy.deepcopy(bound)
+    del pending["spec"]["nodeName"]
+    pending["status"] = {"phase": "Pending"}
+    bound["metadata"]["resourceVersion"] = "43"
+    bound["metadata"]["managedFields"].append({"manager": "gang-scheduler", "operation": "Update"})
+    return pending, bound
+
+
+def test_a_bound_pod_reuses_the_parts_of_its_pending_version() -> None:
+    """The watch event of a bind: the parts, requests and asks of the pod decoded without a node, which equal
+    what decoding the bound pod alone gives; its own resourceVersion, node and status."""
+    pending_body, bound_body = pending_then_bound(
+        "reuse-1", volumes=[{"name": "kube-api-access-x7k2p", "projected": {"sources": []}}])
+    pending = decode_pod(json.dumps(pending_body).encode())
+    assert isinstance(pending, Pod)
+    bound = decode_pod(json.dumps(bound_body).encode())
+    assert isinstance(bound, LeanPod)
+    assert bound == lean_pod(Pod.model_validate(bound_body))
+    assert bound.spec.containers is pending.spec.containers and bound.spec.volumes is pending.spec.volumes
+    assert bound.requests is pending.requests and bound.asks is pending.asks
+    assert (bound.spec.node_name, bound.metadata.resource_version) == ("node-b", "43")
+    assert bound.status.phase == "Pending" and bound.status.conditions == ()
+
+
+@pytest.mark.parametrize("change", [
+    lambda b: b["spec"]["containers"][0]["resources"]["requests"].update(cpu="2"),  # resized in place
+    lambda b: b["metadata"]["labels"].update(tier="back"),
+    lambda b: b["spec"]["tolerations"].append({"key": "gpu", "operator": "Exists"}),
+    lambda b: b["status"].update(containerStatuses=[{"name": "app", "allocatedResources": {"cpu": "3"}}]),
+    lambda b: b["metadata"].update(uid="uid-other"),
+])
+def test_a_bound_pod_that_changed_is_decoded_from_its_own_bytes(change: Any) -> None:
+    pending_body, bound_body = pending_then_bound("changed-1")
+    pending = decode_pod(json.dumps(pending_body).encode())
+    change(bound_body)
+    bound = decode_pod(json.dumps(bound_body).encode())
+    assert bound == lean_pod(Pod.model_validate(bound_body))  # its requests included
+    assert bound.spec.containers is not pending.spec.containers
+
+
+def test_a_deleted_pending_pod_is_forgotten() -> None:
+    pending_body, bound_body = pending_then_bound("gone-1")
+    pending = decode_pod(json.dumps(pending_body).encode())
+    decode_pod(json.dumps(pending_body).encode(), deleted=True)
+    bound = decode_pod(json.dumps(bound_body).encode())
+    assert bound == lean_pod(Pod.model_validate(bound_body))
+    assert bound.spec.containers is not pending.spec.containers
