@@ -197,8 +197,13 @@ class GroupIndex:
             self._tree_of_head[head] = tree.key
             if head in heads:
                 changed.add(tree.key)
+        # Every dirty group's orphans are dropped before any is judged again: a pod that moved from one
+        # waiting group to another is then kept under its new group only.
         for name in self._dirty_orphans:
-            self._refresh_orphans(name)
+            for key in self._orphans_of.pop(name, ()):
+                self.orphans.pop(key, None)
+        for name in self._dirty_orphans:
+            self._add_orphans(name)
         self._dirty_orphans.clear()
         for key in self._dirty_singles | self._stale_singles:
             tree_key = single_key(key)
@@ -221,10 +226,9 @@ class GroupIndex:
         return Forest(trees=group_trees + singles, orphans=[self.orphans[k] for k in sorted(self.orphans)],
                       empty=sorted(self.empty.values(), key=lambda t: tuple(t.key)))
 
-    def _refresh_orphans(self, name: Name) -> None:
-        """The orphans waiting for PodGroup ``name`` judged again: O(its members), not O(every orphan)."""
-        for key in self._orphans_of.pop(name, ()):
-            del self.orphans[key]
+    def _add_orphans(self, name: Name) -> None:
+        """The pods waiting for PodGroup ``name`` (not yet read) kept as its orphans: O(its members), not
+        O(every orphan). Its previous orphans were dropped first (:meth:`refresh`)."""
         if name in self.pgs:
             return
         keys = []

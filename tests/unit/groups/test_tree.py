@@ -123,6 +123,21 @@ def test_orphans_follow_their_podgroup_appearing_and_going() -> None:
     assert sorted(o.pod.metadata.name for o in index.forest().orphans) == ["a-0", "a-1", "b-0"]
 
 
+@pytest.mark.parametrize(("first", "second"), [("g1", "g0"), ("g0", "g1")])
+def test_an_orphan_moving_to_another_missing_podgroup_waits_for_that_one_only(first: str, second: str) -> None:
+    """A pod relabelled from one PodGroup not yet read to another: both groups are judged again in one refresh,
+    and the pod stays an orphan of the second, then leaves cleanly. Both directions, as the refresh takes the
+    two groups in the order of a set of names."""
+    index = GroupIndex(OURS)
+    before, after = pod("p", first), pod("p", second)
+    index.set_pod(before.key, before)
+    assert [o.message for o in index.forest().orphans] == [f"waiting for PodGroup ml/{first} to appear"]
+    index.set_pod(after.key, after)
+    assert [o.message for o in index.forest().orphans] == [f"waiting for PodGroup ml/{second} to appear"]
+    index.set_pod(after.key, None)
+    assert index.forest().orphans == []
+
+
 def test_pod_without_group_is_its_own_basic_tree() -> None:
     (tree,) = trees([pod("lone", None)]).trees
     assert tree.key == GroupKey("Pod", NS, "lone")
