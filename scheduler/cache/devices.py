@@ -297,7 +297,7 @@ class DeviceCache:
     def claim_index(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> ClaimIndex:
         """Claims, templates, classes and PodGroups for claim resolution, over the cache's live dicts."""
         return ClaimIndex(self._claims, self._templates, classes, self._podgroups,  # type: ignore[arg-type]
-                          self.synthesize, frozenset(table.resources), self.synthesized, self.in_flight(),
+                          self.synthesize, table.offered, self.synthesized, self.in_flight(),
                           namespaces=self._namespaces, memo=self.pending)
 
     def view(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> DraView:

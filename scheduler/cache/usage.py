@@ -212,14 +212,16 @@ class NodeUsage:
     def overcommitted(self, node: str, resources: Iterable[str]) -> list[tuple[str, int, int]]:
         """(resource, used, allocatable) of each of ``resources`` whose bound and assumed requests on ``node``
         exceed its allocatable as the node shows it now (integer units: milli-cpu, bytes, counts); empty when
-        all fit or the node is not in the table. Resources the table does not know are skipped (no node
-        offers them, so no plan placed them). Design §4 invariant 2, checked again before each bind."""
+        all fit or the node is not in the table. Resources no node offers a non-zero amount of
+        (:attr:`NodeTable.offered`) are skipped: no plan placed a pod needing them from a node, only through
+        DRA. Design §4 invariant 2, checked again before each bind."""
         row = self.table.index.get(node)
         if row is None:
             return []
-        used, allocatable, column = self.used[row], self.table.allocatable[row], self.table.column
+        used, allocatable, column, offered = self.used[row], self.table.allocatable[row], self.table.column, \
+            self.table.offered
         return [(name, int(used[c]), int(allocatable[c])) for name in sorted(resources)
-                if (c := column.get(name)) is not None and used[c] > allocatable[c]]
+                if name in offered and used[(c := column[name])] > allocatable[c]]
 
     def pods_on(self, node: str) -> NodeInfo:
         """The NodeInfo of ``node`` (empty if no pod uses it)."""

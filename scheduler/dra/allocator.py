@@ -98,7 +98,8 @@ class SubRequest:
     """One way to satisfy a request: ``count`` devices (or ``all``) of ``class_name`` matching ``selectors``.
 
     ``admin``: ``adminAccess`` (KEP-5018): the devices may be allocated already and are not taken (no other
-    claim loses them, no counter is consumed); only one claim's results never name a device twice.
+    claim loses them, no counter is consumed); only one claim's results never name a device twice. On a shared
+    device its one share must fit the capacity left, but is not held.
     ``capacity``: ``capacity.requests`` ((name, amount) pairs, a name short or with its domain; KEP-5075).
     """
 
@@ -209,11 +210,8 @@ class DeviceState:
         if device.id in self.taken:
             return False
         if device.shared:
-            used = self.consumed.get(device.id)
-            if used and amounts:  # amounts are in capacity order, one per capacity
-                for (name, amount), capacity in zip(amounts, device.capacity, strict=True):
-                    if used.get(name, Decimal(0)) + amount > capacity.value:
-                        return False
+            if not self.room(device, amounts):
+                return False
             if self.shares.get(device.id):
                 return True  # its counters are consumed already
         elif self.shares and self.shares.get(device.id):
@@ -226,6 +224,15 @@ class DeviceState:
                 if left.get(counter, Decimal(0)) < amount:
                     return False
         return True
+
+    def room(self, device: Device, amounts: Amounts) -> bool:
+        """Whether one more share of the shared ``device`` consuming ``amounts`` (in the order of
+        ``device.capacity``) stays within every capacity's value, whatever its counters."""
+        used = self.consumed.get(device.id)
+        if not used or not amounts:
+            return True
+        return all(used.get(name, Decimal(0)) + amount <= capacity.value
+                   for (name, amount), capacity in zip(amounts, device.capacity, strict=True))
 
     def fullness(self, device: Device) -> Decimal:
         """The largest share of any capacity of ``device`` its allocations consume (0: unused or no capacity)."""
@@ -501,9 +508,14 @@ def _alternatives(claim: ClaimSpec, candidates: _Candidates, state: DeviceState,
 
     def _admin(sub: SubRequest, matching: list[Device], i: int) -> Iterator[list[Result]]:
         """An ``adminAccess`` sub-request: any matching device, allocated or not, none taken (the structured
-        allocator skips its allocated-device and counter checks for admin access)."""
+        allocator skips its in-use check for admin access, and its allocated state leaves admin results out:
+        ``allocateddevices.go``). A shared device is used by one share like any other, so what that share
+        consumes must fit what its allocations leave (``CmpRequestOverCapacity``, checked for admin access too);
+        the share is not held. Unlike the structured allocator, no shared counter is checked or consumed (the
+        device's owner holds them; ``docs/dra.md`` says why)."""
         named = {d.id for _, d in chosen}
-        usable = [d for d in matching if d.id not in named]
+        amounts = candidates.amounts(sub)
+        usable = [d for d in matching if d.id not in named and (not d.shared or state.room(d, amounts.get(d.id, ())))]
         if sub.all:
             combos: Iterator[tuple[Device, ...]] = iter([tuple(usable)] if usable else [])
         else:

@@ -16,7 +16,7 @@ Resolution rules (reference §1.2, §3, §6.3, §6.6):
 * a claim an in-flight plan is allocating (``in_flight``) makes the pod wait until the allocation is
   visible, so two roots never allocate one claim twice;
 * a pod whose claim does not exist yet waits, with a reason; so does a pod whose claim is malformed;
-* a pod requesting an extended resource that no node offers, but that a DeviceClass serves
+* a pod requesting an extended resource that no node offers (a non-zero amount), but that a DeviceClass serves
   (``extendedResourceName``, or the implicit ``deviceclass.resource.kubernetes.io/<class>``), gets a
   synthesised claim with one request per (container, resource), ``container-<i>-request-<j>``.
 
@@ -221,7 +221,8 @@ class ClaimIndex:
     podgroups: Mapping[str, PodGroup]
     synthesize: bool = False
     node_resources: frozenset[str] = frozenset()
-    """Resources some node offers in ``status.allocatable`` (those are never served through DRA)."""
+    """Resources some node offers a non-zero amount of in ``status.allocatable`` (those are never served
+    through DRA; :attr:`~scheduler.framework.node_table.NodeTable.offered`)."""
     synthesized: dict[str, ResourceClaim] = field(default_factory=dict)
     """Claims made from their template (``synthesize``), by key."""
     in_flight: frozenset[str] = frozenset()

@@ -132,6 +132,13 @@ class NodeTable:
         return {n.name: i for i, n in enumerate(self.nodes)}
 
     @cached_property
+    def offered(self) -> frozenset[str]:
+        """The resources some node offers a non-zero amount of in ``status.allocatable``: a resource every node
+        lists at 0 is offered by none, as kube-scheduler's DynamicResources plugin reads it
+        (``extendeddynamicresources.go``: an allocatable amount of 0 is served through DRA)."""
+        return frozenset(self.resources[j] for j in np.flatnonzero((self.allocatable > 0).any(axis=0)))
+
+    @cached_property
     def max_allocatable(self) -> IntArray:
         """``(R,)`` the largest allocatable of each resource on any node (≥ 1), to compare resources by share."""
         if not len(self.nodes):

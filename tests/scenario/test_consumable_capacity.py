@@ -198,3 +198,31 @@ def test_members_on_different_nodes_share_a_rack_link_and_the_third_falls_to_ano
     assert sorted(placements.values()) == ["fabric.example.com/r1/link-0"] * 2 + ["fabric.example.com/r1/link-1"]
     path.write_text(yaml.safe_dump_all([*rack(3, 1), *gang("net", 3, "bw-40")]))
     assert status(simulate(load([path]), "gang-scheduler", SolverConfig())) == {"net": "Unschedulable"}
+
+
+def test_an_admin_probe_takes_a_share_of_what_is_left_and_holds_none(tmp_path: Path) -> None:
+    """KEP-5018 on a shared device: a probe in an admin namespace asking 8 CPUs with ``adminAccess`` is placed on
+    NUMA 0, where a running claim holds 24 of 32, and its result carries ``adminAccess``, a ``shareID`` and
+    ``consumedCapacity`` as kube-scheduler records them; the 8 stay free for a gang after it. Asking 16, the probe
+    fits neither device once both have 24 taken."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": NS, "labels": {"resource.kubernetes.io/admin-access": "true"}}}
+    probe = template("probe-8", "8")
+    probe["spec"]["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+    held = allocated_share("running", "cpudevnuma000", "24", "0f6c2b34-8c7e-4c1a-9d55-6a7f1e2b3c4d")
+    sim = run(tmp_path, [namespace, held, probe, template("cpus-8", "8"), *gang("probe", 1, "probe-8", 1),
+                         *gang("after", 1, "cpus-8", 2)])
+    assert status(sim) == {"probe": "Scheduled", "after": "Scheduled"}
+    doc: dict[str, Any] = json.loads(json.dumps(to_json(sim)))
+    devices = {a["claim"]: a["devices"] for a in doc["allocations"]}
+    (result,) = devices[f"{NS}/probe-0-cpus"]
+    assert UUID.fullmatch(result.pop("shareID"))
+    assert result == {"request": "cpus", "driver": DRIVER, "pool": "cpu-worker-1", "device": "cpudevnuma000",
+                      "adminAccess": True, "consumedCapacity": {"dra.cpu/cpu": "8"}}
+    assert [d["device"] for d in devices[f"{NS}/after-0-cpus"]] == ["cpudevnuma000"]  # the 8 the probe did not hold
+
+    big = template("probe-16", "16")
+    big["spec"]["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+    other = allocated_share("other", "cpudevnuma001", "24", "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b")
+    sim = run(tmp_path, [namespace, held, other, big, *gang("probe", 1, "probe-16", 1)])
+    assert status(sim) == {"probe": "Unschedulable"}

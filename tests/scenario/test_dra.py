@@ -783,3 +783,53 @@ def test_objects_written_without_uids_get_stable_ones_and_the_group_claim_is_res
     assert to_json(first) == to_json(again)
     groups = load([bare]).podgroups
     assert all(g.metadata.uid for g in groups) and len({g.metadata.uid for g in groups}) == len(groups)
+
+
+ZERO_ALLOCATABLE = """
+apiVersion: v1
+kind: Node
+metadata: {name: n0, labels: {kubernetes.io/hostname: n0}}
+status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110", example.com/gpu: "0"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: n0-gpu.example.com}
+spec:
+  driver: gpu.example.com
+  nodeName: n0
+  pool: {name: n0, generation: 1, resourceSliceCount: 1}
+  devices: [{name: gpu-0}, {name: gpu-1}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
+  extendedResourceName: example.com/gpu
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: x, namespace: ml, uid: 5d1e0c3a-7b2f-4e6d-8a9c-1f2e3d4c5b6a}
+spec:
+  schedulerName: gang-scheduler
+  containers:
+  - name: main
+    image: example.com/trainer:1
+    resources: {limits: {example.com/gpu: "2"}}
+"""
+
+
+def test_an_extended_resource_every_node_lists_at_zero_is_served_through_dra(tmp_path: Path) -> None:
+    """kube-scheduler's DynamicResources plugin serves an extended resource through DRA on a node whose
+    allocatable amount of it is 0 (``extendeddynamicresources.go``), as where the node does not list it; a node
+    offering a non-zero amount serves it itself."""
+    sim = run(write(tmp_path, "zero.yaml", ZERO_ALLOCATABLE))
+    (outcome,) = sim.allocations
+    assert outcome.allocation.claim == "ml/x-extended-resources"
+    assert [(r, d) for r, _, _, d in outcome.allocation.results] == [("container-0-request-0", "gpu-0"),
+                                                                     ("container-0-request-0", "gpu-1")]
+    assert [p["node"] for p in to_json(sim)["pods"]] == ["n0"]
+    offered = ZERO_ALLOCATABLE.replace('example.com/gpu: "0"}', 'example.com/gpu: "2"}')
+    sim = run(write(tmp_path, "offered.yaml", offered))
+    assert sim.allocations == []
+    assert [p["node"] for p in to_json(sim)["pods"]] == ["n0"]

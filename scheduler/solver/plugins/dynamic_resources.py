@@ -437,7 +437,8 @@ def device_uses(spec: ClaimSpec, results: Sequence[Result], claim: str) -> tuple
     """How ``results`` use their devices: admin access where the sub-request asked for it (KEP-5018), the
     device's binding conditions (KEP-5007), and for a device with ``allowMultipleAllocations`` its ``shareID``
     and ``consumedCapacity`` (KEP-5075: every capacity of the device, as the structured allocator records
-    them); empty when every device is taken whole, without conditions (the plan's default).
+    them, also for admin access, whose share nobody counts once allocated); empty when every device is taken
+    whole, without conditions (the plan's default).
 
     ``claim``: the claim's ``namespace/name``; a share's id is :func:`share_id` of it, the result's position and
     the device.
@@ -447,7 +448,7 @@ def device_uses(spec: ClaimSpec, results: Sequence[Result], claim: str) -> tuple
         return ()
     return tuple(DeviceUse(d.id, admin=r in admin, binding_conditions=d.binding_conditions,
                            binding_failure_conditions=d.binding_failure_conditions,
-                           **_share_fields(spec, r, d, claim, i) if d.shared and r not in admin else {})
+                           **_share_fields(spec, r, d, claim, i) if d.shared else {})
                  for i, (r, d) in enumerate(results))
 
 

@@ -152,6 +152,24 @@ def test_a_shared_device_consumes_its_counters_once() -> None:
     assert not state.fits(whole)
 
 
+def test_admin_access_on_a_shared_device_needs_the_capacity_left_and_holds_none() -> None:
+    """KEP-5018 on a KEP-5075 device, as the structured allocator does it: an admin request is one share, checked
+    against what the device's allocations leave (``CmpRequestOverCapacity``), and nothing is held for it."""
+    counters = ((COUNTERS, (("lanes", D(4)),)),)
+    device = nic("nic-0", consumes=counters)
+    state = DeviceState(counters={COUNTERS: {"lanes": D(4)}})
+    assert allocate(share("6"), [device], state) == [("net", "nic-0")]
+
+    def admin(gbps: str) -> ClaimSpec:
+        return ClaimSpec((Request("net", (SubRequest("net", "nic", admin=True, capacity=(("bandwidth", D(gbps)),)),)),))
+
+    before = (dict(state.shares), {k: dict(v) for k, v in state.consumed.items()}, dict(state.counters[COUNTERS]))
+    assert allocate(admin("4"), [device], state) == [("net", "nic-0")]  # exactly what is left
+    assert (state.shares, state.consumed, state.counters[COUNTERS]) == before
+    assert allocate(admin("5"), [device], state) is None  # more than is left
+    assert allocate(share("4"), [device], state) == [("net", "nic-0")]  # the admin share held nothing
+
+
 @st.composite
 def share_problems(draw: st.DrawFn) -> tuple[list[Device], list[ClaimSpec], DeviceState]:
     devices = [nic(f"nic-{i}", str(draw(st.integers(1, 10)))) for i in range(draw(st.integers(1, 3)))]
