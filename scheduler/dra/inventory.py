@@ -545,15 +545,16 @@ class Inventory:
             ids = self.device_index().ids
             matching = np.zeros(len(ids), dtype=bool)
             met: dict[str, str] = {}
-            if sub.class_name not in self.classes:
+            if sub.class_name not in self.classes:  # no device matches: reported once, not per device
                 label, message = self._missing_class(sub)
                 met[label] = message
-            for i, dev_id in enumerate(ids):
-                device = self.devices[dev_id]
-                if self.matches(sub, device, met):
-                    # a shared device may serve every result of one claim (one share each)
-                    counts += self.reach[dev_id] * (MAX_DEVICES_PER_CLAIM if device.shared else 1)
-                    matching[i] = True
+            else:
+                for i, dev_id in enumerate(ids):
+                    device = self.devices[dev_id]
+                    if self.matches(sub, device, met):
+                        # a shared device may serve every result of one claim (one share each)
+                        counts += self.reach[dev_id] * (MAX_DEVICES_PER_CLAIM if device.shared else 1)
+                        matching[i] = True
             counts.setflags(write=False)
             matching.setflags(write=False)
             hit = self._usable[key] = (counts, matching, met)
