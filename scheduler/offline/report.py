@@ -242,7 +242,11 @@ def render_text(sim: Simulation) -> str:
             out.extend(_device_lines(_allocations_of(sim, g), f"{indent}       "))
             out.extend(_volume_lines(sim, g, f"{indent}       "))
         elif g.status == SCHEDULED and g.key.kind == "PodGroup" and not g.reason:
-            out.append(f"{indent}       nothing to place: its bound members satisfy it")
+            left = sum(p.node is None and p.pod.group_name == g.key.name and p.pod.metadata.namespace ==
+                       g.key.namespace for p in sim.pods)
+            out.append(f"{indent}       " + (f"its bound members satisfy it; {left} member(s) left pending "
+                                             "(see Pods left pending)" if left else
+                                             "nothing to place: its bound members satisfy it"))
         if g.reason:
             out.append(f"{indent}       {g.status}: {_continued(g.reason, indent + '         ')}")
         if g.key == g.root:

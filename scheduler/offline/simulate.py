@@ -420,6 +420,8 @@ def _group_status(tree: GroupTree, group: Group, result: Plan | Unschedulable | 
             return SCHEDULED, None
         return UNSCHEDULABLE, result.group_reasons.get(group.key, "not satisfied")
     if isinstance(result, Unschedulable):
+        if result.minimum is not None and group.key in result.minimum.satisfied:
+            return SCHEDULED, None  # satisfied by its bound members; only members above the minimum are pending
         return UNSCHEDULABLE, result.group_reasons.get(group.key, result.message)
     return WAITING, None  # pragma: no cover - every READY tree is decided above
 

@@ -265,6 +265,17 @@ class _Search:
         return Unschedulable(tree.key, code, message, reasons, self.attempts, rejectors,
                              self.profile.notes(self.state))
 
+    def above_minimum(self, tree: GroupTree, plan: Plan) -> Unschedulable:
+        """The root is satisfied by its bound members alone (``plan`` places nothing) and no pending member fits:
+        nothing to bind, so an :class:`Unschedulable` (the root backs off, preemption may make room for the
+        members), but one whose ``minimum`` is ``plan`` — the groups are scheduled, only members above their
+        minimum are pending (kube-scheduler's PodGroup cycle succeeds once minCount is met, KEP-4671) —
+        with the plan's reasons: each left-over member's counts what is placed, and only groups the plan leaves
+        out have a reason of their own."""
+        failure = self.unschedulable(tree, budget=False)
+        message = "; ".join(dict.fromkeys(plan.unplaced.values()))
+        return dataclasses.replace(failure, message=message, group_reasons=dict(plan.group_reasons), minimum=plan)
+
     def run(self, tree: GroupTree) -> Plan | Unschedulable:
         """The first yielded placement of ``tree``'s root as a :class:`Plan`, or the :class:`Unschedulable`."""
         everything = np.ones(len(self.table), dtype=bool)
@@ -273,7 +284,7 @@ class _Search:
                 plan = self.to_plan(tree)
                 if plan.placements or not any(leaf.pending for leaf in tree.root.leaves()):
                     return plan
-                break
+                return self.above_minimum(tree, plan)
         except _BudgetExhausted:
             self.exhausted = True
             return self.unschedulable(tree, budget=True)
@@ -311,7 +322,9 @@ def search(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = No
     modified). ``profile``: the plugins to run (the default profile unless a test says otherwise).
     Returns a :class:`Plan` whose placements satisfy every gang in the tree at once, or
     :class:`Unschedulable` with per-group reasons and the plugins that rejected. A plan that would
-    place no pod at all is reported as Unschedulable. Never raises for unschedulable input.
+    place no pod at all is reported as Unschedulable — with that plan as its ``minimum`` when the root is
+    satisfied by its bound members and only members above the minimum fit nowhere. Never raises for
+    unschedulable input.
 
     The search skips topology domains too short of room to hold a group. When a group it reports on (the
     failure's, or one a plan leaves out) had every domain skipped, it is run once more trying the closest of

@@ -60,6 +60,23 @@ async def test_gang_that_does_not_fit_waits_whole_then_binds_when_a_node_arrives
 
 
 @pytest.mark.looptime
+async def test_member_above_a_met_min_count_is_reported_pending_the_group_scheduled(k8s, kube: KubeClient) -> None:
+    """minCount 1 is met once g-0 is bound; g-1 fits nowhere. The group stays True/Scheduled and g-1's
+    FailedScheduling says what is placed (``1/2 placed``), not that the gang failed (``placeable``)."""
+    await create_node(kube, "n0", cpu="4")
+    await kube.create(PODGROUPS, NS, podgroup("g", 1))
+    await kube.create(PODS, NS, pod("g-0", "g", cpu="1"))
+    await kube.create(PODS, NS, pod("g-1", "g", cpu="10"))
+    async with running(kube):
+        await until(lambda: bound_at_least(kube, "g-0", 1), what="g-0 bound")
+        failed = await until(lambda: _at_least(events(kube, "FailedScheduling"), 1), what="FailedScheduling")
+        assert {(e["regarding"]["name"], e["note"]) for e in failed} == {
+            ("g-1", "gang g: 1/2 placed (minCount 1); 0/1 nodes are available: 1 Insufficient cpu.")}
+        cond = await condition(kube, "g")
+        assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Scheduled")
+
+
+@pytest.mark.looptime
 async def test_pods_before_their_group_then_group_appears(k8s, kube: KubeClient) -> None:
     await create_node(kube, "n0", cpu="8")
     for i in range(3):

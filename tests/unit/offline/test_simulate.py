@@ -14,6 +14,7 @@ import pytest
 
 from scheduler.framework import SolverConfig
 from scheduler.offline.loader import load
+from scheduler.offline.report import render_text
 from scheduler.offline.simulate import Simulation, simulate
 
 NODE = """
@@ -408,3 +409,25 @@ def test_scheduler_plugins_podgroups_and_their_labelled_pods_are_read() -> None:
     json_warned = [w for w in to_json(sim)["warnings"] if w["kind"] == "unhonoured-field"]
     assert [(w["group"], w["field"]) for w in json_warned] == [("training/timed", "spec.minResources"),
                                                                ("training/timed", "spec.scheduleTimeoutSeconds")]
+
+
+@pytest.mark.parametrize(
+    ("policy", "reason"),
+    [
+        pytest.param("{basic: {}}", "group g: 1/2 placed; 0/1 nodes are available: 1 Insufficient cpu.", id="basic"),
+        pytest.param("{gang: {minCount: 1}}",
+                     "gang g: 1/2 placed (minCount 1); 0/1 nodes are available: 1 Insufficient cpu.", id="gang"),
+    ],
+)
+def test_group_whose_bound_members_meet_min_count_is_scheduled_its_extra_member_pending(
+        tmp_path: Path, policy: str, reason: str) -> None:
+    """A bound member meets minCount; one more member fits nowhere. The group is Scheduled (no reason: nothing of
+    it failed), the extra member is left pending with a reason that counts what is placed; the text report says
+    the bound members satisfy the group and that a member is left pending, not ``[FAIL]``."""
+    bound = member("m-run", "g").replace("spec:\n", "spec:\n  nodeName: n1\n")
+    sim = run(tmp_path, podgroup("g", policy), bound, member("m-big", "g", cpu="10"))
+    assert group(sim, "g")[0::2] == ("Scheduled", None)
+    assert pod_reasons(sim) == {"ml/m-big": reason}
+    text = render_text(sim)
+    assert "[FAIL]" not in text and "Unschedulable" not in text
+    assert "its bound members satisfy it; 1 member(s) left pending (see Pods left pending)" in text

@@ -255,3 +255,27 @@ def test_leftover_reason_counts_the_final_plan_not_the_best_abandoned_attempt() 
         "ml/a-2": f"group a: 2/4 placed in {RACK} r2; 0/1 nodes are available: 1 Insufficient cpu.",
         "ml/a-3": f"group a: 2/4 placed in {RACK} r2; 0/1 nodes are available: 1 Insufficient cpu.",
     }
+
+
+@pytest.mark.parametrize(
+    ("policy", "reason"),
+    [
+        pytest.param(None, "group g: 1/2 placed; 0/1 nodes are available: 1 Insufficient cpu.", id="basic"),
+        pytest.param(1, "gang g: 1/2 placed (minCount 1); 0/1 nodes are available: 1 Insufficient cpu.", id="gang"),
+    ],
+)
+def test_group_satisfied_by_bound_members_whose_extra_member_fits_nowhere(policy: int | None, reason: str) -> None:
+    """minCount is met by the bound member: the group is scheduled and the extra member is merely pending
+    (kube-scheduler's group cycle succeeds once minCount is placed; members that did not fit are retried alone).
+    The decision is still Unschedulable — nothing to bind, the root backs off — but its ``minimum`` is the (empty)
+    plan that satisfies the root, and the reason counts what is placed, not what was "placeable"."""
+    pods = [pod("g-run", namespace=NS, group="g", node_name="n0", phase="Running"),
+            pod("g-big", cpu="8", namespace=NS, group="g")]
+    result = solve_one([node("n0", cpu="2")], pods, [pg("g", policy)])
+    assert isinstance(result, Unschedulable)
+    assert result.code is Code.UNSCHEDULABLE
+    assert result.message == reason
+    assert result.minimum is not None
+    assert result.minimum.placements == ()
+    assert GroupKey("PodGroup", NS, "g") in result.minimum.satisfied
+    assert dict(result.minimum.unplaced) == {"ml/g-big": reason}
