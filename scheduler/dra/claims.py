@@ -118,6 +118,18 @@ def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
     return ClaimSpec(tuple(requests), constraints)
 
 
+def _invalid(claim: str, template: str | None, synthesized: bool) -> tuple[str, str]:
+    """How a malformed claim ``claim`` (``ns/name``) is named: the object to fix — its ResourceClaimTemplate
+    ``template`` (``ns/name``) when the claim was made from it here (``synthesized``), else the claim — and the
+    start of a pod's reason (``ResourceClaimTemplate ml/t is invalid (claim ml/p-gpu made from it)``; a claim the
+    resourceclaim controller made names its template too)."""
+    if template and synthesized:
+        subject = f"ResourceClaimTemplate {template}"
+        return subject, f"{subject} is invalid (claim {claim} made from it)"
+    subject = f"ResourceClaim {claim}"
+    return subject, f"{subject}{f' (made from ResourceClaimTemplate {template})' if template else ''} is invalid"
+
+
 def _capacity_requests(request: str, requests: Mapping[str, str | int | float]) -> Amounts:
     """A request's ``capacity.requests`` parsed exactly, in name order; raises :class:`ClaimError` on a malformed
     or negative quantity (the API server refuses such a claim)."""
@@ -186,6 +198,10 @@ class PodClaims:
     waiting: str | None = None
     extended: tuple[str, ...] = ()
     """Extended resources served through DRA (left out of the node resource fit)."""
+    invalid: str | None = None
+    """When ``waiting`` is for a malformed claim (a selector that does not compile, a bad request): the object the
+    user wrote — the ResourceClaimTemplate of a claim ``simulate`` made from it, else the claim — and what is wrong
+    with it, the same for every pod using it (``simulate`` lists each once among its DRA problems)."""
 
 
 _CLAIM, _SYNTH, _TEMPLATE, _GROUP, _FLIGHT, _SHARED, _NAMESPACE = range(7)
@@ -324,14 +340,17 @@ class ClaimIndex:
                 return PodClaims(waiting=f"ResourceClaim {claim.key} is being allocated for another group; "
                                          "waiting for its allocation to be written")
             spec_or_error = self._to_spec(claim)
+            template = entry.resource_claim_template_name
             if isinstance(spec_or_error, ClaimError):
-                return PodClaims(waiting=f"ResourceClaim {claim.key} is invalid: {spec_or_error}")
+                subject, invalid = _invalid(claim.key, template and f"{ns}/{template}", claim.key in self.synthesized)
+                return PodClaims(waiting=f"{invalid}: {spec_or_error}", invalid=f"{subject}: {spec_or_error}")
             spec = spec_or_error
             if any(sub.admin for r in spec.requests for sub in r.options):
                 namespace = self.namespaces.get(ns)
                 reads.append((_NAMESPACE, ns))
                 if not admin_allowed(namespace):
-                    return PodClaims(waiting=f"ResourceClaim {claim.key} is invalid: {ADMIN_ACCESS_FORBIDDEN}")
+                    _, invalid = _invalid(claim.key, template and f"{ns}/{template}", claim.key in self.synthesized)
+                    return PodClaims(waiting=f"{invalid}: {ADMIN_ACCESS_FORBIDDEN}")
             needed = NeededClaim(claim.key, entry.name, spec)
             by_name = False
             if entry.resource_claim_name:

@@ -10,7 +10,7 @@ the extra keys ``pods`` (the plan's pods using the claim) and ``synthesized``;
 ``no-pods-of-ours``, ``skipped-api-version``, ``dra-problems``, ``synthesized-claims``,
 ``synthesized-volume-claims`` and ``unhonoured-field``) and
 ``dra_problems[]`` (every line of the report's "DRA problems" section: unusable pools and slices,
-selector errors met while solving); ``volumes[].{claim, node, volume, provisioned, pods,
+malformed claims and templates, selector errors met while solving); ``volumes[].{claim, node, volume, provisioned, pods,
 root}`` (one entry per WaitForFirstConsumer PersistentVolumeClaim a plan binds, in queue order: the PV
 matched or, ``provisioned``, the one made for it; ``[]`` without such claims), and ``warnings[]`` entries
 of kind ``unhonoured-field``, one per field a pending pod sets that no plugin honours (its volume claims'

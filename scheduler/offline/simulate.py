@@ -157,7 +157,8 @@ class Simulation:
     ``skipped``: objects the loader skipped, by ``"apiVersion kind"``. ``allocations``: every
     claim allocation of every plan, in queue order, with the root whose plan made it.
     ``synthesized``: keys (``ns/name``) of claims not in the snapshot that were made from their
-    template. ``dra_problems``: unusable pools and slices, and selector errors met while solving.
+    template. ``dra_problems``: unusable pools and slices, malformed claims and templates (once each:
+    :attr:`~scheduler.dra.claims.PodClaims.invalid`), and selector errors met while solving.
     ``volumes``: every WaitForFirstConsumer claim a plan bound, in queue order.
     ``synthesized_volume_claims``: keys of generic ephemeral volumes' claims not in the snapshot, made from
     the pods' templates. ``unhonoured``: per pending pod of ours, the fields it sets that no plugin honours
@@ -259,7 +260,9 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     sim.synthesized_volume_claims = frozenset(cache.storage.synthesized)
     if objects.has_dra:
         sim.synthesized = frozenset(cache.devices.synthesized)
-        sim.dra_problems = [*cache.devices.inventory.problems, *sorted(selector_errors)]
+        view = sim.snapshot.dra
+        invalid = sorted({c.invalid for c in view.pods.values() if c.invalid} if isinstance(view, DraView) else ())
+        sim.dra_problems = [*cache.devices.inventory.problems, *invalid, *sorted(selector_errors)]
     rest = [t for t in forest.trees if t.state is not TreeState.READY] + forest.empty
     order += sorted(rest, key=lambda t: tuple(t.key))
 

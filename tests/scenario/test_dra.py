@@ -317,10 +317,12 @@ def test_a_claim_whose_selector_is_over_the_cost_limit_is_refused_unevaluated_an
     assert of_root(sim, "probe") == []
     assert status(sim)[PRETRAIN] == status(sim)["train-llm-workload-root"] == "Scheduled"
     reason = next(g.reason for g in sim.groups if g.key.name == "probe")
-    assert reason == (f"gang probe: 0/2 placeable (minCount 2); ResourceClaim ml-team/probe-0-gpu is invalid: "
-                      f"request 'gpu': CEL selector {OVER_COST_LIMIT!r}: CEL compile error: too complex, exceeds "
-                      "cost limit (estimated cost 24,714,531, limit 1,000,000)")
+    problem = (f"request 'gpu': CEL selector {OVER_COST_LIMIT!r}: CEL compile error: too complex, exceeds "
+               "cost limit (estimated cost 24,714,531, limit 1,000,000)")
+    assert reason == ("gang probe: 0/2 placeable (minCount 2); ResourceClaimTemplate ml-team/probe-x1 is invalid "
+                      f"(claim ml-team/probe-0-gpu made from it): {problem}")
     assert reason in render_text(sim)
+    assert sim.dra_problems == [f"ResourceClaimTemplate ml-team/probe-x1: {problem}"]  # once for both members
 
 
 def test_gpu_and_efa_of_one_claim_share_a_pcie_root_on_the_p4d_node(tmp_path: Path) -> None:

@@ -431,3 +431,62 @@ def test_group_whose_bound_members_meet_min_count_is_scheduled_its_extra_member_
     text = render_text(sim)
     assert "[FAIL]" not in text and "Unschedulable" not in text
     assert "its bound members satisfy it; 1 member(s) left pending (see Pods left pending)" in text
+
+
+BAD_SELECTOR = "device.attributes['x'].model =="
+"""A CEL selector that does not compile (the expression ends after ``==``)."""
+
+
+def bad_template(name: str = "gpu-tpl") -> str:
+    return f"""
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {{deviceClassName: gpu.example.com, selectors: [{{cel: {{expression: "{BAD_SELECTOR}"}}}}]}}
+"""
+
+
+def template_user(name: str, template: str = "gpu-tpl") -> str:
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  schedulerName: gang-scheduler
+  resourceClaims: [{{name: gpu, resourceClaimTemplateName: {template}}}]
+  containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: gpu}}]}}}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("docs", "subject", "pod_reason"),
+    [
+        pytest.param([bad_template(), template_user("p"), template_user("q")], "ResourceClaimTemplate ml/gpu-tpl",
+                     "ResourceClaimTemplate ml/gpu-tpl is invalid (claim ml/{pod}-gpu made from it): ",
+                     id="template"),
+        pytest.param([shared_claim().replace("deviceClassName: gpu.example.com",
+                                             f'deviceClassName: gpu.example.com, selectors: [{{cel: {{expression: '
+                                             f'"{BAD_SELECTOR}"}}}}]'),
+                      claim_user("p"), claim_user("q")], "ResourceClaim ml/shared",
+                     "ResourceClaim ml/shared is invalid: ", id="claim"),
+    ],
+)
+def test_selector_compile_error_of_a_claim_or_template_is_a_dra_problem_once(
+        tmp_path: Path, docs: list[str], subject: str, pod_reason: str) -> None:
+    """A claim's (or its template's) CEL selector that does not compile is listed once under DRA problems, naming
+    the object the user wrote — the template, not the claim made from it — and counted in the warning; each pod's
+    reason names it too (and, for a template, the claim made from it for that pod)."""
+    sim = dra_run(tmp_path, NODE, gpu_slice("n1"), GPU_CLASS, *docs)
+    (problem,) = sim.dra_problems
+    assert problem.startswith(f"{subject}: request 'gpu': CEL selector \"{BAD_SELECTOR}\": CEL compile error")
+    reasons = pod_reasons(sim)
+    assert set(reasons) == {"ml/p", "ml/q"}
+    for key, reason in reasons.items():
+        assert reason is not None
+        assert reason == pod_reason.format(pod=key.partition("/")[2]) + problem.removeprefix(f"{subject}: ")
+    assert "warning: 1 DRA problem(s), listed under \"DRA problems\" below" in render_text(sim)
