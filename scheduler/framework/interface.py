@@ -218,6 +218,12 @@ class ShortReservePlugin(ReservePlugin, Protocol):
         """The histogram reason for nodes every Filter allowed where this plugin still reserved nothing."""
         ...
 
+    def shortfall_detail(self, state: CycleState, sig: Signature, rows: IntArray) -> str:
+        """A short note read after the node histogram on why ``rows`` (``(k,)``: the nodes this plugin refused as
+        a Filter or where it reserved nothing) could not take the next copy of ``sig`` (DRA's device counts);
+        empty when it has nothing to add."""
+        ...
+
 
 class SharedResourcePlugin(Protocol):
     """Resources a group holds in common: allocated once for all of a leaf's members, not per pod (DRA: a

@@ -75,7 +75,8 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
     Static rejections count their reasons. The nodes passing them go through the Filter plugins in order, each
     node counted under the first plugin that refuses it, as kube's framework stops at the first failing Filter
     (a plugin may count several reasons per node: one ``Insufficient <r>`` per short resource). Nodes every
-    Filter allows where Reserve still placed nothing count under the profile's ``short_reserve`` reason (DRA's).
+    Filter allows where Reserve still placed nothing count under the profile's ``short_reserve`` reason (DRA's);
+    that plugin's detail on every node it refused (DRA's device counts) follows the histogram.
     The nodes NodeResourcesFit refuses are also asked of the Filters after it (not counted), to find whether
     room alone was short.
     """
@@ -89,6 +90,9 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
     rows = np.flatnonzero(mask & sig.static.ok)
     room_only = NO_ROWS
     limited = False
+    short = profile.short_reserve
+    short_rows = [NO_ROWS]
+    """The nodes the short-reserve plugin refused, as a Filter or in Reserve (its detail is about them)."""
     for plugin in profile.filters:
         if room_only.size:
             others = plugin.filter(state, sig, room_only)
@@ -108,13 +112,18 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
                 limited |= found.code is Code.UNSCHEDULABLE
             if plugin.name == resources_fit.NAME:
                 room_only = rows[refused]
+            if short is not None and plugin.name == short.name:
+                short_rows.append(rows[refused])
         rows = rows[~refused]
-    short = profile.short_reserve
     if rows.size and short is not None:
         counts[short.shortfall_reason()] += int(rows.size)
         rejectors.add(short.name)
         limited = True
+        short_rows.append(rows)
     message = format_histogram(int(mask.sum()), counts)
+    refused_rows = np.concatenate(short_rows)
+    if short is not None and refused_rows.size and (detail := short.shortfall_detail(state, sig, refused_rows)):
+        message += " " + detail
     if notes := profile.notes(state):
         message += " " + "; ".join(notes)
     short_of_room = room_only if room_only.size == int(allowed.sum()) and allowed[room_only].all() else NO_ROWS

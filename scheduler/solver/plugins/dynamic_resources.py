@@ -25,6 +25,7 @@ quoted in that solve's messages.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import uuid
 from collections import Counter
@@ -40,6 +41,7 @@ from scheduler.dra.allocator import (
     ClaimSpec,
     Device,
     DeviceState,
+    Request,
     Result,
     SubRequest,
     _Budget,
@@ -302,6 +304,17 @@ class DynamicResources:
         """The histogram reason for nodes every Filter allowed where Reserve still placed nothing."""
         return REASON
 
+    def shortfall_detail(self, state: CycleState, sig: Signature, rows: IntArray) -> str:
+        """After the histogram, per request of the signature's per-pod claims that no node of ``rows`` has the
+        devices for: :func:`_device_counts`. Empty when some node of ``rows`` has enough unallocated matching
+        devices for every request (the requests together, a constraint or a counter did not fit)."""
+        cycle = state.get(DEVICES)
+        specs: tuple[ClaimSpec, ...] = sig.data.get(SPECS.name, ())
+        if cycle is None or not rows.size:
+            return ""
+        return " ".join(text for spec in specs for request in spec.requests
+                        if (text := _device_counts(cycle, request, rows)))
+
     # -- Shared: claims a leaf holds in common -------------------------------------------------
     def held_in_common(self, state: CycleState, pending: Sequence[Pod]) -> list[NeededClaim]:
         """The claims a leaf allocates once for all members (PodGroup claims, claims shared by name)."""
@@ -478,6 +491,34 @@ def _share_amounts(spec: ClaimSpec, result: str, device: Device) -> Amounts:
             if sub.result == result:
                 return amounts_of(sub, device) or ()
     return ()
+
+
+def _device_counts(cycle: DynamicResourcesState, request: Request, rows: IntArray) -> str:
+    """``request gpu: 2 wanted; 8 device(s) of class c, 4 matching its selectors, at most 1 unallocated on a
+    node.`` — for a request none of whose options has ``count`` devices that match and are not allocated (in the
+    cluster, in flight, or to this solve's earlier members) on one node of ``rows``; empty otherwise, or for an
+    ``All`` or admin-access request (their devices are not counted that way) or one whose DeviceClass does not
+    exist (the solve's notes say so). The first option is described.
+    Device masks over :meth:`~scheduler.dra.inventory.Inventory.device_index`: O(devices), on failure only."""
+    inventory = cycle.view.inventory
+    index = inventory.device_index()
+    taken = index.mask(cycle.state.taken)
+    best: list[int] = []
+    for sub in request.options:
+        if sub.all or sub.admin or sub.class_name not in inventory.classes:  # a missing class is a note already
+            return ""
+        free = inventory.usable_counts(sub)[1] & ~taken
+        per_node = np.bincount(index.home[free] + 1, minlength=len(inventory.table) + 1)[1:]
+        for position in np.flatnonzero(free & (index.home < 0)):  # node-set and all-nodes devices
+            per_node = per_node + inventory.reach[index.ids[position]]
+        best.append(int(per_node[rows].max()))
+        if best[-1] >= sub.count:
+            return ""
+    sub = request.options[0]
+    of_class = int(inventory.usable_counts(dataclasses.replace(sub, selectors=()))[1].sum())
+    matching = f", {int(inventory.usable_counts(sub)[1].sum())} matching its selectors" if sub.selectors else ""
+    return (f"request {request.name}: {sub.count} wanted; {of_class} device(s) of class {sub.class_name}{matching}, "
+            f"at most {best[0]} unallocated on a node.")
 
 
 def _held(cycle: DynamicResourcesState, key: str) -> tuple[Result, ...] | None:

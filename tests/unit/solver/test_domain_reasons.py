@@ -200,7 +200,8 @@ CASES = [
     case(host_ports, UNSCHEDULABLE, 4, f"4 {PORTS}", "host-port-one-member-per-node"),
     case(volume_node_affinity, UNRESOLVABLE, 0, "4 node(s) had volume node affinity conflict",
          "bound-volume-out-of-reach"),
-    case(devices, UNSCHEDULABLE, 4, "4 cannot allocate all claims", "dra-devices-run-out"),
+    case(devices, UNSCHEDULABLE, 4, "4 cannot allocate all claims. request gpus: 1 wanted; 4 device(s) of class "
+         "gpu.example.com, at most 0 unallocated on a node", "dra-devices-run-out"),
     case(resources_short, UNSCHEDULABLE, 4, "4 Insufficient cpu", "room-short-arithmetic-quoted",
          room=": 4 cpu free on the 4 node(s) passing every other filter, 8 needed"),
     case(resources_short_behind_a_taint, UNSCHEDULABLE, 6,

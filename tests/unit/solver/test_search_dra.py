@@ -246,3 +246,33 @@ def test_claim_whose_selector_calls_an_undeclared_function_is_invalid_when_read(
     assert isinstance(result, Unschedulable)
     assert (f"ResourceClaim {NS}/p-gpus is invalid: request 'gpus': CEL selector {selector!r}: CEL compile error: "
             "undeclared reference to 'mul' (in container '')") in result.message
+
+
+H100 = 'device.attributes["gpu.example.com"].productName == "H100"'
+
+
+def test_cannot_allocate_all_claims_says_how_many_devices_match_and_are_unallocated() -> None:
+    """The node histogram keeps kube-scheduler's words; after it, each request that no refused node can serve
+    says how many devices it wants, how many of its class exist, how many match its selectors, and the most
+    still unallocated on one refused node. Filter path: n0 has 2 H100 (3 wanted); n1's only H100 is taken by
+    an allocated claim."""
+    nodes = [node("n0", cpu="32"), node("n1", cpu="32")]
+    slices = [gpu_slice("n0", ["H100", "H100", "A100"]), gpu_slice("n1", ["H100", "A100"])]
+    taken = claim("other", claim_spec(1), allocation={"devices": {"results": [
+        {"request": "gpus", "driver": DRIVER, "pool": "n1", "device": "gpu-0"}]}})
+    pods, claims = gang(1, 3, selector=H100)
+    result = run(nodes, pods, [pg("g", 1)], slices, [*claims, taken])
+    assert isinstance(result, Unschedulable)
+    assert result.message == ("gang g: 0/1 placeable (minCount 1); 0/2 nodes are available: 2 cannot allocate all "
+                              "claims. request gpus: 3 wanted; 5 device(s) of class gpu.example.com, 3 matching its "
+                              "selectors, at most 2 unallocated on a node.")
+
+
+def test_cannot_allocate_all_claims_counts_what_earlier_members_took() -> None:
+    """Reserve path: the Filter lets the second member onto n0 (3 GPUs, 2 wanted), but the first took 2 of them."""
+    pods, claims = gang(2, 2)
+    result = run([node("n0", cpu="32")], pods, [pg("g", 2)], [gpu_slice("n0", ["H100"] * 3)], claims)
+    assert isinstance(result, Unschedulable)
+    assert result.message == ("gang g: 1/2 placeable (minCount 2); 0/1 nodes are available: 1 cannot allocate all "
+                              "claims. request gpus: 2 wanted; 3 device(s) of class gpu.example.com, at most 1 "
+                              "unallocated on a node.")
