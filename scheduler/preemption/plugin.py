@@ -14,10 +14,10 @@ Runs once for a root that the search rejected with code UNSCHEDULABLE, for the w
    and the root's reason stays as the search wrote it (kube appends "No preemption victims found for
    incoming preemptor"; we leave the message of a cluster without lower-priority pods unchanged).
    Otherwise :func:`~scheduler.preemption.selection.select`; if the tree does not fit even with every
-   candidate gone, nothing is evicted and the message says so. Candidates are read from a window of
-   nodes, lowest-priority nodes first, first as many as the tree has pending pods (more when the room it needs
-   calls for more), that grows
-   until its victims make the tree fit
+   candidate gone, nothing is evicted and the message says so — and, when DRA's claims refused nodes, that
+   devices are the limit (evicting pods frees devices only if the victims hold them). Candidates are read from
+   a window of nodes, lowest-priority nodes first, first as many as the tree has pending pods (more when the
+   room it needs calls for more), that grows until its victims make the tree fit
    (:func:`~scheduler.preemption.units.windows`): one decision costs O(window nodes × victims on them),
    not O(cluster); "not helpful" is only concluded with every usable node read.
 
@@ -48,7 +48,7 @@ from scheduler.model.pod import NEVER, Pod
 from scheduler.preemption.group_view import GroupView
 from scheduler.preemption.selection import PodVectors, Selection, Steering, select
 from scheduler.preemption.units import NodeEntries, NodeFloors, Unit, candidates, usable_rows, windows
-from scheduler.solver.plugins import DEFAULT_PROFILE, Profile
+from scheduler.solver.plugins import DEFAULT_PROFILE, Profile, dynamic_resources, resources_fit
 from scheduler.solver.search import minimum_need
 
 NAME = "DefaultPreemption"
@@ -64,6 +64,10 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 """``preemption.go``: even with every candidate gone the root does not fit; ours adds the counts."""
 ONGOING = "ongoing preemption on nominated nodes"
 """``podgrouppreemption.go`` after PR #140641: victims of an earlier preemption are still terminating."""
+DEVICES_LIMIT = "devices are the limit, and evicting pods frees devices only if the victims hold them"
+"""Ours, after NOT_HELPFUL's counts when only DRA's claims refused nodes: the room is in devices, not in pods."""
+DEVICES_TOO = "devices are a limit too, and evicting pods frees devices only if the victims hold them"
+"""Ours, the same when node resources were short as well."""
 FOUND = "found a placement for podgroup, preempting {victims} victims"
 """PR #140311's message once victims are chosen; ours adds the units and the budgets exceeded."""
 
@@ -129,7 +133,7 @@ class DefaultPreemption:
         if chosen is None:
             pods = sum(len(u.pods) for u in units)
             return Outcome.NOT_HELPFUL, _appended(result, f"{prefix}{NOT_HELPFUL} (no fit even with all {pods} "
-                                                          "lower-priority pod(s) evicted)")
+                                                          f"lower-priority pod(s) evicted{_devices(result)})")
         if not chosen.pods:
             return Outcome.FITS, chosen.plan
         return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix)
@@ -192,6 +196,14 @@ class DefaultPreemption:
 def _pending(tree: GroupTree) -> Iterable[Pod]:
     for leaf in tree.root.leaves():
         yield from leaf.pending
+
+
+def _devices(result: Unschedulable) -> str:
+    """``: devices are the limit, …`` when DRA's claims refused nodes in ``result`` (:data:`DEVICES_LIMIT`,
+    :data:`DEVICES_TOO` when node resources did too); empty otherwise."""
+    if dynamic_resources.NAME not in result.rejectors:
+        return ""
+    return ": " + (DEVICES_TOO if resources_fit.NAME in result.rejectors else DEVICES_LIMIT)
 
 
 def _appended(result: Unschedulable, message: str) -> Unschedulable:

@@ -490,3 +490,33 @@ def test_selector_compile_error_of_a_claim_or_template_is_a_dra_problem_once(
         assert reason is not None
         assert reason == pod_reason.format(pod=key.partition("/")[2]) + problem.removeprefix(f"{subject}: ")
     assert "warning: 1 DRA problem(s), listed under \"DRA problems\" below" in render_text(sim)
+
+
+def test_preemption_not_helpful_for_devices_says_devices_are_the_limit(tmp_path: Path) -> None:
+    """The gang wants 2 GPUs each and n1 publishes 2; a lower-priority pod without claims runs there. Evicting it
+    frees cpu, not devices: "not helpful" names the devices as the limit, not only the pods evicted."""
+    low = member("low", "lowg").replace("spec:\n", "spec:\n  nodeName: n1\n  priority: 0\n")
+    user = """
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  schedulerName: gang-scheduler
+  priority: 100
+  schedulingGroup: {{podGroupName: g}}
+  resourceClaims: [{{name: gpu, resourceClaimTemplateName: two}}]
+  containers: [{{name: c, resources: {{requests: {{cpu: "1"}}, claims: [{{name: gpu}}]}}}}]
+"""
+    two = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: two, namespace: ml}
+spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com, count: 2}}]}}}
+"""
+    sim = dra_run(tmp_path, NODE, gpu_slice("n1"), GPU_CLASS, two, podgroup("lowg", "{basic: {}}"), low,
+                  podgroup("g", "{gang: {minCount: 2}}"), user.format(name="a"), user.format(name="b"))
+    assert group(sim, "g")[0] == "Unschedulable" and sim.preemptions == []
+    reason = pod_reasons(sim)["ml/a"]
+    assert reason is not None and reason.endswith(
+        "pod group preemption: Preemption is not helpful for scheduling (no fit even with all 1 lower-priority "
+        "pod(s) evicted: devices are the limit, and evicting pods frees devices only if the victims hold them)")
