@@ -207,6 +207,9 @@ class Inventory:
     """(class, selectors) → per-node count of matching devices, their mask over :meth:`device_index`, and
     the selector errors met (label → message, in the order :meth:`matches` reported them; re-reported on
     a hit)."""
+    _hints: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    """(missing class, request) → its (label, message) with the closest existing class: kept until the classes
+    change (:meth:`set_class`, :meth:`remove_class`), never per device."""
     _by_node: list[list[Device]] | None = None
     _index: DeviceIndex | None = None
 
@@ -259,6 +262,7 @@ class Inventory:
             self._index_pool(key, keep_memo=True)
 
     def _forget_class(self, name: str) -> None:
+        self._hints.clear()  # the closest existing class may be another now
         for results in self._match.values():
             for key in [k for k in results if k[0] == name]:
                 del results[key]
@@ -490,8 +494,14 @@ class Inventory:
     def matches(self, sub: SubRequest, device: Device, errors: ErrorSink | None = None) -> bool:
         """Whether ``device`` is of ``sub``'s class and passes the class's and the request's selectors.
 
-        A selector that fails is reported into ``errors`` (label → message), also when the memo answers.
+        A selector that fails is reported into ``errors`` (label → message), also when the memo answers; so is a
+        DeviceClass that does not exist, with the closest one existing now (:meth:`_missing_class`).
         """
+        if sub.class_name not in self.classes:  # no device matches: not memoised per device, the hint may change
+            if errors is not None:
+                label, message = self._missing_class(sub)
+                errors[label] = message
+            return False
         key = (sub.class_name, sub.selectors)
         memo = self._match.get(device.id)
         if memo is None:
@@ -510,9 +520,7 @@ class Inventory:
 
     def _evaluate(self, sub: SubRequest, device: Device) -> tuple[bool, tuple[str, str] | None]:
         """Whether ``device`` matches, and the (label, message) of the selector error that stopped it."""
-        klass = self.classes.get(sub.class_name)
-        if klass is None:
-            return False, self._missing_class(sub)
+        klass = self.classes[sub.class_name]  # a missing class never reaches the memo (matches)
         class_exprs = [s.cel.expression for s in klass.spec.selectors if s.cel is not None]
         for label, exprs in ((f"DeviceClass {sub.class_name}", class_exprs), (f"request {sub.result}", sub.selectors)):
             for expr in exprs:
@@ -527,10 +535,14 @@ class Inventory:
         """The (label, message) for ``sub`` whose DeviceClass does not exist, offering the closest existing name.
         kube-scheduler's allocator refuses such a request before it looks at any device ("claim …, request …:
         could not retrieve device class …", structured allocator's ``validateDeviceRequest``), so it is reported
-        also when no device exists at all."""
-        close = difflib.get_close_matches(sub.class_name, self.classes, n=1, cutoff=CLASS_CUTOFF)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        return f"DeviceClass {sub.class_name}", f"request {sub.result}: DeviceClass {sub.class_name} not found{hint}"
+        also when no device exists at all. Memoised per (class, request) until the classes change."""
+        hit = self._hints.get((sub.class_name, sub.result))
+        if hit is None:
+            close = difflib.get_close_matches(sub.class_name, self.classes, n=1, cutoff=CLASS_CUTOFF)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            hit = self._hints[(sub.class_name, sub.result)] = (
+                f"DeviceClass {sub.class_name}", f"request {sub.result}: DeviceClass {sub.class_name} not found{hint}")
+        return hit
 
     def usable_counts(self, sub: SubRequest, errors: ErrorSink | None = None) -> tuple[IntArray, BoolArray]:
         """Per node, how many devices matching ``sub`` it reaches (ignoring what is taken; a shared device counts

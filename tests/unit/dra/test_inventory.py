@@ -64,3 +64,29 @@ def test_an_allocation_is_read_as_device_uses_and_admin_access_takes_no_device()
     whole = inventory().with_allocated([DeviceUse(f"{DRIVER}/n0/gpu-0")])
     index = whole.device_index()
     assert [index.ids[i] for i in whole.held_mask().nonzero()[0]] == [f"{DRIVER}/n0/gpu-0"]
+
+
+def test_missing_class_hint_follows_the_classes_that_exist_now() -> None:
+    """A request of a class that does not exist is told the closest existing name; adding a closer class later
+    (not the missing one) changes that hint on every path — a device's memoised answer included."""
+    inv = Inventory.build(NodeTable.build([node("n0", cpu="8")]), [gpu_slice("n0", ["H100", "A100"])],
+                          [device_class("gpu.example.com")], ())
+    sub = SubRequest("gpus", "gpu.exampel.org")
+    device = inv.devices[f"{DRIVER}/n0/gpu-0"]
+
+    def hints() -> tuple[dict[str, str], dict[str, str]]:
+        by_device: dict[str, str] = {}
+        assert not inv.matches(sub, device, by_device)
+        by_count: dict[str, str] = {}
+        inv.usable_counts(sub, by_count)
+        return by_device, by_count
+
+    before = {"DeviceClass gpu.exampel.org": "request gpus: DeviceClass gpu.exampel.org not found "
+                                             "(did you mean gpu.example.com?)"}
+    assert hints() == (before, before)
+    inv.set_class(device_class("gpu.exampel.com"))
+    after = {"DeviceClass gpu.exampel.org": "request gpus: DeviceClass gpu.exampel.org not found "
+                                            "(did you mean gpu.exampel.com?)"}
+    assert hints() == (after, after)
+    inv.remove_class("gpu.exampel.com")
+    assert hints() == (before, before)
