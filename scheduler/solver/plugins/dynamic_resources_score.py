@@ -122,10 +122,10 @@ def node_credit(state: CycleState, cycle: DynamicResourcesState, sub: SubRequest
     index = inventory.device_index()
     devices = cycle.state
     touched = {e.id if isinstance(e, Device) else e.device.id for e in devices.journal}
-    standing = state.setdefault(STANDING, dict).get(id(sub))
+    judged = state.setdefault(STANDING, dict)
+    standing = judged.get(id(sub))
     if standing is None:
-        standing = _judge(inventory, devices, sub, touched)
-        state.read(STANDING)[id(sub)] = standing
+        standing = judged[id(sub)] = _judge(inventory, devices, sub, touched)
     out = np.zeros(len(inventory.table), dtype=np.int64)
     positions, credits = standing.positions, standing.credits
     if touched and len(positions):  # a device the journal touched is judged live instead
@@ -133,9 +133,10 @@ def node_credit(state: CycleState, cycle: DynamicResourcesState, sub: SubRequest
         moved[[index.position[d] for d in touched if d in index.position]] = True
         keep = ~moved[positions]
         positions, credits = positions[keep], credits[keep]
+    matching = inventory.usable_counts(sub)[1]
     live = [(index.position[d], c) for d in touched | standing.judged_live
-            if d in index.position and (c := credit(devices, sub, inventory.devices[d])) > 0
-            and _matches(inventory, cycle, sub, index.position[d])]
+            if d in index.position and matching[index.position[d]]
+            and (c := credit(devices, sub, inventory.devices[d])) > 0]
     if live:
         positions = np.concatenate([positions, np.array([p for p, _ in live], dtype=np.intp)])
         credits = np.concatenate([credits, np.array([c for _, c in live], dtype=np.int64)])
@@ -158,7 +159,3 @@ def _judge(inventory: Inventory, devices: DeviceState, sub: SubRequest, touched:
     judged = [(p, c) for p, c in judged if c > 0]
     return _Standing(np.array([p for p, _ in judged], dtype=np.intp),
                      np.array([c for _, c in judged], dtype=np.int64), frozenset(touched))
-
-
-def _matches(inventory: Inventory, cycle: DynamicResourcesState, sub: SubRequest, position: int) -> bool:
-    return bool(inventory.usable_counts(sub, cycle.errors)[1][position])

@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from scheduler.framework import Plan
+from scheduler.model import PodGroup
 from scheduler.model.dra import ResourceSlice
 from tests.unit.groups.builders import NS, pg
 from tests.unit.solver.builders import node
-from tests.unit.solver.test_search_dra import DRIVER, claim, devices_of, gang, gpu_slice, run
+from tests.unit.solver.test_search_dra import DRIVER, claim, devices_of, gang, gpu_slice, pod_with_claim, run
 
 SHARE_ID = "0f6c2b34-8c7e-4c1a-9d55-6a7f1e2b3c4d"
 
@@ -88,3 +89,26 @@ def test_a_pod_whose_claims_cannot_use_a_shared_device_has_no_score() -> None:
     plan = run(nodes, pods, [pg("g", 1)], [gpu_slice(f"n{i}", ["H100", "H100"]) for i in range(2)],
                [busy, *claims])
     assert devices_of(plan) == {f"{NS}/w-0-gpus": ("n0", ["gpu-0"])}
+
+
+def test_a_groups_shared_claim_takes_the_partly_used_link_and_its_members_follow() -> None:
+    """A PodGroup's claim asks 40 of a rack link: r1's link is fresh, r2's has 40 taken by a claim of the cluster.
+    The group's claim takes a share of r2's link and both members go to r2's nodes (n0, in r1, is first in
+    the packing order)."""
+    nodes = [node("n0", cpu="8", labels={"rack": "r1"}), node("n1", cpu="1", labels={"rack": "r2"}),
+             node("n2", cpu="1", labels={"rack": "r2"})]
+    held = claim("running", memory_share(40), allocation={
+        "devices": {"results": [{"request": "gpus", "driver": DRIVER, "pool": "r2", "device": "link",
+                                 "shareID": SHARE_ID, "consumedCapacity": {"memory": "40Gi"}}]}})
+    group = PodGroup.model_validate({
+        "metadata": {"name": "g", "namespace": NS, "uid": "uid-g"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
+                 "resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "fabric"}]},
+        "status": {"resourceClaimStatuses": [{"name": "fabric", "resourceClaimName": "g-fabric"}]}})
+    pods = [pod_with_claim(f"m-{i}", "g", "g-fabric", extra={"resourceClaims": [
+        {"name": "fabric", "resourceClaimTemplateName": "fabric"}]}) for i in range(2)]
+    plan = run(nodes, pods, [group], [rack_link("r1"), rack_link("r2")], [held, claim("g-fabric", memory_share(40))])
+    assert isinstance(plan, Plan), plan
+    assert sorted(n for _, n in plan.placements) == ["n1", "n2"]
+    (alloc,) = plan.allocations
+    assert [(pool, device) for _, _, pool, device in alloc.results] == [("r2", "link")]
