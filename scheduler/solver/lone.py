@@ -38,7 +38,7 @@ from scheduler.solver.plugins.scoring import NodeOrder
 
 _JUDGES = frozenset({resources_fit.NAME, dynamic_resources.NAME})
 """The plugins a lone pod may leave in its profile: NodeResourcesFit, and DynamicResources with no claim to
-resolve for the pod (it then allows every node, reserves nothing and fills no allocation)."""
+resolve for the pod (it then allows every node, scores none, reserves nothing and fills no allocation)."""
 
 
 def place_lone(tree: GroupTree, snapshot: Snapshot, config: SolverConfig, profile: Profile) -> Plan | None:
@@ -55,8 +55,9 @@ def place_lone(tree: GroupTree, snapshot: Snapshot, config: SolverConfig, profil
     if view is not None and (not isinstance(view, DraView) or pod.key in view.pods):
         return None
     lean = profile.for_pods(snapshot, root.pending)
-    plugins: tuple[Any, ...] = (*lean.pre_filters, *lean.filters, *lean.reservers, *lean.shared, *lean.outcomes)
-    if lean.scorers or resources_fit.PLUGIN not in lean.filters or any(p.name not in _JUDGES for p in plugins):
+    plugins: tuple[Any, ...] = (*lean.pre_filters, *lean.filters, *lean.scorers, *lean.reservers, *lean.shared,
+                                *lean.outcomes)
+    if resources_fit.PLUGIN not in lean.filters or any(p.name not in _JUDGES for p in plugins):
         return None
     table = snapshot.table
     requests = pod.requests

@@ -226,3 +226,30 @@ def test_an_admin_probe_takes_a_share_of_what_is_left_and_holds_none(tmp_path: P
     other = allocated_share("other", "cpudevnuma001", "24", "1e2d3c4b-5a69-4788-9a0b-1c2d3e4f5a6b")
     sim = run(tmp_path, [namespace, held, other, big, *gang("probe", 1, "probe-16", 1)])
     assert status(sim) == {"probe": "Unschedulable"}
+
+
+def test_two_gangs_take_shares_of_the_partly_used_device_rather_than_opening_two(tmp_path: Path) -> None:
+    """NUMA 0 of cpu-worker-1 has 16 of its 32 CPUs held by a claim; two one-pod gangs ask 8 CPUs each.
+    cpu-worker-2 and cpu-worker-3 publish the same slice and each runs a one-CPU pod, with room for one more:
+    the packing order alone prefers those partly used nodes, which would open a fresh NUMA device on each.
+    DynamicResources' Score sends both gangs to the partly used device, which they fill, and leaves the
+    four devices of the other workers untouched."""
+    node, klass, slice_ = list(yaml.safe_load_all(CPU_SLICE.read_text()))
+    docs: list[dict[str, Any]] = [node, klass, slice_]
+    for name in ("cpu-worker-2", "cpu-worker-3"):
+        docs.append({**node, "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                     "status": {"allocatable": {"cpu": "2", "memory": "256Gi", "pods": "110"}}})
+        docs.append({**slice_, "metadata": {"name": f"00000-dra.cpu-{name}-tp869"},
+                     "spec": {**slice_["spec"], "nodeName": name, "pool": {**slice_["spec"]["pool"], "name": name}}})
+        docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"web-{name}", "namespace": NS},
+                     "spec": {"nodeName": name, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+                     "status": {"phase": "Running"}})
+    slices = tmp_path / "workers.yaml"
+    slices.write_text(yaml.safe_dump_all(docs))
+    held = allocated_share("running", "cpudevnuma000", "16", "0f6c2b34-8c7e-4c1a-9d55-6a7f1e2b3c4d")
+    sim = run(tmp_path, [held, template("cpus-8", "8"), *gang("a", 1, "cpus-8", 1), *gang("b", 1, "cpus-8", 2)],
+              slices)
+    assert status(sim) == {"a": "Scheduled", "b": "Scheduled"}
+    placed = {a.pods[0][0]: (a.pods[0][1], a.allocation.device_ids[0]) for a in sim.allocations}
+    assert placed == {"a-0": ("cpu-worker-1", NUMA0), "b-0": ("cpu-worker-1", NUMA0)}
+    assert consumed_per_device(sim, {NUMA0: Decimal(16)}) == {NUMA0: Decimal(32)}

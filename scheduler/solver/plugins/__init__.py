@@ -11,7 +11,8 @@ Filter plugin. Dynamic filters run in the same order: NodePorts, NodeResourcesFi
 NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, InterPodAffinity, DynamicResources — a
 node short of cpu is reported as such, and only nodes every other filter allows count as "cannot
 allocate all claims". Score plugins carry kube's default weights (TaintToleration 3, NodeAffinity 2,
-PodTopologySpread 2, InterPodAffinity 2).
+PodTopologySpread 2, InterPodAffinity 2, DynamicResources 1); DynamicResources' Score shares its name, so its
+gate, with its Filter.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from scheduler.model.node import Node
 from scheduler.model.pod import Pod, PodSpec
 from scheduler.solver.plugins import (
     dynamic_resources,
+    dynamic_resources_score,
     inter_pod_affinity,
     node_affinity,
     node_lifecycle,
@@ -191,7 +193,8 @@ DEFAULT_PROFILE = Profile(
     filters=(node_ports.PLUGIN, resources_fit.PLUGIN, volume_restrictions.PLUGIN, node_volume_limits.PLUGIN,
              volume_binding.PLUGIN, volume_zone.PLUGIN, pod_topology_spread.PLUGIN, inter_pod_affinity.PLUGIN,
              dynamic_resources.PLUGIN),
-    scorers=(taint_toleration.SCORE, node_affinity.SCORE, pod_topology_spread.SCORE, inter_pod_affinity.SCORE),
+    scorers=(taint_toleration.SCORE, node_affinity.SCORE, pod_topology_spread.SCORE, inter_pod_affinity.SCORE,
+             dynamic_resources_score.SCORE),
     reservers=(dynamic_resources.PLUGIN, resources_fit.PLUGIN, node_ports.PLUGIN, volume_restrictions.PLUGIN,
                node_volume_limits.PLUGIN, volume_binding.PLUGIN, pod_topology_spread.PLUGIN,
                inter_pod_affinity.PLUGIN),
