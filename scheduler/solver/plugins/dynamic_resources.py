@@ -652,12 +652,15 @@ def gate(snapshot: Snapshot, pending: Sequence[Pod], asked: frozenset[str]) -> b
 
 def queueing_hint(event: ClusterEvent) -> bool:
     """Devices published or changed, a class changed, a claim created (a pod may wait for it) or deleted,
-    a claim's allocation removed (its devices are free), or a node added (it may reach node-set devices).
-    A template alone changes nothing: the pod waits for the claim made from it."""
+    a claim's allocation removed (its devices are free), a node added (it may reach node-set devices) or its
+    allocatable changed (an extended resource it stops offering is served through DRA there; kube-scheduler
+    registers ``UpdateNodeAllocatable`` too). A template alone changes nothing: the pod waits for the claim made
+    from it."""
     if event.kind in DRA_KINDS:
         return True
     if event.kind == "Node":
-        return event.action is Action.ADD
+        return event.action is Action.ADD or (event.action is Action.UPDATE
+                                              and event.old.allocatable != event.new.allocatable)
     if event.kind != "ResourceClaim":
         return False
     if event.action is not Action.UPDATE:
