@@ -10,8 +10,8 @@ claim is allocated once, and the search's undo also returns devices and counters
   serves is decided node by node, as kube-scheduler's ``extendeddynamicresources.go`` does: a node offering a
   non-zero amount of it in its allocatable serves it (NodeResourcesFit counts it there,
   :attr:`~scheduler.framework.interface.Signature.node_or_dra`), every other node through DRA (the pod's
-  synthetic claim, with the requests for the resources that node does not offer: one claim variant per kind
-  of node, :data:`VARIANTS`);
+  synthetic claim, with the requests for the resources that node does not offer: the claims differ per kind
+  of node, :data:`KINDS`);
 * Filter allows only the nodes that pinned claims admit and that reach enough matching devices;
 * Reserve allocates ``k`` copies of the signature's per-pod claims on the node (exact, best fit
   first, backtracking across the copies — :mod:`scheduler.dra.allocator`); it is the profile's
