@@ -198,7 +198,8 @@ class CycleRunner:
         rejected = taint_toleration.filter_node(pod.spec, obj) or node_affinity.filter_node(pod.spec, obj)
         if rejected is not None:
             return f"node {node}: {'; '.join(rejected.reasons)}"
-        over = self.cache.usage.overcommitted(node, pod.requests)
+        through_dra = {r for a in plan.allocations if a.synthetic and a.pod == pod.key for r in a.extended}
+        over = self.cache.usage.overcommitted(node, [r for r in pod.requests if r not in through_dra])
         if over:
             return f"node {node} no longer fits the plan: " + ", ".join(
                 f"{name} {used} requested > {allocatable} allocatable" for name, used, allocatable in over)

@@ -113,13 +113,10 @@ def cache_claim_writes(cache: ClusterCache, cycle: BindingCycle) -> list[ClaimWr
     if not plan.allocations and not any(pinned.values()):
         return []  # nothing to allocate or reserve (most plans): the claims are not gathered
     served: dict[str, str] = {}
-    resources: tuple[str, ...] = ()
     if any(a.synthetic for a in plan.allocations):
-        index = cache.devices.claim_index(snapshot.table, cache.device_classes)
-        served, resources = index.extended_classes(), tuple(index.node_resources)
+        served = cache.devices.claim_index(cache.device_classes).extended_classes()
     claims = {**cache.devices.synthesized, **cache.resource_claims}
-    return claim_writes(plan, claims, cache.device_classes, uids, pinned=pinned, served=served,
-                        node_resources=resources)
+    return claim_writes(plan, claims, cache.device_classes, uids, pinned=pinned, served=served)
 
 
 class DynamicResourcesPreBind:

@@ -294,10 +294,10 @@ class DeviceCache:
             self._in_flight = frozenset(self._holders)
         return self._in_flight
 
-    def claim_index(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> ClaimIndex:
+    def claim_index(self, classes: Mapping[str, DeviceClass]) -> ClaimIndex:
         """Claims, templates, classes and PodGroups for claim resolution, over the cache's live dicts."""
         return ClaimIndex(self._claims, self._templates, classes, self._podgroups,  # type: ignore[arg-type]
-                          self.synthesize, table.offered, self.synthesized, self.in_flight(),
+                          self.synthesize, self.synthesized, self.in_flight(),
                           namespaces=self._namespaces, memo=self.pending)
 
     def view(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> DraView:
@@ -308,7 +308,7 @@ class DeviceCache:
         same for every snapshot until the nodes or the slices change: it is built once (a cluster without
         DRA then pays nothing per cycle)."""
         pending = self.pending
-        index = self.claim_index(table, classes)
+        index = self.claim_index(classes)
         resolved = pending.resolve(index)
         idle = (not resolved and not self.held and not self.inventory.devices and not self._allocated
                 and not self.excluded)

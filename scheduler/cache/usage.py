@@ -212,16 +212,15 @@ class NodeUsage:
     def overcommitted(self, node: str, resources: Iterable[str]) -> list[tuple[str, int, int]]:
         """(resource, used, allocatable) of each of ``resources`` whose bound and assumed requests on ``node``
         exceed its allocatable as the node shows it now (integer units: milli-cpu, bytes, counts); empty when
-        all fit or the node is not in the table. Resources no node offers a non-zero amount of
-        (:attr:`NodeTable.offered`) are skipped: no plan placed a pod needing them from a node, only through
-        DRA. Design §4 invariant 2, checked again before each bind."""
+        all fit or the node is not in the table. The caller leaves out what the node serves through DRA (an
+        extended resource a DeviceClass serves, on a node that does not offer it). Design §4 invariant 2, checked
+        again before each bind."""
         row = self.table.index.get(node)
         if row is None:
             return []
-        used, allocatable, column, offered = self.used[row], self.table.allocatable[row], self.table.column, \
-            self.table.offered
+        used, allocatable, column = self.used[row], self.table.allocatable[row], self.table.column
         return [(name, int(used[c]), int(allocatable[c])) for name in sorted(resources)
-                if name in offered and used[(c := column[name])] > allocatable[c]]
+                if (c := column.get(name)) is not None and used[c] > allocatable[c]]
 
     def pods_on(self, node: str) -> NodeInfo:
         """The NodeInfo of ``node`` (empty if no pod uses it)."""

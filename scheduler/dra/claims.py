@@ -16,9 +16,11 @@ Resolution rules (reference §1.2, §3, §6.3, §6.6):
 * a claim an in-flight plan is allocating (``in_flight``) makes the pod wait until the allocation is
   visible, so two roots never allocate one claim twice;
 * a pod whose claim does not exist yet waits, with a reason; so does a pod whose claim is malformed;
-* a pod requesting an extended resource that no node offers (a non-zero amount), but that a DeviceClass serves
-  (``extendedResourceName``, or the implicit ``deviceclass.resource.kubernetes.io/<class>``), gets a
-  synthesised claim with one request per (container, resource), ``container-<i>-request-<j>``.
+* a pod requesting an extended resource that a DeviceClass serves (``extendedResourceName``, or the implicit
+  ``deviceclass.resource.kubernetes.io/<class>``) gets a synthesised claim with the requests of
+  :func:`extended_requests` (``container-<i>-request-<j>``); it is used on the nodes that do not offer a non-zero
+  amount of the resource in their allocatable (the solver's DynamicResources plugin decides node by node,
+  :meth:`NeededClaim.served_through`).
 
 ``simulate`` passes ``synthesize=True``: a template-generated claim absent from the snapshot is made
 from its template, as the resourceclaim controller would — ``<pod>-<entry>`` for a pod's own claim,
@@ -27,8 +29,8 @@ from its template, as the resourceclaim controller would — ``<pod>-<entry>`` f
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from scheduler.dra.allocator import (
@@ -50,8 +52,8 @@ from scheduler.model.dra import (
     request_error,
 )
 from scheduler.model.namespace import Namespace
-from scheduler.model.pod import NodeSelector, Pod
-from scheduler.model.quantity import QuantityError, parse, resource_list
+from scheduler.model.pod import Container, NodeSelector, Pod
+from scheduler.model.quantity import QuantityError, parse
 from scheduler.model.scheduling import PodGroup
 
 if TYPE_CHECKING:
@@ -146,34 +148,91 @@ def _capacity_requests(request: str, requests: Mapping[str, str | int | float]) 
 
 
 class ExtendedRequest(NamedTuple):
-    """One request of a scheduler-made extended-resource claim: ``container-<i>-request-<j>``."""
+    """One request of a scheduler-made extended-resource claim: ``container-<i>-request-<j>`` for ``amount``
+    devices of ``class_name``, serving ``resource``."""
 
     name: str
-    container: str
     resource: str
     class_name: str
     amount: int
 
 
-def extended_requests(pod: Pod, served: Mapping[str, str], node_resources: Collection[str]) -> list[ExtendedRequest]:
-    """The requests of ``pod``'s extended-resource claim, in the order the solver names them.
+class RequestMapping(NamedTuple):
+    """One entry of the pod's ``status.extendedResourceClaimStatus.requestMappings``: the claim request that
+    serves ``container``'s ``resource`` (an init container may be served by the request of a later one)."""
 
-    ``served``: extended resource → DeviceClass (``ClaimIndex.extended_classes()``); ``node_resources``:
-    resources some node offers (never served through DRA). The one naming rule (reference §6.6), used by claim
-    resolution and by the claim writes: per container ``i``, the served resources with a positive amount in name
-    order are ``container-<i>-request-<j>``.
+    container: str
+    resource: str
+    request: str
+
+
+def extended_requests(pod: Pod, served: Mapping[str, str], dra: Collection[str]
+                      ) -> tuple[list[ExtendedRequest], list[RequestMapping]]:
+    """The requests of ``pod``'s extended-resource claim on a node that serves the resources ``dra`` through DRA,
+    and the pod's request mappings; the requests sorted by name.
+
+    ``served``: extended resource → DeviceClass (``ClaimIndex.extended_classes()``); ``dra``: the resources the
+    chosen node serves through DRA (each in ``served``; the others come from the node's allocatable). The rule of
+    kube-scheduler's ``createRequestsAndMappings`` (``extendeddynamicresources.go``), per resource: containers are
+    numbered init containers first, then app containers (``i``); ``j`` is the resource's position among the
+    container's requested resources, sorted. Every app container and sidecar (an init container with
+    ``restartPolicy: Always``) gets its own request of its amount. A plain init container runs before the
+    containers after it start, so it reuses their requests first and asks only for what they lack; the init
+    containers' requests are then one, of the largest amount, which all of them map to (the devices the pod
+    needs are the largest init container's or the sum of the others, as for any resource).
     """
-    out: list[ExtendedRequest] = []
-    for i, container in enumerate(pod.spec.containers):
-        j = 0
-        wanted = resource_list({**container.resources.limits, **container.resources.requests})
-        for res, amount in sorted(wanted.items()):
-            if res in served and res not in node_resources and amount > 0:
-                out.append(ExtendedRequest(f"container-{i}-request-{j}", container.name, res, served[res], amount))
-                j += 1
-    return out
+    containers = (*pod.spec.init_containers, *pod.spec.containers)
+    inits = len(pod.spec.init_containers)
+    long_lived = [i for i, c in enumerate(containers) if i >= inits or c.restart_policy == "Always"]
+    short_lived = [i for i in range(inits) if i not in long_lived]
+    requests: list[ExtendedRequest] = []
+    mappings: list[RequestMapping] = []
+    for res in sorted(dra):
+        class_name = served[res]
+        kept: list[ExtendedRequest | None] = [None] * len(containers)
+        for i in long_lived:
+            kept[i], made = _container_request(i, containers[i], res, class_name, ())
+            mappings.extend(made)
+        largest: ExtendedRequest | None = None
+        short_names: set[str] = set()
+        short_mappings: list[RequestMapping] = []
+        for i in short_lived:
+            request, made = _container_request(i, containers[i], res, class_name, kept[i:])
+            if request is not None:
+                short_names.add(request.name)
+                if largest is None or request.amount > largest.amount:
+                    largest = request
+            short_mappings.extend(made)
+        if largest is not None:
+            requests.append(largest)
+            short_mappings = [m._replace(request=largest.name) if m.request in short_names else m
+                              for m in short_mappings]
+        requests.extend(r for r in kept if r is not None)
+        mappings.extend(short_mappings)
+    requests.sort(key=lambda r: r.name)
+    return requests, mappings
 
 
+def _container_request(index: int, container: Container, resource: str, class_name: str,
+                       reusable: Sequence[ExtendedRequest | None]
+                       ) -> tuple[ExtendedRequest | None, list[RequestMapping]]:
+    """Container ``index``'s request for ``resource`` (None when it asks for none, or ``reusable`` — the requests
+    of the long-lived containers started after it — cover it) and its mappings."""
+    wanted = container.requests()
+    amount = wanted.get(resource, 0)
+    if amount <= 0:
+        return None, []
+    mappings: list[RequestMapping] = []
+    reused = 0
+    for other in reusable:
+        if other is not None:
+            reused += other.amount
+            mappings.append(RequestMapping(container.name, resource, other.name))
+            if reused >= amount:
+                return None, mappings
+    name = f"container-{index}-request-{sorted(wanted).index(resource)}"
+    mappings.append(RequestMapping(container.name, resource, name))
+    return ExtendedRequest(name, resource, class_name, amount - reused), mappings
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +244,19 @@ class NeededClaim:
     spec: ClaimSpec
     synthetic: bool = False
     """True for a scheduler-made extended-resource claim (created at bind time, §6.6)."""
+    resources: tuple[str, ...] = ()
+    """For a synthetic claim: the extended resource each of ``spec.requests`` serves (in their order)."""
+
+    def served_through(self, dra: Collection[str]) -> NeededClaim | None:
+        """This synthetic claim on a node that serves only the resources ``dra`` through DRA (it offers the others
+        in its allocatable): the requests for those; None when none is left (the claim is not made there)."""
+        keep = [i for i, res in enumerate(self.resources) if res in dra]
+        if len(keep) == len(self.resources):
+            return self
+        if not keep:
+            return None
+        spec = ClaimSpec(tuple(self.spec.requests[i] for i in keep), self.spec.constraints)
+        return replace(self, spec=spec, resources=tuple(self.resources[i] for i in keep))
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +269,8 @@ class PodClaims:
     pinned: tuple[str, ...] = ()
     waiting: str | None = None
     extended: tuple[str, ...] = ()
-    """Extended resources served through DRA (left out of the node resource fit)."""
+    """Extended resources the pod requests that a DeviceClass serves: from the allocatable of a node offering a
+    non-zero amount, through DRA (the synthetic claim in :attr:`allocate`) on every other node."""
     invalid: str | None = None
     """When ``waiting`` is for a malformed claim (a selector that does not compile, a bad request): the object the
     user wrote — the ResourceClaimTemplate of a claim ``simulate`` made from it, else the claim — and what is wrong
@@ -236,9 +309,6 @@ class ClaimIndex:
     classes: Mapping[str, DeviceClass]
     podgroups: Mapping[str, PodGroup]
     synthesize: bool = False
-    node_resources: frozenset[str] = frozenset()
-    """Resources some node offers a non-zero amount of in ``status.allocatable`` (those are never served
-    through DRA; :attr:`~scheduler.framework.node_table.NodeTable.offered`)."""
     synthesized: dict[str, ResourceClaim] = field(default_factory=dict)
     """Claims made from their template (``synthesize``), by key."""
     in_flight: frozenset[str] = frozenset()
@@ -254,12 +324,11 @@ class ClaimIndex:
 
     @classmethod
     def build(cls, claims: Iterable[ResourceClaim], templates: Iterable[ResourceClaimTemplate],
-              classes: Iterable[DeviceClass], podgroups: Iterable[PodGroup], node_resources: Iterable[str] = (),
-              *, synthesize: bool = False) -> ClaimIndex:
+              classes: Iterable[DeviceClass], podgroups: Iterable[PodGroup], *, synthesize: bool = False
+              ) -> ClaimIndex:
         return cls({c.key: c for c in claims}, {t.key: t for t in templates},
                    {c.metadata.name: c for c in classes},
-                   {f"{g.metadata.namespace}/{g.metadata.name}": g for g in podgroups}, synthesize,
-                   frozenset(node_resources))
+                   {f"{g.metadata.namespace}/{g.metadata.name}": g for g in podgroups}, synthesize)
 
     def claim(self, key: str) -> ResourceClaim | None:
         """The claim of ``key``: from the API objects, or made from its template."""
@@ -402,13 +471,14 @@ class ClaimIndex:
         served = self.extended_classes()
         if not served:
             return (), None
-        wanted = extended_requests(pod, served, self.node_resources)
+        dra = sorted(r for r, v in pod.requests.items() if v > 0 and r in served)
+        wanted, _ = extended_requests(pod, served, dra)
         if not wanted:
             return (), None
         requests = tuple(Request(r.name, (SubRequest(r.name, r.class_name, count=r.amount),)) for r in wanted)
         key = f"{pod.metadata.namespace}/{pod.metadata.name}-extended-resources"
-        return tuple(sorted({r.resource for r in wanted})), NeededClaim(key, "extended-resources", ClaimSpec(requests),
-                                                                        True)
+        return tuple(dra), NeededClaim(key, "extended-resources", ClaimSpec(requests), True,
+                                       tuple(r.resource for r in wanted))
 
     def pinned_selectors(self, keys: Iterable[str]) -> list[NodeSelector | None]:
         """The ``allocation.nodeSelector`` of each allocated claim (None: usable everywhere)."""
@@ -461,7 +531,7 @@ class PendingClaims:
     index of the reads (:data:`Read` kind and key → keys of the pods whose last resolution read it), ``dirty``
     the pods to resolve again; a pod starting or stopping to name a claim moves the claim's count of naming pods
     (``named``), and crossing two (shared by name, or the pod's own) is a change of that read too. When the
-    served extended resources or the nodes' resources change (:attr:`epoch`), every pod is resolved again.
+    served extended resources change (:attr:`epoch`), every pod is resolved again.
     With ``synthesize`` (``simulate``), a resolution may make a claim from its template that other pods read
     (a PodGroup's claim, made by its first member): each claim made is a change of that claim, and
     :meth:`resolve` goes on until no pod is left to resolve (claims are only ever added, so it ends).
@@ -482,10 +552,8 @@ class PendingClaims:
     specs: dict[str, tuple[ResourceClaimSpec, ClaimSpec | ClaimError]] = field(default_factory=dict)
     served: dict[str, str] | None = None
     """The served extended resources every resolution was made against (:meth:`ClaimIndex.extended_classes`)."""
-    node_resources: frozenset[str] | None = None
-    """The nodes' resources every resolution was made against."""
     epoch: int = 0
-    """Moves on whenever :attr:`served` or :attr:`node_resources` change (every resolution is then stale)."""
+    """Moves on whenever :attr:`served` changes (every resolution is then stale)."""
     _frozen: Mapping[str, PodClaims] | None = None
 
     def pods(self) -> list[Pod]:
@@ -550,13 +618,13 @@ class PendingClaims:
         return self._frozen
 
     def _sync(self, index: ClaimIndex) -> None:
-        """Resolve every pod again when the served extended resources or the nodes' resources changed since the
+        """Resolve every pod again when the served extended resources changed since the
         last resolve (:attr:`epoch`); drop converted specs of claims no longer in ``index`` once they outnumber
         the live ones."""
         served = index.extended_classes()
-        if served != self.served or index.node_resources != self.node_resources:
+        if served != self.served:
             self.epoch += 1  # every pod's extended-resource claim may change
-            self.served, self.node_resources = served, index.node_resources
+            self.served = served
             self.dirty = set(self.rows)
         if len(self.specs) > 2 * (len(index.claims) + len(index.synthesized)) + 64:
             self.specs = {k: v for k, v in self.specs.items()

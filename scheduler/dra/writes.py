@@ -6,13 +6,13 @@ kube-scheduler's DynamicResources PreBind writes each claim's ``status.allocatio
 :class:`ClaimWrite` values — which the live binder sends (``scheduler.live.binder``) and
 ``simulate``'s recording binder applies to its cache — so both make the same writes. A
 scheduler-made extended-resource claim (§6.6) is created first, owned by its pod and annotated
-``resource.kubernetes.io/extended-resource-claim: "true"``; its requests follow
-:func:`scheduler.dra.claims.extended_requests`. No I/O.
+``resource.kubernetes.io/extended-resource-claim: "true"``; its requests and the pod's request mappings follow
+:func:`scheduler.dra.claims.extended_requests` for the resources its node serves through DRA. No I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -134,15 +134,16 @@ def _quantity(amount: Decimal) -> str:
 
 def claim_writes(plan: Plan, claims: Mapping[str, ResourceClaim], classes: Mapping[str, DeviceClass],
                  podgroup_uids: Mapping[tuple[str, str], str], *, pinned: Mapping[str, Sequence[str]] | None = None,
-                 served: Mapping[str, str] | None = None, node_resources: Collection[str] = ()) -> list[ClaimWrite]:
+                 served: Mapping[str, str] | None = None) -> list[ClaimWrite]:
     """The claim writes a plan needs before its first bind.
 
     * every ``plan.allocations`` entry: its allocation and reservations, with the resourceVersion of the
       cached claim (``claims``: key → claim as the plan saw it); a PodGroup consumer gets its uid from
       ``podgroup_uids`` ((namespace, name) → uid; "" if unknown, which the binder refuses to write);
     * a synthetic (extended-resource) allocation: the claim to create (owned by the pod, annotated
-      ``resource.kubernetes.io/extended-resource-claim: "true"``) with ``served`` / ``node_resources``
-      giving its requests, and the pod's request mappings;
+      ``resource.kubernetes.io/extended-resource-claim: "true"``) with ``served`` (extended resource →
+      DeviceClass) giving its requests for the resources the allocation serves (``extended``), and the pod's
+      request mappings;
     * ``pinned``: pod key → keys of claims that were already allocated: a placed pod not yet in such a
       claim's ``reservedFor`` (nor its PodGroup) is added to it (the kubelet runs only reserved consumers).
     """
@@ -156,7 +157,7 @@ def claim_writes(plan: Plan, claims: Mapping[str, ResourceClaim], classes: Mappi
                         for kind, name, uid in a.reserved_for)
         if a.synthetic and a.pod is not None and a.pod in pods:
             pod = pods[a.pod]
-            requests = extended_requests(pod, served, node_resources)
+            requests, mapped = extended_requests(pod, served, a.extended)
             spec_body: JSON = {"devices": {"requests": [
                 {"name": r.name, "exactly": {"deviceClassName": r.class_name, "allocationMode": "ExactCount",
                                              "count": r.amount}} for r in requests]}}
@@ -168,8 +169,8 @@ def claim_writes(plan: Plan, claims: Mapping[str, ResourceClaim], classes: Mappi
                                                   "uid": pod.metadata.uid, "controller": True,
                                                   "blockOwnerDeletion": True}]},
                 "spec": spec_body}
-            mappings = tuple({"containerName": r.container, "resourceName": r.resource, "requestName": r.name}
-                             for r in requests)
+            mappings = tuple({"containerName": m.container, "resourceName": m.resource, "requestName": m.request}
+                             for m in mapped)
             out.append(ClaimWrite(a.claim, reserve, allocation=allocation_status(
                 a, ResourceClaimSpec.model_validate(spec_body), classes), create=create, pod=a.pod,
                 request_mappings=mappings))

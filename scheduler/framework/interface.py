@@ -65,8 +65,10 @@ class Signature:
     """Pending pods of one leaf that schedule alike: same static-filter inputs, same requests, same
     answer from every PreFilter plugin's :meth:`PreFilterPlugin.signature_key`.
 
-    ``request``: one pod's requests over the table's columns (resources served through DRA left
-    out); ``unknown``: requested resources no node offers; ``static``: the static filters' verdict;
+    ``request``: one pod's requests over the table's columns (extended resources a DeviceClass serves left
+    out); ``node_or_dra``: those left out, over the same columns (None: none) — counted against the allocatable
+    of a node offering a non-zero amount of the resource, served through DRA on every other node (KEP-5004,
+    decided node by node); ``unknown``: requested resources no node offers; ``static``: the static filters' verdict;
     ``nodes``: the nodes PreFilter plugins allow (None: all); ``rejected``: a PreFilter's rejection of
     the whole signature; ``data``: per-plugin values written at PreFilter (read with :meth:`read`).
     """
@@ -79,6 +81,7 @@ class Signature:
     nodes: BoolArray | None = None
     rejected: Status | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    node_or_dra: IntArray | None = None
 
     def write(self, key: StateKey[Any], value: Any) -> None:
         self.data[key.name] = value

@@ -44,7 +44,8 @@ class ClaimAllocation:
     (a PodGroup's uid is filled in by the writer). ``node``: the node of a per-pod claim, None for a
     shared one. ``results``: (request, driver, pool, device). ``node_selector``: where the allocation
     is usable, as an API ``NodeSelector`` dict (None: everywhere). ``synthetic``: a scheduler-made
-    extended-resource claim that must be created first, owned by ``pod``. ``uses``: how each result uses its
+    extended-resource claim that must be created first, owned by ``pod``; ``extended``: the extended resources
+    it serves (those its node does not offer in its allocatable). ``uses``: how each result uses its
     device, in the order of ``results`` (empty: each takes its device whole; see :attr:`device_uses`).
     """
 
@@ -56,6 +57,7 @@ class ClaimAllocation:
     synthetic: bool = False
     pod: str | None = None
     uses: tuple[DeviceUse, ...] = ()
+    extended: tuple[str, ...] = ()
 
     @property
     def device_ids(self) -> tuple[str, ...]:

@@ -198,7 +198,8 @@ class Snapshot:
         """A new snapshot with ``placements`` (pod, node name) added to usage and NodeInfos, ``device_uses``
         applied (``Plan.device_uses``) and the claim decisions ``volumes`` applied (the cycle's *assume*). A
         NodeInfo holds the pod object as planned (its node is the NodeInfo's: no bound copy is made).
-        DRA-served extended resources are not node usage."""
+        Every request counts on the pod's node, as kube-scheduler's NodeInfo counts it; an extended resource the
+        node serves through DRA is one it does not offer (allocatable 0), where NodeResourcesFit does not judge it."""
         used = self.used.copy()
         row = self.table.index
         by_row: dict[int, dict[str, Pod]] = {}

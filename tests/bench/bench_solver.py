@@ -814,12 +814,11 @@ def run_dra_case(name: str, title: str, nodes: int, gangs: int, seed: int, share
     t_inventory = time.perf_counter() - t
     # Claim resolution: in `run` this is rebuilt every cycle for the pending pods (ClusterCache.dra_view).
     t = time.perf_counter()
-    index = ClaimIndex.build(objs.claims, objs.templates, objs.classes, objs.groups, table.resources)
+    index = ClaimIndex.build(objs.claims, objs.templates, objs.classes, objs.groups)
     view = DraView.build(inventory, index, objs.pods)
     t_view = time.perf_counter() - t
     t = time.perf_counter()
-    DraView.build(inventory, ClaimIndex.build(objs.claims, objs.templates, objs.classes, objs.groups,
-                                              table.resources), objs.pods)
+    DraView.build(inventory, ClaimIndex.build(objs.claims, objs.templates, objs.classes, objs.groups), objs.pods)
     t_view_warm = time.perf_counter() - t
     t = time.perf_counter()
     snapshot = Snapshot.build(table, objs.pods, view)

@@ -267,14 +267,14 @@ async def test_extended_resource_served_through_dra_gets_a_claim_and_the_pod_map
     assert meta["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
     assert meta["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "x", "uid": pod["metadata"]["uid"],
                                         "controller": True, "blockOwnerDeletion": True}]
-    assert c["spec"] == {"devices": {"requests": [{"name": "container-0-request-0", "exactly": {
+    assert c["spec"] == {"devices": {"requests": [{"name": "container-0-request-1", "exactly": {
         "deviceClassName": CLASS, "allocationMode": "ExactCount", "count": 2}}]}}
     assert len(devices(c)) == 2
     assert c["status"]["reservedFor"] == [{"resource": "pods", "name": "x", "uid": pod["metadata"]["uid"]}]
     got = await kube.get(PODS, NS, "x")
     assert got["status"]["extendedResourceClaimStatus"] == {
         "requestMappings": [{"containerName": "main", "resourceName": "example.com/gpu",
-                             "requestName": "container-0-request-0"}],
+                             "requestName": "container-0-request-1"}],
         "resourceClaimName": meta["name"]}
     log = list(k8s)
     order = [("create" if r.method == "POST" and r.resource is not None and r.resource.plural == "resourceclaims"
@@ -282,6 +282,36 @@ async def test_extended_resource_served_through_dra_gets_a_claim_and_the_pod_map
               and r.subresource == "status" and r.name == "x" and "extendedResourceClaimStatus" in (r.data or {}).get(
                   "status", {}) else "bind" if is_binding(r) else None) for r in log]
     assert [o for o in order if o] == ["create", "claim", "pod-status", "bind"]
+
+
+@pytest.mark.looptime
+async def test_extended_resource_in_a_mixed_cluster_is_served_node_by_node(k8s: ApiServer, kube: KubeClient) -> None:
+    """dp offers 4 nvidia.com/gpu by device plugin, n0 lists none and publishes 4 devices of a class serving it: of
+    a gang of two members asking for 3 each, the one on dp gets no claim (the node's allocatable serves it), the
+    one on n0 gets a claim of 3 of n0's devices and the mapping in its status (the requests named as
+    kube-scheduler names them: ``j`` counts every resource of the container's requests, cpu first)."""
+    await gpu_cluster(kube, extended="nvidia.com/gpu")
+    await create_node(kube, "dp", cpu="8", gpu=4)
+    await kube.create(PODGROUPS, NS, podgroup("g", 2))
+    pods = {i: await kube.create(PODS, NS, dra_pod(f"g-{i}", "g", limits={"nvidia.com/gpu": "3"})) for i in range(2)}
+    async with running(kube):
+        where = await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound")
+    assert sorted(where.values()) == ["dp", "n0"]
+    on_dra = next(name for name, node in where.items() if node == "n0")
+    on_dp = next(name for name, node in where.items() if node == "dp")
+    items, _ = await kube.list(RESOURCE_CLAIMS, NS)
+    (c,) = items
+    uid = next(p["metadata"]["uid"] for p in pods.values() if p["metadata"]["name"] == on_dra)
+    assert c["metadata"]["ownerReferences"][0]["name"] == on_dra
+    assert c["spec"] == {"devices": {"requests": [{"name": "container-0-request-1", "exactly": {
+        "deviceClassName": CLASS, "allocationMode": "ExactCount", "count": 3}}]}}
+    assert len(devices(c)) == 3 and {r["pool"] for r in c["status"]["allocation"]["devices"]["results"]} == {"n0"}
+    assert c["status"]["reservedFor"] == [{"resource": "pods", "name": on_dra, "uid": uid}]
+    assert (await kube.get(PODS, NS, on_dra))["status"]["extendedResourceClaimStatus"] == {
+        "requestMappings": [{"containerName": "main", "resourceName": "nvidia.com/gpu",
+                             "requestName": "container-0-request-1"}],
+        "resourceClaimName": c["metadata"]["name"]}
+    assert "extendedResourceClaimStatus" not in (await kube.get(PODS, NS, on_dp))["status"]
 
 
 @pytest.mark.looptime

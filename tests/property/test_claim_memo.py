@@ -148,11 +148,9 @@ STEPS: dict[str, st.SearchStrategy[tuple[str, str, str, Any]]] = {
     "namespace": st.tuples(st.just("namespace"), st.just(""), ns_name, or_deleted(st.booleans())),
     "flight": st.tuples(st.just("flight"), ns_name, st.sampled_from((*CLAIMS, "p0-e0", "p1-e1", "g0-e0")),
                         st.booleans()),
-    "node-resources": st.tuples(st.just("node-resources"), st.just(""), st.just(""),
-                                st.lists(st.sampled_from(EXTENDED), unique=True)),
 }
 step = st.sampled_from(("pod", "pod", "pod", "pod", "claim", "claim", "claim", "template", "group", "group",
-                        "class", "namespace", "flight", "node-resources")).flatmap(STEPS.__getitem__)
+                        "class", "namespace", "flight")).flatmap(STEPS.__getitem__)
 """One change; pods and claims change most often, as in a drain."""
 
 
@@ -180,7 +178,6 @@ class Live:
         self.classes: dict[str, DeviceClass] = {}
         self.namespaces: dict[str, Namespace] = {}
         self.in_flight: set[str] = set()
-        self.node_resources: frozenset[str] = frozenset()
         self.version = 0
 
     def apply(self, kind: str, ns: str, name: str, state: Any) -> None:
@@ -202,11 +199,9 @@ class Live:
                 {"metadata": {"name": name, "labels": labels}}))
         elif kind == "flight":
             (self.in_flight.add if state else self.in_flight.discard)(key)
-        elif kind == "node-resources":
-            self.node_resources = frozenset(state)
 
     def index(self, synthesize: bool, synthesized: dict[str, ResourceClaim]) -> ClaimIndex:
-        return ClaimIndex(self.claims, self.templates, self.classes, self.groups, synthesize, self.node_resources,
+        return ClaimIndex(self.claims, self.templates, self.classes, self.groups, synthesize,
                           synthesized, frozenset(self.in_flight), namespaces=self.namespaces)
 
 
@@ -240,9 +235,9 @@ ADMIN = {"request": "admin", "allocated": False, "deleting": False}
     ("pod", "a", "p0", {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}], "statuses": {},
                         "group": "g0", "extended": [], "bound": False}),
     ("group", "a", "g0", {"entries": [{"name": "e0", "resourceClaimTemplateName": "t0"}], "statuses": {"e0": "c0"}})])
-@example(synthesize=False, steps=[  # an extended resource served through DRA, then offered by a node
+@example(synthesize=False, steps=[  # an extended resource a class serves, then the class gone
     ("pod", "a", "p0", {"entries": [], "statuses": {}, "group": None, "extended": ["example.com/gpu"],
-                        "bound": False}), ("node-resources", "", "", ["example.com/gpu"])])
+                        "bound": False}), ("class", "", CLASSES[0], None)])
 def test_resolution_after_every_change_equals_resolving_from_scratch(
         synthesize: bool, steps: list[tuple[str, str, str, Any]]) -> None:
     live = Live()
@@ -330,7 +325,7 @@ CACHE_KINDS = {"pod": "Pod", "claim": "ResourceClaim", "template": "ResourceClai
 
 
 @SETTINGS
-@given(steps=st.lists(st.tuples(step.filter(lambda s: s[0] not in ("flight", "node-resources")), st.booleans()),
+@given(steps=st.lists(st.tuples(step.filter(lambda s: s[0] != "flight"), st.booleans()),
                       min_size=8, max_size=30))
 @example(steps=[  # adminAccess allowed, then not: the namespace's label removed
     (("claim", "a", "c0", ADMIN), False), (("pod", "a", "p0", by_name("c0")), True),

@@ -139,7 +139,7 @@ def _shared_claim_tree() -> Plan | Any:
     classes = [device_class()]
     table = NodeTable.build(nodes)
     inventory = Inventory.build(table, slices, classes, [shared])
-    index = ClaimIndex.build([shared], [], classes, groups, table.resources)
+    index = ClaimIndex.build([shared], [], classes, groups)
     snapshot = Snapshot.build(table, pods, DraView.build(inventory, index, pods))
     (tree,) = build_trees(pods, groups, [cpg("top", 2)], scheduler_name=OURS).trees
     return solve(tree, snapshot)
@@ -509,7 +509,7 @@ def test_shared_claim_leaves_the_device_a_members_own_claim_needs() -> None:
     classes = [device_class()]
     table = NodeTable.build(nodes)
     inventory = Inventory.build(table, slices, classes, [shared, own])
-    index = ClaimIndex.build([shared, own], [], classes, [pg("g", 1)], table.resources)
+    index = ClaimIndex.build([shared, own], [], classes, [pg("g", 1)])
     snapshot = Snapshot.build(table, [member], DraView.build(inventory, index, [member]))
     (tree,) = build_trees([member], [pg("g", 1)], [], scheduler_name=OURS).trees
     result = solve(tree, snapshot)
@@ -567,7 +567,7 @@ def test_claim_being_deleted_is_not_allocated() -> None:
     classes = [device_class()]
     table = NodeTable.build(nodes)
     inventory = Inventory.build(table, slices, classes, [dying])
-    index = ClaimIndex.build([dying], [], classes, [pg("g", 1)], table.resources)
+    index = ClaimIndex.build([dying], [], classes, [pg("g", 1)])
     snapshot = Snapshot.build(table, [member], DraView.build(inventory, index, [member]))
     (tree,) = build_trees([member], [pg("g", 1)], [], scheduler_name=OURS).trees
     result = solve(tree, snapshot)

@@ -113,7 +113,8 @@ def test_small_gpu_cluster_places_both_gangs_where_its_header_says_with_their_de
         assert pretrain[pod] == node == x.allocation.node
         assert x.allocation.claim == f"ml-team/{pod}-extended-resources"
         assert x.allocation.reserved_for[0][:2] == ("Pod", pod)
-        assert [(r, d, p) for r, d, p, _ in x.allocation.results] == [("container-0-request-0", "gpu.nvidia.com",
+        # j = 2: nvidia.com/gpu after cpu and memory among the container's requests (createRequestsAndMappings)
+        assert [(r, d, p) for r, d, p, _ in x.allocation.results] == [("container-0-request-2", "gpu.nvidia.com",
                                                                        node)] * 2
     # (b) workers: the existing template-generated claims (gpu-x2) in rack-b1; driver needs no device
     workers = placements(sim, "train-llm-workers")
@@ -792,6 +793,36 @@ def test_objects_written_without_uids_get_stable_ones_and_the_group_claim_is_res
     assert all(g.metadata.uid for g in groups) and len({g.metadata.uid for g in groups}) == len(groups)
 
 
+GPU_CLASS = """
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
+  extendedResourceName: example.com/gpu
+"""
+"""A DeviceClass serving ``example.com/gpu`` with every device of driver ``gpu.example.com``."""
+
+
+def gpu_pod(metadata: str, gpus: str, group: str | None = None) -> str:
+    """A pod document (``metadata`` as YAML flow) whose container asks for ``gpus`` × ``example.com/gpu``."""
+    member = f"\n  schedulingGroup: {{podGroupName: {group}}}" if group else ""
+    return f"""
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  {metadata}
+spec:
+  schedulerName: gang-scheduler{member}
+  containers:
+  - name: main
+    image: example.com/trainer:1
+    resources: {{limits: {{example.com/gpu: "{gpus}"}}}}
+"""
+
+
 ZERO_ALLOCATABLE = """
 apiVersion: v1
 kind: Node
@@ -806,24 +837,7 @@ spec:
   nodeName: n0
   pool: {name: n0, generation: 1, resourceSliceCount: 1}
   devices: [{name: gpu-0}, {name: gpu-1}]
----
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu.example.com}
-spec:
-  selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
-  extendedResourceName: example.com/gpu
----
-apiVersion: v1
-kind: Pod
-metadata: {name: x, namespace: ml, uid: 5d1e0c3a-7b2f-4e6d-8a9c-1f2e3d4c5b6a}
-spec:
-  schedulerName: gang-scheduler
-  containers:
-  - name: main
-    image: example.com/trainer:1
-    resources: {limits: {example.com/gpu: "2"}}
-"""
+""" + GPU_CLASS + gpu_pod("{name: x, namespace: ml, uid: 5d1e0c3a-7b2f-4e6d-8a9c-1f2e3d4c5b6a}", "2")
 
 
 def test_an_extended_resource_every_node_lists_at_zero_is_served_through_dra(tmp_path: Path) -> None:
@@ -840,3 +854,66 @@ def test_an_extended_resource_every_node_lists_at_zero_is_served_through_dra(tmp
     sim = run(write(tmp_path, "offered.yaml", offered))
     assert sim.allocations == []
     assert [p["node"] for p in to_json(sim)["pods"]] == ["n0"]
+
+
+def mixed_cluster(later: str = "") -> str:
+    """dp-0 and dp-1 serve example.com/gpu by device plugin (4 each in allocatable); dra-0 and dra-1 list none and
+    publish 4 devices each of a DeviceClass serving it (a cluster moving from one to the other). PodGroup ``g``:
+    4 members × 3 GPUs, more than the device-plugin nodes hold; ``later``: more objects, created after it."""
+    text = ""
+    for name, gpus in (("dp-0", "4"), ("dp-1", "4"), ("dra-0", None), ("dra-1", None)):
+        extra = f", example.com/gpu: \"{gpus}\"" if gpus else ""
+        text += f"""
+---
+apiVersion: v1
+kind: Node
+metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}
+status: {{allocatable: {{cpu: "8", memory: 32Gi, pods: "110"{extra}}}}}
+"""
+    for name in ("dra-0", "dra-1"):
+        text += f"""
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {{name: {name}-gpu.example.com}}
+spec:
+  driver: gpu.example.com
+  nodeName: {name}
+  pool: {{name: {name}, generation: 1, resourceSliceCount: 1}}
+  devices: [{{name: gpu-0}}, {{name: gpu-1}}, {{name: gpu-2}}, {{name: gpu-3}}]
+"""
+    text += GPU_CLASS + """
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: g, namespace: ml, creationTimestamp: "2026-11-29T09:00:00Z"}
+spec: {schedulingPolicy: {gang: {minCount: 4}}}
+"""
+    for i in range(4):
+        text += gpu_pod(f'{{name: g-{i}, namespace: ml, uid: 00000000-0000-4000-8000-00000000000{i}, '
+                        f'creationTimestamp: "2026-11-29T09:00:00Z"}}', "3", "g")
+    return text + later
+
+
+def late_pod(gpus: str) -> str:
+    return gpu_pod('{name: late, namespace: ml, uid: 00000000-0000-4000-8000-0000000000ff, '
+                   'creationTimestamp: "2026-11-29T10:00:00Z"}', gpus)
+
+
+def test_a_gang_larger_than_the_device_plugin_nodes_also_uses_the_dra_nodes(tmp_path: Path) -> None:
+    """Node by node, as kube-scheduler decides it: the members on dp-* take 3 of the node's 4 allocatable GPUs and
+    get no claim; the members on dra-* each get a claim of 3 devices of their node. A later pod asking for 2
+    finds 1 left everywhere (allocatable on dp-*, devices on dra-*): nothing is given twice."""
+    sim = run(write(tmp_path, "mixed.yaml", mixed_cluster(late_pod("2"))))
+    assert status(sim)["g"] == "Scheduled"
+    where = placements(sim, "g")
+    assert sorted(where.values()) == ["dp-0", "dp-1", "dra-0", "dra-1"]
+    claims = {a.allocation.pod: a.allocation for a in sim.allocations}
+    assert set(claims) == {f"ml/{p}" for p, n in where.items() if n.startswith("dra-")}
+    for pod, a in claims.items():
+        assert a.synthetic and a.node == where[pod.removeprefix("ml/")]
+        assert [r for r, _, _, _ in a.results] == ["container-0-request-0"] * 3
+    pods = {p["name"]: p for p in to_json(sim)["pods"]}
+    assert pods["late"].get("node") is None  # 1 GPU left on each node, by either means
+    sim = run(write(tmp_path, "mixed-small.yaml", mixed_cluster(late_pod("1"))))
+    assert {p["name"]: p.get("node") for p in to_json(sim)["pods"]}["late"] is not None

@@ -6,8 +6,12 @@ with the nodes, so two members or two sibling groups never get the same device, 
 claim is allocated once, and the search's undo also returns devices and counters.
 
 * PreFilter resolves each signature's claims (per-pod claims to allocate, allocated claims that pin
-  nodes, a claim not created yet → the signature waits, with the reason) and drops DRA-served
-  extended resources from the node request;
+  nodes, a claim not created yet → the signature waits, with the reason); an extended resource a DeviceClass
+  serves is decided node by node, as kube-scheduler's ``extendeddynamicresources.go`` does: a node offering a
+  non-zero amount of it in its allocatable serves it (NodeResourcesFit counts it there,
+  :attr:`~scheduler.framework.interface.Signature.node_or_dra`), every other node through DRA (the pod's
+  synthetic claim, with the requests for the resources that node does not offer: the claims differ per kind
+  of node, :data:`KINDS`);
 * Filter allows only the nodes that pinned claims admit and that reach enough matching devices;
 * Reserve allocates ``k`` copies of the signature's per-pod claims on the node (exact, best fit
   first, backtracking across the copies — :mod:`scheduler.dra.allocator`); it is the profile's
@@ -103,8 +107,13 @@ class DynamicResourcesState:
 
 
 DEVICES: StateKey[DynamicResourcesState] = StateKey(f"{NAME}/devices")
-SPECS: StateKey[tuple[ClaimSpec, ...]] = StateKey(f"{NAME}/specs")
-"""Per signature: the per-pod claims each member needs allocated on its node."""
+THROUGH_DRA: StateKey[tuple[tuple[str, ...], ...]] = StateKey(f"{NAME}/through-dra")
+"""Per signature and kind of node (see :data:`KINDS`): the pod's extended resources those nodes serve through DRA
+(those they do not offer a non-zero amount of); one kind, serving all of them, unless nodes differ."""
+SPECS: StateKey[tuple[tuple[ClaimSpec, ...], ...]] = StateKey(f"{NAME}/specs")
+"""Per signature and kind of node: the specs of the per-pod claims each member needs allocated there."""
+KINDS: StateKey[IntArray | None] = StateKey(f"{NAME}/kinds")
+"""Per signature: node row → its kind, the index into :data:`SPECS` (None: one kind for every node)."""
 MASK: StateKey[BoolArray] = StateKey(f"{NAME}/mask")
 """Per signature: nodes the members' allocated claims allow and that reach matching devices."""
 SHARED: StateKey[tuple[str, ...]] = StateKey(f"{NAME}/shared")
@@ -155,33 +164,48 @@ class DynamicResources:
         cycle = state.get(DEVICES)
         if claims is None or cycle is None:
             return None
-        if claims.extended:  # served through DRA, not by node allocatable
-            requests = {r: v for r, v in sig.pods[0].requests.items() if r not in claims.extended}
+        through: tuple[tuple[str, ...], ...] = (claims.extended,)
+        kinds = None
+        if claims.extended:  # from the allocatable of a node that offers it, through DRA elsewhere
+            pod_requests = sig.pods[0].requests
+            requests = {r: v for r, v in pod_requests.items() if r not in claims.extended}
             sig.request, sig.unknown = state.table.request_vector(requests)
-        specs = tuple(n.spec for n in claims.allocate)
-        sig.needs_accelerator = sig.needs_accelerator or bool(specs)
+            either, _ = state.table.request_vector({r: pod_requests[r] for r in claims.extended})
+            if either.any():  # a resource no node lists is served through DRA everywhere
+                sig.node_or_dra = either
+                through, kinds = _kinds(state, claims.extended, either)
+        specs = tuple(tuple(n.spec for n in _per_pod(claims, dra)) for dra in through)
+        sig.needs_accelerator = sig.needs_accelerator or any(specs)
+        sig.write(THROUGH_DRA, through)
         sig.write(SPECS, specs)
-        sig.write(MASK, self._node_mask(cycle, claims, specs))
+        sig.write(KINDS, kinds)
+        sig.write(MASK, self._node_mask(cycle, claims, specs, kinds))
         sig.write(SHARED, tuple(n.key for n in claims.shared))
         if claims.waiting is not None:
             sig.rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (claims.waiting,), NAME)
         return None
 
-    def _node_mask(self, cycle: DynamicResourcesState, claims: PodClaims, specs: Sequence[ClaimSpec]) -> BoolArray:
+    def _node_mask(self, cycle: DynamicResourcesState, claims: PodClaims, specs: Sequence[Sequence[ClaimSpec]],
+                   kinds: IntArray | None) -> BoolArray:
         """Nodes the pod may use as far as DRA knows: allocated claims' selectors, and enough matching devices
-        that are not held (a node outside the mask is one where Reserve finds no copy)."""
+        that are not held for the claims of the node's kind (a node outside the mask is one where Reserve finds no
+        copy)."""
         inventory = cycle.view.inventory
         mask = np.ones(len(inventory.table), dtype=bool)
         pinned = cycle.view.pinned_mask(claims)
         if pinned is not None:
             mask &= pinned
-        for spec in specs:
-            for request in spec.requests:
-                usable = np.zeros(len(mask), dtype=bool)
-                for sub in request.options:
-                    usable |= self._usable(cycle, sub)
-                mask &= usable
-        return mask
+        reach = np.zeros(len(mask), dtype=bool)
+        for kind, variant in enumerate(specs):
+            here = np.ones(len(mask), dtype=bool) if kinds is None else kinds == kind
+            for spec in variant:
+                for request in spec.requests:
+                    usable = np.zeros(len(mask), dtype=bool)
+                    for sub in request.options:
+                        usable |= self._usable(cycle, sub)
+                    here &= usable
+            reach |= here
+        return mask & reach
 
     @staticmethod
     def _usable(cycle: DynamicResourcesState, sub: SubRequest) -> BoolArray:
@@ -253,7 +277,7 @@ class DynamicResources:
         backtracks over all the claims it allocates together (two members, each with its own claim, where
         the device the first took is the only one the second accepts).
         """
-        specs: tuple[ClaimSpec, ...] = sig.data.get(SPECS.name, ())
+        specs = specs_on(sig, row)
         cycle = state.get(DEVICES)
         if not specs or cycle is None:
             return len(pods), None
@@ -422,13 +446,14 @@ class DynamicResources:
             if token is None:
                 continue
             for pod in placement.pods:
-                claims = cycle.view.pods[pod.key]
-                for needed, results in zip(claims.allocate, final[pod.key], strict=True):
+                needs = _per_pod(cycle.view.pods[pod.key], through_dra(placement.signature, placement.row))
+                for needed, results in zip(needs, final[pod.key], strict=True):
                     out.append(ClaimAllocation(
                         claim=needed.key, reserved_for=(("Pod", pod.metadata.name, pod.metadata.uid),), node=node,
                         results=tuple((r, d.driver, d.pool, d.name) for r, d in results),
                         node_selector=node_selector(cycle, results, node), synthetic=needed.synthetic,
-                        pod=pod.key, uses=device_uses(needed.spec, results, needed.key)))
+                        pod=pod.key, uses=device_uses(needed.spec, results, needed.key),
+                        extended=tuple(sorted(set(needed.resources)))))
         for leaf_name, shared in cycle.shared_stack:
             for alloc in shared:
                 if alloc.reused:
@@ -521,6 +546,51 @@ def _device_counts(cycle: DynamicResourcesState, request: Request, rows: IntArra
             f"at most {best[0]} unallocated on a node.")
 
 
+def _kinds(state: CycleState, extended: tuple[str, ...], either: IntArray
+           ) -> tuple[tuple[tuple[str, ...], ...], IntArray]:
+    """The kinds of node for a pod requesting the ``extended`` resources a DeviceClass serves (``either``: the
+    amounts of those some node lists, over the table's columns): nodes alike in which of them they offer a
+    non-zero amount of. Returns, per kind, the resources its nodes serve through DRA, and each node's kind."""
+    table = state.table
+    cols = np.flatnonzero(either > 0)
+    patterns, kinds = np.unique(table.allocatable[:, cols] > 0, axis=0, return_inverse=True)
+    through = []
+    for offers in patterns:
+        offered = {table.resources[c] for c, yes in zip(cols.tolist(), offers.tolist(), strict=True) if yes}
+        through.append(tuple(r for r in extended if r not in offered))
+    return tuple(through), np.asarray(kinds, dtype=np.int64).reshape(-1)
+
+
+def _per_pod(claims: PodClaims, dra: tuple[str, ...]) -> tuple[NeededClaim, ...]:
+    """The pod's per-pod claims on a node serving its extended resources ``dra`` through DRA: its synthetic claim
+    keeps the requests for those (:meth:`~scheduler.dra.claims.NeededClaim.served_through`; none: not made)."""
+    if dra == claims.extended:
+        return claims.allocate
+    out = []
+    for needed in claims.allocate:
+        kept = needed.served_through(dra) if needed.synthetic else needed
+        if kept is not None:
+            out.append(kept)
+    return tuple(out)
+
+
+def _kind(sig: Signature, row: int) -> int:
+    kinds = sig.data.get(KINDS.name)
+    return 0 if kinds is None else int(kinds[row])
+
+
+def specs_on(sig: Signature, row: int) -> tuple[ClaimSpec, ...]:
+    """The specs of the per-pod claims a member of ``sig`` needs allocated on node ``row`` (empty: none)."""
+    specs = sig.data.get(SPECS.name)
+    return specs[_kind(sig, row)] if specs is not None else ()
+
+
+def through_dra(sig: Signature, row: int) -> tuple[str, ...]:
+    """The extended resources node ``row`` serves a member of ``sig`` through DRA (:data:`THROUGH_DRA`)."""
+    through: tuple[tuple[str, ...], ...] = sig.read(THROUGH_DRA)
+    return through[_kind(sig, row)]
+
+
 def _held(cycle: DynamicResourcesState, key: str) -> tuple[Result, ...] | None:
     for _, allocations in cycle.shared_stack:
         for alloc in allocations:
@@ -543,7 +613,7 @@ def _allocated_on(state: CycleState, cycle: DynamicResourcesState, row: int
             if key in out:
                 out[key] = (key, out[key][1], results)
         if placement.row == row:
-            specs = placement.signature.read(SPECS)
+            specs = specs_on(placement.signature, row)
             for pod, results in zip(placement.pods, token[1], strict=True):
                 out[pod.key] = (pod.key, specs, results)
     return list(out.values())
@@ -623,12 +693,15 @@ def gate(snapshot: Snapshot, pending: Sequence[Pod], asked: frozenset[str]) -> b
 
 def queueing_hint(event: ClusterEvent) -> bool:
     """Devices published or changed, a class changed, a claim created (a pod may wait for it) or deleted,
-    a claim's allocation removed (its devices are free), or a node added (it may reach node-set devices).
-    A template alone changes nothing: the pod waits for the claim made from it."""
+    a claim's allocation removed (its devices are free), a node added (it may reach node-set devices) or its
+    allocatable changed (an extended resource it stops offering is served through DRA there; kube-scheduler
+    registers ``UpdateNodeAllocatable`` too). A template alone changes nothing: the pod waits for the claim made
+    from it."""
     if event.kind in DRA_KINDS:
         return True
     if event.kind == "Node":
-        return event.action is Action.ADD
+        return event.action is Action.ADD or (event.action is Action.UPDATE
+                                              and event.old.allocatable != event.new.allocatable)
     if event.kind != "ResourceClaim":
         return False
     if event.action is not Action.UPDATE:

@@ -4,7 +4,10 @@ Mirrors ``plugins/noderesources/fit.go`` ``fitsRequest`` (v1.37): a pod fits whe
 resource it requests (including one ``pods`` slot), request ≤ allocatable − used. Reasons use
 upstream's wording: ``Insufficient <resource>`` and ``Too many pods``; they count as
 UNSCHEDULABLE (evicting pods can free room). A signature asking for a resource no node offers
-gets 0 everywhere and one ``Insufficient <resource>`` per candidate node.
+gets 0 everywhere and one ``Insufficient <resource>`` per candidate node. An extended resource a DeviceClass
+also serves (:attr:`~scheduler.framework.interface.Signature.node_or_dra`) counts only on the nodes offering a
+non-zero amount of it: kube-scheduler's DynamicResources plugin serves it through DRA on the others
+(``extendeddynamicresources.go``), and NodeResourcesFit skips it there.
 
 State: the cycle's ``free`` matrix (:class:`~scheduler.framework.cycle_state.CycleState`);
 Reserve subtracts the placed pods' requests from their node's row, Unreserve adds them back.
@@ -77,7 +80,14 @@ class NodeResourcesFit:
     def filter(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray:
         if sig.unknown:
             return np.zeros(len(rows), dtype=np.int64)
-        return copies(state.free, sig.request, rows)
+        fit = copies(state.free, sig.request, rows)
+        either = sig.node_or_dra
+        if either is not None:
+            allocatable = state.table.allocatable
+            for col in np.flatnonzero(either > 0).tolist():
+                here = np.maximum(state.free[:, col].take(rows) // either[col], 0)
+                np.minimum(fit, np.where(allocatable[:, col].take(rows) > 0, here, UNLIMITED), out=fit)
+        return fit
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
         """One ``Insufficient <r>`` per short resource per node (several per node are each counted, as
@@ -86,6 +96,12 @@ class NodeResourcesFit:
         for j in np.flatnonzero(sig.request > 0).tolist():  # a column at a time: no (rows, R) fancy-indexed copy
             if n := int(np.count_nonzero(state.free[:, j].take(rows) < sig.request[j])):
                 counts[insufficient(state.table.resources[j])] += n
+        either = sig.node_or_dra
+        if either is not None:
+            for j in np.flatnonzero(either > 0).tolist():  # only where the node offers it
+                short = (state.free[:, j].take(rows) < either[j]) & (state.table.allocatable[:, j].take(rows) > 0)
+                if n := int(np.count_nonzero(short)):
+                    counts[insufficient(state.table.resources[j])] += n
         for resource in sig.unknown:
             counts[insufficient(resource)] += len(rows)
         return Rejections(counts)
@@ -95,6 +111,8 @@ class NodeResourcesFit:
 
     def reserve(self, state: CycleState, sig: Signature, row: int, pods: tuple[Pod, ...]) -> tuple[int, IntArray]:
         used = sig.request * len(pods)
+        if sig.node_or_dra is not None:  # what the node offers comes from its allocatable, the rest through DRA
+            used = used + np.where(state.table.allocatable[row] > 0, sig.node_or_dra, 0) * len(pods)
         state.free[row] -= used
         return len(pods), used
 

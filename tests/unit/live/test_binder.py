@@ -93,17 +93,19 @@ def test_a_podgroup_claim_is_reserved_for_the_podgroup_with_its_uid(uids: dict[t
 
 
 def test_an_extended_resource_claim_is_created_owned_by_the_pod_with_the_request_mappings() -> None:
+    """Requests named ``container-<i>-request-<j>``, ``j`` the resource's place among all the container requests
+    (cpu included), as kube-scheduler's ``createRequestsAndMappings`` names them."""
     p = pod("x", containers=[
         {"name": "init", "resources": {"requests": {"cpu": "1"}}},
         {"name": "main", "resources": {"limits": {"example.com/gpu": "2", "example.com/nic": "1", "cpu": "2"}}}])
     a = ClaimAllocation(f"{NS}/x-extended-resources", (("Pod", "x", "uid-x"),), "n0",
-                        (("container-1-request-0", DRIVER, "n0", "gpu-0"), ("container-1-request-0", DRIVER, "n0",
+                        (("container-1-request-1", DRIVER, "n0", "gpu-0"), ("container-1-request-1", DRIVER, "n0",
                                                                             "gpu-1"),
-                         ("container-1-request-1", "nic.example.com", "n0", "nic-0")), ON_N0, synthetic=True,
-                        pod=p.key)
+                         ("container-1-request-2", "nic.example.com", "n0", "nic-0")), ON_N0, synthetic=True,
+                        pod=p.key, extended=("example.com/gpu", "example.com/nic"))
     served = {"example.com/gpu": "gpu", "example.com/nic": "nic"}
     (write,) = claim_writes(plan([(p, "n0")], a), {}, {"gpu": device_class(), "nic": device_class("nic", config=False)},
-                            {}, served=served, node_resources=("cpu", "memory", "pods"))
+                            {}, served=served)
     assert write.create == {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"generateName": "x-extended-resources-", "namespace": NS,
@@ -111,17 +113,31 @@ def test_an_extended_resource_claim_is_created_owned_by_the_pod_with_the_request
                      "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "x", "uid": "uid-x",
                                           "controller": True, "blockOwnerDeletion": True}]},
         "spec": {"devices": {"requests": [
-            {"name": "container-1-request-0", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount",
+            {"name": "container-1-request-1", "exactly": {"deviceClassName": "gpu", "allocationMode": "ExactCount",
                                                           "count": 2}},
-            {"name": "container-1-request-1", "exactly": {"deviceClassName": "nic", "allocationMode": "ExactCount",
+            {"name": "container-1-request-2", "exactly": {"deviceClassName": "nic", "allocationMode": "ExactCount",
                                                           "count": 1}}]}}}
     assert write.request_mappings == (
-        {"containerName": "main", "resourceName": "example.com/gpu", "requestName": "container-1-request-0"},
-        {"containerName": "main", "resourceName": "example.com/nic", "requestName": "container-1-request-1"})
+        {"containerName": "main", "resourceName": "example.com/gpu", "requestName": "container-1-request-1"},
+        {"containerName": "main", "resourceName": "example.com/nic", "requestName": "container-1-request-2"})
     assert write.pod == f"{NS}/x" and write.resource_version == ""
     assert write.allocation["devices"]["config"] == [  # type: ignore[index]
-        {"source": "FromClass", "requests": ["container-1-request-0"],
+        {"source": "FromClass", "requests": ["container-1-request-1"],
          "opaque": {"driver": DRIVER, "parameters": {"mode": "exclusive"}}}]
+
+
+def test_an_extended_resource_claim_on_a_node_offering_one_of_the_resources_asks_only_for_the_other() -> None:
+    p = pod("x", containers=[{"name": "main",
+                              "resources": {"limits": {"example.com/gpu": "2", "example.com/nic": "1"}}}])
+    a = ClaimAllocation(f"{NS}/x-extended-resources", (("Pod", "x", "uid-x"),), "n0",
+                        (("container-0-request-1", "nic.example.com", "n0", "nic-0"),), ON_N0, synthetic=True,
+                        pod=p.key, extended=("example.com/nic",))
+    (write,) = claim_writes(plan([(p, "n0")], a), {}, {}, {},
+                            served={"example.com/gpu": "gpu", "example.com/nic": "nic"})
+    assert write.create is not None
+    assert [r["name"] for r in write.create["spec"]["devices"]["requests"]] == ["container-0-request-1"]
+    assert write.request_mappings == (
+        {"containerName": "main", "resourceName": "example.com/nic", "requestName": "container-0-request-1"},)
 
 
 def test_extended_requests_name_requests_like_claim_resolution() -> None:
@@ -131,13 +147,38 @@ def test_extended_requests_name_requests_like_claim_resolution() -> None:
         {"name": "b", "resources": {"requests": {"deviceclass.resource.kubernetes.io/gpu": "3"},
                                     "limits": {"example.com/gpu": "2"}}}])
     classes = [device_class(extended="example.com/gpu")]
-    index = ClaimIndex.build((), (), classes, (), ("cpu", "nvidia.com/gpu"))
-    needed = index.for_pod(p).allocate[0]
-    got = extended_requests(p, index.extended_classes(), index.node_resources)
+    index = ClaimIndex.build((), (), classes, ())
+    claims = index.for_pod(p)
+    needed = claims.allocate[0]
+    got, mappings = extended_requests(p, index.extended_classes(), claims.extended)
     assert [(r.name, r.class_name, r.amount) for r in got] == [
         (req.name, req.options[0].class_name, req.options[0].count) for req in needed.spec.requests]
-    assert [(r.container, r.resource) for r in got] == [
-        ("a", "example.com/gpu"), ("b", "deviceclass.resource.kubernetes.io/gpu"), ("b", "example.com/gpu")]
+    assert [r.name for r in got] == ["container-0-request-0", "container-1-request-0", "container-1-request-1"]
+    assert [(m.container, m.resource, m.request) for m in mappings] == [
+        ("b", "deviceclass.resource.kubernetes.io/gpu", "container-1-request-0"),
+        ("a", "example.com/gpu", "container-0-request-0"), ("b", "example.com/gpu", "container-1-request-1")]
+
+
+def test_init_containers_reuse_the_devices_of_later_containers_and_share_one_request() -> None:
+    """kube-scheduler's rule (``createRequestsAndMappings``): an init container is served first by the requests
+    of the long-lived containers after it, then by one request of the largest remainder, which every init
+    container maps to; a sidecar (``restartPolicy: Always``) keeps its own request."""
+    spec = {"schedulerName": "gang-scheduler",
+            "initContainers": [{"name": "warm", "resources": {"limits": {"example.com/gpu": "3"}}},
+                               {"name": "side", "restartPolicy": "Always",
+                                "resources": {"limits": {"example.com/gpu": "1"}}},
+                               {"name": "check", "resources": {"limits": {"example.com/gpu": "5"}}}],
+            "containers": [{"name": "main", "resources": {"limits": {"example.com/gpu": "2"}}}]}
+    p = Pod.model_validate({"metadata": {"name": "x", "namespace": NS, "uid": "uid-x"}, "spec": spec})
+    got, mappings = extended_requests(p, {"example.com/gpu": "gpu"}, ["example.com/gpu"])
+    # warm: 1 (side) + 2 (main) cover 3; check: main's 2 leave 3, its own request
+    assert [(r.name, r.amount) for r in got] == [
+        ("container-1-request-0", 1), ("container-2-request-0", 3), ("container-3-request-0", 2)]
+    assert [(m.container, m.request) for m in mappings] == [
+        ("side", "container-1-request-0"), ("main", "container-3-request-0"),
+        ("warm", "container-1-request-0"), ("warm", "container-3-request-0"),
+        ("check", "container-3-request-0"), ("check", "container-2-request-0")]
+    assert p.requests["example.com/gpu"] == sum(r.amount for r in got)  # max(init) vs sum(app), as for any resource
 
 
 def test_a_pod_sharing_an_allocated_claim_is_added_to_its_reservations_once() -> None:

@@ -60,7 +60,7 @@ class Cluster:
             names = {n.name for n in self.nodes}
             slices = [s for s in self.slices if s.spec.node_name in names]
             inventory = Inventory.build(table, slices, classes, self.claims)
-            dra = DraView.build(inventory, ClaimIndex.build(self.claims, (), classes, self.groups, table.resources),
+            dra = DraView.build(inventory, ClaimIndex.build(self.claims, (), classes, self.groups),
                                 pods)
         volumes = None
         if self.storage:

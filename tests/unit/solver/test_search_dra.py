@@ -77,7 +77,7 @@ def run(nodes: list[Node], pods: list[Pod], groups: list[PodGroup], slices: list
     classes = classes if classes is not None else [device_class()]
     table = NodeTable.build(nodes)
     inventory = Inventory.build(table, slices, classes, claims)
-    index = ClaimIndex.build(claims, templates, classes, groups, table.resources)
+    index = ClaimIndex.build(claims, templates, classes, groups)
     snapshot = Snapshot.build(table, pods, DraView.build(inventory, index, pods))
     (tree,) = [t for t in build_trees(pods, groups, (), scheduler_name="gang-scheduler").trees]
     assert tree.state is TreeState.READY, tree.message
@@ -276,3 +276,49 @@ def test_cannot_allocate_all_claims_counts_what_earlier_members_took() -> None:
     assert result.message == ("gang g: 1/2 placeable (minCount 2); 0/1 nodes are available: 1 cannot allocate all "
                               "claims. request gpus: 2 wanted; 3 device(s) of class gpu.example.com, at most 1 "
                               "unallocated on a node.")
+
+
+def gpu_pod(name: str, group: str, limits: dict[str, str]) -> Pod:
+    return Pod.model_validate({"metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"}, "spec": {
+        "schedulerName": "gang-scheduler", "schedulingGroup": {"podGroupName": group},
+        "containers": [{"name": "main", "resources": {"limits": limits}}]}})
+
+
+def test_extended_resource_is_decided_node_by_node_in_a_mixed_cluster() -> None:
+    """kube-scheduler's rule (``extendeddynamicresources.go``), node by node: dp-0 and dp-1 offer 4
+    nvidia.com/gpu by device plugin (one 3-GPU member each), dra-0 and dra-1 list none and publish 4 devices of a
+    class serving nvidia.com/gpu (one member each, through a claim). A gang of 4 needs both kinds."""
+    nodes = [node("dp-0", gpu=4), node("dp-1", gpu=4), node("dra-0"), node("dra-1")]
+    pods = [gpu_pod(f"w-{i}", "g", {"nvidia.com/gpu": "3"}) for i in range(4)]
+    classes = [device_class(extended="nvidia.com/gpu")]
+    plan = run(nodes, pods, [pg("g", 4)], [gpu_slice("dra-0", ["H100"] * 4), gpu_slice("dra-1", ["H100"] * 4)], [],
+               classes)
+    assert isinstance(plan, Plan), plan
+    where = {p.metadata.name: n for p, n in plan.placements}
+    assert sorted(where.values()) == ["dp-0", "dp-1", "dra-0", "dra-1"]
+    by_pod = {a.pod: a for a in plan.allocations}
+    assert {f"{NS}/{p}" for p, n in where.items() if n.startswith("dra")} == set(by_pod)  # no claim on dp nodes
+    for key, a in by_pod.items():
+        assert a.synthetic and a.extended == ("nvidia.com/gpu",) and a.node == where[key.partition("/")[2]]
+        assert len(a.results) == 3 and {p for _, _, p, _ in a.results} == {a.node}
+
+
+def test_a_node_offering_one_of_two_served_resources_gets_a_claim_for_the_other() -> None:
+    nodes = [node("n0", gpu=2)]
+    nic = device_class("nic.example.com", 'device.attributes["gpu.example.com"].productName == "NIC"',
+                       extended="example.com/nic")
+    classes = [device_class(extended="nvidia.com/gpu"), nic]
+    pod = gpu_pod("x", "g", {"nvidia.com/gpu": "2", "example.com/nic": "1"})
+    plan = run(nodes, [pod], [pg("g", 1)], [gpu_slice("n0", ["NIC", "H100"])], [], classes)
+    assert isinstance(plan, Plan), plan
+    (a,) = plan.allocations
+    assert a.extended == ("example.com/nic",)
+    assert [(r, d) for r, _, _, d in a.results] == [("container-0-request-0", "gpu-0")]
+
+
+def test_device_plugin_nodes_full_and_too_few_devices_leave_the_gang_unplaced() -> None:
+    nodes = [node("dp-0", gpu=4), node("dra-0")]
+    pods = [gpu_pod(f"w-{i}", "g", {"nvidia.com/gpu": "3"}) for i in range(3)]
+    result = run(nodes, pods, [pg("g", 3)], [gpu_slice("dra-0", ["H100"] * 4)], [],
+                 [device_class(extended="nvidia.com/gpu")])
+    assert isinstance(result, Unschedulable)
