@@ -333,11 +333,18 @@ class DynamicResources:
         devices for: :func:`_device_counts`. Empty when some node of ``rows`` has enough unallocated matching
         devices for every request (the requests together, a constraint or a counter did not fit)."""
         cycle = state.get(DEVICES)
-        specs: tuple[ClaimSpec, ...] = sig.data.get(SPECS.name, ())
+        per_kind: tuple[tuple[ClaimSpec, ...], ...] = sig.data.get(SPECS.name, ())
         if cycle is None or not rows.size:
             return ""
-        return " ".join(text for spec in specs for request in spec.requests
-                        if (text := _device_counts(cycle, request, rows)))
+        kinds = sig.data.get(KINDS.name)
+        texts: list[str] = []
+        for kind, specs in enumerate(per_kind):  # each kind of node is judged on its own claims
+            here = rows if kinds is None else rows[kinds[rows] == kind]
+            for request in (r for spec in specs for r in spec.requests) if here.size else ():
+                text = _device_counts(cycle, request, here)
+                if text and text not in texts:
+                    texts.append(text)
+        return " ".join(texts)
 
     # -- Shared: claims a leaf holds in common -------------------------------------------------
     def held_in_common(self, state: CycleState, pending: Sequence[Pod]) -> list[NeededClaim]:

@@ -32,14 +32,15 @@ from scheduler.dra.inventory import Inventory
 from scheduler.framework.cycle_state import CycleState, StateKey
 from scheduler.framework.interface import Signature
 from scheduler.framework.node_table import IntArray
-from scheduler.solver.plugins.dynamic_resources import DEVICES, NAME, SPECS, DynamicResourcesState
+from scheduler.solver.plugins.dynamic_resources import DEVICES, KINDS, NAME, SPECS, DynamicResourcesState
 
 WEIGHT = 1
 """Score weight: kube-scheduler's default profile lists DynamicResources without one, which counts as 1
 (apis/config/v1/default_plugins.go)."""
 
-PACKING: StateKey[tuple[SubRequest, ...]] = StateKey(f"{NAME}/packing")
-"""Per signature: the first choice of each per-pod request that a shared device may serve (empty: no score)."""
+PACKING: StateKey[tuple[tuple[SubRequest, ...], ...]] = StateKey(f"{NAME}/packing")
+"""Per signature and kind of node: the first choice of each per-pod request there that a shared device may serve
+(empty: no score)."""
 STANDING: StateKey[dict[int, _Standing]] = StateKey(f"{NAME}/standing")
 """Per solve: id of a sub-request → its credit from the devices partly used when first asked."""
 
@@ -76,14 +77,24 @@ class DynamicResourcesScore:
     weight = WEIGHT
 
     def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
-        subs = requests(state, sig)
-        if not subs:
+        per_kind = requests(state, sig)
+        if not per_kind:
             return None
         cycle = state.read(DEVICES)
+        kinds = sig.data.get(KINDS.name)
         total = np.zeros(len(rows), dtype=np.int64)
-        for sub in subs:
-            total += node_credit(state, cycle, sub)[rows]
-        total //= len(subs)
+        for kind, subs in enumerate(per_kind):
+            if not subs:
+                continue
+            part = np.zeros(len(rows), dtype=np.int64)
+            for sub in subs:
+                part += node_credit(state, cycle, sub)[rows]
+            part //= len(subs)
+            if kinds is None:
+                total = part
+            else:
+                here = kinds[rows] == kind
+                total[here] = part[here]
         if not total.size:
             return total
         return np.asarray(total - total.min(), dtype=np.int64)
@@ -96,10 +107,11 @@ class DynamicResourcesScore:
 SCORE = DynamicResourcesScore()
 
 
-def requests(state: CycleState, sig: Signature) -> tuple[SubRequest, ...]:
-    """The first choice of each of ``sig``'s per-pod requests that a shared device matching it may serve, memoised
-    in the signature (:data:`PACKING`); empty for a pod without per-pod claims or without such a device.
-    Admin access (it holds no share) and ``All`` (every matching device) are left out."""
+def requests(state: CycleState, sig: Signature) -> tuple[tuple[SubRequest, ...], ...]:
+    """Per kind of node (:data:`~scheduler.solver.plugins.dynamic_resources.KINDS`: which extended resources its
+    nodes serve through DRA), the first choice of each of ``sig``'s per-pod requests there that a shared device
+    matching it may serve, memoised in the signature (:data:`PACKING`); empty for a pod without per-pod claims or
+    without such a device. Admin access (it holds no share) and ``All`` (every matching device) are left out."""
     hit = sig.data.get(PACKING.name)
     if hit is None:
         hit = ()
@@ -109,9 +121,13 @@ def requests(state: CycleState, sig: Signature) -> tuple[SubRequest, ...]:
             inventory = cycle.view.inventory
             index = inventory.device_index()
             if index.any_shared:
-                firsts = [r.options[0] for spec in specs for r in spec.requests]
-                hit = tuple(sub for sub in firsts if not sub.admin and not sub.all
-                            and bool((inventory.usable_counts(sub, cycle.errors)[1] & index.shared).any()))
+                hit = tuple(
+                    tuple(sub for sub in (r.options[0] for spec in variant for r in spec.requests)
+                          if not sub.admin and not sub.all
+                          and bool((inventory.usable_counts(sub, cycle.errors)[1] & index.shared).any()))
+                    for variant in specs)
+                if not any(hit):
+                    hit = ()
         sig.write(PACKING, hit)
     return hit
 
