@@ -402,7 +402,7 @@ class DynamicResources:
             alloc, claim = chosen[j], claims[j]
             here = reach_of(alloc.results)
             for earlier in pins[:k]:  # a pod using both claims must be on both nodes
-                if set(claims[earlier].consumers) & set(claim.consumers):
+                if {p.key for p in claims[earlier].consumers} & {p.key for p in claim.consumers}:
                     node = chosen[earlier].node
                     assert node is not None
                     here = reach_of(alloc.results, node) & here

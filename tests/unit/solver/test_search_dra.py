@@ -381,3 +381,18 @@ def test_nodes_other_than_the_one_a_shared_claim_is_bound_to_are_counted_under_t
     assert isinstance(result, Unschedulable), result
     assert "1 node(s) had untolerated taint {dedicated: x}" in result.message
     assert f"2 node(s) are not n2, the node shared ResourceClaim {NS}/link is bound to (bindsToNode)" in result.message
+
+
+def test_two_shared_claims_bound_to_nodes_with_the_same_consumers_are_bound_to_the_same_node() -> None:
+    """Both members name two claims, each on a link that binds to a node: the second claim's node must be the
+    first's (a pod runs on one node), so both are pinned to n2, the one node with room for both members."""
+    nodes = [node("n0", cpu="1"), node("n1", cpu="1"), node("n2", cpu="2")]
+    entries = [{"name": "a", "resourceClaimName": "link-a"}, {"name": "b", "resourceClaimName": "link-b"}]
+    pods = [pod_with_claim(f"w-{i}", "g", "link-a", template=False, extra={"resourceClaims": entries})
+            for i in range(2)]
+    plan = run(nodes, pods, [pg("g", 2)], [fabric_slice("fabric", ["link-0", "link-1"])],
+               [link_claim("link-a"), link_claim("link-b")], FABRIC_CLASSES)
+    assert isinstance(plan, Plan), plan
+    assert [n for _, n in plan.placements] == ["n2", "n2"]
+    assert {a.claim: a.node_selector for a in plan.allocations} == {
+        f"{NS}/link-a": pinned_to("n2"), f"{NS}/link-b": pinned_to("n2")}
