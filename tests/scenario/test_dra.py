@@ -768,30 +768,14 @@ def test_a_device_with_binding_conditions_is_allocated_pinned_to_its_node_and_re
         in render_text(sim).splitlines()
 
 
-SHARED_LINK = """
-apiVersion: v1
+SHARED_LINK = "".join(f"""apiVersion: v1
 kind: Node
-metadata: {name: n1, labels: {kubernetes.io/hostname: n1, fabric: f1}}
-status: {allocatable: {cpu: "1", memory: 32Gi, pods: "110"}}
+metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}, fabric: f1}}}}
+status: {{allocatable: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}}}
 ---
-apiVersion: v1
-kind: Node
-metadata: {name: n2, labels: {kubernetes.io/hostname: n2, fabric: f1}}
-status: {allocatable: {cpu: "1", memory: 32Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: n3, labels: {kubernetes.io/hostname: n3, fabric: f1}}
-status: {allocatable: {cpu: "2", memory: 32Gi, pods: "110"}}
----
-""" + FABRIC.split("---\n", 2)[2].split("---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim")[0] + """---
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: allreduce-link, namespace: ml}
-spec:
-  devices:
-    requests: [{name: link, exactly: {deviceClassName: fabric.example.com}}]
----
+""" for name, cpu in (("n1", 1), ("n2", 1), ("n3", 2))) + (  # FABRIC's slice, class and claim
+    FABRIC.split("---\n", 2)[2].split("---\napiVersion: v1\nkind: Pod")[0].replace("trainer-link", "allreduce-link")
+) + """---
 apiVersion: scheduling.k8s.io/v1beta1
 kind: PodGroup
 metadata: {name: allreduce, namespace: ml}

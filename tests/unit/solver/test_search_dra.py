@@ -179,6 +179,21 @@ def test_greedy_trap_two_half_gpus_serve_a_gang_of_two() -> None:
     assert sorted(d for _, devs_ in got.values() for d in devs_) == ["gpu-0-half-a", "gpu-0-half-b"]
 
 
+def group_with_claim() -> PodGroup:
+    """Gang ``g`` (minCount 2) with a PodGroup claim ``fabric`` from template ``fabric``, generated as ``g-fabric``."""
+    return PodGroup.model_validate({
+        "metadata": {"name": "g", "namespace": NS, "uid": "uid-g"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
+                 "resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "fabric"}]},
+        "status": {"resourceClaimStatuses": [{"name": "fabric", "resourceClaimName": "g-fabric"}]}})
+
+
+def group_members(n: int) -> list[Pod]:
+    """``n`` members of :func:`group_with_claim`'s gang, each listing the group's claim."""
+    return [pod_with_claim(f"m-{i}", "g", "g-fabric", extra={"resourceClaims": [
+        {"name": "fabric", "resourceClaimTemplateName": "fabric"}]}) for i in range(n)]
+
+
 def test_group_shared_claim_is_allocated_once_and_reserved_for_the_podgroup() -> None:
     rack = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]}
     channels = ResourceSlice.model_validate({"metadata": {"name": "rack-r1"}, "spec": {
@@ -187,15 +202,10 @@ def test_group_shared_claim_is_allocated_once_and_reserved_for_the_podgroup() ->
         "devices": [{"name": "channel-0"}, {"name": "channel-1"}]}})
     nodes = [node("a0", cpu="4", labels={"rack": "r0"}), node("b0", cpu="4", labels={"rack": "r1"}),
              node("b1", cpu="4", labels={"rack": "r1"})]
-    group = PodGroup.model_validate({
-        "metadata": {"name": "g", "namespace": NS, "uid": "uid-g"},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
-                 "resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "fabric"}]},
-        "status": {"resourceClaimStatuses": [{"name": "fabric", "resourceClaimName": "g-fabric"}]}})
+    group = group_with_claim()
     fabric = claim("g-fabric", {"devices": {"requests": [{"name": "ch", "exactly": {
         "deviceClassName": "interconnect"}}]}})
-    pods = [pod_with_claim(f"m-{i}", "g", "g-fabric", extra={"resourceClaims": [
-        {"name": "fabric", "resourceClaimTemplateName": "fabric"}]}) for i in range(2)]
+    pods = group_members(2)
     classes = [device_class("interconnect", 'device.driver == "interconnect.example.com"')]
     plan = run(nodes, pods, [group], [channels], [fabric], classes)
     assert isinstance(plan, Plan), plan
@@ -343,13 +353,8 @@ def test_a_podgroup_claim_whose_device_binds_to_a_node_keeps_the_whole_group_on_
     rack = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]}
     nodes = [node("a0", cpu="4", labels={"rack": "r0"}), node("b0", cpu="1", labels={"rack": "r1"}),
              node("b1", cpu="2", labels={"rack": "r1"})]
-    group = PodGroup.model_validate({
-        "metadata": {"name": "g", "namespace": NS, "uid": "uid-g"},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
-                 "resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "fabric"}]},
-        "status": {"resourceClaimStatuses": [{"name": "fabric", "resourceClaimName": "g-fabric"}]}})
-    pods = [pod_with_claim(f"m-{i}", "g", "g-fabric", extra={"resourceClaims": [
-        {"name": "fabric", "resourceClaimTemplateName": "fabric"}]}) for i in range(2)]
+    group = group_with_claim()
+    pods = group_members(2)
     plan = run(nodes, pods, [group], [fabric_slice("rack-r1", ["link-0", "link-1"], rack)], [link_claim("g-fabric")],
                FABRIC_CLASSES)
     assert isinstance(plan, Plan), plan
