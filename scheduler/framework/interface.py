@@ -237,7 +237,9 @@ class SharedResourcePlugin(Protocol):
     :meth:`hold` yields: each yield keeps one way of holding ``held`` applied in the plugin's cycle state
     while the generator is suspended (so its Filter restricts the members to the nodes that way allows, and
     the plan's outcome includes it), and resuming it releases that way before the next. Ways are limited to
-    what some node in ``mask`` (``(N,)``, the leaf's nodes) reaches. When it yields nothing,
+    what some node in ``mask`` (``(N,)``, the leaf's nodes) reaches; ``need``: the fewest pending members the
+    leaf must place (minCount less the bound ones; a way that cannot let that many in may be skipped). When it
+    yields nothing,
     :meth:`unheld_reason` is the leaf's reason (the search adds the group's name, domain and the solve's notes).
     Generic in the held item's type; the search only passes items back.
     """
@@ -247,7 +249,8 @@ class SharedResourcePlugin(Protocol):
 
     def held_in_common(self, state: CycleState, pending: Sequence[Pod]) -> Sequence[Any]: ...
 
-    def hold(self, state: CycleState, group_name: str, held: Sequence[Any], mask: BoolArray) -> Iterator[None]: ...
+    def hold(self, state: CycleState, group_name: str, held: Sequence[Any], mask: BoolArray,
+             need: int) -> Iterator[None]: ...
 
     def unheld_reason(self, state: CycleState, held: Sequence[Any]) -> str: ...
 

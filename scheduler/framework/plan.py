@@ -41,12 +41,13 @@ class ClaimAllocation:
     """A ResourceClaim the plan allocates (DRA): what to write to its ``status`` before any bind.
 
     ``claim``: ``namespace/name``. ``reserved_for``: (kind ``Pod`` | ``PodGroup``, name, uid) consumers
-    (a PodGroup's uid is filled in by the writer). ``node``: the node of a per-pod claim, None for a
-    shared one. ``results``: (request, driver, pool, device). ``node_selector``: where the allocation
-    is usable, as an API ``NodeSelector`` dict (None: everywhere). ``synthetic``: a scheduler-made
-    extended-resource claim that must be created first, owned by ``pod``; ``extended``: the extended resources
-    it serves (those its node does not offer in its allocatable). ``uses``: how each result uses its
-    device, in the order of ``results`` (empty: each takes its device whole; see :attr:`device_uses`).
+    (a PodGroup's uid is filled in by the writer). ``node``: the node of a per-pod claim, or of a
+    shared one that a ``bindsToNode`` device pins to one node; None for another shared one. ``results``:
+    (request, driver, pool, device). ``node_selector``: where the allocation is usable, as an API
+    ``NodeSelector`` dict (None: everywhere). ``synthetic``: a scheduler-made extended-resource claim that
+    must be created first, owned by ``pod``; ``extended``: the extended resources it serves (those its node
+    does not offer in its allocatable). ``uses``: how each result uses its device, in the order of
+    ``results`` (empty: each takes its device whole; see :attr:`device_uses`).
     """
 
     claim: str

@@ -335,7 +335,8 @@ def _allocations_of(sim: Simulation, g: GroupOutcome) -> list[AllocationOutcome]
 
 
 def _device_lines(allocations: list[AllocationOutcome], indent: str) -> list[str]:
-    """``devices: w-0 -> node: gpu-0, gpu-1 (gpu.nvidia.com)`` per pod, then one line per shared claim."""
+    """``devices: w-0 -> node: gpu-0, gpu-1 (gpu.nvidia.com)`` per pod, then one line per shared claim (with the
+    node it is bound to, when a device binds it to one)."""
     per_pod: dict[tuple[str, str], list[tuple[tuple[str, str, str, str], DeviceUse]]] = {}
     shared: list[str] = []
     for a in allocations:
@@ -346,8 +347,9 @@ def _device_lines(allocations: list[AllocationOutcome], indent: str) -> list[str
         kind = alloc.reserved_for[0][0] if alloc.reserved_for else ""
         who = "reserved for the PodGroup" if kind == "PodGroup" else f"shared by {len(a.pods)} pod(s)"
         claim = alloc.claim.split("/", 1)[-1]
+        bound = f", bound to {alloc.node} (bindsToNode)" if alloc.node is not None else ""
         shared.append(f"claim {claim} ({who}) -> "
-                      f"{_devices_text(list(zip(alloc.results, alloc.device_uses, strict=True)), None)}")
+                      f"{_devices_text(list(zip(alloc.results, alloc.device_uses, strict=True)), None)}{bound}")
     lines = [f"{pod} -> {node}: {_devices_text(results, node)}" for (pod, node), results in sorted(per_pod.items())]
     lines += shared
     if not lines:

@@ -131,7 +131,7 @@ class _Search:
             yield from self.leaf_holding_shared(leaf, rest, mask, where)
             return
         found = False
-        for _ in plugin.hold(self.state, leaf.name, held, mask):
+        for _ in plugin.hold(self.state, leaf.name, held, mask, leaf.need):
             found = True
             yield from self.leaf_holding_shared(leaf, rest, mask, where)
         if not found:

@@ -718,6 +718,43 @@ async def test_binding_conditions_never_met_time_out_and_roll_the_whole_gang_bac
     assert not [r for r in list(k8s) if is_binding(r)]
 
 
+def pinned_to(node: str) -> dict[str, Any]:
+    return {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
+
+
+@pytest.mark.looptime
+async def test_a_claim_two_pods_share_whose_device_binds_to_a_node_is_written_pinned_and_both_bound_there(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    """KEP-5007 ``bindsToNode`` on a claim shared by name: a network link every node reaches (``allNodes``) binds
+    the allocation to the node chosen. n0 and n1 have room for one member each, n2 for both (and one more): the
+    claim is written with its nodeSelector naming n2, the gang waits for the link's binding condition, then both
+    members are bound to n2. A pod naming the claim later goes to n2 too, though spread scoring prefers the
+    emptier n0 and n1."""
+    for name, cpu in (("n0", "1"), ("n1", "1"), ("n2", "3")):
+        await create_node(kube, name, cpu=cpu)
+    link = {"name": "link-0", "bindsToNode": True, "bindingConditions": [ATTACHED],
+            "bindingFailureConditions": [ATTACH_FAILED], "attributes": {"model": {"string": "LATEST-GPU-MODEL"}}}
+    await kube.create(RESOURCE_SLICES, None, {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"fabric-{DRIVER}"},
+        "spec": {"driver": DRIVER, "allNodes": True, "devices": [link],
+                 "pool": {"name": "fabric", "generation": 0, "resourceSliceCount": 1}}})
+    await kube.create(DEVICE_CLASSES, None, device_class())
+    await create_claim(kube, "link", entry="shared")
+    await kube.create(PODGROUPS, NS, podgroup("g", 2))
+    for i in range(2):
+        await kube.create(PODS, NS, dra_pod(f"g-{i}", "g", shared="link"))
+    async with running(kube, scoring="spread"):
+        await driver_reports(kube, "link", ATTACHED)
+        placed = await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound")
+        assert placed == {"g-0": "n2", "g-1": "n2"}
+        c = await claim(kube, "link")
+        assert c["status"]["allocation"]["nodeSelector"] == pinned_to("n2")
+        assert devices(c) == ["link-0"]
+        assert sorted(r["name"] for r in c["status"]["reservedFor"]) == ["g-0", "g-1"]
+        await kube.create(PODS, NS, dra_pod("late", None, shared="link"))
+        assert await until(lambda: bound_at_least(kube, "late", 1), what="late pod bound") == {"late": "n2"}
+
+
 def netdev_slice(node: str) -> dict[str, Any]:
     """Four netdevs as dranet publishes them: the interface name and its address with the prefix."""
     devices = [{"name": f"pci-0000-{20 + i}-01-0",

@@ -6,13 +6,15 @@ API objects (dicts) that go through the loader like a user's YAML.
   counters slice of the same pool; sometimes a stale older generation (``ghost-*`` devices) or an
   incomplete pool (``orphan-*`` devices) that must never be used;
 * node-set pools (driver ``net.example.com``, one per rack, ``nodeSelector`` on the rack label) with
-  ``channel`` devices, and one ``allNodes`` pool with ``link`` devices;
+  ``channel`` devices, and one ``allNodes`` pool with ``link`` devices, each pool's devices sometimes binding
+  their allocation to the node chosen (``bindsToNode``, KEP-5007);
 * node-local NIC pools (driver ``nic.example.com``) of devices with ``allowMultipleAllocations`` and a
   ``bandwidth`` capacity of 10, sometimes with a request policy (default 2, min 2, step 2), sometimes with
   shares already allocated in the snapshot (KEP-5075);
 * claims already allocated in the snapshot (never over a counter set), per-pod claim templates of
   several shapes (exact counts, selectors, ``firstAvailable``, ``matchAttribute``, ``All``, bandwidth shares),
-  PodGroup claims (synthesised by ``simulate``) and claims shared by name between pods of different roots.
+  PodGroup claims (synthesised by ``simulate``) and claims shared by name between pods of different roots (a
+  GPU, or a channel or link of the network pools).
 """
 
 from __future__ import annotations
@@ -100,8 +102,11 @@ def _slice(name: str, driver: str, pool: str, devices: list[dict[str, Any]], whe
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
 
 
-def _device(name: str, kind: str, numa: int, uses: tuple[str, int] | None = None) -> dict[str, Any]:
+def _device(name: str, kind: str, numa: int, uses: tuple[str, int] | None = None, binds: bool = False
+            ) -> dict[str, Any]:
     dev: dict[str, Any] = {"name": name, "attributes": {"kind": {"string": kind}, "numa": {"int": numa}}}
+    if binds:
+        dev["bindsToNode"] = True
     if uses:
         dev["consumesCounters"] = [{"counterSet": uses[0], "counters": {"mem": {"value": str(uses[1])}}}]
     return dev
@@ -199,15 +204,17 @@ def dra_clusters(draw: st.DrawFn, max_nodes: int = 4, max_roots: int = 4) -> Dra
         if channels:
             selector = {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
                 {"key": "rack", "operator": "In", "values": [rack]}]}]}}
+            binds = draw(st.booleans())
             add(_slice(f"rack-{rack}", NET, f"rack-{rack}",
-                       [_device(f"channel-{j}", "channel", 0) for j in range(channels)], selector))
+                       [_device(f"channel-{j}", "channel", 0, binds=binds) for j in range(channels)], selector))
             if draw(st.booleans()):
                 add(_allocated_claim(f"held-{rack}", [(NET, f"rack-{rack}", "channel-0")], None, rack))
                 c.preallocated.add(f"{NET}/rack-{rack}/channel-0")
     links = draw(st.integers(0, 3))
     if links:
-        add(_slice("global-links", NET, "global", [_device(f"link-{j}", "link", 0) for j in range(links)],
-                   {"allNodes": True}))
+        binds = draw(st.booleans())
+        add(_slice("global-links", NET, "global", [_device(f"link-{j}", "link", 0, binds=binds)
+                                                   for j in range(links)], {"allNodes": True}))
     for name, driver in (("gpu", GPU), ("net", NET), ("nic", NIC)):
         add({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
              "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]}})
@@ -216,9 +223,10 @@ def dra_clusters(draw: st.DrawFn, max_nodes: int = 4, max_roots: int = 4) -> Dra
              "metadata": {"name": name, "namespace": NS}, "spec": {"spec": {"devices": devices_spec}}})
     shared = draw(st.integers(0, 2))
     for s in range(shared):
+        cls = draw(st.sampled_from(["gpu", "net"]))
         add({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": f"shared-{s}",
                                                                                       "namespace": NS},
-             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}})
+             "spec": {"devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": cls}}]}}})
     for r in range(draw(st.integers(1, max_roots))):
         group = f"g{r}"
         n_pods = draw(st.integers(1, 4))

@@ -10,6 +10,8 @@
 3. Every allocated device is usable where its pods run: a per-pod claim's devices are reachable from
    the pod's node, a shared claim's from every node of the pods that use it (in this plan or later
    ones), and only devices of the newest complete pool generation are used.
+4. A claim with a device that binds to a node (``bindsToNode``, KEP-5007) is pinned to one node, its
+   ``nodeSelector`` naming it, and every pod using the claim (in this plan or later ones) runs there.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def test_allocated_devices_are_reachable_from_their_pods_and_current(c: DraClust
             assert "ghost" not in dev_id and "orphan" not in dev_id, dev_id
             assert all(inventory.reach[dev_id][row[node]] for _, node in a.pods), (a, dev_id)
         if a.allocation.node is not None:
-            assert [node for _, node in a.pods] == [a.allocation.node]
+            assert {node for _, node in a.pods} == {a.allocation.node}
     for p in sim.pods:  # pods placed by a later plan, using a claim shared by name that an earlier one allocated
         node = node_of[p.pod.key]
         if node is None:
@@ -112,3 +114,26 @@ def test_a_shared_device_is_never_given_past_its_capacity(c: DraCluster) -> None
             consumed[use.device] = consumed.get(use.device, Decimal(0)) + dict(use.consumed)["bandwidth"]
     assert len(ids) == len(set(ids))
     assert {d: n for d, n in consumed.items() if n > BANDWIDTH} == {}
+
+
+@SETTINGS
+@given(dra_clusters())
+def test_a_claim_whose_device_binds_to_a_node_has_all_its_pods_on_that_node(c: DraCluster) -> None:
+    sim = run(c)
+    inventory = inventory_of(sim)
+    bound_to = {}
+    for a in sim.allocations:
+        if any(inventory.devices[d].binds_to_node for d in a.allocation.device_ids):
+            node = a.allocation.node
+            assert node is not None, a
+            assert a.allocation.node_selector == {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [node]}]}]}
+            bound_to[a.allocation.claim] = node
+    for p in sim.pods:
+        if p.node is None:
+            continue
+        users = {f"{p.pod.metadata.namespace}/{e.resource_claim_name}" for e in p.pod.spec.resource_claims
+                 if e.resource_claim_name}
+        users |= {a.allocation.claim for a in sim.allocations if (p.pod.metadata.name, p.node) in a.pods}
+        for claim in users & bound_to.keys():
+            assert p.node == bound_to[claim], (p.pod.key, claim)

@@ -776,6 +776,66 @@ def test_a_device_with_binding_conditions_is_allocated_pinned_to_its_node_and_re
         in render_text(sim).splitlines()
 
 
+SHARED_LINK = "".join(f"""apiVersion: v1
+kind: Node
+metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}, fabric: f1}}}}
+status: {{allocatable: {{cpu: "{cpu}", memory: 32Gi, pods: "110"}}}}
+---
+""" for name, cpu in (("n1", 1), ("n2", 1), ("n3", 2))) + (  # FABRIC's slice, class and claim
+    FABRIC.split("---\n", 2)[2].split("---\napiVersion: v1\nkind: Pod")[0].replace("trainer-link", "allreduce-link")
+) + """---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: allreduce, namespace: ml}
+spec: {schedulingPolicy: {gang: {minCount: 2}}}
+""" + "".join(f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: allreduce-{i}, namespace: ml}}
+spec:
+  schedulerName: gang-scheduler
+  schedulingGroup: {{podGroupName: allreduce}}
+  resourceClaims: [{{name: link, resourceClaimName: allreduce-link}}]
+  containers:
+  - name: main
+    image: example.com/allreduce:1
+    resources: {{requests: {{cpu: "1"}}, claims: [{{name: link}}]}}
+""" for i in range(2))
+
+
+def test_a_claim_two_pods_share_whose_device_binds_to_a_node_puts_both_on_one_node_and_pins_it_there(
+        tmp_path: Path) -> None:
+    """KEP-5007 on a claim shared by name: the fabric link reaches n1, n2 and n3, and binds the allocation to the
+    node chosen. n1 and n2 have room for one member each, n3 for both: both go to n3, the allocation's node
+    selector names n3, and the plan would wait for the link's binding condition."""
+    sim = run(write(tmp_path, "link.yaml", SHARED_LINK))
+    assert status(sim)["allreduce"] == "Scheduled"
+    assert placements(sim, "allreduce") == {"allreduce-0": "n3", "allreduce-1": "n3"}
+    doc = to_json(sim)
+    (alloc,) = doc["allocations"]
+    assert alloc["claim"] == "ml/allreduce-link" and alloc["node"] == "n3"
+    assert sorted(alloc["pods"]) == ["allreduce-0", "allreduce-1"]
+    (outcome,) = sim.allocations
+    assert outcome.allocation.node_selector == {"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": ["n3"]}]}]}
+    (waiting,) = doc["waiting"]
+    assert waiting["conditions"] == ["ml/allreduce-link: fabric.example.com/fabric-f1/link-0 "
+                                     "fabric.example.com/Attached"]
+    assert ("devices: claim allreduce-link (shared by 2 pod(s)) -> fabric-f1/link-0 (fabric.example.com), bound to "
+            "n3 (bindsToNode)") in render_text(sim)
+
+
+def test_a_claim_two_pods_share_bound_to_a_node_none_of_which_takes_both_leaves_the_gang_pending(
+        tmp_path: Path) -> None:
+    """The same gang when n3 is outside the link's reach: no node reaching the link has room for both members,
+    so nothing is placed, and the report names the claim, its device and why."""
+    sim = run(write(tmp_path, "link.yaml", SHARED_LINK.replace("n3, fabric: f1", "n3, fabric: f2")))
+    assert status(sim)["allreduce"] != "Scheduled"
+    assert not sim.allocations and not placements(sim, "allreduce")
+    assert ("ResourceClaim ml/allreduce-link: device fabric.example.com/fabric-f1/link-0 binds the allocation to "
+            "one node (bindsToNode), and no node reaching it has room for 2 consumer(s)") in render_text(sim)
+
+
 def test_objects_written_without_uids_get_stable_ones_and_the_group_claim_is_reserved(tmp_path: Path) -> None:
     """A hand-written snapshot has no ``metadata.uid``; the API server would have given each object one, and a
     PodGroup's claim is reserved for the PodGroup by uid. simulate derives one per object, the same each run."""

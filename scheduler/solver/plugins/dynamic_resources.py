@@ -86,6 +86,28 @@ class SharedAllocation:
     results: tuple[Result, ...]
     reused: bool = False
     """True when another leaf of the tree already allocated this claim in the plan (shared by name)."""
+    node: int | None = None
+    """Row of the node the allocation is pinned to: a device with ``bindsToNode`` (KEP-5007) in a claim several
+    pods share binds it to one node, so every consumer goes there (None: where its devices reach)."""
+
+    @property
+    def binds(self) -> bool:
+        """Whether a device of the allocation binds it to the node chosen (``bindsToNode``)."""
+        return any(d.binds_to_node for _, d in self.results)
+
+
+@dataclass(frozen=True, slots=True)
+class SharedClaim:
+    """A claim a leaf's pending pods hold in common (:meth:`DynamicResources.held_in_common`): the claim, the
+    pending pods that use it, and how many pending pods of the leaf do not."""
+
+    claim: NeededClaim
+    consumers: tuple[Pod, ...]
+    others: int
+
+    @property
+    def key(self) -> str:
+        return self.claim.key
 
 
 @dataclass(eq=False)
@@ -97,6 +119,9 @@ class DynamicResourcesState:
     errors: dict[str, str] = field(default_factory=dict)
     """(class or request) label → CEL selector error met by this solve."""
     shared_stack: list[tuple[str, tuple[SharedAllocation, ...]]] = field(default_factory=list)
+    unpinned: dict[str, str] = field(default_factory=dict)
+    """Shared claim key → why no node could take its consumers when a device of it binds to one (the last
+    :meth:`DynamicResources.hold`'s; its :meth:`~DynamicResources.unheld_reason` quotes it)."""
     local: Counter[int] = field(default_factory=Counter)
     """Node row → pods placed there by this solve with per-pod claims allocated (kept with the journal)."""
     matches: Callable[[SubRequest, Device], bool] = field(init=False)
@@ -244,22 +269,37 @@ class DynamicResources:
         if mask is None:
             return None  # no claims: no limit
         allowed = mask[rows]
+        cycle = state.read(DEVICES)
         for key in sig.read(SHARED):
-            held = _held(state.read(DEVICES), key)
-            for _, device in held or ():
-                allowed = allowed & state.read(DEVICES).view.inventory.reach[device.id][rows]
+            held = _held(cycle, key)
+            if held is None:
+                continue
+            for _, device in held.results:
+                allowed = allowed & cycle.view.inventory.reach[device.id][rows]
+            if held.node is not None:
+                allowed = allowed & (rows == held.node)
         return np.where(allowed, UNLIMITED, 0).astype(np.int64)
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
         """Nodes the Filter refused: under :data:`~scheduler.dra.inventory.INVALID_POOLS` where an invalid pool
         reaches the node (its devices might have served the claim: kube-scheduler's allocator reports the
-        invalid pools instead of a plain failure), else under :data:`REASON`."""
+        invalid pools instead of a plain failure), under :func:`pinned_reason` where a held shared claim of the
+        pods is bound to another node (bindsToNode), else under :data:`REASON`."""
         if not len(rows):
             return Rejections(Counter())
         cycle = state.get(DEVICES)
-        invalid = cycle.view.inventory.invalid_reach()[rows] if cycle is not None and cycle.view.inventory.invalid \
+        if cycle is None:
+            return Rejections(Counter({REASON: len(rows)}))
+        counted = cycle.view.inventory.invalid_reach()[rows] if cycle.view.inventory.invalid \
             else np.zeros(len(rows), dtype=bool)
-        counts = Counter({REASON: int((~invalid).sum()), INVALID_POOLS: int(invalid.sum())})
+        counts = Counter({INVALID_POOLS: int(counted.sum())})
+        for key in sig.data.get(SHARED.name, ()):
+            held = _held(cycle, key)
+            if held is not None and held.node is not None:
+                elsewhere = (rows != held.node) & ~counted
+                counts[pinned_reason(key, state.table.nodes[held.node].name)] += int(elsewhere.sum())
+                counted |= elsewhere
+        counts[REASON] += int((~counted).sum())
         return Rejections(+counts)
 
     def interacts(self, state: CycleState, sig: Signature) -> bool:
@@ -347,24 +387,33 @@ class DynamicResources:
         return " ".join(texts)
 
     # -- Shared: claims a leaf holds in common -------------------------------------------------
-    def held_in_common(self, state: CycleState, pending: Sequence[Pod]) -> list[NeededClaim]:
-        """The claims a leaf allocates once for all members (PodGroup claims, claims shared by name)."""
+    def held_in_common(self, state: CycleState, pending: Sequence[Pod]) -> list[SharedClaim]:
+        """The claims a leaf allocates once for all members (PodGroup claims, claims shared by name), each with
+        the pending pods using it."""
         cycle = devices(state)
         if cycle is None:
             return []
         resolved = cycle.view.pods
         out: dict[str, NeededClaim] = {}
+        users: dict[str, list[Pod]] = {}
         for pod in pending:
             claims = resolved.get(pod.key)
             for needed in claims.shared if claims is not None else ():
                 out.setdefault(needed.key, needed)
-        return [out[k] for k in sorted(out)]
+                users.setdefault(needed.key, []).append(pod)
+        return [SharedClaim(out[k], tuple(users[k]), len(pending) - len(users[k])) for k in sorted(out)]
 
-    def hold(self, state: CycleState, leaf_name: str, claims: Sequence[NeededClaim],
-             mask: BoolArray) -> Iterator[None]:
+    def hold(self, state: CycleState, leaf_name: str, claims: Sequence[SharedClaim],
+             mask: BoolArray, need: int) -> Iterator[None]:
         """Hold, one after another, each distinct way to allocate the leaf's shared ``claims`` from devices
         that some node in ``mask`` reaches (per claim); the allocation is held while suspended, and the
-        Filter restricts each signature to the nodes reaching the devices of the claims its pods use."""
+        Filter restricts each signature to the nodes reaching the devices of the claims its pods use.
+
+        An allocation with a ``bindsToNode`` device is held once per node it may be pinned to (KEP-5007: the
+        allocation's node selector names that node, so all of the claim's consumers go there, as kube-scheduler
+        pins it to the node of the first pod it schedules): the nodes reaching its devices whose free room may
+        take the consumers the leaf needs there (``need`` less the pending pods not using the claim), those with
+        room for the most first. Each node tried spends one of the search's :data:`ALLOCATION_BUDGET` tries."""
         cycle = state.read(DEVICES)
         inventory = cycle.view.inventory
         candidates = sorted({d.id: d for row in np.flatnonzero(mask) for d in inventory.on_node(int(row))}
@@ -373,19 +422,51 @@ class DynamicResources:
         budget = _Budget(ALLOCATION_BUDGET)
         chosen: list[SharedAllocation] = []
         reaches: list[bytes] = []
+        cycle.unpinned.clear()
 
-        def reach_of(results: Sequence[Result]) -> BoolArray:
+        def reach_of(results: Sequence[Result], node: int | None = None) -> BoolArray:
             here = mask.copy()
             for _, device in results:
                 here &= inventory.reach[device.id]
+            if node is not None:
+                pinned = np.zeros_like(here)
+                pinned[node] = here[node]
+                here = pinned
             return here
+
+        def pin(k: int, pins: list[int]) -> Iterator[None]:
+            """Pin ``chosen[pins[k]]`` and the later ones to a node each, then hold the whole allocation."""
+            if k == len(pins):
+                cycle.shared_stack.append((leaf_name, tuple(chosen)))
+                yield
+                cycle.shared_stack.pop()
+                return
+            j = pins[k]
+            alloc, claim = chosen[j], claims[j]
+            here = reach_of(alloc.results)
+            for earlier in pins[:k]:  # a pod using both claims must be on both nodes
+                if {p.key for p in claims[earlier].consumers} & {p.key for p in claim.consumers}:
+                    node = chosen[earlier].node
+                    assert node is not None
+                    here = reach_of(alloc.results, node) & here
+            required = max(1, need - claim.others)
+            rows = _pin_rows(state, cycle, claim, here, required)
+            if not len(rows):
+                device = next(d.id for _, d in alloc.results if d.binds_to_node)
+                cycle.unpinned.setdefault(claim.key, unpinned_reason(claim.key, device, required,
+                                                                     len(claim.consumers)))
+            for row in rows:
+                budget.spend()
+                chosen[j] = dataclasses.replace(alloc, node=int(row))
+                yield from pin(k + 1, pins)
+            chosen[j] = alloc
 
         def go(i: int) -> Iterator[None]:
             if i < len(claims) and (held := _held(cycle, claims[i].key)) is not None:
-                # allocated earlier in this plan by another leaf: share it, never allocate it twice
-                here = reach_of(held)
+                # allocated earlier in this plan by another leaf: share it (and its node), never allocate it twice
+                here = reach_of(held.results, held.node)
                 if here.any():
-                    chosen.append(SharedAllocation(claims[i], held, reused=True))
+                    chosen.append(SharedAllocation(claims[i].claim, held.results, reused=True, node=held.node))
                     reaches.append(here.tobytes())
                     yield from go(i + 1)
                     reaches.pop()
@@ -398,14 +479,12 @@ class DynamicResources:
                 if key in seen:
                     return
                 seen.add(key)
-                cycle.shared_stack.append((leaf_name, tuple(chosen)))
-                yield
-                cycle.shared_stack.pop()
+                yield from pin(0, [j for j, alloc in enumerate(chosen) if alloc.node is None and alloc.binds])
                 return
-            for results in claim_alternatives(claims[i].spec, candidates, cycle.matches, cycle.state, budget):
+            for results in claim_alternatives(claims[i].claim.spec, candidates, cycle.matches, cycle.state, budget):
                 here = reach_of(results)
                 if here.any():
-                    chosen.append(SharedAllocation(claims[i], tuple(results)))
+                    chosen.append(SharedAllocation(claims[i].claim, tuple(results)))
                     reaches.append(here.tobytes())
                     yield from go(i + 1)
                     reaches.pop()
@@ -416,8 +495,13 @@ class DynamicResources:
         except BudgetExceeded:
             return
 
-    def unheld_reason(self, state: CycleState, claims: Sequence[NeededClaim]) -> str:
-        """Why :meth:`hold` found no way: the claims, none of which the leaf's nodes reach devices for together."""
+    def unheld_reason(self, state: CycleState, claims: Sequence[SharedClaim]) -> str:
+        """Why :meth:`hold` found no way: a claim bound to a node (``bindsToNode``) whose consumers no node
+        reaching its devices has room for, or the claims, none of which the leaf's nodes reach devices for
+        together."""
+        cycle = state.get(DEVICES)
+        if cycle is not None and cycle.unpinned:
+            return "; ".join(cycle.unpinned[k] for k in sorted(cycle.unpinned))
         return f"cannot allocate shared claim(s) {', '.join(c.key for c in claims)} on any reachable devices"
 
     # -- Outcome -------------------------------------------------------------------------------
@@ -470,10 +554,11 @@ class DynamicResources:
                     reserved: tuple[tuple[str, str, str], ...] = (("PodGroup", leaf_name, ""),)
                 else:
                     reserved = tuple(("Pod", p.metadata.name, p.metadata.uid) for p in consumers)
+                pinned = state.table.nodes[alloc.node].name if alloc.node is not None else None
                 out.append(ClaimAllocation(
-                    claim=alloc.claim.key, reserved_for=reserved, node=None,
+                    claim=alloc.claim.key, reserved_for=reserved, node=pinned,
                     results=tuple((r, d.driver, d.pool, d.name) for r, d in alloc.results),
-                    node_selector=node_selector(cycle, alloc.results, None),
+                    node_selector=node_selector(cycle, alloc.results, pinned),
                     uses=device_uses(alloc.claim.spec, alloc.results, alloc.claim.key)))
         return tuple(out)
 
@@ -598,12 +683,37 @@ def through_dra(sig: Signature, row: int) -> tuple[str, ...]:
     return through[_kind(sig, row)]
 
 
-def _held(cycle: DynamicResourcesState, key: str) -> tuple[Result, ...] | None:
+def _held(cycle: DynamicResourcesState, key: str) -> SharedAllocation | None:
     for _, allocations in cycle.shared_stack:
         for alloc in allocations:
             if alloc.claim.key == key:
-                return alloc.results
+                return alloc
     return None
+
+
+def _pin_rows(state: CycleState, cycle: DynamicResourcesState, claim: SharedClaim, here: BoolArray,
+              required: int) -> IntArray:
+    """The rows in ``here`` a shared claim bound to one node may be pinned to: those whose free room (the solve's,
+    ``(N, R)``) may take ``required`` of its consumers, most consumers first, then in row order.
+
+    How many fit is bounded per resource by taking the consumers smallest first (node resources only: the
+    Filters judge the rest when the leaf is placed), so no node that could take them is left out."""
+    rows = np.flatnonzero(here)
+    if not len(rows):
+        return rows
+    resolved = cycle.view.pods
+    vectors = []
+    for pod in claim.consumers:
+        served = resolved[pod.key].extended if pod.key in resolved else ()
+        requests = {r: v for r, v in pod.requests.items() if r not in served}
+        vectors.append(state.table.request_vector(requests)[0])
+    needs = np.sort(np.stack(vectors), axis=0).cumsum(axis=0)  # (C, R): the c smallest consumers' total
+    free = state.free[rows]  # (n, R)
+    fit = np.full(len(rows), len(vectors), dtype=np.int64)
+    for r in np.flatnonzero(needs[-1] > 0):
+        fit = np.minimum(fit, np.searchsorted(needs[:, r], free[:, r], side="right"))
+    order = np.lexsort((rows, -fit))
+    return rows[order][fit[order] >= required]
 
 
 def _allocated_on(state: CycleState, cycle: DynamicResourcesState, row: int
@@ -664,6 +774,19 @@ def _is_group_claim(pod: Pod, key: str) -> bool:
     """Whether ``key`` is the pod's PodGroup claim (reserved for the group) rather than one shared by name."""
     return not any(e.resource_claim_name and f"{pod.metadata.namespace}/{e.resource_claim_name}" == key
                    for e in pod.spec.resource_claims)
+
+
+def pinned_reason(claim: str, node: str) -> str:
+    """The node histogram reason for nodes other than ``node``, to which shared ``claim`` is bound (bindsToNode)."""
+    return f"node(s) are not {node}, the node shared ResourceClaim {claim} is bound to (bindsToNode)"
+
+
+def unpinned_reason(claim: str, device: str, required: int, consumers: int) -> str:
+    """Why shared ``claim`` is held nowhere: its ``device`` binds it to one node and no node reaching the device
+    has room for the ``required`` of its ``consumers`` (pending pods using it) that the gang needs placed."""
+    some = f"{consumers}" if required >= consumers else f"{required} of its {consumers}"
+    return (f"ResourceClaim {claim}: device {device} binds the allocation to one node (bindsToNode), and no node "
+            f"reaching it has room for {some} consumer(s)")
 
 
 def node_selector(cycle: DynamicResourcesState, results: Sequence[Result], node: str | None) -> dict[str, Any] | None:

@@ -179,6 +179,21 @@ def test_greedy_trap_two_half_gpus_serve_a_gang_of_two() -> None:
     assert sorted(d for _, devs_ in got.values() for d in devs_) == ["gpu-0-half-a", "gpu-0-half-b"]
 
 
+def group_with_claim() -> PodGroup:
+    """Gang ``g`` (minCount 2) with a PodGroup claim ``fabric`` from template ``fabric``, generated as ``g-fabric``."""
+    return PodGroup.model_validate({
+        "metadata": {"name": "g", "namespace": NS, "uid": "uid-g"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
+                 "resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "fabric"}]},
+        "status": {"resourceClaimStatuses": [{"name": "fabric", "resourceClaimName": "g-fabric"}]}})
+
+
+def group_members(n: int) -> list[Pod]:
+    """``n`` members of :func:`group_with_claim`'s gang, each listing the group's claim."""
+    return [pod_with_claim(f"m-{i}", "g", "g-fabric", extra={"resourceClaims": [
+        {"name": "fabric", "resourceClaimTemplateName": "fabric"}]}) for i in range(n)]
+
+
 def test_group_shared_claim_is_allocated_once_and_reserved_for_the_podgroup() -> None:
     rack = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]}
     channels = ResourceSlice.model_validate({"metadata": {"name": "rack-r1"}, "spec": {
@@ -187,15 +202,10 @@ def test_group_shared_claim_is_allocated_once_and_reserved_for_the_podgroup() ->
         "devices": [{"name": "channel-0"}, {"name": "channel-1"}]}})
     nodes = [node("a0", cpu="4", labels={"rack": "r0"}), node("b0", cpu="4", labels={"rack": "r1"}),
              node("b1", cpu="4", labels={"rack": "r1"})]
-    group = PodGroup.model_validate({
-        "metadata": {"name": "g", "namespace": NS, "uid": "uid-g"},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}},
-                 "resourceClaims": [{"name": "fabric", "resourceClaimTemplateName": "fabric"}]},
-        "status": {"resourceClaimStatuses": [{"name": "fabric", "resourceClaimName": "g-fabric"}]}})
+    group = group_with_claim()
     fabric = claim("g-fabric", {"devices": {"requests": [{"name": "ch", "exactly": {
         "deviceClassName": "interconnect"}}]}})
-    pods = [pod_with_claim(f"m-{i}", "g", "g-fabric", extra={"resourceClaims": [
-        {"name": "fabric", "resourceClaimTemplateName": "fabric"}]}) for i in range(2)]
+    pods = group_members(2)
     classes = [device_class("interconnect", 'device.driver == "interconnect.example.com"')]
     plan = run(nodes, pods, [group], [channels], [fabric], classes)
     assert isinstance(plan, Plan), plan
@@ -322,3 +332,148 @@ def test_device_plugin_nodes_full_and_too_few_devices_leave_the_gang_unplaced() 
     result = run(nodes, pods, [pg("g", 3)], [gpu_slice("dra-0", ["H100"] * 4)], [],
                  [device_class(extended="nvidia.com/gpu")])
     assert isinstance(result, Unschedulable)
+
+
+# -- bindsToNode on a claim several pods share (KEP-5007) ---------------------------------------------------------
+FABRIC = "fabric.example.com"
+
+
+def fabric_slice(name: str, devices: list[str], selector: dict[str, Any] | None = None) -> ResourceSlice:
+    """Network-attached links usable from several nodes (``allNodes``, or ``selector``), each binding its allocation
+    to the node chosen."""
+    spec: dict[str, Any] = {"driver": FABRIC, "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                            "devices": [{"name": d, "bindsToNode": True} for d in devices]}
+    if selector is None:
+        spec["allNodes"] = True
+    else:
+        spec["nodeSelector"] = selector
+    return ResourceSlice.model_validate({"metadata": {"name": name}, "spec": spec})
+
+
+def link_claim(name: str = "link") -> ResourceClaim:
+    return claim(name, {"devices": {"requests": [{"name": "link", "exactly": {"deviceClassName": FABRIC}}]}})
+
+
+def sharing_link(n: int, claim_name: str = "link") -> list[Pod]:
+    """``n`` one-CPU members of gang ``g``, each naming the one claim ``claim_name``."""
+    return [pod_with_claim(f"w-{i}", "g", claim_name, template=False) for i in range(n)]
+
+
+def pinned_to(name: str) -> dict[str, Any]:
+    return {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}]}
+
+
+FABRIC_CLASSES = [device_class(FABRIC, f'device.driver == "{FABRIC}"')]
+
+
+def test_a_shared_claim_whose_device_binds_to_a_node_puts_all_its_consumers_on_that_one_node() -> None:
+    """Two members name one claim; its link (``allNodes``) binds to the node chosen. n0 and n1 have room for one
+    member each, n2 for both: both go to n2, and the allocation is pinned there (kube-scheduler pins it to its
+    first pod's node, so every later pod sharing it must go there too)."""
+    nodes = [node("n0", cpu="1"), node("n1", cpu="1"), node("n2", cpu="2")]
+    plan = run(nodes, sharing_link(2), [pg("g", 2)], [fabric_slice("fabric", ["link-0"])], [link_claim()],
+               FABRIC_CLASSES)
+    assert isinstance(plan, Plan), plan
+    assert [n for _, n in plan.placements] == ["n2", "n2"]
+    (alloc,) = plan.allocations
+    assert alloc.claim == f"{NS}/link"
+    assert alloc.reserved_for == (("Pod", "w-0", "uid-w-0"), ("Pod", "w-1", "uid-w-1"))
+    assert alloc.node == "n2" and alloc.node_selector == pinned_to("n2")
+
+
+def test_a_shared_claim_bound_to_a_node_that_no_reaching_node_can_take_whole_places_nothing_and_says_why() -> None:
+    """The link's slice reaches n0 and n1 (room for one member each); n2, with room for both, is out of its
+    reach. Binding the claim to n0 or n1 would leave a member out: nothing is placed, and the reason names the
+    claim, its device and its consumers."""
+    reach = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "fabric", "operator": "In", "values": ["f1"]}]}]}
+    nodes = [node("n0", cpu="1", labels={"fabric": "f1"}), node("n1", cpu="1", labels={"fabric": "f1"}),
+             node("n2", cpu="2", labels={"fabric": "f2"})]
+    result = run(nodes, sharing_link(2), [pg("g", 2)], [fabric_slice("fabric", ["link-0"], reach)], [link_claim()],
+                 FABRIC_CLASSES)
+    assert isinstance(result, Unschedulable), result
+    assert (f"ResourceClaim {NS}/link: device {FABRIC}/fabric/link-0 binds the allocation to one node "
+            "(bindsToNode), and no node reaching it has room for 2 consumer(s)") in result.message
+
+
+def test_a_shared_claim_bound_to_a_node_tries_another_device_whose_reach_has_room() -> None:
+    """Two links: ``a`` reaches n0 and n1 (room for one member each), ``b`` reaches n2 (room for both). The first
+    allocation tried (link ``a``) has no node for both consumers; the next one does."""
+    rack = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r0"]}]}]}
+    other = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]}
+    nodes = [node("n0", cpu="1", labels={"rack": "r0"}), node("n1", cpu="1", labels={"rack": "r0"}),
+             node("n2", cpu="2", labels={"rack": "r1"})]
+    slices = [fabric_slice("a", ["link-a"], rack), fabric_slice("b", ["link-b"], other)]
+    plan = run(nodes, sharing_link(2), [pg("g", 2)], slices, [link_claim()], FABRIC_CLASSES)
+    assert isinstance(plan, Plan), plan
+    assert [n for _, n in plan.placements] == ["n2", "n2"]
+    (alloc,) = plan.allocations
+    assert [d for _, _, _, d in alloc.results] == ["link-b"] and alloc.node_selector == pinned_to("n2")
+
+
+def test_a_gang_needing_fewer_than_all_consumers_pins_where_its_minimum_fits() -> None:
+    """Three members share the claim, minCount 2: no node has room for three, n1 has room for two. The claim is
+    bound to n1 with the two members there; the third waits (the claim, once written, pins it to n1)."""
+    nodes = [node("n0", cpu="1"), node("n1", cpu="2")]
+    plan = run(nodes, sharing_link(3), [pg("g", 2)], [fabric_slice("fabric", ["link-0"])], [link_claim()],
+               FABRIC_CLASSES)
+    assert isinstance(plan, Plan), plan
+    assert [n for _, n in plan.placements] == ["n1", "n1"]
+    (alloc,) = plan.allocations
+    assert alloc.node_selector == pinned_to("n1")
+    assert len(plan.unplaced) == 1
+
+
+def test_a_podgroup_claim_whose_device_binds_to_a_node_keeps_the_whole_group_on_one_node() -> None:
+    """A PodGroup's claim (reserved for the group) on a rack's link that binds to a node: b0 has room for one
+    member, b1 for both, a0 (room for both) is outside the rack. The group goes to b1, pinned there."""
+    rack = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]}
+    nodes = [node("a0", cpu="4", labels={"rack": "r0"}), node("b0", cpu="1", labels={"rack": "r1"}),
+             node("b1", cpu="2", labels={"rack": "r1"})]
+    group = group_with_claim()
+    pods = group_members(2)
+    plan = run(nodes, pods, [group], [fabric_slice("rack-r1", ["link-0", "link-1"], rack)], [link_claim("g-fabric")],
+               FABRIC_CLASSES)
+    assert isinstance(plan, Plan), plan
+    assert [n for _, n in plan.placements] == ["b1", "b1"]
+    (alloc,) = plan.allocations
+    assert alloc.reserved_for == (("PodGroup", "g", ""),)
+    assert alloc.node == "b1" and alloc.node_selector == pinned_to("b1")
+
+
+def test_an_allocated_shared_claim_pinned_to_a_node_sends_a_later_consumer_there() -> None:
+    """The claim was written bound to n1 (bindsToNode) for pods already running; a new pod naming it may go only
+    to n1, though n0 has more room and reaches the link too."""
+    nodes = [node("n0", cpu="8"), node("n1", cpu="2")]
+    allocated = claim("link", link_claim().spec.model_dump(by_alias=True, exclude_none=True), allocation={
+        "devices": {"results": [{"request": "link", "driver": FABRIC, "pool": "fabric", "device": "link-0"}]},
+        "nodeSelector": pinned_to("n1")})
+    plan = run(nodes, [pod_with_claim("late", "g", "link", template=False)], [pg("g", 1)],
+               [fabric_slice("fabric", ["link-0"])], [allocated], FABRIC_CLASSES)
+    assert isinstance(plan, Plan), plan
+    assert [n for _, n in plan.placements] == ["n1"] and plan.allocations == ()
+
+
+def test_nodes_other_than_the_one_a_shared_claim_is_bound_to_are_counted_under_their_own_reason() -> None:
+    """Only n2 has room for both members, and its taint keeps them out: bound to n2, the claim makes n0 and n1
+    unusable, and the reason says so rather than that their devices fall short."""
+    nodes = [node("n0", cpu="1"), node("n1", cpu="1"), node("n2", cpu="2", taints=["dedicated=x:NoSchedule"])]
+    result = run(nodes, sharing_link(2), [pg("g", 2)], [fabric_slice("fabric", ["link-0"])], [link_claim()],
+                 FABRIC_CLASSES)
+    assert isinstance(result, Unschedulable), result
+    assert "1 node(s) had untolerated taint {dedicated: x}" in result.message
+    assert f"2 node(s) are not n2, the node shared ResourceClaim {NS}/link is bound to (bindsToNode)" in result.message
+
+
+def test_two_shared_claims_bound_to_nodes_with_the_same_consumers_are_bound_to_the_same_node() -> None:
+    """Both members name two claims, each on a link that binds to a node: the second claim's node must be the
+    first's (a pod runs on one node), so both are pinned to n2, the one node with room for both members."""
+    nodes = [node("n0", cpu="1"), node("n1", cpu="1"), node("n2", cpu="2")]
+    entries = [{"name": "a", "resourceClaimName": "link-a"}, {"name": "b", "resourceClaimName": "link-b"}]
+    pods = [pod_with_claim(f"w-{i}", "g", "link-a", template=False, extra={"resourceClaims": entries})
+            for i in range(2)]
+    plan = run(nodes, pods, [pg("g", 2)], [fabric_slice("fabric", ["link-0", "link-1"])],
+               [link_claim("link-a"), link_claim("link-b")], FABRIC_CLASSES)
+    assert isinstance(plan, Plan), plan
+    assert [n for _, n in plan.placements] == ["n2", "n2"]
+    assert {a.claim: a.node_selector for a in plan.allocations} == {
+        f"{NS}/link-a": pinned_to("n2"), f"{NS}/link-b": pinned_to("n2")}

@@ -43,7 +43,8 @@ class Channel:
     def held_in_common(self, state: CycleState, pending: Sequence[Pod]) -> list[str]:
         return ["channel"] if any(p.metadata.labels.get("channel") for p in pending) else []
 
-    def hold(self, state: CycleState, group_name: str, held: Sequence[Any], mask: BoolArray) -> Iterator[None]:
+    def hold(self, state: CycleState, group_name: str, held: Sequence[Any], mask: BoolArray,
+             need: int) -> Iterator[None]:
         self.calls.append((group_name, tuple(held)))
         for way in self.ways:
             self.held = way
