@@ -145,7 +145,7 @@ def calibration_ms() -> float:
     """The machine's speed for pure Python: CPU milliseconds (``time.process_time``) of a fixed loop of dict, string
     and integer work (100,000 turns), the fastest of :data:`CALIBRATION_ROUNDS` rounds, so that another process taking
     the core during one round does not count. It moves with the host's load as every CPU figure does (on one boot of
-    the 2-vCPU VM: 33–67 ms between runs at load 1–15), so it tells apart hosts that differ by more than that — boots
+    the 2-vCPU VM: 30–67 ms between runs at load 1–15), so it tells apart hosts that differ by more than that — boots
     of the VM have differed by 3× — rather than ranking runs of one boot."""
     def one_round() -> float:
         start = time.process_time()
