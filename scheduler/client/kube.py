@@ -342,9 +342,10 @@ class KubeClient:
         headers = {**api.default_headers, "Accept": "application/json", "Content-Type": content_type}
         if api.cookie:
             headers["Cookie"] = api.cookie
-        if "BearerToken" in cfg.api_key:  # the only credential update_params_for_auth applies; else it does nothing
-            query = list(query or [])
-            await api.update_params_for_auth(headers, query, ["BearerToken"])
+        if "BearerToken" in cfg.api_key:  # the only credential kubernetes-asyncio applies, as its auth_settings does:
+            # the token read through its refresh hook, without the settings dict and two coroutines of
+            # update_params_for_auth per request
+            headers["authorization"] = await cfg.get_api_key_with_prefix("BearerToken")
         # built encoded: paths are object names (DNS labels and subdomains) and the query is urlencoded already,
         # so aiohttp need not parse and quote it again
         url = yarl.URL(f"{cfg.host}{path}?{urlencode(query)}" if query else f"{cfg.host}{path}", encoded=True)

@@ -1,7 +1,7 @@
 """Benchmark of the API client's write path: client CPU per ``POST pods/{name}/binding`` over TLS.
 
 Run with ``.venv/bin/python -m tests.bench.bench_client [--binds N] [--concurrency N] [--rounds N] [--profile]
-[--transport-floor]``.
+[--token] [--transport-floor]``.
 
 A local HTTPS server in a child process (its own CPU, not counted) answers every request as the API server
 answers a bind: ``201 Created`` with a ``Status`` body. The client is :class:`~scheduler.client.kube.KubeClient`
@@ -72,10 +72,13 @@ def serve(cert: str, key: str, ready: Any, port: Any) -> None:
     uvloop.run(main())
 
 
-async def round_(port: int, ca: str, binds: int, concurrency: int) -> tuple[float, float]:
-    """(CPU seconds, wall seconds) of ``binds`` binds, after a warm-up that opens the connections."""
+async def round_(port: int, ca: str, binds: int, concurrency: int, token: bool = False) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of ``binds`` binds, after a warm-up that opens the connections. ``token``: the
+    configuration carries a bearer token, as kubernetes-asyncio loads a kubeconfig user's ``token``."""
     cfg = client.Configuration(host=f"https://127.0.0.1:{port}")
     cfg.ssl_ca_cert = ca
+    if token:
+        cfg.api_key["BearerToken"] = "Bearer bench-token"
     kube = KubeClient(api_client(cfg, concurrency), qps=0.0)
     queue = iter(range(binds))
 
@@ -156,6 +159,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", action="store_true", help="one more round under cProfile")
+    parser.add_argument("--token", action="store_true",
+                        help="send a bearer token with each request, as with a kubeconfig user's token")
     parser.add_argument("--transport-floor", action="store_true",
                         help="the same binds without an HTTP client (floor_round), for comparison")
     args = parser.parse_args()
@@ -172,15 +177,19 @@ def main() -> None:
         server.start()
         ready.wait(30)
         try:
-            one_round = floor_round if args.transport_floor else round_
-            cpu, wall = min(uvloop.run(one_round(port.value, cert, args.binds, args.concurrency))
-                            for _ in range(args.rounds))
+            def one_round() -> Any:
+                if args.transport_floor:
+                    return floor_round(port.value, cert, args.binds, args.concurrency)
+                return round_(port.value, cert, args.binds, args.concurrency, args.token)
+
+            cpu, wall = min(uvloop.run(one_round()) for _ in range(args.rounds))
             profile = cProfile.Profile(time.process_time) if args.profile else None
             if profile is not None:
-                profile.runcall(uvloop.run, round_(port.value, cert, args.binds, args.concurrency))
+                profile.runcall(uvloop.run, round_(port.value, cert, args.binds, args.concurrency, args.token))
         finally:
             server.terminate()
-    how = " without an HTTP client (--transport-floor)" if args.transport_floor else ""
+    how = (" without an HTTP client (--transport-floor)" if args.transport_floor
+           else ", a bearer token on each" if args.token else "")
     print(f"{args.binds} binds, {args.concurrency} at a time, over TLS{how}; best of {args.rounds} rounds; "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"  client CPU {cpu / args.binds * 1e6:.0f} µs per bind, wall {wall / args.binds * 1e6:.0f} µs")

@@ -137,6 +137,27 @@ def status_mib(pid: int, key: str) -> float:
     return float("nan")
 
 
+CALIBRATION_ROUNDS = 5
+"""Rounds of :func:`calibration_ms`; the fastest one is reported."""
+
+
+def calibration_ms() -> float:
+    """The machine's speed for pure Python: CPU milliseconds (``time.process_time``) of a fixed loop of dict, string
+    and integer work (100,000 turns), the fastest of :data:`CALIBRATION_ROUNDS` rounds, so that another process taking
+    the core during one round does not count. It moves with the host's load as every CPU figure does (on one boot of
+    the 2-vCPU VM: 30–67 ms between runs at load 1–15), so it tells apart hosts that differ by more than that — boots
+    of the VM have differed by 3× — rather than ranking runs of one boot."""
+    def one_round() -> float:
+        start = time.process_time()
+        table: dict[str, int] = {}
+        for i in range(100_000):
+            key = f"pod-{i % 4096}"
+            table[key] = table.get(key, 0) + len(key) * (i & 7)
+        return (time.process_time() - start) * 1000
+
+    return min(one_round() for _ in range(CALIBRATION_ROUNDS))
+
+
 def machine_busy_s() -> float:
     """Busy CPU seconds of the whole machine, all CPUs (``/proc/stat``: everything but idle and iowait)."""
     with open("/proc/stat") as f:
@@ -1202,7 +1223,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"gang-scheduler end-to-end benchmark (live scheduler against the kmock emulator: {emulator_line(args)})")
     print(f"date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
-    print(f"machine: {machine()}")
+    print(f"machine: {machine()}; calibration {calibration_ms():.1f} ms CPU (a fixed pure-Python loop, best of "
+          f"{CALIBRATION_ROUNDS}: lower is faster)")
     print(f"code: {code_version()}")
     print(f"cluster: {args.nodes} nodes ({GPU_SHARE:.0%} 8-GPU tainted, rest CPU), {len(ZONES)} zones x "
           f"{RACKS_PER_ZONE} racks; workload: {args.gangs} gangs x {args.pods_per_gang} pods created at once "
@@ -1228,7 +1250,8 @@ def run_cases(args: argparse.Namespace, names: list[str]) -> int:
     print("gang-scheduler end-to-end drains (objects created first, then `gang-scheduler run` started; "
           f"emulator: {emulator_line(args)})")
     print(f"date: {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
-    print(f"machine: {machine()}")
+    print(f"machine: {machine()}; calibration {calibration_ms():.1f} ms CPU (a fixed pure-Python loop, best of "
+          f"{CALIBRATION_ROUNDS}: lower is faster)")
     print(f"code: {code_version()}")
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp:
