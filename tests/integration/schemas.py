@@ -115,9 +115,25 @@ def fast_check(kube_version: str, api_version: str, kind: str) -> Any:
     schema = _kind_schema(kube_version, api_version, kind)
     if schema is None:
         return None
-    definitions = _definitions_json(kube_version)
-    return fastjsonschema.compile(schema, handlers={"https": lambda _uri: definitions}, formats=FAST_FORMATS,
-                                  use_default=False, detailed_exceptions=False)
+    definitions = _integer_ranges(_definitions_json(kube_version))
+    return fastjsonschema.compile(_integer_ranges(schema), handlers={"https": lambda _uri: definitions},
+                                  formats=FAST_FORMATS, use_default=False, detailed_exceptions=False)
+
+
+def _integer_ranges(node: Any) -> Any:
+    """A copy of ``node`` where each ``int32`` / ``int64`` format also states its range as ``minimum`` and
+    ``maximum``: ``fastjsonschema`` checks a format on strings only, so an out-of-range integer would pass it."""
+    if isinstance(node, list):
+        return [_integer_ranges(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _integer_ranges(value) for key, value in node.items()}
+    fmt = out.get("format")
+    bounds = {"int32": INT32, "int64": INT64}.get(fmt) if isinstance(fmt, str) else None  # not a property "format"
+    if bounds is not None:
+        out.setdefault("minimum", bounds[0])
+        out.setdefault("maximum", bounds[1])
+    return out
 
 
 def known(kube_version: str, api_version: str, kind: str) -> bool:

@@ -110,3 +110,18 @@ def test_the_objects_pass() -> None:
         assert schemas.errors(body, api_version, kind, VERSION) == [], kind
         fast = schemas.fast_check(VERSION, api_version, kind)
         fast({**body, "apiVersion": api_version, "kind": kind})
+
+
+def test_an_int32_out_of_range_is_refused_by_both() -> None:
+    """``fastjsonschema`` checks formats on strings only: the fast check must refuse an integer past int32 too."""
+    api_version, kind, body = OBJECTS[1]
+    node = copy.deepcopy(body)
+    for port, ok in ((2**31 - 1, True), (2**31, False), (-(2**31) - 1, False)):
+        node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] = port
+        full = {**node, "apiVersion": api_version, "kind": kind}
+        try:
+            schemas.fast_check(VERSION, api_version, kind)(full)
+            fast_ok = True
+        except fastjsonschema.JsonSchemaException:
+            fast_ok = False
+        assert fast_ok == ok == (not schemas.errors(node, api_version, kind, VERSION)), port
