@@ -57,7 +57,7 @@ from scheduler.dra.allocator import (
 from scheduler.dra.capacity import Amounts
 from scheduler.dra.claims import NeededClaim, PodClaims
 from scheduler.dra.device_snapshot import DraView
-from scheduler.dra.inventory import INVALID_POOLS
+from scheduler.dra.inventory import INVALID_POOLS, Inventory
 from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
@@ -624,11 +624,7 @@ def _device_counts(cycle: DynamicResourcesState, request: Request, rows: IntArra
     for sub in request.options:
         if sub.all or sub.admin or sub.class_name not in inventory.classes:  # a missing class is a note already
             return ""
-        free = inventory.usable_counts(sub)[1] & ~taken
-        per_node = np.bincount(index.home[free] + 1, minlength=len(inventory.table) + 1)[1:]
-        for position in np.flatnonzero(free & (index.home < 0)):  # node-set and all-nodes devices
-            per_node = per_node + inventory.reach[index.ids[position]]
-        best.append(int(per_node[rows].max()))
+        best.append(int(per_node(inventory, inventory.usable_counts(sub)[1] & ~taken)[rows].max()))
         if best[-1] >= sub.count:
             return ""
     sub = request.options[0]
@@ -636,6 +632,18 @@ def _device_counts(cycle: DynamicResourcesState, request: Request, rows: IntArra
     matching = f", {int(inventory.usable_counts(sub)[1].sum())} matching its selectors" if sub.selectors else ""
     return (f"request {request.name}: {sub.count} wanted; {of_class} device(s) of class {sub.class_name}{matching}, "
             f"at most {best[0]} unallocated on a node.")
+
+
+def per_node(inventory: Inventory, devices: BoolArray) -> IntArray:
+    """(N,) int: per node row, how many of ``devices`` ((D,) bool over
+    :meth:`~scheduler.dra.inventory.Inventory.device_index`) it reaches, each device once. O(D), plus O(N) per
+    node-set or all-nodes device among them."""
+    index = inventory.device_index()
+    # bincount of rows + 1: the -1s (devices no single node reaches) fall into bin 0, dropped
+    counts = np.bincount(index.home[devices] + 1, minlength=len(inventory.table) + 1)[1:]
+    for position in np.flatnonzero(devices & (index.home < 0)):  # node-set and all-nodes devices
+        counts = counts + inventory.reach[index.ids[position]]
+    return np.asarray(counts, dtype=np.int64)
 
 
 def _kinds(state: CycleState, extended: tuple[str, ...], either: IntArray

@@ -1,23 +1,37 @@
-"""DynamicResources' Score: prefer the nodes where a pod's claims can take a share of a device already partly used.
+"""DynamicResources' Score: prefer the nodes where a pod's claims get their first ``firstAvailable`` choice, and
+where they can take a share of a device already partly used.
 
-On a node, the allocator tries shared devices (``allowMultipleAllocations``, KEP-5075) that already have an
-allocation first, the fullest first (:mod:`scheduler.dra.allocator`). This Score plugin carries the same rule
-to the choice among nodes: for each per-pod request whose first choice may be served by a shared device, a node
-earns credit when it reaches a matching shared device that already has a share — in the cluster, in a plan in
-flight, or placed earlier in this plan (a group's shared claims held meanwhile included) — and still has room
-for one more share of the request: 50 for such a device, up to 100 as it is fuller (its fullest capacity's
-used fraction). A node's score is the mean over those requests, less the lowest score among the candidates
-(so no preference when every candidate is alike), weight 1 (the weight kube-scheduler's default profile gives
-DynamicResources). Shares then pack onto few devices, and fresh shared devices and whole devices stay free.
+Two terms, each 0..100 per node; a node's score is their mean over the terms that apply to the pod (so each moves a
+node by at most 50 when both apply, and neither swamps the other), less the lowest score among the candidates (no
+preference when every candidate is alike), weight 1 (the weight kube-scheduler's default profile gives
+DynamicResources).
 
-kube-scheduler v1.37's DynamicResources Score ranks nodes only by which ``firstAvailable`` sub-request the
-node's allocation used (the earlier the choice, the higher; gate ``DRAPrioritizedList``): it has no term for
-partly used devices, so its choice among nodes opens fresh shared devices as readily as it fills used ones.
+* **Rank** (kube-scheduler's own Score, gate ``DRAPrioritizedList``, on by default: ``computeScore`` and
+  ``NormalizeScore`` in pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go): for each per-pod
+  request with ``firstAvailable`` alternatives, ``8 − i`` where ``i`` is the index of the choice the node's
+  allocation uses (8: ``FirstAvailableDeviceRequestMaxSize``), summed over the pod's claims, then scaled to 0..100
+  by the highest sum among the candidates (``helper.DefaultNormalizeScore``: ``100 · sum // max``). kube-scheduler
+  knows the choice because its Filter runs the allocator on every node; here devices are allocated only on the
+  node chosen, so the choice is bounded as the Filter bounds nodes: the first choice for which the node reaches
+  ``count`` matching devices not allocated (in the cluster, in flight, or earlier in this solve — admin access:
+  allocated or not; ``All``: at least one, at most 32, and every one free, as the allocator asks); none → 0 for
+  that request. A request with a single choice (``exactly``) earns the same everywhere and is left out.
+* **Packing**: on a node, the allocator tries shared devices (``allowMultipleAllocations``, KEP-5075) that already
+  have an allocation first, the fullest first (:mod:`scheduler.dra.allocator`). This term carries the same rule
+  to the choice among nodes: for each per-pod request whose first choice may be served by a shared device, a node
+  earns credit when it reaches a matching shared device that already has a share — in the cluster, in a plan in
+  flight, or placed earlier in this plan (a group's shared claims held meanwhile included) — and still has room
+  for one more share of the request: 50 for such a device, up to 100 as it is fuller (its fullest capacity's
+  used fraction); the term is the mean over those requests. Shares then pack onto few devices, and fresh shared
+  devices and whole devices stay free. kube-scheduler has no such term: its choice among nodes opens fresh
+  shared devices as readily as it fills used ones.
 
-Cheap: a signature none of whose per-pod requests can use a shared device gets no score (None), and its
-placement is unchanged. Otherwise the devices partly used in the cluster are judged once per solve and
-request; each call judges again only the devices this solve's device journal touched, and spreads the credit
-over the candidate rows with one vectorised maximum.
+Cheap: a signature with neither a ``firstAvailable`` request nor a request a shared device may serve gets no score
+(None), and its placement is unchanged. The rank's matching devices are memoised per (class, selectors) by the
+inventory, and which devices are allocated is taken once per solve and then corrected only at the devices this
+solve's device journal touched; each option costs one vectorised count per node. The packing term judges the
+devices partly used in the cluster once per solve and request; each call judges again only the devices the
+journal touched, and spreads the credit over the candidate rows with one vectorised maximum.
 """
 
 from __future__ import annotations
@@ -27,12 +41,27 @@ from decimal import Decimal
 
 import numpy as np
 
-from scheduler.dra.allocator import Device, DeviceState, SubRequest, _tolerated, amounts_of
+from scheduler.dra.allocator import (
+    MAX_DEVICES_PER_CLAIM,
+    Device,
+    DeviceState,
+    Request,
+    SubRequest,
+    _tolerated,
+    amounts_of,
+)
 from scheduler.dra.inventory import Inventory
 from scheduler.framework.cycle_state import CycleState, StateKey
 from scheduler.framework.interface import Signature
-from scheduler.framework.node_table import IntArray
-from scheduler.solver.plugins.dynamic_resources import DEVICES, KINDS, NAME, SPECS, DynamicResourcesState
+from scheduler.framework.node_table import BoolArray, IntArray
+from scheduler.solver.plugins.dynamic_resources import (
+    DEVICES,
+    KINDS,
+    NAME,
+    SPECS,
+    DynamicResourcesState,
+    per_node,
+)
 
 WEIGHT = 1
 """Score weight: kube-scheduler's default profile lists DynamicResources without one, which counts as 1
@@ -71,37 +100,46 @@ def credit(state: DeviceState, sub: SubRequest, device: Device) -> int:
 
 
 class DynamicResourcesScore:
-    """Partly used shared devices as a Score plugin; see the module docstring."""
+    """The ``firstAvailable`` rank and partly used shared devices as a Score plugin; see the module docstring."""
 
     name = NAME
     weight = WEIGHT
 
     def score(self, state: CycleState, sig: Signature, rows: IntArray) -> IntArray | None:
-        per_kind = requests(state, sig)
-        if not per_kind:
+        packing, ranked = requests(state, sig), ranked_requests(sig)
+        if not packing and not ranked:
             return None
         cycle = state.read(DEVICES)
         kinds = sig.data.get(KINDS.name)
-        total = np.zeros(len(rows), dtype=np.int64)
-        for kind, subs in enumerate(per_kind):
-            if not subs:
-                continue
-            part = np.zeros(len(rows), dtype=np.int64)
-            for sub in subs:
-                part += node_credit(state, cycle, sub)[rows]
-            part //= len(subs)
-            if kinds is None:
-                total = part
-            else:
-                here = kinds[rows] == kind
-                total[here] = part[here]
-        if not total.size:
-            return total
+        pack = np.zeros(len(rows), dtype=np.int64)
+        raw = np.zeros(len(rows), dtype=np.int64)
+        terms = np.zeros(len(rows), dtype=np.int64)  # per row: how many terms apply (its kind's)
+        taken = taken_now(state, cycle) if ranked else None
+        for kind in range(max(len(packing), len(ranked))):
+            here = slice(None) if kinds is None else kinds[rows] == kind
+            subs = packing[kind] if packing else ()
+            if subs:
+                part = np.zeros(len(rows), dtype=np.int64)
+                for sub in subs:
+                    part += node_credit(state, cycle, sub)[rows]
+                pack[here] = (part // len(subs))[here]
+                terms[here] += 1
+            if ranked and ranked[kind]:
+                assert taken is not None
+                summed = np.zeros(len(rows), dtype=np.int64)
+                for request in ranked[kind]:
+                    summed += rank(cycle, request, taken)[rows]
+                raw[here] = summed[here]
+                terms[here] += 1
+        if not len(rows):
+            return pack
+        top = int(raw.max())
+        total = (pack + (100 * raw // top if top else raw)) // np.maximum(terms, 1)
         return np.asarray(total - total.min(), dtype=np.int64)
 
     def interacts(self, state: CycleState, sig: Signature) -> bool:
-        """Each copy placed may take a share of a device: the scores change with every placement."""
-        return bool(requests(state, sig))
+        """Each copy placed takes devices, maybe a share of one: the scores change with every placement."""
+        return bool(requests(state, sig)) or bool(ranked_requests(sig))
 
 
 SCORE = DynamicResourcesScore()
@@ -137,7 +175,7 @@ def node_credit(state: CycleState, cycle: DynamicResourcesState, sub: SubRequest
     inventory = cycle.view.inventory
     index = inventory.device_index()
     devices = cycle.state
-    touched = {e.id if isinstance(e, Device) else e.device.id for e in devices.journal}
+    touched = _touched(devices)
     judged = state.setdefault(STANDING, dict)
     standing = judged.get(id(sub))
     if standing is None:
@@ -175,3 +213,75 @@ def _judge(inventory: Inventory, devices: DeviceState, sub: SubRequest, touched:
     judged = [(p, c) for p, c in judged if c > 0]
     return _Standing(np.array([p for p, _ in judged], dtype=np.intp),
                      np.array([c for _, c in judged], dtype=np.int64), frozenset(touched))
+
+
+MAX_SUB_REQUESTS = 8
+"""The most ``firstAvailable`` choices a request may list, and the rank of the first (kube-scheduler's
+``resourceapi.FirstAvailableDeviceRequestMaxSize``)."""
+RANKED: StateKey[tuple[tuple[Request, ...], ...]] = StateKey(f"{NAME}/ranked")
+"""Per signature and kind of node: the per-pod requests there with ``firstAvailable`` alternatives (empty: none)."""
+TAKEN: StateKey[tuple[BoolArray, frozenset[str]]] = StateKey(f"{NAME}/taken")
+"""Per solve: the devices allocated when first asked, over the inventory's device index, and the devices this
+solve's journal had touched then (judged live on every call)."""
+
+
+def ranked_requests(sig: Signature) -> tuple[tuple[Request, ...], ...]:
+    """Per kind of node, ``sig``'s per-pod requests with more than one ``firstAvailable`` choice, memoised in the
+    signature (:data:`RANKED`); empty when there is none on any kind."""
+    hit = sig.data.get(RANKED.name)
+    if hit is None:
+        specs = sig.data.get(SPECS.name) or ()
+        hit = tuple(tuple(r for spec in variant for r in spec.requests if len(r.options) > 1) for variant in specs)
+        if not any(hit):
+            hit = ()
+        sig.write(RANKED, hit)
+    return hit
+
+
+def taken_now(state: CycleState, cycle: DynamicResourcesState) -> BoolArray:
+    """(D,) bool over the inventory's device index: the devices allocated whole now (in the cluster, in flight, or
+    earlier in this solve). Built once per solve; each call sets again only the devices the journal touched."""
+    index = cycle.view.inventory.device_index()
+    devices = cycle.state
+    touched = _touched(devices)
+    base = state.get(TAKEN)
+    if base is None:
+        base = (index.mask(devices.taken), frozenset(touched))
+        state.write(TAKEN, base)
+    mask, live = base
+    if not touched and not live:
+        return mask
+    mask = mask.copy()
+    for device in touched | live:
+        position = index.position.get(device)
+        if position is not None:
+            mask[position] = device in devices.taken
+    return mask
+
+
+def rank(cycle: DynamicResourcesState, request: Request, taken: BoolArray) -> IntArray:
+    """(N,) int over every node row: ``8 − i`` for the first choice ``i`` of ``request`` the node has the devices
+    for (see the module docstring), 0 where none is."""
+    inventory = cycle.view.inventory
+    out = np.zeros(len(inventory.table), dtype=np.int64)
+    open_ = np.ones(len(out), dtype=bool)  # rows no earlier choice fits
+    for i, sub in enumerate(request.options[:MAX_SUB_REQUESTS]):
+        matching = inventory.usable_counts(sub, cycle.errors)[1]
+        if sub.all:
+            reached = per_node(inventory, matching)
+            fits = (reached >= 1) & (reached <= MAX_DEVICES_PER_CLAIM)
+            if not sub.admin:
+                fits &= per_node(inventory, matching & ~taken) == reached
+        else:
+            fits = per_node(inventory, matching if sub.admin else matching & ~taken) >= sub.count
+        fits &= open_
+        out[fits] = MAX_SUB_REQUESTS - i
+        open_ &= ~fits
+        if not open_.any():
+            break
+    return out
+
+
+def _touched(devices: DeviceState) -> set[str]:
+    """The ids of the devices this solve's device journal took, shared or gave back."""
+    return {e.id if isinstance(e, Device) else e.device.id for e in devices.journal}

@@ -12,7 +12,16 @@ from scheduler.model import PodGroup
 from scheduler.model.dra import ResourceSlice
 from tests.unit.groups.builders import NS, pg
 from tests.unit.solver.builders import node
-from tests.unit.solver.test_search_dra import DRIVER, claim, devices_of, gang, gpu_slice, pod_with_claim, run
+from tests.unit.solver.test_search_dra import (
+    DRIVER,
+    claim,
+    claim_spec,
+    devices_of,
+    gang,
+    gpu_slice,
+    pod_with_claim,
+    run,
+)
 
 SHARE_ID = "0f6c2b34-8c7e-4c1a-9d55-6a7f1e2b3c4d"
 
@@ -112,3 +121,55 @@ def test_a_groups_shared_claim_takes_the_partly_used_link_and_its_members_follow
     assert sorted(n for _, n in plan.placements) == ["n1", "n2"]
     (alloc,) = plan.allocations
     assert [(pool, device) for _, _, pool, device in alloc.results] == [("r2", "link")]
+
+
+H100 = 'device.attributes["gpu.example.com"].productName == "H100"'
+
+
+def prioritized(first: str) -> dict[str, Any]:
+    """A claim spec whose request lists two ``firstAvailable`` choices: a GPU matching ``first``, then any GPU."""
+    return {"devices": {"requests": [{"name": "gpus", "firstAvailable": [
+        {"name": "preferred", "deviceClassName": "gpu.example.com", "selectors": [{"cel": {"expression": first}}]},
+        {"name": "any", "deviceClassName": "gpu.example.com"}]}]}}
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    (prioritized(H100), ("n1", ["gpu-0"])),  # ranked: n1 has the first choice, n0 only the second
+    ({"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+     ("n0", ["gpu-0"])),  # one way to satisfy it: no rank, the packing order decides
+])
+def test_a_node_with_the_first_firstavailable_choice_comes_first(spec: dict[str, Any],
+                                                                 expected: tuple[str, list[str]]) -> None:
+    """n0 has an A100 only, n1 an H100; the packing order takes n0 first. A request preferring an H100 and falling
+    back to any GPU goes to n1 (kube-scheduler's rank: 8 for the first choice, 7 for the second); a request with a
+    single choice is not ranked and goes to n0."""
+    nodes = [node(f"n{i}", cpu="8") for i in range(2)]
+    pods, _ = gang(1, 1)
+    plan = run(nodes, pods, [pg("g", 1)], [gpu_slice("n0", ["A100"]), gpu_slice("n1", ["H100"])],
+               [claim("w-0-gpus", spec)])
+    assert devices_of(plan) == {f"{NS}/w-0-gpus": expected}
+
+
+def test_the_rank_counts_the_devices_earlier_members_took() -> None:
+    """Two members (one and two CPUs: two signatures, placed one after the other) prefer an H100: n0 has an H100 and
+    an A100, n1 an H100. The first takes n0's H100; for the second n0 offers only the fallback now (7) and n1 still
+    the first choice (8), so it goes to n1's H100, though the packing order prefers n0, the node already used."""
+    nodes = [node(f"n{i}", cpu="8") for i in range(2)]
+    pods = [pod_with_claim(f"w-{i}", "g", f"w-{i}-gpus", cpu=str(i + 1)) for i in range(2)]
+    claims = [claim(f"w-{i}-gpus", prioritized(H100)) for i in range(2)]
+    plan = run(nodes, pods, [pg("g", 2)], [gpu_slice("n0", ["H100", "A100"]), gpu_slice("n1", ["H100"])], claims)
+    assert sorted(devices_of(plan).values()) == [("n0", ["gpu-0"]), ("n1", ["gpu-0"])]
+
+
+def test_an_all_choice_ranks_a_node_only_where_every_matching_device_is_free() -> None:
+    """The first choice asks every H100 (``allocationMode: All``): n0 has two, one of them allocated in the
+    cluster, so only the fallback fits there (7); n1's one H100 is free (8), and the pod goes to n1."""
+    nodes = [node(f"n{i}", cpu="8") for i in range(2)]
+    busy = claim("busy", claim_spec(), allocation={
+        "devices": {"results": [{"request": "gpus", "driver": DRIVER, "pool": "n0", "device": "gpu-1"}]}})
+    spec = prioritized(H100)
+    spec["devices"]["requests"][0]["firstAvailable"][0]["allocationMode"] = "All"
+    pods, _ = gang(1, 1)
+    plan = run(nodes, pods, [pg("g", 1)], [gpu_slice("n0", ["H100", "H100"]), gpu_slice("n1", ["H100"])],
+               [busy, claim("w-0-gpus", spec)])
+    assert devices_of(plan) == {f"{NS}/w-0-gpus": ("n1", ["gpu-0"])}
