@@ -9,7 +9,8 @@ kube-scheduler's DynamicResources PreBind (``pkg/scheduler/framework/plugins/dyn
   the claims' resourceVersions, the PodGroups' uids, the claims pods were pinned to);
 * :meth:`~DynamicResourcesPreBind.pre_bind` writes them concurrently (bounded by the writer), each as a merge
   patch carrying the ``metadata.resourceVersion`` the plan was made from (the precondition). A
-  scheduler-made extended-resource claim is created first (owned by its pod) and the pod's
+  scheduler-made extended-resource claim is created first (owned by its pod; the pod's claim an earlier attempt
+  left — a rollback that could not delete it — is deleted before, as kube-scheduler deletes it) and the pod's
   ``status.extendedResourceClaimStatus`` is written after it. A 409 means someone else changed the claim
   since the plan was made, unless a re-read shows our own write landed. After the first permanent failure
   no new write starts;
@@ -32,7 +33,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from scheduler.cache.cluster import ClusterCache
@@ -121,18 +122,26 @@ def cache_claim_writes(cache: ClusterCache, cycle: BindingCycle) -> list[ClaimWr
 
 class DynamicResourcesPreBind:
     """See the module docstring. ``cache``: where ``pre_flight`` reads the claims (None: the cycle's
-    :data:`CLAIM_WRITES` are given by the caller)."""
+    :data:`CLAIM_WRITES` are given by the caller). :attr:`leftovers`: pod key → names of the extended-resource
+    claims we created for it and could not delete; the pod's next claim write deletes them first even when the
+    cache does not show them yet."""
 
     name = NAME
 
     def __init__(self, cache: ClusterCache | None, *, binding_timeout_s: float = BINDING_TIMEOUT_S) -> None:
         self.cache = cache
         self.binding_timeout_s = binding_timeout_s
+        self.leftovers: dict[str, set[str]] = {}
 
     def pre_flight(self, cycle: BindingCycle) -> bool:
         if self.cache is not None and not cycle.read(CLAIM_WRITES, []):
             cycle.write(CLAIM_WRITES, cache_claim_writes(self.cache, cycle))
-        return bool(cycle.read(CLAIM_WRITES, []))
+        writes: list[ClaimWrite] = cycle.read(CLAIM_WRITES, [])
+        if self.leftovers and any(w.create is not None and w.pod in self.leftovers for w in writes):
+            writes = [replace(w, stale=tuple(sorted({*w.stale, *self.leftovers[w.pod]})))
+                      if w.create is not None and w.pod in self.leftovers else w for w in writes]
+            cycle.write(CLAIM_WRITES, writes)
+        return bool(writes)
 
     async def pre_bind(self, cycle: BindingCycle, writer: ApiWriter) -> Failure | None:
         writes: list[ClaimWrite] = cycle.read(CLAIM_WRITES, [])
@@ -246,6 +255,11 @@ class DynamicResourcesPreBind:
                                             f"cannot reserve claim {write.claim} for it")
         rv = write.resource_version
         if write.create is not None:
+            for name in write.stale:  # left by an earlier attempt: the pod keeps one extended-resource claim
+                with contextlib.suppress(NotFound):
+                    await writer.delete(RESOURCE_CLAIM, ns, name)
+                log.info("deleted ResourceClaim %s/%s, left by an earlier attempt of pod %s", ns, name, write.pod)
+                self._deleted_leftover(write.pod, name)
             created = await writer.create(RESOURCE_CLAIM, ns, write.create)
             record.name = str(created["metadata"]["name"])
             record.created = True
@@ -291,7 +305,16 @@ class DynamicResourcesPreBind:
             except ApiError as exc:
                 log.warning("could not roll back claim %s: %s", record.key, exc)
                 failed.append(record.key)
+                if record.created and record.write.pod is not None:
+                    self.leftovers.setdefault(record.write.pod, set()).add(record.name)
         return failed
+
+    def _deleted_leftover(self, pod: str | None, name: str) -> None:
+        left = self.leftovers.get(pod or "")
+        if left is not None:
+            left.discard(name)
+            if not left:
+                del self.leftovers[pod or ""]
 
     async def _release(self, record: WrittenClaim, writer: ApiWriter) -> None:
         if record.created:

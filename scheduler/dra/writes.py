@@ -7,12 +7,13 @@ kube-scheduler's DynamicResources PreBind writes each claim's ``status.allocatio
 ``simulate``'s recording binder applies to its cache — so both make the same writes. A
 scheduler-made extended-resource claim (§6.6) is created first, owned by its pod and annotated
 ``resource.kubernetes.io/extended-resource-claim: "true"``; its requests and the pod's request mappings follow
-:func:`scheduler.dra.claims.extended_requests` for the resources its node serves through DRA. No I/O.
+:func:`scheduler.dra.claims.extended_requests` for the resources its node serves through DRA. A claim of that
+pod left by an earlier attempt (:func:`extended_resource_claims`) is deleted first. No I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -43,7 +44,8 @@ class ClaimWrite:
     as read. ``allocation``: the ``status.allocation`` to write (without timestamp), or None when the
     claim is allocated already and only ``reserve`` is added. ``create``: the body of a scheduler-made
     extended-resource claim to create first; ``pod``: its owning pod (``namespace/name``) and
-    ``request_mappings`` the pod's ``extendedResourceClaimStatus.requestMappings``. ``missing``: the claim
+    ``request_mappings`` the pod's ``extendedResourceClaimStatus.requestMappings``; ``stale``: names of the
+    pod's extended-resource claims left by earlier attempts, deleted before the create. ``missing``: the claim
     was not in the cache when the plan was made (the write is refused: nothing to write it to).
     """
 
@@ -55,6 +57,7 @@ class ClaimWrite:
     create: JSON | None = None
     pod: str | None = None
     request_mappings: tuple[JSON, ...] = ()
+    stale: tuple[str, ...] = ()
     missing: bool = False
 
     @property
@@ -67,6 +70,24 @@ def consumer(kind: str, name: str, uid: str) -> JSON:
     if kind == "PodGroup":
         return {"apiGroup": PODGROUP_API_GROUP, "resource": "podgroups", "name": name, "uid": uid}
     return {"resource": "pods", "name": name, "uid": uid}
+
+
+def extended_resource_claims(claims: Iterable[ResourceClaim]) -> dict[tuple[str, str, str], list[str]]:
+    """The pods' extended-resource claims among ``claims``: (namespace, pod name, pod uid) → names of the claims
+    annotated ``resource.kubernetes.io/extended-resource-claim: "true"`` and controlled by that pod (an owner
+    reference with its name and uid and ``controller: true``) — what kube-scheduler's
+    ``findExtendedResourceClaim`` (``extendeddynamicresources.go``) looks a pod's claim up by. While the pod is
+    pending, such a claim was left by an earlier attempt whose rollback could not delete it. O(len(claims)).
+    """
+    out: dict[tuple[str, str, str], list[str]] = {}
+    for c in claims:
+        meta = c.metadata
+        if meta.annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) != "true":
+            continue
+        for o in meta.owner_references:
+            if o.controller:
+                out.setdefault((meta.namespace, o.name, o.uid), []).append(meta.name)
+    return out
 
 
 def _reserved(claim: ResourceClaim) -> tuple[JSON, ...]:
@@ -143,7 +164,8 @@ def claim_writes(plan: Plan, claims: Mapping[str, ResourceClaim], classes: Mappi
     * a synthetic (extended-resource) allocation: the claim to create (owned by the pod, annotated
       ``resource.kubernetes.io/extended-resource-claim: "true"``) with ``served`` (extended resource →
       DeviceClass) giving its requests for the resources the allocation serves (``extended``), and the pod's
-      request mappings;
+      request mappings; the pod's extended-resource claims already in ``claims`` (left by an earlier attempt)
+      are to be deleted first (``stale``), so the pod keeps one;
     * ``pinned``: pod key → keys of claims that were already allocated: a placed pod not yet in such a
       claim's ``reservedFor`` (nor its PodGroup) is added to it (the kubelet runs only reserved consumers).
     """
@@ -151,6 +173,7 @@ def claim_writes(plan: Plan, claims: Mapping[str, ResourceClaim], classes: Mappi
     served = served or {}
     pods = {p.key: p for p, _ in plan.placements}
     out: list[ClaimWrite] = []
+    leftovers: dict[tuple[str, str, str], list[str]] | None = None
     for a in plan.allocations:
         ns = a.claim.partition("/")[0]
         reserve = tuple(consumer(kind, name, uid or (podgroup_uids.get((ns, name), "") if kind == "PodGroup" else ""))
@@ -171,9 +194,12 @@ def claim_writes(plan: Plan, claims: Mapping[str, ResourceClaim], classes: Mappi
                 "spec": spec_body}
             mappings = tuple({"containerName": m.container, "resourceName": m.resource, "requestName": m.request}
                              for m in mapped)
+            if leftovers is None:
+                leftovers = extended_resource_claims(claims.values())
+            stale = tuple(leftovers.get((ns, pod.metadata.name, pod.metadata.uid), ()))
             out.append(ClaimWrite(a.claim, reserve, allocation=allocation_status(
                 a, ResourceClaimSpec.model_validate(spec_body), classes), create=create, pod=a.pod,
-                request_mappings=mappings))
+                request_mappings=mappings, stale=stale))
             continue
         claim = claims.get(a.claim)
         if claim is None:

@@ -285,6 +285,43 @@ async def test_extended_resource_served_through_dra_gets_a_claim_and_the_pod_map
 
 
 @pytest.mark.looptime
+async def test_extended_resource_claim_left_by_a_failed_attempt_is_replaced_not_doubled(k8s: ApiServer,
+                                                                                     kube: KubeClient) -> None:
+    """A failed attempt whose rollback could not delete its claim leaves it created, allocated (gpu-0, gpu-1) and
+    reserved for the pod: the next attempt deletes it before creating the pod's claim (as kube-scheduler's
+    PostFilter deletes the claim ``findExtendedResourceClaim`` finds), so the pod ends with one claim, allocated."""
+    await gpu_cluster(kube, extended="example.com/gpu")
+    pod = await kube.create(PODS, NS, dra_pod("x", None, limits={"example.com/gpu": "2"}))
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": "x", "uid": pod["metadata"]["uid"], "controller": True,
+             "blockOwnerDeletion": True}
+    await kube.create(RESOURCE_CLAIMS, NS, {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "x-extended-resources-old", "namespace": NS, "ownerReferences": [owner],
+                     "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"}},
+        "spec": {"devices": {"requests": [{"name": "container-0-request-1", "exactly": {
+            "deviceClassName": CLASS, "allocationMode": "ExactCount", "count": 2}}]}}})
+    results = [{"request": "container-0-request-1", "driver": DRIVER, "pool": "n0", "device": d}
+               for d in ("gpu-0", "gpu-1")]
+    await kube.patch(RESOURCE_CLAIMS, NS, "x-extended-resources-old", {"status": {
+        "allocation": {"devices": {"results": results}},
+        "reservedFor": [{"resource": "pods", "name": "x", "uid": pod["metadata"]["uid"]}]}}, sub="status")
+    async with running(kube):
+        await until(lambda: bound_at_least(kube, "x", 1), what="pod bound")
+    items, _ = await kube.list(RESOURCE_CLAIMS, NS)
+    (c,) = items  # the leftover is gone; only the claim of this attempt remains
+    name = c["metadata"]["name"]
+    assert name.startswith("x-extended-resources-") and name != "x-extended-resources-old"
+    assert c["metadata"]["ownerReferences"] == [owner]
+    assert devices(c) == ["gpu-2", "gpu-3"]  # the plan was made while the leftover still held gpu-0 and gpu-1
+    assert c["status"]["reservedFor"] == [{"resource": "pods", "name": "x", "uid": pod["metadata"]["uid"]}]
+    got = await kube.get(PODS, NS, "x")
+    assert got["status"]["extendedResourceClaimStatus"]["resourceClaimName"] == name
+    writes = [("delete" if r.method == "DELETE" else "create") for r in list(k8s)
+              if r.resource is not None and r.resource.plural == "resourceclaims" and r.method in ("DELETE", "POST")]
+    assert writes == ["create", "delete", "create"]  # the test's leftover, its deletion, the pod's claim
+
+
+@pytest.mark.looptime
 async def test_extended_resource_in_a_mixed_cluster_is_served_node_by_node(k8s: ApiServer, kube: KubeClient) -> None:
     """dp offers 4 nvidia.com/gpu by device plugin, n0 lists none and publishes 4 devices of a class serving it: of
     a gang of two members asking for 3 each, the one on dp gets no claim (the node's allocatable serves it), the

@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
+from scheduler.binding.claims import CLAIM_WRITES, DynamicResourcesPreBind
 from scheduler.client.kube import JSON, ApiError, Conflict, Resource
 from scheduler.dra.claims import ClaimIndex, extended_requests
-from scheduler.dra.writes import ClaimWrite, claim_writes, consumer
+from scheduler.dra.writes import ClaimWrite, claim_writes, consumer, extended_resource_claims
+from scheduler.framework.binding_cycle import BindingCycle
 from scheduler.framework.plan import ClaimAllocation, Plan
 from scheduler.live.binder import Binder
 from scheduler.model import Pod
@@ -140,6 +142,45 @@ def test_an_extended_resource_claim_on_a_node_offering_one_of_the_resources_asks
         {"containerName": "main", "resourceName": "example.com/nic", "requestName": "container-0-request-1"},)
 
 
+def extended_claim(name: str, *, annotation: str | None = "true", owner: str = "x", uid: str = "uid-x",
+                   controller: bool | None = True, namespace: str = NS) -> ResourceClaim:
+    """A claim as a failed attempt leaves the pod's extended-resource claim (annotated, controlled by the pod)."""
+    ref: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "name": owner, "uid": uid}
+    if controller is not None:
+        ref["controller"] = controller
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "ownerReferences": [ref]}
+    if annotation is not None:
+        meta["annotations"] = {"resource.kubernetes.io/extended-resource-claim": annotation}
+    return ResourceClaim.model_validate({"metadata": meta})
+
+
+def test_the_pods_extended_resource_claim_is_found_by_annotation_and_controlling_owner() -> None:
+    """kube-scheduler's ``findExtendedResourceClaim``: annotation ``"true"`` and an owner reference with the pod's
+    name and uid and ``controller: true``; anything else is not the pod's."""
+    others = [extended_claim("no-annotation", annotation=None), extended_claim("annotation-false", annotation="false"),
+              extended_claim("other-pod", owner="y", uid="uid-y"), extended_claim("pod-recreated", uid="uid-old"),
+              extended_claim("not-controller", controller=False), extended_claim("no-controller", controller=None),
+              extended_claim("other-namespace", namespace="other")]
+    mine = extended_claim("x-extended-resources-abcde")
+    found = extended_resource_claims([*others[:3], mine, *others[3:]])
+    assert found[(NS, "x", "uid-x")] == ["x-extended-resources-abcde"]
+    assert found == {(NS, "x", "uid-x"): ["x-extended-resources-abcde"], (NS, "y", "uid-y"): ["other-pod"],
+                     (NS, "x", "uid-old"): ["pod-recreated"], ("other", "x", "uid-x"): ["other-namespace"]}
+
+
+def test_an_extended_resource_claim_left_by_an_earlier_attempt_is_deleted_before_the_create() -> None:
+    p = pod("x", containers=[{"name": "main", "resources": {"limits": {"example.com/gpu": "1"}}}])
+    a = ClaimAllocation(f"{NS}/x-extended-resources", (("Pod", "x", "uid-x"),), "n0",
+                        (("container-0-request-0", DRIVER, "n0", "gpu-0"),), ON_N0, synthetic=True,
+                        pod=p.key, extended=("example.com/gpu",))
+    left = extended_claim("x-extended-resources-abcde")
+    claims = {left.key: left, f"{NS}/y-gpu": extended_claim("y-gpu", owner="y", uid="uid-y")}
+    (write,) = claim_writes(plan([(p, "n0")], a), claims, {}, {}, served={"example.com/gpu": "gpu"})
+    assert write.create is not None and write.stale == ("x-extended-resources-abcde",)
+    (write,) = claim_writes(plan([(p, "n0")], a), {}, {}, {}, served={"example.com/gpu": "gpu"})
+    assert write.stale == ()
+
+
 def test_extended_requests_name_requests_like_claim_resolution() -> None:
     """The binder re-derives container/resource per request; it must agree with the solver's naming."""
     p = pod("x", containers=[
@@ -238,6 +279,7 @@ class FakeKube:
 
     async def delete(self, res: Resource, ns: str | None, name: str, **_: Any) -> JSON:
         self.calls.append(("delete", name, None))
+        self._maybe_fail("delete", name)
         self.objects.pop(name, None)
         return {}
 
@@ -331,3 +373,48 @@ async def test_a_reservation_for_an_unknown_podgroup_is_refused_before_any_write
     assert outcome.failed is not None and outcome.failed[1].status == 404
     assert "podgroups ml/g is not known" in str(outcome.failed[1])
     assert kube.calls == []
+
+
+@pytest.mark.parametrize("error, created", [(None, True), (ApiError(403, "Forbidden", "no"), False)],
+                         ids=["deleted-then-created", "delete-refused-nothing-created"])
+async def test_the_pods_leftover_extended_resource_claim_is_deleted_before_its_claim_is_created(
+        error: ApiError | None, created: bool) -> None:
+    kube = FakeKube({"x-extended-resources-old": {"metadata": {"name": "x-extended-resources-old"}}})
+    if error is not None:
+        kube.fail[("delete", "x-extended-resources-old")] = [error]
+    write = ClaimWrite(f"{NS}/x-extended-resources", (consumer("Pod", "x", "uid-x"),),
+                       allocation={"devices": {"results": []}}, create={"metadata": {
+                           "generateName": "x-extended-resources-", "namespace": NS}, "spec": {}},
+                       pod=f"{NS}/x", stale=("x-extended-resources-old",))
+    outcome = await binder(kube).write_claims([write])
+    assert outcome.ok is created
+    assert [c[0:2] for c in kube.calls][:2] == ([("delete", "x-extended-resources-old"),
+                                                 ("create", "x-extended-resources-abcde")] if created
+                                                else [("delete", "x-extended-resources-old")])
+    assert ("x-extended-resources-old" in kube.objects) is not created
+
+
+async def test_a_created_claim_the_rollback_could_not_delete_is_deleted_by_the_pods_next_write() -> None:
+    """Remembered by the binder, so the pod's next attempt deletes it even before the cache shows it."""
+    kube = FakeKube({})
+    writer = binder(kube).writer
+    kube.fail[("patch", "x-extended-resources-abcde")] = [ApiError(422, "Invalid", "no")]
+    kube.fail[("delete", "x-extended-resources-abcde")] = [ApiError(403, "Forbidden", "no")]
+    write = ClaimWrite(f"{NS}/x-extended-resources", (consumer("Pod", "x", "uid-x"),),
+                       allocation={"devices": {"results": []}}, create={"metadata": {
+                           "generateName": "x-extended-resources-", "namespace": NS}, "spec": {}}, pod=f"{NS}/x")
+    claims = DynamicResourcesPreBind(None)
+    outcome = await claims.write_claims([write], writer)
+    assert not outcome.ok and outcome.not_released == [f"{NS}/x-extended-resources-abcde"]
+    assert claims.leftovers == {f"{NS}/x": {"x-extended-resources-abcde"}}
+    cycle = BindingCycle(plan([]))
+    cycle.write(CLAIM_WRITES, [write])
+    assert claims.pre_flight(cycle)
+    (again,) = cycle.read(CLAIM_WRITES, [])
+    assert again.stale == ("x-extended-resources-abcde",)
+    first = len(kube.calls)
+    outcome = await claims.write_claims([again], writer)
+    assert outcome.ok and claims.leftovers == {}
+    assert [c[0:2] for c in kube.calls[first:]] == [("delete", "x-extended-resources-abcde"),  # the fake generates
+                                                    ("create", "x-extended-resources-abcde"),  # the same name again
+                                                    ("patch", "x-extended-resources-abcde")]
