@@ -466,10 +466,11 @@ def scheduler_cmd(kubeconfig: Path, port: int, prof: Path | None) -> list[str]:
     return [sys.executable, "-m", "tests.bench.cpu_profile", str(prof), *cmd] if prof is not None else cmd
 
 
-def start_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
-    """py-spy recording ``pid`` (100 Hz, threads holding the GIL) into ``out`` until :func:`stop_spy`."""
+def start_spy(pid: int, out: Path, rate_hz: int) -> subprocess.Popen[bytes]:
+    """py-spy recording ``pid`` (``rate_hz`` samples per second, threads holding the GIL) into ``out`` until
+    :func:`stop_spy`."""
     return subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--format",
-                             "raw", "--nolineno", "--rate", "100", "--gil", "--output", str(out)],
+                             "raw", "--nolineno", "--rate", str(rate_hz), "--gil", "--output", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -555,7 +556,7 @@ async def run_e2e(args: argparse.Namespace, tmp: Path) -> Result:
             await wait_ready(port, sched, args.ready_timeout)
             r.ready_s = time.monotonic() - t0
             if args.profile == "py-spy":
-                spy = start_spy(sched.pid, tmp / "pyspy.txt")
+                spy = start_spy(sched.pid, tmp / "pyspy.txt", args.profile_rate)
                 await asyncio.sleep(1.0)  # attach before the burst
             watch = BindWatch(kube, expected)
             watcher = await watch.start()
@@ -954,7 +955,8 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                 if sched is not None:
                     d.rss["first bind"] = status_mib(sched.pid, "VmRSS")
                 if args.profile == "py-spy" and args.profile_from == "first-bind" and sched is not None:
-                    spies.append(start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path))
+                    spies.append(start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path,
+                                           args.profile_rate))
                 elif args.profile == "py-spy" and args.profile_from == "launch" and spies:
                     spies[0].send_signal(signal.SIGINT)  # the start-up window ends: py-spy writes its output
 
@@ -971,12 +973,14 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                 cpu.pids["scheduler"] = sched.pid
                 cpu.marks["launch"][1]["scheduler"] = 0.0  # a new process: no CPU used yet
                 if args.profile == "py-spy" and args.profile_from == "launch":  # start-up: launch to the first bind
-                    spies.append(start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path))
+                    spies.append(start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path,
+                                           args.profile_rate))
                 await wait_ready(port, sched, args.ready_timeout)
                 d.ready = time.monotonic()
                 d.rss["ready"] = status_mib(sched.pid, "VmRSS")
                 if args.profile == "py-spy" and args.profile_from == "ready":  # the first plans and the drain
-                    spy = start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path)
+                    spy = start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path,
+                                    args.profile_rate)
                 await wait_bound(watch, sched, args.timeout)
                 cpu.mark("bound")
             finally:
@@ -1187,6 +1191,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="drains: start py-spy when the scheduler is ready (the first plans and the drain), at "
                          "the first bind (the steady state only, the window of the steady CPU per pod), or at its "
                          "launch until the first bind (start-up: lists, caches, the first plans)")
+    ap.add_argument("--profile-rate", type=int, default=100, metavar="HZ",
+                    help="with --profile py-spy: samples per second (default 100; 1000 gives ten times the samples "
+                         "of a short drain, and slows the process it records a little)")
     ap.add_argument("--profile-process", choices=("scheduler", "emulator"), default="scheduler",
                     help="drains, with --profile py-spy: the process py-spy records (the emulator: to see what bounds "
                          "the rate when the emulator uses a whole core)")
