@@ -110,7 +110,8 @@ class SchedulingQueue:
     """Ready roots (a :class:`GroupQueue`) plus roots backing off after a failed attempt.
 
     ``initial_backoff_s`` / ``max_backoff_s``: the backoff bounds in seconds. ``hints``: plugin name →
-    queueing hint (the solver's registry).
+    queueing hint (the solver's registry). The ends of the backoffs are kept in a heap, so a pop releases the
+    roots whose backoff ended in O(log n) each rather than looking at every root backing off.
     """
 
     def __init__(self, initial_backoff_s: float = 1.0, max_backoff_s: float = 60.0,
@@ -121,6 +122,9 @@ class SchedulingQueue:
         self.ready = GroupQueue()
         self.backing_off: dict[GroupKey, BackingOff] = {}
         self.attempts: dict[GroupKey, int] = {}
+        self._ends: list[tuple[float, int, GroupKey, BackingOff]] = []
+        """(until, sequence, key, entry) per backoff begun; an entry no longer in :attr:`backing_off` is skipped."""
+        self._seq = itertools.count()
 
     def update(self, tree: GroupTree | None, key: GroupKey, *, ready: bool) -> None:
         """Root ``key``'s tree appeared or changed (``tree``; None: gone). ``ready``: it can be tried now.
@@ -161,7 +165,11 @@ class SchedulingQueue:
         self.attempts[tree.key] = attempts
         delay = float(min(self.initial_backoff_s * 2 ** (attempts - 1), self.max_backoff_s))
         self.ready.discard(tree.key)
-        self.backing_off[tree.key] = BackingOff(now + delay, tree, rejectors)
+        entry = self.backing_off[tree.key] = BackingOff(now + delay, tree, rejectors)
+        heapq.heappush(self._ends, (entry.until, next(self._seq), tree.key, entry))
+        if len(self._ends) > 2 * len(self.backing_off) + 64:  # drop the ends of backoffs cut short
+            self._ends = [e for e in self._ends if self.backing_off.get(e[2]) is e[3]]
+            heapq.heapify(self._ends)
         return delay
 
     def done(self, key: GroupKey) -> None:
@@ -193,11 +201,18 @@ class SchedulingQueue:
 
     def next_wakeup(self) -> float | None:
         """Loop time when the earliest backoff ends, or None."""
-        return min((entry.until for entry in self.backing_off.values()), default=None)
+        ends = self._ends
+        while ends and self.backing_off.get(ends[0][2]) is not ends[0][3]:
+            heapq.heappop(ends)
+        return ends[0][0] if ends else None
 
     def _release(self, now: float) -> None:
-        for key in [k for k, entry in self.backing_off.items() if entry.until <= now]:
-            self.ready.push(self.backing_off.pop(key).order)
+        ends = self._ends
+        while ends and ends[0][0] <= now:
+            _, _, key, entry = heapq.heappop(ends)
+            if self.backing_off.get(key) is entry:
+                del self.backing_off[key]
+                self.ready.push(entry.order)
 
     def backing_off_trees(self) -> list[GroupTree]:
         """The trees of the roots backing off (as of their last update)."""

@@ -1,0 +1,51 @@
+"""The scheduling queue's backoff ends are kept in a heap: under any sequence of failures, early wake-ups, updates,
+roots gone and pops, the roots it releases and the next wake-up it reports are those a scan of every root backing
+off gives (the rule: a root is released once its latest backoff has ended, and only then)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.groups.tree import GroupTree, Leaf, TreeState
+from scheduler.model.scheduling import GroupKey
+from scheduler.queue import SchedulingQueue
+
+KEYS = [GroupKey("PodGroup", "ml", f"g{i}") for i in range(6)]
+
+
+def tree(i: int, version: int = 0) -> GroupTree:
+    return GroupTree(root=Leaf(KEYS[i], 1, None, ()), state=TreeState.READY, message=str(version), groups=(KEYS[i],))
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["fail", "wake", "update", "gone", "pop", "tick"]),
+                         st.integers(0, len(KEYS) - 1), st.integers(0, 3)), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(OPS)
+def test_the_heap_releases_what_a_scan_of_every_backoff_releases(ops: list[tuple[str, int, int]]) -> None:
+    queue = SchedulingQueue(initial_backoff_s=1.0, max_backoff_s=8.0)
+    now = 0.0
+    for i in range(len(KEYS)):
+        queue.update(tree(i), KEYS[i], ready=True)
+    for op, i, arg in ops:
+        key = KEYS[i]
+        if op == "fail":
+            queue.backoff(tree(i), now)
+        elif op == "wake":
+            queue.activate([key], now)
+        elif op == "update":  # a changed tree moves a root back early; the same tree does not
+            queue.update(tree(i, arg), key, ready=True)
+        elif op == "gone":
+            queue.update(None, key, ready=False)
+        elif op == "tick":
+            now += arg * 1.5
+        ends = {k: e.until for k, e in queue.backing_off.items()}
+        assert queue.next_wakeup() == min(ends.values(), default=None)
+        if op == "pop":
+            due = {k for k, until in ends.items() if until <= now}
+            ready_before = set(queue.ready.queued())
+            popped = queue.pop(now)
+            assert set(queue.backing_off) == set(ends) - due
+            assert (set(queue.ready.queued()) | ({popped} if popped else set())) == ready_before | due
