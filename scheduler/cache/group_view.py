@@ -32,6 +32,9 @@ class CacheGroupView:
     def membership(self, pod: Pod) -> Membership:
         return self.cache.groups.chains.membership(pod)
 
+    def generation(self) -> int:
+        return self.cache.groups.chains.generation
+
     def unit_pods(self, unit: GroupKey) -> Iterable[Pod]:
         groups = self.cache.groups
         for ns, name in groups.structure.leaves_under(unit):

@@ -29,6 +29,28 @@ class GroupChains:
         self.members = members
         self.structure = structure
         self.priorities = priorities
+        self._memberships: dict[tuple[str, str], Membership] = {}
+        """:meth:`membership` of a grouped pod by (namespace, PodGroup) until :meth:`forget`: what it reads is the
+        same for every member, and a preemption that finds no victim reads every running group's once."""
+        self.generation = 0
+        """Counts the :meth:`forget` calls: every membership's priority and unit read at one generation hold while
+        it stays the same (a PodGroup's running members may change: :meth:`forget_group`)."""
+
+    def forget(self) -> None:
+        """Any membership may have changed (a group, a PriorityClass, a tree's priority, the pods a group's
+        priority follows): drop the memo and start a new :attr:`generation`."""
+        self.generation += 1
+        if self._memberships:
+            self._memberships.clear()
+
+    def forget_group(self, name: tuple[str, str]) -> None:
+        """A pod of PodGroup ``name`` came, went or changed: its members' memberships are read again (their
+        running count); when the priority its tree counts at follows its pods' priorities (:meth:`chain_priority`
+        with neither a tree of ours nor a priority of the group's own), every membership may have changed."""
+        self._memberships.pop(name, None)
+        chain = self.chain(*name)
+        if chain and chain[-1][0] not in self.trees and self.priorities.group_priority(chain[-1][1]) is None:
+            self.forget()
 
     def chain(self, namespace: str, pod_group: str) -> tuple[tuple[GroupKey, PodGroup | CompositePodGroup], ...]:
         """The PodGroup ``namespace/pod_group`` and its ancestors, leaf first, as (key, object).
@@ -77,9 +99,16 @@ class GroupChains:
     def membership(self, pod: Pod) -> Membership:
         """How a running ``pod`` (any scheduler) is grouped for preemption: the priority it counts at
         (:meth:`chain_priority`, or its own without a known PodGroup), the highest group of its chain with
-        ``disruptionMode: all`` (its victim unit), its PodGroup with ``minCount`` and running members."""
+        ``disruptionMode: all`` (its victim unit), its PodGroup with ``minCount`` and running members. Memoised per
+        PodGroup until :meth:`forget`."""
         group = pod.group_name
-        chain = self.chain(pod.metadata.namespace, group) if group is not None else ()
+        if group is None:
+            return Membership(self.priorities.pod_priority(pod))
+        name = (pod.metadata.namespace, group)
+        hit = self._memberships.get(name)
+        if hit is not None:
+            return hit
+        chain = self.chain(pod.metadata.namespace, group)
         if not chain:
             return Membership(self.priorities.pod_priority(pod))
         unit: GroupKey | None = None
@@ -93,7 +122,8 @@ class GroupChains:
         running = 0  # only single-mode gangs need it (which members are spare)
         if unit is None and min_count is not None:
             running = self.members.bound(leaf_key.namespace, leaf_key.name)
-        return Membership(self.chain_priority(chain), unit, leaf_key, min_count, running)
+        found = self._memberships[name] = Membership(self.chain_priority(chain), unit, leaf_key, min_count, running)
+        return found
 
     def effective_priority(self, pod: Pod) -> int:
         """The priority ``pod`` counts at for preemption and nominated room: its tree's

@@ -92,6 +92,8 @@ class GroupIndex:
         if succeeded is not None:
             self._touch_group(succeeded)
         pod = _live(pod)
+        if succeeded is not None:
+            self.chains.forget_group(succeeded)
         if quiet and pod is not None:
             name = self.members.replace(key, pod)
             if name is not None:
@@ -105,6 +107,7 @@ class GroupIndex:
         old_group = self.members.remove(key)
         if old_group is not None:
             self._touch_group(old_group)
+            self.chains.forget_group(old_group)
         if self._singles.pop(key, None) is not None:
             self._dirty_singles.add(key)
         if pod is None:
@@ -118,6 +121,7 @@ class GroupIndex:
         name = (pod.metadata.namespace, group)
         self.members.add(name, key, pod)
         self._touch_group(name)
+        self.chains.forget_group(name)
 
     def set_podgroup(self, name: Name, pg: PodGroup | None, *, quiet: bool = False) -> None:
         """The PodGroup ``name`` is now ``pg`` (None: deleted); ``quiet``: only what trees do not read changed."""
@@ -125,6 +129,7 @@ class GroupIndex:
         if quiet and pg is not None and old is not None:
             self.pgs[name] = pg
             return
+        self.chains.forget()
         if pg is None:
             self.pgs.pop(name, None)
             self.members.group_deleted(name)
@@ -139,6 +144,7 @@ class GroupIndex:
         if quiet and cpg is not None and old is not None:
             self.cpgs[name] = cpg
             return
+        self.chains.forget()
         if cpg is None:
             self.cpgs.pop(name, None)
         else:
@@ -148,6 +154,7 @@ class GroupIndex:
     def set_priority_class(self, name: str, pc: PriorityClass | None) -> None:
         """A PriorityClass changed: every tree's priority may change."""
         self.priorities.set(name, pc)
+        self.chains.forget()
         self._dirty.update(head for head, _ in self.structure.heads.values())
         self._dirty_singles.update(self._singles)
 
@@ -181,10 +188,14 @@ class GroupIndex:
         heads = {known[n][0] if n in known else n for n in dirty}
         stale = {known[n][0] if n in known else n for n in self._stale} - heads
         self._stale = set()
+        gone: dict[GroupKey, int] = {}  # the priorities of the trees rebuilt, before and after
+        came: dict[GroupKey, int] = {}
         for head in (*heads, *stale):
             old_key = self._tree_of_head.pop(head, None)
             if old_key is not None:
-                self.trees.pop(old_key, None)
+                old = self.trees.pop(old_key, None)
+                if old is not None:
+                    gone[old_key] = old.priority
                 self.empty.pop(old_key, None)
                 if head in heads:
                     changed.add(old_key)
@@ -194,9 +205,13 @@ class GroupIndex:
             if tree is None:
                 continue
             (self.empty if is_empty else self.trees)[tree.key] = tree
+            if not is_empty:
+                came[tree.key] = tree.priority
             self._tree_of_head[head] = tree.key
             if head in heads:
                 changed.add(tree.key)
+        if gone != came:  # the priority a group's pods count at (GroupChains.chain_priority) changed
+            self.chains.forget()
         # Every dirty group's orphans are dropped before any is judged again: a pod that moved from one
         # waiting group to another is then kept under its new group only.
         for name in self._dirty_orphans:

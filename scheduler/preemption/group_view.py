@@ -29,6 +29,11 @@ class GroupView(Protocol):
         """How ``pod`` (running, any scheduler) is grouped and what priority it counts at."""
         ...
 
+    def generation(self) -> int:
+        """A number that changes whenever any pod's :meth:`membership` may have changed (a group, a PriorityClass,
+        a pod's group or tree); while it stays the same, every membership read before holds."""
+        ...
+
     def unit_pods(self, unit: GroupKey) -> Iterable[Pod]:
         """Every running pod (bound, not terminating) under ``unit``, on any node."""
         ...

@@ -19,7 +19,8 @@ Runs once for a root that the search rejected with code UNSCHEDULABLE, for the w
    a window of nodes, lowest-priority nodes first, first as many as the tree has pending pods (more when the
    room it needs calls for more), that grows until its victims make the tree fit
    (:func:`~scheduler.preemption.units.windows`): one decision costs O(window nodes × victims on them),
-   not O(cluster); "not helpful" is only concluded with every usable node read.
+   not O(cluster); "not helpful" is only concluded with every usable node holding a pod below the root read
+   (by exact floors, :meth:`~scheduler.preemption.units.NodeFloors.exact`).
 
 **Members above the minimum.** The cycle also calls the plugin when the root's plan satisfies it but leaves
 pending members out (``result.minimum`` is that plan): the same steps, one decision for the root, but a
@@ -150,7 +151,8 @@ class DefaultPreemption:
         """Victims for ``tree``, looked for on growing windows of nodes (:func:`~scheduler.preemption.units.windows`,
         lowest-priority nodes first) until a window's candidates make the tree fit. Returns the candidate units of
         the last window read (empty: no victim anywhere) and the selection (None: no fit even with all of them
-        gone — the last window is then every usable node)."""
+        gone — the last window is then every usable node holding a pod below the root's priority, by floors
+        re-read where a membership may have changed since, :meth:`NodeFloors.exact`)."""
         rows = usable_rows(snapshot, tree, self.profile.static_check)
         limit = tree.priority + 1 if inclusive else tree.priority
         floors = self.floors.floors(snapshot, self.view)
@@ -159,6 +161,8 @@ class DefaultPreemption:
         units: list[Unit] = []
         budgets = self.view.budgets()
         for window in windows(floors, rows, limit, pending, snapshot.table.allocatable, need):
+            if window is rows:  # the last round: every usable node that holds a pod below the limit
+                window = rows & (self.floors.exact(snapshot, self.view, rows) < limit)
             units = candidates(snapshot, tree, self.view, window, inclusive=inclusive, nodes=self.nodes)
             if not units:
                 continue

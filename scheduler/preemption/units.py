@@ -225,8 +225,10 @@ class NodeFloors:
     :class:`Membership` priority; ``NO_FLOOR`` for a node without one), memoised while the node's
     :class:`NodeInfo` is the same object — so a decision re-reads only the nodes that changed since the last.
 
-    It only orders the nodes for :func:`windows`: a floor gone stale because a group's priority changed while
-    its pods stayed put can only make a window less well chosen; the victims are always read afresh."""
+    For ordering the nodes (:meth:`floors`, for :func:`windows`) a floor may be stale: a group's priority may have
+    changed while its pods stayed put, which only makes a window less well chosen. :meth:`exact` also re-reads
+    every row read before the view's membership :meth:`~scheduler.preemption.group_view.GroupView.generation`
+    last changed, so a node whose exact floor is at or above a root's priority holds no victim of it."""
 
     NO_FLOOR = np.iinfo(np.int64).max
 
@@ -236,6 +238,8 @@ class NodeFloors:
         self._seen: list[NodeInfo | None] = []
         self._mark: LogMark | None = None
         self._floor = np.empty(0, dtype=np.int64)
+        self._read_at = np.empty(0, dtype=np.int64)
+        """The view's generation when each row's floor was read."""
 
     def floors(self, snapshot: Snapshot, view: GroupView) -> IntArray:
         """``(N,)`` int64, the floor of each node row of ``snapshot`` (read-only). Re-reads the rows the snapshot's
@@ -246,20 +250,32 @@ class NodeFloors:
         if self._table is not snapshot.table or len(self._seen) != len(infos):
             self._table, self._seen, changed = snapshot.table, [None] * len(infos), None
             self._floor = np.full(len(infos), self.NO_FLOOR, dtype=np.int64)
+            self._read_at = np.full(len(infos), -1, dtype=np.int64)
         self._mark = mark
-        seen, floor = self._seen, self._floor
+        seen = self._seen
         if changed is None:
             changed = list(itertools.compress(itertools.count(), map(operator.is_not, seen, infos)))
+        generation = view.generation()
         for row in changed:
-            info = infos[row]
-            if seen[row] is info:
-                continue
-            lowest = int(self.NO_FLOOR)
-            for entry in self.nodes.entries(info):
-                priority = entry.priority if entry.priority is not None else view.membership(entry.pods[0]).priority
-                lowest = min(lowest, priority)
-            floor[row], seen[row] = lowest, info
+            if seen[row] is not infos[row]:
+                self._read(row, infos[row], view, generation)
+        return self._floor
+
+    def exact(self, snapshot: Snapshot, view: GroupView, rows: BoolArray) -> IntArray:
+        """:meth:`floors`, with every row of ``rows`` read at the view's current generation: exact for them."""
+        floor = self.floors(snapshot, view)
+        generation = view.generation()
+        infos = snapshot.infos
+        for row in np.flatnonzero(rows & (self._read_at != generation)).tolist():
+            self._read(row, infos[row], view, generation)
         return floor
+
+    def _read(self, row: int, info: NodeInfo, view: GroupView, generation: int) -> None:
+        lowest = int(self.NO_FLOOR)
+        for entry in self.nodes.entries(info):
+            priority = entry.priority if entry.priority is not None else view.membership(entry.pods[0]).priority
+            lowest = min(lowest, priority)
+        self._floor[row], self._seen[row], self._read_at[row] = lowest, info, generation
 
 
 def windows(floors: IntArray, rows: BoolArray, limit: int, pending: int = 0, capacity: IntArray | None = None,

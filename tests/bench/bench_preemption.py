@@ -14,7 +14,10 @@ gangs (volcano#4607's shape) and a gang's victims span 8 nodes.
 Cases: **(a)** a 1-pod gang of priority 1000 (1 GPU + 8 cpu) preempting — targets p50 ≤ 10 ms at 1,000 nodes,
 ≤ 15 ms at 5,000 nodes, and at most 1.5× from the first size to the largest (upstream measured P50 12.5 ms for
 this at 1,000 nodes in kubernetes PR #140651); **(b)** a 64-pod gang of priority 1000 — target p50 ≤ 50 ms at
-5,000 nodes.
+5,000 nodes; **(c)** a 1-pod gang of priority 0, below which nothing runs — a gang of a backlog waiting for
+capacity, tried again with the cluster unchanged: no victim (no target; ``first`` reads every node's floor);
+**(d)** a 1-pod gang of priority 1, below which only the lone pods run: they free no GPU, so preemption is not
+helpful after every window (no target).
 
 Timed, in CPU seconds of this process (``time.process_time``: the machine is shared): one
 ``DefaultPreemption.post_filter`` call — the victim selection (candidate units, PDB split, the what-if solves,
@@ -52,7 +55,9 @@ TARGETS_MS = {("a", 1000): 10.0, ("a", 5000): 15.0, ("b", 5000): 50.0}
 """p50 targets per (case, nodes)."""
 FLAT = 1.5
 """Case (a): the largest size's p50 at most this many times the smallest's."""
-SIZES = {"a": 1, "b": 64}
+SIZES = {"a": 1, "b": 64, "c": 1, "d": 1}
+PRIORITY = {"a": 1000, "b": 1000, "c": 0, "d": 1}
+"""The preemptor's priority per case (the running gangs': 1; the lone pods': 0)."""
 UPSTREAM_A_MS = 12.5
 POD_REQUESTS = {"cpu": "8", "memory": "64Gi", GPU: "1"}
 LONE_REQUESTS = {"cpu": "2", "memory": "4Gi"}
@@ -94,9 +99,10 @@ def pod(name: str, group_name: str | None, node: str | None, started: int = 0) -
                                "spec": spec, "status": status})
 
 
-def cluster(count: int, layout: str, mode: str | None, size: int) -> tuple[ClusterCache, GroupKey]:
+def cluster(count: int, layout: str, mode: str | None, size: int,
+            priority: int = 1000) -> tuple[ClusterCache, GroupKey]:
     """The cache with ``count`` full nodes of running gangs and lone pods, and the pending preemptor of ``size``
-    pods."""
+    pods at ``priority``."""
     ns = nodes(count)
     groups = [group(f"low-{g:05d}", 8, 1, mode) for g in range(count)]
     pods: list[Pod] = []
@@ -105,7 +111,7 @@ def cluster(count: int, layout: str, mode: str | None, size: int) -> tuple[Clust
             where = g if layout == "packed" else (g + 125 * j) % count
             pods.append(pod(f"low-{g:05d}-{j}", f"low-{g:05d}", ns[where].name, started=g))
     pods += [pod(f"svc-{i:05d}-{k}", None, n.name, started=i) for i, n in enumerate(ns) for k in range(LONE_PER_NODE)]
-    groups.append(group("high", size, 1000, None))
+    groups.append(group("high", size, priority, None))
     pods += [pod(f"high-{i:02d}", "high", None) for i in range(size)]
     cache = ClusterCache(SCHEDULER)
     cache.load("Node", ns)
@@ -135,7 +141,7 @@ class Result:
 
 def run(case: str, count: int, layout: str, mode: str | None, repeat: int, freeze: bool = False) -> Result:
     t0 = time.perf_counter()
-    cache, key = cluster(count, layout, mode, SIZES[case])
+    cache, key = cluster(count, layout, mode, SIZES[case], PRIORITY[case])
     tree = cache.tree(key)
     assert tree is not None
     snapshot = cache.snapshot()
@@ -160,6 +166,10 @@ def run(case: str, count: int, layout: str, mode: str | None, repeat: int, freez
             out.times_ms.append(elapsed)
     if freeze:
         gc.unfreeze()
+    if case in "cd":
+        if not isinstance(decision, Unschedulable):
+            out.violations.append(f"preemption where none helps: {decision}")
+        return out
     assert isinstance(decision, Preemption), decision
     out.victims, out.units, out.reprieved = len(decision.victims), decision.units, decision.reprieved
     view = CacheGroupView(cache)
@@ -186,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=30, help="timed calls per case after the first (default 30)")
     ap.add_argument("--layout", default="packed,spread", help="packed, spread or both (default)")
     ap.add_argument("--mode", default="all,single", help="disruptionMode of the running gangs: all, single or both")
-    ap.add_argument("--cases", default="ab", help="a (1-pod preemptor), b (64-pod preemptor) or both")
+    ap.add_argument("--cases", default="abcd", help="a (1-pod preemptor), b (64-pod preemptor), c (1-pod, nothing "
+                    "below it), d (1-pod, only pods that free nothing it needs below it) or any of them (default all)")
     ap.add_argument("--gc-freeze", action="store_true",
                     help="gc.freeze() after building each cluster: the cache's objects leave the collector's "
                          "generations, as a long-running process that froze its heap after start-up would see")
@@ -195,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     print("gang-scheduler preemption benchmark")
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}")
     print(f"clusters: {', '.join(str(n) for n in sizes)} nodes x 8 GPUs, as many running 8-pod gangs of priority 1 "
-          f"(1 GPU each, every GPU taken) and {LONE_PER_NODE} lone pods per node; preemptor priority 1000; "
+          f"(1 GPU each, every GPU taken) and {LONE_PER_NODE} lone pods per node; "
+          f"preemptor priority 1000 (c: 0, d: 1); "
           f"{args.repeat} timed calls per case after the first, CPU ms; "
           f"gc {'frozen after set-up' if args.gc_freeze else 'enabled, nothing frozen'}")
     results: list[Result] = []

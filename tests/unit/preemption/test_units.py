@@ -5,8 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from scheduler.cache.group_view import CacheGroupView
-from scheduler.framework import Plan
+from scheduler.cycle import schedule_one
+from scheduler.framework import Decision, Plan, Preemption, SolverConfig, Unschedulable
+from scheduler.framework.node_info import NodeInfo
 from scheduler.model.scheduling import GroupKey
+from scheduler.preemption import DefaultPreemption
 from scheduler.preemption.units import (
     MIN_CANDIDATE_NODES,
     RANK_ALL,
@@ -14,6 +17,7 @@ from scheduler.preemption.units import (
     RANK_POD,
     ROOM_SLACK,
     WINDOW_GROWTH,
+    Entry,
     NodeEntries,
     NodeFloors,
     Unit,
@@ -186,3 +190,39 @@ def test_an_all_unit_read_in_a_window_brings_its_pods_on_every_other_node() -> N
     found = {str(u.key): names(u.pods) for u in candidates(snapshot, high, view, window, nodes=memo)
              if u.rank == RANK_ALL}
     assert found[f"PodGroup {NS}/whole"] == ["whole-0", "whole-3"]
+
+
+def test_a_floor_gone_stale_is_read_again_before_the_last_window() -> None:
+    """A group whose priority drops while its pods stay put leaves the memoised floors of its nodes too high; the
+    last window reads the floors again (the view's membership generation changed), so its pods are found as
+    victims — and with nothing changed since, a root no pod is below reads no node's pods."""
+    c = Cluster(nodes=nodes(40, cpu="2"), groups=[group(f"g{i}", 1, priority=200) for i in range(40)])
+    c.pods += [running(f"g{i}-0", f"n{i}", f"g{i}", cpu="2") for i in range(40)]
+    preemptor(c)
+    cache = c.cache()
+    plugin = DefaultPreemption(CacheGroupView(cache))
+    key = GroupKey("PodGroup", NS, "high")
+
+    def decide() -> Decision:
+        tree = cache.tree(key)
+        assert tree is not None
+        return schedule_one(tree, cache.snapshot(), SolverConfig(), [plugin])
+
+    assert isinstance(decide(), Unschedulable)  # every running group above the preemptor: no victim
+    plugin.nodes = plugin.floors.nodes = counting = CountingEntries()
+    assert isinstance(decide(), Unschedulable) and counting.reads == 0  # floors current: no node's pods read
+    cache.load_one("PodGroup", group("g39", 1, priority=1))  # its pod on n39 stays put
+    decision = decide()
+    assert isinstance(decision, Preemption) and names(decision.victims) == ["g39-0"]
+
+
+class CountingEntries(NodeEntries):
+    """:class:`NodeEntries` counting the nodes whose entries are asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def entries(self, info: NodeInfo) -> tuple[Entry, ...]:
+        self.reads += 1
+        return super().entries(info)
