@@ -332,9 +332,9 @@ async def groups_marked_scheduled(kube: KubeClient, gangs: int, wait_s: float = 
         await asyncio.sleep(0.25)
 
 
-async def check(kube: KubeClient, gangs: int, per_gang: int, plain: int = 0) -> list[str]:
+async def check(kube: KubeClient, gangs: int, per_gang: int, plain: int = 0, backlog: int = 0) -> list[str]:
     """No node overcommitted; every gang whole (all members bound); ``plain`` group-less pods named
-    ``plain-…`` all bound. Returns the violations."""
+    ``plain-…`` all bound; no pod of the ``backlog`` gangs bound. Returns the violations."""
     raw_nodes, _ = await list_all(kube, NODES)
     raw_pods, _ = await list_all(kube, PODS, NS)
     nodes = {n.metadata.name: n for n in (Node.model_validate(r) for r in raw_nodes)}
@@ -359,6 +359,11 @@ async def check(kube: KubeClient, gangs: int, per_gang: int, plain: int = 0) -> 
         bound = sum(1 for n in members if n)
         if len(members) != per_gang or bound != per_gang:
             problems.append(f"gang {gang_name(index)}: {bound}/{len(members)} pods bound, expected {per_gang}")
+    for index in range(backlog):
+        members = per_group.get(backlog_name(index), [])
+        if len(members) != per_gang or any(members):
+            problems.append(f"backlog gang {backlog_name(index)}: {sum(1 for n in members if n)}/{len(members)} "
+                            "pods bound, expected none")
     singles = sum(1 for raw in raw_pods if raw["metadata"]["name"].startswith(PLAIN_PREFIX)
                   and (raw.get("spec") or {}).get("nodeName"))
     if singles != plain:
@@ -700,6 +705,10 @@ class Case:
     per_gang: int = 0
     plain: int = 0
     prebound: int = 0
+    backlog: int = 0
+    """Gangs of ``per_gang`` pods no node can hold (each pod asks :data:`BACKLOG_CPU` cpu), created with the rest:
+    a backlog waiting for capacity. After the drain the scheduler keeps trying them; its CPU is measured over
+    :data:`BACKLOG_WINDOW_S` more seconds, and none of their pods may be bound."""
     dra: str = ""
     """A :data:`~tests.bench.dra_workload.MODES` mode, or empty: every node publishes a ResourceSlice of the NVIDIA
     driver's 8 GPUs; each gang has a ResourceClaimTemplate and each of its pods (1 cpu) one claim generated from
@@ -718,6 +727,8 @@ class Case:
             parts.append(f"{self.gangs:,} gangs x {self.per_gang} pods")
         if self.plain:
             parts.append(f"{self.plain:,} plain pods (ours, no group)")
+        if self.backlog:
+            parts.append(f"{self.backlog:,} gangs x {self.per_gang} pods that cannot fit")
         if self.dra:
             use = {"exclusive": "1 GPU", "shared": f"a {dra_workload.SHARE} share of a shared GPU",
                    "conditions": "1 GPU with binding conditions, set True by the bench"}[self.dra]
@@ -733,6 +744,7 @@ CASES = {c.name: c for c in (
     Case("gangs4-big", nodes=5000, gangs=1000, per_gang=4, prebound=20000),
     Case("startup-50k", nodes=5000, gangs=1000, per_gang=4, prebound=46000),
     Case("startup-150k", nodes=15000, gangs=1000, per_gang=4, prebound=146000),
+    Case("backlog", nodes=1000, gangs=1000, per_gang=4, backlog=1000),
     Case("dra", nodes=500, gangs=250, per_gang=4, dra="exclusive"),
     Case("dra-shared", nodes=500, gangs=250, per_gang=4, dra="shared"),
     Case("dra-conditions", nodes=500, gangs=250, per_gang=4, dra="conditions"),
@@ -743,7 +755,7 @@ holds 1,000 pods in 4-pod gangs on 500 nodes, each pod with a claim for one GPU)
 150,000 pods (not in ``all``: each takes minutes); ``dra-shared`` and ``dra-conditions``: ``dra`` with each claim a
 share of a shared GPU, or with GPUs whose binding conditions the benchmark sets True (not in ``all``, to keep
 ``make bench`` short)."""
-ALL = ("gangs4", "plain", "gangs64", "gangs4-big", "dra")
+ALL = ("gangs4", "plain", "gangs64", "gangs4-big", "backlog", "dra")
 """What ``--case all`` (and ``make bench``) runs."""
 
 
@@ -751,6 +763,16 @@ def case_gang_pod(gang: str, index: int, member: int, real: bool = False) -> dic
     """Member ``member`` of gang ``index`` in a case: every 4th gang GPU pods (1 GPU + 8 cpu), the rest CPU
     pods (4 cpu), so 1,000 × 4-pod gangs fit 500 nodes' 1,600 GPUs (``real``: see :func:`gang_pod`)."""
     return gang_pod(gang, 1 if index % 4 == 1 else 0, member, real)
+
+
+BACKLOG_CPU = "1000"
+"""What a backlog gang's pod asks: more cpu than any node has."""
+BACKLOG_WINDOW_S = 60.0
+"""How long a case with a backlog is watched after its drain."""
+
+
+def backlog_name(index: int) -> str:
+    return f"backlog-{index:04d}"
 
 
 def plain_pod(index: int) -> dict[str, Any]:
@@ -814,6 +836,10 @@ async def create_case(kube: KubeClient, case: Case, seed: int, concurrency: int,
         calls += [functools.partial(kube.create, PODS, NS, case_gang_pod(gang_name(g), g, m, real))
                   for m in range(case.per_gang)]
     calls += [functools.partial(kube.create, PODS, NS, plain_pod(i)) for i in range(case.plain)]
+    for b in range(case.backlog):
+        calls.append(functools.partial(kube.create, PODGROUPS, NS, podgroup(backlog_name(b), case.per_gang)))
+        calls += [functools.partial(kube.create, PODS, NS, pod(f"{backlog_name(b)}-{m}", backlog_name(b),
+                                                              cpu=BACKLOG_CPU)) for m in range(case.per_gang)]
     await bounded(concurrency, calls)
     took["pending pods"] = time.monotonic() - t0
     return took
@@ -983,6 +1009,9 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
                                     args.profile_rate)
                 await wait_bound(watch, sched, args.timeout)
                 cpu.mark("bound")
+                if case.backlog and len(watch.bound) >= case.pods:
+                    await asyncio.sleep(BACKLOG_WINDOW_S)  # the drain is over: what the backlog's retries cost
+                    cpu.mark("backlog")
             finally:
                 spy = spy or (spies[0] if spies else None)
                 if spy is not None:
@@ -997,7 +1026,7 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
             if d.bound < case.pods:
                 d.problems.append(not_all_bound(d.bound, case.pods, sched, args.timeout))
             d.sched_hwm = status_mib(sched.pid, "VmHWM")
-            d.problems += await check(kube, case.gangs, case.per_gang, case.plain)
+            d.problems += await check(kube, case.gangs, case.per_gang, case.plain, case.backlog)
             if case.dra:
                 d.problems += await check_dra(kube, case.dra, sent, watch.bound)
         finally:
@@ -1043,6 +1072,13 @@ def report_case(d: Drain) -> bool:
         if drain_wall > 0))
     print(f"  scheduler VmHWM            {d.sched_hwm:7.0f} MiB"
           + "".join(f"; VmRSS {v:.0f} MiB at {k}" for k, v in d.rss.items()))
+    backlog = ""
+    if "backlog" in d.cpu.marks:
+        window, idle = d.cpu.between("bound", "backlog")
+        share = 100 * idle["scheduler"] / window
+        print(f"  after the drain            {share:7.1f} % of a core for the scheduler over {window:.0f} s, trying "
+              f"{c.backlog} gangs that cannot fit")
+        backlog = f"; backlog {share:.1f}% of a core"
     if d.log:
         ms = d.log["solve_ms"]
         print(f"  log: results {dict(d.log['results'])}; solve ms p50 {pct(ms, 50):.2f} p99 {pct(ms, 99):.2f}; "
@@ -1060,7 +1096,7 @@ def report_case(d: Drain) -> bool:
           f"(CPU {start_cpu:.2f} s); CPU {per_pod:.3f} ms/pod steady, {1000 * whole['scheduler'] / d.bound:.3f} "
           f"whole drain; load {d.load[0]}; utilisation {util:.0f}%; "
           f"emulator {100 * used['emulator'] / drain_wall:.0f}% ({emu_per_pod:.3f} ms/pod); "
-          f"VmHWM {d.sched_hwm:.0f} MiB; bound {d.bound}/{c.pods}; {'OK' if ok else 'FAILED'}")
+          f"VmHWM {d.sched_hwm:.0f} MiB; bound {d.bound}/{c.pods}{backlog}; {'OK' if ok else 'FAILED'}")
     return ok
 
 
