@@ -30,8 +30,9 @@ class GroupView(Protocol):
         ...
 
     def generation(self) -> int:
-        """A number that changes whenever any pod's :meth:`membership` may have changed (a group, a PriorityClass,
-        a pod's group or tree); while it stays the same, every membership read before holds."""
+        """A number that changes whenever the priority or the victim unit of any pod's :meth:`membership` may have
+        changed (a group, a PriorityClass, a tree's priority, the pods a group's priority follows); while it stays
+        the same, every such answer read before holds (a PodGroup's running members may still change)."""
         ...
 
     def unit_pods(self, unit: GroupKey) -> Iterable[Pod]:
