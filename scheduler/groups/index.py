@@ -92,8 +92,6 @@ class GroupIndex:
         if succeeded is not None:
             self._touch_group(succeeded)
         pod = _live(pod)
-        if succeeded is not None:
-            self.chains.forget_group(succeeded)
         if quiet and pod is not None:
             name = self.members.replace(key, pod)
             if name is not None:
@@ -107,7 +105,6 @@ class GroupIndex:
         old_group = self.members.remove(key)
         if old_group is not None:
             self._touch_group(old_group)
-            self.chains.forget_group(old_group)
         if self._singles.pop(key, None) is not None:
             self._dirty_singles.add(key)
         if pod is None:
@@ -121,7 +118,6 @@ class GroupIndex:
         name = (pod.metadata.namespace, group)
         self.members.add(name, key, pod)
         self._touch_group(name)
-        self.chains.forget_group(name)
 
     def set_podgroup(self, name: Name, pg: PodGroup | None, *, quiet: bool = False) -> None:
         """The PodGroup ``name`` is now ``pg`` (None: deleted); ``quiet``: only what trees do not read changed."""
@@ -170,6 +166,9 @@ class GroupIndex:
             self._dirty.add(head)
 
     def _touch_group(self, name: Name) -> None:
+        """A pod of PodGroup ``name`` came, went or changed: its tree (or its orphans) is rebuilt, and what
+        preemption remembers of its members is forgotten (:meth:`~scheduler.groups.chains.GroupChains.forget_group`)."""
+        self.chains.forget_group(name)
         if name in self.pgs:
             node: Node = ("PodGroup", name)
             self._dirty.add(self.structure.head_of(node) or node)
