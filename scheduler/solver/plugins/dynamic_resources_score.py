@@ -114,14 +114,15 @@ class DynamicResourcesScore:
         pack = np.zeros(len(rows), dtype=np.int64)
         raw = np.zeros(len(rows), dtype=np.int64)
         terms = np.zeros(len(rows), dtype=np.int64)  # per row: how many terms apply (its kind's)
-        taken = taken_now(state, cycle) if ranked else None
+        touched = _touched(cycle.state)
+        taken = taken_now(state, cycle, touched) if ranked else None
         for kind in range(max(len(packing), len(ranked))):
             here = slice(None) if kinds is None else kinds[rows] == kind
             subs = packing[kind] if packing else ()
             if subs:
                 part = np.zeros(len(rows), dtype=np.int64)
                 for sub in subs:
-                    part += node_credit(state, cycle, sub)[rows]
+                    part += node_credit(state, cycle, sub, touched)[rows]
                 pack[here] = (part // len(subs))[here]
                 terms[here] += 1
             if ranked and ranked[kind]:
@@ -170,12 +171,12 @@ def requests(state: CycleState, sig: Signature) -> tuple[tuple[SubRequest, ...],
     return hit
 
 
-def node_credit(state: CycleState, cycle: DynamicResourcesState, sub: SubRequest) -> IntArray:
-    """(N,) int over every node row: the best :func:`credit` for ``sub`` of a device the node reaches."""
+def node_credit(state: CycleState, cycle: DynamicResourcesState, sub: SubRequest, touched: set[str]) -> IntArray:
+    """(N,) int over every node row: the best :func:`credit` for ``sub`` of a device the node reaches. ``touched``:
+    the devices this solve's journal touched (:func:`_touched`)."""
     inventory = cycle.view.inventory
     index = inventory.device_index()
     devices = cycle.state
-    touched = _touched(devices)
     judged = state.setdefault(STANDING, dict)
     standing = judged.get(id(sub))
     if standing is None:
@@ -238,12 +239,12 @@ def ranked_requests(sig: Signature) -> tuple[tuple[Request, ...], ...]:
     return hit
 
 
-def taken_now(state: CycleState, cycle: DynamicResourcesState) -> BoolArray:
+def taken_now(state: CycleState, cycle: DynamicResourcesState, touched: set[str]) -> BoolArray:
     """(D,) bool over the inventory's device index: the devices allocated whole now (in the cluster, in flight, or
-    earlier in this solve). Built once per solve; each call sets again only the devices the journal touched."""
+    earlier in this solve). Built once per solve; each call sets again only the devices the journal touched
+    (``touched``, :func:`_touched`)."""
     index = cycle.view.inventory.device_index()
     devices = cycle.state
-    touched = _touched(devices)
     base = state.get(TAKEN)
     if base is None:
         base = (index.mask(devices.taken), frozenset(touched))
