@@ -285,7 +285,8 @@ def windows(floors: IntArray, rows: BoolArray, limit: int, pending: int = 0, cap
     :data:`ROOM_SLACK` times as many as it takes for their ``capacity`` (``(N, R)``, e.g. allocatable) to cover
     ``need`` (``(R,)``, the root's minimum need) in every resource when that is more, and at least
     :data:`MIN_CANDIDATE_NODES`; then :data:`WINDOW_GROWTH` times as many each
-    round, up to all of them (the last round is every node of ``rows``). So one decision reads the victims of
+    round, up to all of them (the last round is ``rows`` itself, the same array, so a caller can tell it by
+    identity). So one decision reads the victims of
     O(window) nodes, not of the cluster, while
     a tree the nearest nodes cannot serve still gets every node before preemption is judged not helpful. The
     same idea as kube-scheduler's candidate sampling (``minCandidateNodesAbsolute``), without its share of the
