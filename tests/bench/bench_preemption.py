@@ -166,7 +166,7 @@ def run(case: str, count: int, layout: str, mode: str | None, repeat: int, freez
             out.times_ms.append(elapsed)
     if freeze:
         gc.unfreeze()
-    if case in "cd":  # no victim: nothing to do (None), or not helpful (Unschedulable)
+    if case in ("c", "d"):  # no victim: nothing to do (None), or not helpful (Unschedulable)
         if isinstance(decision, Preemption):
             out.violations.append(f"preemption where none helps: {len(decision.victims)} victim(s)")
         return out
