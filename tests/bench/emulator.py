@@ -254,39 +254,54 @@ _OWNED: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("
 
 @dataclass(frozen=True)
 class Tls:
-    """A self-signed CA that is also the serving certificate for 127.0.0.1 / localhost (PEM), and its key."""
+    """A self-signed CA (PEM) and a serving certificate for 127.0.0.1 / localhost signed by it, sent with the CA
+    as its chain (PEM), and the serving key: what kube-apiserver makes for itself when given no certificate
+    (``GenerateSelfSignedCertKey``, k8s.io/client-go/util/cert)."""
 
+    ca_pem: bytes
     cert_pem: bytes
     key_pem: bytes
 
+    def write(self, workdir: Path) -> None:
+        """The three PEM files the emulator process reads (:meth:`read`)."""
+        for name, pem in (("ca.crt", self.ca_pem), ("apiserver.crt", self.cert_pem), ("apiserver.key", self.key_pem)):
+            (workdir / name).write_bytes(pem)
+
+    @staticmethod
+    def read(workdir: Path) -> Tls:
+        return Tls(*((workdir / name).read_bytes() for name in ("ca.crt", "apiserver.crt", "apiserver.key")))
+
     def server_context(self, workdir: Path) -> ssl.SSLContext:
-        """The emulator's TLS context (TLS 1.2+, as kube-apiserver's default minimum)."""
-        cert, key = workdir / "apiserver.crt", workdir / "apiserver.key"
-        cert.write_bytes(self.cert_pem)
-        key.write_bytes(self.key_pem)
+        """The emulator's TLS context (TLS 1.2+, as kube-apiserver's default minimum), from the files in ``workdir``."""
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-        ctx.load_cert_chain(cert, key)
+        ctx.load_cert_chain(workdir / "apiserver.crt", workdir / "apiserver.key")
         return ctx
 
 
 def make_tls() -> Tls:
-    """An ECDSA P-256 CA certificate (kube-apiserver's self-signed default is ECDSA too) valid for 127.0.0.1
-    and localhost, as server certificate."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bench-e2e-ca")])
+    """An ECDSA P-256 CA (kube-apiserver's self-signed default is ECDSA too) and a serving certificate it signs,
+    valid for 127.0.0.1 and localhost."""
     now = dt.datetime.now(dt.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .sign(key, hashes.SHA256()))
-    return Tls(cert.public_bytes(serialization.Encoding.PEM),
-               key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                 serialization.NoEncryption()))
+
+    def signed(subject: str, public: Any, issuer: str, signer: Any, ca: bool) -> x509.Certificate:
+        builder = (x509.CertificateBuilder()
+                   .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+                   .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+                   .public_key(public).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            builder = builder.add_extension(x509.SubjectAlternativeName([
+                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = signed("bench-e2e-ca", ca_key.public_key(), "bench-e2e-ca", ca_key, True)
+    leaf = signed("127.0.0.1", key.public_key(), "bench-e2e-ca", ca_key, False)
+    pem = serialization.Encoding.PEM
+    return Tls(ca.public_bytes(pem), leaf.public_bytes(pem) + ca.public_bytes(pem),
+               key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
 
 
 def write_kubeconfig(path: Path, url: str, tls: Tls | None) -> None:
@@ -295,7 +310,7 @@ def write_kubeconfig(path: Path, url: str, tls: Tls | None) -> None:
     cluster: dict[str, Any] = {"server": url}
     user: dict[str, Any] = {}
     if tls is not None:
-        cluster["certificate-authority-data"] = base64.b64encode(tls.cert_pem).decode()
+        cluster["certificate-authority-data"] = base64.b64encode(tls.ca_pem).decode()
         user["token"] = TOKEN
     path.write_text(json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": "emu",
@@ -327,7 +342,7 @@ async def serve(shape: str, workdir: Path, stock: bool = False, objects: Preload
     gc.disable()  # millions of JSON dicts at 50,000 pods: full collections over them stalled requests past 30 s
     ctx = None
     if shape == "real":
-        ctx = Tls((workdir / "ca.crt").read_bytes(), (workdir / "ca.key").read_bytes()).server_context(workdir)
+        ctx = Tls.read(workdir).server_context(workdir)
     server = ApiServer() if stock else BenchApiServer(real=shape == "real")
     async with server as srv, kmock.Server(srv, server_cls=_server_class(ctx)) as http:
         for path, (kind, namespaced, subresources) in RESOURCES.items():
@@ -347,8 +362,7 @@ def emulator(loop: str, shape: str, workdir: Path, stock: bool = False, preload:
     serves, given ``ready_s`` seconds to do so); yields (process, base URL, its TLS or None); always stopped."""
     tls = make_tls() if shape == "real" else None
     if tls is not None:
-        (workdir / "ca.crt").write_bytes(tls.cert_pem)
-        (workdir / "ca.key").write_bytes(tls.key_pem)
+        tls.write(workdir)
     cmd = [sys.executable, "-m", "tests.bench.bench_e2e", "--serve-emulator", "--emulator-loop", loop,
            "--emulator", shape, "--emulator-dir", str(workdir)]
     proc = subprocess.Popen(cmd + (["--stock-emulator"] if stock else []) + (preload or []), cwd=ROOT,
