@@ -160,6 +160,11 @@ class Settings(BaseSettings):
                                      "(kube-scheduler's podInitialBackoffSeconds).")
     backoff_max_s: float = Field(default=60.0, gt=0, description="Backoff cap, seconds (gangs are "
                                  "large and retried on events anyway, so longer than kube's 10 s).")
+    unschedulable_retry_s: float = Field(
+        default=300.0, gt=0, description="How long a root that found no placement waits for a cluster event that "
+        "may help it (a node added, a pod deleted, ...: the queueing hints of the plugins that rejected it) before "
+        "it is tried again anyway, seconds (kube-scheduler's podMaxInUnschedulablePodsDuration). Such an event "
+        "moves it back once its backoff has ended.")
     bind_concurrency: int = Field(default=16, ge=1, description="Binding calls in flight at once.")
     client_qps: float = Field(default=50.0, ge=0, description="Client-side requests per second (client-go's "
                               "default for kube-scheduler is 50); 0 disables the limit.")

@@ -9,14 +9,20 @@ The queue holds root *keys*, never trees: whoever pops a key looks up the root's
 a tree queued before its pods were bound can never be planned again.
 
 Backoff (kube-scheduler's pod backoff, 1 s initial): a root that failed waits
-``initial × 2^(attempts−1)`` seconds, capped at ``max``, before it is tried again — unless a
-cluster event that can help moves it back early. Which events can help is decided by the
-**queueing hints** of the plugins that rejected it (``Unschedulable.rejectors``; kube's
-``QueueingHintFn``): a node added wakes only roots that failed for lack of capacity or of a
-matching node, a claim created only roots that waited for claims. Events scoped to one root (a
-member pod or a group of its tree changed) are routed to that root by the caller
-(:meth:`SchedulingQueue.activate`). Time is passed in by the caller (the event loop's clock), so
-tests fast-forward it.
+``initial × 2^(attempts−1)`` seconds, capped at ``max``, before it is tried again. Which cluster events
+can help it is decided by the **queueing hints** of the plugins that rejected it (``Unschedulable.rejectors``;
+kube's ``QueueingHintFn``): a node added wakes only roots that failed for lack of capacity or of a
+matching node, a claim created only roots that waited for claims.
+
+A root found unschedulable by plugins that all have hints is *parked* (kube's ``unschedulablePods``): it is
+tried again only when a hinted event may help — once its backoff has ended, so a stream of events tries it
+at most once per backoff (kube moves it to ``backoffQ`` then) — or, failing any, after ``unschedulable_retry``
+seconds (kube's ``podMaxInUnschedulablePodsDuration``, 5 min). Nothing that cannot change the answer makes a
+parked root cost a solve. A root that failed otherwise (a bind that failed, a preemption under way, a
+rejection without a hint) is tried again when its backoff ends, as before, and a hinted event moves it back
+at once. Changes scoped to one root (a member pod or a group of its tree changed) move that root at once
+(:meth:`SchedulingQueue.update`). Time is passed in by the caller (the event loop's clock), so tests
+fast-forward it.
 """
 
 from __future__ import annotations
@@ -99,25 +105,31 @@ class GroupQueue:
 
 @dataclass(slots=True)
 class BackingOff:
-    """A root waiting after a failed attempt: until when, its order, and which plugins rejected it."""
+    """A root waiting after a failed attempt: until when (loop time, seconds), its order, which plugins rejected
+    it, when its backoff ends (``backoff_until``; ``until`` unless parked) and whether it is parked until an event
+    that may help (then ``until`` is the retry after ``unschedulable_retry``)."""
 
     until: float
     order: GroupTree
     rejectors: frozenset[str]
+    backoff_until: float = 0.0
+    parked: bool = False
 
 
 class SchedulingQueue:
     """Ready roots (a :class:`GroupQueue`) plus roots backing off after a failed attempt.
 
-    ``initial_backoff_s`` / ``max_backoff_s``: the backoff bounds in seconds. ``hints``: plugin name →
-    queueing hint (the solver's registry). The ends of the backoffs are kept in a heap, so a pop releases the
-    roots whose backoff ended in O(log n) each rather than looking at every root backing off.
+    ``initial_backoff_s`` / ``max_backoff_s``: the backoff bounds in seconds. ``unschedulable_retry_s``: how long
+    a parked root waits for an event that may help before it is tried anyway, seconds (see the module docstring).
+    ``hints``: plugin name → queueing hint (the solver's registry). The ends of the waits are kept in a heap, so a
+    pop releases the roots whose wait ended in O(log n) each rather than looking at every root backing off.
     """
 
     def __init__(self, initial_backoff_s: float = 1.0, max_backoff_s: float = 60.0,
-                 hints: Mapping[str, QueueingHint] | None = None) -> None:
+                 hints: Mapping[str, QueueingHint] | None = None, unschedulable_retry_s: float = 300.0) -> None:
         self.initial_backoff_s = initial_backoff_s
         self.max_backoff_s = max_backoff_s
+        self.unschedulable_retry_s = unschedulable_retry_s
         self.hints: Mapping[str, QueueingHint] = hints or {}
         self.ready = GroupQueue()
         self.backing_off: dict[GroupKey, BackingOff] = {}
@@ -158,19 +170,28 @@ class SchedulingQueue:
             return None
         return self.ready.pop()
 
-    def backoff(self, tree: GroupTree, now: float, rejectors: frozenset[str] = frozenset()) -> float:
-        """Park a root that failed; returns the backoff in seconds. ``rejectors``: the plugins that rejected
-        it, whose hints decide which events move it back early."""
+    def backoff(self, tree: GroupTree, now: float, rejectors: frozenset[str] = frozenset(), *,
+                unschedulable: bool = False) -> float:
+        """Set aside a root that failed; returns its backoff in seconds. ``rejectors``: the plugins that rejected
+        it, whose hints decide which events move it back. ``unschedulable``: the attempt found no placement (no
+        bind failed, no preemption under way); with ``rejectors`` that all have hints, the root is parked until
+        one of them fires or for ``unschedulable_retry_s`` (see the module docstring)."""
         attempts = self.attempts.get(tree.key, 0) + 1
         self.attempts[tree.key] = attempts
         delay = float(min(self.initial_backoff_s * 2 ** (attempts - 1), self.max_backoff_s))
-        self.ready.discard(tree.key)
-        entry = self.backing_off[tree.key] = BackingOff(now + delay, tree, rejectors)
-        heapq.heappush(self._ends, (entry.until, next(self._seq), tree.key, entry))
-        if len(self._ends) > 2 * len(self.backing_off) + 64:  # drop the ends of backoffs cut short
+        parked = unschedulable and bool(rejectors) and all(name in self.hints for name in rejectors)
+        until = now + max(delay, self.unschedulable_retry_s) if parked else now + delay
+        self._wait(tree.key, BackingOff(until, tree, rejectors, now + delay, parked))
+        return delay
+
+    def _wait(self, key: GroupKey, entry: BackingOff) -> None:
+        """``key`` waits as ``entry`` says (any earlier wait of it is dropped)."""
+        self.ready.discard(key)
+        self.backing_off[key] = entry
+        heapq.heappush(self._ends, (entry.until, next(self._seq), key, entry))
+        if len(self._ends) > 2 * len(self.backing_off) + 64:  # drop the ends of waits cut short
             self._ends = [e for e in self._ends if self.backing_off.get(e[2]) is e[3]]
             heapq.heapify(self._ends)
-        return delay
 
     def done(self, key: GroupKey) -> None:
         """A root was scheduled, or is gone or not ready: forget it and its attempts."""
@@ -179,10 +200,16 @@ class SchedulingQueue:
         self.ready.discard(key)
 
     def activate(self, keys: Iterable[GroupKey] | None, now: float) -> int:
-        """Move backing-off roots back to ready early (``None``: all of them); returns how many moved."""
+        """Move backing-off roots back (``None``: all of them) because an event may help them; returns how many
+        moved. A parked root whose backoff has not ended yet waits for its end instead (kube's move from
+        ``unschedulablePods`` to ``backoffQ``); every other one is ready at once."""
         chosen = list(self.backing_off) if keys is None else [k for k in keys if k in self.backing_off]
         for key in chosen:
-            self.ready.push(self.backing_off.pop(key).order)
+            entry = self.backing_off.pop(key)
+            if entry.parked and entry.backoff_until > now:
+                self._wait(key, BackingOff(entry.backoff_until, entry.order, entry.rejectors, entry.backoff_until))
+            else:
+                self.ready.push(entry.order)
         return len(chosen)
 
     def on_events(self, events: Sequence[ClusterEvent], now: float) -> int:
@@ -214,9 +241,9 @@ class SchedulingQueue:
                 del self.backing_off[key]
                 self.ready.push(entry.order)
 
-    def backing_off_trees(self) -> list[GroupTree]:
-        """The trees of the roots backing off (as of their last update)."""
-        return [entry.order for entry in self.backing_off.values()]
+    def parked(self) -> list[GroupKey]:
+        """The roots parked until an event may help them (kube's ``unschedulablePods``)."""
+        return [key for key, entry in self.backing_off.items() if entry.parked]
 
     def __len__(self) -> int:
         return len(self.ready) + len(self.backing_off)

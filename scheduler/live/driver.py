@@ -94,7 +94,8 @@ class Scheduler:
         self.kube = kube
         self.identity = identity or f"{socket.gethostname()}-{id(self):x}"
         self.cache = ClusterCache(settings.scheduler_name, dra=True)  # without the DRA API no claim exists
-        self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s, QUEUEING_HINTS)
+        self.queue = SchedulingQueue(settings.backoff_initial_s, settings.backoff_max_s, QUEUEING_HINTS,
+                                     settings.unschedulable_retry_s)
         self.changes = Changes()
         """Wakes PreBind steps waiting for a condition on the cache (fed in :meth:`on_change`)."""
         cache = self.cache  # looked up per call: a re-list may replace a kind's mapping (nodes do)
@@ -365,7 +366,7 @@ class Scheduler:
 
     def on_unschedulable(self, attempt: Attempt, failure: Unschedulable) -> None:
         tree, now = attempt.tree, asyncio.get_running_loop().time()
-        delay = self.queue.backoff(tree, now, failure.rejectors)
+        delay = self.queue.backoff(tree, now, failure.rejectors, unschedulable=True)
         log.info("root=%s result=Unschedulable code=%s attempts=%d duration_ms=%.1f backoff_s=%.0f reason=%r",
                  tree.key, failure.code.value, failure.attempts, (time.perf_counter() - self._started) * 1000, delay,
                  failure.message)
@@ -437,6 +438,9 @@ class Scheduler:
         if result.ok:
             self.queue.done(tree.key)  # scheduled: its backoff starts over
             return
+        if result.forget:  # room freed without a watch event: what waits for room is tried again (as kube-scheduler
+            # moves its unschedulable pods when an assumed pod is forgotten)
+            self.queue.activate(self.queue.parked(), asyncio.get_running_loop().time())
         message = result.failure.message if result.failure is not None else "the plan's binder failed"
         log.warning("root=%s result=BindFailed %s", tree.key, message)
         self.reporter.pods(tree, "SchedulerError", message, frozenset(result.forget))

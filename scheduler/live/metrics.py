@@ -229,14 +229,17 @@ def entity_type(tree: GroupTree) -> EntityType:
 
 
 def queue_counts(active: Iterable[GroupTree], backoff: Iterable[GroupTree], blocked: Iterable[GroupTree],
-                 incomplete_pods: int) -> QueueCounts:
-    """Tally the queues: ``active``/``backoff`` roots from the scheduling queue, ``blocked`` trees
-    (Waiting → ``gated``, Invalid → ``unschedulable``), and pods waiting for their PodGroup."""
+                 incomplete_pods: int, parked: Iterable[GroupTree] = ()) -> QueueCounts:
+    """Tally the queues: ``active``/``backoff``/``parked`` roots from the scheduling queue (parked: waiting for an
+    event that may help, ``unschedulable`` as kube-scheduler's ``unschedulablePods``), ``blocked`` trees (Waiting →
+    ``gated``, Invalid → ``unschedulable``), and pods waiting for their PodGroup."""
     counts = QueueCounts()
     for tree in active:
         counts.add_tree(tree, "active")
     for tree in backoff:
         counts.add_tree(tree, "backoff")
+    for tree in parked:
+        counts.add_tree(tree, "unschedulable")
     for tree in blocked:
         counts.add_tree(tree, "unschedulable" if tree.state is TreeState.INVALID else "gated")
     counts.pods["incomplete"] += incomplete_pods
@@ -329,8 +332,9 @@ class Metrics:
             "in seconds: one solve of a whole tree, no I/O.", buckets=ATTEMPT_BUCKETS_S, registry=r)
         self.pending_pods = Gauge(
             "scheduler_pending_pods", "Number of pending pods of ours, by the queue type. 'active': its root is "
-            "ready to be tried; 'backoff': its root failed and waits out its backoff; 'unschedulable': its tree "
-            "is invalid and waits for a change; 'gated': never tried because of schedulingGates or because its "
+            "ready to be tried; 'backoff': its root failed and waits out its backoff; 'unschedulable': its root "
+            "found no placement and waits for a cluster event that may help, or its tree is invalid and waits for "
+            "a change; 'gated': never tried because of schedulingGates or because its "
             "gang has fewer members than minCount; 'incomplete': its PodGroup does not exist yet. As of the "
             "leader's last scheduling cycle.", ["queue"], registry=r)
         self.queued_entities = Gauge(
@@ -565,9 +569,9 @@ class Metrics:
                     self.creation_to_bound.observe(max(0.0, elapsed))
 
     def set_queues(self, active: Iterable[GroupTree], backoff: Iterable[GroupTree], blocked: Iterable[GroupTree],
-                   incomplete_pods: int) -> None:
+                   incomplete_pods: int, parked: Iterable[GroupTree] = ()) -> None:
         """Set the queue gauges; see :func:`queue_counts`."""
-        self.set_queue_counts(queue_counts(active, backoff, blocked, incomplete_pods))
+        self.set_queue_counts(queue_counts(active, backoff, blocked, incomplete_pods, parked))
 
     # -- serving -------------------------------------------------------------------------------
     def handler(self) -> Handler:

@@ -107,8 +107,9 @@ class Reporter:
         """Set the pending-pods / queued-entities gauges from the queue and the trees."""
         trees = self.cache.groups.trees
         active = [t for k in queue.ready.queued() if (t := trees.get(k)) is not None]
-        backoff = [t for k in queue.backing_off if (t := trees.get(k)) is not None]
-        self.metrics.set_queues(active, backoff, self.blocked.values(), len(self.allowed_orphans()))
+        backoff = [t for k, e in queue.backing_off.items() if not e.parked and (t := trees.get(k)) is not None]
+        parked = [t for k, e in queue.backing_off.items() if e.parked and (t := trees.get(k)) is not None]
+        self.metrics.set_queues(active, backoff, self.blocked.values(), len(self.allowed_orphans()), parked)
 
     def _report_blocked(self, tree: GroupTree) -> None:
         if self.reported.get(tree.key) == tree.message:

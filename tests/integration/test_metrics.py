@@ -91,16 +91,17 @@ async def test_gang_that_does_not_fit_counts_unschedulable_then_scheduled_when_a
         assert attempts("unschedulable")(s) == 6 * tries  # every pending member, every attempt
         assert attempts("scheduled")(s) == group_attempts("scheduled")(s) == 0
         assert get(s, "gang_scheduler_solver_attempts_count", result="unschedulable") == tries
-        assert get(s, "scheduler_pending_pods", queue="backoff") == 6
-        assert get(s, "scheduler_queued_entities", queue="backoff", type="podgroup") == 1
+        assert get(s, "scheduler_pending_pods", queue="unschedulable") == 6  # parked until an event may help
+        assert get(s, "scheduler_queued_entities", queue="unschedulable", type="podgroup") == 1
+        assert get(s, "scheduler_pending_pods", queue="backoff") == 0
         assert get(s, "gang_scheduler_gang_size_pods_count") == 0
         await create_node(kube, "n1", cpu="4")
         s = await scrape_until(sched, lambda s: attempts("scheduled")(s) == 6, "6 pods scheduled after a node arrived")
         assert group_attempts("scheduled")(s) == 1
         assert get(s, "gang_scheduler_podgroup_creation_to_bound_seconds_count") == 1
-        s = await scrape_until(sched, lambda s: get(s, "scheduler_pending_pods", queue="backoff") == 0,
-                               "backoff queue drained")
-        assert get(s, "scheduler_queued_entities", queue="backoff", type="podgroup") == 0
+        s = await scrape_until(sched, lambda s: get(s, "scheduler_pending_pods", queue="unschedulable") == 0,
+                               "unschedulable queue drained")
+        assert get(s, "scheduler_queued_entities", queue="unschedulable", type="podgroup") == 0
 
 
 @pytest.mark.looptime

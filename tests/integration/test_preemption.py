@@ -193,13 +193,14 @@ async def test_an_equal_priority_gang_waits_and_no_victim_is_touched(k8s: ApiSer
 async def test_a_starving_root_gets_its_nodes_reserved_against_equal_priority_roots(
         k8s: ApiServer, kube: KubeClient) -> None:
     """``big`` needs both nodes whole; ``small`` roots of the same priority take each bit of room freed. After
-    ``starvation_after_s`` the nodes of big's best plan are held for it: the next small root waits."""
+    ``starvation_after_s`` the nodes of big's best plan are held for it, at its next attempt (here within
+    ``unschedulable_retry_s``, no room freeing meanwhile): the next small root waits."""
     for i in range(2):
         await create_node(kube, f"n{i}", cpu="2")
         for j in range(2):
             await kube.create(PODS, NS, victim(f"busy-{i}-{j}", f"n{i}", priority=5))
     await create_gang(kube, "big", 4, priority=5)
-    async with running(kube, starvation_after_s=20, reservation_s=300) as sched:
+    async with running(kube, starvation_after_s=20, reservation_s=300, unschedulable_retry_s=30) as sched:
         await asyncio.sleep(3)
         await kube.delete(PODS, NS, "busy-0-0")
         await let_go(kube, "busy-0-0")

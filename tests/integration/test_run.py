@@ -60,6 +60,28 @@ async def test_gang_that_does_not_fit_waits_whole_then_binds_when_a_node_arrives
 
 
 @pytest.mark.looptime
+async def test_a_gang_that_does_not_fit_is_not_tried_again_until_something_may_help(k8s, kube: KubeClient) -> None:
+    """Parked as kube-scheduler's unschedulablePods: in four minutes with nothing that frees room — another gang
+    bound, its members' conditions written — the gang is tried once; a node added moves it back and it binds."""
+    await create_node(kube, "n0", cpu="4")
+    await create_gang(kube, "g", 6, cpu="1")
+    async with running(kube) as sched:
+        def attempts(result: str) -> float:
+            labels = {"result": result, "profile": sched.metrics.profile}
+            return sched.metrics.registry.get_sample_value("scheduler_podgroup_schedule_attempts_total", labels) or 0.0
+
+        await until(lambda: condition(kube, "g"), what="condition")
+        await create_gang(kube, "small", 2, cpu="1")
+        await until(lambda: bound_at_least(kube, "small-", 2), what="a gang that fits bound meanwhile")
+        await asyncio.sleep(240)
+        assert attempts("unschedulable") == 1
+        assert sched.metrics.registry.get_sample_value("scheduler_pending_pods", {"queue": "unschedulable"}) == 6
+        await create_node(kube, "n1", cpu="8")
+        placed = await until(lambda: bound_at_least(kube, "g-", 6), what="gang bound after node added")
+        assert set(placed.values()) <= {"n0", "n1"} and attempts("scheduled") == 2
+
+
+@pytest.mark.looptime
 async def test_member_above_a_met_min_count_is_reported_pending_the_group_scheduled(k8s, kube: KubeClient) -> None:
     """minCount 1 is met once g-0 is bound; g-1 fits nowhere. The group stays True/Scheduled and g-1's
     FailedScheduling says what is placed (``1/2 placed``), not that the gang failed (``placeable``)."""

@@ -1,12 +1,14 @@
-"""The scheduling queue's backoff ends are kept in a heap: under any sequence of failures, early wake-ups, updates,
-roots gone and pops, the roots it releases and the next wake-up it reports are those a scan of every root backing
-off gives (the rule: a root is released once its latest backoff has ended, and only then)."""
+"""The scheduling queue's backoff ends are kept in a heap: under any sequence of failures (parked or not), early
+wake-ups, events, updates, roots gone and pops, the roots it releases and the next wake-up it reports are those a
+scan of every root backing off gives (the rule: a root is released once its latest wait has ended, and only then),
+and an event never releases a parked root before its backoff has ended."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduler.framework.events import Action, ClusterEvent
 from scheduler.groups.tree import GroupTree, Leaf, TreeState
 from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
@@ -18,21 +20,31 @@ def tree(i: int, version: int = 0) -> GroupTree:
     return GroupTree(root=Leaf(KEYS[i], 1, None, ()), state=TreeState.READY, message=str(version), groups=(KEYS[i],))
 
 
-OPS = st.lists(st.tuples(st.sampled_from(["fail", "wake", "update", "gone", "pop", "tick"]),
+HINTS = {"NodeResourcesFit": lambda event: event.kind == "Node"}
+OPS = st.lists(st.tuples(st.sampled_from(["fail", "park", "wake", "event", "update", "gone", "pop", "tick"]),
                          st.integers(0, len(KEYS) - 1), st.integers(0, 3)), max_size=80)
 
 
 @settings(max_examples=300, deadline=None)
 @given(OPS)
 def test_the_heap_releases_what_a_scan_of_every_backoff_releases(ops: list[tuple[str, int, int]]) -> None:
-    queue = SchedulingQueue(initial_backoff_s=1.0, max_backoff_s=8.0)
+    queue = SchedulingQueue(initial_backoff_s=1.0, max_backoff_s=8.0, hints=HINTS, unschedulable_retry_s=20.0)
     now = 0.0
     for i in range(len(KEYS)):
         queue.update(tree(i), KEYS[i], ready=True)
     for op, i, arg in ops:
         key = KEYS[i]
+        before = dict(queue.backing_off)
         if op == "fail":
             queue.backoff(tree(i), now)
+        elif op == "park":
+            queue.backoff(tree(i), now, frozenset({"NodeResourcesFit"}), unschedulable=True)
+            assert queue.backing_off[key].until == max(queue.backing_off[key].backoff_until, now + 20.0)
+        elif op == "event":
+            queue.on_events([ClusterEvent("Node", Action.UPDATE, object(), object())], now)
+            for k, entry in before.items():  # a parked root whose backoff runs on waits for its end
+                if entry.parked and entry.backoff_until > now:
+                    assert queue.backing_off[k].until == entry.backoff_until and not queue.backing_off[k].parked
         elif op == "wake":
             queue.activate([key], now)
         elif op == "update":  # a changed tree moves a root back early; the same tree does not

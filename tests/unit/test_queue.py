@@ -1,8 +1,10 @@
 """The scheduling queue's backoff across a plan's binding: a root whose plans keep failing to bind
-backs off like any failing root — its attempts are not reset by the plan, nor while it is not ready."""
+backs off like any failing root — its attempts are not reset by the plan, nor while it is not ready. A root that
+found no placement is parked until an event may help it (kube-scheduler's unschedulablePods)."""
 
 from __future__ import annotations
 
+from scheduler.framework.events import Action, ClusterEvent
 from scheduler.groups.tree import GroupTree, Leaf, TreeState
 from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
@@ -34,3 +36,62 @@ def test_a_root_that_is_gone_forgets_its_attempts() -> None:
     queue.backoff(tree(TreeState.READY), now=0.0)
     queue.update(None, KEY, ready=False)
     assert KEY not in queue.attempts and not len(queue)
+
+
+HINTS = {"NodeResourcesFit": lambda event: event.kind == "Node"}
+"""One plugin with a hint: a node event may help the roots it rejected."""
+
+
+def parked_queue(retry_s: float = 300.0) -> SchedulingQueue:
+    """A queue whose root KEY found no placement at t=0 (NodeResourcesFit rejected it): parked."""
+    queue = SchedulingQueue(initial_backoff_s=1.0, max_backoff_s=60.0, hints=HINTS, unschedulable_retry_s=retry_s)
+    queue.update(tree(TreeState.READY), KEY, ready=True)
+    assert queue.pop(now=0.0) == KEY
+    assert queue.backoff(tree(TreeState.READY), now=0.0, rejectors=frozenset({"NodeResourcesFit"}),
+                         unschedulable=True) == 1.0
+    return queue
+
+
+def node_added() -> ClusterEvent:
+    return ClusterEvent("Node", Action.ADD, new=object())
+
+
+def test_an_unschedulable_root_is_parked_past_its_backoff_until_the_retry_interval() -> None:
+    """kube-scheduler's unschedulablePods: nothing that could help happened, so the root is not tried when its 1 s
+    backoff ends, nor at 60 s; it is tried again after podMaxInUnschedulablePodsDuration (here 300 s)."""
+    queue = parked_queue()
+    assert queue.parked() == [KEY] and queue.next_wakeup() == 300.0
+    assert queue.pop(now=1.0) is None and queue.pop(now=299.9) is None
+    assert queue.on_events([ClusterEvent("Pod", Action.ADD, new=object())], now=100.0) == 0  # no hint fires
+    assert queue.pop(now=300.0) == KEY
+
+
+def test_an_event_that_may_help_moves_a_parked_root_once_its_backoff_has_ended() -> None:
+    queue = parked_queue()
+    assert queue.on_events([node_added()], now=0.5) == 1  # within its 1 s backoff: it waits for the backoff's end
+    assert queue.parked() == [] and queue.next_wakeup() == 1.0
+    assert queue.pop(now=0.9) is None and queue.pop(now=1.0) == KEY
+
+    queue = parked_queue()
+    assert queue.on_events([node_added()], now=5.0) == 1  # backoff over: ready at once
+    assert queue.pop(now=5.0) == KEY
+
+
+def test_a_root_that_failed_otherwise_or_without_a_hint_backs_off_and_is_not_parked() -> None:
+    """A preemption under way, a bind that failed, a rejector with no hint: no event is sure to say when it may
+    fit, so it is tried again when its backoff ends."""
+    for rejectors, unschedulable in ((frozenset({"NodeResourcesFit"}), False), (frozenset({"NoHint"}), True),
+                                     (frozenset({"NodeResourcesFit", "NoHint"}), True), (frozenset(), True)):
+        queue = SchedulingQueue(hints=HINTS)
+        queue.update(tree(TreeState.READY), KEY, ready=True)
+        queue.pop(now=0.0)
+        queue.backoff(tree(TreeState.READY), now=0.0, rejectors=rejectors, unschedulable=unschedulable)
+        assert queue.parked() == [] and queue.next_wakeup() == 1.0
+        assert queue.pop(now=1.0) == KEY
+
+
+def test_a_change_of_its_own_tree_moves_a_parked_root_at_once() -> None:
+    """A member pod arrived or minCount changed: the root is tried at once, as before it was parked."""
+    queue = parked_queue()
+    queue.update(tree(TreeState.READY, pending=1), KEY, ready=True)
+    assert queue.pop(now=0.2) == KEY

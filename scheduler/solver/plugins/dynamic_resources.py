@@ -831,10 +831,11 @@ def gate(snapshot: Snapshot, pending: Sequence[Pod], asked: frozenset[str]) -> b
 
 def queueing_hint(event: ClusterEvent) -> bool:
     """Devices published or changed, a class changed, a claim created (a pod may wait for it) or deleted,
-    a claim's allocation removed (its devices are free), a node added (it may reach node-set devices) or its
-    allocatable changed (an extended resource it stops offering is served through DRA there; kube-scheduler
-    registers ``UpdateNodeAllocatable`` too). A template alone changes nothing: the pod waits for the claim made
-    from it."""
+    a claim's spec or status changed (its allocation removed: its devices are free; allocated or reserved: a pod
+    sharing it may now use it, kube-scheduler's ``isSchedulableAfterClaimChange``, asked of every root rather than
+    of the claim's consumers only), a node added (it may reach node-set devices) or its allocatable changed (an
+    extended resource it stops offering is served through DRA there; kube-scheduler registers
+    ``UpdateNodeAllocatable`` too). A template alone changes nothing: the pod waits for the claim made from it."""
     if event.kind in DRA_KINDS:
         return True
     if event.kind == "Node":
@@ -844,4 +845,4 @@ def queueing_hint(event: ClusterEvent) -> bool:
         return False
     if event.action is not Action.UPDATE:
         return True
-    return bool(event.old.is_allocated and not event.new.is_allocated) or event.old.spec != event.new.spec
+    return bool(event.old.status != event.new.status or event.old.spec != event.new.spec)

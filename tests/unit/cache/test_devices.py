@@ -117,11 +117,11 @@ def test_a_deleted_claim_returns_its_devices() -> None:
 
 @pytest.mark.parametrize("kind, event, raw, capacity", [
     ("ResourceClaim", "ADDED", claim("new"), True),
-    ("ResourceClaim", "MODIFIED", claim("a", ["gpu-0", "gpu-1"], rv="2"), False),
+    ("ResourceClaim", "MODIFIED", claim("a", ["gpu-0", "gpu-1"], rv="2"), True),
     ("ResourceSlice", "MODIFIED", gpu_slice("n0", 8, generation=2), True),
     ("DeviceClass", "ADDED", {"metadata": {"name": "other"}, "spec": {}}, True),
     ("ResourceClaimTemplate", "ADDED", {"metadata": {"name": "tpl", "namespace": NS}, "spec": {"spec": {}}}, False),
-], ids=["claim-appears-a-pod-may-wait-for-it", "allocation-added-helps-nobody", "slice-changed",
+], ids=["claim-appears-a-pod-may-wait-for-it", "allocation-changed-may-help-a-root-sharing-it", "slice-changed",
         "class-added", "template-alone-changes-nothing"])
 def test_dra_events_that_can_help_a_waiting_root_count_as_capacity(kind: str, event: str, raw: dict[str, Any],
                                                                    capacity: bool) -> None:
