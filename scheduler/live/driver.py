@@ -367,9 +367,10 @@ class Scheduler:
     def on_unschedulable(self, attempt: Attempt, failure: Unschedulable) -> None:
         tree, now = attempt.tree, asyncio.get_running_loop().time()
         delay = self.queue.backoff(tree, now, failure.rejectors, unschedulable=True)
-        log.info("root=%s result=Unschedulable code=%s attempts=%d duration_ms=%.1f backoff_s=%.0f reason=%r",
+        retry = "event" if self.queue.backing_off[tree.key].parked else "backoff"
+        log.info("root=%s result=Unschedulable code=%s attempts=%d duration_ms=%.1f backoff_s=%.0f retry=%s reason=%r",
                  tree.key, failure.code.value, failure.attempts, (time.perf_counter() - self._started) * 1000, delay,
-                 failure.message)
+                 retry, failure.message)
         self.reporter.unschedulable(tree, failure)
         self.reservations.unschedulable(attempt, now)
 

@@ -745,6 +745,7 @@ CASES = {c.name: c for c in (
     Case("startup-50k", nodes=5000, gangs=1000, per_gang=4, prebound=46000),
     Case("startup-150k", nodes=15000, gangs=1000, per_gang=4, prebound=146000),
     Case("backlog", nodes=1000, gangs=1000, per_gang=4, backlog=1000),
+    Case("backlog-5k", nodes=5000, gangs=1000, per_gang=4, backlog=5000),
     Case("dra", nodes=500, gangs=250, per_gang=4, dra="exclusive"),
     Case("dra-shared", nodes=500, gangs=250, per_gang=4, dra="shared"),
     Case("dra-conditions", nodes=500, gangs=250, per_gang=4, dra="conditions"),
@@ -753,8 +754,8 @@ CASES = {c.name: c for c in (
 holds 1,000 pods in 4-pod gangs on 500 nodes, each pod with a claim for one GPU), and
 ``startup-50k`` and ``startup-150k``: the start-up targets' clusters, 5,000 nodes and 50,000 pods, 15,000 nodes and
 150,000 pods (not in ``all``: each takes minutes); ``dra-shared`` and ``dra-conditions``: ``dra`` with each claim a
-share of a shared GPU, or with GPUs whose binding conditions the benchmark sets True (not in ``all``, to keep
-``make bench`` short)."""
+share of a shared GPU, or with GPUs whose binding conditions the benchmark sets True, and ``backlog-5k``: ``backlog``
+on 5,000 nodes with 5,000 gangs that cannot fit (not in ``all``, to keep ``make bench`` short)."""
 ALL = ("gangs4", "plain", "gangs64", "gangs4-big", "backlog", "dra")
 """What ``--case all`` (and ``make bench``) runs."""
 
