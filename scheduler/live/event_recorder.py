@@ -178,9 +178,10 @@ class EventRecorder:
         try:
             try:
                 await self.kube.patch(EVENTS, md["namespace"], md["name"], {"series": series},
-                                      content_type=STRATEGIC_PATCH, lane=Lane.REPORT)
+                                      content_type=STRATEGIC_PATCH, lane=Lane.REPORT, reply=False)
             except NotFound:
-                await self.kube.create(EVENTS, md["namespace"], {**rec.body, "series": series}, lane=Lane.REPORT)
+                await self.kube.create(EVENTS, md["namespace"], {**rec.body, "series": series}, lane=Lane.REPORT,
+                                       reply=False)
         except ApiError as exc:
             warn(f"{pod.kind} {_key(pod)} event {rec.body['reason']} series", exc)
 

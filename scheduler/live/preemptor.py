@@ -318,7 +318,7 @@ class Preemptor:
             try:
                 await self.kube.patch(PODS, pod.metadata.namespace, pod.metadata.name,
                                       {"status": {"nominatedNodeName": node}}, sub="status", content_type=MERGE_PATCH,
-                                      lane=Lane.URGENT)
+                                      lane=Lane.URGENT, reply=False)
             except NotFound:
                 continue
             except ApiError as exc:

@@ -275,7 +275,7 @@ class StatusWriter:
                     body["metadata"] = {"resourceVersion": current.metadata.resource_version}
                 try:
                     await self.kube.patch(COSCHEDULING_PODGROUPS, group.metadata.namespace, group.metadata.name, body,
-                                          sub="status", lane=Lane.REPORT)
+                                          sub="status", lane=Lane.REPORT, reply=False)
                     return True
                 except Conflict:
                     if attempt == CONFLICT_ATTEMPTS - 1:
@@ -327,7 +327,7 @@ class StatusWriter:
         try:
             await self.kube.patch(PODS, obj.metadata.namespace, obj.metadata.name,
                                   {"status": {"conditions": conditions}}, sub="status", content_type=STRATEGIC_PATCH,
-                                  lane=Lane.URGENT)  # a victim's condition goes with its eviction
+                                  lane=Lane.URGENT, reply=False)  # a victim's condition goes with its eviction
         except NotFound:
             raise
         except ApiError as exc:
@@ -416,7 +416,7 @@ class StatusWriter:
                 body["metadata"] = {"resourceVersion": pod.metadata.resource_version}
             try:
                 await self.kube.patch(PODS, pod.metadata.namespace, pod.metadata.name, body, sub="status",
-                                      content_type=STRATEGIC_PATCH, lane=Lane.REPORT)
+                                      content_type=STRATEGIC_PATCH, lane=Lane.REPORT, reply=False)
             except Conflict:
                 return  # the pod changed (bound, or a newer attempt): this report is stale; no event either
             except ApiError as exc:
