@@ -163,6 +163,14 @@ class SchedulingQueue:
         else:
             entry.order = tree
 
+    def retree(self, tree: GroupTree) -> None:
+        """Root ``tree.key``'s tree was rebuilt with nothing the scheduler reads changed (quiet updates: its own
+        status writes): a root waiting keeps the new tree, not the one it failed with, so the pod objects the cache
+        replaced are not kept alive beside the new ones while it waits. It is not moved."""
+        entry = self.backing_off.get(tree.key)
+        if entry is not None:
+            entry.order = tree
+
     def pop(self, now: float) -> GroupKey | None:
         """The next ready root key in order, or None."""
         self._release(now)

@@ -590,6 +590,13 @@ class ClusterCache:
         changed, self._changed_roots = self._changed_roots, set()
         return changed
 
+    def take_quiet_roots(self) -> set[GroupKey]:
+        """Roots whose trees were rebuilt since the last call for quiet updates only — pod objects replaced, nothing
+        the scheduler reads changed (its own status writes) — and not reported by :meth:`take_changed_roots`."""
+        self._refresh_groups()
+        quiet, self.groups.quiet = self.groups.quiet, set()
+        return quiet
+
     def tree(self, key: GroupKey) -> GroupTree | None:
         """The current tree of root ``key`` (rebuilding what changed first), or None."""
         self._refresh_groups()

@@ -64,6 +64,10 @@ class GroupIndex:
         self._stale: set[Node] = set()
         """Heads whose trees hold pod objects replaced by a quiet update: rebuilt, not reported."""
         self._stale_singles: set[str] = set()
+        self.quiet: set[GroupKey] = set()
+        """Roots whose trees were rebuilt by quiet updates only (not reported as changed), until a caller takes them
+        (:meth:`~scheduler.cache.cluster.ClusterCache.take_quiet_roots`): what holds such a root's old tree takes
+        the new one, so the replaced pod objects are let go."""
         self.trees: dict[GroupKey, GroupTree] = {}
         """Trees of ours by root key: group trees and lone-pod trees."""
         self.empty: dict[GroupKey, GroupTree] = {}
@@ -209,6 +213,8 @@ class GroupIndex:
             self._tree_of_head[head] = tree.key
             if head in heads:
                 changed.add(tree.key)
+            elif not is_empty:
+                self.quiet.add(tree.key)
         if gone != came:  # the priority a group's pods count at (GroupChains.chain_priority) changed
             self.chains.forget()
         # Every dirty group's orphans are dropped before any is judged again: a pod that moved from one
@@ -227,6 +233,8 @@ class GroupIndex:
                 self.trees[tree_key] = self.assembler.single(pod)
             if key in self._dirty_singles:
                 changed.add(tree_key)
+            elif pod is not None:
+                self.quiet.add(tree_key)
         self._stale_singles.clear()
         self._dirty_singles.clear()
         return changed

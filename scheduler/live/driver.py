@@ -328,6 +328,9 @@ class Scheduler:
             self.reporter.tree_changed(key, tree)
             if tree is None:
                 self._gone(key)
+        for key in self.cache.take_quiet_roots():
+            if (found := trees.get(key)) is not None:
+                self.queue.retree(found)
         events, self.events = self.events, []
         self.queue.on_events(events, now)
         self.reporter.orphans()

@@ -95,3 +95,13 @@ def test_a_change_of_its_own_tree_moves_a_parked_root_at_once() -> None:
     queue = parked_queue()
     queue.update(tree(TreeState.READY, pending=1), KEY, ready=True)
     assert queue.pop(now=0.2) == KEY
+
+
+def test_a_waiting_root_takes_a_quietly_rebuilt_tree_without_moving() -> None:
+    """Its own status writes rebuild the tree with new pod objects: the parked entry holds the new tree (the old
+    one is let go) and stays parked."""
+    queue = parked_queue()
+    rebuilt = tree(TreeState.READY, pending=2)
+    queue.retree(rebuilt)
+    assert queue.backing_off[KEY].order is rebuilt and queue.parked() == [KEY]
+    assert queue.pop(now=299.0) is None
