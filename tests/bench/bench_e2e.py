@@ -707,8 +707,8 @@ class Case:
     prebound: int = 0
     backlog: int = 0
     """Gangs of ``per_gang`` pods no node can hold (each pod asks :data:`BACKLOG_CPU` cpu), created with the rest:
-    a backlog waiting for capacity. After the drain the scheduler keeps trying them; its CPU is measured over
-    :data:`BACKLOG_WINDOW_S` more seconds, and none of their pods may be bound."""
+    a backlog waiting for capacity. After the drain the scheduler's CPU is measured over :data:`BACKLOG_WINDOW_S`
+    more seconds while they wait, and none of their pods may be bound."""
     dra: str = ""
     """A :data:`~tests.bench.dra_workload.MODES` mode, or empty: every node publishes a ResourceSlice of the NVIDIA
     driver's 8 GPUs; each gang has a ResourceClaimTemplate and each of its pods (1 cpu) one claim generated from
@@ -1077,8 +1077,8 @@ def report_case(d: Drain) -> bool:
     if "backlog" in d.cpu.marks:
         window, idle = d.cpu.between("bound", "backlog")
         share = 100 * idle["scheduler"] / window
-        print(f"  after the drain            {share:7.1f} % of a core for the scheduler over {window:.0f} s, trying "
-              f"{c.backlog} gangs that cannot fit")
+        print(f"  after the drain            {share:7.1f} % of a core for the scheduler over {window:.0f} s, with "
+              f"{c.backlog} gangs that cannot fit waiting")
         backlog = f"; backlog {share:.1f}% of a core"
     if d.log:
         ms = d.log["solve_ms"]
