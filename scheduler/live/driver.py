@@ -442,9 +442,9 @@ class Scheduler:
         if result.ok:
             self.queue.done(tree.key)  # scheduled: its backoff starts over
             return
-        if result.forget:  # room freed without a watch event: what waits for room is tried again (as kube-scheduler
-            # moves its unschedulable pods when an assumed pod is forgotten)
-            self.queue.activate(self.queue.parked(), asyncio.get_running_loop().time())
+        # The plan's assumptions — pods, devices, volume decisions — are given back without a watch event: what waits
+        # for room is tried again (as kube-scheduler moves its unschedulable pods when an assumed pod is forgotten).
+        self.queue.activate(self.queue.parked(), asyncio.get_running_loop().time())
         message = result.failure.message if result.failure is not None else "the plan's binder failed"
         log.warning("root=%s result=BindFailed %s", tree.key, message)
         self.reporter.pods(tree, "SchedulerError", message, frozenset(result.forget))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 import kmock
 import pytest
@@ -225,3 +226,27 @@ async def test_two_schedulers_only_the_leader_binds_and_stopping_it_hands_over(k
         await create_gang(kube, "second", 2)
         await until(lambda: bound_at_least(kube, "second-", 2), what="second gang bound by the new leader")
         assert b.cycles > 0
+
+
+@pytest.mark.looptime
+async def test_a_plan_whose_binds_fail_moves_the_roots_parked_behind_it(k8s, kube: KubeClient) -> None:
+    """``a`` holds the node while its first bind is in flight, so ``b`` finds no room and is parked; that bind is
+    refused (409), ``a``'s assumptions are given back with no watch event, and ``b`` is tried again at once rather
+    than after ``--unschedulable-retry-s``: it takes the room."""
+    refused: list[str] = []
+
+    async def react(request: kmock.Request) -> Any:
+        if request.name == "a-0" and not refused:
+            refused.append(request.name)
+            await asyncio.sleep(2)
+            return kmock.KubernetesError(status=409, reason="Conflict", message="the object has been modified")
+        return await k8s._serve_binding(request)
+
+    k8s['post', kmock.subresource('binding')] << react
+    await create_node(kube, "n0", cpu="4")
+    await create_gang(kube, "a", 4, cpu="1")
+    async with running(kube, bind_concurrency=1):
+        await until(lambda: refused, what="a's first bind sent")
+        await create_gang(kube, "b", 4, cpu="1")
+        placed = await until(lambda: bound_at_least(kube, "b-", 4), what="b bound after a's plan failed")
+        assert set(placed.values()) == {"n0"} and await bound(kube, "a-") == {}
