@@ -166,6 +166,13 @@ class Profile:
         return hit
 
 
+def topology_hint(event: ClusterEvent) -> bool:
+    """Whether ``event`` may help a root ``TopologyPlacement`` rejected: room freed (NodeResourcesFit's hint: a
+    domain was too short of room), or a node added or relabelled (NodeAffinity's hint: it may now carry the
+    group's topology key, or join another domain)."""
+    return resources_fit.queueing_hint(event) or node_affinity.queueing_hint(event)
+
+
 QUEUEING_HINTS: dict[str, Callable[[ClusterEvent], bool]] = {
     node_unschedulable.NAME: node_unschedulable.queueing_hint,
     node_lifecycle.NAME: node_lifecycle.queueing_hint,
@@ -180,10 +187,10 @@ QUEUEING_HINTS: dict[str, Callable[[ClusterEvent], bool]] = {
     node_ports.NAME: node_ports.queueing_hint,
     pod_topology_spread.NAME: pod_topology_spread.queueing_hint,
     inter_pod_affinity.NAME: inter_pod_affinity.queueing_hint,
-    TOPOLOGY: resources_fit.queueing_hint,
+    TOPOLOGY: topology_hint,
 }
-"""Plugin name → its queueing hint: which cluster events may make a root it rejected schedulable. A
-topology domain short of room (``TopologyPlacement``) is helped by what frees room, like NodeResourcesFit."""
+"""Plugin name → its queueing hint: which cluster events may make a root it rejected schedulable
+(``TopologyPlacement``: :func:`topology_hint`)."""
 
 DEFAULT_PROFILE = Profile(
     static_check=run_filters,

@@ -19,6 +19,7 @@ from scheduler.dra.claims import ClaimIndex
 from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.inventory import Inventory
 from scheduler.framework import Code, NodeTable, Plan, Preemption, Snapshot, SolverConfig, Unschedulable
+from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.storage_view import StorageView
 from scheduler.groups import TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
@@ -26,6 +27,7 @@ from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceSlice
 from scheduler.model.scheduling import GroupKey
 from scheduler.model.storage import PersistentVolume, PersistentVolumeClaim
 from scheduler.solver import solve
+from scheduler.solver.plugins import QUEUEING_HINTS, TOPOLOGY
 from tests.unit.groups.builders import NS, cpg, pg
 from tests.unit.preemption import kit as preemption_kit
 from tests.unit.solver.builders import GPU, HOSTNAME, ZONE, host_port, node, pod, pod_affinity, pod_term, spread
@@ -373,3 +375,16 @@ def test_a_second_pass_out_of_budget_never_costs_the_plan_the_first_found() -> N
     assert plan.attempts == 1
     assert dict(plan.group_reasons) == {GroupKey("PodGroup", NS, "train"): (
         f"gang train: no {ZONE} domain has room for its minimum on the nodes its members may use (2 checked)")}
+
+
+@pytest.mark.parametrize("event, queue", [
+    (ClusterEvent("Node", Action.UPDATE, node("n1"), node("n1", labels={RACK: "r9"})), True),
+    (ClusterEvent("Node", Action.ADD, None, node("n2", labels={ZONE: "a"})), True),
+    (ClusterEvent("Node", Action.UPDATE, node("n1", cpu="4"), node("n1", cpu="8")), True),
+    (ClusterEvent("Node", Action.UPDATE, node("n1"), node("n1")), False),
+    (ClusterEvent("Pod", Action.ADD, None, pod("p")), False),
+], ids=["node-given-the-topology-key", "node-added", "node-given-more-room", "node-heartbeat", "pending-pod-added"])
+def test_the_topology_placement_hint_wakes_on_room_and_on_node_labels(event: ClusterEvent, queue: bool) -> None:
+    """A root whose group no node could host by its topology key (or whose domains were too short of room) may fit
+    once a node carries the key or more room frees up."""
+    assert QUEUEING_HINTS[TOPOLOGY](event) is queue
