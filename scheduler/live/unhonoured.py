@@ -55,6 +55,9 @@ class UnhonouredFields:
         self._unknown: dict[str, str] = {}
         """Uid → the fields the v1.37 API does not know in a pod of ours, a PodGroup or a CompositePodGroup, as the
         watch delivered it (:meth:`checked`); the newest :data:`MAX_WARNED_PODS`."""
+        self._seen_generation: dict[str, int] = {}
+        """Uid → the ``metadata.generation`` of a pending pod of ours as last checked (:meth:`seen`); the newest
+        :data:`MAX_WARNED_PODS`."""
 
     def checked(self, res: Resource, decode: Decode | None) -> Decode | None:
         """``decode`` (None: none), after noting the fields the v1.37 API does not know in each object the informer
@@ -80,12 +83,16 @@ class UnhonouredFields:
 
     def seen(self, res: Resource) -> See | None:
         """What :meth:`checked` does, for an informer that decodes pods into models (``Informer.see``): a pending pod
-        of ours is decoded again as sent and its unknown fields noted; any other pod is not. None for a resource
-        other than pods (their informers decode the plain way)."""
+        of ours is decoded again as sent and its unknown fields noted; any other pod is not. A pod already checked
+        at its ``metadata.generation`` is not decoded again: the API server counts only spec changes there (pods
+        since Kubernetes 1.33, KEP-5067), so an update of its status — the scheduler's own ``PodScheduled``
+        condition — or its labels brings no new field; a pod without a generation is checked at every update. None
+        for a resource other than pods (their informers decode the plain way)."""
         shape = SHAPES.get((res.group_version, res.kind))
         if shape is None or res.kind != "Pod":
             return None
         ours = self.scheduler_name
+        checked_at = self._seen_generation
 
         def see(pod: Pod, raw: Callable[[], Any]) -> None:
             if pod.spec.scheduler_name != ours:
@@ -93,10 +100,18 @@ class UnhonouredFields:
             uid = pod.metadata.uid or f"Pod/{pod.metadata.namespace}/{pod.metadata.name}"
             if pod.spec.node_name:  # bound: warnings are for pending pods
                 self._unknown.pop(uid, None)
+                checked_at.pop(uid, None)
+                return
+            generation = pod.metadata.generation
+            if generation and checked_at.get(uid) == generation:
                 return
             sent = raw()
             if isinstance(sent, Mapping):
                 self._note(uid, sent, shape)
+                if generation:
+                    checked_at[uid] = generation
+                    if len(checked_at) > MAX_WARNED_PODS:
+                        del checked_at[next(iter(checked_at))]
 
         return see
 
