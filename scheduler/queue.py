@@ -106,14 +106,16 @@ class GroupQueue:
 @dataclass(slots=True)
 class BackingOff:
     """A root waiting after a failed attempt: until when (loop time, seconds), its order, which plugins rejected
-    it, when its backoff ends (``backoff_until``; ``until`` unless parked) and whether it is parked until an event
-    that may help (then ``until`` is the retry after ``unschedulable_retry``)."""
+    it, when its backoff ends (``backoff_until``; ``until`` unless parked), whether it is parked until an event
+    that may help (then ``until`` is the retry after ``unschedulable_retry``), and whether such an event came
+    (``woken``: it waits out its backoff, which later events do not cut short)."""
 
     until: float
     order: GroupTree
     rejectors: frozenset[str]
     backoff_until: float = 0.0
     parked: bool = False
+    woken: bool = False
 
 
 class SchedulingQueue:
@@ -210,15 +212,22 @@ class SchedulingQueue:
     def activate(self, keys: Iterable[GroupKey] | None, now: float) -> int:
         """Move backing-off roots back (``None``: all of them) because an event may help them; returns how many
         moved. A parked root whose backoff has not ended yet waits for its end instead (kube's move from
-        ``unschedulablePods`` to ``backoffQ``); every other one is ready at once."""
+        ``unschedulablePods`` to ``backoffQ``), and stays there whatever comes next; every other one is ready at
+        once."""
         chosen = list(self.backing_off) if keys is None else [k for k in keys if k in self.backing_off]
+        moved = 0
         for key in chosen:
-            entry = self.backing_off.pop(key)
-            if entry.parked and entry.backoff_until > now:
-                self._wait(key, BackingOff(entry.backoff_until, entry.order, entry.rejectors, entry.backoff_until))
-            else:
-                self.ready.push(entry.order)
-        return len(chosen)
+            entry = self.backing_off[key]
+            if entry.backoff_until > now and (entry.parked or entry.woken):
+                if entry.parked:
+                    self._wait(key, BackingOff(entry.backoff_until, entry.order, entry.rejectors, entry.backoff_until,
+                                               woken=True))
+                    moved += 1
+                continue
+            del self.backing_off[key]
+            self.ready.push(entry.order)
+            moved += 1
+        return moved
 
     def on_events(self, events: Sequence[ClusterEvent], now: float) -> int:
         """Move back every backing-off root for which a rejecting plugin's hint says one of ``events`` may

@@ -70,6 +70,7 @@ def test_an_event_that_may_help_moves_a_parked_root_once_its_backoff_has_ended()
     queue = parked_queue()
     assert queue.on_events([node_added()], now=0.5) == 1  # within its 1 s backoff: it waits for the backoff's end
     assert queue.parked() == [] and queue.next_wakeup() == 1.0
+    assert queue.on_events([node_added()], now=0.7) == 0  # a second event does not cut the backoff short
     assert queue.pop(now=0.9) is None and queue.pop(now=1.0) == KEY
 
     queue = parked_queue()
