@@ -50,14 +50,22 @@ INT64 = (-(2**63), 2**63 - 1)
 FORMATS = jsonschema.FormatChecker(formats=())
 
 
+def _within(value: object, bounds: tuple[int, int]) -> bool:
+    """A number within ``bounds``, or not a number: a float counts (JSON Schema's ``integer`` admits ``2.0``, and Go
+    refuses ``9.223372036854776e+18`` for an int64 as it refuses ``2**63``)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return True
+    return bounds[0] <= value <= bounds[1]
+
+
 @FORMATS.checks("int32")
 def _int32(value: object) -> bool:
-    return not isinstance(value, int) or isinstance(value, bool) or INT32[0] <= value <= INT32[1]
+    return _within(value, INT32)
 
 
 @FORMATS.checks("int64")
 def _int64(value: object) -> bool:
-    return not isinstance(value, int) or isinstance(value, bool) or INT64[0] <= value <= INT64[1]
+    return _within(value, INT64)
 
 
 @FORMATS.checks("date-time")
