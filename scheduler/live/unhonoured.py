@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.client.kube import Resource
@@ -35,9 +35,19 @@ log = logging.getLogger(__name__)
 
 Decode = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 """What an informer applies to each object it receives before the cache sees it."""
+
+V = TypeVar("V")
+
 MAX_WARNED_PODS = 65536
 """Objects remembered as warned about (oldest forgotten first; a forgotten pod is warned again), and objects
 whose unknown fields are kept."""
+
+
+def _remember(memory: dict[str, V], uid: str, value: V) -> None:
+    """``memory[uid] = value``, forgetting the oldest entry beyond :data:`MAX_WARNED_PODS`."""
+    memory[uid] = value
+    if len(memory) > MAX_WARNED_PODS:
+        del memory[next(iter(memory))]
 
 
 class UnhonouredFields:
@@ -109,9 +119,7 @@ class UnhonouredFields:
             if isinstance(sent, Mapping):
                 self._note(uid, sent, shape)
                 if generation:
-                    checked_at[uid] = generation
-                    if len(checked_at) > MAX_WARNED_PODS:
-                        del checked_at[next(iter(checked_at))]
+                    _remember(checked_at, uid, generation)
 
         return see
 
@@ -119,9 +127,7 @@ class UnhonouredFields:
         """Note (or forget) the fields of ``raw`` that ``shape`` does not know, under ``uid``."""
         found = unknown_fields(raw, shape)
         if found:
-            self._unknown[uid] = "; ".join(map(str, found))
-            if len(self._unknown) > MAX_WARNED_PODS:
-                del self._unknown[next(iter(self._unknown))]
+            _remember(self._unknown, uid, "; ".join(map(str, found)))
         else:
             self._unknown.pop(uid, None)
 
@@ -172,7 +178,5 @@ class UnhonouredFields:
         the newest :data:`MAX_WARNED_PODS`)."""
         if uid in self._warned:
             return False
-        self._warned[uid] = None
-        if len(self._warned) > MAX_WARNED_PODS:
-            del self._warned[next(iter(self._warned))]
+        _remember(self._warned, uid, None)
         return True
