@@ -107,8 +107,11 @@ class Reporter:
         """Set the pending-pods / queued-entities gauges from the queue and the trees."""
         trees = self.cache.groups.trees
         active = [t for k in queue.ready.queued() if (t := trees.get(k)) is not None]
-        backoff = [t for k, e in queue.backing_off.items() if not e.parked and (t := trees.get(k)) is not None]
-        parked = [t for k, e in queue.backing_off.items() if e.parked and (t := trees.get(k)) is not None]
+        backoff: list[GroupTree] = []
+        parked: list[GroupTree] = []
+        for key, entry in queue.backing_off.items():
+            if (tree := trees.get(key)) is not None:
+                (parked if entry.parked else backoff).append(tree)
         self.metrics.set_queues(active, backoff, self.blocked.values(), len(self.allowed_orphans()), parked)
 
     def _report_blocked(self, tree: GroupTree) -> None:
