@@ -42,6 +42,7 @@ import dataclasses
 import enum
 from collections.abc import Iterable
 
+from scheduler.framework.node_table import BoolArray
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
@@ -65,6 +66,9 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 """``preemption.go``: even with every candidate gone the root does not fit; ours adds the counts."""
 ONGOING = "ongoing preemption on nominated nodes"
 """``podgrouppreemption.go`` after PR #140641: victims of an earlier preemption are still terminating."""
+TOO_LARGE = "no node the pods may use has the allocatable to hold one of them"
+"""Ours, after NOT_HELPFUL: every node that passes the static filters is too small for each pending pod even
+emptied (NodeResourcesFit's ``Unresolvable: podRequest > allocatable``, ``noderesources/fit.go``)."""
 DEVICES_LIMIT = "devices are the limit, and evicting pods frees devices only if the victims hold them"
 """Ours, after NOT_HELPFUL's counts when only DRA's claims refused nodes: the room is in devices, not in pods."""
 DEVICES_TOO = "devices are a limit too, and evicting pods frees devices only if the victims hold them"
@@ -124,10 +128,13 @@ class DefaultPreemption:
         if self.view.awaiting(tree.key) or self._victims_terminating(tree, snapshot, nominated):
             return Outcome.WAITING, Preemption(tree.key, (), nominated, None, result, prefix + ONGOING)
         every = sum(1 for _ in _pending(tree))
-        units, chosen = self._choose(tree, snapshot, config, inclusive=False,
+        rows = usable_rows(snapshot, tree, self.profile.static_check)
+        if not rows.any() and usable_rows(snapshot, tree, self.profile.static_check, allocatable=False).any():
+            return Outcome.NOT_HELPFUL, _appended(result, f"{prefix}{NOT_HELPFUL} ({TOO_LARGE})")
+        units, chosen = self._choose(tree, snapshot, config, rows, inclusive=False,
                                      want=every if result.minimum is not None else 0)
         if chosen is not None and len(chosen.plan.placements) < every:  # room for all members, if victims allow
-            _, fuller = self._choose(tree, snapshot, config, inclusive=False, want=every)
+            _, fuller = self._choose(tree, snapshot, config, rows, inclusive=False, want=every)
             chosen = fuller or chosen
         if not units:
             return Outcome.NO_VICTIMS, None
@@ -143,17 +150,20 @@ class DefaultPreemption:
         """The best plan of a starving root (the starvation guard's reservation): where it would go once the
         fewest running pods of priority *at most* its own — equal ones included, they are what keeps taking
         the room — have finished, chosen like victims but evicting nothing. None when no such plan exists."""
-        _, chosen = self._choose(tree, snapshot, config, inclusive=True)
+        _, chosen = self._choose(tree, snapshot, config, usable_rows(snapshot, tree, self.profile.static_check),
+                                 inclusive=True)
         return None if chosen is None else chosen.plan
 
-    def _choose(self, tree: GroupTree, snapshot: Snapshot, config: SolverConfig, *,
+    def _choose(self, tree: GroupTree, snapshot: Snapshot, config: SolverConfig, rows: BoolArray, *,
                 inclusive: bool, want: int = 0) -> tuple[list[Unit], Selection | None]:
-        """Victims for ``tree``, looked for on growing windows of nodes (:func:`~scheduler.preemption.units.windows`,
-        lowest-priority nodes first) until a window's candidates make the tree fit. Returns the candidate units of
-        the last window read (empty: no victim anywhere) and the selection (None: no fit even with all of them
-        gone — the last window is then every usable node holding a pod below the root's priority, by floors
-        re-read where a membership may have changed since, :meth:`NodeFloors.exact`)."""
-        rows = usable_rows(snapshot, tree, self.profile.static_check)
+        """Victims for ``tree`` on the nodes of ``rows`` (``(N,)``, its
+        :func:`~scheduler.preemption.units.usable_rows`), looked for on growing windows of them
+        (:func:`~scheduler.preemption.units.windows`, lowest-priority nodes first) until a window's candidates make the
+        tree fit. Returns the candidate units of the last window read (empty: no victim anywhere) and the selection
+        (None: no fit even with all of them gone — the last window is then every usable node holding a pod below the
+        root's priority, by floors re-read where a membership may have changed since, :meth:`NodeFloors.exact`)."""
+        if not rows.any():  # no node could hold a pending pod even emptied: nothing to read
+            return [], None
         limit = tree.priority + 1 if inclusive else tree.priority
         floors = self.floors.floors(snapshot, self.view)
         pending = sum(len(leaf.pending) for leaf in tree.root.leaves())

@@ -9,9 +9,10 @@ What goes together: a pod whose groups up to the root have no ``disruptionMode: 
 its own; otherwise the unit is the whole group rooted at its highest ancestor with ``all``, and
 every running pod of it — on any node — is evicted, or none is.
 
-Only pods on nodes the preemptor could use at all (passing the static filters for one of its pending
-pods) are looked at: evicting elsewhere never frees room it can use. An ``all`` unit found there
-still brings all of its pods, wherever they run.
+Only pods on nodes the preemptor could use at all are looked at (:func:`usable_rows`: passing the static
+filters for one of its pending pods, with the allocatable to hold it once everything else is gone): evicting
+elsewhere never frees room it can use. An ``all`` unit found there still brings all of its pods, wherever
+they run.
 
 Importance (:func:`importance`, most important first — the reprieve order, so the least important
 units are the ones left to evict): higher priority; then members a single-mode gang needs to stay
@@ -38,6 +39,7 @@ from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.snapshot import LogMark, Snapshot
 from scheduler.groups.tree import GroupTree
 from scheduler.model.pod import Pod
+from scheduler.model.quantity import is_extended
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption.group_view import GroupView, Membership
 
@@ -88,15 +90,42 @@ def importance(unit: Unit) -> tuple[object, ...]:
             -len(unit.pods), unit.start, unit.uid)
 
 
-def usable_rows(snapshot: Snapshot, tree: GroupTree, static_check: object) -> BoolArray:
-    """Nodes that pass the static filters for at least one pending pod of ``tree`` (``static_check``: the
-    profile's, memoised per pod template on the node table)."""
+def usable_rows(snapshot: Snapshot, tree: GroupTree, static_check: object, *, allocatable: bool = True) -> BoolArray:
+    """``(N,)``: the nodes where some pending pod of ``tree`` could run once every other pod is gone — it passes the
+    static filters (``static_check``: the profile's, memoised per pod template on the node table) and the node's
+    allocatable holds its requests (:func:`allocatable_holds`; ``allocatable=False``: the static filters only)."""
     table = snapshot.table
     mask = np.zeros(len(table), dtype=bool)
+    holds: dict[int, BoolArray] = {}
     for leaf in tree.root.leaves():
         for pod in leaf.pending:
-            mask |= table.static_fit(pod.spec, static_check).ok  # type: ignore[arg-type]
+            static = table.static_fit(pod.spec, static_check).ok  # type: ignore[arg-type]
+            if not allocatable:
+                mask |= static
+                continue
+            vector, _ = table.request_vector(pod.requests)  # memoised: pods of one shape share the array
+            fits = holds.get(id(vector))
+            if fits is None:
+                fits = holds[id(vector)] = allocatable_holds(table.allocatable, vector, table.resources)
+            mask |= static & fits
     return mask
+
+
+def allocatable_holds(allocatable: IntArray, request: IntArray, resources: Sequence[str]) -> BoolArray:
+    """``(N,)``: the nodes whose ``allocatable`` (``(N, R)``) is at least ``request`` (``(R,)``) in every resource
+    the node offers or that is not an extended one. A request above a node's allocatable is kube-scheduler's
+    NodeResourcesFit ``UnschedulableAndUnresolvable`` (``fitsRequest``: ``Unresolvable: podRequest >
+    allocatable``, ``noderesources/fit.go``), and preemption skips such nodes (``nodesWherePreemptionMightHelp``):
+    no eviction makes room there. An extended resource the node does not offer at all is left to DRA, which may
+    serve it there (KEP-5004), as :class:`~scheduler.solver.plugins.resources_fit.NodeResourcesFit` does."""
+    fits = np.ones(len(allocatable), dtype=bool)
+    for col in np.flatnonzero(request > 0).tolist():
+        offered = allocatable[:, col]
+        short = offered < request[col]
+        if is_extended(resources[col]):
+            short &= offered > 0
+        fits &= ~short
+    return fits
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from scheduler.framework import Plan, Preemption, Unschedulable
 from scheduler.model import PriorityClass
 from scheduler.model.pod import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.model.scheduling import GroupKey
-from scheduler.preemption.plugin import GROUP_PREFIX, NOT_ELIGIBLE_NEVER, NOT_HELPFUL, ONGOING, POD_PREFIX
+from scheduler.preemption.plugin import GROUP_PREFIX, NOT_ELIGIBLE_NEVER, NOT_HELPFUL, ONGOING, POD_PREFIX, TOO_LARGE
 from scheduler.solver import solve
 from tests.unit.groups.builders import NS
 from tests.unit.preemption.kit import Cluster, budget, composite, group, names, nodes, pending, running
@@ -126,12 +126,24 @@ def test_victims_are_of_strictly_lower_priority_lowest_first(priorities: tuple[i
 
 
 def test_nothing_is_evicted_in_vain() -> None:
-    """Every lower-priority pod gone still leaves no room (a 3-cpu pod on 2-cpu nodes): nothing is evicted."""
+    """Every lower-priority pod gone still leaves no room (a 3-cpu pod on 2-cpu nodes): nothing is evicted, and the
+    reason says no node is large enough."""
     c = spread_gangs(2, 2, None)
     add_gang(c, "high", 1, cpu="3")
     _, decision = c.decide("high")
     assert isinstance(decision, Unschedulable)
-    assert NOT_HELPFUL in decision.message
+    assert decision.message.endswith(f"{GROUP_PREFIX}{NOT_HELPFUL} ({TOO_LARGE})")
+
+
+def test_nothing_is_evicted_when_the_room_would_come_too_short() -> None:
+    """Nodes large enough when emptied, but the lower-priority pods hold too little of them: not helpful, counted."""
+    c = Cluster(nodes=nodes(2, cpu="2"))
+    c.pods += [running(f"low-{j}", f"n{j}", priority=1) for j in range(2)]
+    c.pods += [running(f"top-{j}", f"n{j}", priority=1000) for j in range(2)]
+    add_gang(c, "high", 2, cpu="2")
+    _, decision = c.decide("high")
+    assert isinstance(decision, Unschedulable)
+    assert f"{NOT_HELPFUL} (no fit even with all" in decision.message
 
 
 def test_a_grouped_pod_counts_at_its_groups_priority_not_its_own() -> None:

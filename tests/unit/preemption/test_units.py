@@ -21,6 +21,7 @@ from scheduler.preemption.units import (
     NodeEntries,
     NodeFloors,
     Unit,
+    allocatable_holds,
     candidates,
     importance,
     usable_rows,
@@ -226,3 +227,29 @@ class CountingEntries(NodeEntries):
     def entries(self, info: NodeInfo) -> tuple[Entry, ...]:
         self.reads += 1
         return super().entries(info)
+
+
+def test_usable_nodes_are_those_whose_allocatable_holds_a_pending_pod() -> None:
+    """A node smaller than every pending pod is never usable, whatever runs there (kube's NodeResourcesFit
+    ``Unresolvable: podRequest > allocatable``); one that holds the smallest pending pod is."""
+    c = Cluster(nodes=[*nodes(1, cpu="2"), *nodes(2, cpu="8")[1:]])  # n0: 2 cpu, n1: 8 cpu
+    c.groups.append(group("high", 2, priority=100))
+    c.pods += [pending("high-0", "high", cpu="4"), pending("high-1", "high", cpu="6"),
+               running("low", "n0", priority=1, cpu="2"), running("low-1", "n1", priority=1, cpu="8")]
+    cache = c.cache()
+    tree = cache.tree(GroupKey("PodGroup", NS, "high"))
+    assert tree is not None
+    snapshot = cache.snapshot()
+    rows = usable_rows(snapshot, tree, DEFAULT_PROFILE.static_check)
+    assert [snapshot.table.nodes[r].name for r in np.flatnonzero(rows)] == ["n1"]
+    assert usable_rows(snapshot, tree, DEFAULT_PROFILE.static_check, allocatable=False).all()
+    assert [names(u.pods) for u in units_of(c)] == [["low-1"]]  # the victim on n0 would free room in vain
+
+
+def test_an_extended_resource_a_node_does_not_offer_leaves_it_to_dra() -> None:
+    """``example.com/gpu`` above a node's allocatable rules the node out where the node offers it; where it offers
+    none, DRA may serve it (KEP-5004), so only the node's own resources decide."""
+    allocatable = np.array([[4000, 2], [4000, 0], [1000, 0]], dtype=np.int64)
+    request = np.array([2000, 4], dtype=np.int64)
+    assert allocatable_holds(allocatable, request, ("cpu", "example.com/gpu")).tolist() == [False, True, False]
+    assert allocatable_holds(allocatable, request, ("cpu", "memory")).tolist() == [False, False, False]
