@@ -25,6 +25,7 @@ from typing import Protocol
 from scheduler.cache.cluster import AssumeError, ClusterCache
 from scheduler.framework.binding_cycle import BindResult as BindResult
 from scheduler.framework.binding_cycle import Failure as Failure
+from scheduler.framework.events import ClusterEvent
 from scheduler.framework.interface import PostFilterPlugin
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
@@ -108,6 +109,9 @@ class Attempt:
     snapshot: Snapshot
     decision: Decision
     token: str | None = None
+    events: Sequence[ClusterEvent] = ()
+    """What assuming the plan changed (:meth:`~scheduler.cache.cluster.ClusterCache.assume`), for the queueing
+    hints of the roots waiting."""
 
     @property
     def plan(self) -> Plan | None:
@@ -173,10 +177,10 @@ class CycleRunner:
             return Attempt(tree, snapshot, decision)
         token = f"{tree.key}#{next(self._tokens)}"
         try:
-            self.cache.assume(decision, token)
+            events = self.cache.assume(decision, token)
         except AssumeError as exc:
             return Attempt(tree, snapshot, Unschedulable(tree.key, Code.ERROR, f"plan not assumed: {exc}"))
-        return Attempt(tree, snapshot, decision, token)
+        return Attempt(tree, snapshot, decision, token, events)
 
     def target_problem(self, plan: Plan, pod: Pod, node: str) -> str | None:
         """Why binding ``pod`` to ``node`` no longer fits the cache as it is now, or None (the

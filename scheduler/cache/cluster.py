@@ -380,7 +380,8 @@ class ClusterCache:
                 return []
             return self._set_nodes(self.objects[NODE.name], ClusterEvent(kind, action, old, new))
         if kind == POD.name:
-            quiet = self._set_pod(key, old, new)
+            quiet, shown = self._set_pod(key, old, new)
+            old = shown  # as the scheduler showed it: an assumed pod's delete frees its room (handleAssumedPodDeletion)
         elif kind in (POD_GROUP.name, COSCHEDULING_POD_GROUP.name):  # the index holds each name's group (group())
             self.groups.set_podgroup(_name(key), self.group(POD_GROUP.name, *_name(key)), quiet=quiet)
             if kind == POD_GROUP.name:
@@ -439,9 +440,10 @@ class ClusterCache:
         self._bump()
         return events
 
-    def _set_pod(self, key: str, old: Pod | None, pod: Pod | None) -> bool:
-        """Update what derives from one pod; True when nothing the scheduler reads changed (a status
-        condition, or the watch confirming our own bind where we assumed it)."""
+    def _set_pod(self, key: str, old: Pod | None, pod: Pod | None) -> tuple[bool, Pod | None]:
+        """Update what derives from one pod; returns whether nothing the scheduler reads changed (a status
+        condition, or the watch confirming our own bind where we assumed it), and ``old`` as the scheduler showed
+        it (:meth:`_shown`)."""
         before = self._shown(key, old)
         if key in self.assumed and (pod is None or pod.is_bound or pod.is_terminal):
             del self.assumed[key]  # the watch caught up (or the pod is gone / bound by someone else)
@@ -456,7 +458,7 @@ class ClusterCache:
         wants = self.dra and pod is not None and _wants_devices(pod)
         self.devices.set_pod(key, pod if wants and key not in self.assumed else None)
         self.devices.settle_pod(key, pod)
-        return quiet
+        return quiet, before
 
     def _shown(self, key: str, pod: Pod | None) -> Pod | None:
         """``pod`` as the scheduler sees it: bound to its node while assumed, nominated as decided."""
@@ -500,9 +502,14 @@ class ClusterCache:
         return pod.status.nominated_node_name if pod is not None else None
 
     # -- assume / forget -----------------------------------------------------------------------
-    def assume(self, plan: Plan, token: str) -> None:
+    def assume(self, plan: Plan, token: str) -> list[ClusterEvent]:
         """Hold a plan's capacity: each pod counts as bound to its node until the watch or :meth:`forget`
         says otherwise, and its claim allocations hold their devices (``token``: unique to the plan).
+
+        Returns one Pod ``Update`` event per placement (the pending pod, then as bound where it is assumed): what
+        kube-scheduler's ``EventAssignedPodAdd`` tells the plugins (``eventhandlers.go`` ``addAssignedPodToCache``),
+        for a pod whose bind the watch will confirm quietly — so a root waiting for it (inter-pod affinity, topology
+        spread) is moved when the room it needs appears in the snapshots.
 
         Raises :class:`AssumeError` (and assumes nothing) if a pod of the plan is gone, already bound or
         already assumed.
@@ -512,6 +519,7 @@ class ClusterCache:
             current = pods.get(pod.key)
             if pod.key in self.assumed or current is None or current.is_bound:
                 raise AssumeError(f"pod {pod.key} is {'gone' if current is None else 'already bound or assumed'}")
+        events: list[ClusterEvent] = []
         for pod, node in plan.placements:
             self.assumed[pod.key] = node
             self.devices.set_pod(pod.key, None)
@@ -519,9 +527,11 @@ class ClusterCache:
             self.usage.set_pod(pod.key, shown)
             self.storage.set_pod(pod.key, shown)
             self.groups.set_pod(pod.key, shown)
+            events.append(ClusterEvent(POD.name, Action.UPDATE, pods[pod.key], shown))
         self.devices.assume(token, plan.allocations)
         self.storage.assume(token, plan.volumes)
         self._bump()
+        return events
 
     def forget(self, pod_keys: Iterable[str]) -> None:
         """Drop assumptions (a failed or abandoned bind): the capacity is free again and the pods pending."""

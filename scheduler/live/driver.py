@@ -346,6 +346,7 @@ class Scheduler:
         """Act on one decision (the live :class:`~scheduler.cycle.DecisionHandler`: :meth:`on_plan`,
         :meth:`on_preemption`, :meth:`on_unschedulable`): bind a plan in the background, or report and back off."""
         self._started = started
+        self.events.extend(attempt.events)  # routed with the watch's at the next _refresh, right after this root
         self.metrics.solved(attempt.tree, attempt.decision, time.perf_counter() - started)
         self.unhonoured.warn(attempt.tree)
         handle(attempt, self)

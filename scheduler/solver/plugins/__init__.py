@@ -168,9 +168,13 @@ class Profile:
 
 def topology_hint(event: ClusterEvent) -> bool:
     """Whether ``event`` may help a root ``TopologyPlacement`` rejected: room freed (NodeResourcesFit's hint: a
-    domain was too short of room), or a node added or relabelled (NodeAffinity's hint: it may now carry the
-    group's topology key, or join another domain)."""
-    return resources_fit.queueing_hint(event) or node_affinity.queueing_hint(event)
+    domain was too short of room), a node added or relabelled (NodeAffinity's hint: it may now carry the
+    group's topology key, or join another domain), or a node a domain's room was not counted on made usable —
+    uncordoned, untainted, Ready again (the hints of NodeUnschedulable, TaintToleration and the node lifecycle
+    filter): a domain's room is counted only on the nodes that pass the static filters."""
+    return (resources_fit.queueing_hint(event) or node_affinity.queueing_hint(event)
+            or node_unschedulable.queueing_hint(event) or taint_toleration.queueing_hint(event)
+            or node_lifecycle.queueing_hint(event))
 
 
 QUEUEING_HINTS: dict[str, Callable[[ClusterEvent], bool]] = {

@@ -381,10 +381,13 @@ def test_a_second_pass_out_of_budget_never_costs_the_plan_the_first_found() -> N
     (ClusterEvent("Node", Action.UPDATE, node("n1"), node("n1", labels={RACK: "r9"})), True),
     (ClusterEvent("Node", Action.ADD, None, node("n2", labels={ZONE: "a"})), True),
     (ClusterEvent("Node", Action.UPDATE, node("n1", cpu="4"), node("n1", cpu="8")), True),
+    (ClusterEvent("Node", Action.UPDATE, node("n1", unschedulable=True), node("n1")), True),
+    (ClusterEvent("Node", Action.UPDATE, node("n1", taints=["maint=:NoSchedule"]), node("n1")), True),
     (ClusterEvent("Node", Action.UPDATE, node("n1"), node("n1")), False),
     (ClusterEvent("Pod", Action.ADD, None, pod("p")), False),
-], ids=["node-given-the-topology-key", "node-added", "node-given-more-room", "node-heartbeat", "pending-pod-added"])
+], ids=["node-given-the-topology-key", "node-added", "node-given-more-room", "node-uncordoned", "node-untainted",
+        "node-heartbeat", "pending-pod-added"])
 def test_the_topology_placement_hint_wakes_on_room_and_on_node_labels(event: ClusterEvent, queue: bool) -> None:
     """A root whose group no node could host by its topology key (or whose domains were too short of room) may fit
-    once a node carries the key or more room frees up."""
+    once a node carries the key, more room frees up, or a node whose room was not counted becomes usable."""
     assert QUEUEING_HINTS[TOPOLOGY](event) is queue
