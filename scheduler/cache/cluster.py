@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel
@@ -282,6 +282,8 @@ class ClusterCache:
         self._changed_roots: set[GroupKey] = set()
         self.holds: dict[GroupKey, tuple[tuple[Pod, str, int], ...]] = {}
         """Partial roots → the room they hold (:func:`held_room`), kept with their trees."""
+        self.room_released = False
+        """Room in :attr:`holds` was given up since :meth:`take_room_released` last said so."""
         self.on_refused: Callable[[Refusal], None] = lambda refused: None
         """Told of every object refused, or taken with a part ignored (:data:`REFUSAL_REASONS`); the live
         driver counts them and posts a Warning Event on the object. Must not raise."""
@@ -627,13 +629,28 @@ class ClusterCache:
         for key in changed:
             tree = trees.get(key)
             held = held_room(tree) if tree is not None else ()
+            before = self.holds.pop(key, ())
             if held:
                 self.holds[key] = held
+            if before or held:
                 touched = True
-            elif self.holds.pop(key, None) is not None:
-                touched = True
+                self.room_released |= self._released(before, held)
         if touched:
             self._bump()
+
+    def _released(self, before: Sequence[tuple[Pod, str, int]], after: Sequence[tuple[Pod, str, int]]) -> bool:
+        """Whether room held ``before`` is no longer held ``after`` without its pod now bound or assumed there."""
+        kept = {(pod.key, node) for pod, node, _ in after}
+        pods = self.pods
+        return any((pod.key, node) not in kept and not ((now := pods.get(pod.key)) is not None and now.is_bound)
+                   and pod.key not in self.assumed for pod, node, _ in before)
+
+    def take_room_released(self) -> bool:
+        """Whether room a partial tree held was given up since the last call (its pending member deleted, its
+        intent withdrawn, its group gone): as kube-scheduler moves the unschedulable pods when a nominated pod is
+        deleted or its nomination changes (``eventhandlers.go``), the caller moves the roots parked."""
+        released, self.room_released = self.room_released, False
+        return released
 
     def group(self, kind: str, namespace: str, name: str) -> Any | None:
         """The current PodGroup / CompositePodGroup object, if known.

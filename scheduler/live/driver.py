@@ -333,6 +333,8 @@ class Scheduler:
                 self.queue.retree(found)
         events, self.events = self.events, []
         self.queue.on_events(events, now)
+        if self.cache.take_room_released():
+            self.queue.activate(self.queue.parked(), now)
         self.reporter.orphans()
 
     def _gone(self, key: GroupKey) -> None:

@@ -9,16 +9,20 @@ the root moved and that its next attempt now places it — a hint that stayed si
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+
+import pytest
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cycle import CycleRunner
 from scheduler.framework import Plan, SolverConfig, Unschedulable
-from scheduler.framework.events import ClusterEvent
+from scheduler.framework.events import Action, ClusterEvent
+from scheduler.groups.intent import INTENT_ANNOTATION, intent_annotation
+from scheduler.model import PodGroup
 from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
-from tests.unit.groups.builders import pg
+from tests.unit.groups.builders import pg, pg_dict
 from tests.unit.preemption.kit import OURS, group
 from tests.unit.solver.builders import HOSTNAME, node, pod, pod_term
 
@@ -99,3 +103,57 @@ def test_a_node_uncordoned_in_a_domain_moves_a_root_topology_placement_rejected(
     assert moved(queue, cache.load_one("Node", node("b2", labels={zone: "b"})))
     again = runner.attempt(key)
     assert again is not None and isinstance(again.decision, Plan)
+
+
+def partial_gang() -> ClusterCache:
+    """``p`` (minCount 2) has ``p-0`` running on ``n0`` and holds ``n0``'s other half for ``p-1`` (its durable
+    intent); ``q-0`` needs that half."""
+    running_p0 = pod("p-0", namespace=NS, group="p", cpu="4", node_name="n0", phase="Running", uid="uid-p-0")
+    pending_p1 = pod("p-1", namespace=NS, group="p", cpu="4", uid="uid-p-1")
+    body = pg_dict("p", 2)
+    body["metadata"]["annotations"] = {INTENT_ANNOTATION: intent_annotation("t1", [(running_p0, "n0"),
+                                                                                   (pending_p1, "n0")])}
+    held = PodGroup.model_validate(body)
+    return cache_of(("Node", [node("n0", cpu="8")]), ("PodGroup", [held, group("q", 1)]),
+                    ("Pod", [running_p0, pending_p1, pod("q-0", namespace=NS, group="q", cpu="4")]))
+
+
+@pytest.mark.parametrize("release", [
+    lambda cache: cache.delete_one("Pod", f"{NS}/p-1"),
+    lambda cache: cache.load_one("PodGroup", group("p", 2)),
+    lambda cache: cache.delete_one("PodGroup", f"{NS}/p"),
+], ids=["pending-member-deleted", "intent-removed", "group-deleted"])
+def test_room_a_partial_gang_gives_up_is_said_once(release: Callable[[ClusterCache], object]) -> None:
+    """The room held for ``p-1`` keeps ``q`` out until it is given up; the cache then says so once
+    (:meth:`ClusterCache.take_room_released`: the driver moves every parked root, as kube-scheduler moves its
+    unschedulable pods when a nominated pod goes)."""
+    cache = partial_gang()
+    runner = CycleRunner(cache, SolverConfig())
+    first = runner.attempt(GroupKey("PodGroup", NS, "q"))
+    assert first is not None and isinstance(first.decision, Unschedulable)
+    assert not cache.take_room_released()
+    release(cache)
+    again = runner.attempt(GroupKey("PodGroup", NS, "q"))
+    assert again is not None and isinstance(again.decision, Plan)
+    assert cache.take_room_released()
+    assert not cache.take_room_released()
+
+
+def test_room_a_partial_gang_fills_itself_is_not_given_up() -> None:
+    """``p-1`` placed where its room was held (assumed, then bound by the watch): nothing was given up."""
+    cache = partial_gang()
+    placed = CycleRunner(cache, SolverConfig()).attempt(GroupKey("PodGroup", NS, "p"))
+    assert placed is not None and isinstance(placed.decision, Plan)
+    assert cache.tree(GroupKey("PodGroup", NS, "p")) is not None
+    cache.load_one("Pod", pod("p-1", namespace=NS, group="p", cpu="4", node_name="n0", phase="Running",
+                              uid="uid-p-1"))
+    assert cache.tree(GroupKey("PodGroup", NS, "p")) is not None
+    assert not cache.holds and not cache.take_room_released()
+
+
+def test_a_resource_dropped_by_an_in_place_resize_frees_room() -> None:
+    """A running pod's effective requests lose a resource (kube's ``extractPodScaleDown`` walks the old
+    requests): NodeResourcesFit's hint fires."""
+    before = pod("r", cpu="2", gpu=1, node_name="n0", phase="Running")
+    after = pod("r", cpu="2", node_name="n0", phase="Running")
+    assert QUEUEING_HINTS["NodeResourcesFit"](ClusterEvent("Pod", Action.UPDATE, before, after))

@@ -142,7 +142,7 @@ def frees_room(event: ClusterEvent) -> bool:
     if old.is_bound and not old.is_terminal:
         if new is None or new.is_terminal or new.spec.node_name != old.spec.node_name:
             return True
-        return any(v < old.requests.get(r, 0) for r, v in new.requests.items())
+        return any(new.requests.get(r, 0) < v for r, v in old.requests.items())
     return bool(old.status.nominated_node_name) and (new is None or new.status.nominated_node_name
                                                      != old.status.nominated_node_name)
 
