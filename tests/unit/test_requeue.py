@@ -10,6 +10,7 @@ the root moved and that its next attempt now places it — a hint that stayed si
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
@@ -157,3 +158,87 @@ def test_a_resource_dropped_by_an_in_place_resize_frees_room() -> None:
     before = pod("r", cpu="2", gpu=1, node_name="n0", phase="Running")
     after = pod("r", cpu="2", node_name="n0", phase="Running")
     assert QUEUEING_HINTS["NodeResourcesFit"](ClusterEvent("Pod", Action.UPDATE, before, after))
+
+
+def dra_pod(name: str, requests: dict[str, str] | None = None, claim: str | None = None) -> dict[str, Any]:
+    """Pod ``name`` of gang ``g`` as an API dict: ``requests``, and a pod claim naming ResourceClaim ``claim``."""
+    spec: dict[str, Any] = {"schedulerName": OURS, "schedulingGroup": {"podGroupName": "g"},
+                            "containers": [{"name": "main", "resources": {"requests": requests or {"cpu": "1"}}}]}
+    if claim:
+        spec["resourceClaims"] = [{"name": "c", "resourceClaimName": claim}]
+    return {"metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"}, "spec": spec,
+            "status": {"phase": "Pending"}}
+
+
+def device_class(name: str, driver: str, extended: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}
+    if extended:
+        spec["extendedResourceName"] = extended
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def device_slice(name: str, driver: str, where: dict[str, Any], devices: int = 1) -> dict[str, Any]:
+    pool = {"name": name, "generation": 1, "resourceSliceCount": 1}
+    return {"metadata": {"name": name},
+            "spec": {"driver": driver, **where, "pool": pool, "devices": [{"name": f"d{i}"} for i in range(devices)]}}
+
+
+def claim(name: str, device_class_name: str, admin: bool = False) -> dict[str, Any]:
+    request: dict[str, Any] = {"deviceClassName": device_class_name}
+    if admin:
+        request["adminAccess"] = True
+    return {"metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": request}]}}}
+
+
+RACK_R1 = {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+    {"key": "rack", "operator": "In", "values": ["r1"]}]}]}}
+NODE_N0 = {"metadata": {"name": "n0", "labels": {"rack": "r0"}}, "spec": {}, "status": {
+    "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}, "capacity": {"cpu": "8", "memory": "32Gi",
+                                                                                "pods": "110"}}}
+
+
+@pytest.mark.parametrize(("objects", "change", "rejector"), [
+    pytest.param({"Node": [NODE_N0], "DeviceClass": [device_class("link", "link.example.com")],
+                  "ResourceSlice": [device_slice("rack-r1", "link.example.com", RACK_R1)],
+                  "ResourceClaim": [claim("p-link", "link")], "Pod": [dra_pod("p", claim="p-link")]},
+                 ("Node", {**NODE_N0, "metadata": {"name": "n0", "labels": {"rack": "r1"}}}), "DynamicResources",
+                 id="node-relabelled-into-a-node-set-slice"),
+    pytest.param({"Node": [NODE_N0], "ResourceSlice": [device_slice("n0-gpus", "gpu.example.com",
+                                                                    {"nodeName": "n0"}, 2)],
+                  "Pod": [dra_pod("p", {"cpu": "1", "example.com/gpu": "1"})]},
+                 ("DeviceClass", device_class("gpu", "gpu.example.com", "example.com/gpu")), "NodeResourcesFit",
+                 id="device-class-serving-an-extended-resource-added"),
+    pytest.param({"Namespace": [{"metadata": {"name": NS, "labels": {}}}], "Node": [NODE_N0],
+                  "DeviceClass": [device_class("gpu", "gpu.example.com")],
+                  "ResourceSlice": [device_slice("n0-gpus", "gpu.example.com", {"nodeName": "n0"})],
+                  "ResourceClaim": [claim("p-adm", "gpu", admin=True)], "Pod": [dra_pod("p", claim="p-adm")]},
+                 ("Namespace", {"metadata": {"name": NS, "labels": {"resource.kubernetes.io/admin-access": "true"}}}),
+                 "DynamicResources", id="namespace-given-the-admin-access-label"),
+])
+def test_a_dra_change_moves_the_root_it_makes_placeable(objects: dict[str, list[dict[str, Any]]],
+                                                         change: tuple[str, dict[str, Any]], rejector: str) -> None:
+    """A node relabelled into a node-set slice's reach, and a namespace given the admin-access label (kube-scheduler
+    registers Node ``UpdateNodeLabel`` for DynamicResources; the namespace label is ours to check), and a DeviceClass
+    newly serving a pod's extended resource (``isSchedulableAfterDeviceClassEvent``)."""
+    cache = ClusterCache(OURS, dra=True)
+    cache.load("PodGroup", [group("g", 1)])
+    for kind, items in objects.items():
+        cache.replace(kind, items)
+    runner, queue = CycleRunner(cache, SolverConfig()), SchedulingQueue(hints=QUEUEING_HINTS)
+    key = GroupKey("PodGroup", NS, "g")
+    assert park(runner, queue, key).rejectors == {rejector}
+    kind, raw = change
+    assert moved(queue, cache.apply(kind, "MODIFIED", raw))
+    again = runner.attempt(key)
+    assert again is not None and isinstance(again.decision, Plan)
+
+
+def test_a_node_that_stops_offering_an_extended_resource_wakes_node_resources_fit() -> None:
+    """``example.com/gpu`` drops to nothing in a node's allocatable: DRA may serve it there now (KEP-5004,
+    ``shouldDelegateResourceToDRA``), so NodeResourcesFit's hint fires though no room was freed."""
+    offering, dropped = node("n0", cpu="8"), node("n0", cpu="8")
+    offering = offering.model_copy(update={"status": offering.status.model_copy(update={
+        "allocatable": {**offering.status.allocatable, "example.com/gpu": "2"}})})
+    assert QUEUEING_HINTS["NodeResourcesFit"](ClusterEvent("Node", Action.UPDATE, offering, dropped))
+    assert not QUEUEING_HINTS["NodeResourcesFit"](ClusterEvent("Node", Action.UPDATE, dropped, dropped))

@@ -833,14 +833,20 @@ def queueing_hint(event: ClusterEvent) -> bool:
     """Devices published or changed, a class changed, a claim created (a pod may wait for it) or deleted,
     a claim's spec or status changed (its allocation removed: its devices are free; allocated or reserved: a pod
     sharing it may now use it, kube-scheduler's ``isSchedulableAfterClaimChange``, asked of every root rather than
-    of the claim's consumers only), a node added (it may reach node-set devices) or its allocatable changed (an
-    extended resource it stops offering is served through DRA there; kube-scheduler registers
-    ``UpdateNodeAllocatable`` too). A template alone changes nothing: the pod waits for the claim made from it."""
+    of the claim's consumers only), a node added or relabelled (it may now reach node-set devices, or match an
+    allocated claim's node selector) or its allocatable changed (an extended resource it stops offering is served
+    through DRA there; kube-scheduler registers ``Add | UpdateNodeLabel | UpdateNodeAllocatable``), a namespace
+    added or relabelled (the ``resource.kubernetes.io/admin-access`` label a claim's admin access needs, which the
+    scheduler checks where kube's admission does). A template alone changes nothing: the pod waits for the claim made
+    from it."""
     if event.kind in DRA_KINDS:
         return True
     if event.kind == "Node":
+        return event.action is Action.ADD or (event.action is Action.UPDATE and (
+            event.old.allocatable != event.new.allocatable or event.old.metadata.labels != event.new.metadata.labels))
+    if event.kind == "Namespace":
         return event.action is Action.ADD or (event.action is Action.UPDATE
-                                              and event.old.allocatable != event.new.allocatable)
+                                              and event.old.metadata.labels != event.new.metadata.labels)
     if event.kind != "ResourceClaim":
         return False
     if event.action is not Action.UPDATE:

@@ -24,7 +24,7 @@ from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
 from scheduler.framework.node_table import IntArray
 from scheduler.model.pod import Pod
-from scheduler.model.quantity import PODS
+from scheduler.model.quantity import PODS, is_extended
 
 NAME = "NodeResourcesFit"
 TOO_MANY_PODS = "Too many pods"  # fit.go
@@ -148,5 +148,13 @@ def frees_room(event: ClusterEvent) -> bool:
 
 
 def queueing_hint(event: ClusterEvent) -> bool:
-    """See :func:`frees_room`."""
+    """:func:`frees_room`, or an extended resource newly served through DRA (KEP-5004): a DeviceClass added or
+    changed (it may name the resource, kube-scheduler's ``isSchedulableAfterDeviceClassEvent`` in ``fit.go``), or
+    a node that stops offering an extended resource (DRA serves it there instead, ``shouldDelegateResourceToDRA``)."""
+    if event.kind == "DeviceClass":
+        return event.action is not Action.DELETE
+    if event.kind == "Node" and event.action is Action.UPDATE:
+        after = event.new.allocatable
+        if any(v > 0 and after.get(r, 0) == 0 and is_extended(r) for r, v in event.old.allocatable.items()):
+            return True
     return frees_room(event)

@@ -211,11 +211,14 @@ def test_forget_devices_releases_all_or_some_claims_of_a_plan() -> None:
 
 def test_a_node_that_stops_offering_an_extended_resource_may_serve_it_through_dra() -> None:
     """A node whose allocatable changes (a device plugin removed: ``example.com/gpu`` 4 → 0) wakes pods the DRA
-    plugin rejected: a class serving that resource now serves it there; a label change does not."""
+    plugin rejected: a class serving that resource now serves it there; so does a label change (the node may now be
+    in a node-set slice's reach, kube's ``UpdateNodeLabel``); a change of neither does not."""
     cache = dra_cache()
     offering = node("n1") | {"status": {"allocatable": {"cpu": "8", "pods": "110", "example.com/gpu": "4"}}}
     cache.apply("Node", "MODIFIED", offering)
     changes = cache.apply("Node", "MODIFIED", node("n1"))
     assert may_help(changes)
     relabelled = node("n1") | {"metadata": {"name": "n1", "labels": {"zone": "a"}}}
-    assert not may_help(cache.apply("Node", "MODIFIED", relabelled))
+    assert may_help(cache.apply("Node", "MODIFIED", relabelled))
+    cordoned = relabelled | {"spec": {"unschedulable": True}}
+    assert not may_help(cache.apply("Node", "MODIFIED", cordoned))
