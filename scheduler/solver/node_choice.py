@@ -14,6 +14,7 @@ Pure: changes only the cycle state, through Reserve and undo.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import cast
 
 import numpy as np
@@ -175,6 +176,8 @@ class NodeChoice:
         return placed, why
 
     def _place_signatures(self, leaf: Leaf, mask: BoolArray, limit: int | None) -> tuple[int, Diagnosis | None]:
+        """The first signature that fell short gives the diagnosis's message; every one that did adds its rejectors,
+        so a change that helps any of them moves the root (each pod's own unschedulable plugins, in kube)."""
         placed = 0
         why: Diagnosis | None = None
         for sig in self.signatures.of(leaf):
@@ -182,8 +185,8 @@ class NodeChoice:
             if n <= 0:
                 continue
             if sig.rejected is not None:
-                why = why or Diagnosis(sig.rejected.reasons[0], sig.rejected.code is Code.UNSCHEDULABLE,
-                                        frozenset((sig.rejected.plugin,)))
+                why = also(why, Diagnosis(sig.rejected.reasons[0], sig.rejected.code is Code.UNSCHEDULABLE,
+                                          frozenset((sig.rejected.plugin,))))
                 continue
             done = 0
             allowed = mask & sig.static.ok if sig.nodes is None else mask & sig.static.ok & sig.nodes
@@ -191,6 +194,13 @@ class NodeChoice:
             if rows.size:
                 done = self.place_copies(sig, rows, n)
             placed += done
-            if done < n and why is None:
-                why = diagnose(self.state, self.profile, sig, mask)
+            if done < n:
+                why = also(why, diagnose(self.state, self.profile, sig, mask))
         return placed, why
+
+
+def also(first: Diagnosis | None, then: Diagnosis) -> Diagnosis:
+    """``first`` (else ``then``) with ``then``'s rejectors added, and limited when either is."""
+    if first is None:
+        return then
+    return dataclasses.replace(first, limited=first.limited or then.limited, rejectors=first.rejectors | then.rejectors)

@@ -242,3 +242,22 @@ def test_a_node_that_stops_offering_an_extended_resource_wakes_node_resources_fi
         "allocatable": {**offering.status.allocatable, "example.com/gpu": "2"}})})
     assert QUEUEING_HINTS["NodeResourcesFit"](ClusterEvent("Node", Action.UPDATE, offering, dropped))
     assert not QUEUEING_HINTS["NodeResourcesFit"](ClusterEvent("Node", Action.UPDATE, dropped, dropped))
+
+
+def test_every_member_shape_that_falls_short_names_its_rejector() -> None:
+    """A basic group of two shapes on one node: the GPU pod lacks room, the CPU pod does not tolerate the node's taint.
+    Both plugins are the root's rejectors (the message names the first shape's reasons), so removing the taint —
+    after which the CPU pod fits — moves the root."""
+    gpu_node = node("n0", cpu="4", memory="4Gi", gpu=2, taints=["nvidia.com/gpu=present:NoSchedule"])
+    tolerates = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    cache = cache_of(("Node", [gpu_node]), ("PodGroup", [group("g")]),
+                     ("Pod", [pod(f"bg-{i}", cpu="1", memory="1Gi", node_name="n0", phase="Running",
+                                  scheduler="default-scheduler") for i in range(3)]
+                      + [pod("g-0", namespace=NS, group="g", cpu="1", memory="1Gi"),
+                         pod("g-1", namespace=NS, group="g", cpu="2", memory="2Gi", gpu=1, tolerations=tolerates)]))
+    runner, queue = CycleRunner(cache, SolverConfig()), SchedulingQueue(hints=QUEUEING_HINTS)
+    key = GroupKey("PodGroup", NS, "g")
+    assert park(runner, queue, key).rejectors == {"NodeResourcesFit", "TaintToleration"}
+    assert moved(queue, cache.load_one("Node", node("n0", cpu="4", memory="4Gi", gpu=2)))
+    again = runner.attempt(key)
+    assert again is not None and isinstance(again.decision, Plan)
