@@ -26,6 +26,7 @@ from scheduler.model import Node, Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
+from tests.property.inter_pod_strategies import APPS, inter_pod_clusters
 from tests.property.strategies import Cluster, clusters
 
 SETTINGS = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -38,13 +39,16 @@ def changes(draw: st.DrawFn, c: Cluster) -> tuple[str, str, Any]:
     nodes = c.nodes
     background = [p for p in c.pods if p.spec.node_name]
     what = draw(st.sampled_from(["uncordon", "untaint", "taint", "relabel", "grow", "shrink", "add", "delete",
-                                 *(["pod-gone", "pod-done"] if background else [])]))
-    if what in ("pod-gone", "pod-done"):
+                                 *(["pod-gone", "pod-done", "pod-relabel"] if background else [])]))
+    if what.startswith("pod-"):
         pod = draw(st.sampled_from(background))
         if what == "pod-gone":
             return "Pod", "DELETED", pod
         raw = pod.model_dump(by_alias=True, exclude_none=True, mode="json")
-        raw["status"]["phase"] = "Succeeded"
+        if what == "pod-done":
+            raw["status"]["phase"] = "Succeeded"
+        else:
+            raw["metadata"]["labels"] = {"app": draw(st.sampled_from(APPS))}
         return "Pod", "MODIFIED", Pod.model_validate(raw)
     node = draw(st.sampled_from(nodes))
     if what == "delete":
@@ -90,6 +94,19 @@ def roots(cache: ClusterCache) -> list[GroupKey]:
 @SETTINGS
 @given(data=st.data(), c=clusters(max_nodes=5, max_roots=5))
 def test_a_change_that_makes_a_parked_root_placeable_moves_it(data: st.DataObject, c: Cluster) -> None:
+    """Nodes with GPUs, taints and cordons; gangs with topology."""
+    check(data, c)
+
+
+@SETTINGS
+@given(data=st.data(), c=inter_pod_clusters(max_nodes=5, max_roots=4))
+def test_a_change_that_makes_a_parked_root_placeable_by_its_inter_pod_rules_moves_it(data: st.DataObject,
+                                                                                    c: Cluster) -> None:
+    """Pods of another scheduler and gangs with pod affinity and anti-affinity, topology spread and host ports."""
+    check(data, c)
+
+
+def check(data: st.DataObject, c: Cluster) -> None:
     cache = load(c)
     runner = CycleRunner(cache, SolverConfig())
     queue = SchedulingQueue(hints=QUEUEING_HINTS)
