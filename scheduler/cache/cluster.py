@@ -475,18 +475,22 @@ class ClusterCache:
         return pod
 
     # -- nominations ---------------------------------------------------------------------------
-    def nominate(self, nominations: Iterable[tuple[str, str | None]]) -> None:
+    def nominate(self, nominations: Iterable[tuple[str, str | None]]) -> list[ClusterEvent]:
         """Show pods nominated to nodes (None: not nominated) before the watch does: (pod key, node).
 
         The cache's in-memory nominator (kube-scheduler updates its nominator before the API write,
         reference §3.6): the room preemption frees is held for the preemptor at once
         (:class:`~scheduler.framework.snapshot.Nominated`). Each entry lasts until the watch shows the same
         ``status.nominatedNodeName``, or the pod is bound, finished or gone. Pods unknown or bound are skipped.
+        Returns a Pod ``Update`` per pod whose shown nomination changed: a withdrawn one frees the room it held
+        (kube's ``updatePodInSchedulingQueue`` on a changed nominated node), which the watch will not say again.
         """
+        events: list[ClusterEvent] = []
         for key, node in nominations:
             pod = self.pods.get(key)
             if pod is None or pod.is_bound or pod.is_terminal:
                 continue
+            before = self._shown(key, pod)
             if pod.status.nominated_node_name == node:
                 self.nominations.pop(key, None)
             else:
@@ -494,7 +498,11 @@ class ClusterCache:
             shown = self._shown(key, pod)
             self.usage.set_pod(key, shown)
             self.groups.set_pod(key, shown)
+            if before is not None and shown is not None and (before.status.nominated_node_name
+                                                             != shown.status.nominated_node_name):
+                events.append(ClusterEvent(POD.name, Action.UPDATE, before, shown))
         self._bump()
+        return events
 
     def nominated_node(self, key: str) -> str | None:
         """The node pod ``key`` is nominated to as the scheduler sees it (in memory first, then the API)."""

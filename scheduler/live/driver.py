@@ -138,7 +138,7 @@ class Scheduler:
         self.metrics.track_leader(lambda: self.leading)
         # -- preemption: the pure plugin in the cycle, its actuation in scheduler.live.preemptor ----
         self.preemptor = Preemptor(kube, self.cache, self.status, self.metrics, settings.scheduler_name,
-                                   self.spawn, fence=lambda: self.leading)
+                                   self.spawn, fence=lambda: self.leading, on_change=self.on_change)
         self.preemption = DefaultPreemption(CacheGroupView(self.cache, self.preemptor.awaiting))
         """Victim selection; also finds a starving root's best plan (the starvation guard works without
         ``--preemption``)."""

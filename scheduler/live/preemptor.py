@@ -40,6 +40,7 @@ from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.client.kube import MERGE_PATCH, PODS, ApiError, Conflict, KubeClient, Lane, NotFound
+from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
@@ -98,14 +99,17 @@ class Preemptor:
     """See the module docstring.
 
     ``spawn``: the driver's guarded task starter; ``fence``: whether this replica may still write (it
-    leads); ``scheduler_name``: ours, in the DisruptionTarget message.
+    leads); ``scheduler_name``: ours, in the DisruptionTarget message; ``on_change``: told the cluster events of
+    the nominations it shows or withdraws in memory (the driver routes them to the queueing hints).
     """
 
     def __init__(self, kube: KubeClient, cache: ClusterCache, status: StatusWriter, metrics: Metrics,
                  scheduler_name: str, spawn: Callable[[Coroutine[Any, Any, Any], str], asyncio.Task[Any]],
-                 fence: Callable[[], bool] = lambda: True) -> None:
+                 fence: Callable[[], bool] = lambda: True,
+                 on_change: Callable[[list[ClusterEvent]], None] = lambda events: None) -> None:
         self.kube = kube
         self.cache = cache
+        self.on_change = on_change
         self.status = status
         self.metrics = metrics
         self.scheduler_name = scheduler_name
@@ -148,7 +152,7 @@ class Preemptor:
         """Act on ``decision`` (not a waiting one): nominate in memory now, then write everything in the
         background (see the module docstring)."""
         nominations = [(pod.key, node) for pod, node in decision.nominations]
-        self.cache.nominate(nominations)
+        self.on_change(self.cache.nominate(nominations))
         self._wait_for(tree.key, decision.victims)
         self.spawn(self._actuate(tree, decision), f"preempt/{tree.key}")
 
@@ -156,7 +160,7 @@ class Preemptor:
         """Hold the nodes of ``plan`` for a starving root without evicting anything: its pods are nominated
         there (memory now, the API in the background). Returns the nominations."""
         nominations = tuple((pod.key, node) for pod, node in plan.placements)
-        self.cache.nominate(nominations)
+        self.on_change(self.cache.nominate(nominations))
         self.spawn(self._write_nominations(nominations), f"status/nominate/{tree.key}")
         return nominations
 
@@ -167,7 +171,7 @@ class Preemptor:
             return
         api = [(key, None) for key, _ in cleared if (pod := self.cache.pod(key)) is not None
                and pod.status.nominated_node_name]
-        self.cache.nominate(cleared)
+        self.on_change(self.cache.nominate(cleared))
         if api:
             self.spawn(self._write_nominations(api), f"status/nominate/{api[0][0]}")
 

@@ -24,7 +24,7 @@ from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
 from tests.unit.groups.builders import pg, pg_dict
-from tests.unit.preemption.kit import OURS, group
+from tests.unit.preemption.kit import OURS, group, pending
 from tests.unit.solver.builders import HOSTNAME, node, pod, pod_term
 
 NS = "ml"
@@ -260,4 +260,21 @@ def test_every_member_shape_that_falls_short_names_its_rejector() -> None:
     assert park(runner, queue, key).rejectors == {"NodeResourcesFit", "TaintToleration"}
     assert moved(queue, cache.load_one("Node", node("n0", cpu="4", memory="4Gi", gpu=2)))
     again = runner.attempt(key)
+    assert again is not None and isinstance(again.decision, Plan)
+
+
+def test_a_nomination_withdrawn_in_memory_frees_its_room_for_a_parked_root() -> None:
+    """A preemptor's pod nominated to the only node holds its room against roots of lower priority. Withdrawing the
+    nomination in memory (the preemptor gave up) is the event (kube's ``updatePodInSchedulingQueue`` on a changed
+    nominated node): the watch, showing the same later, will not say it again."""
+    cache = cache_of(("Node", [node("n0", cpu="2")]),
+                     ("PodGroup", [group("high", 1, priority=100), group("low", 1, priority=1)]),
+                     ("Pod", [pending("high-0", "high", cpu="2", nominated="n0"), pending("low-0", "low", cpu="2")]))
+    runner, queue = CycleRunner(cache, SolverConfig()), SchedulingQueue(hints=QUEUEING_HINTS)
+    low = GroupKey("PodGroup", NS, "low")
+    assert park(runner, queue, low).rejectors == {"NodeResourcesFit"}
+    withdrawn = cache.nominate([(f"{NS}/high-0", None)])
+    assert [(e.old.status.nominated_node_name, e.new.status.nominated_node_name) for e in withdrawn] == [("n0", None)]
+    assert moved(queue, withdrawn)
+    again = runner.attempt(low)
     assert again is not None and isinstance(again.decision, Plan)
