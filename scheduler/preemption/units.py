@@ -96,17 +96,18 @@ def usable_rows(snapshot: Snapshot, tree: GroupTree, static_check: object, *, al
     allocatable holds its requests (:func:`allocatable_holds`; ``allocatable=False``: the static filters only)."""
     table = snapshot.table
     mask = np.zeros(len(table), dtype=bool)
-    holds: dict[int, BoolArray] = {}
+    holds: dict[tuple[tuple[str, int], ...], BoolArray] = {}  # per request shape
     for leaf in tree.root.leaves():
         for pod in leaf.pending:
             static = table.static_fit(pod.spec, static_check).ok  # type: ignore[arg-type]
             if not allocatable:
                 mask |= static
                 continue
-            vector, _ = table.request_vector(pod.requests)  # memoised: pods of one shape share the array
-            fits = holds.get(id(vector))
+            shape = tuple(pod.requests.items())
+            fits = holds.get(shape)
             if fits is None:
-                fits = holds[id(vector)] = allocatable_holds(table.allocatable, vector, table.resources)
+                vector, _ = table.request_vector(pod.requests)
+                fits = holds[shape] = allocatable_holds(table.allocatable, vector, table.resources)
             mask |= static & fits
     return mask
 
