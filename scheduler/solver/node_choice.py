@@ -185,8 +185,8 @@ class NodeChoice:
             if n <= 0:
                 continue
             if sig.rejected is not None:
-                why = also(why, Diagnosis(sig.rejected.reasons[0], sig.rejected.code is Code.UNSCHEDULABLE,
-                                          frozenset((sig.rejected.plugin,))))
+                why = with_rejectors_of(Diagnosis(sig.rejected.reasons[0], sig.rejected.code is Code.UNSCHEDULABLE,
+                                                  frozenset((sig.rejected.plugin,))), why)
                 continue
             done = 0
             allowed = mask & sig.static.ok if sig.nodes is None else mask & sig.static.ok & sig.nodes
@@ -195,12 +195,14 @@ class NodeChoice:
                 done = self.place_copies(sig, rows, n)
             placed += done
             if done < n:
-                why = also(why, diagnose(self.state, self.profile, sig, mask))
+                why = with_rejectors_of(diagnose(self.state, self.profile, sig, mask), why)
         return placed, why
 
 
-def also(first: Diagnosis | None, then: Diagnosis) -> Diagnosis:
-    """``first`` (else ``then``) with ``then``'s rejectors added, and limited when either is."""
+def with_rejectors_of(later: Diagnosis, first: Diagnosis | None) -> Diagnosis:
+    """``first`` (the diagnosis of the first signature that fell short; None: ``later`` is the first) with the
+    rejectors of ``later`` added, and limited when either is."""
     if first is None:
-        return then
-    return dataclasses.replace(first, limited=first.limited or then.limited, rejectors=first.rejectors | then.rejectors)
+        return later
+    return dataclasses.replace(first, limited=first.limited or later.limited,
+                               rejectors=first.rejectors | later.rejectors)
