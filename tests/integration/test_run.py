@@ -252,3 +252,24 @@ async def test_a_plan_whose_binds_fail_moves_the_roots_parked_behind_it(k8s, kub
         await create_gang(kube, "b", 4, cpu="1")
         placed = await until(lambda: bound_at_least(kube, "b-", 4), what="b bound after a's plan failed")
         assert set(placed.values()) == {"n0"} and await bound(kube, "a-") == {}
+
+
+@pytest.mark.looptime
+async def test_a_gang_parked_for_its_affinity_binds_when_the_pod_it_needs_is_placed(k8s, kube: KubeClient) -> None:
+    """``b`` needs a pod labelled ``app=ps`` on its node and is parked; ``a``'s pod, with that label, is placed by the
+    same scheduler. Assuming ``a``'s plan is the event that moves ``b`` (the watch's later confirmation of the bind
+    changes nothing the scheduler reads), so ``b`` binds long before ``--unschedulable-retry-s`` (300 s)."""
+    hostname = "kubernetes.io/hostname"
+    await create_node(kube, "n0", cpu="4", labels={hostname: "n0"})
+    await kube.create(PODGROUPS, NS, podgroup("b", 1))
+    needs = pod("b-0", "b")
+    needs["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "ps"}}, "topologyKey": hostname}]}}
+    await kube.create(PODS, NS, needs)
+    async with running(kube) as sched:
+        await until(lambda: sched.queue.parked(), what="b parked")
+        await kube.create(PODGROUPS, NS, podgroup("a", 1))
+        server = pod("a-0", "a")
+        server["metadata"]["labels"] = {"app": "ps"}
+        await kube.create(PODS, NS, server)
+        await until(lambda: bound_at_least(kube, "b-", 1), timeout_s=60, what="b bound after a's pod was placed")
