@@ -18,6 +18,7 @@ import pytest
 
 from scheduler.client.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.groups.intent import INTENT_ANNOTATION
+from scheduler.model.scheduling import GroupKey
 from tests.integration.livekit import (
     NS,
     bound,
@@ -190,3 +191,20 @@ async def test_the_next_leader_completes_a_half_bound_gang_from_its_intent(k8s, 
         refuse.stop()
         await until(lambda: bound_at_least(kube, "a-", 8), timeout_s=60, what="the new leader completed the gang")
         assert second.cycles > 0
+
+
+@pytest.mark.looptime
+async def test_room_held_for_a_deleted_member_goes_to_the_gang_waiting_for_it(k8s, kube: KubeClient) -> None:
+    """The half-bound gang's pending member is deleted: the room held for it is given up with no event any hint
+    reads (the pod was never bound), so the parked thief is moved at once rather than after
+    ``--unschedulable-retry-s`` (300 s) — as kube-scheduler moves its unschedulable pods when a nominated pod goes."""
+    await create_node(kube, "n0", cpu="8")
+    await create_gang(kube, "a", 8, cpu="1")
+    Refuse("a-7").on_binds(k8s)
+    async with running(kube) as sched:
+        await until(lambda: bound_at_least(kube, "a-", 7), what="7 of 8 bound")
+        await create_gang(kube, "thief", 1, cpu="1")
+        thief = GroupKey("PodGroup", NS, "thief")
+        await until(lambda: thief in sched.queue.parked(), what="the thief parked behind the held room")
+        await kube.request("DELETE", PODS.path(NS, "a-7"))
+        await until(lambda: bound_at_least(kube, "thief-", 1), timeout_s=60, what="the thief bound in the freed room")
