@@ -176,17 +176,15 @@ class NodeChoice:
         return placed, why
 
     def _place_signatures(self, leaf: Leaf, mask: BoolArray, limit: int | None) -> tuple[int, Diagnosis | None]:
-        """The first signature that fell short gives the diagnosis's message; every one that did adds its rejectors,
-        so a change that helps any of them moves the root (each pod's own unschedulable plugins, in kube)."""
         placed = 0
-        why: Diagnosis | None = None
+        short: list[tuple[Signature, Diagnosis]] = []
         for sig in self.signatures.of(leaf):
             n = len(sig.pods) if limit is None else min(len(sig.pods), limit - placed)
             if n <= 0:
                 continue
             if sig.rejected is not None:
-                why = with_rejectors_of(Diagnosis(sig.rejected.reasons[0], sig.rejected.code is Code.UNSCHEDULABLE,
-                                                  frozenset((sig.rejected.plugin,))), why)
+                short.append((sig, Diagnosis(sig.rejected.reasons[0], sig.rejected.code is Code.UNSCHEDULABLE,
+                                             frozenset((sig.rejected.plugin,)))))
                 continue
             done = 0
             allowed = mask & sig.static.ok if sig.nodes is None else mask & sig.static.ok & sig.nodes
@@ -195,14 +193,29 @@ class NodeChoice:
                 done = self.place_copies(sig, rows, n)
             placed += done
             if done < n:
-                why = with_rejectors_of(diagnose(self.state, self.profile, sig, mask), why)
-        return placed, why
+                short.append((sig, diagnose(self.state, self.profile, sig, mask)))
+        return placed, combined(short)
 
 
-def with_rejectors_of(later: Diagnosis, first: Diagnosis | None) -> Diagnosis:
-    """``first`` (the diagnosis of the first signature that fell short; None: ``later`` is the first) with the
-    rejectors of ``later`` added, and limited when either is."""
-    if first is None:
-        return later
-    return dataclasses.replace(first, limited=first.limited or later.limited,
-                               rejectors=first.rejectors | later.rejectors)
+def combined(short: list[tuple[Signature, Diagnosis]]) -> Diagnosis | None:
+    """One diagnosis for the member shapes (signatures) of a leaf that fell short, in the order they were tried, or
+    None. Every shape adds its rejectors, so a change that helps any of them moves the root (each pod's own
+    unschedulable plugins, in kube), and limited when any is; the first gives the rest. When shapes were refused by
+    different plugins, the message gives the first shape refused by each set of them, after the name of a pod of
+    that shape (kube reports each pod's own); shapes refused alike (per-pod claims of one template) give one."""
+    if not short:
+        return None
+    first = short[0][1]
+    if len(short) == 1:
+        return first
+    message = first.message
+    kinds = {why.rejectors: (sig, why) for sig, why in reversed(short)}  # each set's first shape
+    if len(kinds) > 1:
+        message = "; ".join(f"{_shape(sig)}: {why.message}" for sig, why in short if kinds[why.rejectors][0] is sig)
+    return dataclasses.replace(first, message=message, limited=any(why.limited for _, why in short),
+                               rejectors=frozenset().union(*(why.rejectors for _, why in short)))
+
+
+def _shape(sig: Signature) -> str:
+    name = sig.pods[0].metadata.name
+    return f"pod {name}" if len(sig.pods) == 1 else f"pods like {name} ({len(sig.pods)})"

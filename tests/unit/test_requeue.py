@@ -246,8 +246,8 @@ def test_a_node_that_stops_offering_an_extended_resource_wakes_node_resources_fi
 
 def test_every_member_shape_that_falls_short_names_its_rejector() -> None:
     """A basic group of two shapes on one node: the GPU pod lacks room, the CPU pod does not tolerate the node's taint.
-    Both plugins are the root's rejectors (the message names the first shape's reasons), so removing the taint —
-    after which the CPU pod fits — moves the root."""
+    Both plugins are the root's rejectors, and the reason gives each shape's, so removing the taint — after which the
+    CPU pod fits — moves the root."""
     gpu_node = node("n0", cpu="4", memory="4Gi", gpu=2, taints=["nvidia.com/gpu=present:NoSchedule"])
     tolerates = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     cache = cache_of(("Node", [gpu_node]), ("PodGroup", [group("g")]),
@@ -257,7 +257,11 @@ def test_every_member_shape_that_falls_short_names_its_rejector() -> None:
                          pod("g-1", namespace=NS, group="g", cpu="2", memory="2Gi", gpu=1, tolerations=tolerates)]))
     runner, queue = CycleRunner(cache, SolverConfig()), SchedulingQueue(hints=QUEUEING_HINTS)
     key = GroupKey("PodGroup", NS, "g")
-    assert park(runner, queue, key).rejectors == {"NodeResourcesFit", "TaintToleration"}
+    failure = park(runner, queue, key)
+    assert failure.rejectors == {"NodeResourcesFit", "TaintToleration"}
+    assert failure.message == ("group g: 0/2 placeable; pod g-1: 0/1 nodes are available: 1 Insufficient cpu, "
+                               "1 Insufficient memory.; pod g-0: 0/1 nodes are available: 1 node(s) had untolerated "
+                               "taint {nvidia.com/gpu: present}.")
     assert moved(queue, cache.load_one("Node", node("n0", cpu="4", memory="4Gi", gpu=2)))
     again = runner.attempt(key)
     assert again is not None and isinstance(again.decision, Plan)
