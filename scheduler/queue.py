@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -135,6 +136,11 @@ class SchedulingQueue:
         self.hints: Mapping[str, QueueingHint] = hints or {}
         self.ready = GroupQueue()
         self.backing_off: dict[GroupKey, BackingOff] = {}
+        """Roots waiting, by key; changed only through :meth:`_wait` and :meth:`_leave`, which keep
+        :attr:`_rejecting`."""
+        self._rejecting: Counter[str] = Counter()
+        """Plugin name → how many roots in :attr:`backing_off` it rejected (zero counts linger, one per plugin), so
+        :meth:`on_events` asks only the hints that can move a root without walking every root waiting."""
         self.attempts: dict[GroupKey, int] = {}
         self._ends: list[tuple[float, int, GroupKey, BackingOff]] = []
         """(until, sequence, key, entry) per backoff begun; an entry no longer in :attr:`backing_off` is skipped."""
@@ -153,14 +159,14 @@ class SchedulingQueue:
             self.done(key)
             return
         if not ready:
-            self.backing_off.pop(key, None)
+            self._leave(key)
             self.ready.discard(key)
             return
         entry = self.backing_off.get(key)
         if entry is None:
             self.ready.push(tree)
         elif entry.order != tree:
-            del self.backing_off[key]
+            self._leave(key)
             self.ready.push(tree)
         else:
             entry.order = tree
@@ -197,7 +203,9 @@ class SchedulingQueue:
     def _wait(self, key: GroupKey, entry: BackingOff) -> None:
         """``key`` waits as ``entry`` says (any earlier wait of it is dropped)."""
         self.ready.discard(key)
+        self._leave(key)
         self.backing_off[key] = entry
+        self._rejecting.update(entry.rejectors)
         heapq.heappush(self._ends, (entry.until, next(self._seq), key, entry))
         if len(self._ends) > 2 * len(self.backing_off) + 64:  # drop the ends of waits cut short
             self._ends = [e for e in self._ends if self.backing_off.get(e[2]) is e[3]]
@@ -206,7 +214,7 @@ class SchedulingQueue:
     def done(self, key: GroupKey) -> None:
         """A root was scheduled, or is gone or not ready: forget it and its attempts."""
         self.attempts.pop(key, None)
-        self.backing_off.pop(key, None)
+        self._leave(key)
         self.ready.discard(key)
 
     def activate(self, keys: Iterable[GroupKey] | None, now: float) -> int:
@@ -224,7 +232,7 @@ class SchedulingQueue:
                                                woken=True))
                     moved += 1
                 continue
-            del self.backing_off[key]
+            self._leave(key)
             self.ready.push(entry.order)
             moved += 1
         return moved
@@ -237,7 +245,7 @@ class SchedulingQueue:
             return 0
         if any(e.kind in WAKES_ALL for e in events):
             return self.activate(None, now)
-        wanted = {name for entry in self.backing_off.values() for name in entry.rejectors}
+        wanted = [name for name, roots in self._rejecting.items() if roots > 0]
         fired = {name for name in wanted if (hint := self.hints.get(name)) is not None and any(map(hint, events))}
         if not fired:
             return 0
@@ -255,8 +263,14 @@ class SchedulingQueue:
         while ends and ends[0][0] <= now:
             _, _, key, entry = heapq.heappop(ends)
             if self.backing_off.get(key) is entry:
-                del self.backing_off[key]
+                self._leave(key)
                 self.ready.push(entry.order)
+
+    def _leave(self, key: GroupKey) -> None:
+        """``key`` no longer waits (if it did)."""
+        entry = self.backing_off.pop(key, None)
+        if entry is not None:
+            self._rejecting.subtract(entry.rejectors)
 
     def parked(self) -> list[GroupKey]:
         """The roots parked until an event may help them (kube's ``unschedulablePods``)."""

@@ -1,9 +1,12 @@
 """The scheduling queue's backoff ends are kept in a heap: under any sequence of failures (parked or not), early
 wake-ups, events, updates, roots gone and pops, the roots it releases and the next wake-up it reports are those a
 scan of every root backing off gives (the rule: a root is released once its latest wait has ended, and only then),
-and an event never releases a parked root before its backoff has ended."""
+and an event never releases a parked root before its backoff has ended; the count of each plugin's rejections it keeps
+for the hints is the count over the roots waiting."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,7 +24,8 @@ def tree(i: int, version: int = 0) -> GroupTree:
 
 
 HINTS = {"NodeResourcesFit": lambda event: event.kind == "Node"}
-OPS = st.lists(st.tuples(st.sampled_from(["fail", "park", "wake", "event", "update", "gone", "pop", "tick"]),
+OPS = st.lists(st.tuples(st.sampled_from(["fail", "park", "wake", "event", "update", "unready", "gone", "pop",
+                                          "tick"]),
                          st.integers(0, len(KEYS) - 1), st.integers(0, 3)), max_size=80)
 
 
@@ -49,10 +53,14 @@ def test_the_heap_releases_what_a_scan_of_every_backoff_releases(ops: list[tuple
             queue.activate([key], now)
         elif op == "update":  # a changed tree moves a root back early; the same tree does not
             queue.update(tree(i, arg), key, ready=True)
+        elif op == "unready":
+            queue.update(tree(i), key, ready=False)
         elif op == "gone":
             queue.update(None, key, ready=False)
         elif op == "tick":
             now += arg * 1.5
+        rejecting = Counter(name for entry in queue.backing_off.values() for name in entry.rejectors)
+        assert +queue._rejecting == rejecting  # the hints on_events asks: those of the roots waiting, counted
         ends = {k: e.until for k, e in queue.backing_off.items()}
         assert queue.next_wakeup() == min(ends.values(), default=None)
         if op == "pop":
