@@ -85,13 +85,13 @@ class DraCluster:
     """Shared device id → bandwidth the snapshot's allocated claims consume of it."""
 
 
-def _node(i: int) -> dict[str, Any]:
+def raw_node(i: int) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": f"n{i}", "labels": {"kubernetes.io/hostname": f"n{i}", "rack": RACKS[i % 2]}},
             "status": {"allocatable": {"cpu": "32", "memory": "64Gi", "pods": "110"}}}
 
 
-def _slice(name: str, driver: str, pool: str, devices: list[dict[str, Any]], where: dict[str, Any],
+def raw_slice(name: str, driver: str, pool: str, devices: list[dict[str, Any]], where: dict[str, Any],
            generation: int = 1, count: int = 1, counters: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool, "generation": generation,
                                                        "resourceSliceCount": count}, **where}
@@ -102,7 +102,7 @@ def _slice(name: str, driver: str, pool: str, devices: list[dict[str, Any]], whe
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
 
 
-def _device(name: str, kind: str, numa: int, uses: tuple[str, int] | None = None, binds: bool = False
+def raw_device(name: str, kind: str, numa: int, uses: tuple[str, int] | None = None, binds: bool = False
             ) -> dict[str, Any]:
     dev: dict[str, Any] = {"name": name, "attributes": {"kind": {"string": kind}, "numa": {"int": numa}}}
     if binds:
@@ -112,7 +112,7 @@ def _device(name: str, kind: str, numa: int, uses: tuple[str, int] | None = None
     return dev
 
 
-def _nic(name: str, policy: bool) -> dict[str, Any]:
+def raw_nic(name: str, policy: bool) -> dict[str, Any]:
     capacity: dict[str, Any] = {"value": str(BANDWIDTH)}
     if policy:
         capacity["requestPolicy"] = {"default": "2", "validRange": {"min": "2", "step": "2"}}
@@ -153,40 +153,42 @@ def dra_clusters(draw: st.DrawFn, max_nodes: int = 4, max_roots: int = 4) -> Dra
     n_nodes = draw(st.integers(1, max_nodes))
     for i in range(n_nodes):
         node = f"n{i}"
-        add(_node(i))
+        add(raw_node(i))
         devices: list[dict[str, Any]] = []
         counters: list[dict[str, Any]] = []
         held: list[tuple[str, str, str]] = []
         for j in range(draw(st.integers(0, 2))):
-            devices.append(_device(f"plain-{j}", "plain", j % 2))
+            devices.append(raw_device(f"plain-{j}", "plain", j % 2))
             if draw(st.integers(0, 3)) == 0:
                 held.append((GPU, node, f"plain-{j}"))
         for k in range(draw(st.integers(0, 2))):
             cs = f"gpu-{k}"
             counters.append({"name": cs, "counters": {"mem": {"value": "8"}}})
-            devices.append(_device(f"gpu-{k}", "whole", k % 2, (cs, 8)))
-            devices += [_device(f"gpu-{k}-half-{h}", "half", k % 2, (cs, 4)) for h in HALVES]
-            devices += [_device(f"gpu-{k}-quarter-{q}", "quarter", k % 2, (cs, 2)) for q in range(4)]
+            devices.append(raw_device(f"gpu-{k}", "whole", k % 2, (cs, 8)))
+            devices += [raw_device(f"gpu-{k}-half-{h}", "half", k % 2, (cs, 4)) for h in HALVES]
+            devices += [raw_device(f"gpu-{k}-quarter-{q}", "quarter", k % 2, (cs, 2)) for q in range(4)]
             taken = draw(st.sampled_from([[], [], [f"gpu-{k}"], [f"gpu-{k}-half-a"],
                                           [f"gpu-{k}-half-b", f"gpu-{k}-quarter-0"]]))
             held += [(GPU, node, d) for d in taken]
         local = {"nodeName": node}
         if counters:
-            add(_slice(f"{node}-gpus", GPU, node, devices, local, count=2))
-            add(_slice(f"{node}-counters", GPU, node, [], local, count=2, counters=counters))
+            add(raw_slice(f"{node}-gpus", GPU, node, devices, local, count=2))
+            add(raw_slice(f"{node}-counters", GPU, node, [], local, count=2, counters=counters))
         elif devices:
-            add(_slice(f"{node}-gpus", GPU, node, devices, local))
+            add(raw_slice(f"{node}-gpus", GPU, node, devices, local))
         if devices and draw(st.integers(0, 4)) == 0:  # a stale generation of the same pool: never used
-            add(_slice(f"{node}-old", GPU, node, [_device("ghost-0", "whole", 0)], local, generation=0))
+            add(raw_slice(f"{node}-old", GPU, node, [raw_device("ghost-0", "whole", 0)], local, generation=0))
         if draw(st.integers(0, 4)) == 0:  # a pool with a slice still missing: never used
-            add(_slice(f"{node}-partial", GPU, f"{node}-extra", [_device("orphan-0", "whole", 0)], local, count=2))
+            add(raw_slice(f"{node}-partial", GPU, f"{node}-extra", [raw_device("orphan-0", "whole", 0)], local,
+                          count=2))
         if held:
             add(_allocated_claim(f"held-{node}", held, node))
             c.preallocated |= {"/".join(h) for h in held}
         nics = draw(st.sampled_from([0, 1, 2, 2]))
         if nics:
             policy = draw(st.booleans())
-            add(_slice(f"{node}-nics", NIC, f"{node}-nics", [_nic(f"nic-{j}", policy) for j in range(nics)], local))
+            add(raw_slice(f"{node}-nics", NIC, f"{node}-nics", [raw_nic(f"nic-{j}", policy) for j in range(nics)],
+                          local))
             shares = [(j, amount) for j in range(nics)
                       for amount in draw(st.lists(st.sampled_from([2, 4, 6]), max_size=2))]
             used: dict[str, int] = {}
@@ -205,15 +207,15 @@ def dra_clusters(draw: st.DrawFn, max_nodes: int = 4, max_roots: int = 4) -> Dra
             selector = {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
                 {"key": "rack", "operator": "In", "values": [rack]}]}]}}
             binds = draw(st.booleans())
-            add(_slice(f"rack-{rack}", NET, f"rack-{rack}",
-                       [_device(f"channel-{j}", "channel", 0, binds=binds) for j in range(channels)], selector))
+            add(raw_slice(f"rack-{rack}", NET, f"rack-{rack}",
+                       [raw_device(f"channel-{j}", "channel", 0, binds=binds) for j in range(channels)], selector))
             if draw(st.booleans()):
                 add(_allocated_claim(f"held-{rack}", [(NET, f"rack-{rack}", "channel-0")], None, rack))
                 c.preallocated.add(f"{NET}/rack-{rack}/channel-0")
     links = draw(st.integers(0, 3))
     if links:
         binds = draw(st.booleans())
-        add(_slice("global-links", NET, "global", [_device(f"link-{j}", "link", 0, binds=binds)
+        add(raw_slice("global-links", NET, "global", [raw_device(f"link-{j}", "link", 0, binds=binds)
                                                    for j in range(links)], {"allNodes": True}))
     for name, driver in (("gpu", GPU), ("net", NET), ("nic", NIC)):
         add({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},

@@ -1,0 +1,117 @@
+"""Queueing hints never miss with DRA: a change after which a parked root is placeable fires a hint of a plugin that
+rejected it.
+
+``tests/property/test_hints_complete.py`` checks this on clusters without devices. Here the clusters are
+``tests/property/dra_strategies.py``'s (node-local GPU pools with partitions, node-set and all-node network pools,
+NIC shares, claims allocated in the snapshot, per-pod and PodGroup claim templates, claims shared by name),
+loaded as ``simulate`` loads them (claims from templates synthesised). Every root is decided once in queue order,
+plans assumed as the driver assumes them; then one change is made — a claim allocated in the snapshot deleted or
+deallocated, a ResourceSlice added or deleted, a node added or relabelled, a DeviceClass widened — and every parked
+root is decided again. Each one now placed must have been moved by the events since it was parked (the change's and
+those of the plans assumed after it). A hint may fire where nothing helped; it must not stay silent where something
+did, or the root waits for ``--unschedulable-retry-s``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from scheduler.cache.cluster import ClusterCache
+from scheduler.cycle import CycleRunner
+from scheduler.framework import Plan, SolverConfig, Unschedulable
+from scheduler.framework.events import ClusterEvent
+from scheduler.model.scheduling import GroupKey
+from scheduler.offline.loader import Objects
+from scheduler.queue import SchedulingQueue
+from scheduler.solver.plugins import QUEUEING_HINTS
+from tests.property.dra_strategies import GPU, NIC, DraCluster, dra_clusters, raw_device, raw_nic, raw_node, raw_slice
+from tests.property.test_hints_complete import roots
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+OURS = "gang-scheduler"
+
+
+def load(c: DraCluster) -> ClusterCache:
+    objects = Objects()
+    for i, raw in enumerate(c.objects):
+        objects.add("prop.yaml", raw, f"document {i + 1}")
+    assert objects.problems == []
+    cache = ClusterCache(OURS, dra=True, synthesize_claims=True)
+    for kind, items in objects.by_kind().items():
+        cache.load(kind, items)
+    return cache
+
+
+@st.composite
+def changes(draw: st.DrawFn, c: DraCluster) -> tuple[str, str, dict[str, Any]]:
+    """One change: ``(kind, watch event type, the raw object after, or before for a delete)``."""
+    of_kind = {kind: [o for o in c.objects if o["kind"] == kind] for kind in ("Node", "ResourceSlice", "DeviceClass")}
+    held = [o for o in c.objects if o["kind"] == "ResourceClaim" and "status" in o]
+    nodes = of_kind["Node"]
+    what = draw(st.sampled_from(["slice-add", "node-add", "relabel", "class-widen",
+                                 *(["slice-gone"] if of_kind["ResourceSlice"] else []),
+                                 *(["claim-gone", "claim-deallocated"] if held else [])]))
+    if what.startswith("claim-"):
+        claim = copy.deepcopy(draw(st.sampled_from(held)))
+        if what == "claim-gone":
+            return "ResourceClaim", "DELETED", claim
+        del claim["status"]
+        return "ResourceClaim", "MODIFIED", claim
+    if what == "slice-gone":
+        return "ResourceSlice", "DELETED", copy.deepcopy(draw(st.sampled_from(of_kind["ResourceSlice"])))
+    if what == "slice-add":
+        node = draw(st.sampled_from(nodes))["metadata"]["name"]
+        if draw(st.booleans()):
+            devices = [raw_device(f"extra-{j}", "plain", j % 2) for j in range(draw(st.integers(1, 2)))]
+            return "ResourceSlice", "ADDED", raw_slice(f"{node}-extra-gpus", GPU, f"{node}-extra", devices,
+                                                   {"nodeName": node})
+        return "ResourceSlice", "ADDED", raw_slice(f"{node}-extra-nics", NIC, f"{node}-extra-nics",
+                                               [raw_nic("nic-x", draw(st.booleans()))], {"nodeName": node})
+    if what == "class-widen":
+        cls = copy.deepcopy(draw(st.sampled_from(of_kind["DeviceClass"])))
+        cls["spec"]["selectors"] = [{"cel": {"expression": "true"}}]
+        return "DeviceClass", "MODIFIED", cls
+    if what == "node-add":
+        raw = raw_node(len(nodes))
+        raw["metadata"]["labels"]["rack"] = draw(st.sampled_from(["r0", "r1"]))
+        return "Node", "ADDED", raw
+    raw = copy.deepcopy(draw(st.sampled_from(nodes)))
+    labels = raw["metadata"]["labels"]
+    labels["rack"] = "r1" if labels["rack"] == "r0" else "r0"
+    return "Node", "MODIFIED", raw
+
+
+@SETTINGS
+@given(data=st.data(), c=dra_clusters(max_nodes=3, max_roots=4))
+def test_a_device_change_that_makes_a_parked_root_placeable_moves_it(data: st.DataObject, c: DraCluster) -> None:
+    cache = load(c)
+    runner = CycleRunner(cache, SolverConfig())
+    queue = SchedulingQueue(hints=QUEUEING_HINTS)
+    since: dict[GroupKey, list[ClusterEvent]] = {}  # parked root → the events routed since it was parked
+    for key in roots(cache):
+        attempt = runner.attempt(key)
+        assert attempt is not None
+        for seen in since.values():
+            seen.extend(attempt.events)
+        decision = attempt.decision
+        if isinstance(decision, Unschedulable) and decision.rejectors and decision.rejectors <= QUEUEING_HINTS.keys():
+            queue.backoff(attempt.tree, 0.0, decision.rejectors, unschedulable=True)
+            since[key] = []
+    kind, event_type, raw = data.draw(changes(c))
+    events = cache.apply(kind, event_type, raw)
+    for key in list(since):
+        since[key].extend(events)
+        again = runner.attempt(key)
+        if again is None or not isinstance(again.decision, Plan):
+            continue
+        for seen in since.values():
+            seen.extend(again.events)
+        rejectors = queue.backing_off[key].rejectors
+        event(f"a parked root placeable after {kind} {event_type}")
+        fired = sorted(r for r in rejectors for e in since[key] if QUEUEING_HINTS[r](e))
+        assert fired, (f"{key} is placeable after {kind} {event_type} {raw['metadata']['name']}, but no hint of "
+                       f"{sorted(rejectors)} fired on {[(e.kind, e.action.value) for e in since[key]]}")
