@@ -42,18 +42,29 @@ class ClusterConfigError(GangSchedulerError):
 
 class ApiError(GangSchedulerError):
     """A request failed: ``status`` is the HTTP code (0 for a transport failure, left out of the message:
-    ``ClientConnectorError: Cannot connect to host …``, not ``0 ClientConnectorError: …``)."""
+    ``ClientConnectorError: Cannot connect to host …``, not ``0 ClientConnectorError: …``). ``retry_after_s``: the
+    seconds the reply's ``Retry-After`` header asks a client to wait before trying again (the API server sends it
+    with a 429 from API Priority and Fairness, and with some 5xx), or None."""
 
-    def __init__(self, status: int, reason: str, message: str) -> None:
+    def __init__(self, status: int, reason: str, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(f"{status} {reason}: {message}" if status else f"{reason}: {message}")
         self.status = status
         self.reason = reason
         self.message = message
+        self.retry_after_s = retry_after_s
 
     @property
     def retryable(self) -> bool:
         """429, 5xx or a transport failure: trying again later can succeed."""
         return self.status == 0 or self.status == 429 or self.status >= 500
+
+    def retry_wait_s(self, backoff_s: float, cap_s: float) -> float:
+        """Seconds to wait before trying again: ``backoff_s`` (the caller's jittered backoff), or the server's
+        ``Retry-After`` when that is longer, at most ``cap_s`` (client-go waits what ``Retry-After`` says before
+        retrying a 429 or 5xx: ``rest/request.go``)."""
+        if self.retry_after_s is None:
+            return backoff_s
+        return max(backoff_s, min(self.retry_after_s, cap_s))
 
 
 class NotFound(ApiError):

@@ -360,7 +360,7 @@ class KubeClient:
         if resp.status >= 300:
             text = await resp.text()
             resp.release()
-            raise _failure(resp.status, resp.reason or "", text)
+            raise _failure(resp.status, resp.reason or "", text, retry_after(resp.headers.get("Retry-After")))
         return resp
 
     async def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
@@ -610,8 +610,17 @@ def _total(seconds: float) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=seconds)
 
 
-def _failure(status: int, reason: str, text: str) -> ApiError:
-    """The error of a non-2xx reply: its ``Status``'s reason and message when the body is one, else the body."""
+def retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header, or None. Only delta-seconds (a non-negative integer) is read: what
+    the API server sends (``Retry-After: 1`` on a 429 from API Priority and Fairness) and all client-go reads
+    (``retryAfterSeconds`` in ``rest/request.go``); an HTTP date, a fraction or garbage is ignored."""
+    seconds = (value or "").strip()
+    return float(int(seconds)) if seconds.isascii() and seconds.isdigit() else None
+
+
+def _failure(status: int, reason: str, text: str, retry_after_s: float | None = None) -> ApiError:
+    """The error of a non-2xx reply: its ``Status``'s reason and message when the body is one, else the body;
+    ``retry_after_s``: the reply's ``Retry-After`` (:func:`retry_after`)."""
     message = text
     try:
         found = json.loads(text)
@@ -619,9 +628,9 @@ def _failure(status: int, reason: str, text: str) -> ApiError:
             reason, message = found.get("reason", reason), found.get("message", text)
     except ValueError:
         pass
-    return _error(status, str(reason), str(message))
+    return _error(status, str(reason), str(message), retry_after_s)
 
 
-def _error(status: int, reason: str, message: str) -> ApiError:
+def _error(status: int, reason: str, message: str, retry_after_s: float | None = None) -> ApiError:
     kind: type[ApiError] = {404: NotFound, 409: Conflict, 410: Gone}.get(status, ApiError)
-    return kind(status, reason, message)
+    return kind(status, reason, message, retry_after_s)

@@ -5,7 +5,8 @@ plugins (``scheduler.binding``):
 
 * every request goes in the client's URGENT lane (a plan in flight holds room other roots wait for);
 * 429, 5xx and transport failures are retried with jittered exponential backoff (``retry_initial_s``
-  doubling up to ``retry_max_s``, at most ``max_attempts`` tries); anything else is raised at once;
+  doubling up to ``retry_max_s``, at most ``max_attempts`` tries), waiting longer when the reply's ``Retry-After``
+  asks it (up to ``retry_max_s``); anything else is raised at once;
 * :meth:`KubeWriter.slot` bounds the writes in flight (``concurrency``; client QPS is the client's rate
   limiter); :meth:`KubeWriter.leading` is the leadership fence, checked by the plugins before each write so a
   replica that stopped leading never writes next to the new leader (architecture §14);
@@ -110,7 +111,8 @@ class KubeWriter:
             except ApiError as exc:
                 if not exc.retryable or attempt == self.max_attempts:
                     raise
-                log.info("%s failed (%s), retry %d in %.2f s", what, exc, attempt, delay)
-                await asyncio.sleep(delay * (0.5 + self.rng.random()))
+                wait = exc.retry_wait_s(delay * (0.5 + self.rng.random()), self.retry_max_s)
+                log.info("%s failed (%s), retry %d in %.2f s", what, exc, attempt, wait)
+                await asyncio.sleep(wait)
                 delay = min(delay * 2, self.retry_max_s)
         raise AssertionError("unreachable: the last attempt returns or raises")

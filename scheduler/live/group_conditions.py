@@ -14,17 +14,17 @@ remembered from what this process wrote before:
   the count while the tree is partial (members bound, root not satisfied); once it shows True, ``False``
   with ``Satisfied`` or ``NoMembersBound`` when that is over. Never added to a group that was never partial.
 
-:meth:`GroupConditions.observe` is called for every root whose tree changed (and, on start and after a
-re-list, for every root), :meth:`GroupConditions.failed` after a decision that placed nothing. Both only
-mark the tree's groups *dirty*; one writer task (:meth:`GroupConditions.run`) takes the dirty groups —
-one entry per group however often it was marked, so reports are coalesced per group — computes the
-desired condition, compares it with the cached object and PATCHes through
-:class:`~scheduler.live.status_writer.StatusWriter` (REPORT lane; a 409 re-reads the object once). A write
-that fails is retried with backoff (``retry_initial_s`` doubling to ``retry_max_s``, times a random factor
-in [0.5, 1.5) so writes that failed together are not retried together) until it lands or is no longer
-needed. :attr:`GroupConditions.depth` and :meth:`GroupConditions.oldest_age_s` are exported as the ``groups``
-status queue metrics. A root whose plan is still being bound (``binding``) is left alone until its binder
-has finished: its members count as bound only once the server has them.
+:meth:`GroupConditions.observe` is called for every root whose tree changed (and, on start and after a re-list, for
+every root), :meth:`GroupConditions.failed` after a decision that placed nothing. Both only mark the tree's groups
+*dirty*; one writer task (:meth:`GroupConditions.run`) takes the dirty groups — one entry per group however often it
+was marked, so reports are coalesced per group — computes the desired condition, compares it with the cached object
+and PATCHes through :class:`~scheduler.live.status_writer.StatusWriter` (REPORT lane; a 409 re-reads the object
+once). A write that fails is retried with backoff (``retry_initial_s`` doubling to ``retry_max_s``, times a random
+factor in [0.5, 1.5) so writes that failed together are not retried together; longer when the reply's
+``Retry-After`` asks it, up to ``retry_max_s``) until it lands or is no longer needed. :attr:`GroupConditions.depth`
+and :meth:`GroupConditions.oldest_age_s` are exported as the ``groups`` status queue metrics. A root whose plan is
+still being bound (``binding``) is left alone until its binder has finished: its members count as bound only once
+the server has them.
 
 scheduler-plugins' PodGroups (``scheduling.x-k8s.io``, :class:`~scheduler.model.coscheduling.CoscheduledPodGroup`)
 have no ``conditions`` in their CRD: they get scheduler-plugins' own status instead — ``phase``, ``scheduled``,
@@ -268,7 +268,7 @@ class GroupConditions:
         except ApiError as exc:
             self.failures += 1
             delay = min(self.retry_max_s, self._retry[key][1] * 2) if key in self._retry else self.retry_initial_s
-            wait = delay * (0.5 + self.rng.random())
+            wait = exc.retry_wait_s(delay * (0.5 + self.rng.random()), self.retry_max_s)
             self._retry[key] = (now + wait, delay, root)
             log.info("group=%s condition write failed (%s), retry in %.1f s", key, exc, wait)
             self._wake.set()

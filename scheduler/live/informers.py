@@ -4,8 +4,8 @@ Each :class:`Informer` owns one resource, cluster-wide. A list is read in pages 
 ``continue``) fed to the cache one by one, and when it is complete it *replaces* that kind in the
 cache (whatever the list did not contain is deleted); then it applies watch events, resuming from
 the last resourceVersion seen when a stream ends. An expired resourceVersion (410 Gone) or any other
-API failure leads to a fresh list after a short backoff — a re-list replaces, so nothing is counted
-twice. The informer
+API failure leads to a fresh list after a short backoff (longer when the reply's ``Retry-After`` asks it) — a
+re-list replaces, so nothing is counted twice. The informer
 never writes to the API (we only watch: no annotations, no finalizers).
 
 No single object can stop an informer: whatever decoding one object raises — the optional ``decode``
@@ -45,6 +45,9 @@ ones a cluster holds by the tens of thousands, whose objects as served are mostl
 
 MIN_WATCH_TIMEOUT_S = 300
 """client-go's reflector ``minWatchTimeout``: each watch's ``timeoutSeconds`` is drawn from [5, 10] minutes."""
+
+RETRY_AFTER_MAX_S = 60.0
+"""The longest a failed list or watch waits for the server's ``Retry-After`` before listing again, in seconds."""
 
 
 class Informer:
@@ -111,8 +114,9 @@ class Informer:
             except Gone:
                 log.info("watch %s: resourceVersion expired (410), re-listing", self.resource.plural)
             except ApiError as exc:
-                log.warning("watch %s failed: %s; re-listing in %.0f s", self.resource.plural, exc, self.retry_s)
-                await asyncio.sleep(self.retry_s)
+                wait = exc.retry_wait_s(self.retry_s, RETRY_AFTER_MAX_S)
+                log.warning("watch %s failed: %s; re-listing in %.0f s", self.resource.plural, exc, wait)
+                await asyncio.sleep(wait)
             except Exception:  # a bug must not freeze the cache for good
                 log.exception("informer %s failed; re-listing in %.0f s", self.resource.plural, self.retry_s)
                 await asyncio.sleep(self.retry_s)

@@ -9,7 +9,8 @@ this process, so a test knows exactly what the scheduler went through:
   ``User-Agent`` is :data:`HARNESS_AGENT`) are :attr:`Kind.HARNESS`: never faulted, never dropped,
   never counted by a kill switch.
 * **Faults.** :class:`FaultPlan` answers a share of the requests of chosen kinds with 409, 429,
-  500 or 503 *instead of* serving them (nothing is written), drawn from a seeded RNG.
+  500 or 503 *instead of* serving them (nothing is written; a 429 says ``Retry-After: 1``, as API Priority and
+  Fairness does), drawn from a seeded RNG.
 * **Kill switches.** :class:`KillSwitch` counts *committed* writes that match a predicate and, at
   the Nth, calls its ``kill`` (a SIGKILL) synchronously inside the commit, with the server's lock
   held, so nothing else lands in between. Then, for :data:`BLACKOUT_S`, the scheduler's writes
@@ -201,7 +202,8 @@ class ChaosApiServer(ApiServer):
         if code is not None:
             return aiohttp.web.json_response(
                 {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": code,
-                 "reason": _REASONS[code], "message": f"injected by the chaos suite ({kind})"}, status=code)
+                 "reason": _REASONS[code], "message": f"injected by the chaos suite ({kind})"}, status=code,
+                headers={"Retry-After": "1"} if code == 429 else None)  # as API Priority and Fairness throttles
         token = _CURRENT.set((kind, request))
         try:
             return await super()._handle(request)

@@ -14,6 +14,8 @@ import uvloop
 from kubernetes_asyncio import client
 
 from scheduler.client.kube import PODGROUPS, ApiError, Conflict, KubeClient, api_client
+from scheduler.live.api_writer import KubeWriter
+from scheduler.model.pod import Pod
 from scheduler.operator.certificates import ServiceWebhookServer
 
 Answer = Callable[[bytes], bytes | tuple[bytes, ...] | None]
@@ -195,6 +197,49 @@ async def test_an_error_without_a_status_body_keeps_the_reply_text_and_a_5xx_is_
     assert (caught.value.status, caught.value.reason, caught.value.message) == (503, "Service Unavailable",
                                                                                  "overloaded")
     assert caught.value.retryable
+
+
+@pytest.mark.parametrize(("header", "seconds"), [
+    pytest.param(b"Retry-After: 3\r\n", 3.0, id="delta-seconds"),
+    pytest.param(b"Retry-After: 0\r\n", 0.0, id="zero"),
+    pytest.param(b"Retry-After: Wed, 21 Oct 2026 07:28:00 GMT\r\n", None, id="http-date-ignored"),
+    pytest.param(b"Retry-After: 1.5\r\n", None, id="fraction-ignored"),
+    pytest.param(b"", None, id="absent")])
+async def test_a_throttled_reply_carries_the_wait_its_retry_after_asks(header: bytes, seconds: float | None) -> None:
+    """The API server's API Priority and Fairness answers 429 with ``Retry-After: 1``; only delta-seconds are read,
+    as client-go reads them."""
+    status = b'{"kind":"Status","reason":"TooManyRequests","message":"too many requests, please try again later"}'
+    async with RawServer(reply("429 Too Many Requests", status, header)) as server:
+        kube = KubeClient.for_host(f"http://127.0.0.1:{server.port}")
+        with pytest.raises(ApiError) as caught:
+            await kube.bind("ns", "p", "node-1")
+        await kube.close()
+    assert (caught.value.status, caught.value.reason, caught.value.retryable) == (429, "TooManyRequests", True)
+    assert caught.value.retry_after_s == seconds
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize(("header", "waited"), [
+    pytest.param(b"Retry-After: 3\r\n", 3.0, id="the-server-asks-longer-than-the-backoff"),
+    pytest.param(b"Retry-After: 600\r\n", 5.0, id="capped-at-retry-max-s"),
+    pytest.param(b"", None, id="no-header-the-jittered-backoff")])
+async def test_the_binding_writer_waits_what_retry_after_asks_before_trying_again(header: bytes,
+                                                                                  waited: float | None) -> None:
+    throttled = reply("429 Too Many Requests", b'{"kind":"Status","reason":"TooManyRequests"}', header)(b"")
+    answers = iter([throttled])
+    async with RawServer(lambda _: next(answers, reply()(b""))) as server:
+        kube = KubeClient.for_host(f"http://127.0.0.1:{server.port}")
+        writer = KubeWriter(kube, retry_initial_s=0.2, retry_max_s=5.0)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await writer.bind(Pod.model_validate({"metadata": {"name": "p", "namespace": "ns", "uid": "u"}}), "node-1")
+        elapsed = loop.time() - start
+        await kube.close()
+    assert len(server.requests) == 2
+    if waited is None:
+        assert 0.1 <= elapsed < 0.3 + 0.05  # retry_initial_s times a factor in [0.5, 1.5)
+    else:
+        assert elapsed == pytest.approx(waited, abs=0.05)
 
 
 @pytest.mark.looptime

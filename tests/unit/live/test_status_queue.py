@@ -72,6 +72,20 @@ async def test_a_retryable_failure_is_retried_with_jittered_backoff_until_it_lan
 
 
 @pytest.mark.looptime
+async def test_a_retry_waits_at_least_what_the_servers_retry_after_asks_up_to_retry_max_s() -> None:
+    queue, log = StatusQueue("t", workers=1, retry_initial_s=1.0, retry_max_s=20.0), []
+    errors = [ApiError(429, "TooManyRequests", "x", retry_after_s=7.0), ApiError(429, "TooManyRequests", "x",
+                                                                              retry_after_s=300.0)]
+    start = asyncio.get_running_loop().time()
+    queue.submit("ml/p", recorder(log, "p", errors))
+    async with running(queue):
+        await asyncio.sleep(60)
+    times = [t - start for _, t in log]
+    assert len(times) == 3 and queue.written == 1
+    assert [b - a for a, b in itertools.pairwise(times)] == pytest.approx([7.0, 20.0], abs=0.01)
+
+
+@pytest.mark.looptime
 async def test_a_permanent_failure_or_the_last_attempt_drops_the_report() -> None:
     queue, log = StatusQueue("t", workers=1, max_attempts=2), []
     queue.submit("a", recorder(log, "a", [ApiError(422, "Invalid", "x")]))
