@@ -256,8 +256,10 @@ class Inventory:
         self._forget_class(name)
 
     def set_table(self, table: NodeTable) -> None:
-        """Nodes changed: recompute every device's reach against ``table`` (selector results are kept)."""
+        """Nodes changed: recompute every device's reach against ``table`` (selector results are kept). The views
+        per node are rebuilt for the new rows even when there is no pool to index again."""
         self.table = table
+        self._changed()
         for key in sorted(self._slices.keys() | self._pool_devices.keys()):
             self._index_pool(key, keep_memo=True)
 

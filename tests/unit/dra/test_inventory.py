@@ -90,3 +90,12 @@ def test_missing_class_hint_follows_the_classes_that_exist_now() -> None:
     assert hints() == (after, after)
     inv.remove_class("gpu.exampel.com")
     assert hints() == (before, before)
+
+
+def test_a_node_added_to_a_cluster_without_slices_has_its_own_row_of_devices() -> None:
+    """With no ResourceSlice yet (a DRA driver not installed), nodes changing still rebuild the per-node views: a
+    node added is a row the solver asks about (it raised IndexError, failing every cycle of a gang with claims)."""
+    base = Inventory.build(NodeTable.build([node("n0", cpu="8")]), [], [device_class()], ())
+    assert base.on_node(0) == []
+    base.set_table(NodeTable.build([node("n0", cpu="8"), node("n1", cpu="8")]))
+    assert base.on_node(1) == [] and base.with_allocated(()).on_node(1) == []
