@@ -11,6 +11,7 @@ there (binding and preemption never happen in the same cycle).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -154,6 +155,14 @@ class Unschedulable:
     """Set when the root's minimum *does* fit — this plan — but pending members above it fit nowhere: the
     failure is theirs, and preemption, if it helps, must place every pending member (upstream preempts for
     every pending member of a group, ``podgrouppreemption_test.go``)."""
+
+    def with_postfilter(self, note: str) -> Unschedulable:
+        """This failure with a PostFilter's ``note`` (what preemption found) after the root's summary, joined as
+        kube-scheduler's ``FitError.Error()`` appends its ``PostFilterMsg``: after a space when the summary ends a
+        sentence (``… 3 Insufficient cpu. preemption: …``), else after ``; ``; ``note`` alone for no summary."""
+        if not self.message:
+            return dataclasses.replace(self, message=note)
+        return dataclasses.replace(self, message=f"{self.message}{' ' if self.message.endswith('.') else '; '}{note}")
 
 
 @dataclass(frozen=True, slots=True)

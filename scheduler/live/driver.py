@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import socket
 import time
@@ -391,8 +390,7 @@ class Scheduler:
                  "backoff_s=%.0f", tree.key, "WaitingForVictims" if result.waiting else "Preempting",
                  len(result.victims), result.units, result.reprieved, result.pdb_violations, ",".join(nodes),
                  elapsed_ms, delay)
-        failure = result.failure
-        self.reporter.unschedulable(tree, dataclasses.replace(failure, message=f"{failure.message}; {result.message}"))
+        self.reporter.unschedulable(tree, result.failure.with_postfilter(result.message))
 
     async def bind(self, attempt: Attempt, started: float, cycle: BindingCycle) -> None:
         """Run the plan's binding cycle (started at decision time); on success mark its groups scheduled, on

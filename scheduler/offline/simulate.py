@@ -394,8 +394,7 @@ def _evict(cache: ClusterCache, decision: Preemption, sim: Simulation, preempted
 
 def _as_failure(decision: Preemption) -> Unschedulable:
     """A preemption ``simulate`` could not carry through, reported as the root's failure plus why."""
-    failure = decision.failure
-    return dataclasses.replace(failure, message=f"{failure.message}; {decision.message}")
+    return decision.failure.with_postfilter(decision.message)
 
 
 def _claim_users(attempt: Attempt) -> dict[str, list[tuple[str, str]]]:

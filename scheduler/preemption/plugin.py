@@ -38,7 +38,6 @@ metrics; no I/O, no clock.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Iterable
 
@@ -123,14 +122,14 @@ class DefaultPreemption:
         """:meth:`post_filter` with the :class:`Outcome` it came to (for the caller's metrics)."""
         prefix = POD_PREFIX if tree.key.kind == "Pod" else GROUP_PREFIX
         if self.policy(tree) == NEVER:
-            return Outcome.NOT_ELIGIBLE, _appended(result, prefix + NOT_ELIGIBLE_NEVER)
+            return Outcome.NOT_ELIGIBLE, result.with_postfilter(prefix + NOT_ELIGIBLE_NEVER)
         nominated = tuple((p, node) for p in _pending(tree) if (node := p.status.nominated_node_name))
         if self.view.awaiting(tree.key) or self._victims_terminating(tree, snapshot, nominated):
             return Outcome.WAITING, Preemption(tree.key, (), nominated, None, result, prefix + ONGOING)
         every = sum(1 for _ in _pending(tree))
         rows = usable_rows(snapshot, tree, self.profile.static_check)
         if not rows.any() and usable_rows(snapshot, tree, self.profile.static_check, allocatable=False).any():
-            return Outcome.NOT_HELPFUL, _appended(result, f"{prefix}{NOT_HELPFUL} ({TOO_LARGE})")
+            return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} ({TOO_LARGE})")
         units, chosen = self._choose(tree, snapshot, config, rows, inclusive=False,
                                      want=every if result.minimum is not None else 0)
         if chosen is not None and len(chosen.plan.placements) < every:  # room for all members, if victims allow
@@ -140,8 +139,8 @@ class DefaultPreemption:
             return Outcome.NO_VICTIMS, None
         if chosen is None:
             pods = sum(len(u.pods) for u in units)
-            return Outcome.NOT_HELPFUL, _appended(result, f"{prefix}{NOT_HELPFUL} (no fit even with all {pods} "
-                                                          f"lower-priority pod(s) evicted{_devices(result)})")
+            return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} (no fit even with all {pods} "
+                                                               f"lower-priority pod(s) evicted{_devices(result)})")
         if not chosen.pods:
             return Outcome.FITS, chosen.plan
         return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix)
@@ -220,9 +219,6 @@ def _devices(result: Unschedulable) -> str:
     return ": " + (DEVICES_TOO if resources_fit.NAME in result.rejectors else DEVICES_LIMIT)
 
 
-def _appended(result: Unschedulable, message: str) -> Unschedulable:
-    """``result`` with the PostFilter's ``message`` at the end of the root's summary."""
-    return dataclasses.replace(result, message=f"{result.message}; {message}" if result.message else message)
 
 
 def _decision(tree: GroupTree, result: Unschedulable, chosen: Selection, prefix: str) -> Preemption:

@@ -97,7 +97,7 @@ async def test_victims_are_marked_deleted_and_the_preemptor_binds_only_after_the
         messages = [c["message"] for version in k8s.objects["scheduling.k8s.io/v1beta1/podgroups", NS, "high"].history
                     for c in (version.get("status") or {}).get("conditions") or []
                     if c["type"] == "PodGroupInitiallyScheduled"]
-        head = ("gang high: 0/2 placeable (minCount 2); 0/1 nodes are available: 1 Insufficient cpu.; "
+        head = ("gang high: 0/2 placeable (minCount 2); 0/1 nodes are available: 1 Insufficient cpu. "
                 "pod group preemption: ")
         assert head + "found a placement for podgroup, preempting 2 victims (2 unit(s))" in messages
         assert set(messages) <= {head + "found a placement for podgroup, preempting 2 victims (2 unit(s))",

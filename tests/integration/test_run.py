@@ -94,7 +94,7 @@ async def test_member_above_a_met_min_count_is_reported_pending_the_group_schedu
         await until(lambda: bound_at_least(kube, "g-0", 1), what="g-0 bound")
         failed = await until(lambda: _at_least(events(kube, "FailedScheduling"), 1), what="FailedScheduling")
         assert {(e["regarding"]["name"], e["note"]) for e in failed} == {
-            ("g-1", "gang g: 1/2 placed (minCount 1); 0/1 nodes are available: 1 Insufficient cpu.; pod group "
+            ("g-1", "gang g: 1/2 placed (minCount 1); 0/1 nodes are available: 1 Insufficient cpu. pod group "
                     "preemption: Preemption is not helpful for scheduling (no node the pods may use has the "
                     "allocatable to hold one of them)")}
         cond = await condition(kube, "g")

@@ -39,7 +39,7 @@ def test_one_pod_per_node_is_the_reason_and_the_preemption_verdict_follows_it() 
     notebook (priority 1) is the one pod preemption could evict, and evicting it would not help."""
     assert pod_reasons(run(), "sweep") == {
         f"gang sweep: 4/8 placeable (minCount 8) in {ZONE} us-west-2a (closest of 2 domains); 0/4 nodes are "
-        "available: 2 Insufficient nvidia.com/gpu, 2 node(s) didn't match pod anti-affinity rules.; pod group "
+        "available: 2 Insufficient nvidia.com/gpu, 2 node(s) didn't match pod anti-affinity rules. pod group "
         "preemption: Preemption is not helpful for scheduling (no fit even with all 1 lower-priority pod(s) evicted)"}
 
 
@@ -51,7 +51,7 @@ def test_a_gang_whose_pods_were_preempted_has_its_own_status_in_text_and_json() 
     sim = run()
     assert group_status(sim) == {
         "pretrain": ("Scheduled", None),
-        "sweep": ("Unschedulable", next(iter(pod_reasons(sim, "sweep"))).partition("; pod group preemption")[0]),
+        "sweep": ("Unschedulable", next(iter(pod_reasons(sim, "sweep"))).partition(" pod group preemption")[0]),
         "eval-notol": ("Unschedulable", next(iter(pod_reasons(sim, "eval-notol")))),
         "batch-low": ("Preempted", "4 running pod(s) preempted by PodGroup ml/pretrain"),
         "serving": ("Scheduled", None),

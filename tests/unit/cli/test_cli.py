@@ -97,7 +97,7 @@ def test_nothing_fits_is_not_an_error(tmp_path: Path) -> None:
     assert code == 0
     (pod,) = json.loads(out)["pods"]
     assert pod["node"] is None
-    assert pod["reason"] == ("0/1 nodes are available: 1 Insufficient cpu.; preemption: Preemption is not helpful for "
+    assert pod["reason"] == ("0/1 nodes are available: 1 Insufficient cpu. preemption: Preemption is not helpful for "
                              "scheduling (no node the pods may use has the allocatable to hold one of them)")
 
 
@@ -237,7 +237,7 @@ def members(n: int, scheduler: str = "gang-scheduler") -> str:
             "    group bg: 2/3 placed; 0/1 nodes are available: 1 Insufficient cpu.",
         ], id="basic-group-leftover-listed"),
         pytest.param(NODE + "---" + GOOD_POD.replace('cpu: "1"', 'cpu: "64"'), [], [
-            "Pods left pending (1):", "  default/ok: 0/1 nodes are available: 1 Insufficient cpu.; preemption: "
+            "Pods left pending (1):", "  default/ok: 0/1 nodes are available: 1 Insufficient cpu. preemption: "
             "Preemption is not helpful for scheduling (no node the pods may use has the allocatable to hold one of "
             "them)",
         ], id="lone-pod-that-does-not-fit-listed-once"),

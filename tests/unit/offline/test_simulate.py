@@ -428,7 +428,7 @@ def test_group_whose_bound_members_meet_min_count_is_scheduled_its_extra_member_
     bound = member("m-run", "g").replace("spec:\n", "spec:\n  nodeName: n1\n")
     sim = run(tmp_path, podgroup("g", policy), bound, member("m-big", "g", cpu="10"))
     assert group(sim, "g")[0::2] == ("Scheduled", None)
-    assert pod_reasons(sim) == {"ml/m-big": f"{reason}; pod group preemption: {NOT_HELPFUL} ({TOO_LARGE})"}
+    assert pod_reasons(sim) == {"ml/m-big": f"{reason} pod group preemption: {NOT_HELPFUL} ({TOO_LARGE})"}
     text = render_text(sim)
     assert "[FAIL]" not in text and "Unschedulable" not in text
     assert "its bound members satisfy it; 1 member(s) left pending (see Pods left pending)" in text

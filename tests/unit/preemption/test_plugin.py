@@ -69,7 +69,7 @@ def test_preemption_policy_never_waits(where: str) -> None:
                for i in range(2)]
     _, decision = c.decide("high")
     assert isinstance(decision, Unschedulable)
-    assert decision.message.endswith("; " + GROUP_PREFIX + NOT_ELIGIBLE_NEVER)
+    assert decision.message.endswith("cpu. " + GROUP_PREFIX + NOT_ELIGIBLE_NEVER)  # kube appends it after a space
 
 
 def test_group_policy_overrides_its_pods() -> None:
