@@ -205,13 +205,14 @@ def is_extended(resource: str) -> bool:
 
 
 def format_units(resource: str, units: int) -> str:
-    """Human form of an integer amount: ``cpu`` in cores, byte resources with a binary suffix
-    (``512Mi``, ``1.5Gi``, ``2Ti``), every other resource as a count."""
+    """Human form of an integer amount: ``cpu`` in cores, byte resources with a binary suffix to three significant
+    digits (``512Mi``, ``1.5Gi``, ``1.95Ti``, ``1536Ti``), every other resource as a count."""
     if resource == CPU:
         return f"{units / 1000:g}"
     if resource in (MEMORY, EPHEMERAL_STORAGE) or resource.startswith(HUGEPAGES_PREFIX):
         for suffix, power in (("Ti", 4), ("Gi", 3), ("Mi", 2), ("Ki", 1)):
             if abs(units) >= 1024**power:
-                return f"{units / 1024**power:.1f}".removesuffix(".0") + suffix
+                value = units / 1024**power
+                return (f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}") + suffix
         return str(units)
     return str(units)
