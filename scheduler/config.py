@@ -116,7 +116,7 @@ class Settings(BaseSettings):
 
     scheduler_name: str = Field(
         default="gang-scheduler",
-        description="spec.schedulerName of the pods this scheduler places (pods naming another scheduler are left to it).",
+        description="spec.schedulerName of the pods this scheduler places (others are left to their scheduler).",
     )
     scoring: Scoring = Field(
         default="pack",
