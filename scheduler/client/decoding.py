@@ -165,18 +165,24 @@ class ListMeta(KubeModel):
 class TypedPage(list[Any]):
     """One page of a list decoded straight from the reply's bytes into models (:func:`page_decoder`): the models, in
     the server's order, and what the page carries besides; :meth:`raw` decodes the same bytes into plain JSON
-    (:func:`loads`) for a caller that needs an object as the server sent it (its unknown fields)."""
+    (:func:`loads`) for a caller that needs an object as the server sent it (its unknown fields), one item at a time
+    when the page kept each item's bytes (``items_json``: pods), so a page of pods is never held as plain JSON whole
+    (tens of MB for 500 real-sized pods, whose memory the allocator then keeps scattered among the models)."""
 
-    def __init__(self, items: Sequence[Any], metadata: ListMeta, data: bytes) -> None:
+    def __init__(self, items: Sequence[Any], metadata: ListMeta, data: bytes,
+                 items_json: Sequence[msgspec.Raw] | None = None) -> None:
         super().__init__(items)
         self.metadata = metadata
         self._data = data
+        self._items_json = items_json
 
-    def raw(self) -> list[Any]:
-        """The page's ``items`` as plain JSON values (decoded again, on each call)."""
+    def raw(self, index: int) -> Any:
+        """Item ``index`` as a plain JSON value (decoded again, on each call), or None past the page's items."""
+        if self._items_json is not None:
+            return loads(bytes(self._items_json[index])) if 0 <= index < len(self._items_json) else None
         value = loads(self._data)
         items = value.get("items") if isinstance(value, dict) else None
-        return items if isinstance(items, list) else []
+        return items[index] if isinstance(items, list) and 0 <= index < len(items) else None
 
 
 PageDecoder = Callable[[bytes], TypedPage]
@@ -238,7 +244,7 @@ def _pod_page(data: bytes) -> TypedPage:
     except RecursionError as exc:
         raise ValueError("nested too deeply") from exc
     meta = ListMeta(resource_version=page.metadata.resourceVersion, continue_=page.metadata.continue_)
-    return TypedPage([_pod(item) for item in page.items], meta, data)
+    return TypedPage([_pod(item) for item in page.items], meta, data, page.items)
 
 
 def _pod_event(data: bytes) -> tuple[str, Any]:

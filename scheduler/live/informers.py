@@ -127,15 +127,8 @@ class Informer:
         if not isinstance(items, TypedPage):
             return items if self.decode is None else self._decoded(items)
         if self.see is not None:
-            raws: list[Any] = []
-
-            def raw_of(index: int) -> Any:
-                if not raws:
-                    raws.extend(items.raw())
-                return raws[index] if index < len(raws) else None
-
             for index, obj in enumerate(items):
-                self._show(obj, functools.partial(raw_of, index))
+                self._show(obj, functools.partial(items.raw, index))
         return items
 
     def _event(self, event: Mapping[str, Any]) -> Iterable[Any]:

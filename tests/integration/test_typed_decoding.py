@@ -37,7 +37,7 @@ async def test_a_list_page_is_models_unless_an_object_is_refused(k8s: Any, kube:
     await kube.create(PODS, NS, pod("a", None))
     (page,) = await pages(kube)
     assert isinstance(page, TypedPage) and [p.metadata.name for p in page] == ["a"]
-    assert page == [Pod.model_validate(raw) for raw in page.raw()]
+    assert page == [Pod.model_validate(page.raw(i)) for i in range(len(page))] and page.raw(len(page)) is None
     unchecked = KubeClient.for_host(str(k8s.url))
     unchecked.api.default_headers[UNCHECKED_HEADER] = "stored past validation"
     try:
