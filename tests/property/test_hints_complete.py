@@ -22,7 +22,7 @@ from scheduler.cycle import CycleRunner
 from scheduler.framework import Plan, SolverConfig, Unschedulable
 from scheduler.framework.events import ClusterEvent
 from scheduler.groups import TreeState
-from scheduler.model import Node, Pod
+from scheduler.model import Node, Pod, PodGroup
 from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
@@ -38,8 +38,19 @@ def changes(draw: st.DrawFn, c: Cluster) -> tuple[str, str, Any]:
     """One change to the cluster: ``(kind, watch event type, the object after, or before for a delete)``."""
     nodes = c.nodes
     background = [p for p in c.pods if p.spec.node_name]
+    gangs = [g for g in c.podgroups
+             if (gang := g.spec.scheduling_policy.gang) is not None and (gang.min_count or 0) > 1]
+    ours = [p for p in c.pods if not p.spec.node_name]
     what = draw(st.sampled_from(["uncordon", "untaint", "taint", "relabel", "grow", "shrink", "add", "delete",
-                                 *(["pod-gone", "pod-done", "pod-relabel"] if background else [])]))
+                                 *(["pod-gone", "pod-done", "pod-relabel"] if background else []),
+                                 *(["gang-smaller"] if gangs else []), *(["pending-gone"] if ours else [])]))
+    if what == "gang-smaller":  # minCount is mutable (v1beta1); kube requeues a group on a lower one
+        raw = draw(st.sampled_from(gangs)).model_dump(by_alias=True, exclude_none=True, mode="json")
+        gang = raw["spec"]["schedulingPolicy"]["gang"]
+        gang["minCount"] = draw(st.integers(1, gang["minCount"] - 1))
+        return "PodGroup", "MODIFIED", PodGroup.model_validate(raw)
+    if what == "pending-gone":  # a pending pod of ours deleted: the room its gang would have needed is not needed
+        return "Pod", "DELETED", draw(st.sampled_from(ours))
     if what.startswith("pod-"):
         pod = draw(st.sampled_from(background))
         if what == "pod-gone":
@@ -120,10 +131,14 @@ def check(data: st.DataObject, c: Cluster) -> None:
         if isinstance(decision, Unschedulable) and decision.rejectors and decision.rejectors <= QUEUEING_HINTS.keys():
             queue.backoff(attempt.tree, 0.0, decision.rejectors, unschedulable=True)
             since[key] = []
+    cache.take_changed_roots()
     kind, event_type, obj = data.draw(changes(c))
     events = cache.apply(kind, event_type, obj)
+    rebuilt = cache.take_changed_roots()  # a change scoped to a root (its group or member) moves it at once
     for key in list(since):
         since[key].extend(events)
+        if key in rebuilt and cache.groups.trees.get(key) != queue.backing_off[key].order:
+            continue  # SchedulingQueue.update moves it: its tree is not the one it failed with
         again = runner.attempt(key)
         if again is None or not isinstance(again.decision, Plan):
             continue
