@@ -17,19 +17,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.cycle import CycleRunner
-from scheduler.framework import Plan, SolverConfig, Unschedulable
-from scheduler.framework.events import ClusterEvent
-from scheduler.model.scheduling import GroupKey
 from scheduler.offline.loader import Objects
-from scheduler.queue import SchedulingQueue
-from scheduler.solver.plugins import QUEUEING_HINTS
 from tests.property.dra_strategies import GPU, NIC, DraCluster, dra_clusters, raw_device, raw_nic, raw_node, raw_slice
-from tests.property.test_hints_complete import roots
+from tests.property.test_hints_complete import check
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 OURS = "gang-scheduler"
@@ -91,34 +85,4 @@ def changes(draw: st.DrawFn, c: DraCluster) -> tuple[str, str, dict[str, Any]]:
 @SETTINGS
 @given(data=st.data(), c=dra_clusters(max_nodes=3, max_roots=4))
 def test_a_device_change_that_makes_a_parked_root_placeable_moves_it(data: st.DataObject, c: DraCluster) -> None:
-    cache = load(c)
-    runner = CycleRunner(cache, SolverConfig())
-    queue = SchedulingQueue(hints=QUEUEING_HINTS)
-    since: dict[GroupKey, list[ClusterEvent]] = {}  # parked root → the events routed since it was parked
-    for key in roots(cache):
-        attempt = runner.attempt(key)
-        assert attempt is not None
-        for seen in since.values():
-            seen.extend(attempt.events)
-        decision = attempt.decision
-        if isinstance(decision, Unschedulable) and decision.rejectors and decision.rejectors <= QUEUEING_HINTS.keys():
-            queue.backoff(attempt.tree, 0.0, decision.rejectors, unschedulable=True)
-            since[key] = []
-    cache.take_changed_roots()
-    kind, event_type, raw = data.draw(changes(c))
-    events = cache.apply(kind, event_type, raw)
-    rebuilt = cache.take_changed_roots()  # a change scoped to a root (its group or member) moves it at once
-    for key in list(since):
-        since[key].extend(events)
-        if key in rebuilt and cache.groups.trees.get(key) != queue.backing_off[key].order:
-            continue  # SchedulingQueue.update moves it: its tree is not the one it failed with
-        again = runner.attempt(key)
-        if again is None or not isinstance(again.decision, Plan):
-            continue
-        for seen in since.values():
-            seen.extend(again.events)
-        rejectors = queue.backing_off[key].rejectors
-        event(f"a parked root placeable after {kind} {event_type}")
-        fired = sorted(r for r in rejectors for e in since[key] if QUEUEING_HINTS[r](e))
-        assert fired, (f"{key} is placeable after {kind} {event_type} {raw['metadata']['name']}, but no hint of "
-                       f"{sorted(rejectors)} fired on {[(e.kind, e.action.value) for e in since[key]]}")
+    check(data, load(c), changes(c))

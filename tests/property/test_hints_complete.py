@@ -106,7 +106,7 @@ def roots(cache: ClusterCache) -> list[GroupKey]:
 @given(data=st.data(), c=clusters(max_nodes=5, max_roots=5))
 def test_a_change_that_makes_a_parked_root_placeable_moves_it(data: st.DataObject, c: Cluster) -> None:
     """Nodes with GPUs, taints and cordons; gangs with topology."""
-    check(data, c)
+    check(data, load(c), changes(c))
 
 
 @SETTINGS
@@ -114,11 +114,12 @@ def test_a_change_that_makes_a_parked_root_placeable_moves_it(data: st.DataObjec
 def test_a_change_that_makes_a_parked_root_placeable_by_its_inter_pod_rules_moves_it(data: st.DataObject,
                                                                                     c: Cluster) -> None:
     """Pods of another scheduler and gangs with pod affinity and anti-affinity, topology spread and host ports."""
-    check(data, c)
+    check(data, load(c), changes(c))
 
 
-def check(data: st.DataObject, c: Cluster) -> None:
-    cache = load(c)
+def check(data: st.DataObject, cache: ClusterCache, change: st.SearchStrategy[tuple[str, str, Any]]) -> None:
+    """Decide every root of ``cache`` in queue order, park those that found no placement, make one ``change``
+    (kind, watch event type, object), decide the parked roots again and check each one now placed was moved."""
     runner = CycleRunner(cache, SolverConfig())
     queue = SchedulingQueue(hints=QUEUEING_HINTS)
     since: dict[GroupKey, list[ClusterEvent]] = {}  # parked root → the events routed since it was parked
@@ -132,7 +133,7 @@ def check(data: st.DataObject, c: Cluster) -> None:
             queue.backoff(attempt.tree, 0.0, decision.rejectors, unschedulable=True)
             since[key] = []
     cache.take_changed_roots()
-    kind, event_type, obj = data.draw(changes(c))
+    kind, event_type, obj = data.draw(change)
     events = cache.apply(kind, event_type, obj)
     rebuilt = cache.take_changed_roots()  # a change scoped to a root (its group or member) moves it at once
     for key in list(since):
@@ -147,5 +148,6 @@ def check(data: st.DataObject, c: Cluster) -> None:
         rejectors = queue.backing_off[key].rejectors
         event(f"a parked root placeable after {kind} {event_type}")
         fired = sorted(r for r in rejectors for e in since[key] if QUEUEING_HINTS[r](e))
-        assert fired, (f"{key} is placeable after {kind} {event_type} {getattr(obj, 'key', obj.metadata.name)}, "
+        name = obj["metadata"]["name"] if isinstance(obj, dict) else getattr(obj, "key", obj.metadata.name)
+        assert fired, (f"{key} is placeable after {kind} {event_type} {name}, "
                        f"but no hint of {sorted(rejectors)} fired on {[(e.kind, e.action.value) for e in since[key]]}")
