@@ -158,7 +158,8 @@ def test_shared_claim_gang_does_not_fit_beside_both_gangs_and_takes_nothing() ->
     reason = next(g.reason for g in sim.groups if g.key.name == "allreduce-bench")
     assert reason == ("gang allreduce-bench: 2/4 placeable (minCount 4) in topology.example.com/rack rack-b1 "
                       "(closest of 4 domains); 0/2 nodes are available: 2 cannot allocate all claims. request gpu: 2 "
-                      "wanted; 64 device(s) of class gpu.nvidia.com, at most 0 unallocated on a node.")
+                      "wanted; 64 device(s) of class gpu.nvidia.com in the cluster, at most 0 unallocated on any one "
+                      "of the 2 nodes.")
     assert status(sim)[PRETRAIN] == status(sim)["train-llm-workload-root"] == "Scheduled"
     assert_no_device_twice(sim)
 
@@ -261,8 +262,8 @@ def test_gang_whose_cel_selector_matches_no_device_is_unschedulable_whole_and_th
     assert of_root(sim, "probe") == []
     assert next(g.reason for g in sim.groups if g.key.name == "probe") == (
         "gang probe: 0/2 placeable (minCount 2); 0/9 nodes are available: 1 node(s) were unschedulable, "
-        "8 cannot allocate all claims. request gpu: 1 wanted; 64 device(s) of class gpu.nvidia.com, 0 matching its "
-        "selectors, at most 0 unallocated on a node.")
+        "8 cannot allocate all claims. request gpu: 1 wanted; 64 device(s) of class gpu.nvidia.com in the cluster, "
+        "0 matching its selectors, at most 0 unallocated on any one of the 8 nodes.")
     assert status(sim)[PRETRAIN] == status(sim)["train-llm-workload-root"] == "Scheduled"
     assert sim.dra_problems == []
 
@@ -354,7 +355,8 @@ def test_gpu_and_efa_of_one_claim_share_a_pcie_root_on_the_p4d_node(tmp_path: Pa
     assert status(five) == {"nccl": "Unschedulable"} and five.allocations == []
     assert five.groups[0].reason == ("gang nccl: 4/5 placeable (minCount 5); 0/1 nodes are available: "
                                      "1 cannot allocate all claims. request efa: 1 wanted; 4 device(s) of "
-                                     "class efa.networking.k8s.aws, at most 0 unallocated on a node.")
+                                     "class efa.networking.k8s.aws in the cluster, at most 0 unallocated on the "
+                                     "node.")
 
 
 def test_netdevs_picked_by_cidr_and_find_on_the_address_dranet_publishes(tmp_path: Path) -> None:
@@ -402,8 +404,8 @@ def test_netdevs_picked_by_cidr_and_find_on_the_address_dranet_publishes(tmp_pat
     assert status(three) == {"net": "Unschedulable"} and three.allocations == []
     assert three.groups[0].reason == ("gang net: 2/3 placeable (minCount 3); 0/1 nodes are available: "
                                       "1 cannot allocate all claims. request nic: 1 wanted; 3 device(s) of "
-                                      "class netdev.dra.net, 2 matching its selectors, at most 0 unallocated on a "
-                                      "node.")
+                                      "class netdev.dra.net in the cluster, 2 matching its selectors, at most 0 "
+                                      "unallocated on the node.")
 
 
 

@@ -611,11 +611,12 @@ def _share_amounts(spec: ClaimSpec, result: str, device: Device) -> Amounts:
 
 
 def _device_counts(cycle: DynamicResourcesState, request: Request, rows: IntArray) -> str:
-    """``request gpu: 2 wanted; 8 device(s) of class c, 4 matching its selectors, at most 1 unallocated on a
-    node.`` — for a request none of whose options has ``count`` devices that match and are not allocated (in the
-    cluster, in flight, or to this solve's earlier members) on one node of ``rows``; empty otherwise, or for an
-    ``All`` or admin-access request (their devices are not counted that way) or one whose DeviceClass does not
-    exist (the solve's notes say so). The first option is described.
+    """``request gpu: 2 wanted; 8 device(s) of class c in the cluster, 4 matching its selectors, at most 1 unallocated
+    on any one of the 3 nodes.`` (``rows``: the nodes judged; ``on the node`` for one) — for a request none of
+    whose options has ``count`` devices that match and are not allocated (in the cluster, in flight, or to this
+    solve's earlier members) on one node of ``rows``; empty otherwise, or for an ``All`` or admin-access request
+    (their devices are not counted that way) or one whose DeviceClass does not exist (the solve's notes say so).
+    The first option is described.
     Device masks over :meth:`~scheduler.dra.inventory.Inventory.device_index`: O(devices), on failure only."""
     inventory = cycle.view.inventory
     index = inventory.device_index()
@@ -630,8 +631,9 @@ def _device_counts(cycle: DynamicResourcesState, request: Request, rows: IntArra
     sub = request.options[0]
     of_class = int(inventory.usable_counts(dataclasses.replace(sub, selectors=()))[1].sum())
     matching = f", {int(inventory.usable_counts(sub)[1].sum())} matching its selectors" if sub.selectors else ""
-    return (f"request {request.name}: {sub.count} wanted; {of_class} device(s) of class {sub.class_name}{matching}, "
-            f"at most {best[0]} unallocated on a node.")
+    where = "the node" if len(rows) == 1 else f"any one of the {len(rows)} nodes"
+    return (f"request {request.name}: {sub.count} wanted; {of_class} device(s) of class {sub.class_name} in the "
+            f"cluster{matching}, at most {best[0]} unallocated on {where}.")
 
 
 def per_node(inventory: Inventory, devices: BoolArray) -> IntArray:

@@ -203,7 +203,7 @@ CASES = [
     case(volume_node_affinity, UNRESOLVABLE, 0, "4 node(s) had volume node affinity conflict",
          "bound-volume-out-of-reach"),
     case(devices, UNSCHEDULABLE, 4, "4 cannot allocate all claims. request gpus: 1 wanted; 4 device(s) of class "
-         "gpu.example.com, at most 0 unallocated on a node", "dra-devices-run-out"),
+         "gpu.example.com in the cluster, at most 0 unallocated on any one of the 4 nodes", "dra-devices-run-out"),
     case(resources_short, UNSCHEDULABLE, 4, "4 Insufficient cpu", "room-short-arithmetic-quoted",
          room=": 4 cpu free on the 4 node(s) passing every other filter, 8 needed"),
     case(resources_short_behind_a_taint, UNSCHEDULABLE, 6,

@@ -274,8 +274,8 @@ def test_cannot_allocate_all_claims_says_how_many_devices_match_and_are_unalloca
     result = run(nodes, pods, [pg("g", 1)], slices, [*claims, taken])
     assert isinstance(result, Unschedulable)
     assert result.message == ("gang g: 0/1 placeable (minCount 1); 0/2 nodes are available: 2 cannot allocate all "
-                              "claims. request gpus: 3 wanted; 5 device(s) of class gpu.example.com, 3 matching its "
-                              "selectors, at most 2 unallocated on a node.")
+                              "claims. request gpus: 3 wanted; 5 device(s) of class gpu.example.com in the cluster, "
+                              "3 matching its selectors, at most 2 unallocated on any one of the 2 nodes.")
 
 
 def test_cannot_allocate_all_claims_counts_what_earlier_members_took() -> None:
@@ -284,8 +284,8 @@ def test_cannot_allocate_all_claims_counts_what_earlier_members_took() -> None:
     result = run([node("n0", cpu="32")], pods, [pg("g", 2)], [gpu_slice("n0", ["H100"] * 3)], claims)
     assert isinstance(result, Unschedulable)
     assert result.message == ("gang g: 1/2 placeable (minCount 2); 0/1 nodes are available: 1 cannot allocate all "
-                              "claims. request gpus: 2 wanted; 3 device(s) of class gpu.example.com, at most 1 "
-                              "unallocated on a node.")
+                              "claims. request gpus: 2 wanted; 3 device(s) of class gpu.example.com in the cluster, "
+                              "at most 1 unallocated on the node.")
 
 
 def gpu_pod(name: str, group: str, limits: dict[str, str]) -> Pod:
