@@ -27,7 +27,7 @@ from scheduler.framework.binding_cycle import BindResult as BindResult
 from scheduler.framework.binding_cycle import Failure as Failure
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.interface import PostFilterPlugin
-from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
+from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable, join_postfilter
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.groups.tree import GroupTree, TreeState
@@ -94,10 +94,11 @@ def _above_minimum(tree: GroupTree, snapshot: Snapshot, plan: Plan, config: Solv
                                                 and len(decision.placements) > len(plan.placements)):
             return decision
         if isinstance(decision, Unschedulable):
-            why = decision.message.removeprefix(failure.message).removeprefix("; ")
+            why = decision.message.removeprefix(failure.message).lstrip("; ")
     if why is None:
         return plan
-    return dataclasses.replace(plan, unplaced={key: f"{reason}; {why}" for key, reason in plan.unplaced.items()})
+    return dataclasses.replace(plan, unplaced={key: join_postfilter(reason, why)
+                                               for key, reason in plan.unplaced.items()})
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,6 +131,15 @@ class Plan:
         return tuple(u for a in self.allocations for u in a.device_uses)
 
 
+def join_postfilter(summary: str, note: str) -> str:
+    """``note`` (what a PostFilter found) after ``summary`` (a reason), as kube-scheduler's ``FitError.Error()``
+    appends its ``PostFilterMsg``: after a space when the summary ends a sentence, else after ``; ``; ``note`` alone
+    for no summary."""
+    if not summary:
+        return note
+    return f"{summary}{' ' if summary.endswith('.') else '; '}{note}"
+
+
 @dataclass(frozen=True, slots=True)
 class Unschedulable:
     """No placement satisfies the root; nothing of the tree may be bound.
@@ -160,9 +169,7 @@ class Unschedulable:
         """This failure with a PostFilter's ``note`` (what preemption found) after the root's summary, joined as
         kube-scheduler's ``FitError.Error()`` appends its ``PostFilterMsg``: after a space when the summary ends a
         sentence (``… 3 Insufficient cpu. preemption: …``), else after ``; ``; ``note`` alone for no summary."""
-        if not self.message:
-            return dataclasses.replace(self, message=note)
-        return dataclasses.replace(self, message=f"{self.message}{' ' if self.message.endswith('.') else '; '}{note}")
+        return dataclasses.replace(self, message=join_postfilter(self.message, note))
 
 
 @dataclass(frozen=True, slots=True)
