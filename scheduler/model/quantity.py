@@ -211,8 +211,9 @@ def format_units(resource: str, units: int) -> str:
         return f"{units / 1000:g}"
     if resource in (MEMORY, EPHEMERAL_STORAGE) or resource.startswith(HUGEPAGES_PREFIX):
         for suffix, power in (("Ti", 4), ("Gi", 3), ("Mi", 2), ("Ki", 1)):
-            if abs(units) >= 1024**power:
-                value = units / 1024**power
-                return (f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}") + suffix
+            value = units / 1024**power
+            # compared as rounded, so 1023.8Gi shows as 1Ti, not 1024Gi
+            if abs(value) >= 1 or (power > 1 and round(abs(value) * 1024) >= 1024):
+                return (f"{value:.3g}" if abs(value) < 999.5 else f"{value:.0f}") + suffix
         return str(units)
     return str(units)
