@@ -243,9 +243,9 @@ class GroupConditions:
                 continue
             key, root = next(iter(self._dirty.items()))
             del self._dirty[key]
-            await self._write(key, root, loop.time())
+            await self._write(key, root)
 
-    async def _write(self, key: GroupKey, root: GroupKey, now: float) -> None:
+    async def _write(self, key: GroupKey, root: GroupKey) -> None:
         if not self.fence():
             self._retry.pop(key, None)
             self._since.pop(key, None)
@@ -269,7 +269,7 @@ class GroupConditions:
             self.failures += 1
             delay = min(self.retry_max_s, self._retry[key][1] * 2) if key in self._retry else self.retry_initial_s
             wait = exc.retry_wait_s(delay * (0.5 + self.rng.random()), self.retry_max_s)
-            self._retry[key] = (now + wait, delay, root)
+            self._retry[key] = (asyncio.get_running_loop().time() + wait, delay, root)  # from the failure
             log.info("group=%s condition write failed (%s), retry in %.1f s", key, exc, wait)
             self._wake.set()
             return
