@@ -175,14 +175,18 @@ class TypedPage(list[Any]):
         self.metadata = metadata
         self._data = data
         self._items_json = items_json
+        self._items: list[Any] | None = None
 
     def raw(self, index: int) -> Any:
-        """Item ``index`` as a plain JSON value (decoded again, on each call), or None past the page's items."""
+        """Item ``index`` as a plain JSON value, or None past the page's items: decoded from the item's own bytes on
+        each call when the page kept them, else from the page's, once (then kept with the page)."""
         if self._items_json is not None:
             return loads(bytes(self._items_json[index])) if 0 <= index < len(self._items_json) else None
-        value = loads(self._data)
-        items = value.get("items") if isinstance(value, dict) else None
-        return items[index] if isinstance(items, list) and 0 <= index < len(items) else None
+        if self._items is None:
+            value = loads(self._data)
+            items = value.get("items") if isinstance(value, dict) else None
+            self._items = items if isinstance(items, list) else []
+        return self._items[index] if 0 <= index < len(self._items) else None
 
 
 PageDecoder = Callable[[bytes], TypedPage]
