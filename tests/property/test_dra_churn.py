@@ -50,7 +50,7 @@ def test_a_changing_dra_cluster_never_raises_nor_gives_a_device_twice(data: st.D
                 continue
             inventory = attempt.snapshot.dra.inventory  # type: ignore[union-attr]
             whole = {use.device for a in plan.allocations for use in a.device_uses
-                     if not inventory.devices[use.device].shared}
+                     if use.takes and not inventory.devices[use.device].shared}
             own = {a.claim for a in plan.allocations}
             taken = {use.device for key, claim in cache.resource_claims.items() if key not in own
                      and claim.is_allocated for use in claim.allocated_uses if use.takes}

@@ -135,17 +135,24 @@ def check(data: st.DataObject, cache: ClusterCache, change: st.SearchStrategy[tu
     cache.take_changed_roots()
     kind, event_type, obj = data.draw(change)
     events = cache.apply(kind, event_type, obj)
-    rebuilt = cache.take_changed_roots()  # a change scoped to a root (its group or member) moves it at once
+    rejected = {key: queue.backing_off[key].rejectors for key in since}
+    moved = set()
+    for key in cache.take_changed_roots() & since.keys():  # a change scoped to a root (its group or member), routed
+        tree = cache.groups.trees.get(key)  # as the driver routes it: SchedulingQueue.update moves it back at once
+        queue.update(tree, key, ready=tree is not None and tree.state is TreeState.READY)
+        if key not in queue.backing_off:
+            moved.add(key)
+            event(f"a parked root moved by its own tree changing after {kind} {event_type}")
     for key in list(since):
         since[key].extend(events)
-        if key in rebuilt and cache.groups.trees.get(key) != queue.backing_off[key].order:
-            continue  # SchedulingQueue.update moves it: its tree is not the one it failed with
+        if key in moved:
+            continue
         again = runner.attempt(key)
         if again is None or not isinstance(again.decision, Plan):
             continue
         for seen in since.values():
             seen.extend(again.events)
-        rejectors = queue.backing_off[key].rejectors
+        rejectors = rejected[key]
         event(f"a parked root placeable after {kind} {event_type}")
         fired = sorted(r for r in rejectors for e in since[key] if QUEUEING_HINTS[r](e))
         name = obj["metadata"]["name"] if isinstance(obj, dict) else getattr(obj, "key", obj.metadata.name)
