@@ -5,11 +5,14 @@ decide a root (its plan assumed, holding its claims' devices, as the driver hold
 forget a plan assumed earlier (its binding failed: the binder gives its pods and devices back), or change the cluster
 as ``tests/property/test_dra_hints_complete.py`` does (claims freed, slices published or removed, nodes added or
 relabelled, classes widened, pods deleted). Checked at every step: the cycle returns a decision (no exception: one
-bad state must not stop the scheduler), and a plan never allocates a device that the claims allocated in the cluster
-or another plan still assumed hold — unless the device allows several allocations (KEP-5075).
+bad state must not stop the scheduler), a plan never allocates a device that the claims allocated in the cluster or
+another plan still assumed hold — unless the device allows several allocations (KEP-5075) — and what they all take
+together never over-consumes a shared counter set (a GPU's whole, halves and quarters).
 """
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -57,5 +60,12 @@ def test_a_changing_dra_cluster_never_raises_nor_gives_a_device_twice(data: st.D
             held = set().union(*(devices for _, devices in assumed))
             assert not whole & held, f"{sorted(whole & held)} given to two plans"
             assert not whole & taken, f"{sorted(whole & taken)} allocated in the cluster already"
+            used: dict[tuple[str, str], Decimal] = {}  # partitions of one GPU draw on one shared counter set
+            for device in (whole | held | taken) & inventory.devices.keys():
+                for set_id, amounts in inventory.devices[device].consumes:
+                    for counter, amount in amounts:
+                        used[(set_id, counter)] = used.get((set_id, counter), Decimal(0)) + amount
+            over = {k: v for k, v in used.items() if v > inventory.counters[k[0]][k[1]]}
+            assert not over, f"counter sets over-consumed: {over}"
             event("a plan allocated devices beside others still assumed" if assumed else "a plan allocated devices")
             assumed.append((attempt, whole))
