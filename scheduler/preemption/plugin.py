@@ -219,8 +219,6 @@ def _devices(result: Unschedulable) -> str:
     return ": " + (DEVICES_TOO if resources_fit.NAME in result.rejectors else DEVICES_LIMIT)
 
 
-
-
 def _decision(tree: GroupTree, result: Unschedulable, chosen: Selection, prefix: str) -> Preemption:
     victims = chosen.pods
     text = FOUND.format(victims=len(victims)) + f" ({len(chosen.victims)} unit(s)"
