@@ -4,9 +4,9 @@
 plugins (``scheduler.binding``):
 
 * every request goes in the client's URGENT lane (a plan in flight holds room other roots wait for);
-* 429, 5xx and transport failures are retried with jittered exponential backoff (``retry_initial_s``
-  doubling up to ``retry_max_s``, at most ``max_attempts`` tries), waiting longer when the reply's ``Retry-After``
-  asks it (up to ``retry_max_s``); anything else is raised at once;
+* 429, 5xx and transport failures are retried after :class:`~scheduler.live.backoff.Backoff` (``retry_initial_s``
+  doubling up to ``retry_max_s``, jittered, longer when the reply's ``Retry-After`` asks it; at most
+  ``max_attempts`` tries); anything else is raised at once;
 * :meth:`KubeWriter.slot` bounds the writes in flight (``concurrency``; client QPS is the client's rate
   limiter); :meth:`KubeWriter.leading` is the leadership fence, checked by the plugins before each write so a
   replica that stopped leading never writes next to the new leader (architecture §14);
@@ -27,6 +27,7 @@ from scheduler.binding.wait import Changes, wait_for
 from scheduler.client.kube import JSON, PODGROUPS, ApiError, KubeClient, Lane, Resource
 from scheduler.framework.binding_cycle import Failure
 from scheduler.framework.interface import Condition
+from scheduler.live.backoff import Backoff
 from scheduler.model.kinds import POD_GROUP, Kind
 from scheduler.model.pod import Pod
 
@@ -48,9 +49,7 @@ class KubeWriter:
         self.fence = fence or (lambda: True)
         self.semaphore = asyncio.Semaphore(concurrency)
         self.max_attempts = max_attempts
-        self.retry_initial_s = retry_initial_s
-        self.retry_max_s = retry_max_s
-        self.rng = rng or random.Random()
+        self.backoff = Backoff(retry_initial_s, retry_max_s, rng or random.Random())
         self.changes = changes
 
     def leading(self) -> bool:
@@ -103,16 +102,14 @@ class KubeWriter:
         return await wait_for(condition, self.changes, kinds, timeout_s)
 
     async def retry(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        """``await call()``, retried with jittered backoff while it fails with a retryable error."""
-        delay = self.retry_initial_s
+        """``await call()``, retried after :attr:`backoff` while it fails with a retryable error."""
         for attempt in range(1, self.max_attempts + 1):
             try:
                 return await call()
             except ApiError as exc:
                 if not exc.retryable or attempt == self.max_attempts:
                     raise
-                wait = exc.retry_wait_s(delay * (0.5 + self.rng.random()), self.retry_max_s)
+                wait = self.backoff.wait_s(attempt, exc)
                 log.info("%s failed (%s), retry %d in %.2f s", what, exc, attempt, wait)
                 await asyncio.sleep(wait)
-                delay = min(delay * 2, self.retry_max_s)
         raise AssertionError("unreachable: the last attempt returns or raises")

@@ -19,9 +19,10 @@ every root), :meth:`GroupConditions.failed` after a decision that placed nothing
 *dirty*; one writer task (:meth:`GroupConditions.run`) takes the dirty groups — one entry per group however often it
 was marked, so reports are coalesced per group — computes the desired condition, compares it with the cached object
 and PATCHes through :class:`~scheduler.live.status_writer.StatusWriter` (REPORT lane; a 409 re-reads the object
-once). A write that fails is retried with backoff (``retry_initial_s`` doubling to ``retry_max_s``, times a random
-factor in [0.5, 1.5) so writes that failed together are not retried together; longer when the reply's
-``Retry-After`` asks it, up to ``retry_max_s``) until it lands or is no longer needed. :attr:`GroupConditions.depth`
+once). A write that fails is retried after :class:`~scheduler.live.backoff.Backoff` (``retry_initial_s`` doubling to
+``retry_max_s``, jittered so writes that failed together are not retried together, longer when the reply's
+``Retry-After`` asks it; timed from the failure) until it lands or is no longer needed; a group marked again while it
+backs off is judged when its retry is due, not before. :attr:`GroupConditions.depth`
 and :meth:`GroupConditions.oldest_age_s` are exported as the ``groups`` status queue metrics. A root whose plan is
 still being bound (``binding``) is left alone until its binder has finished: its members count as bound only once
 the server has them.
@@ -44,7 +45,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -52,6 +52,7 @@ from datetime import UTC, datetime
 from scheduler.cache.cluster import ClusterCache
 from scheduler.client.kube import PODS, ApiError, Lane, NotFound
 from scheduler.groups.tree import Group, GroupTree, walk
+from scheduler.live.backoff import Backoff
 from scheduler.live.repair import GANG_BELOW_MIN, below_min_message
 from scheduler.live.status_writer import (
     EVENT_FAILED_SCHEDULING,
@@ -126,22 +127,19 @@ class GroupConditions:
         self.binding = binding
         self.fence = fence
         """False (not leading) writes nothing: the next leader judges every group again from its cache."""
-        self.retry_initial_s = retry_initial_s
-        self.retry_max_s = retry_max_s
+        self.backoff = Backoff(retry_initial_s, retry_max_s)
         self.reports: dict[GroupKey, Report] = {}
         """Root → its last failure (dropped when the root is gone or its plan is bound)."""
         self._dirty: dict[GroupKey, GroupKey] = {}
         """Group → its root, in the order they were marked (one entry per group: coalesced)."""
-        self._retry: dict[GroupKey, tuple[float, float, GroupKey]] = {}
-        """Group → (loop time of its next try, the delay that led to it, its root), after a failed write."""
+        self._retry: dict[GroupKey, tuple[float, int, GroupKey]] = {}
+        """Group → (loop time of its next try, its failed attempts so far, its root), after a failed write."""
         self._failure_events: set[GroupKey] = set()
         """scheduler-plugins PodGroups whose root's new failure is still to be recorded as an Event on them."""
         self._owners: dict[str, str] = {}
         """scheduler-plugins PodGroup uid → the ``occupiedBy`` read from its first member (read once per group)."""
         self._since: dict[GroupKey, float] = {}
         """Group → loop time it was first marked and has not been written since (the queue's age)."""
-        self.rng = random.Random()
-        """Jitter of the retry backoff, so the writes that failed together are not retried together."""
         self._wake = asyncio.Event()
         self.writes = 0
         self.failures = 0
@@ -243,6 +241,10 @@ class GroupConditions:
                 continue
             key, root = next(iter(self._dirty.items()))
             del self._dirty[key]
+            retry = self._retry.get(key)
+            if retry is not None and retry[0] > now:  # marked again while backing off: judged when its retry is due
+                self._retry[key] = (retry[0], retry[1], root)
+                continue
             await self._write(key, root)
 
     async def _write(self, key: GroupKey, root: GroupKey) -> None:
@@ -267,9 +269,9 @@ class GroupConditions:
                 obj = self.cache.group(key.kind, key.namespace, key.name) or obj  # the next write's base
         except ApiError as exc:
             self.failures += 1
-            delay = min(self.retry_max_s, self._retry[key][1] * 2) if key in self._retry else self.retry_initial_s
-            wait = exc.retry_wait_s(delay * (0.5 + self.rng.random()), self.retry_max_s)
-            self._retry[key] = (asyncio.get_running_loop().time() + wait, delay, root)  # from the failure
+            attempt = self._retry[key][1] + 1 if key in self._retry else 1
+            wait = self.backoff.wait_s(attempt, exc)
+            self._retry[key] = (asyncio.get_running_loop().time() + wait, attempt, root)  # from the failure
             log.info("group=%s condition write failed (%s), retry in %.1f s", key, exc, wait)
             self._wake.set()
             return

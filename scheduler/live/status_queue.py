@@ -5,11 +5,11 @@ A scheduling decision that places nothing reports it on every pending pod (``Pod
 a task — and a copy of every pod it names — per decision, without bound, and a failed write is lost. Instead each
 report is *submitted* here under its object's key; a report submitted while an older one for the same object is
 still waiting replaces it (only the latest state is worth writing). :data:`DEFAULT_WORKERS` tasks write them, oldest
-first. A write that fails with a retryable error (429, 5xx, transport) is submitted again after an exponential
-backoff with jitter (``retry_initial_s`` doubling to ``retry_max_s``, times a random factor in [0.5, 1.5); longer
-when the reply's ``Retry-After`` asks it, up to ``retry_max_s``), at most ``max_attempts`` times, unless a newer
-report replaced it meanwhile. At most ``max_pending`` reports wait: beyond that the oldest is dropped (counted,
-logged) — a report is repeated by the next decision about its pod, so dropping one loses nothing lasting.
+first. A write that fails with a retryable error (429, 5xx, transport) is submitted again after
+:class:`~scheduler.live.backoff.Backoff` (``retry_initial_s`` doubling to ``retry_max_s``, jittered, longer when the
+reply's ``Retry-After`` asks it), at most ``max_attempts`` times, unless a newer report replaced it meanwhile. At
+most ``max_pending`` reports wait: beyond that the oldest is dropped (counted, logged) — a report is repeated by the
+next decision about its pod, so dropping one loses nothing lasting.
 
 :attr:`StatusQueue.depth` and :meth:`StatusQueue.oldest_age_s` are exported as metrics
 (``gang_scheduler_status_queue_depth{queue}``, ``gang_scheduler_status_queue_oldest_age_seconds{queue}``).
@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from scheduler.client.kube import ApiError
+from scheduler.live.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +61,8 @@ class StatusQueue:
         self.name = name
         self.workers = workers
         self.max_pending = max_pending
-        self.retry_initial_s = retry_initial_s
-        self.retry_max_s = retry_max_s
         self.max_attempts = max_attempts
-        self.rng = rng or random.Random()
+        self.backoff = Backoff(retry_initial_s, retry_max_s, rng or random.Random())
         self._pending: dict[str, _Entry] = {}
         """Key → its report ready to be written, oldest first."""
         self._delayed: dict[str, _Entry] = {}
@@ -157,8 +156,7 @@ class StatusQueue:
                 log.warning("%s: report on %s not written after %d attempt(s): %s", self.name, key, entry.attempt,
                             exc)
             return
-        delay = min(self.retry_max_s, self.retry_initial_s * 2 ** (entry.attempt - 1))
-        entry.due = now + exc.retry_wait_s(delay * (0.5 + self.rng.random()), self.retry_max_s)
+        entry.due = now + self.backoff.wait_s(entry.attempt, exc)
         self._delayed[key] = entry
         self._next_due = min(self._next_due, entry.due)
         log.info("%s: report on %s failed (%s), retry %d in %.1f s", self.name, key, exc, entry.attempt,

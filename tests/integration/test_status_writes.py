@@ -74,3 +74,83 @@ async def test_a_throttled_group_condition_waits_what_retry_after_asks(k8s: ApiS
         await until(written, timeout_s=60, what="the PodGroup's condition written")
         landed = loop.time()
     assert len(refused) == 1 and landed - refused[0] >= 5
+
+
+
+def podgroup_attempts(sched, result: str) -> float:  # type: ignore[no-untyped-def]
+    return sum(sample.value for metric in sched.metrics.registry.collect()
+               if metric.name == "scheduler_podgroup_schedule_attempts" for sample in metric.samples
+               if sample.name.endswith("_total") and sample.labels["result"] == result)
+
+
+
+def refusing_podgroup_status(k8s: ApiServer, times: int, retry_after_s: int | None) -> list[float]:
+    """Answer the first ``times`` PATCHes of a PodGroup's status with 503 (with ``Retry-After`` when given); later
+    ones go through. Returns the loop time of every PATCH, filled in as they come."""
+    attempts: list[float] = []
+    loop = asyncio.get_running_loop()
+    headers = {} if retry_after_s is None else {"Retry-After": str(retry_after_s)}
+
+    async def react(request: kmock.Request) -> Any:
+        attempts.append(loop.time())
+        if len(attempts) <= times:
+            return kmock.Response(status=503, headers=headers, payload={
+                "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 503,
+                "reason": "ServiceUnavailable", "message": "try again"})
+        return await k8s._serve_update(request)
+
+    k8s["patch", kmock.resource("scheduling.k8s.io/v1beta1/podgroups"), kmock.subresource("status")] << react
+    return attempts
+
+
+async def condition_message(kube: KubeClient, name: str) -> str:
+    conditions = (await kube.get(PODGROUPS, NS, name)).get("status", {}).get("conditions") or []
+    return next((c["message"] for c in conditions if c["type"] == "PodGroupInitiallyScheduled"), "")
+
+
+@pytest.mark.looptime
+async def test_a_failing_group_condition_is_retried_after_a_doubling_jittered_backoff(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    """The first three PodGroup status PATCHes fail with 503: each retry comes after the writer's backoff timed
+    from the failure, 1 s, then 2 s, then 4 s, each times a factor in [0.5, 1.5); the fourth lands, and nothing
+    is written after it."""
+    attempts = refusing_podgroup_status(k8s, 3, None)
+    await create_node(kube, "n0", cpu="2")
+    await create_gang(kube, "big", 3, cpu="1")  # does not fit: its PodGroup gets PodGroupInitiallyScheduled=False
+    async with running(kube):
+        await until(lambda: condition_message(kube, "big"), timeout_s=60, what="the condition written")
+        await asyncio.sleep(60)
+    gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    assert len(gaps) == 3, attempts
+    for gap, delay in zip(gaps, (1.0, 2.0, 4.0), strict=True):
+        assert 0.5 * delay <= gap < 1.5 * delay + 0.1, gaps
+
+
+def podgroup_attempts(sched, result: str) -> float:  # type: ignore[no-untyped-def]
+    return sum(sample.value for metric in sched.metrics.registry.collect()
+               if metric.name == "scheduler_podgroup_schedule_attempts" for sample in metric.samples
+               if sample.name.endswith("_total") and sample.labels["result"] == result)
+
+
+@pytest.mark.looptime
+async def test_a_group_decided_again_while_its_condition_backs_off_is_not_written_sooner(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    """The first three PodGroup status PATCHes fail with 503 and ``Retry-After: 10``. Nodes too small for any
+    member keep arriving meanwhile, so the gang is decided again (each time with a new message) and its PodGroup
+    marked again; none of these decisions brings a write forward — the retries stay 10 s apart — and the
+    condition that finally lands is the latest decision's."""
+    attempts = refusing_podgroup_status(k8s, 3, 10)
+    await create_node(kube, "n0", cpu="2")
+    await create_gang(kube, "big", 3, cpu="1")
+    async with running(kube) as sched:
+        await until(lambda: len(attempts) == 1, timeout_s=30, what="the first condition PATCH")
+        decided = podgroup_attempts(sched, "unschedulable")
+        for i in range(16):  # one node every 2 s, none with room for a member
+            await create_node(kube, f"tiny-{i}", cpu="500m")
+            await asyncio.sleep(2)
+        await until(lambda: len(attempts) >= 4, timeout_s=60, what="the condition written")
+        assert podgroup_attempts(sched, "unschedulable") >= decided + 3  # decided again while it backed off
+        await asyncio.sleep(30)
+        assert "0/17 nodes are available" in await condition_message(kube, "big")
+    gaps = [b - a for a, b in zip(attempts, attempts[1:4], strict=False)]
+    assert all(gap >= 10 for gap in gaps), gaps
