@@ -8,12 +8,13 @@ far as our writes can trip over it:
   (:func:`~tests.integration.apivalidation.validate_conditions`); a pod's own ``PodCondition`` types through
   ``validatePodConditions`` (``pkg/apis/core/validation/validation.go``: a qualified name unless a system type).
 * **immutable fields on update** (:func:`update_errors`): a pod's spec (``ValidatePodUpdate``: only container
-  images, ``activeDeadlineSeconds``, added tolerations and removed scheduling gates may change — so
-  ``spec.schedulingGroup`` and ``spec.nodeName`` never do); a PodGroup's spec but ``schedulingPolicy.gang.minCount``
-  (``scheduling/v1beta1`` ``PodGroupSpec``: "This field is immutable" on every other field; the policy's variant is
-  frozen), so its parent link never changes; a CompositePodGroup's whole spec; a ResourceClaim's spec and, once
-  set, its ``status.allocation`` (``resource/v1`` ``AllocationResult``: no modification once set); no new finalizer
-  on an object being deleted (``ValidateObjectMetaUpdate``).
+  images, ``activeDeadlineSeconds``, added tolerations and removed scheduling gates may change, and while the pod is
+  gated, added ``nodeSelector`` entries (KEP-3521; a gated pod's node affinity is not emulated: any change of it is
+  refused) — so ``spec.schedulingGroup`` and ``spec.nodeName`` never do); a PodGroup's spec but
+  ``schedulingPolicy.gang.minCount`` (``scheduling/v1beta1`` ``PodGroupSpec``: "This field is immutable" on every
+  other field; the policy's variant is frozen), so its parent link never changes; a CompositePodGroup's whole spec;
+  a ResourceClaim's spec and, once set, its ``status.allocation`` (``resource/v1`` ``AllocationResult``: no
+  modification once set); no new finalizer on an object being deleted (``ValidateObjectMetaUpdate``).
 * **ResourceClaim allocation results** (:func:`allocation_result_errors`, ``pkg/apis/resource/validation``
   ``validateDeviceRequestAllocationResult``): a ``shareID`` is a UUID in RFC 4122 normalized form with lowercase
   hexadecimal characters (``validateUID``, origin ``format=k8s-uuid``), and every ``consumedCapacity`` amount is
@@ -128,6 +129,9 @@ def _pod_changes(new: JSON, old: JSON) -> list[FieldError]:
     old_gates, new_gates = os_.get("schedulingGates") or [], ns.get("schedulingGates") or []
     if all(g in old_gates for g in new_gates):
         allowed["schedulingGates"] = ns.get("schedulingGates")
+    old_selector, new_selector = os_.get("nodeSelector") or {}, ns.get("nodeSelector") or {}
+    if old_gates and isinstance(new_selector, dict) and all(new_selector.get(k) == v for k, v in old_selector.items()):
+        allowed["nodeSelector"] = ns.get("nodeSelector")  # KEP-3521: a gated pod's nodeSelector may grow
     allowed = {k: v for k, v in allowed.items() if v is not None}
     if allowed == {k: v for k, v in ns.items() if v is not None}:
         return []

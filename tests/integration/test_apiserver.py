@@ -17,6 +17,7 @@ import pytest
 from scheduler.client.kube import EVENTS, PODGROUPS, PODS, ApiError, KubeClient, Resource
 from tests.integration import apivalidation as av
 from tests.integration.apiserver import ApiServer
+from tests.integration.kind_rules import update_errors
 
 pytestmark = pytest.mark.refusals_expected  # these tests provoke the server's refusals and assert each one
 
@@ -313,3 +314,23 @@ async def test_the_watch_shows_concurrent_writes_once_each_in_resource_version_o
             if len(seen) == len(names):
                 break
     assert seen == sorted(seen) and len(set(seen)) == len(names)
+
+
+GATED = {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}], "nodeSelector": {"zone": "a"}}
+
+
+@pytest.mark.parametrize(("old", "new", "ok"), [
+    (GATED, {**GATED, "nodeSelector": {"zone": "a", "flavor": "spot"}}, True),  # gated: a selector entry added
+    (GATED, {"nodeSelector": {"zone": "a", "flavor": "spot"}}, True),  # and the gate removed in the same update
+    (GATED, {**GATED, "nodeSelector": {"zone": "b"}}, False),  # an entry changed, not added
+    (GATED, {**GATED, "nodeSelector": {}}, False),  # an entry removed
+    ({"nodeSelector": {"zone": "a"}}, {"nodeSelector": {"zone": "a", "flavor": "spot"}}, False),  # not gated
+    (GATED, {**GATED, "schedulingGroup": {"podGroupName": "other"}}, False),
+])
+def test_a_gated_pods_node_selector_may_only_grow(old: dict[str, Any], new: dict[str, Any], ok: bool) -> None:
+    """``ValidatePodUpdate`` with KEP-3521's relaxation: while the old pod has scheduling gates, entries may be
+    added to its ``nodeSelector`` (how Kueue sets a flavor's node labels as it ungates a pod)."""
+    containers = [{"name": "main", "image": "example.com/x:1"}]
+    errors = update_errors("", "pods", {"spec": {**new, "containers": containers}},
+                           {"spec": {**old, "containers": containers}}, None)
+    assert (errors == []) is ok, errors

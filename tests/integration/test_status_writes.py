@@ -6,6 +6,7 @@ server's Retry-After asks."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import kmock
@@ -77,13 +78,6 @@ async def test_a_throttled_group_condition_waits_what_retry_after_asks(k8s: ApiS
 
 
 
-def podgroup_attempts(sched, result: str) -> float:  # type: ignore[no-untyped-def]
-    return sum(sample.value for metric in sched.metrics.registry.collect()
-               if metric.name == "scheduler_podgroup_schedule_attempts" for sample in metric.samples
-               if sample.name.endswith("_total") and sample.labels["result"] == result)
-
-
-
 def refusing_podgroup_status(k8s: ApiServer, times: int, retry_after_s: int | None) -> list[float]:
     """Answer the first ``times`` PATCHes of a PodGroup's status with 503 (with ``Retry-After`` when given); later
     ones go through. Returns the loop time of every PATCH, filled in as they come."""
@@ -120,7 +114,7 @@ async def test_a_failing_group_condition_is_retried_after_a_doubling_jittered_ba
     async with running(kube):
         await until(lambda: condition_message(kube, "big"), timeout_s=60, what="the condition written")
         await asyncio.sleep(60)
-    gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(attempts)]
     assert len(gaps) == 3, attempts
     for gap, delay in zip(gaps, (1.0, 2.0, 4.0), strict=True):
         assert 0.5 * delay <= gap < 1.5 * delay + 0.1, gaps
@@ -152,5 +146,5 @@ async def test_a_group_decided_again_while_its_condition_backs_off_is_not_writte
         assert podgroup_attempts(sched, "unschedulable") >= decided + 3  # decided again while it backed off
         await asyncio.sleep(30)
         assert "0/17 nodes are available" in await condition_message(kube, "big")
-    gaps = [b - a for a, b in zip(attempts, attempts[1:4], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(attempts[:4])]
     assert all(gap >= 10 for gap in gaps), gaps
