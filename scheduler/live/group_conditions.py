@@ -21,11 +21,12 @@ was marked, so reports are coalesced per group — computes the desired conditio
 and PATCHes through :class:`~scheduler.live.status_writer.StatusWriter` (REPORT lane; a 409 re-reads the object
 once). A write that fails is retried after :class:`~scheduler.live.backoff.Backoff` (``retry_initial_s`` doubling to
 ``retry_max_s``, jittered so writes that failed together are not retried together, longer when the reply's
-``Retry-After`` asks it; timed from the failure) until it lands or is no longer needed; a group marked again while it
-backs off is judged when its retry is due, not before. :attr:`GroupConditions.depth`
-and :meth:`GroupConditions.oldest_age_s` are exported as the ``groups`` status queue metrics. A root whose plan is
-still being bound (``binding``) is left alone until its binder has finished: its members count as bound only once
-the server has them.
+``Retry-After`` asks it; timed from the failure) until it lands or is no longer needed. A group marked again while
+it backs off is written at once (a new state, as a new request) — unless the failure carried ``Retry-After``: then
+nothing of the group is written before that wait ends, when it is judged with what it should show then.
+:attr:`GroupConditions.depth` and :meth:`GroupConditions.oldest_age_s` are exported as the ``groups`` status queue
+metrics. A root whose plan is still being bound (``binding``) is left alone until its binder has finished: its
+members count as bound only once the server has them.
 
 scheduler-plugins' PodGroups (``scheduling.x-k8s.io``, :class:`~scheduler.model.coscheduling.CoscheduledPodGroup`)
 have no ``conditions`` in their CRD: they get scheduler-plugins' own status instead — ``phase``, ``scheduled``,
@@ -94,6 +95,19 @@ class Report:
     per_group: Mapping[GroupKey, str] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class _Retry:
+    """A group whose condition write failed: the loop time of its next try (:attr:`at`), its failed attempts so far,
+    its root; :attr:`held`: the server's ``Retry-After`` asked for the wait, so no write of the group goes out before
+    :attr:`at` however often it is marked meanwhile (after a failure without one, a group marked again is written at
+    once, as a new request is)."""
+
+    at: float
+    attempt: int
+    root: GroupKey
+    held: bool
+
+
 @dataclass(frozen=True, slots=True)
 class Desired:
     """A condition a group should show: its type, status, reason, message; ``terminal``: a True stays."""
@@ -132,8 +146,8 @@ class GroupConditions:
         """Root → its last failure (dropped when the root is gone or its plan is bound)."""
         self._dirty: dict[GroupKey, GroupKey] = {}
         """Group → its root, in the order they were marked (one entry per group: coalesced)."""
-        self._retry: dict[GroupKey, tuple[float, int, GroupKey]] = {}
-        """Group → (loop time of its next try, its failed attempts so far, its root), after a failed write."""
+        self._retry: dict[GroupKey, _Retry] = {}
+        """Group → when and for which root to write it again, after a failed write."""
         self._failure_events: set[GroupKey] = set()
         """scheduler-plugins PodGroups whose root's new failure is still to be recorded as an Event on them."""
         self._owners: dict[str, str] = {}
@@ -169,10 +183,15 @@ class GroupConditions:
     def _mark(self, tree: GroupTree) -> None:
         now = asyncio.get_running_loop().time()
         for key in tree.groups:
-            if key.kind != "Pod":
+            if key.kind == "Pod":
+                continue
+            retry = self._retry.get(key)
+            if retry is not None and retry.held and retry.at > now:
+                retry.root = tree.key  # judged when the server's Retry-After ends
+            else:
                 self._dirty.pop(key, None)
                 self._dirty[key] = tree.key
-                self._since.setdefault(key, now)
+            self._since.setdefault(key, now)
         self._wake.set()
 
     @property
@@ -230,20 +249,20 @@ class GroupConditions:
         loop = asyncio.get_running_loop()
         while True:
             now = loop.time()
-            for key, (at, _, root) in self._retry.items():
-                if at <= now:
-                    self._dirty.setdefault(key, root)
+            for key, retry in self._retry.items():
+                if retry.at <= now:
+                    self._dirty.setdefault(key, retry.root)
             if not self._dirty:
-                wait = min((at for at, _, _ in self._retry.values()), default=None)
+                wait = min((retry.at for retry in self._retry.values()), default=None)
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), None if wait is None else max(0.0, wait - now))
                 continue
             key, root = next(iter(self._dirty.items()))
             del self._dirty[key]
-            retry = self._retry.get(key)
-            if retry is not None and retry[0] > now:  # marked again while backing off: judged when its retry is due
-                self._retry[key] = (retry[0], retry[1], root)
+            held = self._retry.get(key)
+            if held is not None and held.held and held.at > now:  # marked while its write was in flight, then held
+                held.root = root
                 continue
             await self._write(key, root)
 
@@ -269,9 +288,10 @@ class GroupConditions:
                 obj = self.cache.group(key.kind, key.namespace, key.name) or obj  # the next write's base
         except ApiError as exc:
             self.failures += 1
-            attempt = self._retry[key][1] + 1 if key in self._retry else 1
+            attempt = self._retry[key].attempt + 1 if key in self._retry else 1
             wait = self.backoff.wait_s(attempt, exc)
-            self._retry[key] = (asyncio.get_running_loop().time() + wait, attempt, root)  # from the failure
+            self._retry[key] = _Retry(asyncio.get_running_loop().time() + wait, attempt, root,  # from the failure
+                                      held=exc.retry_after_s is not None)
             log.info("group=%s condition write failed (%s), retry in %.1f s", key, exc, wait)
             self._wake.set()
             return

@@ -9,12 +9,13 @@ far as our writes can trip over it:
   ``validatePodConditions`` (``pkg/apis/core/validation/validation.go``: a qualified name unless a system type).
 * **immutable fields on update** (:func:`update_errors`): a pod's spec (``ValidatePodUpdate``: only container
   images, ``activeDeadlineSeconds``, added tolerations and removed scheduling gates may change, and while the pod is
-  gated, added ``nodeSelector`` entries (KEP-3521; a gated pod's node affinity is not emulated: any change of it is
-  refused) — so ``spec.schedulingGroup`` and ``spec.nodeName`` never do); a PodGroup's spec but
-  ``schedulingPolicy.gang.minCount`` (``scheduling/v1beta1`` ``PodGroupSpec``: "This field is immutable" on every
-  other field; the policy's variant is frozen), so its parent link never changes; a CompositePodGroup's whole spec;
-  a ResourceClaim's spec and, once set, its ``status.allocation`` (``resource/v1`` ``AllocationResult``: no
-  modification once set); no new finalizer on an object being deleted (``ValidateObjectMetaUpdate``).
+  gated, added ``nodeSelector`` entries (KEP-3838, ``validateNodeSelectorMutation``; a gated pod's node affinity is
+  not emulated: any change of it is refused) — so ``spec.schedulingGroup`` and ``spec.nodeName`` never do); a
+  PodGroup's spec but ``schedulingPolicy.gang.minCount`` (``scheduling/v1beta1`` ``PodGroupSpec``: "This field is
+  immutable" on every other field; the policy's variant is frozen), so its parent link never changes; a
+  CompositePodGroup's whole spec; a ResourceClaim's spec and, once set, its ``status.allocation`` (``resource/v1``
+  ``AllocationResult``: no modification once set); no new finalizer on an object being deleted
+  (``ValidateObjectMetaUpdate``).
 * **ResourceClaim allocation results** (:func:`allocation_result_errors`, ``pkg/apis/resource/validation``
   ``validateDeviceRequestAllocationResult``): a ``shareID`` is a UUID in RFC 4122 normalized form with lowercase
   hexadecimal characters (``validateUID``, origin ``format=k8s-uuid``), and every ``consumedCapacity`` amount is
@@ -64,6 +65,9 @@ POD_UPDATE_FORBIDDEN = (
     "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),"
     "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")
 """``ValidatePodUpdate``'s message (``pkg/apis/core/validation/validation.go``)."""
+
+NODE_SELECTOR_MUTATION = "only additions to spec.nodeSelector are allowed (no mutations or deletions)"
+"""``validateNodeSelectorMutation``'s message, for a gated pod (``pkg/apis/core/validation/validation.go``)."""
 
 IMMUTABLE = "field is immutable"
 
@@ -129,14 +133,17 @@ def _pod_changes(new: JSON, old: JSON) -> list[FieldError]:
     old_gates, new_gates = os_.get("schedulingGates") or [], ns.get("schedulingGates") or []
     if all(g in old_gates for g in new_gates):
         allowed["schedulingGates"] = ns.get("schedulingGates")
+    errs: list[FieldError] = []
     old_selector, new_selector = os_.get("nodeSelector") or {}, ns.get("nodeSelector") or {}
-    if old_gates and isinstance(new_selector, dict) and all(new_selector.get(k) == v for k, v in old_selector.items()):
-        allowed["nodeSelector"] = ns.get("nodeSelector")  # KEP-3521: a gated pod's nodeSelector may grow
+    if old_gates and new_selector != old_selector:  # KEP-3838: a gated pod's nodeSelector may grow
+        if not isinstance(new_selector, dict) or any(new_selector.get(k) != v for k, v in old_selector.items()):
+            errs.append(invalid("spec.nodeSelector", new_selector, NODE_SELECTOR_MUTATION))
+        allowed["nodeSelector"] = ns.get("nodeSelector")
     allowed = {k: v for k, v in allowed.items() if v is not None}
     if allowed == {k: v for k, v in ns.items() if v is not None}:
-        return []
+        return errs
     changed = sorted(k for k in set(ns) | set(os_) if ns.get(k) != allowed.get(k))
-    return [forbidden("spec", f"{POD_UPDATE_FORBIDDEN}\n  changed: {', '.join(changed)}")]
+    return [*errs, forbidden("spec", f"{POD_UPDATE_FORBIDDEN}\n  changed: {', '.join(changed)}")]
 
 
 def update_errors(group: str, plural: str, new: JSON, old: JSON, subresource: str | None) -> list[FieldError]:

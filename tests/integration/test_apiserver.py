@@ -17,7 +17,6 @@ import pytest
 from scheduler.client.kube import EVENTS, PODGROUPS, PODS, ApiError, KubeClient, Resource
 from tests.integration import apivalidation as av
 from tests.integration.apiserver import ApiServer
-from tests.integration.kind_rules import update_errors
 
 pytestmark = pytest.mark.refusals_expected  # these tests provoke the server's refusals and assert each one
 
@@ -317,20 +316,30 @@ async def test_the_watch_shows_concurrent_writes_once_each_in_resource_version_o
 
 
 GATED = {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}], "nodeSelector": {"zone": "a"}}
+NOT_ADDED = 'spec.nodeSelector: Invalid value: {"zone":"b"}: only additions to spec.nodeSelector are allowed'
 
 
-@pytest.mark.parametrize(("old", "new", "ok"), [
-    (GATED, {**GATED, "nodeSelector": {"zone": "a", "flavor": "spot"}}, True),  # gated: a selector entry added
-    (GATED, {"nodeSelector": {"zone": "a", "flavor": "spot"}}, True),  # and the gate removed in the same update
-    (GATED, {**GATED, "nodeSelector": {"zone": "b"}}, False),  # an entry changed, not added
-    (GATED, {**GATED, "nodeSelector": {}}, False),  # an entry removed
-    ({"nodeSelector": {"zone": "a"}}, {"nodeSelector": {"zone": "a", "flavor": "spot"}}, False),  # not gated
-    (GATED, {**GATED, "schedulingGroup": {"podGroupName": "other"}}, False),
+@pytest.mark.parametrize(("old", "new", "refused"), [
+    (GATED, {**GATED, "nodeSelector": {"zone": "a", "flavor": "spot"}}, None),  # gated: a selector entry added
+    (GATED, {"nodeSelector": {"zone": "a", "flavor": "spot"}}, None),  # and the gate removed in the same update
+    (GATED, {**GATED, "nodeSelector": {"zone": "b"}}, NOT_ADDED),  # an entry changed, not added
+    (GATED, {**GATED, "nodeSelector": {"other": "x"}}, "only additions to spec.nodeSelector are allowed"),
+    ({"nodeSelector": {"zone": "a"}}, {"nodeSelector": {"zone": "a", "flavor": "spot"}},  # not gated
+     "pod updates may not change fields"),
+    (GATED, {**GATED, "schedulingGroup": {"podGroupName": "other"}}, "pod updates may not change fields"),
 ])
-def test_a_gated_pods_node_selector_may_only_grow(old: dict[str, Any], new: dict[str, Any], ok: bool) -> None:
-    """``ValidatePodUpdate`` with KEP-3521's relaxation: while the old pod has scheduling gates, entries may be
-    added to its ``nodeSelector`` (how Kueue sets a flavor's node labels as it ungates a pod)."""
-    containers = [{"name": "main", "image": "example.com/x:1"}]
-    errors = update_errors("", "pods", {"spec": {**new, "containers": containers}},
-                           {"spec": {**old, "containers": containers}}, None)
-    assert (errors == []) is ok, errors
+async def test_a_gated_pods_node_selector_may_only_grow(kube: KubeClient, old: dict[str, Any], new: dict[str, Any],
+                                                        refused: str | None) -> None:
+    """``ValidatePodUpdate`` with KEP-3838's relaxation, over HTTP: while the stored pod has scheduling gates,
+    entries may be added to its ``nodeSelector`` (how Kueue sets a flavor's node labels as it ungates a pod), in
+    the same update that removes the gate; changing or removing one is refused as the real server refuses it."""
+    created = await kube.create(PODS, NS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "containers": [{"name": "main", "image": "example.com/x:1"}], **old}})
+    spec = {k: v for k, v in created["spec"].items() if k not in old}
+    update = {**created, "spec": {**spec, **new}}
+    if refused is None:
+        assert (await kube.replace(PODS, NS, "p", update))["spec"].get("nodeSelector") == new["nodeSelector"]
+    else:
+        with pytest.raises(ApiError) as err:
+            await kube.replace(PODS, NS, "p", update)
+        assert err.value.status == 422 and refused in err.value.message, err.value.message

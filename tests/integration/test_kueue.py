@@ -42,6 +42,18 @@ async def admit(kube: KubeClient, name: str, flavor: str) -> None:
     await kube.patch(PODS, NS, name, {"spec": {"schedulingGates": None, "nodeSelector": {FLAVOR_LABEL: flavor}}})
 
 
+def sample(sched, name: str, **labels: str) -> float:  # type: ignore[no-untyped-def]
+    """The sum of metric ``name``'s samples whose labels include ``labels``."""
+    return sum(s.value for metric in sched.metrics.registry.collect() for s in metric.samples
+               if s.name == name and labels.items() <= s.labels.items())
+
+
+async def condition(kube: KubeClient, group: str) -> str:
+    conditions = (await kube.get(PODGROUPS, NS, group)).get("status", {}).get("conditions") or []
+    return next((f"{c['status']} {c['reason']}: {c['message']}" for c in conditions
+                 if c["type"] == "PodGroupInitiallyScheduled"), "")
+
+
 async def flavored_nodes(kube: KubeClient) -> None:
     for flavor in ("on-demand", "spot"):
         for i in range(2):
@@ -59,11 +71,14 @@ async def test_a_gang_kueue_admits_is_bound_whole_once_every_member_is_ungated_o
     async with running(kube) as sched:
         await until(lambda: "train-3" in {p.metadata.name for p in sched.cache.pods.values()}, what="the pods seen")
         await asyncio.sleep(5)
-        assert await bound(kube, "train-") == {}  # queued by Kueue: nothing is tried
         for name in names[:3]:  # Kueue ungates the pods one by one
+            assert sample(sched, "scheduler_pending_pods", queue="gated") == 4  # the gang waits whole, untried
+            assert sample(sched, "scheduler_podgroup_schedule_attempts_total") == 0
             await admit(kube, name, "spot")
             await asyncio.sleep(2)
-            assert await bound(kube, "train-") == {}  # a member still gated: the gang waits whole
+        assert await bound(kube, "train-") == {}
+        assert await condition(kube, "train") == (
+            "False Unschedulable: gang train: 3/4 pods ready, 1 scheduling-gated (minCount 4)")
         await admit(kube, names[3], "spot")
         placed = await until(lambda: _all_bound(kube, names), what="the gang bound")
     assert set(placed) == set(names)
@@ -74,12 +89,12 @@ async def test_a_gang_kueue_admits_is_bound_whole_once_every_member_is_ungated_o
 async def test_a_lone_pod_kueue_admits_is_bound_on_its_flavor(k8s: ApiServer, kube: KubeClient) -> None:
     await flavored_nodes(kube)
     await kube.create(PODS, NS, queued("solo", None, cpu="1"))
-    async with running(kube):
+    async with running(kube) as sched:
         await asyncio.sleep(5)
-        assert await bound(kube, "solo") == {}
-        await admit(kube, "solo", "on-demand")
+        assert sample(sched, "scheduler_schedule_attempts_total") == 0  # gated: never tried
+        await admit(kube, "solo", "spot")
         placed = await until(lambda: _all_bound(kube, ["solo"]), what="the pod bound")
-    assert placed["solo"].startswith("on-demand-")
+    assert placed["solo"].startswith("spot-")  # without the selector, packing would take on-demand-0
 
 
 async def _all_bound(kube: KubeClient, names: list[str]) -> dict[str, str] | None:

@@ -61,7 +61,8 @@ async def test_a_throttled_group_condition_waits_what_retry_after_asks(k8s: ApiS
             return kmock.Response(status=429, headers={"Retry-After": "5"}, payload={
                 "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 429, "reason": "TooManyRequests",
                 "message": "too many requests, please try again later"})
-        return await k8s._serve_update(request)
+        # a kmock Response's status stays on its route: the writes that go through say 200 again
+        return kmock.Response(status=200, payload=await k8s._serve_update(request))
 
     k8s["patch", kmock.resource("scheduling.k8s.io/v1beta1/podgroups"), kmock.subresource("status")] << react
     await create_node(kube, "n0", cpu="2")
@@ -91,7 +92,8 @@ def refusing_podgroup_status(k8s: ApiServer, times: int, retry_after_s: int | No
             return kmock.Response(status=503, headers=headers, payload={
                 "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 503,
                 "reason": "ServiceUnavailable", "message": "try again"})
-        return await k8s._serve_update(request)
+        # a kmock Response's status stays on its route: the writes that go through say 200 again
+        return kmock.Response(status=200, payload=await k8s._serve_update(request))
 
     k8s["patch", kmock.resource("scheduling.k8s.io/v1beta1/podgroups"), kmock.subresource("status")] << react
     return attempts

@@ -20,6 +20,7 @@ def test_the_delay_doubles_per_failed_attempt_up_to_the_cap() -> None:
     backoff = Backoff(1.0, 20.0)
     assert [backoff.delay_s(n) for n in range(1, 8)] == [1.0, 2.0, 4.0, 8.0, 16.0, 20.0, 20.0]
     assert backoff.delay_s(10_000) == 20.0  # no overflow after many failures
+    assert Backoff(30.0, 20.0).delay_s(1) == 20.0  # the cap holds from the first attempt
 
 
 @pytest.mark.parametrize("attempt", [1, 2, 3, 6])
