@@ -7,7 +7,8 @@ report is *submitted* here under its object's key; a report submitted while an o
 still waiting replaces it (only the latest state is worth writing). :data:`DEFAULT_WORKERS` tasks write them, oldest
 first. A write that fails with a retryable error (429, 5xx, transport) is submitted again after
 :class:`~scheduler.live.backoff.Backoff` (``retry_initial_s`` doubling to ``retry_max_s``, jittered, longer when the
-reply's ``Retry-After`` asks it), at most ``max_attempts`` times, unless a newer report replaced it meanwhile. At
+reply's ``Retry-After`` asks it), at most ``max_attempts`` times, unless a newer report replaced it meanwhile (the
+newer one is written at once — unless the failure carried ``Retry-After``: then it waits for the server's wait). At
 most ``max_pending`` reports wait: beyond that the oldest is dropped (counted, logged) — a report is repeated by the
 next decision about its pod, so dropping one loses nothing lasting.
 
@@ -50,6 +51,8 @@ class _Entry:
     attempt: int = 0
     due: float = 0.0
     """Loop time before which it is not tried (a retry's backoff)."""
+    held: bool = False
+    """The server's ``Retry-After`` set :attr:`due`: a newer report of the object waits for it too."""
 
 
 class StatusQueue:
@@ -89,11 +92,16 @@ class StatusQueue:
         return max(0.0, now - oldest)
 
     def submit(self, key: str, write: Write) -> None:
-        """Write ``write`` soon; it replaces a report still waiting for ``key`` (its age is kept)."""
+        """Write ``write`` soon; it replaces a report still waiting for ``key`` (its age is kept). Soon is at once,
+        or, when the report it replaces waits for what the server's ``Retry-After`` asked, when that wait ends."""
         now = asyncio.get_running_loop().time()
+        held = self._delayed.get(key)
+        if held is not None and held.held and held.due > now:
+            held.write, held.attempt = write, 0
+            return
         entry = self._pending.get(key) or self._delayed.pop(key, None)
         if entry is not None:
-            entry.write, entry.attempt, entry.due = write, 0, 0.0
+            entry.write, entry.attempt, entry.due, entry.held = write, 0, 0.0, False
             self._pending[key] = entry
         else:
             self._pending[key] = _Entry(write, now)
@@ -157,6 +165,7 @@ class StatusQueue:
                             exc)
             return
         entry.due = now + self.backoff.wait_s(entry.attempt, exc)
+        entry.held = exc.retry_after_s is not None
         self._delayed[key] = entry
         self._next_due = min(self._next_due, entry.due)
         log.info("%s: report on %s failed (%s), retry %d in %.1f s", self.name, key, exc, entry.attempt,

@@ -106,3 +106,17 @@ async def test_a_newer_report_replaces_a_retry_waiting_for_its_backoff() -> None
         queue.submit("p", recorder(log, "new"))
         await asyncio.sleep(1)
     assert [name for name, _ in log] == ["old", "new"]
+
+
+@pytest.mark.looptime
+async def test_a_newer_report_waits_for_what_the_servers_retry_after_asked() -> None:
+    queue, log = StatusQueue("t", workers=1, retry_initial_s=1.0, retry_max_s=60.0), []
+    start = asyncio.get_running_loop().time()
+    queue.submit("p", recorder(log, "old", [ApiError(429, "TooManyRequests", "x", retry_after_s=10.0)]))
+    async with running(queue):
+        await asyncio.sleep(1)
+        queue.submit("p", recorder(log, "new"))
+        assert queue.depth == 1
+        await asyncio.sleep(20)
+    assert [(name, round(t - start, 2)) for name, t in log] == [("old", 0.0), ("new", 10.0)]
+    assert (queue.written, queue.failed) == (1, 1)
