@@ -368,7 +368,8 @@ class Inventory:
         return [p for key in sorted(self._pool_problems) for p in self._pool_problems[key]]
 
     def _add(self, s: ResourceSlice, dev: ApiDevice, everywhere: BoolArray, masks: dict[int, BoolArray]) -> str:
-        """Index one device of a usable slice; returns its id."""
+        """Index one device of a usable slice; returns its id. Raises ValueError (a malformed quantity or version)
+        before anything of the device is kept."""
         driver, pool = s.spec.driver, s.spec.pool.name
         dev_id = f"{driver}/{pool}/{dev.name}"
         spec = s.spec
@@ -403,6 +404,9 @@ class Inventory:
         attributes = {qualified_name(driver, k): v for k, _, v in present}
         capacity = tuple(Capacity(name, qualify(driver, name), c.quantity, _policy(c.request_policy))
                          for name, c in dev.capacity.items())
+        view = cel.DeviceView.build(  # raises on a malformed version: before anything of the device is kept
+            driver, {k: _cel_value(a, v) for k, a, v in present},
+            {k: c.quantity for k, c in dev.capacity.items()}, bool(dev.allow_multiple_allocations))
         self.devices[dev_id] = Device(
             id=dev_id, driver=driver, pool=pool, name=dev.name, attributes=attributes, consumes=tuple(consumes),
             taints=tuple((t.key, t.value, t.effect) for t in dev.taints), weight=weight,
@@ -417,9 +421,7 @@ class Inventory:
             self.home[dev_id] = int(rows[0]) if len(rows) == 1 else -1
         if consumes:
             self.consuming.add(dev_id)
-        self.views[dev_id] = cel.DeviceView.build(
-            driver, {k: _cel_value(a, v) for k, a, v in present},
-            {k: c.quantity for k, c in dev.capacity.items()}, bool(dev.allow_multiple_allocations))
+        self.views[dev_id] = view
         return dev_id
 
     def with_allocated(self, uses: Iterable[DeviceUse]) -> Inventory:

@@ -99,3 +99,15 @@ def test_a_node_added_to_a_cluster_without_slices_has_its_own_row_of_devices() -
     assert base.on_node(0) == []
     base.set_table(NodeTable.build([node("n0", cpu="8"), node("n1", cpu="8")]))
     assert base.on_node(1) == [] and base.with_allocated(()).on_node(1) == []
+
+
+def test_a_device_with_a_malformed_version_is_left_out_whole_and_its_neighbours_are_used() -> None:
+    """A ``version`` that is not Major.Minor.Patch is reported; nothing of that device is kept (before, the device
+    was indexed without its CEL view, and the first selector over it raised KeyError)."""
+    devices = [{"name": "gpu-0", "attributes": {"driverVersion": {"version": "1.0"}}},
+               {"name": "gpu-1", "attributes": {"driverVersion": {"version": "1.0.0"}}}]
+    inv = Inventory.build(NodeTable.build([node("n0", cpu="8")]), [gpu_slice("n0", [], devices=devices)],
+                          [device_class()], ())
+    assert set(inv.devices) == {f"{DRIVER}/n0/gpu-1"}
+    assert inv.problems == [f"device {DRIVER}/n0/gpu-0: '1.0': no Major.Minor.Patch elements found"]
+    assert [d.name for d in inv.on_node(0) if inv.matches(SubRequest("gpus", "gpu.example.com"), d)] == ["gpu-1"]
