@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, Strict, ValidationError
 from pydantic.alias_generators import to_camel
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -25,6 +24,11 @@ Int32 = Annotated[int, Strict(), Field(ge=INT32_MIN, le=INT32_MAX)]
 """An ``int32`` API field: a JSON integer within int32. Strict: a string (``"2"``) or a boolean is
 refused, as Go's JSON decoder refuses it for an ``int32`` (``cannot unmarshal string into Go
 struct field … of type int32``), and so is ``10**30``, which does not fit."""
+
+Time = AwareDatetime
+"""A ``metav1.Time`` field: RFC 3339 with a time zone (``2026-01-01T00:00:00Z``), as the API server writes it and as
+it requires it; a time without a zone (``2026-01-01T00:00:00``, a bare YAML date) is refused, as Go's
+``time.Time`` JSON decoder refuses it, so objects of a snapshot are never compared by an ambiguous time."""
 
 NESTED_TOO_DEEP = "gang-scheduler.io/nested-too-deep"
 """Key set (True) on the stub the client's decoder puts in place of an object nested too deeply to decode
@@ -67,8 +71,8 @@ class ObjectMeta(KubeModel):
     uid: str = ""
     resource_version: str = ""
     generation: int | None = None
-    creation_timestamp: datetime | None = None
-    deletion_timestamp: datetime | None = None
+    creation_timestamp: Time | None = None
+    deletion_timestamp: Time | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
 
@@ -103,7 +107,7 @@ class ConditionFields(KubeModel):
     status: str = "Unknown"
     reason: str = ""
     message: str = ""
-    last_transition_time: datetime | None = None
+    last_transition_time: Time | None = None
 
     @property
     def is_true(self) -> bool:

@@ -34,7 +34,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from scheduler.model.base import Int32, KubeModel, OwnedObjectMeta
+from scheduler.model.base import Int32, KubeModel, OwnedObjectMeta, Time
 from scheduler.model.scheduling import API_GROUP as WORKLOAD_API_GROUP
 from scheduler.model.scheduling import Empty, GangPolicy, PodGroup, PodGroupSchedulingPolicy, PodGroupSpec
 
@@ -84,7 +84,7 @@ class CoschedulingPodGroupStatus(KubeModel):
     running: Int32 = 0
     succeeded: Int32 = 0
     failed: Int32 = 0
-    schedule_start_time: datetime | None = None
+    schedule_start_time: Time | None = None
 
 
 class CoschedulingPodGroup(KubeModel):

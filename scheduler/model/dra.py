@@ -22,13 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
 from pydantic import Field
 
-from scheduler.model.base import Condition, KubeModel, ObjectMeta, OwnedObjectMeta
+from scheduler.model.base import Condition, KubeModel, ObjectMeta, OwnedObjectMeta, Time
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import Quantity, QuantityError, parse
 
@@ -612,7 +611,7 @@ class AllocationResult(KubeModel):
 
     devices: DeviceAllocationResult = Field(default_factory=DeviceAllocationResult)
     node_selector: NodeSelector | None = None
-    allocation_timestamp: datetime | None = None
+    allocation_timestamp: Time | None = None
 
 
 class ResourceClaimConsumerReference(KubeModel):

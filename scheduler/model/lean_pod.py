@@ -33,12 +33,13 @@ import functools
 import operator
 import sys
 from collections.abc import Callable
-from typing import Any, ClassVar
+from datetime import datetime
+from typing import Annotated, Any, ClassVar
 
 import msgspec
 from pydantic import BaseModel, TypeAdapter
 
-from scheduler.model.base import ObjectMeta
+from scheduler.model.base import ObjectMeta, Time
 from scheduler.model.pod import (
     DISRUPTION_TARGET,
     Pod,
@@ -112,8 +113,12 @@ class _WireContainerStatus(msgspec.Struct):
     resources: msgspec.Raw = msgspec.Raw()
 
 
+_WIRE_TYPES: dict[Any, Any] = {Time | None: Annotated[datetime, msgspec.Meta(tz=True)] | None}
+"""Model field types msgspec spells otherwise: a :data:`~scheduler.model.base.Time` (pydantic's ``AwareDatetime``)
+is a ``datetime`` that must carry a zone."""
+
 _WireCondition: Any = msgspec.defstruct(
-    "_WireCondition", [(info.alias or name, info.annotation,
+    "_WireCondition", [(info.alias or name, _WIRE_TYPES.get(info.annotation, info.annotation),
                         msgspec.NODEFAULT if info.is_required() else msgspec.field(default=info.default))
                        for name, info in PodCondition.model_fields.items()], module=__name__)
 """A pod condition checked against :class:`~scheduler.model.pod.PodCondition`'s field types (msgspec takes no value of

@@ -8,12 +8,11 @@ that starts after them), plus ``spec.overhead``; every pod also uses one ``pods`
 
 from __future__ import annotations
 
-from datetime import datetime
 from functools import cached_property
 
 from pydantic import Field
 
-from scheduler.model.base import ConditionFields, Int32, KubeModel, ObjectMeta
+from scheduler.model.base import ConditionFields, Int32, KubeModel, ObjectMeta, Time
 from scheduler.model.base import LabelSelector as LabelSelector  # re-exported: metav1, moved to base
 from scheduler.model.base import LabelSelectorRequirement as LabelSelectorRequirement
 from scheduler.model.coscheduling import API_GROUP as COSCHEDULING_API_GROUP
@@ -271,7 +270,7 @@ class PodStatus(KubeModel):
     conditions: tuple[PodCondition, ...] = ()
     nominated_node_name: str | None = None
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
-    start_time: datetime | None = None
+    start_time: Time | None = None
     """When the kubelet acknowledged the pod (``status.startTime``): preemption evicts younger pods first."""
 
 

@@ -118,6 +118,6 @@ def encode_conditions(conditions: Sequence[Mapping[str, Any]]) -> list[dict[str,
 
 
 def _renamed(condition: Any, names: Mapping[str, str]) -> Any:
-    if isinstance(condition, Mapping) and condition.get("type") in names:
-        return {**condition, "type": names[condition["type"]]}
+    if isinstance(condition, Mapping) and isinstance(kind := condition.get("type"), str) and kind in names:
+        return {**condition, "type": names[kind]}  # a type that is no string is left for validation to refuse
     return condition

@@ -8,11 +8,9 @@ a preference only: preemption tries to keep the pods whose eviction would exceed
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import Field
 
-from scheduler.model.base import Int32, KubeModel, ObjectMeta
+from scheduler.model.base import Int32, KubeModel, ObjectMeta, Time
 from scheduler.model.pod import LabelSelector
 
 API_VERSION = "policy/v1"
@@ -33,7 +31,7 @@ class PodDisruptionBudgetStatus(KubeModel):
     the eviction API has already counted (by pod name) that the controller has not seen go yet."""
 
     disruptions_allowed: Int32 = 0
-    disrupted_pods: dict[str, datetime] = {}
+    disrupted_pods: dict[str, Time] = {}
 
 
 class PodDisruptionBudget(KubeModel):

@@ -119,7 +119,11 @@ def documents(path: Path, stdin: BinaryIO | None = None,
             del data, text
             yield 1, listed
             return
-        parsed = _json_documents(text)
+        try:
+            parsed = _json_documents(text)
+        except RecursionError as exc:  # json's decoder recurses per level: Python's recursion limit stops it
+            raise SnapshotError(f"{name}: JSON nested too deeply to read (about {sys.getrecursionlimit()} levels "
+                                "at most)") from exc
         if not isinstance(parsed, json.JSONDecodeError):
             del data, text
             parsed.reverse()  # popped from the end: each is released once the caller is done with it

@@ -262,3 +262,33 @@ def test_every_snapshot_as_a_json_list_simulates_as_its_yaml(tmp_path: Path, sna
         return  # nothing to schedule in it (DeviceClasses alone)
     path.write_text(_json_list(items))
     assert to_json(simulate(load([path]), "gang-scheduler", SolverConfig())) == plain
+
+
+def test_times_without_a_zone_and_a_condition_type_that_is_no_string_make_invalid_objects(tmp_path: Path) -> None:
+    """A ``metav1.Time`` needs a zone (the API server refuses one without); a bare YAML date is a time without
+    one. Such pods, and a v1alpha2 PodGroup whose condition type is a list, are listed as invalid; the rest is
+    scheduled (before, the queue compared a time without a zone with one that had it, and raised)."""
+    path = tmp_path / "snap.yaml"
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, creationTimestamp: {time}}}\n"
+           "spec: {{schedulerName: gang-scheduler, containers: [{{name: c, image: x}}]}}\n")
+    path.write_text("---\n".join([
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '4', pods: '110'}}\n",
+        pod.format(name="zoned", time="'2026-01-01T00:00:00Z'"),
+        pod.format(name="local", time="'2026-01-01T00:00:00'"),
+        pod.format(name="dated", time="2026-01-01"),
+        "apiVersion: scheduling.k8s.io/v1alpha2\nkind: PodGroup\nmetadata: {name: g}\n"
+        "spec: {schedulingPolicy: {gang: {minCount: 1}}}\nstatus: {conditions: [{type: []}]}\n"]))
+    objects = load([path])
+    assert sorted(str(p).split(": ", 1)[1] for p in objects.problems) == [
+        "Pod default/dated: metadata.creationTimestamp: Input should have timezone info",
+        'Pod default/local: metadata.creationTimestamp: Input should have timezone info (got "2026-01-01T00:00:00")',
+        "PodGroup default/g: status.conditions[0].type: Input should be a valid string"]
+    sim = simulate(objects, "gang-scheduler", SolverConfig())
+    assert [(p.pod.key, p.node) for p in sim.pods] == [("default/zoned", "n1")]
+
+
+def test_json_nested_deeper_than_python_reads_is_a_snapshot_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 5000 + "]" * 5000)
+    with pytest.raises(SnapshotError, match=f"^{path}: JSON nested too deeply to read"):
+        load([path])
