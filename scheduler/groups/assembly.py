@@ -1,14 +1,15 @@
 """Assembling one group tree: the groups under a head, their members, the tree's state, priority and message.
 
-A PodGroup becomes a :class:`~scheduler.groups.tree.Leaf` (its pending members in priority, then creation
-order; its bound ones; its durable intent), a CompositePodGroup a :class:`~scheduler.groups.tree.Composite` of
-its children in creation order. The tree is Invalid for a bad policy, a cycle, a missing parent, a depth over
-:data:`~scheduler.groups.tree.MAX_DEPTH`, a childless composite, pods of several schedulers or pods linked by
-the other PodGroup API; Waiting while it is not admissible (members or groups missing); Scheduled when nothing
-is pending; Ready otherwise. A tree with no pod at all is kept apart (empty); one none of whose pods is ours
-is not built. The tree's priority is its head group's own, else the highest of its pods' (a grouped pod counts
-at its group's priority, as kube-scheduler's ``podgrouppreemption.go`` v1.37 walks to the root). No I/O; never
-raises on bad input.
+A PodGroup becomes a :class:`~scheduler.groups.tree.Leaf` (its pending members in priority, then creation order;
+its bound ones; its durable intent), a CompositePodGroup a :class:`~scheduler.groups.tree.Composite` of its
+children in creation order. The tree is Invalid for a bad policy, a cycle, a missing parent, a depth over
+:data:`~scheduler.groups.tree.MAX_DEPTH`, a childless composite, pods of several schedulers or pods linked by the
+other PodGroup API; Waiting while it is not admissible (members or groups missing); Scheduled when nothing is
+pending; Ready otherwise. Past the depth limit the groups are still read (flat, without recursion), so an Invalid
+tree names every group and pod under it. A tree with no pod at all is kept apart (empty); one none of whose pods
+is ours is not built. The tree's priority is its head group's own, else the highest of its pods' (a grouped pod
+counts at its group's priority, as kube-scheduler's ``podgrouppreemption.go`` v1.37 walks to the root). No I/O;
+never raises on bad input.
 """
 
 from __future__ import annotations
@@ -132,30 +133,55 @@ class TreeAssembler:
         cpg = self.cpgs[(ns, name)]
         if err := policy_error(cpg.spec.scheduling_policy):
             problems.append(f"CompositePodGroup {ns}/{name}: {err}")
-        kids = sorted(
-            (c for c in self.structure.children.get((ns, name), ()) if c not in path),
-            key=lambda c: (self._created_of(c), c[1][1]),
-        )
+        kids = self._kids(node, path)
+        if depth > MAX_DEPTH and kids:  # too deep already: the tree is Invalid; what is below is listed, flat
+            return self._composite(key, cpg, self._below(kids, problems, keys, path)), depth + 2
         children: list[Group] = []
         deepest = depth
-        if depth > MAX_DEPTH and kids:  # too deep already: stop reading (the tree is Invalid; bounded recursion)
-            kids = []
-            deepest = depth + 2
         for child in kids:
             g, d = self.group(child, problems, keys, depth + 1, path)
             children.append(g)
             deepest = max(deepest, d)
-        if not self.structure.children.get((ns, name)) and depth <= MAX_DEPTH:  # cut children are reported elsewhere
+        if not self.structure.children.get((ns, name)):
             problems.append(f"CompositePodGroup {ns}/{name} has no child groups")
+        return self._composite(key, cpg, children), deepest
+
+    def _kids(self, node: Node, path: frozenset[Node]) -> list[Node]:
+        """The child groups of composite ``node`` not in ``path`` (a cycle stops there), in creation order."""
+        return sorted((c for c in self.structure.children.get(node[1], ()) if c not in path),
+                      key=lambda c: (self._created_of(c), c[1][1]))
+
+    def _below(self, kids: list[Node], problems: list[str], keys: list[GroupKey], path: frozenset[Node]) -> list[Group]:
+        """Every group under a composite past :data:`~scheduler.groups.tree.MAX_DEPTH`, each once, as one flat list:
+        the tree is Invalid, so they are read only to be reported (their pods, their conditions), and read without
+        recursion however long the chain. Their composites are listed without children."""
+        out: list[Group] = []
+        seen, todo = set(path), list(reversed(kids))
+        while todo:
+            node = todo.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            kind, (ns, name) = node
+            if kind == "PodGroup":
+                out.append(self.group(node, problems, keys, MAX_DEPTH + 1, frozenset())[0])
+                continue
+            key = GroupKey(kind, ns, name)
+            keys.append(key)
+            out.append(self._composite(key, self.cpgs[(ns, name)], ()))
+            todo.extend(reversed(self._kids(node, frozenset(seen))))
+        return out
+
+    @staticmethod
+    def _composite(key: GroupKey, cpg: CompositePodGroup, children: Iterable[Group]) -> Composite:
         cgang = cpg.spec.scheduling_policy.gang
-        comp = Composite(
+        return Composite(
             key=key,
             min_group_count=(cgang.min_group_count or 1) if cgang is not None else None,
             topology_key=topology_key(cpg.spec.scheduling_constraints),
             children=tuple(children),
             created=created_at(cpg.metadata.creation_timestamp),
         )
-        return comp, deepest
 
     def _created_of(self, node: Node) -> object:
         kind, nk = node

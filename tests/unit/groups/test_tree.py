@@ -253,6 +253,17 @@ def test_depth_over_four_is_invalid() -> None:
     assert tree.message == "tree depth 5 exceeds 4"
 
 
+@pytest.mark.parametrize("levels", [5, 400])
+def test_a_chain_past_the_depth_limit_keeps_every_group_and_pod_in_its_invalid_tree(levels: int) -> None:
+    """Past the limit the groups are still read, flat and without recursion (a chain of hundreds of composites):
+    the report and the conditions name every group, and the pods wait in the tree, none lost."""
+    cpgs = [cpg("c0", 1)] + [cpg(f"c{i}", 1, parent=f"c{i - 1}") for i in range(1, levels)]
+    (tree,) = trees(members("leaf", 2), [pg("leaf", 1, parent=f"c{levels - 1}")], cpgs).trees
+    assert tree.state is TreeState.INVALID and tree.message == "tree depth exceeds 4"
+    assert {k.name for k in tree.groups} == {f"c{i}" for i in range(levels)} | {"leaf"}
+    assert [p.metadata.name for leaf in tree.root.leaves() for p in leaf.pending] == ["leaf-0", "leaf-1"]
+
+
 def test_depth_four_is_allowed() -> None:
     cpgs = [cpg("l1", 1), cpg("l2", 1, parent="l1"), cpg("l3", 1, parent="l2")]
     (tree,) = trees(members("leaf", 1), [pg("leaf", 1, parent="l3")], cpgs).trees
