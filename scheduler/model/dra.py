@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -415,12 +415,14 @@ class DeviceClass(KubeModel):
 
 
 class DeviceToleration(KubeModel):
-    """``DeviceToleration`` (operator ``Equal`` by default, or ``Exists``)."""
+    """``DeviceToleration``: ``operator`` ``Equal`` (the default) or ``Exists``; ``effect`` empty (every effect),
+    ``NoSchedule`` or ``NoExecute`` — the only values the API server accepts (``resource/v1``
+    ``DeviceToleration``), so a claim with another is refused as invalid, not read as ``Equal``."""
 
     key: str = ""
-    operator: str = "Equal"
+    operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
-    effect: str = ""
+    effect: Literal["", "NoSchedule", "NoExecute"] = ""
     toleration_seconds: int | None = None
 
 

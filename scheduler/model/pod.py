@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from scheduler.model.base import ConditionFields, Int32, KubeModel, ObjectMeta, Time
 from scheduler.model.base import LabelSelector as LabelSelector  # re-exported: metav1, moved to base
@@ -233,6 +233,17 @@ class PodSpec(KubeModel):
     """Pod-level requests and limits (KEP-2837, PodLevelResources)."""
     volumes: tuple[Volume, ...] = ()
     """PVCs, generic ephemeral volumes and legacy inline disks (``scheduler.model.volume``)."""
+
+    @field_validator("resource_claims")
+    @classmethod
+    def _claim_names_unique(cls, claims: tuple[PodResourceClaim, ...]) -> tuple[PodResourceClaim, ...]:
+        """Each entry's ``name`` once, as the API server requires (``ValidatePodSpec``: "Duplicate value"): two
+        entries of one name would be one claim allocated twice."""
+        names = [c.name for c in claims]
+        if len(set(names)) != len(names):
+            twice = next(n for i, n in enumerate(names) if n in names[:i])
+            raise ValueError(f"entry name {twice!r} is used more than once")
+        return claims
 
 
 class PodCondition(ConditionFields):

@@ -149,6 +149,14 @@ REJECTED = [
                      {"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": "25"}}]}},
                  'spec.drivers[0].allocatable.count: Input should be a valid integer (got "25")',
                  id="attach-count-string"),
+    pytest.param(Pod, pod_with({"containers": [container()], "resourceClaims": [
+                     {"name": "gpu", "resourceClaimTemplateName": "t"}, {"name": "gpu", "resourceClaimName": "c"}]}),
+                 "spec.resourceClaims: Value error, entry name 'gpu' is used more than once",
+                 id="claim-entry-name-twice"),
+    pytest.param(Pod, pod_with({"containers": [container()]}) | {"metadata": {
+                     "name": "p", "namespace": "ml", "creationTimestamp": "2026-01-01T00:00:00"}},
+                 'metadata.creationTimestamp: Input should have timezone info (got "2026-01-01T00:00:00")',
+                 id="time-without-a-zone"),
 ]
 
 
