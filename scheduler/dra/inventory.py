@@ -553,7 +553,9 @@ class Inventory:
         as :data:`~scheduler.dra.allocator.MAX_DEVICES_PER_CLAIM`, the most results it may serve): (N,) int; and
         which devices match: (D,) bool over :meth:`device_index`. Memoised per (class, selectors) until
         the next change; the selector errors met, and a DeviceClass that does not exist, are reported into
-        ``errors`` on every call. Both arrays are read-only."""
+        ``errors`` on every call. A selector that fails on any device leaves ``sub`` no device at all (zero counts,
+        nothing matching), as kube-scheduler's structured allocator fails the allocation on a CEL runtime error
+        instead of skipping the device. Both arrays are read-only."""
         key = (sub.class_name, sub.selectors)
         hit = self._usable.get(key)
         if hit is None:
@@ -571,6 +573,9 @@ class Inventory:
                         # a shared device may serve every result of one claim (one share each)
                         counts += self.reach[dev_id] * (MAX_DEVICES_PER_CLAIM if device.shared else 1)
                         matching[i] = True
+                if met:  # a selector failed on some device: kube-scheduler's allocator stops at a CEL runtime error
+                    counts[:] = 0
+                    matching[:] = False
             counts.setflags(write=False)
             matching.setflags(write=False)
             hit = self._usable[key] = (counts, matching, met)

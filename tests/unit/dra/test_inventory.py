@@ -111,3 +111,20 @@ def test_a_device_with_a_malformed_version_is_left_out_whole_and_its_neighbours_
     assert set(inv.devices) == {f"{DRIVER}/n0/gpu-1"}
     assert inv.problems == [f"device {DRIVER}/n0/gpu-0: '1.0': no Major.Minor.Patch elements found"]
     assert [d.name for d in inv.on_node(0) if inv.matches(SubRequest("gpus", "gpu.example.com"), d)] == ["gpu-1"]
+
+
+def test_a_selector_that_fails_on_one_device_leaves_the_request_no_device() -> None:
+    """kube-scheduler's allocator stops at a CEL runtime error rather than skipping the device: the request
+    gets no device on any node, however many others match, and the error is reported."""
+    devices = [{"name": f"gpu-{i}", "attributes": {"index": {"int": i}}} for i in range(3)]
+    inv = Inventory.build(NodeTable.build([node("n0", cpu="8")]), [gpu_slice("n0", [], devices=devices)],
+                          [device_class()], ())
+    fails_on_gpu_0 = SubRequest("gpus", "gpu.example.com", selectors=(f"10 / device.attributes['{DRIVER}'].index > 0",))
+    errors: dict[str, str] = {}
+    counts, matching = inv.usable_counts(fails_on_gpu_0, errors)
+    assert counts.tolist() == [0] and not matching.any()
+    assert list(errors.values()) == [
+        f"request gpus: selector \"10 / device.attributes['{DRIVER}'].index > 0\": CEL runtime error: division by "
+        "zero in CEL expression"]
+    fine = SubRequest("gpus", "gpu.example.com", selectors=(f"device.attributes['{DRIVER}'].index > 0",))
+    assert inv.usable_counts(fine, errors)[0].tolist() == [2]
