@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, Strict
 
 from scheduler.model.base import Condition, KubeModel, ObjectMeta, OwnedObjectMeta, Time
 from scheduler.model.pod import NodeSelector
@@ -365,7 +365,8 @@ class CELDeviceSelector(KubeModel):
 class DeviceSelector(KubeModel):
     """``DeviceSelector``: currently only ``cel``."""
 
-    cel: CELDeviceSelector | None = None
+    cel: CELDeviceSelector
+    """Required: the one member of a one-of (a selector without it would match every device)."""
 
 
 class OpaqueDeviceConfiguration(KubeModel):
@@ -438,7 +439,8 @@ class _DeviceRequestFields(KubeModel):
     device_class_name: str
     selectors: tuple[DeviceSelector, ...] = ()
     allocation_mode: str | None = None
-    count: int | None = None
+    count: Annotated[int, Strict()] | None = None
+    """An ``int64``: a JSON integer, never a string (``"2"``), as Go's decoder reads it."""
     tolerations: tuple[DeviceToleration, ...] = ()
     capacity: CapacityRequirements | None = None
 

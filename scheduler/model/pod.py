@@ -9,8 +9,9 @@ that starts after them), plus ``spec.overhead``; every pod also uses one ``pods`
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from scheduler.model.base import ConditionFields, Int32, KubeModel, ObjectMeta, Time
 from scheduler.model.base import LabelSelector as LabelSelector  # re-exported: metav1, moved to base
@@ -27,10 +28,12 @@ from scheduler.model.quantity import (
     Quantity,
     ResourceList,
     add,
+    fractional_extended,
     maximum,
     resource_list,
 )
 from scheduler.model.scheduling import API_GROUP as WORKLOAD_API_GROUP
+from scheduler.model.scheduling import PreemptionPolicy
 from scheduler.model.volume import Volume
 
 SUCCEEDED = "Succeeded"
@@ -54,11 +57,19 @@ class ResourceRequirements(KubeModel):
 
 
 class ContainerResources(KubeModel):
-    """``core/v1 ResourceRequirements`` of a container: as :class:`ResourceRequirements`, and every resource
-    name one a container may ask for (:data:`~scheduler.model.quantity.ContainerResourceName`)."""
+    """``core/v1 ResourceRequirements`` of a container: as :class:`ResourceRequirements`, every resource
+    name one a container may ask for (:data:`~scheduler.model.quantity.ContainerResourceName`), and an extended
+    resource asked for in whole units (:func:`~scheduler.model.quantity.fractional_extended`)."""
 
     requests: dict[ContainerResourceName, NonNegativeQuantity] = Field(default_factory=dict)
     limits: dict[ContainerResourceName, NonNegativeQuantity] = Field(default_factory=dict)
+
+    @field_validator("requests", "limits")
+    @classmethod
+    def _whole_extended(cls, resources: dict[str, str | int | float]) -> dict[str, str | int | float]:
+        if (name := fractional_extended(resources)) is not None:
+            raise ValueError(f"{name}: must be an integer (got {resources[name]!r})")
+        return resources
 
 
 class ActuatedResources(KubeModel):
@@ -137,7 +148,8 @@ class PodAffinityTerm(KubeModel):
 
     label_selector: LabelSelector | None = None
     namespaces: tuple[str, ...] = ()
-    topology_key: str = ""
+    topology_key: str = Field(min_length=1)
+    """Required and not empty (core ``validatePodAffinityTerm``: "can not be empty")."""
     namespace_selector: LabelSelector | None = None
     match_label_keys: tuple[str, ...] = ()
     mismatch_label_keys: tuple[str, ...] = ()
@@ -147,7 +159,7 @@ class WeightedPodAffinityTerm(KubeModel):
     """``core/v1 WeightedPodAffinityTerm``: a preferred term and its ``weight`` (1–100)."""
 
     weight: Int32 = 0
-    pod_affinity_term: PodAffinityTerm = PodAffinityTerm()
+    pod_affinity_term: PodAffinityTerm
 
 
 class PodAffinity(KubeModel):
@@ -169,14 +181,22 @@ class TopologySpreadConstraint(KubeModel):
     """``core/v1 TopologySpreadConstraint``. Unset policies are kube's defaults: ``nodeAffinityPolicy``
     Honor, ``nodeTaintsPolicy`` Ignore, ``minDomains`` 1 (read by the PodTopologySpread plugin)."""
 
-    max_skew: Int32 = 1
-    topology_key: str = ""
+    max_skew: Annotated[Int32, Field(ge=1)] = 1
+    topology_key: str = Field(min_length=1)
     when_unsatisfiable: str = ""
+    """Neither DoNotSchedule nor ScheduleAnyway: reported as not honoured (``scheduler.solver.unsupported``)."""
     label_selector: LabelSelector | None = None
-    min_domains: Int32 | None = None
+    min_domains: Annotated[Int32, Field(ge=1)] | None = None
     node_affinity_policy: str | None = None
     node_taints_policy: str | None = None
     match_label_keys: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _min_domains_with_do_not_schedule(self) -> TopologySpreadConstraint:
+        """``minDomains`` not with ``ScheduleAnyway`` (core ``validateMinDomains``)."""
+        if self.min_domains is not None and self.when_unsatisfiable == "ScheduleAnyway":
+            raise ValueError("minDomains can only be set when whenUnsatisfiable is DoNotSchedule")
+        return self
 
 
 class Toleration(KubeModel):
@@ -192,7 +212,8 @@ class Toleration(KubeModel):
 class PodSchedulingGroup(KubeModel):
     """``core/v1 PodSchedulingGroup`` (v1.37, gate GenericWorkload): the pod's leaf PodGroup."""
 
-    pod_group_name: str | None = None
+    pod_group_name: str = Field(min_length=1)
+    """Required: the one member of a one-of, a DNS subdomain (an empty ``schedulingGroup`` is refused)."""
 
 
 class PodResourceClaim(KubeModel):
@@ -217,7 +238,7 @@ class PodSpec(KubeModel):
     scheduling_group: PodSchedulingGroup | None = None
     priority: Int32 | None = None
     priority_class_name: str = ""
-    preemption_policy: str | None = None
+    preemption_policy: PreemptionPolicy | None = None
     termination_grace_period_seconds: int | None = None
     containers: tuple[Container, ...] = ()
     init_containers: tuple[Container, ...] = ()

@@ -161,6 +161,19 @@ ContainerResourceName = Annotated[str, AfterValidator(_as_container_resource_nam
 """The key of a container's ``resources.requests`` / ``resources.limits``."""
 
 
+def fractional_extended(resources: Mapping[str, str | int | float]) -> str | None:
+    """The first extended resource (:func:`is_extended`) in ``resources`` whose quantity is not a whole number, as
+    ``name`` (``nvidia.com/gpu: "500m"``), else None. The API server refuses such a request or limit ("must be an
+    integer": core ``ValidateResourceRequirements`` with ``IsIntegerResourceName``); counting it rounded up would
+    hide the mistake. Quantities are valid already (checked by their field's type)."""
+    for name, quantity in resources.items():
+        if is_extended(name):
+            value = parse(quantity)
+            if value.adjusted() <= MAX_EXPONENT and value != value.to_integral_value():
+                return name
+    return None
+
+
 def resource_list(raw: Mapping[str, str | int | float] | None) -> ResourceList:
     """Convert an API resource map (``{"cpu": "500m", "memory": "1Gi"}``) into integer units."""
     if not raw:

@@ -13,9 +13,9 @@ are JSON integers within int32 (:data:`~scheduler.model.base.Int32`; ``"2"``, ``
 
 from __future__ import annotations
 
-from typing import Annotated, NamedTuple
+from typing import Annotated, Literal, NamedTuple
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from scheduler.model.base import Condition, Int32, KubeModel, ObjectMeta, OwnedObjectMeta
 
@@ -77,9 +77,10 @@ class CompositePodGroupSchedulingPolicy(KubeModel):
 
 
 class TopologyConstraint(KubeModel):
-    """``TopologyConstraint``: a node label key whose value all members must share."""
+    """``TopologyConstraint``: a node label key whose value all members must share (required, not empty: a
+    label key)."""
 
-    key: str
+    key: str = Field(min_length=1)
 
 
 class SchedulingConstraints(KubeModel):
@@ -88,11 +89,21 @@ class SchedulingConstraints(KubeModel):
     topology: tuple[TopologyConstraint, ...] = ()
 
 
+PreemptionPolicy = Literal["PreemptLowerPriority", "Never"]
+"""A pod's, a group's or a PriorityClass's ``preemptionPolicy``: the API server accepts these two only."""
+
+
 class DisruptionMode(KubeModel):
-    """``DisruptionMode``: one of ``single`` (default) / ``all``."""
+    """``DisruptionMode``: one of ``single`` (default) / ``all`` — not both (a one-of the API server enforces)."""
 
     single: Empty | None = None
     all: Empty | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> DisruptionMode:
+        if self.single is not None and self.all is not None:
+            raise ValueError("must set at most one of single, all")
+        return self
 
 
 class WorkloadReference(KubeModel):
@@ -121,7 +132,7 @@ class PodGroupSpec(KubeModel):
     disruption_mode: DisruptionMode | None = None
     priority_class_name: str | None = None
     priority: GroupPriority | None = None
-    preemption_policy: str | None = None
+    preemption_policy: PreemptionPolicy | None = None
 
 
 class PodGroupResourceClaimStatus(KubeModel):
@@ -165,7 +176,7 @@ class CompositePodGroupSpec(KubeModel):
     disruption_mode: DisruptionMode | None = None
     priority_class_name: str | None = None
     priority: GroupPriority | None = None
-    preemption_policy: str | None = None
+    preemption_policy: PreemptionPolicy | None = None
 
 
 class CompositePodGroup(KubeModel):
@@ -209,7 +220,7 @@ class PriorityClass(KubeModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     value: Int32 = 0
     global_default: bool = False
-    preemption_policy: str | None = None
+    preemption_policy: PreemptionPolicy | None = None
 
 
 def topology_key(constraints: SchedulingConstraints | None) -> str | None:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup, PriorityClass, ResourceSlice
 from scheduler.model.base import describe
+from scheduler.model.dra import DeviceClass, ResourceClaim
 from scheduler.model.scheduling import policy_error
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
@@ -157,6 +158,39 @@ REJECTED = [
                      "name": "p", "namespace": "ml", "creationTimestamp": "2026-01-01T00:00:00"}},
                  'metadata.creationTimestamp: Input should have timezone info (got "2026-01-01T00:00:00")',
                  id="time-without-a-zone"),
+    pytest.param(Pod, pod_with({"containers": [container({"nvidia.com/gpu": "500m"})]}),
+                 "spec.containers[0].resources.requests: Value error, nvidia.com/gpu: must be an integer (got '500m')",
+                 id="fractional-extended-resource"),
+    pytest.param(Pod, pod_with({"containers": [container()], "affinity": {"podAntiAffinity": {
+                     "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {}}]}}}),
+                 "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: "
+                 "Field required", id="affinity-term-without-topology-key"),
+    pytest.param(Pod, pod_with({"containers": [container()], "topologySpreadConstraints": [
+                     {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}),
+                 "spec.topologySpreadConstraints[0].maxSkew: Input should be greater than or equal to 1 (got 0)",
+                 id="spread-max-skew-zero"),
+    pytest.param(Pod, pod_with({"containers": [container()], "topologySpreadConstraints": [
+                     {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 2}]}),
+                 "spec.topologySpreadConstraints[0]: Value error, minDomains can only be set when whenUnsatisfiable "
+                 "is DoNotSchedule", id="spread-min-domains-with-schedule-anyway"),
+    pytest.param(Pod, pod_with({"containers": [container()], "preemptionPolicy": "Sometimes"}),
+                 "spec.preemptionPolicy: Input should be 'PreemptLowerPriority' or 'Never' (got \"Sometimes\")",
+                 id="unknown-preemption-policy"),
+    pytest.param(Pod, pod_with({"containers": [container()], "schedulingGroup": {}}),
+                 "spec.schedulingGroup.podGroupName: Field required", id="empty-scheduling-group"),
+    pytest.param(PodGroup, podgroup_with({**GANG_2, "schedulingConstraints": {"topology": [{"key": ""}]}}),
+                 'spec.schedulingConstraints.topology[0].key: String should have at least 1 character (got "")',
+                 id="empty-topology-key"),
+    pytest.param(PodGroup, podgroup_with({**GANG_2, "disruptionMode": {"single": {}, "all": {}}}),
+                 "spec.disruptionMode: Value error, must set at most one of single, all",
+                 id="both-disruption-modes"),
+    pytest.param(DeviceClass, {"metadata": {"name": "gpu"}, "spec": {"selectors": [{"cel": None}]}},
+                 "spec.selectors[0].cel: Input should be a valid dictionary or instance of CELDeviceSelector (got "
+                 "null)", id="device-selector-without-cel"),
+    pytest.param(ResourceClaim, {"metadata": {"name": "c", "namespace": "ml"}, "spec": {"devices": {"requests": [
+                     {"name": "r", "exactly": {"deviceClassName": "gpu", "count": "2"}}]}}},
+                 'spec.devices.requests[0].exactly.count: Input should be a valid integer (got "2")',
+                 id="device-count-string"),
 ]
 
 
