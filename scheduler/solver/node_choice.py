@@ -161,8 +161,11 @@ class NodeChoice:
             return -1
         return done
 
-    def place_leaf(self, leaf: Leaf, mask: BoolArray, limit: int | None = None) -> tuple[int, Diagnosis | None]:
-        """Place as many pending members as fit inside ``mask`` (at most ``limit`` if given).
+    def place_leaf(self, leaf: Leaf, mask: BoolArray, limit: int | None = None,
+                   smallest_first: bool = False) -> tuple[int, Diagnosis | None]:
+        """Place as many pending members as fit inside ``mask`` (at most ``limit`` if given), member shapes
+        largest first (bin-packing order), or smallest first (``smallest_first``: the members that leave the most
+        room to the leaf's siblings).
 
         Returns (pods placed, the diagnosis for the first member that did not fit, or None).
         """
@@ -170,15 +173,17 @@ class NodeChoice:
         why: Diagnosis | None = None
         outer, self.state.scope = self.state.scope, mask  # the leaf's domain, for plugins that rule within it
         try:
-            placed, why = self._place_signatures(leaf, mask, limit)
+            placed, why = self._place_signatures(leaf, mask, limit, smallest_first)
         finally:
             self.state.scope = outer
         return placed, why
 
-    def _place_signatures(self, leaf: Leaf, mask: BoolArray, limit: int | None) -> tuple[int, Diagnosis | None]:
+    def _place_signatures(self, leaf: Leaf, mask: BoolArray, limit: int | None,
+                          smallest_first: bool) -> tuple[int, Diagnosis | None]:
         placed = 0
         short: list[tuple[Signature, Diagnosis]] = []
-        for sig in self.signatures.of(leaf):
+        sigs = self.signatures.of(leaf)
+        for sig in reversed(sigs) if smallest_first else sigs:
             n = len(sig.pods) if limit is None else min(len(sig.pods), limit - placed)
             if n <= 0:
                 continue

@@ -143,9 +143,11 @@ class _Search:
     def leaf_placements(self, group: Leaf, mask: BoolArray, where: Domain | None) -> Iterator[None]:
         """Place a leaf's members inside ``mask``; yield if the leaf is satisfied (held while suspended).
 
-        Two alternatives: first every pending member that fits (as many as fit, at least minCount); then, if
-        that placed more than the minimum, exactly the minimum — so extra members of one gang never starve a
-        sibling the parent needs (a gang already satisfied by its bound members may then place nothing). The
+        Two alternatives: first every pending member that fits (as many as fit, at least minCount, largest
+        first); then exactly the minimum, smallest first — so extra or large members of one group never starve a
+        sibling the parent needs (a gang already satisfied by its bound members may then place nothing) — when the
+        first placed more than the minimum, or exactly the minimum of members that differ in size and are not all
+        placed (a basic group that took its largest member could have taken its smallest). The
         first attempt's shortfall is recorded as the leaf's failure (:meth:`Failures.record` keeps the best); inside a
         topology domain ``where`` it names the domain and, when the leaf is not satisfied for want of room alone,
         the room the domain lacked (measured once the attempt is undone).
@@ -153,11 +155,11 @@ class _Search:
         minimum = group.need
         first: int | None = None
         for limit in (None, minimum):
-            if limit is not None and (first is None or first <= limit):
+            if limit is not None and not self.minimum_may_differ(group, first):
                 return
             self.count_attempt()
             start = self.state.mark()
-            placed, why = self.choice.place_leaf(group, mask, limit)
+            placed, why = self.choice.place_leaf(group, mask, limit, smallest_first=limit is not None)
             satisfied = self.leaf_satisfied(group, placed)
             if not satisfied:
                 self.state.undo(start)
@@ -181,6 +183,16 @@ class _Search:
             self.leftover.pop(group.key, None)
             self.satisfied.discard(group.key)
             self.state.undo(start)
+
+    def minimum_may_differ(self, leaf: Leaf, first: int | None) -> bool:
+        """Whether placing exactly the leaf's minimum, smallest first, may leave its siblings more room than the
+        first attempt, which placed ``first`` members largest first (see :meth:`leaf_placements`)."""
+        minimum = leaf.need
+        if first is None or first < minimum:
+            return False
+        if first > minimum:
+            return True
+        return minimum < len(leaf.pending) and len(self.signatures.of(leaf)) > 1
 
     def leaf_satisfied(self, leaf: Leaf, placed: int) -> bool:
         """Whether ``placed`` pending members and the bound ones satisfy the leaf (minCount; one for a basic group)."""

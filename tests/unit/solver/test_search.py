@@ -89,6 +89,19 @@ def test_composite_places_what_fits_beyond_min_group_count() -> None:
     assert GroupKey("PodGroup", NS, "b") in plan.group_reasons
 
 
+def test_a_basic_group_takes_its_smallest_member_when_its_largest_would_starve_a_sibling() -> None:
+    """A basic group is satisfied by one placed member. Its largest member first (bin-packing order) fills the node
+    and leaves the sibling the composite needs no room; its smallest leaves room for both. Before, the search
+    stopped at the largest, and the same cluster with less free cpu (the large member no longer fitting) found the
+    plan this one did not."""
+    pgs = [pg("a", None, parent="root"), pg("b", None, parent="root")]
+    pods = [pod("a-small", namespace=NS, group="a", cpu="1"), pod("a-large", namespace=NS, group="a", cpu="4"),
+            pod("b-0", namespace=NS, group="b", cpu="1")]
+    plan = solve_one([node("n0", cpu="4")], pods, pgs, [cpg("root", 2)])
+    assert isinstance(plan, Plan), plan
+    assert sorted(p.metadata.name for p, _ in plan.placements) == ["a-small", "b-0"]
+
+
 def test_siblings_never_double_book() -> None:
     pgs = [pg("a", 2, parent="root"), pg("b", 2, parent="root")]
     pods = gang_pods("a", 2, cpu="2") + gang_pods("b", 2, cpu="2")
