@@ -96,11 +96,12 @@ def _lookup(entries: dict[str, _V], driver: str, name: str) -> _V | None:
 
 class ResourcePool(KubeModel):
     """``ResourcePool``: the pool a slice belongs to; only slices of the highest ``generation``
-    count, and the pool is complete once ``resourceSliceCount`` of them are seen."""
+    count, and the pool is complete once ``resourceSliceCount`` of them are seen. A name, a generation ≥ 0 and a
+    count ≥ 1, as the API server requires (``resource/v1`` ``validateResourcePool``)."""
 
-    name: str
-    generation: int = 0
-    resource_slice_count: int = 1
+    name: str = Field(min_length=1)
+    generation: int = Field(default=0, ge=0)
+    resource_slice_count: int = Field(default=1, ge=1)
 
 
 class DeviceAttribute(KubeModel):
@@ -298,7 +299,7 @@ class ResourceSliceSpec(KubeModel):
     """``ResourceSliceSpec``: exactly one of ``nodeName`` / ``nodeSelector`` / ``allNodes`` /
     ``perDeviceNodeSelection``; a slice holds ``devices`` or ``sharedCounters``."""
 
-    driver: str
+    driver: str = Field(min_length=1)
     pool: ResourcePool
     node_name: str | None = None
     node_selector: NodeSelector | None = None

@@ -187,6 +187,13 @@ REJECTED = [
     pytest.param(DeviceClass, {"metadata": {"name": "gpu"}, "spec": {"selectors": [{"cel": None}]}},
                  "spec.selectors[0].cel: Input should be a valid dictionary or instance of CELDeviceSelector (got "
                  "null)", id="device-selector-without-cel"),
+    pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {"driver": "", "pool": {"name": "p"},
+                                                                     "allNodes": True}},
+                 'spec.driver: String should have at least 1 character (got "")', id="slice-without-a-driver"),
+    pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {
+                     "driver": "d", "pool": {"name": "p", "resourceSliceCount": 0}, "allNodes": True}},
+                 "spec.pool.resourceSliceCount: Input should be greater than or equal to 1 (got 0)",
+                 id="pool-of-no-slice"),
     pytest.param(ResourceClaim, {"metadata": {"name": "c", "namespace": "ml"}, "spec": {"devices": {"requests": [
                      {"name": "r", "exactly": {"deviceClassName": "gpu", "count": "2"}}]}}},
                  'spec.devices.requests[0].exactly.count: Input should be a valid integer (got "2")',
