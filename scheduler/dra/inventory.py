@@ -496,7 +496,9 @@ class Inventory:
         return state
 
     def matches(self, sub: SubRequest, device: Device, errors: ErrorSink | None = None) -> bool:
-        """Whether ``device`` is of ``sub``'s class and passes the class's and the request's selectors.
+        """Whether ``device`` is of ``sub``'s class and passes the class's and the request's selectors — False for
+        every device once :meth:`usable_counts` found the selectors failing on some device (the allocator then
+        agrees with the node mask).
 
         A selector that fails is reported into ``errors`` (label → message), also when the memo answers; so is a
         DeviceClass that does not exist, with the closest one existing now (:meth:`_missing_class`).
@@ -520,6 +522,8 @@ class Inventory:
             known = self._match_errors.get(device.id)
             if known is not None and (error := known.get(key)) is not None:
                 errors[error[0]] = error[1]
+        if hit and (usable := self._usable.get(key)) is not None and usable[2]:
+            return False  # the selectors failed on another device: the request gets none (usable_counts)
         return hit
 
     def _evaluate(self, sub: SubRequest, device: Device) -> tuple[bool, tuple[str, str] | None]:

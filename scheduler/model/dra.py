@@ -417,14 +417,15 @@ class DeviceClass(KubeModel):
 
 
 class DeviceToleration(KubeModel):
-    """``DeviceToleration``: ``operator`` ``Equal`` (the default) or ``Exists``; ``effect`` empty (every effect),
-    ``NoSchedule`` or ``NoExecute`` — the only values the API server accepts (``resource/v1``
-    ``DeviceToleration``), so a claim with another is refused as invalid, not read as ``Equal``."""
+    """``DeviceToleration``: ``operator`` ``Equal`` (the default; empty is the default too) or ``Exists``;
+    ``effect`` empty (every effect), ``NoSchedule``, ``NoExecute`` or ``None`` — the only values the API server
+    accepts (``resource/v1`` validation: ``validDeviceTaintEffects``), so a claim with another is refused as
+    invalid, not read as ``Equal``."""
 
     key: str = ""
-    operator: Literal["Equal", "Exists"] = "Equal"
+    operator: Literal["Equal", "Exists", ""] = "Equal"
     value: str = ""
-    effect: Literal["", "NoSchedule", "NoExecute"] = ""
+    effect: Literal["", "NoSchedule", "NoExecute", "None"] = ""
     toleration_seconds: int | None = None
 
 

@@ -170,9 +170,11 @@ _Wire: Any = msgspec.defstruct("_Wire", [("apiVersion", str, "v1"), ("kind", str
 _WIRE = msgspec.json.Decoder(_Wire)
 
 _ADAPTERS: dict[tuple[type[BaseModel], str], TypeAdapter[Any]] = {
-    (model, info.alias or name): TypeAdapter(info.annotation)  # type: ignore[arg-type]
+    (model, info.alias or name): TypeAdapter(Annotated[info.annotation, *info.metadata]  # type: ignore[arg-type]
+                                             if info.metadata else info.annotation)
     for model in (ObjectMeta, PodSpec, PodStatus) for name, info in model.model_fields.items()}
-"""A validator of each field's own type, by (model, wire name)."""
+"""A validator of each field's own type with its constraints and validators (``Field(ge=…)``, ``Strict``,
+``AfterValidator``), by (model, wire name)."""
 
 MEMO_SIZE = 8192
 """Distinct values of one field remembered (:func:`_field`): a cluster's pod templates, several times over."""

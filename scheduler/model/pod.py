@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from scheduler.model.base import ConditionFields, Int32, KubeModel, ObjectMeta, Time
 from scheduler.model.base import LabelSelector as LabelSelector  # re-exported: metav1, moved to base
@@ -224,6 +224,16 @@ class PodResourceClaim(KubeModel):
     resource_claim_template_name: str | None = None
 
 
+def _claim_names_unique(claims: tuple[PodResourceClaim, ...]) -> tuple[PodResourceClaim, ...]:
+    """Each of a pod's ``resourceClaims`` entries named once, as the API server requires (``ValidatePodSpec``:
+    "Duplicate value"): two entries of one name would be one claim allocated twice. Raises ValueError."""
+    names = [c.name for c in claims]
+    if len(set(names)) != len(names):
+        twice = next(n for i, n in enumerate(names) if n in names[:i])
+        raise ValueError(f"entry name {twice!r} is used more than once")
+    return claims
+
+
 class PodSchedulingGate(KubeModel):
     """``core/v1 PodSchedulingGate``."""
 
@@ -248,23 +258,12 @@ class PodSpec(KubeModel):
     tolerations: tuple[Toleration, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     host_network: bool = False
-    resource_claims: tuple[PodResourceClaim, ...] = ()
+    resource_claims: Annotated[tuple[PodResourceClaim, ...], AfterValidator(_claim_names_unique)] = ()
     scheduling_gates: tuple[PodSchedulingGate, ...] = ()
     resources: ResourceRequirements | None = None
     """Pod-level requests and limits (KEP-2837, PodLevelResources)."""
     volumes: tuple[Volume, ...] = ()
     """PVCs, generic ephemeral volumes and legacy inline disks (``scheduler.model.volume``)."""
-
-    @field_validator("resource_claims")
-    @classmethod
-    def _claim_names_unique(cls, claims: tuple[PodResourceClaim, ...]) -> tuple[PodResourceClaim, ...]:
-        """Each entry's ``name`` once, as the API server requires (``ValidatePodSpec``: "Duplicate value"): two
-        entries of one name would be one claim allocated twice."""
-        names = [c.name for c in claims]
-        if len(set(names)) != len(names):
-            twice = next(n for i, n in enumerate(names) if n in names[:i])
-            raise ValueError(f"entry name {twice!r} is used more than once")
-        return claims
 
 
 class PodCondition(ConditionFields):

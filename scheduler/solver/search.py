@@ -143,25 +143,33 @@ class _Search:
     def leaf_placements(self, group: Leaf, mask: BoolArray, where: Domain | None) -> Iterator[None]:
         """Place a leaf's members inside ``mask``; yield if the leaf is satisfied (held while suspended).
 
-        Two alternatives: first every pending member that fits (as many as fit, at least minCount, largest
-        first); then exactly the minimum, smallest first — so extra or large members of one group never starve a
-        sibling the parent needs (a gang already satisfied by its bound members may then place nothing) — when the
-        first placed more than the minimum, or exactly the minimum of members that differ in size and are not all
-        placed (a basic group that took its largest member could have taken its smallest). The
-        first attempt's shortfall is recorded as the leaf's failure (:meth:`Failures.record` keeps the best); inside a
-        topology domain ``where`` it names the domain and, when the leaf is not satisfied for want of room alone,
-        the room the domain lacked (measured once the attempt is undone).
+        Up to three alternatives, each yielded while satisfied and undone on resume:
+
+        1. every pending member that fits, largest member shapes first (bin-packing order), at least minCount;
+        2. exactly the minimum, largest first, when (1) placed more than the minimum — so extra members of one
+           group never starve a sibling the parent needs (a gang already satisfied by its bound members may then
+           place nothing);
+        3. exactly the minimum, smallest first, when the members differ in their requests and not all of them are
+           needed — so a group whose largest member would starve a sibling, or keep the group itself below its
+           minimum, can take its smallest. Skipped when it places the same members as an alternative yielded
+           before, so no sibling subtree is searched twice for one placement.
+
+        The first attempt's shortfall is recorded as the leaf's failure (:meth:`Failures.record` keeps the best);
+        inside a topology domain ``where`` it names the domain and, when the leaf is not satisfied for want of room
+        alone, the room the domain lacked (measured once the attempt is undone).
         """
         minimum = group.need
-        first: int | None = None
-        for limit in (None, minimum):
-            if limit is not None and not self.minimum_may_differ(group, first):
-                return
+        first = 0
+        yielded: list[frozenset[str]] = []
+        for limit, smallest in ((None, False), (minimum, False), (minimum, True)):
+            if limit is not None and not (self.sizes_differ(group) if smallest else first > minimum):
+                continue
             self.count_attempt()
             start = self.state.mark()
-            placed, why = self.choice.place_leaf(group, mask, limit, smallest_first=limit is not None)
+            placed, why = self.choice.place_leaf(group, mask, limit, smallest_first=smallest)
             satisfied = self.leaf_satisfied(group, placed)
-            if not satisfied:
+            members = frozenset(p.key for e in self.state.journal[start:] for p in e.pods)
+            if not satisfied or members in yielded:
                 self.state.undo(start)
             reason = why.message if why is not None else ""
             if limit is None:
@@ -173,8 +181,9 @@ class _Search:
                                                   self.domains.need(group))
                     self.failures.record(group, placed, leaf_message(group, placed, reason, "placeable", context),
                               why is not None and why.limited, why.rejectors if why is not None else frozenset())
-            if not satisfied:
-                return
+            if not satisfied or members in yielded:
+                continue
+            yielded.append(members)
             self.satisfied.add(group.key)
             if placed < len(group.pending):
                 self.leftover[group.key] = leaf_message(group, placed, reason or "left pending so that sibling "
@@ -184,15 +193,12 @@ class _Search:
             self.satisfied.discard(group.key)
             self.state.undo(start)
 
-    def minimum_may_differ(self, leaf: Leaf, first: int | None) -> bool:
-        """Whether placing exactly the leaf's minimum, smallest first, may leave its siblings more room than the
-        first attempt, which placed ``first`` members largest first (see :meth:`leaf_placements`)."""
-        minimum = leaf.need
-        if first is None or first < minimum:
+    def sizes_differ(self, leaf: Leaf) -> bool:
+        """Whether the leaf needs fewer members than it has pending and they differ in their requests (so the
+        smallest-first minimum of :meth:`leaf_placements` may place other members than the largest-first)."""
+        if leaf.need >= len(leaf.pending):
             return False
-        if first > minimum:
-            return True
-        return minimum < len(leaf.pending) and len(self.signatures.of(leaf)) > 1
+        return len({sig.request.tobytes() for sig in self.signatures.of(leaf)}) > 1
 
     def leaf_satisfied(self, leaf: Leaf, placed: int) -> bool:
         """Whether ``placed`` pending members and the bound ones satisfy the leaf (minCount; one for a basic group)."""

@@ -126,5 +126,6 @@ def test_a_selector_that_fails_on_one_device_leaves_the_request_no_device() -> N
     assert list(errors.values()) == [
         f"request gpus: selector \"10 / device.attributes['{DRIVER}'].index > 0\": CEL runtime error: division by "
         "zero in CEL expression"]
+    assert not inv.matches(fails_on_gpu_0, inv.devices[f"{DRIVER}/n0/gpu-1"])  # the allocator agrees
     fine = SubRequest("gpus", "gpu.example.com", selectors=(f"device.attributes['{DRIVER}'].index > 0",))
     assert inv.usable_counts(fine, errors)[0].tolist() == [2]

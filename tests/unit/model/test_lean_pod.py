@@ -114,6 +114,10 @@ def test_host_ports_and_judged_volumes_are_kept() -> None:
     (("metadata", "labels"), {"app": 1}),
     (("status", "conditions"), [{"type": 3}]),
     (("apiVersion",), 1),
+    (("spec", "priority"), 2**31),  # a field's own constraints (int32) hold here too
+    (("spec", "resourceClaims"), [{"name": "gpu", "resourceClaimName": "a"},
+                                  {"name": "gpu", "resourceClaimName": "b"}]),  # and its validators
+    (("metadata", "creationTimestamp"), "2026-01-01T00:00:00"),
 ])
 def test_what_the_full_model_refuses_is_refused(path: tuple[str, ...], value: Any) -> None:
     body = copy.deepcopy(running())

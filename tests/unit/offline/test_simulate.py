@@ -275,7 +275,7 @@ spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.ex
                      "ResourceClaim ml/shared: spec.devices.requests[0]", id="claim-request-not-an-object"),
         pytest.param(shared_claim().replace("gpu.example.com", "gpu.example.com, tolerations: [{key: k, operator: X}]"),
                      "ResourceClaim ml/shared: spec.devices.requests[0].exactly.tolerations[0].operator: Input should "
-                     "be 'Equal' or 'Exists' (got \"X\")", id="toleration-operator-the-api-refuses"),
+                     "be 'Equal', 'Exists' or '' (got \"X\")", id="toleration-operator-the-api-refuses"),
         pytest.param(GPU_CLASS + "---" + GPU_CLASS.replace("'gpu.example.com'", "'other'"),
                      "DeviceClass gpu.example.com: defined again with different content; the first is kept",
                      id="different-redefinition"),

@@ -102,6 +102,33 @@ def test_a_basic_group_takes_its_smallest_member_when_its_largest_would_starve_a
     assert sorted(p.metadata.name for p, _ in plan.placements) == ["a-small", "b-0"]
 
 
+def test_a_group_whose_minimum_is_placed_largest_first_still_finds_the_plan_it_did() -> None:
+    """The largest-first minimum stays an alternative: here it is the only plan (``a-small`` and ``b-0`` both
+    need the 1-cpu node n1)."""
+    host = "kubernetes.io/hostname"
+    nodes = [node("n0", cpu="4", labels={host: "n0"}), node("n1", cpu="1", labels={host: "n1"})]
+    pods = [pod("a-large", namespace=NS, group="a", cpu="4"),
+            pod("a-small", namespace=NS, group="a", cpu="1", node_selector={host: "n1"}),
+            pod("b-0", namespace=NS, group="b", cpu="1", node_selector={host: "n1"})]
+    plan = solve_one(nodes, pods, [pg("a", None, parent="root"), pg("b", None, parent="root")], [cpg("root", 2)])
+    assert isinstance(plan, Plan), plan
+    assert sorted((p.metadata.name, n) for p, n in plan.placements) == [("a-large", "n0"), ("b-0", "n1")]
+
+
+@pytest.mark.parametrize("k", [2, 8])
+def test_a_smallest_first_minimum_that_places_the_same_members_is_not_searched_again(k: int) -> None:
+    """k gangs (minCount 2) of one member that fits nowhere and two small ones, and a sibling that cannot fit:
+    the smallest-first minimum places the same two small members, so the siblings after it are not searched again
+    (the attempts grow linearly with k, not exponentially)."""
+    pgs = [pg(f"g{i}", 2, parent="root") for i in range(k)] + [pg("z", 1, parent="root")]
+    pods = [p for i in range(k) for p in [pod(f"g{i}-big", namespace=NS, group=f"g{i}", cpu="64"),
+                                          *(pod(f"g{i}-s{j}", namespace=NS, group=f"g{i}", cpu="1") for j in range(2))]]
+    pods.append(pod("z-0", namespace=NS, group="z", cpu="100"))
+    result = solve_one([node("n0", cpu="32")], pods, pgs, [cpg("root", k + 1)], SolverConfig(search_budget=10**6))
+    assert isinstance(result, Unschedulable)
+    assert result.attempts <= 2 * k + 1
+
+
 def test_siblings_never_double_book() -> None:
     pgs = [pg("a", 2, parent="root"), pg("b", 2, parent="root")]
     pods = gang_pods("a", 2, cpu="2") + gang_pods("b", 2, cpu="2")
