@@ -93,16 +93,15 @@ def to_spec(spec: ResourceClaimSpec) -> ClaimSpec:
             raise ClaimError(err)
         for name, alt in req.alternatives():
             for selector in alt.selectors:
-                if selector.cel is not None:
-                    try:  # checked when the claim is read, as the API server checks it when it is created
-                        cel.compile_selector(selector.cel.expression)
-                    except cel.SelectorError as exc:
-                        raise ClaimError(f"request {name!r}: {exc}") from exc
+                try:  # checked when the claim is read, as the API server checks it when it is created
+                    cel.compile_selector(selector.cel.expression)
+                except cel.SelectorError as exc:
+                    raise ClaimError(f"request {name!r}: {exc}") from exc
         options = tuple(
             SubRequest(
                 result=name,
                 class_name=alt.device_class_name,
-                selectors=tuple(s.cel.expression for s in alt.selectors if s.cel is not None),
+                selectors=tuple(s.cel.expression for s in alt.selectors),
                 count=alt.wanted,
                 all=alt.mode == ALL,
                 tolerations=tuple(DeviceToleration(t.key, t.operator, t.value, t.effect) for t in alt.tolerations),

@@ -529,7 +529,7 @@ class Inventory:
     def _evaluate(self, sub: SubRequest, device: Device) -> tuple[bool, tuple[str, str] | None]:
         """Whether ``device`` matches, and the (label, message) of the selector error that stopped it."""
         klass = self.classes[sub.class_name]  # a missing class never reaches the memo (matches)
-        class_exprs = [s.cel.expression for s in klass.spec.selectors if s.cel is not None]
+        class_exprs = [s.cel.expression for s in klass.spec.selectors]
         for label, exprs in ((f"DeviceClass {sub.class_name}", class_exprs), (f"request {sub.result}", sub.selectors)):
             for expr in exprs:
                 try:
