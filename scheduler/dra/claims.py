@@ -276,6 +276,11 @@ class PodClaims:
     with it, the same for every pod using it (``simulate`` lists each once among its DRA problems)."""
 
 
+RESERVED_FOR_MAX = 256
+"""The most consumers a claim's ``status.reservedFor`` may list (``resource/v1`` ``ResourceClaimReservedForMaxSize``):
+a pod or group not among them cannot use the claim until one leaves (kube-scheduler's DynamicResources PreFilter:
+"resourceclaim in use")."""
+
 _CLAIM, _SYNTH, _TEMPLATE, _GROUP, _FLIGHT, _SHARED, _NAMESPACE = range(7)
 """What a resolution read (:attr:`PendingPod.reads`): a claim (API object or made from its template), a
 synthesised claim alone, a template, a PodGroup, whether a claim is in flight, whether it is shared by
@@ -400,6 +405,11 @@ class ClaimIndex:
             if claim.metadata.deletion_timestamp is not None:  # DynamicResources PreFilter: "being deleted"
                 return PodClaims(waiting=f"ResourceClaim {claim.key} is being deleted")
             if claim.is_allocated:
+                consumers = claim.status.reserved_for
+                if len(consumers) >= RESERVED_FOR_MAX and not claim.is_reserved_for(pod.metadata.uid) and not (
+                        group is not None and claim.is_reserved_for(group.metadata.uid)):
+                    return PodClaims(waiting=f"ResourceClaim {claim.key} is in use by {len(consumers)} consumers, "
+                                             f"the most it may have ({RESERVED_FOR_MAX})")
                 pinned.append(claim.key)
                 continue
             in_flight = claim.key in self.in_flight

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from scheduler.dra.claims import ClaimIndex
-from scheduler.model import Pod, PodGroup, ResourceClaimTemplate
+from scheduler.model import Pod, PodGroup, ResourceClaim, ResourceClaimTemplate
 
 NS = "ml"
 
@@ -57,3 +57,27 @@ def test_missing_template_waits_and_says_the_template_is_missing(synthesize: boo
     assert index.for_pod(member("m-0", ENTRIES[:1])).waiting == (
         "waiting for ResourceClaim of PodGroup ml/g claim 'fabric' (template fab) to be created: "
         "ResourceClaimTemplate ml/fab not found")
+
+
+def allocated_claim(consumers: int) -> ResourceClaim:
+    return ResourceClaim.model_validate({"metadata": {"name": "shared", "namespace": NS}, "spec": {"devices": {
+        "requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}]}}, "status": {
+        "allocation": {"devices": {"results": [{"request": "r", "driver": "d", "pool": "p", "device": "g0"}]}},
+        "reservedFor": [{"resource": "pods", "name": f"user-{i}", "uid": f"uid-{i}"} for i in range(consumers)]}})
+
+
+def lone(name: str, uid: str) -> Pod:
+    return Pod.model_validate({"metadata": {"name": name, "namespace": NS, "uid": uid}, "spec": {
+        "schedulerName": "gang-scheduler", "resourceClaims": [{"name": "x", "resourceClaimName": "shared"}],
+        "containers": [{"name": "c"}]}})
+
+
+def test_a_claim_reserved_for_the_most_consumers_it_may_have_takes_no_other_pod() -> None:
+    """``status.reservedFor`` holds at most 256 consumers: a pod not among them waits ("resourceclaim in use" in
+    kube-scheduler's DynamicResources PreFilter); one among them, or any pod while there is room, uses the claim."""
+    full = ClaimIndex.build([allocated_claim(256)], [], [], [])
+    assert full.for_pod(lone("new", "uid-new")).waiting == (
+        "ResourceClaim ml/shared is in use by 256 consumers, the most it may have (256)")
+    assert full.for_pod(lone("user-3", "uid-3")).pinned == (f"{NS}/shared",)
+    assert ClaimIndex.build([allocated_claim(255)], [], [], []).for_pod(lone("new", "uid-new")).pinned == (
+        f"{NS}/shared",)
