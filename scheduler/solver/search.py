@@ -160,16 +160,17 @@ class _Search:
         """
         minimum = group.need
         first = 0
-        yielded: list[frozenset[str]] = []
+        differ = self.sizes_differ(group)
+        yielded: list[frozenset[str]] = []  # the members each alternative placed, kept only when (3) may run
         for limit, smallest in ((None, False), (minimum, False), (minimum, True)):
-            if limit is not None and not (self.sizes_differ(group) if smallest else first > minimum):
+            if limit is not None and not (differ if smallest else first > minimum):
                 continue
             self.count_attempt()
             start = self.state.mark()
             placed, why = self.choice.place_leaf(group, mask, limit, smallest_first=smallest)
             satisfied = self.leaf_satisfied(group, placed)
-            members = frozenset(p.key for e in self.state.journal[start:] for p in e.pods)
-            if not satisfied or members in yielded:
+            members = frozenset(p.key for e in self.state.journal[start:] for p in e.pods) if differ else frozenset()
+            if not satisfied or (smallest and members in yielded):
                 self.state.undo(start)
             reason = why.message if why is not None else ""
             if limit is None:
@@ -181,7 +182,7 @@ class _Search:
                                                   self.domains.need(group))
                     self.failures.record(group, placed, leaf_message(group, placed, reason, "placeable", context),
                               why is not None and why.limited, why.rejectors if why is not None else frozenset())
-            if not satisfied or members in yielded:
+            if not satisfied or (smallest and members in yielded):
                 continue
             yielded.append(members)
             self.satisfied.add(group.key)
