@@ -185,14 +185,19 @@ class GroupConditions:
         for key in tree.groups:
             if key.kind == "Pod":
                 continue
-            retry = self._retry.get(key)
-            if retry is not None and retry.held and retry.at > now:
-                retry.root = tree.key  # judged when the server's Retry-After ends
+            if (held := self._held(key, now)) is not None:
+                held.root = tree.key  # judged when the server's Retry-After ends
             else:
                 self._dirty.pop(key, None)
                 self._dirty[key] = tree.key
             self._since.setdefault(key, now)
         self._wake.set()
+
+    def _held(self, key: GroupKey, now: float) -> _Retry | None:
+        """The retry of group ``key`` while the server's ``Retry-After`` holds its writes back (loop time ``now``),
+        else None."""
+        retry = self._retry.get(key)
+        return retry if retry is not None and retry.held and retry.at > now else None
 
     @property
     def depth(self) -> int:
@@ -260,8 +265,7 @@ class GroupConditions:
                 continue
             key, root = next(iter(self._dirty.items()))
             del self._dirty[key]
-            held = self._retry.get(key)
-            if held is not None and held.held and held.at > now:  # marked while its write was in flight, then held
+            if (held := self._held(key, now)) is not None:  # marked while its write was in flight, then held
                 held.root = root
                 continue
             await self._write(key, root)
