@@ -166,9 +166,8 @@ class Unschedulable:
     every pending member of a group, ``podgrouppreemption_test.go``)."""
 
     def with_postfilter(self, note: str) -> Unschedulable:
-        """This failure with a PostFilter's ``note`` (what preemption found) after the root's summary, joined as
-        kube-scheduler's ``FitError.Error()`` appends its ``PostFilterMsg``: after a space when the summary ends a
-        sentence (``… 3 Insufficient cpu. preemption: …``), else after ``; ``; ``note`` alone for no summary."""
+        """This failure with a PostFilter's ``note`` (what preemption found) after the root's summary
+        (:func:`join_postfilter`: ``… 3 Insufficient cpu. preemption: …``)."""
         return dataclasses.replace(self, message=join_postfilter(self.message, note))
 
 
