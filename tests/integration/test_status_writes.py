@@ -48,50 +48,26 @@ async def test_a_failed_pod_report_is_written_again_soon(k8s: ApiServer, kube: K
         assert gauge(sched, "gang_scheduler_status_queue_oldest_age_seconds", "pods") == 0
 
 
-@pytest.mark.looptime
-async def test_a_throttled_group_condition_waits_what_retry_after_asks(k8s: ApiServer, kube: KubeClient) -> None:
-    """The first PodGroup status PATCH is answered 429 with ``Retry-After: 5`` (API Priority and Fairness); the
-    condition is written again 5 s after the refusal, not after the 0.5–1.5 s of the writer's first backoff."""
-    refused: list[float] = []
-    loop = asyncio.get_running_loop()
-
-    async def react(request: kmock.Request) -> Any:
-        if not refused:
-            refused.append(loop.time())
-            return kmock.Response(status=429, headers={"Retry-After": "5"}, payload={
-                "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 429, "reason": "TooManyRequests",
-                "message": "too many requests, please try again later"})
-        # a kmock Response's status stays on its route: the writes that go through say 200 again
-        return kmock.Response(status=200, payload=await k8s._serve_update(request))
-
-    k8s["patch", kmock.resource("scheduling.k8s.io/v1beta1/podgroups"), kmock.subresource("status")] << react
-    await create_node(kube, "n0", cpu="2")
-    await create_gang(kube, "big", 3, cpu="1")  # does not fit: its PodGroup gets PodGroupInitiallyScheduled=False
-
-    async def written() -> bool:
-        conditions = (await kube.get(PODGROUPS, NS, "big")).get("status", {}).get("conditions") or []
-        return any(c["type"] == "PodGroupInitiallyScheduled" for c in conditions)
-
-    async with running(kube):
-        await until(written, timeout_s=60, what="the PodGroup's condition written")
-        landed = loop.time()
-    assert len(refused) == 1 and landed - refused[0] >= 5
+REFUSALS = {429: ("TooManyRequests", "too many requests, please try again later"),
+            503: ("ServiceUnavailable", "try again")}
 
 
-
-def refusing_podgroup_status(k8s: ApiServer, times: int, retry_after_s: int | None) -> list[float]:
-    """Answer the first ``times`` PATCHes of a PodGroup's status with 503 (with ``Retry-After`` when given); later
-    ones go through. Returns the loop time of every PATCH, filled in as they come."""
+def refusing_podgroup_status(k8s: ApiServer, times: int, retry_after_s: int | None,
+                             status: int = 503) -> list[float]:
+    """Answer the first ``times`` PATCHes of a PodGroup's status with ``status`` (429 as API Priority and Fairness,
+    503), with ``Retry-After`` when given; later ones go through. Returns the loop time of every PATCH, filled in as
+    they come."""
     attempts: list[float] = []
     loop = asyncio.get_running_loop()
     headers = {} if retry_after_s is None else {"Retry-After": str(retry_after_s)}
+    reason, message = REFUSALS[status]
 
     async def react(request: kmock.Request) -> Any:
         attempts.append(loop.time())
         if len(attempts) <= times:
-            return kmock.Response(status=503, headers=headers, payload={
-                "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 503,
-                "reason": "ServiceUnavailable", "message": "try again"})
+            return kmock.Response(status=status, headers=headers, payload={
+                "kind": "Status", "apiVersion": "v1", "status": "Failure", "code": status, "reason": reason,
+                "message": message})
         # a kmock Response's status stays on its route: the writes that go through say 200 again
         return kmock.Response(status=200, payload=await k8s._serve_update(request))
 
@@ -102,6 +78,20 @@ def refusing_podgroup_status(k8s: ApiServer, times: int, retry_after_s: int | No
 async def condition_message(kube: KubeClient, name: str) -> str:
     conditions = (await kube.get(PODGROUPS, NS, name)).get("status", {}).get("conditions") or []
     return next((c["message"] for c in conditions if c["type"] == "PodGroupInitiallyScheduled"), "")
+
+
+@pytest.mark.looptime
+async def test_a_throttled_group_condition_waits_what_retry_after_asks(k8s: ApiServer, kube: KubeClient) -> None:
+    """The first PodGroup status PATCH is answered 429 with ``Retry-After: 5`` (API Priority and Fairness); the
+    condition is written again 5 s after the refusal, not after the 0.5–1.5 s of the writer's first backoff."""
+    attempts = refusing_podgroup_status(k8s, 1, 5, status=429)
+    loop = asyncio.get_running_loop()
+    await create_node(kube, "n0", cpu="2")
+    await create_gang(kube, "big", 3, cpu="1")  # does not fit: its PodGroup gets PodGroupInitiallyScheduled=False
+    async with running(kube):
+        await until(lambda: condition_message(kube, "big"), timeout_s=60, what="the PodGroup's condition written")
+        landed = loop.time()
+    assert len(attempts) >= 2 and landed - attempts[0] >= 5
 
 
 @pytest.mark.looptime
