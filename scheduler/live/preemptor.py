@@ -2,8 +2,7 @@
 
 The cycle decides (``scheduler.preemption``); this module acts, off the bind path and off the
 scheduling loop, in one guarded background task per preemption (``preempt/<root>``). In order, as
-kube-scheduler's executor does (``pkg/scheduler/framework/preemption/executor.go``, v1.37;
-reference ``issue11-preemption.md`` §3):
+kube-scheduler's executor does (``pkg/scheduler/framework/preemption/executor.go``, v1.37):
 
 1. **Nominations first, in memory at once.** Before the task starts, the cache shows the
    preemptor's pods nominated to their planned nodes (:meth:`ClusterCache.nominate`), so from this

@@ -99,7 +99,7 @@ REASON_INVALID = "Invalid"
 POD_SCHEDULED = "PodScheduled"
 NODES_RESERVED = "NodesReserved"
 """Our PodGroup condition while the starvation guard holds the nodes of a root's best plan for it (no
-upstream equivalent: kube-scheduler has no starvation protection, reference ``issue11-preemption.md`` §6)."""
+upstream equivalent: kube-scheduler has no starvation protection, and KEP-5710 specifies none)."""
 CONFLICT_ATTEMPTS = 4
 """Writes of one group condition before a 409 is given up (each after reading the group again)."""
 

@@ -3,7 +3,7 @@
 Shape per the v1.37 OpenAPI schema (``io.k8s.api.policy.v1.PodDisruptionBudget``). The scheduler
 never evicts through the Eviction API (it deletes victims, as kube-scheduler does), so a budget is
 a preference only: preemption tries to keep the pods whose eviction would exceed
-``status.disruptionsAllowed`` (reference ``issue11-preemption.md`` §2.3).
+``status.disruptionsAllowed`` (kube-scheduler's ``FilterVictimsWithPDBViolation``).
 """
 
 from __future__ import annotations

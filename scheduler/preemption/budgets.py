@@ -1,14 +1,14 @@
 """PodDisruptionBudgets in victim selection: which units would exceed a budget if evicted.
 
 Mirrors kube-scheduler's generic ``FilterVictimsWithPDBViolation`` (``pkg/scheduler/framework/
-preemption/util.go``, v1.37, the version workload-aware preemption uses; reference
-``issue11-preemption.md`` §2.3): the budgets' ``status.disruptionsAllowed`` are shared by every
-candidate and consumed in importance order (most important first). For each pod, each budget of its
-namespace whose selector matches its labels — a nil selector matches nothing, an empty one every
-pod — and that has not already counted the pod (``status.disruptedPods``) is decremented; the pod
-*violates* when one falls below zero, and later budgets are not decremented for it. A unit violates
-when any of its pods does. Budgets never block preemption (the scheduler deletes, it does not use
-the Eviction API): violating units are only reprieved first, so they are evicted last.
+preemption/util.go``, v1.37, the version workload-aware preemption uses): the budgets'
+``status.disruptionsAllowed`` are shared by every candidate and consumed in importance order (most
+important first). For each pod, each budget of its namespace whose selector matches its labels — a nil
+selector matches nothing, an empty one every pod — and that has not already counted the pod
+(``status.disruptedPods``) is decremented; the pod *violates* when one falls below zero, and later
+budgets are not decremented for it. A unit violates when any of its pods does. Budgets never block
+preemption (the scheduler deletes, it does not use the Eviction API): violating units are only reprieved
+first, so they are evicted last.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Without it a large gang can wait forever while smaller gangs of the same priority take every bit
 of room that frees up (nothing upstream prevents this: KEP-5710 specifies no starvation
-protection, reference ``issue11-preemption.md`` §6). The guard only keeps the books; what a
+protection). The guard only keeps the books; what a
 reservation *is* is the scheduler's one held-room mechanism: the root's pods are nominated to
 the nodes of its best plan (:meth:`~scheduler.preemption.plugin.DefaultPreemption.reservation`),
 so every root of equal or lower priority leaves that room to it

@@ -375,7 +375,7 @@ async def test_event_post_500_does_not_raise(kube: KubeClient, writer: StatusWri
 # --- Events a real API server accepts, repeats as a series -------------------------------------------
 
 
-async def test_issue9_old_generate_name_is_refused_and_the_writers_event_is_accepted(
+async def test_an_event_named_from_the_pod_alone_is_refused_and_the_writers_event_is_accepted(
         kube: KubeClient, writer: StatusWriter, caplog: pytest.LogCaptureFixture, k8s: ApiServer) -> None:
     await kube.create(PODS, NS, {**POD_BODY, "metadata": {"name": "fits-2"}})
     p = Pod.model_validate(await kube.get(PODS, NS, "fits-2"))
