@@ -8,7 +8,7 @@ a preference only: preemption tries to keep the pods whose eviction would exceed
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from scheduler.model.base import Int32, KubeModel, ObjectMeta, Time
 from scheduler.model.pod import LabelSelector
@@ -21,9 +21,21 @@ class PodDisruptionBudgetSpec(KubeModel):
 
     ``selector`` None matches no pod; an empty selector (``{}``) matches every pod of the namespace
     (``metav1.LabelSelectorAsSelector``, as kube-scheduler's ``FilterVictimsWithPDBViolation`` uses it).
+    ``minAvailable`` and ``maxUnavailable`` (a count or a percentage) are kept only to refuse a budget that
+    sets both, as the API server does ("minAvailable and maxUnavailable cannot be both set",
+    ``ValidatePodDisruptionBudgetSpec``); the controller turns them into ``status.disruptionsAllowed``.
+    Raises ``ValueError`` (pydantic's ``ValidationError``) when both are set.
     """
 
     selector: LabelSelector | None = None
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> PodDisruptionBudgetSpec:
+        if self.min_available is not None and self.max_unavailable is not None:
+            raise ValueError("minAvailable and maxUnavailable cannot be both set")
+        return self
 
 
 class PodDisruptionBudgetStatus(KubeModel):

@@ -44,3 +44,12 @@ def test_a_later_budget_is_not_consumed_by_a_pod_that_already_violates() -> None
     second = budget("second", MATCH_X, 1)
     pods = units(("a", {"app": "x", "tier": "a"}), ("b", {"app": "x"}))
     assert violations(pods, [first, second]) == [1, 0]
+
+
+def test_a_budget_setting_both_min_available_and_max_unavailable_is_refused() -> None:
+    """The API server refuses such a budget (``ValidatePodDisruptionBudgetSpec``); so does the model."""
+    spec = {"selector": {}, "minAvailable": 1, "maxUnavailable": "50%"}
+    with pytest.raises(ValueError, match="minAvailable and maxUnavailable cannot be both set"):
+        PodDisruptionBudget.model_validate({"metadata": {"name": "b", "namespace": "ns"}, "spec": spec})
+    for one in ({"minAvailable": "50%"}, {"maxUnavailable": 1}):
+        assert PodDisruptionBudget.model_validate({"metadata": {"name": "b"}, "spec": one}).spec.selector is None
