@@ -304,7 +304,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
                 and gated.spec.scheduler_name == scheduler_name):
             names = ", ".join(g.name for g in gated.spec.scheduling_gates)
             sim.pods.append(PodOutcome(gated, None, f"scheduling gated ({names})"))
-    context = Context(namespaces_known=bool(objects.namespaces), storage=sim.initial.volumes)
+    context = Context(namespaces_known=bool(objects.namespaces), storage=sim.initial.volumes,
+                      priority_classes=frozenset(pc.metadata.name for pc in objects.priority_classes))
     sim.unhonoured = [(o.pod, finding) for o in sim.pods for finding in unhonoured(o.pod, context)]
     sim.unhonoured_groups = [(g, Unhonoured(path, why)) for g in objects.coscheduling
                              for path, why in unhonoured_fields(g)]

@@ -10,7 +10,8 @@ namespaceSelector, matchLabelKeys, mismatchLabelKeys), topology spread constrain
 host ports (hostIP, protocol, sidecars, hostNetwork), requests and overhead, resource claims,
 scheduling gates, priority — so what is left are values we do not understand (the API server
 refuses them, but a hand-written manifest given to ``simulate`` has not met it) and what a
-snapshot cannot tell (a ``namespaceSelector`` with no Namespace objects loaded).
+snapshot cannot tell (a ``namespaceSelector`` with no Namespace objects loaded, a ``priorityClassName``
+with no PriorityClass).
 
 Volumes (``spec.volumes``) are honoured by VolumeBinding, VolumeZone, VolumeRestrictions and
 NodeVolumeLimits; what their claims ask for beyond that (:func:`~scheduler.solver.plugins.volume_claims.not_honoured`)
@@ -47,11 +48,13 @@ class Unhonoured:
 @dataclass(frozen=True, slots=True)
 class Context:
     """What the rules need beyond the pod: whether the scheduler knows the cluster's Namespaces (``run``
-    watches them; a ``simulate`` snapshot may hold none), and the storage view the pod's claims are read
-    from (None: no storage object known)."""
+    watches them; a ``simulate`` snapshot may hold none), the storage view the pod's claims are read
+    from (None: no storage object known), and the names of the PriorityClasses known (None: not checked —
+    in a live cluster the priority admission plugin has set every pod's ``spec.priority`` already)."""
 
     namespaces_known: bool = True
     storage: StorageView | None = None
+    priority_classes: frozenset[str] | None = None
 
 
 Rule = Callable[[Pod, Context], Iterator[Unhonoured]]
@@ -114,7 +117,20 @@ def volume_claim_fields(pod: Pod, context: Context) -> Iterator[Unhonoured]:
             yield Unhonoured(path, message)
 
 
-RULES: tuple[Rule, ...] = (pod_affinity_selectors, spread_values, volume_claim_fields)
+def priority_class(pod: Pod, context: Context) -> Iterator[Unhonoured]:
+    """A ``priorityClassName`` that names no known PriorityClass on a pod without ``spec.priority``: the
+    priority admission plugin refuses such a pod (``plugin/pkg/admission/priority``), so only a hand-written
+    manifest has one; it is given the default priority."""
+    name = pod.spec.priority_class_name
+    if (context.priority_classes is not None and pod.spec.priority is None and name
+            and name not in context.priority_classes):
+        yield Unhonoured("spec.priorityClassName",
+                         f"no PriorityClass {name!r} is known, so the pod has the default priority (the "
+                         "globalDefault class's value, else 0); add the class to the snapshot "
+                         "(kubectl get priorityclasses -o yaml)")
+
+
+RULES: tuple[Rule, ...] = (pod_affinity_selectors, spread_values, volume_claim_fields, priority_class)
 """Every rule, in the order their findings are listed."""
 
 

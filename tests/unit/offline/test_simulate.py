@@ -524,3 +524,22 @@ spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.ex
     assert reason is not None and reason.endswith(
         "pod group preemption: Preemption is not helpful for scheduling (no fit even with all 1 lower-priority "
         "pod(s) evicted: devices are the limit, and evicting pods frees devices only if the victims hold them)")
+
+
+def test_a_pod_naming_a_priority_class_the_snapshot_lacks_is_warned_about(tmp_path: Path) -> None:
+    """A hand-written pod without ``spec.priority`` whose ``priorityClassName`` is not in the snapshot gets the
+    default priority, and the warning says so; a class that is there gives its value, without a warning."""
+    known = """
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: batch}
+value: 1000
+"""
+    missing = member("lost", "g").replace("schedulerName:", "priorityClassName: batch-hi\n  schedulerName:")
+    found = member("found", "h").replace("schedulerName:", "priorityClassName: batch\n  schedulerName:")
+    sim = run(tmp_path, known, podgroup("g", "{basic: {}}"), podgroup("h", "{basic: {}}"), missing, found)
+    assert [(pod.metadata.name, str(finding)) for pod, finding in sim.unhonoured] == [
+        ("lost", "spec.priorityClassName: no PriorityClass 'batch-hi' is known, so the pod has the default "
+                 "priority (the globalDefault class's value, else 0); add the class to the snapshot "
+                 "(kubectl get priorityclasses -o yaml)")]
+    assert {g.key.name: g.priority for g in sim.groups} == {"g": 0, "h": 1000}

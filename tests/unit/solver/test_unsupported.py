@@ -30,9 +30,17 @@ from tests.unit.solver.builders import pod, pod_affinity, pod_term, spread
                  "no Namespace objects are known, so it matches no namespace (add namespaces to the snapshot: "
                  "kubectl get namespaces -o yaml)"),)),
     ({}, pod_affinity(required=[pod_term({"app": "x"}, namespaceSelector={})]), Context(namespaces_known=False), ()),
+    ({"priorityClassName": "batch-hi"}, None, Context(priority_classes=frozenset({"batch"})),
+     (Unhonoured("spec.priorityClassName",
+                 "no PriorityClass 'batch-hi' is known, so the pod has the default priority (the globalDefault "
+                 "class's value, else 0); add the class to the snapshot (kubectl get priorityclasses -o yaml)"),)),
+    ({"priorityClassName": "batch"}, None, Context(priority_classes=frozenset({"batch"})), ()),
+    ({"priorityClassName": "batch-hi", "priority": 7}, None, Context(priority_classes=frozenset()), ()),
+    ({"priorityClassName": "batch-hi"}, None, Context(), ()),
 ], ids=["plain-pod", "every-honoured-field", "typo-in-when-unsatisfiable", "lower-case-policy",
         "unknown-label-selector-operator", "namespace-selector-without-namespaces",
-        "empty-namespace-selector-needs-no-namespaces"])
+        "empty-namespace-selector-needs-no-namespaces", "unknown-priority-class", "known-priority-class",
+        "priority-already-resolved", "priority-classes-not-checked-live"])
 def test_findings(spec: dict[str, Any], affinity: dict[str, Any] | None, context: Context,
                   expected: tuple[Unhonoured, ...]) -> None:
     assert unhonoured(pod("p", spec=spec, affinity=affinity), context) == expected
