@@ -399,12 +399,17 @@ class Notice:
     group: str | None = None
 
 
+MAX_OFF_SNAPSHOT_SHOWN = 5
+"""Bound pods on a node the snapshot lacks that the ``bound-to-unknown-node`` warning names (the rest counted)."""
+
+
 def notices(sim: Simulation) -> list[Notice]:
     """The hints under the summary, for both renderings: no pod of ours found, or no Node to place them on; DRA
-    objects of another version skipped; DRA problems (listed in full under their own heading / key); claims made from
-    templates; ephemeral volumes' PVCs made from pods' templates; then one warning per field a pending pod
-    sets that no plugin honours. Objects of a kind we read under another apiVersion (scheduler-plugins' older
-    ``scheduling.sigs.k8s.io`` PodGroup, an old Workload) get a ``skipped-api-version`` warning each."""
+    objects of another version skipped; bound pods on a node the snapshot lacks; DRA problems (listed in full under
+    their own heading / key); claims made from templates; ephemeral volumes' PVCs made from pods' templates; then
+    one warning per field a pending pod sets that no plugin honours. Objects of a kind we read under another
+    apiVersion (scheduler-plugins' older ``scheduling.sigs.k8s.io`` PodGroup, an old Workload) get a
+    ``skipped-api-version`` warning each."""
     out: list[Notice] = []
     if not sim.pods:  # sim.pods holds every pending pod of ours
         found = ", ".join(f"{name} ({n})" for name, n in sorted(sim.pods_by_scheduler.items(),
@@ -431,6 +436,14 @@ def notices(sim: Simulation) -> list[Notice]:
             out.append(Notice("warning", "skipped-api-version",
                               f"{count} {version} {kind} object(s) skipped (a {kind} is read only as "
                               f"{', '.join(sorted(read_as[kind]))}; it is not ours): {', '.join(names)}"))
+    if sim.off_snapshot:
+        shown = ", ".join(f"{pod} on {node}" for pod, node in sim.off_snapshot[:MAX_OFF_SNAPSHOT_SHOWN])
+        more = f" and {len(sim.off_snapshot) - MAX_OFF_SNAPSHOT_SHOWN} more" if len(
+            sim.off_snapshot) > MAX_OFF_SNAPSHOT_SHOWN else ""
+        out.append(Notice("warning", "bound-to-unknown-node",
+                          f"{len(sim.off_snapshot)} pod(s) bound to a node the snapshot does not hold ({shown}{more}): "
+                          "they take no node's room, and a group's bound pods still count toward its minCount; "
+                          "give the snapshot those nodes (kubectl get nodes -o json)"))
     for problem in sim.load_warnings:
         out.append(Notice("warning", UNHONOURED_OBJECT, f"{problem} (not honoured)"))
     for problem, path in sim.unknown:

@@ -166,6 +166,7 @@ class Simulation:
     scheduler-plugins PodGroups (``spec.minResources``, ``spec.scheduleTimeoutSeconds``:
     :func:`~scheduler.model.coscheduling.unhonoured_fields`).
     ``preemptions``: every preemption applied, in queue order (empty with preemption off).
+    ``off_snapshot``: bound pods on a node the snapshot does not hold (``(pod key, node)``, sorted).
     ``load_warnings``: objects used with a field not honoured (the loader's ``warnings``); ``unknown``: fields
     and kinds the v1.37 API does not know (the loader's ``unknown``); ``unread``:
     (kind, namespace, name) → apiVersion of the objects skipped as a version we do not read.
@@ -191,6 +192,7 @@ class Simulation:
     unhonoured: list[tuple[Pod, Unhonoured]] = field(default_factory=list)
     unhonoured_groups: list[tuple[CoscheduledPodGroup, Unhonoured]] = field(default_factory=list)
     preemptions: list[PreemptionOutcome] = field(default_factory=list)
+    off_snapshot: list[tuple[str, str]] = field(default_factory=list)
     waiting: dict[GroupKey, tuple[str, ...]] = field(default_factory=dict)
     """Root → the binding conditions its plan would wait for live (``ns/claim: driver/pool/device condition``):
     ``run`` binds it only once a driver sets them True (KEP-5007); ``simulate`` binds it and says so."""
@@ -243,6 +245,9 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     for kind, items in objects.by_kind().items():
         cache.load(kind, items)
     sim.initial = cache.snapshot()
+    known = {node.name for node in objects.nodes}
+    sim.off_snapshot = sorted((pod.key, pod.spec.node_name) for pod in objects.pods
+                              if pod.spec.node_name and pod.spec.node_name not in known)
     forest = cache.forest()
     queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
     cycle = CycleRunner(cache, config, (DefaultPreemption(CacheGroupView(cache)),) if preemption else ())

@@ -543,3 +543,21 @@ value: 1000
                  "priority (the globalDefault class's value, else 0); add the class to the snapshot "
                  "(kubectl get priorityclasses -o yaml)")]
     assert {g.key.name: g.priority for g in sim.groups} == {"g": 0, "h": 1000}
+
+
+def test_pods_bound_to_a_node_the_snapshot_lacks_are_warned_about(tmp_path: Path) -> None:
+    """A gang member bound to a node missing from the snapshot still counts toward minCount (it is bound), but
+    takes no room anywhere: the report says so, naming the first pods and counting the rest."""
+    from scheduler.offline.report import notices
+
+    bound = [member(f"a{i}", "g").replace("spec:\n", "spec:\n  nodeName: ghost\n") for i in range(7)]
+    sim = run(tmp_path, podgroup("g", "{gang: {minCount: 8}}"), *bound, member("b", "g"))
+    assert group(sim, "g")[0] == "Scheduled"
+    assert sim.off_snapshot == [(f"ml/a{i}", "ghost") for i in range(7)]
+    (warning,) = [n for n in notices(sim) if n.kind == "bound-to-unknown-node"]
+    assert warning.message == (
+        "7 pod(s) bound to a node the snapshot does not hold (ml/a0 on ghost, ml/a1 on ghost, ml/a2 on ghost, "
+        "ml/a3 on ghost, ml/a4 on ghost and 2 more): they take no node's room, and a group's bound pods still "
+        "count toward its minCount; give the snapshot those nodes (kubectl get nodes -o json)")
+    assert not [n for n in notices(run(tmp_path, podgroup("g", "{basic: {}}"), member("b", "g")))
+                if n.kind == "bound-to-unknown-node"]
