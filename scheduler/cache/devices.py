@@ -81,6 +81,9 @@ class DeviceCache:
         self._logged_problems: set[str] = set()
         self.synthesized: dict[str, ResourceClaim] = {}
         """Claims made from their template (``synthesize``), kept across snapshots: made once, by key."""
+        self.refused: dict[tuple[str, str], str] = {}
+        """``(kind, ns/name)`` → why a ResourceClaim or ResourceClaimTemplate was left out of the snapshot
+        (``simulate`` sets it before the first snapshot; :attr:`~scheduler.dra.claims.ClaimIndex.refused`)."""
         self.excluded: set[str] = set()
         """Devices whose binding conditions failed or timed out: no plan gets them until their pool's slices
         change (the driver publishes them again)."""
@@ -298,7 +301,7 @@ class DeviceCache:
         """Claims, templates, classes and PodGroups for claim resolution, over the cache's live dicts."""
         return ClaimIndex(self._claims, self._templates, classes, self._podgroups,  # type: ignore[arg-type]
                           self.synthesize, self.synthesized, self.in_flight(),
-                          namespaces=self._namespaces, memo=self.pending)
+                          namespaces=self._namespaces, memo=self.pending, refused=self.refused)
 
     def view(self, table: NodeTable, classes: Mapping[str, DeviceClass]) -> DraView:
         """The solver's DRA input for the pending pods reported (:meth:`set_pod`): the inventory with every

@@ -325,6 +325,10 @@ class ClaimIndex:
     """Where converted specs are kept across snapshots (:attr:`PendingClaims.specs`); None: converted each time."""
     served: dict[str, str] | None = None
     """:meth:`extended_classes`, once computed for this index (the classes do not change under it)."""
+    refused: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """``(kind, ns/name)`` → why the object was left out (``simulate``'s invalid ResourceClaims and
+    ResourceClaimTemplates), so a pod waiting for one says so; fixed for the cache's life (a live API server
+    stores no invalid object)."""
 
     @classmethod
     def build(cls, claims: Iterable[ResourceClaim], templates: Iterable[ResourceClaimTemplate],
@@ -394,14 +398,19 @@ class ClaimIndex:
             if claim is None:
                 what = (f"PodGroup {ns}/{pod.group_name} claim {entry.name!r}" if is_group
                         else f"claim {entry.name!r}")
+                if name and (problem := self.refused.get(("ResourceClaim", f"{ns}/{name}"))) is not None:
+                    return PodClaims(waiting=f"ResourceClaim {ns}/{name} of {what} is invalid: {problem}")
                 template = entry.resource_claim_template_name
                 source = missing = ""
                 if template:
                     source = f" (template {template})"
                     reads.append((_TEMPLATE, f"{ns}/{template}"))
-                    if f"{ns}/{template}" not in self.templates:  # the resourceclaim controller cannot make it
+                    if (problem := self.refused.get(("ResourceClaimTemplate", f"{ns}/{template}"))) is not None:
+                        missing = f": ResourceClaimTemplate {ns}/{template} is invalid: {problem}"
+                    elif f"{ns}/{template}" not in self.templates:  # the resourceclaim controller cannot make it
                         missing = f": ResourceClaimTemplate {ns}/{template} not found"
-                return PodClaims(waiting=f"waiting for ResourceClaim of {what}{source} to be created{missing}")
+                named = f" {ns}/{name}" if name else ""
+                return PodClaims(waiting=f"waiting for ResourceClaim{named} of {what}{source} to be created{missing}")
             if claim.metadata.deletion_timestamp is not None:  # DynamicResources PreFilter: "being deleted"
                 return PodClaims(waiting=f"ResourceClaim {claim.key} is being deleted")
             if claim.is_allocated:

@@ -242,6 +242,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
                      pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods),
                      skipped=Counter(objects.skipped))
     cache = ClusterCache(scheduler_name, dra=objects.has_dra, synthesize_claims=True)
+    cache.devices.refused.update({(p.kind, f"{p.namespace}/{p.name}"): p.message for p in objects.problems
+                                  if p.kind in ("ResourceClaim", "ResourceClaimTemplate")})
     for kind, items in objects.by_kind().items():
         cache.load(kind, items)
     sim.initial = cache.snapshot()

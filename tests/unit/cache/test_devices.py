@@ -157,7 +157,8 @@ def test_live_claim_resolution_never_synthesises_a_missing_template_claim() -> N
                                             "spec": {"spec": {"devices": {"requests": []}}}}])
     snap = cache.snapshot()
     assert snap.dra is not None
-    assert snap.dra.pods[f"{NS}/p"].waiting == "waiting for ResourceClaim of claim 'gpu' (template tpl) to be created"
+    assert snap.dra.pods[f"{NS}/p"].waiting == (
+        "waiting for ResourceClaim ml/p-gpu of claim 'gpu' (template tpl) to be created")
 
 
 def test_assumed_devices_are_held_until_the_watch_shows_the_claim_allocated() -> None:

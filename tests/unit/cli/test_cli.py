@@ -258,7 +258,7 @@ def members(n: int, scheduler: str = "gang-scheduler") -> str:
         pytest.param(NODE + "---" + CLAIM_POD + "---" + CLAIM, [], ["Pods without a scheduling group:",
                                                                     "  default/ok -> n1"], id="dra-empty-claim"),
         pytest.param(NODE + "---" + CLAIM_POD, [], [
-            "  default/ok: waiting for ResourceClaim of claim 'gpu' to be created",
+            "  default/ok: waiting for ResourceClaim default/c1 of claim 'gpu' to be created",
         ], id="dra-claim-missing"),
         pytest.param(NODE + "---" + CLAIM_POD.replace("c1}", "c1}, {name: x, resourceClaimTemplateName: t1}")
                      + "---" + CLAIM + "---" + TEMPLATE + "---" + SLICE.format(count=1) + "---" + GPU_CLASS, [], [

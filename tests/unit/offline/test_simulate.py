@@ -300,10 +300,26 @@ def test_claim_shared_by_name_is_allocated_once_and_pins_a_later_root(tmp_path: 
     assert only.allocation.results == (("gpu", "gpu.example.com", "n2", "gpu-0"),)
 
 
-def test_pod_whose_claim_failed_to_load_waits(tmp_path: Path) -> None:
+def test_pod_whose_claim_failed_to_load_waits_and_says_why(tmp_path: Path) -> None:
     sim = dra_run(tmp_path, NODE, shared_claim().replace("requests: [", "requests: [7, "), claim_user("a"))
     assert [(p.pod.key, p.node, p.reason) for p in sim.pods] == [
-        ("ml/a", None, "waiting for ResourceClaim of claim 'gpu' to be created")]
+        ("ml/a", None, "ResourceClaim ml/shared of claim 'gpu' is invalid: spec.devices.requests[0]: Input should be "
+                       "a valid dictionary or instance of DeviceRequest (got 7)")]
+
+
+def test_pod_whose_claim_template_failed_to_load_waits_and_says_why(tmp_path: Path) -> None:
+    template = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: tpl, namespace: ml}
+spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com, count: two}}]}}}
+"""
+    user = claim_user("a").replace("resourceClaimName: shared", "resourceClaimTemplateName: tpl")
+    sim = dra_run(tmp_path, NODE, template, user)
+    assert [(p.pod.key, p.node, p.reason) for p in sim.pods] == [
+        ("ml/a", None, "waiting for ResourceClaim of claim 'gpu' (template tpl) to be created: ResourceClaimTemplate "
+                       "ml/tpl is invalid: spec.spec.devices.requests[0].exactly.count: Input should be a valid "
+                       "integer (got \"two\")")]
 
 
 def test_devices_already_allocated_in_the_snapshot_are_never_given_again(tmp_path: Path) -> None:

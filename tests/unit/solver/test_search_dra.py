@@ -243,7 +243,7 @@ def test_pod_whose_generated_claim_does_not_exist_waits_with_a_reason() -> None:
     pods = [pod_with_claim("p", "g", "missing-claim")]
     result = run([node("n0")], pods, [pg("g", 1)], [gpu_slice("n0", ["H100"])], [])
     assert isinstance(result, Unschedulable)
-    assert "waiting for ResourceClaim of claim 'gpus' (template tpl) to be created" in result.message
+    assert "waiting for ResourceClaim ml/missing-claim of claim 'gpus' (template tpl) to be created" in result.message
 
 
 def test_claim_whose_selector_calls_an_undeclared_function_is_invalid_when_read() -> None:
