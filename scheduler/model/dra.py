@@ -20,12 +20,13 @@ either spelling.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import Field, Strict
+from pydantic import AfterValidator, Field, Strict
 
 from scheduler.model.base import Condition, KubeModel, ObjectMeta, OwnedObjectMeta, Time
 from scheduler.model.pod import NodeSelector
@@ -52,12 +53,36 @@ AttributeValue = int | bool | str | tuple[int, ...] | tuple[bool, ...] | tuple[s
 # --- names ----------------------------------------------------------------------------------------
 
 
+_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = rf"{_LABEL}(\.{_LABEL})*"
+
+
+def _name_check(pattern: str, longest: int, what: str) -> AfterValidator:
+    compiled = re.compile(f"^{pattern}$")
+
+    def check(value: str) -> str:
+        if len(value) > longest or not compiled.match(value):
+            raise ValueError(f"must be {what}, at most {longest} characters")
+        return value
+    return AfterValidator(check)
+
+
+DeviceName = Annotated[str, _name_check(_LABEL, 63, "a DNS label (lower-case letters, digits, '-')")]
+"""A device's name: a DNS label (RFC 1123), as the API server requires (``resource/v1`` ``validateDevice``)."""
+PoolName = Annotated[str, _name_check(f"{_SUBDOMAIN}(/{_SUBDOMAIN})*", 253,
+                                      "DNS subdomains (lower-case letters, digits, '-', '.') joined by '/'")]
+"""A pool's name: DNS subdomains separated by ``/``, at most 253 characters (``validatePoolName``)."""
+DriverName = Annotated[str, _name_check(_SUBDOMAIN, 63, "a DNS subdomain (lower-case letters, digits, '-', '.')")]
+"""A driver's name: a DNS subdomain of at most 63 characters (``validateDriverName``)."""
+
+
 def device_id(driver: str, pool: str, device: str) -> str:
     """The cluster-wide identity of a device: ``<driver>/<pool>/<device>``.
 
     A pool name may itself contain slashes (it is one or more DNS subdomains separated by ``/``),
     so an id splits unambiguously only at its first slash (a driver name is a DNS subdomain) and
-    its last (a device name is a DNS label).
+    its last (a device name is a DNS label): the models refuse names that break this
+    (:data:`DriverName`, :data:`PoolName`, :data:`DeviceName`), so two devices never share an id.
     """
     return f"{driver}/{pool}/{device}"
 
@@ -99,7 +124,7 @@ class ResourcePool(KubeModel):
     count, and the pool is complete once ``resourceSliceCount`` of them are seen. A name, a generation ≥ 0 and a
     count ≥ 1, as the API server requires (``resource/v1`` ``validateResourcePool``)."""
 
-    name: str = Field(min_length=1)
+    name: PoolName
     generation: int = Field(default=0, ge=0)
     resource_slice_count: int = Field(default=1, ge=1)
 
@@ -237,7 +262,7 @@ class Device(KubeModel):
     ``perDeviceNodeSelection: true``.
     """
 
-    name: str
+    name: DeviceName
     attributes: dict[str, DeviceAttribute] = Field(default_factory=dict)
     capacity: dict[str, DeviceCapacity] = Field(default_factory=dict)
     consumes_counters: tuple[DeviceCounterConsumption, ...] = ()
@@ -299,7 +324,7 @@ class ResourceSliceSpec(KubeModel):
     """``ResourceSliceSpec``: exactly one of ``nodeName`` / ``nodeSelector`` / ``allNodes`` /
     ``perDeviceNodeSelection``; a slice holds ``devices`` or ``sharedCounters``."""
 
-    driver: str = Field(min_length=1)
+    driver: DriverName
     pool: ResourcePool
     node_name: str | None = None
     node_selector: NodeSelector | None = None

@@ -189,7 +189,16 @@ REJECTED = [
                  "null)", id="device-selector-without-cel"),
     pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {"driver": "", "pool": {"name": "p"},
                                                                      "allNodes": True}},
-                 'spec.driver: String should have at least 1 character (got "")', id="slice-without-a-driver"),
+                 "spec.driver: Value error, must be a DNS subdomain (lower-case letters, digits, '-', '.'), at most 63 "
+                 'characters (got "")', id="slice-without-a-driver"),
+    pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {"driver": "d", "pool": {"name": "p//q"},
+                                                                     "allNodes": True}},
+                 "spec.pool.name: Value error, must be DNS subdomains (lower-case letters, digits, '-', '.') joined by "
+                 "'/', at most 253 characters (got \"p//q\")", id="slice-pool-name-not-dns-subdomains"),
+    pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {"driver": "d", "pool": {"name": "p"},
+                                                                     "allNodes": True, "devices": [{"name": "a/b"}]}},
+                 "spec.devices[0].name: Value error, must be a DNS label (lower-case letters, digits, '-'), at most 63 "
+                 'characters (got "a/b")', id="device-name-with-a-slash"),
     pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {
                      "driver": "d", "pool": {"name": "p", "resourceSliceCount": 0}, "allNodes": True}},
                  "spec.pool.resourceSliceCount: Input should be greater than or equal to 1 (got 0)",
