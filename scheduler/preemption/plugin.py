@@ -15,7 +15,7 @@ Runs once for a root that the search rejected with code UNSCHEDULABLE, for the w
    incoming preemptor"; we leave the message of a cluster without lower-priority pods unchanged).
    Otherwise :func:`~scheduler.preemption.selection.select`; if the tree does not fit even with every
    candidate gone, nothing is evicted and the message says so — and, when DRA's claims refused nodes, that
-   devices are the limit (evicting pods frees devices only if the victims hold them). Candidates are read from
+   devices are the limit (preemption frees node resources, not the victims' devices). Candidates are read from
    a window of nodes, lowest-priority nodes first, first as many as the tree has pending pods (more when the
    room it needs calls for more), that grows until its victims make the tree fit
    (:func:`~scheduler.preemption.units.windows`): one decision costs O(window nodes × victims on them),
@@ -68,9 +68,9 @@ ONGOING = "ongoing preemption on nominated nodes"
 TOO_LARGE = "no node the pods may use has the allocatable to hold one of them"
 """Ours, after NOT_HELPFUL: every node that passes the static filters is too small for each pending pod even
 emptied (NodeResourcesFit's ``Unresolvable: podRequest > allocatable``, ``noderesources/fit.go``)."""
-DEVICES_LIMIT = "devices are the limit, and evicting pods frees devices only if the victims hold them"
+DEVICES_LIMIT = "devices are the limit, and preemption frees node resources, not the victims' devices"
 """Ours, after NOT_HELPFUL's counts when only DRA's claims refused nodes: the room is in devices, not in pods."""
-DEVICES_TOO = "devices are a limit too, and evicting pods frees devices only if the victims hold them"
+DEVICES_TOO = "devices are a limit too, and preemption frees node resources, not the victims' devices"
 """Ours, the same when node resources were short as well."""
 FOUND = "found a placement for podgroup, preempting {victims} victims"
 """PR #140311's message once victims are chosen; ours adds the units and the budgets exceeded."""
