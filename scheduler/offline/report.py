@@ -414,8 +414,9 @@ def notices(sim: Simulation) -> list[Notice]:
     if not sim.pods:  # sim.pods holds every pending pod of ours
         found = ", ".join(f"{name} ({n})" for name, n in sorted(sim.pods_by_scheduler.items(),
                                                                 key=lambda kv: (-kv[1], kv[0])))
-        out.append(Notice("note", "no-pods-of-ours", f'no pending pod has spec.schedulerName "{sim.scheduler_name}" '
-                                                     f'(found: {found or "no pods"})'))
+        others = f"pending pods by schedulerName: {found}" if found else "no pod is pending"
+        out.append(Notice("note", "no-pods-of-ours",
+                          f'no pending pod has spec.schedulerName "{sim.scheduler_name}" ({others})'))
     elif sim.initial is not None and not len(sim.initial.table):  # a workload file given alone
         out.append(Notice("note", "no-nodes", "the snapshot has no Node, so no pod can be placed: give the "
                                               "cluster's nodes too (kubectl get nodes -o json), or ask the cluster "

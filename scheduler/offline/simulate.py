@@ -152,8 +152,8 @@ class PreemptionOutcome:
 class Simulation:
     """Everything ``simulate`` decided, in queue order, plus the final snapshot for utilisation.
 
-    ``scheduler_name``: the ``spec.schedulerName`` simulated. ``pods_by_scheduler``: every pod
-    of the snapshot counted by its ``spec.schedulerName`` (to hint at a wrong name).
+    ``scheduler_name``: the ``spec.schedulerName`` simulated. ``pods_by_scheduler``: the pending pods (no node)
+    of the snapshot counted by their ``spec.schedulerName`` (to hint at a wrong name).
     ``skipped``: objects the loader skipped, by ``"apiVersion kind"``. ``allocations``: every
     claim allocation of every plan, in queue order, with the root whose plan made it.
     ``synthesized``: keys (``ns/name``) of claims not in the snapshot that were made from their
@@ -239,7 +239,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     sim = Simulation(problems=list(objects.problems), load_warnings=list(objects.warnings),
                      unknown=list(objects.unknown),
                      unread=dict(objects.unread), scheduler_name=scheduler_name,
-                     pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods),
+                     pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods if not p.spec.node_name),
                      skipped=Counter(objects.skipped))
     cache = ClusterCache(scheduler_name, dra=objects.has_dra, synthesize_claims=True)
     cache.devices.refused.update({(p.kind, f"{p.namespace}/{p.name}"): p.message for p in objects.problems

@@ -245,10 +245,13 @@ def members(n: int, scheduler: str = "gang-scheduler") -> str:
             "  PodGroup default/nope, 2 pod(s): m0, m1",
             "    waiting for PodGroup default/nope to appear",
         ], id="orphans-listed"),
-        pytest.param(NODE + "---" + GOOD_POD + "---" + members(2, "default-scheduler"), ["--scheduler-name", "foo"], [
-            'note: no pending pod has spec.schedulerName "foo" (found: default-scheduler (2), gang-scheduler (1))',
+        pytest.param(NODE + "---" + GOOD_POD + "---" + members(2, "default-scheduler") + "---"
+                     + GOOD_POD.replace("name: ok", "name: running").replace("spec:", "spec:\n  nodeName: n1"),
+                     ["--scheduler-name", "foo"], [
+            'note: no pending pod has spec.schedulerName "foo" (pending pods by schedulerName: default-scheduler (2), '
+            'gang-scheduler (1))',
         ], id="scheduler-name-hint"),
-        pytest.param(NODE, [], ['note: no pending pod has spec.schedulerName "gang-scheduler" (found: no pods)'],
+        pytest.param(NODE, [], ['note: no pending pod has spec.schedulerName "gang-scheduler" (no pod is pending)'],
                      id="scheduler-name-hint-without-pods"),
         pytest.param(BASIC_GROUP + "---" + members(2), [], [
             "note: the snapshot has no Node, so no pod can be placed: give the cluster's nodes too (kubectl get "
