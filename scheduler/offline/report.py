@@ -27,7 +27,8 @@ CompositePodGroup's metadata or spec, with the closest known field; extra keys `
 closest kind).
 ``groups[].status`` is one of :data:`~scheduler.offline.simulate.SCHEDULED`, ``PREEMPTED``, ``UNSCHEDULABLE``,
 ``WAITING``, ``INVALID`` (the text report's :data:`MARKS`); ``nodes[].resources[r]`` has ``added`` and ``evicted``
-beside ``used_before`` and ``used`` (what this run placed and what its preemptions took off the node), and
+beside ``used_before`` and ``used`` (what this run placed and what its preemptions took off the node),
+``nodes[].state`` why the node takes no new pods (``cordoned``, ``Ready=False``; ``[]`` when it takes them), and
 ``pending[].{namespace, group, pods, reason}`` groups the pods left pending by PodGroup and reason, as the text
 report prints them.
 """
@@ -111,7 +112,7 @@ def _node_rows(sim: Simulation, initial: Snapshot, final: Snapshot) -> list[dict
                 continue
             res[r] = {"allocatable": alloc, "used_before": int(initial.used[i, j]), "used": int(final.used[i, j]),
                       "added": int(added[i, j]), "evicted": int(evicted[i, j])}
-        rows.append({"name": node.name, "resources": res})
+        rows.append({"name": node.name, "resources": res, "state": _node_marks(node)})
     return rows
 
 
@@ -504,12 +505,18 @@ def _utilisation(sim: Simulation, initial: Snapshot, final: Snapshot) -> str:
     return "\n".join(lines)
 
 
-def _node_state(node: Node) -> str:
-    """``  (cordoned)`` / ``  (not Ready)`` after a node's row: why free room there was not used."""
+def _node_marks(node: Node) -> list[str]:
+    """Why a node takes no new pods: ``cordoned``, ``Ready=False`` / ``Ready=Unknown``; empty when it takes them."""
     marks = ["cordoned"] if node.spec.unschedulable else []
     ready = node.condition("Ready")
     if ready is not None and ready.status != "True":
         marks.append(f"Ready={ready.status}")
+    return marks
+
+
+def _node_state(node: Node) -> str:
+    """``  (cordoned)`` / ``  (Ready=False)`` after a node's row: why free room there was not used."""
+    marks = _node_marks(node)
     return f"  ({', '.join(marks)})" if marks else ""
 
 

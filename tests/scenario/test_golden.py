@@ -38,4 +38,5 @@ def test_json_keeps_the_documented_keys() -> None:
     for node in doc["nodes"]:
         for resource in node["resources"].values():
             assert set(resource) == {"allocatable", "used_before", "used", "added", "evicted"}
+    assert [n["name"] for n in doc["nodes"] if n["state"]] == ["gpu-b2-2"]  # the example's cordoned node
     assert doc["allocations"] == []  # the built-in example has no DRA objects (tests/scenario/test_dra.py has)
