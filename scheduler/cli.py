@@ -149,6 +149,7 @@ class SettingValue(click.ParamType[str]):
 
 
 @click.group(cls=Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="gang-scheduler", message="%(version)s")
 def main() -> None:
     """gang-scheduler: all-or-nothing scheduling of Kubernetes PodGroup / CompositePodGroup gangs."""
 
