@@ -55,7 +55,7 @@ def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
     satisfies the root but leaves pending members out (a basic group's overflow, members above
     ``minCount``): then with an Unschedulable whose ``minimum`` is that plan, and a preemption that places
     every member replaces the plan (:func:`_above_minimum`). Binding and preemption
-    never happen in the same cycle (kube-scheduler's PodGroup cycle, reference §8.2).
+    never happen in the same cycle (kube-scheduler's PodGroup cycle, ``schedule_one_podgroup.go``).
     """
     pinned: Plan | None = None
     pending = [p for leaf in tree.root.leaves() for p in leaf.pending]

@@ -479,7 +479,7 @@ class ClusterCache:
         """Show pods nominated to nodes (None: not nominated) before the watch does: (pod key, node).
 
         The cache's in-memory nominator (kube-scheduler updates its nominator before the API write,
-        reference §3.6): the room preemption frees is held for the preemptor at once
+        ``schedule_one.go``): the room preemption frees is held for the preemptor at once
         (:class:`~scheduler.framework.snapshot.Nominated`). Each entry lasts until the watch shows the same
         ``status.nominatedNodeName``, or the pod is bound, finished or gone. Pods unknown or bound are skipped.
         Returns a Pod ``Update`` per pod whose shown nomination changed: a withdrawn one frees the room it held

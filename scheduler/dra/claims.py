@@ -1,6 +1,7 @@
 """What each pod and PodGroup needs from DRA: claims to allocate, claims that pin nodes, or why it waits.
 
-Resolution rules (reference §1.2, §3, §6.3, §6.6):
+Resolution rules (core/v1 ``PodSpec.resourceClaims``, ``scheduling.k8s.io/v1beta1`` ``PodGroupSpec.resourceClaims``,
+``resource.k8s.io/v1`` ``ResourceClaim``, KEP-5004 DRA extended resources):
 
 * a pod's ``spec.resourceClaims`` entry names a claim directly (``resourceClaimName``) or through a
   template (``resourceClaimTemplateName``; the generated claim's name is in
@@ -242,7 +243,7 @@ class NeededClaim:
     entry: str
     spec: ClaimSpec
     synthetic: bool = False
-    """True for a scheduler-made extended-resource claim (created at bind time, §6.6)."""
+    """True for a scheduler-made extended-resource claim (created at bind time, KEP-5004)."""
     resources: tuple[str, ...] = ()
     """For a synthetic claim: the extended resource each of ``spec.requests`` serves (in their order)."""
 

@@ -9,7 +9,7 @@ except for the devices or class concerned).
 
 * per (driver, pool) only the slices of the highest ``pool.generation`` count, and only once the
   pool is complete (``resourceSliceCount`` slices of that generation seen); incomplete pools are
-  reported in :attr:`Inventory.problems` and not used (reference §6.1);
+  reported in :attr:`Inventory.problems` and not used (``resource.k8s.io/v1`` ``ResourcePool``);
 * a device is reachable from the node named by its slice (``nodeName``), from every node its
   ``nodeSelector`` matches, or from all nodes (``allNodes``); with ``perDeviceNodeSelection`` the
   device says it itself;

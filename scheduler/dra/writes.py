@@ -1,11 +1,12 @@
-"""The ResourceClaim writes a plan needs before its first bind, as pure values (reference §6.4–§6.6).
+"""The ResourceClaim writes a plan needs before its first bind, as pure values
+(``resource.k8s.io/v1`` ``ResourceClaimStatus``; KEP-5004 for extended-resource claims).
 
 kube-scheduler's DynamicResources PreBind writes each claim's ``status.allocation``
 (``devices.results``, ``config``, ``nodeSelector``, ``allocationTimestamp``) and ``status.reservedFor``.
 :func:`claim_writes` turns a plan's :class:`~scheduler.framework.plan.ClaimAllocation` values into
 :class:`ClaimWrite` values — which the live binder sends (``scheduler.live.binder``) and
 ``simulate``'s recording binder applies to its cache — so both make the same writes. A
-scheduler-made extended-resource claim (§6.6) is created first, owned by its pod and annotated
+scheduler-made extended-resource claim (KEP-5004) is created first, owned by its pod and annotated
 ``resource.kubernetes.io/extended-resource-claim: "true"``; its requests and the pod's request mappings follow
 :func:`scheduler.dra.claims.extended_requests` for the resources its node serves through DRA. A claim of that
 pod left by an earlier attempt (:func:`extended_resource_claims`) is deleted first. No I/O.

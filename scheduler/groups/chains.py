@@ -80,7 +80,7 @@ class GroupChains:
         priority when the tree is ours (:class:`GroupTree.priority`), else the top group's ``priority`` /
         ``priorityClassName``, else the highest priority of the pods under it, else the default class.
 
-        The same rule the queue orders roots by (reference §8.4: a grouped pod counts at its group's
+        The same rule the queue orders roots by (a grouped pod counts at its group's
         priority; kube-scheduler walks to the root, ``podgrouppreemption.go`` v1.37).
         """
         key, top = chain[-1]

@@ -270,8 +270,10 @@ class GroupIndex:
         A missing parent or a CompositePodGroup with no children yet is not a problem here: at
         ``kubectl apply`` time they may simply not have been created yet (the admission webhook,
         ``scheduler.operator.validation``, asks this). ``kind``: PodGroup or CompositePodGroup, fed
-        with ``set_*`` before; raises ``KeyError`` otherwise. Source: reference §4 ("depth ≤ 4, no
-        cycles ... the scheduler detects bad layouts at run time").
+        with ``set_*`` before; raises ``KeyError`` otherwise. Source: the ``Invalid`` reason in the
+        ``scheduling.k8s.io/v1alpha3`` ``CompositePodGroupStatus.conditions`` doc ("kube-scheduler detects an
+        invalid group layout during runtime validation", such as "a detected cycle, exceeding the maximum depth
+        of 4").
         """
         self.structure.ensure()
         node: Node = (kind, name)

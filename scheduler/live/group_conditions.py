@@ -3,13 +3,14 @@
 What each PodGroup and CompositePodGroup of a tree should show is computed from the cache *now*, never
 remembered from what this process wrote before:
 
-* ``PodGroupInitiallyScheduled`` / ``CompositePodGroupInitiallyScheduled`` (reference §3, §4) is
+* ``PodGroupInitiallyScheduled`` / ``CompositePodGroupInitiallyScheduled``
+  (``scheduling.k8s.io/v1beta1`` ``PodGroupStatus``, ``v1alpha3`` ``CompositePodGroupStatus``) is
   ``True/Scheduled`` as soon as the group is satisfied by members the server shows bound (or finished
   with phase Succeeded) — whoever bound them: this process, the one before a crash, another replica,
-  another client. Otherwise ``False`` with the root's last failure (``Unschedulable`` with the
-  solver's message, ``Unschedulable`` for a Waiting tree, ``SchedulerError`` — ``Invalid`` on a
-  CompositePodGroup — for an Invalid one), when there is one; otherwise nothing is written. Terminal
-  once True (the writer never replaces a True).
+  another client. Otherwise ``False`` with the root's last failure (``Unschedulable`` with the solver's
+  message, ``Unschedulable`` for a Waiting tree, ``SchedulerError`` — ``Invalid`` on a CompositePodGroup
+  — for an Invalid one), when there is one; otherwise nothing is written. Terminal once True (the writer
+  never replaces a True).
 * ``GangBelowMin`` (ours; :mod:`scheduler.live.repair`) on the root's group: ``True/BelowMinCount`` with
   the count while the tree is partial (members bound, root not satisfied); once it shows True, ``False``
   with ``Satisfied`` or ``NoMembersBound`` when that is over. Never added to a group that was never partial.

@@ -1,8 +1,8 @@
 """What users see of a scheduling decision: group conditions, pod conditions and Events.
 
 The binder and the cycle driver call :class:`StatusWriter` after a decision is made; this
-module only reports it. It writes three things, the way kube-scheduler does (reference
-``k8s-workload-apis.md`` §3, §4, §8.6):
+module only reports it. It writes three things, the way kube-scheduler does (``schedule_one.go``,
+``schedule_one_podgroup.go``; the ``PodGroupStatus`` / ``CompositePodGroupStatus`` condition docs):
 
 * ``PodGroupInitiallyScheduled`` / ``CompositePodGroupInitiallyScheduled`` on group status
   (terminal once True, no-op writes skipped);
@@ -89,8 +89,8 @@ from scheduler.model.scheduling import (
 
 logger = logging.getLogger(__name__)
 
-# Condition reasons (k8s-workload-apis.md §1.2, §3, §4). ``Scheduled`` is the constant in
-# kube-scheduler's PodGroup code; the failure reasons are the API doc's.
+# Condition reasons (core/v1 ``PodScheduled``; ``PodGroupStatus`` / ``CompositePodGroupStatus`` ``conditions``).
+# ``Scheduled`` is the constant in kube-scheduler's PodGroup code; the failure reasons are the API doc's.
 REASON_SCHEDULED = "Scheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
@@ -164,8 +164,8 @@ class StatusWriter:
     ``instance``: this replica's identity (e.g. the pod name), the Events' ``reportingInstance``,
     cut to 128 characters. ``event_interval_s``: the same failure (pod uid, reason, message) is
     written at most once per this many seconds of event-loop time, and so is an Event's series.
-    60 s keeps a stuck gang retried every 1–10 s by backoff (§8.3) down to one write per pod per
-    minute, while a changed message shows at once.
+    60 s keeps a stuck gang retried every 1–10 s by backoff (kube-scheduler's ``podInitialBackoffSeconds`` /
+    ``podMaxBackoffSeconds`` defaults) down to one write per pod per minute, while a changed message shows at once.
     """
 
     def __init__(self, kube: KubeClient, scheduler_name: str, *, instance: str,
@@ -187,10 +187,10 @@ class StatusWriter:
         32768 bytes. ``group`` is the cached object: its conditions, ``generation`` and
         ``resourceVersion`` decide what is written.
 
-        Rules (reference §3/§4; ``apimeta.SetStatusCondition``, which kube-scheduler uses):
-        nothing is written when the condition is already True (terminal) or already has the same
-        status, reason, message and observedGeneration; ``lastTransitionTime`` changes only with
-        the status; ``observedGeneration`` is ``metadata.generation``.
+        Rules (``PodGroupStatus`` / ``CompositePodGroupStatus`` ``conditions``; ``apimeta.SetStatusCondition``,
+        which kube-scheduler uses): nothing is written when the condition is already True (terminal) or
+        already has the same status, reason, message and observedGeneration; ``lastTransitionTime`` changes
+        only with the status; ``observedGeneration`` is ``metadata.generation``.
 
         The write is a merge PATCH of ``status`` carrying the whole ``conditions`` list (a merge
         patch replaces lists) with ``metadata.resourceVersion`` as a precondition, so a stale cache
@@ -379,7 +379,8 @@ class StatusWriter:
     async def pod_unschedulable(self, pod: Pod, reason: str, message: str, *, raise_errors: bool = False) -> None:
         """Report a failed attempt on ``pod``: a ``FailedScheduling`` Warning Event and ``PodScheduled=False``.
 
-        ``reason``: the condition reason, ``Unschedulable`` or ``SchedulerError`` (reference §1.2).
+        ``reason``: the condition reason, ``Unschedulable`` or ``SchedulerError`` (core/v1
+        ``PodReasonUnschedulable`` / ``PodReasonSchedulerError``).
         ``message``: the aggregated failure text; the Event note is cut to 1024 bytes ending in "…",
         the condition message to 32768 bytes.
 
@@ -505,7 +506,7 @@ def _with_condition(conditions: Sequence[Condition | PodCondition], new: _Condit
     Mirrors ``apimeta.SetStatusCondition`` (and the pod's ``UpdatePodCondition``): unchanged when
     status, reason, message and observedGeneration are equal; ``lastTransitionTime`` is kept
     unless the status changes. ``terminal``: an existing True is never replaced
-    (``*InitiallyScheduled``, reference §3). ``observedGeneration`` is ``generation`` when known
+    (``*InitiallyScheduled``, per the ``PodGroupStatus`` doc). ``observedGeneration`` is ``generation`` when known
     (for pods: PodObservedGenerationTracking, as kube-scheduler sets it). Fields the models do not
     read (a pod condition's ``lastProbeTime``) are not sent back.
     """

@@ -14,8 +14,8 @@ object must not stop parsing of a snapshot; :func:`request_error` / :func:`slice
 
 Attribute and capacity names: a name without a domain (``productName``) belongs to the
 driver's own domain, so on a ``gpu.nvidia.com`` device ``productName`` and
-``gpu.nvidia.com/productName`` are the same attribute (§6.1); :meth:`Device.attribute` resolves
-either spelling.
+``gpu.nvidia.com/productName`` are the same attribute (``resource.k8s.io/v1`` ``QualifiedName``);
+:meth:`Device.attribute` resolves either spelling.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ ALL = "All"
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 """On a generated claim: the pod's (or PodGroup's) claim entry name."""
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
-"""On a scheduler-made extended-resource claim, value ``"true"`` (§6.6)."""
+"""On a scheduler-made extended-resource claim, value ``"true"`` (KEP-5004 DRA extended resources)."""
 IMPLICIT_EXTENDED_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
-"""Every DeviceClass is reachable as the extended resource ``<prefix><class name>`` (§6.2)."""
+"""Every DeviceClass is reachable as the extended resource ``<prefix><class name>`` (KEP-5004)."""
 
 AttributeValue = int | bool | str | tuple[int, ...] | tuple[bool, ...] | tuple[str, ...]
 """One attribute's value: a scalar, or the tuple of a list attribute's values (versions as strings)."""
@@ -432,7 +432,7 @@ class DeviceClass(KubeModel):
     @property
     def extended_resource_names(self) -> tuple[str, ...]:
         """The extended resources this class serves: ``spec.extendedResourceName`` if set, and
-        always the implicit ``deviceclass.resource.kubernetes.io/<name>`` (§6.2)."""
+        always the implicit ``deviceclass.resource.kubernetes.io/<name>`` (KEP-5004)."""
         implicit = IMPLICIT_EXTENDED_RESOURCE_PREFIX + self.metadata.name
         explicit = self.spec.extended_resource_name
         return (explicit, implicit) if explicit else (implicit,)

@@ -7,7 +7,7 @@ loader: :func:`decode`), and the conditions written back are converted to the v1
 one place they are written (:func:`encode_conditions`). The converted object keeps
 ``apiVersion: scheduling.k8s.io/v1alpha2``, so writes and Events name the version the server serves.
 
-The differences (reference ``k8s-workload-apis.md`` §0 "1.36 → 1.37 shape changes", and the
+The differences (the ``scheduling.k8s.io`` v1alpha2 → v1beta1 API change of KEP-5832, and the
 v1.36 OpenAPI shipped in ``kubernetes-validate``: ``v1.36.0-local-strict/podgroupspec-scheduling-
 v1alpha2.json``, ``podgroupstatus-…``, ``workloadpodgrouptemplatereference-…``):
 

@@ -26,7 +26,8 @@ WORKLOAD_VERSION = "v1beta1"
 
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 """``scheduling.HighestUserDefinablePriority``: the most a PodGroup's or CompositePodGroup's
-``priority`` may be (reference §3, "int32 ≤ 1e9"); system priority classes above it are for pods."""
+``priority`` may be (the int32 ``spec.priority`` of ``scheduling.k8s.io/v1beta1`` ``PodGroup`` and ``v1alpha3``
+``CompositePodGroup``, ``+k8s:maximum=1000000000``); system priority classes above it are for pods."""
 
 GroupPriority = Annotated[Int32, Field(le=HIGHEST_USER_DEFINABLE_PRIORITY)]
 """``spec.priority`` of a PodGroup / CompositePodGroup: an int32 no larger than 1e9."""

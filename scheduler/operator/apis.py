@@ -3,9 +3,9 @@
 * a ``scheduling.k8s.io`` PodGroup version is served — ``v1beta1`` (v1.37 with ``GenericWorkload`` and
   the beta group enabled), else ``v1alpha2`` (v1.36 with ``GenericWorkload``), chosen by the scheduler's
   own :func:`scheduler.client.podgroup_api.discover` and :data:`~scheduler.client.podgroup_api.PREFERENCE`
-  (reference §0), so operator and scheduler always speak the same version: pods get
-  ``spec.schedulingGroup.podGroupName`` (``PodSchedulingGroup`` is in the PodSpec of both releases,
-  reference §1.1, gated by the same ``GenericWorkload`` that serves the API, so the served API is the
+  (the v1alpha2 → v1beta1 API change of KEP-5832), so operator and scheduler always speak the same version:
+  pods get ``spec.schedulingGroup.podGroupName`` (core/v1 ``PodSchedulingGroup`` is in the PodSpec of both
+  releases, gated by the same ``GenericWorkload`` that serves the API, so the served API is the
   honest proxy for the pod field). CompositePodGroups are made only on v1beta1 where ``v1alpha3``
   compositepodgroups are served too (v1.36 has none, and a v1alpha2 PodGroup has no
   ``parentCompositePodGroupName``). On v1alpha2 ``gang.minCount`` is immutable (:attr:`Served.mutable_minimum`).
@@ -61,9 +61,9 @@ class Served:
 
     @property
     def mutable_minimum(self) -> bool:
-        """Whether a PodGroup's minimum can be patched: ``minCount`` in v1beta1 (reference §3), ``minMember`` in
-        scheduler-plugins; not in v1alpha2, whose whole ``PodGroupSpec`` is immutable (v1.36 OpenAPI: every
-        field says "This field is immutable"; reference §0)."""
+        """Whether a PodGroup's minimum can be patched: ``minCount`` in the ``scheduling.k8s.io/v1beta1``
+        ``PodGroup`` API, ``minMember`` in scheduler-plugins; not in v1alpha2, whose whole ``PodGroupSpec`` is
+        immutable (v1.36 OpenAPI: every field says "This field is immutable")."""
         return self.flavour is Flavour.COSCHEDULING or self.workload is not podgroup_api.V1ALPHA2
 
     def describe(self) -> str:

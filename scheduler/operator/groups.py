@@ -1,10 +1,11 @@
 """The PodGroup / CompositePodGroup objects made for a workload, for the API the cluster serves.
 
-``scheduling.k8s.io`` (reference §3–§4; ``v1beta1``, or ``v1alpha2`` on Kubernetes 1.36, whose PodGroup
-has the same ``schedulingPolicy`` and no tree fields — trees are made on v1beta1 only, so a v1alpha2 body
-is ``schedulingPolicy`` alone, valid against the v1.36 strict schema): a PodGroup is ``gang: {minCount}``;
-in a tree it names its ``parentCompositePodGroupName`` and carries the ``workloadRef`` the API requires of tree members
-(``workloadName``: the workload's name — no Workload object is made; ``templateName``: the role).
+``scheduling.k8s.io`` (the ``PodGroup`` and ``v1alpha3`` ``CompositePodGroup`` APIs; ``v1beta1``, or ``v1alpha2``
+on Kubernetes 1.36, whose PodGroup has the same ``schedulingPolicy`` and no tree fields — trees are made on
+v1beta1 only, so a v1alpha2 body is ``schedulingPolicy`` alone, valid against the v1.36 strict schema): a
+PodGroup is ``gang: {minCount}``; in a tree it names its ``parentCompositePodGroupName`` and carries the
+``workloadRef`` the API requires of tree members (``workloadName``: the workload's name — no Workload object is
+made; ``templateName``: the role).
 A CompositePodGroup is ``gang: {minGroupCount}`` with its ``workloadRef``.
 ``scheduling.x-k8s.io/v1alpha1`` (scheduler-plugins ``PodGroupSpec``): ``minMember`` only;
 ``minResources`` and ``scheduleTimeoutSeconds`` are left unset (no timeout; the scheduler computes
@@ -61,8 +62,9 @@ def minimum_of(body: JSON) -> int | None:
 
 def minimum_patch(spec: GroupSpec, served: Served) -> JSON:
     """The merge patch that sets the minimum of an existing group to ``spec.minimum``: PodGroup
-    ``gang.minCount`` is mutable in v1beta1 (reference §3), ``minMember`` in scheduler-plugins.
-    A CompositePodGroup's policy is immutable (reference §4), and so is a v1alpha2 PodGroup's
+    ``gang.minCount`` is mutable in the ``scheduling.k8s.io/v1beta1`` ``PodGroup`` API, ``minMember`` in
+    scheduler-plugins. A CompositePodGroup's policy is immutable (``scheduling.k8s.io/v1alpha3``
+    ``CompositePodGroupSpec.schedulingPolicy``), and so is a v1alpha2 PodGroup's
     (:attr:`~scheduler.operator.apis.Served.mutable_minimum`); callers must not patch those."""
     if served.flavour is Flavour.COSCHEDULING:
         return {"spec": {"minMember": spec.minimum}}

@@ -20,10 +20,10 @@
 * **Validating webhooks** (``on.validate``, failurePolicy Ignore: they are a convenience; the
   scheduler reports the same problems): PodGroups and CompositePodGroups, with the other groups and
   the node label keys from kopf indices. On CREATE only: what they add to the API server's own
-  validation is cross-object (cycles, depth), and the parent link is immutable (reference §3–§4);
-  an UPDATE can change only ``minCount``, which the API server checks itself — and the scheduler
-  patches its groups on every bind (the intent annotation, architecture §6), which must not wait on
-  the operator.
+  validation is cross-object (cycles, depth), and the parent link is immutable (PodGroup and
+  CompositePodGroup ``spec.parentCompositePodGroupName``); an UPDATE can change only ``minCount``, which
+  the API server checks itself — and the scheduler patches its groups on every bind (the intent
+  annotation, architecture §6), which must not wait on the operator.
 """
 
 from __future__ import annotations
@@ -150,9 +150,10 @@ class Reconciler:
         no member bound (``spec.nodeName``) and no placement recorded by the scheduler (its intent
         annotation, written before the first claim write or bind of a plan, architecture §14). The delete
         is preconditioned on the uid and resourceVersion read, so an intent written since answers 409 and
-        kopf retries the whole pass. The pods keep their link (by name; reference §1.1: "a same-named group
-        can be recreated with another policy") and wait for the new object, as kube-scheduler's pods wait
-        for a PodGroup to appear. Otherwise the group keeps its minimum, with a Warning Event saying so."""
+        kopf retries the whole pass. The pods keep their link (by name; core/v1 ``spec.schedulingGroup``:
+        "a group object with the same name may be recreated with different policies") and wait for the new
+        object, as kube-scheduler's pods wait for a PodGroup to appear. Otherwise the group keeps its minimum,
+        with a Warning Event saying so."""
         res, namespace, name = self.served.podgroups, raw["metadata"]["namespace"], spec.name
         meta = have.get("metadata") or {}
         placed = ""

@@ -6,7 +6,7 @@ Shapes (the fields read here, nothing else):
 * **Job** (``batch/v1``): ``spec.parallelism`` (default 1), ``spec.completions``,
   ``spec.template``. The Job controller runs ``min(parallelism, completions − succeeded)`` pods at
   once, so the gang is ``min(parallelism, completions)`` pods (clamped to ≥ 1, as the v1.37
-  ``workloadbuilder`` clamps a gang's default minCount; reference §5).
+  component-helpers ``workloadbuilder`` clamps a gang's default minCount, KEP-5547).
 * **JobSet** (``jobset.x-k8s.io/v1alpha2``, kubernetes-sigs/jobset ``api/jobset/v1alpha2``):
   ``spec.replicatedJobs[] {name, replicas (default 1), template: JobTemplateSpec}``; child Jobs are
   ``<jobset>-<replicatedJob>-<index>`` (the ``ReplicatedJob.replicas`` doc).

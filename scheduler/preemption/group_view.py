@@ -1,8 +1,8 @@
 """What preemption needs to know beyond the snapshot: groups, priorities, budgets, preemptions in flight.
 
 A :class:`~scheduler.framework.snapshot.Snapshot` lists the pods on each node but not their groups.
-Victim selection needs, for each running pod, the priority it counts at (its group's, reference
-§8.4) and its *victim unit* (the highest ancestor with ``disruptionMode: all``); for the preemptor,
+Victim selection needs, for each running pod, the priority it counts at (its group's, KEP-5710) and
+its *victim unit* (the highest ancestor with ``disruptionMode: all``); for the preemptor,
 its ``preemptionPolicy``; and the PodDisruptionBudgets. :class:`GroupView` is that read-only
 question set, handed to the PostFilter plugin at construction by whoever builds the cycle (the
 cache implements it, ``scheduler.cache.group_view``), so this package stays pure and never

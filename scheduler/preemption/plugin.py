@@ -1,7 +1,7 @@
 """DefaultPreemption: the PostFilter plugin that makes room for a root by evicting lower-priority units.
 
 Runs once for a root that the search rejected with code UNSCHEDULABLE, for the whole tree at once
-(kube-scheduler's ``PodGroupPostFilter``, reference §8.4). In order:
+(kube-scheduler's ``PodGroupPostFilter``, ``podgrouppreemption.go``; KEP-5710). In order:
 
 1. **Eligibility.** A root whose ``preemptionPolicy`` is ``Never`` — the root group's, else (as
    without the ``PodGroupPreemptionPolicy`` gate) any pending pod's — does not preempt.

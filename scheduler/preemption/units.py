@@ -1,6 +1,6 @@
 """Victim units: which running pods a preemptor may evict, grouped into what must go together, in order.
 
-Who can be a victim (reference §8.4; kube-scheduler ``podgrouppreemption.go``, v1.37): a running
+Who can be a victim (kube-scheduler ``podgrouppreemption.go``, v1.37): a running
 pod — bound to a node, not terminating, not merely assumed — of *strictly* lower priority than the
 preemptor, of any scheduler, outside the preemptor's own tree. A grouped pod counts at its group's
 priority (:class:`~scheduler.preemption.group_view.Membership`).

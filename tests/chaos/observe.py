@@ -19,7 +19,8 @@ from scheduler.client.kube import NODES, PODGROUPS, PODS, RESOURCE_CLAIMS, KubeC
 JSON = dict[str, Any]
 
 INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
-"""The PodGroup condition type (reference k8s-workload-apis.md; ``scheduler.model.scheduling.INITIALLY_SCHEDULED``)."""
+"""The PodGroup condition type (``scheduling.k8s.io/v1beta1`` ``PodGroupStatus``;
+``scheduler.model.scheduling.INITIALLY_SCHEDULED``)."""
 
 
 class GangState(enum.StrEnum):

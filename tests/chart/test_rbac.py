@@ -99,7 +99,7 @@ LEASE_GROUP = "coordination.k8s.io"
 IMPLIED: dict[tuple[str, str, str], set[tuple[str, str, str]]] = {
     # Writing status.allocation / status.reservedFor of a ResourceClaim also needs update/patch on the
     # synthetic resourceclaims/binding subresource (authorization only; no request goes to it) since
-    # v1.36, gate DRAResourceClaimGranularStatusAuthorization (reference §6.4, §9).
+    # v1.36, gate DRAResourceClaimGranularStatusAuthorization (kubernetes/kubernetes#134947).
     ("resource.k8s.io", "resourceclaims/status", "patch"): {("resource.k8s.io", "resourceclaims/binding", "patch"),
                                                            ("resource.k8s.io", "resourceclaims/binding", "update")},
 }

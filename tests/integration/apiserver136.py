@@ -8,7 +8,7 @@
   ``message`` / ``lastTransitionTime`` answers ``422 Invalid`` and stores nothing — as a server with
   ``fieldValidation=Strict`` does, stricter than its default ``Warn`` (which drops unknown fields).
 * A PodGroup's ``spec`` is immutable in v1.36 (every ``PodGroupSpec`` field says "This field is immutable";
-  reference ``k8s-workload-apis.md`` §0: ``minCount`` became mutable only in 1.37): an update that changes
+  ``minCount`` became mutable only with v1beta1, in 1.37, KEP-5832): an update that changes
   it answers ``422 Invalid`` ``field is immutable`` (apimachinery ``ValidateImmutableField``).
 
 Condition *types* are not in the schema (``metav1.Condition.type`` is any qualified name): tests assert the

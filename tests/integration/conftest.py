@@ -57,7 +57,7 @@ RESOURCES_1_36: dict[str, tuple[str, bool, tuple[str, ...]]] = {
     "scheduling.k8s.io/v1alpha2/podgroups": ("PodGroup", True, ("status",)),
     "scheduling.k8s.io/v1alpha2/workloads": ("Workload", True, ()),
 }
-"""A Kubernetes 1.36 cluster with ``GenericWorkload`` on (reference §0): PodGroups and Workloads only as
+"""A Kubernetes 1.36 cluster with ``GenericWorkload`` on (KEP-5832, alpha in 1.36): PodGroups and Workloads only as
 ``scheduling.k8s.io/v1alpha2``; no v1beta1, no CompositePodGroup (v1alpha3), no scheduler-plugins CRD."""
 
 RESOURCES_1_25: dict[str, tuple[str, bool, tuple[str, ...]]] = {

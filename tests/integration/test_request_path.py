@@ -3,7 +3,8 @@ environment (a proxy, ``~/.netrc``) is read.
 
 * A bind answered 201 is the whole transaction for that pod: no GET follows.
 * A bind answered 409 is decided by reading the pod once: bound to our node is success (an earlier
-  attempt landed, reference §1.3), bound elsewhere is a permanent failure of the plan.
+  attempt landed; the ``pods/binding`` subresource, ``BindingREST``), bound elsewhere is a permanent
+  failure of the plan.
 * aiohttp's ``trust_env`` (proxy variables and ``~/.netrc``, read in worker threads per request while its
   timeout runs) is never on: the proxy the environment names for the API server is read once, as
   client-go's ``http.ProxyFromEnvironment`` reads it, and ``NO_PROXY`` exempts the host.

@@ -8,7 +8,7 @@
   does not wait for it, and holds where no lifecycle controller runs. A node that reports no ``Ready``
   condition at all is not judged.
 * **Lifecycle conditions**: KEP-5683 (v1.37 alpha, gate NodeLifecycleConditions) adds node conditions
-  that no core component reacts to yet. Our policy (reference §7): a node whose ``DrainInProgress``,
+  that no core component reacts to yet. Our policy: a node whose ``DrainInProgress``,
   ``Drained`` or ``MaintenancePlanned`` condition is ``True`` receives no new gang members — a gang
   started there would be disrupted soon.
 

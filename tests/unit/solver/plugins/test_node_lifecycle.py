@@ -1,5 +1,4 @@
-"""NodeLifecycle: no new gang members on nodes not ready, draining or awaiting maintenance (KEP-5683,
-reference §7)."""
+"""NodeLifecycle: no new gang members on nodes not ready, draining or awaiting maintenance (KEP-5683)."""
 
 from __future__ import annotations
 
