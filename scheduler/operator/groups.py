@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.client.kube import COMPOSITES, Resource
+from scheduler.groups.workloads import GroupSpec
 from scheduler.operator.apis import Flavour, Served
 from scheduler.operator.labels import MANAGED_BY, MANAGER, WORKLOAD_UID
-from scheduler.operator.workloads import GroupSpec
 
 JSON = dict[str, Any]
 

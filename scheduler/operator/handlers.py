@@ -1,7 +1,7 @@
 """The kopf handlers of the operator, registered on a registry of their own (:func:`build_registry`).
 
 * **Workload handlers** (``on.create`` / ``on.update`` / ``on.resume`` of every opted-in kind of
-  :data:`~scheduler.operator.workloads.WORKLOADS`): one level-triggered reconcile — create the
+  :data:`~scheduler.groups.workloads.WORKLOADS`): one level-triggered reconcile — create the
   groups the workload needs (parents first), owned by it through ``kopf.adopt``; keep each
   PodGroup's minimum equal to the workload's (a scaled Job gets its ``minCount`` patched: the
   kuberay#5205 bug is a PodGroup never updated on scale; on Kubernetes 1.36, where ``minCount`` is
@@ -12,7 +12,7 @@
   (an immutable CompositePodGroup policy, an override that does not apply, a group of the same
   name that is not ours) is posted as a Warning Event on the workload (``kopf.warn``).
 * **Mutating webhooks** (``on.mutate``, on CREATE, persistent, failurePolicy Fail): a workload
-  gets :data:`~scheduler.operator.labels.OPT_IN` copied into its pod templates; a pod with that
+  gets :data:`~scheduler.groups.workloads.OPT_IN` copied into its pod templates; a pod with that
   label gets ``schedulerName`` and its group link (``spec.schedulingGroup.podGroupName``, or the
   label ``scheduling.x-k8s.io/pod-group`` on scheduler-plugins clusters). Both webhooks select
   objects by that label (kopf puts the filter into the webhook's ``objectSelector``), so nothing
@@ -39,17 +39,22 @@ import kopf
 
 from scheduler.client.kube import COMPOSITES, PODS, ApiError, Conflict, KubeClient, NotFound, Resource
 from scheduler.groups.intent import INTENT_ANNOTATION
+from scheduler.groups.workloads import (
+    JOB,
+    JOBSET_NAME,
+    OPT_IN,
+    OPT_IN_VALUE,
+    WORKLOADS,
+    GroupSpec,
+    WorkloadKind,
+    desired,
+    pod_group,
+)
 from scheduler.model.coscheduling import POD_GROUP_LABEL
 from scheduler.operator import validation
 from scheduler.operator.apis import Flavour, Served
 from scheduler.operator.groups import body_of, minimum_of, minimum_patch, resource_of
-from scheduler.operator.labels import (
-    JOBSET_NAME,
-    OPT_IN,
-    OPT_IN_VALUE,
-    WORKLOAD_UID,
-)
-from scheduler.operator.workloads import JOB, WORKLOADS, GroupSpec, WorkloadKind, desired, pod_group
+from scheduler.operator.labels import WORKLOAD_UID
 
 JSON = dict[str, Any]
 log = logging.getLogger(__name__)

@@ -125,8 +125,7 @@ def test_the_readme_job_is_valid_and_the_operator_makes_it_one_gang_of_four() ->
     import kubernetes_validate  # type: ignore[import-untyped]
     import yaml
 
-    from scheduler.operator.labels import OPT_IN, OPT_IN_VALUE
-    from scheduler.operator.workloads import JOB, GroupSpec, desired
+    from scheduler.groups.workloads import JOB, OPT_IN, OPT_IN_VALUE, GroupSpec, desired
 
     quickstart = (ROOT / "README.md").read_text().split("## Quickstart on a cluster", 1)[1].split("\n## ", 1)[0]
     [block] = re.findall(r"^```yaml\n(.*?)^```", quickstart, re.S | re.M)

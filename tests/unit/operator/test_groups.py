@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from scheduler.groups.workloads import GroupSpec
 from scheduler.model import CompositePodGroup, PodGroup
 from scheduler.operator.apis import Flavour, Served
 from scheduler.operator.groups import body_of, minimum_of, minimum_patch
-from scheduler.operator.workloads import GroupSpec
 
 V1BETA1 = Served(Flavour.WORKLOAD, composite=True)
 PLUGINS = Served(Flavour.COSCHEDULING)

@@ -1,5 +1,6 @@
-"""The workload kinds the operator knows, and the gang each one is: the groups it needs, the pod
-templates that get the opt-in label, and the group a pod of it belongs to.
+"""The workload kinds the operator knows, and the gang each one is: the labels a user and the kinds' controllers
+set, the groups it needs, the pod templates that get the opt-in label, and the group a pod of it belongs to.
+Read by the operator, and by ``simulate`` for the Jobs it is given (:mod:`scheduler.offline.jobs`).
 
 Shapes (the fields read here, nothing else):
 
@@ -30,18 +31,30 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from scheduler.operator.labels import (
-    JOB_NAME,
-    JOBSET_NAME,
-    KUBEFLOW_JOB_NAME,
-    KUBEFLOW_REPLICA_TYPE,
-    LWS_GROUP_INDEX,
-    LWS_NAME,
-    LWS_WORKER_INDEX,
-    MIN_COUNT,
-)
-
 JSON = dict[str, Any]
+
+# -- what a user sets on a workload --------------------------------------------------------------------------
+OPT_IN = "gang-scheduler.io/gang"
+"""Label, value ``"true"``: on a workload, make it a gang; on a pod (from its template), mutate it."""
+OPT_IN_VALUE = "true"
+MIN_COUNT = "gang-scheduler.io/min-count"
+"""Annotation on a single-group workload: the gang's minCount (a positive integer), instead of the pod count."""
+
+# -- what the controllers put on their pods ------------------------------------------------------------------
+JOB_NAME = "batch.kubernetes.io/job-name"
+"""Job controller (kubernetes ``pkg/controller/job``, since v1.27; the legacy ``job-name`` label is also set)."""
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+"""JobSet controller (kubernetes-sigs/jobset): on child Jobs and their pods; child Jobs are
+``<jobset>-<replicatedJob>-<index>`` (``ReplicatedJob.replicas`` doc), so a pod's Job names its role replica."""
+KUBEFLOW_JOB_NAME = "training.kubeflow.org/job-name"
+KUBEFLOW_REPLICA_TYPE = "training.kubeflow.org/replica-type"
+"""Kubeflow training operator v1 (kubeflow/training-operator): the replica type of a pod, ``master`` /
+``worker`` (lower case since v1.7; older releases wrote ``Master``), so it is compared case-insensitively."""
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+"""LeaderWorkerSet (kubernetes-sigs/lws, docs/reference/labels-annotations-and-environment-variables.md):
+worker index ``0`` is the group's leader."""
 
 ROOT_TEMPLATE = "gang"
 """``workloadRef.templateName`` of the CompositePodGroup at the root of a tree (the API requires one)."""

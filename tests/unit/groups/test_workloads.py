@@ -1,10 +1,10 @@
-"""The gang each workload kind is (``scheduler.operator.workloads``): groups, minimums, pod → group."""
+"""The gang each workload kind is (``scheduler.groups.workloads``): groups, minimums, pod → group."""
 
 from __future__ import annotations
 
 import pytest
 
-from scheduler.operator.workloads import (
+from scheduler.groups.workloads import (
     JOB,
     JOBSET,
     LEADERWORKERSET,
