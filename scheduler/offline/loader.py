@@ -10,8 +10,9 @@ something to report, take the same path as a YAML object, so what is reported do
 Objects are dispatched on ``apiVersion`` + ``kind`` (the rows of :mod:`scheduler.model.kinds` read offline, each into
 the ``Objects`` list its row names); scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1``
 PodGroup is read and converted to the PodGroup the scheduler reads (``model/coscheduling.py``), kept apart
-from a ``scheduling.k8s.io`` PodGroup of the same name. Kinds the scheduler does not
-read (Jobs, Deployments, DRA objects of other API versions) are counted in ``Objects.skipped``;
+from a ``scheduling.k8s.io`` PodGroup of the same name. ``batch/v1`` Jobs are kept as read (``Objects.jobs``): the
+pods their controller would make are added before scheduling (:mod:`scheduler.offline.jobs`). Kinds the scheduler
+does not read (Deployments, JobSets, DRA objects of other API versions) are counted in ``Objects.skipped``;
 an object of a kind we read under an API version we do not read is also named in ``Objects.unread``.
 Kubernetes 1.36's ``scheduling.k8s.io/v1alpha2`` PodGroups are converted into the internal (v1beta1)
 shape first (:data:`DECODERS`, :mod:`scheduler.model.podgroup_v1alpha2`); what of them is not
@@ -103,6 +104,8 @@ T = TypeVar("T")
 DEFAULT_NAMESPACE = "default"
 """The namespace the API server gives a namespaced object created without one (kubectl's
 default context namespace)."""
+JOB_API_VERSION = "batch/v1"
+"""The Jobs read (:attr:`Objects.jobs`): their pods and groups are made from them (:mod:`scheduler.offline.jobs`)."""
 
 MAX_LISTED_PROBLEMS = 10
 """Problems quoted in the SnapshotError raised when nothing valid was loaded; the rest are counted."""
@@ -152,6 +155,9 @@ class Objects:
     csi_nodes: list[CSINode] = field(default_factory=list)
     namespaces: list[Namespace] = field(default_factory=list)
     budgets: list[PodDisruptionBudget] = field(default_factory=list)
+    jobs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """``batch/v1`` Jobs as read (file, object with its namespace and uid set), each once: what the cluster would make
+    of them is added before scheduling (:mod:`scheduler.offline.jobs`)."""
     problems: list[LoadProblem] = field(default_factory=list)
     warnings: list[LoadProblem] = field(default_factory=list)
     """Objects used with a field not honoured (a v1.36 PodGroup's unknown ``disruptionMode``), one per field."""
@@ -162,6 +168,7 @@ class Objects:
     unread: dict[tuple[str, str, str], str] = field(default_factory=dict)
     """(kind, namespace, name) → apiVersion of each skipped object whose kind we read under another version."""
     _seen: dict[tuple[str, str, str, str], BaseModel | LeanPod] = field(default_factory=dict, repr=False)
+    _job_names: set[tuple[str, str]] = field(default_factory=set, repr=False)
 
     def of(self, kind: Kind[T]) -> list[T]:
         """The objects of ``kind`` loaded so far: the list named by its row (``Kind.offline``)."""
@@ -175,8 +182,8 @@ class Objects:
 
     @property
     def usable(self) -> bool:
-        """At least one valid Node, Pod, PodGroup or CompositePodGroup was loaded."""
-        return bool(self.nodes or self.pods or self.podgroups or self.coscheduling or self.composites)
+        """At least one valid Node, Pod, PodGroup or CompositePodGroup, or a Job, was loaded."""
+        return bool(self.nodes or self.pods or self.podgroups or self.coscheduling or self.composites or self.jobs)
 
     @property
     def has_dra(self) -> bool:
@@ -199,6 +206,9 @@ class Objects:
         meta: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
         ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
         row = KINDS.get((api_version, kind))
+        if (api_version, kind) == (JOB_API_VERSION, "Job") and name:
+            self._add_job(source, raw, ns or DEFAULT_NAMESPACE, name)
+            return
         if row is None:
             if not kind or not api_version:
                 self.problems.append(LoadProblem(source, kind or "?", ns, name or "?", "missing apiVersion or kind"))
@@ -286,6 +296,16 @@ class Objects:
         self._seen[ident] = obj
         self.of(row).append(obj)
         return True
+
+    def _add_job(self, source: str, raw: dict[str, Any], ns: str, name: str) -> None:
+        """Keep a Job (namespace and uid filled in as :meth:`add` fills them in), once per name."""
+        if (ns, name) in self._job_names:
+            return
+        meta_raw = raw.get("metadata")
+        meta: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
+        uid = meta.get("uid") or snapshot_uid(JOB_API_VERSION, "Job", ns, name)
+        self._job_names.add((ns, name))
+        self.jobs.append((source, {**raw, "metadata": {**meta, "namespace": ns, "uid": uid}}))
 
     def _redefined(self, source: str, kind: str, ns: str, name: str) -> None:
         message = "defined again with different content; the first is kept"

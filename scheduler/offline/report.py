@@ -438,6 +438,8 @@ def notices(sim: Simulation) -> list[Notice]:
             out.append(Notice("warning", "skipped-api-version",
                               f"{count} {version} {kind} object(s) skipped (a {kind} is read only as "
                               f"{', '.join(sorted(read_as[kind]))}; it is not ours): {', '.join(names)}"))
+    for line in sim.jobs:
+        out.append(Notice("note", "job-expanded", line))
     if sim.off_snapshot:
         shown = ", ".join(f"{pod} on {node}" for pod, node in sim.off_snapshot[:MAX_OFF_SNAPSHOT_SHOWN])
         more = f" and {len(sim.off_snapshot) - MAX_OFF_SNAPSHOT_SHOWN} more" if len(

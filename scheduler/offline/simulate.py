@@ -57,6 +57,7 @@ from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.kinds import POD
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, PodGroup
+from scheduler.offline.jobs import add_expansions
 from scheduler.offline.loader import LoadProblem, Objects
 from scheduler.offline.recorder import RecordingBinder
 from scheduler.preemption import DefaultPreemption
@@ -167,6 +168,7 @@ class Simulation:
     :func:`~scheduler.model.coscheduling.unhonoured_fields`).
     ``preemptions``: every preemption applied, in queue order (empty with preemption off).
     ``off_snapshot``: bound pods on a node the snapshot does not hold (``(pod key, node)``, sorted).
+    ``jobs``: what was made of each Job of ours that had no pods (:mod:`scheduler.offline.jobs`), one line per Job.
     ``load_warnings``: objects used with a field not honoured (the loader's ``warnings``); ``unknown``: fields
     and kinds the v1.37 API does not know (the loader's ``unknown``); ``unread``:
     (kind, namespace, name) → apiVersion of the objects skipped as a version we do not read.
@@ -193,6 +195,7 @@ class Simulation:
     unhonoured_groups: list[tuple[CoscheduledPodGroup, Unhonoured]] = field(default_factory=list)
     preemptions: list[PreemptionOutcome] = field(default_factory=list)
     off_snapshot: list[tuple[str, str]] = field(default_factory=list)
+    jobs: list[str] = field(default_factory=list)
     waiting: dict[GroupKey, tuple[str, ...]] = field(default_factory=dict)
     """Root → the binding conditions its plan would wait for live (``ns/claim: driver/pool/device condition``):
     ``run`` binds it only once a driver sets them True (KEP-5007); ``simulate`` binds it and says so."""
@@ -236,11 +239,12 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     :class:`PodOutcome` per pending pod of ours. ``preemption``: let roots that do not fit preempt
     lower-priority pods (applied as if the evictions completed, see the module docstring).
     """
+    expanded = add_expansions(objects, scheduler_name)
     sim = Simulation(problems=list(objects.problems), load_warnings=list(objects.warnings),
                      unknown=list(objects.unknown),
                      unread=dict(objects.unread), scheduler_name=scheduler_name,
                      pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods if not p.spec.node_name),
-                     skipped=Counter(objects.skipped))
+                     skipped=Counter(objects.skipped), jobs=expanded)
     cache = ClusterCache(scheduler_name, dra=objects.has_dra, synthesize_claims=True)
     cache.devices.refused.update({(p.kind, f"{p.namespace}/{p.name}"): p.message for p in objects.problems
                                   if p.kind in ("ResourceClaim", "ResourceClaimTemplate")})

@@ -95,3 +95,26 @@ async def test_from_cluster_schedules_the_cluster_own_pending_gangs_first_and_re
     assert report["preemptions"] == []
     pods, _ = await kube.list(PODS)
     assert not any(p["spec"].get("nodeName") for p in pods)
+
+
+async def test_from_cluster_schedules_an_added_job_as_the_pods_and_podgroup_it_would_make(
+        k8s: ApiServer, kube: KubeClient, tmp_path: Path) -> None:
+    # The quickstart's Job, labelled for the operator: simulate makes its 4 pods and its PodGroup (minCount 4) as
+    # the Job controller and the operator would, and places them all; nothing is created in the cluster.
+    await create_node(kube, "n0", cpu="1")
+    job_body = {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "train-job", "namespace": NS, "labels": {"gang-scheduler.io/gang": "true"}},
+                "spec": {"parallelism": 4, "completions": 4, "template": {"spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                    "resources": {"requests": {"cpu": "100m"}}}]}}}}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(job_body))
+    report = await simulate(k8s, tmp_path, "--add", str(path))
+    [group] = report["groups"]
+    assert (group["name"], group["status"], group["policy"]) == ("train-job", "Scheduled", "gang minCount 4")
+    assert sorted(group["placements"].values()) == ["n0"] * 4
+    assert [w["kind"] for w in report["warnings"]] == ["job-expanded"]
+    pods, _ = await kube.list(PODS)
+    groups, _ = await kube.list(PODGROUPS)
+    assert pods == [] and groups == []

@@ -65,7 +65,7 @@ def test_invalid_yaml_exits_2_naming_the_file(tmp_path: Path) -> None:
 
 
 def test_file_with_nothing_we_read_exits_2(tmp_path: Path) -> None:
-    path = write(tmp_path, "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\n")
+    path = write(tmp_path, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: j}\n")
     code, _, err = invoke("simulate", path)
     assert code == 2
     assert "no Node, Pod, PodGroup or CompositePodGroup found" in err
