@@ -159,7 +159,8 @@ def leaf_message(leaf: Leaf, placed: int, nodes: str, verb: str, context: str = 
 
 
 def room_short(table: NodeTable, free: IntArray, rows: IntArray, need: IntArray) -> str:
-    """``: 4 cpu free on the 3 node(s) passing every other filter, 8 needed`` — or empty when those nodes have room.
+    """``: 4 cpu free on the 3 node(s) passing every other filter (at most 2 on one), 8 needed`` — or empty when
+    those nodes have room.
 
     ``free``: ``(N, R)`` free capacity before the attempt (an overcommitted node counts as none); ``rows``: the
     domain's nodes, when room alone was short on all it could use (:attr:`Diagnosis.short_of_room`); ``need``:
@@ -170,10 +171,12 @@ def room_short(table: NodeTable, free: IntArray, rows: IntArray, need: IntArray)
     cols = np.flatnonzero(need > 0)
     if not rows.size or not cols.size:
         return ""
-    have = np.maximum(free[np.ix_(rows, cols)], 0).sum(axis=0)
+    room = np.maximum(free[np.ix_(rows, cols)], 0)
+    have = room.sum(axis=0)
     if bool((have >= need[cols]).all()):
         return ""
     j = int(np.argmax(need[cols] / np.maximum(have, 1)))
     resource = table.resources[cols[j]]
+    most = f" (at most {format_units(resource, int(room[:, j].max()))} on one)" if len(rows) > 1 and have[j] else ""
     return (f": {format_units(resource, int(have[j]))} {resource} free on the {len(rows)} node(s) passing every "
-            f"other filter, {format_units(resource, int(need[cols[j]]))} needed")
+            f"other filter{most}, {format_units(resource, int(need[cols[j]]))} needed")

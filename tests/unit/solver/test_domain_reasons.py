@@ -205,11 +205,11 @@ CASES = [
     case(devices, UNSCHEDULABLE, 4, "4 cannot allocate all claims. request gpus: 1 wanted; 4 device(s) of class "
          "gpu.example.com in the cluster, at most 0 unallocated on any one of the 4 nodes", "dra-devices-run-out"),
     case(resources_short, UNSCHEDULABLE, 4, "4 Insufficient cpu", "room-short-arithmetic-quoted",
-         room=": 4 cpu free on the 4 node(s) passing every other filter, 8 needed"),
+         room=": 4 cpu free on the 4 node(s) passing every other filter (at most 1 on one), 8 needed"),
     case(resources_short_behind_a_taint, UNSCHEDULABLE, 6,
          "1 node(s) had untolerated taint {dedicated: infer}, 3 Insufficient cpu",
          "arithmetic-leaves-out-a-node-another-filter-refuses",
-         room=": 6 cpu free on the 3 node(s) passing every other filter, 8 needed"),
+         room=": 6 cpu free on the 3 node(s) passing every other filter (at most 2 on one), 8 needed"),
 ]
 
 
