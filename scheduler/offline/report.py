@@ -289,7 +289,7 @@ def render_text(sim: Simulation) -> str:
         out.append("")
         out.append("DRA problems (devices not used, selectors that failed):")
         out.extend(f"  {_continued(x, '    ')}" for x in sim.dra_problems)
-    if sim.snapshot is not None and sim.initial is not None:
+    if sim.snapshot is not None and sim.initial is not None and len(sim.snapshot.table):  # no Node: the note says so
         out.append("")
         out.append(_utilisation(sim, sim.initial, sim.snapshot))
         if isinstance(sim.snapshot.dra, DraView) and isinstance(sim.initial.dra, DraView):

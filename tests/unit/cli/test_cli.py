@@ -438,3 +438,11 @@ def test_a_list_item_is_checked_like_a_document(tmp_path: Path) -> None:
     assert code == 0
     assert [w["field"] for w in json.loads(out)["warnings"] if w["kind"] == "unknown-field"] == \
         ["spec.tolerations[0].efect"]
+
+
+def test_a_snapshot_without_nodes_prints_no_empty_utilisation_table(tmp_path: Path) -> None:
+    code, out, _ = invoke("simulate", write(tmp_path, BASIC_GROUP + "---" + members(2)))
+    assert code == 0
+    assert "note: the snapshot has no Node" in out and "Node utilisation" not in out
+    code, out, _ = invoke("simulate", write(tmp_path, NODE + "---" + BASIC_GROUP + "---" + members(2)))
+    assert code == 0 and "Node utilisation" in out
