@@ -436,6 +436,8 @@ def _group_status(tree: GroupTree, group: Group, result: Plan | Unschedulable | 
     if isinstance(result, Unschedulable):
         if result.minimum is not None and group.key in result.minimum.satisfied:
             return SCHEDULED, None  # satisfied by its bound members; only members above the minimum are pending
+        if group.key == tree.key:  # the root: its whole reason, a PostFilter's verdict included, as run's condition
+            return UNSCHEDULABLE, result.message
         return UNSCHEDULABLE, result.group_reasons.get(group.key, result.message)
     return WAITING, None  # pragma: no cover - every READY tree is decided above
 

@@ -29,6 +29,10 @@ from tests.unit.dra.example_devices import OVER_COST_LIMIT
 CLUSTER = DATA / "clusters" / "small-gpu-cluster.yaml"
 SHARED_CLAIMS = DATA / "workloads" / "c-podgroup-shared-claims.yaml"
 PRETRAIN = "llm-pretrain-6f7c9-workers-2rl42"
+NOT_HELPFUL_8 = ("pod group preemption: Preemption is not helpful for scheduling (no fit even with all 8 "
+                 "lower-priority pod(s) evicted: devices are the limit, and preemption frees node resources, not the "
+                 "victims' devices)")
+"""The PostFilter's verdict on a probe gang short of devices in the small GPU cluster (8 running pods below it)."""
 ZONE_A = {"gpu-a1-1", "gpu-a1-2", "gpu-a2-1", "gpu-a2-2", "cpu-m5-1"}
 RACKS = {"rack-a1": {"gpu-a1-1", "gpu-a1-2"}, "rack-a2": {"gpu-a2-1", "gpu-a2-2"},
          "rack-b1": {"gpu-b1-1", "gpu-b1-2"}, "rack-b2": {"gpu-b2-1", "gpu-b2-2"}}
@@ -159,7 +163,9 @@ def test_shared_claim_gang_does_not_fit_beside_both_gangs_and_takes_nothing() ->
     assert reason == ("gang allreduce-bench: 2/4 placeable (minCount 4) in topology.example.com/rack rack-b1 "
                       "(closest of 4 domains); 0/2 nodes are available: 2 cannot allocate all claims. request gpu: 2 "
                       "wanted; 64 device(s) of class gpu.nvidia.com in the cluster, at most 0 unallocated on any one "
-                      "of the 2 nodes.")
+                      "of the 2 nodes. pod group preemption: Preemption is not helpful for scheduling (no fit even "
+                      "with all 3 lower-priority pod(s) evicted: devices are the limit, and preemption frees node "
+                      "resources, not the victims' devices)")
     assert status(sim)[PRETRAIN] == status(sim)["train-llm-workload-root"] == "Scheduled"
     assert_no_device_twice(sim)
 
@@ -263,7 +269,7 @@ def test_gang_whose_cel_selector_matches_no_device_is_unschedulable_whole_and_th
     assert next(g.reason for g in sim.groups if g.key.name == "probe") == (
         "gang probe: 0/2 placeable (minCount 2); 0/9 nodes are available: 1 node(s) were unschedulable, "
         "8 cannot allocate all claims. request gpu: 1 wanted; 64 device(s) of class gpu.nvidia.com in the cluster, "
-        "0 matching its selectors, at most 0 unallocated on any one of the 8 nodes.")
+        f"0 matching its selectors, at most 0 unallocated on any one of the 8 nodes. {NOT_HELPFUL_8}")
     assert status(sim)[PRETRAIN] == status(sim)["train-llm-workload-root"] == "Scheduled"
     assert sim.dra_problems == []
 
@@ -296,7 +302,7 @@ def test_a_claim_naming_a_device_class_that_does_not_exist_is_told_so_with_the_c
     missing = "request gpu: DeviceClass gpu.nvidai.com not found (did you mean gpu.nvidia.com?)"
     assert next(g.reason for g in sim.groups if g.key.name == "probe") == (
         "gang probe: 0/2 placeable (minCount 2); 0/9 nodes are available: 1 node(s) were unschedulable, "
-        f"8 cannot allocate all claims. {missing}")
+        f"8 cannot allocate all claims. {missing}; {NOT_HELPFUL_8}")
     assert sim.dra_problems == [missing]
 
 

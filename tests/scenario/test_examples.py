@@ -18,6 +18,9 @@ EVAL_REASON = ("gang eval-16x4: 1/4 placeable (minCount 4) in topology.kubernete
                "domains): 4 nvidia.com/gpu free on the 3 node(s) passing every other filter (at most 4 on one), 16 "
                "needed; 0/4 nodes are available: 1 node(s) were unschedulable, 3 Insufficient nvidia.com/gpu.")
 """The built-in example's gang that fits in no zone: us-east-1b comes closest, short of GPUs alone."""
+EVAL_PREEMPTION = ("pod group preemption: Preemption is not helpful for scheduling (no fit even with all 3 "
+                   "lower-priority pod(s) evicted)")
+"""What preemption found for it: the root's reason, on its pods and on the group (as ``run``'s condition says)."""
 
 
 def run(*paths: Path, scoring: str = "pack", preemption: bool = True) -> Simulation:
@@ -55,7 +58,7 @@ def test_builtin_example_places_both_gangs_in_different_zones_and_rejects_the_th
     pods = {p.pod.metadata.name: p for p in sim.pods}
     assert pods["notebook-prep"].node == "cpu-m5-1"
     reason = next(g.reason for g in sim.groups if g.key.name == "eval-16x4")
-    assert reason == EVAL_REASON
+    assert reason == f"{EVAL_REASON} {EVAL_PREEMPTION}"
 
 
 def test_fragmented_cluster_gang_found_by_slot_counting_not_first_fit() -> None:

@@ -51,7 +51,7 @@ def test_a_gang_whose_pods_were_preempted_has_its_own_status_in_text_and_json() 
     sim = run()
     assert group_status(sim) == {
         "pretrain": ("Scheduled", None),
-        "sweep": ("Unschedulable", next(iter(pod_reasons(sim, "sweep"))).partition(" pod group preemption")[0]),
+        "sweep": ("Unschedulable", next(iter(pod_reasons(sim, "sweep")))),
         "eval-notol": ("Unschedulable", next(iter(pod_reasons(sim, "eval-notol")))),
         "batch-low": ("Preempted", "4 running pod(s) preempted by PodGroup ml/pretrain"),
         "serving": ("Scheduled", None),
