@@ -1,45 +1,53 @@
 """What a batch/v1 Job given to ``simulate`` becomes: the pods its controller would make, and their PodGroup.
 
 A snapshot holds the pods a Job's controller has made; a workload file given to ask "would it fit"
-(``--add job.yaml``) holds the Job alone. A Job of ours that has no pod in the snapshot is expanded here
-before the snapshot is scheduled, as the cluster would expand it:
+(``--add job.yaml``) holds the Job alone. A Job of ours — its template names our scheduler, or it is labelled
+``gang-scheduler.io/gang: "true"`` and its template names no other — that has no running or pending pod in the
+snapshot is expanded here before the snapshot is scheduled, as the cluster would expand it:
 
 * **Pods**, as the Job controller makes them (kubernetes ``pkg/controller/job``): ``min(parallelism,
-  completions)`` of them (``parallelism`` defaults to 1; 0 makes none), from ``spec.template``, named
-  ``<job>-<suffix>`` (``completionMode: Indexed``: ``<job>-<index>-<suffix>``, with the
-  ``batch.kubernetes.io/job-completion-index`` label and annotation), labelled ``batch.kubernetes.io/job-name``
-  and ``batch.kubernetes.io/controller-uid`` (and the legacy ``job-name`` / ``controller-uid``), owned by the
-  Job, created when the Job was. The suffix stands for the API server's random one (``generateName``) and is
-  the same on every run.
-* **The group**, whichever of these applies first:
+  completions − succeeded)`` of them (``parallelism`` defaults to 1; without ``completions``, ``parallelism``),
+  at most :data:`MAX_PODS_PER_JOB`, from ``spec.template``, named ``<job>-<suffix>`` (``completionMode:
+  Indexed``: ``<job>-<index>-<suffix>``, with the ``batch.kubernetes.io/job-completion-index`` label and
+  annotation), labelled ``batch.kubernetes.io/job-name`` and ``batch.kubernetes.io/controller-uid`` (and the
+  legacy ``job-name`` / ``controller-uid``), owned by the Job, created when the Job was. The suffix stands for
+  the API server's random one (``generateName``): the same on every run, never the same for two pods, never the
+  name of a pod of the snapshot. A Job written with ``generateName`` and no name is named so too.
+* **The group**, the first of these that applies:
 
-  1. ``spec.scheduling`` (KEP-5547, gate ``WorkloadWithJob``): the Job controller's PodGroup, with the
-     policy (``basic`` when unset; a ``gang`` without ``minCount`` takes ``parallelism``, at least 1),
-     ``schedulingConstraints``, ``disruptionMode`` and ``resourceClaims`` of ``spec.scheduling``
-     (component-helpers ``workloadbuilder``). It is named ``<job>`` here; the controller names it
-     ``<workload>-<template>-<hash>`` and makes a Workload too, which the scheduler does not read.
-  2. The template sets ``spec.schedulingGroup``: the user's own PodGroup; nothing is made (the controller
-     makes nothing either).
+  1. The template sets ``spec.schedulingGroup``: the user's own PodGroup; nothing is made (the Job controller
+     makes nothing either, KEP-5547).
+  2. ``spec.scheduling`` (KEP-5547, gate ``WorkloadWithJob``): the Job controller's PodGroup, with the
+     policy (``basic`` when unset; a ``gang`` without ``minCount`` takes ``parallelism``, at least 1, as the
+     controller defaults it), ``schedulingConstraints``, ``disruptionMode`` and ``resourceClaims`` of
+     ``spec.scheduling`` (component-helpers ``workloadbuilder``). It is named ``<job>`` here; the controller
+     names it ``<workload>-<template>-<hash>`` and makes a Workload too, which the scheduler does not read.
   3. The Job is labelled ``gang-scheduler.io/gang: "true"``: the operator's PodGroup ``<job>``
      (:func:`~scheduler.groups.workloads.desired`: ``gang.minCount`` = ``min(parallelism, completions)``,
-     or the ``gang-scheduler.io/min-count`` annotation), and its pod webhook's ``schedulerName`` and group
-     link (a template naming another scheduler is left alone, as the webhook leaves it).
+     or the ``gang-scheduler.io/min-count`` annotation).
   4. Otherwise the pods have no group (each is a root of its own).
 
-A Job is not expanded when a pod of the snapshot already carries its ``batch.kubernetes.io/job-name``, when it
-is suspended (``spec.suspend``: Kueue holds a queued Job so until it admits it), when its pods would not be ours
-(another ``schedulerName``), or when a PodGroup of the name it would make exists already (that group is used).
-Each Job expanded, or left out for one of the last reasons, gets a line in the report. No I/O.
+  A labelled Job's pods get our ``schedulerName`` as the operator's pod webhook sets it.
+
+A Job of ours is not expanded when it has running or pending pods in the snapshot (by its
+``batch.kubernetes.io/controller-uid``, else its ``batch.kubernetes.io/job-name``) or has finished (a ``Complete``
+or ``Failed`` condition) — what a dump of a cluster holds — nor when it is suspended (``spec.suspend``: Kueue holds
+a queued Job so until it admits it) or managed by another controller (``spec.managedBy``, MultiKueue), which one
+note names. A PodGroup of the
+name it would make that the snapshot holds already is used instead. A Job the API server would refuse for what is
+read here (a count that is not a non-negative integer, no template with containers) is an invalid object.
+No I/O.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler.groups.workloads import JOB, JOB_NAME, OPT_IN, OPT_IN_VALUE, desired
-from scheduler.offline.loader import Objects
+from scheduler.offline.loader import LoadProblem, Objects
 
 JSON = dict[str, Any]
 
@@ -48,127 +56,202 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 LEGACY_JOB_NAME = "job-name"
 LEGACY_CONTROLLER_UID = "controller-uid"
 DEFAULT_SCHEDULER = "default-scheduler"
+JOB_CONTROLLER = "kubernetes.io/job-controller"
+"""``spec.managedBy`` of a Job the built-in Job controller manages (the default)."""
+FINISHED = frozenset({"Complete", "Failed"})
 SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-"""The characters of the API server's ``generateName`` suffix (apimachinery ``utilrand.String``)."""
+"""The characters of the API server's ``generateName`` suffix (apimachinery ``utilrand.String``), 5 of them."""
+_SUFFIXES = len(SUFFIX_ALPHABET) ** 5
+_STEP = 4_782_971
+"""Not a multiple of 3, so coprime to ``27**5``: pod ``i``'s suffix number ``(start + i * _STEP) % 27**5`` differs
+for every ``i`` below ``27**5``."""
+MAX_PODS_PER_JOB = 10_000
+"""Pods made of one Job at most: a larger Job is simulated with this many (and the note says so)."""
+MAX_NAMED = 5
+"""Jobs the note about the Jobs not expanded names (the rest counted)."""
 
 
 @dataclass(frozen=True)
 class Expansion:
     """What one Job became: ``pods`` and ``groups`` (raw API objects, to be loaded as if read from the Job's
-    file) and the report's ``note`` (None: nothing to say, the Job is not ours)."""
+    file), the report's ``note`` (None when nothing was made), and ``skipped``: why it was not expanded (None when
+    it was, or when it is not ours)."""
 
-    pods: tuple[JSON, ...]
-    groups: tuple[JSON, ...]
-    note: str | None
+    pods: tuple[JSON, ...] = ()
+    groups: tuple[JSON, ...] = ()
+    note: str | None = None
+    skipped: str | None = None
 
 
 def _dict(value: Any) -> JSON:
     return value if isinstance(value, dict) else {}
 
 
-def _int(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def pod_count(spec: JSON) -> int:
-    """The pods a new Job runs at once: ``min(parallelism, completions)``, ``parallelism`` defaulting to 1."""
-    parallelism = max(_int(spec.get("parallelism"), 1), 0)
+def problem(job: JSON) -> str | None:
+    """What the API server would refuse in what is read of ``job`` (``batch/v1`` ``JobSpec`` validation), or None."""
+    spec = job.get("spec")
+    if not isinstance(spec, dict):
+        return "spec must be an object"
+    for key in ("parallelism", "completions"):
+        if spec.get(key) is not None and not _is_count(spec[key]):
+            return f"spec.{key} must be a non-negative integer (got {spec[key]!r})"
+    template_spec = _dict(spec.get("template")).get("spec")
+    if not isinstance(template_spec, dict) or not isinstance(template_spec.get("containers"), list) or not \
+            template_spec["containers"]:
+        return "spec.template.spec.containers is required"
+    return None
+
+
+def pod_count(job: JSON) -> int:
+    """The pods the Job controller runs at once: ``min(parallelism, completions − succeeded)``, ``parallelism``
+    defaulting to 1 (``job`` must have passed :func:`problem`)."""
+    spec = job["spec"]
+    parallelism = spec.get("parallelism", 1)
+    parallelism = 1 if parallelism is None else parallelism
     completions = spec.get("completions")
-    return min(parallelism, completions) if isinstance(completions, int) and not isinstance(completions, bool) \
-        else parallelism
+    if completions is None:
+        return int(parallelism)
+    succeeded = _dict(job.get("status")).get("succeeded")
+    remaining = completions - (succeeded if _is_count(succeeded) else 0)
+    return int(max(min(parallelism, remaining), 0))
 
 
-def _suffix(uid: str, index: int) -> str:
-    digest = hashlib.sha256(f"{uid}/{index}".encode()).digest()
-    return "".join(SUFFIX_ALPHABET[b % len(SUFFIX_ALPHABET)] for b in digest[:5])
+def _suffix(number: int) -> str:
+    out = []
+    for _ in range(5):
+        number, digit = divmod(number, len(SUFFIX_ALPHABET))
+        out.append(SUFFIX_ALPHABET[digit])
+    return "".join(out)
 
 
-def _scheduling_group(job: JSON, name: str) -> JSON:
-    """The PodGroup the Job controller compiles from ``spec.scheduling`` (route 1 of the module docstring)."""
-    spec = _dict(job.get("spec"))
+def generated_name(prefix: str, seed: str, taken: Callable[[str], bool], count: int = 1) -> Iterable[str]:
+    """``count`` names ``<prefix><suffix>``, the same for the same ``seed`` on every run, none the same and none
+    ``taken``; as the API server completes a ``generateName`` (its suffix random)."""
+    start = int.from_bytes(hashlib.sha256(seed.encode()).digest()[:8], "big") % _SUFFIXES
+    made: set[str] = set()
+    for i in range(count):
+        k = i
+        while True:
+            name = f"{prefix}{_suffix((start + k * _STEP) % _SUFFIXES)}"
+            if name not in made and not taken(name):
+                break
+            k += count  # numbers of the other pods are i' + m·count: never this one's
+        made.add(name)
+        yield name
+
+
+def _finished(job: JSON) -> bool:
+    return any(_dict(c).get("type") in FINISHED and _dict(c).get("status") == "True"
+               for c in _dict(job.get("status")).get("conditions") or () if isinstance(c, dict))
+
+
+def _owner(job: JSON) -> JSON:
+    meta = job["metadata"]
+    return {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def _podgroup(job: JSON, spec: JSON) -> JSON:
+    meta = job["metadata"]
+    out_meta: JSON = {"name": meta["name"], "namespace": meta["namespace"], "ownerReferences": [_owner(job)]}
+    if meta.get("creationTimestamp") is not None:
+        out_meta["creationTimestamp"] = meta["creationTimestamp"]
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": out_meta, "spec": spec}
+
+
+def _scheduling_group(job: JSON) -> JSON:
+    """The PodGroup the Job controller compiles from ``spec.scheduling`` (route 2 of the module docstring)."""
+    spec = job["spec"]
     scheduling = _dict(spec.get("scheduling"))
     policy = _dict(scheduling.get("schedulingPolicy"))
     if "gang" in policy:
         gang = _dict(policy.get("gang"))
         minimum = gang.get("minCount")
-        policy = {"gang": {**gang, "minCount": minimum if minimum is not None
-                           else max(_int(spec.get("parallelism"), 1), 1)}}
+        parallelism = spec.get("parallelism", 1)
+        policy = {"gang": {**gang, "minCount": minimum if minimum is not None else max(parallelism or 0, 1)}}
     elif not policy:
         policy = {"basic": {}}
     group_spec: JSON = {"schedulingPolicy": policy}
     for key in ("schedulingConstraints", "disruptionMode", "resourceClaims"):
         if scheduling.get(key) is not None:
             group_spec[key] = scheduling[key]
-    return _podgroup(job, name, group_spec)
+    return _podgroup(job, group_spec)
 
 
-def _podgroup(job: JSON, name: str, spec: JSON) -> JSON:
-    meta = _dict(job.get("metadata"))
-    out_meta: JSON = {"name": name, "namespace": meta.get("namespace"),
-                      "ownerReferences": [_owner(job)]}
-    if meta.get("creationTimestamp") is not None:
-        out_meta["creationTimestamp"] = meta["creationTimestamp"]
-    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": out_meta, "spec": spec}
-
-
-def _owner(job: JSON) -> JSON:
-    meta = _dict(job.get("metadata"))
-    return {"apiVersion": "batch/v1", "kind": "Job", "name": meta.get("name"), "uid": meta.get("uid"),
-            "controller": True, "blockOwnerDeletion": True}
-
-
-def _pod(job: JSON, index: int, indexed: bool) -> JSON:
-    meta = _dict(job.get("metadata"))
-    template = _dict(_dict(job.get("spec")).get("template"))
+def _pod(job: JSON, index: int, indexed: bool, name: str) -> JSON:
+    meta = job["metadata"]
+    template = job["spec"]["template"]
     tmeta = _dict(template.get("metadata"))
-    name, uid = str(meta.get("name")), str(meta.get("uid"))
+    job_name, uid = meta["name"], meta["uid"]
     labels = {**{str(k): str(v) for k, v in _dict(tmeta.get("labels")).items()},
-              JOB_NAME: name, LEGACY_JOB_NAME: name, CONTROLLER_UID: uid, LEGACY_CONTROLLER_UID: uid}
+              JOB_NAME: job_name, LEGACY_JOB_NAME: job_name, CONTROLLER_UID: uid, LEGACY_CONTROLLER_UID: uid}
     annotations = {str(k): str(v) for k, v in _dict(tmeta.get("annotations")).items()}
     if indexed:
         labels[COMPLETION_INDEX] = annotations[COMPLETION_INDEX] = str(index)
-    pod_name = f"{name}-{index}-{_suffix(uid, index)}" if indexed else f"{name}-{_suffix(uid, index)}"
-    pod_meta: JSON = {"name": pod_name, "namespace": meta.get("namespace"), "labels": labels,
-                      "ownerReferences": [_owner(job)]}
+    pod_meta: JSON = {"name": name, "namespace": meta["namespace"], "labels": labels, "ownerReferences": [_owner(job)]}
     if annotations:
         pod_meta["annotations"] = annotations
     if meta.get("creationTimestamp") is not None:
         pod_meta["creationTimestamp"] = meta["creationTimestamp"]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": dict(_dict(template.get("spec")))}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": dict(template["spec"])}
 
 
-def expand(job: JSON, scheduler_name: str, has_pods: bool, podgroup_exists: Any) -> Expansion:
-    """The pods and PodGroup the cluster would make of ``job`` (a ``batch/v1`` Job as read, with its namespace and
-    uid set), per the module docstring. ``has_pods``: a pod of the snapshot already belongs to it;
-    ``podgroup_exists(name)``: whether the snapshot has a PodGroup of that name in the Job's namespace. Never
-    raises on a malformed Job: a missing or mistyped count reads as its default."""
-    meta, spec = _dict(job.get("metadata")), _dict(job.get("spec"))
-    ident = f"batch/v1 Job {meta.get('namespace')}/{meta.get('name')}"
-    name = str(meta.get("name"))
-    template_spec = _dict(_dict(spec.get("template")).get("spec"))
+def ours(job: JSON, scheduler_name: str) -> bool:
+    """Whether ``job``'s pods would be ``scheduler_name``'s: its template names it, or the Job is labelled for the
+    operator and its template names no other scheduler."""
+    named = job["spec"]["template"]["spec"].get("schedulerName") or DEFAULT_SCHEDULER
+    opted_in = _dict(job["metadata"].get("labels")).get(OPT_IN) == OPT_IN_VALUE
+    return named == scheduler_name or (opted_in and named == DEFAULT_SCHEDULER)
+
+
+def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Callable[[str], bool],
+           taken: Callable[[str], bool]) -> Expansion:
+    """The pods and PodGroup the cluster would make of ``job`` (a ``batch/v1`` Job that passed :func:`problem`,
+    with its name, namespace and uid set), per the module docstring. ``active_pods``: its running or pending pods in
+    the snapshot; ``podgroup_exists(name)`` / ``taken(name)``: whether the snapshot has a PodGroup / a pod of that
+    name in the Job's namespace."""
+    if not ours(job, scheduler_name):
+        return Expansion()
+    meta, spec = job["metadata"], job["spec"]
+    name = meta["name"]
+    ident = f"batch/v1 Job {meta['namespace']}/{name}"
+    if active_pods or _finished(job):  # what a dump holds: its pods are there, or it is done
+        return Expansion()
+    managed_by = spec.get("managedBy")
+    skipped = ("suspended" if spec.get("suspend") is True
+               else f"managed by {managed_by}" if managed_by not in (None, JOB_CONTROLLER) else None)
+    if skipped is not None:
+        return Expansion(skipped=skipped)
+    template_spec = spec["template"]["spec"]
     opted_in = _dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
-    named = template_spec.get("schedulerName") or DEFAULT_SCHEDULER
-    ours = named == scheduler_name or (opted_in and named in (DEFAULT_SCHEDULER, scheduler_name))
-    if has_pods or not ours:
-        return Expansion((), (), None)
-    if spec.get("suspend") is True:
-        return Expansion((), (), f"{ident} is suspended (spec.suspend): no pod is made until it is resumed")
-    count = pod_count(spec)
+    wanted = pod_count(job)
+    count = min(wanted, MAX_PODS_PER_JOB)
     indexed = spec.get("completionMode") == "Indexed"
-    pods = [_pod(job, i, indexed) for i in range(count)]
+    if indexed:
+        names: Iterable[str] = (next(iter(generated_name(f"{name}-{i}-", f"{meta['uid']}/{i}", taken)))
+                                for i in range(count))
+    else:
+        names = generated_name(f"{name}-", meta["uid"], taken, count)
+    pods = [_pod(job, i, indexed, pod_name) for i, pod_name in enumerate(names)]
     group: JSON | None = None
-    how = "without a group"
-    if spec.get("scheduling") is not None:
-        group = _scheduling_group(job, name)
+    own_group = _dict(template_spec.get("schedulingGroup")).get("podGroupName")
+    if own_group:
+        how = f"in PodGroup {own_group} (the template's schedulingGroup)"
+    elif spec.get("scheduling") is not None:
+        group = _scheduling_group(job)
         how = f"in PodGroup {name} (from spec.scheduling, as the Job controller makes it)"
-    elif _dict(template_spec.get("schedulingGroup")).get("podGroupName"):
-        how = f"in PodGroup {template_spec['schedulingGroup']['podGroupName']} (the template's schedulingGroup)"
     elif opted_in:
-        wanted = desired(JOB, job, composite=False)
-        minimum = wanted.groups[0].minimum
-        group = _podgroup(job, name, {"schedulingPolicy": {"gang": {"minCount": minimum}}})
+        desire = desired(JOB, job, composite=False)
+        minimum = desire.groups[0].minimum
+        group = _podgroup(job, {"schedulingPolicy": {"gang": {"minCount": minimum}}})
         how = f"in PodGroup {name} (gang minCount {minimum}, as the operator makes it for {OPT_IN})"
-        how += "".join(f"; {warning}" for warning in wanted.warnings)
+        how += "".join(f"; {warning}" for warning in desire.warnings)
+    else:
+        how = "without a group"
     for pod in pods:
         if opted_in:  # the operator's pod webhook
             pod["spec"]["schedulerName"] = scheduler_name
@@ -177,23 +260,52 @@ def expand(job: JSON, scheduler_name: str, has_pods: bool, podgroup_exists: Any)
     if group is not None and podgroup_exists(name):
         how += "; the snapshot's PodGroup of that name is used"
         group = None
-    note = f"{ident}: {count} pod(s) made from its template, as the Job controller would, {how}"
+    made = f"{count} pod(s)" if count == wanted else f"{count} of its {wanted} pods (at most {MAX_PODS_PER_JOB})"
+    note = f"{ident}: {made} made from its template, as the Job controller would, {how}"
     return Expansion(tuple(pods), (group,) if group is not None else (), note)
 
 
 def add_expansions(objects: Objects, scheduler_name: str) -> list[str]:
     """Expand every Job of ``objects`` (:func:`expand`) into ``objects``, as if its pods and PodGroup had been read
-    from the Job's file (so they are checked as any object read is); the report's notes, one per Job with one."""
-    job_pods = {(pod.metadata.namespace, pod.metadata.labels.get(JOB_NAME)) for pod in objects.pods}
+    from the Job's file (so they are checked as any object read is); a Job :func:`problem` refuses goes to
+    ``objects.problems``. Returns the report's notes: one per Job expanded, then one naming the Jobs of ours not
+    expanded and why."""
+    pods_by_ns: dict[str, set[str]] = {}
+    active: dict[tuple[str, str], int] = {}
+    for pod in objects.pods:
+        md = pod.metadata
+        pods_by_ns.setdefault(md.namespace, set()).add(md.name)
+        if pod.status.phase in ("Succeeded", "Failed"):
+            continue
+        owner = md.labels.get(CONTROLLER_UID) or md.labels.get(LEGACY_CONTROLLER_UID)
+        key = (md.namespace, owner) if owner else (md.namespace, f"name:{md.labels.get(JOB_NAME)}")
+        active[key] = active.get(key, 0) + 1
     podgroups = {(g.metadata.namespace, g.metadata.name) for g in objects.podgroups}
-    notes = []
+    notes: list[str] = []
+    skipped: list[str] = []
     for source, job in objects.jobs:
         meta = job["metadata"]
         ns = meta["namespace"]
-        made = expand(job, scheduler_name, (ns, meta.get("name")) in job_pods,
-                      lambda name, ns=ns: (ns, name) in podgroups)
+        taken_here = pods_by_ns.setdefault(ns, set())
+        if not meta.get("name"):  # generateName: completed as the API server would
+            meta["name"] = next(iter(generated_name(meta["generateName"], meta["uid"], lambda _: False)))
+        if (why := problem(job)) is not None:
+            objects.problems.append(LoadProblem(source, "Job", ns, meta["name"], why))
+            continue
+        def has_podgroup(name: str, ns: str = ns) -> bool:
+            return (ns, name) in podgroups
+
+        made = expand(job, scheduler_name,
+                      active.get((ns, meta["uid"]), 0) + active.get((ns, f"name:{meta['name']}"), 0),
+                      has_podgroup, taken_here.__contains__)
         for obj in (*made.groups, *made.pods):
             objects.add(source, obj)
+        taken_here.update(p["metadata"]["name"] for p in made.pods)
         if made.note is not None:
             notes.append(made.note)
+        if made.skipped is not None:
+            skipped.append(f"{ns}/{meta['name']} ({made.skipped})")
+    if skipped:
+        more = f" and {len(skipped) - MAX_NAMED} more" if len(skipped) > MAX_NAMED else ""
+        notes.append(f"{len(skipped)} Job(s) of ours not made into pods: {', '.join(skipped[:MAX_NAMED])}{more}")
     return notes

@@ -39,8 +39,8 @@ otherwise leave a pod without requests), with the closest known field, and a kin
 (``kind: PodGrup``, skipped), with the closest kind.
 
 :class:`SnapshotError` is about the whole set of files: it is raised when a file cannot be read,
-is not UTF-8 or is not YAML (or JSON), or when the files together hold no valid Node, Pod, PodGroup or
-CompositePodGroup (so one good file beside a bad one still loads).
+is not UTF-8 or is not YAML (or JSON), or when the files together hold no valid Node, Pod, PodGroup,
+CompositePodGroup or Job (so one good file beside a bad one still loads).
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ class Objects:
     unread: dict[tuple[str, str, str], str] = field(default_factory=dict)
     """(kind, namespace, name) → apiVersion of each skipped object whose kind we read under another version."""
     _seen: dict[tuple[str, str, str, str], BaseModel | LeanPod] = field(default_factory=dict, repr=False)
-    _job_names: set[tuple[str, str]] = field(default_factory=set, repr=False)
+    _job_names: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def of(self, kind: Kind[T]) -> list[T]:
         """The objects of ``kind`` loaded so far: the list named by its row (``Kind.offline``)."""
@@ -206,8 +206,8 @@ class Objects:
         meta: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
         ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
         row = KINDS.get((api_version, kind))
-        if (api_version, kind) == (JOB_API_VERSION, "Job") and name:
-            self._add_job(source, raw, ns or DEFAULT_NAMESPACE, name)
+        if (api_version, kind) == (JOB_API_VERSION, "Job"):
+            self._add_job(source, raw, meta)
             return
         if row is None:
             if not kind or not api_version:
@@ -297,15 +297,29 @@ class Objects:
         self.of(row).append(obj)
         return True
 
-    def _add_job(self, source: str, raw: dict[str, Any], ns: str, name: str) -> None:
-        """Keep a Job (namespace and uid filled in as :meth:`add` fills them in), once per name."""
-        if (ns, name) in self._job_names:
+    def _add_job(self, source: str, raw: dict[str, Any], meta: dict[str, Any]) -> None:
+        """Keep a Job with its namespace (``default`` when unset) and uid (:func:`snapshot_uid` when unset) filled in,
+        as :meth:`add` fills them in. A name that is not a string, or neither a name nor a ``generateName`` (which
+        :mod:`scheduler.offline.jobs` completes, as the API server does), is a problem; so is a second definition
+        that differs from the first in what is read (labels, annotations, spec, status)."""
+        name, generate, ns = meta.get("name"), meta.get("generateName"), meta.get("namespace") or DEFAULT_NAMESPACE
+        shown = name if isinstance(name, str) and name else "?"
+        named = isinstance(name, str) and bool(name)
+        generated = not name and isinstance(generate, str) and bool(generate)
+        if not isinstance(ns, str) or not (named or generated):
+            self.problems.append(LoadProblem(source, "Job", str(ns), shown,
+                                             "metadata.name (or generateName) and namespace must be strings"))
             return
-        meta_raw = raw.get("metadata")
-        meta: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
-        uid = meta.get("uid") or snapshot_uid(JOB_API_VERSION, "Job", ns, name)
-        self._job_names.add((ns, name))
-        self.jobs.append((source, {**raw, "metadata": {**meta, "namespace": ns, "uid": uid}}))
+        uid = str(meta.get("uid") or snapshot_uid(JOB_API_VERSION, "Job", ns, name or f"{generate}#{len(self.jobs)}"))
+        job = {**raw, "metadata": {**meta, "namespace": ns, "uid": uid}}
+        if name:
+            first = self._job_names.get((ns, name))
+            if first is not None:
+                if _job_read(first) != _job_read(job):
+                    self._redefined(source, "Job", ns, name)
+                return
+            self._job_names[(ns, name)] = job
+        self.jobs.append((source, job))
 
     def _redefined(self, source: str, kind: str, ns: str, name: str) -> None:
         message = "defined again with different content; the first is kept"
@@ -337,6 +351,12 @@ DIRECT: dict[tuple[bytes, bytes], Kind[Any]] = {
 """(apiVersion, kind) as bytes → the row of each kind :meth:`Objects.add_json` decodes straight from the bytes: read as
 the model is (no conversion, no unknown-field check), or a Pod (checked by :func:`~scheduler.model.strict.known_only`,
 taken when on a node)."""
+
+
+def _job_read(job: dict[str, Any]) -> tuple[Any, ...]:
+    """What of a Job is read (:mod:`scheduler.offline.jobs`), to tell a redefinition that differs."""
+    meta = job["metadata"]
+    return meta.get("labels"), meta.get("annotations"), job.get("spec"), job.get("status")
 
 
 def _same(obj: BaseModel, first: BaseModel | LeanPod) -> bool:
@@ -410,7 +430,7 @@ def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Ob
     read from ``stdin`` (default: the process's standard input) and named ``<stdin>``.
 
     Raises :class:`SnapshotError` if a file cannot be read, is not UTF-8 or is not YAML or JSON, or if
-    the files *together* hold no valid Node, Pod, PodGroup or CompositePodGroup; in that case
+    the files *together* hold no valid Node, Pod, PodGroup, CompositePodGroup or Job; in that case
     the message quotes the load problems (up to :data:`MAX_LISTED_PROBLEMS`), since no report
     follows to list them. ``objects``: add to these (what ``simulate --from-cluster`` listed) rather than to
     a new :class:`Objects`; an object of a file that is already there with other content is a problem, and
@@ -430,7 +450,7 @@ def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Ob
     if not names:
         raise SnapshotError("no snapshot file given")
     if not objects.usable:
-        head = f"{', '.join(map(name_of, names))}: no Node, Pod, PodGroup or CompositePodGroup found"
+        head = f"{', '.join(map(name_of, names))}: no Node, Pod, PodGroup, CompositePodGroup or Job found"
         lines = [f"{head}; {len(objects.problems)} invalid:" if objects.problems else head]
         lines += [f"  {x}" for x in objects.problems[:MAX_LISTED_PROBLEMS]]
         if len(objects.problems) > MAX_LISTED_PROBLEMS:

@@ -253,7 +253,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     sim.initial = cache.snapshot()
     known = {node.name for node in objects.nodes}
     sim.off_snapshot = sorted((pod.key, pod.spec.node_name) for pod in objects.pods
-                              if pod.spec.node_name and pod.spec.node_name not in known)
+                              if pod.spec.node_name and pod.spec.node_name not in known
+                              and pod.status.phase not in ("Succeeded", "Failed"))
     forest = cache.forest()
     queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
     cycle = CycleRunner(cache, config, (DefaultPreemption(CacheGroupView(cache)),) if preemption else ())

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from scheduler.framework.plan import SolverConfig
+from scheduler.offline import jobs
+from scheduler.offline.jobs import generated_name
 from scheduler.offline.loader import load
 from scheduler.offline.report import notices
 from scheduler.offline.simulate import Simulation, simulate
@@ -105,7 +107,7 @@ spec:
 
 @pytest.mark.parametrize(("change", "note"), [
     pytest.param({"spec:\n  parallelism: 4": "spec:\n  suspend: true\n  parallelism: 4"},
-                 "batch/v1 Job gang-demo/train-job is suspended (spec.suspend): no pod is made until it is resumed",
+                 "1 Job(s) of ours not made into pods: gang-demo/train-job (suspended)",
                  id="suspended"),
     pytest.param({"labels: {gang-scheduler.io/gang: \"true\"}": "labels: {}"}, None, id="not-ours"),
     pytest.param({"    spec:\n      restartPolicy": "    spec:\n      schedulerName: volcano\n      restartPolicy"},
@@ -134,7 +136,7 @@ spec:
 """
     sim = run(tmp_path, README_JOB, pod)
     assert [p.pod.metadata.name for p in sim.pods] == ["train-job-abcde"]
-    assert job_notes(sim) == []
+    assert job_notes(sim) == []  # what a dump holds: nothing to say
 
 
 def test_the_templates_own_group_and_an_existing_podgroup_are_used(tmp_path: Path) -> None:
@@ -164,3 +166,116 @@ def test_a_min_count_annotation_the_operator_refuses_is_said_in_the_note(tmp_pat
     assert sim.groups[0].policy == "gang minCount 4"
     assert job_notes(sim)[0].endswith("gang-scheduler.io/gang); annotation gang-scheduler.io/min-count='0' is not "
                                       "applied: it must be at least 1")
+
+
+def test_generated_names_never_repeat_and_avoid_the_names_taken() -> None:
+    first = next(iter(generated_name("train-", "uid-1", lambda _: False)))
+    names = list(generated_name("train-", "uid-1", lambda name: name == first, 20_000))
+    assert len(set(names)) == 20_000 and first not in names
+    assert names == list(generated_name("train-", "uid-1", lambda name: name == first, 20_000))  # every run
+
+
+def test_a_job_larger_than_the_cap_is_simulated_with_the_cap_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jobs, "MAX_PODS_PER_JOB", 3)
+    sim = run(tmp_path, README_JOB.replace("parallelism: 4\n  completions: 4", "parallelism: 1000000000"))
+    assert len(sim.pods) == 3
+    assert job_notes(sim) == [
+        "batch/v1 Job gang-demo/train-job: 3 of its 1000000000 pods (at most 3) made from its template, as the Job "
+        "controller would, in PodGroup train-job (gang minCount 1000000000, as the operator makes it for "
+        "gang-scheduler.io/gang)"]
+    assert sim.groups[0].status == "Waiting"
+
+
+@pytest.mark.parametrize(("old", "new", "problem"), [
+    ("name: train-job,", "name: [a],", "Job gang-demo/?: metadata.name (or generateName) and namespace must be "
+                                       "strings"),
+    ("parallelism: 4", 'parallelism: "4"', "Job gang-demo/train-job: spec.parallelism must be a non-negative "
+                                           "integer (got '4')"),
+    ("completions: 4", "completions: -3", "Job gang-demo/train-job: spec.completions must be a non-negative "
+                                          "integer (got -3)"),
+    ("  template:\n    spec:\n      restartPolicy: Never\n      containers:", "  other:\n    spec:\n      containers:",
+     "Job gang-demo/train-job: spec.template.spec.containers is required"),
+])
+def test_a_job_the_api_server_would_refuse_is_an_invalid_object(tmp_path: Path, old: str, new: str,
+                                                                problem: str) -> None:
+    assert old in README_JOB
+    sim = run(tmp_path, README_JOB.replace(old, new))
+    assert sim.pods == [] and [str(p).split(": ", 1)[1] for p in sim.problems] == [problem]
+
+
+def test_finished_and_externally_managed_jobs_make_no_pods(tmp_path: Path) -> None:
+    finished = README_JOB + "status: {succeeded: 4, conditions: [{type: Complete, status: \"True\"}]}\n"
+    managed = README_JOB.replace("name: train-job", "name: remote").replace(
+        "spec:\n  parallelism", "spec:\n  managedBy: kueue.x-k8s.io/multikueue\n  parallelism")
+    sim = run(tmp_path, finished, managed)
+    assert sim.pods == []
+    assert job_notes(sim) == ["1 Job(s) of ours not made into pods: gang-demo/remote (managed by "
+                              "kueue.x-k8s.io/multikueue)"]
+
+
+def test_succeeded_pods_count_as_completions_and_do_not_stop_the_rest(tmp_path: Path) -> None:
+    """A Job with 1 of 4 completions done and its pod gone: 3 pods are made; a finished pod of the same name label
+    from another Job uid does not count as this Job's."""
+    job = README_JOB.replace("gang-scheduler.io/gang: \"true\"}", "gang-scheduler.io/gang: \"true\"}, uid: u1") + \
+        "status: {succeeded: 1}\n"
+    old = """
+apiVersion: v1
+kind: Pod
+metadata: {name: train-job-old, namespace: gang-demo, labels: {batch.kubernetes.io/job-name: train-job,
+           batch.kubernetes.io/controller-uid: u0}}
+spec:
+  schedulerName: gang-scheduler
+  containers: [{name: main}]
+status: {phase: Running}
+"""
+    sim = run(tmp_path, job, old)
+    made = [p for p in sim.pods if p.pod.metadata.name != "train-job-old"]
+    assert len(made) == 3
+    assert job_notes(sim)[0].startswith("batch/v1 Job gang-demo/train-job: 3 pod(s) made")
+
+
+def test_a_job_defined_twice_differently_is_reported_and_the_first_kept(tmp_path: Path) -> None:
+    sim = run(tmp_path, README_JOB, README_JOB.replace("parallelism: 4", "parallelism: 2"))
+    assert len(sim.pods) == 4
+    assert [str(p).split(": ", 1)[1] for p in sim.problems] == [
+        "Job gang-demo/train-job: defined again with different content; the first is kept"]
+    assert run(tmp_path, README_JOB, README_JOB).problems == []
+
+
+def test_a_job_with_generate_name_is_named_as_the_api_server_would(tmp_path: Path) -> None:
+    sim = run(tmp_path, README_JOB.replace("name: train-job,", "generateName: train-,"))
+    (group,) = sim.groups
+    assert group.key.name.startswith("train-") and len(group.key.name) == len("train-") + 5
+    assert len(group.placements) == 4
+
+
+def test_the_templates_own_group_wins_over_spec_scheduling(tmp_path: Path) -> None:
+    job = README_JOB.replace("labels: {gang-scheduler.io/gang: \"true\"}", "labels: {}").replace(
+        "spec:\n  parallelism", "spec:\n  scheduling: {schedulingPolicy: {gang: {}}}\n  parallelism").replace(
+        "    spec:\n      restartPolicy",
+        "    spec:\n      schedulerName: gang-scheduler\n      schedulingGroup: {podGroupName: mine}\n"
+        "      restartPolicy")
+    group = """
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: mine, namespace: gang-demo}
+spec: {schedulingPolicy: {gang: {minCount: 4}}}
+"""
+    sim = run(tmp_path, job, group)
+    assert [(g.key.name, g.status, len(g.placements)) for g in sim.groups] == [("mine", "Scheduled", 4)]
+
+
+def test_a_generated_pod_name_never_takes_the_name_of_a_pod_in_the_snapshot(tmp_path: Path) -> None:
+    first = run(tmp_path, README_JOB).pods[0].pod.metadata.name
+    squatter = f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {first}, namespace: gang-demo}}
+spec:
+  nodeName: n2
+  containers: [{{name: c}}]
+status: {{phase: Running}}
+"""
+    sim = run(tmp_path, squatter, README_JOB)
+    assert sim.problems == [] and len(sim.pods) == 4 and first not in {p.pod.metadata.name for p in sim.pods}
