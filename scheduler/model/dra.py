@@ -58,10 +58,10 @@ _SUBDOMAIN = rf"{_LABEL}(\.{_LABEL})*"
 
 
 def _name_check(pattern: str, longest: int, what: str) -> AfterValidator:
-    compiled = re.compile(f"^{pattern}$")
+    compiled = re.compile(pattern)
 
     def check(value: str) -> str:
-        if len(value) > longest or not compiled.match(value):
+        if len(value) > longest or not compiled.fullmatch(value):
             raise ValueError(f"must be {what}, at most {longest} characters")
         return value
     return AfterValidator(check)
