@@ -199,6 +199,10 @@ REJECTED = [
                                                                      "allNodes": True, "devices": [{"name": "a/b"}]}},
                  "spec.devices[0].name: Value error, must be a DNS label (lower-case letters, digits, '-'), at most 63 "
                  'characters (got "a/b")', id="device-name-with-a-slash"),
+    pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {"driver": "d", "pool": {"name": "p"},
+                                                                     "allNodes": True, "devices": [{"name": "g\n"}]}},
+                 "spec.devices[0].name: Value error, must be a DNS label (lower-case letters, digits, '-'), at most 63 "
+                 'characters (got "g\\n")', id="device-name-with-a-trailing-newline"),
     pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {
                      "driver": "d", "pool": {"name": "p", "resourceSliceCount": 0}, "allNodes": True}},
                  "spec.pool.resourceSliceCount: Input should be greater than or equal to 1 (got 0)",
