@@ -72,10 +72,13 @@ class Reporter:
 
     def pods(self, tree: GroupTree, reason: str, message: str, keys: frozenset[str] | None = None) -> None:
         """``PodScheduled=False`` and a FailedScheduling event on the tree's pending pods (``keys``: only those),
-        queued per pod (:meth:`pod`)."""
+        queued per pod (:meth:`pod`). Only on pods of ours: a tree whose pods name several schedulers (Invalid)
+        holds pods of another scheduler, whose status is that scheduler's to write (kube-scheduler writes only
+        on the pods of its profiles)."""
+        ours = self.cache.scheduler_name
         for leaf in tree.root.leaves():
             for member in leaf.pending:
-                if keys is None or member.key in keys:
+                if (keys is None or member.key in keys) and member.spec.scheduler_name == ours:
                     self.pod(member.key, reason, message)
 
     def pod(self, key: str, reason: str, message: str) -> None:

@@ -7,7 +7,7 @@ import asyncio
 import kmock
 import pytest
 
-from scheduler.client.kube import COMPOSITES, PODGROUPS, PODS, KubeClient
+from scheduler.client.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, KubeClient
 from scheduler.config import Settings
 from scheduler.live.driver import Scheduler
 from tests.integration.conftest import RESOURCES, VERBS
@@ -79,3 +79,8 @@ async def test_invalid_trees_are_reported_and_the_rest_is_scheduled(k8s, kube: K
         assert "must set exactly one of basic, gang" in nopolicy[0]["message"]
         await asyncio.sleep(5)
         assert set(await bound(kube, "")) == {"fine-0", "fine-1", "fine-2"}
+        # the mixed tree is reported on our member only: the other is default-scheduler's to write on
+        events, _ = await kube.list(EVENTS)
+        regarding = {e["regarding"]["name"] for e in events if e["reason"] == "FailedScheduling"}
+        assert "mixed-0" in regarding and "mixed-1" not in regarding
+        assert not ((await kube.get(PODS, NS, "mixed-1")).get("status") or {}).get("conditions")
