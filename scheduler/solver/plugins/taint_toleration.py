@@ -11,6 +11,7 @@ weight 3, computed once per pod template and node table (``NodeTable.memo``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -37,14 +38,34 @@ def reason(taint: Taint) -> str:
 
 
 def tolerates(toleration: Toleration, taint: Taint) -> bool:
-    """Whether one toleration tolerates one taint (``Toleration.ToleratesTaint``)."""
+    """Whether one toleration tolerates one taint (``Toleration.ToleratesTaint``). ``Gt`` / ``Lt`` (KEP-5471, gate
+    ``TaintTolerationComparisonOperators``: the API server accepts them only with it on) compare the taint's value
+    with the toleration's as 64-bit decimal integers: ``Gt`` tolerates a taint whose value is greater, ``Lt`` one
+    whose value is less; a value that is not such an integer tolerates nothing (``compareNumericValues``)."""
     if toleration.effect and toleration.effect != taint.effect:
         return False
     if toleration.key != taint.key and not (toleration.key == "" and toleration.operator == "Exists"):
         return False
     if toleration.operator == "Exists":
         return True
+    if toleration.operator in COMPARISONS:
+        mine, theirs = _int64(toleration.value), _int64(taint.value)
+        if mine is None or theirs is None:
+            return False
+        return theirs > mine if toleration.operator == "Gt" else theirs < mine
     return toleration.operator in ("Equal", "") and toleration.value == taint.value
+
+
+COMPARISONS = ("Gt", "Lt")
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def _int64(text: str) -> int | None:
+    """``text`` as Go's ``strconv.ParseInt(text, 10, 64)`` reads it, or None where it fails."""
+    if not _INT64.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
 
 
 def filter_node(spec: PodSpec, node: Node) -> Status | None:

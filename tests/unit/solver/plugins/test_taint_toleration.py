@@ -78,6 +78,21 @@ CASES = [
     pytest.param(["gpu:NoSchedule"], [], untolerated("gpu"), id="valueless-taint-reported-with-empty-value"),
     pytest.param(["nvidia.com/gpu=present:NoSchedule"], [equal("other", "x"), exists("nvidia.com/gpu")], None,
                  id="any-one-matching-toleration-suffices"),
+    # Gt / Lt (KEP-5471): the taint's value against the toleration's, as 64-bit integers.
+    pytest.param(["sla=950:NoSchedule"], [equal("sla", "900", operator="Gt")], None, id="Gt-greater-taint-tolerates"),
+    pytest.param(["sla=900:NoSchedule"], [equal("sla", "900", operator="Gt")], untolerated("sla", "900"),
+                 id="Gt-equal-taint-rejects"),
+    pytest.param(["sla=850:NoSchedule"], [equal("sla", "900", operator="Lt")], None, id="Lt-smaller-taint-tolerates"),
+    pytest.param(["sla=-5:NoSchedule"], [equal("sla", "+007", operator="Lt")], None,
+                 id="Lt-signs-and-leading-zeros-as-ParseInt-reads-them"),
+    pytest.param(["sla=high:NoSchedule"], [equal("sla", "900", operator="Gt")], untolerated("sla", "high"),
+                 id="Gt-non-integer-taint-rejects"),
+    pytest.param(["sla=950:NoSchedule"], [equal("sla", "9_00", operator="Gt")], untolerated("sla", "950"),
+                 id="Gt-value-Go-would-not-parse-rejects"),
+    pytest.param(["sla=9223372036854775808:NoSchedule"], [equal("sla", "1", operator="Gt")],
+                 untolerated("sla", "9223372036854775808"), id="Gt-beyond-int64-rejects"),
+    pytest.param(["sla=950:NoSchedule"], [equal("other", "1", operator="Gt")], untolerated("sla", "950"),
+                 id="Gt-other-key-rejects"),
 ]
 
 
