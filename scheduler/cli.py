@@ -397,8 +397,8 @@ async def _cluster_objects(settings: Settings) -> Objects:
 
 _log_level_option = click.option(
     "--log-level", type=Checked(click.Choice(LOG_LEVELS, case_sensitive=False), "one of " + ", ".join(LOG_LEVELS)),
-    default="INFO", show_default=True,
-    envvar=f"{ENV_PREFIX}LOG_LEVEL", show_envvar=True, help="Python logging level.")
+    default="INFO", envvar=f"{ENV_PREFIX}LOG_LEVEL",
+    help=f"Python logging level. [env {ENV_PREFIX}LOG_LEVEL; default: info]")
 """``--log-level`` of the long-running commands (``run``, ``operator``)."""
 
 
@@ -487,9 +487,12 @@ def _service(value: str | None) -> tuple[str, str, int] | None:
     return ns, name, int(port)
 
 
-def _operator_option(flag: str, **kw: Any) -> Callable[[Command], Command]:
+def _operator_option(flag: str, *, help: str, **kw: Any) -> Callable[[Command], Command]:
+    """An operator flag and its ``GANG_SCHEDULER_OPERATOR_*`` variable, both in its help as the settings' are."""
     env = f"{ENV_PREFIX}OPERATOR_" + flag.removeprefix("--").replace("-", "_").upper()
-    return click.option(flag, envvar=env, show_envvar=True, show_default=True, **kw)
+    default = kw.get("default")
+    shown = f"; default: {default}" if default not in (None, "") else ""
+    return click.option(flag, envvar=env, help=f"{help} [env {env}{shown}]", **kw)
 
 
 @main.command(name="operator", cls=SettingsCommand)
