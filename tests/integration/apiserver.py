@@ -296,6 +296,9 @@ class ApiServer(kmock.KubernetesEmulator):
             if spec.get('nodeName'): raise _conflict(f"pod {req.name} is already assigned to node {spec['nodeName']}")
             if spec.get('schedulingGates'): raise _conflict(f"pod {req.name} has non-empty .spec.schedulingGates")
             if pod['metadata'].get('deletionTimestamp'): raise _conflict(f"pod {req.name} is being deleted, cannot be assigned to a host")
+            uid = ((req.data or {}).get('metadata') or {}).get('uid')   # BindingREST: a UID precondition
+            if uid and uid != pod['metadata'].get('uid'):
+                raise _conflict(f"Precondition failed: UID in precondition: {uid}, UID in object meta: {pod['metadata'].get('uid')}")
             spec['nodeName'] = req.data['target']['name']
             conds = [c for c in pod.setdefault('status', {}).get('conditions', []) if c.get('type') != 'PodScheduled']
             pod['status']['conditions'] = conds + [{'type': 'PodScheduled', 'status': 'True', 'lastTransitionTime': _now()}]

@@ -343,3 +343,15 @@ async def test_a_gated_pods_node_selector_may_only_grow(kube: KubeClient, old: d
         with pytest.raises(ApiError) as err:
             await kube.replace(PODS, NS, "p", update)
         assert err.value.status == 422 and refused in err.value.message, err.value.message
+
+
+async def test_a_binding_whose_uid_is_not_the_pods_is_a_conflict(kube: KubeClient) -> None:
+    """BindingREST binds under a UID precondition: a plan made for a pod since deleted and recreated under the same
+    name does not bind the new one."""
+    await kube.create(PODS, NS, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    uid = (await kube.get(PODS, NS, "p"))["metadata"]["uid"]
+    with pytest.raises(ApiError) as refused:
+        await kube.bind(NS, "p", "n0", uid="another-uid")
+    assert refused.value.status == 409 and "Precondition failed: UID in precondition: another-uid" in str(refused.value)
+    await kube.bind(NS, "p", "n0", uid=uid)
+    assert (await kube.get(PODS, NS, "p"))["spec"]["nodeName"] == "n0"
