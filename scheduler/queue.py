@@ -44,6 +44,11 @@ QueueingHint = Callable[[ClusterEvent], bool]
 
 WAKES_ALL = frozenset({"PriorityClass"})
 """Kinds whose events wake every backing-off root (priorities reorder the queue and move nominated room)."""
+CLOCK_SLACK_S = 1e-6
+"""A backoff ending within this many seconds of the loop's time counts as ended, as asyncio runs the timers due
+within its clock's resolution: on a clock coarser than a backoff's float end (a loop that keeps time in
+microseconds, as looptime's does in the tests) the end would otherwise never be reached and the loop re-arm a
+timer of nothing, again and again."""
 
 
 def queue_key(tree: GroupTree) -> QueueKey:
@@ -260,6 +265,7 @@ class SchedulingQueue:
 
     def _release(self, now: float) -> None:
         ends = self._ends
+        now += CLOCK_SLACK_S
         while ends and ends[0][0] <= now:
             _, _, key, entry = heapq.heappop(ends)
             if self.backing_off.get(key) is entry:

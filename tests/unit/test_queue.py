@@ -106,3 +106,15 @@ def test_a_waiting_root_takes_a_quietly_rebuilt_tree_without_moving() -> None:
     queue.retree(rebuilt)
     assert queue.backing_off[KEY].order is rebuilt and queue.parked() == [KEY]
     assert queue.pop(now=299.0) is None
+
+
+def test_a_backoff_that_ends_within_the_clocks_slack_has_ended() -> None:
+    """A loop that keeps time in microseconds never reaches 16.854466000000002: the root must come back at
+    16.854466, or the driver re-arms a timer of nothing forever."""
+    queue = SchedulingQueue(initial_backoff_s=1.0, max_backoff_s=60.0)
+    queue.update(tree(TreeState.READY), KEY, ready=True)
+    assert queue.pop(now=15.854466000000002) == KEY
+    end = 15.854466000000002 + queue.backoff(tree(TreeState.READY), now=15.854466000000002)
+    assert queue.next_wakeup() == end and end > 16.854466
+    assert queue.pop(now=16.85446) is None
+    assert queue.pop(now=16.854466) == KEY
