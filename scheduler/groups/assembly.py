@@ -2,9 +2,10 @@
 
 A PodGroup becomes a :class:`~scheduler.groups.tree.Leaf` (its pending members in priority, then creation order;
 its bound ones; its durable intent), a CompositePodGroup a :class:`~scheduler.groups.tree.Composite` of its
-children in creation order. The tree is Invalid for a bad policy, a cycle, a missing parent, a depth over
+children in creation order. The tree is Invalid for a bad policy, a cycle, a depth over
 :data:`~scheduler.groups.tree.MAX_DEPTH`, a childless composite, pods of several schedulers or pods linked by the
-other PodGroup API; Waiting while it is not admissible (members or groups missing); Scheduled when nothing is
+other PodGroup API; Waiting while it is not admissible (members or groups missing) or its head's parent
+CompositePodGroup does not exist; Scheduled when nothing is
 pending; Ready otherwise. Past the depth limit the groups are still read (flat, without recursion), so an Invalid
 tree names every group and pod under it. A tree with no pod at all is kept apart (empty); one none of whose pods
 is ours is not built. The tree's priority is its head group's own, else the highest of its pods' (a grouped pod
@@ -59,8 +60,12 @@ class TreeAssembler:
 
     def tree(self, node: Node, invalid: str | None) -> tuple[GroupTree | None, bool]:
         """The tree hanging from head ``node`` and whether it is empty (no pod at all), or (None, False)
-        when it is another scheduler's."""
-        problems: list[str] = [invalid] if invalid else []
+        when it is another scheduler's. A head whose parent CompositePodGroup does not exist waits for it (objects
+        are created in any order, as a pod waits for its PodGroup), unless the tree is invalid for another reason."""
+        parent = self.structure.parent_of(node)
+        missing = f"waiting for CompositePodGroup {parent[0]}/{parent[1]} to appear" if (
+            invalid and parent is not None and parent not in self.cpgs) else None
+        problems: list[str] = [invalid] if invalid and missing is None else []
         keys: list[GroupKey] = []
         group, depth = self.group(node, problems, keys, depth=1, path=frozenset())
         pods = [p for nk in self.structure.under.get(node, []) for p in self.members.live.get(nk, NO_PODS).values()]
@@ -84,9 +89,11 @@ class TreeAssembler:
         if not pods:  # nobody's yet: kept apart (Forest.empty), never tried
             if problems:
                 return tree(TreeState.INVALID, "; ".join(problems)), True
-            return tree(TreeState.WAITING, waiting_message(group)), True
+            return tree(TreeState.WAITING, missing or waiting_message(group)), True
         if problems:
             return tree(TreeState.INVALID, "; ".join(problems)), False
+        if missing:
+            return tree(TreeState.WAITING, missing), False
         if not any(leaf.pending for leaf in group.leaves()) and all(leaf.admissible for leaf in group.leaves()):
             return tree(TreeState.SCHEDULED), False
         if not group.admissible:

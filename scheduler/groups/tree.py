@@ -3,12 +3,13 @@
 Children point *up* (``spec.parentCompositePodGroupName``); this module rebuilds one
 tree per root and decides, per tree, whether it can be tried now:
 
-* **Invalid** — missing parent, a cycle, depth > 4, a malformed policy, or pods of one
+* **Invalid** — a cycle, depth > 4, a malformed policy, or pods of one
   tree with different ``schedulerName`` (KEP-6012 run-time validation; kube-scheduler
   fails the whole hierarchy with SchedulerError for mixed scheduler names). Never tried.
 * **Waiting** — a gang whose existing members (pending + bound) are fewer than
   ``minCount``, or a composite with fewer admissible children than ``minGroupCount``
-  (kube-scheduler's GangScheduling PreEnqueue). Not tried until members appear.
+  (kube-scheduler's GangScheduling PreEnqueue), or a group whose parent CompositePodGroup does not exist
+  (yet: objects are created in any order). Not tried until members or the parent appear.
 * **Ready** — handed to the solver.
 
 A tree with no pod at all (of any scheduler) is kept apart in ``Forest.empty``: it may be

@@ -99,7 +99,7 @@ QUEUES: tuple[Queue, ...] = ("active", "backoff", "unschedulable", "gated", "inc
 - ``backoff``: its root failed an attempt and waits for its backoff to end or for an event that
   can help (our queue has no separate event-only wait: a backoff always ends, by default within
   60 s);
-- ``unschedulable``: its tree is Invalid (missing parent, cycle, mixed schedulerNames…) and is
+- ``unschedulable``: its tree is Invalid (cycle, malformed policy, mixed schedulerNames…) and is
   not tried until one of its objects changes;
 - ``gated``: never tried because the pod has ``schedulingGates``, or because its tree is
   Waiting (a gang with fewer members than ``minCount``: kube-scheduler's GangScheduling

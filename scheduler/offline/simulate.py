@@ -85,9 +85,9 @@ PREEMPTED = "Preempted"
 UNSCHEDULABLE = "Unschedulable"
 """Tried, and no placement satisfies it: nothing of its tree is placed."""
 WAITING = "Waiting"
-"""Not tried: too few members exist or are ready."""
+"""Not tried: too few members exist or are ready, or a parent CompositePodGroup does not exist."""
 INVALID = "Invalid"
-"""Not tried: its tree is broken (a missing parent, a cycle, a malformed policy, …)."""
+"""Not tried: its tree is broken (a cycle, a malformed policy, …)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,18 @@ from scheduler.client.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, KubeClien
 from scheduler.config import Settings
 from scheduler.live.driver import Scheduler
 from tests.integration.conftest import RESOURCES, VERBS
-from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
+from tests.integration.livekit import (
+    NS,
+    bound,
+    bound_at_least,
+    composite,
+    create_gang,
+    create_node,
+    pod,
+    podgroup,
+    running,
+    until,
+)
 
 PODGROUPS_PATH = "scheduling.k8s.io/v1beta1/podgroups"
 CRD_PATH = "scheduling.x-k8s.io/v1alpha1/podgroups"
@@ -84,3 +95,20 @@ async def test_invalid_trees_are_reported_and_the_rest_is_scheduled(k8s, kube: K
         regarding = {e["regarding"]["name"] for e in events if e["reason"] == "FailedScheduling"}
         assert "mixed-0" in regarding and "mixed-1" not in regarding
         assert not ((await kube.get(PODS, NS, "mixed-1")).get("status") or {}).get("conditions")
+
+
+async def test_podgroups_created_before_their_parent_wait_for_it_and_are_then_placed(k8s, kube: KubeClient) -> None:
+    """Objects applied together arrive in any order: children whose CompositePodGroup does not exist yet wait for
+    it (Unschedulable, as pods wait for their PodGroup), not a SchedulerError, and are placed once it exists."""
+    await create_node(kube, "n0", cpu="8")
+    for child in ("a", "b"):
+        await kube.create(PODGROUPS, NS, podgroup(child, 2, parent="job"))
+        for i in range(2):
+            await kube.create(PODS, NS, pod(f"{child}-{i}", child, cpu="1"))
+    async with running(kube):
+        a = await until(lambda: _conditions(kube, PODGROUPS, "a"), what="the child's condition")
+        assert (a[0]["status"], a[0]["reason"], a[0]["message"]) == (
+            "False", "Unschedulable", f"waiting for CompositePodGroup {NS}/job to appear")
+        assert await bound(kube, "") == {}
+        await kube.create(COMPOSITES, NS, composite("job", 2))
+        await until(lambda: bound_at_least(kube, "", 4), what="all four bound once the parent exists")

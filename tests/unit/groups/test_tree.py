@@ -179,13 +179,18 @@ def test_composite_waits_until_min_group_count_children_are_admissible() -> None
                             "gang b: 1/2 pods exist (minCount 2)")
 
 
-def test_missing_parent_makes_only_that_subtree_invalid() -> None:
+def test_a_missing_parent_makes_only_that_subtree_wait_for_it() -> None:
+    """Objects are created in any order: a PodGroup whose parent does not exist yet waits for it, as a pod waits for
+    its PodGroup; a malformed policy under it still makes it Invalid."""
     groups = [pg("orphaned", 1, parent="ghost"), pg("fine", 1)]
     forest = trees(members("orphaned", 1) + members("fine", 1), groups)
     roots = by_root(forest)
-    assert roots["orphaned"].state is TreeState.INVALID
-    assert roots["orphaned"].message == "parent CompositePodGroup ml/ghost not found"
+    assert roots["orphaned"].state is TreeState.WAITING
+    assert roots["orphaned"].message == "waiting for CompositePodGroup ml/ghost to appear"
     assert roots["fine"].state is TreeState.READY
+    bad = trees(members("orphaned", 1), [pg("orphaned", 0, parent="ghost")])
+    assert by_root(bad)["orphaned"].state is TreeState.INVALID
+    assert "ml/ghost" not in by_root(bad)["orphaned"].message
 
 
 def test_cycle_is_reported_once_and_other_trees_unaffected() -> None:

@@ -305,7 +305,7 @@ def test_queue_counts_place_pods_and_entities_by_tree_state() -> None:
     backing = gang("backing", 2)
     solo = lone("solo")
     waiting = gang("waiting", 2, min_count=4)          # too few members: gated
-    invalid = tree_of([pod("bad-0", "bad")], [pg("bad", 1, parent="missing")])
+    invalid = tree_of([pod("bad-0", "bad")], [pg("bad", 0)])  # minCount below 1
     assert (waiting.state, invalid.state) == (TreeState.WAITING, TreeState.INVALID)
     counts = queue_counts([ready, solo], [backing], [waiting, invalid], incomplete_pods=5)
     assert counts.pods == {"active": 4, "backoff": 2, "unschedulable": 1, "gated": 3, "incomplete": 5}
