@@ -17,6 +17,7 @@ from scheduler.client import podgroup_api
 from scheduler.client.kube import COSCHEDULING_PODGROUPS, JSON, ApiError, KubeClient, Resource
 from scheduler.model import kinds
 from scheduler.model.kinds import IfServed, Kind, Watch
+from scheduler.model.scheduling import API_GROUP as WORKLOAD_API_GROUP
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,19 @@ class GroupApis:
         """The PodGroup resources to read: the workload API's, then the CRD's (empty: none is served)."""
         return (*((self.podgroups.resource,) if self.podgroups is not None else ()),
                 *((COSCHEDULING_PODGROUPS,) if self.coscheduling else ()))
+
+
+def unread_apis(groups: GroupApis) -> dict[str, str]:
+    """PodGroup API group → why a pod that links to one of its PodGroups waits in vain, for the APIs ``groups`` does
+    not serve (:attr:`~scheduler.groups.index.GroupIndex.unread_apis`): discovery runs once, at start."""
+    restart = "restart the scheduler once it is, as it reads the PodGroup APIs served when it starts"
+    out = {}
+    if groups.podgroups is None:
+        out[WORKLOAD_API_GROUP] = f"the {WORKLOAD_API_GROUP} PodGroup API is not served ({restart})"
+    if not groups.coscheduling:
+        crd = COSCHEDULING_PODGROUPS.group_version
+        out[COSCHEDULING_PODGROUPS.group] = f"scheduler-plugins' PodGroup CRD ({crd}) is not served ({restart})"
+    return out
 
 
 async def discover_group_apis(kube: KubeClient) -> GroupApis:

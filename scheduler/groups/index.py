@@ -64,6 +64,9 @@ class GroupIndex:
         self._stale: set[Node] = set()
         """Heads whose trees hold pod objects replaced by a quiet update: rebuilt, not reported."""
         self._stale_singles: set[str] = set()
+        self.unread_apis: dict[str, str] = {}
+        """PodGroup API group → why its PodGroups are not read (``run``: not served when the scheduler started), told
+        to the pods that link to one of its PodGroups instead of "waiting for it to appear"."""
         self.quiet: set[GroupKey] = set()
         """Roots whose trees were rebuilt by quiet updates only (not reported as changed), until a caller takes them
         (:meth:`~scheduler.cache.cluster.ClusterCache.take_quiet_roots`): what holds such a root's old tree takes
@@ -257,7 +260,10 @@ class GroupIndex:
         for key, pod in self.members.live.get(name, NO_PODS).items():
             if pod.spec.scheduler_name == self.scheduler_name and not pod.is_bound and not pod.is_gated:
                 api = f"{COSCHEDULING_API_GROUP} " if pod.group_api == COSCHEDULING_API_GROUP else ""
-                self.orphans[key] = OrphanPod(pod, f"waiting for {api}PodGroup {name[0]}/{name[1]} to appear")
+                unread = self.unread_apis.get(pod.group_api or "")
+                message = (f"{api}PodGroup {name[0]}/{name[1]} cannot be read: {unread}" if unread is not None
+                           else f"waiting for {api}PodGroup {name[0]}/{name[1]} to appear")
+                self.orphans[key] = OrphanPod(pod, message)
                 keys.append(key)
         if keys:
             self._orphans_of[name] = keys

@@ -35,7 +35,7 @@ from scheduler.binding.volumes import ClaimSource
 from scheduler.binding.wait import Changes
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
-from scheduler.client.discovery import GroupApis, discover_group_apis, watched_resources
+from scheduler.client.discovery import GroupApis, discover_group_apis, unread_apis, watched_resources
 from scheduler.client.kube import ApiError, KubeClient
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.collector import collect_less_often, paused_then_frozen
@@ -201,6 +201,7 @@ class Scheduler:
                 groups = GroupApis(None, False, f"API discovery failed: {exc}")
             if groups.resources:
                 self.groups = groups
+                self.cache.groups.unread_apis = unread_apis(groups)
                 self.binder.podgroups = self.podgroups.resource
                 log.info("reading PodGroups as %s", ", ".join(r.group_version for r in groups.resources))
                 self.api_problem = None

@@ -18,6 +18,7 @@ import pytest
 from scheduler.client import podgroup_api
 from scheduler.client.kube import EVENTS, PODGROUPS_V1ALPHA2, PODS, KubeClient, Resource
 from scheduler.groups.intent import INTENT_ANNOTATION
+from scheduler.model.coscheduling import POD_GROUP_LABEL
 from scheduler.model.pod import DISRUPTION_TARGET
 from tests.integration.apiserver import ApiServer
 from tests.integration.conftest import RESOURCES_1_36, VERBS
@@ -215,3 +216,23 @@ async def test_neither_served_names_both_versions(k8s: ApiServer, kube: KubeClie
     api, reason = await podgroup_api.discover(kube)
     assert api is None
     assert reason.startswith("API scheduling.k8s.io/v1beta1 podgroups is not served (nor scheduling.k8s.io/v1alpha2)")
+
+
+async def test_a_pod_linked_by_label_to_a_crd_the_cluster_does_not_serve_is_told_so(kube: KubeClient) -> None:
+    """Without scheduler-plugins' CRD (discovered once, at start), a pod of ours labelled for one of its PodGroups
+    would wait in vain: its reason says the CRD is not served and that the scheduler reads it only from a restart."""
+    await create_node(kube, "n0", cpu="4")
+    body = pod("w-0", None, cpu="1")
+    body["metadata"]["labels"] = {POD_GROUP_LABEL: "job"}
+    await kube.create(PODS, NS, body)
+
+    async def note() -> str | None:
+        items, _ = await kube.list(EVENTS)
+        return next((e["note"] for e in items if e["regarding"]["name"] == "w-0"), None)
+
+    async with running(kube):
+        said = await until(note, what="the pod's FailedScheduling Event")
+    assert said == (f"scheduling.x-k8s.io PodGroup {NS}/job cannot be read: scheduler-plugins' PodGroup CRD "
+                    "(scheduling.x-k8s.io/v1alpha1) is not served (restart the scheduler once it is, as it reads "
+                    "the PodGroup APIs served when it starts)")
+    assert await bound(kube, "w-") == {}
