@@ -86,9 +86,13 @@ async def _bind(pod: Pod, node: str, writer: ApiWriter) -> None:
 
 
 async def _bound_to(pod: Pod, node: str, writer: ApiWriter) -> bool:
-    """Whether the pod is bound to ``node`` now (decides a 409 by the object, not the message text)."""
+    """Whether the pod is bound to ``node`` now (decides a 409 by the object, not the message text): the pod of that
+    name, if it is this one (its uid: a pod deleted and made again under the name is another pod)."""
     try:
         current = await writer.get(POD, pod.metadata.namespace, pod.metadata.name)
     except ApiError:
+        return False
+    uid = (current.get("metadata") or {}).get("uid")
+    if pod.metadata.uid and uid and uid != pod.metadata.uid:
         return False
     return bool((current.get("spec") or {}).get("nodeName") == node)
