@@ -34,6 +34,7 @@ from scheduler.live.preemptor import Preemptor
 from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, StatusWriter
 from scheduler.live.tasks import Spawn
 from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup
+from scheduler.queue import CLOCK_SLACK_S
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +76,11 @@ class GangRepair:
         return entry is not None and tree is not None and tree.root.satisfied
 
     def expired(self, now: float) -> list[GroupKey]:
-        """Partial roots past the timeout whose action is not taken yet (each is returned once)."""
-        return [k for k, p in self.partial.items() if not p.acted and now - p.since >= self.timeout_s]
+        """Partial roots past the timeout whose action is not taken yet (each is returned once); a deadline within
+        :data:`~scheduler.queue.CLOCK_SLACK_S` of ``now`` has passed (so ``now`` = :meth:`next_deadline`, rounded
+        either way, expires it)."""
+        now += CLOCK_SLACK_S
+        return [k for k, p in self.partial.items() if not p.acted and now >= p.since + self.timeout_s]
 
     def acted(self, key: GroupKey) -> None:
         entry = self.partial.get(key)
