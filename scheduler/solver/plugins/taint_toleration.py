@@ -40,8 +40,9 @@ def reason(taint: Taint) -> str:
 def tolerates(toleration: Toleration, taint: Taint) -> bool:
     """Whether one toleration tolerates one taint (``Toleration.ToleratesTaint``). ``Gt`` / ``Lt`` (KEP-5471, gate
     ``TaintTolerationComparisonOperators``: the API server accepts them only with it on) compare the taint's value
-    with the toleration's as 64-bit decimal integers: ``Gt`` tolerates a taint whose value is greater, ``Lt`` one
-    whose value is less; a value that is not such an integer tolerates nothing (``compareNumericValues``)."""
+    with the toleration's as 64-bit decimal integers written canonically (``0`` or ``-?[1-9][0-9]*``:
+    ``content.IsDecimalInteger``): ``Gt`` tolerates a taint whose value is greater, ``Lt`` one whose value is less;
+    a value that is not such an integer tolerates nothing (``compareNumericValues``)."""
     if toleration.effect and toleration.effect != taint.effect:
         return False
     if toleration.key != taint.key and not (toleration.key == "" and toleration.operator == "Exists"):
@@ -57,11 +58,12 @@ def tolerates(toleration: Toleration, taint: Taint) -> bool:
 
 
 COMPARISONS = ("Gt", "Lt")
-_INT64 = re.compile(r"[+-]?[0-9]+")
+_INT64 = re.compile(r"0|-?[1-9][0-9]*")
 
 
 def _int64(text: str) -> int | None:
-    """``text`` as Go's ``strconv.ParseInt(text, 10, 64)`` reads it, or None where it fails."""
+    """``text`` as a canonical decimal integer that fits 64 bits (no sign but ``-``, no leading zero, not ``-0``),
+    or None."""
     if not _INT64.fullmatch(text):
         return None
     value = int(text)
