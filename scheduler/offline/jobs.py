@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.groups.workloads import JOB, JOB_NAME, OPT_IN, OPT_IN_VALUE, desired
-from scheduler.offline.loader import LoadProblem, Objects
+from scheduler.offline.loader import JOB_API_VERSION, LoadProblem, Objects, snapshot_uid
 
 JSON = dict[str, Any]
 
@@ -65,6 +65,10 @@ _SUFFIXES = len(SUFFIX_ALPHABET) ** 5
 _STEP = 4_782_971
 """Not a multiple of 3, so coprime to ``27**5``: pod ``i``'s suffix number ``(start + i * _STEP) % 27**5`` differs
 for every ``i`` below ``27**5``."""
+INT32_MAX = 2**31 - 1
+"""``parallelism`` and ``completions`` are ``int32`` fields."""
+MAX_INDEXED_PARALLELISM = 100_000
+"""The most ``parallelism`` an Indexed Job may have (batch validation)."""
 MAX_PODS_PER_JOB = 10_000
 """Pods made of one Job at most: a larger Job is simulated with this many (and the note says so)."""
 MAX_NAMED = 5
@@ -97,8 +101,15 @@ def problem(job: JSON) -> str | None:
     if not isinstance(spec, dict):
         return "spec must be an object"
     for key in ("parallelism", "completions"):
-        if spec.get(key) is not None and not _is_count(spec[key]):
-            return f"spec.{key} must be a non-negative integer (got {spec[key]!r})"
+        if spec.get(key) is not None and not (_is_count(spec[key]) and spec[key] <= INT32_MAX):
+            return f"spec.{key} must be a non-negative integer of at most {INT32_MAX} (got {spec[key]!r})"
+    if spec.get("completionMode") == "Indexed":
+        if spec.get("completions") is None:
+            return "spec.completions is required when completionMode is Indexed"
+        if (spec.get("parallelism") or 0) > MAX_INDEXED_PARALLELISM:
+            return f"spec.parallelism must be at most {MAX_INDEXED_PARALLELISM} when completionMode is Indexed"
+    if spec.get("scheduling") is not None and not isinstance(spec["scheduling"], dict):
+        return "spec.scheduling must be an object"
     template_spec = _dict(spec.get("template")).get("spec")
     if not isinstance(template_spec, dict) or not isinstance(template_spec.get("containers"), list) or not \
             template_spec["containers"]:
@@ -229,6 +240,8 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Ca
     template_spec = spec["template"]["spec"]
     opted_in = _dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
     wanted = pod_count(job)
+    if not wanted:
+        return Expansion(skipped="nothing to run: parallelism 0, or every completion done")
     count = min(wanted, MAX_PODS_PER_JOB)
     indexed = spec.get("completionMode") == "Indexed"
     if indexed:
@@ -271,33 +284,38 @@ def add_expansions(objects: Objects, scheduler_name: str) -> list[str]:
     ``objects.problems``. Returns the report's notes: one per Job expanded, then one naming the Jobs of ours not
     expanded and why."""
     pods_by_ns: dict[str, set[str]] = {}
-    active: dict[tuple[str, str], int] = {}
+    active: dict[tuple[str, str], list[str | None]] = {}
+    """(namespace, job name) → the controller uid of each running or pending pod carrying that job name."""
     for pod in objects.pods:
         md = pod.metadata
         pods_by_ns.setdefault(md.namespace, set()).add(md.name)
-        if pod.status.phase in ("Succeeded", "Failed"):
-            continue
-        owner = md.labels.get(CONTROLLER_UID) or md.labels.get(LEGACY_CONTROLLER_UID)
-        key = (md.namespace, owner) if owner else (md.namespace, f"name:{md.labels.get(JOB_NAME)}")
-        active[key] = active.get(key, 0) + 1
+        if pod.status.phase not in ("Succeeded", "Failed") and (job_name := md.labels.get(JOB_NAME)):
+            owner = md.labels.get(CONTROLLER_UID) or md.labels.get(LEGACY_CONTROLLER_UID)
+            active.setdefault((md.namespace, job_name), []).append(owner)
     podgroups = {(g.metadata.namespace, g.metadata.name) for g in objects.podgroups}
+    job_names = {(job["metadata"]["namespace"], job["metadata"].get("name")) for _, job in objects.jobs}
     notes: list[str] = []
     skipped: list[str] = []
     for source, job in objects.jobs:
         meta = job["metadata"]
         ns = meta["namespace"]
         taken_here = pods_by_ns.setdefault(ns, set())
-        if not meta.get("name"):  # generateName: completed as the API server would
-            meta["name"] = next(iter(generated_name(meta["generateName"], meta["uid"], lambda _: False)))
+        if not meta.get("name"):  # generateName: completed as the API server would, never an existing Job's name
+            names_here = {name for job_ns, name in job_names if job_ns == ns}
+            meta["name"] = next(iter(generated_name(meta["generateName"], meta["uid"], names_here.__contains__)))
+            job_names.add((ns, meta["name"]))
         if (why := problem(job)) is not None:
             objects.problems.append(LoadProblem(source, "Job", ns, meta["name"], why))
             continue
+        # its pods: by controller uid when the Job's uid was read from its file, else by job name
+        uid_read = meta["uid"] != snapshot_uid(JOB_API_VERSION, "Job", ns, meta["name"])
+        running = sum(1 for owner in active.get((ns, meta["name"]), ())
+                      if not uid_read or owner in (None, meta["uid"]))
+
         def has_podgroup(name: str, ns: str = ns) -> bool:
             return (ns, name) in podgroups
 
-        made = expand(job, scheduler_name,
-                      active.get((ns, meta["uid"]), 0) + active.get((ns, f"name:{meta['name']}"), 0),
-                      has_podgroup, taken_here.__contains__)
+        made = expand(job, scheduler_name, running, has_podgroup, taken_here.__contains__)
         for obj in (*made.groups, *made.pods):
             objects.add(source, obj)
         taken_here.update(p["metadata"]["name"] for p in made.pods)

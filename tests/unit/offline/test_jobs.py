@@ -191,9 +191,9 @@ def test_a_job_larger_than_the_cap_is_simulated_with_the_cap_and_says_so(
     ("name: train-job,", "name: [a],", "Job gang-demo/?: metadata.name (or generateName) and namespace must be "
                                        "strings"),
     ("parallelism: 4", 'parallelism: "4"', "Job gang-demo/train-job: spec.parallelism must be a non-negative "
-                                           "integer (got '4')"),
+                                           "integer of at most 2147483647 (got '4')"),
     ("completions: 4", "completions: -3", "Job gang-demo/train-job: spec.completions must be a non-negative "
-                                          "integer (got -3)"),
+                                          "integer of at most 2147483647 (got -3)"),
     ("  template:\n    spec:\n      restartPolicy: Never\n      containers:", "  other:\n    spec:\n      containers:",
      "Job gang-demo/train-job: spec.template.spec.containers is required"),
 ])
@@ -279,3 +279,52 @@ status: {{phase: Running}}
 """
     sim = run(tmp_path, squatter, README_JOB)
     assert sim.problems == [] and len(sim.pods) == 4 and first not in {p.pod.metadata.name for p in sim.pods}
+
+
+def test_a_job_written_without_its_uid_owns_the_running_pods_of_its_name(tmp_path: Path) -> None:
+    """A manifest has no uid; its running pod (from a dump) carries the real one: the Job is not made again."""
+    running = """
+apiVersion: v1
+kind: Pod
+metadata: {name: train-job-abcde, namespace: gang-demo, labels: {batch.kubernetes.io/job-name: train-job,
+           batch.kubernetes.io/controller-uid: 1234-real}}
+spec:
+  nodeName: n1
+  containers: [{name: main, resources: {requests: {cpu: 100m}}}]
+status: {phase: Running}
+"""
+    sim = run(tmp_path, README_JOB, running)
+    assert sim.pods == [] and job_notes(sim) == []
+
+
+@pytest.mark.parametrize(("old", "new", "status"), [
+    pytest.param("parallelism: 4\n  completions: 4", "parallelism: 0", "", id="parallelism-0"),
+    pytest.param("completions: 4", "completions: 2", "status: {succeeded: 5}\n", id="every-completion-done"),
+])
+def test_a_job_with_nothing_left_to_run_makes_no_pods_nor_group(tmp_path: Path, old: str, new: str,
+                                                                status: str) -> None:
+    sim = run(tmp_path, README_JOB.replace(old, new) + status)
+    assert sim.pods == [] and sim.groups == []
+    assert job_notes(sim) == ["1 Job(s) of ours not made into pods: gang-demo/train-job (nothing to run: "
+                              "parallelism 0, or every completion done)"]
+
+
+@pytest.mark.parametrize(("old", "new", "problem"), [
+    ("parallelism: 4\n  completions: 4", "parallelism: 3000000000",
+     "spec.parallelism must be a non-negative integer of at most 2147483647 (got 3000000000)"),
+    ("parallelism: 4\n  completions: 4", "parallelism: 4\n  completionMode: Indexed",
+     "spec.completions is required when completionMode is Indexed"),
+    ("parallelism: 4", "parallelism: 4\n  scheduling: x", "spec.scheduling must be an object"),
+])
+def test_job_fields_the_api_server_refuses_make_the_job_invalid(tmp_path: Path, old: str, new: str,
+                                                               problem: str) -> None:
+    sim = run(tmp_path, README_JOB.replace(old, new))
+    assert sim.pods == [] and [p.message for p in sim.problems] == [problem]
+
+
+def test_generate_name_jobs_sharing_a_uid_still_get_names_of_their_own(tmp_path: Path) -> None:
+    job = README_JOB.replace("name: train-job,", "generateName: train-, uid: same,")
+    sim = run(tmp_path, job, job.replace("completions: 4", "completions: 2").replace("parallelism: 4",
+                                                                                      "parallelism: 2"))
+    assert sorted(len(g.placements) for g in sim.groups) == [2, 4]
+    assert len({g.key.name for g in sim.groups}) == 2
