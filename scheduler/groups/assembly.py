@@ -38,6 +38,11 @@ from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup, policy_error, topology_key
 
 
+def waiting_for_parent(namespace: str, name: str) -> str:
+    """The message of a tree whose head's parent CompositePodGroup ``namespace/name`` does not exist (yet)."""
+    return f"waiting for CompositePodGroup {namespace}/{name} to appear"
+
+
 class TreeAssembler:
     """Builds trees from the index's groups (``pgs``, ``cpgs``), members, structure and priority classes, as they
     are when asked (see the module docstring). ``scheduler_name``: our ``spec.schedulerName``."""
@@ -63,8 +68,7 @@ class TreeAssembler:
         when it is another scheduler's. A head whose parent CompositePodGroup does not exist waits for it (objects
         are created in any order, as a pod waits for its PodGroup), unless the tree is invalid for another reason."""
         parent = self.structure.parent_of(node)
-        missing = f"waiting for CompositePodGroup {parent[0]}/{parent[1]} to appear" if (
-            invalid and parent is not None and parent not in self.cpgs) else None
+        missing = waiting_for_parent(*parent) if invalid and parent is not None and parent not in self.cpgs else None
         problems: list[str] = [invalid] if invalid and missing is None else []
         keys: list[GroupKey] = []
         group, depth = self.group(node, problems, keys, depth=1, path=frozenset())

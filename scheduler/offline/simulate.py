@@ -52,6 +52,7 @@ from scheduler.framework.plan import (
 )
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
+from scheduler.groups.assembly import waiting_for_parent
 from scheduler.groups.tree import Group, GroupTree, Leaf, TreeState, walk
 from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.kinds import POD
@@ -282,7 +283,23 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
                                                          *objects.composites]  # a scheduling.k8s.io one wins a name
 
     objs = {GroupKey(o.kind, o.metadata.namespace, o.metadata.name): o for o in group_objects}
+    refused: dict[tuple[str, str, str], str] = {}
+    for problem in objects.problems:  # the first problem of an object says why it is not there
+        refused.setdefault((problem.kind, problem.namespace, problem.name), problem.message)
+
+    def absent(kind: str, ns: str, name: str) -> str | None:
+        """Why a group the files name is not there: refused, or of an API version not read (None: not given)."""
+        what, version = refused.get((kind, ns, name)), objects.unread.get((kind, ns, name))
+        return (f"{kind} {ns}/{name} is invalid: {what}" if what is not None
+                else f"{kind} {ns}/{name} is {version}, an API version not read" if version is not None else None)
+
     for tree in order:
+        head = objs.get(tree.key)
+        parent = head.spec.parent_composite_pod_group_name if isinstance(head, PodGroup | CompositePodGroup) else None
+        ns = tree.key.namespace
+        if tree.state is TreeState.WAITING and parent and tree.message == waiting_for_parent(ns, parent):
+            why = absent("CompositePodGroup", ns, parent)  # the parent the files hold was refused or not read
+            tree = dataclasses.replace(tree, message=why) if why is not None else tree
         outcome = decided.get(tree.key)
         placed = {pod.key: node for pod, node in outcome.placements} if isinstance(outcome, Plan) else {}
         for group in walk(tree.root):
@@ -300,17 +317,9 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
                     sim.pods.append(PodOutcome(pod, placed[pod.key], None))
                 else:
                     sim.pods.append(PodOutcome(pod, None, _pod_reason(tree, leaf, pod, outcome)))
-    invalid_groups: dict[tuple[str, str], str] = {}
-    for problem in objects.problems:
-        if problem.kind == "PodGroup":
-            invalid_groups.setdefault((problem.namespace, problem.name), problem.message)
     for orphan in forest.orphans:
         ns, name = orphan.pod.metadata.namespace, orphan.pod.group_name
-        what, version = invalid_groups.get((ns, name or "")), objects.unread.get(("PodGroup", ns, name or ""))
-        reason = (f"PodGroup {ns}/{name} is invalid: {what}" if what is not None
-                  else f"PodGroup {ns}/{name} is {version}, an API version not read" if version is not None
-                  else orphan.message)
-        sim.pods.append(PodOutcome(orphan.pod, None, reason))
+        sim.pods.append(PodOutcome(orphan.pod, None, absent("PodGroup", ns, name or "") or orphan.message))
     for gated in objects.pods:  # a LeanPod is on a node
         if (isinstance(gated, Pod) and gated.is_gated and not gated.is_bound
                 and gated.spec.scheduler_name == scheduler_name):

@@ -577,3 +577,18 @@ def test_pods_bound_to_a_node_the_snapshot_lacks_are_warned_about(tmp_path: Path
         "count toward its minCount; give the snapshot those nodes (kubectl get nodes -o json)")
     assert not [n for n in notices(run(tmp_path, podgroup("g", "{basic: {}}"), member("b", "g")))
                 if n.kind == "bound-to-unknown-node"]
+
+
+@pytest.mark.parametrize(("parent", "reason"), [
+    pytest.param(composite("job", "{gang: {minGroupCount: \"2\"}}"),
+                 "CompositePodGroup ml/job is invalid: spec.schedulingPolicy.gang.minGroupCount: Input should be a "
+                 "valid integer (got \"2\")", id="refused"),
+    pytest.param(composite("job", "{gang: {minGroupCount: 1}}").replace("v1alpha3", "v1alpha2"),
+                 "CompositePodGroup ml/job is scheduling.k8s.io/v1alpha2, an API version not read", id="not-read"),
+    pytest.param("", "waiting for CompositePodGroup ml/job to appear", id="absent"),
+])
+def test_a_podgroup_whose_parent_is_not_there_says_why(tmp_path: Path, parent: str, reason: str) -> None:
+    docs = [podgroup("a", "{gang: {minCount: 1}}", parent="job"), member("a-0", "a")]
+    sim = run(tmp_path, *docs, *([parent] if parent else []))
+    assert group(sim, "a") == ("Waiting", "gang minCount 1", reason)
+    assert pod_reasons(sim)["ml/a-0"] == f"Waiting: {reason}"
