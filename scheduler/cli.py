@@ -324,8 +324,9 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
     concatenated JSON) with Nodes, Pods, Namespaces, PodGroups, CompositePodGroups, Workloads,
     PriorityClasses, PodDisruptionBudgets, DRA objects (ResourceSlices, DeviceClasses,
     ResourceClaims, ResourceClaimTemplates) and storage objects (PersistentVolumeClaims,
-    PersistentVolumes, StorageClasses, CSINodes); `-` reads one from standard input. Other kinds
-    are skipped (one no v1.37 API group serves is warned about, with the closest kind), and so is
+    PersistentVolumes, StorageClasses, CSINodes), and Jobs (a Job of ours without its pods is
+    scheduled as the pods and PodGroup the cluster would make of it); `-` reads one from standard
+    input. Other kinds are skipped (one no v1.37 API group serves is warned about, with the closest kind), and so is
     a field the v1.37 schema does not have (warned about, with the closest field). With no FILE,
     a built-in example cluster is used. With --from-cluster, the cluster is the snapshot and each
     --add FILE adds to it (would this job fit now, where, and what would it preempt); nothing is
@@ -498,7 +499,7 @@ def _operator_option(flag: str, *, help: str, **kw: Any) -> Callable[[Command], 
 @main.command(name="operator", cls=SettingsCommand)
 @_settings_options(OPERATOR_FIELDS)
 @_operator_option("--webhook-port", type=Checked(click.IntRange(1, MAX_PORT), f"a port from 1 to {MAX_PORT}"),
-                  default=9443, help="HTTPS port of the webhooks.")
+                  default=9443, help=f"HTTPS port of the webhooks, 1 to {MAX_PORT}.")
 @_operator_option("--webhook-host", default=None,
                   help="Host name in the self-signed certificate and the webhook URL (default: the address).")
 @_operator_option("--webhook-service", default=None, metavar="NAMESPACE/NAME:PORT",

@@ -103,8 +103,8 @@ QUEUES: tuple[Queue, ...] = ("active", "backoff", "unschedulable", "gated", "inc
   not tried until one of its objects changes;
 - ``gated``: never tried because the pod has ``schedulingGates``, or because its tree is
   Waiting (a gang with fewer members than ``minCount``: kube-scheduler's GangScheduling
-  PreEnqueue gates those too). Gated lone pods and gated pods whose PodGroup is missing are
-  not in any tree and not counted;
+  PreEnqueue gates those too; or a parent CompositePodGroup that does not exist yet). Gated lone pods and gated
+  pods whose PodGroup is missing are not in any tree and not counted;
 - ``incomplete``: the pod names a PodGroup that does not exist (yet).
 """
 
