@@ -10,19 +10,9 @@ import pytest
 from scheduler.client.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, KubeClient
 from scheduler.config import Settings
 from scheduler.live.driver import Scheduler
+from tests.integration import livekit
 from tests.integration.conftest import RESOURCES, VERBS
-from tests.integration.livekit import (
-    NS,
-    bound,
-    bound_at_least,
-    composite,
-    create_gang,
-    create_node,
-    pod,
-    podgroup,
-    running,
-    until,
-)
+from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 
 PODGROUPS_PATH = "scheduling.k8s.io/v1beta1/podgroups"
 CRD_PATH = "scheduling.x-k8s.io/v1alpha1/podgroups"
@@ -110,5 +100,5 @@ async def test_podgroups_created_before_their_parent_wait_for_it_and_are_then_pl
         assert (a[0]["status"], a[0]["reason"], a[0]["message"]) == (
             "False", "Unschedulable", f"waiting for CompositePodGroup {NS}/job to appear")
         assert await bound(kube, "") == {}
-        await kube.create(COMPOSITES, NS, composite("job", 2))
+        await kube.create(COMPOSITES, NS, livekit.composite("job", 2))
         await until(lambda: bound_at_least(kube, "", 4), what="all four bound once the parent exists")
