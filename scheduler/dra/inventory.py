@@ -501,11 +501,11 @@ class Inventory:
         agrees with the node mask).
 
         A selector that fails is reported into ``errors`` (label → message), also when the memo answers; so is a
-        DeviceClass that does not exist, with the closest one existing now (:meth:`_missing_class`).
+        DeviceClass that does not exist, with the closest one existing now (:meth:`missing_class`).
         """
         if sub.class_name not in self.classes:  # no device matches: not memoised per device, the hint may change
             if errors is not None:
-                label, message = self._missing_class(sub)
+                label, message = self.missing_class(sub)
                 errors[label] = message
             return False
         key = (sub.class_name, sub.selectors)
@@ -539,7 +539,7 @@ class Inventory:
                     return False, (label, f"{label}: selector {expr!r}: {exc.reason}")
         return True, None
 
-    def _missing_class(self, sub: SubRequest) -> tuple[str, str]:
+    def missing_class(self, sub: SubRequest) -> tuple[str, str]:
         """The (label, message) for ``sub`` whose DeviceClass does not exist, offering the closest existing name.
         kube-scheduler's allocator refuses such a request before it looks at any device ("claim …, request …:
         could not retrieve device class …", structured allocator's ``validateDeviceRequest``), so it is reported
@@ -568,7 +568,7 @@ class Inventory:
             matching = np.zeros(len(ids), dtype=bool)
             met: dict[str, str] = {}
             if sub.class_name not in self.classes:  # no device matches: reported once, not per device
-                label, message = self._missing_class(sub)
+                label, message = self.missing_class(sub)
                 met[label] = message
             else:
                 for i, dev_id in enumerate(ids):

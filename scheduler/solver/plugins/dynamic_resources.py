@@ -171,6 +171,22 @@ def selector_errors(state: CycleState) -> list[str]:
     return sorted(set(cycle.errors.values())) if cycle is not None else []
 
 
+def _missing_class(cycle: DynamicResourcesState, claims: PodClaims) -> str | None:
+    """Why a claim to allocate cannot be, before any device is looked at: one of its requests (any alternative of a
+    ``firstAvailable`` one) names a DeviceClass that does not exist. kube-scheduler's PreFilter refuses the pod
+    as UnschedulableAndUnresolvable then (``validateDeviceClass``: "device class … does not exist"), so no
+    preemption is tried for it and a DeviceClass event brings it back."""
+    inventory = cycle.view.inventory
+    for needed in (*claims.allocate, *claims.shared):
+        for request in needed.spec.requests:
+            for sub in request.options:
+                if sub.class_name not in inventory.classes:
+                    label, message = inventory.missing_class(sub)
+                    cycle.errors[label] = message
+                    return message
+    return None
+
+
 class DynamicResources:
     """PreFilter, Filter, Reserve (short), Shared and Outcome for claims; see the module docstring."""
 
@@ -208,6 +224,8 @@ class DynamicResources:
         sig.write(SHARED, tuple(n.key for n in claims.shared))
         if claims.waiting is not None:
             sig.rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (claims.waiting,), NAME)
+        elif (missing := _missing_class(cycle, claims)) is not None:
+            sig.rejected = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (missing,), NAME)
         return None
 
     def _node_mask(self, cycle: DynamicResourcesState, claims: PodClaims, specs: Sequence[Sequence[ClaimSpec]],
