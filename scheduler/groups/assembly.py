@@ -38,23 +38,21 @@ from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup, policy_error, topology_key
 
 
-def waiting_for_parent(namespace: str, name: str) -> str:
-    """The message of a tree whose head's parent CompositePodGroup ``namespace/name`` does not exist (yet)."""
-    return f"waiting for CompositePodGroup {namespace}/{name} to appear"
-
-
 class TreeAssembler:
     """Builds trees from the index's groups (``pgs``, ``cpgs``), members, structure and priority classes, as they
-    are when asked (see the module docstring). ``scheduler_name``: our ``spec.schedulerName``."""
+    are when asked (see the module docstring). ``scheduler_name``: our ``spec.schedulerName``; ``absent``: the index's
+    :attr:`~scheduler.groups.index.GroupIndex.absent`."""
 
     def __init__(self, scheduler_name: str, pgs: dict[Name, PodGroup], cpgs: dict[Name, CompositePodGroup],
-                 members: Members, structure: Structure, priorities: PriorityClasses) -> None:
+                 members: Members, structure: Structure, priorities: PriorityClasses,
+                 absent: dict[tuple[str, str, str], str]) -> None:
         self.scheduler_name = scheduler_name
         self.pgs = pgs
         self.cpgs = cpgs
         self.members = members
         self.structure = structure
         self.priorities = priorities
+        self.absent = absent
 
     def single(self, pod: Pod) -> GroupTree:
         """The one-pod tree of a lone pod of ours (no schedulingGroup): always READY, at the pod's priority."""
@@ -68,7 +66,9 @@ class TreeAssembler:
         when it is another scheduler's. A head whose parent CompositePodGroup does not exist waits for it (objects
         are created in any order, as a pod waits for its PodGroup), unless the tree is invalid for another reason."""
         parent = self.structure.parent_of(node)
-        missing = waiting_for_parent(*parent) if invalid and parent is not None and parent not in self.cpgs else None
+        missing = (self.absent.get(("CompositePodGroup", *parent))
+                   or f"waiting for CompositePodGroup {parent[0]}/{parent[1]} to appear"
+                   ) if invalid and parent is not None and parent not in self.cpgs else None
         problems: list[str] = [invalid] if invalid and missing is None else []
         keys: list[GroupKey] = []
         group, depth = self.group(node, problems, keys, depth=1, path=frozenset())

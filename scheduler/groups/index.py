@@ -67,6 +67,10 @@ class GroupIndex:
         self.unread_apis: dict[str, str] = {}
         """PodGroup API group → why its PodGroups are not read (``run``: not served when the scheduler started), told
         to the pods that link to one of its PodGroups instead of "waiting for it to appear"."""
+        self.absent: dict[tuple[str, str, str], str] = {}
+        """``(kind, namespace, name)`` → why that PodGroup or CompositePodGroup is not there although it was given
+        (``simulate``: refused as invalid, or of an API version not read; set before the groups are fed), told to the
+        pods and groups that wait for it instead of "waiting for it to appear"."""
         self.quiet: set[GroupKey] = set()
         """Roots whose trees were rebuilt by quiet updates only (not reported as changed), until a caller takes them
         (:meth:`~scheduler.cache.cluster.ClusterCache.take_quiet_roots`): what holds such a root's old tree takes
@@ -81,7 +85,7 @@ class GroupIndex:
         """The keys in :attr:`orphans` by the PodGroup they wait for."""
         self._tree_of_head: dict[Node, GroupKey] = {}
         self.assembler = TreeAssembler(scheduler_name, self.pgs, self.cpgs, self.members, self.structure,
-                                       self.priorities)
+                                       self.priorities, self.absent)
         self.chains = GroupChains(self.pgs, self.cpgs, self.trees, self.members, self.structure, self.priorities)
 
     # -- feeding -------------------------------------------------------------------------------
@@ -262,7 +266,8 @@ class GroupIndex:
                 api = f"{COSCHEDULING_API_GROUP} " if pod.group_api == COSCHEDULING_API_GROUP else ""
                 unread = self.unread_apis.get(pod.group_api or "")
                 message = (f"{api}PodGroup {name[0]}/{name[1]} cannot be read: {unread}" if unread is not None
-                           else f"waiting for {api}PodGroup {name[0]}/{name[1]} to appear")
+                           else self.absent.get(("PodGroup", *name))
+                           or f"waiting for {api}PodGroup {name[0]}/{name[1]} to appear")
                 self.orphans[key] = OrphanPod(pod, message)
                 keys.append(key)
         if keys:

@@ -52,7 +52,6 @@ from scheduler.framework.plan import (
 )
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
-from scheduler.groups.assembly import waiting_for_parent
 from scheduler.groups.tree import Group, GroupTree, Leaf, TreeState, walk
 from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.kinds import POD
@@ -247,8 +246,12 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
                      pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods if not p.spec.node_name),
                      skipped=Counter(objects.skipped), jobs=expanded)
     cache = ClusterCache(scheduler_name, dra=objects.has_dra, synthesize_claims=True)
-    cache.devices.refused.update({(p.kind, f"{p.namespace}/{p.name}"): p.message for p in objects.problems
-                                  if p.kind in ("ResourceClaim", "ResourceClaimTemplate")})
+    refused: dict[tuple[str, str, str], str] = {}
+    for problem in objects.problems:  # the first problem of an object says why it is not there
+        refused.setdefault((problem.kind, problem.namespace, problem.name), problem.message)
+    cache.devices.refused.update({(kind, f"{ns}/{name}"): why for (kind, ns, name), why in refused.items()
+                                  if kind in ("ResourceClaim", "ResourceClaimTemplate")})
+    cache.groups.absent.update(_absent_groups(refused, objects.unread))
     for kind, items in objects.by_kind().items():
         cache.load(kind, items)
     sim.initial = cache.snapshot()
@@ -283,23 +286,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
                                                          *objects.composites]  # a scheduling.k8s.io one wins a name
 
     objs = {GroupKey(o.kind, o.metadata.namespace, o.metadata.name): o for o in group_objects}
-    refused: dict[tuple[str, str, str], str] = {}
-    for problem in objects.problems:  # the first problem of an object says why it is not there
-        refused.setdefault((problem.kind, problem.namespace, problem.name), problem.message)
-
-    def absent(kind: str, ns: str, name: str) -> str | None:
-        """Why a group the files name is not there: refused, or of an API version not read (None: not given)."""
-        what, version = refused.get((kind, ns, name)), objects.unread.get((kind, ns, name))
-        return (f"{kind} {ns}/{name} is invalid: {what}" if what is not None
-                else f"{kind} {ns}/{name} is {version}, an API version not read" if version is not None else None)
-
     for tree in order:
-        head = objs.get(tree.key)
-        parent = head.spec.parent_composite_pod_group_name if isinstance(head, PodGroup | CompositePodGroup) else None
-        ns = tree.key.namespace
-        if tree.state is TreeState.WAITING and parent and tree.message == waiting_for_parent(ns, parent):
-            why = absent("CompositePodGroup", ns, parent)  # the parent the files hold was refused or not read
-            tree = dataclasses.replace(tree, message=why) if why is not None else tree
         outcome = decided.get(tree.key)
         placed = {pod.key: node for pod, node in outcome.placements} if isinstance(outcome, Plan) else {}
         for group in walk(tree.root):
@@ -318,8 +305,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
                 else:
                     sim.pods.append(PodOutcome(pod, None, _pod_reason(tree, leaf, pod, outcome)))
     for orphan in forest.orphans:
-        ns, name = orphan.pod.metadata.namespace, orphan.pod.group_name
-        sim.pods.append(PodOutcome(orphan.pod, None, absent("PodGroup", ns, name or "") or orphan.message))
+        sim.pods.append(PodOutcome(orphan.pod, None, orphan.message))
     for gated in objects.pods:  # a LeanPod is on a node
         if (isinstance(gated, Pod) and gated.is_gated and not gated.is_bound
                 and gated.spec.scheduler_name == scheduler_name):
@@ -430,6 +416,17 @@ def _claim_users(attempt: Attempt) -> dict[str, list[tuple[str, str]]]:
         for needed in (*claims.allocate, *claims.shared) if claims is not None else ():
             users.setdefault(needed.key, []).append((pod.metadata.name, node))
     return users
+
+
+def _absent_groups(refused: dict[tuple[str, str, str], str], unread: dict[tuple[str, str, str], str]
+                   ) -> dict[tuple[str, str, str], str]:
+    """Why each PodGroup and CompositePodGroup the files give is not there (the index's
+    :attr:`~scheduler.groups.index.GroupIndex.absent`): refused as invalid, else of an API version not read."""
+    out = {key: f"{key[0]} {key[1]}/{key[2]} is {version}, an API version not read"
+           for key, version in unread.items() if key[0] in ("PodGroup", "CompositePodGroup")}
+    out.update({key: f"{key[0]} {key[1]}/{key[2]} is invalid: {what}"
+                for key, what in refused.items() if key[0] in ("PodGroup", "CompositePodGroup")})
+    return out
 
 
 def _group_status(tree: GroupTree, group: Group, result: Plan | Unschedulable | None) -> tuple[str, str | None]:
