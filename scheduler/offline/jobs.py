@@ -296,10 +296,14 @@ def add_expansions(objects: Objects, scheduler_name: str) -> list[str]:
     job_names = {(job["metadata"]["namespace"], job["metadata"].get("name")) for _, job in objects.jobs}
     notes: list[str] = []
     skipped: list[str] = []
-    for source, job in objects.jobs:
+    for position, (source, job) in enumerate(objects.jobs):
         meta = job["metadata"]
         ns = meta["namespace"]
         taken_here = pods_by_ns.setdefault(ns, set())
+        uid_read = bool(meta.get("uid"))
+        if not uid_read:  # as the loader derives an object's uid (a generateName Job: from its place among the Jobs)
+            named = meta.get("name") or f"{meta['generateName']}#{position}"
+            meta["uid"] = snapshot_uid(JOB_API_VERSION, "Job", ns, named)
         if not meta.get("name"):  # generateName: completed as the API server would, never an existing Job's name
             names_here = {name for job_ns, name in job_names if job_ns == ns}
             meta["name"] = next(iter(generated_name(meta["generateName"], meta["uid"], names_here.__contains__)))
@@ -308,7 +312,6 @@ def add_expansions(objects: Objects, scheduler_name: str) -> list[str]:
             objects.problems.append(LoadProblem(source, "Job", ns, meta["name"], why))
             continue
         # its pods: by controller uid when the Job's uid was read from its file, else by job name
-        uid_read = meta["uid"] != snapshot_uid(JOB_API_VERSION, "Job", ns, meta["name"])
         running = sum(1 for owner in active.get((ns, meta["name"]), ())
                       if not uid_read or owner in (None, meta["uid"]))
 

@@ -298,10 +298,11 @@ class Objects:
         return True
 
     def _add_job(self, source: str, raw: dict[str, Any], meta: dict[str, Any]) -> None:
-        """Keep a Job with its namespace (``default`` when unset) and uid (:func:`snapshot_uid` when unset) filled in,
-        as :meth:`add` fills them in. A name that is not a string, or neither a name nor a ``generateName`` (which
-        :mod:`scheduler.offline.jobs` completes, as the API server does), is a problem; so is a second definition
-        that differs from the first in what is read (labels, annotations, spec, status)."""
+        """Keep a Job with its namespace filled in (``default`` when unset), as :meth:`add` fills it in, and its uid as
+        a string when it has one (:mod:`scheduler.offline.jobs` gives it one otherwise). A name that is not a
+        string, or neither a name nor a ``generateName`` (which :mod:`scheduler.offline.jobs` completes, as the
+        API server does), is a problem; so is a second definition that differs from the first in what is read
+        (labels, annotations, spec, status)."""
         name, generate, ns = meta.get("name"), meta.get("generateName"), meta.get("namespace") or DEFAULT_NAMESPACE
         shown = name if isinstance(name, str) and name else "?"
         named = isinstance(name, str) and bool(name)
@@ -310,8 +311,8 @@ class Objects:
             self.problems.append(LoadProblem(source, "Job", str(ns), shown,
                                              "metadata.name (or generateName) and namespace must be strings"))
             return
-        uid = str(meta.get("uid") or snapshot_uid(JOB_API_VERSION, "Job", ns, name or f"{generate}#{len(self.jobs)}"))
-        job = {**raw, "metadata": {**meta, "namespace": ns, "uid": uid}}
+        uid = meta.get("uid")
+        job = {**raw, "metadata": {**meta, "namespace": ns, **({"uid": str(uid)} if uid else {})}}
         if name:
             first = self._job_names.get((ns, name))
             if first is not None:
