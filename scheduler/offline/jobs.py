@@ -71,8 +71,6 @@ MAX_INDEXED_PARALLELISM = 100_000
 """The most ``parallelism`` an Indexed Job may have (batch validation)."""
 MAX_PODS_PER_JOB = 10_000
 """Pods made of one Job at most: a larger Job is simulated with this many (and the note says so)."""
-MAX_NAMED = 5
-"""Jobs the note about the Jobs not expanded names (the rest counted)."""
 
 
 @dataclass(frozen=True)
@@ -278,11 +276,11 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Ca
     return Expansion(tuple(pods), (group,) if group is not None else (), note)
 
 
-def add_expansions(objects: Objects, scheduler_name: str) -> list[str]:
+def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], list[str]]:
     """Expand every Job of ``objects`` (:func:`expand`) into ``objects``, as if its pods and PodGroup had been read
     from the Job's file (so they are checked as any object read is); a Job :func:`problem` refuses goes to
-    ``objects.problems``. Returns the report's notes: one per Job expanded, then one naming the Jobs of ours not
-    expanded and why."""
+    ``objects.problems``. Returns the report's note of each Job expanded, and the Jobs of ours not expanded with
+    why (``ns/name (why)``)."""
     pods_by_ns: dict[str, set[str]] = {}
     active: dict[tuple[str, str], list[str | None]] = {}
     """(namespace, job name) → the controller uid of each running or pending pod carrying that job name."""
@@ -326,7 +324,4 @@ def add_expansions(objects: Objects, scheduler_name: str) -> list[str]:
             notes.append(made.note)
         if made.skipped is not None:
             skipped.append(f"{ns}/{meta['name']} ({made.skipped})")
-    if skipped:
-        more = f" and {len(skipped) - MAX_NAMED} more" if len(skipped) > MAX_NAMED else ""
-        notes.append(f"{len(skipped)} Job(s) of ours not made into pods: {', '.join(skipped[:MAX_NAMED])}{more}")
-    return notes
+    return notes, skipped

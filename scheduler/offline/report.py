@@ -400,8 +400,15 @@ class Notice:
     group: str | None = None
 
 
-MAX_OFF_SNAPSHOT_SHOWN = 5
-"""Bound pods on a node the snapshot lacks that the ``bound-to-unknown-node`` warning names (the rest counted)."""
+MAX_NAMED = 5
+"""Objects a note that lists them names (the rest counted): bound pods on a node the snapshot lacks, Jobs of ours
+that made no pod."""
+
+
+def _named(items: list[str]) -> str:
+    """The first :data:`MAX_NAMED` of ``items``, then how many more."""
+    more = f" and {len(items) - MAX_NAMED} more" if len(items) > MAX_NAMED else ""
+    return f"{', '.join(items[:MAX_NAMED])}{more}"
 
 
 def notices(sim: Simulation) -> list[Notice]:
@@ -440,12 +447,13 @@ def notices(sim: Simulation) -> list[Notice]:
                               f"{', '.join(sorted(read_as[kind]))}; it is not ours): {', '.join(names)}"))
     for line in sim.jobs:
         out.append(Notice("note", "job-expanded", line))
+    if sim.jobs_not_made:
+        out.append(Notice("note", "job-expanded", f"{len(sim.jobs_not_made)} Job(s) of ours not made into pods: "
+                                                  f"{_named(sim.jobs_not_made)}"))
     if sim.off_snapshot:
-        shown = ", ".join(f"{pod} on {node}" for pod, node in sim.off_snapshot[:MAX_OFF_SNAPSHOT_SHOWN])
-        more = f" and {len(sim.off_snapshot) - MAX_OFF_SNAPSHOT_SHOWN} more" if len(
-            sim.off_snapshot) > MAX_OFF_SNAPSHOT_SHOWN else ""
+        shown = _named([f"{pod} on {node}" for pod, node in sim.off_snapshot])
         out.append(Notice("warning", "bound-to-unknown-node",
-                          f"{len(sim.off_snapshot)} pod(s) bound to a node the snapshot does not hold ({shown}{more}): "
+                          f"{len(sim.off_snapshot)} pod(s) bound to a node the snapshot does not hold ({shown}): "
                           "they take no node's room, and a group's bound pods still count toward its minCount; "
                           "give the snapshot those nodes (kubectl get nodes -o json)"))
     for problem in sim.load_warnings:

@@ -168,7 +168,8 @@ class Simulation:
     :func:`~scheduler.model.coscheduling.unhonoured_fields`).
     ``preemptions``: every preemption applied, in queue order (empty with preemption off).
     ``off_snapshot``: bound pods on a node the snapshot does not hold (``(pod key, node)``, sorted).
-    ``jobs``: what was made of each Job of ours that had no pods (:mod:`scheduler.offline.jobs`), one line per Job.
+    ``jobs``: what was made of each Job of ours that had no pods (:mod:`scheduler.offline.jobs`), one line per Job;
+    ``jobs_not_made``: the Jobs of ours that made none, and why (``ns/name (why)``).
     ``load_warnings``: objects used with a field not honoured (the loader's ``warnings``); ``unknown``: fields
     and kinds the v1.37 API does not know (the loader's ``unknown``); ``unread``:
     (kind, namespace, name) → apiVersion of the objects skipped as a version we do not read.
@@ -196,6 +197,7 @@ class Simulation:
     preemptions: list[PreemptionOutcome] = field(default_factory=list)
     off_snapshot: list[tuple[str, str]] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
+    jobs_not_made: list[str] = field(default_factory=list)
     waiting: dict[GroupKey, tuple[str, ...]] = field(default_factory=dict)
     """Root → the binding conditions its plan would wait for live (``ns/claim: driver/pool/device condition``):
     ``run`` binds it only once a driver sets them True (KEP-5007); ``simulate`` binds it and says so."""
@@ -239,12 +241,12 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     :class:`PodOutcome` per pending pod of ours. ``preemption``: let roots that do not fit preempt
     lower-priority pods (applied as if the evictions completed, see the module docstring).
     """
-    expanded = add_expansions(objects, scheduler_name)
+    expanded, not_expanded = add_expansions(objects, scheduler_name)
     sim = Simulation(problems=list(objects.problems), load_warnings=list(objects.warnings),
                      unknown=list(objects.unknown),
                      unread=dict(objects.unread), scheduler_name=scheduler_name,
                      pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods if not p.spec.node_name),
-                     skipped=Counter(objects.skipped), jobs=expanded)
+                     skipped=Counter(objects.skipped), jobs=expanded, jobs_not_made=not_expanded)
     cache = ClusterCache(scheduler_name, dra=objects.has_dra, synthesize_claims=True)
     refused: dict[tuple[str, str, str], str] = {}
     for problem in objects.problems:  # the first problem of an object says why it is not there
