@@ -1,7 +1,8 @@
-"""What the scheduler lists and watches: the resources the server serves, chosen once at start-up.
+"""What the scheduler lists and watches: the resources the server serves.
 
 :func:`watched_resources` is the discovery ``run`` does before starting one informer per resource
-(:meth:`scheduler.live.driver.Scheduler.start_informers`); :func:`list_objects` lists those resources
+(:meth:`scheduler.live.driver.Scheduler.start_informers`), and again every ``--api-discovery-interval-s`` for what
+was not served (:meth:`scheduler.live.driver.Scheduler.discover_more`); :func:`list_objects` lists those resources
 (:func:`listed_resources`) once, page by page, for ``simulate --from-cluster`` (read-only: only ``GET``
 requests).
 """
@@ -40,17 +41,25 @@ class GroupApis:
                 *((COSCHEDULING_PODGROUPS,) if self.coscheduling else ()))
 
 
-def unread_apis(groups: GroupApis) -> dict[str, str]:
-    """PodGroup API group → why a pod that links to one of its PodGroups waits in vain, for the APIs ``groups`` does
-    not serve (:attr:`~scheduler.groups.index.GroupIndex.unread_apis`): discovery runs once, at start."""
-    restart = "restart the scheduler once it is, as it reads the PodGroup APIs served when it starts"
+def unread_apis(groups: GroupApis, every_s: float) -> dict[str, str]:
+    """PodGroup API group → why a pod that links to one of its PodGroups waits, for the APIs ``groups`` does not
+    serve (:attr:`~scheduler.groups.index.GroupIndex.unread_apis`): ``run`` looks for them again every ``every_s``
+    seconds (``--api-discovery-interval-s``) and reads them once they are served."""
+    again = f"looked for again every {every_s:g} s"
     out = {}
     if groups.podgroups is None:
-        out[WORKLOAD_API_GROUP] = f"the {WORKLOAD_API_GROUP} PodGroup API is not served ({restart})"
+        out[WORKLOAD_API_GROUP] = f"the {WORKLOAD_API_GROUP} PodGroup API is not served ({again})"
     if not groups.coscheduling:
         crd = COSCHEDULING_PODGROUPS.group_version
-        out[COSCHEDULING_PODGROUPS.group] = f"scheduler-plugins' PodGroup CRD ({crd}) is not served ({restart})"
+        out[COSCHEDULING_PODGROUPS.group] = f"scheduler-plugins' PodGroup CRD ({crd}) is not served ({again})"
     return out
+
+
+def merged(known: GroupApis, found: GroupApis) -> GroupApis:
+    """The PodGroup APIs to read once discovery ``found`` more than ``known`` (read since start): an API is added,
+    never dropped or changed (a workload API read as v1.36's v1alpha2 stays so after an upgrade serves v1beta1 too,
+    until a restart)."""
+    return GroupApis(known.podgroups or found.podgroups, known.coscheduling or found.coscheduling)
 
 
 async def discover_group_apis(kube: KubeClient) -> GroupApis:
@@ -64,7 +73,8 @@ async def discover_group_apis(kube: KubeClient) -> GroupApis:
                                   f"({COSCHEDULING_PODGROUPS.group_version}, chart value crds.install)")
 
 
-async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApis) -> list[Resource]:
+async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApis, *,
+                            quiet: bool = False) -> list[Resource]:
     """The resources to list and watch: the rows of :mod:`scheduler.model.kinds` that ``run`` watches,
     in table order, each as its :attr:`~scheduler.model.kinds.Kind.live` says — always; the PodGroups of ``groups``;
     with ``preemption`` (PodDisruptionBudgets); or when API discovery finds it served (:class:`IfServed`:
@@ -72,8 +82,8 @@ async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApi
 
     Discovery asks once per API group/version. Each optional API missing or failing discovery is logged once at
     WARNING with what follows (trees are single PodGroups; pods with ResourceClaims wait; volumes that need it are
-    not honoured). The PodGroup API itself is not checked here (``run`` waits for it first). Raises nothing for
-    discovery failures.
+    not honoured); ``quiet``: nothing is logged (``run`` looking again for what was missing). The PodGroup API
+    itself is not checked here (``run`` waits for it first). Raises nothing for discovery failures.
     """
     resources: list[Resource] = []
     served: dict[str, set[str] | None] = {}  # group/version -> plurals served; None: discovery failed
@@ -97,14 +107,17 @@ async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApi
                     served[api] = await kube.served(api)
                 except ApiError as exc:
                     served[api] = None
-                    log.warning("could not discover %s: %s%s", api, exc,
-                                f"; {live.undiscovered}" if live.undiscovered else "")
+                    if not quiet:
+                            log.warning("could not discover %s: %s%s", api, exc,
+                                    f"; {live.undiscovered}" if live.undiscovered else "")
             plurals = served[api]
             if plurals is None:
                 continue
             missing = [r.plural for r in together if r.plural not in plurals]
             if not missing:
                 resources += together
+            elif quiet:
+                continue
             elif (absent := _absent(kind, groups)) is not None:
                 log.info("%s", absent)
             else:

@@ -65,8 +65,8 @@ class GroupIndex:
         """Heads whose trees hold pod objects replaced by a quiet update: rebuilt, not reported."""
         self._stale_singles: set[str] = set()
         self.unread_apis: dict[str, str] = {}
-        """PodGroup API group → why its PodGroups are not read (``run``: not served when the scheduler started), told
-        to the pods that link to one of its PodGroups instead of "waiting for it to appear"."""
+        """PodGroup API group → why its PodGroups are not read (``run``: not served yet, :meth:`set_unread_apis`),
+        told to the pods that link to one of its PodGroups instead of "waiting for it to appear"."""
         self.absent: dict[tuple[str, str, str], str] = {}
         """``(kind, namespace, name)`` → why that PodGroup or CompositePodGroup is not there although it was given
         (``simulate``: refused as invalid, or of an API version not read; set before the groups are fed), told to the
@@ -157,6 +157,13 @@ class GroupIndex:
         else:
             self.cpgs[name] = cpg
         self._group_changed(("CompositePodGroup", name), old, cpg)
+
+    def set_unread_apis(self, apis: dict[str, str]) -> None:
+        """The PodGroup APIs not read now, and why (:attr:`unread_apis`): the pods waiting for a group are judged
+        again on the next :meth:`refresh`, so an API read from now on is no longer given as their reason."""
+        if apis != self.unread_apis:
+            self.unread_apis = apis
+            self._dirty_orphans.update(self._orphans_of)
 
     def set_priority_class(self, name: str, pc: PriorityClass | None) -> None:
         """A PriorityClass changed: every tree's priority may change."""

@@ -8,7 +8,8 @@
    ``scheduling.x-k8s.io/v1alpha1`` (both when both are: the two kinds are kept apart,
    ``model/coscheduling.py``); with none it logs one line naming the APIs and the feature gates,
    reports not-ready and retries instead of crashing;
-3. start one informer per resource and wait for the caches to sync;
+3. start one informer per resource and wait for the caches to sync; every ``--api-discovery-interval-s``
+   look again for the APIs not served, and watch those served since (:meth:`Scheduler.discover_more`);
 4. run leader election (if enabled) — only the leader schedules, and losing the lease stops
    popping at once;
 5. loop: route what changed — the roots whose trees changed go to the queue (ready ones queued,
@@ -35,8 +36,8 @@ from scheduler.binding.volumes import ClaimSource
 from scheduler.binding.wait import Changes
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
-from scheduler.client.discovery import GroupApis, discover_group_apis, unread_apis, watched_resources
-from scheduler.client.kube import ApiError, KubeClient
+from scheduler.client.discovery import GroupApis, discover_group_apis, merged, unread_apis, watched_resources
+from scheduler.client.kube import ApiError, KubeClient, Resource
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.collector import collect_less_often, paused_then_frozen
 from scheduler.config import Settings, own_namespace
@@ -201,7 +202,7 @@ class Scheduler:
                 groups = GroupApis(None, False, f"API discovery failed: {exc}")
             if groups.resources:
                 self.groups = groups
-                self.cache.groups.unread_apis = unread_apis(groups)
+                self.cache.groups.set_unread_apis(unread_apis(groups, self.settings.api_discovery_interval_s))
                 self.binder.podgroups = self.podgroups.resource
                 log.info("reading PodGroups as %s", ", ".join(r.group_version for r in groups.resources))
                 self.api_problem = None
@@ -215,22 +216,56 @@ class Scheduler:
         return False
 
     async def start_informers(self) -> None:
-        resources = await watched_resources(self.kube, self.settings.preemption, self.groups)
-        for res in resources:
-            decode = (self.podgroups.informer_decode(self.unhonoured.podgroup_problems)
-                      if res is self.podgroups.resource else None)
-            model = DECODED_AS_MODELS.get(res.kind) if decode is None else None
-            informer = Informer(self.kube, res, self.cache, self.on_change,
-                                decode=self.unhonoured.checked(res, decode), model=model,
-                                see=self.unhonoured.seen(res) if model is not None else None)
-            self.informers.append(informer)
-            self.metrics.track_informer(res.plural, informer)
-            self.spawn(informer.run(), f"informer/{res.plural}")
+        """One informer per resource served and watched (:func:`watched_resources`); returns once all have synced."""
+        for res in await watched_resources(self.kube, self.settings.preemption, self.groups):
+            self._watch(res)
         with paused_then_frozen():  # the first lists make the objects the process keeps
             await asyncio.gather(*(i.synced.wait() for i in self.informers))
         collect_less_often()  # what is built later is mostly short-lived (requests, events) or kept (cache models)
         log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.nodes),
                  len(self.cache.pods), sum(len(self.cache.objects[r.kind]) for r in self.groups.resources))
+
+    def _watch(self, res: Resource) -> None:
+        """Start the informer of ``res``, feeding the cache."""
+        decode = (self.podgroups.informer_decode(self.unhonoured.podgroup_problems)
+                  if res is self.podgroups.resource else None)
+        model = DECODED_AS_MODELS.get(res.kind) if decode is None else None
+        informer = Informer(self.kube, res, self.cache, self.on_change, decode=self.unhonoured.checked(res, decode),
+                            model=model, see=self.unhonoured.seen(res) if model is not None else None)
+        self.informers.append(informer)
+        self.metrics.track_informer(res.plural, informer)
+        self.spawn(informer.run(), f"informer/{res.plural}")
+
+    async def rediscover(self) -> None:
+        """Every ``--api-discovery-interval-s``, :meth:`discover_more`; a failed discovery is logged and tried again
+        at the next interval (the informers report the API server's state meanwhile)."""
+        while True:
+            await asyncio.sleep(self.settings.api_discovery_interval_s)
+            try:
+                await self.discover_more()
+            except ApiError as exc:
+                log.warning("API discovery failed: %s; trying again in %g s", exc,
+                            self.settings.api_discovery_interval_s)
+
+    async def discover_more(self) -> list[Resource]:
+        """Watch what the server serves now and did not before: a PodGroup API (scheduler-plugins' CRD, or the
+        workload API where only the CRD was read; :func:`~scheduler.client.discovery.merged`) and the kinds read
+        where served (CompositePodGroups, DRA's, storage's). Their informers feed the cache as the first ones did,
+        and the pods that waited for an API's PodGroups are judged again. Never stops watching anything. Returns the
+        resources added (logged at INFO). Raises :class:`~scheduler.client.kube.ApiError` when discovery fails."""
+        groups = merged(self.groups, await discover_group_apis(self.kube))
+        watched = {(i.resource.group_version, i.resource.plural) for i in self.informers}
+        added = [r for r in await watched_resources(self.kube, self.settings.preemption, groups, quiet=True)
+                 if (r.group_version, r.plural) not in watched]
+        if groups != self.groups:
+            self.groups = groups
+            self.binder.podgroups = self.podgroups.resource
+            self.cache.groups.set_unread_apis(unread_apis(groups, self.settings.api_discovery_interval_s))
+            self.wake.set()
+        for res in added:
+            log.info("API %s %s is served now: watching it", res.group_version, res.plural)
+            self._watch(res)
+        return added
 
     # -- main loop -----------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
@@ -246,6 +281,7 @@ class Scheduler:
             if not await self.discover(stop):
                 return
             await self.start_informers()
+            self.spawn(self.rediscover(), "api-discovery")
             self.spawn(self.conditions.run(), "group-status")
             self.spawn(self.reporter.writes.run(), "pod-status")
             if self.elector is not None:

@@ -219,8 +219,8 @@ async def test_neither_served_names_both_versions(k8s: ApiServer, kube: KubeClie
 
 
 async def test_a_pod_linked_by_label_to_a_crd_the_cluster_does_not_serve_is_told_so(kube: KubeClient) -> None:
-    """Without scheduler-plugins' CRD (discovered once, at start), a pod of ours labelled for one of its PodGroups
-    would wait in vain: its reason says the CRD is not served and that the scheduler reads it only from a restart."""
+    """Without scheduler-plugins' CRD, a pod of ours labelled for one of its PodGroups says that the CRD is not
+    served and that it is looked for again (``test_rediscovery.py``: and read once it is)."""
     await create_node(kube, "n0", cpu="4")
     body = pod("w-0", None, cpu="1")
     body["metadata"]["labels"] = {POD_GROUP_LABEL: "job"}
@@ -233,6 +233,5 @@ async def test_a_pod_linked_by_label_to_a_crd_the_cluster_does_not_serve_is_told
     async with running(kube):
         said = await until(note, what="the pod's FailedScheduling Event")
     assert said == (f"scheduling.x-k8s.io PodGroup {NS}/job cannot be read: scheduler-plugins' PodGroup CRD "
-                    "(scheduling.x-k8s.io/v1alpha1) is not served (restart the scheduler once it is, as it reads "
-                    "the PodGroup APIs served when it starts)")
+                    "(scheduling.x-k8s.io/v1alpha1) is not served (looked for again every 30 s)")
     assert await bound(kube, "w-") == {}

@@ -123,6 +123,22 @@ def test_orphans_follow_their_podgroup_appearing_and_going() -> None:
     assert sorted(o.pod.metadata.name for o in index.forest().orphans) == ["a-0", "a-1", "b-0"]
 
 
+def test_an_api_read_from_now_on_is_no_longer_the_reason_its_orphans_give() -> None:
+    """Pods of a PodGroup API not served say so; once it is read (``run`` found it served later) they are judged
+    again on the next refresh and wait for their PodGroup to appear like any orphan."""
+    index = GroupIndex(OURS)
+    index.set_unread_apis({"scheduling.k8s.io": "the scheduling.k8s.io PodGroup API is not served (again in 30 s)"})
+    p = pod("p", "g")
+    index.set_pod(p.key, p)
+    assert [o.message for o in index.forest().orphans] == [
+        "PodGroup ml/g cannot be read: the scheduling.k8s.io PodGroup API is not served (again in 30 s)"]
+    index.set_unread_apis({})
+    assert [o.message for o in index.forest().orphans] == ["waiting for PodGroup ml/g to appear"]
+    index.set_podgroup((NS, "g"), pg("g", 1))
+    forest = index.forest()
+    assert forest.orphans == [] and [t.key.name for t in forest.trees] == ["g"]
+
+
 @pytest.mark.parametrize(("first", "second"), [("g1", "g0"), ("g0", "g1")])
 def test_an_orphan_moving_to_another_missing_podgroup_waits_for_that_one_only(first: str, second: str) -> None:
     """A pod relabelled from one PodGroup not yet read to another: both groups are judged again in one refresh,
