@@ -39,7 +39,7 @@ metrics; no I/O, no clock.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from scheduler.framework.node_table import BoolArray
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
@@ -48,7 +48,7 @@ from scheduler.groups.tree import GroupTree
 from scheduler.model.pod import NEVER, Pod
 from scheduler.preemption.group_view import GroupView
 from scheduler.preemption.selection import PodVectors, Selection, Steering, select
-from scheduler.preemption.units import NodeEntries, NodeFloors, Unit, candidates, usable_rows, windows
+from scheduler.preemption.units import RANK_ALL, NodeEntries, NodeFloors, Unit, candidates, usable_rows, windows
 from scheduler.solver.plugins import DEFAULT_PROFILE, Profile, dynamic_resources, resources_fit
 from scheduler.solver.search import minimum_need
 
@@ -73,7 +73,10 @@ DEVICES_LIMIT = "devices are the limit, and preemption frees node resources, not
 DEVICES_TOO = "devices are a limit too, and preemption frees node resources, not the victims' devices"
 """Ours, the same when node resources were short as well."""
 FOUND = "found a placement for podgroup, preempting {victims} victims"
-"""PR #140311's message once victims are chosen; ours adds the units and the budgets exceeded."""
+"""PR #140311's message once victims are chosen; ours adds what they are (whole groups, pods on their own) and the
+budgets exceeded."""
+NAMED_VICTIMS = 3
+"""How many of the lower-priority pods a not-helpful message names (the rest are counted)."""
 
 
 class Outcome(enum.Enum):
@@ -138,9 +141,10 @@ class DefaultPreemption:
         if not units:
             return Outcome.NO_VICTIMS, None
         if chosen is None:
-            pods = sum(len(u.pods) for u in units)
-            return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} (no fit even with all {pods} "
-                                                               f"lower-priority pod(s) evicted{_devices(result)})")
+            pods = [p for u in units for p in u.pods]
+            return Outcome.NOT_HELPFUL, result.with_postfilter(
+                f"{prefix}{NOT_HELPFUL} (no fit even with all {len(pods)} lower-priority pod(s) evicted: "
+                f"{_named(pods)}{_devices(result)})")
         if not chosen.pods:
             return Outcome.FITS, chosen.plan
         return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix)
@@ -216,12 +220,26 @@ def _devices(result: Unschedulable) -> str:
     :data:`DEVICES_TOO` when node resources did too); empty otherwise."""
     if dynamic_resources.NAME not in result.rejectors:
         return ""
-    return ": " + (DEVICES_TOO if resources_fit.NAME in result.rejectors else DEVICES_LIMIT)
+    return "; " + (DEVICES_TOO if resources_fit.NAME in result.rejectors else DEVICES_LIMIT)
+
+
+def _named(pods: Sequence[Pod]) -> str:
+    """The first :data:`NAMED_VICTIMS` of ``pods`` as ``ns/name``, and how many more."""
+    names = ", ".join(p.key for p in pods[:NAMED_VICTIMS])
+    return names + (f" and {len(pods) - NAMED_VICTIMS} more" if len(pods) > NAMED_VICTIMS else "")
+
+
+def _evicted(units: Sequence[Unit]) -> str:
+    """What ``units`` are, in the user's terms: ``1 group evicted whole (disruptionMode all), 2 pods on their own``."""
+    whole = sum(1 for u in units if u.rank == RANK_ALL)
+    alone = len(units) - whole
+    parts = [f"{whole} group(s) evicted whole (disruptionMode all)"] if whole else []
+    return ", ".join(parts + ([f"{alone} pod(s) on their own"] if alone else []))
 
 
 def _decision(tree: GroupTree, result: Unschedulable, chosen: Selection, prefix: str) -> Preemption:
     victims = chosen.pods
-    text = FOUND.format(victims=len(victims)) + f" ({len(chosen.victims)} unit(s)"
-    text += f", {chosen.pdb_violations} over a PodDisruptionBudget)" if chosen.pdb_violations else ")"
+    text = FOUND.format(victims=len(victims)) + f": {_evicted(chosen.victims)}"
+    text += f", {chosen.pdb_violations} over a PodDisruptionBudget" if chosen.pdb_violations else ""
     return Preemption(tree.key, victims, chosen.plan.placements, chosen.plan, result, prefix + text,
                       units=len(chosen.victims), reprieved=chosen.reprieved, pdb_violations=chosen.pdb_violations)

@@ -40,7 +40,8 @@ def test_one_pod_per_node_is_the_reason_and_the_preemption_verdict_follows_it() 
     assert pod_reasons(run(), "sweep") == {
         f"gang sweep: 4/8 placeable (minCount 8) in {ZONE} us-west-2a (closest of 2 domains); 0/4 nodes are "
         "available: 2 Insufficient nvidia.com/gpu, 2 node(s) didn't match pod anti-affinity rules. pod group "
-        "preemption: Preemption is not helpful for scheduling (no fit even with all 1 lower-priority pod(s) evicted)"}
+        "preemption: Preemption is not helpful for scheduling (no fit even with all 1 lower-priority pod(s) evicted: "
+        "ml/notebook)"}
 
 
 def group_status(sim: Simulation) -> dict[str, tuple[str, str | None]]:

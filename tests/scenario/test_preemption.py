@@ -77,7 +77,8 @@ def test_the_preemptor_is_scheduled_where_its_victim_ran_and_the_victim_is_liste
     assert doc["preemptions"] == [{
         "preemptor": {"namespace": "ml", "name": "high", "kind": "PodGroup"},
         "victims": [{"namespace": "ml", "name": "low-1", "node": "n1"}],
-        "message": "pod group preemption: found a placement for podgroup, preempting 1 victims (1 unit(s))"}]
+        "message": "pod group preemption: found a placement for podgroup, preempting 1 victims: 1 pod(s) on their "
+                   "own"}]
     assert group(doc, "high")["status"] == "Scheduled" and group(doc, "high")["placements"] == {"high-0": "n1"}
 
 
@@ -175,4 +176,5 @@ def test_members_above_the_minimum_evict_nothing_in_vain_and_say_why(tmp_path: P
     assert len(left) == 2
     assert {p["reason"] for p in left} == {  # appended as kube-scheduler appends a PostFilter message
         "gang high: 1/3 placed (minCount 1); 0/1 nodes are available: 1 Insufficient cpu. pod group preemption: "
-        "Preemption is not helpful for scheduling (no fit even with all 1 lower-priority pod(s) evicted)"}
+        "Preemption is not helpful for scheduling (no fit even with all 1 lower-priority pod(s) evicted: "
+        "ml/blockers-0)"}

@@ -55,7 +55,8 @@ def test_one_pod_gang_evicts_exactly_one_pod_of_an_eleven_pod_basic_group() -> N
     add_gang(c, "high", 1)
     decision = preemption(c)
     assert len(decision.victims) == 1 and decision.units == 1
-    assert decision.message == GROUP_PREFIX + "found a placement for podgroup, preempting 1 victims (1 unit(s))"
+    found = "found a placement for podgroup, preempting 1 victims: 1 pod(s) on their own"
+    assert decision.message == GROUP_PREFIX + found
 
 
 @pytest.mark.parametrize("where", ["podgroup", "pod", "priority-class"])
@@ -118,11 +119,12 @@ def test_victims_are_of_strictly_lower_priority_lowest_first(priorities: tuple[i
     if evicted is None:
         assert isinstance(decision, Unschedulable)
         assert decision.message.endswith(f"{GROUP_PREFIX}{NOT_HELPFUL} (no fit even with all 2 lower-priority "
-                                         "pod(s) evicted)")
+                                         "pod(s) evicted: ml/low0-0, ml/low0-1)")
         return
     assert isinstance(decision, Preemption)
     assert {p.group_name for p in decision.victims} == {evicted}
     assert all(p.metadata.name.startswith(evicted) for p in decision.victims)
+    assert decision.message.endswith("preempting 2 victims: 1 group(s) evicted whole (disruptionMode all)")
 
 
 def test_nothing_is_evicted_in_vain() -> None:
@@ -186,7 +188,7 @@ def test_a_pdb_never_blocks_preemption_it_is_only_counted() -> None:
     add_gang(c, "high", 1)
     decision = preemption(c)
     assert names(decision.victims) == ["a"] and decision.pdb_violations == 1
-    assert decision.message.endswith("(1 unit(s), 1 over a PodDisruptionBudget)")
+    assert decision.message.endswith("victims: 1 pod(s) on their own, 1 over a PodDisruptionBudget")
 
 
 def test_the_youngest_of_equal_victims_goes() -> None:
@@ -347,4 +349,5 @@ def test_not_helpful_is_concluded_only_with_every_node_read() -> None:
     add_gang(c, "high", 41)
     _, decision = c.decide("high")
     assert isinstance(decision, Unschedulable)
-    assert f"{NOT_HELPFUL} (no fit even with all 40 lower-priority pod(s) evicted)" in decision.message
+    assert decision.message.endswith(f"{NOT_HELPFUL} (no fit even with all 40 lower-priority pod(s) evicted: ml/p0, "
+                                     "ml/p1, ml/p10 and 37 more)")  # three named, in the candidates' order
