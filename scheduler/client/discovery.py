@@ -108,7 +108,7 @@ async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApi
                 except ApiError as exc:
                     served[api] = None
                     if not quiet:
-                            log.warning("could not discover %s: %s%s", api, exc,
+                        log.warning("could not discover %s: %s%s", api, exc,
                                     f"; {live.undiscovered}" if live.undiscovered else "")
             plurals = served[api]
             if plurals is None:

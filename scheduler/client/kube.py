@@ -562,13 +562,16 @@ class KubeClient:
         await self.request("POST", PODS.path(namespace, name, "binding"), body=body, lane=Lane.URGENT, reply=False)
 
     async def served(self, group_version: str) -> set[str]:
-        """Plural resource names served under ``group_version`` (``"scheduling.k8s.io/v1beta1"``); empty if none."""
+        """Plural resource names served under ``group_version`` (``"scheduling.k8s.io/v1beta1"``); empty if none. An
+        entry of the reply that is not an ``APIResource`` with a name is skipped."""
         path = f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
         try:
             data = await self.request("GET", path)
         except NotFound:
             return set()
-        return {r["name"] for r in data.get("resources") or [] if "/" not in r.get("name", "")}
+        resources = data.get("resources")
+        return {name for r in resources if isinstance(r, dict) and isinstance(name := r.get("name"), str)
+                and "/" not in name} if isinstance(resources, list) else set()
 
 
 def proxy_from_env(url: str) -> str | None:

@@ -171,8 +171,10 @@ class Scheduler:
         """Ready = APIs served, caches synced and leader state known."""
         if self.api_problem:
             return False, self.api_problem
-        if not self.informers or not all(i.synced.is_set() for i in self.informers):
+        if not self.informers:
             return False, "caches not synced"
+        if unsynced := [i.resource.plural for i in self.informers if not i.synced.is_set()]:
+            return False, f"caches not synced: {', '.join(unsynced)}"
         if self.elector is not None and not self.elector.state_known:
             return False, "leader state unknown"
         return True, "ok"
@@ -225,7 +227,7 @@ class Scheduler:
         log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.nodes),
                  len(self.cache.pods), sum(len(self.cache.objects[r.kind]) for r in self.groups.resources))
 
-    def _watch(self, res: Resource) -> None:
+    def _watch(self, res: Resource) -> Informer:
         """Start the informer of ``res``, feeding the cache."""
         decode = (self.podgroups.informer_decode(self.unhonoured.podgroup_problems)
                   if res is self.podgroups.resource else None)
@@ -235,24 +237,30 @@ class Scheduler:
         self.informers.append(informer)
         self.metrics.track_informer(res.plural, informer)
         self.spawn(informer.run(), f"informer/{res.plural}")
+        return informer
 
     async def rediscover(self) -> None:
-        """Every ``--api-discovery-interval-s``, :meth:`discover_more`; a failed discovery is logged and tried again
-        at the next interval (the informers report the API server's state meanwhile)."""
+        """Every ``--api-discovery-interval-s``, :meth:`discover_more`; a failed discovery — whatever it raised: a
+        reply of a shape not expected too — is logged and tried again at the next interval (the informers report
+        the API server's state meanwhile)."""
+        every = self.settings.api_discovery_interval_s
         while True:
-            await asyncio.sleep(self.settings.api_discovery_interval_s)
+            await asyncio.sleep(every)
             try:
                 await self.discover_more()
             except ApiError as exc:
-                log.warning("API discovery failed: %s; trying again in %g s", exc,
-                            self.settings.api_discovery_interval_s)
+                log.warning("API discovery failed: %s; trying again in %g s", exc, every)
+            except Exception:  # a reply of a shape not expected: never the end of looking again
+                log.exception("API discovery failed; trying again in %g s", every)
 
     async def discover_more(self) -> list[Resource]:
         """Watch what the server serves now and did not before: a PodGroup API (scheduler-plugins' CRD, or the
         workload API where only the CRD was read; :func:`~scheduler.client.discovery.merged`) and the kinds read
         where served (CompositePodGroups, DRA's, storage's). Their informers feed the cache as the first ones did,
-        and the pods that waited for an API's PodGroups are judged again. Never stops watching anything. Returns the
-        resources added (logged at INFO). Raises :class:`~scheduler.client.kube.ApiError` when discovery fails."""
+        and the pods that waited for an API's PodGroups are judged again once they have listed. No root is scheduled
+        until then (:meth:`schedule_ready`), as at start: a kind half listed may hold what a plan would take (DRA's
+        claims, their devices). Never stops watching anything. Returns the resources added (logged at INFO) once
+        their informers have synced. Raises :class:`~scheduler.client.kube.ApiError` when discovery fails."""
         groups = merged(self.groups, await discover_group_apis(self.kube))
         watched = {(i.resource.group_version, i.resource.plural) for i in self.informers}
         added = [r for r in await watched_resources(self.kube, self.settings.preemption, groups, quiet=True)
@@ -260,11 +268,12 @@ class Scheduler:
         if groups != self.groups:
             self.groups = groups
             self.binder.podgroups = self.podgroups.resource
-            self.cache.groups.set_unread_apis(unread_apis(groups, self.settings.api_discovery_interval_s))
-            self.wake.set()
         for res in added:
             log.info("API %s %s is served now: watching it", res.group_version, res.plural)
-            self._watch(res)
+        informers = [self._watch(res) for res in added]
+        await asyncio.gather(*(i.synced.wait() for i in informers))
+        self.cache.groups.set_unread_apis(unread_apis(groups, self.settings.api_discovery_interval_s))
+        self.wake.set()
         return added
 
     # -- main loop -----------------------------------------------------------------
@@ -323,6 +332,8 @@ class Scheduler:
     async def schedule_ready(self, stop: asyncio.Event) -> None:
         """Route what changed, then pop and decide ready roots until none is ready (yielding to the loop
         between roots, so watch events and binds keep flowing)."""
+        if not all(i.synced.is_set() for i in self.informers):
+            return  # an informer added since start is listing (discover_more wakes the loop once it has synced)
         loop = asyncio.get_running_loop()
         self._refresh(loop.time())
         self.reservations.expire(loop.time())

@@ -14,16 +14,26 @@ import kmock
 import pytest
 
 from scheduler.client import podgroup_api
-from scheduler.client.kube import COMPOSITES, COSCHEDULING_PODGROUPS, EVENTS, PODGROUPS, PODS, KubeClient
+from scheduler.client.kube import (
+    COMPOSITES,
+    COSCHEDULING_PODGROUPS,
+    EVENTS,
+    PODGROUPS,
+    PODGROUPS_V1ALPHA2,
+    PODS,
+    KubeClient,
+)
 from scheduler.groups.intent import INTENT_ANNOTATION
 from scheduler.model.coscheduling import POD_GROUP_LABEL
 from tests.integration.apiserver import ApiServer
-from tests.integration.conftest import RESOURCES, VERBS
+from tests.integration.conftest import RESOURCES, RESOURCES_1_36, VERBS
 from tests.integration.livekit import NS, bound, bound_at_least, composite, create_node, pod, podgroup, running, until
+from tests.integration.test_kubernetes_136 import podgroup as podgroup_136
 
 CRD_PATH = "scheduling.x-k8s.io/v1alpha1/podgroups"
 PODGROUPS_PATH = "scheduling.k8s.io/v1beta1/podgroups"
 COMPOSITES_PATH = "scheduling.k8s.io/v1alpha3/compositepodgroups"
+V1ALPHA2_PATH = "scheduling.k8s.io/v1alpha2/podgroups"
 INTERVAL_S = 30.0
 """``--api-discovery-interval-s``'s default."""
 
@@ -54,9 +64,7 @@ async def test_a_crd_installed_after_start_is_watched_and_its_gang_bound(
     del k8s.resources[CRD_PATH]
     await create_node(kube, "n0", cpu="4")
     for i in range(2):
-        body = pod(f"w-{i}", None, cpu="1")
-        body["metadata"]["labels"] = {POD_GROUP_LABEL: "job"}
-        await kube.create(PODS, NS, body)
+        await kube.create(PODS, NS, labelled(f"w-{i}", "job"))
     async with running(kube) as sched:
         said = await until(lambda: note(kube, "w-0"), what="the pod's FailedScheduling Event")
         assert said == (f"scheduling.x-k8s.io PodGroup {NS}/job cannot be read: scheduler-plugins' PodGroup CRD "
@@ -129,3 +137,111 @@ async def test_nothing_new_is_nothing_added(k8s: ApiServer, kube: KubeClient) ->
         before = [i.resource for i in sched.informers]
         assert await sched.discover_more() == []
         assert [i.resource for i in sched.informers] == before
+
+
+@pytest.mark.looptime
+async def test_a_crd_served_before_its_podgroup_exists_turns_the_reason_into_waiting(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    del k8s.resources[CRD_PATH]
+    await create_node(kube, "n0", cpu="4")
+    await kube.create(PODS, NS, labelled("w-0", "job"))
+    async with running(kube):
+        said = await until(lambda: note(kube, "w-0"), what="the pod's FailedScheduling Event")
+        assert "is not served (looked for again every 30 s)" in said
+        serve(k8s, CRD_PATH)  # the CRD lists nothing: no watch event wakes the scheduler, discovery does
+        await asyncio.sleep(INTERVAL_S)
+        waiting = f"waiting for scheduling.x-k8s.io PodGroup {NS}/job to appear"
+        assert await until(lambda: _said(kube, "w-0", waiting), what="the new reason") == waiting
+
+
+@pytest.mark.kubernetes("1.36")
+@pytest.mark.looptime
+async def test_v136_podgroups_served_after_the_crd_are_written_in_their_own_version(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    """Only scheduler-plugins' CRD at start, then v1.36's v1alpha2 PodGroups: the gang's durable intent and its
+    condition go to v1alpha2, the version found, and the condition carries v1.36's name."""
+    kind, namespaced, subresources = RESOURCES_1_36[V1ALPHA2_PATH]
+    del k8s.resources[V1ALPHA2_PATH]
+    serve(k8s, CRD_PATH)
+    await create_node(kube, "n0", cpu="4")
+    for i in range(2):
+        await kube.create(PODS, NS, pod(f"g-{i}", "g", cpu="1"))
+    async with running(kube) as sched:
+        await until(lambda: note(kube, "g-0"), what="the pod's FailedScheduling Event")
+        assert sched.groups.podgroups is None
+        k8s.resources[V1ALPHA2_PATH] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
+                                                          verbs=VERBS, subresources=subresources)
+        await kube.create(PODGROUPS_V1ALPHA2, NS, podgroup_136("g", 2))
+        await asyncio.sleep(INTERVAL_S)
+        assert await until(lambda: bound_at_least(kube, "g-", 2), what="the gang bound") == {"g-0": "n0", "g-1": "n0"}
+        assert sched.podgroups is podgroup_api.V1ALPHA2
+
+        async def scheduled() -> bool:
+            obj = await kube.get(PODGROUPS_V1ALPHA2, NS, "g")
+            conditions = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
+            return conditions.get("PodGroupScheduled") == "True"
+
+        await until(scheduled, what="the v1alpha2 PodGroup's condition")
+    versions = [v for v in filter(None, k8s.objects[V1ALPHA2_PATH, NS, "g"].history)
+                if INTENT_ANNOTATION in (v.get("metadata", {}).get("annotations") or {})]
+    assert versions, "the durable intent was written to the v1alpha2 PodGroup"
+
+
+@pytest.mark.looptime
+async def test_nothing_is_scheduled_while_a_kind_found_later_is_listed(k8s: ApiServer, kube: KubeClient) -> None:
+    """A kind found later is listed before anything more is scheduled, as at start (half of DRA's claims listed
+    would let a device be given twice): /readyz names it meanwhile."""
+    del k8s.resources[COMPOSITES_PATH]
+    listed = asyncio.Event()
+
+    async def slow_list(request: kmock.Request) -> Any:
+        await asyncio.sleep(20)
+        listed.set()
+        return await k8s._serve_list(request)
+
+    await create_node(kube, "n0", cpu="4")
+    async with running(kube) as sched:
+        serve(k8s, COMPOSITES_PATH)
+        k8s["list", kmock.resource(COMPOSITES_PATH)] << slow_list  # a kind in a reaction is served too
+        await asyncio.sleep(INTERVAL_S + 1)  # discovery found it; its list is under way
+        assert not listed.is_set()
+        await kube.create(PODS, NS, pod("lone", None, cpu="1"))
+        await asyncio.sleep(5)
+        assert sched.ready() == (False, "caches not synced: compositepodgroups")
+        assert await bound(kube, "lone") == {}
+        assert await until(lambda: bound(kube, "lone"), what="the pod bound once listed") == {"lone": "n0"}
+        assert listed.is_set() and sched.ready() == (True, "ok")
+
+
+@pytest.mark.looptime
+async def test_a_failed_discovery_is_logged_and_tried_again(k8s: ApiServer, kube: KubeClient,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    del k8s.resources[CRD_PATH]
+    failures: list[str] = []
+
+    async def discovery(request: kmock.Request) -> Any:
+        if len(failures) < 1:
+            failures.append(str(request.url))
+            return kmock.KubernetesError(status=500, reason="InternalError", message="etcd timed out")
+        return await k8s._serve_version(request)
+
+    async with running(kube) as sched:
+        serve(k8s, CRD_PATH)
+        k8s["get", kmock.path("/apis/scheduling.x-k8s.io/v1alpha1")] << discovery
+        await asyncio.sleep(INTERVAL_S)
+        assert failures and not sched.groups.coscheduling
+        assert any(m.startswith("API discovery failed: ") and m.endswith("; trying again in 30 s")
+                   for m in caplog.messages)
+        await asyncio.sleep(INTERVAL_S)
+        assert sched.groups.coscheduling and COSCHEDULING_PODGROUPS in [i.resource for i in sched.informers]
+
+
+async def _said(kube: KubeClient, pod_name: str, text: str) -> str | None:
+    return text if await note(kube, pod_name) == text else None
+
+
+def labelled(name: str, group: str) -> dict[str, Any]:
+    """A pod of ours labelled for scheduler-plugins' PodGroup ``group``."""
+    body = pod(name, None, cpu="1")
+    body["metadata"]["labels"] = {POD_GROUP_LABEL: group}
+    return body
