@@ -177,20 +177,23 @@ class WorkloadKind:
     kind: str
     groups: Callable[[JSON, bool], tuple[GroupSpec, ...]] = field(repr=False)
     templates: Callable[[JSON], Iterator[JSON]] = field(repr=False)
+    pod_label: str
+    """The label its controller gives each of its pods, whose value is the workload's name."""
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
-JOB = WorkloadKind("batch", "v1", "jobs", "Job", _job_groups, _templates_at("spec", "template"))
+JOB = WorkloadKind("batch", "v1", "jobs", "Job", _job_groups, _templates_at("spec", "template"), JOB_NAME)
 JOBSET = WorkloadKind("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", _jobset_groups,
-                      _templates_at("spec", "replicatedJobs", "[]", "template", "spec", "template"))
+                      _templates_at("spec", "replicatedJobs", "[]", "template", "spec", "template"), JOBSET_NAME)
 PYTORCHJOB = WorkloadKind("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", _pytorch_groups,
-                          _templates_at("spec", "pytorchReplicaSpecs", "*", "template"))
+                          _templates_at("spec", "pytorchReplicaSpecs", "*", "template"), KUBEFLOW_JOB_NAME)
 LEADERWORKERSET = WorkloadKind("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", _lws_groups,
                                lambda body: (t for key in ("leaderTemplate", "workerTemplate")
-                                             for t in _templates_at("spec", "leaderWorkerTemplate", key)(body)))
+                                             for t in _templates_at("spec", "leaderWorkerTemplate", key)(body)),
+                               LWS_NAME)
 WORKLOADS = (JOB, JOBSET, PYTORCHJOB, LEADERWORKERSET)
 
 

@@ -58,6 +58,7 @@ import msgspec
 from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
+from scheduler.groups.workloads import JOB, WORKLOADS
 from scheduler.model.base import describe
 from scheduler.model.coscheduling import CoscheduledPodGroup
 from scheduler.model.dra import (
@@ -80,6 +81,10 @@ from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClas
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from scheduler.model.strict import SHAPES, known_only, unknown_fields, unknown_kind
 from scheduler.offline.reader import documents, name_of
+
+UNEXPANDED_WORKLOADS: dict[tuple[str, str], str] = {(w.group, w.kind): w.pod_label for w in WORKLOADS if w is not JOB}
+"""(API group, kind) → the label its controller gives its pods (the workload's name), of the workloads the operator
+makes groups for that ``simulate`` does not make pods of."""
 
 KINDS: dict[tuple[str, str], Kind[Any]] = {
     (kind.api_version(version), kind.kind): kind for kind in TABLE if kind.offline is not None
@@ -167,6 +172,9 @@ class Objects:
     skipped: Counter[str] = field(default_factory=Counter)
     unread: dict[tuple[str, str, str], str] = field(default_factory=dict)
     """(kind, namespace, name) → apiVersion of each skipped object whose kind we read under another version."""
+    unexpanded: list[tuple[str, str, str, str]] = field(default_factory=list)
+    """``(apiVersion, kind, namespace, name)`` of each skipped object of a workload kind the operator knows but
+    ``simulate`` does not expand into pods (:data:`UNEXPANDED_WORKLOADS`)."""
     _seen: dict[tuple[str, str, str, str], BaseModel | LeanPod] = field(default_factory=dict, repr=False)
     _job_names: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
 
@@ -219,6 +227,8 @@ class Objects:
                 if kind in READ_KINDS:
                     where = ns or (DEFAULT_NAMESPACE if kind in NAMESPACED_KINDS else "")
                     self.unread.setdefault((kind, where, name), api_version)
+                if (api_version.partition("/")[0], kind) in UNEXPANDED_WORKLOADS:
+                    self.unexpanded.append((api_version, kind, ns or DEFAULT_NAMESPACE, name or "?"))
             return
         if not ns and row.namespaced:
             ns = DEFAULT_NAMESPACE

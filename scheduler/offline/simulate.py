@@ -58,7 +58,7 @@ from scheduler.model.kinds import POD
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, PodGroup
 from scheduler.offline.jobs import add_expansions
-from scheduler.offline.loader import LoadProblem, Objects
+from scheduler.offline.loader import UNEXPANDED_WORKLOADS, LoadProblem, Objects
 from scheduler.offline.recorder import RecordingBinder
 from scheduler.preemption import DefaultPreemption
 from scheduler.queue import GroupQueue
@@ -169,7 +169,8 @@ class Simulation:
     ``preemptions``: every preemption applied, in queue order (empty with preemption off).
     ``off_snapshot``: bound pods on a node the snapshot does not hold (``(pod key, node)``, sorted).
     ``jobs``: what was made of each Job of ours that had no pods (:mod:`scheduler.offline.jobs`), one line per Job;
-    ``jobs_not_made``: the Jobs of ours that made none, and why (``ns/name (why)``).
+    ``jobs_not_made``: the Jobs of ours that made none, and why (``ns/name (why)``); ``unexpanded``: the JobSets,
+    PyTorchJobs and LeaderWorkerSets given without their pods, not made into pods (:func:`unexpanded`).
     ``load_warnings``: objects used with a field not honoured (the loader's ``warnings``); ``unknown``: fields
     and kinds the v1.37 API does not know (the loader's ``unknown``); ``unread``:
     (kind, namespace, name) → apiVersion of the objects skipped as a version we do not read.
@@ -198,10 +199,21 @@ class Simulation:
     off_snapshot: list[tuple[str, str]] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
     jobs_not_made: list[str] = field(default_factory=list)
+    unexpanded: list[str] = field(default_factory=list)
     waiting: dict[GroupKey, tuple[str, ...]] = field(default_factory=dict)
     """Root → the binding conditions its plan would wait for live (``ns/claim: driver/pool/device condition``):
     ``run`` binds it only once a driver sets them True (KEP-5007); ``simulate`` binds it and says so."""
 
+
+
+def unexpanded(objects: Objects) -> list[str]:
+    """``<apiVersion> <kind> <namespace>/<name>`` of each JobSet, PyTorchJob or LeaderWorkerSet of ``objects`` that no
+    pod of the snapshot carries its controller's name label for (``Objects.unexpanded``): a workload given to ask
+    whether it fits, of which ``simulate`` makes no pods (only Jobs are expanded, :mod:`scheduler.offline.jobs`)."""
+    labelled = {(p.metadata.namespace, label, p.metadata.labels.get(label)) for p in objects.pods
+                for label in set(UNEXPANDED_WORKLOADS.values()) if label in p.metadata.labels}
+    return [f"{api_version} {kind} {ns}/{name}" for api_version, kind, ns, name in objects.unexpanded
+            if (ns, UNEXPANDED_WORKLOADS[api_version.partition("/")[0], kind], name) not in labelled]
 
 def _policy(obj: PodGroup | CompositePodGroup | None) -> str:
     """The policy as written in the object (the tree coerces malformed ones), e.g. ``gang minCount 0``."""
@@ -246,7 +258,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
                      unknown=list(objects.unknown),
                      unread=dict(objects.unread), scheduler_name=scheduler_name,
                      pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods if not p.spec.node_name),
-                     skipped=Counter(objects.skipped), jobs=expanded, jobs_not_made=not_expanded)
+                     skipped=Counter(objects.skipped), jobs=expanded, jobs_not_made=not_expanded,
+                     unexpanded=unexpanded(objects))
     cache = ClusterCache(scheduler_name, dra=objects.has_dra, synthesize_claims=True)
     refused: dict[tuple[str, str, str], str] = {}
     for problem in objects.problems:  # the first problem of an object says why it is not there

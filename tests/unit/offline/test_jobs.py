@@ -328,3 +328,39 @@ def test_generate_name_jobs_sharing_a_uid_still_get_names_of_their_own(tmp_path:
                                                                                       "parallelism: 2"))
     assert sorted(len(g.placements) for g in sim.groups) == [2, 4]
     assert len({g.key.name for g in sim.groups}) == 2
+
+
+JOBSET = """
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: js, namespace: ml, labels: {gang-scheduler.io/gang: "true"}}
+spec:
+  replicatedJobs:
+  - name: workers
+    template: {spec: {template: {spec: {containers: [{name: c, image: x}]}}}}
+"""
+PYTORCHJOB = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt, namespace: ml}
+spec: {pytorchReplicaSpecs: {}}
+"""
+JOBSET_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: js-workers-0-0-abcde, namespace: ml, labels: {jobset.sigs.k8s.io/jobset-name: js}}
+spec: {schedulerName: gang-scheduler, containers: [{name: c, image: x}]}
+"""
+
+
+def test_workloads_the_operator_knows_but_simulate_does_not_expand_are_named_not_skipped(tmp_path: Path) -> None:
+    """A JobSet or PyTorchJob given alone makes no pod here: a note says so and names it, rather than skipping it
+    like a kind the scheduler has nothing to do with. One whose pods the snapshot holds is not named."""
+    sim = run(tmp_path, JOBSET, PYTORCHJOB)
+    assert sim.pods == []
+    (note,) = [n for n in notices(sim) if n.kind == "workload-not-expanded"]
+    assert note.level == "note" and note.message == (
+        "2 workload(s) not made into pods, as simulate makes the pods of batch/v1 Jobs only: jobset.x-k8s.io/v1alpha2 "
+        "JobSet ml/js, kubeflow.org/v1 PyTorchJob ml/pt; give the pods (and groups) their controllers would make")
+    with_pods = run(tmp_path, JOBSET, JOBSET_POD, PYTORCHJOB)
+    assert with_pods.unexpanded == ["kubeflow.org/v1 PyTorchJob ml/pt"]
