@@ -179,6 +179,10 @@ class Scheduler:
             return False, "leader state unknown"
         return True, "ok"
 
+    def synced(self) -> bool:
+        """Every informer has read its first list (one added since start may still be listing)."""
+        return all(i.synced.is_set() for i in self.informers)
+
     @property
     def leading(self) -> bool:
         return self.elector is None or self.elector.leading.is_set()
@@ -316,7 +320,8 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         while not stop.is_set():
             wakeups = [w for w in (self.queue.next_wakeup(), self.repair.next_deadline()) if w is not None]
-            wakeup = min(wakeups) if wakeups and self.leading else None  # a follower waits for a wake-up
+            # a follower waits for a wake-up, and so does a leader whose caches are listing (discover_more wakes it)
+            wakeup = min(wakeups) if wakeups and self.leading and self.synced() else None
             timeout = None if wakeup is None else max(0.0, wakeup - loop.time())
             waiter = asyncio.ensure_future(self.wake.wait())
             stopper = asyncio.ensure_future(stop.wait())
@@ -332,7 +337,7 @@ class Scheduler:
     async def schedule_ready(self, stop: asyncio.Event) -> None:
         """Route what changed, then pop and decide ready roots until none is ready (yielding to the loop
         between roots, so watch events and binds keep flowing)."""
-        if not all(i.synced.is_set() for i in self.informers):
+        if not self.synced():
             return  # an informer added since start is listing (discover_more wakes the loop once it has synced)
         loop = asyncio.get_running_loop()
         self._refresh(loop.time())

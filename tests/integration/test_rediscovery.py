@@ -190,7 +190,8 @@ async def test_v136_podgroups_served_after_the_crd_are_written_in_their_own_vers
 @pytest.mark.looptime
 async def test_nothing_is_scheduled_while_a_kind_found_later_is_listed(k8s: ApiServer, kube: KubeClient) -> None:
     """A kind found later is listed before anything more is scheduled, as at start (half of DRA's claims listed
-    would let a device be given twice): /readyz names it meanwhile."""
+    would let a device be given twice): /readyz names it meanwhile. A root whose retry falls due meanwhile does not
+    make the loop spin (loop time, frozen by a spin, would never reach the end of the list)."""
     del k8s.resources[COMPOSITES_PATH]
     listed = asyncio.Event()
 
@@ -200,7 +201,8 @@ async def test_nothing_is_scheduled_while_a_kind_found_later_is_listed(k8s: ApiS
         return await k8s._serve_list(request)
 
     await create_node(kube, "n0", cpu="4")
-    async with running(kube) as sched:
+    await kube.create(PODS, NS, pod("big", None, cpu="64"))  # never fits: retried every 2 s
+    async with running(kube, unschedulable_retry_s=2.0) as sched:
         serve(k8s, COMPOSITES_PATH)
         k8s["list", kmock.resource(COMPOSITES_PATH)] << slow_list  # a kind in a reaction is served too
         await asyncio.sleep(INTERVAL_S + 1)  # discovery found it; its list is under way
