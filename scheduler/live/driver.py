@@ -37,7 +37,7 @@ from scheduler.binding.wait import Changes
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
 from scheduler.client.discovery import GroupApis, discover_group_apis, merged, unread_apis, watched_resources
-from scheduler.client.kube import ApiError, KubeClient, Resource
+from scheduler.client.kube import COSCHEDULING_PODGROUPS, ApiError, KubeClient, Resource
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.collector import collect_less_often, paused_then_frozen
 from scheduler.config import Settings, own_namespace
@@ -70,6 +70,9 @@ log = logging.getLogger(__name__)
 
 DISCOVERY_RETRY_S = 10.0
 """Pause between API discovery attempts while the PodGroup API is missing, seconds."""
+FIRST_LIST_TIMEOUT_S = 60.0
+"""How long scheduling waits for the first list of a kind found served after start before that kind is left unwatched
+until the next discovery, seconds (its lists at 15,000 nodes take a few seconds)."""
 SHUTDOWN_GRACE_S = 10.0
 """How long in-flight binds may finish after SIGTERM, seconds (well inside a pod's 30 s grace)."""
 
@@ -173,7 +176,8 @@ class Scheduler:
             return False, self.api_problem
         if not self.informers:
             return False, "caches not synced"
-        if unsynced := [i.resource.plural for i in self.informers if not i.synced.is_set()]:
+        if unsynced := [f"{i.resource.group_version}/{i.resource.plural}" for i in self.informers
+                        if not i.synced.is_set()]:
             return False, f"caches not synced: {', '.join(unsynced)}"
         if self.elector is not None and not self.elector.state_known:
             return False, "leader state unknown"
@@ -224,15 +228,15 @@ class Scheduler:
     async def start_informers(self) -> None:
         """One informer per resource served and watched (:func:`watched_resources`); returns once all have synced."""
         for res in await watched_resources(self.kube, self.settings.preemption, self.groups):
-            self._watch(res)
+            self._watch(res)  # kept until stopped: at start, the caches sync or the scheduler is never ready
         with paused_then_frozen():  # the first lists make the objects the process keeps
             await asyncio.gather(*(i.synced.wait() for i in self.informers))
         collect_less_often()  # what is built later is mostly short-lived (requests, events) or kept (cache models)
         log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.nodes),
                  len(self.cache.pods), sum(len(self.cache.objects[r.kind]) for r in self.groups.resources))
 
-    def _watch(self, res: Resource) -> Informer:
-        """Start the informer of ``res``, feeding the cache."""
+    def _watch(self, res: Resource) -> tuple[Informer, asyncio.Task[None]]:
+        """Start the informer of ``res``, feeding the cache; returns it and its task."""
         decode = (self.podgroups.informer_decode(self.unhonoured.podgroup_problems)
                   if res is self.podgroups.resource else None)
         model = DECODED_AS_MODELS.get(res.kind) if decode is None else None
@@ -240,8 +244,7 @@ class Scheduler:
                             model=model, see=self.unhonoured.seen(res) if model is not None else None)
         self.informers.append(informer)
         self.metrics.track_informer(res.plural, informer)
-        self.spawn(informer.run(), f"informer/{res.plural}")
-        return informer
+        return informer, self.spawn(informer.run(), f"informer/{res.plural}")
 
     async def rediscover(self) -> None:
         """Every ``--api-discovery-interval-s``, :meth:`discover_more`; a failed discovery — whatever it raised: a
@@ -263,22 +266,54 @@ class Scheduler:
         where served (CompositePodGroups, DRA's, storage's). Their informers feed the cache as the first ones did,
         and the pods that waited for an API's PodGroups are judged again once they have listed. No root is scheduled
         until then (:meth:`schedule_ready`), as at start: a kind half listed may hold what a plan would take (DRA's
-        claims, their devices). Never stops watching anything. Returns the resources added (logged at INFO) once
-        their informers have synced. Raises :class:`~scheduler.client.kube.ApiError` when discovery fails."""
-        groups = merged(self.groups, await discover_group_apis(self.kube))
+        claims, their devices). An informer whose first list fails (forbidden, gone again) or takes more than
+        :data:`FIRST_LIST_TIMEOUT_S` is stopped, what it listed dropped, and its kind tried again at the next
+        discovery (:meth:`_first_lists`): scheduling never waits on it for longer. Never stops watching a kind once
+        listed. Returns the resources now watched (logged at INFO). Raises :class:`~scheduler.client.kube.ApiError`
+        when discovery fails."""
+        before = self.groups
+        found = merged(before, await discover_group_apis(self.kube))
         watched = {(i.resource.group_version, i.resource.plural) for i in self.informers}
-        added = [r for r in await watched_resources(self.kube, self.settings.preemption, groups, quiet=True)
+        added = [r for r in await watched_resources(self.kube, self.settings.preemption, found, quiet=True)
                  if (r.group_version, r.plural) not in watched]
-        if groups != self.groups:
-            self.groups = groups
-            self.binder.podgroups = self.podgroups.resource
-        for res in added:
-            log.info("API %s %s is served now: watching it", res.group_version, res.plural)
-        informers = [self._watch(res) for res in added]
-        await asyncio.gather(*(i.synced.wait() for i in informers))
-        self.cache.groups.set_unread_apis(unread_apis(groups, self.settings.api_discovery_interval_s))
+        self.groups = found  # before the informers start: the PodGroup informer decodes the version found
+        started = [self._watch(res) for res in added]
+        dropped = await self._first_lists(started)
+        self.groups = GroupApis(
+            found.podgroups if found.podgroups is None or found.podgroups.resource not in dropped else before.podgroups,
+            found.coscheduling and COSCHEDULING_PODGROUPS not in dropped)
+        self.binder.podgroups = self.podgroups.resource
+        self.cache.groups.set_unread_apis(unread_apis(self.groups, self.settings.api_discovery_interval_s))
         self.wake.set()
-        return added
+        listed = [res for res in added if res not in dropped]
+        for res in listed:
+            log.info("API %s %s is served now: watching it", res.group_version, res.plural)
+        return listed
+
+    async def _first_lists(self, started: list[tuple[Informer, asyncio.Task[None]]]) -> list[Resource]:
+        """Wait until each informer of ``started`` has read its first list, has failed it or
+        :data:`FIRST_LIST_TIMEOUT_S` has passed; stop the ones that have not listed, drop what they added to the
+        cache and log why (WARNING). Returns their resources."""
+        async def settle(informer: Informer) -> None:
+            waits = {asyncio.ensure_future(informer.synced.wait()), asyncio.ensure_future(informer.unlisted.wait())}
+            await asyncio.wait(waits, timeout=FIRST_LIST_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
+            for waiting in waits:
+                waiting.cancel()
+
+        await asyncio.gather(*(settle(informer) for informer, _ in started))
+        dropped = []
+        for informer, task in started:
+            if informer.synced.is_set():
+                continue
+            task.cancel()
+            self.informers.remove(informer)
+            res = informer.resource
+            self.on_change(self.cache.relist(res.kind).finish())  # nothing half listed stays
+            why = informer.failure or f"not listed within {FIRST_LIST_TIMEOUT_S:g} s"
+            log.warning("API %s %s is served but could not be listed (%s): not watched; tried again in %g s",
+                        res.group_version, res.plural, why, self.settings.api_discovery_interval_s)
+            dropped.append(res)
+        return dropped
 
     # -- main loop -----------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:

@@ -78,6 +78,10 @@ class Informer:
         """Shown each object decoded into :attr:`model`, with a function returning it as sent (plain JSON, decoded
         again on the call): what ``decode`` would have seen of it."""
         self.synced = asyncio.Event()
+        self.unlisted = asyncio.Event()
+        """Set when a list or watch failed before the first list was read (:attr:`failure` says why)."""
+        self.failure = ""
+        """Why the last list or watch failed (kept after a later success)."""
         self.relists = 0
 
     async def run(self) -> None:
@@ -114,12 +118,19 @@ class Informer:
             except Gone:
                 log.info("watch %s: resourceVersion expired (410), re-listing", self.resource.plural)
             except ApiError as exc:
+                self._failed(str(exc))
                 wait = exc.retry_wait_s(self.retry_s, RETRY_AFTER_MAX_S)
                 log.warning("watch %s failed: %s; re-listing in %.0f s", self.resource.plural, exc, wait)
                 await asyncio.sleep(wait)
-            except Exception:  # a bug must not freeze the cache for good
+            except Exception as exc:  # a bug must not freeze the cache for good
+                self._failed(f"{type(exc).__name__}: {exc}")
                 log.exception("informer %s failed; re-listing in %.0f s", self.resource.plural, self.retry_s)
                 await asyncio.sleep(self.retry_s)
+
+    def _failed(self, why: str) -> None:
+        self.failure = why
+        if not self.synced.is_set():
+            self.unlisted.set()
 
     def _page(self, items: Sequence[Any]) -> Iterable[Any]:
         """What the cache takes of one list page: the models of a :class:`TypedPage` (each shown to :attr:`see`), else

@@ -177,6 +177,7 @@ class Objects:
     ``simulate`` does not expand into pods (:data:`UNEXPANDED_WORKLOADS`)."""
     _seen: dict[tuple[str, str, str, str], BaseModel | LeanPod] = field(default_factory=dict, repr=False)
     _job_names: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
+    _workloads_seen: set[tuple[str, str, str, str]] = field(default_factory=set, repr=False)
 
     def of(self, kind: Kind[T]) -> list[T]:
         """The objects of ``kind`` loaded so far: the list named by its row (``Kind.offline``)."""
@@ -227,8 +228,10 @@ class Objects:
                 if kind in READ_KINDS:
                     where = ns or (DEFAULT_NAMESPACE if kind in NAMESPACED_KINDS else "")
                     self.unread.setdefault((kind, where, name), api_version)
-                if (api_version.partition("/")[0], kind) in UNEXPANDED_WORKLOADS:
-                    self.unexpanded.append((api_version, kind, ns or DEFAULT_NAMESPACE, name or "?"))
+                workload = (api_version.partition("/")[0], kind, ns or DEFAULT_NAMESPACE, name or "?")
+                if workload[:2] in UNEXPANDED_WORKLOADS and workload not in self._workloads_seen:
+                    self._workloads_seen.add(workload)  # one given twice (a manifest and a dump) is named once
+                    self.unexpanded.append((api_version, *workload[1:]))
             return
         if not ns and row.namespaced:
             ns = DEFAULT_NAMESPACE

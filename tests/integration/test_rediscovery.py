@@ -209,10 +209,39 @@ async def test_nothing_is_scheduled_while_a_kind_found_later_is_listed(k8s: ApiS
         assert not listed.is_set()
         await kube.create(PODS, NS, pod("lone", None, cpu="1"))
         await asyncio.sleep(5)
-        assert sched.ready() == (False, "caches not synced: compositepodgroups")
+        assert sched.ready() == (False, "caches not synced: scheduling.k8s.io/v1alpha3/compositepodgroups")
         assert await bound(kube, "lone") == {}
         assert await until(lambda: bound(kube, "lone"), what="the pod bound once listed") == {"lone": "n0"}
         assert listed.is_set() and sched.ready() == (True, "ok")
+
+
+@pytest.mark.looptime
+async def test_a_kind_found_later_that_cannot_be_listed_never_stops_scheduling(
+        k8s: ApiServer, kube: KubeClient, caplog: pytest.LogCaptureFixture) -> None:
+    """A kind served but not listable (RBAC refuses it, its CRD deleted again): its informer is stopped after its
+    first failure, scheduling goes on without it, and it is tried again at the next discovery."""
+    del k8s.resources[COMPOSITES_PATH]
+    forbidden = True
+
+    async def listing(request: kmock.Request) -> Any:
+        if forbidden:
+            return kmock.KubernetesError(status=403, reason="Forbidden", message="compositepodgroups is forbidden")
+        return await k8s._serve_list(request)
+
+    await create_node(kube, "n0", cpu="4")
+    async with running(kube) as sched:
+        serve(k8s, COMPOSITES_PATH)
+        k8s["list", kmock.resource(COMPOSITES_PATH)] << listing
+        await asyncio.sleep(INTERVAL_S + 1)
+        assert sched.ready() == (True, "ok") and COMPOSITES not in [i.resource for i in sched.informers]
+        assert any(m.startswith("API scheduling.k8s.io/v1alpha3 compositepodgroups is served but could not be listed "
+                                "(403 Forbidden") and m.endswith("not watched; tried again in 30 s")
+                   for m in caplog.messages)
+        await kube.create(PODS, NS, pod("lone", None, cpu="1"))
+        assert await until(lambda: bound(kube, "lone"), what="the pod bound") == {"lone": "n0"}
+        forbidden = False
+        await asyncio.sleep(INTERVAL_S)
+        assert COMPOSITES in [i.resource for i in sched.informers] and sched.ready() == (True, "ok")
 
 
 @pytest.mark.looptime

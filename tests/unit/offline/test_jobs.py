@@ -362,5 +362,7 @@ def test_workloads_the_operator_knows_but_simulate_does_not_expand_are_named_not
     assert note.level == "note" and note.message == (
         "2 workload(s) not made into pods, as simulate makes the pods of batch/v1 Jobs only: jobset.x-k8s.io/v1alpha2 "
         "JobSet ml/js, kubeflow.org/v1 PyTorchJob ml/pt; give the pods (and groups) their controllers would make")
+    assert run(tmp_path, JOBSET, JOBSET.replace("v1alpha2", "v1alpha1")).unexpanded == [
+        "jobset.x-k8s.io/v1alpha2 JobSet ml/js"]  # given twice (a manifest and a dump): named once
     with_pods = run(tmp_path, JOBSET, JOBSET_POD, PYTORCHJOB)
     assert with_pods.unexpanded == ["kubeflow.org/v1 PyTorchJob ml/pt"]
