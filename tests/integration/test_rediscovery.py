@@ -22,6 +22,7 @@ from scheduler.client.kube import (
     PODGROUPS_V1ALPHA2,
     PODS,
     KubeClient,
+    Resource,
 )
 from scheduler.groups.intent import INTENT_ANNOTATION
 from scheduler.model.coscheduling import POD_GROUP_LABEL
@@ -50,6 +51,18 @@ async def note(kube: KubeClient, pod_name: str) -> str | None:
     items, _ = await kube.list(EVENTS)
     about = [e for e in items if e["regarding"]["name"] == pod_name]
     return about[-1]["note"] if about else None
+
+
+async def condition_true(kube: KubeClient, res: Resource, name: str, type_: str) -> bool:
+    """Whether PodGroup ``name`` of ``res`` has condition ``type_`` True."""
+    obj = await kube.get(res, NS, name)
+    return any(c["type"] == type_ and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions") or [])
+
+
+def intent_written(k8s: ApiServer, path: str, name: str) -> bool:
+    """Whether some stored version of PodGroup ``name`` at ``path`` carried the durable intent."""
+    return any(INTENT_ANNOTATION in (v.get("metadata", {}).get("annotations") or {})
+               for v in filter(None, k8s.objects[path, NS, name].history))
 
 
 def crd_podgroup(name: str, min_member: int) -> dict[str, Any]:
@@ -100,16 +113,9 @@ async def test_the_workload_api_enabled_after_start_is_watched_and_written(k8s: 
         assert placed == {"g-0": "n0", "g-1": "n0"}
         assert sched.podgroups is podgroup_api.V1BETA1 and sched.binder.podgroups is PODGROUPS
         assert sched.cache.groups.unread_apis == {}
-
-        async def scheduled() -> bool:
-            obj = await kube.get(PODGROUPS, NS, "g")
-            conditions = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
-            return conditions.get("PodGroupInitiallyScheduled") == "True"
-
-        await until(scheduled, what="the PodGroup's condition")
-    intents = [v for v in filter(None, k8s.objects[PODGROUPS_PATH, NS, "g"].history)
-               if INTENT_ANNOTATION in (v.get("metadata", {}).get("annotations") or {})]
-    assert intents, "the durable intent was written to the workload API's PodGroup"
+        await until(lambda: condition_true(kube, PODGROUPS, "g", "PodGroupInitiallyScheduled"),
+                    what="the PodGroup's condition")
+    assert intent_written(k8s, PODGROUPS_PATH, "g"), "the durable intent was written to the workload API's PodGroup"
 
 
 @pytest.mark.looptime
@@ -175,16 +181,9 @@ async def test_v136_podgroups_served_after_the_crd_are_written_in_their_own_vers
         await asyncio.sleep(INTERVAL_S)
         assert await until(lambda: bound_at_least(kube, "g-", 2), what="the gang bound") == {"g-0": "n0", "g-1": "n0"}
         assert sched.podgroups is podgroup_api.V1ALPHA2
-
-        async def scheduled() -> bool:
-            obj = await kube.get(PODGROUPS_V1ALPHA2, NS, "g")
-            conditions = {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or []}
-            return conditions.get("PodGroupScheduled") == "True"
-
-        await until(scheduled, what="the v1alpha2 PodGroup's condition")
-    versions = [v for v in filter(None, k8s.objects[V1ALPHA2_PATH, NS, "g"].history)
-                if INTENT_ANNOTATION in (v.get("metadata", {}).get("annotations") or {})]
-    assert versions, "the durable intent was written to the v1alpha2 PodGroup"
+        await until(lambda: condition_true(kube, PODGROUPS_V1ALPHA2, "g", "PodGroupScheduled"),
+                    what="the v1alpha2 PodGroup's condition")
+    assert intent_written(k8s, V1ALPHA2_PATH, "g"), "the durable intent was written to the v1alpha2 PodGroup"
 
 
 @pytest.mark.looptime
