@@ -10,7 +10,7 @@ requests).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,18 +41,34 @@ class GroupApis:
                 *((COSCHEDULING_PODGROUPS,) if self.coscheduling else ()))
 
 
-def unread_apis(groups: GroupApis, every_s: float) -> dict[str, str]:
+def unread_apis(groups: GroupApis, every_s: float, unlisted: Mapping[str, str] | None = None) -> dict[str, str]:
     """PodGroup API group → why a pod that links to one of its PodGroups waits, for the APIs ``groups`` does not
-    serve (:attr:`~scheduler.groups.index.GroupIndex.unread_apis`): ``run`` looks for them again every ``every_s``
-    seconds (``--api-discovery-interval-s``) and reads them once they are served."""
+    read (:attr:`~scheduler.groups.index.GroupIndex.unread_apis`): not served — ``run`` looks for them again every
+    ``every_s`` seconds (``--api-discovery-interval-s``) and reads them once they are served — or served but its
+    list failed (``unlisted``: API group → why)."""
+    unlisted = unlisted or {}
     again = f"looked for again every {every_s:g} s"
+    crd = f"scheduler-plugins' PodGroup CRD ({COSCHEDULING_PODGROUPS.group_version})"
     out = {}
-    if groups.podgroups is None:
-        out[WORKLOAD_API_GROUP] = f"the {WORKLOAD_API_GROUP} PodGroup API is not served ({again})"
-    if not groups.coscheduling:
-        crd = COSCHEDULING_PODGROUPS.group_version
-        out[COSCHEDULING_PODGROUPS.group] = f"scheduler-plugins' PodGroup CRD ({crd}) is not served ({again})"
+    for group, what, read in ((WORKLOAD_API_GROUP, f"the {WORKLOAD_API_GROUP} PodGroup API", groups.podgroups),
+                              (COSCHEDULING_PODGROUPS.group, crd, groups.coscheduling)):
+        if not read:
+            out[group] = (f"{what} is served but could not be listed ({unlisted[group]}; tried again later)"
+                          if group in unlisted else f"{what} is not served ({again})")
     return out
+
+
+GROUP_KINDS = frozenset({kinds.POD_GROUP.name, kinds.COSCHEDULING_POD_GROUP.name})
+"""The cache's names of the PodGroup kinds (the workload API's, scheduler-plugins')."""
+
+
+def together(res: Resource) -> set[Resource]:
+    """The resources watched all or none with ``res``, itself included (DRA's four kinds:
+    :attr:`~scheduler.model.kinds.IfServed.all_or_none`); ``{res}`` for any other."""
+    row = next((k for k in kinds.KINDS if k.name == res.kind), None)
+    if row is None or not isinstance(row.live, IfServed) or not row.live.all_or_none:
+        return {res}
+    return {Resource.of(k) for k in kinds.KINDS if k.live == row.live and k.api_version() == row.api_version()}
 
 
 def merged(known: GroupApis, found: GroupApis) -> GroupApis:

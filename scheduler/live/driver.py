@@ -36,7 +36,15 @@ from scheduler.binding.volumes import ClaimSource
 from scheduler.binding.wait import Changes
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
-from scheduler.client.discovery import GroupApis, discover_group_apis, merged, unread_apis, watched_resources
+from scheduler.client.discovery import (
+    GROUP_KINDS,
+    GroupApis,
+    discover_group_apis,
+    merged,
+    together,
+    unread_apis,
+    watched_resources,
+)
 from scheduler.client.kube import COSCHEDULING_PODGROUPS, ApiError, KubeClient, Resource
 from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
 from scheduler.collector import collect_less_often, paused_then_frozen
@@ -63,13 +71,16 @@ from scheduler.live.tasks import Tasks
 from scheduler.live.unhonoured import UnhonouredFields
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption import DefaultPreemption
-from scheduler.queue import SchedulingQueue
+from scheduler.queue import CLOCK_SLACK_S, SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
 
 log = logging.getLogger(__name__)
 
 DISCOVERY_RETRY_S = 10.0
 """Pause between API discovery attempts while the PodGroup API is missing, seconds."""
+UNLISTABLE_BACKOFF_DOUBLINGS = 4
+"""A kind whose first list keeps failing is tried again after the discovery interval doubled with each failure, at
+most this many times (16 × 30 s = 8 min)."""
 FIRST_LIST_TIMEOUT_S = 60.0
 """How long scheduling waits for the first list of a kind found served after start before that kind is left unwatched
 until the next discovery, seconds (its lists at 15,000 nodes take a few seconds)."""
@@ -124,6 +135,9 @@ class Scheduler:
         self.spawn = self.tasks.spawn
         """Start a named background task whose failure is logged at once (kopf's guarded tasks)."""
         self.api_problem: str | None = "API discovery has not run yet"
+        self.unlistable: dict[Resource, tuple[int, str, float]] = {}
+        """Kinds found served after start whose first list failed: how many times in a row, the last failure, and the
+        loop time before which they are not tried again (:meth:`discover_more`)."""
         self.groups = GroupApis(None, False)
         """The PodGroup APIs served (:meth:`discover`): the workload API's (:attr:`podgroups`), scheduler-plugins'."""
         self._binding: set[GroupKey] = set()
@@ -266,54 +280,64 @@ class Scheduler:
         where served (CompositePodGroups, DRA's, storage's). Their informers feed the cache as the first ones did,
         and the pods that waited for an API's PodGroups are judged again once they have listed. No root is scheduled
         until then (:meth:`schedule_ready`), as at start: a kind half listed may hold what a plan would take (DRA's
-        claims, their devices). An informer whose first list fails (forbidden, gone again) or takes more than
-        :data:`FIRST_LIST_TIMEOUT_S` is stopped, what it listed dropped, and its kind tried again at the next
-        discovery (:meth:`_first_lists`): scheduling never waits on it for longer. Never stops watching a kind once
-        listed. Returns the resources now watched (logged at INFO). Raises :class:`~scheduler.client.kube.ApiError`
-        when discovery fails."""
+        claims, their devices). A kind whose first list is refused (401, 403, 404) or not read within
+        :data:`FIRST_LIST_TIMEOUT_S` is not watched (:meth:`_first_lists`) and tried again after a backoff that
+        doubles with each failure (:attr:`unlistable`). Never stops watching a kind once listed. Returns the resources
+        now watched (logged at INFO). Raises :class:`~scheduler.client.kube.ApiError` when discovery fails."""
         before = self.groups
         found = merged(before, await discover_group_apis(self.kube))
+        now = asyncio.get_running_loop().time()
         watched = {(i.resource.group_version, i.resource.plural) for i in self.informers}
         added = [r for r in await watched_resources(self.kube, self.settings.preemption, found, quiet=True)
-                 if (r.group_version, r.plural) not in watched]
+                 if (r.group_version, r.plural) not in watched
+                 and self.unlistable.get(r, (0, "", now))[2] <= now + CLOCK_SLACK_S]
         self.groups = found  # before the informers start: the PodGroup informer decodes the version found
-        started = [self._watch(res) for res in added]
-        dropped = await self._first_lists(started)
+        dropped = await self._first_lists([self._watch(res) for res in added])
+        for res in added:
+            if res not in dropped:
+                self.unlistable.pop(res, None)
+                log.info("API %s %s is served now: watching it", res.group_version, res.plural)
         self.groups = GroupApis(
             found.podgroups if found.podgroups is None or found.podgroups.resource not in dropped else before.podgroups,
             found.coscheduling and COSCHEDULING_PODGROUPS not in dropped)
         self.binder.podgroups = self.podgroups.resource
-        self.cache.groups.set_unread_apis(unread_apis(self.groups, self.settings.api_discovery_interval_s))
+        unlisted = {res.group: why for res, (_, why, _) in self.unlistable.items() if res.kind in GROUP_KINDS}
+        self.cache.groups.set_unread_apis(unread_apis(self.groups, self.settings.api_discovery_interval_s, unlisted))
         self.wake.set()
-        listed = [res for res in added if res not in dropped]
-        for res in listed:
-            log.info("API %s %s is served now: watching it", res.group_version, res.plural)
-        return listed
+        return [res for res in added if res not in dropped]
 
-    async def _first_lists(self, started: list[tuple[Informer, asyncio.Task[None]]]) -> list[Resource]:
-        """Wait until each informer of ``started`` has read its first list, has failed it or
-        :data:`FIRST_LIST_TIMEOUT_S` has passed; stop the ones that have not listed, drop what they added to the
-        cache and log why (WARNING). Returns their resources."""
+    async def _first_lists(self, started: list[tuple[Informer, asyncio.Task[None]]]) -> set[Resource]:
+        """Wait until each informer of ``started`` has read its first list, has had it refused or
+        :data:`FIRST_LIST_TIMEOUT_S` has passed. Stop the ones that have not listed — and the others of a kind read
+        all or none with one of them (DRA's four: a device view without the claims would give their devices again)
+        — drop what they added to the cache, log why (WARNING) and note when to try again (:attr:`unlistable`).
+        Returns their resources."""
         async def settle(informer: Informer) -> None:
-            waits = {asyncio.ensure_future(informer.synced.wait()), asyncio.ensure_future(informer.unlisted.wait())}
+            waits = {asyncio.ensure_future(informer.synced.wait()), asyncio.ensure_future(informer.refused.wait())}
             await asyncio.wait(waits, timeout=FIRST_LIST_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
             for waiting in waits:
                 waiting.cancel()
 
         await asyncio.gather(*(settle(informer) for informer, _ in started))
-        dropped = []
+        failed = {i.resource: i.failure or f"not listed within {FIRST_LIST_TIMEOUT_S:g} s"
+                  for i, _ in started if not i.synced.is_set()}
+        with_them = {r for r in (i.resource for i, _ in started) if together(r) & failed.keys()}
+        now = asyncio.get_running_loop().time()
         for informer, task in started:
-            if informer.synced.is_set():
+            res = informer.resource
+            if res not in failed and res not in with_them:
                 continue
             task.cancel()
             self.informers.remove(informer)
-            res = informer.resource
+            self.metrics.untrack_informer(res.plural, informer)
             self.on_change(self.cache.relist(res.kind).finish())  # nothing half listed stays
-            why = informer.failure or f"not listed within {FIRST_LIST_TIMEOUT_S:g} s"
-            log.warning("API %s %s is served but could not be listed (%s): not watched; tried again in %g s",
-                        res.group_version, res.plural, why, self.settings.api_discovery_interval_s)
-            dropped.append(res)
-        return dropped
+            why = failed.get(res) or "listed, but a kind read with it was not"
+            failures = self.unlistable.get(res, (0, "", 0.0))[0] + 1
+            wait = self.settings.api_discovery_interval_s * 2 ** min(failures - 1, UNLISTABLE_BACKOFF_DOUBLINGS)
+            self.unlistable[res] = (failures, why, now + wait)
+            log.warning("API %s %s is served but could not be watched (%s): tried again in %g s",
+                        res.group_version, res.plural, why, wait)
+        return failed.keys() | with_them
 
     # -- main loop -----------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:

@@ -46,6 +46,9 @@ ones a cluster holds by the tens of thousands, whose objects as served are mostl
 MIN_WATCH_TIMEOUT_S = 300
 """client-go's reflector ``minWatchTimeout``: each watch's ``timeoutSeconds`` is drawn from [5, 10] minutes."""
 
+REFUSED = frozenset({401, 403, 404})
+"""Statuses that refuse a list until something outside the scheduler changes (its credentials, its RBAC, the CRD)."""
+
 RETRY_AFTER_MAX_S = 60.0
 """The longest a failed list or watch waits for the server's ``Retry-After`` before listing again, in seconds."""
 
@@ -78,8 +81,9 @@ class Informer:
         """Shown each object decoded into :attr:`model`, with a function returning it as sent (plain JSON, decoded
         again on the call): what ``decode`` would have seen of it."""
         self.synced = asyncio.Event()
-        self.unlisted = asyncio.Event()
-        """Set when a list or watch failed before the first list was read (:attr:`failure` says why)."""
+        self.refused = asyncio.Event()
+        """Set when the first list is refused for good before it was read — 401, 403 or 404 (:data:`REFUSED`: not
+        allowed, or not there); :attr:`failure` says why. Other failures are retried as ever."""
         self.failure = ""
         """Why the last list or watch failed (kept after a later success)."""
         self.relists = 0
@@ -118,19 +122,20 @@ class Informer:
             except Gone:
                 log.info("watch %s: resourceVersion expired (410), re-listing", self.resource.plural)
             except ApiError as exc:
-                self._failed(str(exc))
+                self._failed(exc, exc.status in REFUSED)
                 wait = exc.retry_wait_s(self.retry_s, RETRY_AFTER_MAX_S)
                 log.warning("watch %s failed: %s; re-listing in %.0f s", self.resource.plural, exc, wait)
                 await asyncio.sleep(wait)
             except Exception as exc:  # a bug must not freeze the cache for good
-                self._failed(f"{type(exc).__name__}: {exc}")
+                self._failed(exc, refused=False)
                 log.exception("informer %s failed; re-listing in %.0f s", self.resource.plural, self.retry_s)
                 await asyncio.sleep(self.retry_s)
 
-    def _failed(self, why: str) -> None:
-        self.failure = why
-        if not self.synced.is_set():
-            self.unlisted.set()
+    def _failed(self, exc: Exception, refused: bool) -> None:
+        text = str(exc).rstrip(": ")  # a timeout says nothing more than its name
+        self.failure = text if isinstance(exc, ApiError) else f"{type(exc).__name__}: {text}".rstrip(": ")
+        if refused and not self.synced.is_set():
+            self.refused.set()
 
     def _page(self, items: Sequence[Any]) -> Iterable[Any]:
         """What the cache takes of one list page: the models of a :class:`TypedPage` (each shown to :attr:`see`), else

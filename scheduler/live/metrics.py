@@ -511,6 +511,12 @@ class Metrics:
         self.informer_synced.labels(resource).set_function(lambda: float(informer.synced.is_set()))
         self._relists.informers[resource] = informer
 
+    def untrack_informer(self, resource: str, informer: InformerState) -> None:
+        """Stop reporting ``informer`` (stopped before it synced) under ``resource``, unless another took its place."""
+        if self._relists.informers.get(resource) is informer:
+            del self._relists.informers[resource]
+            self.informer_synced.remove(resource)
+
     def track_status_queue(self, queue: StatusQueueName, state: StatusQueueState) -> None:
         """Report ``state``'s depth and oldest age under ``queue`` (read at scrape time)."""
         self.status_queue_depth.labels(queue).set_function(lambda: float(state.depth))

@@ -17,10 +17,14 @@ from scheduler.client import podgroup_api
 from scheduler.client.kube import (
     COMPOSITES,
     COSCHEDULING_PODGROUPS,
+    DEVICE_CLASSES,
     EVENTS,
     PODGROUPS,
     PODGROUPS_V1ALPHA2,
     PODS,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
     KubeClient,
     Resource,
 )
@@ -29,7 +33,9 @@ from scheduler.model.coscheduling import POD_GROUP_LABEL
 from tests.integration.apiserver import ApiServer
 from tests.integration.conftest import RESOURCES, RESOURCES_1_36, VERBS
 from tests.integration.livekit import NS, bound, bound_at_least, composite, create_node, pod, podgroup, running, until
+from tests.integration.test_dra import allocate, create_claim, device_class, devices, dra_pod, gpu_slice, template
 from tests.integration.test_kubernetes_136 import podgroup as podgroup_136
+from tests.integration.test_metrics import scrape
 
 CRD_PATH = "scheduling.x-k8s.io/v1alpha1/podgroups"
 PODGROUPS_PATH = "scheduling.k8s.io/v1beta1/podgroups"
@@ -233,14 +239,81 @@ async def test_a_kind_found_later_that_cannot_be_listed_never_stops_scheduling(
         k8s["list", kmock.resource(COMPOSITES_PATH)] << listing
         await asyncio.sleep(INTERVAL_S + 1)
         assert sched.ready() == (True, "ok") and COMPOSITES not in [i.resource for i in sched.informers]
-        assert any(m.startswith("API scheduling.k8s.io/v1alpha3 compositepodgroups is served but could not be listed "
-                                "(403 Forbidden") and m.endswith("not watched; tried again in 30 s")
-                   for m in caplog.messages)
+        assert "API scheduling.k8s.io/v1alpha3 compositepodgroups is served but could not be watched (403 Forbidden: " \
+               "compositepodgroups is forbidden): tried again in 30 s" in caplog.messages
+        scraped = await scrape(sched)  # not reported as an informer that never syncs
+        assert not any(name == "gang_scheduler_informer_synced" and ("resource", "compositepodgroups") in labels
+                       for name, labels in scraped)
         await kube.create(PODS, NS, pod("lone", None, cpu="1"))
         assert await until(lambda: bound(kube, "lone"), what="the pod bound") == {"lone": "n0"}
         forbidden = False
         await asyncio.sleep(INTERVAL_S)
         assert COMPOSITES in [i.resource for i in sched.informers] and sched.ready() == (True, "ok")
+
+
+DRA_PATHS = [f"resource.k8s.io/v1/{p}" for p in ("resourceslices", "deviceclasses", "resourceclaims",
+                                                  "resourceclaimtemplates")]
+
+
+@pytest.mark.looptime
+async def test_dra_found_later_is_watched_all_or_none_so_no_device_is_given_twice(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    """DRA served after start with the claims' list refused at first: none of DRA's four kinds is watched (slices
+    without the claims would show the claimed devices free), the pod asking for devices waits, and nothing is
+    given twice once all four are watched."""
+    for path in DRA_PATHS:
+        del k8s.resources[path]
+    refusals: list[str] = []
+
+    async def claims_list(request: kmock.Request) -> Any:
+        if not refusals:
+            refusals.append(str(request.url))
+            return kmock.KubernetesError(status=403, reason="Forbidden", message="resourceclaims is forbidden")
+        return await k8s._serve_list(request)
+
+    await create_node(kube, "n0", cpu="8")
+    async with running(kube) as sched:
+        for path in DRA_PATHS:
+            serve(k8s, path)
+        k8s["list", kmock.resource(DRA_PATHS[2])] << claims_list
+        await kube.create(RESOURCE_SLICES, None, gpu_slice("n0", 4))
+        await kube.create(DEVICE_CLASSES, None, device_class("example.com/gpu"))
+        await kube.create(RESOURCE_CLAIM_TEMPLATES, NS, template())
+        old = dra_pod("old", None, {"gpu": "old-gpu"})
+        old["spec"] |= {"nodeName": "n0", "schedulerName": "other"}
+        old = await kube.create(PODS, NS, old)
+        await create_claim(kube, "old-gpu", count=3, owner=old)
+        await allocate(kube, "old-gpu", "n0", ["gpu-0", "gpu-1", "gpu-2"], old)
+        await kube.create(PODS, NS, dra_pod("x", None, limits={"example.com/gpu": "2"}))
+        await asyncio.sleep(INTERVAL_S + 5)
+        assert refusals and [i.resource.group for i in sched.informers].count("resource.k8s.io") == 0
+        assert sched.ready() == (True, "ok") and await bound(kube, "x") == {}
+        await asyncio.sleep(INTERVAL_S)  # tried again: all four listed now
+        assert [i.resource.group for i in sched.informers].count("resource.k8s.io") == 4
+        await asyncio.sleep(5)
+        assert await bound(kube, "x") == {}  # one GPU is free, two are asked for
+        items, _ = await kube.list(RESOURCE_CLAIMS, NS)
+        assert [d for c in items if c["metadata"]["name"] != "old-gpu" for d in devices(c)] == []
+
+
+@pytest.mark.looptime
+async def test_a_crd_served_but_not_listable_is_the_reason_its_pods_give(k8s: ApiServer, kube: KubeClient) -> None:
+    del k8s.resources[CRD_PATH]
+
+    async def forbidden(request: kmock.Request) -> Any:
+        return kmock.KubernetesError(status=403, reason="Forbidden", message="podgroups is forbidden")
+
+    await create_node(kube, "n0", cpu="4")
+    await kube.create(PODS, NS, labelled("w-0", "job"))
+    async with running(kube):
+        await until(lambda: note(kube, "w-0"), what="the first note")
+        serve(k8s, CRD_PATH)
+        k8s["list", kmock.resource(CRD_PATH)] << forbidden
+        await asyncio.sleep(INTERVAL_S + 1)
+        said = (f"scheduling.x-k8s.io PodGroup {NS}/job cannot be read: scheduler-plugins' PodGroup CRD "
+                "(scheduling.x-k8s.io/v1alpha1) is served but could not be listed (403 Forbidden: podgroups is "
+                "forbidden; tried again later)")
+        assert await until(lambda: _said(kube, "w-0", said), what="the new note") == said
 
 
 @pytest.mark.looptime
