@@ -284,12 +284,13 @@ class Scheduler:
         :data:`FIRST_LIST_TIMEOUT_S` is not watched (:meth:`_first_lists`) and tried again after a backoff that
         doubles with each failure (:attr:`unlistable`). Never stops watching a kind once listed. Returns the resources
         now watched (logged at INFO). Raises :class:`~scheduler.client.kube.ApiError` when discovery fails."""
-        before = self.groups
-        found = merged(before, await discover_group_apis(self.kube))
+        found = merged(self.groups, await discover_group_apis(self.kube))
         now = asyncio.get_running_loop().time()
         watched = {(i.resource.group_version, i.resource.plural) for i in self.informers}
-        added = [r for r in await watched_resources(self.kube, self.settings.preemption, found, quiet=True)
-                 if (r.group_version, r.plural) not in watched
+        served = await watched_resources(self.kube, self.settings.preemption, found, quiet=True)
+        for gone in self.unlistable.keys() - set(served):  # no longer served: "not served" is the news now
+            del self.unlistable[gone]
+        added = [r for r in served if (r.group_version, r.plural) not in watched
                  and self.unlistable.get(r, (0, "", now))[2] <= now + CLOCK_SLACK_S]
         self.groups = found  # before the informers start: the PodGroup informer decodes the version found
         dropped = await self._first_lists([self._watch(res) for res in added])
@@ -297,9 +298,9 @@ class Scheduler:
             if res not in dropped:
                 self.unlistable.pop(res, None)
                 log.info("API %s %s is served now: watching it", res.group_version, res.plural)
-        self.groups = GroupApis(
-            found.podgroups if found.podgroups is None or found.podgroups.resource not in dropped else before.podgroups,
-            found.coscheduling and COSCHEDULING_PODGROUPS not in dropped)
+        watching = {i.resource for i in self.informers}  # what is read: not a kind dropped or waiting out its backoff
+        self.groups = GroupApis(found.podgroups if found.podgroups and found.podgroups.resource in watching else None,
+                                COSCHEDULING_PODGROUPS in watching)
         self.binder.podgroups = self.podgroups.resource
         unlisted = {res.group: why for res, (_, why, _) in self.unlistable.items() if res.kind in GROUP_KINDS}
         self.cache.groups.set_unread_apis(unread_apis(self.groups, self.settings.api_discovery_interval_s, unlisted))
@@ -330,6 +331,9 @@ class Scheduler:
             task.cancel()
             self.informers.remove(informer)
             self.metrics.untrack_informer(res.plural, informer)
+            for other in self.informers:  # both PodGroup APIs' plural is podgroups: the one left is reported
+                if other.resource.plural == res.plural:
+                    self.metrics.track_informer(res.plural, other)
             self.on_change(self.cache.relist(res.kind).finish())  # nothing half listed stays
             why = failed.get(res) or "listed, but a kind read with it was not"
             failures = self.unlistable.get(res, (0, "", 0.0))[0] + 1

@@ -53,10 +53,11 @@ def serve(k8s: ApiServer, path: str) -> None:
 
 
 async def note(kube: KubeClient, pod_name: str) -> str | None:
-    """The note of the latest Event about pod ``pod_name``, if any."""
+    """The note of the latest Event about pod ``pod_name`` (a repeated one counts at its series' last time), if any."""
     items, _ = await kube.list(EVENTS)
     about = [e for e in items if e["regarding"]["name"] == pod_name]
-    return about[-1]["note"] if about else None
+    return max(about, key=lambda e: (e.get("series") or {}).get("lastObservedTime") or e["eventTime"])["note"] \
+        if about else None
 
 
 async def condition_true(kube: KubeClient, res: Resource, name: str, type_: str) -> bool:
@@ -298,22 +299,40 @@ async def test_dra_found_later_is_watched_all_or_none_so_no_device_is_given_twic
 
 @pytest.mark.looptime
 async def test_a_crd_served_but_not_listable_is_the_reason_its_pods_give(k8s: ApiServer, kube: KubeClient) -> None:
+    """The CRD's list is refused at every try: its pods say so, also in the rounds its retry is backed off (the CRD
+    is not read then either); once the CRD is gone, they say it is not served."""
     del k8s.resources[CRD_PATH]
+    gone = False
 
     async def forbidden(request: kmock.Request) -> Any:
         return kmock.KubernetesError(status=403, reason="Forbidden", message="podgroups is forbidden")
 
+    async def discovery(request: kmock.Request) -> Any:
+        if gone:
+            return kmock.KubernetesError(status=404, reason="NotFound", message="the server could not find it")
+        return await k8s._serve_version(request)
+
     await create_node(kube, "n0", cpu="4")
     await kube.create(PODS, NS, labelled("w-0", "job"))
-    async with running(kube):
+    async with running(kube) as sched:
         await until(lambda: note(kube, "w-0"), what="the first note")
         serve(k8s, CRD_PATH)
         k8s["list", kmock.resource(CRD_PATH)] << forbidden
+        k8s["get", kmock.path("/apis/scheduling.x-k8s.io/v1alpha1")] << discovery
         await asyncio.sleep(INTERVAL_S + 1)
         said = (f"scheduling.x-k8s.io PodGroup {NS}/job cannot be read: scheduler-plugins' PodGroup CRD "
                 "(scheduling.x-k8s.io/v1alpha1) is served but could not be listed (403 Forbidden: podgroups is "
                 "forbidden; tried again later)")
         assert await until(lambda: _said(kube, "w-0", said), what="the new note") == said
+        await asyncio.sleep(4 * INTERVAL_S)  # refused at 30, 60 and 120 s; the round at 150 s backs off
+        assert not sched.groups.coscheduling and "could not be listed" in sched.cache.groups.unread_apis[
+            "scheduling.x-k8s.io"]
+        assert await note(kube, "w-0") == said
+        gone = True
+        await asyncio.sleep(INTERVAL_S)
+        unserved = (f"scheduling.x-k8s.io PodGroup {NS}/job cannot be read: scheduler-plugins' PodGroup CRD "
+                    "(scheduling.x-k8s.io/v1alpha1) is not served (looked for again every 30 s)")
+        assert await until(lambda: _said(kube, "w-0", unserved), what="the note once it is gone") == unserved
 
 
 @pytest.mark.looptime
@@ -348,3 +367,21 @@ def labelled(name: str, group: str) -> dict[str, Any]:
     body = pod(name, None, cpu="1")
     body["metadata"]["labels"] = {POD_GROUP_LABEL: group}
     return body
+
+
+@pytest.mark.looptime
+async def test_a_podgroup_api_dropped_leaves_the_other_reported_as_synced(k8s: ApiServer, kube: KubeClient) -> None:
+    """Both PodGroup APIs' plural is ``podgroups``: when the workload API found later cannot be listed, the metric
+    of that name goes on reporting scheduler-plugins' CRD, read since start."""
+    del k8s.resources[PODGROUPS_PATH]
+
+    async def forbidden(request: kmock.Request) -> Any:
+        return kmock.KubernetesError(status=403, reason="Forbidden", message="podgroups is forbidden")
+
+    async with running(kube) as sched:
+        serve(k8s, PODGROUPS_PATH)
+        k8s["list", kmock.resource(PODGROUPS_PATH)] << forbidden
+        await asyncio.sleep(INTERVAL_S + 1)
+        assert sched.groups.podgroups is None and sched.groups.coscheduling
+        scraped = await scrape(sched)
+        assert scraped[("gang_scheduler_informer_synced", frozenset({("resource", "podgroups")}))] == 1
