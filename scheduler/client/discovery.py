@@ -1,8 +1,8 @@
 """What the scheduler lists and watches: the resources the server serves.
 
 :func:`watched_resources` is the discovery ``run`` does before starting one informer per resource
-(:meth:`scheduler.live.driver.Scheduler.start_informers`), and again every ``--api-discovery-interval-s`` for what
-was not served (:meth:`scheduler.live.driver.Scheduler.discover_more`); :func:`list_objects` lists those resources
+(:meth:`scheduler.live.watches.Watches.start`), and again every ``--api-discovery-interval-s`` for what
+was not served (:meth:`scheduler.live.watches.Watches.discover_more`); :func:`list_objects` lists those resources
 (:func:`listed_resources`) once, page by page, for ``simulate --from-cluster`` (read-only: only ``GET``
 requests).
 """

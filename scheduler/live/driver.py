@@ -9,7 +9,7 @@
    ``model/coscheduling.py``); with none it logs one line naming the APIs and the feature gates,
    reports not-ready and retries instead of crashing;
 3. start one informer per resource and wait for the caches to sync; every ``--api-discovery-interval-s``
-   look again for the APIs not served, and watch those served since (:meth:`Scheduler.discover_more`);
+   look again for the APIs not served, and watch those served since (:class:`~scheduler.live.watches.Watches`);
 4. run leader election (if enabled) — only the leader schedules, and losing the lease stops
    popping at once;
 5. loop: route what changed — the roots whose trees changed go to the queue (ready ones queued,
@@ -26,7 +26,6 @@ the lease, stop informers and the health server.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 import time
@@ -36,18 +35,7 @@ from scheduler.binding.volumes import ClaimSource
 from scheduler.binding.wait import Changes
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
-from scheduler.client.discovery import (
-    GROUP_KINDS,
-    GroupApis,
-    discover_group_apis,
-    merged,
-    together,
-    unread_apis,
-    watched_resources,
-)
-from scheduler.client.kube import COSCHEDULING_PODGROUPS, ApiError, KubeClient, Resource
-from scheduler.client.podgroup_api import V1BETA1, PodGroupApi
-from scheduler.collector import collect_less_often, paused_then_frozen
+from scheduler.client.kube import KubeClient, Resource
 from scheduler.config import Settings, own_namespace
 from scheduler.cycle import Attempt, CycleRunner, handle
 from scheduler.framework.binding_cycle import BindingCycle, BindOutcome, BindResult, Failure
@@ -58,7 +46,6 @@ from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.live.binder import Binder
 from scheduler.live.group_conditions import GroupConditions
 from scheduler.live.health import HealthServer
-from scheduler.live.informers import DECODED_AS_MODELS, Informer
 from scheduler.live.leader import LeaderElector
 from scheduler.live.metrics import Metrics
 from scheduler.live.preemptor import Preemptor, TimedPreemption
@@ -69,21 +56,14 @@ from scheduler.live.reservations import Reservations
 from scheduler.live.status_writer import StatusWriter
 from scheduler.live.tasks import Tasks
 from scheduler.live.unhonoured import UnhonouredFields
+from scheduler.live.watches import Watches
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption import DefaultPreemption
-from scheduler.queue import CLOCK_SLACK_S, SchedulingQueue
+from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
 
 log = logging.getLogger(__name__)
 
-DISCOVERY_RETRY_S = 10.0
-"""Pause between API discovery attempts while the PodGroup API is missing, seconds."""
-UNLISTABLE_BACKOFF_DOUBLINGS = 4
-"""A kind whose first list keeps failing is tried again after the discovery interval doubled with each failure, at
-most this many times (16 × 30 s = 8 min)."""
-FIRST_LIST_TIMEOUT_S = 60.0
-"""How long scheduling waits for the first list of a kind found served after start before that kind is left unwatched
-until the next discovery, seconds (its lists at 15,000 nodes take a few seconds)."""
 SHUTDOWN_GRACE_S = 10.0
 """How long in-flight binds may finish after SIGTERM, seconds (well inside a pod's 30 s grace)."""
 
@@ -127,19 +107,12 @@ class Scheduler:
                                       renew_deadline_s=settings.renew_deadline_s,
                                       retry_period_s=settings.retry_period_s)
                         if settings.leader_elect else None)
-        self.informers: list[Informer] = []
         self.wake = asyncio.Event()
         self.events: list[ClusterEvent] = []
         """Cluster events not routed yet."""
         self.tasks = Tasks()
         self.spawn = self.tasks.spawn
         """Start a named background task whose failure is logged at once (kopf's guarded tasks)."""
-        self.api_problem: str | None = "API discovery has not run yet"
-        self.unlistable: dict[Resource, tuple[int, str, float]] = {}
-        """Kinds found served after start whose first list failed: how many times in a row, the last failure, and the
-        loop time before which they are not tried again (:meth:`discover_more`)."""
-        self.groups = GroupApis(None, False)
-        """The PodGroup APIs served (:meth:`discover`): the workload API's (:attr:`podgroups`), scheduler-plugins'."""
         self._binding: set[GroupKey] = set()
         """Roots whose plan is being bound now."""
         self.conditions = GroupConditions(self.cache, self.status, lambda key: key in self._binding,
@@ -173,33 +146,29 @@ class Scheduler:
         """Reasons on the pods and groups of roots not placed; the queue gauges."""
         self.unhonoured = UnhonouredFields(settings.scheduler_name, self.cache, self.status, self.spawn)
         """Warning Events for what the scheduler does not honour, once per object."""
+
+        def on_groups(podgroups: Resource) -> None:
+            self.binder.podgroups = podgroups
+
+        self.watches = Watches(settings, kube, self.cache, self.metrics, self.unhonoured, self.spawn, self.on_change,
+                               on_groups, self.wake.set)
+        """The informers and the APIs they read, found at start and looked for again."""
         self.metrics.track_status_queue("pods", self.reporter.writes)
         self.metrics.track_status_queue("groups", self.conditions)
         self.cache.on_refused = RefusalReporter(self.metrics, self.status, self.spawn, lambda: self.leading)
 
-    @property
-    def podgroups(self) -> PodGroupApi:
-        """The workload API's PodGroup version served (v1beta1, else v1.36's v1alpha2; v1beta1 until
-        :meth:`discover` found it, or where only scheduler-plugins' CRD is served)."""
-        return self.groups.podgroups or V1BETA1
-
     # -- health --------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
         """Ready = APIs served, caches synced and leader state known."""
-        if self.api_problem:
-            return False, self.api_problem
-        if not self.informers:
+        if self.watches.api_problem:
+            return False, self.watches.api_problem
+        if not self.watches.informers:
             return False, "caches not synced"
-        if unsynced := [f"{i.resource.group_version}/{i.resource.plural}" for i in self.informers
-                        if not i.synced.is_set()]:
+        if unsynced := self.watches.unsynced():
             return False, f"caches not synced: {', '.join(unsynced)}"
         if self.elector is not None and not self.elector.state_known:
             return False, "leader state unknown"
         return True, "ok"
-
-    def synced(self) -> bool:
-        """Every informer has read its first list (one added since start may still be listing)."""
-        return all(i.synced.is_set() for i in self.informers)
 
     @property
     def leading(self) -> bool:
@@ -213,135 +182,6 @@ class Scheduler:
             self.wake.set()
             self.changes.notify(events)
 
-    # -- startup -------------------------------------------------------------------
-    async def discover(self, stop: asyncio.Event) -> bool:
-        """Wait until a PodGroup API is served — the workload API's (v1beta1 preferred, else v1.36's v1alpha2:
-        ``podgroup_api``) or scheduler-plugins' CRD (:attr:`groups` says which are); returns False if stopped
-        first."""
-        logged = False
-        while not stop.is_set():
-            try:
-                groups = await discover_group_apis(self.kube)
-            except ApiError as exc:
-                groups = GroupApis(None, False, f"API discovery failed: {exc}")
-            if groups.resources:
-                self.groups = groups
-                self.cache.groups.set_unread_apis(unread_apis(groups, self.settings.api_discovery_interval_s))
-                self.binder.podgroups = self.podgroups.resource
-                log.info("reading PodGroups as %s", ", ".join(r.group_version for r in groups.resources))
-                self.api_problem = None
-                return True
-            self.api_problem = groups.problem
-            if not logged:
-                log.error("%s; not ready, retrying every %.0f s", groups.problem, DISCOVERY_RETRY_S)
-                logged = True
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), DISCOVERY_RETRY_S)
-        return False
-
-    async def start_informers(self) -> None:
-        """One informer per resource served and watched (:func:`watched_resources`); returns once all have synced."""
-        for res in await watched_resources(self.kube, self.settings.preemption, self.groups):
-            self._watch(res)  # kept until stopped: at start, the caches sync or the scheduler is never ready
-        with paused_then_frozen():  # the first lists make the objects the process keeps
-            await asyncio.gather(*(i.synced.wait() for i in self.informers))
-        collect_less_often()  # what is built later is mostly short-lived (requests, events) or kept (cache models)
-        log.info("caches synced: %d nodes, %d pods, %d podgroups", len(self.cache.nodes),
-                 len(self.cache.pods), sum(len(self.cache.objects[r.kind]) for r in self.groups.resources))
-
-    def _watch(self, res: Resource) -> tuple[Informer, asyncio.Task[None]]:
-        """Start the informer of ``res``, feeding the cache; returns it and its task."""
-        decode = (self.podgroups.informer_decode(self.unhonoured.podgroup_problems)
-                  if res is self.podgroups.resource else None)
-        model = DECODED_AS_MODELS.get(res.kind) if decode is None else None
-        informer = Informer(self.kube, res, self.cache, self.on_change, decode=self.unhonoured.checked(res, decode),
-                            model=model, see=self.unhonoured.seen(res) if model is not None else None)
-        self.informers.append(informer)
-        self.metrics.track_informer(res.plural, informer)
-        return informer, self.spawn(informer.run(), f"informer/{res.plural}")
-
-    async def rediscover(self) -> None:
-        """Every ``--api-discovery-interval-s``, :meth:`discover_more`; a failed discovery — whatever it raised: a
-        reply of a shape not expected too — is logged and tried again at the next interval (the informers report
-        the API server's state meanwhile)."""
-        every = self.settings.api_discovery_interval_s
-        while True:
-            await asyncio.sleep(every)
-            try:
-                await self.discover_more()
-            except ApiError as exc:
-                log.warning("API discovery failed: %s; trying again in %g s", exc, every)
-            except Exception:  # a reply of a shape not expected: never the end of looking again
-                log.exception("API discovery failed; trying again in %g s", every)
-
-    async def discover_more(self) -> list[Resource]:
-        """Watch what the server serves now and did not before: a PodGroup API (scheduler-plugins' CRD, or the
-        workload API where only the CRD was read; :func:`~scheduler.client.discovery.merged`) and the kinds read
-        where served (CompositePodGroups, DRA's, storage's). Their informers feed the cache as the first ones did,
-        and the pods that waited for an API's PodGroups are judged again once they have listed. No root is scheduled
-        until then (:meth:`schedule_ready`), as at start: a kind half listed may hold what a plan would take (DRA's
-        claims, their devices). A kind whose first list is refused (401, 403, 404) or not read within
-        :data:`FIRST_LIST_TIMEOUT_S` is not watched (:meth:`_first_lists`) and tried again after a backoff that
-        doubles with each failure (:attr:`unlistable`). Never stops watching a kind once listed. Returns the resources
-        now watched (logged at INFO). Raises :class:`~scheduler.client.kube.ApiError` when discovery fails."""
-        found = merged(self.groups, await discover_group_apis(self.kube))
-        now = asyncio.get_running_loop().time()
-        watched = {(i.resource.group_version, i.resource.plural) for i in self.informers}
-        served = await watched_resources(self.kube, self.settings.preemption, found, quiet=True)
-        for gone in self.unlistable.keys() - set(served):  # no longer served: "not served" is the news now
-            del self.unlistable[gone]
-        added = [r for r in served if (r.group_version, r.plural) not in watched
-                 and self.unlistable.get(r, (0, "", now))[2] <= now + CLOCK_SLACK_S]
-        self.groups = found  # before the informers start: the PodGroup informer decodes the version found
-        dropped = await self._first_lists([self._watch(res) for res in added])
-        for res in added:
-            if res not in dropped:
-                self.unlistable.pop(res, None)
-                log.info("API %s %s is served now: watching it", res.group_version, res.plural)
-        watching = {i.resource for i in self.informers}  # what is read: not a kind dropped or waiting out its backoff
-        self.groups = GroupApis(found.podgroups if found.podgroups and found.podgroups.resource in watching else None,
-                                COSCHEDULING_PODGROUPS in watching)
-        self.binder.podgroups = self.podgroups.resource
-        unlisted = {res.group: why for res, (_, why, _) in self.unlistable.items() if res.kind in GROUP_KINDS}
-        self.cache.groups.set_unread_apis(unread_apis(self.groups, self.settings.api_discovery_interval_s, unlisted))
-        self.wake.set()
-        return [res for res in added if res not in dropped]
-
-    async def _first_lists(self, started: list[tuple[Informer, asyncio.Task[None]]]) -> set[Resource]:
-        """Wait until each informer of ``started`` has read its first list, has had it refused or
-        :data:`FIRST_LIST_TIMEOUT_S` has passed. Stop the ones that have not listed — and the others of a kind read
-        all or none with one of them (DRA's four: a device view without the claims would give their devices again)
-        — drop what they added to the cache, log why (WARNING) and note when to try again (:attr:`unlistable`).
-        Returns their resources."""
-        async def settle(informer: Informer) -> None:
-            waits = {asyncio.ensure_future(informer.synced.wait()), asyncio.ensure_future(informer.refused.wait())}
-            await asyncio.wait(waits, timeout=FIRST_LIST_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
-            for waiting in waits:
-                waiting.cancel()
-
-        await asyncio.gather(*(settle(informer) for informer, _ in started))
-        failed = {i.resource: i.failure or f"not listed within {FIRST_LIST_TIMEOUT_S:g} s"
-                  for i, _ in started if not i.synced.is_set()}
-        with_them = {r for r in (i.resource for i, _ in started) if together(r) & failed.keys()}
-        now = asyncio.get_running_loop().time()
-        for informer, task in started:
-            res = informer.resource
-            if res not in failed and res not in with_them:
-                continue
-            task.cancel()
-            self.informers.remove(informer)
-            self.metrics.untrack_informer(res.plural, informer)
-            for other in self.informers:  # both PodGroup APIs' plural is podgroups: the one left is reported
-                if other.resource.plural == res.plural:
-                    self.metrics.track_informer(res.plural, other)
-            self.on_change(self.cache.relist(res.kind).finish())  # nothing half listed stays
-            why = failed.get(res) or "listed, but a kind read with it was not"
-            failures = self.unlistable.get(res, (0, "", 0.0))[0] + 1
-            wait = self.settings.api_discovery_interval_s * 2 ** min(failures - 1, UNLISTABLE_BACKOFF_DOUBLINGS)
-            self.unlistable[res] = (failures, why, now + wait)
-            log.warning("API %s %s is served but could not be watched (%s): tried again in %g s",
-                        res.group_version, res.plural, why, wait)
-        return failed.keys() | with_them
 
     # -- main loop -----------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> None:
@@ -354,10 +194,10 @@ class Scheduler:
         await health.start()
         self.health_port = health.port
         try:
-            if not await self.discover(stop):
+            if not await self.watches.discover(stop):
                 return
-            await self.start_informers()
-            self.spawn(self.rediscover(), "api-discovery")
+            await self.watches.start()
+            self.spawn(self.watches.rediscover(), "api-discovery")
             self.spawn(self.conditions.run(), "group-status")
             self.spawn(self.reporter.writes.run(), "pod-status")
             if self.elector is not None:
@@ -384,7 +224,7 @@ class Scheduler:
         while not stop.is_set():
             wakeups = [w for w in (self.queue.next_wakeup(), self.repair.next_deadline()) if w is not None]
             # a follower waits for a wake-up, and so does a leader whose caches are listing (discover_more wakes it)
-            wakeup = min(wakeups) if wakeups and self.leading and self.synced() else None
+            wakeup = min(wakeups) if wakeups and self.leading and self.watches.synced() else None
             timeout = None if wakeup is None else max(0.0, wakeup - loop.time())
             waiter = asyncio.ensure_future(self.wake.wait())
             stopper = asyncio.ensure_future(stop.wait())
@@ -400,8 +240,8 @@ class Scheduler:
     async def schedule_ready(self, stop: asyncio.Event) -> None:
         """Route what changed, then pop and decide ready roots until none is ready (yielding to the loop
         between roots, so watch events and binds keep flowing)."""
-        if not self.synced():
-            return  # an informer added since start is listing (discover_more wakes the loop once it has synced)
+        if not self.watches.synced():
+            return  # an informer added since start is listing (Watches.discover_more wakes the loop once it has synced)
         loop = asyncio.get_running_loop()
         self._refresh(loop.time())
         self.reservations.expire(loop.time())

@@ -76,7 +76,7 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str | Resource, ...]] = {
     # api_writer.py KubeWriter: the binding cycle's writer (scheduler/binding/). `self.resource(kind)` is the
     # resource of the row the plugin names: reads of claims (DynamicResources: a re-read after a 409), pods
     # (DefaultBinder: a 409 decided by the pod), PVCs and PVs (VolumeBinding); a scheduler-made claim created and
-    # deleted on rollback; patches of the durable intent on PodGroups (the version driver.py Scheduler.discover
+    # deleted on rollback; patches of the durable intent on PodGroups (the version watches.py Watches.discover
     # chose, or scheduler-plugins' CRD) and of PVC annotations / PV claimRefs; status patches of claims
     # (allocation, reservedFor) and of pods (extendedResourceClaimStatus).
     ("live/api_writer.py", "KubeWriter.get", "self.resource(kind)"): (

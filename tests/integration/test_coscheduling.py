@@ -188,7 +188,7 @@ async def test_a_cluster_with_only_the_crd_schedules_labelled_gangs(k8s: ApiServ
     await create_node(kube, "n0", cpu="4")
     await create_labelled_gang(kube, "g", 3, 3)
     async with running(kube) as sched:
-        assert sched.groups.resources == (COSCHEDULING_PODGROUPS,)
+        assert sched.watches.groups.resources == (COSCHEDULING_PODGROUPS,)
         await until(lambda: bound_at_least(kube, "g-", 3), what="gang bound")
         await until(lambda: with_phase(kube, "g", "Scheduled"), what="phase Scheduled")
 

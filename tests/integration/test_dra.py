@@ -480,7 +480,7 @@ async def test_without_the_dra_api_pods_with_claims_wait_and_the_rest_is_schedul
         note = await until(lambda: event_with(kube, "FailedScheduling", "waiting for ResourceClaim"),
                            what="pod with a claim waits")
         assert "claim 'gpu' (template gpu-tpl) to be created" in note
-        assert {i.resource.plural for i in sched.informers}.isdisjoint({"resourceslices", "resourceclaims"})
+        assert {i.resource.plural for i in sched.watches.informers}.isdisjoint({"resourceslices", "resourceclaims"})
     assert await bound(kube, "with-claim") == {}
 
 

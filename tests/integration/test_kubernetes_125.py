@@ -39,7 +39,7 @@ async def test_labelled_gang_is_bound_whole_and_the_scheduler_says_what_is_not_s
     await create_labelled_gang(kube, "g", 6, 6)
     async with running(kube, leader_elect=True) as sched:
         assert sched.ready()[0]
-        assert sched.groups.resources == (COSCHEDULING_PODGROUPS,)
+        assert sched.watches.groups.resources == (COSCHEDULING_PODGROUPS,)
         placed = await until(lambda: bound_at_least(kube, "g-", 6), what="gang bound")
         assert set(placed.values()) == {"n0", "n1"}
         status = await until(lambda: with_phase(kube, "g", "Scheduled"), what="phase Scheduled")

@@ -75,7 +75,7 @@ async def test_a_gang_is_bound_whole_and_its_conditions_carry_the_v136_names(k8s
         await create_node(kube, f"n{i}", cpu="4")
     await create_gang(kube, "g", 6, mode="Pod", cpu="1")
     async with running(kube) as sched:
-        assert sched.podgroups is podgroup_api.V1ALPHA2
+        assert sched.watches.podgroups is podgroup_api.V1ALPHA2
         placed = await until(lambda: bound_at_least(kube, "g-", 6), what="gang bound")
         assert len(placed) == 6 and set(placed.values()) == {"n0", "n1"}
         cond = await until(lambda: condition(kube, "g", "PodGroupScheduled"), what="PodGroupScheduled")

@@ -160,7 +160,7 @@ async def test_watch_410_counts_a_relist(k8s, kube: KubeClient) -> None:
     async with running(kube) as sched:
         s = await scrape(sched)
         assert get(s, "gang_scheduler_informer_relists_total", resource="pods") == 0
-        informer = next(i for i in sched.informers if i.resource is PODS)
+        informer = next(i for i in sched.watches.informers if i.resource is PODS)
         lists = informer.relists
         k8s.compact()  # history dropped: resuming the watch gets ERROR 410 and the informer re-lists
         # wait on the informer (cheap) rather than scraping every 50 ms through the 300 s watch timeout

@@ -80,7 +80,7 @@ def crd_podgroup(name: str, min_member: int) -> dict[str, Any]:
 @pytest.mark.looptime
 async def test_a_crd_installed_after_start_is_watched_and_its_gang_bound(
         k8s: ApiServer, kube: KubeClient, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="scheduler.live.driver")
+    caplog.set_level(logging.INFO, logger="scheduler.live.watches")
     del k8s.resources[CRD_PATH]
     await create_node(kube, "n0", cpu="4")
     for i in range(2):
@@ -89,13 +89,13 @@ async def test_a_crd_installed_after_start_is_watched_and_its_gang_bound(
         said = await until(lambda: note(kube, "w-0"), what="the pod's FailedScheduling Event")
         assert said == (f"scheduling.x-k8s.io PodGroup {NS}/job cannot be read: scheduler-plugins' PodGroup CRD "
                         "(scheduling.x-k8s.io/v1alpha1) is not served (looked for again every 30 s)")
-        assert not sched.groups.coscheduling
+        assert not sched.watches.groups.coscheduling
         serve(k8s, CRD_PATH)
         await kube.create(COSCHEDULING_PODGROUPS, NS, crd_podgroup("job", 2))
         await asyncio.sleep(INTERVAL_S)  # loop time: the next discovery
         placed = await until(lambda: bound_at_least(kube, "w-", 2), what="the gang bound")
         assert placed == {"w-0": "n0", "w-1": "n0"}
-        assert sched.groups.coscheduling
+        assert sched.watches.groups.coscheduling
         assert sched.cache.groups.unread_apis == {}
     assert "API scheduling.x-k8s.io/v1alpha1 podgroups is served now: watching it" in caplog.messages
 
@@ -112,13 +112,13 @@ async def test_the_workload_api_enabled_after_start_is_watched_and_written(k8s: 
         said = await until(lambda: note(kube, "g-0"), what="the pod's FailedScheduling Event")
         assert said == (f"PodGroup {NS}/g cannot be read: the scheduling.k8s.io PodGroup API is not served (looked "
                         "for again every 30 s)")
-        assert sched.groups.podgroups is None
+        assert sched.watches.groups.podgroups is None
         serve(k8s, PODGROUPS_PATH)
         await kube.create(PODGROUPS, NS, podgroup("g", 2))
         await asyncio.sleep(INTERVAL_S)  # loop time: the next discovery
         placed = await until(lambda: bound_at_least(kube, "g-", 2), what="the gang bound")
         assert placed == {"g-0": "n0", "g-1": "n0"}
-        assert sched.podgroups is podgroup_api.V1BETA1 and sched.binder.podgroups is PODGROUPS
+        assert sched.watches.podgroups is podgroup_api.V1BETA1 and sched.binder.podgroups is PODGROUPS
         assert sched.cache.groups.unread_apis == {}
         await until(lambda: condition_true(kube, PODGROUPS, "g", "PodGroupInitiallyScheduled"),
                     what="the PodGroup's condition")
@@ -136,7 +136,7 @@ async def test_composite_podgroups_enabled_after_start_make_the_tree(k8s: ApiSer
     async with running(kube) as sched:
         await until(lambda: note(kube, "a-0"), what="the pod's FailedScheduling Event")
         assert await bound(kube, "") == {}
-        assert COMPOSITES not in [i.resource for i in sched.informers]
+        assert COMPOSITES not in [i.resource for i in sched.watches.informers]
         serve(k8s, COMPOSITES_PATH)
         await kube.create(COMPOSITES, NS, composite("root", 2))
         await asyncio.sleep(INTERVAL_S)  # loop time: the next discovery
@@ -147,9 +147,9 @@ async def test_composite_podgroups_enabled_after_start_make_the_tree(k8s: ApiSer
 @pytest.mark.looptime
 async def test_nothing_new_is_nothing_added(k8s: ApiServer, kube: KubeClient) -> None:
     async with running(kube) as sched:
-        before = [i.resource for i in sched.informers]
-        assert await sched.discover_more() == []
-        assert [i.resource for i in sched.informers] == before
+        before = [i.resource for i in sched.watches.informers]
+        assert await sched.watches.discover_more() == []
+        assert [i.resource for i in sched.watches.informers] == before
 
 
 @pytest.mark.looptime
@@ -181,13 +181,13 @@ async def test_v136_podgroups_served_after_the_crd_are_written_in_their_own_vers
         await kube.create(PODS, NS, pod(f"g-{i}", "g", cpu="1"))
     async with running(kube) as sched:
         await until(lambda: note(kube, "g-0"), what="the pod's FailedScheduling Event")
-        assert sched.groups.podgroups is None
+        assert sched.watches.groups.podgroups is None
         k8s.resources[V1ALPHA2_PATH] = kmock.ResourceInfo(kind=kind, singular=kind.lower(), namespaced=namespaced,
                                                           verbs=VERBS, subresources=subresources)
         await kube.create(PODGROUPS_V1ALPHA2, NS, podgroup_136("g", 2))
         await asyncio.sleep(INTERVAL_S)
         assert await until(lambda: bound_at_least(kube, "g-", 2), what="the gang bound") == {"g-0": "n0", "g-1": "n0"}
-        assert sched.podgroups is podgroup_api.V1ALPHA2
+        assert sched.watches.podgroups is podgroup_api.V1ALPHA2
         await until(lambda: condition_true(kube, PODGROUPS_V1ALPHA2, "g", "PodGroupScheduled"),
                     what="the v1alpha2 PodGroup's condition")
     assert intent_written(k8s, V1ALPHA2_PATH, "g"), "the durable intent was written to the v1alpha2 PodGroup"
@@ -239,7 +239,7 @@ async def test_a_kind_found_later_that_cannot_be_listed_never_stops_scheduling(
         serve(k8s, COMPOSITES_PATH)
         k8s["list", kmock.resource(COMPOSITES_PATH)] << listing
         await asyncio.sleep(INTERVAL_S + 1)
-        assert sched.ready() == (True, "ok") and COMPOSITES not in [i.resource for i in sched.informers]
+        assert sched.ready() == (True, "ok") and COMPOSITES not in [i.resource for i in sched.watches.informers]
         assert "API scheduling.k8s.io/v1alpha3 compositepodgroups is served but could not be watched (403 Forbidden: " \
                "compositepodgroups is forbidden): tried again in 30 s" in caplog.messages
         scraped = await scrape(sched)  # not reported as an informer that never syncs
@@ -249,7 +249,7 @@ async def test_a_kind_found_later_that_cannot_be_listed_never_stops_scheduling(
         assert await until(lambda: bound(kube, "lone"), what="the pod bound") == {"lone": "n0"}
         forbidden = False
         await asyncio.sleep(INTERVAL_S)
-        assert COMPOSITES in [i.resource for i in sched.informers] and sched.ready() == (True, "ok")
+        assert COMPOSITES in [i.resource for i in sched.watches.informers] and sched.ready() == (True, "ok")
 
 
 DRA_PATHS = [f"resource.k8s.io/v1/{p}" for p in ("resourceslices", "deviceclasses", "resourceclaims",
@@ -287,10 +287,10 @@ async def test_dra_found_later_is_watched_all_or_none_so_no_device_is_given_twic
         await allocate(kube, "old-gpu", "n0", ["gpu-0", "gpu-1", "gpu-2"], old)
         await kube.create(PODS, NS, dra_pod("x", None, limits={"example.com/gpu": "2"}))
         await asyncio.sleep(INTERVAL_S + 5)
-        assert refusals and [i.resource.group for i in sched.informers].count("resource.k8s.io") == 0
+        assert refusals and [i.resource.group for i in sched.watches.informers].count("resource.k8s.io") == 0
         assert sched.ready() == (True, "ok") and await bound(kube, "x") == {}
         await asyncio.sleep(INTERVAL_S)  # tried again: all four listed now
-        assert [i.resource.group for i in sched.informers].count("resource.k8s.io") == 4
+        assert [i.resource.group for i in sched.watches.informers].count("resource.k8s.io") == 4
         await asyncio.sleep(5)
         assert await bound(kube, "x") == {}  # one GPU is free, two are asked for
         items, _ = await kube.list(RESOURCE_CLAIMS, NS)
@@ -325,7 +325,7 @@ async def test_a_crd_served_but_not_listable_is_the_reason_its_pods_give(k8s: Ap
                 "forbidden; tried again later)")
         assert await until(lambda: _said(kube, "w-0", said), what="the new note") == said
         await asyncio.sleep(4 * INTERVAL_S)  # refused at 30, 60 and 120 s; the round at 150 s backs off
-        assert not sched.groups.coscheduling and "could not be listed" in sched.cache.groups.unread_apis[
+        assert not sched.watches.groups.coscheduling and "could not be listed" in sched.cache.groups.unread_apis[
             "scheduling.x-k8s.io"]
         assert await note(kube, "w-0") == said
         gone = True
@@ -351,11 +351,12 @@ async def test_a_failed_discovery_is_logged_and_tried_again(k8s: ApiServer, kube
         serve(k8s, CRD_PATH)
         k8s["get", kmock.path("/apis/scheduling.x-k8s.io/v1alpha1")] << discovery
         await asyncio.sleep(INTERVAL_S)
-        assert failures and not sched.groups.coscheduling
+        assert failures and not sched.watches.groups.coscheduling
         assert any(m.startswith("API discovery failed: ") and m.endswith("; trying again in 30 s")
                    for m in caplog.messages)
         await asyncio.sleep(INTERVAL_S)
-        assert sched.groups.coscheduling and COSCHEDULING_PODGROUPS in [i.resource for i in sched.informers]
+        assert sched.watches.groups.coscheduling
+        assert COSCHEDULING_PODGROUPS in [i.resource for i in sched.watches.informers]
 
 
 async def _said(kube: KubeClient, pod_name: str, text: str) -> str | None:
@@ -382,6 +383,6 @@ async def test_a_podgroup_api_dropped_leaves_the_other_reported_as_synced(k8s: A
         serve(k8s, PODGROUPS_PATH)
         k8s["list", kmock.resource(PODGROUPS_PATH)] << forbidden
         await asyncio.sleep(INTERVAL_S + 1)
-        assert sched.groups.podgroups is None and sched.groups.coscheduling
+        assert sched.watches.groups.podgroups is None and sched.watches.groups.coscheduling
         scraped = await scrape(sched)
         assert scraped[("gang_scheduler_informer_synced", frozenset({("resource", "podgroups")}))] == 1

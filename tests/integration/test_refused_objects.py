@@ -40,5 +40,6 @@ async def test_a_nesting_bomb_in_one_intent_does_not_stop_an_innocent_gang(k8s, 
         assert refused(sched, "PodGroup", "invalid_intent") >= 2
         notes = await until(lambda: warnings_on(kube, "bad"), what="a Warning Event on the PodGroup")
         assert notes[0] == f"read as having no durable intent: {INTENT_ANNOTATION} is nested too deeply"
-        assert all(i.synced.is_set() for i in sched.informers)
-        assert sum(i.relists for i in sched.informers) == len(sched.informers)  # no informer failed and re-listed
+        assert all(i.synced.is_set() for i in sched.watches.informers)
+        informers = sched.watches.informers
+        assert sum(i.relists for i in informers) == len(informers)  # no informer failed and re-listed

@@ -194,7 +194,7 @@ async def test_watch_dropped_and_410_relists_without_double_counting(k8s, kube: 
     await create_node(kube, "n0", cpu="4")
     await kube.create(PODS, NS, pod("other", None, cpu="2", scheduler="default-scheduler", node_name="n0"))
     async with running(kube) as sched:
-        informer = next(i for i in sched.informers if i.resource is PODS)
+        informer = next(i for i in sched.watches.informers if i.resource is PODS)
         lists = informer.relists
         k8s.compact()  # history dropped: resuming the pods watch from its resourceVersion gets ERROR 410
         await until(lambda: informer.relists > lists, timeout_s=400, what="re-list after the stream drops + 410")

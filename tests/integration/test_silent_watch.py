@@ -16,7 +16,7 @@ async def test_a_silent_watch_is_resumed_and_a_new_gang_is_bound(k8s: ApiServer,
     kube.watch_silence_s = SILENCE_S
     await create_node(kube, "n0", cpu="8")
     async with running(kube) as sched:
-        pods = next(i for i in sched.informers if i.resource.plural == "pods")
+        pods = next(i for i in sched.watches.informers if i.resource.plural == "pods")
         relists = pods.relists
         assert k8s.stall_watches("v1/pods") == 1
         await create_gang(kube, "late", 2)
