@@ -89,7 +89,8 @@ def _dict(value: Any) -> JSON:
     return value if isinstance(value, dict) else {}
 
 
-def _is_count(value: Any) -> bool:
+def is_count(value: Any) -> bool:
+    """A JSON integer ≥ 0 (a bool is not one)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
@@ -99,7 +100,7 @@ def problem(job: JSON) -> str | None:
     if not isinstance(spec, dict):
         return "spec must be an object"
     for key in ("parallelism", "completions"):
-        if spec.get(key) is not None and not (_is_count(spec[key]) and spec[key] <= INT32_MAX):
+        if spec.get(key) is not None and not (is_count(spec[key]) and spec[key] <= INT32_MAX):
             return f"spec.{key} must be a non-negative integer of at most {INT32_MAX} (got {spec[key]!r})"
     if spec.get("completionMode") == "Indexed":
         if spec.get("completions") is None:
@@ -125,7 +126,7 @@ def pod_count(job: JSON) -> int:
     if completions is None:
         return int(parallelism)
     succeeded = _dict(job.get("status")).get("succeeded")
-    remaining = completions - (succeeded if _is_count(succeeded) else 0)
+    remaining = completions - (succeeded if is_count(succeeded) else 0)
     return int(max(min(parallelism, remaining), 0))
 
 

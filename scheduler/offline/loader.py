@@ -58,7 +58,7 @@ import msgspec
 from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
-from scheduler.groups.workloads import JOB, WORKLOADS
+from scheduler.groups.workloads import JOB, JOBSET, WORKLOADS
 from scheduler.model.base import describe
 from scheduler.model.coscheduling import CoscheduledPodGroup
 from scheduler.model.dra import (
@@ -84,7 +84,8 @@ from scheduler.offline.reader import documents, name_of
 
 UNEXPANDED_WORKLOADS: dict[tuple[str, str], str] = {(w.group, w.kind): w.pod_label for w in WORKLOADS if w is not JOB}
 """(API group, kind) → the label its controller gives its pods (the workload's name), of the workloads the operator
-makes groups for that ``simulate`` does not make pods of."""
+makes groups for that ``simulate`` does not make pods of: all but Jobs, and JobSets of another version than
+``v1alpha2`` (:mod:`scheduler.offline.jobsets`)."""
 
 KINDS: dict[tuple[str, str], Kind[Any]] = {
     (kind.api_version(version), kind.kind): kind for kind in TABLE if kind.offline is not None
@@ -163,6 +164,8 @@ class Objects:
     jobs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """``batch/v1`` Jobs as read (file, object with its namespace and uid set), each once: what the cluster would make
     of them is added before scheduling (:mod:`scheduler.offline.jobs`)."""
+    jobsets: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """``jobset.x-k8s.io/v1alpha2`` JobSets as read, the same way (:mod:`scheduler.offline.jobsets`)."""
     problems: list[LoadProblem] = field(default_factory=list)
     warnings: list[LoadProblem] = field(default_factory=list)
     """Objects used with a field not honoured (a v1.36 PodGroup's unknown ``disruptionMode``), one per field."""
@@ -178,6 +181,7 @@ class Objects:
     _seen: dict[tuple[str, str, str, str], BaseModel | LeanPod] = field(default_factory=dict, repr=False)
     _job_names: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
     _workloads_seen: set[tuple[str, str, str, str]] = field(default_factory=set, repr=False)
+    _jobset_names: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def of(self, kind: Kind[T]) -> list[T]:
         """The objects of ``kind`` loaded so far: the list named by its row (``Kind.offline``)."""
@@ -191,8 +195,9 @@ class Objects:
 
     @property
     def usable(self) -> bool:
-        """At least one valid Node, Pod, PodGroup or CompositePodGroup, or a Job, was loaded."""
-        return bool(self.nodes or self.pods or self.podgroups or self.coscheduling or self.composites or self.jobs)
+        """At least one valid Node, Pod, PodGroup or CompositePodGroup, or a Job or JobSet, was loaded."""
+        return bool(self.nodes or self.pods or self.podgroups or self.coscheduling or self.composites or self.jobs
+                    or self.jobsets)
 
     @property
     def has_dra(self) -> bool:
@@ -217,6 +222,9 @@ class Objects:
         row = KINDS.get((api_version, kind))
         if (api_version, kind) == (JOB_API_VERSION, "Job"):
             self._add_job(source, raw, meta)
+            return
+        if (api_version, kind) == (JOBSET.api_version, JOBSET.kind):
+            self._add_jobset(source, raw, meta)
             return
         if row is None:
             if not kind or not api_version:
@@ -334,6 +342,23 @@ class Objects:
                 return
             self._job_names[(ns, name)] = job
         self.jobs.append((source, job))
+
+    def _add_jobset(self, source: str, raw: dict[str, Any], meta: dict[str, Any]) -> None:
+        """Keep a JobSet as :meth:`_add_job` keeps a Job (a JobSet has no ``generateName``: a name is required)."""
+        name, ns = meta.get("name"), meta.get("namespace") or DEFAULT_NAMESPACE
+        if not isinstance(ns, str) or not isinstance(name, str) or not name:
+            self.problems.append(LoadProblem(source, "JobSet", str(ns), name if isinstance(name, str) and name else "?",
+                                             "metadata.name and namespace must be strings"))
+            return
+        uid = meta.get("uid") or snapshot_uid(JOBSET.api_version, JOBSET.kind, ns, name)
+        jobset = {**raw, "metadata": {**meta, "namespace": ns, "uid": str(uid)}}
+        first = self._jobset_names.get((ns, name))
+        if first is not None:
+            if _job_read(first) != _job_read(jobset):
+                self._redefined(source, "JobSet", ns, name)
+            return
+        self._jobset_names[(ns, name)] = jobset
+        self.jobsets.append((source, jobset))
 
     def _redefined(self, source: str, kind: str, ns: str, name: str) -> None:
         message = "defined again with different content; the first is kept"

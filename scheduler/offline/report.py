@@ -448,13 +448,13 @@ def notices(sim: Simulation) -> list[Notice]:
     for line in sim.jobs:
         out.append(Notice("note", "job-expanded", line))
     if sim.jobs_not_made:
-        out.append(Notice("note", "job-expanded", f"{len(sim.jobs_not_made)} Job(s) of ours not made into pods: "
-                                                  f"{_named(sim.jobs_not_made)}"))
+        out.append(Notice("note", "job-expanded", f"{len(sim.jobs_not_made)} Job(s) or JobSet(s) of ours not made "
+                                                  f"into pods: {_named(sim.jobs_not_made)}"))
     if sim.unexpanded:
         out.append(Notice("note", "workload-not-expanded",
                           f"{len(sim.unexpanded)} workload(s) not made into pods, as simulate makes the pods of "
-                          f"batch/v1 Jobs only: {_named(sim.unexpanded)}; give the pods (and groups) their "
-                          "controllers would make"))
+                          f"batch/v1 Jobs and jobset.x-k8s.io/v1alpha2 JobSets only: {_named(sim.unexpanded)}; give "
+                          "the pods (and groups) their controllers would make"))
     if sim.off_snapshot:
         shown = _named([f"{pod} on {node}" for pod, node in sim.off_snapshot])
         out.append(Notice("warning", "bound-to-unknown-node",

@@ -57,6 +57,7 @@ from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.kinds import POD
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, PodGroup
+from scheduler.offline import jobsets
 from scheduler.offline.jobs import add_expansions
 from scheduler.offline.loader import UNEXPANDED_WORKLOADS, LoadProblem, Objects
 from scheduler.offline.recorder import RecordingBinder
@@ -254,6 +255,9 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     lower-priority pods (applied as if the evictions completed, see the module docstring).
     """
     expanded, not_expanded = add_expansions(objects, scheduler_name)
+    from_jobsets, jobsets_not_made = jobsets.add_expansions(objects, scheduler_name)
+    expanded += from_jobsets
+    not_expanded += jobsets_not_made
     sim = Simulation(problems=list(objects.problems), load_warnings=list(objects.warnings),
                      unknown=list(objects.unknown),
                      unread=dict(objects.unread), scheduler_name=scheduler_name,

@@ -107,7 +107,7 @@ spec:
 
 @pytest.mark.parametrize(("change", "note"), [
     pytest.param({"spec:\n  parallelism: 4": "spec:\n  suspend: true\n  parallelism: 4"},
-                 "1 Job(s) of ours not made into pods: gang-demo/train-job (suspended)",
+                 "1 Job(s) or JobSet(s) of ours not made into pods: gang-demo/train-job (suspended)",
                  id="suspended"),
     pytest.param({"labels: {gang-scheduler.io/gang: \"true\"}": "labels: {}"}, None, id="not-ours"),
     pytest.param({"    spec:\n      restartPolicy": "    spec:\n      schedulerName: volcano\n      restartPolicy"},
@@ -210,7 +210,7 @@ def test_finished_and_externally_managed_jobs_make_no_pods(tmp_path: Path) -> No
         "spec:\n  parallelism", "spec:\n  managedBy: kueue.x-k8s.io/multikueue\n  parallelism")
     sim = run(tmp_path, finished, managed)
     assert sim.pods == []
-    assert job_notes(sim) == ["1 Job(s) of ours not made into pods: gang-demo/remote (managed by "
+    assert job_notes(sim) == ["1 Job(s) or JobSet(s) of ours not made into pods: gang-demo/remote (managed by "
                               "kueue.x-k8s.io/multikueue)"]
 
 
@@ -305,7 +305,7 @@ def test_a_job_with_nothing_left_to_run_makes_no_pods_nor_group(tmp_path: Path, 
                                                                 status: str) -> None:
     sim = run(tmp_path, README_JOB.replace(old, new) + status)
     assert sim.pods == [] and sim.groups == []
-    assert job_notes(sim) == ["1 Job(s) of ours not made into pods: gang-demo/train-job (nothing to run: "
+    assert job_notes(sim) == ["1 Job(s) or JobSet(s) of ours not made into pods: gang-demo/train-job (nothing to run: "
                               "parallelism 0, or every completion done)"]
 
 
@@ -330,8 +330,9 @@ def test_generate_name_jobs_sharing_a_uid_still_get_names_of_their_own(tmp_path:
     assert len({g.key.name for g in sim.groups}) == 2
 
 
-JOBSET = """
-apiVersion: jobset.x-k8s.io/v1alpha2
+
+JOBSET_V1ALPHA1 = """
+apiVersion: jobset.x-k8s.io/v1alpha1
 kind: JobSet
 metadata: {name: js, namespace: ml, labels: {gang-scheduler.io/gang: "true"}}
 spec:
@@ -354,15 +355,17 @@ spec: {schedulerName: gang-scheduler, containers: [{name: c, image: x}]}
 
 
 def test_workloads_the_operator_knows_but_simulate_does_not_expand_are_named_not_skipped(tmp_path: Path) -> None:
-    """A JobSet or PyTorchJob given alone makes no pod here: a note says so and names it, rather than skipping it
-    like a kind the scheduler has nothing to do with. One whose pods the snapshot holds is not named."""
-    sim = run(tmp_path, JOBSET, PYTORCHJOB)
+    """A PyTorchJob, or a JobSet of a version other than v1alpha2, given alone makes no pod here: a note says so and
+    names it, rather than skipping it like a kind the scheduler has nothing to do with. One given twice is named
+    once; one whose pods the snapshot holds is not named."""
+    sim = run(tmp_path, JOBSET_V1ALPHA1, PYTORCHJOB)
     assert sim.pods == []
     (note,) = [n for n in notices(sim) if n.kind == "workload-not-expanded"]
     assert note.level == "note" and note.message == (
-        "2 workload(s) not made into pods, as simulate makes the pods of batch/v1 Jobs only: jobset.x-k8s.io/v1alpha2 "
+        "2 workload(s) not made into pods, as simulate makes the pods of batch/v1 Jobs and jobset.x-k8s.io/v1alpha2 "
+        "JobSets only: jobset.x-k8s.io/v1alpha1 "
         "JobSet ml/js, kubeflow.org/v1 PyTorchJob ml/pt; give the pods (and groups) their controllers would make")
-    assert run(tmp_path, JOBSET, JOBSET.replace("v1alpha2", "v1alpha1")).unexpanded == [
-        "jobset.x-k8s.io/v1alpha2 JobSet ml/js"]  # given twice (a manifest and a dump): named once
-    with_pods = run(tmp_path, JOBSET, JOBSET_POD, PYTORCHJOB)
+    assert run(tmp_path, JOBSET_V1ALPHA1, JOBSET_V1ALPHA1.replace("image: x", "image: y")).unexpanded == [
+        "jobset.x-k8s.io/v1alpha1 JobSet ml/js"]
+    with_pods = run(tmp_path, JOBSET_V1ALPHA1, JOBSET_POD, PYTORCHJOB)
     assert with_pods.unexpanded == ["kubeflow.org/v1 PyTorchJob ml/pt"]

@@ -1,0 +1,214 @@
+"""What a JobSet given to ``simulate`` becomes: its child Jobs, each made into pods as a Job is, and the groups.
+
+A JobSet (``jobset.x-k8s.io/v1alpha2``, kubernetes-sigs/jobset ``api/jobset/v1alpha2``) of ours — a template names
+our scheduler, or the JobSet is labelled ``gang-scheduler.io/gang: "true"`` and its templates name no other — that
+has no running or pending pod in the snapshot (by ``jobset.sigs.k8s.io/jobset-name``) is expanded as the cluster
+would expand it:
+
+* **Child Jobs**, as the JobSet controller makes them: per ``spec.replicatedJobs[]`` entry, ``replicas`` (default 1)
+  Jobs named ``<jobset>-<replicatedJob>-<index>`` (the ``ReplicatedJob.replicas`` doc), from its ``template``, with
+  ``completionMode: Indexed`` when the template sets none (the JobSet webhook's default; ``completions`` and
+  ``parallelism`` 1 when neither is set, the Job API's default), labelled — Job and pod
+  template — ``jobset.sigs.k8s.io/jobset-name``, ``…/replicatedjob-name``, ``…/replicatedjob-replicas`` and
+  ``…/job-index``, owned by the JobSet. Each is then made into pods as a Job is (:func:`scheduler.offline.jobs.expand`:
+  the Job controller's names, labels and count; the template's own ``schedulingGroup`` or ``spec.scheduling``
+  honoured).
+* **The groups** of a labelled JobSet, as the operator makes them (:func:`~scheduler.groups.workloads.desired`, with
+  CompositePodGroups served): a CompositePodGroup ``<jobset>`` (``gang.minGroupCount`` = the child Jobs) over one
+  PodGroup per child Job (``gang.minCount`` = its pods at once), each pod in its Job's PodGroup and pointed at the
+  scheduler, as the operator's pod webhook does. A group of a name the snapshot holds already is used instead.
+
+Not expanded: a suspended JobSet (``spec.suspend``) or one managed by another controller (``spec.managedBy``), named
+in a note; a finished one (``status.terminalState``, or a ``Completed`` / ``Failed`` condition), silently, as a
+cluster dump holds it. A JobSet the API server would refuse for what is read here is an invalid object. No I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from scheduler.groups.workloads import JOB_NAME, JOBSET, JOBSET_NAME, OPT_IN, OPT_IN_VALUE, ROOT_TEMPLATE, desired
+from scheduler.offline import jobs
+from scheduler.offline.jobs import INT32_MAX, Expansion
+from scheduler.offline.loader import LoadProblem, Objects, snapshot_uid
+
+JSON = dict[str, Any]
+
+REPLICATED_JOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
+REPLICATED_JOB_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+"""The JobSet controller's labels on its child Jobs and their pod templates (kubernetes-sigs/jobset ``api/jobset/
+v1alpha2/jobset_types.go``), with :data:`~scheduler.groups.workloads.JOBSET_NAME`."""
+JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
+"""``spec.managedBy`` of a JobSet the JobSet controller manages (the default)."""
+FINISHED = frozenset({"Completed", "Failed"})
+
+
+def _dict(value: Any) -> JSON:
+    return value if isinstance(value, dict) else {}
+
+
+def problem(jobset: JSON) -> str | None:
+    """What the API server would refuse in what is read of ``jobset`` (its ``spec.replicatedJobs``), or None; each
+    child Job is then judged as a Job (:func:`scheduler.offline.jobs.problem`)."""
+    spec = jobset.get("spec")
+    if not isinstance(spec, dict):
+        return "spec must be an object"
+    replicated = spec.get("replicatedJobs")
+    if not isinstance(replicated, list) or not replicated or not all(isinstance(r, dict) for r in replicated):
+        return "spec.replicatedJobs must be a non-empty list of objects"
+    names = [r.get("name") for r in replicated]
+    if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
+        return "each of spec.replicatedJobs needs a name of its own"
+    for r in replicated:
+        replicas = r.get("replicas")
+        if replicas is not None and not (jobs.is_count(replicas) and replicas <= INT32_MAX):
+            return f"spec.replicatedJobs[{r['name']}].replicas must be a non-negative integer (got {replicas!r})"
+        if not isinstance(_dict(r.get("template")).get("spec"), dict):
+            return f"spec.replicatedJobs[{r['name']}].template.spec is required"
+    return None
+
+
+def child_jobs(jobset: JSON, scheduler_name: str) -> list[JSON]:
+    """The Jobs the JobSet controller makes of ``jobset`` (which passed :func:`problem`, with its name, namespace and
+    uid set), per the module docstring; a labelled JobSet's templates that name no scheduler name ours."""
+    meta = jobset["metadata"]
+    name, ns = meta["name"], meta["namespace"]
+    opted_in = _dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
+    owner = {"apiVersion": f"{JOBSET.group}/{JOBSET.version}", "kind": "JobSet", "name": name, "uid": meta["uid"],
+             "controller": True, "blockOwnerDeletion": True}
+    out = []
+    for rjob in jobset["spec"]["replicatedJobs"]:
+        replicas = 1 if rjob.get("replicas") is None else rjob["replicas"]
+        for index in range(replicas):
+            labels = {JOBSET_NAME: name, REPLICATED_JOB_NAME: rjob["name"], REPLICATED_JOB_REPLICAS: str(replicas),
+                      JOB_INDEX: str(index)}
+            spec = copy.deepcopy(rjob["template"]["spec"])
+            spec.setdefault("completionMode", "Indexed")
+            if spec.get("completions") is None and spec.get("parallelism") is None:  # the Job API's defaults
+                spec["completions"] = spec["parallelism"] = 1
+            template = spec["template"] = _dict(spec.get("template"))
+            template["metadata"] = {**_dict(template.get("metadata"))}
+            template["metadata"]["labels"] = {**_dict(template["metadata"].get("labels")), **labels}
+            pod_spec = template["spec"] = _dict(template.get("spec"))
+            if opted_in and not pod_spec.get("schedulerName"):  # the operator's pod webhook
+                pod_spec["schedulerName"] = scheduler_name
+            job_name = f"{name}-{rjob['name']}-{index}"
+            job_meta: JSON = {"name": job_name, "namespace": ns, "labels": labels, "ownerReferences": [owner],
+                              "uid": snapshot_uid("batch/v1", "Job", ns, f"{job_name}@{meta['uid']}")}
+            if meta.get("creationTimestamp") is not None:
+                job_meta["creationTimestamp"] = meta["creationTimestamp"]
+            out.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": spec})
+    return out
+
+
+def _groups(jobset: JSON, podgroup_exists: Callable[[str], bool]) -> tuple[list[JSON], str]:
+    """The operator's CompositePodGroup and PodGroups for labelled ``jobset``, less those the snapshot holds, and
+    how the note tells them."""
+    meta = jobset["metadata"]
+    owner = {"apiVersion": f"{JOBSET.group}/{JOBSET.version}", "kind": "JobSet", "name": meta["name"],
+             "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
+    bodies = []
+    for spec in desired(JOBSET, jobset, composite=True).groups:
+        composite = spec.kind == "CompositePodGroup"
+        minimum = {"minGroupCount" if composite else "minCount": spec.minimum}
+        role = spec.template or ROOT_TEMPLATE
+        body_spec: JSON = {"schedulingPolicy": {"gang": minimum},
+                           "workloadRef": {"workloadName": meta["name"], "templateName": role}}
+        if spec.parent is not None:
+            body_spec["parentCompositePodGroupName"] = spec.parent
+        if not composite and podgroup_exists(spec.name):
+            continue
+        group_meta = {"name": spec.name, "namespace": meta["namespace"], "ownerReferences": [owner]}
+        if meta.get("creationTimestamp") is not None:
+            group_meta["creationTimestamp"] = meta["creationTimestamp"]
+        bodies.append({"apiVersion": "scheduling.k8s.io/v1alpha3" if composite else "scheduling.k8s.io/v1beta1",
+                       "kind": spec.kind, "metadata": group_meta, "spec": body_spec})
+    children = sum(1 for b in bodies if b["kind"] == "PodGroup")
+    how = (f"in CompositePodGroup {meta['name']} over {children} PodGroup(s), one per Job, as the operator makes "
+           f"them for {OPT_IN}")
+    return bodies, how
+
+
+def _finished(jobset: JSON) -> bool:
+    status = _dict(jobset.get("status"))
+    return status.get("terminalState") in FINISHED or any(
+        _dict(c).get("type") in FINISHED and _dict(c).get("status") == "True" for c in status.get("conditions") or ()
+        if isinstance(c, dict))
+
+
+def expand(jobset: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Callable[[str], bool],
+           taken: Callable[[str], bool]) -> Expansion:
+    """The pods and groups the cluster would make of ``jobset`` (which passed :func:`problem`, with its name,
+    namespace and uid set), per the module docstring. ``active_pods``: its running or pending pods in the snapshot;
+    ``podgroup_exists(name)`` / ``taken(name)``: whether the snapshot has a PodGroup / a pod of that name in its
+    namespace. Raises nothing; a child Job the API server would refuse makes the whole JobSet's ``skipped``."""
+    meta, spec = jobset["metadata"], jobset["spec"]
+    ident = f"{JOBSET.group}/{JOBSET.version} JobSet {meta['namespace']}/{meta['name']}"
+    children = child_jobs(jobset, scheduler_name)
+    if not any(jobs.ours(child, scheduler_name) for child in children) or active_pods or _finished(jobset):
+        return Expansion()
+    managed_by = spec.get("managedBy")
+    if spec.get("suspend") is True:
+        return Expansion(skipped="suspended")
+    if managed_by not in (None, JOBSET_CONTROLLER):
+        return Expansion(skipped=f"managed by {managed_by}")
+    for child in children:
+        if (why := jobs.problem(child)) is not None:
+            return Expansion(skipped=f"Job {child['metadata']['name']}: {why}")
+    opted_in = _dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
+    pods: list[JSON] = []
+    made: list[JSON] = []
+    for child in children:
+        expansion = jobs.expand(child, scheduler_name, 0, podgroup_exists, taken)
+        made += expansion.groups
+        for pod in expansion.pods:
+            if opted_in and not expansion.groups and not pod["spec"].get("schedulingGroup"):
+                pod["spec"]["schedulingGroup"] = {"podGroupName": pod["metadata"]["labels"][JOB_NAME]}
+            pods.append(pod)
+    how = "from each Job's template"
+    if opted_in:
+        groups, how = _groups(jobset, podgroup_exists)
+        made += groups
+    note = (f"{ident}: {len(pods)} pod(s) of {len(children)} Job(s) made as the JobSet and Job controllers would, "
+            f"{how}")
+    return Expansion(tuple(pods), tuple(made), note)
+
+
+def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], list[str]]:
+    """Expand every JobSet of ``objects`` (:func:`expand`) into ``objects``, as if its pods and groups had been read
+    from its file; a JobSet :func:`problem` refuses goes to ``objects.problems``. Returns the report's note of each
+    JobSet expanded, and the JobSets of ours not expanded with why (``JobSet ns/name (why)``). Run after the Jobs'
+    (:func:`scheduler.offline.jobs.add_expansions`), whose pods it counts as taken names."""
+    pods_by_ns: dict[str, set[str]] = {}
+    active: dict[tuple[str, str], int] = {}
+    for pod in objects.pods:
+        md = pod.metadata
+        pods_by_ns.setdefault(md.namespace, set()).add(md.name)
+        if pod.status.phase not in ("Succeeded", "Failed") and (jobset_name := md.labels.get(JOBSET_NAME)):
+            active[md.namespace, jobset_name] = active.get((md.namespace, jobset_name), 0) + 1
+    podgroups = {(g.metadata.namespace, g.metadata.name) for g in objects.podgroups}
+    notes: list[str] = []
+    skipped: list[str] = []
+    for source, jobset in objects.jobsets:
+        meta = jobset["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        if (why := problem(jobset)) is not None:
+            objects.problems.append(LoadProblem(source, "JobSet", ns, name, why))
+            continue
+        taken_here = pods_by_ns.setdefault(ns, set())
+
+        def has_podgroup(group: str, ns: str = ns) -> bool:
+            return (ns, group) in podgroups
+
+        made = expand(jobset, scheduler_name, active.get((ns, name), 0), has_podgroup, taken_here.__contains__)
+        for obj in (*made.groups, *made.pods):
+            objects.add(source, obj)
+        taken_here.update(p["metadata"]["name"] for p in made.pods)
+        if made.note is not None:
+            notes.append(made.note)
+        if made.skipped is not None:
+            skipped.append(f"JobSet {ns}/{name} ({made.skipped})")
+    return notes, skipped
