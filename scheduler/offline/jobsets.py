@@ -29,7 +29,16 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.groups.workloads import JOB_NAME, JOBSET, JOBSET_NAME, OPT_IN, OPT_IN_VALUE, ROOT_TEMPLATE, desired
+from scheduler.groups.workloads import (
+    JOB_NAME,
+    JOBSET,
+    JOBSET_NAME,
+    OPT_IN,
+    OPT_IN_VALUE,
+    ROOT_TEMPLATE,
+    desired,
+    job_pods,
+)
 from scheduler.offline import jobs
 from scheduler.offline.jobs import INT32_MAX, Expansion
 from scheduler.offline.loader import LoadProblem, Objects, snapshot_uid
@@ -93,8 +102,8 @@ def child_jobs(jobset: JSON, scheduler_name: str) -> list[JSON]:
             template["metadata"] = {**_dict(template.get("metadata"))}
             template["metadata"]["labels"] = {**_dict(template["metadata"].get("labels")), **labels}
             pod_spec = template["spec"] = _dict(template.get("spec"))
-            if opted_in and not pod_spec.get("schedulerName"):  # the operator's pod webhook
-                pod_spec["schedulerName"] = scheduler_name
+            if opted_in and (pod_spec.get("schedulerName") or jobs.DEFAULT_SCHEDULER) == jobs.DEFAULT_SCHEDULER:
+                pod_spec["schedulerName"] = scheduler_name  # the operator's pod webhook
             job_name = f"{name}-{rjob['name']}-{index}"
             job_meta: JSON = {"name": job_name, "namespace": ns, "labels": labels, "ownerReferences": [owner],
                               "uid": snapshot_uid("batch/v1", "Job", ns, f"{job_name}@{meta['uid']}")}
@@ -147,18 +156,26 @@ def expand(jobset: JSON, scheduler_name: str, active_pods: int, podgroup_exists:
     namespace. Raises nothing; a child Job the API server would refuse makes the whole JobSet's ``skipped``."""
     meta, spec = jobset["metadata"], jobset["spec"]
     ident = f"{JOBSET.group}/{JOBSET.version} JobSet {meta['namespace']}/{meta['name']}"
-    children = child_jobs(jobset, scheduler_name)
-    if not any(jobs.ours(child, scheduler_name) for child in children) or active_pods or _finished(jobset):
+    opted_in = _dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
+    named = [_dict(_dict(_dict(r["template"]["spec"]).get("template")).get("spec")).get("schedulerName")
+             or jobs.DEFAULT_SCHEDULER for r in spec["replicatedJobs"]]
+    if not any(n == scheduler_name or (opted_in and n == jobs.DEFAULT_SCHEDULER) for n in named) or active_pods \
+            or _finished(jobset):
         return Expansion()
     managed_by = spec.get("managedBy")
     if spec.get("suspend") is True:
         return Expansion(skipped="suspended")
     if managed_by not in (None, JOBSET_CONTROLLER):
         return Expansion(skipped=f"managed by {managed_by}")
+    wanted = sum((1 if r.get("replicas") is None else r["replicas"]) * job_pods(_dict(r["template"]["spec"]))
+                 for r in spec["replicatedJobs"])
+    if wanted > jobs.MAX_PODS_PER_JOB:  # a gang is all its Jobs: none is left out to make it smaller
+        return Expansion(skipped=f"{wanted} pods at once, more than simulate makes of one workload "
+                                 f"({jobs.MAX_PODS_PER_JOB})")
+    children = child_jobs(jobset, scheduler_name)
     for child in children:
         if (why := jobs.problem(child)) is not None:
             return Expansion(skipped=f"Job {child['metadata']['name']}: {why}")
-    opted_in = _dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
     pods: list[JSON] = []
     made: list[JSON] = []
     for child in children:

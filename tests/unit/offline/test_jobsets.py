@@ -107,6 +107,9 @@ def test_a_jobset_naming_our_scheduler_without_the_label_makes_lone_pods(tmp_pat
     pytest.param(("spec:\n  replicatedJobs:", "spec:\n  managedBy: kueue.x-k8s.io/multikueue\n  replicatedJobs:"),
                  "1 Job(s) or JobSet(s) of ours not made into pods: JobSet ml/js (managed by "
                  "kueue.x-k8s.io/multikueue)", id="managed-elsewhere"),
+    pytest.param(("replicas: 2", "replicas: 2147483647"), "1 Job(s) or JobSet(s) of ours not made into pods: "
+                 "JobSet ml/js (4294967295 pods at once, more than simulate makes of one workload (10000))",
+                 id="too-many-pods"),
     pytest.param(('labels: {gang-scheduler.io/gang: "true"}', "labels: {}"), None, id="not-ours"),
     pytest.param(("JobSet\nmetadata", "JobSet\nstatus: {terminalState: Completed}\nmetadata"), None, id="finished"),
 ])
