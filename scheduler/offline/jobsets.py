@@ -94,8 +94,10 @@ def child_jobs(jobset: JSON, scheduler_name: str) -> list[JSON]:
         for index in range(replicas):
             labels = {JOBSET_NAME: name, REPLICATED_JOB_NAME: rjob["name"], REPLICATED_JOB_REPLICAS: str(replicas),
                       JOB_INDEX: str(index)}
+            template_meta = _dict(rjob["template"].get("metadata"))
             spec = copy.deepcopy(rjob["template"]["spec"])
             spec.setdefault("completionMode", "Indexed")
+            spec["suspend"] = False  # the JobSet's own (a suspended JobSet is not expanded), whatever the template says
             if spec.get("completions") is None and spec.get("parallelism") is None:  # the Job API's defaults
                 spec["completions"] = spec["parallelism"] = 1
             template = spec["template"] = _dict(spec.get("template"))
@@ -105,22 +107,28 @@ def child_jobs(jobset: JSON, scheduler_name: str) -> list[JSON]:
             if opted_in and (pod_spec.get("schedulerName") or jobs.DEFAULT_SCHEDULER) == jobs.DEFAULT_SCHEDULER:
                 pod_spec["schedulerName"] = scheduler_name  # the operator's pod webhook
             job_name = f"{name}-{rjob['name']}-{index}"
-            job_meta: JSON = {"name": job_name, "namespace": ns, "labels": labels, "ownerReferences": [owner],
+            job_meta: JSON = {"name": job_name, "namespace": ns, "ownerReferences": [owner],
+                              "labels": {**{str(k): str(v) for k, v in _dict(template_meta.get("labels")).items()},
+                                         **labels},
                               "uid": snapshot_uid("batch/v1", "Job", ns, f"{job_name}@{meta['uid']}")}
+            if annotations := _dict(template_meta.get("annotations")):
+                job_meta["annotations"] = {str(k): str(v) for k, v in annotations.items()}
             if meta.get("creationTimestamp") is not None:
                 job_meta["creationTimestamp"] = meta["creationTimestamp"]
             out.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": spec})
     return out
 
 
-def _groups(jobset: JSON, podgroup_exists: Callable[[str], bool]) -> tuple[list[JSON], str]:
-    """The operator's CompositePodGroup and PodGroups for labelled ``jobset``, less those the snapshot holds, and
-    how the note tells them."""
+def _groups(jobset: JSON, exists: Callable[[str, str], bool]) -> tuple[list[JSON], str]:
+    """The operator's CompositePodGroup and PodGroups for labelled ``jobset``, less those the snapshot holds
+    (``exists(kind, name)``), and how the note tells them."""
     meta = jobset["metadata"]
     owner = {"apiVersion": f"{JOBSET.group}/{JOBSET.version}", "kind": "JobSet", "name": meta["name"],
              "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
     bodies = []
-    for spec in desired(JOBSET, jobset, composite=True).groups:
+    wanted = desired(JOBSET, jobset, composite=True)
+    held = [spec.name for spec in wanted.groups if exists(spec.kind, spec.name)]
+    for spec in wanted.groups:
         composite = spec.kind == "CompositePodGroup"
         minimum = {"minGroupCount" if composite else "minCount": spec.minimum}
         role = spec.template or ROOT_TEMPLATE
@@ -128,16 +136,18 @@ def _groups(jobset: JSON, podgroup_exists: Callable[[str], bool]) -> tuple[list[
                            "workloadRef": {"workloadName": meta["name"], "templateName": role}}
         if spec.parent is not None:
             body_spec["parentCompositePodGroupName"] = spec.parent
-        if not composite and podgroup_exists(spec.name):
+        if spec.name in held:
             continue
         group_meta = {"name": spec.name, "namespace": meta["namespace"], "ownerReferences": [owner]}
         if meta.get("creationTimestamp") is not None:
             group_meta["creationTimestamp"] = meta["creationTimestamp"]
         bodies.append({"apiVersion": "scheduling.k8s.io/v1alpha3" if composite else "scheduling.k8s.io/v1beta1",
                        "kind": spec.kind, "metadata": group_meta, "spec": body_spec})
-    children = sum(1 for b in bodies if b["kind"] == "PodGroup")
+    children = len(wanted.groups) - 1
     how = (f"in CompositePodGroup {meta['name']} over {children} PodGroup(s), one per Job, as the operator makes "
            f"them for {OPT_IN}")
+    how += f"; the snapshot's {', '.join(held)} used" if held else ""
+    how += "".join(f"; {warning}" for warning in wanted.warnings)
     return bodies, how
 
 
@@ -148,12 +158,15 @@ def _finished(jobset: JSON) -> bool:
         if isinstance(c, dict))
 
 
-def expand(jobset: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Callable[[str], bool],
-           taken: Callable[[str], bool]) -> Expansion:
+def expand(jobset: JSON, scheduler_name: str, active_pods: int, exists: Callable[[str, str], bool],
+           taken: Callable[[str], bool], job_taken: Callable[[str], bool]) -> Expansion:
     """The pods and groups the cluster would make of ``jobset`` (which passed :func:`problem`, with its name,
     namespace and uid set), per the module docstring. ``active_pods``: its running or pending pods in the snapshot;
-    ``podgroup_exists(name)`` / ``taken(name)``: whether the snapshot has a PodGroup / a pod of that name in its
-    namespace. Raises nothing; a child Job the API server would refuse makes the whole JobSet's ``skipped``."""
+    ``exists(kind, name)`` / ``taken(name)`` / ``job_taken(name)``: whether its namespace holds a PodGroup or
+    CompositePodGroup / a pod / a Job (given, or made of a JobSet before) of that name. Raises nothing; what would
+    keep the cluster from making it (a child Job the API server would refuse or whose name is taken, more than
+    :data:`~scheduler.offline.jobs.MAX_PODS_PER_JOB` pods, a labelled JobSet whose Jobs compile their own
+    PodGroups) makes the whole JobSet's ``skipped``."""
     meta, spec = jobset["metadata"], jobset["spec"]
     ident = f"{JOBSET.group}/{JOBSET.version} JobSet {meta['namespace']}/{meta['name']}"
     opted_in = _dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
@@ -176,10 +189,18 @@ def expand(jobset: JSON, scheduler_name: str, active_pods: int, podgroup_exists:
     for child in children:
         if (why := jobs.problem(child)) is not None:
             return Expansion(skipped=f"Job {child['metadata']['name']}: {why}")
+        if job_taken(child["metadata"]["name"]):  # the JobSet controller's create would fail: AlreadyExists
+            return Expansion(skipped=f"its Job {child['metadata']['name']} exists already")
+        if opted_in and child["spec"].get("scheduling") is not None:
+            return Expansion(skipped=f"its Job {child['metadata']['name']} sets spec.scheduling: its pods would join "
+                                     "the Job controller's PodGroup, and the operator's tree would wait for them")
     pods: list[JSON] = []
     made: list[JSON] = []
+    notes: list[str] = []
     for child in children:
-        expansion = jobs.expand(child, scheduler_name, 0, podgroup_exists, taken)
+        expansion = jobs.expand(child, scheduler_name, 0, lambda group: exists("PodGroup", group), taken)
+        if expansion.skipped is not None:
+            notes.append(f"Job {child['metadata']['name']}: {expansion.skipped}")
         made += expansion.groups
         for pod in expansion.pods:
             if opted_in and not expansion.groups and not pod["spec"].get("schedulingGroup"):
@@ -187,10 +208,10 @@ def expand(jobset: JSON, scheduler_name: str, active_pods: int, podgroup_exists:
             pods.append(pod)
     how = "from each Job's template"
     if opted_in:
-        groups, how = _groups(jobset, podgroup_exists)
+        groups, how = _groups(jobset, exists)
         made += groups
     note = (f"{ident}: {len(pods)} pod(s) of {len(children)} Job(s) made as the JobSet and Job controllers would, "
-            f"{how}")
+            f"{how}{''.join(f'; {n}' for n in notes)}")
     return Expansion(tuple(pods), tuple(made), note)
 
 
@@ -206,7 +227,9 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
         pods_by_ns.setdefault(md.namespace, set()).add(md.name)
         if pod.status.phase not in ("Succeeded", "Failed") and (jobset_name := md.labels.get(JOBSET_NAME)):
             active[md.namespace, jobset_name] = active.get((md.namespace, jobset_name), 0) + 1
-    podgroups = {(g.metadata.namespace, g.metadata.name) for g in objects.podgroups}
+    groups = {("PodGroup", g.metadata.namespace, g.metadata.name) for g in objects.podgroups} | {
+        ("CompositePodGroup", g.metadata.namespace, g.metadata.name) for g in objects.composites}
+    job_names = {(job["metadata"]["namespace"], job["metadata"]["name"]) for _, job in objects.jobs}
     notes: list[str] = []
     skipped: list[str] = []
     for source, jobset in objects.jobsets:
@@ -217,10 +240,14 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
             continue
         taken_here = pods_by_ns.setdefault(ns, set())
 
-        def has_podgroup(group: str, ns: str = ns) -> bool:
-            return (ns, group) in podgroups
+        def exists(kind: str, group: str, ns: str = ns) -> bool:
+            return (kind, ns, group) in groups
 
-        made = expand(jobset, scheduler_name, active.get((ns, name), 0), has_podgroup, taken_here.__contains__)
+        def job_taken(job: str, ns: str = ns) -> bool:
+            return (ns, job) in job_names
+
+        made = expand(jobset, scheduler_name, active.get((ns, name), 0), exists, taken_here.__contains__, job_taken)
+        job_names.update((ns, str(p["metadata"]["labels"][JOB_NAME])) for p in made.pods)
         for obj in (*made.groups, *made.pods):
             objects.add(source, obj)
         taken_here.update(p["metadata"]["name"] for p in made.pods)

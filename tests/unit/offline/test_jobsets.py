@@ -142,3 +142,46 @@ def test_a_jobset_the_api_server_would_refuse_is_invalid(tmp_path: Path, change:
     sim = run(tmp_path, JOBSET.replace(*change))
     assert sim.pods == []
     assert [(p.kind, p.name, p.message) for p in sim.problems] == [("JobSet", "js", why)]
+
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: js-driver-0, namespace: ml}
+spec: {template: {spec: {schedulerName: gang-scheduler, containers: [{name: c, image: x}]}}}
+"""
+COMPOSITE = """
+apiVersion: scheduling.k8s.io/v1alpha3
+kind: CompositePodGroup
+metadata: {name: js, namespace: ml}
+spec:
+  schedulingPolicy: {gang: {minGroupCount: 3}}
+  workloadRef: {workloadName: js, templateName: gang}
+"""
+
+
+def test_what_the_jobset_controller_overrides_and_what_the_snapshot_holds(tmp_path: Path) -> None:
+    """A template's own ``suspend`` gives way to the JobSet's; a CompositePodGroup of the JobSet's name in the
+    snapshot is used, and the note says so, with the operator's warning for a min-count it does not apply."""
+    jobset = JOBSET.replace("        parallelism: 2\n", "        suspend: true\n        parallelism: 2\n").replace(
+        'labels: {gang-scheduler.io/gang: "true"}',
+        'labels: {gang-scheduler.io/gang: "true"}, annotations: {gang-scheduler.io/min-count: "2"}')
+    sim = run(tmp_path, jobset, COMPOSITE)
+    assert len(sim.pods) == 5 and all(p.node is not None for p in sim.pods) and sim.problems == []
+    (note,) = job_notes(sim)
+    assert note.endswith("one per Job, as the operator makes them for gang-scheduler.io/gang; the snapshot's js used; "
+                         "annotation gang-scheduler.io/min-count='2' is not applied: this JobSet is a tree of 4 "
+                         "groups, each with the minimum of its role")
+
+
+def test_a_jobset_whose_job_name_is_taken_or_whose_jobs_make_their_own_groups_is_named_not_made(
+        tmp_path: Path) -> None:
+    sim = run(tmp_path, JOBSET, JOB)
+    assert {p.pod.metadata.labels["batch.kubernetes.io/job-name"] for p in sim.pods} == {"js-driver-0"}
+    assert job_notes(sim)[-1] == ("1 Job(s) or JobSet(s) of ours not made into pods: JobSet ml/js (its Job "
+                                  "js-driver-0 exists already)")
+    scheduling = JOBSET.replace("        parallelism: 2\n", "        scheduling: {}\n        parallelism: 2\n")
+    sim = run(tmp_path, scheduling)
+    assert sim.pods == [] and job_notes(sim) == [
+        "1 Job(s) or JobSet(s) of ours not made into pods: JobSet ml/js (its Job js-workers-0 sets spec.scheduling: "
+        "its pods would join the Job controller's PodGroup, and the operator's tree would wait for them)"]
