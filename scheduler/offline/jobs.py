@@ -318,11 +318,17 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
             return (ns, name) in podgroups
 
         made = expand(job, scheduler_name, running, has_podgroup, taken_here.__contains__)
-        for obj in (*made.groups, *made.pods):
-            objects.add(source, obj)
-        taken_here.update(p["metadata"]["name"] for p in made.pods)
-        if made.note is not None:
-            notes.append(made.note)
+        take(objects, source, made, taken_here, notes)
         if made.skipped is not None:
             skipped.append(f"{ns}/{meta['name']} ({made.skipped})")
     return notes, skipped
+
+
+def take(objects: Objects, source: str, made: Expansion, taken: set[str], notes: list[str]) -> None:
+    """Load what a workload ``made`` into ``objects`` as if read from ``source`` (so it is checked as any object
+    read is), add its pods' names to ``taken`` and its note to ``notes``."""
+    for obj in (*made.groups, *made.pods):
+        objects.add(source, obj)
+    taken.update(p["metadata"]["name"] for p in made.pods)
+    if made.note is not None:
+        notes.append(made.note)

@@ -248,11 +248,7 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
 
         made = expand(jobset, scheduler_name, active.get((ns, name), 0), exists, taken_here.__contains__, job_taken)
         job_names.update((ns, str(p["metadata"]["labels"][JOB_NAME])) for p in made.pods)
-        for obj in (*made.groups, *made.pods):
-            objects.add(source, obj)
-        taken_here.update(p["metadata"]["name"] for p in made.pods)
-        if made.note is not None:
-            notes.append(made.note)
+        jobs.take(objects, source, made, taken_here, notes)
         if made.skipped is not None:
             skipped.append(f"JobSet {ns}/{name} ({made.skipped})")
     return notes, skipped

@@ -3,27 +3,12 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from scheduler.framework.plan import SolverConfig
-from scheduler.offline.loader import load
 from scheduler.offline.report import notices
-from scheduler.offline.simulate import Simulation, simulate
-
-NODES = """
-apiVersion: v1
-kind: Node
-metadata: {name: n1}
-status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: n2}
-status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
-"""
+from tests.unit.offline.test_jobs import job_notes, run
 
 JOBSET = """
 apiVersion: jobset.x-k8s.io/v1alpha2
@@ -49,16 +34,6 @@ spec:
             restartPolicy: Never
             containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
 """
-
-
-def run(tmp_path: Path, *docs: str) -> Simulation:
-    path = tmp_path / "snap.yaml"
-    path.write_text("---".join(textwrap.dedent(d) for d in (NODES, *docs)))
-    return simulate(load([path]), "gang-scheduler", SolverConfig())
-
-
-def job_notes(sim: Simulation) -> list[str]:
-    return [n.message for n in notices(sim) if n.kind == "job-expanded"]
 
 
 def test_a_labelled_jobset_is_made_into_its_jobs_pods_and_the_operators_tree(tmp_path: Path) -> None:
@@ -185,3 +160,35 @@ def test_a_jobset_whose_job_name_is_taken_or_whose_jobs_make_their_own_groups_is
     assert sim.pods == [] and job_notes(sim) == [
         "1 Job(s) or JobSet(s) of ours not made into pods: JobSet ml/js (its Job js-workers-0 sets spec.scheduling: "
         "its pods would join the Job controller's PodGroup, and the operator's tree would wait for them)"]
+
+
+JOBSET_V1ALPHA1 = JOBSET.replace("jobset.x-k8s.io/v1alpha2", "jobset.x-k8s.io/v1alpha1")
+PYTORCHJOB = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt, namespace: ml}
+spec: {pytorchReplicaSpecs: {}}
+"""
+JOBSET_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: js-workers-0-0-abcde, namespace: ml, labels: {jobset.sigs.k8s.io/jobset-name: js}}
+spec: {schedulerName: gang-scheduler, containers: [{name: c, image: x}]}
+"""
+
+
+def test_workloads_the_operator_knows_but_simulate_does_not_expand_are_named_not_skipped(tmp_path: Path) -> None:
+    """A PyTorchJob, or a JobSet of a version other than v1alpha2, given alone makes no pod here: a note says so and
+    names it, rather than skipping it like a kind the scheduler has nothing to do with. One given twice is named
+    once; one whose pods the snapshot holds is not named."""
+    sim = run(tmp_path, JOBSET_V1ALPHA1, PYTORCHJOB)
+    assert sim.pods == []
+    (note,) = [n for n in notices(sim) if n.kind == "workload-not-expanded"]
+    assert note.level == "note" and note.message == (
+        "2 workload(s) not made into pods, as simulate makes the pods of batch/v1 Jobs and jobset.x-k8s.io/v1alpha2 "
+        "JobSets only: jobset.x-k8s.io/v1alpha1 "
+        "JobSet ml/js, kubeflow.org/v1 PyTorchJob ml/pt; give the pods (and groups) their controllers would make")
+    assert run(tmp_path, JOBSET_V1ALPHA1, JOBSET_V1ALPHA1.replace("image: x", "image: y")).unexpanded == [
+        "jobset.x-k8s.io/v1alpha1 JobSet ml/js"]
+    with_pods = run(tmp_path, JOBSET_V1ALPHA1, JOBSET_POD, PYTORCHJOB)
+    assert with_pods.unexpanded == ["kubeflow.org/v1 PyTorchJob ml/pt"]
