@@ -86,7 +86,8 @@ def _count(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _dict(value: Any) -> JSON:
+def as_dict(value: Any) -> JSON:
+    """``value`` if it is a JSON object, else an empty one (a malformed field reads as absent)."""
     return value if isinstance(value, dict) else {}
 
 
@@ -109,33 +110,33 @@ def _tree(root: str, children: list[tuple[str, int, str]], composite: bool) -> t
 
 
 def _job_groups(body: JSON, composite: bool) -> tuple[GroupSpec, ...]:
-    name = _dict(body.get("metadata")).get("name", "")
-    return (GroupSpec("PodGroup", name, job_pods(_dict(body.get("spec")))),)
+    name = as_dict(body.get("metadata")).get("name", "")
+    return (GroupSpec("PodGroup", name, job_pods(as_dict(body.get("spec")))),)
 
 
 def _jobset_groups(body: JSON, composite: bool) -> tuple[GroupSpec, ...]:
-    name = _dict(body.get("metadata")).get("name", "")
+    name = as_dict(body.get("metadata")).get("name", "")
     children = []
-    for rjob in _dict(body.get("spec")).get("replicatedJobs") or []:
-        rjob = _dict(rjob)
-        pods = job_pods(_dict(_dict(rjob.get("template")).get("spec")))
+    for rjob in as_dict(body.get("spec")).get("replicatedJobs") or []:
+        rjob = as_dict(rjob)
+        pods = job_pods(as_dict(as_dict(rjob.get("template")).get("spec")))
         for i in range(max(_count(rjob.get("replicas"), 1), 0)):
             children.append((f"{name}-{rjob.get('name', '')}-{i}", pods, str(rjob.get("name", ""))))
     return _tree(name, children, composite)
 
 
 def _pytorch_groups(body: JSON, composite: bool) -> tuple[GroupSpec, ...]:
-    name = _dict(body.get("metadata")).get("name", "")
-    specs = _dict(_dict(body.get("spec")).get("pytorchReplicaSpecs"))
+    name = as_dict(body.get("metadata")).get("name", "")
+    specs = as_dict(as_dict(body.get("spec")).get("pytorchReplicaSpecs"))
     children = [(f"{name}-{rtype.lower()}", n, rtype.lower()) for rtype, spec in sorted(specs.items())
-                if (n := _count(_dict(spec).get("replicas"), 1)) > 0]
+                if (n := _count(as_dict(spec).get("replicas"), 1)) > 0]
     return _tree(name, children, composite)
 
 
 def _lws_groups(body: JSON, composite: bool) -> tuple[GroupSpec, ...]:
-    name = _dict(body.get("metadata")).get("name", "")
-    spec = _dict(body.get("spec"))
-    size = max(_count(_dict(spec.get("leaderWorkerTemplate")).get("size"), 1), 1)
+    name = as_dict(body.get("metadata")).get("name", "")
+    spec = as_dict(body.get("spec"))
+    size = max(_count(as_dict(spec.get("leaderWorkerTemplate")).get("size"), 1), 1)
     groups: list[GroupSpec] = []
     for g in range(max(_count(spec.get("replicas"), 1), 0)):
         children = [(f"{name}-{g}-leader", 1, "leader")]
@@ -207,7 +208,7 @@ def desired(kind: WorkloadKind, body: JSON, composite: bool) -> Desired:
     count (honoured: the gang then waits for pods that never come).
     """
     groups = kind.groups(body, composite)
-    value = _dict(_dict(body.get("metadata")).get("annotations")).get(MIN_COUNT)
+    value = as_dict(as_dict(body.get("metadata")).get("annotations")).get(MIN_COUNT)
     if value is None:
         return Desired(groups)
     if len(groups) != 1:

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.groups.workloads import JOB, JOB_NAME, OPT_IN, OPT_IN_VALUE, desired
+from scheduler.groups.workloads import JOB, JOB_NAME, OPT_IN, OPT_IN_VALUE, as_dict, desired
 from scheduler.offline.loader import JOB_API_VERSION, LoadProblem, Objects, snapshot_uid
 
 JSON = dict[str, Any]
@@ -85,10 +85,6 @@ class Expansion:
     skipped: str | None = None
 
 
-def _dict(value: Any) -> JSON:
-    return value if isinstance(value, dict) else {}
-
-
 def is_count(value: Any) -> bool:
     """A JSON integer ≥ 0 (a bool is not one)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
@@ -109,7 +105,7 @@ def problem(job: JSON) -> str | None:
             return f"spec.parallelism must be at most {MAX_INDEXED_PARALLELISM} when completionMode is Indexed"
     if spec.get("scheduling") is not None and not isinstance(spec["scheduling"], dict):
         return "spec.scheduling must be an object"
-    template_spec = _dict(spec.get("template")).get("spec")
+    template_spec = as_dict(spec.get("template")).get("spec")
     if not isinstance(template_spec, dict) or not isinstance(template_spec.get("containers"), list) or not \
             template_spec["containers"]:
         return "spec.template.spec.containers is required"
@@ -125,7 +121,7 @@ def pod_count(job: JSON) -> int:
     completions = spec.get("completions")
     if completions is None:
         return int(parallelism)
-    succeeded = _dict(job.get("status")).get("succeeded")
+    succeeded = as_dict(job.get("status")).get("succeeded")
     remaining = completions - (succeeded if is_count(succeeded) else 0)
     return int(max(min(parallelism, remaining), 0))
 
@@ -155,31 +151,40 @@ def generated_name(prefix: str, seed: str, taken: Callable[[str], bool], count: 
 
 
 def _finished(job: JSON) -> bool:
-    return any(_dict(c).get("type") in FINISHED and _dict(c).get("status") == "True"
-               for c in _dict(job.get("status")).get("conditions") or () if isinstance(c, dict))
+    return any(as_dict(c).get("type") in FINISHED and as_dict(c).get("status") == "True"
+               for c in as_dict(job.get("status")).get("conditions") or () if isinstance(c, dict))
 
 
-def _owner(job: JSON) -> JSON:
-    meta = job["metadata"]
-    return {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"],
-            "controller": True, "blockOwnerDeletion": True}
+def made_meta(owner: JSON, name: str) -> JSON:
+    """The metadata of an object ``owner``'s controller makes (``owner``: a raw workload with its ``apiVersion``,
+    ``kind``, name, namespace and uid set): ``name`` in ``owner``'s namespace, ``owner`` its controller, created when
+    ``owner`` was."""
+    meta = owner["metadata"]
+    ref = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"],
+           "controller": True, "blockOwnerDeletion": True}
+    out: JSON = {"name": name, "namespace": meta["namespace"], "ownerReferences": [ref]}
+    if meta.get("creationTimestamp") is not None:
+        out["creationTimestamp"] = meta["creationTimestamp"]
+    return out
+
+
+def strings(value: Any) -> dict[str, str]:
+    """A map of labels or annotations as read (not an object: none), keys and values as strings."""
+    return {str(k): str(v) for k, v in as_dict(value).items()}
 
 
 def _podgroup(job: JSON, spec: JSON) -> JSON:
-    meta = job["metadata"]
-    out_meta: JSON = {"name": meta["name"], "namespace": meta["namespace"], "ownerReferences": [_owner(job)]}
-    if meta.get("creationTimestamp") is not None:
-        out_meta["creationTimestamp"] = meta["creationTimestamp"]
-    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": out_meta, "spec": spec}
+    meta = made_meta(job, job["metadata"]["name"])
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta, "spec": spec}
 
 
 def _scheduling_group(job: JSON) -> JSON:
     """The PodGroup the Job controller compiles from ``spec.scheduling`` (route 2 of the module docstring)."""
     spec = job["spec"]
-    scheduling = _dict(spec.get("scheduling"))
-    policy = _dict(scheduling.get("schedulingPolicy"))
+    scheduling = as_dict(spec.get("scheduling"))
+    policy = as_dict(scheduling.get("schedulingPolicy"))
     if "gang" in policy:
-        gang = _dict(policy.get("gang"))
+        gang = as_dict(policy.get("gang"))
         minimum = gang.get("minCount")
         parallelism = spec.get("parallelism", 1)
         policy = {"gang": {**gang, "minCount": minimum if minimum is not None else max(parallelism or 0, 1)}}
@@ -195,18 +200,16 @@ def _scheduling_group(job: JSON) -> JSON:
 def _pod(job: JSON, index: int, indexed: bool, name: str) -> JSON:
     meta = job["metadata"]
     template = job["spec"]["template"]
-    tmeta = _dict(template.get("metadata"))
+    tmeta = as_dict(template.get("metadata"))
     job_name, uid = meta["name"], meta["uid"]
-    labels = {**{str(k): str(v) for k, v in _dict(tmeta.get("labels")).items()},
+    labels = {**strings(tmeta.get("labels")),
               JOB_NAME: job_name, LEGACY_JOB_NAME: job_name, CONTROLLER_UID: uid, LEGACY_CONTROLLER_UID: uid}
-    annotations = {str(k): str(v) for k, v in _dict(tmeta.get("annotations")).items()}
+    annotations = strings(tmeta.get("annotations"))
     if indexed:
         labels[COMPLETION_INDEX] = annotations[COMPLETION_INDEX] = str(index)
-    pod_meta: JSON = {"name": name, "namespace": meta["namespace"], "labels": labels, "ownerReferences": [_owner(job)]}
+    pod_meta = {**made_meta(job, name), "labels": labels}
     if annotations:
         pod_meta["annotations"] = annotations
-    if meta.get("creationTimestamp") is not None:
-        pod_meta["creationTimestamp"] = meta["creationTimestamp"]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": dict(template["spec"])}
 
 
@@ -214,7 +217,7 @@ def ours(job: JSON, scheduler_name: str) -> bool:
     """Whether ``job``'s pods would be ``scheduler_name``'s: its template names it, or the Job is labelled for the
     operator and its template names no other scheduler."""
     named = job["spec"]["template"]["spec"].get("schedulerName") or DEFAULT_SCHEDULER
-    opted_in = _dict(job["metadata"].get("labels")).get(OPT_IN) == OPT_IN_VALUE
+    opted_in = as_dict(job["metadata"].get("labels")).get(OPT_IN) == OPT_IN_VALUE
     return named == scheduler_name or (opted_in and named == DEFAULT_SCHEDULER)
 
 
@@ -237,7 +240,7 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Ca
     if skipped is not None:
         return Expansion(skipped=skipped)
     template_spec = spec["template"]["spec"]
-    opted_in = _dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
+    opted_in = as_dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
     wanted = pod_count(job)
     if not wanted:
         return Expansion(skipped="nothing to run: parallelism 0, or every completion done")
@@ -250,7 +253,7 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Ca
         names = generated_name(f"{name}-", meta["uid"], taken, count)
     pods = [_pod(job, i, indexed, pod_name) for i, pod_name in enumerate(names)]
     group: JSON | None = None
-    own_group = _dict(template_spec.get("schedulingGroup")).get("podGroupName")
+    own_group = as_dict(template_spec.get("schedulingGroup")).get("podGroupName")
     if own_group:
         how = f"in PodGroup {own_group} (the template's schedulingGroup)"
     elif spec.get("scheduling") is not None:

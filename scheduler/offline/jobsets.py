@@ -36,6 +36,7 @@ from scheduler.groups.workloads import (
     OPT_IN,
     OPT_IN_VALUE,
     ROOT_TEMPLATE,
+    as_dict,
     desired,
     job_pods,
 )
@@ -55,10 +56,6 @@ JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
 FINISHED = frozenset({"Completed", "Failed"})
 
 
-def _dict(value: Any) -> JSON:
-    return value if isinstance(value, dict) else {}
-
-
 def problem(jobset: JSON) -> str | None:
     """What the API server would refuse in what is read of ``jobset`` (its ``spec.replicatedJobs``), or None; each
     child Job is then judged as a Job (:func:`scheduler.offline.jobs.problem`)."""
@@ -75,7 +72,7 @@ def problem(jobset: JSON) -> str | None:
         replicas = r.get("replicas")
         if replicas is not None and not (jobs.is_count(replicas) and replicas <= INT32_MAX):
             return f"spec.replicatedJobs[{r['name']}].replicas must be a non-negative integer (got {replicas!r})"
-        if not isinstance(_dict(r.get("template")).get("spec"), dict):
+        if not isinstance(as_dict(r.get("template")).get("spec"), dict):
             return f"spec.replicatedJobs[{r['name']}].template.spec is required"
     return None
 
@@ -85,36 +82,31 @@ def child_jobs(jobset: JSON, scheduler_name: str) -> list[JSON]:
     uid set), per the module docstring; a labelled JobSet's templates that name no scheduler name ours."""
     meta = jobset["metadata"]
     name, ns = meta["name"], meta["namespace"]
-    opted_in = _dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
-    owner = {"apiVersion": f"{JOBSET.group}/{JOBSET.version}", "kind": "JobSet", "name": name, "uid": meta["uid"],
-             "controller": True, "blockOwnerDeletion": True}
+    opted_in = as_dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
     out = []
     for rjob in jobset["spec"]["replicatedJobs"]:
         replicas = 1 if rjob.get("replicas") is None else rjob["replicas"]
         for index in range(replicas):
             labels = {JOBSET_NAME: name, REPLICATED_JOB_NAME: rjob["name"], REPLICATED_JOB_REPLICAS: str(replicas),
                       JOB_INDEX: str(index)}
-            template_meta = _dict(rjob["template"].get("metadata"))
+            template_meta = as_dict(rjob["template"].get("metadata"))
             spec = copy.deepcopy(rjob["template"]["spec"])
             spec.setdefault("completionMode", "Indexed")
             spec["suspend"] = False  # the JobSet's own (a suspended JobSet is not expanded), whatever the template says
             if spec.get("completions") is None and spec.get("parallelism") is None:  # the Job API's defaults
                 spec["completions"] = spec["parallelism"] = 1
-            template = spec["template"] = _dict(spec.get("template"))
-            template["metadata"] = {**_dict(template.get("metadata"))}
-            template["metadata"]["labels"] = {**_dict(template["metadata"].get("labels")), **labels}
-            pod_spec = template["spec"] = _dict(template.get("spec"))
+            template = spec["template"] = as_dict(spec.get("template"))
+            template["metadata"] = {**as_dict(template.get("metadata"))}
+            template["metadata"]["labels"] = {**as_dict(template["metadata"].get("labels")), **labels}
+            pod_spec = template["spec"] = as_dict(template.get("spec"))
             if opted_in and (pod_spec.get("schedulerName") or jobs.DEFAULT_SCHEDULER) == jobs.DEFAULT_SCHEDULER:
                 pod_spec["schedulerName"] = scheduler_name  # the operator's pod webhook
             job_name = f"{name}-{rjob['name']}-{index}"
-            job_meta: JSON = {"name": job_name, "namespace": ns, "ownerReferences": [owner],
-                              "labels": {**{str(k): str(v) for k, v in _dict(template_meta.get("labels")).items()},
-                                         **labels},
-                              "uid": snapshot_uid("batch/v1", "Job", ns, f"{job_name}@{meta['uid']}")}
-            if annotations := _dict(template_meta.get("annotations")):
-                job_meta["annotations"] = {str(k): str(v) for k, v in annotations.items()}
-            if meta.get("creationTimestamp") is not None:
-                job_meta["creationTimestamp"] = meta["creationTimestamp"]
+            job_meta = {**jobs.made_meta(jobset, job_name),
+                        "labels": {**jobs.strings(template_meta.get("labels")), **labels},
+                        "uid": snapshot_uid("batch/v1", "Job", ns, f"{job_name}@{meta['uid']}")}
+            if annotations := jobs.strings(template_meta.get("annotations")):
+                job_meta["annotations"] = annotations
             out.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta, "spec": spec})
     return out
 
@@ -123,12 +115,12 @@ def _groups(jobset: JSON, exists: Callable[[str, str], bool]) -> tuple[list[JSON
     """The operator's CompositePodGroup and PodGroups for labelled ``jobset``, less those the snapshot holds
     (``exists(kind, name)``), and how the note tells them."""
     meta = jobset["metadata"]
-    owner = {"apiVersion": f"{JOBSET.group}/{JOBSET.version}", "kind": "JobSet", "name": meta["name"],
-             "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
     bodies = []
     wanted = desired(JOBSET, jobset, composite=True)
     held = [spec.name for spec in wanted.groups if exists(spec.kind, spec.name)]
     for spec in wanted.groups:
+        if spec.name in held:
+            continue
         composite = spec.kind == "CompositePodGroup"
         minimum = {"minGroupCount" if composite else "minCount": spec.minimum}
         role = spec.template or ROOT_TEMPLATE
@@ -136,13 +128,8 @@ def _groups(jobset: JSON, exists: Callable[[str, str], bool]) -> tuple[list[JSON
                            "workloadRef": {"workloadName": meta["name"], "templateName": role}}
         if spec.parent is not None:
             body_spec["parentCompositePodGroupName"] = spec.parent
-        if spec.name in held:
-            continue
-        group_meta = {"name": spec.name, "namespace": meta["namespace"], "ownerReferences": [owner]}
-        if meta.get("creationTimestamp") is not None:
-            group_meta["creationTimestamp"] = meta["creationTimestamp"]
         bodies.append({"apiVersion": "scheduling.k8s.io/v1alpha3" if composite else "scheduling.k8s.io/v1beta1",
-                       "kind": spec.kind, "metadata": group_meta, "spec": body_spec})
+                       "kind": spec.kind, "metadata": jobs.made_meta(jobset, spec.name), "spec": body_spec})
     children = len(wanted.groups) - 1
     how = (f"in CompositePodGroup {meta['name']} over {children} PodGroup(s), one per Job, as the operator makes "
            f"them for {OPT_IN}")
@@ -152,9 +139,9 @@ def _groups(jobset: JSON, exists: Callable[[str, str], bool]) -> tuple[list[JSON
 
 
 def _finished(jobset: JSON) -> bool:
-    status = _dict(jobset.get("status"))
+    status = as_dict(jobset.get("status"))
     return status.get("terminalState") in FINISHED or any(
-        _dict(c).get("type") in FINISHED and _dict(c).get("status") == "True" for c in status.get("conditions") or ()
+        c.get("type") in FINISHED and c.get("status") == "True" for c in status.get("conditions") or ()
         if isinstance(c, dict))
 
 
@@ -169,8 +156,8 @@ def expand(jobset: JSON, scheduler_name: str, active_pods: int, exists: Callable
     PodGroups) makes the whole JobSet's ``skipped``."""
     meta, spec = jobset["metadata"], jobset["spec"]
     ident = f"{JOBSET.group}/{JOBSET.version} JobSet {meta['namespace']}/{meta['name']}"
-    opted_in = _dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
-    named = [_dict(_dict(_dict(r["template"]["spec"]).get("template")).get("spec")).get("schedulerName")
+    opted_in = as_dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
+    named = [as_dict(as_dict(as_dict(r["template"]["spec"]).get("template")).get("spec")).get("schedulerName")
              or jobs.DEFAULT_SCHEDULER for r in spec["replicatedJobs"]]
     if not any(n == scheduler_name or (opted_in and n == jobs.DEFAULT_SCHEDULER) for n in named) or active_pods \
             or _finished(jobset):
@@ -180,7 +167,7 @@ def expand(jobset: JSON, scheduler_name: str, active_pods: int, exists: Callable
         return Expansion(skipped="suspended")
     if managed_by not in (None, JOBSET_CONTROLLER):
         return Expansion(skipped=f"managed by {managed_by}")
-    wanted = sum((1 if r.get("replicas") is None else r["replicas"]) * job_pods(_dict(r["template"]["spec"]))
+    wanted = sum((1 if r.get("replicas") is None else r["replicas"]) * job_pods(as_dict(r["template"]["spec"]))
                  for r in spec["replicatedJobs"])
     if wanted > jobs.MAX_PODS_PER_JOB:  # a gang is all its Jobs: none is left out to make it smaller
         return Expansion(skipped=f"{wanted} pods at once, more than simulate makes of one workload "
