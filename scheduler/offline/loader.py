@@ -179,9 +179,8 @@ class Objects:
     """``(apiVersion, kind, namespace, name)`` of each skipped object of a workload kind the operator knows but
     ``simulate`` does not expand into pods (:data:`UNEXPANDED_WORKLOADS`)."""
     _seen: dict[tuple[str, str, str, str], BaseModel | LeanPod] = field(default_factory=dict, repr=False)
-    _job_names: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
+    _workload_names: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
     _workloads_seen: set[tuple[str, str, str, str]] = field(default_factory=set, repr=False)
-    _jobset_names: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def of(self, kind: Kind[T]) -> list[T]:
         """The objects of ``kind`` loaded so far: the list named by its row (``Kind.offline``)."""
@@ -334,14 +333,8 @@ class Objects:
             return
         uid = meta.get("uid")
         job = {**raw, "metadata": {**meta, "namespace": ns, **({"uid": str(uid)} if uid else {})}}
-        if name:
-            first = self._job_names.get((ns, name))
-            if first is not None:
-                if _job_read(first) != _job_read(job):
-                    self._redefined(source, "Job", ns, name)
-                return
-            self._job_names[(ns, name)] = job
-        self.jobs.append((source, job))
+        if not name or self._first("Job", source, job):  # a generateName Job is always a new one
+            self.jobs.append((source, job))
 
     def _add_jobset(self, source: str, raw: dict[str, Any], meta: dict[str, Any]) -> None:
         """Keep a JobSet as :meth:`_add_job` keeps a Job (a JobSet has no ``generateName``: a name is required)."""
@@ -352,13 +345,18 @@ class Objects:
             return
         uid = meta.get("uid") or snapshot_uid(JOBSET.api_version, JOBSET.kind, ns, name)
         jobset = {**raw, "metadata": {**meta, "namespace": ns, "uid": str(uid)}}
-        first = self._jobset_names.get((ns, name))
-        if first is not None:
-            if _job_read(first) != _job_read(jobset):
-                self._redefined(source, "JobSet", ns, name)
-            return
-        self._jobset_names[(ns, name)] = jobset
-        self.jobsets.append((source, jobset))
+        if self._first("JobSet", source, jobset):
+            self.jobsets.append((source, jobset))
+
+    def _first(self, kind: str, source: str, workload: dict[str, Any]) -> bool:
+        """Whether raw ``workload`` (of ``kind``, named, namespace set) is the first of its name: a second definition
+        is dropped, and is a problem when it differs from the first in what is read (labels, annotations, spec,
+        status)."""
+        meta = workload["metadata"]
+        first = self._workload_names.setdefault((kind, meta["namespace"], meta["name"]), workload)
+        if first is not workload and _workload_read(first) != _workload_read(workload):
+            self._redefined(source, kind, meta["namespace"], meta["name"])
+        return first is workload
 
     def _redefined(self, source: str, kind: str, ns: str, name: str) -> None:
         message = "defined again with different content; the first is kept"
@@ -392,10 +390,11 @@ the model is (no conversion, no unknown-field check), or a Pod (checked by :func
 taken when on a node)."""
 
 
-def _job_read(job: dict[str, Any]) -> tuple[Any, ...]:
-    """What of a Job is read (:mod:`scheduler.offline.jobs`), to tell a redefinition that differs."""
-    meta = job["metadata"]
-    return meta.get("labels"), meta.get("annotations"), job.get("spec"), job.get("status")
+def _workload_read(workload: dict[str, Any]) -> tuple[Any, ...]:
+    """What of a Job or JobSet is read (:mod:`scheduler.offline.jobs`, ``jobsets``), to tell a redefinition that
+    differs."""
+    meta = workload["metadata"]
+    return meta.get("labels"), meta.get("annotations"), workload.get("spec"), workload.get("status")
 
 
 def _same(obj: BaseModel, first: BaseModel | LeanPod) -> bool:

@@ -211,8 +211,9 @@ def unexpanded(objects: Objects) -> list[str]:
     """``<apiVersion> <kind> <namespace>/<name>`` of each JobSet, PyTorchJob or LeaderWorkerSet of ``objects`` that no
     pod of the snapshot carries its controller's name label for (``Objects.unexpanded``): a workload given to ask
     whether it fits, of which ``simulate`` makes no pods (only Jobs are expanded, :mod:`scheduler.offline.jobs`)."""
-    labelled = {(p.metadata.namespace, label, p.metadata.labels.get(label)) for p in objects.pods
-                for label in set(UNEXPANDED_WORKLOADS.values()) if label in p.metadata.labels}
+    labels = set(UNEXPANDED_WORKLOADS.values())
+    labelled = {(p.metadata.namespace, label, p.metadata.labels[label]) for p in objects.pods
+                for label in labels if label in p.metadata.labels}
     return [f"{api_version} {kind} {ns}/{name}" for api_version, kind, ns, name in objects.unexpanded
             if (ns, UNEXPANDED_WORKLOADS[api_version.partition("/")[0], kind], name) not in labelled]
 
