@@ -99,8 +99,7 @@ class Watches:
                 groups = GroupApis(None, False, f"API discovery failed: {exc}")
             if groups.resources:
                 self.groups = groups
-                self.cache.groups.set_unread_apis(unread_apis(groups, self.settings.api_discovery_interval_s))
-                self.on_groups(self.podgroups.resource)
+                self._apis_read()
                 log.info("reading PodGroups as %s", ", ".join(r.group_version for r in groups.resources))
                 self.api_problem = None
                 return True
@@ -160,12 +159,12 @@ class Watches:
         discovery fails."""
         found = merged(self.groups, await discover_group_apis(self.kube))
         now = asyncio.get_running_loop().time()
-        watched = {(i.resource.group_version, i.resource.plural) for i in self.informers}
+        watched = {i.resource for i in self.informers}
         served = await watched_resources(self.kube, self.settings.preemption, found, quiet=True)
         for gone in self.unlistable.keys() - set(served):  # no longer served: "not served" is the news now
             del self.unlistable[gone]
-        added = [r for r in served if (r.group_version, r.plural) not in watched
-                 and self.unlistable.get(r, (0, "", now))[2] <= now + CLOCK_SLACK_S]
+        added = [r for r in served
+                 if r not in watched and self.unlistable.get(r, (0, "", now))[2] <= now + CLOCK_SLACK_S]
         self.groups = found  # before the informers start: the PodGroup informer decodes the version found
         dropped = await self._first_lists([self._watch(res) for res in added])
         for res in added:
@@ -175,11 +174,16 @@ class Watches:
         watching = {i.resource for i in self.informers}  # what is read: not a kind dropped or waiting out its backoff
         self.groups = GroupApis(found.podgroups if found.podgroups and found.podgroups.resource in watching else None,
                                 COSCHEDULING_PODGROUPS in watching)
+        self._apis_read()
+        self.wake()
+        return [res for res in added if res not in dropped]
+
+    def _apis_read(self) -> None:
+        """Tell the binder which PodGroup resource the workload API is read as, and the group index which PodGroup
+        APIs are not read and why (not served, or served but not listable: :attr:`unlistable`)."""
         self.on_groups(self.podgroups.resource)
         unlisted = {res.group: why for res, (_, why, _) in self.unlistable.items() if res.kind in GROUP_KINDS}
         self.cache.groups.set_unread_apis(unread_apis(self.groups, self.settings.api_discovery_interval_s, unlisted))
-        self.wake()
-        return [res for res in added if res not in dropped]
 
     async def _first_lists(self, started: list[tuple[Informer, asyncio.Task[None]]]) -> set[Resource]:
         """Wait until each informer of ``started`` has read its first list, has had it refused or
@@ -196,11 +200,11 @@ class Watches:
         await asyncio.gather(*(settle(informer) for informer, _ in started))
         failed = {i.resource: i.failure or f"not listed within {FIRST_LIST_TIMEOUT_S:g} s"
                   for i, _ in started if not i.synced.is_set()}
-        with_them = {r for r in (i.resource for i, _ in started) if together(r) & failed.keys()}
+        dropped = {i.resource for i, _ in started if together(i.resource) & failed.keys()}  # the failed among them
         now = asyncio.get_running_loop().time()
         for informer, task in started:
             res = informer.resource
-            if res not in failed and res not in with_them:
+            if res not in dropped:
                 continue
             task.cancel()
             self.informers.remove(informer)
@@ -215,4 +219,4 @@ class Watches:
             self.unlistable[res] = (failures, why, now + wait)
             log.warning("API %s %s is served but could not be watched (%s): tried again in %g s",
                         res.group_version, res.plural, why, wait)
-        return failed.keys() | with_them
+        return dropped
