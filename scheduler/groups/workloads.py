@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scheduler.model.base import INT32_MAX
+
 JSON = dict[str, Any]
 
 # -- what a user sets on a workload --------------------------------------------------------------------------
@@ -224,7 +226,7 @@ def desired(kind: WorkloadKind, body: JSON, composite: bool) -> Desired:
     return Desired((GroupSpec(group.kind, group.name, minimum),), warnings)
 
 
-MIN_COUNT_MAX = 2**31 - 1
+MIN_COUNT_MAX = INT32_MAX
 """The largest ``minCount`` the API server stores: the field is an ``int32`` (``format: int32`` in the v1.37
 OpenAPI); a larger value makes every create or patch of the PodGroup a 422."""
 

@@ -151,6 +151,13 @@ def describe(exc: Exception) -> str:
     return "; ".join(parts)
 
 
+
+def first_named(names: Sequence[str], limit: int) -> str:
+    """The first ``limit`` of ``names`` joined by commas, then how many more: ``a, b, c and 4 more`` (a message that
+    names what it counts)."""
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return f"{', '.join(names[:limit])}{more}"
+
 def _got(value: object) -> str:
     """`` (got "-6")`` for a scalar input, as written in JSON (truncated); empty for an object or a list."""
     if not isinstance(value, str | int | float | bool) and value is not None:

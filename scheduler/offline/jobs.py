@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.groups.workloads import JOB, JOB_NAME, OPT_IN, OPT_IN_VALUE, as_dict, desired
+from scheduler.model.base import INT32_MAX
 from scheduler.offline.loader import JOB_API_VERSION, LoadProblem, Objects, snapshot_uid
 
 JSON = dict[str, Any]
@@ -65,8 +66,6 @@ _SUFFIXES = len(SUFFIX_ALPHABET) ** 5
 _STEP = 4_782_971
 """Not a multiple of 3, so coprime to ``27**5``: pod ``i``'s suffix number ``(start + i * _STEP) % 27**5`` differs
 for every ``i`` below ``27**5``."""
-INT32_MAX = 2**31 - 1
-"""``parallelism`` and ``completions`` are ``int32`` fields."""
 MAX_INDEXED_PARALLELISM = 100_000
 """The most ``parallelism`` an Indexed Job may have (batch validation)."""
 MAX_PODS_PER_JOB = 10_000

@@ -40,8 +40,9 @@ from scheduler.groups.workloads import (
     desired,
     job_pods,
 )
+from scheduler.model.base import INT32_MAX
 from scheduler.offline import jobs
-from scheduler.offline.jobs import INT32_MAX, Expansion
+from scheduler.offline.jobs import Expansion
 from scheduler.offline.loader import LoadProblem, Objects, snapshot_uid
 
 JSON = dict[str, Any]

@@ -45,6 +45,7 @@ from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.writes import result_fields
 from scheduler.framework.node_table import IntArray
 from scheduler.framework.snapshot import Snapshot, pod_vector
+from scheduler.model.base import first_named
 from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import API_VERSION as DRA_VERSION
 from scheduler.model.dra import DeviceUse
@@ -407,8 +408,7 @@ that made no pod."""
 
 def _named(items: list[str]) -> str:
     """The first :data:`MAX_NAMED` of ``items``, then how many more."""
-    more = f" and {len(items) - MAX_NAMED} more" if len(items) > MAX_NAMED else ""
-    return f"{', '.join(items[:MAX_NAMED])}{more}"
+    return first_named(items, MAX_NAMED)
 
 
 def notices(sim: Simulation) -> list[Notice]:

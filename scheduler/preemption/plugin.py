@@ -45,6 +45,7 @@ from scheduler.framework.node_table import BoolArray
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
+from scheduler.model.base import first_named
 from scheduler.model.pod import NEVER, Pod
 from scheduler.preemption.group_view import GroupView
 from scheduler.preemption.selection import PodVectors, Selection, Steering, select
@@ -225,8 +226,7 @@ def _devices(result: Unschedulable) -> str:
 
 def _named(pods: Sequence[Pod]) -> str:
     """The first :data:`NAMED_VICTIMS` of ``pods`` as ``ns/name``, and how many more."""
-    names = ", ".join(p.key for p in pods[:NAMED_VICTIMS])
-    return names + (f" and {len(pods) - NAMED_VICTIMS} more" if len(pods) > NAMED_VICTIMS else "")
+    return first_named([p.key for p in pods], NAMED_VICTIMS)
 
 
 def _evicted(units: Sequence[Unit]) -> str:
