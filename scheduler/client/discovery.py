@@ -62,13 +62,13 @@ GROUP_KINDS = frozenset({kinds.POD_GROUP.name, kinds.COSCHEDULING_POD_GROUP.name
 """The cache's names of the PodGroup kinds (the workload API's, scheduler-plugins')."""
 
 
-def together(res: Resource) -> set[Resource]:
-    """The resources watched all or none with ``res``, itself included (DRA's four kinds:
-    :attr:`~scheduler.model.kinds.IfServed.all_or_none`); ``{res}`` for any other."""
+def together(res: Resource) -> list[Resource]:
+    """The resources watched all or none with ``res``, itself included, in table order (DRA's four kinds:
+    :attr:`~scheduler.model.kinds.IfServed.all_or_none`); ``[res]`` for any other."""
     row = next((k for k in kinds.KINDS if k.name == res.kind), None)
     if row is None or not isinstance(row.live, IfServed) or not row.live.all_or_none:
-        return {res}
-    return {Resource.of(k) for k in kinds.KINDS if k.live == row.live and k.api_version() == row.api_version()}
+        return [res]
+    return [Resource.of(k) for k in kinds.KINDS if k.live == row.live and k.api_version() == row.api_version()]
 
 
 def merged(known: GroupApis, found: GroupApis) -> GroupApis:
@@ -112,12 +112,11 @@ async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApi
             resources += [r for r in groups.resources if r.kind == kind.name]
         elif isinstance(live, IfServed):
             api = kind.api_version()
-            together = [Resource.of(kind)]
             if live.all_or_none:
                 if (api, live) in done:
                     continue
                 done.add((api, live))
-                together = [Resource.of(k) for k in kinds.KINDS if k.live == live and k.api_version() == api]
+            these = together(Resource.of(kind))
             if api not in served:
                 try:
                     served[api] = await kube.served(api)
@@ -129,9 +128,9 @@ async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApi
             plurals = served[api]
             if plurals is None:
                 continue
-            missing = [r.plural for r in together if r.plural not in plurals]
+            missing = [r.plural for r in these if r.plural not in plurals]
             if not missing:
-                resources += together
+                resources += these
             elif quiet:
                 continue
             elif (absent := _absent(kind, groups)) is not None:

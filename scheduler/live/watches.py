@@ -200,7 +200,7 @@ class Watches:
         await asyncio.gather(*(settle(informer) for informer, _ in started))
         failed = {i.resource: i.failure or f"not listed within {FIRST_LIST_TIMEOUT_S:g} s"
                   for i, _ in started if not i.synced.is_set()}
-        dropped = {i.resource for i, _ in started if together(i.resource) & failed.keys()}  # the failed among them
+        dropped = {i.resource for i, _ in started if failed.keys() & set(together(i.resource))}  # failed ones too
         now = asyncio.get_running_loop().time()
         for informer, task in started:
             res = informer.resource
