@@ -31,12 +31,13 @@ Our own: ``gang_scheduler_gangs_below_min`` (partial roots now), ``gang_schedule
 ``gang_scheduler_gang_size_pods``, ``gang_scheduler_objects_refused_total{kind, reason}``,
 ``gang_scheduler_status_queue_depth{queue}``, ``gang_scheduler_status_queue_oldest_age_seconds{queue}``,
 ``gang_scheduler_bind_failures_total{reason}``, ``gang_scheduler_solver_attempts{result}``,
-``gang_scheduler_informer_synced{resource}``, ``gang_scheduler_informer_relists_total{resource}``,
+``gang_scheduler_informer_synced{group, resource}``, ``gang_scheduler_informer_relists_total{group, resource}``,
 ``gang_scheduler_is_leader``; plus the client library's ``process_*`` and ``python_*`` series.
 
 **Label values are closed sets** (:data:`RESULTS`, :data:`QUEUES`, :data:`ENTITY_TYPES`,
-:data:`BIND_FAILURE_REASONS`; ``resource`` is one of the five watched plurals and ``profile``
-the one scheduler name), so cardinality is bounded: no pod, group, node or namespace name is
+:data:`BIND_FAILURE_REASONS`; ``group`` and ``resource`` name one of the APIs watched — the API group, ``""``
+for the core group, and the plural, as kube-apiserver's own metrics label a resource — and ``profile`` the one
+scheduler name), so cardinality is bounded: no pod, group, node or namespace name is
 ever a label. Every combination is created at zero up front, so ``rate()`` and absence alerts
 work from the first scrape.
 
@@ -268,7 +269,7 @@ def _leaves(tree: GroupTree) -> Iterator[Leaf]:
 
 
 class _Relists:
-    """``gang_scheduler_informer_relists_total{resource}``, read from the informers at scrape time.
+    """``gang_scheduler_informer_relists_total{group, resource}``, read from the informers at scrape time.
 
     The informer already counts its lists; reading them here keeps ``informers.py`` free of
     metrics. A counter: the count never goes down for the life of the informer.
@@ -279,15 +280,16 @@ class _Relists:
             "resourceVersion expired with 410 Gone); each re-list replaces that kind in the cache.")
 
     def __init__(self) -> None:
-        self.informers: dict[str, InformerState] = {}
+        self.informers: dict[tuple[str, str], InformerState] = {}
+        """The informers reported, by (API group, plural)."""
 
     def describe(self) -> Iterable[Metric]:
-        return [CounterMetricFamily(self.NAME, self.HELP, labels=["resource"])]
+        return [CounterMetricFamily(self.NAME, self.HELP, labels=["group", "resource"])]
 
     def collect(self) -> Iterable[Metric]:
-        family = CounterMetricFamily(self.NAME, self.HELP, labels=["resource"])
-        for resource, informer in sorted(self.informers.items()):
-            family.add_metric([resource], float(max(0, informer.relists - 1)))
+        family = CounterMetricFamily(self.NAME, self.HELP, labels=["group", "resource"])
+        for (group, resource), informer in sorted(self.informers.items()):
+            family.add_metric([group, resource], float(max(0, informer.relists - 1)))
         return [family]
 
 
@@ -364,7 +366,7 @@ class Metrics:
             "('scheduled' = a plan was found).", ["result"], buckets=SOLVER_ATTEMPT_BUCKETS, registry=r)
         self.informer_synced = Gauge(
             "gang_scheduler_informer_synced", "1 once the watched resource's first list is in the cache, else 0 "
-            "(re-lists replace the kind at once, so it stays 1).", ["resource"], registry=r)
+            "(re-lists replace the kind at once, so it stays 1).", ["group", "resource"], registry=r)
         self.is_leader = Gauge(
             "gang_scheduler_is_leader", "1 while this replica schedules: it holds the leader Lease, or leader "
             "election is off; else 0.", registry=r)
@@ -506,16 +508,19 @@ class Metrics:
         """Set both queue gauges to zero (this replica stopped scheduling)."""
         self.set_queue_counts(QueueCounts())
 
-    def track_informer(self, resource: str, informer: InformerState) -> None:
-        """Report ``informer``'s sync state and re-lists under ``resource`` (a plural), read at scrape time."""
-        self.informer_synced.labels(resource).set_function(lambda: float(informer.synced.is_set()))
-        self._relists.informers[resource] = informer
+    def track_informer(self, group: str, resource: str, informer: InformerState) -> None:
+        """Report ``informer``'s sync state and re-lists under ``group`` (an API group, ``""`` for the core group) and
+        ``resource`` (a plural), read at scrape time: two APIs of one plural (``podgroups`` of scheduling.k8s.io and
+        of scheduler-plugins' scheduling.x-k8s.io) are reported apart."""
+        self.informer_synced.labels(group, resource).set_function(lambda: float(informer.synced.is_set()))
+        self._relists.informers[group, resource] = informer
 
-    def untrack_informer(self, resource: str, informer: InformerState) -> None:
-        """Stop reporting ``informer`` (stopped before it synced) under ``resource``, unless another took its place."""
-        if self._relists.informers.get(resource) is informer:
-            del self._relists.informers[resource]
-            self.informer_synced.remove(resource)
+    def untrack_informer(self, group: str, resource: str, informer: InformerState) -> None:
+        """Stop reporting ``informer`` (stopped before it synced) under ``group`` and ``resource``, unless another took
+        its place."""
+        if self._relists.informers.get((group, resource)) is informer:
+            del self._relists.informers[group, resource]
+            self.informer_synced.remove(group, resource)
 
     def track_status_queue(self, queue: StatusQueueName, state: StatusQueueState) -> None:
         """Report ``state``'s depth and oldest age under ``queue`` (read at scrape time)."""

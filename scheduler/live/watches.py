@@ -129,7 +129,7 @@ class Watches:
         informer = Informer(self.kube, res, self.cache, self.on_change, decode=self.unhonoured.checked(res, decode),
                             model=model, see=self.unhonoured.seen(res) if model is not None else None)
         self.informers.append(informer)
-        self.metrics.track_informer(res.plural, informer)
+        self.metrics.track_informer(res.group, res.plural, informer)
         return informer, self.spawn(informer.run(), f"informer/{res.plural}")
 
     async def rediscover(self) -> None:
@@ -208,10 +208,10 @@ class Watches:
                 continue
             task.cancel()
             self.informers.remove(informer)
-            self.metrics.untrack_informer(res.plural, informer)
-            for other in self.informers:  # both PodGroup APIs' plural is podgroups: the one left is reported
-                if other.resource.plural == res.plural:
-                    self.metrics.track_informer(res.plural, other)
+            self.metrics.untrack_informer(res.group, res.plural, informer)
+            for other in self.informers:  # PodGroups v1beta1 and v1alpha2 share group and plural: the one left counts
+                if (other.resource.group, other.resource.plural) == (res.group, res.plural):
+                    self.metrics.track_informer(res.group, res.plural, other)
             self.on_change(self.cache.relist(res.kind).finish())  # nothing half listed stays
             why = failed.get(res) or "listed, but a kind read with it was not"
             failures = self.unlistable.get(res, (0, "", 0.0))[0] + 1

@@ -42,7 +42,7 @@ class _Informer:
 def exposed() -> dict[str, list[dict[str, str]]]:
     """Sample name -> label sets, as a scrape of a fresh scheduler shows them (every family present)."""
     metrics = Metrics("gang-scheduler", process_metrics=False)
-    metrics.track_informer("pods", _Informer())
+    metrics.track_informer("", "pods", _Informer())
     metrics.track_leader(lambda: True)
     samples: dict[str, list[dict[str, str]]] = {}
     for family in metrics.registry.collect():

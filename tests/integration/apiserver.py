@@ -101,7 +101,8 @@ class ApiServer(kmock.KubernetesEmulator):
         try:
             response = await super().__call__(raw_request)
             if not response.prepared:
-                await response.prepare(raw_request); await response.write_eof()
+                try: await response.prepare(raw_request); await response.write_eof()
+                except ConnectionResetError: pass   # the client left mid-request (a scheduler stopped): no one to tell
             return response
         finally:
             _REQUEST.reset(token); owner.done = True

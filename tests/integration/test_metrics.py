@@ -15,7 +15,9 @@ from scheduler.live.driver import Scheduler
 from tests.integration.livekit import NS, create_gang, create_node, pod, podgroup, running, until
 
 PROFILE = "gang-scheduler"
-RESOURCES = ("pods", "nodes", "podgroups", "compositepodgroups", "priorityclasses")
+RESOURCES = (("", "pods"), ("", "nodes"), ("scheduling.k8s.io", "podgroups"),
+             ("scheduling.k8s.io", "compositepodgroups"), ("scheduling.k8s.io", "priorityclasses"))
+"""The APIs watched that these tests' server serves, as (API group, plural)."""
 
 Scrape = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -71,9 +73,9 @@ async def test_gang_that_fits_counts_three_pods_and_one_group_scheduled(k8s, kub
         assert sum(get(s, "gang_scheduler_bind_failures_total", reason=r)
                    for r in ("conflict", "not_found", "server_error", "other")) == 0
         assert get(s, "gang_scheduler_is_leader") == 1  # leader election off: this replica schedules
-        for res in RESOURCES:
-            assert get(s, "gang_scheduler_informer_synced", resource=res) == 1, res
-            assert get(s, "gang_scheduler_informer_relists_total", resource=res) == 0, res
+        for group, res in RESOURCES:
+            assert get(s, "gang_scheduler_informer_synced", group=group, resource=res) == 1, res
+            assert get(s, "gang_scheduler_informer_relists_total", group=group, resource=res) == 0, res
         s = await scrape_until(sched, lambda s: get(s, "scheduler_pending_pods", queue="active") == 0,
                                "queue gauges after the cycle")
         assert all(get(s, "scheduler_pending_pods", queue=q) == 0
@@ -151,7 +153,8 @@ async def test_leader_gauge_is_one_on_the_leader_and_zero_on_the_standby(k8s, ku
         s = await scrape(b)
         assert get(s, "gang_scheduler_is_leader") == 0
         assert attempts("scheduled")(s) == 0
-        assert get(s, "gang_scheduler_informer_synced", resource="pods") == 1  # standbys keep their caches warm
+        # standbys keep their caches warm
+        assert get(s, "gang_scheduler_informer_synced", group="", resource="pods") == 1
 
 
 @pytest.mark.looptime
@@ -159,12 +162,12 @@ async def test_watch_410_counts_a_relist(k8s, kube: KubeClient) -> None:
     await create_node(kube, "n0", cpu="4")
     async with running(kube) as sched:
         s = await scrape(sched)
-        assert get(s, "gang_scheduler_informer_relists_total", resource="pods") == 0
+        assert get(s, "gang_scheduler_informer_relists_total", group="", resource="pods") == 0
         informer = next(i for i in sched.watches.informers if i.resource is PODS)
         lists = informer.relists
         k8s.compact()  # history dropped: resuming the watch gets ERROR 410 and the informer re-lists
         # wait on the informer (cheap) rather than scraping every 50 ms through the 300 s watch timeout
         await until(lambda: informer.relists > lists, timeout_s=400, what="a pods re-list")
         s = await scrape(sched)
-        assert get(s, "gang_scheduler_informer_relists_total", resource="pods") == informer.relists - 1 >= 1
-        assert get(s, "gang_scheduler_informer_synced", resource="pods") == 1
+        assert get(s, "gang_scheduler_informer_relists_total", group="", resource="pods") == informer.relists - 1 >= 1
+        assert get(s, "gang_scheduler_informer_synced", group="", resource="pods") == 1

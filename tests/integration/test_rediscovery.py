@@ -385,4 +385,5 @@ async def test_a_podgroup_api_dropped_leaves_the_other_reported_as_synced(k8s: A
         await asyncio.sleep(INTERVAL_S + 1)
         assert sched.watches.groups.podgroups is None and sched.watches.groups.coscheduling
         scraped = await scrape(sched)
-        assert scraped[("gang_scheduler_informer_synced", frozenset({("resource", "podgroups")}))] == 1
+        assert scraped[("gang_scheduler_informer_synced",
+                        frozenset({("group", "scheduling.x-k8s.io"), ("resource", "podgroups")}))] == 1

@@ -345,15 +345,36 @@ class FakeInformer:
 def test_informer_sync_and_relists_are_read_at_scrape_time() -> None:
     m = Metrics(PROFILE)
     informer = FakeInformer()
-    m.track_informer("pods", informer)
-    assert value(m, "gang_scheduler_informer_synced", resource="pods") == 0
-    assert value(m, "gang_scheduler_informer_relists_total", resource="pods") == 0
+    m.track_informer("", "pods", informer)
+    pods = {"group": "", "resource": "pods"}
+    assert value(m, "gang_scheduler_informer_synced", **pods) == 0
+    assert value(m, "gang_scheduler_informer_relists_total", **pods) == 0
     informer.synced.set()
     informer.relists = 1  # the initial list is not a re-list
-    assert value(m, "gang_scheduler_informer_synced", resource="pods") == 1
-    assert value(m, "gang_scheduler_informer_relists_total", resource="pods") == 0
+    assert value(m, "gang_scheduler_informer_synced", **pods) == 1
+    assert value(m, "gang_scheduler_informer_relists_total", **pods) == 0
     informer.relists = 3
-    assert value(m, "gang_scheduler_informer_relists_total", resource="pods") == 2
+    assert value(m, "gang_scheduler_informer_relists_total", **pods) == 2
+
+
+def test_two_apis_of_one_plural_are_reported_apart() -> None:
+    """scheduling.k8s.io's PodGroups and scheduler-plugins' (scheduling.x-k8s.io) are both ``podgroups``: each has
+    its own series, and dropping one leaves the other's."""
+    m = Metrics(PROFILE)
+    ours, coscheduling = FakeInformer(), FakeInformer()
+    m.track_informer("scheduling.k8s.io", "podgroups", ours)
+    m.track_informer("scheduling.x-k8s.io", "podgroups", coscheduling)
+    coscheduling.synced.set()
+    coscheduling.relists = 2
+    assert value(m, "gang_scheduler_informer_synced", group="scheduling.k8s.io", resource="podgroups") == 0
+    assert value(m, "gang_scheduler_informer_synced", group="scheduling.x-k8s.io", resource="podgroups") == 1
+    assert value(m, "gang_scheduler_informer_relists_total", group="scheduling.k8s.io", resource="podgroups") == 0
+    assert value(m, "gang_scheduler_informer_relists_total", group="scheduling.x-k8s.io", resource="podgroups") == 1
+    m.untrack_informer("scheduling.k8s.io", "podgroups", ours)
+    assert [labels for name, labels in samples(m) if name == "gang_scheduler_informer_synced"] == [
+        frozenset({("group", "scheduling.x-k8s.io"), ("resource", "podgroups")})]
+    assert [labels for name, labels in samples(m) if name == "gang_scheduler_informer_relists_total"] == [
+        frozenset({("group", "scheduling.x-k8s.io"), ("resource", "podgroups")})]
 
 
 def test_leader_gauge_follows_the_callable() -> None:
