@@ -52,7 +52,10 @@ pods bound/s after the first bind, the scheduler's **steady-state CPU per pod** 
 the first bind to the last, divided by the pods bound in that window) and its CPU per pod over the whole
 drain (start-up included), its share of one core over the drain (the emulator's beside it: which process
 bounds the rate), and ``VmHWM``; then one ``case:`` summary line. Checked as above (every pod bound, no
-node overcommitted, every gang whole).
+node overcommitted, every gang whole). ``--repeat N`` runs the cases N times in turn and ends with each case's
+minimum, median and maximum; ``--against DIR`` runs every case a second time right after the first with the
+``scheduler`` package of the checkout ``DIR`` (the scheduler process's ``PYTHONPATH``; the emulator and the driver
+stay this checkout's), so two versions of the code are compared in the same minutes, at the same load.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ import re
 import resource
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -949,6 +953,18 @@ class Drain(Run):
     load: tuple[str, str] = ("", "")
     rss: dict[str, float] = field(default_factory=dict)
     """The scheduler's ``VmRSS`` (MiB) when ready (lists done) and at its first bind."""
+    code: Path | None = None
+    """The checkout whose ``scheduler`` package ran (``--against``); None: this one."""
+
+    def steady(self) -> tuple[float, float]:
+        """(pods bound per second, scheduler CPU per pod in ms) from the first bind to the last; NaN without two
+        binds."""
+        if self.cpu is None or "first" not in self.cpu.marks or "bound" not in self.cpu.marks or self.bound < 2:
+            return float("nan"), float("nan")
+        _, used = self.cpu.between("first", "bound")
+        drained = self.bound - 1
+        rate = drained / (self.last_bound - self.first_bound) if self.last_bound > self.first_bound else float("nan")
+        return rate, 1000 * used["scheduler"] / drained
 
 
 def loadavg() -> str:
@@ -956,9 +972,10 @@ def loadavg() -> str:
         return " ".join(f.read().split()[:3])
 
 
-async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
-    """One drain: create everything, start the scheduler, wait for every pending pod to be bound, check."""
-    d = Drain(case=case, load=(loadavg(), ""))
+async def run_case(case: Case, args: argparse.Namespace, work: Path, code: Path | None = None) -> Drain:
+    """One drain: create everything, start the scheduler, wait for every pending pod to be bound, check. ``code``:
+    a checkout whose ``scheduler`` package the scheduler process imports instead of this one's."""
+    d = Drain(case=case, load=(loadavg(), ""), code=code)
     t0 = time.monotonic()
     with emulator(args.emulator_loop, args.emulator, work, preload=preload_args(case, args.seed),
                   ready_s=max(30.0, args.ready_timeout)) as (emu, url, tls):
@@ -995,8 +1012,9 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
             try:
                 cpu.mark("launch")
                 d.launched = time.monotonic()
+                env = None if code is None else {**os.environ, "PYTHONPATH": str(code)}
                 with open(log_path, "wb") as log_file:
-                    sched = subprocess.Popen(cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
+                    sched = subprocess.Popen(cmd, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT, env=env)
                 cpu.pids["scheduler"] = sched.pid
                 cpu.marks["launch"][1]["scheduler"] = 0.0  # a new process: no CPU used yet
                 if args.profile == "py-spy" and args.profile_from == "launch":  # start-up: launch to the first bind
@@ -1045,7 +1063,7 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path) -> Drain:
 def report_case(d: Drain) -> bool:
     """Print one case's figures and its ``case:`` summary line; True if every check passed."""
     c = d.case
-    print(f"\n== case {c.name}: {c.describe()} ==")
+    print(f"\n== case {c.name}: {c.describe()}" + (f" (the scheduler of {d.code})" if d.code else "") + " ==")
     print("setup: " + ", ".join(f"{k} {v:.1f} s" for k, v in d.setup_s.items())
           + f"; load average {d.load[0]} before, {d.load[1]} after")
     ok = not d.problems and d.exit_code == 0
@@ -1055,8 +1073,7 @@ def report_case(d: Drain) -> bool:
     drain_wall, used = d.cpu.between("first", "bound")
     _, whole = d.cpu.between("launch", "bound")
     drained = d.bound - 1
-    rate = drained / (d.last_bound - d.first_bound) if d.last_bound > d.first_bound else float("nan")
-    per_pod = 1000 * used["scheduler"] / drained if drained else float("nan")
+    rate, per_pod = d.steady()
     start_cpu = whole["scheduler"] - used["scheduler"]
     print(f"  ready (list + sync)        {d.ready - d.launched:7.2f} s after launch")
     print(f"  start -> first bind        {d.first_bound - d.launched:7.2f} s (scheduler CPU {start_cpu:.2f} s)")
@@ -1093,7 +1110,8 @@ def report_case(d: Drain) -> bool:
     if d.exit_code != 0:
         print(f"  ! the scheduler exited with code {d.exit_code} on SIGTERM")
     util = 100 * used["scheduler"] / drain_wall if drain_wall > 0 else float("nan")
-    print(f"case: {c.name} bound/s {rate:.1f}; start->first bind {d.first_bound - d.launched:.2f} s "
+    print(f"case: {c.name}{' against' if d.code else ''} bound/s {rate:.1f}; "
+          f"start->first bind {d.first_bound - d.launched:.2f} s "
           f"(CPU {start_cpu:.2f} s); CPU {per_pod:.3f} ms/pod steady, {1000 * whole['scheduler'] / d.bound:.3f} "
           f"whole drain; load {d.load[0]}; utilisation {util:.0f}%; "
           f"emulator {100 * used['emulator'] / drain_wall:.0f}% ({emu_per_pod:.3f} ms/pod); "
@@ -1103,10 +1121,14 @@ def report_case(d: Drain) -> bool:
 
 # -- reporting -----------------------------------------------------------------------------------
 
-def code_version() -> str:
-    """The commit of the ``scheduler`` package the scheduler subprocess imports, and whether it is modified."""
-    import scheduler
-    src = Path(scheduler.__file__).parent
+def code_version(checkout: Path | None = None) -> str:
+    """The commit of the ``scheduler`` package the scheduler subprocess imports (this checkout's, or that of
+    ``checkout``), and whether it is modified."""
+    if checkout is None:
+        import scheduler
+        src = Path(scheduler.__file__).parent
+    else:
+        src = checkout / "scheduler"
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=src, capture_output=True, text=True,
                               timeout=10).stdout.strip()
@@ -1243,6 +1265,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="a drain instead of the burst: everything created first, then the scheduler "
                          f"started (repeatable; 'all' runs {', '.join(ALL)}; "
                          "--nodes/--gangs/--pods-per-gang do not apply)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="drains: run the cases N times in turn, then print each case's minimum, median and maximum")
+    ap.add_argument("--against", metavar="DIR", default=None,
+                    help="drains: run every case twice in a row, the second time with the scheduler package of the "
+                         "checkout DIR (the scheduler process's PYTHONPATH), and summarise each code apart")
     ap.add_argument("--emulator", choices=SHAPES, default="real",
                     help="real (default): HTTPS, objects shaped and sized as a real API server's "
                          "(tests/bench/emulator.py); small: plain HTTP and objects as sent (the figures before)")
@@ -1258,6 +1285,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.profile == "py-spy" and not (Path(sys.executable).parent / "py-spy").exists():
         ap.error("--profile py-spy needs py-spy in the venv: .venv/bin/pip install py-spy (not a project dependency)")
+    if (args.repeat != 1 or args.against) and not args.case:
+        ap.error("--repeat and --against apply to the drains (--case)")
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
+    if args.against and not (Path(args.against) / "scheduler" / "__init__.py").is_file():
+        ap.error(f"--against {args.against}: not a checkout (no scheduler/__init__.py there)")
     if args.case:
         return run_cases(args, list(ALL) if "all" in args.case else args.case)
     args.nodes = args.nodes or (200 if args.quick else 1000)
@@ -1297,15 +1330,44 @@ def run_cases(args: argparse.Namespace, names: list[str]) -> int:
     print(f"machine: {machine()}; calibration {calibration_ms():.1f} ms CPU (a fixed pure-Python loop, best of "
           f"{CALIBRATION_ROUNDS}: lower is faster)")
     print(f"code: {code_version()}")
+    codes: list[Path | None] = [None]
+    if args.against:
+        codes.append(Path(args.against).resolve())
+        print(f"against: {code_version(codes[1])}")
     ok = True
+    runs: defaultdict[tuple[str, Path | None], list[Drain]] = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp:
         work = Path(args.keep or tmp)
         work.mkdir(parents=True, exist_ok=True)
-        for name in names:
-            ok = report_case(uvloop.run(run_case(CASES[name], args, work))) and ok
+        for _ in range(args.repeat):
+            for name in names:
+                for code in codes:
+                    d = uvloop.run(run_case(CASES[name], args, work, code))
+                    ok = report_case(d) and ok
+                    runs[name, code].append(d)
         if args.keep:
             print(f"scheduler logs, kubeconfig and profiles kept in {work}")
+    if len(codes) > 1 or args.repeat > 1:
+        print()
+        for (name, code), drains in runs.items():
+            print(summary_line(name, code, drains))
     return 0 if ok else 1
+
+
+def summary_line(name: str, code: Path | None, drains: list[Drain]) -> str:
+    """One case's runs (``--repeat``, ``--against``): minimum, median and maximum of the steady CPU per pod and
+    of the pods bound per second, and the load averages (1 minute) they ran at."""
+    figures = [d.steady() for d in drains]
+    cpu = sorted(ms for _, ms in figures)
+    rate = sorted(r for r, _ in figures)
+    load = sorted(float(d.load[0].split()[0]) for d in drains)
+
+    def spread(values: list[float], fmt: str) -> str:
+        return "/".join(format(v, fmt) for v in (values[0], statistics.median(values), values[-1]))
+
+    who = f"the scheduler of {code}" if code else "this checkout"
+    return (f"summary: {name}, {who}, {len(drains)} run(s): steady CPU per pod min/median/max "
+            f"{spread(cpu, '.3f')} ms; pods bound/s {spread(rate, '.1f')}; load {load[0]:.2f}-{load[-1]:.2f}")
 
 
 if __name__ == "__main__":
