@@ -10,7 +10,7 @@ requests).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,19 +78,23 @@ def merged(known: GroupApis, found: GroupApis) -> GroupApis:
     return GroupApis(known.podgroups or found.podgroups, known.coscheduling or found.coscheduling)
 
 
-async def discover_group_apis(kube: KubeClient) -> GroupApis:
+async def discover_group_apis(kube: KubeClient, known: GroupApis | None = None) -> GroupApis:
     """Which PodGroup APIs ``kube``'s server serves (both the workload API's and the CRD may be: the two kinds are
-    kept apart, ``model/coscheduling.py``). Raises :class:`~scheduler.client.kube.ApiError` when discovery fails."""
-    api, reason = await podgroup_api.discover(kube)
-    crd = COSCHEDULING_PODGROUPS.plural in await kube.served(COSCHEDULING_PODGROUPS.group_version)
+    kept apart, ``model/coscheduling.py``). ``known``: the APIs read already (``run`` looking again), taken as served
+    without asking again — what is read is never dropped (:func:`merged`). Raises
+    :class:`~scheduler.client.kube.ApiError` when discovery fails."""
+    known = known or GroupApis(None, False)
+    api, reason = (known.podgroups, "") if known.podgroups is not None else await podgroup_api.discover(kube)
+    crd = known.coscheduling or COSCHEDULING_PODGROUPS.plural in await kube.served(
+        COSCHEDULING_PODGROUPS.group_version)
     if api is not None or crd:
         return GroupApis(api, crd)
     return GroupApis(None, False, f"{reason}, or install scheduler-plugins' PodGroup CRD "
                                   f"({COSCHEDULING_PODGROUPS.group_version}, chart value crds.install)")
 
 
-async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApis, *,
-                            quiet: bool = False) -> list[Resource]:
+async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApis, *, quiet: bool = False,
+                            watched: Collection[Resource] = ()) -> list[Resource]:
     """The resources to list and watch: the rows of :mod:`scheduler.model.kinds` that ``run`` watches,
     in table order, each as its :attr:`~scheduler.model.kinds.Kind.live` says — always; the PodGroups of ``groups``;
     with ``preemption`` (PodDisruptionBudgets); or when API discovery finds it served (:class:`IfServed`:
@@ -98,8 +102,10 @@ async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApi
 
     Discovery asks once per API group/version. Each optional API missing or failing discovery is logged once at
     WARNING with what follows (trees are single PodGroups; pods with ResourceClaims wait; volumes that need it are
-    not honoured); ``quiet``: nothing is logged (``run`` looking again for what was missing). The PodGroup API
-    itself is not checked here (``run`` waits for it first). Raises nothing for discovery failures.
+    not honoured); ``quiet``: nothing is logged (``run`` looking again for what was missing). ``watched``: the
+    resources watched already, taken as served without asking (``run`` never stops watching a kind it listed), so
+    looking again asks only about what is not watched. The PodGroup API itself is not checked here (``run`` waits
+    for it first). Raises nothing for discovery failures.
     """
     resources: list[Resource] = []
     served: dict[str, set[str] | None] = {}  # group/version -> plurals served; None: discovery failed
@@ -117,6 +123,9 @@ async def watched_resources(kube: KubeClient, preemption: bool, groups: GroupApi
                     continue
                 done.add((api, live))
             these = together(Resource.of(kind))
+            if all(r in watched for r in these):
+                resources += these
+                continue
             if api not in served:
                 try:
                     served[api] = await kube.served(api)

@@ -154,13 +154,14 @@ class Watches:
         until then (``Scheduler.schedule_ready`` asks :meth:`synced`), as at start: a kind half listed may hold what
         a plan would take (DRA's claims, their devices). A kind whose first list is refused (401, 403, 404) or not
         read within :data:`FIRST_LIST_TIMEOUT_S` is not watched (:meth:`_first_lists`) and tried again after a
-        backoff that doubles with each failure (:attr:`unlistable`). Never stops watching a kind once listed.
+        backoff that doubles with each failure (:attr:`unlistable`). Never stops watching a kind once listed, so only
+        what is not watched is asked about (nothing, once everything the server can serve is watched).
         Returns the resources now watched (logged at INFO). Raises :class:`~scheduler.client.kube.ApiError` when
         discovery fails."""
-        found = merged(self.groups, await discover_group_apis(self.kube))
+        found = merged(self.groups, await discover_group_apis(self.kube, self.groups))
         now = asyncio.get_running_loop().time()
         watched = {i.resource for i in self.informers}
-        served = await watched_resources(self.kube, self.settings.preemption, found, quiet=True)
+        served = await watched_resources(self.kube, self.settings.preemption, found, quiet=True, watched=watched)
         for gone in self.unlistable.keys() - set(served):  # no longer served: "not served" is the news now
             del self.unlistable[gone]
         added = [r for r in served

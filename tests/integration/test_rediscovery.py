@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 import kmock
@@ -150,6 +151,30 @@ async def test_nothing_new_is_nothing_added(k8s: ApiServer, kube: KubeClient) ->
         before = [i.resource for i in sched.watches.informers]
         assert await sched.watches.discover_more() == []
         assert [i.resource for i in sched.watches.informers] == before
+
+
+@pytest.mark.looptime
+async def test_looking_again_asks_only_about_what_is_not_watched(k8s: ApiServer, kube: KubeClient) -> None:
+    """Every API this server serves is watched from the start except the CRD: looking again asks its group/version
+    alone; once it is watched too, looking again asks nothing."""
+    del k8s.resources[CRD_PATH]
+    asked: list[str] = []
+
+    async def discovery(request: kmock.Request) -> Any:
+        asked.append(request.url.path)
+        return await k8s._serve_version(request)
+
+    async with running(kube) as sched:
+        k8s["get", kmock.path(re.compile(r"^/apis/[^/]+/[^/]+$"))] << discovery
+        assert await sched.watches.discover_more() == []
+        assert asked == ["/apis/scheduling.x-k8s.io/v1alpha1"]
+        asked.clear()
+        serve(k8s, CRD_PATH)
+        assert await sched.watches.discover_more() == [COSCHEDULING_PODGROUPS]
+        assert asked == ["/apis/scheduling.x-k8s.io/v1alpha1"]
+        asked.clear()
+        assert await sched.watches.discover_more() == []
+        assert asked == []
 
 
 @pytest.mark.looptime
