@@ -25,6 +25,7 @@ Kubernetes client.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import time
@@ -273,7 +274,8 @@ def _settings(flags: dict[str, Any]) -> Settings:
     the defaults. Unset flags (``None``, an empty repeatable flag) are left to the environment.
 
     On a bad value prints one ``error: SOURCE 'value': what is wrong`` line per problem (SOURCE:
-    the ``--flag`` if given, else the variable) and exits 2; every command uses this.
+    the ``--flag`` if given, else the variable if set, else the ``--flag`` and "(the default)": a value another
+    flag refuses, ``--backoff-max-s`` below a ``--backoff-initial-s`` given) and exits 2; every command uses this.
     """
     from pydantic import ValidationError
     from pydantic_settings import SettingsError
@@ -289,10 +291,13 @@ def _settings(flags: dict[str, Any]) -> Settings:
                 click.echo(f"error: {err['msg']}", err=True)
                 continue
             name = str(err["loc"][0])
-            source = f"--{name.replace('_', '-')}" if name in given else f"{ENV_PREFIX}{name.upper()}"
+            flag, variable = f"--{name.replace('_', '-')}", f"{ENV_PREFIX}{name.upper()}"
+            from_env = any(k.upper() == variable for k in os.environ)  # pydantic-settings reads them in any case
+            source = flag if name in given else variable if from_env else flag
             value = err["input"]
             value = ",".join(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else value
-            click.echo(f"error: {source} {value!r}: {err['msg']}", err=True)
+            default = "" if name in given or from_env else " (the default)"
+            click.echo(f"error: {source} {value!r}{default}: {err['msg']}", err=True)
     except SettingsError as exc:  # a variable pydantic-settings could not decode; the message names it
         click.echo(f"error: {exc}", err=True)
     sys.exit(2)
