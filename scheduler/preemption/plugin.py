@@ -143,9 +143,7 @@ class DefaultPreemption:
             return Outcome.NO_VICTIMS, None
         if chosen is None:
             pods = [p for u in units for p in u.pods]
-            return Outcome.NOT_HELPFUL, result.with_postfilter(
-                f"{prefix}{NOT_HELPFUL} (no fit even with all {len(pods)} lower-priority pod(s) evicted: "
-                f"{_named(pods)}{_devices(result)})")
+            return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} ({_no_fit(pods, result)})")
         if not chosen.pods:
             return Outcome.FITS, chosen.plan
         return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix)
@@ -216,12 +214,15 @@ def _pending(tree: GroupTree) -> Iterable[Pod]:
         yield from leaf.pending
 
 
-def _devices(result: Unschedulable) -> str:
-    """``: devices are the limit, …`` when DRA's claims refused nodes in ``result`` (:data:`DEVICES_LIMIT`,
-    :data:`DEVICES_TOO` when node resources did too); empty otherwise."""
+def _no_fit(pods: Sequence[Pod], result: Unschedulable) -> str:
+    """Why no choice of victims helps: ``no fit even with all 3 lower-priority pods evicted: ml/a-0, …`` (``the one
+    lower-priority pod`` for one), led by :data:`DEVICES_LIMIT` when DRA's claims refused nodes in ``result``
+    (:data:`DEVICES_TOO` when node resources did too), since an eviction frees no device here."""
+    which = "the one lower-priority pod" if len(pods) == 1 else f"all {len(pods)} lower-priority pods"
+    no_fit = f"no fit even with {which} evicted: {_named(pods)}"
     if dynamic_resources.NAME not in result.rejectors:
-        return ""
-    return "; " + (DEVICES_TOO if resources_fit.NAME in result.rejectors else DEVICES_LIMIT)
+        return no_fit
+    return f"{DEVICES_TOO if resources_fit.NAME in result.rejectors else DEVICES_LIMIT}: {no_fit}"
 
 
 def _named(pods: Sequence[Pod]) -> str:

@@ -52,21 +52,28 @@ class Diagnosis:
 @dataclass(frozen=True, slots=True)
 class Domain:
     """The topology domain a group is being placed in: its ``key`` (node label), ``value``, and ``count``, how many
-    domains of that key the group could choose from."""
+    domains of that key the group could choose from; ``by_room``: chosen as the closest by room, every domain being
+    short of it (``scheduler.solver.domains``), rather than one tried in turn."""
 
     key: str
     value: str
     count: int
+    by_room: bool = False
 
 
-def phrase(where: Domain | None, closest: bool) -> str:
+def phrase(where: Domain | None, closest: bool, placed: int | None = None) -> str:
     """`` in topology.kubernetes.io/zone a`` for a reason given inside ``where`` (empty outside a domain) — with
     `` (closest of 2 domains)`` when ``closest`` (a failure's text: the one kept is the attempt that placed the
-    most members) and there was a choice."""
+    most members, the first of equals) and there was a choice; `` (one of 2 domains; none came closer)`` instead
+    when the attempt placed nothing (``placed``: members, or satisfied children, it placed) in a domain tried in
+    turn (not :attr:`Domain.by_room`), as then no domain tried did better and this one is merely the first."""
     if where is None:
         return ""
     text = f" in {where.key} {where.value}"
-    return f"{text} (closest of {where.count} domains)" if closest and where.count > 1 else text
+    if not closest or where.count < 2:
+        return text
+    return f"{text} (one of {where.count} domains; none came closer)" if placed == 0 and not where.by_room else \
+        f"{text} (closest of {where.count} domains)"
 
 
 def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArray) -> Diagnosis:

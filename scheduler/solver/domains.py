@@ -160,8 +160,12 @@ class DomainPruning:
         # with the most room were its nodes emptied (where evictions would help most).
         capacity = room_per_domain(len(doms.values), ids, counted, cols, self.table.allocatable)
         emptied = (need[cols] / np.maximum(capacity, 1)).max(axis=1)
-        closest = min(map(int, present), key=lambda d: (float(ratios[d]), float(emptied[d]), doms.values[d]))
-        return [(Domain(key, doms.values[closest], len(present)), mask & (ids == closest))]
+        def room(d: int) -> tuple[float, float]:
+            return float(ratios[d]), float(emptied[d])
+
+        closest = min(map(int, present), key=lambda d: (*room(d), doms.values[d]))
+        by_room = any(room(int(d)) != room(closest) for d in present)  # else the first by name: none is closer
+        return [(Domain(key, doms.values[closest], len(present), by_room=by_room), mask & (ids == closest))]
 
     def room_may_free(self) -> bool:
         """Whether some domain skipped for room could hold its group were the nodes its members may use emptied:

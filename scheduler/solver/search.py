@@ -137,7 +137,7 @@ class _Search:
         if not found:
             notes = "; ".join(self.profile.notes(self.state))
             self.failures.record(leaf, 0, f"{describe(leaf)}: {plugin.unheld_reason(self.state, held)}"
-                                 f"{phrase(where, closest=True)}{'; ' + notes if notes else ''}", True,
+                                 f"{phrase(where, closest=True, placed=0)}{'; ' + notes if notes else ''}", True,
                                  frozenset((plugin.name,)))
 
     def leaf_placements(self, group: Leaf, mask: BoolArray, where: Domain | None) -> Iterator[None]:
@@ -176,7 +176,7 @@ class _Search:
             if limit is None:
                 first = placed
                 if placed < len(group.pending):
-                    context = phrase(where, closest=True)
+                    context = phrase(where, closest=True, placed=placed)
                     if where is not None and not satisfied and why is not None:
                         context += room_short(self.table, self.state.free, why.short_of_room,
                                                   self.domains.need(group))
@@ -218,10 +218,10 @@ class _Search:
         n = len(composite.children)
         if satisfied + (n - next_child) < composite.need:
             if composite.min_group_count is None:
-                message = f"{describe(composite)}: no child group fits{phrase(where, closest=True)}"
+                message = f"{describe(composite)}: no child group fits{phrase(where, closest=True, placed=0)}"
             else:
                 message = (f"{describe(composite)}: {satisfied}/{n} child groups satisfied (minGroupCount "
-                           f"{composite.need}){phrase(where, closest=True)}")
+                           f"{composite.need}){phrase(where, closest=True, placed=satisfied)}")
             self.failures.record(composite, satisfied, message, self.failures.resource_limited(),
                                  self.failures.rejectors())
             return

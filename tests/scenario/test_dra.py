@@ -29,10 +29,10 @@ from tests.unit.dra.example_devices import OVER_COST_LIMIT
 CLUSTER = DATA / "clusters" / "small-gpu-cluster.yaml"
 SHARED_CLAIMS = DATA / "workloads" / "c-podgroup-shared-claims.yaml"
 PRETRAIN = "llm-pretrain-6f7c9-workers-2rl42"
-NOT_HELPFUL_8 = ("pod group preemption: Preemption is not helpful for scheduling (no fit even with all 8 "
-                 "lower-priority pod(s) evicted: monitoring/prometheus-k8s-0, inference/llama3-70b-7c9d4b6f5-k2x8p, "
-                 "research/finetune-lora-7-5rq2w and 5 more; devices are the limit, and preemption frees node "
-                 "resources, not the victims' devices)")
+NOT_HELPFUL_8 = ("pod group preemption: Preemption is not helpful for scheduling (devices are the limit, and "
+                 "preemption frees node resources, not the victims' devices: no fit even with all 8 lower-priority "
+                 "pods evicted: monitoring/prometheus-k8s-0, inference/llama3-70b-7c9d4b6f5-k2x8p, "
+                 "research/finetune-lora-7-5rq2w and 5 more)")
 """The PostFilter's verdict on a probe gang short of devices in the small GPU cluster (8 running pods below it)."""
 ZONE_A = {"gpu-a1-1", "gpu-a1-2", "gpu-a2-1", "gpu-a2-2", "cpu-m5-1"}
 RACKS = {"rack-a1": {"gpu-a1-1", "gpu-a1-2"}, "rack-a2": {"gpu-a2-1", "gpu-a2-2"},
@@ -164,10 +164,10 @@ def test_shared_claim_gang_does_not_fit_beside_both_gangs_and_takes_nothing() ->
     assert reason == ("gang allreduce-bench: 2/4 placeable (minCount 4) in topology.example.com/rack rack-b1 "
                       "(closest of 4 domains); 0/2 nodes are available: 2 cannot allocate all claims. request gpu: 2 "
                       "wanted; 64 device(s) of class gpu.nvidia.com in the cluster, at most 0 unallocated on any one "
-                      "of the 2 nodes. pod group preemption: Preemption is not helpful for scheduling (no fit even "
-                      "with all 3 lower-priority pod(s) evicted: research/finetune-lora-7-5rq2w, "
-                      "research/nb-research-0, batch/eval-suite-4-0-xk5mb; devices are the limit, and preemption "
-                      "frees node resources, not the victims' devices)")
+                      "of the 2 nodes. pod group preemption: Preemption is not helpful for scheduling (devices are "
+                      "the limit, and preemption frees node resources, not the victims' devices: no fit even with "
+                      "all 3 lower-priority pods evicted: research/finetune-lora-7-5rq2w, research/nb-research-0, "
+                      "batch/eval-suite-4-0-xk5mb)")
     assert status(sim)[PRETRAIN] == status(sim)["train-llm-workload-root"] == "Scheduled"
     assert_no_device_twice(sim)
 

@@ -30,7 +30,7 @@ def pod_reasons(sim: Simulation, group: str) -> set[str | None]:
 
 def test_a_gang_lacking_the_taints_toleration_is_told_so_not_that_the_zone_lacks_memory() -> None:
     assert pod_reasons(run(), "eval-notol") == {
-        f"gang eval-notol: 0/8 placeable (minCount 8) in {ZONE} us-west-2a (closest of 2 domains); "
+        f"gang eval-notol: 0/8 placeable (minCount 8) in {ZONE} us-west-2a (one of 2 domains; none came closer); "
         "0/4 nodes are available: 4 node(s) had untolerated taint {nvidia.com/gpu: true}."}  # no preemption tried
 
 
@@ -40,7 +40,7 @@ def test_one_pod_per_node_is_the_reason_and_the_preemption_verdict_follows_it() 
     assert pod_reasons(run(), "sweep") == {
         f"gang sweep: 4/8 placeable (minCount 8) in {ZONE} us-west-2a (closest of 2 domains); 0/4 nodes are "
         "available: 2 Insufficient nvidia.com/gpu, 2 node(s) didn't match pod anti-affinity rules. pod group "
-        "preemption: Preemption is not helpful for scheduling (no fit even with all 1 lower-priority pod(s) evicted: "
+        "preemption: Preemption is not helpful for scheduling (no fit even with the one lower-priority pod evicted: "
         "ml/notebook)"}
 
 

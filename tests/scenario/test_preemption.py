@@ -176,5 +176,5 @@ def test_members_above_the_minimum_evict_nothing_in_vain_and_say_why(tmp_path: P
     assert len(left) == 2
     assert {p["reason"] for p in left} == {  # appended as kube-scheduler appends a PostFilter message
         "gang high: 1/3 placed (minCount 1); 0/1 nodes are available: 1 Insufficient cpu. pod group preemption: "
-        "Preemption is not helpful for scheduling (no fit even with all 1 lower-priority pod(s) evicted: "
+        "Preemption is not helpful for scheduling (no fit even with the one lower-priority pod evicted: "
         "ml/blockers-0)"}

@@ -538,8 +538,8 @@ spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.ex
     assert group(sim, "g")[0] == "Unschedulable" and sim.preemptions == []
     reason = pod_reasons(sim)["ml/a"]
     assert reason is not None and reason.endswith(
-        "pod group preemption: Preemption is not helpful for scheduling (no fit even with all 1 lower-priority "
-        "pod(s) evicted: ml/low; devices are the limit, and preemption frees node resources, not the victims' devices)")
+        "pod group preemption: Preemption is not helpful for scheduling (devices are the limit, and preemption frees "
+        "node resources, not the victims' devices: no fit even with the one lower-priority pod evicted: ml/low)")
 
 
 def test_a_pod_naming_a_priority_class_the_snapshot_lacks_is_warned_about(tmp_path: Path) -> None:

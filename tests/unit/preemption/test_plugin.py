@@ -119,7 +119,7 @@ def test_victims_are_of_strictly_lower_priority_lowest_first(priorities: tuple[i
     if evicted is None:
         assert isinstance(decision, Unschedulable)
         assert decision.message.endswith(f"{GROUP_PREFIX}{NOT_HELPFUL} (no fit even with all 2 lower-priority "
-                                         "pod(s) evicted: ml/low0-0, ml/low0-1)")
+                                         "pods evicted: ml/low0-0, ml/low0-1)")
         return
     assert isinstance(decision, Preemption)
     assert {p.group_name for p in decision.victims} == {evicted}
@@ -349,5 +349,5 @@ def test_not_helpful_is_concluded_only_with_every_node_read() -> None:
     add_gang(c, "high", 41)
     _, decision = c.decide("high")
     assert isinstance(decision, Unschedulable)
-    assert decision.message.endswith(f"{NOT_HELPFUL} (no fit even with all 40 lower-priority pod(s) evicted: ml/p0, "
+    assert decision.message.endswith(f"{NOT_HELPFUL} (no fit even with all 40 lower-priority pods evicted: ml/p0, "
                                      "ml/p1, ml/p10 and 37 more)")  # three named, in the candidates' order
