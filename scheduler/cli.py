@@ -274,8 +274,9 @@ def _settings(flags: dict[str, Any]) -> Settings:
     the defaults. Unset flags (``None``, an empty repeatable flag) are left to the environment.
 
     On a bad value prints one ``error: SOURCE 'value': what is wrong`` line per problem (SOURCE:
-    the ``--flag`` if given, else the variable if set, else the ``--flag`` and "(the default)": a value another
-    flag refuses, ``--backoff-max-s`` below a ``--backoff-initial-s`` given) and exits 2; every command uses this.
+    the ``--flag`` if given, else the variable if set; a default another value refuses, ``--backoff-max-s`` below
+    a ``--backoff-initial-s`` given, is named by its ``--flag`` — by its variable where the command has no such flag —
+    and "(the default)") and exits 2; every command uses this. ``flags``: every option of the command.
     """
     from pydantic import ValidationError
     from pydantic_settings import SettingsError
@@ -293,7 +294,7 @@ def _settings(flags: dict[str, Any]) -> Settings:
             name = str(err["loc"][0])
             flag, variable = f"--{name.replace('_', '-')}", f"{ENV_PREFIX}{name.upper()}"
             from_env = any(k.upper() == variable for k in os.environ)  # pydantic-settings reads them in any case
-            source = flag if name in given else variable if from_env else flag
+            source = flag if name in given or (not from_env and name in flags) else variable
             value = err["input"]
             value = ",".join(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else value
             default = "" if name in given or from_env else " (the default)"

@@ -64,15 +64,16 @@ class Domain:
 def phrase(where: Domain | None, closest: bool, placed: int | None = None) -> str:
     """`` in topology.kubernetes.io/zone a`` for a reason given inside ``where`` (empty outside a domain) — with
     `` (closest of 2 domains)`` when ``closest`` (a failure's text: the one kept is the attempt that placed the
-    most members, the first of equals) and there was a choice; `` (one of 2 domains; none came closer)`` instead
-    when the attempt placed nothing (``placed``: members, or satisfied children, it placed) in a domain tried in
-    turn (not :attr:`Domain.by_room`), as then no domain tried did better and this one is merely the first."""
+    most members, the first of equals) and there was a choice; `` (one of 2 domains)`` instead when the attempt
+    placed nothing (``placed``: members, or satisfied children, it placed) in a domain not chosen for its room (not
+    :attr:`Domain.by_room`): a failure is kept only where an attempt fell short, so an attempt that placed nothing
+    says nothing of the domains tried after it (one may have held the group whole) or not tried at all."""
     if where is None:
         return ""
     text = f" in {where.key} {where.value}"
     if not closest or where.count < 2:
         return text
-    return f"{text} (one of {where.count} domains; none came closer)" if placed == 0 and not where.by_room else \
+    return f"{text} (one of {where.count} domains)" if placed == 0 and not where.by_room else \
         f"{text} (closest of {where.count} domains)"
 
 

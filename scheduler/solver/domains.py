@@ -164,7 +164,7 @@ class DomainPruning:
             return float(ratios[d]), float(emptied[d])
 
         closest = min(map(int, present), key=lambda d: (*room(d), doms.values[d]))
-        by_room = any(room(int(d)) != room(closest) for d in present)  # else the first by name: none is closer
+        by_room = any(room(int(d)) != room(closest) for d in present)  # else merely the first by name
         return [(Domain(key, doms.values[closest], len(present), by_room=by_room), mask & (ids == closest))]
 
     def room_may_free(self) -> bool:

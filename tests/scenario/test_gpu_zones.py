@@ -30,7 +30,7 @@ def pod_reasons(sim: Simulation, group: str) -> set[str | None]:
 
 def test_a_gang_lacking_the_taints_toleration_is_told_so_not_that_the_zone_lacks_memory() -> None:
     assert pod_reasons(run(), "eval-notol") == {
-        f"gang eval-notol: 0/8 placeable (minCount 8) in {ZONE} us-west-2a (one of 2 domains; none came closer); "
+        f"gang eval-notol: 0/8 placeable (minCount 8) in {ZONE} us-west-2a (one of 2 domains); "
         "0/4 nodes are available: 4 node(s) had untolerated taint {nvidia.com/gpu: true}."}  # no preemption tried
 
 

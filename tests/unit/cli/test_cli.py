@@ -169,6 +169,9 @@ def test_list_item_that_is_not_an_object_is_named_by_position(tmp_path: Path) ->
         pytest.param("GANG_SCHEDULER_SEARCH_BUDGET", "0",
                      "error: GANG_SCHEDULER_SEARCH_BUDGET '0': Input should be greater than or equal to 1\n",
                      id="budget-below-one"),
+        pytest.param("GANG_SCHEDULER_BACKOFF_INITIAL_S", "100",
+                     "error: GANG_SCHEDULER_BACKOFF_MAX_S 60.0 (the default): must not be below the first backoff "
+                     "(100 s)\n", id="a-default-simulate-has-no-flag-for-is-named-as-its-variable"),
     ],
 )
 def test_bad_environment_variable_exits_2_naming_it(variable: str, value: str, expected: str) -> None:

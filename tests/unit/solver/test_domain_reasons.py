@@ -175,8 +175,8 @@ def composite_with_leaves_in_its_zone() -> Cluster:
 PORTS = "node(s) didn't have free ports for the requested pod ports"
 IN_A = f"in {ZONE} a (closest of 2 domains)"
 IN_B = f"in {ZONE} b (closest of 2 domains)"
-IN_A_NONE_CLOSER = f"in {ZONE} a (one of 2 domains; none came closer)"
-"""Zone a, the first tried in turn, where no member was placed, and no other domain tried placed more."""
+IN_A_FIRST = f"in {ZONE} a (one of 2 domains)"
+"""Zone a, where no member was placed: not the closest, merely the first tried."""
 
 UNRESOLVABLE, UNSCHEDULABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.UNSCHEDULABLE
 
@@ -190,9 +190,9 @@ def case(build: Callable[[], Cluster], code: Code, placed: int, histogram: str, 
 
 CASES = [
     case(taints, UNRESOLVABLE, 0, "4 node(s) had untolerated taint {nvidia.com/gpu: true}",
-         "taint-is-named-not-a-shortage-of-room", where=IN_A_NONE_CLOSER),
+         "taint-is-named-not-a-shortage-of-room", where=IN_A_FIRST),
     case(node_affinity, UNRESOLVABLE, 0, "4 node(s) didn't match Pod's node affinity/selector", "node-selector",
-         where=IN_A_NONE_CLOSER),
+         where=IN_A_FIRST),
     case(anti_affinity, UNSCHEDULABLE, 4, "4 node(s) didn't match pod anti-affinity rules",
          "hostname-anti-affinity-one-member-per-node"),
     case(anti_affinity_in_zones_short_of_gpus, UNSCHEDULABLE, 4,
@@ -200,12 +200,12 @@ CASES = [
          "anti-affinity-named-even-where-the-zone-lacks-gpus"),
     case(spread_missing_label, UNRESOLVABLE, 0,
          "4 node(s) didn't match pod topology spread constraints (missing required label)",
-         "spread-over-a-label-the-nodes-lack", where=IN_A_NONE_CLOSER),
+         "spread-over-a-label-the-nodes-lack", where=IN_A_FIRST),
     case(spread_max_skew, UNSCHEDULABLE, 7, "1 Insufficient cpu, 3 node(s) didn't match pod topology spread "
          "constraints", "spread-max-skew"),
     case(host_ports, UNSCHEDULABLE, 4, f"4 {PORTS}", "host-port-one-member-per-node"),
     case(volume_node_affinity, UNRESOLVABLE, 0, "4 node(s) had volume node affinity conflict",
-         "bound-volume-out-of-reach", where=IN_A_NONE_CLOSER),
+         "bound-volume-out-of-reach", where=IN_A_FIRST),
     case(devices, UNSCHEDULABLE, 4, "4 cannot allocate all claims. request gpus: 1 wanted; 4 device(s) of class "
          "gpu.example.com in the cluster, at most 0 unallocated on any one of the 4 nodes", "dra-devices-run-out"),
     case(resources_short, UNSCHEDULABLE, 4, "4 Insufficient cpu", "room-short-arithmetic-quoted",
@@ -342,7 +342,7 @@ def test_a_closest_domain_refused_for_good_still_lets_preemption_try_where_room_
     view = StorageView.build(claims=claims, volumes=volumes, classes=[], csi_nodes=[], pods=pods)
     result = solve(tree, Snapshot.build(table, pods, volumes=view))
     assert isinstance(result, Unschedulable)
-    assert result.message == (f"gang g: 0/4 placeable (minCount 4) {IN_A_NONE_CLOSER}; 0/2 nodes are available: 2 "
+    assert result.message == (f"gang g: 0/4 placeable (minCount 4) {IN_A_FIRST}; 0/2 nodes are available: 2 "
                               "node(s) had volume node affinity conflict.")
     assert result.code is Code.UNSCHEDULABLE
 
