@@ -976,6 +976,7 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path, code: Path 
     """One drain: create everything, start the scheduler, wait for every pending pod to be bound, check. ``code``:
     a checkout whose ``scheduler`` package the scheduler process imports instead of this one's."""
     d = Drain(case=case, load=(loadavg(), ""), code=code)
+    run_name = case.name + ("-against" if code else "")  # the files of a run with --against's code apart
     t0 = time.monotonic()
     with emulator(args.emulator_loop, args.emulator, work, preload=preload_args(case, args.seed),
                   ready_s=max(30.0, args.ready_timeout)) as (emu, url, tls):
@@ -984,14 +985,14 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path, code: Path 
         kube = await driver_client(kubeconfig, url, tls)
         sched: subprocess.Popen[bytes] | None = None
         spy: subprocess.Popen[bytes] | None = None
-        log_path = work / f"scheduler-{case.name}.log"
+        log_path = work / f"scheduler-{run_name}.log"
         try:
             d.setup_s |= await create_case(kube, case, args.seed, args.concurrency, args.emulator == "real")
             port = free_port()
             cmd = scheduler_cmd(kubeconfig, port,
-                                work / f"scheduler-{case.name}.prof" if args.profile == "cprofile" else None)
+                                work / f"scheduler-{run_name}.prof" if args.profile == "cprofile" else None)
             cpu = Cpu({"emulator": emu.pid})
-            spy_path = work / f"pyspy-{case.name}.txt"
+            spy_path = work / f"pyspy-{run_name}.txt"
             spies: list[subprocess.Popen[bytes]] = []
 
             def first_bound() -> None:
@@ -1054,8 +1055,9 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path, code: Path 
             if sched is not None:
                 d.exit_code, d.log = stop_scheduler(sched, log_path, bool(d.problems))
             await kube.close()
-    if args.profile == "cprofile" and (work / f"scheduler-{case.name}.prof").exists():
-        d.profile = cprofile_summary(work / f"scheduler-{case.name}.prof")
+    prof = work / f"scheduler-{run_name}.prof"
+    if args.profile == "cprofile" and prof.exists():
+        d.profile = cprofile_summary(prof)
     d.load = (d.load[0], loadavg())
     return d
 
