@@ -177,6 +177,18 @@ class QuotaFilterPlugin(FilterPlugin, Protocol):
         ...
 
 
+@runtime_checkable
+class CappedFilterPlugin(FilterPlugin, Protocol):
+    """A Filter whose rule between copies of one signature bounds how many of them any set of nodes can hold,
+    whatever room the nodes have (a pod's required anti-affinity against its own labels: one copy per topology
+    domain), so a reason can say that no resource would lift the bound."""
+
+    def most_copies(self, state: CycleState, sig: Signature, rows: IntArray) -> tuple[str, int] | None:
+        """(the topology key, the most copies of ``sig`` its rule lets ``rows`` hold however much room they have),
+        the tightest such key; None when the rule sets no bound there."""
+        ...
+
+
 class ScorePlugin(Protocol):
     """A preference over candidate nodes: ``(len(rows),)`` scores in 0–100, higher is better, multiplied by
     ``weight`` (None: no preference for this signature). The weighted sum ranks nodes before the packing

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import Signature
+from scheduler.framework.interface import CappedFilterPlugin, Signature
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
 from scheduler.framework.status import Code, format_histogram
 from scheduler.groups.tree import Composite, Group, Leaf
@@ -77,7 +77,7 @@ def phrase(where: Domain | None, closest: bool, placed: int | None = None) -> st
         f"{text} (closest of {where.count} domains)"
 
 
-def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArray) -> Diagnosis:
+def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArray, wanted: int = 0) -> Diagnosis:
     """The node histogram for the next copy of ``sig`` within ``mask`` (``(N,)``: the nodes the attempt may use).
 
     Static rejections count their reasons. The nodes passing them go through the Filter plugins in order, each
@@ -86,7 +86,9 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
     Filter allows where Reserve still placed nothing count under the profile's ``short_reserve`` reason (DRA's);
     that plugin's detail on every node it refused (DRA's device counts) follows the histogram.
     The nodes NodeResourcesFit refuses are also asked of the Filters after it (not counted), to find whether
-    room alone was short.
+    room alone was short. ``wanted``: the copies of ``sig`` the attempt set out to place; when a Filter's rule
+    between them bounds how many the nodes can hold below that, whatever their room, a sentence says so
+    (:func:`copies_bound`), as the histogram counts each node under its first failing Filter only.
     """
     counts: Counter[str] = Counter()
     rejectors: set[str] = set()
@@ -134,8 +136,24 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
         message += " " + detail
     if notes := profile.notes(state):
         message += " " + "; ".join(notes)
+    message += copies_bound(state, profile, sig, np.flatnonzero(allowed), wanted)
     short_of_room = room_only if room_only.size == int(allowed.sum()) and allowed[room_only].all() else NO_ROWS
     return Diagnosis(message, limited, frozenset(rejectors), short_of_room)
+
+
+def copies_bound(state: CycleState, profile: Profile, sig: Signature, rows: IntArray, wanted: int) -> str:
+    """`` Its own required pod anti-affinity allows one of these pods per kubernetes.io/hostname: at most 4 on the
+    4 node(s) it may use here, 8 to place.`` when a Filter's rule between copies of ``sig``
+    (:class:`~scheduler.framework.interface.CappedFilterPlugin`) lets ``rows`` (the nodes the copies may use) hold
+    fewer than ``wanted`` of them however much room they have; empty otherwise. What no added resource and no
+    eviction of other pods would lift, where kube's histogram names each node's first failing Filter only."""
+    for plugin in profile.filters:
+        if isinstance(plugin, CappedFilterPlugin) and (bound := plugin.most_copies(state, sig, rows)) is not None:
+            key, most = bound
+            if most < wanted:
+                return (f" Its own required pod anti-affinity allows one of these pods per {key}: at most {most} on "
+                        f"the {rows.size} node(s) it may use here, {wanted} to place.")
+    return ""
 
 
 def describe(group: Group) -> str:

@@ -198,7 +198,7 @@ class NodeChoice:
                 done = self.place_copies(sig, rows, n)
             placed += done
             if done < n:
-                short.append((sig, diagnose(self.state, self.profile, sig, mask)))
+                short.append((sig, diagnose(self.state, self.profile, sig, mask, wanted=n)))
         return placed, combined(short)
 
 

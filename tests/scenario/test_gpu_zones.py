@@ -39,7 +39,9 @@ def test_one_pod_per_node_is_the_reason_and_the_preemption_verdict_follows_it() 
     notebook (priority 1) is the one pod preemption could evict, and evicting it would not help."""
     assert pod_reasons(run(), "sweep") == {
         f"gang sweep: 4/8 placeable (minCount 8) in {ZONE} us-west-2a (closest of 2 domains); 0/4 nodes are "
-        "available: 2 Insufficient nvidia.com/gpu, 2 node(s) didn't match pod anti-affinity rules. pod group "
+        "available: 2 Insufficient nvidia.com/gpu, 2 node(s) didn't match pod anti-affinity rules. Its own required "
+        "pod anti-affinity allows one of these pods per kubernetes.io/hostname: at most 4 on the 4 node(s) it may use "
+        "here, 8 to place. pod group "
         "preemption: Preemption is not helpful for scheduling (no fit even with the one lower-priority pod evicted: "
         "ml/notebook)"}
 

@@ -343,6 +343,25 @@ class InterPodAffinity:
             caps[affinity | anti | sym] = 0
         return caps
 
+    def most_copies(self, state: CycleState, sig: Signature, rows: IntArray) -> tuple[str, int] | None:
+        """(key, domains of ``key`` among ``rows``) for the tightest key of the signature's own required anti-affinity
+        (its copies repel each other: one per domain of each key, ``filtering.go``'s anti-affinity check against
+        the pods placed before), or None — no such rule, or each key missing from some row (a node without the key
+        is not bound by it). Counted over the domains alone, so pods already there that the rule matches make the
+        true bound lower, never higher."""
+        s: _SigState | None = sig.data.get(DATA.name)
+        if s is None or not s.self_anti_keys or not rows.size:
+            return None
+        bounds = []
+        for key in s.self_anti_keys:
+            ids = domains_of(state.table, key).of_node.take(rows)
+            if (ids >= 0).all():
+                bounds.append((int(np.unique(ids).size), key))
+        if not bounds:
+            return None
+        count, key = min(bounds)
+        return key, count
+
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
         """Each refused node under its first failing check (affinity, anti-affinity, existing anti-affinity);
         UNSCHEDULABLE_AND_UNRESOLVABLE when only affinity refused (evicting pods cannot add a match)."""

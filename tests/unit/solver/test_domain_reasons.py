@@ -179,6 +179,9 @@ IN_A_FIRST = f"in {ZONE} a (one of 2 domains)"
 """Zone a, where no member was placed: not the closest, merely the first tried."""
 
 UNRESOLVABLE, UNSCHEDULABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.UNSCHEDULABLE
+ONE_PER_NODE = (". Its own required pod anti-affinity allows one of these pods per kubernetes.io/hostname: at most 4 "
+                "on the 4 node(s) it may use here, 8 to place")
+"""What the histogram of a gang of 8 that repels itself per node, in a zone of 4 nodes, is followed by."""
 
 
 def case(build: Callable[[], Cluster], code: Code, placed: int, histogram: str, name: str, room: str = "",
@@ -193,10 +196,10 @@ CASES = [
          "taint-is-named-not-a-shortage-of-room", where=IN_A_FIRST),
     case(node_affinity, UNRESOLVABLE, 0, "4 node(s) didn't match Pod's node affinity/selector", "node-selector",
          where=IN_A_FIRST),
-    case(anti_affinity, UNSCHEDULABLE, 4, "4 node(s) didn't match pod anti-affinity rules",
+    case(anti_affinity, UNSCHEDULABLE, 4, "4 node(s) didn't match pod anti-affinity rules" + ONE_PER_NODE,
          "hostname-anti-affinity-one-member-per-node"),
     case(anti_affinity_in_zones_short_of_gpus, UNSCHEDULABLE, 4,
-         "1 Insufficient nvidia.com/gpu, 3 node(s) didn't match pod anti-affinity rules",
+         "1 Insufficient nvidia.com/gpu, 3 node(s) didn't match pod anti-affinity rules" + ONE_PER_NODE,
          "anti-affinity-named-even-where-the-zone-lacks-gpus"),
     case(spread_missing_label, UNRESOLVABLE, 0,
          "4 node(s) didn't match pod topology spread constraints (missing required label)",

@@ -129,7 +129,27 @@ def test_gang_with_hostname_anti_affinity_on_its_own_label_gets_one_pod_per_node
 def test_gang_with_hostname_anti_affinity_larger_than_the_cluster_places_nothing_and_says_why() -> None:
     result = solve_root(zoned_nodes({"za": 3}), gang("g", 4, ANTI_SELF_HOST), groups=[pg("g", 4)])
     assert message(result) == ("gang g: 3/4 placeable (minCount 4); 0/3 nodes are available: "
-                               "3 node(s) didn't match pod anti-affinity rules.")
+                               "3 node(s) didn't match pod anti-affinity rules. Its own required pod anti-affinity "
+                               "allows one of these pods per kubernetes.io/hostname: at most 3 on the 3 node(s) it "
+                               "may use here, 4 to place.")
+
+
+def test_no_bound_is_told_where_a_node_lacks_the_rules_key() -> None:
+    """A node without the topology key is not bound by the rule (``filtering.go``: the term cannot match there), so
+    no count of domains bounds the copies: the histogram alone is the reason."""
+    nodes = zoned_nodes({"za": 3}, cpu="1")
+    nodes.append(node("nolabel-0", cpu="1", labels={}))
+    result = solve_root(nodes, gang("g", 6, ANTI_SELF_HOST), groups=[pg("g", 6)])
+    assert "Its own required pod anti-affinity" not in message(result)
+    assert message(result).startswith("gang g: 4/6 placeable (minCount 6); 0/4 nodes are available: ")
+
+
+def test_the_bound_is_not_told_when_the_domains_could_hold_every_copy() -> None:
+    """Four nodes for a gang of four that repels itself per node, short of cpu on one: room, not the rule, is what
+    is short, and the reason does not say the rule bounds it."""
+    nodes = zoned_nodes({"za": 4}, cpu="1")
+    result = solve_root(nodes, gang("g", 4, ANTI_SELF_HOST, cpu="2"), groups=[pg("g", 4)])
+    assert isinstance(result, Unschedulable) and "Its own required pod anti-affinity" not in message(result)
 
 
 def test_gang_with_zone_affinity_on_its_own_label_stays_in_one_zone() -> None:
