@@ -77,7 +77,7 @@ def phrase(where: Domain | None, closest: bool, placed: int | None = None) -> st
         f"{text} (closest of {where.count} domains)"
 
 
-def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArray, wanted: int = 0) -> Diagnosis:
+def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArray, need: int = 0) -> Diagnosis:
     """The node histogram for the next copy of ``sig`` within ``mask`` (``(N,)``: the nodes the attempt may use).
 
     Static rejections count their reasons. The nodes passing them go through the Filter plugins in order, each
@@ -86,9 +86,11 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
     Filter allows where Reserve still placed nothing count under the profile's ``short_reserve`` reason (DRA's);
     that plugin's detail on every node it refused (DRA's device counts) follows the histogram.
     The nodes NodeResourcesFit refuses are also asked of the Filters after it (not counted), to find whether
-    room alone was short. ``wanted``: the copies of ``sig`` the attempt set out to place; when a Filter's rule
-    between them bounds how many the nodes can hold below that, whatever their room, a sentence says so
-    (:func:`copies_bound`), as the histogram counts each node under its first failing Filter only.
+    room alone was short. ``need``: for a gang whose pending members are all of ``sig``'s shape, the members it
+    still needs (its minimum less those bound), else 0; when a Filter's rule between copies of ``sig`` lets the
+    nodes hold fewer than that, whatever their room, a sentence says so (:func:`copies_bound`) — the histogram
+    counts each node under its first failing Filter only — and the room they lack is not quoted
+    (:attr:`Diagnosis.short_of_room` empty): no room would do.
     """
     counts: Counter[str] = Counter()
     rejectors: set[str] = set()
@@ -136,23 +138,27 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
         message += " " + detail
     if notes := profile.notes(state):
         message += " " + "; ".join(notes)
-    message += copies_bound(state, profile, sig, np.flatnonzero(allowed), wanted)
+    bounded = copies_bound(state, profile, sig, np.flatnonzero(allowed), need)
     short_of_room = room_only if room_only.size == int(allowed.sum()) and allowed[room_only].all() else NO_ROWS
+    if bounded:
+        message += bounded
+        short_of_room = NO_ROWS
     return Diagnosis(message, limited, frozenset(rejectors), short_of_room)
 
 
-def copies_bound(state: CycleState, profile: Profile, sig: Signature, rows: IntArray, wanted: int) -> str:
+def copies_bound(state: CycleState, profile: Profile, sig: Signature, rows: IntArray, need: int) -> str:
     """`` Its own required pod anti-affinity allows one of these pods per kubernetes.io/hostname: at most 4 on the
-    4 node(s) it may use here, 8 to place.`` when a Filter's rule between copies of ``sig``
+    4 node(s) it may use here, 8 needed.`` when a Filter's rule between copies of ``sig``
     (:class:`~scheduler.framework.interface.CappedFilterPlugin`) lets ``rows`` (the nodes the copies may use) hold
-    fewer than ``wanted`` of them however much room they have; empty otherwise. What no added resource and no
-    eviction of other pods would lift, where kube's histogram names each node's first failing Filter only."""
+    fewer than ``need`` of them (the members a gang of this one shape still needs) however much room they have;
+    empty otherwise. What no added resource and no eviction of other pods would lift, where kube's histogram names
+    each node's first failing Filter only."""
     for plugin in profile.filters:
         if isinstance(plugin, CappedFilterPlugin) and (bound := plugin.most_copies(state, sig, rows)) is not None:
             key, most = bound
-            if most < wanted:
+            if most < need:
                 return (f" Its own required pod anti-affinity allows one of these pods per {key}: at most {most} on "
-                        f"the {rows.size} node(s) it may use here, {wanted} to place.")
+                        f"the {rows.size} node(s) it may use here, {need} needed.")
     return ""
 
 

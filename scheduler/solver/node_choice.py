@@ -183,6 +183,8 @@ class NodeChoice:
         placed = 0
         short: list[tuple[Signature, Diagnosis]] = []
         sigs = self.signatures.of(leaf)
+        # a gang of one pod shape: the members it still needs, which a rule between its copies may bound (diagnose)
+        need = leaf.min_count - len(leaf.bound) if leaf.min_count is not None and len(sigs) == 1 else 0
         for sig in reversed(sigs) if smallest_first else sigs:
             n = len(sig.pods) if limit is None else min(len(sig.pods), limit - placed)
             if n <= 0:
@@ -198,7 +200,7 @@ class NodeChoice:
                 done = self.place_copies(sig, rows, n)
             placed += done
             if done < n:
-                short.append((sig, diagnose(self.state, self.profile, sig, mask, wanted=n)))
+                short.append((sig, diagnose(self.state, self.profile, sig, mask, need=need)))
         return placed, combined(short)
 
 

@@ -41,7 +41,7 @@ def test_one_pod_per_node_is_the_reason_and_the_preemption_verdict_follows_it() 
         f"gang sweep: 4/8 placeable (minCount 8) in {ZONE} us-west-2a (closest of 2 domains); 0/4 nodes are "
         "available: 2 Insufficient nvidia.com/gpu, 2 node(s) didn't match pod anti-affinity rules. Its own required "
         "pod anti-affinity allows one of these pods per kubernetes.io/hostname: at most 4 on the 4 node(s) it may use "
-        "here, 8 to place. pod group "
+        "here, 8 needed. pod group "
         "preemption: Preemption is not helpful for scheduling (no fit even with the one lower-priority pod evicted: "
         "ml/notebook)"}
 

@@ -180,7 +180,7 @@ IN_A_FIRST = f"in {ZONE} a (one of 2 domains)"
 
 UNRESOLVABLE, UNSCHEDULABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.UNSCHEDULABLE
 ONE_PER_NODE = (". Its own required pod anti-affinity allows one of these pods per kubernetes.io/hostname: at most 4 "
-                "on the 4 node(s) it may use here, 8 to place")
+                "on the 4 node(s) it may use here, 8 needed")
 """What the histogram of a gang of 8 that repels itself per node, in a zone of 4 nodes, is followed by."""
 
 

@@ -131,7 +131,7 @@ def test_gang_with_hostname_anti_affinity_larger_than_the_cluster_places_nothing
     assert message(result) == ("gang g: 3/4 placeable (minCount 4); 0/3 nodes are available: "
                                "3 node(s) didn't match pod anti-affinity rules. Its own required pod anti-affinity "
                                "allows one of these pods per kubernetes.io/hostname: at most 3 on the 3 node(s) it "
-                               "may use here, 4 to place.")
+                               "may use here, 4 needed.")
 
 
 def test_no_bound_is_told_where_a_node_lacks_the_rules_key() -> None:
@@ -142,6 +142,36 @@ def test_no_bound_is_told_where_a_node_lacks_the_rules_key() -> None:
     result = solve_root(nodes, gang("g", 6, ANTI_SELF_HOST), groups=[pg("g", 6)])
     assert "Its own required pod anti-affinity" not in message(result)
     assert message(result).startswith("gang g: 4/6 placeable (minCount 6); 0/4 nodes are available: ")
+
+
+def test_the_bound_is_told_against_the_members_needed_not_the_pods_pending() -> None:
+    """Six pods, minCount 3, one per node on four nodes: the rule lets 4 in, more than the 3 needed, so room (two
+    nodes too small) is the reason, and more room would place the gang: the bound is not told."""
+    nodes = [node("n0", cpu="8", labels={HOSTNAME: "n0"}), node("n1", cpu="8", labels={HOSTNAME: "n1"}),
+             node("n2", cpu="2", labels={HOSTNAME: "n2"}), node("n3", cpu="2", labels={HOSTNAME: "n3"})]
+    result = solve_root(nodes, gang("g", 6, ANTI_SELF_HOST, cpu="4"), groups=[pg("g", 3)])
+    assert message(result) == ("gang g: 2/6 placeable (minCount 3); 0/4 nodes are available: 2 Insufficient cpu, "
+                               "2 node(s) didn't match pod anti-affinity rules.")
+
+
+def test_the_bound_of_one_pod_shape_is_not_told_for_a_gang_of_several() -> None:
+    """Five pods of one shape and three of another, all repelling each other per node, on four nodes: the rule is
+    per shape here, so no one count is the gang's bound, and none is told."""
+    pods = gang("g", 5, ANTI_SELF_HOST, cpu="2") + [
+        pod(f"g-small-{i}", namespace=NS, group="g", labels={"app": "train"}, affinity=ANTI_SELF_HOST, cpu="1")
+        for i in range(3)]
+    result = solve_root(zoned_nodes({"za": 4}), pods, groups=[pg("g", 8)])
+    assert isinstance(result, Unschedulable) and "Its own required pod anti-affinity" not in message(result)
+
+
+def test_a_bound_the_rule_sets_replaces_the_room_it_would_otherwise_quote() -> None:
+    """A zone-bound gang of four, one per node, in zones of three and two nodes too small for any member: room is
+    all the nodes lack, yet no room would let three nodes hold four; the reason says the latter, not the former."""
+    nodes = zoned_nodes({"za": 3, "zb": 2}, cpu="2")
+    result = solve_root(nodes, gang("g", 4, ANTI_SELF_HOST, cpu="4"), groups=[pg("g", 4, topology=ZONE)])
+    assert message(result) == (f"gang g: 0/4 placeable (minCount 4) in {ZONE} za (closest of 2 domains); 0/3 nodes are "
+                               "available: 3 Insufficient cpu. Its own required pod anti-affinity allows one of these "
+                               "pods per kubernetes.io/hostname: at most 3 on the 3 node(s) it may use here, 4 needed.")
 
 
 def test_the_bound_is_not_told_when_the_domains_could_hold_every_copy() -> None:
