@@ -184,8 +184,9 @@ class CappedFilterPlugin(FilterPlugin, Protocol):
     domain), so a reason can say that no resource would lift the bound."""
 
     def most_copies(self, state: CycleState, sig: Signature, rows: IntArray) -> tuple[str, int] | None:
-        """(the topology key, the most copies of ``sig`` its rule lets ``rows`` hold however much room they have),
-        the tightest such key; None when the rule sets no bound there."""
+        """(the rule, in words a reason can quote — ``Its own required pod anti-affinity allows one of these pods per
+        kubernetes.io/hostname`` —, the most copies of ``sig`` it lets ``rows`` hold however much room they have),
+        for its tightest bound; None when the rule sets no bound there."""
         ...
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import CappedFilterPlugin, Signature
+from scheduler.framework.interface import Signature
 from scheduler.framework.node_table import BoolArray, IntArray, NodeTable
 from scheduler.framework.status import Code, format_histogram
 from scheduler.groups.tree import Composite, Group, Leaf
@@ -138,7 +138,7 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
         message += " " + detail
     if notes := profile.notes(state):
         message += " " + "; ".join(notes)
-    bounded = copies_bound(state, profile, sig, np.flatnonzero(allowed), need)
+    bounded = copies_bound(state, profile, sig, allowed, need)
     short_of_room = room_only if room_only.size == int(allowed.sum()) and allowed[room_only].all() else NO_ROWS
     if bounded:
         message += bounded
@@ -146,19 +146,20 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
     return Diagnosis(message, limited, frozenset(rejectors), short_of_room)
 
 
-def copies_bound(state: CycleState, profile: Profile, sig: Signature, rows: IntArray, need: int) -> str:
+def copies_bound(state: CycleState, profile: Profile, sig: Signature, allowed: BoolArray, need: int) -> str:
     """`` Its own required pod anti-affinity allows one of these pods per kubernetes.io/hostname: at most 4 on the
     4 node(s) it may use here, 8 needed.`` when a Filter's rule between copies of ``sig``
-    (:class:`~scheduler.framework.interface.CappedFilterPlugin`) lets ``rows`` (the nodes the copies may use) hold
-    fewer than ``need`` of them (the members a gang of this one shape still needs) however much room they have;
-    empty otherwise. What no added resource and no eviction of other pods would lift, where kube's histogram names
-    each node's first failing Filter only."""
-    for plugin in profile.filters:
-        if isinstance(plugin, CappedFilterPlugin) and (bound := plugin.most_copies(state, sig, rows)) is not None:
-            key, most = bound
-            if most < need:
-                return (f" Its own required pod anti-affinity allows one of these pods per {key}: at most {most} on "
-                        f"the {rows.size} node(s) it may use here, {need} needed.")
+    (:attr:`~scheduler.solver.plugins.Profile.capped_filters`, the rule in its own words) lets ``allowed`` (``(N,)``:
+    the nodes the copies may use) hold fewer than ``need`` of them (the members a gang of this one shape still
+    needs) however much room they have; empty otherwise, and at once for ``need`` 0. What no added resource and no
+    eviction of other pods would lift, where kube's histogram names each node's first failing Filter only."""
+    if need <= 0 or not profile.capped_filters:
+        return ""
+    rows = np.flatnonzero(allowed)
+    for plugin in profile.capped_filters:
+        if (bound := plugin.most_copies(state, sig, rows)) is not None and bound[1] < need:
+            rule, most = bound
+            return f" {rule}: at most {most} on the {rows.size} node(s) it may use here, {need} needed."
     return ""
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.interface import (
+    CappedFilterPlugin,
     FilterPlugin,
     OutcomePlugin,
     PreFilterPlugin,
@@ -126,6 +127,9 @@ class Profile:
     quota_filters: frozenset[str] = field(init=False, compare=False, repr=False)
     """Names of the Filter plugins that can state their rule as a batch quota (:class:`QuotaFilterPlugin`),
     decided once per profile: a ``runtime_checkable`` isinstance check costs microseconds per call."""
+    capped_filters: tuple[CappedFilterPlugin, ...] = field(init=False, compare=False, repr=False)
+    """The Filter plugins whose rule between copies bounds how many any nodes can hold (:class:`CappedFilterPlugin`),
+    decided once per profile, as :attr:`quota_filters`."""
 
     def __post_init__(self) -> None:
         # a profile made by ``dataclasses.replace`` gets the memo of the one it was made from: start its own, or
@@ -133,6 +137,7 @@ class Profile:
         object.__setattr__(self, "_skipping", {})
         object.__setattr__(self, "quota_filters",
                            frozenset(p.name for p in self.filters if isinstance(p, QuotaFilterPlugin)))
+        object.__setattr__(self, "capped_filters", tuple(p for p in self.filters if isinstance(p, CappedFilterPlugin)))
 
     def notes(self, state: CycleState) -> tuple[str, ...]:
         """The notes of every Outcome plugin for this solve (the DRA selector errors), for its messages."""

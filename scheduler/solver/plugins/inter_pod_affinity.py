@@ -344,7 +344,8 @@ class InterPodAffinity:
         return caps
 
     def most_copies(self, state: CycleState, sig: Signature, rows: IntArray) -> tuple[str, int] | None:
-        """(key, domains of ``key`` among ``rows``) for the tightest key of the signature's own required anti-affinity
+        """(the rule in words, domains of ``key`` among ``rows``) for the tightest key of the signature's own required
+        anti-affinity
         (its copies repel each other: one per domain of each key, ``filtering.go``'s anti-affinity check against
         the pods placed before), or None — no such rule, or each key missing from some row (a node without the key
         is not bound by it). Counted over the domains alone, so pods already there that the rule matches make the
@@ -360,7 +361,7 @@ class InterPodAffinity:
         if not bounds:
             return None
         count, key = min(bounds)
-        return key, count
+        return f"Its own required pod anti-affinity allows one of these pods per {key}", count
 
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
         """Each refused node under its first failing check (affinity, anti-affinity, existing anti-affinity);
