@@ -116,7 +116,10 @@ class _Search:
         if isinstance(group, Leaf):
             yield from self.leaf_holding_shared(group, self.profile.shared, mask, where)
             return
-        yield from self.child_placements(group, 0, 0, mask, where)
+        with self.failures.attempt(group) as attempt:
+            for _ in self.child_placements(group, 0, 0, mask, where):
+                with attempt.hold():
+                    yield
 
     def leaf_holding_shared(self, leaf: Leaf, plugins: tuple[SharedResourcePlugin, ...], mask: BoolArray,
                             where: Domain | None) -> Iterator[None]:
@@ -250,8 +253,8 @@ class _Search:
         for leaf in tree.root.leaves():
             if leaf.key in self.satisfied:  # placed; members left over say how many this plan placed
                 message = self.leftover.get(leaf.key, "")
-            else:  # left out whole: the best attempt's count and reason
-                failure = self.failures.get(leaf.key)
+            else:  # left out whole: its count and reason in the attempt that made this plan
+                failure = self.failures.held(leaf.key)
                 message = failure.message if failure else f"{describe(leaf)}: not needed by its parent group"
                 reasons[leaf.key] = message
             for pod in leaf.pending:
@@ -263,7 +266,7 @@ class _Search:
     def unschedulable(self, tree: GroupTree, budget: bool) -> Unschedulable:
         """The failed search as an :class:`Unschedulable`: the root's and each leaf's best failure joined, its
         code (UNSCHEDULABLE when room was short anywhere, or ``budget``: it ran out of attempts), the rejectors."""
-        reasons = {k: f.message for k, f in self.failures.by_group.items()}
+        reasons = {k: f.message for k, f in self.failures.as_attempted(tree.root).items()}
         root = self.failures.get(tree.key)
         parts: list[str] = []
         if budget:

@@ -398,3 +398,47 @@ def test_the_topology_placement_hint_wakes_on_room_and_on_node_labels(event: Clu
     """A root whose group no node could host by its topology key (or whose domains were too short of room) may fit
     once a node carries the key, more room frees up, or a node whose room was not counted becomes usable."""
     assert QUEUEING_HINTS[TOPOLOGY](event) is queue
+
+
+WEB_ON_B1 = pod("web", cpu=None, memory=None, node_name="b-1", phase="Running", scheduler="default-scheduler",
+                ports=[host_port(8080)])
+"""Another scheduler's pod holding host port 8080 on b-1."""
+
+
+def children_in_two_zones(min_group_count: int, zone_a: list[Node]) -> Cluster:
+    """Composite ``c`` pinned to a zone, children ``ga`` (one 2-cpu pod) and ``gb`` (one 8-cpu pod on host port
+    8080). Zone b (``b-0`` 4 cpu, ``b-1`` 8 cpu with the port taken) holds ``ga`` but never ``gb``."""
+    nodes = [*zone_a, node("b-0", cpu="4", labels={ZONE: "b"}), node("b-1", cpu="8", labels={ZONE: "b"})]
+    pods = [pod("ga-0", cpu="2", namespace=NS, group="ga"),
+            pod("gb-0", cpu="8", namespace=NS, group="gb", ports=[host_port(8080)],
+                tolerations=[{"key": "x", "operator": "Exists", "effect": "NoSchedule"}])]
+    return Cluster(nodes, pods, [pg("ga", 1, parent="c"), pg("gb", 1, parent="c")],
+                   [cpg("c", min_group_count, topology=ZONE)], running=[WEB_ON_B1])
+
+
+GB_IN_B = (f"gang gb: 0/1 placeable (minCount 1) in {ZONE} b (one of 2 domains); 0/2 nodes are available: "
+           f"1 Insufficient cpu, 1 {PORTS}.")
+
+
+def test_a_composites_reason_lists_the_children_that_failed_in_the_domain_it_names() -> None:
+    """Zone a (one tainted 16-cpu node ``gb`` tolerates): ``ga`` fails there, ``gb`` is never tried. Zone b places
+    ``ga`` and not ``gb``: the composite's reason names zone b and lists ``gb`` alone — ``ga``'s failure in zone a
+    is not said of the zone that placed it, and ``ga``'s own reason is the composite's."""
+    zone_a = [node("a-0", cpu="16", labels={ZONE: "a"}, taints=["x=y:NoSchedule"])]
+    result = children_in_two_zones(2, zone_a).solve()
+    assert isinstance(result, Unschedulable), result
+    expected = f"composite c: 1/2 child groups satisfied (minGroupCount 2) {IN_B}; {GB_IN_B}"
+    assert result.message == expected
+    assert result.group_reasons[GroupKey("PodGroup", NS, "gb")] == GB_IN_B
+    assert result.group_reasons[GroupKey("PodGroup", NS, "ga")] == expected
+
+
+def test_a_child_a_plan_leaves_out_is_told_as_it_failed_in_the_plans_domain() -> None:
+    """Zone a (two 1.5-cpu nodes), tried first, holds neither child; zone b places ``ga``: the plan leaves ``gb``
+    out with its verdicts in zone b, not its attempt in zone a, which came no closer."""
+    zone_a = [node(f"a-{i}", cpu="1500m", labels={ZONE: "a"}) for i in range(2)]
+    plan = children_in_two_zones(1, zone_a).solve()
+    assert isinstance(plan, Plan), plan
+    assert [(p.metadata.name, n) for p, n in plan.placements] == [("ga-0", "b-1")]
+    assert plan.unplaced == {f"{NS}/gb-0": GB_IN_B}
+    assert plan.group_reasons == {GroupKey("PodGroup", NS, "gb"): GB_IN_B}
