@@ -8,20 +8,21 @@ verdicts (every domain skipped for room, the closest not tried: the first pass o
 
 A composite's attempt is one try of its children in one place (one of its topology domains, or wherever its
 parent's attempt is); the failures recorded while it runs are kept with it, each group's best
-(:meth:`Failures.attempt`). A composite's reason then lists its children's failures *from the attempt it
-reports*, not the best each child had anywhere: a child placed whole in the zone the composite names is not
-said to fail in another zone (:meth:`Failures.as_attempted`).
+(:meth:`Failures.attempt`), and a composite's failure keeps the attempt it stopped in and which groups were
+placed when it stopped. Reasons are read through :meth:`Failures.as_attempted`: a composite's children are told as
+they failed in the attempt its failure reports — a child placed whole there is not listed, whatever it met in
+another zone — and a plan's left-out child as it failed in the attempt that made the plan.
 
 The messages themselves are built by :mod:`scheduler.solver.diagnosis`. Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from scheduler.groups.tree import Composite, Group, walk
+from scheduler.groups.tree import Composite, Group
 from scheduler.model.scheduling import GroupKey
 
 
@@ -38,8 +39,10 @@ class Failure:
     """False for a group whose every domain was skipped for room without the closest being tried: the message
     then lacks the per-node verdicts (the first pass of :func:`~scheduler.solver.search.solve`)."""
     within: Mapping[GroupKey, Failure] | None = None
-    """A composite's failure: the best failure of each group under it in the same attempt (None for a leaf, or a
-    failure recorded outside an attempt of the composite: no topology domain had room for it)."""
+    """A composite's failure: the best failure of each group under it in the attempt it stopped in (None for a
+    leaf's, or one recorded outside an attempt of the composite: no topology domain had room for it)."""
+    satisfied: frozenset[GroupKey] = frozenset()
+    """A composite's failure: the groups satisfied (placed) when it stopped, its children among them."""
 
     def better_than(self, best: Failure | None) -> bool:
         """Whether this attempt is kept over ``best``: it placed more, or as many and is explained where
@@ -49,21 +52,22 @@ class Failure:
 
 
 class Failures:
-    """Group key → its best :class:`Failure` for one pass of the search."""
+    """Group key → its best :class:`Failure` for one pass of the search, and the composites' attempts."""
 
     def __init__(self) -> None:
         self.by_group: dict[GroupKey, Failure] = {}
         self._running: list[dict[GroupKey, Failure]] = []
-        """The attempts of composites running now (outermost first), each its groups' best failures so far."""
-        self._holding: list[dict[GroupKey, Failure]] = []
-        """The attempts of composites whose placement is held now (yielded; outermost first)."""
+        """The attempts of composites running now, each its groups' best failures so far."""
+        self._holding: dict[GroupKey, dict[GroupKey, Failure]] = {}
+        """The attempts whose placement is held now (yielded to the parent), by composite."""
 
     def record(self, group: Group, placed: int, message: str, resource_limited: bool,
-               rejectors: frozenset[str] = frozenset(), explained: bool = True) -> None:
+               rejectors: frozenset[str] = frozenset(), explained: bool = True,
+               satisfied: frozenset[GroupKey] = frozenset()) -> None:
         """Record a failed attempt of ``group`` if it placed more members than the best so far (an explained one
         replaces an unexplained one that placed as many) — the best overall, and the best within each composite's
-        attempt running now."""
-        failure = Failure(placed, message, resource_limited, rejectors, explained)
+        attempt running now. ``satisfied``: for a composite, the groups satisfied when it stopped."""
+        failure = Failure(placed, message, resource_limited, rejectors, explained, satisfied=satisfied)
         for best in (self.by_group, *self._running):
             if failure.better_than(best.get(group.key)):
                 best[group.key] = failure
@@ -80,7 +84,7 @@ class Failures:
         scope: dict[GroupKey, Failure] = {}
         self._running.append(scope)
         try:
-            yield _Attempt(self, scope)
+            yield _Attempt(self, composite.key, scope)
         finally:
             _remove(self._running, scope)
             mine = scope.pop(composite.key, None)
@@ -88,38 +92,33 @@ class Failures:
                 mine.within = scope
 
     def as_attempted(self, root: Group) -> dict[GroupKey, Failure]:
-        """Each group's failure as the attempt kept for ``root`` saw it: under a composite whose kept failure
-        names its attempt, a group failed as recorded in that attempt, and a group that did not fail there has no
-        failure (it was placed, or not tried before the attempt gave up); elsewhere the best overall."""
-        chosen = dict(self.by_group)
+        """Each group's failure as the attempt reported for ``root`` saw it. The children of a composite whose
+        placement is held (the plan being made) failed as recorded in that attempt; the children of a composite
+        that failed, as recorded in the attempt its failure stopped in, leaving out those placed then (and
+        everything under them); a child that did not fail in the attempt has no failure (it was placed, then
+        given up for a sibling, or not tried before the attempt stopped). The root's own is its best."""
+        chosen: dict[GroupKey, Failure] = {}
+        if root.key not in self._holding and (best := self.by_group.get(root.key)) is not None:
+            chosen[root.key] = best
 
-        def narrow(group: Group) -> None:
-            failure = chosen.get(group.key)
-            if isinstance(group, Composite) and failure is not None and failure.within is not None:
-                for below in walk(group):
-                    if below is not group:
-                        if (f := failure.within.get(below.key)) is not None:
-                            chosen[below.key] = f
-                        else:
-                            chosen.pop(below.key, None)
-            if isinstance(group, Composite):
-                for child in group.children:
-                    narrow(child)
+        def visit(group: Group, view: Mapping[GroupKey, Failure]) -> None:
+            if not isinstance(group, Composite):
+                return
+            placed: frozenset[GroupKey] = frozenset()
+            own = chosen.get(group.key)
+            if group.key in self._holding:
+                view = self._holding[group.key]
+            elif own is not None and own.within is not None:
+                view, placed = own.within, own.satisfied
+            for child in group.children:
+                if child.key in placed:
+                    continue
+                if (failure := view.get(child.key)) is not None:
+                    chosen[child.key] = failure
+                visit(child, view)
 
-        narrow(root)
+        visit(root, self.by_group)
         return chosen
-
-    def held(self, key: GroupKey) -> Failure | None:
-        """The failure of ``key`` in the attempts whose placement is held now (the plan being made), innermost
-        first; None when none of them saw it fail."""
-        for scope in reversed(self._holding):
-            if (f := scope.get(key)) is not None:
-                return f
-        return None
-
-    def unexplained(self, keys: Iterable[GroupKey]) -> bool:
-        """Whether the failure recorded for one of ``keys`` lacks the per-node verdicts (see :class:`Failure`)."""
-        return any(not f.explained for k in keys if (f := self.by_group.get(k)) is not None)
 
     def resource_limited(self) -> bool:
         """Whether some recorded failure met a node refusing with code UNSCHEDULABLE."""
@@ -133,22 +132,22 @@ class Failures:
 class _Attempt:
     """A running composite attempt's handle (:meth:`Failures.attempt`)."""
 
-    __slots__ = ("_failures", "_scope")
+    __slots__ = ("_failures", "_key", "_scope")
 
-    def __init__(self, failures: Failures, scope: dict[GroupKey, Failure]) -> None:
-        self._failures, self._scope = failures, scope
+    def __init__(self, failures: Failures, key: GroupKey, scope: dict[GroupKey, Failure]) -> None:
+        self._failures, self._key, self._scope = failures, key, scope
 
     @contextmanager
     def hold(self) -> Iterator[None]:
         """While a placement this attempt found is held (yielded to the parent): failures recorded then are not
-        this attempt's, and :meth:`Failures.held` reads this attempt's."""
+        this attempt's, and :meth:`Failures.as_attempted` reads this attempt's for the composite."""
         failures, scope = self._failures, self._scope
         _remove(failures._running, scope)
-        failures._holding.append(scope)
+        failures._holding[self._key] = scope
         try:
             yield
         finally:
-            _remove(failures._holding, scope)
+            del failures._holding[self._key]
             failures._running.append(scope)
 
 

@@ -54,7 +54,7 @@ from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.solver.diagnosis import Domain, describe, leaf_message, phrase, room_short
 from scheduler.solver.domains import DomainPruning
-from scheduler.solver.failures import Failures
+from scheduler.solver.failures import Failure, Failures
 from scheduler.solver.lone import place_lone
 from scheduler.solver.node_choice import NodeChoice
 from scheduler.solver.plugins import DEFAULT_PROFILE, TOPOLOGY, Profile
@@ -83,6 +83,9 @@ class _Search:
         self.config = config
         self.attempts = 0
         self.failures = Failures()
+        self.reported: list[Failure] = []
+        """The failures the result quotes (set by :meth:`to_plan` and :meth:`unschedulable`): when one lacks the
+        per-node verdicts, :func:`search` runs the explaining pass."""
         self.signatures = Signatures(self.state, profile)
         self.choice = NodeChoice(self.state, profile, config, self.signatures)
         self.domains = DomainPruning(self.state, config, self.signatures, self.failures, explain)
@@ -226,7 +229,7 @@ class _Search:
                 message = (f"{describe(composite)}: {satisfied}/{n} child groups satisfied (minGroupCount "
                            f"{composite.need}){phrase(where, closest=True, placed=satisfied)}")
             self.failures.record(composite, satisfied, message, self.failures.resource_limited(),
-                                 self.failures.rejectors())
+                                 self.failures.rejectors(), satisfied=frozenset(self.satisfied))
             return
         if next_child == n:
             self.satisfied.add(composite.key)
@@ -250,11 +253,15 @@ class _Search:
                 placed_keys.add(pod.key)
         unplaced: dict[str, str] = {}
         reasons: dict[GroupKey, str] = {}
+        attempted = self.failures.as_attempted(tree.root)
+        self.reported = []
         for leaf in tree.root.leaves():
             if leaf.key in self.satisfied:  # placed; members left over say how many this plan placed
                 message = self.leftover.get(leaf.key, "")
             else:  # left out whole: its count and reason in the attempt that made this plan
-                failure = self.failures.held(leaf.key)
+                failure = attempted.get(leaf.key)
+                if failure is not None:
+                    self.reported.append(failure)
                 message = failure.message if failure else f"{describe(leaf)}: not needed by its parent group"
                 reasons[leaf.key] = message
             for pod in leaf.pending:
@@ -266,8 +273,10 @@ class _Search:
     def unschedulable(self, tree: GroupTree, budget: bool) -> Unschedulable:
         """The failed search as an :class:`Unschedulable`: the root's and each leaf's best failure joined, its
         code (UNSCHEDULABLE when room was short anywhere, or ``budget``: it ran out of attempts), the rejectors."""
-        reasons = {k: f.message for k, f in self.failures.as_attempted(tree.root).items()}
-        root = self.failures.get(tree.key)
+        attempted = self.failures.as_attempted(tree.root)
+        self.reported = list(attempted.values())
+        reasons = {k: f.message for k, f in attempted.items()}
+        root = attempted.get(tree.key)
         parts: list[str] = []
         if budget:
             parts.append(f"search budget of {self.config.search_budget} attempts exhausted")
@@ -358,8 +367,7 @@ def search(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = No
     config = config or SolverConfig()
     first = _Search(snapshot, config, tree, profile)
     result = first.run(tree)
-    reported = result.group_reasons.keys() if isinstance(result, Plan) else first.failures.by_group.keys()
-    if first.exhausted or not first.failures.unexplained(reported):
+    if first.exhausted or all(f.explained for f in first.reported):
         return result
     second = _Search(snapshot, config, tree, profile, explain=True)
     explained = second.run(tree)
