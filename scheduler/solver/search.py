@@ -54,7 +54,7 @@ from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.solver.diagnosis import Domain, describe, leaf_message, phrase, room_short
 from scheduler.solver.domains import DomainPruning
-from scheduler.solver.failures import Failure, Failures
+from scheduler.solver.failures import Failures
 from scheduler.solver.lone import place_lone
 from scheduler.solver.node_choice import NodeChoice
 from scheduler.solver.plugins import DEFAULT_PROFILE, TOPOLOGY, Profile
@@ -83,9 +83,6 @@ class _Search:
         self.config = config
         self.attempts = 0
         self.failures = Failures()
-        self.reported: list[Failure] = []
-        """The failures the result quotes (set by :meth:`to_plan` and :meth:`unschedulable`): when one lacks the
-        per-node verdicts, :func:`search` runs the explaining pass."""
         self.signatures = Signatures(self.state, profile)
         self.choice = NodeChoice(self.state, profile, config, self.signatures)
         self.domains = DomainPruning(self.state, config, self.signatures, self.failures, explain)
@@ -119,10 +116,7 @@ class _Search:
         if isinstance(group, Leaf):
             yield from self.leaf_holding_shared(group, self.profile.shared, mask, where)
             return
-        with self.failures.attempt(group) as attempt:
-            for _ in self.child_placements(group, 0, 0, mask, where):
-                with attempt.hold():
-                    yield
+        yield from self.child_placements(group, 0, 0, mask, where)
 
     def leaf_holding_shared(self, leaf: Leaf, plugins: tuple[SharedResourcePlugin, ...], mask: BoolArray,
                             where: Domain | None) -> Iterator[None]:
@@ -253,15 +247,11 @@ class _Search:
                 placed_keys.add(pod.key)
         unplaced: dict[str, str] = {}
         reasons: dict[GroupKey, str] = {}
-        attempted = self.failures.as_attempted(tree.root)
-        self.reported = []
         for leaf in tree.root.leaves():
             if leaf.key in self.satisfied:  # placed; members left over say how many this plan placed
                 message = self.leftover.get(leaf.key, "")
-            else:  # left out whole: its count and reason in the attempt that made this plan
-                failure = attempted.get(leaf.key)
-                if failure is not None:
-                    self.reported.append(failure)
+            else:  # left out whole: the best attempt's count and reason
+                failure = self.failures.get(leaf.key)
                 message = failure.message if failure else f"{describe(leaf)}: not needed by its parent group"
                 reasons[leaf.key] = message
             for pod in leaf.pending:
@@ -272,11 +262,14 @@ class _Search:
 
     def unschedulable(self, tree: GroupTree, budget: bool) -> Unschedulable:
         """The failed search as an :class:`Unschedulable`: the root's and each leaf's best failure joined, its
-        code (UNSCHEDULABLE when room was short anywhere, or ``budget``: it ran out of attempts), the rejectors."""
-        attempted = self.failures.as_attempted(tree.root)
-        self.reported = list(attempted.values())
-        reasons = {k: f.message for k, f in attempted.items()}
-        root = attempted.get(tree.key)
+        code (UNSCHEDULABLE when room was short anywhere, or ``budget``: it ran out of attempts), the rejectors.
+
+        A composite root's reason lists the leaves that did not fit, not those its attempt had placed when it
+        stopped (a child placed whole in the domain the root names is not listed for what it met elsewhere);
+        each of those gets the root's reason, as a group without a failure does."""
+        root = self.failures.get(tree.key)
+        placed = _under(tree.root, root.satisfied) if root is not None else frozenset()
+        reasons = {k: f.message for k, f in self.failures.by_group.items() if k not in placed}
         parts: list[str] = []
         if budget:
             parts.append(f"search budget of {self.config.search_budget} attempts exhausted")
@@ -333,6 +326,20 @@ class _Search:
         return None
 
 
+def _under(root: Group, keys: frozenset[GroupKey]) -> frozenset[GroupKey]:
+    """The groups of ``keys`` found under ``root`` and every group under them."""
+    found: set[GroupKey] = set()
+    stack: list[tuple[Group, bool]] = [(root, False)]
+    while stack:
+        group, inside = stack.pop()
+        inside = inside or group.key in keys
+        if inside:
+            found.add(group.key)
+        if isinstance(group, Composite):
+            stack.extend((child, inside) for child in group.children)
+    return frozenset(found)
+
+
 def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = None,
           profile: Profile = DEFAULT_PROFILE) -> Plan | Unschedulable:
     """Find an all-or-nothing placement for ``tree`` on ``snapshot``: :func:`search`'s answer, given without
@@ -367,7 +374,8 @@ def search(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = No
     config = config or SolverConfig()
     first = _Search(snapshot, config, tree, profile)
     result = first.run(tree)
-    if first.exhausted or all(f.explained for f in first.reported):
+    reported = result.group_reasons.keys() if isinstance(result, Plan) else first.failures.by_group.keys()
+    if first.exhausted or not first.failures.unexplained(reported):
         return result
     second = _Search(snapshot, config, tree, profile, explain=True)
     explained = second.run(tree)
