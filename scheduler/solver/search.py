@@ -49,7 +49,7 @@ from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.plan import Plan, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
-from scheduler.groups.tree import Composite, Group, GroupTree, Leaf
+from scheduler.groups.tree import Composite, Group, GroupTree, Leaf, walk
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.solver.diagnosis import Domain, describe, leaf_message, phrase, room_short
@@ -275,9 +275,7 @@ class _Search:
             parts.append(f"search budget of {self.config.search_budget} attempts exhausted")
         if root is not None:
             parts.append(root.message)
-        for key in tree.groups:
-            if key != tree.key and key in reasons and isinstance(self._group(tree, key), Leaf):
-                parts.append(reasons[key])
+        parts.extend(reasons[leaf.key] for leaf in tree.root.leaves() if leaf.key != tree.key and leaf.key in reasons)
         limited = budget or self.failures.resource_limited() or self.domains.room_may_free()
         code = Code.UNSCHEDULABLE if limited else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         message = "; ".join(dict.fromkeys(parts)) or f"{describe(tree.root)}: does not fit"
@@ -314,30 +312,10 @@ class _Search:
             return self.unschedulable(tree, budget=True)
         return self.unschedulable(tree, budget=False)
 
-    @staticmethod
-    def _group(tree: GroupTree, key: GroupKey) -> Group | None:
-        stack: list[Group] = [tree.root]
-        while stack:
-            g = stack.pop()
-            if g.key == key:
-                return g
-            if isinstance(g, Composite):
-                stack.extend(g.children)
-        return None
-
 
 def _under(root: Group, keys: frozenset[GroupKey]) -> frozenset[GroupKey]:
     """The groups of ``keys`` found under ``root`` and every group under them."""
-    found: set[GroupKey] = set()
-    stack: list[tuple[Group, bool]] = [(root, False)]
-    while stack:
-        group, inside = stack.pop()
-        inside = inside or group.key in keys
-        if inside:
-            found.add(group.key)
-        if isinstance(group, Composite):
-            stack.extend((child, inside) for child in group.children)
-    return frozenset(found)
+    return frozenset(g.key for top in walk(root) if top.key in keys for g in walk(top))
 
 
 def solve(tree: GroupTree, snapshot: Snapshot, config: SolverConfig | None = None,
