@@ -39,11 +39,19 @@ class _Informer:
     relists = 1
 
 
+class _StatusQueue:
+    depth = 0
+
+    def oldest_age_s(self, now: float | None = None) -> float:
+        return 0.0
+
+
 def exposed() -> dict[str, list[dict[str, str]]]:
     """Sample name -> label sets, as a scrape of a fresh scheduler shows them (every family present)."""
     metrics = Metrics("gang-scheduler", process_metrics=False)
     metrics.track_informer("", "pods", _Informer())
     metrics.track_leader(lambda: True)
+    metrics.track_status_queue("pods", _StatusQueue())
     samples: dict[str, list[dict[str, str]]] = {}
     for family in metrics.registry.collect():
         for sample in family.samples:
@@ -156,12 +164,17 @@ def test_every_dashboard_query_selects_exposed_metrics() -> None:
     ("scheduler_podgroup_preemption_reprieved_total", "rate("),
     ("gang_scheduler_preemption_evictions_total", "sum by (result)"),
     ("gang_scheduler_reservations_active", "sum(gang_scheduler_reservations_active"),
-    ("gang_scheduler_gangs_below_min", "sum(gang_scheduler_gangs_below_min"),
+    ("gang_scheduler_gangs_below_min", "gang_scheduler_is_leader"),
     ("gang_scheduler_gang_repairs_total", "sum by (result)"),
+    ("gang_scheduler_status_queue_oldest_age_seconds", "max by (queue)"),
+    ("gang_scheduler_status_queue_depth", "max by (queue)"),
+    ("gang_scheduler_objects_refused_total", "sum by (kind, reason)"),
+    ("gang_scheduler_informer_relists_total", "sum by (resource)"),
 ], ids=["podgroup-attempts-by-result", "pod-attempts-by-result", "pending-groups", "pending-pods",
         "attempt-latency-quantiles", "algorithm-latency-quantiles", "creation-to-bound", "bind-failures", "leader",
         "preemption-attempts", "victim-selection-latency", "victims", "reprieved", "evictions", "reservations",
-        "gangs-below-min", "gang-repairs"])
+        "gangs-below-min-on-the-leader", "gang-repairs", "status-write-age", "status-writes-waiting",
+        "objects-refused", "relists"])
 def test_dashboard_shows(metric: str, must_contain: str) -> None:
     exprs = [t["expr"] for p in panels() for t in p["targets"] if metric in t["expr"]]
     assert any(must_contain in e for e in exprs), f"no panel shows {metric} with {must_contain}: {exprs}"
@@ -179,7 +192,8 @@ def test_prometheus_rule_is_well_formed() -> None:
     assert set(doc) == {"apiVersion", "kind", "metadata", "spec"} and doc["metadata"]["name"] == "gang-scheduler"
     assert [set(g) for g in doc["spec"]["groups"]] == [{"name", "rules"}]
     names = [r["alert"] for r in rules()]
-    assert names == ["GangSchedulerNoLeader", "GangSchedulerGangsPendingTooLong", "GangSchedulerBindFailures"]
+    assert names == ["GangSchedulerNoLeader", "GangSchedulerGangsPendingTooLong", "GangSchedulerBindFailures",
+                     "GangSchedulerPartialGang", "GangSchedulerStatusWritesLagging", "GangSchedulerInformerNotSynced"]
     for rule in rules():
         assert set(rule) == {"alert", "expr", "for", "labels", "annotations"}, rule["alert"]
         assert re.fullmatch(r"\d+[smh]", rule["for"]), rule["alert"]
@@ -193,7 +207,8 @@ def test_every_alert_expression_selects_exposed_metrics() -> None:
     for rule in rules():
         read |= check_expression(rule["expr"], samples)
     assert {"gang_scheduler_is_leader", "scheduler_queued_entities", "gang_scheduler_bind_failures_total",
-            "scheduler_podgroup_schedule_attempts_total"} <= read
+            "scheduler_podgroup_schedule_attempts_total", "gang_scheduler_gangs_below_min",
+            "gang_scheduler_status_queue_oldest_age_seconds", "gang_scheduler_informer_synced"} <= read
 
 
 def test_alert_rules_fire_as_intended_under_promtool(tmp_path: Path) -> None:
