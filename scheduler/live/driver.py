@@ -217,7 +217,7 @@ class Scheduler:
             self.wake.set()
             await self.elector.wait_until_not_leading()
             log.warning("not leading: scheduling stopped")
-            self.metrics.clear_queues()  # a follower's queue is not scheduled: report it empty
+            self.metrics.stopped_leading()  # a follower's queue is not scheduled, its partial gangs not counted
 
     async def _loop(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()

@@ -504,9 +504,11 @@ class Metrics:
         for (queue, type_), n in counts.entities.items():
             self.queued_entities.labels(queue, type_).set(n)
 
-    def clear_queues(self) -> None:
-        """Set both queue gauges to zero (this replica stopped scheduling)."""
+    def stopped_leading(self) -> None:
+        """This replica stopped scheduling: what only the leader counts — both queue gauges and the partial gangs —
+        reads zero, so a sum over replicas is the leader's."""
         self.set_queue_counts(QueueCounts())
+        self.gangs_below_min.set(0)
 
     def track_informer(self, group: str, resource: str, informer: InformerState) -> None:
         """Report ``informer``'s sync state and re-lists under ``group`` (an API group, ``""`` for the core group) and

@@ -314,13 +314,15 @@ def test_queue_counts_place_pods_and_entities_by_tree_state() -> None:
         ("gated", "podgroup"): 1, ("unschedulable", "podgroup"): 1}
 
 
-def test_set_queues_then_clear_queues() -> None:
+def test_a_replica_that_stopped_leading_reports_no_queue_and_no_partial_gang() -> None:
     m = Metrics(PROFILE)
     m.set_queues([], [gang("g", 6)], [], 0)
+    m.gangs_below_min.set(2)
     assert value(m, "scheduler_pending_pods", queue="backoff") == 6
     assert value(m, "scheduler_queued_entities", queue="backoff", type="podgroup") == 1
-    m.clear_queues()
+    m.stopped_leading()
     assert value(m, "scheduler_pending_pods", queue="backoff") == 0
+    assert value(m, "gang_scheduler_gangs_below_min") == 0
 
 
 def test_group_queue_keys_lists_each_queued_root_once() -> None:
