@@ -155,6 +155,7 @@ class Scheduler:
         """The informers and the APIs they read, found at start and looked for again."""
         self.metrics.track_status_queue("pods", self.reporter.writes)
         self.metrics.track_status_queue("groups", self.conditions)
+        self.metrics.track_partial_gangs(lambda: len(self.repair.partial) if self.leading else 0)
         self.cache.on_refused = RefusalReporter(self.metrics, self.status, self.spawn, lambda: self.leading)
 
     # -- health --------------------------------------------------------------------
@@ -217,7 +218,7 @@ class Scheduler:
             self.wake.set()
             await self.elector.wait_until_not_leading()
             log.warning("not leading: scheduling stopped")
-            self.metrics.stopped_leading()  # a follower's queue is not scheduled, its partial gangs not counted
+            self.metrics.clear_queues()  # a follower's queue is not scheduled: report it empty
 
     async def _loop(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()

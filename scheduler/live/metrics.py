@@ -504,11 +504,15 @@ class Metrics:
         for (queue, type_), n in counts.entities.items():
             self.queued_entities.labels(queue, type_).set(n)
 
-    def stopped_leading(self) -> None:
-        """This replica stopped scheduling: what only the leader counts — both queue gauges and the partial gangs —
-        reads zero, so a sum over replicas is the leader's."""
+    def clear_queues(self) -> None:
+        """Set both queue gauges to zero (this replica stopped scheduling)."""
         self.set_queue_counts(QueueCounts())
-        self.gangs_below_min.set(0)
+
+    def track_partial_gangs(self, count: Callable[[], int]) -> None:
+        """Report ``count()`` (the partial roots now; 0 on a replica that does not lead) as
+        ``gang_scheduler_gangs_below_min``, read at scrape time — so a replica that stopped leading, whose binds
+        still in flight may find a gang partial, does not keep reporting it."""
+        self.gangs_below_min.set_function(lambda: float(count()))
 
     def track_informer(self, group: str, resource: str, informer: InformerState) -> None:
         """Report ``informer``'s sync state and re-lists under ``group`` (an API group, ``""`` for the core group) and

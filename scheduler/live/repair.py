@@ -178,7 +178,6 @@ class GangRepairer:
         if self.books.observe(key, tree, now, since):
             log.info("root=%s result=Repaired the gang is satisfied again", key)
             self.metrics.gang_repair("completed")
-        self.metrics.gangs_below_min.set(len(self.books.partial))
 
     def act_due(self, now: float) -> None:
         """Act on the partial roots past ``--gang-repair-timeout-s``: tear down a ``disruptionMode: all`` gang

@@ -167,7 +167,7 @@ def test_every_dashboard_query_selects_exposed_metrics() -> None:
     ("gang_scheduler_gangs_below_min", "gang_scheduler_is_leader"),
     ("gang_scheduler_gang_repairs_total", "sum by (result)"),
     ("gang_scheduler_status_queue_oldest_age_seconds", "max by (queue)"),
-    ("gang_scheduler_status_queue_depth", "max by (queue)"),
+    ("gang_scheduler_status_queue_depth", "sum by (queue)"),
     ("gang_scheduler_objects_refused_total", "sum by (kind, reason)"),
     ("gang_scheduler_informer_relists_total", "sum by (resource)"),
 ], ids=["podgroup-attempts-by-result", "pod-attempts-by-result", "pending-groups", "pending-pods",

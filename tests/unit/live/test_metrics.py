@@ -314,14 +314,24 @@ def test_queue_counts_place_pods_and_entities_by_tree_state() -> None:
         ("gated", "podgroup"): 1, ("unschedulable", "podgroup"): 1}
 
 
-def test_a_replica_that_stopped_leading_reports_no_queue_and_no_partial_gang() -> None:
+def test_set_queues_then_clear_queues() -> None:
     m = Metrics(PROFILE)
     m.set_queues([], [gang("g", 6)], [], 0)
-    m.gangs_below_min.set(2)
     assert value(m, "scheduler_pending_pods", queue="backoff") == 6
     assert value(m, "scheduler_queued_entities", queue="backoff", type="podgroup") == 1
-    m.stopped_leading()
+    m.clear_queues()
     assert value(m, "scheduler_pending_pods", queue="backoff") == 0
+
+
+def test_partial_gangs_are_read_at_scrape_time() -> None:
+    """What the count says when scraped, not when last set: a replica that stops leading reads 0 from then on,
+    whatever a bind still in flight finds."""
+    m = Metrics(PROFILE)
+    partial, leading = {"a", "b"}, [True]
+    m.track_partial_gangs(lambda: len(partial) if leading[0] else 0)
+    assert value(m, "gang_scheduler_gangs_below_min") == 2
+    leading[0] = False
+    partial.add("c")
     assert value(m, "gang_scheduler_gangs_below_min") == 0
 
 
