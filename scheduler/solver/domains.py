@@ -118,7 +118,7 @@ class DomainPruning:
         if pinned:
             if len(pinned) > 1 or -1 in pinned:
                 self.failures.record(group, 0, f"{describe(group)}: bound members are not all in one {key} domain",
-                                     False, frozenset((TOPOLOGY,)), of_constraint=True)
+                                     False, frozenset((TOPOLOGY,)))
                 return []
             present = present[np.isin(present, list(pinned))]
         if not present.size:
@@ -126,7 +126,7 @@ class DomainPruning:
                 message = f"{describe(group)}: no nodes available to schedule pods"  # kube's ErrNoNodesAvailable
             else:
                 message = f"{describe(group)}: no node has the label {key}"
-            self.failures.record(group, 0, message, False, frozenset((TOPOLOGY,)), of_constraint=True)
+            self.failures.record(group, 0, message, False, frozenset((TOPOLOGY,)))
             return []
         ratios = np.zeros(len(doms.values))
         short: BoolArray = np.zeros(len(doms.values), dtype=bool)
@@ -154,7 +154,7 @@ class DomainPruning:
         if not self.explain:
             self.failures.record(group, 0, f"{describe(group)}: no {key} domain has room for its minimum on the nodes "
                                  f"its members may use ({len(present)} checked)", True, frozenset((TOPOLOGY,)),
-                                 explained=False, of_constraint=True)
+                                 explained=False)
             return []
         # Every domain is short of room: the closest is the one with the most room for the need, then the one
         # with the most room were its nodes emptied (where evictions would help most).

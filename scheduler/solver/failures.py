@@ -32,9 +32,6 @@ class Failure:
     then lacks the per-node verdicts (the first pass of :func:`~scheduler.solver.search.solve`)."""
     satisfied: frozenset[GroupKey] = frozenset()
     """A composite's failure: the groups satisfied (placed) when this attempt stopped, its children among them."""
-    of_constraint: bool = False
-    """The group's topology constraint failed before any attempt at its members (no domain to try: none has
-    its key, its bound members are apart, none has the room): the failure is the group's own."""
 
 
 class Failures:
@@ -45,14 +42,13 @@ class Failures:
 
     def record(self, group: Group, placed: int, message: str, resource_limited: bool,
                rejectors: frozenset[str] = frozenset(), explained: bool = True,
-               satisfied: frozenset[GroupKey] = frozenset(), of_constraint: bool = False) -> None:
+               satisfied: frozenset[GroupKey] = frozenset()) -> None:
         """Record a failed attempt of ``group`` if it placed more members than the best so far (an explained one
         replaces an unexplained one that placed as many). ``satisfied``: for a composite, the groups satisfied
-        when the attempt stopped; ``of_constraint``: see :attr:`Failure.of_constraint`."""
+        when the attempt stopped."""
         best = self.by_group.get(group.key)
         if best is None or placed > best.placed or (placed == best.placed and explained and not best.explained):
-            self.by_group[group.key] = Failure(placed, message, resource_limited, rejectors, explained, satisfied,
-                                               of_constraint)
+            self.by_group[group.key] = Failure(placed, message, resource_limited, rejectors, explained, satisfied)
 
     def get(self, key: GroupKey) -> Failure | None:
         return self.by_group.get(key)

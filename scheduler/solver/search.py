@@ -275,14 +275,7 @@ class _Search:
             parts.append(f"search budget of {self.config.search_budget} attempts exhausted")
         if root is not None:
             parts.append(root.message)
-        listed = [leaf.key for leaf in tree.root.leaves() if leaf.key != tree.key and leaf.key in reasons]
-        parts.extend(reasons[key] for key in listed)
-        shown = set(listed)
-        # a composite whose topology constraint failed before any of its leaves was tried is its own reason
-        parts.extend(reasons[g.key] for g in walk(tree.root)
-                     if isinstance(g, Composite) and g.key != tree.key and g.key in reasons
-                     and (f := self.failures.get(g.key)) is not None and f.of_constraint
-                     and not any(leaf.key in shown for leaf in g.leaves()))
+        parts.extend(reasons[leaf.key] for leaf in tree.root.leaves() if leaf.key != tree.key and leaf.key in reasons)
         limited = budget or self.failures.resource_limited() or self.domains.room_may_free()
         code = Code.UNSCHEDULABLE if limited else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         message = "; ".join(dict.fromkeys(parts)) or f"{describe(tree.root)}: does not fit"

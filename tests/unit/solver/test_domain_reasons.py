@@ -445,18 +445,3 @@ def test_a_child_composite_placed_when_its_parent_stopped_is_not_listed_under_it
     assert result.message == ("composite root: 1/2 child groups satisfied (minGroupCount 2); gang hz: 0/1 placeable "
                               "(minCount 1); 0/4 nodes are available: 4 Insufficient cpu.")
     assert result.group_reasons[GroupKey("PodGroup", NS, "gb")] == result.message
-
-
-def test_a_child_composite_whose_topology_constraint_failed_is_listed_itself() -> None:
-    """``c1`` (pinned to a zone) needs ``a0`` (which only zone b admits) and ``c2`` (pinned to a rack); zone b's
-    nodes have no rack label, so ``c2`` fails there before any of its leaves is tried: its own failure is the
-    cause, and is listed as a leaf's would be."""
-    nodes = [node("a-0", cpu="5", labels={ZONE: "a", RACK: "a1"}),
-             node("b-0", cpu="3", labels={ZONE: "b"}), node("b-1", cpu="3", labels={ZONE: "b"})]
-    pods = [pod("ga-0", cpu="2", namespace=NS, group="ga"), pod("gb-0", cpu="2", namespace=NS, group="gb"),
-            pod("a0-0", cpu="1", namespace=NS, group="a0", node_selector={ZONE: "b"})]
-    result = Cluster(nodes, pods, [pg("ga", 1, parent="c2"), pg("gb", 1, parent="c2"), pg("a0", 1, parent="c1")],
-                     [cpg("c1", 2, topology=ZONE), cpg("c2", 2, parent="c1", topology=RACK)]).solve()
-    assert isinstance(result, Unschedulable), result
-    assert result.message == (f"composite c1: 1/2 child groups satisfied (minGroupCount 2) {IN_B}; composite c2: no "
-                              f"node has the label {RACK}")
