@@ -12,6 +12,7 @@ The messages themselves are built by :mod:`scheduler.solver.diagnosis`. Pure.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from scheduler.groups.tree import Group
@@ -42,13 +43,14 @@ class Failures:
 
     def record(self, group: Group, placed: int, message: str, resource_limited: bool,
                rejectors: frozenset[str] = frozenset(), explained: bool = True,
-               satisfied: frozenset[GroupKey] = frozenset()) -> None:
+               satisfied: AbstractSet[GroupKey] = frozenset()) -> None:
         """Record a failed attempt of ``group`` if it placed more members than the best so far (an explained one
         replaces an unexplained one that placed as many). ``satisfied``: for a composite, the groups satisfied
-        when the attempt stopped."""
+        when the attempt stopped (the search's live set: copied only when the attempt is kept)."""
         best = self.by_group.get(group.key)
         if best is None or placed > best.placed or (placed == best.placed and explained and not best.explained):
-            self.by_group[group.key] = Failure(placed, message, resource_limited, rejectors, explained, satisfied)
+            self.by_group[group.key] = Failure(placed, message, resource_limited, rejectors, explained,
+                                               frozenset(satisfied))
 
     def get(self, key: GroupKey) -> Failure | None:
         return self.by_group.get(key)

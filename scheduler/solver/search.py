@@ -223,7 +223,7 @@ class _Search:
                 message = (f"{describe(composite)}: {satisfied}/{n} child groups satisfied (minGroupCount "
                            f"{composite.need}){phrase(where, closest=True, placed=satisfied)}")
             self.failures.record(composite, satisfied, message, self.failures.resource_limited(),
-                                 self.failures.rejectors(), satisfied=frozenset(self.satisfied))
+                                 self.failures.rejectors(), satisfied=self.satisfied)
             return
         if next_child == n:
             self.satisfied.add(composite.key)
