@@ -1,5 +1,6 @@
-"""``crds.install``: the chart installs scheduler-plugins' PodGroup CRD only when asked, exactly as vendored, and
-grants the scheduler its RBAC either way (the CRD is read wherever it is served, whoever installed it)."""
+"""``crds.install``: the chart installs scheduler-plugins' PodGroup CRD only when asked, as vendored plus Helm's
+``keep`` resource policy unless ``crds.keep`` is false, and grants the scheduler its RBAC either way (the CRD is read
+wherever it is served, whoever installed it)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,14 @@ def test_no_crd_by_default() -> None:
     assert crds({"crds": {"install": False}}) == []
 
 
-def test_crds_install_renders_the_vendored_crd_unchanged() -> None:
+def test_crds_install_renders_the_vendored_crd_unchanged_but_kept_on_uninstall() -> None:
     (crd,) = crds({"crds": {"install": True}})
-    assert crd == yaml.safe_load(VENDORED.read_text())
+    vendored = yaml.safe_load(VENDORED.read_text())
+    assert "helm.sh/resource-policy" not in vendored["metadata"]["annotations"]
+    assert crd["metadata"]["annotations"] == {**vendored["metadata"]["annotations"], "helm.sh/resource-policy": "keep"}
+    crd["metadata"]["annotations"].pop("helm.sh/resource-policy")
+    assert crd == vendored
+    assert crds({"crds": {"install": True, "keep": False}}) == [vendored]
     assert crd["metadata"]["name"] == f"{coscheduling.PLURAL}.{coscheduling.API_GROUP}"
     assert (crd["spec"]["group"], crd["spec"]["names"]["kind"], crd["spec"]["names"]["plural"]) == (
         coscheduling.API_GROUP, coscheduling.KIND, coscheduling.PLURAL)
