@@ -232,11 +232,12 @@ _RAW_PAGE = msgspec.json.Decoder(_RawPage)
 _RAW_EVENT = msgspec.json.Decoder(_RawEvent)
 
 
-def _pod(raw: msgspec.Raw, *, deleted: bool = False) -> Any:
+def _pod(raw: msgspec.Raw, *, deleted: bool = False, watched: bool = False) -> Any:
     """One pod's JSON: a :class:`LeanPod` when it has a node, else a :class:`Pod`
-    (:func:`~scheduler.model.lean_pod.decode_pod`; ``deleted``: its ``DELETED`` event). Raises ``ValueError``."""
+    (:func:`~scheduler.model.lean_pod.decode_pod`; ``watched``: a watch event's, ``deleted``: its ``DELETED`` event).
+    Raises ``ValueError``."""
     try:
-        return decode_pod(raw, deleted=deleted)
+        return decode_pod(raw, deleted=deleted, watched=watched)
     except RecursionError as exc:
         raise ValueError("nested too deeply") from exc
 
@@ -259,7 +260,7 @@ def _pod_event(data: bytes) -> tuple[str, Any]:
         raise ValueError("nested too deeply") from exc
     if not event.object:
         raise ValueError("a watch event without an object")
-    return event.type, _pod(event.object, deleted=event.type == "DELETED")
+    return event.type, _pod(event.object, deleted=event.type == "DELETED", watched=True)
 
 
 @functools.cache

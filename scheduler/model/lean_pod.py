@@ -25,11 +25,19 @@ are its own. :func:`decode_pod` therefore remembers each pod it decodes without 
 same pod (its uid) comes back with a node — the watch event of a bind — and its metadata and spec are byte for byte
 those it had but for the per-pod strings (``nodeName``, ``resourceVersion``, read from the new bytes), its parts,
 requests and asks are taken from the pod decoded before instead of being validated and computed again.
+
+The kubelet then writes the pod's status as it starts it (its containers being created, then running; again on every
+readiness change), and each write comes back as a watch event of the whole pod, larger than the bind's. So
+:func:`decode_pod` remembers each pod it decodes with a node too (:data:`_BOUND`, by uid, a digest of its metadata and
+spec and one of its container statuses' actuated resources): the next version whose metadata and spec digest the
+same takes its parts and asks from the one before, and its requests too while the container statuses ask the same
+resources (an in-place resize changes them); only its status is decoded afresh.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import operator
 import sys
 from collections.abc import Callable
@@ -133,11 +141,11 @@ memoised."""
 _INTERNED = {(ObjectMeta, "namespace"), (PodSpec, "nodeName")}
 """Strings few in a cluster and held by every pod: one copy each."""
 
-_STATUS_TYPES: dict[str, Any] = {"conditions": list[_WireCondition] | None,
-                                 "containerStatuses": list[_WireContainerStatus] | None,
-                                 "initContainerStatuses": list[_WireContainerStatus] | None}
+_STATUS_TYPES: dict[str, Any] = {"conditions": list[_WireCondition],
+                                 "containerStatuses": list[_WireContainerStatus],
+                                 "initContainerStatuses": list[_WireContainerStatus]}
 """Status fields not taken as they are: the container statuses only feed the requests, the conditions are checked and
-filtered."""
+filtered. Absent, each is None; ``null`` is refused, as :class:`~scheduler.model.pod.PodStatus` refuses it."""
 
 
 def _plan(model: type[BaseModel], typed: dict[str, Any] | None = None) -> tuple[
@@ -220,6 +228,9 @@ emptied when it reaches :data:`MEMO_SIZE` entries."""
 
 _STATUS_PARTS = ("name", "allocatedResources", "resources")
 
+_Actuated = tuple[tuple[tuple[bytes, ...], ...], tuple[tuple[bytes, ...], ...]]
+"""What the requests read of a pod's ``containerStatuses`` and ``initContainerStatuses``, as :func:`_rows` each."""
+
 
 def _rows(statuses: list[Any] | None) -> tuple[tuple[bytes, ...], ...]:
     """Container statuses as rows of raw JSON (:data:`_STATUS_PARTS`): what the requests read of them, without the
@@ -227,18 +238,29 @@ def _rows(statuses: list[Any] | None) -> tuple[tuple[bytes, ...], ...]:
     return tuple((bytes(s.name), bytes(s.allocatedResources), bytes(s.resources)) for s in statuses or ())
 
 
+def _actuated(status: Any) -> _Actuated:
+    """:data:`_Actuated` of a decoded pod's ``status``."""
+    return _rows(status.containerStatuses), _rows(status.initContainerStatuses)
+
+
+def _requests(spec: Any, actuated: _Actuated) -> ResourceList:
+    """The effective requests (:func:`~scheduler.model.pod.effective_requests`) of the pod whose spec is ``spec`` and
+    whose container statuses ask ``actuated``."""
+    status = PodStatus.model_validate({
+        field: [{part: msgspec.json.decode(raw) for part, raw in zip(_STATUS_PARTS, row, strict=True) if raw}
+                for row in rows]
+        for field, rows in zip(("containerStatuses", "initContainerStatuses"), actuated, strict=True)})
+    return effective_requests(spec, status)
+
+
 def _derived(spec: Any, status: Any, seen: dict[str, bytes]) -> tuple[ResourceList, frozenset[str]]:
     """(effective requests, asks) of the pod whose spec is ``spec``, wire status ``status`` and raw spec fields
     ``seen`` (memoised by their inputs)."""
-    statuses, init_statuses = _rows(status.containerStatuses), _rows(status.initContainerStatuses)
-    key = (*(seen.get(name, b"") for name in _REQUEST_INPUTS), statuses, init_statuses)
+    actuated = _actuated(status)
+    key = (*(seen.get(name, b"") for name in _REQUEST_INPUTS), *actuated)
     hit = _DERIVED.get(key)
     if hit is None:
-        actuated = PodStatus.model_validate({
-            field: [{part: msgspec.json.decode(raw) for part, raw in zip(_STATUS_PARTS, row, strict=True) if raw}
-                    for row in rows]
-            for field, rows in (("containerStatuses", statuses), ("initContainerStatuses", init_statuses))})
-        hit = effective_requests(spec, actuated), spec_asks(spec)
+        hit = _requests(spec, actuated), spec_asks(spec)
         if len(_DERIVED) >= MEMO_SIZE:
             _DERIVED.clear()
         _DERIVED[key] = hit
@@ -275,17 +297,45 @@ def _compared(wire: Any) -> bytes:
     return b"\0".join((*_META_COMPARED(astuple(wire.metadata)), *_SPEC_COMPARED(astuple(wire.spec))))
 
 
-def decode_pod(data: bytes | msgspec.Raw, *, deleted: bool = False) -> LeanPod | Pod:
+BOUND_SIZE = 4 * MEMO_SIZE
+"""Pods with a node remembered by :func:`decode_pod` at most (the one decoded longest ago is let go of first): the
+pods bound in the last half minute or so at the rate the scheduler binds, whose kubelets are starting them."""
+
+_BOUND: dict[str, tuple[bytes, bytes, LeanPod]] = {}
+"""uid → (:func:`_digest` of its metadata and spec, :func:`_digest` of what the requests read of its container
+statuses, the :class:`LeanPod`) of each pod :func:`decode_pod` decoded with a node, until it is deleted or let go of;
+the one decoded last goes last."""
+
+
+def _digest(*parts: bytes) -> bytes:
+    """A 16-byte BLAKE2b digest of ``parts`` (raw JSON, each an unambiguous encoding): a pod's :func:`_compared` JSON
+    (two versions of a pod with one digest have equal metadata and spec but for the per-pod strings, so equal parts
+    and asks), or its :data:`_Actuated` rows joined by control characters, which raw JSON never holds."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        digest.update(part)
+    return digest.digest()
+
+
+def _actuated_digest(actuated: _Actuated) -> bytes:
+    """:func:`_digest` of :data:`_Actuated` rows: a row's parts joined by NUL, rows by 0x01, the two lists by 0x02."""
+    return _digest(b"\2".join(b"\1".join(b"\0".join(row) for row in rows) for rows in actuated))
+
+
+def decode_pod(data: bytes | msgspec.Raw, *, deleted: bool = False, watched: bool = False) -> LeanPod | Pod:
     """One pod's JSON as the cache keeps it: a :class:`LeanPod` when it has a node (:func:`decode_bound`), else a
     :class:`~scheduler.model.pod.Pod`, remembered (:data:`_PENDING`) so that its bound version reuses its parts
-    (the module docstring). ``deleted``: the pod's ``DELETED`` watch event, which ends what is remembered of it.
-    Raises as :func:`decode_bound` does, and pydantic's ``ValidationError`` (a ``ValueError``) for a pod without a
-    node that a :class:`Pod` refuses."""
+    (the module docstring). ``watched``: a watch event's object; a pod with a node is then remembered too
+    (:data:`_BOUND`), so that its next versions — the kubelet's status writes — reuse its parts while its metadata,
+    spec and actuated resources are unchanged (a list's pods are not: most of a cluster's pods run on, unchanged, and
+    digesting each would only slow the first list). ``deleted``: the pod's ``DELETED`` watch event, which ends what is
+    remembered of it. Raises as :func:`decode_bound` does, and pydantic's ``ValidationError`` (a ``ValueError``) for a
+    pod without a node that a :class:`Pod` refuses."""
     wire = _WIRE.decode(data)
     if deleted:
         _PENDING.pop(wire.metadata.uid, None)
     if wire.spec.nodeName:
-        return _bound(wire)
+        return _remembered(wire, deleted) if watched else _bound(wire)
     pod = Pod.model_validate_json(bytes(data))
     if not deleted and pod.metadata.uid:
         _PENDING.pop(pod.metadata.uid, None)  # a newer version goes last
@@ -305,23 +355,52 @@ def decode_bound(data: bytes | msgspec.Raw) -> LeanPod | None:
     return _bound(wire) if wire.spec.nodeName else None
 
 
-def _bound(wire: Any) -> LeanPod:
-    """The :class:`LeanPod` of a decoded pod with a node: from the same pod decoded without one when its metadata and
-    spec are unchanged and the kubelet reports no container (the requests then read the spec alone), else validated
-    field by field."""
-    prior = _PENDING.pop(wire.metadata.uid, None) if _PENDING else None
+def _remembered(wire: Any, deleted: bool) -> LeanPod:
+    """:func:`_bound` of a decoded pod with a node, its parts taken from the version of it remembered in :data:`_BOUND`
+    when that has the same :func:`_digest` (and its requests too when its container statuses ask the same), and
+    remembered there in turn (unless ``deleted``)."""
+    uid = wire.metadata.uid
+    compared = _compared(wire)
+    actuated = _actuated(wire.status)
+    digest, actuated_digest = _digest(compared), _actuated_digest(actuated)
+    prior = _BOUND.pop(uid, None) if _BOUND else None
+    if prior is not None and prior[0] == digest:
+        pod = prior[2]
+        spec = msgspec.structs.replace(pod.spec, **_per_pod(wire.spec, _SPEC_FIELDS))
+        requests = pod.requests if prior[1] == actuated_digest else _requests(spec, actuated)
+        lean = LeanPod(msgspec.structs.replace(pod.metadata, **_per_pod(wire.metadata, _META_FIELDS)), spec,
+                       _status(wire), requests, pod.asks)
+    else:
+        lean = _bound(wire, compared)
+    if not deleted and uid:
+        if len(_BOUND) >= BOUND_SIZE:
+            del _BOUND[next(iter(_BOUND))]
+        _BOUND[uid] = (digest, actuated_digest, lean)
+    return lean
+
+
+def _status(wire: Any) -> Any:
+    """The :class:`LeanStatus` of a decoded pod: its fields validated, of its conditions ``DisruptionTarget`` only."""
     status = _values(PodStatus, wire.status, _STATUS_FIELDS, {})
     targets = [msgspec.to_builtins(c) for c in wire.status.conditions or () if c.type == DISRUPTION_TARGET]
     if targets:
         status["conditions"] = _CONDITIONS.validate_python(targets)
+    return LeanStatus(**status)
+
+
+def _bound(wire: Any, compared: bytes | None = None) -> LeanPod:
+    """The :class:`LeanPod` of a decoded pod with a node: from the same pod decoded without one when its metadata and
+    spec are unchanged and the kubelet reports no container (the requests then read the spec alone), else validated
+    field by field. ``compared``: its :func:`_compared` JSON, when already made."""
+    prior = _PENDING.pop(wire.metadata.uid, None) if _PENDING else None
+    status = _status(wire)
     if (prior is not None and not wire.status.containerStatuses and not wire.status.initContainerStatuses
-            and prior[0] == _compared(wire)):
+            and prior[0] == (compared if compared is not None else _compared(wire))):
         pod = prior[1]
         return LeanPod(LeanMeta(**{**pod.metadata.__dict__, **_per_pod(wire.metadata, _META_FIELDS)}),
-                       LeanSpec(**{**pod.spec.__dict__, **_per_pod(wire.spec, _SPEC_FIELDS)}), LeanStatus(**status),
+                       LeanSpec(**{**pod.spec.__dict__, **_per_pod(wire.spec, _SPEC_FIELDS)}), status,
                        pod.requests, pod.asks)
     seen: dict[str, bytes] = {}
     spec = LeanSpec(**_values(PodSpec, wire.spec, _SPEC_FIELDS, seen))
     requests, asks = _derived(spec, wire.status, seen)
-    return LeanPod(LeanMeta(**_values(ObjectMeta, wire.metadata, _META_FIELDS, {})), spec, LeanStatus(**status),
-                   requests, asks)
+    return LeanPod(LeanMeta(**_values(ObjectMeta, wire.metadata, _META_FIELDS, {})), spec, status, requests, asks)

@@ -11,9 +11,12 @@ page's bytes, ``scheduler.client.decoding.page_decoder``); then ``gc.freeze()``,
 (:meth:`CycleRunner.attempt <scheduler.cycle.CycleRunner.attempt>`: the tree, the snapshot, the solve, assume),
 and ``--in-flight`` cycles later each of its pods' watch events comes back as the server streams a bind — the
 pod with ``spec.nodeName``, ``PodScheduled`` and a new resourceVersion, as JSON bytes decoded the informer's way
-(``scheduler.client.decoding.event_decoder``) and applied to the cache.
+(``scheduler.client.decoding.event_decoder``) and applied to the cache; ``--in-flight`` cycles after that come the
+watch events of the kubelet's two status writes as it starts the pod (:func:`kubelet_events`), decoded and applied
+the same way.
 
-Timed (``time.process_time``): the cycles and the watch events, each apart; building the events' JSON is not.
+Timed (``time.process_time``): the cycles, the binds' watch events and the kubelets', each apart; building the events'
+JSON is not.
 Printed: CPU per pod for each, and with ``--profile`` a cProfile of the timed calls. Checked after timing: every
 pod bound, no node over its allocatable, every gang whole (exit 1 otherwise). Not measured here: HTTP (the binds,
 Events and PATCHes and their replies), the driver's bookkeeping around a decision, and the event loop;
@@ -67,6 +70,22 @@ def bound_event(raw: dict[str, Any], node: str, rv: int) -> bytes:
     return json.dumps({"type": "MODIFIED", "object": pod}).encode()
 
 
+def kubelet_events(raw: dict[str, Any], node: str, index: int, rv: int) -> list[bytes]:
+    """The watch events of the kubelet's two status writes for ``raw`` once bound to ``node``: its containers being
+    created, then running (:func:`~tests.bench.realistic.starting_status`,
+    :func:`~tests.bench.realistic.running_status`; ``index`` picks the pod IP), each recorded in ``managedFields``
+    under the kubelet, resourceVersions ``rv`` and ``rv + 1``."""
+    pod = copy.deepcopy(raw)
+    pod["spec"]["nodeName"] = node
+    events = []
+    for i, status in enumerate((realistic.starting_status(pod, index), realistic.running_status(pod, index))):
+        pod["status"] = status
+        pod["metadata"]["resourceVersion"] = str(rv + i)
+        realistic.track_fields(pod, {"status": status}, "kubelet", "status")
+        events.append(json.dumps({"type": "MODIFIED", "object": pod}).encode())
+    return events
+
+
 def check(cache: ClusterCache, pods: int) -> list[str]:
     """Every pod bound, no node over its allocatable, every gang whole."""
     problems = []
@@ -101,23 +120,37 @@ def main(argv: list[str] | None = None) -> int:
           f"({len(json.dumps(raws['Pod'][0]))} bytes of JSON each)")
     runner, decode = CycleRunner(cache, SolverConfig()), event_decoder(Pod)
     profile = cProfile.Profile() if args.profile else None
-    cycle_s = watch_s = 0.0
+    cycle_s = watch_s = kubelet_s = 0.0
     placed, rv = 0, 10
     lag: list[Plan] = []
+    started: list[Plan] = []  # bound, the kubelet's writes still to come
 
-    def deliver(plan: Plan) -> None:
-        nonlocal watch_s, rv
-        lines = [bound_event(by_key[pod.key], node, rv + i) for i, (pod, node) in enumerate(plan.placements, 1)]
-        rv += len(lines)
+    def apply(lines: list[bytes]) -> float:
         if profile is not None:
             profile.enable()
         start = time.process_time()
         for line in lines:
             kind, obj = decode(line)
             cache.apply("Pod", kind, obj)
-        watch_s += time.process_time() - start
+        elapsed = time.process_time() - start
         if profile is not None:
             profile.disable()
+        return elapsed
+
+    def deliver(plan: Plan) -> None:
+        nonlocal watch_s, rv
+        lines = [bound_event(by_key[pod.key], node, rv + i) for i, (pod, node) in enumerate(plan.placements, 1)]
+        rv += len(lines)
+        watch_s += apply(lines)
+        started.append(plan)
+
+    def kubelet(plan: Plan) -> None:
+        nonlocal kubelet_s, rv
+        lines = []
+        for pod, node in plan.placements:
+            lines += kubelet_events(by_key[pod.key], node, rv, rv)
+            rv += 2
+        kubelet_s += apply(lines)
 
     for key in roots:
         if profile is not None:
@@ -132,11 +165,17 @@ def main(argv: list[str] | None = None) -> int:
             lag.append(attempt.plan)
         if len(lag) > args.in_flight:
             deliver(lag.pop(0))
+        if len(started) > args.in_flight:
+            kubelet(started.pop(0))
     while lag:
         deliver(lag.pop(0))
+    while started:
+        kubelet(started.pop(0))
     per = 1000 / max(placed, 1)
     print(f"  scheduler CPU per pod: cycle {cycle_s * per:.3f} ms (tree, snapshot, solve, assume), watch event "
           f"{watch_s * per:.3f} ms (decode, apply); {placed} pods placed")
+    print(f"  and the kubelet's two status writes per pod, as the watch brings them: {kubelet_s * per:.3f} ms per pod "
+          f"(decode, apply)")
     problems = check(cache, len(by_key))
     for problem in problems[:10]:
         print(f"  CHECK FAILED: {problem}")

@@ -255,6 +255,28 @@ def running_status(body: JSON, index: int) -> JSON:
             "startTime": stamp}
 
 
+
+def starting_status(body: JSON, index: int) -> JSON:
+    """The status a kubelet reports for ``body`` (a pod with ``spec.nodeName``) when it has admitted the pod and is
+    creating its containers, its first status write: phase ``Pending``, the host IP and start time, the pod
+    conditions as they stand then (initialized; not yet ready) and a ``waiting: ContainerCreating`` status per
+    container (``pkg/kubelet/status``); :func:`running_status` follows once they run."""
+    running = running_status(body, index)
+    names = " ".join(c["name"] for c in running["containerStatuses"])
+    unready = {"reason": "ContainersNotReady", "message": f"containers with unready status: [{names}]"}
+    conditions = []
+    for condition in running["conditions"]:
+        if condition["type"] == "PodReadyToStartContainers":
+            condition = {**condition, "status": "False"}
+        elif condition["type"] in ("Ready", "ContainersReady"):
+            condition = {**condition, "status": "False", **unready}
+        conditions.append(condition)
+    containers = [{**{k: v for k, v in c.items() if k != "containerID"}, "imageID": "", "ready": False,
+                   "started": False, "state": {"waiting": {"reason": "ContainerCreating"}}}
+                  for c in running["containerStatuses"]]
+    return {"phase": "Pending", "conditions": conditions, "containerStatuses": containers,
+            "hostIP": running["hostIP"], "hostIPs": running["hostIPs"], "startTime": running["startTime"]}
+
 # -- nodes --------------------------------------------------------------------------------------------------
 
 @cache

@@ -51,6 +51,14 @@ def _samples() -> dict[str, dict[str, Any]]:
 
 SAMPLES = _samples()
 
+KUBELET_STATUS_SAMPLE: dict[str, Any] = {
+    **SAMPLES["Pod"], "metadata": {**SAMPLES["Pod"]["metadata"], "uid": "uid-kubelet"},
+    "status": {**SAMPLES["Pod"]["status"], "containerStatuses": [
+        {"name": c["name"], "ready": True, "restartCount": 0,
+         "allocatedResources": (c.get("resources") or {}).get("requests", {}), "resources": c.get("resources") or {}}
+        for c in SAMPLES["Pod"]["spec"]["containers"]]}}
+"""The sample pod on its node as its kubelet reports it: each container's actuated resources."""
+
 
 def nested(depth: int, leaf: Any = 1) -> Any:
     """``leaf`` inside ``depth`` alternating lists and objects."""
@@ -211,6 +219,26 @@ def test_a_bound_pod_decoded_after_its_pending_version_is_read_as_the_plain_way_
         return  # no spec to bind
     bound["spec"]["nodeName"] = "node-fuzzed"
     data = json.dumps({"type": "MODIFIED", "object": bound}).encode()
+    try:
+        got = event_decoder(DECODED_AS_MODELS["Pod"])(data)[1]
+    except ValueError:  # refused: the plain way decides
+        return
+    expected = KINDS["Pod"].parse(loads(data)["object"])
+    assert got == (lean_pod(expected) if isinstance(got, LeanPod) else expected)
+
+
+@SETTINGS
+@given(st.sampled_from(json_paths(KUBELET_STATUS_SAMPLE)),
+       st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=4), st.just({"cpu": "3"}), st.just(["x"])))
+def test_a_bound_pod_decoded_after_its_previous_version_is_read_as_the_plain_way_reads_it(
+        path: tuple[Any, ...], value: Any) -> None:
+    """A pod decoded with a node and the kubelet's container statuses, then again with any field changed — the next
+    status write, a resize, a label (``decode_pod`` reuses the first one's parts only where its metadata and spec are
+    the same bytes, and its requests only where its container statuses ask the same): the second is what the plain
+    way reads, or refused."""
+    event_decoder(DECODED_AS_MODELS["Pod"])(json.dumps({"type": "MODIFIED", "object": KUBELET_STATUS_SAMPLE}).encode())
+    later = _put(copy.deepcopy(KUBELET_STATUS_SAMPLE), path, value)
+    data = json.dumps({"type": "MODIFIED", "object": later}).encode()
     try:
         got = event_decoder(DECODED_AS_MODELS["Pod"])(data)[1]
     except ValueError:  # refused: the plain way decides

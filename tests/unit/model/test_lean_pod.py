@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.model import lean_pod as lean_pod_module
 from scheduler.model.lean_pod import LeanPod, decode_bound, decode_pod, lean_pod
 from scheduler.model.pod import ASKS_POD_AFFINITY, ASKS_PORTS, ASKS_VOLUMES, Pod
 
@@ -204,3 +205,78 @@ def test_a_deleted_pending_pod_is_forgotten() -> None:
     bound = decode_pod(json.dumps(bound_body).encode())
     assert bound == lean_pod(Pod.model_validate(bound_body))
     assert bound.spec.containers is not pending.spec.containers
+
+
+
+def kubelet_writes(name: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A pod's bind, then the kubelet's two status writes (its container being created, then running)."""
+    _, bound = pending_then_bound(name)
+    creating = copy.deepcopy(bound)
+    creating["metadata"]["resourceVersion"] = "44"
+    creating["status"] = {"phase": "Pending", "startTime": "2026-01-01T00:00:05Z", "hostIP": "10.0.0.1",
+                          "containerStatuses": [{"name": "app", "ready": False, "image": "nginx",
+                                                 "state": {"waiting": {"reason": "ContainerCreating"}},
+                                                 "allocatedResources": {"cpu": "500m", "memory": "1Gi"}}]}
+    started = running(name, "node-b")
+    started["metadata"]["resourceVersion"] = "45"
+    started["metadata"]["managedFields"] = creating["metadata"]["managedFields"]
+    return bound, creating, started
+
+
+def decoded_afresh(body: dict[str, Any], *, watched: bool = True) -> LeanPod | Pod:
+    """``decode_pod`` of ``body`` (as a watch event's object unless not ``watched``) with the memos of field values and
+    requests emptied first, so that what it shares with an earlier version of the pod comes from the pods it
+    remembers."""
+    lean_pod_module._field.cache_clear()
+    lean_pod_module._DERIVED.clear()
+    return decode_pod(json.dumps(body).encode(), watched=watched)
+
+
+def test_the_kubelets_status_writes_reuse_the_parts_of_the_bound_pod() -> None:
+    """The watch events of the kubelet's status writes: the metadata and spec as the pod's previous version has them
+    (the same objects), its own status and resourceVersion, the requests recomputed only when the container
+    statuses ask otherwise — each what decoding that version alone gives."""
+    bodies = kubelet_writes("kubelet-1")
+    decoded = [decoded_afresh(body) for body in bodies]
+    for body, pod in zip(bodies, decoded, strict=True):
+        assert pod == lean_pod(Pod.model_validate(body))
+    bound, creating, started = decoded
+    assert isinstance(bound, LeanPod) and isinstance(creating, LeanPod) and isinstance(started, LeanPod)
+    assert creating.spec.containers is bound.spec.containers and started.spec.containers is bound.spec.containers
+    assert creating.metadata.labels is bound.metadata.labels and started.spec.tolerations is bound.spec.tolerations
+    assert started.requests is creating.requests  # the same actuated resources
+    assert [p.metadata.resource_version for p in decoded] == ["43", "44", "45"]
+    assert [p.status.phase for p in decoded] == ["Pending", "Pending", "Running"]
+
+
+def test_a_pod_resized_in_place_gets_the_requests_its_kubelet_actuated() -> None:
+    _, _, started = kubelet_writes("resized-1")
+    resized = copy.deepcopy(started)
+    resized["metadata"]["resourceVersion"] = "46"
+    resized["status"]["containerStatuses"][0]["allocatedResources"] = {"cpu": "3", "memory": "1Gi"}
+    before, after = decoded_afresh(started), decoded_afresh(resized)
+    assert after == lean_pod(Pod.model_validate(resized)) and after.requests["cpu"] == 3000
+    assert after.spec.containers is before.spec.containers and before.requests["cpu"] == 500
+
+
+def test_a_deleted_or_long_unseen_bound_pod_is_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lean_pod_module, "_BOUND", {})
+    bound, creating, _ = kubelet_writes("forgotten-1")
+    first = decoded_afresh(bound)
+    decode_pod(json.dumps(bound).encode(), deleted=True, watched=True)
+    again = decoded_afresh(creating)
+    assert again == lean_pod(Pod.model_validate(creating)) and again.spec.containers is not first.spec.containers
+    monkeypatch.setattr(lean_pod_module, "BOUND_SIZE", 1)
+    decoded_afresh(kubelet_writes("forgotten-2")[0])  # lets go of forgotten-1, the pod decoded longest ago
+    later = decoded_afresh(bound)
+    assert later == lean_pod(Pod.model_validate(bound)) and later.spec.containers is not again.spec.containers
+
+
+def test_a_listed_bound_pod_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list's pods (most of a cluster, running on unchanged) are not digested: only watch events' pods are."""
+    monkeypatch.setattr(lean_pod_module, "_BOUND", {})
+    bound, creating, _ = kubelet_writes("listed-1")
+    listed = decoded_afresh(bound, watched=False)
+    watched = decoded_afresh(creating)
+    assert watched == lean_pod(Pod.model_validate(creating)) and watched.spec.containers is not listed.spec.containers
+    assert decoded_afresh(creating).spec.containers is watched.spec.containers
