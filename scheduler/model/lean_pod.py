@@ -40,6 +40,7 @@ import functools
 import hashlib
 import operator
 import sys
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, ClassVar
@@ -239,8 +240,15 @@ def _rows(statuses: list[Any] | None) -> tuple[tuple[bytes, ...], ...]:
 
 
 def _actuated(status: Any) -> _Actuated:
-    """:data:`_Actuated` of a decoded pod's ``status``."""
-    return _rows(status.containerStatuses), _rows(status.initContainerStatuses)
+    """:data:`_Actuated` of a decoded pod's ``status``; a list none of whose rows carries resources is empty, as it
+    asks for nothing (:func:`~scheduler.model.pod.effective_requests` takes a container's spec requests where its
+    status actuates none): the kubelet's first status of a pod names its containers before they run."""
+    return _resourced(_rows(status.containerStatuses)), _resourced(_rows(status.initContainerStatuses))
+
+
+def _resourced(rows: tuple[tuple[bytes, ...], ...]) -> tuple[tuple[bytes, ...], ...]:
+    """``rows``, or none when no row carries ``allocatedResources`` or ``resources``."""
+    return rows if any(row[1] or row[2] for row in rows) else ()
 
 
 def _requests(spec: Any, actuated: _Actuated) -> ResourceList:
@@ -271,9 +279,10 @@ PENDING_SIZE = 2 * MEMO_SIZE
 """Pods without a node remembered by :func:`decode_pod` at most (the oldest is let go of first): with about 2 KB of
 JSON each, some 30 MB at most."""
 
-_PENDING: dict[str, tuple[bytes, Pod]] = {}
-"""uid → (:func:`_compared` of its JSON, the :class:`Pod`) of each pod :func:`decode_pod` decoded without a node, until
-it is decoded with one or deleted; in the order they came."""
+_PENDING: OrderedDict[str, tuple[bytes, Pod]] = OrderedDict()
+"""uid → (:func:`_compared` of its JSON, the :class:`Pod`) of each pod :func:`decode_pod` decoded without a node and
+without container statuses (its requests then read its spec alone), until it is decoded with one or deleted; in the
+order they came. An ``OrderedDict``: letting go of the oldest of a plain dict walks the slots its deletions left."""
 
 
 def _picker(struct: type[msgspec.Struct], fields: tuple[tuple[str, str, bool, bool], ...]) -> Callable[[Any], tuple[
@@ -298,10 +307,10 @@ def _compared(wire: Any) -> bytes:
 
 
 BOUND_SIZE = 4 * MEMO_SIZE
-"""Pods with a node remembered by :func:`decode_pod` at most (the one decoded longest ago is let go of first): the
-pods bound in the last half minute or so at the rate the scheduler binds, whose kubelets are starting them."""
+"""Pods with a node remembered by :func:`decode_pod` at most (the one decoded longest ago is let go of first): the pods
+of any scheduler whose latest versions came by watch event (binds, kubelets' status writes) most recently."""
 
-_BOUND: dict[str, tuple[bytes, bytes, LeanPod]] = {}
+_BOUND: OrderedDict[str, tuple[bytes, bytes, LeanPod]] = OrderedDict()
 """uid → (:func:`_digest` of its metadata and spec, :func:`_digest` of what the requests read of its container
 statuses, the :class:`LeanPod`) of each pod :func:`decode_pod` decoded with a node, until it is deleted or let go of;
 the one decoded last goes last."""
@@ -319,7 +328,13 @@ def _digest(*parts: bytes) -> bytes:
 
 def _actuated_digest(actuated: _Actuated) -> bytes:
     """:func:`_digest` of :data:`_Actuated` rows: a row's parts joined by NUL, rows by 0x01, the two lists by 0x02."""
+    if not any(actuated):
+        return _NOTHING_ACTUATED
     return _digest(b"\2".join(b"\1".join(b"\0".join(row) for row in rows) for rows in actuated))
+
+
+_NOTHING_ACTUATED = _digest(b"\2")
+""":func:`_actuated_digest` of a pod whose container statuses ask for nothing (a bind's watch event: none yet)."""
 
 
 def decode_pod(data: bytes | msgspec.Raw, *, deleted: bool = False, watched: bool = False) -> LeanPod | Pod:
@@ -332,15 +347,14 @@ def decode_pod(data: bytes | msgspec.Raw, *, deleted: bool = False, watched: boo
     remembered of it. Raises as :func:`decode_bound` does, and pydantic's ``ValidationError`` (a ``ValueError``) for a
     pod without a node that a :class:`Pod` refuses."""
     wire = _WIRE.decode(data)
-    if deleted:
-        _PENDING.pop(wire.metadata.uid, None)
     if wire.spec.nodeName:
         return _remembered(wire, deleted) if watched else _bound(wire)
     pod = Pod.model_validate_json(bytes(data))
-    if not deleted and pod.metadata.uid:
-        _PENDING.pop(pod.metadata.uid, None)  # a newer version goes last
+    _PENDING.pop(pod.metadata.uid, None)  # a newer version goes last, if it is kept
+    if (not deleted and pod.metadata.uid and not wire.status.containerStatuses
+            and not wire.status.initContainerStatuses):
         if len(_PENDING) >= PENDING_SIZE:
-            del _PENDING[next(iter(_PENDING))]
+            _PENDING.popitem(last=False)
         _PENDING[pod.metadata.uid] = (_compared(wire), pod)
     return pod
 
@@ -360,10 +374,12 @@ def _remembered(wire: Any, deleted: bool) -> LeanPod:
     when that has the same :func:`_digest` (and its requests too when its container statuses ask the same), and
     remembered there in turn (unless ``deleted``)."""
     uid = wire.metadata.uid
+    prior = _BOUND.pop(uid, None) if _BOUND else None
+    if deleted or not uid:
+        return _bound(wire)
     compared = _compared(wire)
     actuated = _actuated(wire.status)
     digest, actuated_digest = _digest(compared), _actuated_digest(actuated)
-    prior = _BOUND.pop(uid, None) if _BOUND else None
     if prior is not None and prior[0] == digest:
         pod = prior[2]
         spec = msgspec.structs.replace(pod.spec, **_per_pod(wire.spec, _SPEC_FIELDS))
@@ -372,10 +388,9 @@ def _remembered(wire: Any, deleted: bool) -> LeanPod:
                        _status(wire), requests, pod.asks)
     else:
         lean = _bound(wire, compared)
-    if not deleted and uid:
-        if len(_BOUND) >= BOUND_SIZE:
-            del _BOUND[next(iter(_BOUND))]
-        _BOUND[uid] = (digest, actuated_digest, lean)
+    if len(_BOUND) >= BOUND_SIZE:
+        _BOUND.popitem(last=False)
+    _BOUND[uid] = (digest, actuated_digest, lean)
     return lean
 
 

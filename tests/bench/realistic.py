@@ -234,9 +234,17 @@ def scheduled_condition() -> JSON:
     return {"lastProbeTime": None, "lastTransitionTime": now(), "status": "True", "type": "PodScheduled"}
 
 
+def _status_mounts(container: JSON) -> list[JSON]:
+    """A container's ``volumeMounts`` as its status reports them (``recursiveReadOnly`` resolved for read-only
+    mounts); a container not yet admitted (no mounts in its spec) gets the service-account token's."""
+    mounts = container.get("volumeMounts") or [{"mountPath": SERVICE_ACCOUNT_MOUNT, "name": "kube-api-access",
+                                                 "readOnly": True}]
+    return [{**m, "recursiveReadOnly": "Disabled"} if m.get("readOnly") else dict(m) for m in mounts]
+
+
 def running_status(body: JSON, index: int) -> JSON:
     """The status a kubelet reports for ``body`` (a pod with ``spec.nodeName``) running: phase, the four pod
-    conditions, host and pod IPs, start time and a running status per container (``pkg/kubelet/status``)."""
+    conditions, host and pod IPs, start time, QoS class and a running status per container (``pkg/kubelet/status``)."""
     stamp = now()
     ip = f"10.{128 + index // 65536 % 64}.{index // 256 % 256}.{index % 256}"
     conditions = [{"lastProbeTime": None, "lastTransitionTime": stamp, "status": "True", "type": t}
@@ -246,21 +254,20 @@ def running_status(body: JSON, index: int) -> JSON:
                    "image": c.get("image", ""), "imageID": f"{c.get('image', '')}@sha256:{'0' * 64}",
                    "lastState": {}, "name": c.get("name", ""), "ready": True,
                    "resources": c.get("resources") or {}, "restartCount": 0, "started": True,
-                   "state": {"running": {"startedAt": stamp}},
-                   "volumeMounts": [{"mountPath": SERVICE_ACCOUNT_MOUNT, "name": "kube-api-access",
-                                     "readOnly": True, "recursiveReadOnly": "Disabled"}]}
+                   "state": {"running": {"startedAt": stamp}}, "volumeMounts": _status_mounts(c)}
                   for c in body.get("spec", {}).get("containers", [])]
     return {"phase": "Running", "conditions": conditions, "containerStatuses": containers,
             "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}], "podIP": ip, "podIPs": [{"ip": ip}],
-            "startTime": stamp}
-
+            "qosClass": _qos(body.get("spec", {}).get("containers", [])), "startTime": stamp}
 
 
 def starting_status(body: JSON, index: int) -> JSON:
-    """The status a kubelet reports for ``body`` (a pod with ``spec.nodeName``) when it has admitted the pod and is
-    creating its containers, its first status write: phase ``Pending``, the host IP and start time, the pod
-    conditions as they stand then (initialized; not yet ready) and a ``waiting: ContainerCreating`` status per
-    container (``pkg/kubelet/status``); :func:`running_status` follows once they run."""
+    """The status a kubelet reports for ``body`` (a pod with ``spec.nodeName`` and no init containers) when it has
+    admitted the pod and is creating its containers, its first status write: phase ``Pending``, the host IP, start
+    time and QoS class, the pod conditions as they stand then (initialized; not yet ready) and per container what the
+    kubelet knows of one the runtime has not created yet — its name, image, mounts and ``waiting:
+    ContainerCreating``, no resources (``pkg/kubelet/kubelet_pods.go`` ``convertToAPIContainerStatuses``);
+    :func:`running_status` follows once they run."""
     running = running_status(body, index)
     names = " ".join(c["name"] for c in running["containerStatuses"])
     unready = {"reason": "ContainersNotReady", "message": f"containers with unready status: [{names}]"}
@@ -271,11 +278,12 @@ def starting_status(body: JSON, index: int) -> JSON:
         elif condition["type"] in ("Ready", "ContainersReady"):
             condition = {**condition, "status": "False", **unready}
         conditions.append(condition)
-    containers = [{**{k: v for k, v in c.items() if k != "containerID"}, "imageID": "", "ready": False,
-                   "started": False, "state": {"waiting": {"reason": "ContainerCreating"}}}
-                  for c in running["containerStatuses"]]
+    containers = [{"image": c["image"], "imageID": "", "lastState": {}, "name": c["name"], "ready": False,
+                   "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}},
+                   "volumeMounts": c["volumeMounts"]} for c in running["containerStatuses"]]
     return {"phase": "Pending", "conditions": conditions, "containerStatuses": containers,
-            "hostIP": running["hostIP"], "hostIPs": running["hostIPs"], "startTime": running["startTime"]}
+            "hostIP": running["hostIP"], "hostIPs": running["hostIPs"], "qosClass": running["qosClass"],
+            "startTime": running["startTime"]}
 
 # -- nodes --------------------------------------------------------------------------------------------------
 

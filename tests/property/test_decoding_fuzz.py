@@ -229,7 +229,8 @@ def test_a_bound_pod_decoded_after_its_pending_version_is_read_as_the_plain_way_
 
 @SETTINGS
 @given(st.sampled_from(json_paths(KUBELET_STATUS_SAMPLE)),
-       st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=4), st.just({"cpu": "3"}), st.just(["x"])))
+       st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=4), st.just({"cpu": "3"}), st.just(["x"]),
+                 st.just({"cpu": "100", "memory": "1Ti"})))  # above the sample's requests: a resize that counts
 def test_a_bound_pod_decoded_after_its_previous_version_is_read_as_the_plain_way_reads_it(
         path: tuple[Any, ...], value: Any) -> None:
     """A pod decoded with a node and the kubelet's container statuses, then again with any field changed — the next

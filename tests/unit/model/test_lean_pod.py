@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import OrderedDict
 from typing import Any
 
 import pytest
@@ -260,7 +261,7 @@ def test_a_pod_resized_in_place_gets_the_requests_its_kubelet_actuated() -> None
 
 
 def test_a_deleted_or_long_unseen_bound_pod_is_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lean_pod_module, "_BOUND", {})
+    monkeypatch.setattr(lean_pod_module, "_BOUND", OrderedDict())
     bound, creating, _ = kubelet_writes("forgotten-1")
     first = decoded_afresh(bound)
     decode_pod(json.dumps(bound).encode(), deleted=True, watched=True)
@@ -274,9 +275,69 @@ def test_a_deleted_or_long_unseen_bound_pod_is_forgotten(monkeypatch: pytest.Mon
 
 def test_a_listed_bound_pod_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
     """A list's pods (most of a cluster, running on unchanged) are not digested: only watch events' pods are."""
-    monkeypatch.setattr(lean_pod_module, "_BOUND", {})
+    monkeypatch.setattr(lean_pod_module, "_BOUND", OrderedDict())
     bound, creating, _ = kubelet_writes("listed-1")
     listed = decoded_afresh(bound, watched=False)
     watched = decoded_afresh(creating)
     assert watched == lean_pod(Pod.model_validate(creating)) and watched.spec.containers is not listed.spec.containers
     assert decoded_afresh(creating).spec.containers is watched.spec.containers
+
+
+@pytest.mark.parametrize("change", [
+    lambda b: b["metadata"]["labels"].update(tier="back"),
+    lambda b: b["metadata"].update(deletionTimestamp="2026-01-01T00:01:00Z"),
+    lambda b: b["spec"]["tolerations"].append({"key": "gpu", "operator": "Exists"}),
+    lambda b: b["spec"]["containers"][0]["resources"]["requests"].update(cpu="2"),
+    lambda b: b["spec"].update(nodeName="node-c"),
+])
+def test_a_watched_bound_pod_that_changed_is_decoded_from_its_own_bytes(change: Any) -> None:
+    _, _, started = kubelet_writes("rewatched-1")
+    before = decoded_afresh(started)
+    changed = copy.deepcopy(started)
+    changed["metadata"]["resourceVersion"] = "46"
+    change(changed)
+    after = decoded_afresh(changed)
+    assert after == lean_pod(Pod.model_validate(changed)) and after != before
+
+
+def test_a_sidecar_resized_in_place_gets_the_requests_its_kubelet_actuated() -> None:
+    sidecar = {"name": "proxy", "image": "envoy", "restartPolicy": "Always",
+               "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
+    _, _, started = kubelet_writes("sidecar-1")
+    started["spec"]["initContainers"] = [sidecar]
+    started["status"]["initContainerStatuses"] = [{"name": "proxy", "allocatedResources": {"cpu": "100m"}}]
+    resized = copy.deepcopy(started)
+    resized["status"]["initContainerStatuses"][0]["allocatedResources"] = {"cpu": "2"}
+    before, after = decoded_afresh(started), decoded_afresh(resized)
+    assert after == lean_pod(Pod.model_validate(resized)) and after.requests["cpu"] - before.requests["cpu"] == 1900
+
+
+@pytest.mark.parametrize("field", ["conditions", "containerStatuses", "initContainerStatuses"])
+def test_a_null_status_list_is_refused_as_the_full_model_refuses_it(field: str) -> None:
+    _, _, started = kubelet_writes("null-1")
+    started["status"][field] = None
+    data = json.dumps(started).encode()
+    with pytest.raises(ValueError):
+        Pod.model_validate_json(data)
+    with pytest.raises(ValueError):
+        decode_pod(data, watched=True)
+
+
+def test_a_pending_version_with_container_statuses_lends_the_bound_pod_nothing() -> None:
+    """Requests read the container statuses; a bound version without them must not take the pending version's."""
+    pending, bound = pending_then_bound("pending-status-1")
+    pending["status"]["containerStatuses"] = [{"name": "app", "allocatedResources": {"cpu": "3"}}]
+    running_again = copy.deepcopy(bound)
+    running_again["metadata"]["resourceVersion"] = "44"
+    decoded = [decoded_afresh(body) for body in (pending, bound, running_again)]
+    assert decoded[0].requests["cpu"] == 3000
+    assert decoded[1] == lean_pod(Pod.model_validate(bound)) and decoded[1].requests["cpu"] == 500
+    assert decoded[2] == lean_pod(Pod.model_validate(running_again))
+
+
+def test_a_container_status_naming_its_container_only_asks_nothing() -> None:
+    """The kubelet's first status of a pod names its containers before they run: the requests are the bind's."""
+    bound, creating, _ = kubelet_writes("named-1")
+    creating["status"]["containerStatuses"][0].pop("allocatedResources")
+    first, second = decoded_afresh(bound), decoded_afresh(creating)
+    assert second == lean_pod(Pod.model_validate(creating)) and second.requests is first.requests
