@@ -247,8 +247,10 @@ def _actuated(status: Any) -> _Actuated:
 
 
 def _resourced(rows: tuple[tuple[bytes, ...], ...]) -> tuple[tuple[bytes, ...], ...]:
-    """``rows``, or none when no row carries ``allocatedResources`` or ``resources``."""
-    return rows if any(row[1] or row[2] for row in rows) else ()
+    """``rows``, or none when no row carries ``allocatedResources`` or ``resources`` and every name is a string or
+    absent: a row kept is validated with the rest when the requests are computed, so a name the full model refuses
+    (a number, ``null``) keeps its list, to be refused there."""
+    return rows if any(row[1] or row[2] or row[0][:1] not in (b"", b'"') for row in rows) else ()
 
 
 def _requests(spec: Any, actuated: _Actuated) -> ResourceList:

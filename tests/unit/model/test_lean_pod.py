@@ -341,3 +341,17 @@ def test_a_container_status_naming_its_container_only_asks_nothing() -> None:
     creating["status"]["containerStatuses"][0].pop("allocatedResources")
     first, second = decoded_afresh(bound), decoded_afresh(creating)
     assert second == lean_pod(Pod.model_validate(creating)) and second.requests is first.requests
+
+
+@pytest.mark.parametrize("name", [5, None, ["x"]])
+def test_a_container_status_name_the_full_model_refuses_is_refused(name: Any) -> None:
+    bound, creating, _ = kubelet_writes("badname-1")
+    creating["status"]["containerStatuses"] = [{"name": name}]
+    data = json.dumps(creating).encode()
+    with pytest.raises(ValueError):
+        Pod.model_validate_json(data)
+    with pytest.raises(ValueError):
+        decode_bound(data)
+    decode_pod(json.dumps(bound).encode(), watched=True)
+    with pytest.raises(ValueError):
+        decode_pod(data, watched=True)
