@@ -202,6 +202,17 @@ def test_decoding_from_bytes_takes_what_the_plain_way_takes(case: tuple[str, tup
     assert got == expected
 
 
+def _check_watched_as_plain(pod: Any) -> None:
+    """``pod``'s watch event decoded as the informer decodes it is what the plain way reads, or refused."""
+    data = json.dumps({"type": "MODIFIED", "object": pod}).encode()
+    try:
+        got = event_decoder(DECODED_AS_MODELS["Pod"])(data)[1]
+    except ValueError:  # refused: the plain way decides
+        return
+    expected = KINDS["Pod"].parse(loads(data)["object"])
+    assert got == (lean_pod(expected) if isinstance(got, LeanPod) else expected)
+
+
 @SETTINGS
 @given(st.sampled_from(json_paths(SAMPLES["Pod"])),
        st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=4), st.just({"cpu": "3"}), st.just(["x"])))
@@ -218,13 +229,7 @@ def test_a_bound_pod_decoded_after_its_pending_version_is_read_as_the_plain_way_
     if not isinstance(bound, dict) or not isinstance(bound.get("spec"), dict):
         return  # no spec to bind
     bound["spec"]["nodeName"] = "node-fuzzed"
-    data = json.dumps({"type": "MODIFIED", "object": bound}).encode()
-    try:
-        got = event_decoder(DECODED_AS_MODELS["Pod"])(data)[1]
-    except ValueError:  # refused: the plain way decides
-        return
-    expected = KINDS["Pod"].parse(loads(data)["object"])
-    assert got == (lean_pod(expected) if isinstance(got, LeanPod) else expected)
+    _check_watched_as_plain(bound)
 
 
 @SETTINGS
@@ -238,11 +243,4 @@ def test_a_bound_pod_decoded_after_its_previous_version_is_read_as_the_plain_way
     the same bytes, and its requests only where its container statuses ask the same): the second is what the plain
     way reads, or refused."""
     event_decoder(DECODED_AS_MODELS["Pod"])(json.dumps({"type": "MODIFIED", "object": KUBELET_STATUS_SAMPLE}).encode())
-    later = _put(copy.deepcopy(KUBELET_STATUS_SAMPLE), path, value)
-    data = json.dumps({"type": "MODIFIED", "object": later}).encode()
-    try:
-        got = event_decoder(DECODED_AS_MODELS["Pod"])(data)[1]
-    except ValueError:  # refused: the plain way decides
-        return
-    expected = KINDS["Pod"].parse(loads(data)["object"])
-    assert got == (lean_pod(expected) if isinstance(got, LeanPod) else expected)
+    _check_watched_as_plain(_put(copy.deepcopy(KUBELET_STATUS_SAMPLE), path, value))
