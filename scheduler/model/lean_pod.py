@@ -319,14 +319,11 @@ statuses, the :class:`LeanPod`) of each pod :func:`decode_pod` decoded with a no
 the one decoded last goes last."""
 
 
-def _digest(*parts: bytes) -> bytes:
-    """A 16-byte BLAKE2b digest of ``parts`` (raw JSON, each an unambiguous encoding): a pod's :func:`_compared` JSON
-    (two versions of a pod with one digest have equal metadata and spec but for the per-pod strings, so equal parts
-    and asks), or its :data:`_Actuated` rows joined by control characters, which raw JSON never holds."""
-    digest = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        digest.update(part)
-    return digest.digest()
+def _digest(data: bytes) -> bytes:
+    """A 16-byte BLAKE2b digest of ``data`` (raw JSON in an unambiguous encoding): a pod's :func:`_compared` JSON (two
+    versions of a pod with one digest have equal metadata and spec but for the per-pod strings, so equal parts and
+    asks), or its :data:`_Actuated` rows joined by control characters, which raw JSON never holds."""
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def _actuated_digest(actuated: _Actuated) -> bytes:

@@ -345,10 +345,9 @@ class InterPodAffinity:
 
     def most_copies(self, state: CycleState, sig: Signature, rows: IntArray) -> tuple[str, int] | None:
         """(the rule in words, domains of ``key`` among ``rows``) for the tightest key of the signature's own required
-        anti-affinity
-        (its copies repel each other: one per domain of each key, ``filtering.go``'s anti-affinity check against
-        the pods placed before), or None — no such rule, or each key missing from some row (a node without the key
-        is not bound by it). Counted over the domains alone, so pods already there that the rule matches make the
+        anti-affinity (its copies repel each other: one per domain of each key, ``filtering.go``'s anti-affinity check
+        against the pods placed before), or None — no such rule, or each key missing from some row (a node without the
+        key is not bound by it). Counted over the domains alone, so pods already there that the rule matches make the
         true bound lower, never higher."""
         s: _SigState | None = sig.data.get(DATA.name)
         if s is None or not s.self_anti_keys or not rows.size:
