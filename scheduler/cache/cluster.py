@@ -120,9 +120,15 @@ def node_essence(node: Node) -> tuple[object, ...]:
 
 def pod_essence(pod: Pod) -> tuple[object, ...]:
     """What the scheduler reads of a pod: spec, labels, deletion, phase, nomination, generated claim names,
-    requests (actuated resources included) — not its conditions (our own status writes) nor its resourceVersion."""
+    requests (actuated resources included) — not its conditions (our own status writes) nor its resourceVersion.
+    Its first :data:`ENTRY_ESSENCE` items are all its entry in the pod index reads (``pod_index.pod_entry``)."""
     return (pod.metadata.uid, pod.spec, pod.metadata.labels, pod.metadata.deletion_timestamp, pod.status.phase,
             pod.status.nominated_node_name, pod.status.resource_claim_statuses, pod.requests)
+
+
+ENTRY_ESSENCE = 4
+"""How many of :func:`pod_essence`'s items (uid, spec, labels, deletion) a pod's entry in the pod index derives from:
+a pod whose status alone changed (its phase as the kubelet starts it) keeps its entry."""
 
 
 def group_essence(group: PodGroup | CompositePodGroup) -> tuple[object, ...]:
@@ -453,8 +459,10 @@ class ClusterCache:
                                         or pod.status.nominated_node_name == self.nominations[key]):
             del self.nominations[key]  # the watch shows it (or the pod no longer waits for room)
         shown = self._shown(key, pod)
-        quiet = before is not None and shown is not None and pod_essence(before) == pod_essence(shown)
-        self.usage.set_pod(key, shown)
+        was, now = (pod_essence(before), pod_essence(shown)) if before is not None and shown is not None else ((), ())
+        quiet = bool(now) and was == now
+        same_entry = quiet or (bool(now) and was[:ENTRY_ESSENCE] == now[:ENTRY_ESSENCE])
+        self.usage.set_pod(key, shown, same_entry=same_entry)
         self.storage.set_pod(key, shown)
         self.groups.set_pod(key, shown, quiet=quiet)
         wants = self.dra and pod is not None and _wants_devices(pod)

@@ -72,11 +72,13 @@ class NodeUsage:
         it holds :data:`LOG_ROWS_PER_NODE` entries per node, or when the table changes."""
 
     # -- pods ------------------------------------------------------------------------------------
-    def set_pod(self, key: str, pod: Pod | None) -> None:
+    def set_pod(self, key: str, pod: Pod | None, *, same_entry: bool = False) -> None:
         """The pod of ``key`` is now ``pod`` (None: gone). O(R + pods on its node).
 
         A pod that stays on its node (the watch confirming an assumed bind, a status update of a running
-        pod) is replaced in its NodeInfo with one copy, and its row changes only if its requests did."""
+        pod) is replaced in its NodeInfo with one copy, and its row changes only if its requests did.
+        ``same_entry``: the pod's uid, spec, labels and deletion are as before, all its entry in the pod index reads
+        (:func:`pod_entry`): that entry stands."""
         old = self._counted.get(key)
         if old is not None and pod is not None and uses_node(pod) and pod.spec.node_name == old[0]:
             node, before = old
@@ -85,7 +87,7 @@ class NodeUsage:
             row = self.table.index.get(node)
             if row is not None and before.requests != pod.requests:
                 self.used[row] += pod_vector(self.table, pod) - pod_vector(self.table, before)
-            if self._last is not None:
+            if self._last is not None and not same_entry:
                 self._changes[key] = pod_entry(pod)
             self._snapshot = None
             return
