@@ -133,12 +133,16 @@ a pod whose status alone changed (its phase as the kubelet starts it) keeps its 
 
 def group_essence(group: PodGroup | CompositePodGroup) -> tuple[object, ...]:
     """What the scheduler reads of a group: spec, deletion and (PodGroup) generated claim names and durable
-    intent — not its conditions, which the scheduler writes itself."""
+    intent, last (:data:`INTENT_ESSENCE`) — not its conditions, which the scheduler writes itself."""
     if isinstance(group, PodGroup):  # the intent as the trees read it: pods → (node, uid), not the plan token
         claims, intent = group.status.resource_claim_statuses, parse_intent(group)
     else:
         claims, intent = (), None
     return group.metadata.uid, group.spec, group.metadata.deletion_timestamp, claims, intent
+
+
+INTENT_ESSENCE = 4
+"""How many of :func:`group_essence`'s items come before the durable intent (uid, spec, deletion, claim names)."""
 
 
 def claim_essence(claim: PersistentVolumeClaim) -> tuple[object, ...]:
@@ -391,6 +395,7 @@ class ClusterCache:
             quiet, shown = self._set_pod(key, old, new)
             old = shown  # as the scheduler showed it: an assumed pod's delete frees its room (handleAssumedPodDeletion)
         elif kind in (POD_GROUP.name, COSCHEDULING_POD_GROUP.name):  # the index holds each name's group (group())
+            quiet = quiet or (old is not None and new is not None and self._only_unread_intent(_name(key), old, new))
             self.groups.set_podgroup(_name(key), self.group(POD_GROUP.name, *_name(key)), quiet=quiet)
             if kind == POD_GROUP.name:
                 self.devices.changed("podgroup", key)
@@ -418,6 +423,15 @@ class ClusterCache:
             self.usage.invalidate()  # nominated room is held at the group's priority
         self._bump()
         return [ClusterEvent(kind, action, old, new)]
+
+    def _only_unread_intent(self, name: tuple[str, str], old: PodGroup, new: PodGroup) -> bool:
+        """Whether two versions of PodGroup ``name`` differ, of what the scheduler reads (:func:`group_essence`), in
+        their durable intent alone while no member reads it: an intent names nodes for pending members only (a tree's
+        ``Leaf.intended``), and the group has none now — each is bound, assumed or gated. So the watch bringing the
+        intent the binder wrote for a plan it assumed rebuilds no tree and wakes nothing; a member pending later
+        has its tree rebuilt by its own event, which reads the intent then."""
+        return (group_essence(old)[:INTENT_ESSENCE] == group_essence(new)[:INTENT_ESSENCE]
+                and not self.groups.has_pending(name))
 
     def _set_nodes(self, nodes: dict[str, Node], event: ClusterEvent | None = None) -> list[ClusterEvent]:
         """Nodes changed (a re-list, or one event): the fast path for an allocatable-only update, else a

@@ -5,9 +5,13 @@ old tree (a root parked in the queue) can take the new one and the replaced pod 
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
+from scheduler.framework.plan import Plan
+from scheduler.groups.intent import INTENT_ANNOTATION
+from scheduler.groups.tree import TreeState
 from scheduler.model.scheduling import GroupKey
 
 ROOT = GroupKey("PodGroup", "ml", "g")
@@ -43,3 +47,78 @@ def test_a_status_the_scheduler_wrote_rebuilds_the_tree_quietly() -> None:
     assert after is not None and after is not before
     assert {p.metadata.resource_version for p in after.pods()} == {"1", "2"}
     assert cache.take_quiet_roots() == set()
+
+
+def gang(pods: list[str]) -> ClusterCache:
+    cache = ClusterCache("gang-scheduler")
+    cache.replace("Node", [{"metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "8", "pods": "110"}}}])
+    cache.replace("PodGroup", [podgroup("1")])
+    cache.replace("Pod", [member(name) for name in pods])
+    cache.take_changed_roots()
+    cache.take_quiet_roots()
+    return cache
+
+
+def podgroup(rv: str, intent: dict[str, Any] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "g", "namespace": "ml", "uid": "uid-g", "resourceVersion": rv}
+    if intent is not None:
+        meta["annotations"] = {INTENT_ANNOTATION: json.dumps(intent)}
+    return {"metadata": meta, "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+
+
+def intent(*names: str) -> dict[str, Any]:
+    return {"plan": "t1", "pods": {name: {"node": "n0", "uid": f"uid-{name}"[:8]} for name in names}}
+
+
+def assume(cache: ClusterCache, *names: str) -> None:
+    placements = []
+    for name in names:
+        pod = cache.pod(f"ml/{name}")
+        assert pod is not None
+        placements.append((pod, "n0"))
+    cache.assume(Plan(ROOT, tuple(placements), frozenset({ROOT})), token="t1")
+
+
+def test_the_intent_of_a_plan_assumed_whole_rebuilds_no_tree() -> None:
+    """The watch bringing the intent the binder wrote for a plan that placed every member changes nothing a tree reads
+    (an intent names nodes for pending members only): no root changed, no tree rebuilt, the new PodGroup kept."""
+    cache = gang(["g-0", "g-1"])
+    assume(cache, "g-0", "g-1")
+    assert cache.take_changed_roots() == {ROOT}
+    before = cache.tree(ROOT)
+    assert before is not None and before.state is TreeState.SCHEDULED
+
+    cache.apply("PodGroup", "MODIFIED", podgroup("2", intent("g-0", "g-1")))
+
+    assert cache.take_changed_roots() == set()
+    assert cache.take_quiet_roots() == set()
+    assert cache.tree(ROOT) is before
+    group = cache.group("PodGroup", "ml", "g")
+    assert group is not None and group.metadata.resource_version == "2"
+
+
+def test_an_intent_naming_a_pending_member_rebuilds_its_tree() -> None:
+    """A member left pending (a plan that placed only some, or a restart between binds) reads the intent: the tree is
+    rebuilt and holds the node the intent names for it."""
+    cache = gang(["g-0", "g-1", "g-2"])
+    assume(cache, "g-0", "g-1")
+    cache.take_changed_roots()
+
+    cache.apply("PodGroup", "MODIFIED", podgroup("2", intent("g-0", "g-1", "g-2")))
+
+    assert cache.take_changed_roots() == {ROOT}
+    tree = cache.tree(ROOT)
+    assert tree is not None and next(tree.root.leaves()).intended == (("ml/g-2", "n0"),)
+
+
+def test_a_gated_member_does_not_read_the_intent() -> None:
+    cache = gang(["g-0", "g-1"])
+    gated = member("g-2")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    cache.apply("Pod", "ADDED", gated)
+    assume(cache, "g-0", "g-1")
+    cache.take_changed_roots()
+
+    cache.apply("PodGroup", "MODIFIED", podgroup("2", intent("g-0", "g-1")))
+
+    assert cache.take_changed_roots() == set()
