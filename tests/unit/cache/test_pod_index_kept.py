@@ -99,3 +99,23 @@ def test_the_carried_pod_index_equals_one_built_from_the_final_pods(seed: int) -
     built = IndexView.build(pod_entry(p, info.name) for info in kept.infos for p in info.pods.values())
     assert kept.index_view is not None and kept.index_view.valid  # the carried index, not one built by the snapshot
     assert entries(kept.pod_index) == entries(built)
+
+
+def test_a_bind_confirmed_and_the_kubelets_writes_leave_the_index_as_it_is() -> None:
+    """The watch confirming an assumed bind and the kubelet's status writes change nothing the index reads: the
+    snapshot after them hands over the very index view of the snapshot before."""
+    cache = ClusterCache("gang-scheduler")
+    cache.replace("Node", NODES)
+    cache.replace("Pod", [raw_pod("p", 1)])
+    pod = cache.pod("ns/p")
+    assert isinstance(pod, Pod)
+    cache.assume(Plan(ROOT, ((pod, "n0"),), frozenset()), token="t")
+    first = cache.snapshot().pod_index
+
+    cache.apply("Pod", "MODIFIED", raw_pod("p", 2, node="n0"))
+    assert cache.snapshot().pod_index is first
+    cache.apply("Pod", "MODIFIED", raw_pod("p", 3, node="n0", phase="Running"))
+    assert cache.snapshot().pod_index is first
+
+    cache.apply("Pod", "MODIFIED", raw_pod("p", 4, node="n0", phase="Running", app="b"))  # relabelled: re-indexed
+    assert cache.snapshot().pod_index is not first

@@ -122,3 +122,39 @@ def test_a_gated_member_does_not_read_the_intent() -> None:
     cache.apply("PodGroup", "MODIFIED", podgroup("2", intent("g-0", "g-1")))
 
     assert cache.take_changed_roots() == set()
+
+
+def test_a_spec_change_beside_the_intent_still_rebuilds_the_tree() -> None:
+    """Only the intent may change unread: a new minCount on a gang assumed whole makes it want more members."""
+    cache = gang(["g-0", "g-1"])
+    assume(cache, "g-0", "g-1")
+    cache.take_changed_roots()
+
+    changed = podgroup("2", intent("g-0", "g-1"))
+    changed["spec"]["schedulingPolicy"]["gang"]["minCount"] = 3
+    cache.apply("PodGroup", "MODIFIED", changed)
+
+    assert cache.take_changed_roots() == {ROOT}
+    tree = cache.tree(ROOT)
+    assert tree is not None and tree.state is not TreeState.SCHEDULED
+
+
+def test_members_forgotten_after_an_unread_intent_read_it() -> None:
+    """The PodGroup an unread intent came with is kept: members pending again later (their plan forgotten after one
+    bind) are held the nodes it names."""
+    cache = gang(["g-0", "g-1", "g-2"])
+    assume(cache, "g-0", "g-1", "g-2")
+    cache.take_changed_roots()
+    cache.apply("PodGroup", "MODIFIED", podgroup("2", intent("g-0", "g-1", "g-2")))
+    assert cache.take_changed_roots() == set()
+
+    bound = member("g-0")
+    bound["spec"]["nodeName"] = "n0"
+    bound["metadata"]["resourceVersion"] = "2"
+    cache.apply("Pod", "MODIFIED", bound)
+    cache.forget(["ml/g-1", "ml/g-2"])
+
+    tree = cache.tree(ROOT)
+    assert tree is not None and tree.partial
+    assert sorted(next(tree.root.leaves()).intended) == [("ml/g-1", "n0"), ("ml/g-2", "n0")]
+    assert {p.key for p, _, _ in cache.holds[ROOT]} == {"ml/g-1", "ml/g-2"}
