@@ -57,6 +57,7 @@ from scheduler.groups.index import GroupIndex
 from scheduler.groups.intent import intent_problem, parse_intent
 from scheduler.groups.tree import Forest, GroupTree
 from scheduler.model.base import NESTED_TOO_DEEP, describe
+from scheduler.model.coscheduling import API_GROUP as COSCHEDULING_API_GROUP
 from scheduler.model.coscheduling import CoscheduledPodGroup
 from scheduler.model.dra import DeviceClass, ResourceClaim
 from scheduler.model.kinds import (
@@ -121,8 +122,12 @@ def node_essence(node: Node) -> tuple[object, ...]:
 def pod_essence(pod: Pod) -> tuple[object, ...]:
     """What the scheduler reads of a pod: spec, labels, deletion, phase, nomination, generated claim names,
     requests (actuated resources included) — not its conditions (our own status writes) nor its resourceVersion.
+    Of the phase only whether the pod finished (``Succeeded`` / ``Failed``: the queueing hints and every count read
+    no more), unless the pod is a member of a scheduler-plugins PodGroup, whose status counts its running members:
+    the kubelet's write that starts a pod (``Pending`` → ``Running``) then changes nothing the scheduler reads.
     Its first :data:`ENTRY_ESSENCE` items are all its entry in the pod index reads (``pod_index.pod_entry``)."""
-    return (pod.metadata.uid, pod.spec, pod.metadata.labels, pod.metadata.deletion_timestamp, pod.status.phase,
+    phase = pod.status.phase if pod.group_api == COSCHEDULING_API_GROUP else pod.is_terminal
+    return (pod.metadata.uid, pod.spec, pod.metadata.labels, pod.metadata.deletion_timestamp, phase,
             pod.status.nominated_node_name, pod.status.resource_claim_statuses, pod.requests)
 
 

@@ -12,6 +12,7 @@ from scheduler.cache.cluster import ClusterCache
 from scheduler.framework.plan import Plan
 from scheduler.groups.intent import INTENT_ANNOTATION
 from scheduler.groups.tree import TreeState
+from scheduler.model.coscheduling import CACHE_KIND, POD_GROUP_LABEL
 from scheduler.model.scheduling import GroupKey
 
 ROOT = GroupKey("PodGroup", "ml", "g")
@@ -158,3 +159,66 @@ def test_members_forgotten_after_an_unread_intent_read_it() -> None:
     assert tree is not None and tree.partial
     assert sorted(next(tree.root.leaves()).intended) == [("ml/g-1", "n0"), ("ml/g-2", "n0")]
     assert {p.key for p, _, _ in cache.holds[ROOT]} == {"ml/g-1", "ml/g-2"}
+
+
+def running(name: str, phase: str, rv: str, *, coscheduling: bool = False) -> dict[str, Any]:
+    """Member ``name`` bound to n0 in ``phase``; ``coscheduling``: linked to scheduler-plugins' PodGroup ``g`` by its
+    label instead of ``spec.schedulingGroup``."""
+    pod = member(name)
+    pod["metadata"]["resourceVersion"] = rv
+    pod["spec"]["nodeName"] = "n0"
+    pod["status"]["phase"] = phase
+    if coscheduling:
+        del pod["spec"]["schedulingGroup"]
+        pod["metadata"]["labels"] = {POD_GROUP_LABEL: "g"}
+    return pod
+
+
+def started_gang(*, coscheduling: bool = False) -> ClusterCache:
+    """A gang of two members, both bound to n0 and being started by their kubelet (``Pending``)."""
+    cache = ClusterCache("gang-scheduler")
+    cache.replace("Node", [{"metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "8", "pods": "110"}}}])
+    if coscheduling:
+        cache.replace(CACHE_KIND, [{"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                                    "metadata": {"name": "g", "namespace": "ml", "uid": "uid-g"},
+                                    "spec": {"minMember": 2}}])
+    else:
+        cache.replace("PodGroup", [podgroup("1")])
+    cache.replace("Pod", [running(n, "Pending", "1", coscheduling=coscheduling) for n in ("g-0", "g-1")])
+    cache.take_changed_roots()
+    cache.take_quiet_roots()
+    return cache
+
+
+def test_a_member_the_kubelet_starts_changes_nothing_the_scheduler_reads() -> None:
+    """``Pending`` → ``Running`` is read by nothing but the running count of a scheduler-plugins PodGroup's status:
+    for a ``scheduling.k8s.io`` PodGroup's member the tree is rebuilt quietly, and no cluster event is made."""
+    cache = started_gang()
+
+    assert cache.apply("Pod", "MODIFIED", running("g-0", "Running", "2")) == []
+
+    assert cache.take_changed_roots() == set()
+    assert cache.take_quiet_roots() == {ROOT}
+    tree = cache.tree(ROOT)
+    assert tree is not None and {p.metadata.name: p.status.phase for p in tree.pods()}["g-0"] == "Running"
+
+
+def test_a_scheduler_plugins_member_the_kubelet_starts_changes_its_root() -> None:
+    """A scheduler-plugins PodGroup's status counts its running members: its root is reported changed, so the status
+    writer counts them again."""
+    cache = started_gang(coscheduling=True)
+
+    assert cache.apply("Pod", "MODIFIED", running("g-0", "Running", "2", coscheduling=True)) != []
+
+    assert cache.take_changed_roots() == {ROOT}
+    assert cache.groups.members.counts("ml", "g").running == 1
+
+
+def test_a_member_that_finished_changes_its_root() -> None:
+    cache = started_gang()
+    cache.apply("Pod", "MODIFIED", running("g-0", "Running", "2"))
+    cache.take_changed_roots()
+
+    assert cache.apply("Pod", "MODIFIED", running("g-0", "Succeeded", "3")) != []
+
+    assert cache.take_changed_roots() == {ROOT}
