@@ -56,6 +56,9 @@ node overcommitted, every gang whole). ``--repeat N`` runs the cases N times in 
 minimum, median and maximum; ``--against DIR`` runs every case a second time right after the first with the
 ``scheduler`` package of the checkout ``DIR`` (the scheduler process's ``PYTHONPATH``; the emulator and the driver
 stay this checkout's), so two versions of the code are compared in the same minutes, at the same load.
+``plain-kubelets`` and ``gangs4-kubelets`` (not in ``all``) are ``plain`` and ``gangs4`` with the driver playing the
+kubelets too (:mod:`tests.bench.kubelets`): each pod bound is started with two status writes, whose watch events the
+scheduler receives as on a cluster, and the steady window ends when the last pod runs.
 """
 
 from __future__ import annotations
@@ -108,6 +111,7 @@ from scheduler.model.scheduling import INITIALLY_SCHEDULED
 from tests.bench import dra_workload, realistic
 from tests.bench.bench_solver import GPU, GPU_SHARE, RACKS_PER_ZONE, ZONES, machine, node_dicts
 from tests.bench.emulator import SHAPES, Preload, Tls, emulator, serve, stop, write_kubeconfig
+from tests.bench.kubelets import KUBELET_AGENT, Kubelets
 from tests.integration.livekit import NS, pod, podgroup
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -280,13 +284,16 @@ class BindWatch:
     """Watches pods in :data:`NS` and records when each was first seen with ``spec.nodeName``."""
 
     def __init__(self, kube: KubeClient, expected: int, *, ignore: str | None = None,
-                 on_first: Callable[[], None] | None = None) -> None:
+                 on_first: Callable[[], None] | None = None,
+                 on_bound: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.kube = kube
         self.expected = expected
         self.ignore = ignore
         """Pods whose name starts with this are not counted (the cases' already-bound pods)."""
         self.on_first = on_first
         """Called when the first pod is seen bound (the cases mark the scheduler's CPU there)."""
+        self.on_bound = on_bound
+        """Called with each pod (as the watch brought it) when first seen bound (the ``*-kubelets`` drains)."""
         self.bound: dict[str, tuple[float, str]] = {}
         self.all_bound = asyncio.Event()
         self.events = 0
@@ -296,6 +303,8 @@ class BindWatch:
         name = (obj.get("metadata") or {}).get("name")
         if node and name and name not in self.bound and not (self.ignore and name.startswith(self.ignore)):
             self.bound[name] = (time.monotonic(), node)
+            if self.on_bound is not None:
+                self.on_bound(obj)
             if len(self.bound) == 1 and self.on_first is not None:
                 self.on_first()
             if len(self.bound) >= self.expected:
@@ -713,6 +722,9 @@ class Case:
     """Gangs of ``per_gang`` pods no node can hold (each pod asks :data:`BACKLOG_CPU` cpu), created with the rest:
     a backlog waiting for capacity. After the drain the scheduler's CPU is measured over :data:`BACKLOG_WINDOW_S`
     more seconds while they wait, and none of their pods may be bound."""
+    kubelets: bool = False
+    """The driver plays the kubelets: each pod bound is started with two status writes (:mod:`tests.bench.kubelets`),
+    and the drain ends when the last pod runs."""
     dra: str = ""
     """A :data:`~tests.bench.dra_workload.MODES` mode, or empty: every node publishes a ResourceSlice of the NVIDIA
     driver's 8 GPUs; each gang has a ResourceClaimTemplate and each of its pods (1 cpu) one claim generated from
@@ -733,6 +745,8 @@ class Case:
             parts.append(f"{self.plain:,} plain pods (ours, no group)")
         if self.backlog:
             parts.append(f"{self.backlog:,} gangs x {self.per_gang} pods that cannot fit")
+        if self.kubelets:
+            parts.append("each pod started by its kubelet (two status writes)")
         if self.dra:
             use = {"exclusive": "1 GPU", "shared": f"a {dra_workload.SHARE} share of a shared GPU",
                    "conditions": "1 GPU with binding conditions, set True by the bench"}[self.dra]
@@ -744,6 +758,8 @@ class Case:
 CASES = {c.name: c for c in (
     Case("gangs4", nodes=500, gangs=1000, per_gang=4),
     Case("plain", nodes=500, plain=4000),
+    Case("gangs4-kubelets", nodes=500, gangs=1000, per_gang=4, kubelets=True),
+    Case("plain-kubelets", nodes=500, plain=4000, kubelets=True),
     Case("gangs64", nodes=2000, gangs=200, per_gang=64),
     Case("gangs4-big", nodes=5000, gangs=1000, per_gang=4, prebound=20000),
     Case("startup-50k", nodes=5000, gangs=1000, per_gang=4, prebound=46000),
@@ -759,7 +775,8 @@ holds 1,000 pods in 4-pod gangs on 500 nodes, each pod with a claim for one GPU)
 ``startup-50k`` and ``startup-150k``: the start-up targets' clusters, 5,000 nodes and 50,000 pods, 15,000 nodes and
 150,000 pods (not in ``all``: each takes minutes); ``dra-shared`` and ``dra-conditions``: ``dra`` with each claim a
 share of a shared GPU, or with GPUs whose binding conditions the benchmark sets True, and ``backlog-5k``: ``backlog``
-on 5,000 nodes with 5,000 gangs that cannot fit (not in ``all``, to keep ``make bench`` short)."""
+on 5,000 nodes with 5,000 gangs that cannot fit, and ``gangs4-kubelets`` and ``plain-kubelets``: ``gangs4`` and
+``plain`` with each pod started by its kubelet (not in ``all``, to keep ``make bench`` short)."""
 ALL = ("gangs4", "plain", "gangs64", "gangs4-big", "backlog", "dra")
 """What ``--case all`` (and ``make bench``) runs."""
 
@@ -957,8 +974,8 @@ class Drain(Run):
     """The checkout whose ``scheduler`` package ran (``--against``); None: this one."""
 
     def steady(self) -> tuple[float, float]:
-        """(pods bound per second, scheduler CPU per pod in ms) from the first bind to the last; NaN without two
-        binds."""
+        """(pods bound per second, scheduler CPU per pod in ms) from the first bind to the last (a case with kubelets:
+        to the last pod's second kubelet write); NaN without two binds."""
         if self.cpu is None or "first" not in self.cpu.marks or "bound" not in self.cpu.marks or self.bound < 2:
             return float("nan"), float("nan")
         _, used = self.cpu.between("first", "bound")
@@ -1005,7 +1022,13 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path, code: Path 
                 elif args.profile == "py-spy" and args.profile_from == "launch" and spies:
                     spies[0].send_signal(signal.SIGINT)  # the start-up window ends: py-spy writes its output
 
-            watch = BindWatch(kube, case.pods, ignore=BOUND_PREFIX, on_first=first_bound)
+            kubelets = None
+            if case.kubelets:
+                kubelet_kube = await KubeClient.connect(str(kubeconfig), qps=0)
+                kubelet_kube.api.user_agent = KUBELET_AGENT
+                kubelets = Kubelets(kubelet_kube, NS, args.concurrency)
+            watch = BindWatch(kube, case.pods, ignore=BOUND_PREFIX, on_first=first_bound,
+                              on_bound=kubelets.bound if kubelets is not None else None)
             watcher = await watch.start()
             sent: dict[str, float] = {}  # claim -> instant its binding conditions were about to be written
             driver = asyncio.create_task(dra_workload.play_driver(kube, sent), name="dra-driver") \
@@ -1028,6 +1051,8 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path, code: Path 
                     spy = start_spy(emu.pid if args.profile_process == "emulator" else sched.pid, spy_path,
                                     args.profile_rate)
                 await wait_bound(watch, sched, args.timeout)
+                if kubelets is not None:
+                    await kubelets.wait()  # the drain ends when the last pod runs: its kubelet's writes counted
                 cpu.mark("bound")
                 if case.backlog and len(watch.bound) >= case.pods:
                     await asyncio.sleep(BACKLOG_WINDOW_S)  # the drain is over: what the backlog's retries cost
@@ -1041,6 +1066,10 @@ async def run_case(case: Case, args: argparse.Namespace, work: Path, code: Path 
                         task.cancel()
                         with contextlib.suppress(asyncio.CancelledError):
                             await task
+                if kubelets is not None:
+                    await kubelets.close()
+                    await kubelets.kube.close()
+                    d.problems += kubelets.failures[:10]
             d.cpu = cpu
             d.seen(watch)
             if d.bound < case.pods:
