@@ -263,6 +263,40 @@ def _requests(spec: Any, actuated: _Actuated) -> ResourceList:
     return effective_requests(spec, status)
 
 
+def _as_asked(spec: Any, actuated: _Actuated) -> bool:
+    """Whether each container status in ``actuated`` (rows of :func:`_rows`) reports what its container in ``spec``
+    asks, resource by resource: its ``allocatedResources`` and ``resources.requests`` each hold only resources its
+    container asks for (a limit counts where no request is set), with the same strings — as a kubelet reports the
+    containers it started at the size asked. Each container then counts what its spec asks (a container status
+    counts at most the larger of the two, :func:`~scheduler.model.pod.effective_requests`), so the pod's requests are
+    its spec's alone. Anything else — another value, a number, a name the spec lacks, a field the requests do not
+    read — answers False, and the requests are computed (and validated) in full."""
+    for rows, containers in zip(actuated, (spec.containers, spec.init_containers), strict=True):
+        if not rows:
+            continue
+        asked = {c.name: {**c.resources.limits, **c.resources.requests} for c in containers}
+        for name, allocated, resources in rows:
+            want = asked.get(msgspec.json.decode(name)) if name[:1] == b'"' else None
+            if want is None:
+                return False
+            reported = [msgspec.json.decode(allocated)] if allocated else []
+            if resources:
+                actual = msgspec.json.decode(resources)
+                if not isinstance(actual, dict) or not actual.keys() <= {"requests", "limits"}:
+                    return False
+                reported.append(actual.get("requests", {}))
+                if not _strings(actual.get("limits", {})):
+                    return False
+            if not all(_strings(r) and all(want.get(k) == v for k, v in r.items()) for r in reported):
+                return False
+    return True
+
+
+def _strings(value: Any) -> bool:
+    """``value`` is a JSON object of strings (resource name → quantity as a string)."""
+    return isinstance(value, dict) and all(type(v) is str for v in value.values())
+
+
 def _derived(spec: Any, status: Any, seen: dict[str, bytes]) -> tuple[ResourceList, frozenset[str]]:
     """(effective requests, asks) of the pod whose spec is ``spec``, wire status ``status`` and raw spec fields
     ``seen`` (memoised by their inputs)."""
@@ -383,7 +417,10 @@ def _remembered(wire: Any, deleted: bool) -> LeanPod:
     if prior is not None and prior[0] == digest:
         pod = prior[2]
         spec = msgspec.structs.replace(pod.spec, **_per_pod(wire.spec, _SPEC_FIELDS))
-        requests = pod.requests if prior[1] == actuated_digest else _requests(spec, actuated)
+        if prior[1] == actuated_digest or (prior[1] == _NOTHING_ACTUATED and _as_asked(spec, actuated)):
+            requests = pod.requests
+        else:
+            requests = _requests(spec, actuated)
         lean = LeanPod(msgspec.structs.replace(pod.metadata, **_per_pod(wire.metadata, _META_FIELDS)), spec,
                        _status(wire), requests, pod.asks)
     else:

@@ -355,3 +355,78 @@ def test_a_container_status_name_the_full_model_refuses_is_refused(name: Any) ->
     decode_pod(json.dumps(bound).encode(), watched=True)
     with pytest.raises(ValueError):
         decode_pod(data, watched=True)
+
+
+def started_as_asked(name: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A pod's bind, the kubelet's first write (its container named, nothing actuated), then its second reporting the
+    container started at the size asked: ``allocatedResources`` and ``resources`` as in the spec."""
+    bound, creating, started = kubelet_writes(name)
+    creating["status"]["containerStatuses"][0].pop("allocatedResources")
+    started["spec"]["containers"][0]["resources"]["limits"] = {"memory": "2Gi"}
+    for body in (bound, creating):
+        body["spec"]["containers"][0]["resources"]["limits"] = {"memory": "2Gi"}
+    started["status"]["containerStatuses"][0]["resources"] = {"requests": {"cpu": "500m", "memory": "1Gi"},
+                                                              "limits": {"memory": "2Gi"}}
+    return bound, creating, started
+
+
+def test_a_container_started_at_the_size_asked_keeps_the_requests_of_its_spec() -> None:
+    """The kubelet's second write reports the actuated resources; when they are what the spec asks, the requests of the
+    bind (its spec's) stand, as computing them again gives."""
+    decoded = [decoded_afresh(body) for body in started_as_asked("as-asked-1")]
+    for body, pod in zip(started_as_asked("as-asked-1"), decoded, strict=True):
+        assert pod == lean_pod(Pod.model_validate(body))
+    assert decoded[2].requests is decoded[0].requests
+
+
+@pytest.mark.parametrize("change", [
+    {"allocatedResources": {"cpu": "750m", "memory": "1Gi"}},  # resized in place: more than the spec asks
+    {"allocatedResources": {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"}},  # a resource not asked
+    {"allocatedResources": {"cpu": 0.5, "memory": "1Gi"}},  # a number: the same quantity, computed in full
+    {"allocatedResources": {"cpu": "0.5", "memory": "1Gi"}},  # another spelling of the same quantity
+    {"resources": {"requests": {"cpu": "1"}, "limits": {"memory": "2Gi"}}},
+    {"resources": {"requests": {"cpu": "500m"}, "claims": [{"name": "gpu"}]}},
+    {"name": "sidecar"},  # a container the spec lacks
+])
+def test_a_container_reported_otherwise_has_its_requests_computed(change: dict[str, Any]) -> None:
+    bound, creating, started = started_as_asked("otherwise-1")
+    started["status"]["containerStatuses"][0].update(change)
+    decoded = [decoded_afresh(body) for body in (bound, creating, started)]
+    assert decoded[2] == lean_pod(Pod.model_validate(started))
+
+
+@pytest.mark.parametrize("change", [
+    {"allocatedResources": {"cpu": True}},
+    {"allocatedResources": None},
+    {"resources": {"requests": {"cpu": "500m"}, "limits": {"memory": False}}},
+    {"resources": {"requests": ["cpu"]}},
+    {"resources": "500m"},
+])
+def test_a_container_status_the_full_model_refuses_is_refused(change: dict[str, Any]) -> None:
+    bound, creating, started = started_as_asked("refused-1")
+    started["status"]["containerStatuses"][0].update(change)
+    data = json.dumps(started).encode()
+    with pytest.raises(ValueError):
+        Pod.model_validate_json(data)
+    decoded_afresh(bound)
+    decoded_afresh(creating)
+    with pytest.raises(ValueError):
+        decode_pod(data, watched=True)
+
+
+def test_a_boolean_equal_to_the_number_the_spec_asks_is_refused() -> None:
+    """``true == 1`` in Python: a quantity reported as ``true`` where the spec asks the number 1 is refused, as the
+    full model refuses a boolean quantity, not taken as what the spec asks."""
+    bodies = started_as_asked("bool-1")
+    for body in bodies:
+        body["spec"]["containers"][0]["resources"]["requests"]["cpu"] = 1
+    bound, creating, started = bodies
+    started["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] = True
+    started["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"] = 1
+    data = json.dumps(started).encode()
+    with pytest.raises(ValueError):
+        Pod.model_validate_json(data)
+    decoded_afresh(bound)
+    decoded_afresh(creating)
+    with pytest.raises(ValueError):
+        decode_pod(data, watched=True)
