@@ -57,8 +57,7 @@ from scheduler.groups.index import GroupIndex
 from scheduler.groups.intent import intent_problem, parse_intent
 from scheduler.groups.tree import Forest, GroupTree
 from scheduler.model.base import NESTED_TOO_DEEP, describe
-from scheduler.model.coscheduling import API_GROUP as COSCHEDULING_API_GROUP
-from scheduler.model.coscheduling import CoscheduledPodGroup
+from scheduler.model.coscheduling import CoscheduledPodGroup, label_link
 from scheduler.model.dra import DeviceClass, ResourceClaim
 from scheduler.model.kinds import (
     CACHED,
@@ -123,10 +122,12 @@ def pod_essence(pod: Pod) -> tuple[object, ...]:
     """What the scheduler reads of a pod: spec, labels, deletion, phase, nomination, generated claim names,
     requests (actuated resources included) — not its conditions (our own status writes) nor its resourceVersion.
     Of the phase only whether the pod finished (``Succeeded`` / ``Failed``: the queueing hints and every count read
-    no more), unless the pod is a member of a scheduler-plugins PodGroup, whose status counts its running members:
-    the kubelet's write that starts a pod (``Pending`` → ``Running``) then changes nothing the scheduler reads.
-    Its first :data:`ENTRY_ESSENCE` items are all its entry in the pod index reads (``pod_index.pod_entry``)."""
-    phase = pod.status.phase if pod.group_api == COSCHEDULING_API_GROUP else pod.is_terminal
+    no more), unless the pod carries scheduler-plugins' PodGroup label, whose PodGroup's status counts its running
+    members: the kubelet's write that starts a pod (``Pending`` → ``Running``) then changes nothing the scheduler
+    reads but what a snapshot holds (``status.startTime``, which preemption orders victims by: ``ClusterCache``
+    lets its snapshot go on every pod update). Its first :data:`ENTRY_ESSENCE` items are all its entry in the pod
+    index reads (``pod_index.pod_entry``)."""
+    phase = pod.status.phase if label_link(pod.metadata.labels) else pod.is_terminal
     return (pod.metadata.uid, pod.spec, pod.metadata.labels, pod.metadata.deletion_timestamp, phase,
             pod.status.nominated_node_name, pod.status.resource_claim_statuses, pod.requests)
 
@@ -399,6 +400,7 @@ class ClusterCache:
         if kind == POD.name:
             quiet, shown = self._set_pod(key, old, new)
             old = shown  # as the scheduler showed it: an assumed pod's delete frees its room (handleAssumedPodDeletion)
+            self._snapshot = None  # it holds the pod objects, whose unread fields preemption may read (startTime)
         elif kind in (POD_GROUP.name, COSCHEDULING_POD_GROUP.name):  # the index holds each name's group (group())
             quiet = quiet or (old is not None and new is not None and self._only_unread_intent(_name(key), old, new))
             self.groups.set_podgroup(_name(key), self.group(POD_GROUP.name, *_name(key)), quiet=quiet)

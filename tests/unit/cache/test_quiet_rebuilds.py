@@ -8,6 +8,8 @@ import copy
 import json
 from typing import Any
 
+import pytest
+
 from scheduler.cache.cluster import ClusterCache
 from scheduler.framework.plan import Plan
 from scheduler.groups.intent import INTENT_ANNOTATION
@@ -161,16 +163,17 @@ def test_members_forgotten_after_an_unread_intent_read_it() -> None:
     assert {p.key for p, _, _ in cache.holds[ROOT]} == {"ml/g-1", "ml/g-2"}
 
 
-def running(name: str, phase: str, rv: str, *, coscheduling: bool = False) -> dict[str, Any]:
+def running(name: str, phase: str, rv: str, *, coscheduling: bool = False, both: bool = False) -> dict[str, Any]:
     """Member ``name`` bound to n0 in ``phase``; ``coscheduling``: linked to scheduler-plugins' PodGroup ``g`` by its
-    label instead of ``spec.schedulingGroup``."""
+    label instead of ``spec.schedulingGroup``; ``both``: by both."""
     pod = member(name)
     pod["metadata"]["resourceVersion"] = rv
     pod["spec"]["nodeName"] = "n0"
     pod["status"]["phase"] = phase
-    if coscheduling:
-        del pod["spec"]["schedulingGroup"]
+    if coscheduling or both:
         pod["metadata"]["labels"] = {POD_GROUP_LABEL: "g"}
+    if coscheduling and not both:
+        del pod["spec"]["schedulingGroup"]
     return pod
 
 
@@ -214,11 +217,53 @@ def test_a_scheduler_plugins_member_the_kubelet_starts_changes_its_root() -> Non
     assert cache.groups.members.counts("ml", "g").running == 1
 
 
-def test_a_member_that_finished_changes_its_root() -> None:
+def test_a_member_linked_both_ways_the_kubelet_starts_changes_its_root() -> None:
+    """A pod whose ``spec.schedulingGroup`` and scheduler-plugins label both name ``g`` is counted by that PodGroup's
+    status (as scheduler-plugins counts it, by the label) when only the scheduler-plugins PodGroup exists."""
+    cache = started_gang(coscheduling=True)
+    cache.apply("Pod", "MODIFIED", running("g-1", "Pending", "2", both=True))
+    cache.take_changed_roots()
+
+    assert cache.apply("Pod", "MODIFIED", running("g-1", "Running", "3", both=True)) != []
+
+    assert cache.take_changed_roots() == {ROOT}
+
+
+@pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
+def test_a_member_that_finished_changes_its_root(phase: str) -> None:
     cache = started_gang()
     cache.apply("Pod", "MODIFIED", running("g-0", "Running", "2"))
     cache.take_changed_roots()
 
-    assert cache.apply("Pod", "MODIFIED", running("g-0", "Succeeded", "3")) != []
+    assert cache.apply("Pod", "MODIFIED", running("g-0", phase, "3")) != []
 
     assert cache.take_changed_roots() == {ROOT}
+
+
+def test_a_lone_pod_the_kubelet_starts_makes_no_event() -> None:
+    cache = ClusterCache("gang-scheduler")
+    cache.replace("Node", [{"metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "8", "pods": "110"}}}])
+    lone = running("lone", "Pending", "1")
+    del lone["spec"]["schedulingGroup"]
+    cache.replace("Pod", [lone])
+
+    lone = copy.deepcopy(lone)
+    lone["metadata"]["resourceVersion"] = "2"
+    lone["status"]["phase"] = "Running"
+    assert cache.apply("Pod", "MODIFIED", lone) == []
+
+
+def test_a_quiet_pod_update_is_in_the_next_snapshot() -> None:
+    """What no tree nor hint reads may still be read from a snapshot's pods — the start time preemption orders victims
+    by — so the snapshot after a quiet update holds the new pod."""
+    cache = started_gang()
+    before = cache.snapshot()
+    started = running("g-0", "Pending", "2")
+    started["status"]["startTime"] = "2026-01-01T01:00:00Z"
+
+    assert cache.apply("Pod", "MODIFIED", started) == []
+
+    after = cache.snapshot()
+    assert after is not before
+    [pod] = [p for info in after.infos for p in info.pods.values() if p.metadata.name == "g-0"]
+    assert pod.status.start_time is not None and pod.metadata.resource_version == "2"
