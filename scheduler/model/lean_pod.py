@@ -275,6 +275,8 @@ def _as_asked(spec: Any, actuated: _Actuated) -> bool:
         if not rows:
             continue
         asked = {c.name: {**c.resources.limits, **c.resources.requests} for c in containers}
+        if len(asked) < len(containers):  # names repeated (the API refuses them): each of them counts the status
+            return False
         for name, allocated, resources in rows:
             want = asked.get(msgspec.json.decode(name)) if name[:1] == b'"' else None
             if want is None:

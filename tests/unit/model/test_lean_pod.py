@@ -429,3 +429,49 @@ def test_a_boolean_equal_to_the_number_the_spec_asks_is_refused() -> None:
     started["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] = True
     started["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"] = 1
     assert_refused_after(bound, creating, started)
+
+
+def test_a_container_back_at_the_size_asked_after_a_resize_has_its_requests_computed() -> None:
+    """Only requests computed from nothing actuated are the spec's: after an in-place resize, a report back at the
+    size asked has them computed again."""
+    bound, creating, started = started_as_asked("resized-back-1")
+    resized = copy.deepcopy(started)
+    resized["status"]["containerStatuses"][0]["allocatedResources"] = {"cpu": "3", "memory": "1Gi"}
+    back = copy.deepcopy(started)
+    back["metadata"]["resourceVersion"] = "47"
+    decoded = [decoded_afresh(body) for body in (bound, creating, resized, back)]
+    assert decoded[2].requests["cpu"] == 3000
+    assert decoded[3] == lean_pod(Pod.model_validate(back)) and decoded[3].requests["cpu"] == 500
+
+
+@pytest.mark.parametrize(("init_status", "cpu"), [
+    ({"name": "proxy", "allocatedResources": {"cpu": "100m"}}, 600),  # as asked: the spec's requests
+    ({"name": "proxy", "allocatedResources": {"cpu": "1"}}, 1500),  # resized: computed
+])
+def test_a_sidecars_status_counts_as_its_containers_do(init_status: dict[str, Any], cpu: int) -> None:
+    """The init containers' statuses are judged as the app containers' are, also when the app containers' ask
+    nothing (named only)."""
+    sidecar = {"name": "proxy", "image": "envoy", "restartPolicy": "Always",
+               "resources": {"requests": {"cpu": "100m"}}}
+    bodies = started_as_asked("sidecar-as-asked-1")
+    for body in bodies:
+        body["spec"]["initContainers"] = [sidecar]
+    bound, creating, started = bodies
+    started["status"]["containerStatuses"][0] = {"name": "app"}
+    started["status"]["initContainerStatuses"] = [init_status]
+    decoded = [decoded_afresh(body) for body in (bound, creating, started)]
+    assert decoded[2] == lean_pod(Pod.model_validate(started)) and decoded[2].requests["cpu"] == cpu
+
+
+def test_containers_of_one_name_each_count_their_status() -> None:
+    """Repeated names (which the API refuses) are left to the full computation, where a status counts for each
+    container of its name."""
+    bodies = started_as_asked("twins-1")
+    twin = {"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "2"}}}
+    for body in bodies:
+        body["spec"]["containers"].append(copy.deepcopy(twin))
+    bound, creating, started = bodies
+    started["status"]["containerStatuses"][0]["allocatedResources"] = {"cpu": "2"}
+    started["status"]["containerStatuses"][0].pop("resources")
+    decoded = [decoded_afresh(body) for body in (bound, creating, started)]
+    assert decoded[2] == lean_pod(Pod.model_validate(started)) and decoded[2].requests["cpu"] == 4000
