@@ -392,7 +392,11 @@ class ClusterCache:
             self.objects[kind][key] = new
         action = Action.ADD if old is None else Action.DELETE if new is None else Action.UPDATE
         essence = _ESSENCE.get(kind)  # a pod's (:func:`pod_essence`) is judged in _set_pod, as the scheduler shows it
-        quiet = essence is not None and old is not None and new is not None and essence(old) == essence(new)
+        was: tuple[object, ...] = ()  # both versions' essences; none for an added or deleted object
+        now: tuple[object, ...] = ()
+        if essence is not None and old is not None and new is not None:
+            was, now = essence(old), essence(new)
+        quiet = bool(now) and was == now
         if kind == NODE.name:
             if quiet:
                 return []
@@ -402,7 +406,7 @@ class ClusterCache:
             old = shown  # as the scheduler showed it: an assumed pod's delete frees its room (handleAssumedPodDeletion)
             self._snapshot = None  # it holds the pod objects, whose unread fields preemption may read (startTime)
         elif kind in (POD_GROUP.name, COSCHEDULING_POD_GROUP.name):  # the index holds each name's group (group())
-            quiet = quiet or (old is not None and new is not None and self._only_unread_intent(_name(key), old, new))
+            quiet = quiet or (bool(now) and self._only_unread_intent(_name(key), was, now))
             self.groups.set_podgroup(_name(key), self.group(POD_GROUP.name, *_name(key)), quiet=quiet)
             if kind == POD_GROUP.name:
                 self.devices.changed("podgroup", key)
@@ -431,14 +435,13 @@ class ClusterCache:
         self._bump()
         return [ClusterEvent(kind, action, old, new)]
 
-    def _only_unread_intent(self, name: tuple[str, str], old: PodGroup, new: PodGroup) -> bool:
-        """Whether two versions of PodGroup ``name`` differ, of what the scheduler reads (:func:`group_essence`), in
-        their durable intent alone while no member reads it: an intent names nodes for pending members only (a tree's
+    def _only_unread_intent(self, name: tuple[str, str], was: tuple[object, ...], now: tuple[object, ...]) -> bool:
+        """Whether two versions of PodGroup ``name``, of :func:`group_essence` ``was`` and ``now``, differ in their
+        durable intent alone while no member reads it: an intent names nodes for pending members only (a tree's
         ``Leaf.intended``), and the group has none now — each is bound, assumed or gated. So the watch bringing the
         intent the binder wrote for a plan it assumed rebuilds no tree and wakes nothing; a member pending later
         has its tree rebuilt by its own event, which reads the intent then."""
-        return (group_essence(old)[:INTENT_ESSENCE] == group_essence(new)[:INTENT_ESSENCE]
-                and not self.groups.has_pending(name))
+        return was[:INTENT_ESSENCE] == now[:INTENT_ESSENCE] and not self.groups.has_pending(name)
 
     def _set_nodes(self, nodes: dict[str, Node], event: ClusterEvent | None = None) -> list[ClusterEvent]:
         """Nodes changed (a re-list, or one event): the fast path for an allocatable-only update, else a

@@ -299,10 +299,9 @@ def _strings(value: Any) -> bool:
     return isinstance(value, dict) and all(type(v) is str for v in value.values())
 
 
-def _derived(spec: Any, status: Any, seen: dict[str, bytes]) -> tuple[ResourceList, frozenset[str]]:
-    """(effective requests, asks) of the pod whose spec is ``spec``, wire status ``status`` and raw spec fields
-    ``seen`` (memoised by their inputs)."""
-    actuated = _actuated(status)
+def _derived(spec: Any, actuated: _Actuated, seen: dict[str, bytes]) -> tuple[ResourceList, frozenset[str]]:
+    """(effective requests, asks) of the pod whose spec is ``spec``, container statuses ask ``actuated``
+    (:func:`_actuated`) and raw spec fields ``seen`` (memoised by their inputs)."""
     key = (*(seen.get(name, b"") for name in _REQUEST_INPUTS), *actuated)
     hit = _DERIVED.get(key)
     if hit is None:
@@ -426,7 +425,7 @@ def _remembered(wire: Any, deleted: bool) -> LeanPod:
         lean = LeanPod(msgspec.structs.replace(pod.metadata, **_per_pod(wire.metadata, _META_FIELDS)), spec,
                        _status(wire), requests, pod.asks)
     else:
-        lean = _bound(wire, compared)
+        lean = _bound(wire, compared, actuated)
     if len(_BOUND) >= BOUND_SIZE:
         _BOUND.popitem(last=False)
     _BOUND[uid] = (digest, actuated_digest, lean)
@@ -442,10 +441,11 @@ def _status(wire: Any) -> Any:
     return LeanStatus(**status)
 
 
-def _bound(wire: Any, compared: bytes | None = None) -> LeanPod:
+def _bound(wire: Any, compared: bytes | None = None, actuated: _Actuated | None = None) -> LeanPod:
     """The :class:`LeanPod` of a decoded pod with a node: from the same pod decoded without one when its metadata and
     spec are unchanged and the kubelet reports no container (the requests then read the spec alone), else validated
-    field by field. ``compared``: its :func:`_compared` JSON, when already made."""
+    field by field. ``compared`` and ``actuated``: its :func:`_compared` JSON and :func:`_actuated` rows, when already
+    made."""
     prior = _PENDING.pop(wire.metadata.uid, None) if _PENDING else None
     status = _status(wire)
     if (prior is not None and not wire.status.containerStatuses and not wire.status.initContainerStatuses
@@ -456,5 +456,5 @@ def _bound(wire: Any, compared: bytes | None = None) -> LeanPod:
                        pod.requests, pod.asks)
     seen: dict[str, bytes] = {}
     spec = LeanSpec(**_values(PodSpec, wire.spec, _SPEC_FIELDS, seen))
-    requests, asks = _derived(spec, wire.status, seen)
+    requests, asks = _derived(spec, _actuated(wire.status) if actuated is None else actuated, seen)
     return LeanPod(LeanMeta(**_values(ObjectMeta, wire.metadata, _META_FIELDS, {})), spec, status, requests, asks)
