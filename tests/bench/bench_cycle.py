@@ -78,7 +78,8 @@ def kubelet_events(raw: dict[str, Any], node: str, index: int, rv: int) -> list[
     pod = copy.deepcopy(raw)
     pod["spec"]["nodeName"] = node
     events = []
-    for i, status in enumerate((realistic.starting_status(pod, index), realistic.running_status(pod, index))):
+    running = realistic.running_status(pod, index)
+    for i, status in enumerate((realistic.starting_status(running), running)):
         pod["status"] = status
         pod["metadata"]["resourceVersion"] = str(rv + i)
         realistic.track_fields(pod, {"status": status}, "kubelet", "status")

@@ -60,9 +60,8 @@ class Kubelets:
 
     async def _start(self, pod: dict[str, Any]) -> None:
         index, name = next(self._index), pod["metadata"]["name"]
-        starting, started = realistic.starting_status(pod, index), realistic.running_status(pod, index)
-        started["startTime"] = starting["startTime"]  # the kubelet's, kept from its first write
-        for status in (starting, started):
+        started = realistic.running_status(pod, index)
+        for status in (realistic.starting_status(started), started):
             try:
                 await self.kube.patch(PODS, self.namespace, name, {"status": status}, sub="status", reply=False)
             except ApiError as exc:

@@ -261,14 +261,13 @@ def running_status(body: JSON, index: int) -> JSON:
             "qosClass": _qos(body.get("spec", {}).get("containers", [])), "startTime": stamp}
 
 
-def starting_status(body: JSON, index: int) -> JSON:
-    """The status a kubelet reports for ``body`` (a pod with ``spec.nodeName`` and no init containers) when it has
-    admitted the pod and is creating its containers, its first status write: phase ``Pending``, the host IP, start
-    time and QoS class, the pod conditions as they stand then (initialized; not yet ready) and per container what the
-    kubelet knows of one the runtime has not created yet — its name, image, mounts and ``waiting:
-    ContainerCreating``, no resources (``pkg/kubelet/kubelet_pods.go`` ``convertToAPIContainerStatuses``);
-    :func:`running_status` follows once they run."""
-    running = running_status(body, index)
+def starting_status(running: JSON) -> JSON:
+    """The status a kubelet reports for a pod (with no init containers) when it has admitted the pod and is creating
+    its containers, its first status write, before ``running`` (the pod's :func:`running_status`, whose start time it
+    shares, as the kubelet keeps it): phase ``Pending``, the host IP, start time and QoS class, the pod conditions as
+    they stand then (initialized; not yet ready) and per container what the kubelet knows of one the runtime has not
+    created yet — its name, image, mounts and ``waiting: ContainerCreating``, no resources
+    (``pkg/kubelet/kubelet_pods.go`` ``convertToAPIContainerStatuses``)."""
     names = " ".join(c["name"] for c in running["containerStatuses"])
     unready = {"reason": "ContainersNotReady", "message": f"containers with unready status: [{names}]"}
     conditions = []
