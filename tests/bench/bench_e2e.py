@@ -825,18 +825,21 @@ def preloaded(nodes: int, prebound: int, seed: int) -> Preload:
 def bound_pods(count: int, nodes: list[str], real: bool) -> Iterator[dict[str, Any]]:
     """``count`` pods of :func:`bound_pod`, pod ``i`` on ``nodes[i % len(nodes)]``; ``real``: each as the server
     stores a running pod (:func:`~tests.bench.realistic.running_pod`: defaulted, admitted, ``managedFields``, the
-    kubelet's status). Made from one such pod, renamed, moved and given its own pod IP: the pods share the
-    nested parts that do not vary (spec, ``managedFields``), which the emulator never changes in place."""
+    kubelet's status). Made from one such pod, renamed, moved and given its own pod IP and (``real``) its own token
+    volume (:func:`~tests.bench.realistic.with_own_token`): the pods share the nested parts that do not vary
+    (``managedFields``, most of the spec), which the emulator never changes in place."""
     template = bound_pod(0, nodes[0], real)
     if real:
         template = realistic.running_pod(template)
     for i in range(count):
-        status = template["status"]
+        name = f"{BOUND_PREFIX}{i:05d}"
+        status, spec = template["status"], template["spec"]
         if real:
             ip = f"10.{128 + i // 65536 % 64}.{i // 256 % 256}.{i % 256}"
             status = {**status, "podIP": ip, "podIPs": [{"ip": ip}]}
-        yield {**template, "metadata": {**template["metadata"], "name": f"{BOUND_PREFIX}{i:05d}"},
-               "spec": {**template["spec"], "nodeName": nodes[i % len(nodes)]}, "status": status}
+            spec = realistic.with_own_token(spec, name)
+        yield {**template, "metadata": {**template["metadata"], "name": name},
+               "spec": {**spec, "nodeName": nodes[i % len(nodes)]}, "status": status}
 
 
 def preload_args(case: Case, seed: int) -> list[str]:

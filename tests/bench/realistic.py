@@ -172,7 +172,7 @@ def default_pod(sent: JSON) -> tuple[JSON, JSON]:
     # ServiceAccount admission: the default account and its projected token volume, mounted everywhere.
     spec.setdefault("serviceAccountName", "default")
     spec["serviceAccount"] = spec["serviceAccountName"]
-    volume = f"kube-api-access-{_suffix(str(pod.get('metadata', {}).get('name')))}"
+    volume = token_volume_name(str(pod.get("metadata", {}).get("name")))
     spec.setdefault("volumes", []).append({"name": volume, "projected": {"defaultMode": 420, "sources": [
         {"serviceAccountToken": {"expirationSeconds": TOKEN_EXPIRATION_S, "path": "token"}},
         {"configMap": {"items": [{"key": "ca.crt", "path": "ca.crt"}], "name": "kube-root-ca.crt"}},
@@ -194,6 +194,29 @@ def default_pod(sent: JSON) -> tuple[JSON, JSON]:
     status.setdefault("phase", "Pending")
     status["qosClass"] = _qos(spec.get("containers", []))
     return pod, created
+
+
+def token_volume_name(pod_name: str) -> str:
+    """The name the ServiceAccount admission plugin gives a pod's projected token volume: ``kube-api-access-`` and
+    five random characters, here drawn from ``pod_name``, so every pod has its own, as in a cluster."""
+    return f"kube-api-access-{_suffix(pod_name)}"
+
+
+def with_own_token(spec: JSON, pod_name: str) -> JSON:
+    """``spec`` (of a pod :func:`default_pod` admitted) with its token volume and every container's mount of it named
+    for ``pod_name`` (:func:`token_volume_name`): a new spec sharing every other part with ``spec``."""
+    old = next(v["name"] for v in spec["volumes"] if v["name"].startswith("kube-api-access-"))
+    new = token_volume_name(pod_name)
+
+    def renamed(container: JSON) -> JSON:
+        return {**container, "volumeMounts": [{**m, "name": new} if m.get("name") == old else m
+                                              for m in container.get("volumeMounts", ())]}
+
+    out = {**spec, "volumes": [{**v, "name": new} if v["name"] == old else v for v in spec["volumes"]],
+           "containers": [renamed(c) for c in spec.get("containers", ())]}
+    if spec.get("initContainers"):
+        out["initContainers"] = [renamed(c) for c in spec["initContainers"]]
+    return out
 
 
 def running_pod(sent: JSON) -> JSON:
