@@ -80,11 +80,72 @@ def test_pods_of_one_template_share_their_parts() -> None:
     a = decode_bound(json.dumps(running("web-1", "node-a")).encode())
     b = decode_bound(json.dumps(running("web-2", "node-b")).encode())
     assert a is not None and b is not None
-    assert a.spec.containers is b.spec.containers
+    assert a.spec.containers[0] is b.spec.containers[0]
     assert a.metadata.labels is b.metadata.labels
     assert a.requests is b.requests
     assert (a.spec.node_name, b.spec.node_name, a.metadata.uid, b.metadata.uid) == (
         "node-a", "node-b", "uid-web-1", "uid-web-2")
+
+
+def admitted(name: str, node: str = "node-a", **spec: Any) -> dict[str, Any]:
+    """:func:`running` as the ServiceAccount admission plugin leaves a pod: its own token volume, mounted in every
+    container, beside ``spec``'s volumes and a ConfigMap volume of its template."""
+    body = running(name, node, **spec)
+    token = f"kube-api-access-{name[-5:]:x>5}"
+    body["spec"]["volumes"] = [*spec.get("volumes", ()), {"name": "config", "configMap": {"name": "web"}},
+                               {"name": token, "projected": {"defaultMode": 420, "sources": []}}]
+    for container in body["spec"]["containers"]:
+        container["volumeMounts"] = [{"name": "config", "mountPath": "/etc/web"},
+                                     {"name": token, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                                      "readOnly": True}]
+    return body
+
+
+def test_pods_whose_token_volumes_differ_share_what_their_template_reads() -> None:
+    """Each pod's own token volume name makes its containers' and volumes' JSON its own: the containers (which do
+    not read their mounts), the template's volumes and the requests are still one object for all; the token volume
+    keeps each pod's name."""
+    a, b = (decode_bound(json.dumps(admitted(name)).encode()) for name in ("web-aaaaa", "web-bbbbb"))
+    assert a is not None and b is not None
+    assert a.spec.containers[0] is b.spec.containers[0]
+    assert a.spec.volumes[0] is b.spec.volumes[0]
+    assert a.requests is b.requests and a.asks is b.asks
+    assert a.spec.volumes[1] is not b.spec.volumes[1]
+    assert [v.name for v in a.spec.volumes] == ["config", "kube-api-access-aaaaa"]
+    assert [v.name for v in b.spec.volumes] == ["config", "kube-api-access-bbbbb"]
+    for name in ("web-aaaaa", "web-bbbbb", "web-aaaaa"):
+        decoded, made = both(admitted(name))
+        assert decoded == made
+
+
+@pytest.mark.parametrize("change", [
+    pytest.param(lambda c: c.update(name="other"), id="its name"),
+    pytest.param(lambda c: c.update(restart_policy="Always"), id="a field spelled in snake_case"),
+    pytest.param(lambda c: c.update(ports=[{"containerPort": 80, "hostPort": 80}]), id="a port"),
+    pytest.param(lambda c: c["resources"]["requests"].update(cpu="2"), id="a request"),
+])
+def test_a_container_that_reads_otherwise_is_its_own(change: Any) -> None:
+    """Containers alike but for a field their model reads are not shared, whatever their mounts; nor are the requests
+    (the kubelet's status, which actuates more than the spec asks, names the first pod's container)."""
+    first, body = admitted("web-aaaaa"), admitted("web-bbbbb")
+    for pod in (first, body):
+        pod["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] = "1"
+    decode_bound(json.dumps(first).encode())
+    change(body["spec"]["containers"][0])
+    decoded, made = both(body)
+    assert decoded == made
+    assert decoded.spec.containers == made.spec.containers != lean_pod(Pod.model_validate(first)).spec.containers
+
+
+def test_a_volume_named_otherwise_keeps_its_name_and_its_source() -> None:
+    """A claim volume memoised under one name and met under another is validated anew: the name is the pod's."""
+    claim = {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}
+    decode_bound(json.dumps(admitted("web-aaaaa", volumes=[claim])).encode())
+    decoded, made = both(admitted("web-bbbbb", volumes=[{**claim, "name": "scratch"}]))
+    assert decoded == made
+    assert [(v.name, v.persistent_volume_claim.claim_name) for v in decoded.spec.volumes
+            if v.persistent_volume_claim] == [("scratch", "data-0")]
+    assert decoded.asks == made.asks == frozenset({ASKS_VOLUMES})
 
 
 def test_only_the_disruption_target_condition_is_kept() -> None:
