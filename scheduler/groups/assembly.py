@@ -123,7 +123,7 @@ class TreeAssembler:
             if err := _link_error(ns, name, pg, members):
                 problems.append(err)
             pending = sorted(
-                (p for p in members if not p.is_bound and not p.is_gated),
+                (p for p in members if p.awaits_placement),
                 key=lambda p: (-pod_priority(p), created_at(p.metadata.creation_timestamp), p.metadata.name),
             )
             intent = parse_intent(pg)

@@ -122,7 +122,7 @@ class GroupIndex:
             return
         group = pod.group_name
         if group is None:
-            if pod.spec.scheduler_name == self.scheduler_name and not pod.is_bound and not pod.is_gated:
+            if pod.spec.scheduler_name == self.scheduler_name and pod.awaits_placement:
                 self._singles[key] = pod
                 self._dirty_singles.add(key)
             return
@@ -136,7 +136,7 @@ class GroupIndex:
         live = self.members.live.get(name, NO_PODS)
         if self.members.bound(*name) == len(live):
             return False
-        return any(not p.is_bound and not p.is_gated for p in live.values())
+        return any(p.awaits_placement for p in live.values())
 
     def set_podgroup(self, name: Name, pg: PodGroup | None, *, quiet: bool = False) -> None:
         """The PodGroup ``name`` is now ``pg`` (None: deleted); ``quiet``: only what trees do not read changed."""
@@ -277,7 +277,7 @@ class GroupIndex:
             return
         keys = []
         for key, pod in self.members.live.get(name, NO_PODS).items():
-            if pod.spec.scheduler_name == self.scheduler_name and not pod.is_bound and not pod.is_gated:
+            if pod.spec.scheduler_name == self.scheduler_name and pod.awaits_placement:
                 api = f"{COSCHEDULING_API_GROUP} " if pod.group_api == COSCHEDULING_API_GROUP else ""
                 unread = self.unread_apis.get(pod.group_api or "")
                 message = (f"{api}PodGroup {name[0]}/{name[1]} cannot be read: {unread}" if unread is not None

@@ -368,6 +368,12 @@ class PodReads:
         """``spec.schedulingGates`` is non-empty: binding is rejected until they are removed."""
         return bool(self.spec.scheduling_gates)
 
+    @property
+    def awaits_placement(self) -> bool:
+        """Neither bound (nor assumed) nor gated: a pod a scheduling cycle may place, listed as pending in its group's
+        tree."""
+        return not self.is_bound and not self.is_gated
+
 
 class Pod(KubeModel, PodReads):
     """``core/v1 Pod``."""
