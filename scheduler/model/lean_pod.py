@@ -463,7 +463,9 @@ def decode_bound(data: bytes | msgspec.Raw) -> LeanPod | None:
     validates it as a :class:`~scheduler.model.pod.Pod`). Each field the scheduler reads is validated by its
     model's own type, so what a :class:`Pod` refuses is refused here too: raises ``ValueError`` (msgspec's or
     pydantic's) on malformed JSON or a field its type refuses, and what computing the requests raises
-    (:class:`~scheduler.model.quantity.QuantityError`)."""
+    (:class:`~scheduler.model.quantity.QuantityError`). What no model reads (``managedFields``, a container's image,
+    a ConfigMap volume) is skipped, not parsed: bytes no API server sends there (invalid UTF-8, nesting past
+    pydantic's depth limit, integers of thousands of digits), which the full model's parser refuses, pass."""
     wire = _WIRE.decode(data)
     return _bound(wire) if wire.spec.nodeName else None
 

@@ -137,6 +137,63 @@ def test_a_container_that_reads_otherwise_is_its_own(change: Any) -> None:
     assert decoded.spec.containers == made.spec.containers != lean_pod(Pod.model_validate(first)).spec.containers
 
 
+def test_an_init_container_renamed_does_not_take_the_requests_its_status_gave_another() -> None:
+    """The requests' memo tells init containers apart by name: the kubelet's status actuates 3 cpu for ``i``, so a pod
+    whose init container is ``j`` counts its spec's 1 cpu."""
+    def with_init(name: str, init: str) -> dict[str, Any]:
+        body = admitted(name, initContainers=[{"name": init, "resources": {"requests": {"cpu": "1"}}}])
+        body["status"]["initContainerStatuses"] = [{"name": "i", "allocatedResources": {"cpu": "3"}}]
+        return body
+
+    first, made = both(with_init("web-aaaaa", "i"))
+    assert first == made and first.requests["cpu"] == 3000
+    decoded, made = both(with_init("web-bbbbb", "j"))
+    assert decoded == made and decoded.requests["cpu"] == 1000
+
+
+@pytest.mark.parametrize("first", ["restartPolicy", "restart_policy"])
+def test_of_both_spellings_in_one_item_the_api_one_counts_either_way(first: str) -> None:
+    """The models take a field by its API name or its snake_case one and prefer the API name: so does the memo."""
+    spellings = {"restartPolicy": "Always", "restart_policy": "Never"}
+    init = {"name": "i", first: spellings[first], **{k: v for k, v in spellings.items() if k != first},
+            "resources": {"requests": {"cpu": "1"}}}
+    decoded, made = both(admitted("web-aaaaa", initContainers=[init]))
+    assert decoded == made and decoded.spec.init_containers[0].restart_policy == "Always"
+
+
+@pytest.mark.parametrize("field,value", [
+    ("containers", None), ("containers", [1]), ("containers", {"name": "app"}), ("initContainers", [None]),
+    ("volumes", None), ("volumes", [{"name": "v"}, "w"]), ("volumes", [{"configMap": {"name": "no name"}}]),
+])
+def test_a_list_of_items_the_model_refuses_is_refused(field: str, value: Any) -> None:
+    body = admitted("web-aaaaa")
+    body["spec"][field] = value
+    data = json.dumps(body).encode()
+    with pytest.raises(ValueError):
+        Pod.model_validate_json(data)
+    with pytest.raises(ValueError):
+        decode_bound(data)
+
+
+@pytest.mark.parametrize("source,value", [
+    ("persistentVolumeClaim", {"claimName": "data-0"}),
+    ("persistent_volume_claim", {"claimName": "data-0"}),
+    ("ephemeral", {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}),
+    ("gcePersistentDisk", {"pdName": "disk"}),
+    ("gce_persistent_disk", {"pdName": "disk"}),
+    ("awsElasticBlockStore", {"volumeID": "vol-1"}),
+    ("aws_elastic_block_store", {"volumeID": "vol-1"}),
+    ("iscsi", {"targetPortal": "10.0.0.1:3260", "iqn": "iqn.2001-04.com.example:disk", "lun": 0}),
+    ("rbd", {"monitors": ["10.0.0.1:6789"], "image": "disk"}),
+])
+def test_a_volume_alike_but_for_a_source_the_scheduler_judges_is_its_own(source: str, value: Any) -> None:
+    """Each volume source the models read (under either spelling) keeps a volume apart from one without it."""
+    decode_bound(json.dumps(admitted("web-aaaaa", volumes=[{"name": "data"}])).encode())
+    decoded, made = both(admitted("web-bbbbb", volumes=[{"name": "data", source: value}]))
+    assert decoded == made
+    assert decoded.spec.volumes[0].judged and decoded.asks == frozenset({ASKS_VOLUMES})
+
+
 def test_a_volume_named_otherwise_keeps_its_name_and_its_source() -> None:
     """A claim volume memoised under one name and met under another is validated anew: the name is the pod's."""
     claim = {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}}
