@@ -88,7 +88,7 @@ class NodeUsage:
             if row is not None and before.requests != pod.requests:
                 self.used[row] += pod_vector(self.table, pod) - pod_vector(self.table, before)
             if self._last is not None and not same_entry:
-                self._changes[key] = pod_entry(pod)
+                self._changes[key] = self._entry(pod)
             self._snapshot = None
             return
         old = self._counted.pop(key, None)
@@ -110,8 +110,14 @@ class NodeUsage:
         elif pod is not None and pod.status.nominated_node_name and not pod.is_terminal:
             self._nominated[key] = pod
         if self._last is not None and (old is not None or key in self._counted):
-            self._changes[key] = pod_entry(pod) if key in self._counted and pod is not None else None
+            self._changes[key] = self._entry(pod) if key in self._counted and pod is not None else None
         self._snapshot = None
+
+    def _entry(self, pod: Pod) -> PodEntry | None:
+        """The pod index entry of ``pod``, which uses a node: None when the node is not in the table (deleted while
+        its pods wait for the pod garbage collector, or not seen yet), as a snapshot's index holds the pods of its
+        rows only (:meth:`~scheduler.framework.snapshot.Snapshot.pod_index`)."""
+        return pod_entry(pod) if pod.spec.node_name in self.table.index else None
 
     def _store(self, node: str, info: NodeInfo) -> None:
         if len(info):

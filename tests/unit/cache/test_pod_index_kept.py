@@ -21,6 +21,11 @@ NODES = [{"metadata": {"name": f"n{i}", "labels": {"zone": f"z{i % 2}"}},
           "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}}} for i in range(3)]
 
 
+GONE = "gone"
+"""A node no longer in the table (deleted while its pods wait for the pod garbage collector): its pods use no row and
+are in no pod index."""
+
+
 def raw_pod(name: str, rv: int, *, node: str | None = None, app: str = "a", phase: str = "Pending",
             anti: bool = False, port: int | None = None, deleting: bool = False) -> dict[str, Any]:
     container: dict[str, Any] = {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
@@ -89,7 +94,7 @@ def test_the_carried_pod_index_equals_one_built_from_the_final_pods(seed: int) -
             new = {**old, "metadata": {**old["metadata"], "resourceVersion": str(rv),
                                        "deletionTimestamp": "2026-12-04T00:00:00Z"}}
         else:
-            new = raw_pod(name, rv, node=rng.choice([None, *(n["metadata"]["name"] for n in NODES)]),
+            new = raw_pod(name, rv, node=rng.choice([None, GONE, *(n["metadata"]["name"] for n in NODES)]),
                           app=rng.choice("ab"), phase=rng.choice(["Pending", "Running"]), anti=rng.random() < 0.3)
         cache.apply("Pod", "ADDED" if old is None else "MODIFIED", new)
         pods[name] = new
