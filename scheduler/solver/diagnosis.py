@@ -63,7 +63,7 @@ class Domain:
 
 def phrase(where: Domain | None, closest: bool, placed: int | None = None) -> str:
     """`` in topology.kubernetes.io/zone a`` for a reason given inside ``where`` (empty outside a domain) — with
-    `` (closest of 2 domains)`` when ``closest`` (a failure's text: the one kept is the attempt that placed the
+    `` (best of 2 domains)`` when ``closest`` (a failure's text: the one kept is the attempt that placed the
     most members, the first of equals) and there was a choice; `` (one of 2 domains)`` instead when the attempt
     placed nothing (``placed``: members, or satisfied children, it placed) in a domain not chosen for its room (not
     :attr:`Domain.by_room`): a failure is kept only where an attempt fell short, so an attempt that placed nothing
@@ -74,7 +74,7 @@ def phrase(where: Domain | None, closest: bool, placed: int | None = None) -> st
     if not closest or where.count < 2:
         return text
     return f"{text} (one of {where.count} domains)" if placed == 0 and not where.by_room else \
-        f"{text} (closest of {where.count} domains)"
+        f"{text} (best of {where.count} domains)"
 
 
 def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArray, need: int = 0) -> Diagnosis:

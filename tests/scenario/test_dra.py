@@ -162,7 +162,7 @@ def test_shared_claim_gang_does_not_fit_beside_both_gangs_and_takes_nothing() ->
     assert placements(sim, "allreduce-bench") == {} and of_root(sim, "allreduce-bench") == []
     reason = next(g.reason for g in sim.groups if g.key.name == "allreduce-bench")
     assert reason == ("gang allreduce-bench: 2/4 placeable (minCount 4) in topology.example.com/rack rack-b1 "
-                      "(closest of 4 domains); 0/2 nodes are available: 2 cannot allocate all claims. request gpu: 2 "
+                      "(best of 4 domains); 0/2 nodes are available: 2 cannot allocate all claims. request gpu: 2 "
                       "wanted; 64 device(s) of class gpu.nvidia.com in the cluster, at most 0 unallocated on any one "
                       "of the 2 nodes. pod group preemption: Preemption is not helpful for scheduling (devices are "
                       "the limit, and preemption frees node resources, not the victims' devices: no fit even with "

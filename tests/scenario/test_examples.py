@@ -14,7 +14,7 @@ from scheduler.offline.simulate import Simulation, example_path, simulate
 from tests.scenario.conftest import DATA
 
 FRAGMENTED = DATA / "clusters" / "fragmented-cluster.yaml"
-EVAL_REASON = ("gang eval-16x4: 1/4 placeable (minCount 4) in topology.kubernetes.io/zone us-east-1b (closest of 2 "
+EVAL_REASON = ("gang eval-16x4: 1/4 placeable (minCount 4) in topology.kubernetes.io/zone us-east-1b (best of 2 "
                "domains): 4 nvidia.com/gpu free on the 3 node(s) passing every other filter (at most 4 on one), 16 "
                "needed; 0/4 nodes are available: 1 node(s) were unschedulable, 3 Insufficient nvidia.com/gpu.")
 """The built-in example's gang that fits in no zone: us-east-1b comes closest, short of GPUs alone."""

@@ -38,7 +38,7 @@ def test_one_pod_per_node_is_the_reason_and_the_preemption_verdict_follows_it() 
     """The zone also lacks GPUs for the whole gang (24 free, 32 needed), but the members stop at one per node; the
     notebook (priority 1) is the one pod preemption could evict, and evicting it would not help."""
     assert pod_reasons(run(), "sweep") == {
-        f"gang sweep: 4/8 placeable (minCount 8) in {ZONE} us-west-2a (closest of 2 domains); 0/4 nodes are "
+        f"gang sweep: 4/8 placeable (minCount 8) in {ZONE} us-west-2a (best of 2 domains); 0/4 nodes are "
         "available: 2 Insufficient nvidia.com/gpu, 2 node(s) didn't match pod anti-affinity rules. Its own required "
         "pod anti-affinity allows one of these pods per kubernetes.io/hostname: at most 4 on the 4 node(s) it may use "
         "here, 8 needed. pod group "

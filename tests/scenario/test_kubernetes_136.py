@@ -41,7 +41,7 @@ def test_v1alpha2_podgroups_are_read_and_scheduled_like_v1beta1_ones() -> None:
     assert {name: g.status for name, g in outcome.items()} == {"train-workers": "Scheduled", "eval": "Unschedulable"}
     assert set(outcome["train-workers"].placements.values()) == {"gpu-a1", "gpu-a2"}  # the one zone with 16 free
     assert outcome["eval"].reason == (
-        "gang eval: 2/3 placeable (minCount 3) in topology.kubernetes.io/zone us-east-1b (closest of 2 domains): "
+        "gang eval: 2/3 placeable (minCount 3) in topology.kubernetes.io/zone us-east-1b (best of 2 domains): "
         "10 nvidia.com/gpu free on the 2 node(s) passing every other filter (at most 8 on one), 12 needed; 0/2 nodes "
         "are available: 2 Insufficient nvidia.com/gpu.")
     assert notices(sim) == []

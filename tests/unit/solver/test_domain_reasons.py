@@ -173,8 +173,8 @@ def composite_with_leaves_in_its_zone() -> Cluster:
 
 
 PORTS = "node(s) didn't have free ports for the requested pod ports"
-IN_A = f"in {ZONE} a (closest of 2 domains)"
-IN_B = f"in {ZONE} b (closest of 2 domains)"
+IN_A = f"in {ZONE} a (best of 2 domains)"
+IN_B = f"in {ZONE} b (best of 2 domains)"
 IN_A_FIRST = f"in {ZONE} a (one of 2 domains)"
 """Zone a, where no member was placed: not the closest, merely the first tried."""
 

@@ -240,7 +240,7 @@ def test_domain_pruning_counts_only_nodes_the_members_can_use(unusable: Node, po
              node("b1", cpu="3", labels={**ZONE_B, **pool})]
     result = solve_one(nodes, gang_pods("g", 4, cpu="1", memory=None, **pod_kw), [pg("g", 4, topology=ZONE)])
     assert isinstance(result, Unschedulable)
-    assert result.message == (f"gang g: 3/4 placeable (minCount 4) in {ZONE} b (closest of 2 domains): 3 cpu free on "
+    assert result.message == (f"gang g: 3/4 placeable (minCount 4) in {ZONE} b (best of 2 domains): 3 cpu free on "
                               "the 1 node(s) passing every other filter, 4 needed; 0/1 nodes are available: "
                               "1 Insufficient cpu.")
     assert result.code is Code.UNSCHEDULABLE

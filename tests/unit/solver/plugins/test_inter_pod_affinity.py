@@ -169,7 +169,7 @@ def test_a_bound_the_rule_sets_replaces_the_room_it_would_otherwise_quote() -> N
     all the nodes lack, yet no room would let three nodes hold four; the reason says the latter, not the former."""
     nodes = zoned_nodes({"za": 3, "zb": 2}, cpu="2")
     result = solve_root(nodes, gang("g", 4, ANTI_SELF_HOST, cpu="4"), groups=[pg("g", 4, topology=ZONE)])
-    assert message(result) == (f"gang g: 0/4 placeable (minCount 4) in {ZONE} za (closest of 2 domains); 0/3 nodes are "
+    assert message(result) == (f"gang g: 0/4 placeable (minCount 4) in {ZONE} za (best of 2 domains); 0/3 nodes are "
                                "available: 3 Insufficient cpu. Its own required pod anti-affinity allows one of these "
                                "pods per kubernetes.io/hostname: at most 3 on the 3 node(s) it may use here, 4 needed.")
 
