@@ -124,3 +124,18 @@ def test_a_bind_confirmed_and_the_kubelets_writes_leave_the_index_as_it_is() -> 
 
     cache.apply("Pod", "MODIFIED", raw_pod("p", 4, node="n0", phase="Running", app="b"))  # relabelled: re-indexed
     assert cache.snapshot().pod_index is not first
+
+
+def test_a_pod_on_a_node_the_table_gains_later_is_indexed_then() -> None:
+    """A pod bound to a node not in the table is in no index; once the node registers, the next snapshot's index
+    holds it, as one built from the rows does."""
+    cache = ClusterCache("gang-scheduler")
+    cache.replace("Node", NODES)
+    cache.replace("Pod", [raw_pod("p", 1, node=GONE, anti=True)])
+    assert entries(cache.snapshot().pod_index) == []
+    cache.apply("Node", "ADDED", {"metadata": {"name": GONE, "labels": {"zone": "z0"}},
+                                  "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}}})
+    kept = cache.snapshot()
+    built = IndexView.build(pod_entry(p, info.name) for info in kept.infos for p in info.pods.values())
+    assert [row[:2] for row in entries(kept.pod_index)] == [("ns/p", GONE)]
+    assert entries(kept.pod_index) == entries(built)
