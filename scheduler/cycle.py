@@ -83,8 +83,8 @@ def _above_minimum(tree: GroupTree, snapshot: Snapshot, plan: Plan, config: Solv
     """The PostFilters for the pending members ``plan`` leaves out although the minimum fits: one decision for
     the root (upstream preempts for every pending member of a group, ``podgrouppreemption_test.go``). A
     Preemption (or a plan that places them all) wins; otherwise ``plan`` stands, each left-out member's reason
-    ending with why preemption did not help — unchanged when no PostFilter found anything to say (no
-    lower-priority pod where they could go: as for a root that does not fit)."""
+    ending with why preemption did not help (no victim where they could go, or none that makes room), as for a root
+    that does not fit — unchanged when no PostFilter had anything to say."""
     failure = Unschedulable(tree.key, Code.UNSCHEDULABLE, ABOVE_MINIMUM.format(count=len(plan.unplaced)),
                             minimum=plan)
     why: str | None = None

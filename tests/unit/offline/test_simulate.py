@@ -155,7 +155,9 @@ def test_basic_group_leftover_reason_counts_what_the_plan_placed(tmp_path: Path)
     sim = run(tmp_path, podgroup("bg", "{basic: {}}"), *(member(f"m{i}", "bg", cpu="2") for i in range(3)))
     assert group(sim, "bg") == ("Scheduled", "basic", None)
     assert pod_reasons(sim) == {"ml/m0": None, "ml/m1": None,
-                                "ml/m2": "group bg: 2/3 placed; 0/1 nodes are available: 1 Insufficient cpu."}
+                                "ml/m2": "group bg: 2/3 placed; 0/1 nodes are available: 1 Insufficient cpu. "
+                                         "pod group preemption: 0/1 nodes are available: 1 No preemption "
+                                         "victims found for incoming pod."}
 
 
 @pytest.mark.parametrize(
@@ -451,6 +453,34 @@ def test_group_whose_bound_members_meet_min_count_is_scheduled_its_extra_member_
     text = render_text(sim)
     assert "[FAIL]" not in text and "Unschedulable" not in text
     assert "its bound members satisfy it; 1 member(s) left pending (see Pods left pending)" in text
+
+
+TAINTED = """
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+spec: {taints: [{key: dedicated, value: infra, effect: NoSchedule}]}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+"""
+
+
+def test_without_a_lower_priority_pod_the_reason_ends_as_kube_schedulers(tmp_path: Path) -> None:
+    """No pod of lower priority runs where the pods could go: nothing is evicted, and the reason ends with
+    kube-scheduler's preemption histogram (its counts sorted as text) — the node a taint keeps the pods off counted as
+    one where preemption is not helpful, the other as one without victims; for a pod without a group under the pod
+    prefix."""
+    lone = member("solo", "x", cpu="4").replace("  schedulingGroup: {podGroupName: x}\n", "")
+    running = member("web", "x").replace("  schedulingGroup: {podGroupName: x}\n", "").replace(
+        "schedulerName: gang-scheduler", "schedulerName: default-scheduler\n  nodeName: n1")  # priority 0, as ours
+    sim = run(tmp_path, TAINTED, running, podgroup("g", "{gang: {minCount: 2}}"), member("g-0", "g", cpu="3"),
+              member("g-1", "g", cpu="3"), lone)
+    histogram = ("0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not "
+                 "helpful for scheduling.")
+    assert group(sim, "g")[2] == ("gang g: 1/2 placeable (minCount 2); 0/2 nodes are available: 1 Insufficient cpu, "
+                                  "1 node(s) had untolerated taint {dedicated: infra}. pod group preemption: "
+                                  + histogram)
+    assert pod_reasons(sim)["ml/solo"] == ("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated "
+                                           "taint {dedicated: infra}. preemption: " + histogram)
 
 
 BAD_SELECTOR = "device.attributes['x'].model =="
