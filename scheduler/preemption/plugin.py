@@ -11,9 +11,10 @@ Runs once for a root that the search rejected with code UNSCHEDULABLE, for the w
    #140641), nothing new is evicted: the decision is a waiting :class:`Preemption` that keeps the
    current nominations.
 3. **Victims.** Candidate units (:mod:`~scheduler.preemption.units`). None → nothing is evicted and the
-   root's reason ends as kube-scheduler's does: ``preemption: 0/4 nodes are available: 4 No preemption victims
-   found for incoming pod.`` (a node the pods may not use counted as ``Preemption is not helpful for
-   scheduling``). Otherwise :func:`~scheduler.preemption.selection.select`; if the tree does not fit even with every
+   root's reason ends with kube-scheduler's words for it: ``preemption: No preemption victims found for incoming
+   pod.`` (kube puts them in a node histogram, each node refused for good — by any filter — counted as ``Preemption
+   is not helpful for scheduling``; the search keeps no per-node verdicts to count by, so there is no histogram).
+   Otherwise :func:`~scheduler.preemption.selection.select`; if the tree does not fit even with every
    candidate gone, nothing is evicted and the message says so — and, when DRA's claims refused nodes, that
    devices are the limit (preemption frees node resources, not the victims' devices). Candidates are read from
    a window of nodes, lowest-priority nodes first, first as many as the tree has pending pods (more when the
@@ -44,7 +45,6 @@ from collections.abc import Iterable, Sequence
 from scheduler.framework.node_table import BoolArray
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
-from scheduler.framework.status import format_histogram
 from scheduler.groups.tree import GroupTree
 from scheduler.model.base import first_named
 from scheduler.model.pod import NEVER, Pod
@@ -65,9 +65,9 @@ NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 """``PodEligibleToPreemptOthers`` / ``PodGroupPostFilter``: the preemptor's policy is ``Never``."""
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 """``preemption.go``: even with every candidate gone the root does not fit; ours adds the counts."""
-NO_VICTIMS = "No preemption victims found for incoming pod"
-"""``default_preemption.go``, per node the pods may use (the others: :data:`NOT_HELPFUL`), in a node histogram: no
-running pod of lower priority there, so nothing is evicted and the pods wait for room."""
+NO_VICTIMS = "No preemption victims found for incoming pod."
+"""``default_preemption.go``: no running pod of lower priority on any node the pods may use, so nothing is evicted and
+the pods wait for room (kube says it per node, in a histogram: see the module docstring)."""
 ONGOING = "ongoing preemption on nominated nodes"
 """``podgrouppreemption.go`` after PR #140641: victims of an earlier preemption are still terminating."""
 TOO_LARGE = "no node the pods may use has the allocatable to hold one of them"
@@ -144,7 +144,7 @@ class DefaultPreemption:
             _, fuller = self._choose(tree, snapshot, config, rows, inclusive=False, want=every)
             chosen = fuller or chosen
         if not units:
-            return Outcome.NO_VICTIMS, result.with_postfilter(prefix + _no_victims(snapshot, rows))
+            return Outcome.NO_VICTIMS, result.with_postfilter(prefix + NO_VICTIMS)
         if chosen is None:
             pods = [p for u in units for p in u.pods]
             return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} ({_no_fit(pods, result)})")
@@ -227,14 +227,6 @@ def _no_fit(pods: Sequence[Pod], result: Unschedulable) -> str:
     if dynamic_resources.NAME not in result.rejectors:
         return no_fit
     return f"{DEVICES_TOO if resources_fit.NAME in result.rejectors else DEVICES_LIMIT}: {no_fit}"
-
-
-def _no_victims(snapshot: Snapshot, rows: BoolArray) -> str:
-    """kube-scheduler's message when no node holds a victim: ``0/4 nodes are available: 1 Preemption is not helpful
-    for scheduling, 3 No preemption victims found for incoming pod.`` — a node the pods may not use (``rows``, ``(N,)``
-    over the snapshot's nodes, False: a static filter refuses it) is one where preemption cannot help."""
-    usable = int(rows.sum())
-    return format_histogram(len(rows), {NOT_HELPFUL: len(rows) - usable, NO_VICTIMS: usable})
 
 
 def _named(pods: Sequence[Pod]) -> str:

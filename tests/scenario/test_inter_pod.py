@@ -57,7 +57,7 @@ def test_pytorchjob_gang_waits_whole_when_too_few_nodes_have_the_port_free(tmp_p
     assert group.reason == ("gang bert-pretrain: 3/4 placeable (minCount 4); 0/6 nodes are available: "
                             "1 node(s) didn't satisfy existing pods anti-affinity rules, "
                             "5 node(s) didn't have free ports for the requested pod ports. pod group preemption: "
-                            "0/6 nodes are available: 6 No preemption victims found for incoming pod.")
+                            "No preemption victims found for incoming pod.")
 
 
 def test_leaderworkerset_groups_each_get_a_zone_of_their_own() -> None:

@@ -237,8 +237,8 @@ def members(n: int, scheduler: str = "gang-scheduler") -> str:
         pytest.param(NODE + "---" + BASIC_GROUP + "---" + members(3), [], [
             "Pods left pending (1):",
             "  PodGroup default/bg, 1 pod(s): m2",
-            "    group bg: 2/3 placed; 0/1 nodes are available: 1 Insufficient cpu. pod group preemption: 0/1 nodes "
-            "are available: 1 No preemption victims found for incoming pod.",
+            "    group bg: 2/3 placed; 0/1 nodes are available: 1 Insufficient cpu. pod group preemption: No "
+            "preemption victims found for incoming pod.",
         ], id="basic-group-leftover-listed"),
         pytest.param(NODE + "---" + GOOD_POD.replace('cpu: "1"', 'cpu: "64"'), [], [
             "Pods left pending (1):", "  default/ok: 0/1 nodes are available: 1 Insufficient cpu. preemption: "
