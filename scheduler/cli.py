@@ -479,8 +479,9 @@ async def _run(settings: Settings) -> None:
     await _connected(settings, lambda kube, stop: Scheduler(settings, kube).run(stop))
 
 
-OPERATOR_FIELDS = ("scheduler_name", "kubeconfig", "client_qps", "client_burst")
-"""The settings ``operator`` reads (the scheduler name it writes into pods, and its client)."""
+OPERATOR_FIELDS = ("scheduler_name", "kubeconfig", "client_qps", "client_burst", "api_discovery_interval_s")
+"""The settings ``operator`` reads (the scheduler name it writes into pods, its client, how often it asks discovery
+again)."""
 
 
 def _service(value: str | None) -> tuple[str, str, int] | None:
@@ -529,18 +530,19 @@ def operator_cmd(webhook_port: int, webhook_host: str | None, webhook_service: s
     import uvloop  # the settings are checked first: a bad one is told at once
 
     from scheduler.operator.apis import NoGroupApi
-    from scheduler.operator.runner import OperatorOptions
+    from scheduler.operator.runner import GroupApiChanged, OperatorOptions
 
     options = OperatorOptions(
         scheduler_name=settings.scheduler_name, webhook_port=webhook_port, webhook_host=webhook_host or None,
         service=_service(webhook_service), managed=webhook_configuration or None, certfile=cert_file or None,
-        pkeyfile=key_file or None, cafile=ca_file or None, liveness=liveness or None)
+        pkeyfile=key_file or None, cafile=ca_file or None, liveness=liveness or None,
+        discovery_interval_s=settings.api_discovery_interval_s)
     _log_to_stderr(log_level)
     try:
         uvloop.run(_operate(settings, options))
     except ClusterConfigError as exc:
         _fail(f"no usable cluster configuration: {exc}")
-    except NoGroupApi as exc:
+    except (NoGroupApi, GroupApiChanged) as exc:
         _fail(str(exc))
 
 

@@ -169,7 +169,8 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="How often the APIs the cluster did not serve are looked for again, "
         "seconds: a PodGroup API or scheduler-plugins' CRD, CompositePodGroups, DRA's kinds or a storage kind "
         "served later is then watched without a restart (kube-controller-manager's garbage collector re-reads "
-        "discovery every 30 s).")
+        "discovery every 30 s); the operator, whose handlers are made for one group API, stops instead when "
+        "another is served, to be started again for it.")
     bind_concurrency: int = Field(default=16, ge=1, description="Binding calls in flight at once.")
     client_qps: float = Field(default=50.0, ge=0, description="Client-side requests per second (client-go's "
                               "default for kube-scheduler is 50); 0 disables the limit.")

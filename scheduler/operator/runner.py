@@ -8,6 +8,12 @@ bundle of its certificate (persistent webhooks stay in them when the operator st
 pods are refused, not scheduled one by one, while it is down). Its liveness endpoint serves
 ``/healthz`` with the probe results. Progress and diff-base annotations on the workloads use
 :data:`PREFIX`, not kopf's default. ``standalone``: one replica, no peering.
+
+The handlers are made for the group API discovery found at start. Discovery is asked again every
+``discovery_interval_s``; when it finds another API (an upgrade serves ``v1beta1`` PodGroups where ``v1alpha2`` was,
+CompositePodGroups come or go, the workload API is switched off), the operator stops with
+:class:`GroupApiChanged`, and the container is started again (the Deployment's ``restartPolicy: Always``) with
+handlers for what is served now, as the scheduler follows discovery without a restart.
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ from typing import Any
 
 import kopf
 
-from scheduler.client.kube import KubeClient
-from scheduler.operator.apis import discover
+from scheduler.client.kube import ApiError, KubeClient
+from scheduler.operator.apis import NoGroupApi, Served, discover
 from scheduler.operator.certificates import ServiceWebhookServer
 from scheduler.operator.handlers import build_registry
 from scheduler.operator.labels import WEBHOOK_CONFIGURATION
@@ -56,6 +62,13 @@ class OperatorOptions:
     pkeyfile: str | None = None
     cafile: str | None = None
     liveness: str | None = "http://0.0.0.0:8080/healthz"
+    discovery_interval_s: float = 30.0
+    """How often the served group API is looked up again, seconds (the scheduler's ``--api-discovery-interval-s``)."""
+
+
+class GroupApiChanged(Exception):
+    """The cluster serves another group API than the one the operator's handlers were made for: it stopped, to be
+    started again (see the module docstring)."""
 
 
 def configure(settings: kopf.OperatorSettings, options: OperatorOptions) -> None:
@@ -104,5 +117,40 @@ async def run(options: OperatorOptions, kube: KubeClient, stop: asyncio.Event, *
     settings = settings or kopf.OperatorSettings()
     configure(settings, options)
     logging.getLogger(__name__).info("operator: writing %s groups", served.describe())
-    await kopf.operator(registry=registry, settings=settings, clusterwide=True, standalone=True,
-                        liveness_endpoint=options.liveness, stop_flag=stop)
+    changed: list[str] = []
+    follower = asyncio.create_task(_follow(kube, served, options.discovery_interval_s, stop, changed),
+                                   name="operator/discovery")
+    try:
+        await kopf.operator(registry=registry, settings=settings, clusterwide=True, standalone=True,
+                            liveness_endpoint=options.liveness, stop_flag=stop)
+    finally:
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+    if changed:
+        raise GroupApiChanged(changed[0])
+
+
+async def _follow(kube: KubeClient, served: Served, interval_s: float, stop: asyncio.Event, changed: list[str]
+                  ) -> None:
+    """Every ``interval_s`` seconds until ``stop`` is set, discovery again; when it finds other than ``served``, say
+    what in ``changed`` and set ``stop``. A failed discovery is logged and asked again at the next interval."""
+    log = logging.getLogger(__name__)
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval_s)
+            return
+        try:
+            now: Served | None = await discover(kube)
+        except NoGroupApi:
+            now = None
+        except ApiError as exc:
+            log.warning("operator: discovery failed: %s; asked again in %.0f s", exc, interval_s)
+            continue
+        if now != served:
+            what = now.describe() if now is not None else "no group API"
+            changed.append(f"the cluster now serves {what}, where the operator was started for {served.describe()}: "
+                           "stopped, to start again for it")
+            log.warning("operator: %s", changed[0])
+            stop.set()
+            return

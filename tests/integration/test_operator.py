@@ -5,6 +5,7 @@ the scheduler."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import kmock
@@ -13,6 +14,7 @@ import pytest
 from scheduler.client import podgroup_api
 from scheduler.client.kube import COMPOSITES, NODES, PODGROUPS, PODGROUPS_V1ALPHA2, PODS, KubeClient, Resource
 from scheduler.operator.apis import COSCHEDULING_PODGROUPS, Flavour, NoGroupApi, discover
+from scheduler.operator.runner import GroupApiChanged
 from tests.integration.conftest import VERBS
 from tests.integration.livekit import NS, until
 from tests.integration.operatorkit import (
@@ -250,6 +252,22 @@ async def test_scheduler_plugins_cluster_gets_min_member_and_the_pod_label(plugi
 async def _first(coro):  # type: ignore[no-untyped-def]
     items, _ = await coro
     return items[0] if items else None
+
+
+@pytest.mark.looptime
+async def test_the_operator_stops_when_the_cluster_serves_another_group_api(served, kube: KubeClient) -> None:
+    """The handlers are made for the group API served at start: while discovery finds it, the operator runs on; once
+    another is served (here the workload API switched off, scheduler-plugins' CRD left), it stops within an interval
+    with GroupApiChanged, to be started again for it."""
+    with pytest.raises(GroupApiChanged, match=r"^the cluster now serves scheduling\.x-k8s\.io/v1alpha1, where the "
+                                              r"operator was started for scheduling\.k8s\.io/v1beta1 with "
+                                              r"CompositePodGroups: stopped, to start again for it$"):
+        async with operating(served, kube, discovery_interval_s=30) as task:
+            await asyncio.sleep(100)  # three discoveries finding what was served at start
+            assert not task.done()
+            drop_workload_api(served)
+            await asyncio.sleep(31)
+            assert task.done()
 
 
 async def test_no_group_api_at_all_is_refused_at_start(k8s, kube: KubeClient) -> None:
