@@ -4,7 +4,9 @@ Exit codes: 0 — ran (whether or not everything fit); 2 — bad input, with wha
 stderr: a snapshot file that cannot be read, is not YAML, or holds nothing the scheduler reads
 (the file named); a bad setting (the flag or ``GANG_SCHEDULER_*`` variable named, with its
 value); for ``run`` and ``simulate --from-cluster``, no usable cluster configuration (the kubeconfig
-paths and in-cluster variables looked at named), and for the latter a list the API server refused.
+paths and in-cluster variables looked at named), and for the latter a list the API server refused; 3 — ``operator``
+stopped because the cluster now serves another group API, to be started again for it (its Deployment restarts it;
+the line on stderr says what changed).
 
 Every error is one line, ``error: WHAT``, and a bad value says where it came from, what it was and
 what is expected: ``error: --bind-address 'notaport': expected HOST:PORT (e.g. 0.0.0.0:10251)``.
@@ -153,6 +155,10 @@ class SettingValue(click.ParamType[str]):
 @click.version_option(__version__, "--version", prog_name="gang-scheduler", message="%(version)s")
 def main() -> None:
     """gang-scheduler: all-or-nothing scheduling of Kubernetes PodGroup / CompositePodGroup gangs."""
+
+
+GROUP_API_CHANGED_EXIT = 3
+"""``operator``'s exit status when it stopped for a change of the served group API (the module docstring)."""
 
 
 def _fail(message: str) -> NoReturn:
@@ -542,8 +548,11 @@ def operator_cmd(webhook_port: int, webhook_host: str | None, webhook_service: s
         uvloop.run(_operate(settings, options))
     except ClusterConfigError as exc:
         _fail(f"no usable cluster configuration: {exc}")
-    except (NoGroupApi, GroupApiChanged) as exc:
+    except NoGroupApi as exc:
         _fail(str(exc))
+    except GroupApiChanged as exc:
+        click.echo(f"operator: {exc}", err=True)
+        sys.exit(GROUP_API_CHANGED_EXIT)
 
 
 async def _operate(settings: Settings, options: Any) -> None:

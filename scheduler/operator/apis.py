@@ -13,7 +13,8 @@
   label ``scheduling.x-k8s.io/pod-group``; one PodGroup per gang (that API has no trees).
 * neither: :class:`NoGroupApi` — the operator has nothing to write and does not start.
 
-Read once at start: an API enabled later needs a restart (the chart's Deployment rolls on upgrade).
+Read at start, and asked again while the operator runs: when another API is served it stops, to be started again
+for it (``scheduler.operator.runner``).
 """
 
 from __future__ import annotations

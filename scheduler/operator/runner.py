@@ -10,10 +10,10 @@ pods are refused, not scheduled one by one, while it is down). Its liveness endp
 :data:`PREFIX`, not kopf's default. ``standalone``: one replica, no peering.
 
 The handlers are made for the group API discovery found at start. Discovery is asked again every
-``discovery_interval_s``; when it finds another API (an upgrade serves ``v1beta1`` PodGroups where ``v1alpha2`` was,
-CompositePodGroups come or go, the workload API is switched off), the operator stops with
-:class:`GroupApiChanged`, and the container is started again (the Deployment's ``restartPolicy: Always``) with
-handlers for what is served now, as the scheduler follows discovery without a restart.
+``discovery_interval_s``; when two answers in a row find another API (an upgrade serves ``v1beta1`` PodGroups where
+``v1alpha2`` was, CompositePodGroups come or go, the workload API is switched off — one answer alone may be an API
+server's passing 404), the operator stops with :class:`GroupApiChanged`, and the container is started again (the
+Deployment's ``restartPolicy: Always``) with handlers for what is served now.
 """
 
 from __future__ import annotations
@@ -125,17 +125,18 @@ async def run(options: OperatorOptions, kube: KubeClient, stop: asyncio.Event, *
                             liveness_endpoint=options.liveness, stop_flag=stop)
     finally:
         follower.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await follower
+        await asyncio.gather(follower, return_exceptions=True)  # it logs its own failures; kopf's error goes first
     if changed:
         raise GroupApiChanged(changed[0])
 
 
 async def _follow(kube: KubeClient, served: Served, interval_s: float, stop: asyncio.Event, changed: list[str]
                   ) -> None:
-    """Every ``interval_s`` seconds until ``stop`` is set, discovery again; when it finds other than ``served``, say
-    what in ``changed`` and set ``stop``. A failed discovery is logged and asked again at the next interval."""
+    """Every ``interval_s`` seconds until ``stop`` is set, discovery again; when two answers in a row find the same
+    other than ``served``, say what in ``changed`` and set ``stop``. A discovery that fails, whatever it raises, is
+    logged and asked again at the next interval; so is one that found another API once."""
     log = logging.getLogger(__name__)
+    before: list[Served | None] = []  # the answer before this one, when it differed from ``served``
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval_s)
@@ -147,10 +148,22 @@ async def _follow(kube: KubeClient, served: Served, interval_s: float, stop: asy
         except ApiError as exc:
             log.warning("operator: discovery failed: %s; asked again in %.0f s", exc, interval_s)
             continue
-        if now != served:
-            what = now.describe() if now is not None else "no group API"
-            changed.append(f"the cluster now serves {what}, where the operator was started for {served.describe()}: "
-                           "stopped, to start again for it")
-            log.warning("operator: %s", changed[0])
-            stop.set()
+        except Exception:  # a bug must not stop the following for good
+            log.exception("operator: discovery failed; asked again in %.0f s", interval_s)
+            continue
+        if stop.is_set():  # stopped meanwhile (SIGTERM): not a change
             return
+        if now == served:
+            before = []
+            continue
+        what = now.describe() if now is not None else "no group API"
+        if before != [now]:
+            before = [now]
+            log.info("operator: discovery finds %s, where the operator was started for %s: looking again in %.0f s",
+                     what, served.describe(), interval_s)
+            continue
+        changed.append(f"the cluster now serves {what}, where the operator was started for {served.describe()}: "
+                       "stopped, to start again for it")
+        log.warning("operator: %s", changed[0])
+        stop.set()
+        return

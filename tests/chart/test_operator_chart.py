@@ -51,6 +51,9 @@ def test_deployment_runs_the_operator_command_with_flags_it_accepts() -> None:
     # every flag parses (the command stops at the first one it does not know, with exit code 2)
     result = CliRunner().invoke(main, ["operator", *container["args"], "--help"])
     assert result.exit_code == 0, result.output
+    env = {e["name"]: e["value"] for e in container["env"]}  # the settings the operator reads, the scheduler's values
+    assert env == {"GANG_SCHEDULER_SCHEDULER_NAME": "gang-scheduler", "GANG_SCHEDULER_CLIENT_QPS": "50",
+                   "GANG_SCHEDULER_CLIENT_BURST": "100", "GANG_SCHEDULER_API_DISCOVERY_INTERVAL_S": "30"}
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http-health"}
     assert "--liveness=http://0.0.0.0:8080/healthz" in container["args"] and ports["http-health"] == 8080

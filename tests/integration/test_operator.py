@@ -257,8 +257,8 @@ async def _first(coro):  # type: ignore[no-untyped-def]
 @pytest.mark.looptime
 async def test_the_operator_stops_when_the_cluster_serves_another_group_api(served, kube: KubeClient) -> None:
     """The handlers are made for the group API served at start: while discovery finds it, the operator runs on; once
-    another is served (here the workload API switched off, scheduler-plugins' CRD left), it stops within an interval
-    with GroupApiChanged, to be started again for it."""
+    another is served (here the workload API switched off, scheduler-plugins' CRD left), it stops after two answers
+    in a row find it, with GroupApiChanged, to be started again for it."""
     with pytest.raises(GroupApiChanged, match=r"^the cluster now serves scheduling\.x-k8s\.io/v1alpha1, where the "
                                               r"operator was started for scheduling\.k8s\.io/v1beta1 with "
                                               r"CompositePodGroups: stopped, to start again for it$"):
@@ -266,8 +266,29 @@ async def test_the_operator_stops_when_the_cluster_serves_another_group_api(serv
             await asyncio.sleep(100)  # three discoveries finding what was served at start
             assert not task.done()
             drop_workload_api(served)
-            await asyncio.sleep(31)
+            await asyncio.sleep(31)  # one answer: looked at again
+            assert not task.done()
+            await asyncio.sleep(30)
             assert task.done()
+
+
+@pytest.mark.looptime
+async def test_one_answer_or_a_failed_discovery_does_not_stop_the_operator(served, kube: KubeClient) -> None:
+    """An API server's passing answers — CompositePodGroups missing from one discovery, discovery failing with 500 —
+    stop nothing: it takes two answers in a row finding another API."""
+    composites = "scheduling.k8s.io/v1alpha3/compositepodgroups"
+    info = served.resources[composites]
+    failing = served["get /apis/scheduling.k8s.io/v1beta1"]
+    async with operating(served, kube, discovery_interval_s=30) as task:
+        await asyncio.sleep(35)
+        del served.resources[composites]  # the discovery at 60 s does not find them
+        await asyncio.sleep(30)
+        served.resources[composites] = info  # the one at 90 s does
+        await asyncio.sleep(30)
+        n = len(failing)
+        failing[n:n + 2] << 500 << {"kind": "Status", "code": 500}  # the ones at 120 and 150 s fail
+        await asyncio.sleep(100)
+        assert len(failing) > n and not task.done()
 
 
 async def test_no_group_api_at_all_is_refused_at_start(k8s, kube: KubeClient) -> None:

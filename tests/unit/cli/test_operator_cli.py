@@ -1,5 +1,5 @@
 """``gang-scheduler operator`` before it starts: its flags and the one-line exits 2 (bad flag
-values, no cluster configuration, no group API served)."""
+values, no cluster configuration, no group API served); and its exit 3 when the served group API changed."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from scheduler import cli
+from scheduler.operator.runner import GroupApiChanged
 from tests.unit.cli.test_run import clean_env
 
 
@@ -36,3 +37,17 @@ def test_no_cluster_configuration_exits_2(tmp_path: Path) -> None:
     result = operator([], tmp_path)
     assert result.exit_code == 2
     assert result.stderr.startswith("error: no usable cluster configuration: no kubeconfig at ")
+
+
+def test_a_change_of_the_served_group_api_exits_3_saying_what(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator stopped because the cluster serves another group API (``scheduler.operator.runner``): exit 3, not
+    an error's 2, with the line saying what changed, so its Deployment starts it again."""
+    async def changed(settings: object, options: object) -> None:
+        raise GroupApiChanged("the cluster now serves scheduling.k8s.io/v1beta1, where the operator was started for "
+                              "scheduling.k8s.io/v1alpha2: stopped, to start again for it")
+
+    monkeypatch.setattr(cli, "_operate", changed)
+    result = operator([], tmp_path)
+    assert (result.exit_code, result.stdout) == (3, "")
+    assert result.stderr == ("operator: the cluster now serves scheduling.k8s.io/v1beta1, where the operator was "
+                             "started for scheduling.k8s.io/v1alpha2: stopped, to start again for it\n")
