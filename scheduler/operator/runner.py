@@ -117,30 +117,27 @@ async def run(options: OperatorOptions, kube: KubeClient, stop: asyncio.Event, *
     settings = settings or kopf.OperatorSettings()
     configure(settings, options)
     logging.getLogger(__name__).info("operator: writing %s groups", served.describe())
-    changed: list[str] = []
-    follower = asyncio.create_task(_follow(kube, served, options.discovery_interval_s, stop, changed),
+    follower = asyncio.create_task(_follow(kube, served, options.discovery_interval_s, stop),
                                    name="operator/discovery")
     try:
         await kopf.operator(registry=registry, settings=settings, clusterwide=True, standalone=True,
                             liveness_endpoint=options.liveness, stop_flag=stop)
     finally:
         follower.cancel()
-        await asyncio.gather(follower, return_exceptions=True)  # it logs its own failures; kopf's error goes first
-    if changed:
-        raise GroupApiChanged(changed[0])
+        (changed,) = await asyncio.gather(follower, return_exceptions=True)  # kopf's own error goes first
+    if isinstance(changed, str):
+        raise GroupApiChanged(changed)
 
 
-async def _follow(kube: KubeClient, served: Served, interval_s: float, stop: asyncio.Event, changed: list[str]
-                  ) -> None:
-    """Every ``interval_s`` seconds until ``stop`` is set, discovery again; when two answers in a row find the same
-    other than ``served``, say what in ``changed`` and set ``stop``. A discovery that fails, whatever it raises, is
-    logged and asked again at the next interval; so is one that found another API once."""
+async def _follow(kube: KubeClient, served: Served, interval_s: float, stop: asyncio.Event) -> str | None:
+    """Every ``interval_s`` seconds, discovery again (as the scheduler's ``Watches.rediscover``), until cancelled or
+    ``stop`` is set; when two answers in a row find the same other than ``served``, sets ``stop`` and returns what
+    changed. A discovery that fails, whatever it raises, is logged and asked again at the next interval; so is one
+    that found another API once."""
     log = logging.getLogger(__name__)
     before: list[Served | None] = []  # the answer before this one, when it differed from ``served``
     while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), interval_s)
-            return
+        await asyncio.sleep(interval_s)
         try:
             now: Served | None = await discover(kube)
         except NoGroupApi:
@@ -152,7 +149,7 @@ async def _follow(kube: KubeClient, served: Served, interval_s: float, stop: asy
             log.exception("operator: discovery failed; asked again in %.0f s", interval_s)
             continue
         if stop.is_set():  # stopped meanwhile (SIGTERM): not a change
-            return
+            return None
         if now == served:
             before = []
             continue
@@ -162,8 +159,9 @@ async def _follow(kube: KubeClient, served: Served, interval_s: float, stop: asy
             log.info("operator: discovery finds %s, where the operator was started for %s: looking again in %.0f s",
                      what, served.describe(), interval_s)
             continue
-        changed.append(f"the cluster now serves {what}, where the operator was started for {served.describe()}: "
-                       "stopped, to start again for it")
-        log.warning("operator: %s", changed[0])
+        changed = (f"the cluster now serves {what}, where the operator was started for {served.describe()}: "
+                   "stopped, to start again for it")
+        log.warning("operator: %s", changed)
         stop.set()
-        return
+        return changed
+    return None
