@@ -19,7 +19,10 @@ included), with the extra keys ``pod`` (``namespace/name``) and ``field`` (the f
 [{namespace, name, node}]}`` (victims are pods, in eviction order), always present (``[]`` with none,
 and with ``--no-preemption``), plus the extra key ``message``; ``waiting[]``: one entry per root whose plan
 would wait for its devices' binding conditions live (KEP-5007), ``{root: {namespace, name, kind}, conditions:
-["ns/claim: driver/pool/device Condition"]}`` (``[]`` with none). ``warnings[]`` also has entries of kind
+["ns/claim: driver/pool/device Condition"]}`` (``[]`` with none); ``roomTaken[]``: one entry per root left
+unschedulable that fits the cluster as given (:mod:`scheduler.offline.room`), ``{root: {namespace, name, kind},
+nodes: {node: pods}, takenBy: [{namespace, name, kind, priority}]}`` — the roots placed before it in the run with
+pods on those nodes (``[]`` with none). ``warnings[]`` also has entries of kind
 ``unhonoured-object-field`` (a field of a PodGroup that is not honoured, named with its file and object),
 and entries of kind ``unknown-field`` (a field the v1.37 API does not know, in a Pod's, PodGroup's or
 CompositePodGroup's metadata or spec, with the closest known field; extra keys ``field`` and ``pod`` or
@@ -53,6 +56,7 @@ from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
 from scheduler.offline.loader import KINDS
+from scheduler.offline.room import RoomTaken
 from scheduler.offline.simulate import (
     INVALID,
     PREEMPTED,
@@ -158,6 +162,10 @@ def to_json(sim: Simulation) -> dict[str, Any]:
     doc["preemptions"] = [_preemption_json(p) for p in sim.preemptions]
     doc["waiting"] = [{"root": {"namespace": k.namespace, "name": k.name, "kind": k.kind}, "conditions": list(w)}
                       for k, w in sim.waiting.items()]
+    doc["roomTaken"] = [{"root": {"namespace": k.namespace, "name": k.name, "kind": k.kind}, "nodes": dict(t.nodes),
+                         "takenBy": [{"namespace": b.namespace, "name": b.name, "kind": b.kind, "priority": priority}
+                                     for b, priority in t.by]}
+                        for k, t in sim.room_taken.items()]
     return doc
 
 
@@ -253,6 +261,8 @@ def render_text(sim: Simulation) -> str:
             out.append(f"{indent}       {g.status}: {_continued(g.reason, indent + '         ')}")
         if g.key == g.root:
             out.extend(_preemption_lines(sim, g, f"{indent}       "))
+            if (taken := sim.room_taken.get(g.key)) is not None:
+                out.append(f"{indent}       {_room_taken_text(taken)}")
     single = [p for p in sim.pods if p.pod.group_name is None and p.node is not None]
     if single:
         out.append("")
@@ -316,6 +326,14 @@ def _preemption_lines(sim: Simulation, g: GroupOutcome, indent: str) -> list[str
             by_group.setdefault(group, []).append(f"{pod.metadata.name} on {node}")
         lines.extend(f"{indent}  {group}: {', '.join(pods)}" for group, pods in sorted(by_group.items()))
     return lines
+
+
+def _room_taken_text(taken: RoomTaken) -> str:
+    """``fits the cluster as given (on n1 x2, n2): the room went to PodGroup ml/big (priority 100), placed before it
+    in this run`` (:mod:`scheduler.offline.room`)."""
+    nodes = ", ".join(f"{node} x{count}" if count > 1 else node for node, count in taken.nodes)
+    who = _named([f"{k.kind} {k.namespace}/{k.name} (priority {priority})" for k, priority in taken.by])
+    return f"fits the cluster as given (on {nodes}): the room went to {who}, placed before it in this run"
 
 
 def _continued(text: str, indent: str) -> str:

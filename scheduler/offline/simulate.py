@@ -61,6 +61,7 @@ from scheduler.offline import jobsets
 from scheduler.offline.jobs import add_expansions
 from scheduler.offline.loader import UNEXPANDED_WORKLOADS, LoadProblem, Objects
 from scheduler.offline.recorder import RecordingBinder
+from scheduler.offline.room import RoomTaken, room_taken
 from scheduler.preemption import DefaultPreemption
 from scheduler.queue import GroupQueue
 from scheduler.solver.unsupported import Context, Unhonoured, unhonoured
@@ -204,6 +205,9 @@ class Simulation:
     waiting: dict[GroupKey, tuple[str, ...]] = field(default_factory=dict)
     """Root → the binding conditions its plan would wait for live (``ns/claim: driver/pool/device condition``):
     ``run`` binds it only once a driver sets them True (KEP-5007); ``simulate`` binds it and says so."""
+    room_taken: dict[GroupKey, RoomTaken] = field(default_factory=dict)
+    """Root left unschedulable → where it fits the cluster as given and the roots placed before it there
+    (:mod:`scheduler.offline.room`)."""
 
 
 
@@ -291,6 +295,7 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     finally:
         decisions.binder.close()
     decided, order, preempted = decisions.decided, decisions.order, decisions.preempted
+    sim.room_taken = room_taken(sim.results, sim.initial, config)
     selector_errors = decisions.selector_errors
     sim.snapshot = cache.snapshot()
     sim.synthesized_volume_claims = frozenset(cache.storage.synthesized)
