@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from scheduler.cycle import schedule_one
 from scheduler.framework.plan import Plan, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.status import Code
 from scheduler.groups.tree import GroupTree
 from scheduler.model.scheduling import GroupKey
 
@@ -37,7 +38,9 @@ class RoomTaken:
 def room_taken(results: Iterable[tuple[GroupTree, Plan | Unschedulable]], initial: Snapshot,
                config: SolverConfig) -> dict[GroupKey, RoomTaken]:
     """For each root of ``results`` (the run's decisions, in order: the tree as decided and its decision) decided
-    Unschedulable after some root was placed: solved again alone on ``initial`` with ``config`` and no PostFilter;
+    Unschedulable after some root was placed — not for an error (a plan the binding refused, one not assumed), nor
+    when its minimum was placed and only members above it fit nowhere: solved again alone on ``initial`` with
+    ``config`` and no PostFilter;
     when that places the whole root, a :class:`RoomTaken` under its key — provided a root placed before it has pods on
     the nodes of that plan (else the room went elsewhere: a preemptor's nomination, a claim or volume decision, and
     nothing is said). One solve per such root; roots that fail on the cluster as given cost that solve and get no
@@ -48,7 +51,7 @@ def room_taken(results: Iterable[tuple[GroupTree, Plan | Unschedulable]], initia
         if isinstance(decision, Plan):
             placed.append((tree, decision))
             continue
-        if not placed or tree.key in out:
+        if not placed or tree.key in out or decision.code is Code.ERROR or decision.minimum is not None:
             continue
         alone = schedule_one(tree, initial, config)
         if not isinstance(alone, Plan) or not alone.placements:

@@ -72,3 +72,11 @@ spec:
         "a-one": {"n2"}, "b-big": {"n1"}}
     assert sim.room_taken == {GroupKey("PodGroup", "ml", "c-pair"): RoomTaken(
         (("n1", 2),), ((GroupKey("PodGroup", "ml", "b-big"), 0),))}
+
+
+def test_nothing_is_said_of_a_gang_whose_minimum_was_placed(tmp_path: Path) -> None:
+    members = [member(f"b-three-{i}", "b-three") for i in range(3)]
+    sim = run(tmp_path, *gang("a-two", 2), podgroup("b-three", GANG % 2), *members)  # 2 of n1's 4 cpu left
+    assert group(sim, "b-three")[0] == "Scheduled"
+    assert sum(p.node is None for p in sim.pods) == 1
+    assert sim.room_taken == {}
