@@ -1,0 +1,74 @@
+"""The groups the operator makes of a multi-role workload, as the API objects ``simulate`` loads: :func:`tree_objects`.
+
+For a workload labelled ``gang-scheduler.io/gang: "true"`` the operator (``gang-scheduler operator``, docs/operator.md)
+makes the groups :func:`~scheduler.groups.workloads.desired` names. ``simulate`` reads the v1.37 API, where
+CompositePodGroups are served, so a multi-role workload (a JobSet, a PyTorchJob, each group of a LeaderWorkerSet) is a
+tree: a CompositePodGroup (``gang.minGroupCount``: every child) over one PodGroup per role replica
+(``gang.minCount``: its pods), each object as the operator writes it for ``scheduling.k8s.io`` (``v1beta1``
+PodGroups, ``v1alpha3`` CompositePodGroups): the policy, the ``workloadRef`` a tree member carries (``workloadName``:
+the workload's name; ``templateName``: the role) and ``parentCompositePodGroupName``, owned by the workload and created
+when it was. A group of a name the snapshot holds already is used instead: the operator's create meets
+AlreadyExists and leaves the one there as it is.
+
+No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.groups.workloads import GroupSpec, WorkloadKind, desired
+from scheduler.offline.jobs import made_meta
+
+JSON = dict[str, Any]
+
+PODGROUP_API_VERSION = "scheduling.k8s.io/v1beta1"
+COMPOSITE_API_VERSION = "scheduling.k8s.io/v1alpha3"
+
+
+@dataclass(frozen=True)
+class Tree:
+    """The operator's groups of one workload: ``objects`` to load (raw API objects, those the snapshot does not hold),
+    ``held``: the names of those it holds (used instead), ``warnings``: what the operator would post as Warning Events
+    (an annotation it does not apply), and ``specs``: every group, as :func:`~scheduler.groups.workloads.desired`
+    names it."""
+
+    objects: tuple[JSON, ...]
+    held: tuple[str, ...]
+    warnings: tuple[str, ...]
+    specs: tuple[GroupSpec, ...]
+
+    @property
+    def children(self) -> int:
+        """The PodGroups of the tree (every group but the CompositePodGroups)."""
+        return sum(1 for spec in self.specs if spec.kind == "PodGroup")
+
+    def suffix(self) -> str:
+        """What a note adds after saying how the groups were made: the groups of the snapshot used, the warnings."""
+        held = f"; the snapshot's {', '.join(self.held)} used" if self.held else ""
+        return held + "".join(f"; {warning}" for warning in self.warnings)
+
+
+def tree_objects(kind: WorkloadKind, workload: JSON, exists: Callable[[str, str], bool]) -> Tree:
+    """The groups the operator makes of ``workload`` (a raw ``kind`` object with its ``apiVersion``, ``kind``, name,
+    namespace and uid set) where CompositePodGroups are served, per the module docstring, less those its namespace
+    holds (``exists(kind, name)``: a PodGroup or CompositePodGroup of that name)."""
+    meta = workload["metadata"]
+    wanted = desired(kind, workload, composite=True)
+    objects: list[JSON] = []
+    held: list[str] = []
+    for spec in wanted.groups:
+        if exists(spec.kind, spec.name):
+            held.append(spec.name)
+            continue
+        composite = spec.kind == "CompositePodGroup"
+        body_spec: JSON = {"schedulingPolicy": {"gang": {"minGroupCount" if composite else "minCount": spec.minimum}}}
+        if spec.template is not None:
+            body_spec["workloadRef"] = {"workloadName": meta["name"], "templateName": spec.template}
+        if spec.parent is not None:
+            body_spec["parentCompositePodGroupName"] = spec.parent
+        objects.append({"apiVersion": COMPOSITE_API_VERSION if composite else PODGROUP_API_VERSION,
+                        "kind": spec.kind, "metadata": made_meta(workload, spec.name), "spec": body_spec})
+    return Tree(tuple(objects), tuple(held), wanted.warnings, wanted.groups)
