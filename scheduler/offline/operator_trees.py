@@ -1,4 +1,5 @@
-"""The groups the operator makes of a multi-role workload, as the API objects ``simulate`` loads: :func:`tree_objects`.
+"""The groups the operator makes of a multi-role workload, and what its webhooks set on their pods, as the API objects
+``simulate`` loads: :func:`tree_objects`, :func:`webhook_pod`.
 
 For a workload labelled ``gang-scheduler.io/gang: "true"`` the operator (``gang-scheduler operator``, docs/operator.md)
 makes the groups :func:`~scheduler.groups.workloads.desired` names. ``simulate`` reads the v1.37 API, where
@@ -10,6 +11,11 @@ the workload's name; ``templateName``: the role) and ``parentCompositePodGroupNa
 when it was. A group of a name the snapshot holds already is used instead: the operator's create meets
 AlreadyExists and leaves the one there as it is.
 
+The operator's pod webhook points each opted-in pod at our scheduler and at its group, named from the labels the
+workload's controller put on the pod (:func:`~scheduler.groups.workloads.pod_group`); a pod whose template names
+another scheduler, or already names another group, is left so, with the admission warning the webhook gives. The
+operator's workload webhook has copied the opt-in label into every pod template before that, so the pods carry it.
+
 No I/O.
 """
 
@@ -19,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.groups.workloads import GroupSpec, WorkloadKind, desired
-from scheduler.offline.jobs import made_meta
+from scheduler.groups.workloads import OPT_IN, OPT_IN_VALUE, GroupSpec, WorkloadKind, as_dict, desired, pod_group
+from scheduler.offline.jobs import DEFAULT_SCHEDULER, made_meta
 
 JSON = dict[str, Any]
 
@@ -72,3 +78,26 @@ def tree_objects(kind: WorkloadKind, workload: JSON, exists: Callable[[str, str]
         objects.append({"apiVersion": COMPOSITE_API_VERSION if composite else PODGROUP_API_VERSION,
                         "kind": spec.kind, "metadata": made_meta(workload, spec.name), "spec": body_spec})
     return Tree(tuple(objects), tuple(held), wanted.warnings, wanted.groups)
+
+
+def webhook_pod(pod: JSON, scheduler_name: str) -> str | None:
+    """Mutate raw ``pod`` (made from an opted-in workload's template, with its controller's labels) as the operator's
+    webhooks would: the opt-in label, then ``spec.schedulerName`` and ``spec.schedulingGroup.podGroupName`` of the
+    group its labels name. Returns the admission warning the webhook gives when it leaves the pod (or its group link)
+    as it is, else None."""
+    meta, spec = pod["metadata"], pod["spec"]
+    labels = meta.setdefault("labels", {})
+    labels[OPT_IN] = OPT_IN_VALUE
+    group = pod_group(labels, composite=True, name=meta["name"])
+    if group is None:
+        return f"pod {meta['name']}: no labels name its group; it is left to spec.schedulerName"
+    current = spec.get("schedulerName")
+    if current not in (None, "", DEFAULT_SCHEDULER, scheduler_name):
+        return f"pod {meta['name']}: spec.schedulerName {current!r} was set explicitly: not made part of gang {group}"
+    spec["schedulerName"] = scheduler_name
+    linked = as_dict(spec.get("schedulingGroup")).get("podGroupName")
+    if linked not in (None, group):
+        return (f"pod {meta['name']}: spec.schedulingGroup.podGroupName {linked!r} is kept (the operator's group is "
+                f"{group})")
+    spec["schedulingGroup"] = {"podGroupName": group}
+    return None
