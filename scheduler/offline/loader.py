@@ -12,8 +12,9 @@ the ``Objects`` list its row names); scheduler-plugins' ``scheduling.x-k8s.io/v1
 PodGroup is read and converted to the PodGroup the scheduler reads (``model/coscheduling.py``), kept apart
 from a ``scheduling.k8s.io`` PodGroup of the same name. ``batch/v1`` Jobs are kept as read (``Objects.jobs``): the
 pods their controller would make are added before scheduling (:mod:`scheduler.offline.jobs`); so are
-``jobset.x-k8s.io/v1alpha2`` JobSets and ``kubeflow.org/v1`` PyTorchJobs (:mod:`~scheduler.offline.jobsets`,
-:mod:`~scheduler.offline.pytorchjobs`). Kinds the scheduler does not read (Deployments, JobSets of another
+``jobset.x-k8s.io/v1alpha2`` JobSets, ``kubeflow.org/v1`` PyTorchJobs and ``leaderworkerset.x-k8s.io/v1``
+LeaderWorkerSets (:mod:`~scheduler.offline.jobsets`, :mod:`~scheduler.offline.pytorchjobs`,
+:mod:`~scheduler.offline.leaderworkersets`). Kinds the scheduler does not read (Deployments, JobSets of another
 version, DRA objects of other API versions) are counted in ``Objects.skipped``;
 an object of a kind we read under an API version we do not read is also named in ``Objects.unread``.
 Kubernetes 1.36's ``scheduling.k8s.io/v1alpha2`` PodGroups are converted into the internal (v1beta1)
@@ -60,7 +61,7 @@ import msgspec
 from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
-from scheduler.groups.workloads import JOB, JOBSET, PYTORCHJOB, WORKLOADS, WorkloadKind
+from scheduler.groups.workloads import JOB, JOBSET, LEADERWORKERSET, PYTORCHJOB, WORKLOADS, WorkloadKind
 from scheduler.model.base import describe
 from scheduler.model.coscheduling import CoscheduledPodGroup
 from scheduler.model.dra import (
@@ -86,10 +87,11 @@ from scheduler.offline.reader import documents, name_of
 
 UNEXPANDED_WORKLOADS: dict[tuple[str, str], str] = {(w.group, w.kind): w.pod_label for w in WORKLOADS if w is not JOB}
 """(API group, kind) → the label its controller gives its pods (the workload's name), of the workloads the operator
-makes groups for that ``simulate`` makes no pods of: LeaderWorkerSets, and JobSets and PyTorchJobs of another API
-version than the one it expands (:data:`EXPANDED`)."""
+makes groups for that ``simulate`` makes no pods of when given in another API version than the one it expands: JobSets
+other than ``v1alpha2``, PyTorchJobs other than ``kubeflow.org/v1``, LeaderWorkerSets other than
+``leaderworkerset.x-k8s.io/v1`` (:data:`EXPANDED`)."""
 
-EXPANDED = (JOBSET, PYTORCHJOB)
+EXPANDED = (JOBSET, PYTORCHJOB, LEADERWORKERSET)
 """The workload kinds besides Jobs whose objects are kept as read, to be made into pods (:attr:`Objects.workloads_of`),
 in the API version each names."""
 
@@ -174,6 +176,9 @@ class Objects:
     """``jobset.x-k8s.io/v1alpha2`` JobSets as read, the same way (:mod:`scheduler.offline.jobsets`)."""
     pytorchjobs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """``kubeflow.org/v1`` PyTorchJobs as read, the same way (:mod:`scheduler.offline.pytorchjobs`)."""
+    leaderworkersets: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """``leaderworkerset.x-k8s.io/v1`` LeaderWorkerSets as read, the same way
+    (:mod:`scheduler.offline.leaderworkersets`)."""
     problems: list[LoadProblem] = field(default_factory=list)
     warnings: list[LoadProblem] = field(default_factory=list)
     """Objects used with a field not honoured (a v1.36 PodGroup's unknown ``disruptionMode``), one per field."""
@@ -192,7 +197,8 @@ class Objects:
 
     def workloads_of(self, kind: WorkloadKind) -> list[tuple[str, dict[str, Any]]]:
         """The workloads of ``kind`` (one of :data:`EXPANDED`) kept as read: (file, object with namespace and uid)."""
-        return {JOBSET.kind: self.jobsets, PYTORCHJOB.kind: self.pytorchjobs}[kind.kind]
+        return {JOBSET.kind: self.jobsets, PYTORCHJOB.kind: self.pytorchjobs,
+                LEADERWORKERSET.kind: self.leaderworkersets}[kind.kind]
 
     def of(self, kind: Kind[T]) -> list[T]:
         """The objects of ``kind`` loaded so far: the list named by its row (``Kind.offline``)."""
@@ -207,7 +213,7 @@ class Objects:
     @property
     def usable(self) -> bool:
         """At least one valid Node, Pod, PodGroup or CompositePodGroup, or a workload to make into pods (a Job,
-        JobSet or PyTorchJob), was loaded."""
+        JobSet, PyTorchJob or LeaderWorkerSet), was loaded."""
         return bool(self.nodes or self.pods or self.podgroups or self.coscheduling or self.composites or self.jobs
                     or any(self.workloads_of(kind) for kind in EXPANDED))
 
@@ -350,7 +356,7 @@ class Objects:
             self.jobs.append((source, job))
 
     def _add_workload(self, kind: WorkloadKind, source: str, raw: dict[str, Any], meta: dict[str, Any]) -> None:
-        """Keep a JobSet or PyTorchJob (``kind``) as :meth:`_add_job` keeps a Job, its uid derived
+        """Keep a JobSet, PyTorchJob or LeaderWorkerSet (``kind``) as :meth:`_add_job` keeps a Job, its uid derived
         from its name when it has none (a ``generateName`` is not completed: a name is required)."""
         name, ns = meta.get("name"), meta.get("namespace") or DEFAULT_NAMESPACE
         if not isinstance(ns, str) or not isinstance(name, str) or not name:
@@ -409,7 +415,7 @@ taken when on a node)."""
 
 
 def _workload_read(workload: dict[str, Any]) -> tuple[Any, ...]:
-    """What of a workload kept as read (a Job, JobSet or PyTorchJob) is read, to tell a redefinition
+    """What of a workload kept as read (a Job, JobSet, PyTorchJob or LeaderWorkerSet) is read, to tell a redefinition
     that differs."""
     meta = workload["metadata"]
     return meta.get("labels"), meta.get("annotations"), workload.get("spec"), workload.get("status")

@@ -57,7 +57,7 @@ from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.kinds import POD
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, PodGroup
-from scheduler.offline import jobsets, pytorchjobs
+from scheduler.offline import jobsets, leaderworkersets, pytorchjobs
 from scheduler.offline.jobs import add_expansions
 from scheduler.offline.loader import UNEXPANDED_WORKLOADS, LoadProblem, Objects
 from scheduler.offline.recorder import RecordingBinder
@@ -169,10 +169,10 @@ class Simulation:
     :func:`~scheduler.model.coscheduling.unhonoured_fields`).
     ``preemptions``: every preemption applied, in queue order (empty with preemption off).
     ``off_snapshot``: bound pods on a node the snapshot does not hold (``(pod key, node)``, sorted).
-    ``jobs``: what was made of each workload of ours that had no pods (a Job, JobSet or PyTorchJob:
-    :mod:`scheduler.offline.jobs`, ``jobsets``, ``pytorchjobs``), one line each; ``jobs_not_made``: the workloads of
-    ours that made none, and why (``Job ns/name (why)``); ``unexpanded``: the workloads the operator knows given
-    without their pods that are not made into pods (:func:`unexpanded`).
+    ``jobs``: what was made of each workload of ours that had no pods (a Job, JobSet, PyTorchJob or LeaderWorkerSet:
+    :mod:`scheduler.offline.jobs`, ``jobsets``, ``pytorchjobs``, ``leaderworkersets``), one line each;
+    ``jobs_not_made``: the workloads of ours that made none, and why (``Job ns/name (why)``); ``unexpanded``: the
+    workloads the operator knows given without their pods that are not made into pods (:func:`unexpanded`).
     ``load_warnings``: objects used with a field not honoured (the loader's ``warnings``); ``unknown``: fields
     and kinds the v1.37 API does not know (the loader's ``unknown``); ``unread``:
     (kind, namespace, name) → apiVersion of the objects skipped as a version we do not read.
@@ -210,7 +210,7 @@ class Simulation:
 
 def unexpanded(objects: Objects) -> list[str]:
     """``<apiVersion> <kind> <namespace>/<name>`` of each workload the operator knows that ``simulate`` does not make
-    into pods (``Objects.unexpanded``: a LeaderWorkerSet, or a JobSet or PyTorchJob of another API version than the one
+    into pods (``Objects.unexpanded``: a JobSet, PyTorchJob or LeaderWorkerSet of another API version than the one
     expanded) and that no pod of the snapshot carries its controller's name label for: a workload given to ask whether
     it fits, of which no pod is made."""
     labels = set(UNEXPANDED_WORKLOADS.values())
@@ -258,7 +258,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     lower-priority pods (applied as if the evictions completed, see the module docstring).
     """
     expanded, not_expanded = add_expansions(objects, scheduler_name)
-    for workloads in (jobsets, pytorchjobs):  # after the Jobs': a JobSet's Job of a name taken by a Job is not made
+    # after the Jobs': a JobSet's Job of a name taken by a Job is not made; each counts the pods made before as taken
+    for workloads in (jobsets, pytorchjobs, leaderworkersets):
         notes, not_made = workloads.add_expansions(objects, scheduler_name)
         expanded += notes
         not_expanded += not_made

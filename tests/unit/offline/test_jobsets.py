@@ -178,16 +178,17 @@ spec: {schedulerName: gang-scheduler, containers: [{name: c, image: x}]}
 
 
 def test_workloads_the_operator_knows_but_simulate_does_not_expand_are_named_not_skipped(tmp_path: Path) -> None:
-    """A JobSet or PyTorchJob of another version than the one simulate expands (v1alpha2, v1) given alone makes no pod
-    here: a note says so and names it, rather than skipping it like a kind the scheduler has nothing to do with. One
+    """A JobSet or PyTorchJob of another version than the one simulate expands (v1alpha2, v1) given alone makes no
+    pod here: a note says so and names it, rather than skipping it like a kind the scheduler has nothing to do with. One
     given twice is named once; one whose pods the snapshot holds is not named."""
     sim = run(tmp_path, JOBSET_V1ALPHA1, PYTORCHJOB_V1BETA2)
     assert sim.pods == []
     (note,) = [n for n in notices(sim) if n.kind == "workload-not-expanded"]
     assert note.level == "note" and note.message == (
         "2 workload(s) not made into pods, as simulate makes the pods of batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 "
-        "JobSets and kubeflow.org/v1 PyTorchJobs only: jobset.x-k8s.io/v1alpha1 JobSet ml/js, kubeflow.org/v1beta2 "
-        "PyTorchJob ml/pt; give the pods (and groups) their controllers would make")
+        "JobSets, kubeflow.org/v1 PyTorchJobs and leaderworkerset.x-k8s.io/v1 LeaderWorkerSets only: "
+        "jobset.x-k8s.io/v1alpha1 JobSet ml/js, kubeflow.org/v1beta2 PyTorchJob ml/pt; give the pods (and groups) "
+        "their controllers would make")
     assert run(tmp_path, JOBSET_V1ALPHA1, JOBSET_V1ALPHA1.replace("image: x", "image: y")).unexpanded == [
         "jobset.x-k8s.io/v1alpha1 JobSet ml/js"]
     with_pods = run(tmp_path, JOBSET_V1ALPHA1, JOBSET_POD, PYTORCHJOB_V1BETA2)
