@@ -28,6 +28,12 @@ expanded as the cluster would expand it:
   LeaderWorkerSet was. Not set: the ``…/template-revision-hash`` and ``controller-revision-hash`` labels, whose values
   are hashes of controller revisions that cannot be made here (no scheduling rule reads them), and the environment LWS
   adds (``LWS_LEADER_ADDRESS``, …).
+* **Claims**: both StatefulSets carry ``leaderWorkerTemplate.volumeClaimTemplates``, so each pod gets a
+  PersistentVolumeClaim per template, ``<template>-<pod>``, labelled with the template's labels and its set's selector
+  (``getPersistentVolumeClaims``), and a volume of the template's name using it in place of any volume of that name
+  (``updateStorage``). A claim of that name the snapshot holds is used instead, as the StatefulSet controller uses it.
+  The claims are made as the template writes them: one without ``storageClassName`` is not given the default class the
+  API server's admission would give it.
 * **The groups** of a labelled LeaderWorkerSet, as the operator makes them (:mod:`scheduler.offline.operator_trees`):
   per group a CompositePodGroup ``<lws>-<group>`` over the PodGroups ``<lws>-<group>-leader`` (``gang.minCount`` 1)
   and, when ``size`` > 1, ``<lws>-<group>-workers`` (``size − 1``), each pod in its PodGroup and pointed at the
@@ -135,6 +141,11 @@ def problem(lws: JSON) -> str | None:
         return f"{TEMPLATE}.workerTemplate.spec.containers is required"
     if template.get("leaderTemplate") is not None and _containers_missing(template["leaderTemplate"]):
         return f"{TEMPLATE}.leaderTemplate.spec.containers is required"
+    claims = template.get("volumeClaimTemplates")
+    if claims is not None and not (isinstance(claims, list) and all(
+            isinstance(c, dict) and isinstance(as_dict(c.get("metadata")).get("name"), str)
+            and as_dict(c.get("metadata"))["name"] for c in claims)):
+        return f"{TEMPLATE}.volumeClaimTemplates must be a list of claims, each with a metadata.name"
     if spec.get("startupPolicy") not in (None, *STARTUP_POLICIES):
         return f"spec.startupPolicy must be LeaderCreated or LeaderReady (got {spec['startupPolicy']!r})"
     subdomain = as_dict(spec.get("networkConfig")).get("subdomainPolicy")
@@ -203,10 +214,15 @@ def _exclusive(pod_spec: JSON, key: str, topology: str) -> None:
         "topologyKey": topology})
 
 
+def _claim_templates(lws: JSON) -> list[JSON]:
+    """``spec.leaderWorkerTemplate.volumeClaimTemplates`` of ``lws`` (which passed :func:`problem`)."""
+    return list(lws["spec"]["leaderWorkerTemplate"].get("volumeClaimTemplates") or [])
+
+
 def _pod(lws: JSON, template: JSON, statefulset: str, ordinal: int, labels: dict[str, str],
          annotations: dict[str, str], subdomain: str) -> JSON:
     """Pod ``<statefulset>-<ordinal>`` of ``template``, as the StatefulSet ``statefulset`` of ``lws`` makes it, with
-    LWS's ``labels`` and ``annotations`` over the template's."""
+    LWS's ``labels`` and ``annotations`` over the template's and a volume per claim template."""
     meta = lws["metadata"]
     ns = meta["namespace"]
     owner = {"apiVersion": "apps/v1", "kind": "StatefulSet",
@@ -217,6 +233,10 @@ def _pod(lws: JSON, template: JSON, statefulset: str, ordinal: int, labels: dict
     name = f"{statefulset}-{ordinal}"
     spec = template["spec"]
     spec["hostname"], spec["subdomain"] = name, subdomain
+    if claims := [c["metadata"]["name"] for c in _claim_templates(lws)]:
+        spec["volumes"] = [*({"name": claim, "persistentVolumeClaim": {"claimName": f"{claim}-{name}"}}
+                             for claim in claims),
+                           *(v for v in spec.get("volumes") or () if as_dict(v).get("name") not in claims)]
     pod_meta = {**made_meta(owner, name), "labels": {**strings(tmeta.get("labels")), **labels, STS_POD_NAME: name,
                                                      STS_POD_INDEX: str(ordinal)}}
     if annotations := {**strings(tmeta.get("annotations")), **annotations}:
@@ -255,6 +275,27 @@ def pods(lws: JSON) -> list[JSON]:
     return leaders + workers
 
 
+def claims(lws: JSON, made: list[JSON]) -> list[JSON]:
+    """The PersistentVolumeClaims the StatefulSets of ``lws`` make with its pods ``made`` (:func:`pods`), per the module
+    docstring, pod by pod."""
+    ns = lws["metadata"]["namespace"]
+    out = []
+    for pod in made:
+        labels = pod["metadata"]["labels"]
+        leader = labels[LWS_WORKER_INDEX] == "0"  # the leaders' StatefulSet's selector, or the group's workers'
+        selector = {key: labels[key] for key in ((LWS_NAME, LWS_WORKER_INDEX) if leader else
+                                                 (LWS_NAME, LWS_GROUP_INDEX, GROUP_KEY))}
+        for template in _claim_templates(lws):
+            tmeta = template["metadata"]
+            meta: JSON = {"name": f"{tmeta['name']}-{pod['metadata']['name']}", "namespace": ns,
+                          "labels": {**strings(tmeta.get("labels")), **selector}}
+            if annotations := strings(tmeta.get("annotations")):
+                meta["annotations"] = annotations
+            out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
+                        "spec": copy.deepcopy(as_dict(template.get("spec")))})
+    return out
+
+
 def _unsupported(lws: JSON) -> str | None:
     """Why ``lws`` is not simulated (a feature the operator does not support either), or None."""
     spec = lws["spec"]
@@ -267,11 +308,11 @@ def _unsupported(lws: JSON) -> str | None:
 
 
 def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[str, str], bool],
-           taken: Callable[[str], bool]) -> Expansion:
-    """The pods and groups the cluster would make of ``lws`` (which passed :func:`problem`, with its name, namespace
-    and uid set) before any of them is scheduled, per the module docstring. ``active_pods``: its running or pending
-    pods in the snapshot; ``exists(kind, name)`` / ``taken(name)``: whether its namespace holds a PodGroup or
-    CompositePodGroup / a pod of that name."""
+           taken: Callable[[str], bool], claimed: Callable[[str], bool]) -> Expansion:
+    """The pods, claims and groups the cluster would make of ``lws`` (which passed :func:`problem`, with its name,
+    namespace and uid set) before any of them is scheduled, per the module docstring. ``active_pods``: its running or
+    pending pods in the snapshot; ``exists(kind, name)`` / ``taken(name)`` / ``claimed(name)``: whether its namespace
+    holds a PodGroup or CompositePodGroup / a pod / a PersistentVolumeClaim of that name."""
     if not ours(lws, scheduler_name) or active_pods:  # what a dump holds: its pods are there
         return Expansion()
     meta = lws["metadata"]
@@ -302,12 +343,20 @@ def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     if deferred:
         how += f"; only the leaders are made ({deferred})"
         how += "; the operator's gang of each group waits for its workers, so no group would start" if opted_in else ""
+    wanted_claims = claims(lws, made)
+    new_claims = tuple(c for c in wanted_claims if not claimed(c["metadata"]["name"]))
+    if held := len(wanted_claims) - len(new_claims):
+        how += (f"; {len(wanted_claims)} PersistentVolumeClaim(s) of its volumeClaimTemplates, as the StatefulSets "
+                f"make them ({held} of them the snapshot's, used)")
+    elif wanted_claims:
+        how += (f"; {len(wanted_claims)} PersistentVolumeClaim(s) of its volumeClaimTemplates, as the StatefulSets "
+                "make them")
     if lws["spec"]["leaderWorkerTemplate"].get("subGroupPolicy") is not None:
         how += (f"; {TEMPLATE}.subGroupPolicy is not honoured: each group is one gang, and the subgroups' labels and "
                 "affinities are not made")
     note = (f"{LEADERWORKERSET.api_version} {LEADERWORKERSET.kind} {meta['namespace']}/{meta['name']}: {len(made)} "
             f"pod(s) of {groups} group(s) of {n} made as the LeaderWorkerSet and StatefulSet controllers would, {how}")
-    return Expansion(tuple(made), objects, note)
+    return Expansion(tuple(made), objects, note, claims=new_claims)
 
 
 def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], list[str]]:
@@ -325,7 +374,8 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
             objects.problems.append(LoadProblem(source, LEADERWORKERSET.kind, ns, name, why))
             continue
         taken = snapshot.taken(ns)
-        made = expand(lws, scheduler_name, snapshot.active[ns, name], snapshot.exists(ns), taken.__contains__)
+        made = expand(lws, scheduler_name, snapshot.active[ns, name], snapshot.exists(ns), taken.__contains__,
+                      snapshot.claimed(ns))
         jobs.take(objects, source, made, taken, notes)
         if made.skipped is not None:
             skipped.append(f"{LEADERWORKERSET.kind} {ns}/{name} ({made.skipped})")

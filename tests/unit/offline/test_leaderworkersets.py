@@ -275,8 +275,60 @@ TEMPLATE = "spec.leaderWorkerTemplate"
                  "Shared or UniquePerReplica (got 'Own')", id="subdomain-policy"),
     pytest.param(_set(f"{TEMPLATE}.subGroupPolicy", {"subGroupSize": 4}), f"{TEMPLATE}.subGroupPolicy.subGroupSize "
                  "must be at most size and divide size or size - 1", id="subgroup-size"),
+    pytest.param(_set(f"{TEMPLATE}.volumeClaimTemplates", [{"spec": {}}]), f"{TEMPLATE}.volumeClaimTemplates must be "
+                 "a list of claims, each with a metadata.name", id="claim-template-name"),
 ])
 def test_a_leaderworkerset_the_api_server_would_refuse_is_invalid(tmp_path: Path, edit: Any, why: str) -> None:
     sim = run(tmp_path, refused(LWS, edit))
     assert sim.pods == [] and sim.groups == []
     assert [(p.kind, p.message) for p in sim.problems] == [("LeaderWorkerSet", why)]
+
+
+CLAIMS = """
+    volumeClaimTemplates:
+    - metadata: {name: cache, labels: {tier: fast}}
+      spec:
+        accessModes: [ReadWriteOnce]
+        storageClassName: gp3
+        resources: {requests: {storage: 10Gi}}
+"""
+GP3 = """
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: gp3}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+"""
+
+
+def test_the_statefulsets_make_a_claim_per_pod_of_the_volume_claim_templates(tmp_path: Path) -> None:
+    """Each pod's claim ``<template>-<pod>`` is made (its StatefulSet's selector among its labels) and provisioned
+    where the pod goes; one the snapshot holds already is used, as the StatefulSet controller uses it."""
+    held = """
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: cache-llm-1-2, namespace: ml}
+spec: {accessModes: [ReadWriteOnce], storageClassName: gp3, resources: {requests: {storage: 10Gi}}}
+"""
+    lws = LWS.replace("    size: 3\n", "    size: 3\n" + CLAIMS.lstrip("\n"))
+    sim = run(tmp_path, lws, GP3, held)
+    assert sim.problems == [] and all(p.node is not None for p in sim.pods)
+    pods = {p.pod.metadata.name: p for p in sim.pods}
+    for name, placed in pods.items():
+        (volume,) = placed.pod.spec.volumes
+        assert volume.name == "cache" and volume.persistent_volume_claim is not None
+        assert volume.persistent_volume_claim.claim_name == f"cache-{name}"
+    bound = {o.binding.claim: o.binding.node for o in sim.volumes}
+    assert bound == {f"ml/cache-{name}": placed.node for name, placed in pods.items()}
+    assert job_notes(sim) == [TREE_NOTE + "; 6 PersistentVolumeClaim(s) of its volumeClaimTemplates, as the "
+                                          "StatefulSets make them (1 of them the snapshot's, used)"]
+    lws_body = yaml.safe_load(lws)
+    lws_body["metadata"]["uid"] = "u1"
+    made = leaderworkersets.claims(lws_body, leaderworkersets.pods(lws_body))
+    assert {c["metadata"]["name"]: c["metadata"]["labels"] for c in made if c["metadata"]["name"].startswith(
+        "cache-llm-1")} == {
+        "cache-llm-1": {"tier": "fast", "leaderworkerset.sigs.k8s.io/name": "llm",
+                        "leaderworkerset.sigs.k8s.io/worker-index": "0"},
+        **{f"cache-llm-1-{i}": {"tier": "fast", "leaderworkerset.sigs.k8s.io/name": "llm",
+                                "leaderworkerset.sigs.k8s.io/group-index": "1",
+                                "leaderworkerset.sigs.k8s.io/group-key": key("llm-1")} for i in (1, 2)}}
