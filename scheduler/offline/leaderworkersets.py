@@ -32,8 +32,9 @@ expanded as the cluster would expand it:
   PersistentVolumeClaim per template, ``<template>-<pod>``, labelled with the template's labels and its set's selector
   (``getPersistentVolumeClaims``), and a volume of the template's name using it in place of any volume of that name
   (``updateStorage``). A claim of that name the snapshot holds is used instead, as the StatefulSet controller uses it.
-  The claims are made as the template writes them: one without ``storageClassName`` is not given the default class the
-  API server's admission would give it.
+  A claim without a class gets the snapshot's default StorageClass, as the API server's ``DefaultStorageClass``
+  admission gives it (kubernetes ``pkg/volume/util/storageclass.go`` ``GetDefaultClass``: the newest class annotated
+  ``storageclass.kubernetes.io/is-default-class: "true"``, then by name).
 * **The groups** of a labelled LeaderWorkerSet, as the operator makes them (:mod:`scheduler.offline.operator_trees`):
   per group a CompositePodGroup ``<lws>-<group>`` over the PodGroups ``<lws>-<group>-leader`` (``gang.minCount`` 1)
   and, when ``size`` > 1, ``<lws>-<group>-workers`` (``size − 1``), each pod in its PodGroup and pointed at the
@@ -275,9 +276,24 @@ def pods(lws: JSON) -> list[JSON]:
     return leaders + workers
 
 
-def claims(lws: JSON, made: list[JSON]) -> list[JSON]:
+DEFAULT_CLASS = ("storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")
+"""The annotations (value ``"true"``) that make a StorageClass the default (kubernetes ``IsDefaultAnnotation``)."""
+BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
+"""The annotation naming a claim's class before ``storageClassName`` (a claim with it has a class)."""
+
+
+def default_class(objects: Objects) -> str | None:
+    """The StorageClass the API server gives a claim created without one (the module docstring), or None."""
+    defaults = [c for c in objects.storage_classes if any(c.metadata.annotations.get(k) == "true"
+                                                          for k in DEFAULT_CLASS)]
+    newest = sorted(defaults, key=lambda c: (-(c.metadata.creation_timestamp.timestamp()
+                                               if c.metadata.creation_timestamp else 0), c.metadata.name))
+    return newest[0].metadata.name if newest else None
+
+
+def claims(lws: JSON, made: list[JSON], default: str | None = None) -> list[JSON]:
     """The PersistentVolumeClaims the StatefulSets of ``lws`` make with its pods ``made`` (:func:`pods`), per the module
-    docstring, pod by pod."""
+    docstring, pod by pod; ``default``: the class a claim without one gets (:func:`default_class`)."""
     ns = lws["metadata"]["namespace"]
     out = []
     for pod in made:
@@ -291,8 +307,11 @@ def claims(lws: JSON, made: list[JSON]) -> list[JSON]:
                           "labels": {**strings(tmeta.get("labels")), **selector}}
             if annotations := strings(tmeta.get("annotations")):
                 meta["annotations"] = annotations
-            out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
-                        "spec": copy.deepcopy(as_dict(template.get("spec")))})
+            spec = copy.deepcopy(as_dict(template.get("spec")))
+            if default is not None and spec.get("storageClassName") is None and BETA_CLASS not in meta.get(
+                    "annotations", {}):
+                spec["storageClassName"] = default
+            out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec})
     return out
 
 
@@ -308,11 +327,12 @@ def _unsupported(lws: JSON) -> str | None:
 
 
 def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[str, str], bool],
-           taken: Callable[[str], bool], claimed: Callable[[str], bool]) -> Expansion:
+           taken: Callable[[str], bool], claimed: Callable[[str], bool], default: str | None = None) -> Expansion:
     """The pods, claims and groups the cluster would make of ``lws`` (which passed :func:`problem`, with its name,
     namespace and uid set) before any of them is scheduled, per the module docstring. ``active_pods``: its running or
     pending pods in the snapshot; ``exists(kind, name)`` / ``taken(name)`` / ``claimed(name)``: whether its namespace
-    holds a PodGroup or CompositePodGroup / a pod / a PersistentVolumeClaim of that name."""
+    holds a PodGroup or CompositePodGroup / a pod / a PersistentVolumeClaim of that name; ``default``: the StorageClass
+    a claim without one gets (:func:`default_class`)."""
     if not ours(lws, scheduler_name) or active_pods:  # what a dump holds: its pods are there
         return Expansion()
     meta = lws["metadata"]
@@ -343,7 +363,7 @@ def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     if deferred:
         how += f"; only the leaders are made ({deferred})"
         how += "; the operator's gang of each group waits for its workers, so no group would start" if opted_in else ""
-    wanted_claims = claims(lws, made)
+    wanted_claims = claims(lws, made, default)
     new_claims = tuple(c for c in wanted_claims if not claimed(c["metadata"]["name"]))
     if held := len(wanted_claims) - len(new_claims):
         how += (f"; {len(wanted_claims)} PersistentVolumeClaim(s) of its volumeClaimTemplates, as the StatefulSets "
@@ -365,6 +385,7 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
     each LeaderWorkerSet expanded, and those of ours not expanded with why (``LeaderWorkerSet ns/name (why)``). Run
     after the other workloads', whose pods it counts as taken names."""
     snapshot = jobs.held(objects, LWS_NAME)
+    default = default_class(objects)
     notes: list[str] = []
     skipped: list[str] = []
     for source, lws in objects.leaderworkersets:
@@ -375,7 +396,7 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
             continue
         taken = snapshot.taken(ns)
         made = expand(lws, scheduler_name, snapshot.active[ns, name], snapshot.exists(ns), taken.__contains__,
-                      snapshot.claimed(ns))
+                      snapshot.claimed(ns), default)
         jobs.take(objects, source, made, taken, notes)
         if made.skipped is not None:
             skipped.append(f"{LEADERWORKERSET.kind} {ns}/{name} ({made.skipped})")

@@ -325,6 +325,7 @@ spec: {accessModes: [ReadWriteOnce], storageClassName: gp3, resources: {requests
     lws_body = yaml.safe_load(lws)
     lws_body["metadata"]["uid"] = "u1"
     made = leaderworkersets.claims(lws_body, leaderworkersets.pods(lws_body))
+    assert {c["spec"]["storageClassName"] for c in made} == {"gp3"}
     assert {c["metadata"]["name"]: c["metadata"]["labels"] for c in made if c["metadata"]["name"].startswith(
         "cache-llm-1")} == {
         "cache-llm-1": {"tier": "fast", "leaderworkerset.sigs.k8s.io/name": "llm",
@@ -332,3 +333,22 @@ spec: {accessModes: [ReadWriteOnce], storageClassName: gp3, resources: {requests
         **{f"cache-llm-1-{i}": {"tier": "fast", "leaderworkerset.sigs.k8s.io/name": "llm",
                                 "leaderworkerset.sigs.k8s.io/group-index": "1",
                                 "leaderworkerset.sigs.k8s.io/group-key": key("llm-1")} for i in (1, 2)}}
+
+
+def test_a_claim_template_without_a_class_gets_the_default_one_as_the_api_server_gives_it(tmp_path: Path) -> None:
+    """The newest StorageClass annotated default (then by name), as the DefaultStorageClass admission picks it: here
+    the one that provisions (the older default has no provisioner and no volume, and would leave the pods waiting);
+    an explicit ``""`` is no class, left as written."""
+    default = "annotations: {storageclass.kubernetes.io/is-default-class: 'true'}"
+    older = GP3.replace("metadata: {name: gp3}", f"metadata: {{name: local, creationTimestamp: '2026-01-01T00:00:00Z', "
+                        f"{default}}}").replace("ebs.csi.aws.com", "kubernetes.io/no-provisioner")
+    newer = GP3.replace("metadata: {name: gp3}", f"metadata: {{name: gp3, creationTimestamp: '2026-06-01T00:00:00Z', "
+                        f"{default}}}")
+    classless = CLAIMS.lstrip("\n").replace("        storageClassName: gp3\n", "")
+    lws = LWS.replace("    size: 3\n", "    size: 3\n" + classless)
+    sim = run(tmp_path, lws, older, newer)
+    assert sim.problems == [] and all(p.node is not None for p in sim.pods)
+    assert {o.binding.claim for o in sim.volumes} == {f"ml/cache-{p.pod.metadata.name}" for p in sim.pods}
+    sim = run(tmp_path, lws.replace("        accessModes:", "        storageClassName: ''\n        accessModes:"),
+              newer)
+    assert all(p.node is None for p in sim.pods)  # no class, no volume to bind: the pods wait
