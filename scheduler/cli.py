@@ -336,10 +336,10 @@ def simulate_cmd(files: tuple[str, ...], output: str, from_cluster: bool, adds: 
     concatenated JSON) with Nodes, Pods, Namespaces, PodGroups, CompositePodGroups, Workloads,
     PriorityClasses, PodDisruptionBudgets, DRA objects (ResourceSlices, DeviceClasses,
     ResourceClaims, ResourceClaimTemplates) and storage objects (PersistentVolumeClaims,
-    PersistentVolumes, StorageClasses, CSINodes), and Jobs and JobSets (one of ours without its pods is
-    scheduled as the pods and groups the cluster would make of it); `-` reads one from standard
-    input. Other kinds are skipped (one no v1.37 API group serves is warned about, with the closest kind), and so is
-    a field the v1.37 schema does not have (warned about, with the closest field). With no FILE,
+    PersistentVolumes, StorageClasses, CSINodes), and Jobs, JobSets, Kubeflow PyTorchJobs and LeaderWorkerSets (one
+    of ours without its pods is scheduled as the pods and groups the cluster would make of it); `-` reads one from
+    standard input. Other kinds are skipped (one no v1.37 API group serves is warned about, with the closest kind),
+    and so is a field the v1.37 schema does not have (warned about, with the closest field). With no FILE,
     a built-in example cluster is used. With --from-cluster, the cluster is the snapshot and each
     --add FILE adds to it (would this job fit now, where, and what would it preempt); nothing is
     written to the cluster.

@@ -1,6 +1,7 @@
 """The workload kinds the operator knows, and the gang each one is: the labels a user and the kinds' controllers
 set, the groups it needs, the pod templates that get the opt-in label, and the group a pod of it belongs to.
-Read by the operator, and by ``simulate`` for the Jobs it is given (:mod:`scheduler.offline.jobs`).
+Read by the operator, and by ``simulate`` for the workloads it makes into pods (:mod:`scheduler.offline.jobs`,
+``jobsets``, ``pytorchjobs``, ``leaderworkersets``).
 
 Shapes (the fields read here, nothing else):
 

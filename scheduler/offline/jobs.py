@@ -42,6 +42,7 @@ No I/O.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -74,14 +75,15 @@ MAX_PODS_PER_JOB = 10_000
 
 @dataclass(frozen=True)
 class Expansion:
-    """What one Job became: ``pods`` and ``groups`` (raw API objects, to be loaded as if read from the Job's
-    file), the report's ``note`` (None when nothing was made), and ``skipped``: why it was not expanded (None when
-    it was, or when it is not ours)."""
+    """What one workload became: ``pods``, ``groups`` and ``claims`` (PersistentVolumeClaims its controller makes with
+    the pods) — raw API objects, to be loaded as if read from the workload's file —, the report's ``note`` (None when
+    nothing was made), and ``skipped``: why it was not expanded (None when it was, or when it is not ours)."""
 
     pods: tuple[JSON, ...] = ()
     groups: tuple[JSON, ...] = ()
     note: str | None = None
     skipped: str | None = None
+    claims: tuple[JSON, ...] = ()
 
 
 def is_count(value: Any) -> bool:
@@ -283,7 +285,7 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
     """Expand every Job of ``objects`` (:func:`expand`) into ``objects``, as if its pods and PodGroup had been read
     from the Job's file (so they are checked as any object read is); a Job :func:`problem` refuses goes to
     ``objects.problems``. Returns the report's note of each Job expanded, and the Jobs of ours not expanded with
-    why (``ns/name (why)``)."""
+    why (``Job ns/name (why)``)."""
     pods_by_ns: dict[str, set[str]] = {}
     active: dict[tuple[str, str], list[str | None]] = {}
     """(namespace, job name) → the controller uid of each running or pending pod carrying that job name."""
@@ -322,15 +324,56 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
         made = expand(job, scheduler_name, running, has_podgroup, taken_here.__contains__)
         take(objects, source, made, taken_here, notes)
         if made.skipped is not None:
-            skipped.append(f"{ns}/{meta['name']} ({made.skipped})")
+            skipped.append(f"Job {ns}/{meta['name']} ({made.skipped})")
     return notes, skipped
 
 
 def take(objects: Objects, source: str, made: Expansion, taken: set[str], notes: list[str]) -> None:
     """Load what a workload ``made`` into ``objects`` as if read from ``source`` (so it is checked as any object
     read is), add its pods' names to ``taken`` and its note to ``notes``."""
-    for obj in (*made.groups, *made.pods):
+    for obj in (*made.groups, *made.claims, *made.pods):
         objects.add(source, obj)
     taken.update(p["metadata"]["name"] for p in made.pods)
     if made.note is not None:
         notes.append(made.note)
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the snapshot holds that expanding a workload must know: the names of the pods of each namespace
+    (``pods``), the running or pending pods carrying each value of one controller label (``active``:
+    (namespace, value) → pods), the PodGroups and CompositePodGroups (``groups``: (kind, namespace, name)) and the
+    PersistentVolumeClaims (``claims``: (namespace, name))."""
+
+    pods: dict[str, set[str]]
+    active: Counter[tuple[str, str]]
+    groups: frozenset[tuple[str, str, str]]
+    claims: frozenset[tuple[str, str]]
+
+    def taken(self, namespace: str) -> set[str]:
+        """The pod names of ``namespace``: the set itself, for :func:`take` to add the pods it makes to."""
+        return self.pods.setdefault(namespace, set())
+
+    def exists(self, namespace: str) -> Callable[[str, str], bool]:
+        """Whether ``namespace`` holds a group of a kind and name: ``exists(kind, name)``."""
+        return lambda kind, name: (kind, namespace, name) in self.groups
+
+    def claimed(self, namespace: str) -> Callable[[str], bool]:
+        """Whether ``namespace`` holds a PersistentVolumeClaim of a name: ``claimed(name)``."""
+        return lambda name: (namespace, name) in self.claims
+
+
+def held(objects: Objects, label: str) -> Held:
+    """What ``objects`` hold (:class:`Held`), counting the running or pending pods by their ``label`` (a workload
+    controller's name label, :attr:`~scheduler.groups.workloads.WorkloadKind.pod_label`)."""
+    pods: dict[str, set[str]] = {}
+    active: Counter[tuple[str, str]] = Counter()
+    for pod in objects.pods:
+        md = pod.metadata
+        pods.setdefault(md.namespace, set()).add(md.name)
+        if pod.status.phase not in ("Succeeded", "Failed") and (value := md.labels.get(label)):
+            active[md.namespace, value] += 1
+    groups = frozenset({("PodGroup", g.metadata.namespace, g.metadata.name) for g in objects.podgroups} | {
+        ("CompositePodGroup", g.metadata.namespace, g.metadata.name) for g in objects.composites})
+    claims = frozenset((c.metadata.namespace, c.metadata.name) for c in objects.volume_claims)
+    return Held(pods, active, groups, claims)

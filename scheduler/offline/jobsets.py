@@ -35,15 +35,14 @@ from scheduler.groups.workloads import (
     JOBSET_NAME,
     OPT_IN,
     OPT_IN_VALUE,
-    ROOT_TEMPLATE,
     as_dict,
-    desired,
     job_pods,
 )
 from scheduler.model.base import INT32_MAX
 from scheduler.offline import jobs
 from scheduler.offline.jobs import Expansion
 from scheduler.offline.loader import LoadProblem, Objects, snapshot_uid
+from scheduler.offline.operator_trees import tree_objects
 
 JSON = dict[str, Any]
 
@@ -112,31 +111,13 @@ def child_jobs(jobset: JSON, scheduler_name: str) -> list[JSON]:
     return out
 
 
-def _groups(jobset: JSON, exists: Callable[[str, str], bool]) -> tuple[list[JSON], str]:
+def _groups(jobset: JSON, exists: Callable[[str, str], bool]) -> tuple[tuple[JSON, ...], str]:
     """The operator's CompositePodGroup and PodGroups for labelled ``jobset``, less those the snapshot holds
     (``exists(kind, name)``), and how the note tells them."""
-    meta = jobset["metadata"]
-    bodies = []
-    wanted = desired(JOBSET, jobset, composite=True)
-    held = [spec.name for spec in wanted.groups if exists(spec.kind, spec.name)]
-    for spec in wanted.groups:
-        if spec.name in held:
-            continue
-        composite = spec.kind == "CompositePodGroup"
-        minimum = {"minGroupCount" if composite else "minCount": spec.minimum}
-        role = spec.template or ROOT_TEMPLATE
-        body_spec: JSON = {"schedulingPolicy": {"gang": minimum},
-                           "workloadRef": {"workloadName": meta["name"], "templateName": role}}
-        if spec.parent is not None:
-            body_spec["parentCompositePodGroupName"] = spec.parent
-        bodies.append({"apiVersion": "scheduling.k8s.io/v1alpha3" if composite else "scheduling.k8s.io/v1beta1",
-                       "kind": spec.kind, "metadata": jobs.made_meta(jobset, spec.name), "spec": body_spec})
-    children = len(wanted.groups) - 1
-    how = (f"in CompositePodGroup {meta['name']} over {children} PodGroup(s), one per Job, as the operator makes "
-           f"them for {OPT_IN}")
-    how += f"; the snapshot's {', '.join(held)} used" if held else ""
-    how += "".join(f"; {warning}" for warning in wanted.warnings)
-    return bodies, how
+    tree = tree_objects(JOBSET, jobset, exists)
+    how = (f"in CompositePodGroup {jobset['metadata']['name']} over {tree.children} PodGroup(s), one per Job, as the "
+           f"operator makes them for {OPT_IN}")
+    return tree.objects, how + tree.suffix()
 
 
 def _finished(jobset: JSON) -> bool:

@@ -11,8 +11,11 @@ Objects are dispatched on ``apiVersion`` + ``kind`` (the rows of :mod:`scheduler
 the ``Objects`` list its row names); scheduler-plugins' ``scheduling.x-k8s.io/v1alpha1``
 PodGroup is read and converted to the PodGroup the scheduler reads (``model/coscheduling.py``), kept apart
 from a ``scheduling.k8s.io`` PodGroup of the same name. ``batch/v1`` Jobs are kept as read (``Objects.jobs``): the
-pods their controller would make are added before scheduling (:mod:`scheduler.offline.jobs`). Kinds the scheduler
-does not read (Deployments, JobSets, DRA objects of other API versions) are counted in ``Objects.skipped``;
+pods their controller would make are added before scheduling (:mod:`scheduler.offline.jobs`); so are
+``jobset.x-k8s.io/v1alpha2`` JobSets, ``kubeflow.org/v1`` PyTorchJobs and ``leaderworkerset.x-k8s.io/v1``
+LeaderWorkerSets (:mod:`~scheduler.offline.jobsets`, :mod:`~scheduler.offline.pytorchjobs`,
+:mod:`~scheduler.offline.leaderworkersets`). Kinds the scheduler does not read (Deployments, JobSets of another
+version, DRA objects of other API versions) are counted in ``Objects.skipped``;
 an object of a kind we read under an API version we do not read is also named in ``Objects.unread``.
 Kubernetes 1.36's ``scheduling.k8s.io/v1alpha2`` PodGroups are converted into the internal (v1beta1)
 shape first (:data:`DECODERS`, :mod:`scheduler.model.podgroup_v1alpha2`); what of them is not
@@ -58,7 +61,7 @@ import msgspec
 from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
-from scheduler.groups.workloads import JOB, JOBSET, WORKLOADS
+from scheduler.groups.workloads import JOB, JOBSET, LEADERWORKERSET, PYTORCHJOB, WORKLOADS, WorkloadKind
 from scheduler.model.base import describe
 from scheduler.model.coscheduling import CoscheduledPodGroup
 from scheduler.model.dra import (
@@ -84,8 +87,13 @@ from scheduler.offline.reader import documents, name_of
 
 UNEXPANDED_WORKLOADS: dict[tuple[str, str], str] = {(w.group, w.kind): w.pod_label for w in WORKLOADS if w is not JOB}
 """(API group, kind) → the label its controller gives its pods (the workload's name), of the workloads the operator
-makes groups for that ``simulate`` does not make pods of: all but Jobs, and JobSets of another version than
-``v1alpha2`` (:mod:`scheduler.offline.jobsets`)."""
+makes groups for that ``simulate`` makes no pods of when given in another API version than the one it expands: JobSets
+other than ``v1alpha2``, PyTorchJobs other than ``kubeflow.org/v1``, LeaderWorkerSets other than
+``leaderworkerset.x-k8s.io/v1`` (:data:`EXPANDED`)."""
+
+EXPANDED = (JOBSET, PYTORCHJOB, LEADERWORKERSET)
+"""The workload kinds besides Jobs whose objects are kept as read, to be made into pods (:attr:`Objects.workloads_of`),
+in the API version each names."""
 
 KINDS: dict[tuple[str, str], Kind[Any]] = {
     (kind.api_version(version), kind.kind): kind for kind in TABLE if kind.offline is not None
@@ -166,6 +174,11 @@ class Objects:
     of them is added before scheduling (:mod:`scheduler.offline.jobs`)."""
     jobsets: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """``jobset.x-k8s.io/v1alpha2`` JobSets as read, the same way (:mod:`scheduler.offline.jobsets`)."""
+    pytorchjobs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """``kubeflow.org/v1`` PyTorchJobs as read, the same way (:mod:`scheduler.offline.pytorchjobs`)."""
+    leaderworkersets: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """``leaderworkerset.x-k8s.io/v1`` LeaderWorkerSets as read, the same way
+    (:mod:`scheduler.offline.leaderworkersets`)."""
     problems: list[LoadProblem] = field(default_factory=list)
     warnings: list[LoadProblem] = field(default_factory=list)
     """Objects used with a field not honoured (a v1.36 PodGroup's unknown ``disruptionMode``), one per field."""
@@ -182,6 +195,11 @@ class Objects:
     _workload_names: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict, repr=False)
     _workloads_seen: set[tuple[str, str, str, str]] = field(default_factory=set, repr=False)
 
+    def workloads_of(self, kind: WorkloadKind) -> list[tuple[str, dict[str, Any]]]:
+        """The workloads of ``kind`` (one of :data:`EXPANDED`) kept as read: (file, object with namespace and uid)."""
+        return {JOBSET.kind: self.jobsets, PYTORCHJOB.kind: self.pytorchjobs,
+                LEADERWORKERSET.kind: self.leaderworkersets}[kind.kind]
+
     def of(self, kind: Kind[T]) -> list[T]:
         """The objects of ``kind`` loaded so far: the list named by its row (``Kind.offline``)."""
         assert kind.offline is not None, kind.name
@@ -194,9 +212,10 @@ class Objects:
 
     @property
     def usable(self) -> bool:
-        """At least one valid Node, Pod, PodGroup or CompositePodGroup, or a Job or JobSet, was loaded."""
+        """At least one valid Node, Pod, PodGroup or CompositePodGroup, or a workload to make into pods (a Job,
+        JobSet, PyTorchJob or LeaderWorkerSet), was loaded."""
         return bool(self.nodes or self.pods or self.podgroups or self.coscheduling or self.composites or self.jobs
-                    or self.jobsets)
+                    or any(self.workloads_of(kind) for kind in EXPANDED))
 
     @property
     def has_dra(self) -> bool:
@@ -222,8 +241,8 @@ class Objects:
         if (api_version, kind) == (JOB_API_VERSION, "Job"):
             self._add_job(source, raw, meta)
             return
-        if (api_version, kind) == (JOBSET.api_version, JOBSET.kind):
-            self._add_jobset(source, raw, meta)
+        if (workload_kind := _EXPANDED_BY_TYPE.get((api_version, kind))) is not None:
+            self._add_workload(workload_kind, source, raw, meta)
             return
         if row is None:
             if not kind or not api_version:
@@ -336,17 +355,19 @@ class Objects:
         if not name or self._first("Job", source, job):  # a generateName Job is always a new one
             self.jobs.append((source, job))
 
-    def _add_jobset(self, source: str, raw: dict[str, Any], meta: dict[str, Any]) -> None:
-        """Keep a JobSet as :meth:`_add_job` keeps a Job (a JobSet has no ``generateName``: a name is required)."""
+    def _add_workload(self, kind: WorkloadKind, source: str, raw: dict[str, Any], meta: dict[str, Any]) -> None:
+        """Keep a JobSet, PyTorchJob or LeaderWorkerSet (``kind``) as :meth:`_add_job` keeps a Job, its uid derived
+        from its name when it has none (a ``generateName`` is not completed: a name is required)."""
         name, ns = meta.get("name"), meta.get("namespace") or DEFAULT_NAMESPACE
         if not isinstance(ns, str) or not isinstance(name, str) or not name:
-            self.problems.append(LoadProblem(source, "JobSet", str(ns), name if isinstance(name, str) and name else "?",
+            shown = name if isinstance(name, str) and name else "?"
+            self.problems.append(LoadProblem(source, kind.kind, str(ns), shown,
                                              "metadata.name and namespace must be strings"))
             return
-        uid = meta.get("uid") or snapshot_uid(JOBSET.api_version, JOBSET.kind, ns, name)
-        jobset = {**raw, "metadata": {**meta, "namespace": ns, "uid": str(uid)}}
-        if self._first("JobSet", source, jobset):
-            self.jobsets.append((source, jobset))
+        uid = meta.get("uid") or snapshot_uid(kind.api_version, kind.kind, ns, name)
+        workload = {**raw, "metadata": {**meta, "namespace": ns, "uid": str(uid)}}
+        if self._first(kind.kind, source, workload):
+            self.workloads_of(kind).append((source, workload))
 
     def _first(self, kind: str, source: str, workload: dict[str, Any]) -> bool:
         """Whether raw ``workload`` (of ``kind``, named, namespace set) is the first of its name: a second definition
@@ -361,6 +382,9 @@ class Objects:
     def _redefined(self, source: str, kind: str, ns: str, name: str) -> None:
         message = "defined again with different content; the first is kept"
         self.problems.append(LoadProblem(source, kind, ns, name, message))
+
+
+_EXPANDED_BY_TYPE: dict[tuple[str, str], WorkloadKind] = {(kind.api_version, kind.kind): kind for kind in EXPANDED}
 
 
 def snapshot_uid(api_version: str, kind: str, namespace: str, name: str) -> str:
@@ -391,8 +415,8 @@ taken when on a node)."""
 
 
 def _workload_read(workload: dict[str, Any]) -> tuple[Any, ...]:
-    """What of a Job or JobSet is read (:mod:`scheduler.offline.jobs`, ``jobsets``), to tell a redefinition that
-    differs."""
+    """What of a workload kept as read (a Job, JobSet, PyTorchJob or LeaderWorkerSet) is read, to tell a redefinition
+    that differs."""
     meta = workload["metadata"]
     return meta.get("labels"), meta.get("annotations"), workload.get("spec"), workload.get("status")
 

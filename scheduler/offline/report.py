@@ -48,6 +48,7 @@ from scheduler.dra.device_snapshot import DraView
 from scheduler.dra.writes import result_fields
 from scheduler.framework.node_table import IntArray
 from scheduler.framework.snapshot import Snapshot, pod_vector
+from scheduler.groups.workloads import JOB
 from scheduler.model.base import first_named
 from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import API_VERSION as DRA_VERSION
@@ -55,7 +56,7 @@ from scheduler.model.dra import DeviceUse
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
-from scheduler.offline.loader import KINDS
+from scheduler.offline.loader import EXPANDED, KINDS
 from scheduler.offline.room import RoomTaken
 from scheduler.offline.simulate import (
     INVALID,
@@ -86,6 +87,10 @@ MAX_POD_NAMES = 10
 """Pod names shown per line of "Pods left pending" (the JSON has every pod)."""
 MARKS = {SCHEDULED: "OK  ", PREEMPTED: "PREEMPTED", UNSCHEDULABLE: "FAIL", WAITING: "WAIT", INVALID: "BAD "}
 """The text report's mark per group status (the JSON's ``status``)."""
+
+_EXPANDED_NAMES = [f"{JOB.api_version} {JOB.kind}s", *(f"{kind.api_version} {kind.kind}s" for kind in EXPANDED)]
+EXPANDED_TEXT = f"{', '.join(_EXPANDED_NAMES[:-1])} and {_EXPANDED_NAMES[-1]}"
+"""The workloads ``simulate`` makes pods of, for the note naming the ones it does not (``batch/v1 Jobs, … and …``)."""
 
 
 def _moves(sim: Simulation, final: Snapshot) -> tuple[IntArray, IntArray]:
@@ -466,13 +471,13 @@ def notices(sim: Simulation) -> list[Notice]:
     for line in sim.jobs:
         out.append(Notice("note", "job-expanded", line))
     if sim.jobs_not_made:
-        out.append(Notice("note", "job-expanded", f"{len(sim.jobs_not_made)} Job(s) or JobSet(s) of ours not made "
-                                                  f"into pods: {_named(sim.jobs_not_made)}"))
+        out.append(Notice("note", "job-expanded", f"{len(sim.jobs_not_made)} workload(s) of ours not made into pods: "
+                                                  f"{_named(sim.jobs_not_made)}"))
     if sim.unexpanded:
         out.append(Notice("note", "workload-not-expanded",
                           f"{len(sim.unexpanded)} workload(s) not made into pods, as simulate makes the pods of "
-                          f"batch/v1 Jobs and jobset.x-k8s.io/v1alpha2 JobSets only: {_named(sim.unexpanded)}; give "
-                          "the pods (and groups) their controllers would make"))
+                          f"{EXPANDED_TEXT} only: {_named(sim.unexpanded)}; give the pods (and groups) their "
+                          "controllers would make"))
     if sim.off_snapshot:
         shown = _named([f"{pod} on {node}" for pod, node in sim.off_snapshot])
         out.append(Notice("warning", "bound-to-unknown-node",

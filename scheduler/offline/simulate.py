@@ -57,7 +57,7 @@ from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.kinds import POD
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GangPolicy, GroupKey, PodGroup
-from scheduler.offline import jobsets
+from scheduler.offline import jobsets, leaderworkersets, pytorchjobs
 from scheduler.offline.jobs import add_expansions
 from scheduler.offline.loader import UNEXPANDED_WORKLOADS, LoadProblem, Objects
 from scheduler.offline.recorder import RecordingBinder
@@ -170,9 +170,10 @@ class Simulation:
     :func:`~scheduler.model.coscheduling.unhonoured_fields`).
     ``preemptions``: every preemption applied, in queue order (empty with preemption off).
     ``off_snapshot``: bound pods on a node the snapshot does not hold (``(pod key, node)``, sorted).
-    ``jobs``: what was made of each Job of ours that had no pods (:mod:`scheduler.offline.jobs`), one line per Job;
-    ``jobs_not_made``: the Jobs of ours that made none, and why (``ns/name (why)``); ``unexpanded``: the JobSets,
-    PyTorchJobs and LeaderWorkerSets given without their pods, not made into pods (:func:`unexpanded`).
+    ``jobs``: what was made of each workload of ours that had no pods (a Job, JobSet, PyTorchJob or LeaderWorkerSet:
+    :mod:`scheduler.offline.jobs`, ``jobsets``, ``pytorchjobs``, ``leaderworkersets``), one line each;
+    ``jobs_not_made``: the workloads of ours that made none, and why (``Job ns/name (why)``); ``unexpanded``: the
+    workloads the operator knows given without their pods that are not made into pods (:func:`unexpanded`).
     ``load_warnings``: objects used with a field not honoured (the loader's ``warnings``); ``unknown``: fields
     and kinds the v1.37 API does not know (the loader's ``unknown``); ``unread``:
     (kind, namespace, name) → apiVersion of the objects skipped as a version we do not read.
@@ -212,9 +213,10 @@ class Simulation:
 
 
 def unexpanded(objects: Objects) -> list[str]:
-    """``<apiVersion> <kind> <namespace>/<name>`` of each JobSet, PyTorchJob or LeaderWorkerSet of ``objects`` that no
-    pod of the snapshot carries its controller's name label for (``Objects.unexpanded``): a workload given to ask
-    whether it fits, of which ``simulate`` makes no pods (only Jobs are expanded, :mod:`scheduler.offline.jobs`)."""
+    """``<apiVersion> <kind> <namespace>/<name>`` of each workload the operator knows that ``simulate`` does not make
+    into pods (``Objects.unexpanded``: a JobSet, PyTorchJob or LeaderWorkerSet of another API version than the one
+    expanded) and that no pod of the snapshot carries its controller's name label for: a workload given to ask whether
+    it fits, of which no pod is made."""
     labels = set(UNEXPANDED_WORKLOADS.values())
     labelled = {(p.metadata.namespace, label, p.metadata.labels[label]) for p in objects.pods
                 for label in labels if label in p.metadata.labels}
@@ -260,9 +262,11 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     lower-priority pods (applied as if the evictions completed, see the module docstring).
     """
     expanded, not_expanded = add_expansions(objects, scheduler_name)
-    from_jobsets, jobsets_not_made = jobsets.add_expansions(objects, scheduler_name)
-    expanded += from_jobsets
-    not_expanded += jobsets_not_made
+    # after the Jobs': a JobSet's Job of a name taken by a Job is not made; each counts the pods made before as taken
+    for workloads in (jobsets, pytorchjobs, leaderworkersets):
+        notes, not_made = workloads.add_expansions(objects, scheduler_name)
+        expanded += notes
+        not_expanded += not_made
     sim = Simulation(problems=list(objects.problems), load_warnings=list(objects.warnings),
                      unknown=list(objects.unknown),
                      unread=dict(objects.unread), scheduler_name=scheduler_name,

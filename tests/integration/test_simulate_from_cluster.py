@@ -118,3 +118,36 @@ async def test_from_cluster_schedules_an_added_job_as_the_pods_and_podgroup_it_w
     pods, _ = await kube.list(PODS)
     groups, _ = await kube.list(PODGROUPS)
     assert pods == [] and groups == []
+
+
+async def test_from_cluster_schedules_an_added_pytorchjob_and_leaderworkerset_as_their_controllers_would(
+        k8s: ApiServer, kube: KubeClient, tmp_path: Path) -> None:
+    # A labelled PyTorchJob (a master and a worker) and a labelled LeaderWorkerSet (one group of a leader and a
+    # worker) added to a cluster of one 4-cpu node: simulate makes their pods and the operator's trees and places
+    # both whole; nothing is created in the cluster.
+    await create_node(kube, "n0", cpu="4")
+    opted_in = {"gang-scheduler.io/gang": "true"}
+    template = {"spec": {"containers": [{"name": "pytorch", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}
+    pytorchjob = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                  "metadata": {"name": "pt", "namespace": NS, "labels": opted_in},
+                  "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": template},
+                                                   "Worker": {"replicas": 1, "template": template}}}}
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+           "metadata": {"name": "serve", "namespace": NS, "labels": opted_in},
+           "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": template}}}
+    path = tmp_path / "workloads.yaml"
+    path.write_text(yaml.safe_dump_all([pytorchjob, lws]))
+    report = await simulate(k8s, tmp_path, "--add", str(path))
+    status = {g["name"]: (g["kind"], g["status"], sorted(g["placements"])) for g in report["groups"]}
+    assert status == {
+        "pt": ("CompositePodGroup", "Scheduled", ["pt-master-0", "pt-worker-0"]),
+        "pt-master": ("PodGroup", "Scheduled", ["pt-master-0"]),
+        "pt-worker": ("PodGroup", "Scheduled", ["pt-worker-0"]),
+        "serve-0": ("CompositePodGroup", "Scheduled", ["serve-0", "serve-0-1"]),
+        "serve-0-leader": ("PodGroup", "Scheduled", ["serve-0"]),
+        "serve-0-workers": ("PodGroup", "Scheduled", ["serve-0-1"])}
+    assert [w["kind"] for w in report["warnings"]] == ["job-expanded", "job-expanded"]
+    assert report["invalid"] == []
+    pods, _ = await kube.list(PODS)
+    groups, _ = await kube.list(PODGROUPS)
+    assert pods == [] and groups == []

@@ -81,10 +81,12 @@ def test_a_row_in_a_version_it_does_not_name_is_skipped_and_named(kind: Kind[Any
 def test_the_offline_lists_are_the_rows_read_offline() -> None:
     """Every list of ``Objects`` is some row's (a list no row names would never be filled), each row's its own; the
     lists of what loading found (problems, warnings, unknown fields and kinds, the workloads not expanded) are no
-    kind's, nor are the Jobs and JobSets (kept raw, for ``scheduler.offline.jobs`` and ``jobsets`` to expand)."""
+    kind's, nor are the workloads kept raw to be made into pods (Jobs, JobSets, PyTorchJobs, LeaderWorkerSets:
+    ``scheduler.offline.jobs``, ``jobsets``, ``pytorchjobs``, ``leaderworkersets``)."""
     lists = {name for name, hint in typing.get_type_hints(Objects).items() if typing.get_origin(hint) is list}
     named = [kind.offline for kind in kinds.KINDS if kind.offline is not None]
-    assert sorted(named) == sorted(lists - {"problems", "warnings", "unknown", "unexpanded", "jobs", "jobsets"})
+    assert sorted(named) == sorted(lists - {"problems", "warnings", "unknown", "unexpanded", "jobs", "jobsets",
+                                                      "pytorchjobs", "leaderworkersets"})
 
 
 @pytest.mark.parametrize("kind", CACHED)

@@ -107,7 +107,7 @@ spec:
 
 @pytest.mark.parametrize(("change", "note"), [
     pytest.param({"spec:\n  parallelism: 4": "spec:\n  suspend: true\n  parallelism: 4"},
-                 "1 Job(s) or JobSet(s) of ours not made into pods: gang-demo/train-job (suspended)",
+                 "1 workload(s) of ours not made into pods: Job gang-demo/train-job (suspended)",
                  id="suspended"),
     pytest.param({"labels: {gang-scheduler.io/gang: \"true\"}": "labels: {}"}, None, id="not-ours"),
     pytest.param({"    spec:\n      restartPolicy": "    spec:\n      schedulerName: volcano\n      restartPolicy"},
@@ -210,7 +210,7 @@ def test_finished_and_externally_managed_jobs_make_no_pods(tmp_path: Path) -> No
         "spec:\n  parallelism", "spec:\n  managedBy: kueue.x-k8s.io/multikueue\n  parallelism")
     sim = run(tmp_path, finished, managed)
     assert sim.pods == []
-    assert job_notes(sim) == ["1 Job(s) or JobSet(s) of ours not made into pods: gang-demo/remote (managed by "
+    assert job_notes(sim) == ["1 workload(s) of ours not made into pods: Job gang-demo/remote (managed by "
                               "kueue.x-k8s.io/multikueue)"]
 
 
@@ -305,7 +305,7 @@ def test_a_job_with_nothing_left_to_run_makes_no_pods_nor_group(tmp_path: Path, 
                                                                 status: str) -> None:
     sim = run(tmp_path, README_JOB.replace(old, new) + status)
     assert sim.pods == [] and sim.groups == []
-    assert job_notes(sim) == ["1 Job(s) or JobSet(s) of ours not made into pods: gang-demo/train-job (nothing to run: "
+    assert job_notes(sim) == ["1 workload(s) of ours not made into pods: Job gang-demo/train-job (nothing to run: "
                               "parallelism 0, or every completion done)"]
 
 

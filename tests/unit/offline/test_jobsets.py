@@ -78,11 +78,11 @@ def test_a_jobset_naming_our_scheduler_without_the_label_makes_lone_pods(tmp_pat
 
 @pytest.mark.parametrize(("change", "note"), [
     pytest.param(("spec:\n  replicatedJobs:", "spec:\n  suspend: true\n  replicatedJobs:"),
-                 "1 Job(s) or JobSet(s) of ours not made into pods: JobSet ml/js (suspended)", id="suspended"),
+                 "1 workload(s) of ours not made into pods: JobSet ml/js (suspended)", id="suspended"),
     pytest.param(("spec:\n  replicatedJobs:", "spec:\n  managedBy: kueue.x-k8s.io/multikueue\n  replicatedJobs:"),
-                 "1 Job(s) or JobSet(s) of ours not made into pods: JobSet ml/js (managed by "
+                 "1 workload(s) of ours not made into pods: JobSet ml/js (managed by "
                  "kueue.x-k8s.io/multikueue)", id="managed-elsewhere"),
-    pytest.param(("replicas: 2", "replicas: 2147483647"), "1 Job(s) or JobSet(s) of ours not made into pods: "
+    pytest.param(("replicas: 2", "replicas: 2147483647"), "1 workload(s) of ours not made into pods: "
                  "JobSet ml/js (4294967295 pods at once, more than simulate makes of one workload (10000))",
                  id="too-many-pods"),
     pytest.param(('labels: {gang-scheduler.io/gang: "true"}', "labels: {}"), None, id="not-ours"),
@@ -153,18 +153,18 @@ def test_a_jobset_whose_job_name_is_taken_or_whose_jobs_make_their_own_groups_is
         tmp_path: Path) -> None:
     sim = run(tmp_path, JOBSET, JOB)
     assert {p.pod.metadata.labels["batch.kubernetes.io/job-name"] for p in sim.pods} == {"js-driver-0"}
-    assert job_notes(sim)[-1] == ("1 Job(s) or JobSet(s) of ours not made into pods: JobSet ml/js (its Job "
+    assert job_notes(sim)[-1] == ("1 workload(s) of ours not made into pods: JobSet ml/js (its Job "
                                   "js-driver-0 exists already)")
     scheduling = JOBSET.replace("        parallelism: 2\n", "        scheduling: {}\n        parallelism: 2\n")
     sim = run(tmp_path, scheduling)
     assert sim.pods == [] and job_notes(sim) == [
-        "1 Job(s) or JobSet(s) of ours not made into pods: JobSet ml/js (its Job js-workers-0 sets spec.scheduling: "
+        "1 workload(s) of ours not made into pods: JobSet ml/js (its Job js-workers-0 sets spec.scheduling: "
         "its pods would join the Job controller's PodGroup, and the operator's tree would wait for them)"]
 
 
 JOBSET_V1ALPHA1 = JOBSET.replace("jobset.x-k8s.io/v1alpha2", "jobset.x-k8s.io/v1alpha1")
-PYTORCHJOB = """
-apiVersion: kubeflow.org/v1
+PYTORCHJOB_V1BETA2 = """
+apiVersion: kubeflow.org/v1beta2
 kind: PyTorchJob
 metadata: {name: pt, namespace: ml}
 spec: {pytorchReplicaSpecs: {}}
@@ -178,17 +178,18 @@ spec: {schedulerName: gang-scheduler, containers: [{name: c, image: x}]}
 
 
 def test_workloads_the_operator_knows_but_simulate_does_not_expand_are_named_not_skipped(tmp_path: Path) -> None:
-    """A PyTorchJob, or a JobSet of a version other than v1alpha2, given alone makes no pod here: a note says so and
-    names it, rather than skipping it like a kind the scheduler has nothing to do with. One given twice is named
-    once; one whose pods the snapshot holds is not named."""
-    sim = run(tmp_path, JOBSET_V1ALPHA1, PYTORCHJOB)
+    """A JobSet or PyTorchJob of another version than the one simulate expands (v1alpha2, v1) given alone makes no
+    pod here: a note says so and names it, rather than skipping it like a kind the scheduler has nothing to do with. One
+    given twice is named once; one whose pods the snapshot holds is not named."""
+    sim = run(tmp_path, JOBSET_V1ALPHA1, PYTORCHJOB_V1BETA2)
     assert sim.pods == []
     (note,) = [n for n in notices(sim) if n.kind == "workload-not-expanded"]
     assert note.level == "note" and note.message == (
-        "2 workload(s) not made into pods, as simulate makes the pods of batch/v1 Jobs and jobset.x-k8s.io/v1alpha2 "
-        "JobSets only: jobset.x-k8s.io/v1alpha1 "
-        "JobSet ml/js, kubeflow.org/v1 PyTorchJob ml/pt; give the pods (and groups) their controllers would make")
+        "2 workload(s) not made into pods, as simulate makes the pods of batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 "
+        "JobSets, kubeflow.org/v1 PyTorchJobs and leaderworkerset.x-k8s.io/v1 LeaderWorkerSets only: "
+        "jobset.x-k8s.io/v1alpha1 JobSet ml/js, kubeflow.org/v1beta2 PyTorchJob ml/pt; give the pods (and groups) "
+        "their controllers would make")
     assert run(tmp_path, JOBSET_V1ALPHA1, JOBSET_V1ALPHA1.replace("image: x", "image: y")).unexpanded == [
         "jobset.x-k8s.io/v1alpha1 JobSet ml/js"]
-    with_pods = run(tmp_path, JOBSET_V1ALPHA1, JOBSET_POD, PYTORCHJOB)
-    assert with_pods.unexpanded == ["kubeflow.org/v1 PyTorchJob ml/pt"]
+    with_pods = run(tmp_path, JOBSET_V1ALPHA1, JOBSET_POD, PYTORCHJOB_V1BETA2)
+    assert with_pods.unexpanded == ["kubeflow.org/v1beta2 PyTorchJob ml/pt"]
