@@ -44,7 +44,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.groups.workloads import JOB, JOB_NAME, OPT_IN, OPT_IN_VALUE, as_dict, desired
@@ -77,13 +77,28 @@ MAX_PODS_PER_JOB = 10_000
 class Expansion:
     """What one workload became: ``pods``, ``groups`` and ``claims`` (PersistentVolumeClaims its controller makes with
     the pods) — raw API objects, to be loaded as if read from the workload's file —, the report's ``note`` (None when
-    nothing was made), and ``skipped``: why it was not expanded (None when it was, or when it is not ours)."""
+    nothing was made), ``skipped``: why it was not expanded (None when it was, or when it is not ours), and
+    ``foreign``: it is not ours and would otherwise have been made into pods (neither finished, suspended nor with
+    pods in the snapshot), so the report can say why nothing was made of it."""
 
     pods: tuple[JSON, ...] = ()
     groups: tuple[JSON, ...] = ()
     note: str | None = None
     skipped: str | None = None
     claims: tuple[JSON, ...] = ()
+    foreign: bool = False
+
+
+@dataclass
+class Expansions:
+    """What the workloads of one kind became (each module's ``add_expansions``): ``notes``, the report's line per
+    workload made into pods; ``skipped``, the workloads of ours not made into pods, with why (``Kind ns/name
+    (why)``); ``foreign``, the workloads given without their pods that are not ours (``Kind ns/name``)."""
+
+    notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)
+
 
 
 def is_count(value: Any) -> bool:
@@ -228,13 +243,13 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Ca
     with its name, namespace and uid set), per the module docstring. ``active_pods``: its running or pending pods in
     the snapshot; ``podgroup_exists(name)`` / ``taken(name)``: whether the snapshot has a PodGroup / a pod of that
     name in the Job's namespace."""
-    if not ours(job, scheduler_name):
-        return Expansion()
     meta, spec = job["metadata"], job["spec"]
     name = meta["name"]
     ident = f"batch/v1 Job {meta['namespace']}/{name}"
     if active_pods or _finished(job):  # what a dump holds: its pods are there, or it is done
         return Expansion()
+    if not ours(job, scheduler_name):  # a suspended one is waiting for its queue (Kueue): nothing to say
+        return Expansion(foreign=spec.get("suspend") is not True)
     managed_by = spec.get("managedBy")
     skipped = ("suspended" if spec.get("suspend") is True
                else f"managed by {managed_by}" if managed_by not in (None, JOB_CONTROLLER) else None)
@@ -281,11 +296,10 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Ca
     return Expansion(tuple(pods), (group,) if group is not None else (), note)
 
 
-def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], list[str]]:
+def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
     """Expand every Job of ``objects`` (:func:`expand`) into ``objects``, as if its pods and PodGroup had been read
     from the Job's file (so they are checked as any object read is); a Job :func:`problem` refuses goes to
-    ``objects.problems``. Returns the report's note of each Job expanded, and the Jobs of ours not expanded with
-    why (``Job ns/name (why)``)."""
+    ``objects.problems``. Returns what the Jobs became (:class:`Expansions`, each named ``Job ns/name``)."""
     pods_by_ns: dict[str, set[str]] = {}
     active: dict[tuple[str, str], list[str | None]] = {}
     """(namespace, job name) → the controller uid of each running or pending pod carrying that job name."""
@@ -297,8 +311,7 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
             active.setdefault((md.namespace, job_name), []).append(owner)
     podgroups = {(g.metadata.namespace, g.metadata.name) for g in objects.podgroups}
     job_names = {(job["metadata"]["namespace"], job["metadata"].get("name")) for _, job in objects.jobs}
-    notes: list[str] = []
-    skipped: list[str] = []
+    out = Expansions()
     for position, (source, job) in enumerate(objects.jobs):
         meta = job["metadata"]
         ns = meta["namespace"]
@@ -322,20 +335,23 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
             return (ns, name) in podgroups
 
         made = expand(job, scheduler_name, running, has_podgroup, taken_here.__contains__)
-        take(objects, source, made, taken_here, notes)
-        if made.skipped is not None:
-            skipped.append(f"Job {ns}/{meta['name']} ({made.skipped})")
-    return notes, skipped
+        take(objects, source, made, taken_here, out, f"Job {ns}/{meta['name']}")
+    return out
 
 
-def take(objects: Objects, source: str, made: Expansion, taken: set[str], notes: list[str]) -> None:
-    """Load what a workload ``made`` into ``objects`` as if read from ``source`` (so it is checked as any object
-    read is), add its pods' names to ``taken`` and its note to ``notes``."""
+def take(objects: Objects, source: str, made: Expansion, taken: set[str], out: Expansions, ident: str) -> None:
+    """Load what workload ``ident`` (``Kind ns/name``) ``made`` into ``objects`` as if read from ``source`` (so it
+    is checked as any object read is), add its pods' names to ``taken``, and file its note, why it was skipped or
+    that it is not ours in ``out``."""
     for obj in (*made.groups, *made.claims, *made.pods):
         objects.add(source, obj)
     taken.update(p["metadata"]["name"] for p in made.pods)
     if made.note is not None:
-        notes.append(made.note)
+        out.notes.append(made.note)
+    if made.skipped is not None:
+        out.skipped.append(f"{ident} ({made.skipped})")
+    if made.foreign:
+        out.foreign.append(ident)
 
 
 @dataclass(frozen=True)

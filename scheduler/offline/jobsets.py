@@ -40,7 +40,7 @@ from scheduler.groups.workloads import (
 )
 from scheduler.model.base import INT32_MAX
 from scheduler.offline import jobs
-from scheduler.offline.jobs import Expansion
+from scheduler.offline.jobs import Expansion, Expansions
 from scheduler.offline.loader import LoadProblem, Objects, snapshot_uid
 from scheduler.offline.operator_trees import tree_objects
 
@@ -141,9 +141,10 @@ def expand(jobset: JSON, scheduler_name: str, active_pods: int, exists: Callable
     opted_in = as_dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
     named = [as_dict(as_dict(as_dict(r["template"]["spec"]).get("template")).get("spec")).get("schedulerName")
              or jobs.DEFAULT_SCHEDULER for r in spec["replicatedJobs"]]
-    if not any(n == scheduler_name or (opted_in and n == jobs.DEFAULT_SCHEDULER) for n in named) or active_pods \
-            or _finished(jobset):
+    if active_pods or _finished(jobset):  # what a dump holds: its pods are there, or it is done
         return Expansion()
+    if not any(n == scheduler_name or (opted_in and n == jobs.DEFAULT_SCHEDULER) for n in named):
+        return Expansion(foreign=spec.get("suspend") is not True)  # a suspended one waits for its queue
     managed_by = spec.get("managedBy")
     if spec.get("suspend") is True:
         return Expansion(skipped="suspended")
@@ -184,7 +185,7 @@ def expand(jobset: JSON, scheduler_name: str, active_pods: int, exists: Callable
     return Expansion(tuple(pods), tuple(made), note)
 
 
-def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], list[str]]:
+def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
     """Expand every JobSet of ``objects`` (:func:`expand`) into ``objects``, as if its pods and groups had been read
     from its file; a JobSet :func:`problem` refuses goes to ``objects.problems``. Returns the report's note of each
     JobSet expanded, and the JobSets of ours not expanded with why (``JobSet ns/name (why)``). Run after the Jobs'
@@ -199,8 +200,7 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
     groups = {("PodGroup", g.metadata.namespace, g.metadata.name) for g in objects.podgroups} | {
         ("CompositePodGroup", g.metadata.namespace, g.metadata.name) for g in objects.composites}
     job_names = {(job["metadata"]["namespace"], job["metadata"]["name"]) for _, job in objects.jobs}
-    notes: list[str] = []
-    skipped: list[str] = []
+    out = Expansions()
     for source, jobset in objects.jobsets:
         meta = jobset["metadata"]
         ns, name = meta["namespace"], meta["name"]
@@ -217,7 +217,5 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
 
         made = expand(jobset, scheduler_name, active.get((ns, name), 0), exists, taken_here.__contains__, job_taken)
         job_names.update((ns, str(p["metadata"]["labels"][JOB_NAME])) for p in made.pods)
-        jobs.take(objects, source, made, taken_here, notes)
-        if made.skipped is not None:
-            skipped.append(f"JobSet {ns}/{name} ({made.skipped})")
-    return notes, skipped
+        jobs.take(objects, source, made, taken_here, out, f"JobSet {ns}/{name}")
+    return out

@@ -75,7 +75,7 @@ from scheduler.groups.workloads import (
 )
 from scheduler.model.base import INT32_MAX
 from scheduler.offline import jobs
-from scheduler.offline.jobs import Expansion, is_count, made_meta, strings
+from scheduler.offline.jobs import Expansion, Expansions, is_count, made_meta, strings
 from scheduler.offline.loader import LoadProblem, Objects, snapshot_uid
 from scheduler.offline.operator_trees import tree_objects, webhook_pod
 
@@ -333,8 +333,10 @@ def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     pending pods in the snapshot; ``exists(kind, name)`` / ``taken(name)`` / ``claimed(name)``: whether its namespace
     holds a PodGroup or CompositePodGroup / a pod / a PersistentVolumeClaim of that name; ``default``: the StorageClass
     a claim without one gets (:func:`default_class`)."""
-    if not ours(lws, scheduler_name) or active_pods:  # what a dump holds: its pods are there
+    if active_pods:  # what a dump holds: its pods are there
         return Expansion()
+    if not ours(lws, scheduler_name):
+        return Expansion(foreign=True)
     meta = lws["metadata"]
     if (why := _unsupported(lws)) is not None:
         return Expansion(skipped=why)
@@ -379,15 +381,14 @@ def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     return Expansion(tuple(made), objects, note, claims=new_claims)
 
 
-def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], list[str]]:
+def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
     """Expand every LeaderWorkerSet of ``objects`` (:func:`expand`) into ``objects``, as if its pods and groups had
     been read from its file; one :func:`problem` refuses goes to ``objects.problems``. Returns the report's note of
     each LeaderWorkerSet expanded, and those of ours not expanded with why (``LeaderWorkerSet ns/name (why)``). Run
     after the other workloads', whose pods it counts as taken names."""
     snapshot = jobs.held(objects, LWS_NAME)
     default = default_class(objects)
-    notes: list[str] = []
-    skipped: list[str] = []
+    out = Expansions()
     for source, lws in objects.leaderworkersets:
         meta = lws["metadata"]
         ns, name = meta["namespace"], meta["name"]
@@ -397,7 +398,5 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
         taken = snapshot.taken(ns)
         made = expand(lws, scheduler_name, snapshot.active[ns, name], snapshot.exists(ns), taken.__contains__,
                       snapshot.claimed(ns), default)
-        jobs.take(objects, source, made, taken, notes)
-        if made.skipped is not None:
-            skipped.append(f"{LEADERWORKERSET.kind} {ns}/{name} ({made.skipped})")
-    return notes, skipped
+        jobs.take(objects, source, made, taken, out, f"{LEADERWORKERSET.kind} {ns}/{name}")
+    return out

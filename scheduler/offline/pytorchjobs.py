@@ -62,7 +62,7 @@ from scheduler.groups.workloads import (
 )
 from scheduler.model.base import INT32_MAX
 from scheduler.offline import jobs
-from scheduler.offline.jobs import Expansion, is_count, made_meta, strings
+from scheduler.offline.jobs import Expansion, Expansions, is_count, made_meta, strings
 from scheduler.offline.loader import LoadProblem, Objects
 from scheduler.offline.operator_trees import tree_objects, webhook_pod
 
@@ -237,11 +237,11 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     and uid set), per the module docstring. ``active_pods``: its running or pending pods in the snapshot;
     ``exists(kind, name)`` / ``taken(name)``: whether its namespace holds a PodGroup or CompositePodGroup / a pod of
     that name."""
-    if not ours(job, scheduler_name):
-        return Expansion()
     meta, spec = job["metadata"], job["spec"]
     if active_pods or _finished(job):  # what a dump holds: its pods are there, or it is done
         return Expansion()
+    if not ours(job, scheduler_name):  # a suspended one waits for its queue
+        return Expansion(foreign=as_dict(spec.get("runPolicy")).get("suspend") is not True)
     run = as_dict(spec.get("runPolicy"))
     if run.get("suspend") is True:
         return Expansion(skipped="suspended")
@@ -274,14 +274,13 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     return Expansion(tuple(made), groups, note)
 
 
-def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], list[str]]:
+def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
     """Expand every PyTorchJob of ``objects`` (:func:`expand`) into ``objects``, as if its pods and groups had been read
     from its file; a PyTorchJob :func:`problem` refuses goes to ``objects.problems``. Returns the report's note of each
     PyTorchJob expanded, and the PyTorchJobs of ours not expanded with why (``PyTorchJob ns/name (why)``). Run after
     the Jobs' and JobSets', whose pods it counts as taken names."""
     snapshot = jobs.held(objects, KUBEFLOW_JOB_NAME)
-    notes: list[str] = []
-    skipped: list[str] = []
+    out = Expansions()
     for source, job in objects.pytorchjobs:
         meta = job["metadata"]
         ns, name = meta["namespace"], meta["name"]
@@ -290,7 +289,5 @@ def add_expansions(objects: Objects, scheduler_name: str) -> tuple[list[str], li
             continue
         taken = snapshot.taken(ns)
         made = expand(job, scheduler_name, snapshot.active[ns, name], snapshot.exists(ns), taken.__contains__)
-        jobs.take(objects, source, made, taken, notes)
-        if made.skipped is not None:
-            skipped.append(f"{PYTORCHJOB.kind} {ns}/{name} ({made.skipped})")
-    return notes, skipped
+        jobs.take(objects, source, made, taken, out, f"{PYTORCHJOB.kind} {ns}/{name}")
+    return out

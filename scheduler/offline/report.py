@@ -7,8 +7,8 @@ The document also has ``allocations[].{claim, reservedFor: {kind, name}, node, d
 pool, device}}`` (one entry per claim a plan allocates, in queue order; ``[]`` without DRA), with
 the extra keys ``pods`` (the plan's pods using the claim) and ``synthesized``;
 ``warnings[].{level, kind, message}`` (the summary's ``note:`` / ``warning:`` lines, ``kind`` one of
-``no-pods-of-ours``, ``skipped-api-version``, ``dra-problems``, ``synthesized-claims``,
-``synthesized-volume-claims`` and ``unhonoured-field``) and
+``no-pods-of-ours``, ``job-expanded``, ``workload-not-ours``, ``workload-not-expanded``, ``skipped-api-version``,
+``dra-problems``, ``synthesized-claims``, ``synthesized-volume-claims`` and ``unhonoured-field``) and
 ``dra_problems[]`` (every line of the report's "DRA problems" section: unusable pools and slices,
 malformed claims and templates, selector errors met while solving); ``volumes[].{claim, node, volume, provisioned, pods,
 root}`` (one entry per WaitForFirstConsumer PersistentVolumeClaim a plan binds, in queue order: the PV
@@ -473,6 +473,12 @@ def notices(sim: Simulation) -> list[Notice]:
     if sim.jobs_not_made:
         out.append(Notice("note", "job-expanded", f"{len(sim.jobs_not_made)} workload(s) of ours not made into pods: "
                                                   f"{_named(sim.jobs_not_made)}"))
+    if sim.workloads_not_ours:
+        out.append(Notice("note", "workload-not-ours",
+                          f"{len(sim.workloads_not_ours)} workload(s) given without their pods are not ours, so "
+                          f"none of their pods was made: {_named(sim.workloads_not_ours)} (their pod templates name "
+                          f'no scheduler or another: label one gang-scheduler.io/gang: "true", or set its templates\' '
+                          f'schedulerName to "{sim.scheduler_name}")'))
     if sim.unexpanded:
         out.append(Notice("note", "workload-not-expanded",
                           f"{len(sim.unexpanded)} workload(s) not made into pods, as simulate makes the pods of "

@@ -172,7 +172,9 @@ class Simulation:
     ``off_snapshot``: bound pods on a node the snapshot does not hold (``(pod key, node)``, sorted).
     ``jobs``: what was made of each workload of ours that had no pods (a Job, JobSet, PyTorchJob or LeaderWorkerSet:
     :mod:`scheduler.offline.jobs`, ``jobsets``, ``pytorchjobs``, ``leaderworkersets``), one line each;
-    ``jobs_not_made``: the workloads of ours that made none, and why (``Job ns/name (why)``); ``unexpanded``: the
+    ``jobs_not_made``: the workloads of ours that made none, and why (``Job ns/name (why)``);
+    ``workloads_not_ours``: those given without their pods, neither finished nor running, whose pods would not be
+    ours (``Job ns/name``), so none was made; ``unexpanded``: the
     workloads the operator knows given without their pods that are not made into pods (:func:`unexpanded`).
     ``load_warnings``: objects used with a field not honoured (the loader's ``warnings``); ``unknown``: fields
     and kinds the v1.37 API does not know (the loader's ``unknown``); ``unread``:
@@ -202,6 +204,7 @@ class Simulation:
     off_snapshot: list[tuple[str, str]] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
     jobs_not_made: list[str] = field(default_factory=list)
+    workloads_not_ours: list[str] = field(default_factory=list)
     unexpanded: list[str] = field(default_factory=list)
     waiting: dict[GroupKey, tuple[str, ...]] = field(default_factory=dict)
     """Root → the binding conditions its plan would wait for live (``ns/claim: driver/pool/device condition``):
@@ -261,17 +264,19 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     :class:`PodOutcome` per pending pod of ours. ``preemption``: let roots that do not fit preempt
     lower-priority pods (applied as if the evictions completed, see the module docstring).
     """
-    expanded, not_expanded = add_expansions(objects, scheduler_name)
+    made = add_expansions(objects, scheduler_name)
     # after the Jobs': a JobSet's Job of a name taken by a Job is not made; each counts the pods made before as taken
     for workloads in (jobsets, pytorchjobs, leaderworkersets):
-        notes, not_made = workloads.add_expansions(objects, scheduler_name)
-        expanded += notes
-        not_expanded += not_made
+        more = workloads.add_expansions(objects, scheduler_name)
+        made.notes += more.notes
+        made.skipped += more.skipped
+        made.foreign += more.foreign
     sim = Simulation(problems=list(objects.problems), load_warnings=list(objects.warnings),
                      unknown=list(objects.unknown),
                      unread=dict(objects.unread), scheduler_name=scheduler_name,
                      pods_by_scheduler=Counter(p.spec.scheduler_name for p in objects.pods if not p.spec.node_name),
-                     skipped=Counter(objects.skipped), jobs=expanded, jobs_not_made=not_expanded,
+                     skipped=Counter(objects.skipped), jobs=made.notes, jobs_not_made=made.skipped,
+                     workloads_not_ours=made.foreign,
                      unexpanded=unexpanded(objects))
     cache = ClusterCache(scheduler_name, dra=objects.has_dra, synthesize_claims=True)
     refused: dict[tuple[str, str, str], str] = {}

@@ -1,0 +1,68 @@
+"""A Job, JobSet, PyTorchJob or LeaderWorkerSet given without its pods whose pods would not be ours is named in a note
+(nothing is made of it, and the user learns why), unless a cluster dump would hold it so anyway: finished, suspended
+(waiting for its queue), or with its pods in the snapshot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scheduler.offline.report import notices
+from tests.unit.offline.test_jobs import README_JOB, run
+from tests.unit.offline.test_jobsets import JOBSET
+from tests.unit.offline.test_leaderworkersets import LWS
+from tests.unit.offline.test_pytorchjobs import PYTORCHJOB
+
+OPT_IN = 'labels: {gang-scheduler.io/gang: "true"}'
+WORKLOADS = [
+    pytest.param(README_JOB, "Job gang-demo/train-job", "spec:\n  parallelism", "spec:\n  suspend: true\n  parallelism",
+                 id="Job"),
+    pytest.param(JOBSET, "JobSet ml/js", "spec:\n  replicatedJobs", "spec:\n  suspend: true\n  replicatedJobs",
+                 id="JobSet"),
+    pytest.param(PYTORCHJOB, "PyTorchJob ml/pt", "spec:\n  pytorchReplicaSpecs",
+                 "spec:\n  runPolicy: {suspend: true}\n  pytorchReplicaSpecs", id="PyTorchJob"),
+    pytest.param(LWS, "LeaderWorkerSet ml/llm", None, None, id="LeaderWorkerSet"),
+]
+
+
+def not_ours_notes(tmp_path: Path, *docs: str) -> list[str]:
+    return [n.message for n in notices(run(tmp_path, *docs)) if n.kind == "workload-not-ours"]
+
+
+@pytest.mark.parametrize(("workload", "ident", "spec", "suspended"), WORKLOADS)
+def test_a_workload_not_ours_is_named_and_why_is_said(tmp_path: Path, workload: str, ident: str,
+                                                      spec: str | None, suspended: str | None) -> None:
+    assert OPT_IN in workload
+    sim = run(tmp_path, workload.replace(OPT_IN, "labels: {}"))
+    assert sim.pods == [] and sim.groups == []
+    assert sim.workloads_not_ours == [ident]
+    assert not_ours_notes(tmp_path, workload.replace(OPT_IN, "labels: {}")) == [
+        f"1 workload(s) given without their pods are not ours, so none of their pods was made: {ident} (their pod "
+        'templates name no scheduler or another: label one gang-scheduler.io/gang: "true", or set its templates\' '
+        'schedulerName to "gang-scheduler")']
+
+
+@pytest.mark.parametrize(("workload", "ident", "spec", "suspended"), WORKLOADS)
+def test_one_of_ours_or_a_suspended_one_is_not_named(tmp_path: Path, workload: str, ident: str,
+                                                     spec: str | None, suspended: str | None) -> None:
+    assert run(tmp_path, workload).workloads_not_ours == []
+    if spec is not None and suspended is not None:
+        assert spec in workload
+        foreign_suspended = workload.replace(OPT_IN, "labels: {}").replace(spec, suspended)
+        assert run(tmp_path, foreign_suspended).workloads_not_ours == []
+
+
+def test_a_job_not_ours_whose_pods_are_in_the_snapshot_or_that_finished_is_not_named(tmp_path: Path) -> None:
+    job = README_JOB.replace(OPT_IN, "labels: {}")
+    pod = """
+apiVersion: v1
+kind: Pod
+metadata: {name: train-job-abcde, namespace: gang-demo, labels: {batch.kubernetes.io/job-name: train-job}}
+spec:
+  containers: [{name: main, resources: {requests: {cpu: 100m}}}]
+"""
+    assert run(tmp_path, job, pod).workloads_not_ours == []
+    done = job.replace("kind: Job\n", 'kind: Job\nstatus: {conditions: [{type: Complete, status: "True"}]}\n')
+    assert done != job
+    assert run(tmp_path, done).workloads_not_ours == []
