@@ -29,7 +29,7 @@ No I/O; never raises on a malformed workload (a missing or mistyped count reads 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from scheduler.model.base import INT32_MAX
@@ -56,6 +56,8 @@ KUBEFLOW_REPLICA_TYPE = "training.kubeflow.org/replica-type"
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
 LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
 LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+LWS_LEADER_READY = "LeaderReady"
 """LeaderWorkerSet (kubernetes-sigs/lws, docs/reference/labels-annotations-and-environment-variables.md):
 worker index ``0`` is the group's leader."""
 
@@ -78,10 +80,13 @@ class GroupSpec:
 
 @dataclass(frozen=True)
 class Desired:
-    """The groups of one workload, and what the user set that could not be honoured as asked."""
+    """The groups of one workload, and what the user set that could not be honoured as asked: ``warnings`` about the
+    :data:`MIN_COUNT` override; ``never_starts``: why the groups can never be satisfied as the workload's controller
+    makes its pods (:func:`lws_workers_deferred`), else None."""
 
     groups: tuple[GroupSpec, ...]
     warnings: tuple[str, ...] = ()
+    never_starts: str | None = None
 
 
 def _count(value: Any, default: int) -> int:
@@ -136,10 +141,30 @@ def _pytorch_groups(body: JSON, composite: bool) -> tuple[GroupSpec, ...]:
     return _tree(name, children, composite)
 
 
+def _lws_size(body: JSON) -> int:
+    """The pods of one LeaderWorkerSet group: ``spec.leaderWorkerTemplate.size``, default (and at least) 1."""
+    return max(_count(as_dict(as_dict(body.get("spec")).get("leaderWorkerTemplate")).get("size"), 1), 1)
+
+
+def lws_workers_deferred(body: JSON) -> str | None:
+    """Why a LeaderWorkerSet's controller makes each group's workers only after its leader is ready or scheduled
+    (None: with the leader, or a group of one). kubernetes-sigs/lws ``pkg/controllers/pod_controller.go``: with
+    ``startupPolicy: LeaderReady`` the worker StatefulSet is made once the leader pod is ready; with the
+    :data:`LWS_EXCLUSIVE_TOPOLOGY` annotation, once the leader is scheduled (with a node selector for its domain)."""
+    if _lws_size(body) == 1:
+        return None
+    if as_dict(body.get("spec")).get("startupPolicy") == LWS_LEADER_READY:
+        return f"startupPolicy {LWS_LEADER_READY}: a group's workers are made once its leader is ready"
+    if topology := as_dict(as_dict(body.get("metadata")).get("annotations")).get(LWS_EXCLUSIVE_TOPOLOGY):
+        return (f"annotation {LWS_EXCLUSIVE_TOPOLOGY}={topology}: a group's workers are made once its leader is "
+                "scheduled, with a node selector for the leader's domain")
+    return None
+
+
 def _lws_groups(body: JSON, composite: bool) -> tuple[GroupSpec, ...]:
     name = as_dict(body.get("metadata")).get("name", "")
     spec = as_dict(body.get("spec"))
-    size = max(_count(as_dict(spec.get("leaderWorkerTemplate")).get("size"), 1), 1)
+    size = _lws_size(body)
     groups: list[GroupSpec] = []
     for g in range(max(_count(spec.get("replicas"), 1), 0)):
         children = [(f"{name}-{g}-leader", 1, "leader")]
@@ -208,9 +233,21 @@ def desired(kind: WorkloadKind, body: JSON, composite: bool) -> Desired:
     CompositePodGroups are not served). It is not applied to a tree, whose minimum is per role,
     and a value that is not a minCount (:func:`min_count`: ASCII digits, 1 to 2147483647) is not
     applied; both come back as warnings (a Warning Event saying why), as does a value above the pod
-    count (honoured: the gang then waits for pods that never come).
+    count (honoured: the gang then waits for pods that never come). A LeaderWorkerSet whose controller makes each
+    group's workers only after the leader is ready or scheduled (:func:`lws_workers_deferred`) can never satisfy
+    its groups: ``never_starts`` says why (a Warning Event too); its groups are made all the same.
     """
-    groups = kind.groups(body, composite)
+    want = _with_min_count(kind, body, kind.groups(body, composite))
+    if kind is LEADERWORKERSET and (deferred := lws_workers_deferred(body)) is not None:
+        return replace(want, never_starts=(
+            f"no group of it can start: {deferred}, and its gang holds the leader until the workers exist; leave "
+            f"startupPolicy at LeaderCreated and the {LWS_EXCLUSIVE_TOPOLOGY} annotation off, or do not label it "
+            f"{OPT_IN}"))
+    return want
+
+
+def _with_min_count(kind: WorkloadKind, body: JSON, groups: tuple[GroupSpec, ...]) -> Desired:
+    """``groups`` with the :data:`MIN_COUNT` override of ``body`` applied, and the warnings of :func:`desired`."""
     value = as_dict(as_dict(body.get("metadata")).get("annotations")).get(MIN_COUNT)
     if value is None:
         return Desired(groups)

@@ -66,12 +66,15 @@ from typing import Any
 
 from scheduler.groups.workloads import (
     LEADERWORKERSET,
+    LWS_EXCLUSIVE_TOPOLOGY,
     LWS_GROUP_INDEX,
+    LWS_LEADER_READY,
     LWS_NAME,
     LWS_WORKER_INDEX,
     OPT_IN,
     OPT_IN_VALUE,
     as_dict,
+    lws_workers_deferred,
 )
 from scheduler.model.base import INT32_MAX
 from scheduler.offline import jobs
@@ -84,15 +87,13 @@ JSON = dict[str, Any]
 SIZE = "leaderworkerset.sigs.k8s.io/size"
 GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"
 LEADER_NAME = "leaderworkerset.sigs.k8s.io/leader-name"
-EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 SUBDOMAIN_POLICY = "leaderworkerset.sigs.k8s.io/subdomainPolicy"
 """LWS's labels and annotations on its pods (``api/leaderworkerset/v1/leaderworkerset_types.go``), with
 :data:`~scheduler.groups.workloads.LWS_NAME`, ``LWS_GROUP_INDEX`` and ``LWS_WORKER_INDEX``."""
 STS_POD_NAME = "statefulset.kubernetes.io/pod-name"
 STS_POD_INDEX = "apps.kubernetes.io/pod-index"
 """The StatefulSet controller's labels on its pods (kubernetes ``pkg/controller/statefulset``: ``updateIdentity``)."""
-LEADER_READY = "LeaderReady"
-STARTUP_POLICIES = frozenset({"LeaderCreated", LEADER_READY})
+STARTUP_POLICIES = frozenset({"LeaderCreated", LWS_LEADER_READY})
 UNIQUE_PER_REPLICA = "UniquePerReplica"
 SUBDOMAIN_POLICIES = frozenset({"Shared", UNIQUE_PER_REPLICA})
 ORDINAL_IDENTITY = "Ordinal"
@@ -184,18 +185,6 @@ def group_key(namespace: str, leader: str) -> str:
     return hashlib.sha1(f"{namespace}/{leader}".encode(), usedforsecurity=False).hexdigest()
 
 
-def workers_deferred(lws: JSON) -> str | None:
-    """Why the workers of ``lws`` are made only after their leader is scheduled (None: with the leader)."""
-    if size(lws) == 1:
-        return None
-    if lws["spec"].get("startupPolicy") == LEADER_READY:
-        return "startupPolicy LeaderReady: a group's workers are made once its leader is ready"
-    if topology := as_dict(lws["metadata"].get("annotations")).get(EXCLUSIVE):
-        return (f"annotation {EXCLUSIVE}={topology}: a group's workers are made once its leader is scheduled, with a "
-                "node selector for the leader's domain")
-    return None
-
-
 def _exclusive(pod_spec: JSON, key: str, topology: str) -> None:
     """LWS's exclusive placement of a group's pods in ``topology`` (``SetExclusiveAffinities``): required affinity to
     the pods of group ``key``, anti-affinity to those of every other group; nothing when both are there already."""
@@ -248,18 +237,18 @@ def _pod(lws: JSON, template: JSON, statefulset: str, ordinal: int, labels: dict
 def pods(lws: JSON) -> list[JSON]:
     """The pods the StatefulSets of ``lws`` (which passed :func:`problem`, with its name, namespace and uid set) make
     before any of them is scheduled, per the module docstring: every leader, then the workers of each group unless
-    :func:`workers_deferred`."""
+    :func:`~scheduler.groups.workloads.lws_workers_deferred`."""
     meta, spec = lws["metadata"], lws["spec"]
     name, ns = meta["name"], meta["namespace"]
     template = spec["leaderWorkerTemplate"]
     n = size(lws)
     unique = as_dict(spec.get("networkConfig")).get("subdomainPolicy") == UNIQUE_PER_REPLICA
-    topology = as_dict(meta.get("annotations")).get(EXCLUSIVE)
+    topology = as_dict(meta.get("annotations")).get(LWS_EXCLUSIVE_TOPOLOGY)
     leaders, workers = [], []
     for group in range(replicas(lws)):
         leader = f"{name}-{group}"
         key = group_key(ns, leader)
-        annotations = {SIZE: str(n), **({EXCLUSIVE: str(topology)} if topology else {}),
+        annotations = {SIZE: str(n), **({LWS_EXCLUSIVE_TOPOLOGY: str(topology)} if topology else {}),
                        **({SUBDOMAIN_POLICY: UNIQUE_PER_REPLICA} if unique else {})}
         labels = {LWS_WORKER_INDEX: "0", LWS_NAME: name, LWS_GROUP_INDEX: str(group), GROUP_KEY: key}
         pod = _pod(lws, template.get("leaderTemplate") or template["workerTemplate"], name, group, labels, annotations,
@@ -267,7 +256,7 @@ def pods(lws: JSON) -> list[JSON]:
         if topology:
             _exclusive(pod["spec"], key, str(topology))
         leaders.append(pod)
-        if workers_deferred(lws) is not None:
+        if lws_workers_deferred(lws) is not None:
             continue
         for index in range(1, n):
             labels = {LWS_NAME: name, LWS_GROUP_INDEX: str(group), GROUP_KEY: key, LWS_WORKER_INDEX: str(index)}
@@ -343,7 +332,7 @@ def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     groups, n = replicas(lws), size(lws)
     if not groups:
         return Expansion(skipped="nothing to run: replicas 0")
-    deferred = workers_deferred(lws)
+    deferred = lws_workers_deferred(lws)
     wanted = groups * (1 if deferred else n)
     if wanted > jobs.MAX_PODS_PER_JOB:  # a group is all its pods: none is left out to make it smaller
         return Expansion(skipped=f"{wanted} pods at once, more than simulate makes of one workload "

@@ -110,6 +110,8 @@ class Reconciler:
         want = desired(kind, raw, self.served.composite)
         for warning in want.warnings:
             kopf.warn(body, reason="GangMinCount", message=warning)
+        if want.never_starts is not None:
+            kopf.warn(body, reason="GangNeverStarts", message=want.never_starts)
         try:
             have = self.owned(meta["uid"], indices)
             for spec in sorted(want.groups, key=lambda s: s.kind != "CompositePodGroup"):  # parents first

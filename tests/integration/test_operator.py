@@ -225,6 +225,16 @@ async def test_leaderworkerset_groups_follow_replicas(served, kube: KubeClient) 
         await kube.patch(LWS, NS, "serve", {"spec": {"replicas": 1}})
         assert await until(lambda: _is(names(), {"serve-0", "serve-0-leader", "serve-0-workers"}),
                            what="the second group removed on scale-down")
+        assert await warning_events(kube, "GangNeverStarts") == []
+        ready = {**lws, "metadata": {**lws["metadata"], "name": "ready"},
+                 "spec": {**lws["spec"], "replicas": 1, "startupPolicy": "LeaderReady"}}
+        await kube.create(LWS, NS, ready)
+        (never,) = await until(lambda: warning_events(kube, "GangNeverStarts"), what="GangNeverStarts event")
+        assert await until(lambda: _is(names(), {"serve-0", "serve-0-leader", "serve-0-workers", "ready-0",
+                                                 "ready-0-leader", "ready-0-workers"}), what="its groups made")
+    assert never["involvedObject"]["name"] == "ready"
+    assert never["message"].startswith("no group of it can start: startupPolicy LeaderReady: a group's workers are "
+                                       "made once its leader is ready")
 
 
 @pytest.fixture

@@ -127,6 +127,32 @@ def test_leaderworkerset_is_one_gang_per_group() -> None:
         GroupSpec("PodGroup", "serve-0", 4), GroupSpec("PodGroup", "serve-1", 4))
 
 
+@pytest.mark.parametrize(("change", "why"), [
+    ({"spec": {"startupPolicy": "LeaderReady"}}, "startupPolicy LeaderReady: a group's workers are made once its leader "
+                                                 "is ready"),
+    ({"metadata": {"annotations": {"leaderworkerset.sigs.k8s.io/exclusive-topology": "topology.kubernetes.io/zone"}}},
+     "annotation leaderworkerset.sigs.k8s.io/exclusive-topology=topology.kubernetes.io/zone: a group's workers are "
+     "made once its leader is scheduled, with a node selector for the leader's domain"),
+])
+def test_a_leaderworkerset_whose_workers_wait_for_their_leader_never_starts(change: dict, why: str) -> None:
+    body = lws()
+    for part, fields in change.items():
+        body[part] = {**body[part], **fields}
+    got = desired(LEADERWORKERSET, body, composite=True)
+    assert got.groups == desired(LEADERWORKERSET, lws(), composite=True).groups  # made all the same
+    assert got.never_starts == (
+        f"no group of it can start: {why}, and its gang holds the leader until the workers exist; leave startupPolicy "
+        "at LeaderCreated and the leaderworkerset.sigs.k8s.io/exclusive-topology annotation off, or do not label it "
+        "gang-scheduler.io/gang")
+    alone = lws(size=1)  # a group of one is its leader alone: nothing waits
+    for part, fields in change.items():
+        alone[part] = {**alone[part], **fields}
+    assert desired(LEADERWORKERSET, alone, composite=True).never_starts is None
+    assert desired(LEADERWORKERSET, lws(), composite=True).never_starts is None
+    assert desired(LEADERWORKERSET, {**lws(), "spec": {**lws()["spec"], "startupPolicy": "LeaderCreated"}},
+                   composite=False).never_starts is None
+
+
 def test_templates_of_each_kind() -> None:
     assert len(list(JOB.templates({"spec": {"template": {}}}))) == 1
     assert len(list(JOBSET.templates(jobset()))) == 2
