@@ -15,7 +15,8 @@
   objects it was computed from.
 * **Ephemeral claims.** ``synthesize`` (``simulate``, which has no ephemeral volume controller): a
   generic ephemeral volume's missing PVC is made from the pod's template as the controller would —
-  named ``<pod>-<volume>``, owned by the pod — and kept by key.
+  named ``<pod>-<volume>``, owned by the pod, given the default StorageClass when the template names none, as
+  the API server's admission gives it — and kept by key.
 
 Not thread-safe: used from the event loop only.
 """
@@ -38,16 +39,17 @@ from scheduler.framework.storage_view import (
 from scheduler.model.base import OwnedObjectMeta, OwnerReference
 from scheduler.model.kinds import CSI_NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
 from scheduler.model.pod import Pod
-from scheduler.model.storage import SELECTED_NODE, PersistentVolumeClaim
+from scheduler.model.storage import BETA_STORAGE_CLASS, SELECTED_NODE, PersistentVolumeClaim, default_class
 from scheduler.model.volume import ephemeral_claim_name
 
 STORAGE_KINDS = tuple(kind.name for kind in (PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME, STORAGE_CLASS, CSI_NODE))
 
 
-def synthesized_claim(pod: Pod, volume_name: str) -> PersistentVolumeClaim | None:
+def synthesized_claim(pod: Pod, volume_name: str, default: str | None = None) -> PersistentVolumeClaim | None:
     """The PVC the ephemeral volume controller makes for the pod's generic ephemeral volume ``volume_name``
     (``<pod>-<volume>``, the template's labels, annotations and spec, controlled by the pod), or None when
-    the pod has no such volume."""
+    the pod has no such volume. ``default``: the class the API server gives it when the template names none
+    (:func:`~scheduler.model.storage.default_class`)."""
     volume = next((v for v in pod.spec.volumes if v.name == volume_name), None)
     template = volume.ephemeral.volume_claim_template if volume is not None and volume.ephemeral else None
     if volume is None or template is None:
@@ -57,7 +59,10 @@ def synthesized_claim(pod: Pod, volume_name: str) -> PersistentVolumeClaim | Non
     meta = OwnedObjectMeta(name=ephemeral_claim_name(pod.metadata.name, volume), namespace=pod.metadata.namespace,
                       labels=template.metadata.labels, annotations=template.metadata.annotations,
                       owner_references=(owner,))
-    return PersistentVolumeClaim(metadata=meta, spec=template.spec)
+    spec = template.spec
+    if default is not None and spec.storage_class_name is None and BETA_STORAGE_CLASS not in meta.annotations:
+        spec = spec.model_copy(update={"storage_class_name": default})  # the DefaultStorageClass admission plugin
+    return PersistentVolumeClaim(metadata=meta, spec=spec)
 
 
 def _shown(claim: PersistentVolumeClaim | None, binding: VolumeClaimBinding, volumes: Mapping[str, Any]) -> bool:
@@ -199,13 +204,14 @@ class StorageCache:
         return hit
 
     def _synthesize(self, claims: Mapping[str, PersistentVolumeClaim]) -> dict[str, PersistentVolumeClaim]:
+        default = default_class(self._objects[STORAGE_CLASS.name].values())
         for pod in self._ephemeral.values():
             for volume in pod.spec.volumes:
                 if volume.ephemeral is None:
                     continue
                 key = f"{pod.metadata.namespace}/{ephemeral_claim_name(pod.metadata.name, volume)}"
                 if key not in claims and key not in self.synthesized:
-                    made = synthesized_claim(pod, volume.name)
+                    made = synthesized_claim(pod, volume.name, default)
                     if made is not None:
                         self.synthesized[key] = made
         return {k: c for k, c in self.synthesized.items() if k not in claims}

@@ -9,6 +9,7 @@ The annotation names and helpers follow ``component-helpers/storage/volume/pv_he
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cached_property
 from typing import Literal
 
@@ -263,3 +264,18 @@ class CSINode(KubeModel):
             if d.name == driver:
                 return d.allocatable.count if d.allocatable is not None else None
         return None
+
+
+DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class",
+                             "storageclass.beta.kubernetes.io/is-default-class")
+"""The annotations (value ``"true"``) that make a StorageClass the default (kubernetes ``IsDefaultAnnotation``)."""
+
+
+def default_class(classes: Iterable[StorageClass]) -> str | None:
+    """The StorageClass the API server gives a claim created with no class (neither ``spec.storageClassName`` nor
+    :data:`BETA_STORAGE_CLASS`): the newest of ``classes`` annotated default, the first by name among equals, or None
+    (the DefaultStorageClass admission plugin; kubernetes ``pkg/volume/util`` ``GetDefaultClass``)."""
+    defaults = [c for c in classes if any(c.metadata.annotations.get(k) == "true" for k in DEFAULT_CLASS_ANNOTATIONS)]
+    newest = sorted(defaults, key=lambda c: (-(c.metadata.creation_timestamp.timestamp()
+                                               if c.metadata.creation_timestamp else 0), c.metadata.name))
+    return newest[0].metadata.name if newest else None

@@ -77,6 +77,7 @@ from scheduler.groups.workloads import (
     lws_workers_deferred,
 )
 from scheduler.model.base import INT32_MAX
+from scheduler.model.storage import BETA_STORAGE_CLASS, default_class
 from scheduler.offline import jobs
 from scheduler.offline.jobs import Expansion, Expansions, is_count, made_meta, strings
 from scheduler.offline.loader import LoadProblem, Objects, snapshot_uid
@@ -265,24 +266,12 @@ def pods(lws: JSON) -> list[JSON]:
     return leaders + workers
 
 
-DEFAULT_CLASS = ("storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")
-"""The annotations (value ``"true"``) that make a StorageClass the default (kubernetes ``IsDefaultAnnotation``)."""
-BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
-"""The annotation naming a claim's class before ``storageClassName`` (a claim with it has a class)."""
-
-
-def default_class(objects: Objects) -> str | None:
-    """The StorageClass the API server gives a claim created without one (the module docstring), or None."""
-    defaults = [c for c in objects.storage_classes if any(c.metadata.annotations.get(k) == "true"
-                                                          for k in DEFAULT_CLASS)]
-    newest = sorted(defaults, key=lambda c: (-(c.metadata.creation_timestamp.timestamp()
-                                               if c.metadata.creation_timestamp else 0), c.metadata.name))
-    return newest[0].metadata.name if newest else None
 
 
 def claims(lws: JSON, made: list[JSON], default: str | None = None) -> list[JSON]:
     """The PersistentVolumeClaims the StatefulSets of ``lws`` make with its pods ``made`` (:func:`pods`), per the module
-    docstring, pod by pod; ``default``: the class a claim without one gets (:func:`default_class`)."""
+    docstring, pod by pod; ``default``: the class a claim without one gets
+    (:func:`~scheduler.model.storage.default_class`)."""
     ns = lws["metadata"]["namespace"]
     out = []
     for pod in made:
@@ -297,7 +286,7 @@ def claims(lws: JSON, made: list[JSON], default: str | None = None) -> list[JSON
             if annotations := strings(tmeta.get("annotations")):
                 meta["annotations"] = annotations
             spec = copy.deepcopy(as_dict(template.get("spec")))
-            if default is not None and spec.get("storageClassName") is None and BETA_CLASS not in meta.get(
+            if default is not None and spec.get("storageClassName") is None and BETA_STORAGE_CLASS not in meta.get(
                     "annotations", {}):
                 spec["storageClassName"] = default
             out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec})
@@ -321,7 +310,7 @@ def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     namespace and uid set) before any of them is scheduled, per the module docstring. ``active_pods``: its running or
     pending pods in the snapshot; ``exists(kind, name)`` / ``taken(name)`` / ``claimed(name)``: whether its namespace
     holds a PodGroup or CompositePodGroup / a pod / a PersistentVolumeClaim of that name; ``default``: the StorageClass
-    a claim without one gets (:func:`default_class`)."""
+    a claim without one gets (:func:`~scheduler.model.storage.default_class`)."""
     if active_pods:  # what a dump holds: its pods are there
         return Expansion()
     if not ours(lws, scheduler_name):
@@ -376,7 +365,7 @@ def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
     each LeaderWorkerSet expanded, and those of ours not expanded with why (``LeaderWorkerSet ns/name (why)``). Run
     after the other workloads', whose pods it counts as taken names."""
     snapshot = jobs.held(objects, LWS_NAME)
-    default = default_class(objects)
+    default = default_class(objects.storage_classes)
     out = Expansions()
     for source, lws in objects.leaderworkersets:
         meta = lws["metadata"]

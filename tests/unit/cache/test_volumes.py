@@ -6,7 +6,7 @@ from __future__ import annotations
 from scheduler.cache.cluster import ClusterCache
 from scheduler.framework.plan import Plan, VolumeClaimBinding
 from scheduler.model.scheduling import GroupKey
-from scheduler.model.storage import SELECTED_NODE
+from scheduler.model.storage import SELECTED_NODE, StorageClass
 from tests.unit.solver.builders import node, pod
 from tests.unit.solver.storage_builders import pv, pvc, storage_class, with_volumes
 
@@ -77,6 +77,32 @@ def test_simulate_makes_a_missing_ephemeral_claim_from_the_pods_template_owned_b
     assert [(o.kind, o.name, o.uid, o.controller) for o in made.metadata.owner_references] == [
         ("Pod", "w-0", "u-0", True)]
     assert "default/w-0-scratch" in cache.storage.synthesized
+
+
+def test_an_ephemeral_claim_whose_template_names_no_class_gets_the_newest_default_class() -> None:
+    """As the API server's DefaultStorageClass admission gives it (``GetDefaultClass``: the newest default, then by
+    name); a template naming a class, or ``""`` (no class), keeps it; with no default class it stays unset."""
+    def default(name: str, created: str) -> StorageClass:
+        raw = storage_class(name).model_dump(mode="json", by_alias=True)
+        raw["metadata"] |= {"annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+                            "creationTimestamp": created}
+        return StorageClass.model_validate(raw)
+
+    cache = ClusterCache("gang-scheduler", synthesize_claims=True)
+    cache.load("Node", [node("n1")])
+    cache.load("StorageClass", [storage_class("fast"), default("gp2", "2026-01-01T00:00:00Z"),
+                                default("gp3", "2026-06-01T00:00:00Z")])
+    cache.load("Pod", [with_volumes(pod("w-0", group="g"), ephemeral={
+        "unset": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        "named": {"storageClassName": "fast"}, "none": {"storageClassName": ""}})])
+    view = cache.snapshot().volumes
+    assert view is not None
+    assert {k: c.spec.storage_class_name for k, c in view.claims.items()} == {
+        "default/w-0-unset": "gp3", "default/w-0-named": "fast", "default/w-0-none": ""}
+    alone = cache_with(synthesize=True)  # its one class is no default
+    alone.load("Pod", [with_volumes(pod("w-1", group="g"), ephemeral={"unset": {}})])
+    claims = alone.snapshot().volumes
+    assert claims is not None and claims.claims["default/w-1-unset"].spec.storage_class_name is None
 
 
 def test_live_does_not_make_ephemeral_claims() -> None:
