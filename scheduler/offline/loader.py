@@ -43,7 +43,7 @@ otherwise leave a pod without requests), with the closest known field, and a kin
 
 :class:`SnapshotError` is about the whole set of files: it is raised when a file cannot be read,
 is not UTF-8 or is not YAML (or JSON), or when the files together hold no valid Node, Pod, PodGroup,
-CompositePodGroup or Job (so one good file beside a bad one still loads).
+CompositePodGroup or workload to make into pods (so one good file beside a bad one still loads).
 """
 
 from __future__ import annotations
@@ -123,6 +123,8 @@ JOB_API_VERSION = "batch/v1"
 
 MAX_LISTED_PROBLEMS = 10
 """Problems quoted in the SnapshotError raised when nothing valid was loaded; the rest are counted."""
+NOTHING_FOUND = "no Node, Pod, PodGroup, CompositePodGroup, Job, JobSet, PyTorchJob or LeaderWorkerSet found"
+"""What :func:`load` says of files that hold nothing :attr:`Objects.usable`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -492,7 +494,7 @@ def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Ob
     read from ``stdin`` (default: the process's standard input) and named ``<stdin>``.
 
     Raises :class:`SnapshotError` if a file cannot be read, is not UTF-8 or is not YAML or JSON, or if
-    the files *together* hold no valid Node, Pod, PodGroup, CompositePodGroup or Job; in that case
+    the files *together* hold nothing :attr:`Objects.usable`; in that case
     the message quotes the load problems (up to :data:`MAX_LISTED_PROBLEMS`), since no report
     follows to list them. ``objects``: add to these (what ``simulate --from-cluster`` listed) rather than to
     a new :class:`Objects`; an object of a file that is already there with other content is a problem, and
@@ -512,7 +514,7 @@ def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Ob
     if not names:
         raise SnapshotError("no snapshot file given")
     if not objects.usable:
-        head = f"{', '.join(map(name_of, names))}: no Node, Pod, PodGroup, CompositePodGroup or Job found"
+        head = f"{', '.join(map(name_of, names))}: {NOTHING_FOUND}"
         lines = [f"{head}; {len(objects.problems)} invalid:" if objects.problems else head]
         lines += [f"  {x}" for x in objects.problems[:MAX_LISTED_PROBLEMS]]
         if len(objects.problems) > MAX_LISTED_PROBLEMS:

@@ -11,6 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from scheduler.cli import main
+from scheduler.offline.loader import NOTHING_FOUND
 
 # libyaml's wording (simulate parses with it when PyYAML has it), else PyYAML's own.
 MAPPING_VALUES = "in this context" if yaml.__with_libyaml__ else "here"
@@ -68,7 +69,8 @@ def test_file_with_nothing_we_read_exits_2(tmp_path: Path) -> None:
     path = write(tmp_path, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: j}\n")
     code, _, err = invoke("simulate", path)
     assert code == 2
-    assert "no Node, Pod, PodGroup, CompositePodGroup or Job found" in err
+    assert ("no Node, Pod, PodGroup, CompositePodGroup, Job, JobSet, PyTorchJob or LeaderWorkerSet found"
+            in err)
 
 
 def test_partly_bad_file_schedules_the_rest_and_reports_the_bad_object(tmp_path: Path) -> None:
@@ -121,10 +123,10 @@ def test_text_report_on_builtin_example_names_groups_and_nodes() -> None:
                      f'{MAPPING_VALUES}\n  in "{{path}}", line 2, column 6', id="yaml-error-names-the-file"),
         pytest.param(b"kind: Pod\x00\n", f'not valid YAML: unacceptable character #x0000: {CONTROL_CHARACTER} '
                      'characters are not allowed\n  in "{path}", position 9', id="control-character-names-the-file"),
-        pytest.param(b"hello\n", "{path}: no Node, Pod, PodGroup, CompositePodGroup or Job found; 1 invalid:\n"
+        pytest.param(b"hello\n", "{path}: " + NOTHING_FOUND + "; 1 invalid:\n"
                      "  {path}: document 1 is a string ('hello'), not an object", id="top-level-scalar"),
         pytest.param(b"- a\n- b\n", "{path}: document 1 is a sequence, not an object", id="top-level-sequence"),
-        pytest.param(BAD_POD.encode(), "{path}: no Node, Pod, PodGroup, CompositePodGroup or Job found; 1 invalid:\n"
+        pytest.param(BAD_POD.encode(), "{path}: " + NOTHING_FOUND + "; 1 invalid:\n"
                      "  {path}: Pod default/broken: ", id="every-object-invalid"),
     ],
 )
@@ -355,7 +357,7 @@ def test_simulate_dash_reads_the_snapshot_from_stdin(tmp_path: Path, args: list[
     [
         pytest.param("kind: Pod\n  bad: [unclosed\n", 'error: <stdin>: not valid YAML: mapping values are not '
                      f'allowed {MAPPING_VALUES}\n  in "<stdin>", line 2, column 6', id="yaml-error-names-stdin"),
-        pytest.param("", "error: <stdin>: no Node, Pod, PodGroup, CompositePodGroup or Job found", id="empty-stdin"),
+        pytest.param("", "error: <stdin>: " + NOTHING_FOUND, id="empty-stdin"),
     ],
 )
 def test_unusable_stdin_exits_2_naming_stdin(stdin: str, expected: str) -> None:

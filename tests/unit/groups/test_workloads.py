@@ -128,8 +128,8 @@ def test_leaderworkerset_is_one_gang_per_group() -> None:
 
 
 @pytest.mark.parametrize(("change", "why"), [
-    ({"spec": {"startupPolicy": "LeaderReady"}}, "startupPolicy LeaderReady: a group's workers are made once its leader "
-                                                 "is ready"),
+    ({"spec": {"startupPolicy": "LeaderReady"}},
+     "startupPolicy LeaderReady: a group's workers are made once its leader is ready"),
     ({"metadata": {"annotations": {"leaderworkerset.sigs.k8s.io/exclusive-topology": "topology.kubernetes.io/zone"}}},
      "annotation leaderworkerset.sigs.k8s.io/exclusive-topology=topology.kubernetes.io/zone: a group's workers are "
      "made once its leader is scheduled, with a node selector for the leader's domain"),
