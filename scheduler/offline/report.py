@@ -20,9 +20,9 @@ included), with the extra keys ``pod`` (``namespace/name``) and ``field`` (the f
 and with ``--no-preemption``), plus the extra key ``message``; ``waiting[]``: one entry per root whose plan
 would wait for its devices' binding conditions live (KEP-5007), ``{root: {namespace, name, kind}, conditions:
 ["ns/claim: driver/pool/device Condition"]}`` (``[]`` with none); ``roomTaken[]``: one entry per root left
-unschedulable that fits the cluster as given (:mod:`scheduler.offline.room`), ``{root: {namespace, name, kind},
-nodes: {node: pods}, takenBy: [{namespace, name, kind, priority}]}`` — the roots placed before it in the run with
-pods on those nodes (``[]`` with none). ``warnings[]`` also has entries of kind
+unschedulable whose room on the cluster as given roots placed before it took (:mod:`scheduler.offline.room`),
+``{root: {namespace, name, kind}, nodes: {node: pods}, takenBy: [{namespace, name, kind, priority}]}`` — those
+roots, with pods on those nodes (``takenBy`` never empty; ``[]`` with no entry). ``warnings[]`` also has entries of kind
 ``unhonoured-object-field`` (a field of a PodGroup that is not honoured, named with its file and object),
 and entries of kind ``unknown-field`` (a field the v1.37 API does not know, in a Pod's, PodGroup's or
 CompositePodGroup's metadata or spec, with the closest known field; extra keys ``field`` and ``pod`` or
@@ -56,6 +56,7 @@ from scheduler.model.dra import DeviceUse
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
 from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
+from scheduler.model.scheduling import GroupKey
 from scheduler.offline.loader import EXPANDED, KINDS
 from scheduler.offline.room import RoomTaken
 from scheduler.offline.simulate import (
@@ -289,7 +290,11 @@ def render_text(sim: Simulation) -> str:
         out.append(f"Pods left pending ({sum(len(pods) for pods in pending.values())}):")
         for (ns, group, reason), pods in pending.items():
             if group is None:
-                out.extend(f"  {p.pod.key}: {_continued(reason, '    ')}" for p in pods)
+                for p in pods:
+                    out.append(f"  {p.pod.key}: {_continued(reason, '    ')}")
+                    key = GroupKey("Pod", p.pod.metadata.namespace, p.pod.metadata.name)
+                    if (taken := sim.room_taken.get(key)) is not None:  # a lone pod's root: no group line above
+                        out.append(f"    {_room_taken_text(taken)}")
                 continue
             names = [p.pod.metadata.name for p in pods]
             if len(names) > MAX_POD_NAMES:

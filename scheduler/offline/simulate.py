@@ -304,7 +304,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     finally:
         decisions.binder.close()
     decided, order, preempted = decisions.decided, decisions.order, decisions.preempted
-    sim.room_taken = room_taken(sim.results, sim.initial, config)
+    sim.room_taken = room_taken(sim.results, sim.initial, config,
+                                ((p.root, [pod for pod, _ in p.victims]) for p in sim.preemptions))
     selector_errors = decisions.selector_errors
     sim.snapshot = cache.snapshot()
     sim.synthesized_volume_claims = frozenset(cache.storage.synthesized)
