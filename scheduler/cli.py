@@ -394,12 +394,16 @@ async def _cluster_objects(settings: Settings) -> Objects:
     failed: the API server's answer quoted)."""
     from scheduler.client.discovery import list_objects, listed_resources
     from scheduler.client.kube import ApiError, KubeClient  # the live path's imports stay out of files
+    from scheduler.model.kinds import COMPOSITE_POD_GROUP
     from scheduler.offline.loader import Objects
 
     kube = await KubeClient.connect(settings.kubeconfig, qps=settings.client_qps, burst=settings.client_burst)
     objects = Objects()
     try:
-        async for raw in list_objects(kube, await listed_resources(kube, settings.preemption)):
+        resources = await listed_resources(kube, settings.preemption)
+        # the operator makes trees only where CompositePodGroups are served (desired(composite=...))
+        objects.composite = any(r.kind == COMPOSITE_POD_GROUP.name for r in resources)
+        async for raw in list_objects(kube, resources):
             objects.add(CLUSTER, raw)
     except ApiError as exc:
         raise SnapshotError(f"{CLUSTER}: cannot list the cluster: {exc}") from exc

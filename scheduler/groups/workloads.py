@@ -155,9 +155,10 @@ def lws_workers_deferred(body: JSON) -> str | None:
         return None
     if as_dict(body.get("spec")).get("startupPolicy") == LWS_LEADER_READY:
         return f"startupPolicy {LWS_LEADER_READY}: a group's workers are made once its leader is ready"
-    if topology := as_dict(as_dict(body.get("metadata")).get("annotations")).get(LWS_EXCLUSIVE_TOPOLOGY):
-        return (f"annotation {LWS_EXCLUSIVE_TOPOLOGY}={topology}: a group's workers are made once its leader is "
-                "scheduled, with a node selector for the leader's domain")
+    annotations = as_dict(as_dict(body.get("metadata")).get("annotations"))
+    if LWS_EXCLUSIVE_TOPOLOGY in annotations:  # its presence, whatever its value (an empty key labels no node)
+        return (f"annotation {LWS_EXCLUSIVE_TOPOLOGY}={annotations[LWS_EXCLUSIVE_TOPOLOGY]}: a group's workers are "
+                "made once its leader is scheduled, with a node selector for the leader's domain")
     return None
 
 
@@ -235,10 +236,14 @@ def desired(kind: WorkloadKind, body: JSON, composite: bool) -> Desired:
     applied; both come back as warnings (a Warning Event saying why), as does a value above the pod
     count (honoured: the gang then waits for pods that never come). A LeaderWorkerSet whose controller makes each
     group's workers only after the leader is ready or scheduled (:func:`lws_workers_deferred`) can never satisfy
-    its groups: ``never_starts`` says why (a Warning Event too); its groups are made all the same.
+    its groups — unless a group's gang is met by its leader alone (one PodGroup where CompositePodGroups are not
+    served, its minimum set to 1 by the override) —: ``never_starts`` says why (a Warning Event too); its groups are
+    made all the same.
     """
     want = _with_min_count(kind, body, kind.groups(body, composite))
-    if kind is LEADERWORKERSET and (deferred := lws_workers_deferred(body)) is not None:
+    if kind is LEADERWORKERSET and (deferred := lws_workers_deferred(body)) is not None and not all(
+            group.minimum <= (1 if group.template in (None, "leader") else 0)  # the pods it has before the workers
+            for group in want.groups if group.kind == "PodGroup"):
         return replace(want, never_starts=(
             f"no group of it can start: {deferred}, and its gang holds the leader until the workers exist; leave "
             f"startupPolicy at LeaderCreated and the {LWS_EXCLUSIVE_TOPOLOGY} annotation off, or do not label it "

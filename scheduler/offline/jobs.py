@@ -78,8 +78,9 @@ class Expansion:
     """What one workload became: ``pods``, ``groups`` and ``claims`` (PersistentVolumeClaims its controller makes with
     the pods) — raw API objects, to be loaded as if read from the workload's file —, the report's ``note`` (None when
     nothing was made), ``skipped``: why it was not expanded (None when it was, or when it is not ours), and
-    ``foreign``: it is not ours and would otherwise have been made into pods (neither finished, suspended nor with
-    pods in the snapshot), so the report can say why nothing was made of it."""
+    ``foreign``: it is not ours and would otherwise have been made into pods (neither finished, suspended, managed
+    by another controller, with no pod to run nor with pods in the snapshot), so the report can say why nothing was
+    made of it."""
 
     pods: tuple[JSON, ...] = ()
     groups: tuple[JSON, ...] = ()
@@ -249,7 +250,7 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Ca
     if active_pods or _finished(job):  # what a dump holds: its pods are there, or it is done
         return Expansion()
     if not ours(job, scheduler_name):  # a suspended one is waiting for its queue (Kueue): nothing to say
-        return Expansion(foreign=spec.get("suspend") is not True)
+        return Expansion(foreign=spec.get("suspend") is not True and spec.get("managedBy") in (None, JOB_CONTROLLER))
     managed_by = spec.get("managedBy")
     skipped = ("suspended" if spec.get("suspend") is True
                else f"managed by {managed_by}" if managed_by not in (None, JOB_CONTROLLER) else None)

@@ -37,6 +37,7 @@ from scheduler.groups.workloads import (
     OPT_IN_VALUE,
     as_dict,
     job_pods,
+    pod_group,
 )
 from scheduler.model.base import INT32_MAX
 from scheduler.offline import jobs
@@ -111,12 +112,16 @@ def child_jobs(jobset: JSON, scheduler_name: str) -> list[JSON]:
     return out
 
 
-def _groups(jobset: JSON, exists: Callable[[str, str], bool]) -> tuple[tuple[JSON, ...], str]:
-    """The operator's CompositePodGroup and PodGroups for labelled ``jobset``, less those the snapshot holds
-    (``exists(kind, name)``), and how the note tells them."""
-    tree = tree_objects(JOBSET, jobset, exists)
-    how = (f"in CompositePodGroup {jobset['metadata']['name']} over {tree.children} PodGroup(s), one per Job, as the "
-           f"operator makes them for {OPT_IN}")
+def _groups(jobset: JSON, exists: Callable[[str, str], bool], composite: bool) -> tuple[tuple[JSON, ...], str]:
+    """The operator's CompositePodGroup and PodGroups for labelled ``jobset`` (``composite``: CompositePodGroups are
+    served; else its one PodGroup of every pod), less those the snapshot holds (``exists(kind, name)``), and how the
+    note tells them."""
+    tree = tree_objects(JOBSET, jobset, exists, composite)
+    name = jobset["metadata"]["name"]
+    how = (f"in CompositePodGroup {name} over {tree.children} PodGroup(s), one per Job, as the operator makes them "
+           f"for {OPT_IN}" if composite else
+           f"in PodGroup {name} of all its pods, as the operator makes it for {OPT_IN} where no CompositePodGroup is "
+           "served")
     return tree.objects, how + tree.suffix()
 
 
@@ -128,11 +133,12 @@ def _finished(jobset: JSON) -> bool:
 
 
 def expand(jobset: JSON, scheduler_name: str, active_pods: int, exists: Callable[[str, str], bool],
-           taken: Callable[[str], bool], job_taken: Callable[[str], bool]) -> Expansion:
+           taken: Callable[[str], bool], job_taken: Callable[[str], bool], composite: bool = True) -> Expansion:
     """The pods and groups the cluster would make of ``jobset`` (which passed :func:`problem`, with its name,
     namespace and uid set), per the module docstring. ``active_pods``: its running or pending pods in the snapshot;
     ``exists(kind, name)`` / ``taken(name)`` / ``job_taken(name)``: whether its namespace holds a PodGroup or
-    CompositePodGroup / a pod / a Job (given, or made of a JobSet before) of that name. Raises nothing; what would
+    CompositePodGroup / a pod / a Job (given, or made of a JobSet before) of that name; ``composite``:
+    CompositePodGroups are served (else the operator makes a labelled JobSet one PodGroup). Raises nothing; what would
     keep the cluster from making it (a child Job the API server would refuse or whose name is taken, more than
     :data:`~scheduler.offline.jobs.MAX_PODS_PER_JOB` pods, a labelled JobSet whose Jobs compile their own
     PodGroups) makes the whole JobSet's ``skipped``."""
@@ -144,7 +150,8 @@ def expand(jobset: JSON, scheduler_name: str, active_pods: int, exists: Callable
     if active_pods or _finished(jobset):  # what a dump holds: its pods are there, or it is done
         return Expansion()
     if not any(n == scheduler_name or (opted_in and n == jobs.DEFAULT_SCHEDULER) for n in named):
-        return Expansion(foreign=spec.get("suspend") is not True)  # a suspended one waits for its queue
+        return Expansion(foreign=spec.get("suspend") is not True  # a suspended one waits for its queue
+                         and spec.get("managedBy") in (None, JOBSET_CONTROLLER))
     managed_by = spec.get("managedBy")
     if spec.get("suspend") is True:
         return Expansion(skipped="suspended")
@@ -173,12 +180,12 @@ def expand(jobset: JSON, scheduler_name: str, active_pods: int, exists: Callable
             notes.append(f"Job {child['metadata']['name']}: {expansion.skipped}")
         made += expansion.groups
         for pod in expansion.pods:
-            if opted_in and not expansion.groups and not pod["spec"].get("schedulingGroup"):
-                pod["spec"]["schedulingGroup"] = {"podGroupName": pod["metadata"]["labels"][JOB_NAME]}
+            if opted_in and not expansion.groups and not pod["spec"].get("schedulingGroup"):  # the pod webhook
+                pod["spec"]["schedulingGroup"] = {"podGroupName": pod_group(pod["metadata"]["labels"], composite)}
             pods.append(pod)
     how = "from each Job's template"
     if opted_in:
-        groups, how = _groups(jobset, exists)
+        groups, how = _groups(jobset, exists, composite)
         made += groups
     note = (f"{ident}: {len(pods)} pod(s) of {len(children)} Job(s) made as the JobSet and Job controllers would, "
             f"{how}{''.join(f'; {n}' for n in notes)}")
@@ -215,7 +222,8 @@ def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
         def job_taken(job: str, ns: str = ns) -> bool:
             return (ns, job) in job_names
 
-        made = expand(jobset, scheduler_name, active.get((ns, name), 0), exists, taken_here.__contains__, job_taken)
+        made = expand(jobset, scheduler_name, active.get((ns, name), 0), exists, taken_here.__contains__, job_taken,
+                      objects.composite)
         job_names.update((ns, str(p["metadata"]["labels"][JOB_NAME])) for p in made.pods)
         jobs.take(objects, source, made, taken_here, out, f"JobSet {ns}/{name}")
     return out

@@ -74,6 +74,7 @@ from scheduler.groups.workloads import (
     OPT_IN,
     OPT_IN_VALUE,
     as_dict,
+    desired,
     lws_workers_deferred,
 )
 from scheduler.model.base import INT32_MAX
@@ -305,16 +306,18 @@ def _unsupported(lws: JSON) -> str | None:
 
 
 def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[str, str], bool],
-           taken: Callable[[str], bool], claimed: Callable[[str], bool], default: str | None = None) -> Expansion:
+           taken: Callable[[str], bool], claimed: Callable[[str], bool], default: str | None = None,
+           composite: bool = True) -> Expansion:
     """The pods, claims and groups the cluster would make of ``lws`` (which passed :func:`problem`, with its name,
     namespace and uid set) before any of them is scheduled, per the module docstring. ``active_pods``: its running or
     pending pods in the snapshot; ``exists(kind, name)`` / ``taken(name)`` / ``claimed(name)``: whether its namespace
     holds a PodGroup or CompositePodGroup / a pod / a PersistentVolumeClaim of that name; ``default``: the StorageClass
-    a claim without one gets (:func:`~scheduler.model.storage.default_class`)."""
+    a claim without one gets (:func:`~scheduler.model.storage.default_class`); ``composite``: CompositePodGroups are
+    served (else the operator makes each group one PodGroup of its pods)."""
     if active_pods:  # what a dump holds: its pods are there
         return Expansion()
     if not ours(lws, scheduler_name):
-        return Expansion(foreign=True)
+        return Expansion(foreign=replicas(lws) > 0)
     meta = lws["metadata"]
     if (why := _unsupported(lws)) is not None:
         return Expansion(skipped=why)
@@ -332,17 +335,20 @@ def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     opted_in = as_dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
     objects: tuple[JSON, ...] = ()
     if opted_in:
-        tree = tree_objects(LEADERWORKERSET, lws, exists)
+        tree = tree_objects(LEADERWORKERSET, lws, exists, composite)
         objects = tree.objects
         roles = "its leader's PodGroup and its workers'" if n > 1 else "its leader's PodGroup"
         how = (f"in a CompositePodGroup per group, {meta['name']}-<group>, over {roles}, as the operator makes them "
-               f"for {OPT_IN}{tree.suffix()}")
-        how += "".join(f"; {warning}" for pod in made if (warning := webhook_pod(pod, scheduler_name)))
+               f"for {OPT_IN}" if composite else
+               f"in a PodGroup per group, {meta['name']}-<group>, of its leader and workers, as the operator makes "
+               f"them for {OPT_IN} where no CompositePodGroup is served") + tree.suffix()
+        how += "".join(f"; {warning}" for pod in made if (warning := webhook_pod(pod, scheduler_name, composite)))
     else:
         how = "without a group"
     if deferred:
         how += f"; only the leaders are made ({deferred})"
-        how += "; the operator's gang of each group waits for its workers, so no group would start" if opted_in else ""
+        if opted_in and desired(LEADERWORKERSET, lws, composite).never_starts is not None:
+            how += "; the operator's gang of each group waits for its workers, so no group would start"
     wanted_claims = claims(lws, made, default)
     new_claims = tuple(c for c in wanted_claims if not claimed(c["metadata"]["name"]))
     if held := len(wanted_claims) - len(new_claims):
@@ -375,6 +381,6 @@ def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
             continue
         taken = snapshot.taken(ns)
         made = expand(lws, scheduler_name, snapshot.active[ns, name], snapshot.exists(ns), taken.__contains__,
-                      snapshot.claimed(ns), default)
+                      snapshot.claimed(ns), default, objects.composite)
         jobs.take(objects, source, made, taken, out, f"{LEADERWORKERSET.kind} {ns}/{name}")
     return out

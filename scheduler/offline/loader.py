@@ -181,6 +181,10 @@ class Objects:
     leaderworkersets: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """``leaderworkerset.x-k8s.io/v1`` LeaderWorkerSets as read, the same way
     (:mod:`scheduler.offline.leaderworkersets`)."""
+    composite: bool = True
+    """Whether the cluster serves CompositePodGroups, so the operator makes a multi-role workload a tree
+    (:func:`~scheduler.groups.workloads.desired`): files are read as v1.37's API, where it does; ``--from-cluster``
+    says what discovery found (on Kubernetes 1.36, or with the alpha API off, one PodGroup of all its pods)."""
     problems: list[LoadProblem] = field(default_factory=list)
     warnings: list[LoadProblem] = field(default_factory=list)
     """Objects used with a field not honoured (a v1.36 PodGroup's unknown ``disruptionMode``), one per field."""
@@ -363,8 +367,11 @@ class Objects:
         name, ns = meta.get("name"), meta.get("namespace") or DEFAULT_NAMESPACE
         if not isinstance(ns, str) or not isinstance(name, str) or not name:
             shown = name if isinstance(name, str) and name else "?"
-            self.problems.append(LoadProblem(source, kind.kind, str(ns), shown,
-                                             "metadata.name and namespace must be strings"))
+            generate = meta.get("generateName")
+            why = (f"metadata.generateName {generate!r} is not completed for a {kind.kind}: give it a metadata.name"
+                   if not name and isinstance(generate, str) and generate and isinstance(ns, str)
+                   else "metadata.name and namespace must be strings")
+            self.problems.append(LoadProblem(source, kind.kind, str(ns), shown, why))
             return
         uid = meta.get("uid") or snapshot_uid(kind.api_version, kind.kind, ns, name)
         workload = {**raw, "metadata": {**meta, "namespace": ns, "uid": str(uid)}}

@@ -9,7 +9,9 @@ tree: a CompositePodGroup (``gang.minGroupCount``: every child) over one PodGrou
 PodGroups, ``v1alpha3`` CompositePodGroups): the policy, the ``workloadRef`` a tree member carries (``workloadName``:
 the workload's name; ``templateName``: the role) and ``parentCompositePodGroupName``, owned by the workload and created
 when it was. A group of a name the snapshot holds already is used instead: the operator's create meets
-AlreadyExists and leaves the one there as it is.
+AlreadyExists and leaves the one there as it is. ``simulate --from-cluster`` on a cluster that serves no
+CompositePodGroup (Kubernetes 1.36, or the alpha API off; ``Objects.composite``) gets what the operator makes there:
+one PodGroup of all the workload's pods (a LeaderWorkerSet: one per group), its pods pointed at it.
 
 The operator's pod webhook points each opted-in pod at our scheduler and at its group, named from the labels the
 workload's controller put on the pod (:func:`~scheduler.groups.workloads.pod_group`); a pod whose template names
@@ -57,12 +59,14 @@ class Tree:
         return held + "".join(f"; {warning}" for warning in self.warnings)
 
 
-def tree_objects(kind: WorkloadKind, workload: JSON, exists: Callable[[str, str], bool]) -> Tree:
+def tree_objects(kind: WorkloadKind, workload: JSON, exists: Callable[[str, str], bool],
+                 composite: bool = True) -> Tree:
     """The groups the operator makes of ``workload`` (a raw ``kind`` object with its ``apiVersion``, ``kind``, name,
-    namespace and uid set) where CompositePodGroups are served, per the module docstring, less those its namespace
-    holds (``exists(kind, name)``: a PodGroup or CompositePodGroup of that name)."""
+    namespace and uid set), per the module docstring, less those its namespace holds (``exists(kind, name)``: a
+    PodGroup or CompositePodGroup of that name). ``composite``: CompositePodGroups are served; else each tree is one
+    PodGroup of all its pods, as the operator makes it there."""
     meta = workload["metadata"]
-    wanted = desired(kind, workload, composite=True)
+    wanted = desired(kind, workload, composite)
     objects: list[JSON] = []
     held: list[str] = []
     for spec in wanted.groups:
@@ -80,15 +84,15 @@ def tree_objects(kind: WorkloadKind, workload: JSON, exists: Callable[[str, str]
     return Tree(tuple(objects), tuple(held), wanted.warnings, wanted.groups)
 
 
-def webhook_pod(pod: JSON, scheduler_name: str) -> str | None:
+def webhook_pod(pod: JSON, scheduler_name: str, composite: bool = True) -> str | None:
     """Mutate raw ``pod`` (made from an opted-in workload's template, with its controller's labels) as the operator's
     webhooks would: the opt-in label, then ``spec.schedulerName`` and ``spec.schedulingGroup.podGroupName`` of the
-    group its labels name. Returns the admission warning the webhook gives when it leaves the pod (or its group link)
-    as it is, else None."""
+    group its labels name (``composite``: as where CompositePodGroups are served). Returns the admission warning the
+    webhook gives when it leaves the pod (or its group link) as it is, else None."""
     meta, spec = pod["metadata"], pod["spec"]
     labels = meta.setdefault("labels", {})
     labels[OPT_IN] = OPT_IN_VALUE
-    group = pod_group(labels, composite=True, name=meta["name"])
+    group = pod_group(labels, composite, name=meta["name"])
     if group is None:
         return f"pod {meta['name']}: no labels name its group; it is left to spec.schedulerName"
     current = spec.get("schedulerName")

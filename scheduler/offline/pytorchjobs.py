@@ -232,16 +232,17 @@ def _unhonoured(job: JSON, opted_in: bool) -> list[str]:
 
 
 def expand(job: JSON, scheduler_name: str, active_pods: int, exists: Callable[[str, str], bool],
-           taken: Callable[[str], bool]) -> Expansion:
+           taken: Callable[[str], bool], composite: bool = True) -> Expansion:
     """The pods and groups the cluster would make of ``job`` (which passed :func:`problem`, with its name, namespace
     and uid set), per the module docstring. ``active_pods``: its running or pending pods in the snapshot;
     ``exists(kind, name)`` / ``taken(name)``: whether its namespace holds a PodGroup or CompositePodGroup / a pod of
-    that name."""
+    that name; ``composite``: CompositePodGroups are served (else the operator makes one PodGroup of every pod)."""
     meta, spec = job["metadata"], job["spec"]
     if active_pods or _finished(job):  # what a dump holds: its pods are there, or it is done
         return Expansion()
     if not ours(job, scheduler_name):  # a suspended one waits for its queue
-        return Expansion(foreign=as_dict(spec.get("runPolicy")).get("suspend") is not True)
+        run = as_dict(spec.get("runPolicy"))
+        return Expansion(foreign=run.get("suspend") is not True and run.get("managedBy") in (None, TRAINING_OPERATOR))
     run = as_dict(spec.get("runPolicy"))
     if run.get("suspend") is True:
         return Expansion(skipped="suspended")
@@ -260,11 +261,13 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     opted_in = as_dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
     groups: tuple[JSON, ...] = ()
     if opted_in:
-        tree = tree_objects(PYTORCHJOB, job, exists)
+        tree = tree_objects(PYTORCHJOB, job, exists, composite)
         groups = tree.objects
         how = (f"in CompositePodGroup {meta['name']} over {tree.children} PodGroup(s), one per replica type, as the "
-               f"operator makes them for {OPT_IN}{tree.suffix()}")
-        how += "".join(f"; {warning}" for pod in made if (warning := webhook_pod(pod, scheduler_name)))
+               f"operator makes them for {OPT_IN}" if composite else
+               f"in PodGroup {meta['name']} of all its pods, as the operator makes it for {OPT_IN} where no "
+               "CompositePodGroup is served") + tree.suffix()
+        how += "".join(f"; {warning}" for pod in made if (warning := webhook_pod(pod, scheduler_name, composite)))
     else:
         how = "without a group"
     how += "".join(f"; {warning}" for warning in _unhonoured(job, opted_in))
@@ -288,6 +291,7 @@ def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
             objects.problems.append(LoadProblem(source, PYTORCHJOB.kind, ns, name, why))
             continue
         taken = snapshot.taken(ns)
-        made = expand(job, scheduler_name, snapshot.active[ns, name], snapshot.exists(ns), taken.__contains__)
+        made = expand(job, scheduler_name, snapshot.active[ns, name], snapshot.exists(ns), taken.__contains__,
+                      objects.composite)
         jobs.take(objects, source, made, taken, out, f"{PYTORCHJOB.kind} {ns}/{name}")
     return out

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from scheduler.client.kube import PODGROUPS, PODS, KubeClient
@@ -151,3 +152,33 @@ async def test_from_cluster_schedules_an_added_pytorchjob_and_leaderworkerset_as
     pods, _ = await kube.list(PODS)
     groups, _ = await kube.list(PODGROUPS)
     assert pods == [] and groups == []
+
+
+@pytest.mark.kubernetes("1.36")
+async def test_from_cluster_without_composite_pod_groups_makes_the_single_podgroups_the_operator_makes(
+        k8s: ApiServer, kube: KubeClient, tmp_path: Path) -> None:
+    # Kubernetes 1.36 serves no CompositePodGroup: the operator makes a labelled PyTorchJob or JobSet one PodGroup of
+    # all its pods, and each LeaderWorkerSet group one PodGroup (desired(composite=False)), and its pod webhook
+    # points each pod at it. simulate --from-cluster makes what the operator makes on that cluster, not a tree the
+    # cluster cannot hold.
+    await create_node(kube, "n0", cpu="8")
+    opted_in = {"gang-scheduler.io/gang": "true"}
+    template = {"spec": {"containers": [{"name": "pytorch", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}
+    pytorchjob = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+                  "metadata": {"name": "pt", "namespace": NS, "labels": opted_in},
+                  "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": template},
+                                                   "Worker": {"replicas": 2, "template": template}}}}
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+           "metadata": {"name": "serve", "namespace": NS, "labels": opted_in},
+           "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": template}}}
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+              "metadata": {"name": "js", "namespace": NS, "labels": opted_in},
+              "spec": {"replicatedJobs": [{"name": "w", "replicas": 2, "template": {"spec": {
+                  "template": {"spec": {**template["spec"], "restartPolicy": "Never"}}}}}]}}
+    path = tmp_path / "workloads.yaml"
+    path.write_text(yaml.safe_dump_all([pytorchjob, lws, jobset]))
+    report = await simulate(k8s, tmp_path, "--add", str(path))
+    status = {g["name"]: (g["kind"], g["status"], len(g["placements"])) for g in report["groups"]}
+    assert status == {"pt": ("PodGroup", "Scheduled", 3), "serve-0": ("PodGroup", "Scheduled", 2),
+                      "js": ("PodGroup", "Scheduled", 2)}
+    assert report["invalid"] == []

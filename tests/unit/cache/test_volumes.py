@@ -105,6 +105,31 @@ def test_an_ephemeral_claim_whose_template_names_no_class_gets_the_newest_defaul
     assert claims is not None and claims.claims["default/w-1-unset"].spec.storage_class_name is None
 
 
+def test_an_ephemeral_claim_template_with_the_beta_class_annotation_keeps_it_and_equal_defaults_go_by_name() -> None:
+    """The DefaultStorageClass admission leaves a claim with the beta ``volume.beta.kubernetes.io/storage-class``
+    annotation as it is (``PersistentVolumeClaimHasClass``); of two defaults created at once, the first by name."""
+    def default(name: str) -> StorageClass:
+        raw = storage_class(name).model_dump(mode="json", by_alias=True)
+        raw["metadata"] |= {"annotations": {"storageclass.beta.kubernetes.io/is-default-class": "true"},
+                            "creationTimestamp": "2026-01-01T00:00:00Z"}
+        return StorageClass.model_validate(raw)
+
+    cache = ClusterCache("gang-scheduler", synthesize_claims=True)
+    cache.load("Node", [node("n1")])
+    cache.load("StorageClass", [default("zz"), default("aa")])
+    worker = with_volumes(pod("w-0", group="g"), ephemeral={"unset": {}, "beta": {}})
+    raw = worker.model_dump(mode="json", by_alias=True, exclude_none=True)
+    for volume in raw["spec"]["volumes"]:
+        if volume["name"] == "beta":
+            volume["ephemeral"]["volumeClaimTemplate"]["metadata"] = {
+                "annotations": {"volume.beta.kubernetes.io/storage-class": "fast"}}
+    cache.load("Pod", [type(worker).model_validate(raw)])
+    view = cache.snapshot().volumes
+    assert view is not None
+    assert {k: c.spec.storage_class_name for k, c in view.claims.items()} == {
+        "default/w-0-unset": "aa", "default/w-0-beta": None}
+
+
 def test_live_does_not_make_ephemeral_claims() -> None:
     cache = cache_with()
     cache.load("Pod", [with_volumes(pod("w-0", group="g"), ephemeral={"scratch": {"storageClassName": "fast"}})])

@@ -153,6 +153,27 @@ def test_a_leaderworkerset_whose_workers_wait_for_their_leader_never_starts(chan
                    composite=False).never_starts is None
 
 
+def test_a_leaderworkerset_whose_one_podgroup_its_leader_alone_meets_starts() -> None:
+    """Where CompositePodGroups are not served, a LeaderWorkerSet of one group is one PodGroup and takes the
+    min-count override: at 1 its leader alone meets the gang, is scheduled and made ready, and LWS then makes the
+    workers, which join it: the group starts, so no GangNeverStarts. A minimum above 1 still never starts, and so
+    does a tree (the override is not applied to it: its workers' PodGroup waits)."""
+    body = lws(replicas=1)
+    body["spec"]["startupPolicy"] = "LeaderReady"
+    body["metadata"] = {**body["metadata"], "annotations": {"gang-scheduler.io/min-count": "1"}}
+    assert desired(LEADERWORKERSET, body, composite=False).groups == (GroupSpec("PodGroup", "serve-0", 1),)
+    assert desired(LEADERWORKERSET, body, composite=False).never_starts is None
+    assert desired(LEADERWORKERSET, body, composite=True).never_starts is not None
+    body["metadata"]["annotations"] = {"gang-scheduler.io/min-count": "2"}
+    assert desired(LEADERWORKERSET, body, composite=False).never_starts is not None
+
+
+def test_the_exclusive_topology_annotation_defers_the_workers_whatever_its_value() -> None:
+    body = lws()
+    body["metadata"] = {**body["metadata"], "annotations": {"leaderworkerset.sigs.k8s.io/exclusive-topology": ""}}
+    assert desired(LEADERWORKERSET, body, composite=True).never_starts is not None
+
+
 def test_templates_of_each_kind() -> None:
     assert len(list(JOB.templates({"spec": {"template": {}}}))) == 1
     assert len(list(JOBSET.templates(jobset()))) == 2

@@ -155,6 +155,16 @@ status: {phase: Running}
     assert sim.pods == [] and job_notes(sim) == [NOT_MADE + "(its pod pt-worker-1 exists already)"]
 
 
+def test_a_pytorchjob_written_with_generate_name_is_invalid_and_says_so(tmp_path: Path) -> None:
+    """The API server completes a generateName, but simulate does not for a PyTorchJob: the problem says that, not
+    that the name is not a string."""
+    job = yaml.safe_load(PYTORCHJOB)
+    job["metadata"]["generateName"] = job["metadata"].pop("name") + "-"
+    sim = run(tmp_path, dump(job))
+    assert sim.pods == [] and [p.message for p in sim.problems] == [
+        "metadata.generateName 'pt-' is not completed for a PyTorchJob: give it a metadata.name"]
+
+
 def test_a_pytorchjob_larger_than_the_cap_is_named_not_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A gang is all its pods: one over the cap is not made smaller, it is not made."""
     monkeypatch.setattr(jobs, "MAX_PODS_PER_JOB", 3)

@@ -66,3 +66,19 @@ spec:
     done = job.replace("kind: Job\n", 'kind: Job\nstatus: {conditions: [{type: Complete, status: "True"}]}\n')
     assert done != job
     assert run(tmp_path, done).workloads_not_ours == []
+
+
+@pytest.mark.parametrize(("workload", "change"), [
+    pytest.param(README_JOB, ("spec:\n  parallelism", "spec:\n  managedBy: kueue.x-k8s.io/multikueue\n  parallelism"),
+                 id="Job-managed-elsewhere"),
+    pytest.param(JOBSET, ("spec:\n  replicatedJobs", "spec:\n  managedBy: kueue.x-k8s.io/multikueue\n  replicatedJobs"),
+                 id="JobSet-managed-elsewhere"),
+    pytest.param(PYTORCHJOB, ("spec:\n  pytorchReplicaSpecs",
+                              "spec:\n  runPolicy: {managedBy: kueue.x-k8s.io/multikueue}\n  pytorchReplicaSpecs"),
+                 id="PyTorchJob-managed-elsewhere"),
+    pytest.param(LWS, ("replicas: 2", "replicas: 0"), id="LeaderWorkerSet-of-no-group"),
+])
+def test_one_not_ours_that_would_make_no_pod_anyway_is_not_named(tmp_path: Path, workload: str,
+                                                                  change: tuple[str, str]) -> None:
+    assert change[0] in workload
+    assert run(tmp_path, workload.replace(OPT_IN, "labels: {}").replace(*change)).workloads_not_ours == []
