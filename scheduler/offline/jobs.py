@@ -102,6 +102,20 @@ class Expansions:
 
 
 
+def too_many(wanted: int) -> str | None:
+    """Why a workload of ``wanted`` pods at once, all of one gang, is not made: more than :data:`MAX_PODS_PER_JOB`
+    (none is left out to make it smaller); None when it is not too many."""
+    if wanted <= MAX_PODS_PER_JOB:
+        return None
+    return f"{wanted} pods at once, more than simulate makes of one workload ({MAX_PODS_PER_JOB})"
+
+
+def name_taken(made: Iterable[JSON], taken: Callable[[str], bool]) -> str | None:
+    """Why the pods ``made`` are not made: the first whose name ``taken`` says its namespace holds; else None."""
+    clash = next((p["metadata"]["name"] for p in made if taken(p["metadata"]["name"])), None)
+    return None if clash is None else f"its pod {clash} exists already"
+
+
 def is_count(value: Any) -> bool:
     """A JSON integer ≥ 0 (a bool is not one)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
@@ -394,3 +408,22 @@ def held(objects: Objects, label: str) -> Held:
         ("CompositePodGroup", g.metadata.namespace, g.metadata.name) for g in objects.composites})
     claims = frozenset((c.metadata.namespace, c.metadata.name) for c in objects.volume_claims)
     return Held(pods, active, groups, claims)
+
+
+def add_each(objects: Objects, kind: str, workloads: Iterable[tuple[str, JSON]], label: str,
+             problem: Callable[[JSON], str | None], make: Callable[[JSON, Held], Expansion]) -> Expansions:
+    """Expand ``workloads`` ((source file, raw object) of one ``kind``, named and namespaced by the loader) into
+    ``objects`` as if what each makes had been read from its file: one ``problem`` refuses goes to
+    ``objects.problems``; ``make(workload, held)`` says what the rest become, ``held`` being what ``objects`` hold
+    (:func:`held`, pods counted by their controller's ``label``) with the pods made before it. Returns what they
+    became, each named ``kind ns/name``."""
+    snapshot = held(objects, label)
+    out = Expansions()
+    for source, workload in workloads:
+        meta = workload["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        if (why := problem(workload)) is not None:
+            objects.problems.append(LoadProblem(source, kind, ns, name, why))
+            continue
+        take(objects, source, make(workload, snapshot), snapshot.taken(ns), out, f"{kind} {ns}/{name}")
+    return out

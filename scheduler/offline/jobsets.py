@@ -159,9 +159,8 @@ def expand(jobset: JSON, scheduler_name: str, active_pods: int, exists: Callable
         return Expansion(skipped=f"managed by {managed_by}")
     wanted = sum((1 if r.get("replicas") is None else r["replicas"]) * job_pods(as_dict(r["template"]["spec"]))
                  for r in spec["replicatedJobs"])
-    if wanted > jobs.MAX_PODS_PER_JOB:  # a gang is all its Jobs: none is left out to make it smaller
-        return Expansion(skipped=f"{wanted} pods at once, more than simulate makes of one workload "
-                                 f"({jobs.MAX_PODS_PER_JOB})")
+    if (why := jobs.too_many(wanted)) is not None:
+        return Expansion(skipped=why)
     children = child_jobs(jobset, scheduler_name)
     for child in children:
         if (why := jobs.problem(child)) is not None:

@@ -81,7 +81,7 @@ from scheduler.model.base import INT32_MAX
 from scheduler.model.storage import BETA_STORAGE_CLASS, default_class
 from scheduler.offline import jobs
 from scheduler.offline.jobs import Expansion, Expansions, is_count, made_meta, strings
-from scheduler.offline.loader import LoadProblem, Objects, snapshot_uid
+from scheduler.offline.loader import Objects, snapshot_uid
 from scheduler.offline.operator_trees import tree_objects, webhook_pod
 
 JSON = dict[str, Any]
@@ -326,12 +326,11 @@ def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
         return Expansion(skipped="nothing to run: replicas 0")
     deferred = lws_workers_deferred(lws)
     wanted = groups * (1 if deferred else n)
-    if wanted > jobs.MAX_PODS_PER_JOB:  # a group is all its pods: none is left out to make it smaller
-        return Expansion(skipped=f"{wanted} pods at once, more than simulate makes of one workload "
-                                 f"({jobs.MAX_PODS_PER_JOB})")
+    if (why := jobs.too_many(wanted)) is not None:
+        return Expansion(skipped=why)
     made = pods(lws)
-    if clash := next((p["metadata"]["name"] for p in made if taken(p["metadata"]["name"])), None):
-        return Expansion(skipped=f"its pod {clash} exists already")
+    if (why := jobs.name_taken(made, taken)) is not None:
+        return Expansion(skipped=why)
     opted_in = as_dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
     objects: tuple[JSON, ...] = ()
     if opted_in:
@@ -370,17 +369,11 @@ def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
     been read from its file; one :func:`problem` refuses goes to ``objects.problems``. Returns the report's note of
     each LeaderWorkerSet expanded, and those of ours not expanded with why (``LeaderWorkerSet ns/name (why)``). Run
     after the other workloads', whose pods it counts as taken names."""
-    snapshot = jobs.held(objects, LWS_NAME)
     default = default_class(objects.storage_classes)
-    out = Expansions()
-    for source, lws in objects.leaderworkersets:
-        meta = lws["metadata"]
-        ns, name = meta["namespace"], meta["name"]
-        if (why := problem(lws)) is not None:
-            objects.problems.append(LoadProblem(source, LEADERWORKERSET.kind, ns, name, why))
-            continue
-        taken = snapshot.taken(ns)
-        made = expand(lws, scheduler_name, snapshot.active[ns, name], snapshot.exists(ns), taken.__contains__,
-                      snapshot.claimed(ns), default, objects.composite)
-        jobs.take(objects, source, made, taken, out, f"{LEADERWORKERSET.kind} {ns}/{name}")
-    return out
+
+    def make(lws: JSON, held: jobs.Held) -> Expansion:
+        ns, name = lws["metadata"]["namespace"], lws["metadata"]["name"]
+        return expand(lws, scheduler_name, held.active[ns, name], held.exists(ns), held.taken(ns).__contains__,
+                      held.claimed(ns), default, objects.composite)
+
+    return jobs.add_each(objects, LEADERWORKERSET.kind, objects.leaderworkersets, LWS_NAME, problem, make)

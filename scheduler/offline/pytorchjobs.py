@@ -63,7 +63,7 @@ from scheduler.groups.workloads import (
 from scheduler.model.base import INT32_MAX
 from scheduler.offline import jobs
 from scheduler.offline.jobs import Expansion, Expansions, is_count, made_meta, strings
-from scheduler.offline.loader import LoadProblem, Objects
+from scheduler.offline.loader import Objects
 from scheduler.offline.operator_trees import tree_objects, webhook_pod
 
 JSON = dict[str, Any]
@@ -250,14 +250,13 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
         return Expansion(skipped=f"managed by {run['managedBy']}")
     counts = {rtype: replicas(rspec) for rtype, rspec in replica_specs(job).items()}
     wanted = sum(counts.values())
-    if wanted > jobs.MAX_PODS_PER_JOB:  # a gang is all its pods: none is left out to make it smaller
-        return Expansion(skipped=f"{wanted} pods at once, more than simulate makes of one workload "
-                                 f"({jobs.MAX_PODS_PER_JOB})")
+    if (why := jobs.too_many(wanted)) is not None:
+        return Expansion(skipped=why)
     if not wanted:
         return Expansion(skipped="nothing to run: no replica")
     made = pods(job)
-    if clash := next((p["metadata"]["name"] for p in made if taken(p["metadata"]["name"])), None):
-        return Expansion(skipped=f"its pod {clash} exists already")
+    if (why := jobs.name_taken(made, taken)) is not None:
+        return Expansion(skipped=why)
     opted_in = as_dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
     groups: tuple[JSON, ...] = ()
     if opted_in:
@@ -282,16 +281,9 @@ def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
     from its file; a PyTorchJob :func:`problem` refuses goes to ``objects.problems``. Returns the report's note of each
     PyTorchJob expanded, and the PyTorchJobs of ours not expanded with why (``PyTorchJob ns/name (why)``). Run after
     the Jobs' and JobSets', whose pods it counts as taken names."""
-    snapshot = jobs.held(objects, KUBEFLOW_JOB_NAME)
-    out = Expansions()
-    for source, job in objects.pytorchjobs:
-        meta = job["metadata"]
-        ns, name = meta["namespace"], meta["name"]
-        if (why := problem(job)) is not None:
-            objects.problems.append(LoadProblem(source, PYTORCHJOB.kind, ns, name, why))
-            continue
-        taken = snapshot.taken(ns)
-        made = expand(job, scheduler_name, snapshot.active[ns, name], snapshot.exists(ns), taken.__contains__,
+    def make(job: JSON, held: jobs.Held) -> Expansion:
+        ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
+        return expand(job, scheduler_name, held.active[ns, name], held.exists(ns), held.taken(ns).__contains__,
                       objects.composite)
-        jobs.take(objects, source, made, taken, out, f"{PYTORCHJOB.kind} {ns}/{name}")
-    return out
+
+    return jobs.add_each(objects, PYTORCHJOB.kind, objects.pytorchjobs, KUBEFLOW_JOB_NAME, problem, make)
