@@ -78,23 +78,23 @@ class Expansion:
     """What one workload became: ``pods``, ``groups`` and ``claims`` (PersistentVolumeClaims its controller makes with
     the pods) — raw API objects, to be loaded as if read from the workload's file —, the report's ``note`` (None when
     nothing was made), ``skipped``: why it was not expanded (None when it was, or when it is not ours), and
-    ``foreign``: it is not ours and would otherwise have been made into pods (neither finished, suspended, managed
-    by another controller, with no pod to run nor with pods in the snapshot), so the report can say why nothing was
-    made of it."""
+    ``foreign``: why it is not ours (:func:`not_ours`), when it would otherwise have been made into pods (neither
+    finished, suspended, managed by another controller, with no pod to run nor with pods in the snapshot), so the
+    report can say why nothing was made of it."""
 
     pods: tuple[JSON, ...] = ()
     groups: tuple[JSON, ...] = ()
     note: str | None = None
     skipped: str | None = None
     claims: tuple[JSON, ...] = ()
-    foreign: bool = False
+    foreign: str | None = None
 
 
 @dataclass
 class Expansions:
     """What the workloads of one kind became (each module's ``add_expansions``): ``notes``, the report's line per
     workload made into pods; ``skipped``, the workloads of ours not made into pods, with why (``Kind ns/name
-    (why)``); ``foreign``, the workloads given without their pods that are not ours (``Kind ns/name``)."""
+    (why)``); ``foreign``, the workloads given without their pods that are not ours, with why (the same)."""
 
     notes: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -244,12 +244,20 @@ def _pod(job: JSON, index: int, indexed: bool, name: str) -> JSON:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": dict(template["spec"])}
 
 
-def ours(job: JSON, scheduler_name: str) -> bool:
-    """Whether ``job``'s pods would be ``scheduler_name``'s: its template names it, or the Job is labelled for the
-    operator and its template names no other scheduler."""
-    named = job["spec"]["template"]["spec"].get("schedulerName") or DEFAULT_SCHEDULER
-    opted_in = as_dict(job["metadata"].get("labels")).get(OPT_IN) == OPT_IN_VALUE
-    return named == scheduler_name or (opted_in and named == DEFAULT_SCHEDULER)
+def not_ours(workload: JSON, templates: Iterable[JSON], scheduler_name: str) -> str | None:
+    """Why the pods ``workload``'s pod ``templates`` make would not be ``scheduler_name``'s, or None when they would:
+    a template names it, or the workload is labelled :data:`~scheduler.groups.workloads.OPT_IN` for the operator and
+    a template names no scheduler (the operator's pod webhook then names ours)."""
+    named = [as_dict(t.get("spec")).get("schedulerName") or DEFAULT_SCHEDULER for t in templates]
+    opted_in = as_dict(workload["metadata"].get("labels")).get(OPT_IN) == OPT_IN_VALUE
+    if any(n == scheduler_name or (opted_in and n == DEFAULT_SCHEDULER) for n in named):
+        return None
+    others = ", ".join(sorted({n for n in named if n != DEFAULT_SCHEDULER}))
+    if opted_in:
+        return f"labelled {OPT_IN}, but its pod templates name {others}"
+    if others:
+        return f"its pod templates name {others}"
+    return f"not labelled {OPT_IN} and its pod templates name no scheduler"
 
 
 def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Callable[[str], bool],
@@ -263,8 +271,10 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Ca
     ident = f"batch/v1 Job {meta['namespace']}/{name}"
     if active_pods or _finished(job):  # what a dump holds: its pods are there, or it is done
         return Expansion()
-    if not ours(job, scheduler_name):  # a suspended one is waiting for its queue (Kueue): nothing to say
-        return Expansion(foreign=spec.get("suspend") is not True and spec.get("managedBy") in (None, JOB_CONTROLLER))
+    if (why := not_ours(job, [spec["template"]], scheduler_name)) is not None:
+        # nothing to say of one waiting for its queue (Kueue) or another controller
+        waits = spec.get("suspend") is True or spec.get("managedBy") not in (None, JOB_CONTROLLER)
+        return Expansion(foreign=None if waits else why)
     managed_by = spec.get("managedBy")
     skipped = ("suspended" if spec.get("suspend") is True
                else f"managed by {managed_by}" if managed_by not in (None, JOB_CONTROLLER) else None)
@@ -365,8 +375,8 @@ def take(objects: Objects, source: str, made: Expansion, taken: set[str], out: E
         out.notes.append(made.note)
     if made.skipped is not None:
         out.skipped.append(f"{ident} ({made.skipped})")
-    if made.foreign:
-        out.foreign.append(ident)
+    if made.foreign is not None:
+        out.foreign.append(f"{ident} ({made.foreign})")
 
 
 @dataclass(frozen=True)

@@ -145,13 +145,12 @@ def expand(jobset: JSON, scheduler_name: str, active_pods: int, exists: Callable
     meta, spec = jobset["metadata"], jobset["spec"]
     ident = f"{JOBSET.group}/{JOBSET.version} JobSet {meta['namespace']}/{meta['name']}"
     opted_in = as_dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
-    named = [as_dict(as_dict(as_dict(r["template"]["spec"]).get("template")).get("spec")).get("schedulerName")
-             or jobs.DEFAULT_SCHEDULER for r in spec["replicatedJobs"]]
+    templates = [as_dict(as_dict(r["template"]["spec"]).get("template")) for r in spec["replicatedJobs"]]
     if active_pods or _finished(jobset):  # what a dump holds: its pods are there, or it is done
         return Expansion()
-    if not any(n == scheduler_name or (opted_in and n == jobs.DEFAULT_SCHEDULER) for n in named):
-        return Expansion(foreign=spec.get("suspend") is not True  # a suspended one waits for its queue
-                         and spec.get("managedBy") in (None, JOBSET_CONTROLLER))
+    if (why := jobs.not_ours(jobset, templates, scheduler_name)) is not None:
+        waits = spec.get("suspend") is True or spec.get("managedBy") not in (None, JOBSET_CONTROLLER)  # its queue's
+        return Expansion(foreign=None if waits else why)
     managed_by = spec.get("managedBy")
     if spec.get("suspend") is True:
         return Expansion(skipped="suspended")

@@ -174,14 +174,6 @@ def _templates(lws: JSON) -> list[JSON]:
     return [leader, template["workerTemplate"]] if size(lws) > 1 else [leader]
 
 
-def ours(lws: JSON, scheduler_name: str) -> bool:
-    """Whether ``lws``'s pods would be ``scheduler_name``'s (``lws`` passed :func:`problem`): a template it makes pods
-    of names it, or the LeaderWorkerSet is labelled for the operator and such a template names no other scheduler."""
-    opted_in = as_dict(lws["metadata"].get("labels")).get(OPT_IN) == OPT_IN_VALUE
-    named = [t["spec"].get("schedulerName") or jobs.DEFAULT_SCHEDULER for t in _templates(lws)]
-    return any(n == scheduler_name or (opted_in and n == jobs.DEFAULT_SCHEDULER) for n in named)
-
-
 def group_key(namespace: str, leader: str) -> str:
     """The ``…/group-key`` of the group led by pod ``leader``: the hex SHA-1 of ``<namespace>/<leader>``."""
     return hashlib.sha1(f"{namespace}/{leader}".encode(), usedforsecurity=False).hexdigest()
@@ -267,8 +259,6 @@ def pods(lws: JSON) -> list[JSON]:
     return leaders + workers
 
 
-
-
 def claims(lws: JSON, made: list[JSON], default: str | None = None) -> list[JSON]:
     """The PersistentVolumeClaims the StatefulSets of ``lws`` make with its pods ``made`` (:func:`pods`), per the module
     docstring, pod by pod; ``default``: the class a claim without one gets
@@ -316,8 +306,8 @@ def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     served (else the operator makes each group one PodGroup of its pods)."""
     if active_pods:  # what a dump holds: its pods are there
         return Expansion()
-    if not ours(lws, scheduler_name):
-        return Expansion(foreign=replicas(lws) > 0)
+    if (why := jobs.not_ours(lws, _templates(lws), scheduler_name)) is not None:
+        return Expansion(foreign=why if replicas(lws) > 0 else None)  # no group: no pod to make anyway
     meta = lws["metadata"]
     if (why := _unsupported(lws)) is not None:
         return Expansion(skipped=why)

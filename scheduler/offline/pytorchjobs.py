@@ -159,15 +159,6 @@ def problem(job: JSON) -> str | None:
     return None
 
 
-def ours(job: JSON, scheduler_name: str) -> bool:
-    """Whether ``job``'s pods would be ``scheduler_name``'s (``job`` passed :func:`problem`): a replica's template
-    names it, or the PyTorchJob is labelled for the operator and a template names no other scheduler."""
-    opted_in = as_dict(job["metadata"].get("labels")).get(OPT_IN) == OPT_IN_VALUE
-    named = [spec["template"]["spec"].get("schedulerName") or jobs.DEFAULT_SCHEDULER
-             for spec in replica_specs(job).values()]
-    return any(n == scheduler_name or (opted_in and n == jobs.DEFAULT_SCHEDULER) for n in named)
-
-
 def _init_container(master: str) -> JSON:
     """The init container a worker waits for its master in (the training operator's default template)."""
     return {"name": "init-pytorch", "image": INIT_IMAGE, "imagePullPolicy": "IfNotPresent",
@@ -240,9 +231,10 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     meta, spec = job["metadata"], job["spec"]
     if active_pods or _finished(job):  # what a dump holds: its pods are there, or it is done
         return Expansion()
-    if not ours(job, scheduler_name):  # a suspended one waits for its queue
-        run = as_dict(spec.get("runPolicy"))
-        return Expansion(foreign=run.get("suspend") is not True and run.get("managedBy") in (None, TRAINING_OPERATOR))
+    if (why := jobs.not_ours(job, [r["template"] for r in replica_specs(job).values()], scheduler_name)) is not None:
+        run = as_dict(spec.get("runPolicy"))  # nothing to say of one waiting for its queue or another controller
+        waits = run.get("suspend") is True or run.get("managedBy") not in (None, TRAINING_OPERATOR)
+        return Expansion(foreign=None if waits else why)
     run = as_dict(spec.get("runPolicy"))
     if run.get("suspend") is True:
         return Expansion(skipped="suspended")

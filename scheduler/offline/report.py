@@ -481,9 +481,9 @@ def notices(sim: Simulation) -> list[Notice]:
     if sim.workloads_not_ours:
         out.append(Notice("note", "workload-not-ours",
                           f"{len(sim.workloads_not_ours)} workload(s) given without their pods are not ours, so "
-                          f"none of their pods was made: {_named(sim.workloads_not_ours)} (their pod templates name "
-                          f'no scheduler or another: label one gang-scheduler.io/gang: "true", or set its templates\' '
-                          f'schedulerName to "{sim.scheduler_name}")'))
+                          f"none of their pods was made: {_named(sim.workloads_not_ours)}; to make one ours, set "
+                          f'its pod templates\' schedulerName to "{sim.scheduler_name}", or label it '
+                          'gang-scheduler.io/gang: "true" with templates that name no scheduler'))
     if sim.unexpanded:
         out.append(Notice("note", "workload-not-expanded",
                           f"{len(sim.unexpanded)} workload(s) not made into pods, as simulate makes the pods of "

@@ -36,11 +36,22 @@ def test_a_workload_not_ours_is_named_and_why_is_said(tmp_path: Path, workload: 
     assert OPT_IN in workload
     sim = run(tmp_path, workload.replace(OPT_IN, "labels: {}"))
     assert sim.pods == [] and sim.groups == []
-    assert sim.workloads_not_ours == [ident]
+    why = f"{ident} (not labelled gang-scheduler.io/gang and its pod templates name no scheduler)"
+    assert sim.workloads_not_ours == [why]
     assert not_ours_notes(tmp_path, workload.replace(OPT_IN, "labels: {}")) == [
-        f"1 workload(s) given without their pods are not ours, so none of their pods was made: {ident} (their pod "
-        'templates name no scheduler or another: label one gang-scheduler.io/gang: "true", or set its templates\' '
-        'schedulerName to "gang-scheduler")']
+        f"1 workload(s) given without their pods are not ours, so none of their pods was made: {why}; to make one "
+        'ours, set its pod templates\' schedulerName to "gang-scheduler", or label it gang-scheduler.io/gang: "true" '
+        "with templates that name no scheduler"]
+
+
+def test_a_labelled_job_whose_template_names_another_scheduler_is_told_so(tmp_path: Path) -> None:
+    job = README_JOB.replace("    spec:\n      restartPolicy",
+                             "    spec:\n      schedulerName: volcano\n      restartPolicy")
+    assert job != README_JOB
+    assert run(tmp_path, job).workloads_not_ours == [
+        "Job gang-demo/train-job (labelled gang-scheduler.io/gang, but its pod templates name volcano)"]
+    unlabelled = job.replace(OPT_IN, "labels: {}")
+    assert run(tmp_path, unlabelled).workloads_not_ours == ["Job gang-demo/train-job (its pod templates name volcano)"]
 
 
 @pytest.mark.parametrize(("workload", "ident", "spec", "suspended"), WORKLOADS)
