@@ -221,7 +221,7 @@ def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
             return (ns, job) in job_names
 
         made = expand(jobset, scheduler_name, active.get((ns, name), 0), exists, taken_here.__contains__, job_taken,
-                      objects.composite)
+                      objects.serves_composites)
         job_names.update((ns, str(p["metadata"]["labels"][JOB_NAME])) for p in made.pods)
         jobs.take(objects, source, made, taken_here, out, f"JobSet {ns}/{name}")
     return out

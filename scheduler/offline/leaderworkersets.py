@@ -364,6 +364,6 @@ def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
     def make(lws: JSON, held: jobs.Held) -> Expansion:
         ns, name = lws["metadata"]["namespace"], lws["metadata"]["name"]
         return expand(lws, scheduler_name, held.active[ns, name], held.exists(ns), held.taken(ns).__contains__,
-                      held.claimed(ns), default, objects.composite)
+                      held.claimed(ns), default, objects.serves_composites)
 
     return jobs.add_each(objects, LEADERWORKERSET.kind, objects.leaderworkersets, LWS_NAME, problem, make)

@@ -62,6 +62,7 @@ from pydantic import BaseModel, ValidationError
 
 from scheduler.errors import SnapshotError
 from scheduler.groups.workloads import JOB, JOBSET, LEADERWORKERSET, PYTORCHJOB, WORKLOADS, WorkloadKind
+from scheduler.model import podgroup_v1alpha2
 from scheduler.model.base import describe
 from scheduler.model.coscheduling import CoscheduledPodGroup
 from scheduler.model.dra import (
@@ -182,9 +183,10 @@ class Objects:
     """``leaderworkerset.x-k8s.io/v1`` LeaderWorkerSets as read, the same way
     (:mod:`scheduler.offline.leaderworkersets`)."""
     composite: bool = True
-    """Whether the cluster serves CompositePodGroups, so the operator makes a multi-role workload a tree
-    (:func:`~scheduler.groups.workloads.desired`): files are read as v1.37's API, where it does; ``--from-cluster``
-    says what discovery found (on Kubernetes 1.36, or with the alpha API off, one PodGroup of all its pods)."""
+    """Whether the cluster serves CompositePodGroups as ``--from-cluster``'s discovery found (files: True, read as
+    v1.37's API); :attr:`serves_composites` is what the expansions read."""
+    v1alpha2_podgroups: bool = False
+    """A ``scheduling.k8s.io/v1alpha2`` PodGroup (Kubernetes 1.36's API) was read."""
     problems: list[LoadProblem] = field(default_factory=list)
     warnings: list[LoadProblem] = field(default_factory=list)
     """Objects used with a field not honoured (a v1.36 PodGroup's unknown ``disruptionMode``), one per field."""
@@ -222,6 +224,14 @@ class Objects:
         JobSet, PyTorchJob or LeaderWorkerSet), was loaded."""
         return bool(self.nodes or self.pods or self.podgroups or self.coscheduling or self.composites or self.jobs
                     or any(self.workloads_of(kind) for kind in EXPANDED))
+
+    @property
+    def serves_composites(self) -> bool:
+        """Whether the operator would make a multi-role workload a tree of CompositePodGroups here
+        (:func:`~scheduler.groups.workloads.desired`), else one PodGroup of all its pods: as discovery found
+        (:attr:`composite`), and not for files of Kubernetes 1.36 — v1alpha2 PodGroups and no CompositePodGroup
+        (1.36 serves none)."""
+        return self.composite and not (self.v1alpha2_podgroups and not self.composites)
 
     @property
     def has_dra(self) -> bool:
@@ -291,6 +301,7 @@ class Objects:
         if first is None:
             self._seen[ident] = obj
             self.of(row).append(obj)
+            self.v1alpha2_podgroups |= (api_version, kind) == (podgroup_v1alpha2.API_VERSION, "PodGroup")
             self.warnings += [LoadProblem(source, kind, ns, name, problem) for problem in decoded.problems]
         elif not _same(obj, first):
             self._redefined(source, kind, ns, name)

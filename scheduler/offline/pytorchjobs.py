@@ -276,6 +276,6 @@ def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
     def make(job: JSON, held: jobs.Held) -> Expansion:
         ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
         return expand(job, scheduler_name, held.active[ns, name], held.exists(ns), held.taken(ns).__contains__,
-                      objects.composite)
+                      objects.serves_composites)
 
     return jobs.add_each(objects, PYTORCHJOB.kind, objects.pytorchjobs, KUBEFLOW_JOB_NAME, problem, make)

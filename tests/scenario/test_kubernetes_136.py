@@ -80,3 +80,38 @@ def test_an_unknown_disruption_mode_is_warned_about_and_the_gang_still_scheduled
     assert [w for w in to_json(sim)["warnings"] if w["kind"] == "unhonoured-object-field"] == [
         {"level": "warning", "kind": "unhonoured-object-field", "message": message}]
     assert f"warning: {message}" in render_text(sim)
+
+
+def test_a_labelled_workload_beside_v1alpha2_podgroups_gets_the_one_podgroup_the_operator_makes_on_136(
+        tmp_path: Path) -> None:
+    """1.36 serves no CompositePodGroup, so the operator makes a labelled PyTorchJob one PodGroup of all its pods; a
+    snapshot holding a CompositePodGroup is read as v1.37's, where it makes the tree."""
+    job = tmp_path / "pt.yaml"
+    job.write_text("""
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt, namespace: ml, labels: {gang-scheduler.io/gang: "true"}}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template: {spec: {containers: [{name: pytorch, image: x, resources: {requests: {cpu: "1"}}}]}}
+    Worker:
+      replicas: 2
+      template: {spec: {containers: [{name: pytorch, image: x, resources: {requests: {cpu: "1"}}}]}}
+""")
+    objects = load([CLUSTER, job])
+    assert objects.v1alpha2_podgroups and not objects.serves_composites
+    groups = {(g.key.kind, g.key.name) for g in simulate(objects, "gang-scheduler", SolverConfig()).groups}
+    assert ("PodGroup", "pt") in groups and not any(kind == "CompositePodGroup" for kind, _ in groups)
+    composite = tmp_path / "cpg.yaml"
+    composite.write_text("""
+apiVersion: scheduling.k8s.io/v1alpha3
+kind: CompositePodGroup
+metadata: {name: other, namespace: ml}
+spec: {schedulingPolicy: {gang: {minGroupCount: 1}}}
+""")
+    tree = load([CLUSTER, job, composite])
+    assert tree.serves_composites
+    assert ("CompositePodGroup", "pt") in {(g.key.kind, g.key.name)
+                                           for g in simulate(tree, "gang-scheduler", SolverConfig()).groups}
