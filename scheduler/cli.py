@@ -371,15 +371,16 @@ def _snapshot(settings: Settings, files: tuple[str, ...], from_cluster: bool, ad
     from scheduler.offline.simulate import example_path
 
     try:
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # an object with no creationTimestamp: as if made now
         if from_cluster:
             import uvloop
 
             logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
             objects = uvloop.run(_cluster_objects(settings))
             if adds:  # a `-` reads sys.stdin; created now, as the API server would stamp them
-                load(adds, objects=objects, created=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-        else:
-            objects = load(list(files) or [str(example_path())])
+                load(adds, objects=objects, created=now)
+        else:  # a hand-written workload beside a dump queues after the dump's older gangs, as with --add
+            objects = load(list(files) or [str(example_path())], created=now)
     except SnapshotError as exc:
         _fail(str(exc))
     except ClusterConfigError as exc:

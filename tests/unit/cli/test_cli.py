@@ -52,6 +52,39 @@ def write(tmp_path: Path, text: str, name: str = "snap.yaml") -> str:
     return str(path)
 
 
+def test_a_workload_without_a_creation_time_queues_after_a_dumps_older_gang(tmp_path: Path) -> None:
+    """Stamped with the time of the run, as the API server stamps what it creates: the dump's older gang of the same
+    priority goes first and takes the room (by name alone, the hand-written ``a-new`` would)."""
+    def gang(name: str, stamp: str) -> str:
+        return "".join(f"""
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}-{i}, namespace: ml{stamp}}}
+spec:
+  schedulerName: gang-scheduler
+  schedulingGroup: {{podGroupName: {name}}}
+  containers: [{{name: c, resources: {{requests: {{cpu: "1"}}}}}}]""" for i in range(3)) + f"""
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {{name: {name}, namespace: ml{stamp}}}
+spec: {{schedulingPolicy: {{gang: {{minCount: 3}}}}}}
+"""
+    old = ", creationTimestamp: '2026-01-01T00:00:00Z'"
+    dump = write(tmp_path, """
+apiVersion: v1
+kind: Node
+metadata: {name: n1, creationTimestamp: '2026-01-01T00:00:00Z'}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+""" + gang("z-old", old), "dump.yaml")
+    added = write(tmp_path, gang("a-new", ""), "added.yaml")
+    code, out, _ = invoke("simulate", "-o", "json", dump, added)
+    assert code == 0
+    status = {g["name"]: g["status"] for g in json.loads(out)["groups"]}
+    assert status == {"z-old": "Scheduled", "a-new": "Unschedulable"}
+
+
 def test_unreadable_file_exits_2_naming_it(tmp_path: Path) -> None:
     code, _, err = invoke("simulate", str(tmp_path / "missing.yaml"))
     assert code == 2
