@@ -248,16 +248,20 @@ def not_ours(workload: JSON, templates: Iterable[JSON], scheduler_name: str) -> 
     """Why the pods ``workload``'s pod ``templates`` make would not be ``scheduler_name``'s, or None when they would:
     a template names it, or the workload is labelled :data:`~scheduler.groups.workloads.OPT_IN` for the operator and
     a template names no scheduler (the operator's pod webhook then names ours)."""
-    named = [as_dict(t.get("spec")).get("schedulerName") or DEFAULT_SCHEDULER for t in templates]
+    written = [as_dict(t.get("spec")).get("schedulerName") or None for t in templates]
+    named = [n or DEFAULT_SCHEDULER for n in written]
     opted_in = as_dict(workload["metadata"].get("labels")).get(OPT_IN) == OPT_IN_VALUE
     if any(n == scheduler_name or (opted_in and n == DEFAULT_SCHEDULER) for n in named):
         return None
-    others = ", ".join(sorted({n for n in named if n != DEFAULT_SCHEDULER}))
+    # what the templates name as written: an explicit default-scheduler is told as such, an unset one as none
+    what = ", ".join(sorted({str(n) for n in written if n is not None}))
+    if None in written:
+        what = f"{what} or no scheduler" if what else "no scheduler"
     if opted_in:
-        return f"labelled {OPT_IN}, but its pod templates name {others}"
-    if others:
-        return f"its pod templates name {others}"
-    return f"not labelled {OPT_IN} and its pod templates name no scheduler"
+        return f"labelled {OPT_IN}, but its pod templates name {what}"
+    if DEFAULT_SCHEDULER not in named:  # labelling it would not make it ours
+        return f"its pod templates name {what}"
+    return f"not labelled {OPT_IN} and its pod templates name {what}"
 
 
 def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Callable[[str], bool],
@@ -272,9 +276,9 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Ca
     if active_pods or _finished(job):  # what a dump holds: its pods are there, or it is done
         return Expansion()
     if (why := not_ours(job, [spec["template"]], scheduler_name)) is not None:
-        # nothing to say of one waiting for its queue (Kueue) or another controller
+        # nothing to say of one waiting for its queue (Kueue) or another controller, or with no pod to run
         waits = spec.get("suspend") is True or spec.get("managedBy") not in (None, JOB_CONTROLLER)
-        return Expansion(foreign=None if waits else why)
+        return Expansion(foreign=None if waits or not pod_count(job) else why)
     managed_by = spec.get("managedBy")
     skipped = ("suspended" if spec.get("suspend") is True
                else f"managed by {managed_by}" if managed_by not in (None, JOB_CONTROLLER) else None)

@@ -148,16 +148,16 @@ def expand(jobset: JSON, scheduler_name: str, active_pods: int, exists: Callable
     templates = [as_dict(as_dict(r["template"]["spec"]).get("template")) for r in spec["replicatedJobs"]]
     if active_pods or _finished(jobset):  # what a dump holds: its pods are there, or it is done
         return Expansion()
+    wanted = sum((1 if r.get("replicas") is None else r["replicas"]) * job_pods(as_dict(r["template"]["spec"]))
+                 for r in spec["replicatedJobs"])
     if (why := jobs.not_ours(jobset, templates, scheduler_name)) is not None:
         waits = spec.get("suspend") is True or spec.get("managedBy") not in (None, JOBSET_CONTROLLER)  # its queue's
-        return Expansion(foreign=None if waits else why)
+        return Expansion(foreign=None if waits or not wanted else why)  # no pod to run: nothing to say either
     managed_by = spec.get("managedBy")
     if spec.get("suspend") is True:
         return Expansion(skipped="suspended")
     if managed_by not in (None, JOBSET_CONTROLLER):
         return Expansion(skipped=f"managed by {managed_by}")
-    wanted = sum((1 if r.get("replicas") is None else r["replicas"]) * job_pods(as_dict(r["template"]["spec"]))
-                 for r in spec["replicatedJobs"])
     if (why := jobs.too_many(wanted)) is not None:
         return Expansion(skipped=why)
     children = child_jobs(jobset, scheduler_name)

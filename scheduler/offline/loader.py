@@ -182,9 +182,9 @@ class Objects:
     leaderworkersets: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """``leaderworkerset.x-k8s.io/v1`` LeaderWorkerSets as read, the same way
     (:mod:`scheduler.offline.leaderworkersets`)."""
-    composite: bool = True
-    """Whether the cluster serves CompositePodGroups as ``--from-cluster``'s discovery found (files: True, read as
-    v1.37's API); :attr:`serves_composites` is what the expansions read."""
+    composite: bool | None = None
+    """Whether the cluster serves CompositePodGroups as ``--from-cluster``'s discovery found (None: files, read as
+    v1.37's API unless they are 1.36's); :attr:`serves_composites` is what the expansions read."""
     v1alpha2_podgroups: bool = False
     """A ``scheduling.k8s.io/v1alpha2`` PodGroup (Kubernetes 1.36's API) was read."""
     problems: list[LoadProblem] = field(default_factory=list)
@@ -229,9 +229,11 @@ class Objects:
     def serves_composites(self) -> bool:
         """Whether the operator would make a multi-role workload a tree of CompositePodGroups here
         (:func:`~scheduler.groups.workloads.desired`), else one PodGroup of all its pods: as discovery found
-        (:attr:`composite`), and not for files of Kubernetes 1.36 — v1alpha2 PodGroups and no CompositePodGroup
-        (1.36 serves none)."""
-        return self.composite and not (self.v1alpha2_podgroups and not self.composites)
+        (:attr:`composite`; files given with ``--add`` do not change it), else — files alone — not for files of
+        Kubernetes 1.36: v1alpha2 PodGroups and no CompositePodGroup (1.36 serves none)."""
+        if self.composite is not None:
+            return self.composite
+        return not (self.v1alpha2_podgroups and not self.composites)
 
     @property
     def has_dra(self) -> bool:

@@ -174,7 +174,7 @@ class Simulation:
     :mod:`scheduler.offline.jobs`, ``jobsets``, ``pytorchjobs``, ``leaderworkersets``), one line each;
     ``jobs_not_made``: the workloads of ours that made none, and why (``Job ns/name (why)``);
     ``workloads_not_ours``: those given without their pods, neither finished nor running, whose pods would not be
-    ours (``Job ns/name``), so none was made; ``unexpanded``: the
+    ours, and why (``Job ns/name (why)``), so none was made; ``unexpanded``: the
     workloads the operator knows given without their pods that are not made into pods (:func:`unexpanded`).
     ``load_warnings``: objects used with a field not honoured (the loader's ``warnings``); ``unknown``: fields
     and kinds the v1.37 API does not know (the loader's ``unknown``); ``unread``:

@@ -115,3 +115,14 @@ spec: {schedulingPolicy: {gang: {minGroupCount: 1}}}
     assert tree.serves_composites
     assert ("CompositePodGroup", "pt") in {(g.key.kind, g.key.name)
                                            for g in simulate(tree, "gang-scheduler", SolverConfig()).groups}
+
+
+def test_from_cluster_discovery_decides_trees_whatever_an_added_file_holds(tmp_path: Path) -> None:
+    """``--from-cluster --add``: the cluster's discovery (``Objects.composite``) says whether the operator makes
+    trees; a v1alpha2 PodGroup in an added file (or read from a v1.37 cluster serving v1alpha2) does not undo it."""
+    from scheduler.offline.loader import Objects
+
+    listed = Objects(composite=True)  # a v1.37 cluster serving CompositePodGroups, none made yet
+    assert load([CLUSTER], objects=listed).serves_composites
+    assert not load([CLUSTER], objects=Objects(composite=False)).serves_composites
+    assert not load([CLUSTER]).serves_composites  # files alone: 1.36's

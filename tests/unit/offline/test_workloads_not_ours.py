@@ -93,3 +93,36 @@ def test_one_not_ours_that_would_make_no_pod_anyway_is_not_named(tmp_path: Path,
                                                                   change: tuple[str, str]) -> None:
     assert change[0] in workload
     assert run(tmp_path, workload.replace(OPT_IN, "labels: {}").replace(*change)).workloads_not_ours == []
+
+
+@pytest.mark.parametrize(("workload", "change"), [
+    pytest.param(README_JOB, ("parallelism: 4", "parallelism: 0"), id="Job-of-parallelism-0"),
+    pytest.param(JOBSET, ("replicas: 2", "replicas: 0"), id="JobSet-of-no-replica"),
+])
+def test_one_not_ours_with_nothing_to_run_is_not_named(tmp_path: Path, workload: str, change: tuple[str, str]) -> None:
+    """The docs' "unless … it has nothing to run" holds for every kind, not only a LeaderWorkerSet of no group."""
+    if workload is JOBSET:  # its second Job runs a pod by default: none of it then
+        workload = workload.replace("  - name: driver\n    template:",
+                                    "  - name: driver\n    replicas: 0\n    template:")
+    assert change[0] in workload
+    assert run(tmp_path, workload.replace(OPT_IN, "labels: {}").replace(*change)).workloads_not_ours == []
+
+
+def test_a_workload_some_of_whose_templates_name_no_scheduler_says_it_is_not_labelled(tmp_path: Path) -> None:
+    """Labelling it would make the pods of its unnamed templates ours: the reason must not read as if every template
+    named another scheduler."""
+    mixed = PYTORCHJOB.replace(OPT_IN, "labels: {}").replace(
+        "      restartPolicy: OnFailure\n      template:\n        spec:\n",
+        "      restartPolicy: OnFailure\n      template:\n        spec:\n          schedulerName: volcano\n")
+    assert "volcano" in mixed
+    assert run(tmp_path, mixed).workloads_not_ours == [
+        "PyTorchJob ml/pt (not labelled gang-scheduler.io/gang and its pod templates name volcano or no scheduler)"]
+
+
+def test_a_template_naming_default_scheduler_is_told_as_written(tmp_path: Path) -> None:
+    job = README_JOB.replace(OPT_IN, "labels: {}").replace(
+        "    spec:\n      restartPolicy", "    spec:\n      schedulerName: default-scheduler\n      restartPolicy")
+    assert "default-scheduler" in job
+    assert run(tmp_path, job).workloads_not_ours == [
+        "Job gang-demo/train-job (not labelled gang-scheduler.io/gang and its pod templates name default-scheduler)"]
+    assert run(tmp_path, job.replace("labels: {}", OPT_IN)).workloads_not_ours == []  # the webhook takes it as unset
