@@ -15,6 +15,7 @@ from scheduler.offline.report import notices, render_text, to_json
 from scheduler.offline.simulate import Simulation, simulate
 from tests.scenario.conftest import DATA
 from tests.unit.model.example_data import documents
+from tests.unit.offline.test_pytorchjobs import PYTORCHJOB
 
 CLUSTER = DATA / "clusters" / "k8s-1.36-cluster.yaml"
 
@@ -87,19 +88,7 @@ def test_a_labelled_workload_beside_v1alpha2_podgroups_gets_the_one_podgroup_the
     """1.36 serves no CompositePodGroup, so the operator makes a labelled PyTorchJob one PodGroup of all its pods; a
     snapshot holding a CompositePodGroup is read as v1.37's, where it makes the tree."""
     job = tmp_path / "pt.yaml"
-    job.write_text("""
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: pt, namespace: ml, labels: {gang-scheduler.io/gang: "true"}}
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      template: {spec: {containers: [{name: pytorch, image: x, resources: {requests: {cpu: "1"}}}]}}
-    Worker:
-      replicas: 2
-      template: {spec: {containers: [{name: pytorch, image: x, resources: {requests: {cpu: "1"}}}]}}
-""")
+    job.write_text(PYTORCHJOB)
     objects = load([CLUSTER, job])
     assert objects.v1alpha2_podgroups and not objects.serves_composites
     groups = {(g.key.kind, g.key.name) for g in simulate(objects, "gang-scheduler", SolverConfig()).groups}
