@@ -257,8 +257,9 @@ def _with_min_count(kind: WorkloadKind, body: JSON, groups: tuple[GroupSpec, ...
     if value is None:
         return Desired(groups)
     if len(groups) != 1:
-        return Desired(groups, (f"annotation {MIN_COUNT}={value!r} is not applied: this {kind.kind} is a tree of "
-                                f"{len(groups)} groups, each with the minimum of its role",))
+        shape = (f"a tree of {len(groups)} groups, each with the minimum of its role"
+                 if any(g.kind == "CompositePodGroup" for g in groups) else f"{len(groups)} gangs, one per group")
+        return Desired(groups, (f"annotation {MIN_COUNT}={value!r} is not applied: this {kind.kind} is {shape}",))
     minimum, problem = min_count(value)
     if minimum is None:
         return Desired(groups, (f"annotation {MIN_COUNT}={_shown(value)} is not applied: {problem}",))

@@ -7,7 +7,8 @@ snapshot is expanded here before the snapshot is scheduled, as the cluster would
 
 * **Pods**, as the Job controller makes them (kubernetes ``pkg/controller/job``): ``min(parallelism,
   completions − succeeded)`` of them (``parallelism`` defaults to 1; without ``completions``, ``parallelism``),
-  at most :data:`MAX_PODS_PER_JOB`, from ``spec.template``, named ``<job>-<suffix>`` (``completionMode:
+  at most :data:`MAX_PODS_PER_JOB` of a Job without a group (one in a group that would run more is not made: its
+  group is judged on all of them), from ``spec.template``, named ``<job>-<suffix>`` (``completionMode:
   Indexed``: ``<job>-<index>-<suffix>``, with the ``batch.kubernetes.io/job-completion-index`` label and
   annotation), labelled ``batch.kubernetes.io/job-name`` and ``batch.kubernetes.io/controller-uid`` (and the
   legacy ``job-name`` / ``controller-uid``), owned by the Job, created when the Job was. The suffix stands for
@@ -289,6 +290,10 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, podgroup_exists: Ca
     wanted = pod_count(job)
     if not wanted:
         return Expansion(skipped="nothing to run: parallelism 0, or every completion done")
+    grouped = (opted_in or spec.get("scheduling") is not None
+               or bool(as_dict(template_spec.get("schedulingGroup")).get("podGroupName")))
+    if grouped and (why := too_many(wanted)) is not None:  # a group is judged on all its pods: none is left out
+        return Expansion(skipped=why)
     count = min(wanted, MAX_PODS_PER_JOB)
     indexed = spec.get("completionMode") == "Indexed"
     if indexed:

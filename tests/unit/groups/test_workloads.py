@@ -168,6 +168,13 @@ def test_a_leaderworkerset_whose_one_podgroup_its_leader_alone_meets_starts() ->
     assert desired(LEADERWORKERSET, body, composite=False).never_starts is not None
 
 
+def test_the_min_count_annotation_of_a_flat_leaderworkerset_of_several_groups_is_not_applied_and_says_why() -> None:
+    body = lws()
+    body["metadata"] = {**body["metadata"], "annotations": {"gang-scheduler.io/min-count": "2"}}
+    assert desired(LEADERWORKERSET, body, composite=False).warnings == (
+        "annotation gang-scheduler.io/min-count='2' is not applied: this LeaderWorkerSet is 2 gangs, one per group",)
+
+
 def test_the_exclusive_topology_annotation_defers_the_workers_whatever_its_value() -> None:
     body = lws()
     body["metadata"] = {**body["metadata"], "annotations": {"leaderworkerset.sigs.k8s.io/exclusive-topology": ""}}

@@ -175,16 +175,21 @@ def test_generated_names_never_repeat_and_avoid_the_names_taken() -> None:
     assert names == list(generated_name("train-", "uid-1", lambda name: name == first, 20_000))  # every run
 
 
-def test_a_job_larger_than_the_cap_is_simulated_with_the_cap_and_says_so(
+def test_a_job_larger_than_the_cap_is_simulated_with_the_cap_without_a_group_and_not_made_in_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jobs, "MAX_PODS_PER_JOB", 3)
-    sim = run(tmp_path, README_JOB.replace("parallelism: 4\n  completions: 4", "parallelism: 1000000000"))
+    huge = README_JOB.replace("parallelism: 4\n  completions: 4", "parallelism: 1000000000")
+    sim = run(tmp_path, huge.replace(
+        'labels: {gang-scheduler.io/gang: "true"}', "labels: {}").replace(
+        "    spec:\n      restartPolicy", "    spec:\n      schedulerName: gang-scheduler\n      restartPolicy"))
     assert len(sim.pods) == 3
     assert job_notes(sim) == [
         "batch/v1 Job gang-demo/train-job: 3 of its 1000000000 pods (at most 3) made from its template, as the Job "
-        "controller would, in PodGroup train-job (gang minCount 1000000000, as the operator makes it for "
-        "gang-scheduler.io/gang)"]
-    assert sim.groups[0].status == "Waiting"
+        "controller would, without a group"]
+    gang = run(tmp_path, huge)  # its gang is judged on all its pods: none is made rather than some left waiting
+    assert gang.pods == [] and gang.groups == []
+    assert job_notes(gang) == ["1 workload(s) of ours not made into pods: Job gang-demo/train-job (1000000000 pods at "
+                               "once, more than simulate makes of one workload (3))"]
 
 
 @pytest.mark.parametrize(("old", "new", "problem"), [
