@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scheduler.cycle import schedule_one
 from scheduler.framework.plan import Decision, Plan, SolverConfig, Unschedulable
-from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
 from scheduler.framework.snapshot import Snapshot, bound_copy
 from scheduler.framework.status import Code
 from scheduler.groups.tree import GroupTree
@@ -80,7 +79,7 @@ def room_taken(results: Iterable[tuple[GroupTree, Plan | Unschedulable]], initia
         nodes = Counter(node for _, node in alone.placements)
         takers = [(earlier, plan) for earlier, plan in run.placed
                   if any(node in nodes and pod.key not in run.evicted for pod, node in plan.placements)]
-        if (not takers or _fits(schedule_one(tree, run.now(), config))
+        if (not takers or _fits(schedule_one(tree, run.now, config))
                 or not _fits(schedule_one(tree, run.without({e.key for e, _ in takers}), config))):
             continue  # no takers; or the plans before it leave it room (a nomination took it, or the bound pods of
             # a plan whose binding failed); or it fits no better without the takers
@@ -95,51 +94,33 @@ def _fits(decision: Decision) -> bool:
 
 class _Run:
     """The cluster as given with the run's plans so far assumed and its evictions so far applied, each once, in
-    order (:meth:`place`, :meth:`evict`): :meth:`without` some roots' plans is what the run would have left had they
-    not been placed (without the nominations and claims it holds besides). Its pod index is kept beside it and moved
-    on in place — built when first asked for — as ``Snapshot.assume`` would move ``base``'s own."""
+    order (:meth:`place`, :meth:`evict`): :attr:`now`; :meth:`without` some roots' plans is what the run would have
+    left had they not been placed (without the nominations and claims it holds besides). ``now`` starts as a copy of
+    ``base`` that indexes its own pods, so ``Snapshot.assume`` moving that index on in place never touches
+    ``base``'s."""
 
     def __init__(self, base: Snapshot) -> None:
         self.base = base
-        self.snapshot = base
+        self.now = dataclasses.replace(base, index_view=None)
         self.placed: list[tuple[GroupTree, Plan]] = []
         self.evicted: set[str] = set()
-        self.changes: list[Mapping[str, PodEntry | None]] = []
-        self.index: IndexView | None = None
 
     def place(self, tree: GroupTree, plan: Plan) -> None:
         self.placed.append((tree, plan))
-        self.snapshot = dataclasses.replace(self.snapshot, index_view=None).assume(
-            plan.placements, plan.device_uses, plan.volumes)
-        self.changes.append({pod.key: pod_entry(pod, node) for pod, node in plan.placements})
+        self.now = self.now.assume(plan.placements, plan.device_uses, plan.volumes)
 
     def evict(self, pods: Iterable[Pod]) -> None:
         gone = [pod for pod in pods if pod.key not in self.evicted]
         if gone:
             self.evicted.update(pod.key for pod in gone)
-            self.snapshot = dataclasses.replace(self.snapshot, index_view=None).without(gone)
-            self.changes.append(dict.fromkeys(pod.key for pod in gone))
-
-    def _index(self) -> IndexView:
-        if self.index is None:
-            self.index = IndexView.build(self.base.pod_index.entries())
-        for changes in self.changes:
-            self.index.index.apply(changes)
-        self.changes.clear()
-        self.index = IndexView(self.index.index, self.index.index.version)
-        return self.index
-
-    def now(self) -> Snapshot:
-        """The run so far."""
-        return dataclasses.replace(self.snapshot, index_view=self._index())
+            self.now = self.now.without(gone)
 
     def without(self, roots: set[GroupKey]) -> Snapshot:
         """The run so far without the plans of ``roots``: their pods gone from the nodes, and only the other plans'
         devices and volume decisions taken."""
-        index = self._index()
         gone = [(pod, node) for earlier, plan in self.placed if earlier.key in roots
                 for pod, node in plan.placements if pod.key not in self.evicted]
-        snap = dataclasses.replace(self.snapshot, index_view=None).without(bound_copy(pod, node) for pod, node in gone)
+        snap = self.now.without(bound_copy(pod, node) for pod, node in gone)
         theirs = [plan for earlier, plan in self.placed if earlier.key in roots]
         others = [plan for earlier, plan in self.placed if earlier.key not in roots]
         dra, volumes = snap.dra, snap.volumes  # Snapshot.without keeps them: made again if they decided any
@@ -148,5 +129,4 @@ class _Run:
         if volumes is not None and self.base.volumes is not None and any(plan.volumes for plan in theirs):
             kept = [(pod, node) for plan in others for pod, node in plan.placements if pod.key not in self.evicted]
             volumes = self.base.volumes.with_assumed(kept, [b for plan in others for b in plan.volumes])
-        return dataclasses.replace(snap, dra=dra, volumes=volumes,
-                                   index_view=index.branched(dict.fromkeys(p.key for p, _ in gone)))
+        return dataclasses.replace(snap, dra=dra, volumes=volumes)  # index_view: the branch ``without`` made
