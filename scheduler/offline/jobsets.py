@@ -42,7 +42,7 @@ from scheduler.groups.workloads import (
 from scheduler.model.base import INT32_MAX
 from scheduler.offline import jobs
 from scheduler.offline.jobs import Expansion, Expansions
-from scheduler.offline.loader import LoadProblem, Objects, snapshot_uid
+from scheduler.offline.loader import Objects, snapshot_uid
 from scheduler.offline.operator_trees import tree_objects
 
 JSON = dict[str, Any]
@@ -195,33 +195,13 @@ def add_expansions(objects: Objects, scheduler_name: str) -> Expansions:
     from its file; a JobSet :func:`problem` refuses goes to ``objects.problems``. Returns the report's note of each
     JobSet expanded, and the JobSets of ours not expanded with why (``JobSet ns/name (why)``). Run after the Jobs'
     (:func:`scheduler.offline.jobs.add_expansions`), whose pods it counts as taken names."""
-    pods_by_ns: dict[str, set[str]] = {}
-    active: dict[tuple[str, str], int] = {}
-    for pod in objects.pods:
-        md = pod.metadata
-        pods_by_ns.setdefault(md.namespace, set()).add(md.name)
-        if pod.status.phase not in ("Succeeded", "Failed") and (jobset_name := md.labels.get(JOBSET_NAME)):
-            active[md.namespace, jobset_name] = active.get((md.namespace, jobset_name), 0) + 1
-    groups = {("PodGroup", g.metadata.namespace, g.metadata.name) for g in objects.podgroups} | {
-        ("CompositePodGroup", g.metadata.namespace, g.metadata.name) for g in objects.composites}
     job_names = {(job["metadata"]["namespace"], job["metadata"]["name"]) for _, job in objects.jobs}
-    out = Expansions()
-    for source, jobset in objects.jobsets:
-        meta = jobset["metadata"]
-        ns, name = meta["namespace"], meta["name"]
-        if (why := problem(jobset)) is not None:
-            objects.problems.append(LoadProblem(source, "JobSet", ns, name, why))
-            continue
-        taken_here = pods_by_ns.setdefault(ns, set())
 
-        def exists(kind: str, group: str, ns: str = ns) -> bool:
-            return (kind, ns, group) in groups
-
-        def job_taken(job: str, ns: str = ns) -> bool:
-            return (ns, job) in job_names
-
-        made = expand(jobset, scheduler_name, active.get((ns, name), 0), exists, taken_here.__contains__, job_taken,
-                      objects.serves_composites)
+    def make(jobset: JSON, held: jobs.Held) -> Expansion:
+        ns, name = jobset["metadata"]["namespace"], jobset["metadata"]["name"]
+        made = expand(jobset, scheduler_name, held.active[ns, name], held.exists(ns), held.taken(ns).__contains__,
+                      lambda job: (ns, job) in job_names, objects.serves_composites)
         job_names.update((ns, str(p["metadata"]["labels"][JOB_NAME])) for p in made.pods)
-        jobs.take(objects, source, made, taken_here, out, f"JobSet {ns}/{name}")
-    return out
+        return made
+
+    return jobs.add_each(objects, JOBSET.kind, objects.jobsets, JOBSET_NAME, problem, make)
