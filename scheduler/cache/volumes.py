@@ -39,7 +39,7 @@ from scheduler.framework.storage_view import (
 from scheduler.model.base import OwnedObjectMeta, OwnerReference
 from scheduler.model.kinds import CSI_NODE, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, STORAGE_CLASS
 from scheduler.model.pod import Pod
-from scheduler.model.storage import BETA_STORAGE_CLASS, SELECTED_NODE, PersistentVolumeClaim, default_class
+from scheduler.model.storage import SELECTED_NODE, PersistentVolumeClaim, default_class, names_no_class
 from scheduler.model.volume import ephemeral_claim_name
 
 STORAGE_KINDS = tuple(kind.name for kind in (PERSISTENT_VOLUME_CLAIM, PERSISTENT_VOLUME, STORAGE_CLASS, CSI_NODE))
@@ -60,7 +60,7 @@ def synthesized_claim(pod: Pod, volume_name: str, default: str | None = None) ->
                       labels=template.metadata.labels, annotations=template.metadata.annotations,
                       owner_references=(owner,))
     spec = template.spec
-    if default is not None and spec.storage_class_name is None and BETA_STORAGE_CLASS not in meta.annotations:
+    if default is not None and names_no_class(spec.storage_class_name, meta.annotations):
         spec = spec.model_copy(update={"storage_class_name": default})  # the DefaultStorageClass admission plugin
     return PersistentVolumeClaim(metadata=meta, spec=spec)
 

@@ -9,7 +9,7 @@ The annotation names and helpers follow ``component-helpers/storage/volume/pv_he
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cached_property
 from typing import Literal
 
@@ -269,6 +269,13 @@ class CSINode(KubeModel):
 DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class",
                              "storageclass.beta.kubernetes.io/is-default-class")
 """The annotations (value ``"true"``) that make a StorageClass the default (kubernetes ``IsDefaultAnnotation``)."""
+
+
+def names_no_class(class_name: str | None, annotations: Mapping[str, str]) -> bool:
+    """Whether a claim created with ``spec.storageClassName`` ``class_name`` and ``annotations`` names no class, so
+    the API server gives it :func:`default_class` (kubernetes ``PersistentVolumeClaimHasClass``: an empty name is a
+    class, "none")."""
+    return class_name is None and BETA_STORAGE_CLASS not in annotations
 
 
 def default_class(classes: Iterable[StorageClass]) -> str | None:

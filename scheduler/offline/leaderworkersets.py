@@ -78,7 +78,7 @@ from scheduler.groups.workloads import (
     lws_workers_deferred,
 )
 from scheduler.model.base import INT32_MAX
-from scheduler.model.storage import BETA_STORAGE_CLASS, default_class
+from scheduler.model.storage import default_class, names_no_class
 from scheduler.offline import jobs
 from scheduler.offline.jobs import Expansion, Expansions, is_count, made_meta, strings
 from scheduler.offline.loader import Objects, snapshot_uid
@@ -277,8 +277,7 @@ def claims(lws: JSON, made: list[JSON], default: str | None = None) -> list[JSON
             if annotations := strings(tmeta.get("annotations")):
                 meta["annotations"] = annotations
             spec = copy.deepcopy(as_dict(template.get("spec")))
-            if default is not None and spec.get("storageClassName") is None and BETA_STORAGE_CLASS not in meta.get(
-                    "annotations", {}):
+            if default is not None and names_no_class(spec.get("storageClassName"), meta.get("annotations", {})):
                 spec["storageClassName"] = default
             out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec})
     return out
