@@ -74,7 +74,6 @@ from scheduler.groups.workloads import (
     OPT_IN,
     OPT_IN_VALUE,
     as_dict,
-    desired,
     lws_workers_deferred,
 )
 from scheduler.model.base import INT32_MAX
@@ -322,6 +321,7 @@ def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
         return Expansion(skipped=why)
     opted_in = as_dict(meta.get("labels")).get(OPT_IN) == OPT_IN_VALUE
     objects: tuple[JSON, ...] = ()
+    tree = None
     if opted_in:
         tree = tree_objects(LEADERWORKERSET, lws, exists, composite)
         objects = tree.objects
@@ -335,7 +335,7 @@ def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
         how = "without a group"
     if deferred:
         how += f"; only the leaders are made ({deferred})"
-        if opted_in and desired(LEADERWORKERSET, lws, composite).never_starts is not None:
+        if tree is not None and tree.wanted.never_starts is not None:
             how += "; the operator's gang of each group waits for its workers, so no group would start"
     wanted_claims = claims(lws, made, default)
     new_claims = tuple(c for c in wanted_claims if not claimed(c["metadata"]["name"]))

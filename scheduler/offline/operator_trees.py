@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.groups.workloads import OPT_IN, OPT_IN_VALUE, GroupSpec, WorkloadKind, as_dict, desired, pod_group
+from scheduler.groups.workloads import OPT_IN, OPT_IN_VALUE, Desired, WorkloadKind, as_dict, desired, pod_group
 from scheduler.offline.jobs import DEFAULT_SCHEDULER, made_meta
 
 JSON = dict[str, Any]
@@ -39,24 +39,22 @@ COMPOSITE_API_VERSION = "scheduling.k8s.io/v1alpha3"
 @dataclass(frozen=True)
 class Tree:
     """The operator's groups of one workload: ``objects`` to load (raw API objects, those the snapshot does not hold),
-    ``held``: the names of those it holds (used instead), ``warnings``: what the operator would post as Warning Events
-    (an annotation it does not apply), and ``specs``: every group, as :func:`~scheduler.groups.workloads.desired`
-    names it."""
+    ``held``: the names of those it holds (used instead), and ``wanted``: every group and what the operator would post
+    as Warning Events, as :func:`~scheduler.groups.workloads.desired` says them."""
 
     objects: tuple[JSON, ...]
     held: tuple[str, ...]
-    warnings: tuple[str, ...]
-    specs: tuple[GroupSpec, ...]
+    wanted: Desired
 
     @property
     def children(self) -> int:
         """The PodGroups of the tree (every group but the CompositePodGroups)."""
-        return sum(1 for spec in self.specs if spec.kind == "PodGroup")
+        return sum(1 for spec in self.wanted.groups if spec.kind == "PodGroup")
 
     def suffix(self) -> str:
         """What a note adds after saying how the groups were made: the groups of the snapshot used, the warnings."""
         held = f"; the snapshot's {', '.join(self.held)} used" if self.held else ""
-        return held + "".join(f"; {warning}" for warning in self.warnings)
+        return held + "".join(f"; {warning}" for warning in self.wanted.warnings)
 
 
 def tree_objects(kind: WorkloadKind, workload: JSON, exists: Callable[[str, str], bool],
@@ -73,15 +71,15 @@ def tree_objects(kind: WorkloadKind, workload: JSON, exists: Callable[[str, str]
         if exists(spec.kind, spec.name):
             held.append(spec.name)
             continue
-        composite = spec.kind == "CompositePodGroup"
-        body_spec: JSON = {"schedulingPolicy": {"gang": {"minGroupCount" if composite else "minCount": spec.minimum}}}
+        parent = spec.kind == "CompositePodGroup"
+        body_spec: JSON = {"schedulingPolicy": {"gang": {"minGroupCount" if parent else "minCount": spec.minimum}}}
         if spec.template is not None:
             body_spec["workloadRef"] = {"workloadName": meta["name"], "templateName": spec.template}
         if spec.parent is not None:
             body_spec["parentCompositePodGroupName"] = spec.parent
-        objects.append({"apiVersion": COMPOSITE_API_VERSION if composite else PODGROUP_API_VERSION,
+        objects.append({"apiVersion": COMPOSITE_API_VERSION if parent else PODGROUP_API_VERSION,
                         "kind": spec.kind, "metadata": made_meta(workload, spec.name), "spec": body_spec})
-    return Tree(tuple(objects), tuple(held), wanted.warnings, wanted.groups)
+    return Tree(tuple(objects), tuple(held), wanted)
 
 
 def webhook_pod(pod: JSON, scheduler_name: str, composite: bool = True) -> str | None:

@@ -231,11 +231,11 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     meta, spec = job["metadata"], job["spec"]
     if active_pods or _finished(job):  # what a dump holds: its pods are there, or it is done
         return Expansion()
+    run = as_dict(spec.get("runPolicy"))
     if (why := jobs.not_ours(job, [r["template"] for r in replica_specs(job).values()], scheduler_name)) is not None:
-        run = as_dict(spec.get("runPolicy"))  # nothing to say of one waiting for its queue or another controller
+        # nothing to say of one waiting for its queue or another controller
         waits = run.get("suspend") is True or run.get("managedBy") not in (None, TRAINING_OPERATOR)
         return Expansion(foreign=None if waits else why)
-    run = as_dict(spec.get("runPolicy"))
     if run.get("suspend") is True:
         return Expansion(skipped="suspended")
     if run.get("managedBy") not in (None, TRAINING_OPERATOR):
