@@ -43,6 +43,7 @@ No I/O.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -115,6 +116,27 @@ def name_taken(made: Iterable[JSON], taken: Callable[[str], bool]) -> str | None
     """Why the pods ``made`` are not made: the first whose name ``taken`` says its namespace holds; else None."""
     clash = next((p["metadata"]["name"] for p in made if taken(p["metadata"]["name"])), None)
     return None if clash is None else f"its pod {clash} exists already"
+
+
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+"""apimachinery ``dns1035LabelFmt``, with at most 63 characters (``IsDNS1035Label``)."""
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``metadata.name`` ``name`` is refused where a workload's name must be a DNS-1035 label (a PyTorchJob's, a
+    LeaderWorkerSet's: their webhooks refuse any other), or None."""
+    if len(name) > 63 or not _DNS1035_LABEL.fullmatch(name):
+        return "metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter)"
+    return None
+
+
+def template_containers(template: Any) -> list[JSON] | None:
+    """The containers of pod ``template``, or None when it has none the API server would take (not a non-empty list
+    of objects)."""
+    containers = as_dict(as_dict(template).get("spec")).get("containers")
+    if not isinstance(containers, list) or not containers or not all(isinstance(c, dict) for c in containers):
+        return None
+    return containers
 
 
 def is_count(value: Any) -> bool:

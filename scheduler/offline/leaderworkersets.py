@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -99,7 +98,6 @@ UNIQUE_PER_REPLICA = "UniquePerReplica"
 SUBDOMAIN_POLICIES = frozenset({"Shared", UNIQUE_PER_REPLICA})
 ORDINAL_IDENTITY = "Ordinal"
 """``spec.groupIdentity`` of groups named by the leader StatefulSet's ordinals (the default; ``Hash`` is the other)."""
-_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 TEMPLATE = "spec.leaderWorkerTemplate"
 
 
@@ -115,20 +113,14 @@ def replicas(lws: JSON) -> int:
     return 1 if value is None else int(value)
 
 
-def _containers_missing(template: Any) -> bool:
-    containers = as_dict(as_dict(template).get("spec")).get("containers")
-    return not isinstance(containers, list) or not containers or not all(isinstance(c, dict) for c in containers)
-
-
 def problem(lws: JSON) -> str | None:
     """What the API server or LWS's webhook would refuse in what is read of ``lws``, or None (the module docstring
     lists it)."""
     spec = lws.get("spec")
     if not isinstance(spec, dict):
         return "spec must be an object"
-    name = lws["metadata"]["name"]
-    if len(name) > 63 or not _DNS1035.fullmatch(name):
-        return "metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter)"
+    if (why := jobs.name_problem(lws["metadata"]["name"])) is not None:
+        return why
     count = spec.get("replicas")
     if count is not None and not (is_count(count) and count <= INT32_MAX):
         return f"spec.replicas must be a non-negative integer (got {count!r})"
@@ -140,9 +132,9 @@ def problem(lws: JSON) -> str | None:
         return f"{TEMPLATE}.size must be an integer of at least 1 (got {pods!r})"
     if (1 if count is None else count) * (1 if pods is None else pods) > INT32_MAX:
         return f"the product of spec.replicas and {TEMPLATE}.size must not exceed {INT32_MAX}"
-    if _containers_missing(template.get("workerTemplate")):
+    if jobs.template_containers(template.get("workerTemplate")) is None:
         return f"{TEMPLATE}.workerTemplate.spec.containers is required"
-    if template.get("leaderTemplate") is not None and _containers_missing(template["leaderTemplate"]):
+    if template.get("leaderTemplate") is not None and jobs.template_containers(template["leaderTemplate"]) is None:
         return f"{TEMPLATE}.leaderTemplate.spec.containers is required"
     claims = template.get("volumeClaimTemplates")
     if claims is not None and not (isinstance(claims, list) and all(

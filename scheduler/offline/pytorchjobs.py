@@ -48,7 +48,6 @@ No I/O.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -91,7 +90,6 @@ MultiKueue's."""
 FINISHED = frozenset({"Succeeded", "Failed"})
 INIT_IMAGE = "alpine:3.10"
 """The training operator's default ``--pytorch-init-container-image``."""
-_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 
 
 def replica_specs(job: JSON) -> dict[str, JSON]:
@@ -116,9 +114,8 @@ def problem(job: JSON) -> str | None:
     spec = job.get("spec")
     if not isinstance(spec, dict):
         return "spec must be an object"
-    name = job["metadata"]["name"]
-    if len(name) > 63 or not _DNS1035.fullmatch(name):
-        return "metadata.name must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter)"
+    if (why := jobs.name_problem(job["metadata"]["name"])) is not None:
+        return why
     given = spec.get("pytorchReplicaSpecs")
     if not isinstance(given, dict):
         return "spec.pytorchReplicaSpecs is required"
@@ -138,8 +135,8 @@ def problem(job: JSON) -> str | None:
             return f"{path}.replicas must be a non-negative integer (got {count!r})"
         if rtype == MASTER and count not in (None, 1):
             return f"{path}.replicas must be 1: a PyTorchJob has one master"
-        containers = as_dict(as_dict(value.get("template")).get("spec")).get("containers")
-        if not isinstance(containers, list) or not containers or not all(isinstance(c, dict) for c in containers):
+        containers = jobs.template_containers(value.get("template"))
+        if containers is None:
             return f"{path}.template.spec.containers is required"
         for i, container in enumerate(containers):
             if not container.get("image"):
