@@ -207,8 +207,8 @@ class NodeUsage:
     def _carried_index(self) -> IndexView | None:
         """The last snapshot's pod index moved forward by the changes since, if it was built and is valid."""
         last = self._last
-        built = (last.__dict__.get("pod_index") or last.index_view) if last is not None else None
-        if not isinstance(built, IndexView) or not built.valid:
+        built = last.built_index() if last is not None else None
+        if built is None:
             return None
         return built.advanced(self._changes)
 

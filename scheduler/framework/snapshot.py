@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Protocol, cast
 
 import numpy as np
@@ -141,19 +140,27 @@ class Snapshot:
             return None, mark
         return log.rows[since.end:log.end], mark
 
-    @cached_property
+    @property
     def pod_index(self) -> IndexView:
-        """The pods of :attr:`infos` indexed for inter-pod rules: the view handed over while it is valid,
-        else one built from the NodeInfos (O(pods), once per snapshot)."""
-        view = self.index_view
-        if view is not None and view.valid:
-            return view
-        return IndexView.build(pod_entry(p, info.name) for info in self.infos for p in info.pods.values())
+        """The pods of :attr:`infos` indexed for inter-pod rules: the view last read or handed over while it is
+        valid, else one built from the NodeInfos (O(pods)). Validity is checked on every read: once the shared
+        index has moved on (the cache's next snapshot, an ``assume`` of this snapshot), this snapshot answers for
+        its own pods, not for the present."""
+        view = self.__dict__.get("_pod_index") or self.index_view
+        if view is None or not view.valid:
+            view = IndexView.build(pod_entry(p, info.name) for info in self.infos for p in info.pods.values())
+        self.__dict__["_pod_index"] = view
+        return view
+
+    def built_index(self) -> IndexView | None:
+        """The pod index this snapshot has read or was handed, if it is still valid (None: none yet, or stale)."""
+        view = self.__dict__.get("_pod_index") or self.index_view
+        return view if view is not None and view.valid else None
 
     def _index_after(self, changes: Mapping[str, PodEntry | None], in_place: bool) -> IndexView | None:
         """The pod index of a snapshot derived from this one by ``changes``, if this one has an index yet."""
-        view = self.__dict__.get("pod_index") or self.index_view
-        if not isinstance(view, IndexView) or not view.valid:
+        view = self.built_index()
+        if view is None:
             return None
         return view.advanced(changes) if in_place else view.branched(changes)
 

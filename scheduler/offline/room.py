@@ -11,10 +11,6 @@ pods a preemption of the run evicted left out) it does not fit, with every other
 room went elsewhere (pods of another root that repel its pods, a claim decided before, a nomination) and nothing is
 said.
 
-The run's first cycle is solved on that very snapshot, and the pod index it read there (inter-pod affinity, topology
-spread, host ports) stays cached on it while the run's binds move the shared index on: the solves here use a copy
-that indexes its own NodeInfos, so no pod placed in the run shows on the cluster as given.
-
 ``run`` does not do this: its room is taken by binds as they happen, and each cycle's reason says what is short then,
 as kube-scheduler's does. Pure: no I/O; the snapshot is read, never changed.
 """
@@ -59,11 +55,10 @@ def room_taken(results: Iterable[tuple[GroupTree, Plan | Unschedulable]], initia
     nothing is said). ``evictions``: (preemptor, the pods its preemption evicted), in the run's order; they are gone
     from the run once the preemptor is decided. One solve per such root, three when it has takers; roots that fail
     on the cluster as given cost that solve and get no entry."""
-    base = dataclasses.replace(initial, index_view=None)  # indexes its own NodeInfos (module docstring)
     victims: dict[GroupKey, list[Pod]] = {}
     for root, pods in evictions:
         victims.setdefault(root, []).extend(pods)
-    run = _Run(base)
+    run = _Run(initial)
     out: dict[GroupKey, RoomTaken] = {}
     for tree, decision in results:
         run.evict(victims.pop(tree.key, ()))
@@ -72,7 +67,7 @@ def room_taken(results: Iterable[tuple[GroupTree, Plan | Unschedulable]], initia
             continue
         if not run.placed or tree.key in out or decision.code is Code.ERROR or decision.minimum is not None:
             continue
-        alone = schedule_one(tree, base, config)
+        alone = schedule_one(tree, initial, config)
         if not _fits(alone):
             continue
         assert isinstance(alone, Plan)

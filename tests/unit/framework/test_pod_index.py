@@ -116,6 +116,7 @@ def test_snapshot_assume_carries_the_index_and_without_branches_it() -> None:
     placed = snap.assume([(pod("g0", namespace="ml", labels={"app": "b"}), "n1")])
     assert {e.key for e in placed.pod_index.entries()} == {"ml/r0", "ml/g0"}
     assert not first.valid  # moved forward in place; the old snapshot rebuilds when asked again
+    assert {e.key for e in snap.pod_index.entries()} == {"ml/r0"}
     rebuilt = Snapshot.build(table, running)
     assert {e.key for e in rebuilt.pod_index.entries()} == {"ml/r0"}
     what_if = placed.without([running[0]])
@@ -153,3 +154,18 @@ def test_cache_snapshot_carries_namespace_labels() -> None:
                                                               "annotations": {"x": "y"}}}) == []
     cache.apply("Namespace", "MODIFIED", {"metadata": {"name": "ml", "labels": {"team": "b"}}})
     assert cache.snapshot().namespaces == {"ml": {"team": "b"}}
+
+
+def test_a_snapshot_read_after_the_cache_moved_its_index_on_answers_for_its_own_pods() -> None:
+    cache = ClusterCache("gang-scheduler")
+    cache.load("Node", [node("n0"), node("n1")])
+    cache.load("Pod", [pod("r0", namespace="ml", node_name="n0", labels={"app": "a"})])
+    first = cache.snapshot()
+    before = first.pod_index
+    cache.load_one("Pod", pod("r1", namespace="ml", node_name="n1", labels={"app": "a"}))
+    second = cache.snapshot()
+    _ = second.pod_index  # moves the shared index forward in place
+    assert not before.valid
+    sel = selector_of(LabelSelector.model_validate({"matchLabels": {"app": "a"}}))
+    assert {e.key for e in first.pod_index.matching(None, sel)} == {"ml/r0"}
+    assert {e.key for e in second.pod_index.matching(None, sel)} == {"ml/r0", "ml/r1"}
