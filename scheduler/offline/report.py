@@ -55,7 +55,7 @@ from scheduler.model.dra import API_VERSION as DRA_VERSION
 from scheduler.model.dra import DeviceUse
 from scheduler.model.node import Node
 from scheduler.model.pod import NodeSelector
-from scheduler.model.quantity import CPU, MEMORY, format_units, is_extended
+from scheduler.model.quantity import CPU, EPHEMERAL_STORAGE, HUGEPAGES_PREFIX, MEMORY, format_units, is_extended
 from scheduler.model.scheduling import GroupKey
 from scheduler.offline.loader import EXPANDED, KINDS
 from scheduler.offline.room import RoomTaken
@@ -526,11 +526,15 @@ def notices(sim: Simulation) -> list[Notice]:
 
 def _utilisation(sim: Simulation, initial: Snapshot, final: Snapshot) -> str:
     """Per node and resource ``used/allocatable +added −evicted pct``: what this run placed and what its preemptions
-    evicted, each shown (a node whose victims were swapped for new pods reads ``8/8 +8 −8``, not an unchanged 8/8)."""
+    evicted, each shown (a node whose victims were swapped for new pods reads ``8/8 +8 −8``, not an unchanged 8/8).
+    Columns: cpu, memory, ``ephemeral-storage`` and ``hugepages-<size>`` when some pod requests them, and every
+    extended resource a node offers."""
     table = final.table
     moved = _moves(sim, final)
+    storage = [r for r in table.resources if (r == EPHEMERAL_STORAGE or r.startswith(HUGEPAGES_PREFIX))
+               and (np.any(final.used[:, table.column[r]] > 0) or np.any(moved[1][:, table.column[r]] > 0))]
     ext = [r for r in table.resources if is_extended(r) and np.any(table.allocatable[:, table.column[r]] > 0)]
-    cols = [CPU, MEMORY, *ext]
+    cols = [CPU, MEMORY, *storage, *ext]
     header = f"{'node':<16}" + "".join(f"  {c:>30}" for c in cols)
     lines = ["Node utilisation (used/allocatable after placement; +N = added by this run, −N = evicted by its "
              "preemptions):", header]

@@ -485,3 +485,18 @@ def test_a_snapshot_without_nodes_prints_no_empty_utilisation_table(tmp_path: Pa
     assert "note: the snapshot has no Node" in out and "Node utilisation" not in out
     code, out, _ = invoke("simulate", write(tmp_path, NODE + "---" + BASIC_GROUP + "---" + members(2)))
     assert code == 0 and "Node utilisation" in out
+
+
+def test_the_utilisation_table_shows_ephemeral_storage_once_a_pod_requests_it(tmp_path: Path) -> None:
+    node = NODE.replace('pods: "110"', 'pods: "110", ephemeral-storage: 100Gi')
+    code, out, _ = invoke("simulate", write(tmp_path, node + "---" + GOOD_POD))
+    assert code == 0 and "ephemeral-storage" not in out
+    asks = GOOD_POD.replace('cpu: "1"', 'cpu: "1", ephemeral-storage: 30Gi')
+    code, out, _ = invoke("simulate", write(tmp_path, node + "---" + asks + "---" +
+                                            asks.replace("name: ok", "name: big").replace("30Gi", "80Gi")))
+    assert code == 0
+    header = next(line for line in out.splitlines() if line.startswith("node "))
+    assert header.split() == ["node", "cpu", "memory", "ephemeral-storage"]
+    row = next(line for line in out.splitlines() if line.startswith("n1 "))
+    assert "80Gi/100Gi +80Gi  80%" in row  # big goes first (same age, by name); ok no longer fits
+    assert "Insufficient ephemeral-storage" in out  # the reason that names it, and the column to read it by
