@@ -39,6 +39,7 @@ report prints them.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -253,7 +254,8 @@ def render_text(sim: Simulation) -> str:
             by_node: dict[str, int] = {}
             for node in g.placements.values():
                 by_node[node] = by_node.get(node, 0) + 1
-            nodes = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(by_node.items()))
+            nodes = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(by_node.items(),
+                                                                             key=lambda item: _by_name(item[0])))
             out.append(f"{indent}       placed {len(g.placements)} pod(s) on {nodes}")
             out.extend(_device_lines(_allocations_of(sim, g), f"{indent}       "))
             out.extend(_volume_lines(sim, g, f"{indent}       "))
@@ -296,7 +298,7 @@ def render_text(sim: Simulation) -> str:
                     if (taken := sim.room_taken.get(key)) is not None:  # a lone pod's root: no group line above
                         out.append(f"    {_room_taken_text(taken)}")
                 continue
-            names = [p.pod.metadata.name for p in pods]
+            names = sorted((p.pod.metadata.name for p in pods), key=_by_name)
             if len(names) > MAX_POD_NAMES:
                 names = [*names[:MAX_POD_NAMES], f"… and {len(names) - MAX_POD_NAMES} more (see --output json)"]
             out.append(f"  PodGroup {ns}/{group}, {len(pods)} pod(s): {', '.join(names)}")
@@ -334,7 +336,8 @@ def _preemption_lines(sim: Simulation, g: GroupOutcome, indent: str) -> list[str
             group = f"PodGroup {pod.metadata.namespace}/{pod.group_name}" if pod.group_name else \
                 f"pods without a group in {pod.metadata.namespace}"
             by_group.setdefault(group, []).append(f"{pod.metadata.name} on {node}")
-        lines.extend(f"{indent}  {group}: {', '.join(pods)}" for group, pods in sorted(by_group.items()))
+        lines.extend(f"{indent}  {group}: {', '.join(sorted(pods, key=_by_name))}"
+                     for group, pods in sorted(by_group.items()))
     return lines
 
 
@@ -432,6 +435,15 @@ class Notice:
 MAX_NAMED = 5
 """Objects a note that lists them names (the rest counted): bound pods on a node the snapshot lacks, Jobs of ours
 that made no pod."""
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _by_name(name: str) -> tuple[str | int, ...]:
+    """Sort key that orders the numbers inside names by value: ``w-2`` before ``w-10``, as a reader expects of a
+    Job's or StatefulSet's ordinal pods and of numbered nodes."""
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(name)))
 
 
 def _named(items: list[str]) -> str:

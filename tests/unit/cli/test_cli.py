@@ -500,3 +500,9 @@ def test_the_utilisation_table_shows_ephemeral_storage_once_a_pod_requests_it(tm
     row = next(line for line in out.splitlines() if line.startswith("n1 "))
     assert "80Gi/100Gi +80Gi  80%" in row  # big goes first (same age, by name); ok no longer fits
     assert "Insufficient ephemeral-storage" in out  # the reason that names it, and the column to read it by
+
+
+def test_pod_names_are_listed_in_the_order_of_their_numbers(tmp_path: Path) -> None:
+    code, out, _ = invoke("simulate", write(tmp_path, NODE + "---" + BASIC_GROUP + "---" + members(12)))
+    assert code == 0
+    assert "  PodGroup default/bg, 10 pod(s): m2, m3, m4, m5, m6, m7, m8, m9, m10, m11" in out.splitlines()
