@@ -185,8 +185,9 @@ class Objects:
     composite: bool | None = None
     """Whether the cluster serves CompositePodGroups as ``--from-cluster``'s discovery found (None: files, read as
     v1.37's API unless they are 1.36's); :attr:`serves_composites` is what the expansions read."""
-    v1alpha2_podgroups: bool = False
-    """A ``scheduling.k8s.io/v1alpha2`` PodGroup (Kubernetes 1.36's API) was read."""
+    v1alpha2_objects: bool = False
+    """A ``scheduling.k8s.io/v1alpha2`` PodGroup or Workload (Kubernetes 1.36's API; 1.37 serves neither in
+    ``v1alpha2``) was read."""
     problems: list[LoadProblem] = field(default_factory=list)
     warnings: list[LoadProblem] = field(default_factory=list)
     """Objects used with a field not honoured (a v1.36 PodGroup's unknown ``disruptionMode``), one per field."""
@@ -230,10 +231,10 @@ class Objects:
         """Whether the operator would make a multi-role workload a tree of CompositePodGroups here
         (:func:`~scheduler.groups.workloads.desired`), else one PodGroup of all its pods: as discovery found
         (:attr:`composite`; files given with ``--add`` do not change it), else — files alone — not for files of
-        Kubernetes 1.36: v1alpha2 PodGroups and no CompositePodGroup (1.36 serves none)."""
+        Kubernetes 1.36: v1alpha2 PodGroups or Workloads and no CompositePodGroup (1.36 serves none)."""
         if self.composite is not None:
             return self.composite
-        return not (self.v1alpha2_podgroups and not self.composites)
+        return not (self.v1alpha2_objects and not self.composites)
 
     @property
     def has_dra(self) -> bool:
@@ -303,7 +304,7 @@ class Objects:
         if first is None:
             self._seen[ident] = obj
             self.of(row).append(obj)
-            self.v1alpha2_podgroups |= (api_version, kind) == (podgroup_v1alpha2.API_VERSION, "PodGroup")
+            self.v1alpha2_objects |= api_version == podgroup_v1alpha2.API_VERSION
             self.warnings += [LoadProblem(source, kind, ns, name, problem) for problem in decoded.problems]
         elif not _same(obj, first):
             self._redefined(source, kind, ns, name)

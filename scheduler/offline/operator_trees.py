@@ -10,8 +10,9 @@ PodGroups, ``v1alpha3`` CompositePodGroups): the policy, the ``workloadRef`` a t
 the workload's name; ``templateName``: the role) and ``parentCompositePodGroupName``, owned by the workload and created
 when it was. A group of a name the snapshot holds already is used instead: the operator's create meets
 AlreadyExists and leaves the one there as it is. Where no CompositePodGroup is served (``Objects.serves_composites``:
-``--from-cluster`` on Kubernetes 1.36 or with the alpha API off, and files of 1.36's v1alpha2 PodGroups), the operator
-makes one PodGroup of all the workload's pods (a LeaderWorkerSet: one per group), its pods pointed at it.
+``--from-cluster`` on Kubernetes 1.36 or with the alpha API off, and files of 1.36's v1alpha2 PodGroups or
+Workloads), the operator makes one PodGroup of all the workload's pods (a LeaderWorkerSet: one per group), its pods
+pointed at it.
 
 The operator's pod webhook points each opted-in pod at our scheduler and at its group, named from the labels the
 workload's controller put on the pod (:func:`~scheduler.groups.workloads.pod_group`); a pod whose template names

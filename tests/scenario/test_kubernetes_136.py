@@ -90,7 +90,7 @@ def test_a_labelled_workload_beside_v1alpha2_podgroups_gets_the_one_podgroup_the
     job = tmp_path / "pt.yaml"
     job.write_text(PYTORCHJOB)
     objects = load([CLUSTER, job])
-    assert objects.v1alpha2_podgroups and not objects.serves_composites
+    assert objects.v1alpha2_objects and not objects.serves_composites
     groups = {(g.key.kind, g.key.name) for g in simulate(objects, "gang-scheduler", SolverConfig()).groups}
     assert ("PodGroup", "pt") in groups and not any(kind == "CompositePodGroup" for kind, _ in groups)
     composite = tmp_path / "cpg.yaml"
@@ -115,3 +115,18 @@ def test_from_cluster_discovery_decides_trees_whatever_an_added_file_holds(tmp_p
     assert load([CLUSTER], objects=listed).serves_composites
     assert not load([CLUSTER], objects=Objects(composite=False)).serves_composites
     assert not load([CLUSTER]).serves_composites  # files alone: 1.36's
+
+
+def test_a_136_dump_of_v1alpha2_workloads_alone_gets_the_one_podgroup_the_operator_makes_on_136(
+        tmp_path: Path) -> None:
+    """A 1.36 snapshot with Workloads and no PodGroup yet is 1.36's all the same: no CompositePodGroup is served."""
+    dump = tmp_path / "dump.yaml"
+    kept = [o for o in documents(CLUSTER.read_text()) if o["kind"] != "PodGroup"]
+    dump.write_text("\n---\n".join(yaml.safe_dump(o) for o in kept))
+    job = tmp_path / "pt.yaml"
+    job.write_text(PYTORCHJOB)
+    objects = load([dump, job])
+    assert objects.workloads and not objects.podgroups
+    assert not objects.serves_composites
+    groups = {(g.key.kind, g.key.name) for g in simulate(objects, "gang-scheduler", SolverConfig()).groups}
+    assert ("PodGroup", "pt") in groups and not any(kind == "CompositePodGroup" for kind, _ in groups)
