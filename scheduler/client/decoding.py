@@ -29,7 +29,7 @@ import msgspec
 import pydantic
 from pydantic import BaseModel, Field
 
-from scheduler.model.base import NESTED_TOO_DEEP, KubeModel
+from scheduler.model.base import NESTED_TOO_DEEP, KubeModel, from_wire
 from scheduler.model.lean_pod import LeanPod, decode_pod
 from scheduler.model.pod import Pod
 
@@ -278,7 +278,7 @@ def page_decoder(model: type[BaseModel]) -> PageDecoder:
                                  metadata=(ListMeta, ListMeta()), items=(list[model], []))  # type: ignore[valid-type]
 
     def decode(data: bytes) -> TypedPage:
-        got = page.model_validate_json(data)
+        got = from_wire(page, data)
         return TypedPage(got.items, got.metadata, data)  # type: ignore[attr-defined]
 
     return decode
@@ -296,7 +296,7 @@ def event_decoder(model: type[BaseModel]) -> EventDecoder:
                                   type=(str, ""), object=(model, ...))
 
     def decode(data: bytes) -> tuple[str, Any]:
-        got = event.model_validate_json(data)
+        got = from_wire(event, data)
         return got.type, got.object  # type: ignore[attr-defined]
 
     return decode

@@ -21,6 +21,7 @@ from typing import Any
 
 from scheduler.client.kube import JSON, PODGROUPS, PODGROUPS_V1ALPHA2, KubeClient, Resource
 from scheduler.model import podgroup_v1alpha2
+from scheduler.model.base import from_wire
 from scheduler.model.podgroup_v1alpha2 import Decoded
 from scheduler.model.scheduling import PodGroup
 
@@ -42,7 +43,7 @@ class PodGroupApi:
 
     def parse(self, raw: Mapping[str, Any]) -> PodGroup:
         """The internal model of ``raw``. Raises pydantic's ``ValidationError`` for a malformed object."""
-        return PodGroup.model_validate(self.decode(raw).raw)
+        return from_wire(PodGroup, self.decode(raw).raw)
 
     def conditions(self, conditions: Sequence[Mapping[str, Any]]) -> list[JSON]:
         """``status.conditions`` (internal names) as this version names them."""
@@ -59,7 +60,7 @@ class PodGroupApi:
             decoded = self.decode(raw)
             if decoded.problems:
                 try:
-                    group = PodGroup.model_validate(decoded.raw)
+                    group = from_wire(PodGroup, decoded.raw)
                 except ValueError:  # malformed: the cache reports it and drops it
                     return decoded.raw
                 report(group, "; ".join(decoded.problems))

@@ -70,7 +70,7 @@ from scheduler.live.event_recorder import (
     micro_time,
 )
 from scheduler.live.event_recorder import warn as _warn
-from scheduler.model.base import Condition, ConditionFields
+from scheduler.model.base import Condition, ConditionFields, from_wire
 from scheduler.model.coscheduling import (
     CoscheduledPodGroup,
     CoschedulingPodGroup,
@@ -240,7 +240,7 @@ class StatusWriter:
                 except Conflict:  # our copy is stale: judge again against the server's
                     fresh = await self.kube.get(res, group.metadata.namespace, group.metadata.name,
                                                 lane=Lane.REPORT)
-                    current = CompositePodGroup.model_validate(fresh) if api is None else api.parse(fresh)
+                    current = from_wire(CompositePodGroup, fresh) if api is None else api.parse(fresh)
             return await self._patch_group(res, current, new, terminal, api)
         except ApiError as exc:
             _warn(what, exc)
@@ -282,7 +282,7 @@ class StatusWriter:
                         raise
                     fresh = await self.kube.get(COSCHEDULING_PODGROUPS, group.metadata.namespace,
                                                 group.metadata.name, lane=Lane.REPORT)
-                    current = to_podgroup(CoschedulingPodGroup.model_validate(fresh))
+                    current = to_podgroup(from_wire(CoschedulingPodGroup, fresh))
         except ApiError as exc:
             _warn(what, exc)
             if raise_errors:

@@ -12,8 +12,8 @@ object is reported, by :func:`describe`, instead of being scheduled wrongly.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Annotated
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, Strict, ValidationError
 from pydantic.alias_generators import to_camel
@@ -39,7 +39,8 @@ MAX_MESSAGE_ERRORS = 3
 
 
 class KubeModel(BaseModel):
-    """Base of every API model: ``snake_case`` attributes, ``camelCase`` on the wire, frozen."""
+    """Base of every API model: ``snake_case`` attributes, ``camelCase`` on the wire, frozen. Python code builds
+    models by attribute name; what comes from the API (or a file in its shape) goes through :func:`from_wire`."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -164,3 +165,16 @@ def _got(value: object) -> str:
         return ""
     text = json.dumps(value)
     return f" (got {text[:60]}…)" if len(text) > 60 else f" (got {text})"
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def from_wire(model: type[M], raw: Mapping[str, Any] | bytes) -> M:
+    """``model`` validated from API JSON (a decoded dict, or the bytes): by the wire's ``camelCase`` names only. A
+    ``snake_case`` key (``node_name`` in a hand-written file) is an unknown field, dropped as the API server drops
+    it (the loader reports it as ignored), never read as the field it resembles. Raises pydantic's
+    ``ValidationError``."""
+    if isinstance(raw, bytes):
+        return model.model_validate_json(raw, by_alias=True, by_name=False)
+    return model.model_validate(raw, by_alias=True, by_name=False)

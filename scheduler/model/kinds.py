@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar, cast
 from pydantic import BaseModel
 
 from scheduler.model import coscheduling, podgroup_v1alpha2
+from scheduler.model.base import from_wire
 from scheduler.model.coscheduling import CoscheduledPodGroup, CoschedulingPodGroup, to_podgroup
 from scheduler.model.dra import API_GROUP as DRA_GROUP
 from scheduler.model.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
@@ -113,7 +114,7 @@ class Kind(Generic[T]):
     def parse(self, raw: Mapping[str, Any]) -> T:
         """What is kept of ``raw`` (JSON in the model's shape). Raises pydantic's ``ValidationError`` for a
         malformed object (and what the conversion raises)."""
-        obj = self.model.model_validate(raw)
+        obj = from_wire(self.model, raw)
         return self.convert(obj) if self.convert is not None else cast(T, obj)
 
 

@@ -50,7 +50,7 @@ from typing import Annotated, Any, ClassVar
 import msgspec
 from pydantic import BaseModel, TypeAdapter
 
-from scheduler.model.base import ObjectMeta, Time
+from scheduler.model.base import ObjectMeta, Time, from_wire
 from scheduler.model.pod import (
     DISRUPTION_TARGET,
     Container,
@@ -197,7 +197,7 @@ MEMO_SIZE = 8192
 def _field(model: type[BaseModel], wire_name: str, raw: bytes) -> Any:
     """The value of field ``wire_name`` of ``model`` validated from ``raw`` by the field's own pydantic type; equal
     JSON gives the same object, so pods of one template share their containers, tolerations, labels …"""
-    return _ADAPTERS[model, wire_name].validate_json(raw)
+    return _ADAPTERS[model, wire_name].validate_json(raw, by_alias=True, by_name=False)  # as from_wire
 
 
 class _Items:
@@ -448,7 +448,7 @@ def decode_pod(data: bytes | msgspec.Raw, *, deleted: bool = False, watched: boo
     wire = _WIRE.decode(data)
     if wire.spec.nodeName:
         return _remembered(wire, deleted) if watched else _bound(wire)
-    pod = Pod.model_validate_json(bytes(data))
+    pod = from_wire(Pod, bytes(data))
     _PENDING.pop(pod.metadata.uid, None)  # a newer version goes last, if it is kept
     if (not deleted and pod.metadata.uid and not wire.status.containerStatuses
             and not wire.status.initContainerStatuses):

@@ -63,7 +63,7 @@ from pydantic import BaseModel, ValidationError
 from scheduler.errors import SnapshotError
 from scheduler.groups.workloads import JOB, JOBSET, LEADERWORKERSET, PYTORCHJOB, WORKLOADS, WorkloadKind
 from scheduler.model import podgroup_v1alpha2
-from scheduler.model.base import describe
+from scheduler.model.base import describe, from_wire
 from scheduler.model.coscheduling import CoscheduledPodGroup
 from scheduler.model.dra import (
     DeviceClass,
@@ -341,7 +341,7 @@ class Objects:
             if row is POD_ROW:
                 obj = decode_bound(data) if _POD_KNOWN(data) else None  # None: pending, or a field to tell about
             else:
-                obj = row.model.model_validate_json(bytes(data))
+                obj = from_wire(row.model, bytes(data))
                 _check_quantities(obj)
         except (ValueError, RecursionError, QuantityError):  # ValidationError, msgspec's: add() says what is wrong
             return False

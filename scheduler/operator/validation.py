@@ -17,13 +17,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from scheduler.groups.index import GroupIndex
+from scheduler.model.base import from_wire
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, policy_error, topology_key
 
 JSON = dict[str, Any]
 
 
 def _parsed(kind: str, body: JSON) -> PodGroup | CompositePodGroup:
-    return (PodGroup if kind == "PodGroup" else CompositePodGroup).model_validate(body)
+    return from_wire(PodGroup, body) if kind == "PodGroup" else from_wire(CompositePodGroup, body)
 
 
 def problems(kind: str, body: JSON, podgroups: Iterable[JSON], composites: Iterable[JSON]) -> list[str]:

@@ -216,6 +216,7 @@ EDGES = [
     _pod("bound", "n0"),
     _pod("pending", None),
     {**_pod("typo", "n0"), "spec": {**_pod("typo", "n0")["spec"], "resoures": {}}},  # told, on a node too
+    {**_pod("snake", None), "spec": {**_pod("snake", None)["spec"], "node_name": "n0"}},  # told, and not on n0
     _pod("bad-quantity", "n0", overhead={"cpu": "lots"}),
     {**_pod("no-namespace", "n0"), "metadata": {"name": "no-namespace", "uid": "u"}},
     {**_pod("no-uid", "n0"), "metadata": {"name": "no-uid", "namespace": "ml"}},
@@ -247,6 +248,21 @@ def test_a_json_list_loads_as_the_same_objects_in_yaml_do(tmp_path: Path) -> Non
     assert any("resoures" in str(p) for p, _ in listed.unknown)
     assert [(p.kind, p.name) for p in listed.problems] == [
         ("Pod", "bad-quantity"), ("Pod", "bound"), ("Node", "n1"), ("Node", "n0"), ("Pod", "no-api-version"), ("", "")]
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_a_snake_case_key_is_an_unknown_field_ignored_on_both_paths(tmp_path: Path, fmt: str) -> None:
+    """``spec.node_name`` is not ``spec.nodeName``: the API server drops (or refuses) it, the warning says it is
+    ignored, and it is — the pod is pending, whichever path read it."""
+    docs = [{**_pod("snake", None), "spec": {**_pod("snake", None)["spec"], "node_name": "n0"}},
+            {**_pod("group", None),
+             "spec": {**_pod("group", None)["spec"], "scheduling_group": {"pod_group_name": "g"}}}]
+    path = tmp_path / "snap"
+    path.write_text(_json_list(docs) if fmt == "json" else yaml.safe_dump_all(docs))
+    objects = load([path])
+    assert [(p.metadata.name, p.spec.node_name, p.group_name) for p in objects.pods] == [
+        ("snake", "", None), ("group", "", None)]
+    assert sorted(path_ for _, path_ in objects.unknown) == ["spec.node_name", "spec.scheduling_group"]
 
 
 @pytest.mark.parametrize("snapshot", SNAPSHOTS, ids=[p.name for p in SNAPSHOTS])
