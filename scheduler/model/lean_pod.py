@@ -202,18 +202,18 @@ def _field(model: type[BaseModel], wire_name: str, raw: bytes) -> Any:
 
 class _Items:
     """A spec field holding a list of ``item`` objects (containers, volumes), validated item by item, each item
-    memoised by the raw JSON of the fields ``item`` reads (under either spelling of each field, as the model takes
-    both). The ServiceAccount admission plugin's token volume ``kube-api-access-<random>``, which every container
-    mounts, makes each real pod's ``containers`` and ``volumes`` JSON its own, though its containers read the same
-    as its template's (a :class:`~scheduler.model.pod.Container` reads no mounts) and of its volumes only that one's
-    name differs: the pods of a template share their containers and their other volumes, and each pod's token volume
-    is validated alone (about 2.5 µs)."""
+    memoised by the raw JSON of the fields ``item`` reads (by their API names only, as
+    :func:`~scheduler.model.base.from_wire` reads them: a ``snake_case`` key is an unknown field, skipped). The
+    ServiceAccount admission plugin's token volume ``kube-api-access-<random>``, which every container mounts, makes
+    each real pod's ``containers`` and ``volumes`` JSON its own, though its containers read the same as its template's
+    (a :class:`~scheduler.model.pod.Container` reads no mounts) and of its volumes only that one's name differs: the
+    pods of a template share their containers and their other volumes, and each pod's token volume is validated
+    alone (about 2.5 µs)."""
 
     def __init__(self, wire_name: str, item: type[BaseModel], named_key: bool) -> None:
         """``named_key``: the key :meth:`__call__` returns for the requests' memo (:func:`_derived`) holds the items'
         names (a container's name matches its status's), else not (a volume's: the asks read only its source)."""
-        names = dict.fromkeys(spelling for field, info in item.model_fields.items()
-                              for spelling in (info.alias or field, field) if field != "name")
+        names = [info.alias or field for field, info in item.model_fields.items() if field != "name"]
         struct = msgspec.defstruct(f"_Key{item.__name__}", [("name", msgspec.Raw, msgspec.Raw()),
                                                            *((n, msgspec.Raw, msgspec.Raw()) for n in names)],
                                    module=__name__)
@@ -240,7 +240,8 @@ class _Items:
             value = memo.get(named)
             if value is None:  # the item as an object of the fields read (what else it holds, its model ignores)
                 value = self._adapter.validate_json(
-                    b"{" + b",".join(label + raw for label, raw in zip(self._names, raws, strict=True) if raw) + b"}")
+                    b"{" + b",".join(label + raw for label, raw in zip(self._names, raws, strict=True) if raw) + b"}",
+                    by_alias=True, by_name=False)  # as from_wire
                 if len(memo) >= MEMO_SIZE:  # each token volume fills an entry: emptied every few thousand pods
                     memo.clear()
                 memo[named] = value
@@ -323,7 +324,8 @@ def _requests(spec: Any, actuated: _Actuated) -> ResourceList:
     status = PodStatus.model_validate({
         field: [{part: msgspec.json.decode(raw) for part, raw in zip(_STATUS_PARTS, row, strict=True) if raw}
                 for row in rows]
-        for field, rows in zip(("containerStatuses", "initContainerStatuses"), actuated, strict=True)})
+        for field, rows in zip(("containerStatuses", "initContainerStatuses"), actuated, strict=True)},
+        by_alias=True, by_name=False)  # as from_wire
     return effective_requests(spec, status)
 
 
@@ -503,7 +505,7 @@ def _status(wire: Any) -> Any:
     status = _values(PodStatus, wire.status, _STATUS_FIELDS, {})
     targets = [msgspec.to_builtins(c) for c in wire.status.conditions or () if c.type == DISRUPTION_TARGET]
     if targets:
-        status["conditions"] = _CONDITIONS.validate_python(targets)
+        status["conditions"] = _CONDITIONS.validate_python(targets, by_alias=True, by_name=False)  # as from_wire
     return LeanStatus(**status)
 
 

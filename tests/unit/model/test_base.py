@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
 from pydantic import ValidationError
 
 from scheduler.model import Pod
-from scheduler.model.base import describe, field_path
+from scheduler.model.base import describe, field_path, from_wire
 from scheduler.model.quantity import QuantityError
 
 
@@ -57,3 +61,19 @@ def test_describe_leaves_out_a_value_that_is_an_object() -> None:
 
 def test_describe_of_another_error_is_its_first_line() -> None:
     assert describe(QuantityError("invalid quantity 'x': no\nmore")) == "invalid quantity 'x': no"
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_from_wire_reads_the_api_names_only(as_bytes: bool) -> None:
+    raw = {"metadata": {"name": "p", "namespace": "ml"},
+           "spec": {"node_name": "n0", "schedulerName": "gang-scheduler", "containers": [{"name": "c"}]}}
+    pod = from_wire(Pod, json.dumps(raw).encode() if as_bytes else raw)
+    assert (pod.spec.node_name, pod.spec.scheduler_name) == ("", "gang-scheduler")
+
+
+def test_the_declared_pydantic_is_one_whose_validation_takes_by_name() -> None:
+    """``from_wire`` passes ``by_alias``/``by_name`` to ``model_validate``, which pydantic takes from 2.11 on (a
+    TypeError before): the requirement must not admit an older one."""
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())
+    pydantic = next(Requirement(r) for r in pyproject["project"]["dependencies"] if Requirement(r).name == "pydantic")
+    assert not pydantic.specifier.contains("2.10.6") and pydantic.specifier.contains("2.11.0")

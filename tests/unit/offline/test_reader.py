@@ -308,3 +308,17 @@ def test_json_nested_deeper_than_python_reads_is_a_snapshot_error(tmp_path: Path
     path.write_text("[" * 5000 + "]" * 5000)
     with pytest.raises(SnapshotError, match=f"^{path}: JSON nested too deeply to read"):
         load([path])
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_a_snake_case_key_inside_a_bound_pods_volume_is_read_alike_on_both_paths(tmp_path: Path, fmt: str) -> None:
+    """``persistentVolumeClaim.claim_name`` lies where the unknown-field check does not look, so a JSON list's pod on
+    a node goes to the bytes' decoder: it refuses the claim without ``claimName`` as ``add`` does, not take the pod."""
+    docs = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n0", "uid": "uid-n0"}},
+            {**_pod("pvc", "n0"), "spec": {**_pod("pvc", "n0")["spec"], "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claim_name": "data"}}]}}]
+    path = tmp_path / "snap"
+    path.write_text(_json_list(docs) if fmt == "json" else yaml.safe_dump_all(docs))
+    objects = load([path])
+    assert objects.pods == []
+    assert [(p.kind, p.name) for p in objects.problems] == [("Pod", "pvc")]
