@@ -354,6 +354,7 @@ class Objects:
             return False
         self._seen[ident] = obj
         self.of(row).append(obj)
+        self.v1alpha2_objects |= obj.api_version == podgroup_v1alpha2.API_VERSION  # a v1alpha2 Workload, as add() tells
         return True
 
     def _add_job(self, source: str, raw: dict[str, Any], meta: dict[str, Any]) -> None:

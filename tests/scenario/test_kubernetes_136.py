@@ -3,6 +3,7 @@ v1beta1 ones, and a PodGroup of a version we do not read named, never dropped si
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import kubernetes_validate  # type: ignore[import-untyped]
@@ -128,5 +129,23 @@ def test_a_136_dump_of_v1alpha2_workloads_alone_gets_the_one_podgroup_the_operat
     objects = load([dump, job])
     assert objects.workloads and not objects.podgroups
     assert not objects.serves_composites
+    groups = {(g.key.kind, g.key.name) for g in simulate(objects, "gang-scheduler", SolverConfig()).groups}
+    assert ("PodGroup", "pt") in groups and not any(kind == "CompositePodGroup" for kind, _ in groups)
+
+
+def test_a_136_dump_of_v1alpha2_workloads_as_kubectls_json_list_is_read_as_136_too(tmp_path: Path) -> None:
+    """``kubectl get -o json`` writes each Workload with its uid, which the loader decodes straight from its bytes
+    (``Objects.add_json``): that path must tell a v1alpha2 Workload as ``add`` does, or the same dump reads as
+    1.37's in JSON and as 1.36's in YAML."""
+    kept = [{**o, "metadata": {**o["metadata"], "uid": f"uid-{o['metadata']['name']}"}}
+            for o in documents(CLUSTER.read_text()) if o["kind"] != "PodGroup"]
+    items = [{"apiVersion": o["apiVersion"], "kind": o["kind"], **o} for o in kept]
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, default=str))
+    job = tmp_path / "pt.yaml"
+    job.write_text(PYTORCHJOB)
+    objects = load([dump, job])
+    assert objects.workloads and not objects.podgroups
+    assert objects.v1alpha2_objects and not objects.serves_composites
     groups = {(g.key.kind, g.key.name) for g in simulate(objects, "gang-scheduler", SolverConfig()).groups}
     assert ("PodGroup", "pt") in groups and not any(kind == "CompositePodGroup" for kind, _ in groups)
