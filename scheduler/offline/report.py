@@ -539,12 +539,14 @@ def notices(sim: Simulation) -> list[Notice]:
 def _utilisation(sim: Simulation, initial: Snapshot, final: Snapshot) -> str:
     """Per node and resource ``used/allocatable +added −evicted pct``: what this run placed and what its preemptions
     evicted, each shown (a node whose victims were swapped for new pods reads ``8/8 +8 −8``, not an unchanged 8/8).
-    Columns: cpu, memory, ``ephemeral-storage`` and ``hugepages-<size>`` when some pod requests them, and every
-    extended resource a node offers."""
+    Columns: cpu, memory, ``ephemeral-storage`` and ``hugepages-<size>`` when a node offers them and some pod uses
+    them or a pending pod of ours asks for them (placed or left pending), and every extended resource a node offers."""
     table = final.table
     moved = _moves(sim, final)
+    asked = {r for p in sim.pods for r, v in p.pod.requests.items() if v > 0}  # placed or left pending
     storage = [r for r in table.resources if (r == EPHEMERAL_STORAGE or r.startswith(HUGEPAGES_PREFIX))
-               and (np.any(final.used[:, table.column[r]] > 0) or np.any(moved[1][:, table.column[r]] > 0))]
+               and (r in asked or np.any(final.used[:, table.column[r]] > 0)
+                    or np.any(moved[1][:, table.column[r]] > 0))]
     ext = [r for r in table.resources if is_extended(r) and np.any(table.allocatable[:, table.column[r]] > 0)]
     cols = [CPU, MEMORY, *storage, *ext]
     header = f"{'node':<16}" + "".join(f"  {c:>30}" for c in cols)

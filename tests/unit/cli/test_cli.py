@@ -506,3 +506,16 @@ def test_pod_names_are_listed_in_the_order_of_their_numbers(tmp_path: Path) -> N
     code, out, _ = invoke("simulate", write(tmp_path, NODE + "---" + BASIC_GROUP + "---" + members(12)))
     assert code == 0
     assert "  PodGroup default/bg, 10 pod(s): m2, m3, m4, m5, m6, m7, m8, m9, m10, m11" in out.splitlines()
+
+
+def test_the_utilisation_table_shows_ephemeral_storage_a_pod_left_pending_requests(tmp_path: Path) -> None:
+    """No pod got any ephemeral-storage, but the one left pending asks more than a node has: its reason names
+    Insufficient ephemeral-storage, and the table has the column to read that by."""
+    node = NODE.replace('pods: "110"', 'pods: "110", ephemeral-storage: 100Gi')
+    asks = GOOD_POD.replace('cpu: "1"', 'cpu: "1", ephemeral-storage: 200Gi')
+    code, out, _ = invoke("simulate", write(tmp_path, node + "---" + asks))
+    assert code == 0 and "Insufficient ephemeral-storage" in out
+    header = next(line for line in out.splitlines() if line.startswith("node "))
+    assert header.split() == ["node", "cpu", "memory", "ephemeral-storage"]
+    row = next(line for line in out.splitlines() if line.startswith("n1 "))
+    assert "0/100Gi   0%" in row
