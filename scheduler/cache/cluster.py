@@ -632,7 +632,7 @@ class ClusterCache:
             held = tuple(Nominated(pod.key, row, pod_vector(table, pod), priority)
                          for room in self.holds.values() for pod, node, priority in room
                          if (row := table.index.get(node)) is not None)
-            snap = dataclasses.replace(snap, nominated=snap.nominated + held)
+            snap = self.usage.with_nominated(snap, snap.nominated + held)  # its pod index carried forward
         self._snapshot = (self.version, snap)
         return snap
 

@@ -21,6 +21,7 @@ per-node memos across snapshots re-reads those rows only.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
@@ -203,6 +204,19 @@ class NodeUsage:
         self._last = snap
         self._changes = {}
         return snap
+
+    def with_nominated(self, snap: Snapshot, nominated: tuple[Nominated, ...]) -> Snapshot:
+        """``snap`` (the latest :meth:`snapshot`) with ``nominated`` instead of its nominated pods (the cache adds the
+        room partial gangs hold), handed out in its place: the pod index it reads or builds is the one the next
+        snapshot carries forward, as that of ``snap`` would be. Another copy of the same NodeInfos shares the index the
+        last one read (no rebuild while the pods are the same)."""
+        last = self._last
+        same = last is not None and last.infos is snap.infos
+        view = (last.built_index() if same and last is not None else None) or snap.index_view
+        shown = dataclasses.replace(snap, nominated=nominated, index_view=view)
+        if same:
+            self._last = shown
+        return shown
 
     def _carried_index(self) -> IndexView | None:
         """The last snapshot's pod index moved forward by the changes since, if it was built and is valid."""

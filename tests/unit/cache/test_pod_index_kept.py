@@ -15,6 +15,7 @@ from scheduler.framework.plan import Plan
 from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
+from tests.unit.cache.test_quiet_rebuilds import assume, gang, intent, member, podgroup
 
 ROOT = GroupKey("Pod", "ns", "p")
 NODES = [{"metadata": {"name": f"n{i}", "labels": {"zone": f"z{i % 2}"}},
@@ -139,3 +140,27 @@ def test_a_pod_on_a_node_the_table_gains_later_is_indexed_then() -> None:
     built = IndexView.build(pod_entry(p, info.name) for info in kept.infos for p in info.pods.values())
     assert [row[:2] for row in entries(kept.pod_index)] == [("ns/p", GONE)]
     assert entries(kept.pod_index) == entries(built)
+
+
+def test_the_index_of_a_snapshot_with_held_room_is_carried_forward() -> None:
+    """A partial gang's held room is added to the snapshot the cache hands out (a copy of the usage's): the pod index
+    that copy builds is the one the next snapshot carries forward (O(changes)), not one every snapshot builds anew
+    (O(pods)) for as long as some gang holds room."""
+    cache = gang(["g-0", "g-1", "g-2"])
+    assume(cache, "g-0", "g-1", "g-2")
+    cache.apply("PodGroup", "MODIFIED", podgroup("2", intent("g-0", "g-1", "g-2")))
+    bound = member("g-0")
+    bound["spec"]["nodeName"] = "n0"
+    bound["metadata"]["resourceVersion"] = "2"
+    cache.apply("Pod", "MODIFIED", bound)
+    cache.forget(["ml/g-1", "ml/g-2"])
+    first = cache.snapshot()
+    assert cache.holds and len(first.nominated) == 2
+    _ = first.pod_index  # read: later snapshots carry it forward
+    cache.apply("Pod", "ADDED", raw_pod("other", 1, node="n0"))
+    second = cache.snapshot()
+    assert len(second.nominated) == 2
+    assert second.index_view is not None and second.index_view.valid  # carried, not left for a rebuild
+    built = IndexView.build(pod_entry(p, info.name) for info in second.infos for p in info.pods.values())
+    assert entries(second.pod_index) == entries(built)
+    assert cache.snapshot() is second and cache.snapshot().pod_index is second.pod_index
