@@ -1,16 +1,22 @@
 """What the live scheduler tells users about roots it has not placed: reasons on pods and groups, queue gauges.
 
-A root that cannot be scheduled yet — Waiting (members or groups missing), Invalid (a layout problem),
-Unschedulable (the search's reason), a bind that failed — gets ``PodScheduled=False`` with a FailedScheduling
-Event on its pending pods (kube-scheduler's ``handleSchedulingFailure``) and its reason in the group conditions
-(:class:`~scheduler.live.group_conditions.GroupConditions`). A Waiting or Invalid tree is reported once per
-change of its message; an orphan pod (naming a group that does not exist) once per message. The writes are
-:class:`~scheduler.live.status_writer.StatusWriter`'s; each pod's report waits in :attr:`Reporter.writes`
-(:class:`~scheduler.live.status_queue.StatusQueue`: one per pod, the latest wins, retried with backoff).
+A root tried and not placed — Unschedulable (the search's reason), Invalid (a layout problem), a bind that
+failed — gets ``PodScheduled=False`` with a ``FailedScheduling`` Warning Event on its pending pods (kube-scheduler's
+``handleSchedulingFailure``) and its reason in the group conditions
+(:class:`~scheduler.live.group_conditions.GroupConditions`). A root not tried yet — Waiting (fewer members than
+its minimum, gated members, a group missing) — and an orphan pod (naming a group that does not exist) are what
+kube-scheduler holds at PreEnqueue: their pods get ``PodScheduled=False`` with reason ``NotReadyForScheduling`` and
+a ``Normal`` Event of that reason (KEP-5501), and only once the state has lasted :data:`NOT_READY_DELAY_S` (the
+KEP's delay): a gang whose pods are still being created, or a pod created just before its PodGroup, gets no report
+at all. A Waiting or Invalid tree is reported once per change of its message; an orphan pod once per message. The
+writes are :class:`~scheduler.live.status_writer.StatusWriter`'s; each pod's report waits in
+:attr:`Reporter.writes` (:class:`~scheduler.live.status_queue.StatusQueue`: one per pod, the latest wins, retried
+with backoff).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
@@ -20,12 +26,18 @@ from scheduler.groups.tree import GroupTree, OrphanPod, TreeState
 from scheduler.live.group_conditions import GroupConditions
 from scheduler.live.metrics import Metrics
 from scheduler.live.status_queue import StatusQueue
-from scheduler.live.status_writer import StatusWriter
+from scheduler.live.status_writer import REASON_NOT_READY, StatusWriter
 from scheduler.live.tasks import Spawn
 from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
 
 log = logging.getLogger(__name__)
+
+NOT_READY_DELAY_S = 5.0
+"""Seconds a root stays Waiting (or a pod an orphan) with the same message before it is reported: KEP-5501's delay
+before kube-scheduler reports a PreEnqueue rejection, so transient states (members still being created, objects
+created in any order) write nothing."""
+
 
 class Reporter:
     """The reasons reported per root and orphan pod, so each is written once per change (see the module docstring).
@@ -71,7 +83,7 @@ class Reporter:
         self.pods(tree, "Unschedulable", result.message)
 
     def pods(self, tree: GroupTree, reason: str, message: str, keys: frozenset[str] | None = None) -> None:
-        """``PodScheduled=False`` and a FailedScheduling event on the tree's pending pods (``keys``: only those),
+        """``PodScheduled=False`` with ``reason`` and its Event on the tree's pending pods (``keys``: only those),
         queued per pod (:meth:`pod`). Only on pods of ours: a tree whose pods name several schedulers (Invalid)
         holds pods of another scheduler, whose status is that scheduler's to write (kube-scheduler writes only
         on the pods of its profiles)."""
@@ -82,7 +94,7 @@ class Reporter:
                     self.pod(member.key, reason, message)
 
     def pod(self, key: str, reason: str, message: str) -> None:
-        """Queue ``PodScheduled=False`` and a FailedScheduling Event on pod ``key`` (replacing a report still
+        """Queue ``PodScheduled=False`` with ``reason`` and its Event on pod ``key`` (replacing a report still
         waiting for it); written with the pod as the cache has it then (its current resourceVersion), unless it
         is gone or bound by then."""
 
@@ -101,7 +113,13 @@ class Reporter:
         for key, orphan in orphans.items():
             if self._orphans_reported.get(key) != orphan.message:
                 self._orphans_reported[key] = orphan.message
-                self.pod(key, "Unschedulable", orphan.message)
+                asyncio.get_running_loop().call_later(NOT_READY_DELAY_S, self._report_orphan, key, orphan.message)
+
+    def _report_orphan(self, key: str, message: str) -> None:
+        """Orphan pod ``key``'s report, if it is still an orphan with ``message`` (:data:`NOT_READY_DELAY_S` on)."""
+        if self._orphans_reported.get(key) == message:
+            log.info("pod=%s result=%s reason=%r", key, TreeState.WAITING.value, message)
+            self.pod(key, REASON_NOT_READY, message)
 
     def allowed_orphans(self) -> list[OrphanPod]:
         return [o for o in self.cache.groups.orphans.values() if self.allowed(o.pod.metadata.namespace)]
@@ -121,7 +139,20 @@ class Reporter:
         if self.reported.get(tree.key) == tree.message:
             return
         self.reported[tree.key] = tree.message
+        if tree.state is TreeState.WAITING:
+            asyncio.get_running_loop().call_later(NOT_READY_DELAY_S, self._report_waiting, tree.key, tree.message)
+            return
         log.info("root=%s result=%s reason=%r", tree.key, tree.state.value, tree.message)
-        reason = "Unschedulable" if tree.state is TreeState.WAITING else "SchedulerError"
-        self.conditions.failed(tree, reason, tree.message)
-        self.pods(tree, reason, tree.message)  # Waiting pods too: FailedScheduling + PodScheduled=False
+        self.conditions.failed(tree, "SchedulerError", tree.message)
+        self.pods(tree, "SchedulerError", tree.message)
+
+    def _report_waiting(self, key: GroupKey, message: str) -> None:
+        """Waiting root ``key``'s report, if it still waits with ``message`` (:data:`NOT_READY_DELAY_S` on): its
+        groups' condition (``Unschedulable``, of the reasons the API lists for ``PodGroupInitiallyScheduled``) and
+        its pods' (``NotReadyForScheduling``)."""
+        tree = self.blocked.get(key)
+        if tree is None or tree.state is not TreeState.WAITING or self.reported.get(key) != message:
+            return
+        log.info("root=%s result=%s reason=%r", key, tree.state.value, message)
+        self.conditions.failed(tree, "Unschedulable", message)
+        self.pods(tree, REASON_NOT_READY, message)

@@ -94,6 +94,11 @@ logger = logging.getLogger(__name__)
 REASON_SCHEDULED = "Scheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
+REASON_NOT_READY = "NotReadyForScheduling"
+"""``PodScheduled=False`` reason of a pod not tried yet: its gang has fewer members than its minimum, or its group
+does not exist (KEP-5501 ``PodReasonNotReadyForScheduling``: "the scheduler has not yet attempted to schedule the pod
+because it has failed one or more preliminary checks" — kube-scheduler's PreEnqueue). Not ``Unschedulable``, which
+the Cluster Autoscaler reads as "no node has room"; its Event is of the same reason, ``Normal``."""
 REASON_INVALID = "Invalid"
 
 POD_SCHEDULED = "PodScheduled"
@@ -380,7 +385,8 @@ class StatusWriter:
         """Report a failed attempt on ``pod``: a ``FailedScheduling`` Warning Event and ``PodScheduled=False``.
 
         ``reason``: the condition reason, ``Unschedulable`` or ``SchedulerError`` (core/v1
-        ``PodReasonUnschedulable`` / ``PodReasonSchedulerError``).
+        ``PodReasonUnschedulable`` / ``PodReasonSchedulerError``); or :data:`REASON_NOT_READY` for a pod not tried
+        yet, whose Event is a ``Normal`` one of that reason.
         ``message``: the aggregated failure text; the Event note is cut to 1024 bytes ending in "…",
         the condition message to 32768 bytes.
 
@@ -400,6 +406,8 @@ class StatusWriter:
         """
         uid = pod.metadata.uid or pod.key
         note = truncate_utf8(message, NOTE_MAX_BYTES)
+        kind, event = (EVENT_NORMAL, REASON_NOT_READY) if reason == REASON_NOT_READY else \
+            (EVENT_WARNING, EVENT_FAILED_SCHEDULING)
         new = _Condition(POD_SCHEDULED, "False", reason, truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
         if uid not in self._recent and _shows(pod.status.conditions, new):
             # Nothing in memory (a restart, another leader) but the pod already shows this very report: it
@@ -407,8 +415,7 @@ class StatusWriter:
             self._first_in_interval(uid, (reason, message))
             return
         if not self._first_in_interval(uid, (reason, message)):
-            self.events.count((uid, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note),
-                        asyncio.get_running_loop().time())
+            self.events.count((uid, kind, event, ACTION_SCHEDULING, note), asyncio.get_running_loop().time())
             return
         conditions = _with_condition(pod.status.conditions, new, pod.metadata.generation, terminal=False)
         if conditions is not None:
@@ -425,7 +432,7 @@ class StatusWriter:
                     self._recent.pop(uid, None)
                     raise
                 _warn(f"Pod {pod.key} condition {POD_SCHEDULED}", exc)
-        await self.events.record(pod, EVENT_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, note)
+        await self.events.record(pod, kind, event, ACTION_SCHEDULING, note)
 
     async def pod_warning(self, pod: Pod, reason: str, message: str) -> None:
         """Record a Warning Event (action ``Scheduling``) with ``reason`` and ``message`` (cut to 1024 bytes)

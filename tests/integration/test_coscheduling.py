@@ -125,8 +125,9 @@ async def test_labelled_pod_whose_podgroup_does_not_exist_waits_with_an_event(k8
     for i in range(2):
         await kube.create(PODS, NS, labelled(f"late-{i}", "late"))
     async with running(kube):
-        event = await until(lambda: regarding(events(kube, "FailedScheduling"), "Pod", "late-0"), what="event")
+        event = await until(lambda: regarding(events(kube, "NotReadyForScheduling"), "Pod", "late-0"), what="event")
         assert event["note"] == f"waiting for scheduling.x-k8s.io PodGroup {NS}/late to appear"
+        assert event["type"] == "Normal"
         await asyncio.sleep(3)
         assert await bound(kube, "late-") == {}
         await kube.create(COSCHEDULING_PODGROUPS, NS, crd_podgroup("late", 2))

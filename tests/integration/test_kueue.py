@@ -12,6 +12,7 @@ as its ``nodeSelector``. The test plays the webhook (the pods are created as it 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -77,8 +78,8 @@ async def test_a_gang_kueue_admits_is_bound_whole_once_every_member_is_ungated_o
             await admit(kube, name, "spot")
             await asyncio.sleep(2)
         assert await bound(kube, "train-") == {}
-        assert await condition(kube, "train") == (
-            "False Unschedulable: gang train: 3/4 pods ready, 1 scheduling-gated (minCount 4)")
+        waiting = "False Unschedulable: gang train: 3/4 pods ready, 1 scheduling-gated (minCount 4)"
+        await until(lambda: _is(condition(kube, "train"), waiting), what="the waiting condition, once it has lasted")
         await admit(kube, names[3], "spot")
         placed = await until(lambda: _all_bound(kube, names), what="the gang bound")
     assert set(placed) == set(names)
@@ -95,6 +96,10 @@ async def test_a_lone_pod_kueue_admits_is_bound_on_its_flavor(k8s: ApiServer, ku
         await admit(kube, "solo", "spot")
         placed = await until(lambda: _all_bound(kube, ["solo"]), what="the pod bound")
     assert placed["solo"].startswith("spot-")  # without the selector, packing would take on-demand-0
+
+
+async def _is(value: Awaitable[Any], expected: Any) -> bool:
+    return await value == expected
 
 
 async def _all_bound(kube: KubeClient, names: list[str]) -> dict[str, str] | None:
