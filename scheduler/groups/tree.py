@@ -97,10 +97,12 @@ class Leaf:
 
     @property
     def satisfied(self) -> bool:
-        """Satisfied by members already bound (or succeeded): gang ≥ minCount, basic at least one."""
+        """Satisfied by members already bound (or succeeded): gang ≥ minCount, basic at least one — at least one
+        either way (a ``minCount`` below 1, which the API refuses, makes an Invalid tree, never one satisfied
+        without a member)."""
         if self.min_count is None:
             return bool(self.bound) or self.succeeded > 0
-        return len(self.bound) + self.succeeded >= self.min_count
+        return len(self.bound) + self.succeeded >= max(self.min_count, 1)
 
     def leaves(self) -> Iterable[Leaf]:
         yield self
@@ -132,8 +134,8 @@ class Composite:
 
     @property
     def satisfied(self) -> bool:
-        """At least ``need`` children are satisfied by bound members."""
-        return sum(c.satisfied for c in self.children) >= self.need
+        """At least ``need`` children (and at least one) are satisfied by bound members."""
+        return sum(c.satisfied for c in self.children) >= max(self.need, 1)
 
     def leaves(self) -> Iterable[Leaf]:
         for child in self.children:

@@ -325,3 +325,26 @@ def test_pending_members_ordered_by_priority_then_creation() -> None:
 def test_gated_pod_without_group_is_not_scheduled() -> None:
     forest = trees([pod("lone", None, gated=True), pod("orphan", "nope", gated=True)])
     assert forest.trees == [] and forest.orphans == []
+
+
+@pytest.mark.parametrize("min_count", [0, -1])
+def test_a_gang_whose_min_count_the_api_refuses_is_never_satisfied_without_a_member(min_count: int) -> None:
+    """``minCount`` below 1 (the API refuses it; an emulator or an old object may hold it): the tree is Invalid, and
+    its group is not satisfied by no member at all — else its condition would be ``True``/``Scheduled``, terminal."""
+    (empty,) = trees([], [pg("neg", min_count)]).empty  # no pod at all: the helper's case
+    assert not empty.root.satisfied
+    forest = trees(members("neg", 1), [pg("neg", min_count)])
+    (tree,) = forest.trees
+    assert tree.state is TreeState.INVALID and not tree.root.satisfied
+    bound = trees([pod("neg-0", "neg", node="n0", phase="Running")], [pg("neg", min_count)])
+    assert all(t.root.satisfied for t in bound.trees)  # one member bound: satisfied, whatever the count says
+
+
+@pytest.mark.parametrize("min_group_count", [0, -1])
+def test_a_composite_whose_min_group_count_the_api_refuses_is_not_satisfied_by_no_child(min_group_count: int) -> None:
+    top = cpg("top", 1).model_copy(deep=True)
+    raw = top.model_dump(by_alias=True)
+    raw["spec"]["schedulingPolicy"] = {"gang": {"minGroupCount": min_group_count}}
+    forest = trees(members("a", 1), [pg("a", 5, parent="top")], [CompositePodGroup.model_validate(raw)])
+    (tree,) = forest.trees
+    assert tree.state is TreeState.INVALID and not tree.root.satisfied
