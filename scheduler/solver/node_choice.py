@@ -164,8 +164,10 @@ class NodeChoice:
     def place_leaf(self, leaf: Leaf, mask: BoolArray, limit: int | None = None,
                    smallest_first: bool = False) -> tuple[int, Diagnosis | None]:
         """Place as many pending members as fit inside ``mask`` (at most ``limit`` if given), member shapes
-        largest first (bin-packing order), or smallest first (``smallest_first``: the members that leave the most
-        room to the leaf's siblings).
+        largest first (bin-packing order). ``smallest_first`` (with ``limit``): the ``limit`` smallest members —
+        those that leave the most room to the leaf's siblings, and the likeliest to fit — placed largest first, as
+        any selection is packed (placing the small ones first strands the larger: 1 + 1 + 2 cpu on nodes of 1 and
+        3 free fits only with the 2 placed first).
 
         Returns (pods placed, the diagnosis for the first member that did not fit, or None).
         """
@@ -185,8 +187,18 @@ class NodeChoice:
         sigs = self.signatures.of(leaf)
         # a gang of one pod shape: the members it still needs, which a rule between its copies may bound (diagnose)
         need = leaf.min_count - len(leaf.bound) if leaf.min_count is not None and len(sigs) == 1 else 0
-        for sig in reversed(sigs) if smallest_first else sigs:
-            n = len(sig.pods) if limit is None else min(len(sig.pods), limit - placed)
+        chosen: dict[int, int] | None = None  # smallest first: signature index → copies of the selection
+        if smallest_first and limit is not None:
+            chosen, left = {}, limit
+            for i in reversed(range(len(sigs))):
+                if left > 0:
+                    chosen[i] = left if sigs[i].rejected is not None else min(len(sigs[i].pods), left)
+                    left -= 0 if sigs[i].rejected is not None else chosen[i]
+        for i, sig in enumerate(sigs):
+            if chosen is not None:
+                n = min(len(sig.pods), chosen.get(i, 0))
+            else:
+                n = len(sig.pods) if limit is None else min(len(sig.pods), limit - placed)
             if n <= 0:
                 continue
             if sig.rejected is not None:

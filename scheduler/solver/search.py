@@ -149,10 +149,10 @@ class _Search:
         2. exactly the minimum, largest first, when (1) placed more than the minimum — so extra members of one
            group never starve a sibling the parent needs (a gang already satisfied by its bound members may then
            place nothing);
-        3. exactly the minimum, smallest first, when the members differ in their requests and not all of them are
-           needed — so a group whose largest member would starve a sibling, or keep the group itself below its
-           minimum, can take its smallest. Skipped when it places the same members as an alternative yielded
-           before, so no sibling subtree is searched twice for one placement.
+        3. exactly the minimum of the smallest members, placed largest first, when the members differ in their
+           requests and not all of them are needed — so a group whose largest member would starve a sibling, or
+           keep the group itself below its minimum, can take its smallest. Skipped when it places the same members
+           as an alternative yielded before, so no sibling subtree is searched twice for one placement.
 
         The first attempt's shortfall is recorded as the leaf's failure (:meth:`Failures.record` keeps the best);
         inside a topology domain ``where`` it names the domain and, when the leaf is not satisfied for want of room

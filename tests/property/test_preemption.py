@@ -105,7 +105,9 @@ def test_victims_are_lower_priority_whole_units_minimal_and_helpful(case: Case) 
     if not isinstance(decision, Preemption):
         assert not units or not fits_when_all_gone  # nothing evicted in vain, and never when it would help
         return
-    assert fits_when_all_gone
+    # evicting every candidate helps: the search finds a fit then, or — the search is a heuristic — the plan the
+    # preemption made holds there
+    assert fits_when_all_gone or (decision.plan is not None and placements_hold(tree, everything_gone, decision.plan))
     own = {p.key for p in tree.pods()}
     victims = {p.key: p for p in decision.victims}
     for pod in decision.victims:

@@ -115,6 +115,18 @@ def test_a_group_whose_minimum_is_placed_largest_first_still_finds_the_plan_it_d
     assert sorted((p.metadata.name, n) for p, n in plan.placements) == [("a-large", "n0"), ("b-0", "n1")]
 
 
+def test_a_gang_of_the_smallest_members_is_packed_largest_first() -> None:
+    """minCount 3 of members of 1, 1, 2 and 3 cpu on nodes with 1 and 3 free: the 3 first leaves the 2 no room, the
+    two 1s first (both on the 3-cpu node) leave it none either; the three smallest, the 2 first, fit (as
+    kube-scheduler placing them in their order would find)."""
+    nodes = [node("n0", cpu="1"), node("n1", cpu="3")]
+    pods = [pod(f"g-{i}", namespace=NS, group="g", cpu=cpu) for i, cpu in enumerate(["1", "1", "2", "3"])]
+    plan = solve_one(nodes, pods, [pg("g", 3)])
+    assert isinstance(plan, Plan), plan
+    assert sorted((p.metadata.name, n) for p, n in plan.placements) == [("g-0", "n0"), ("g-1", "n1"), ("g-2", "n1")] \
+        or sorted((p.metadata.name, n) for p, n in plan.placements) == [("g-0", "n1"), ("g-1", "n0"), ("g-2", "n1")]
+
+
 @pytest.mark.parametrize("k", [2, 8])
 def test_a_smallest_first_minimum_that_places_the_same_members_is_not_searched_again(k: int) -> None:
     """k gangs (minCount 2) of one member that fits nowhere and two small ones, and a sibling that cannot fit:
