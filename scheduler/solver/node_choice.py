@@ -213,23 +213,26 @@ class NodeChoice:
             placed += done
             if done < n:
                 short.append((sig, diagnose(self.state, self.profile, sig, mask, need=need)))
-        return placed, combined(short)
+        return placed, combined(short, len(sigs))
 
 
-def combined(short: list[tuple[Signature, Diagnosis]]) -> Diagnosis | None:
+def combined(short: list[tuple[Signature, Diagnosis]], shapes: int = 1) -> Diagnosis | None:
     """One diagnosis for the member shapes (signatures) of a leaf that fell short, in the order they were tried, or
-    None. Every shape adds its rejectors, so a change that helps any of them moves the root (each pod's own
-    unschedulable plugins, in kube), and limited when any is; the first gives the rest. When shapes were refused by
-    different plugins, the message gives the first shape refused by each set of them, after the name of a pod of
-    that shape (kube reports each pod's own); shapes refused alike (per-pod claims of one template) give one."""
+    None; ``shapes``: how many the leaf has. Every shape adds its rejectors, so a change that helps any of them moves
+    the root (each pod's own unschedulable plugins, in kube), and limited when any is; the first gives the rest. When
+    shapes were refused by different plugins, the message gives the first shape refused by each set of them, after
+    the name of a pod of that shape (kube reports each pod's own); shapes refused alike (per-pod claims of one
+    template) give one. When only some of the leaf's shapes fell short, the message names them too, so a member
+    that fits is not told the nodes refused it."""
     if not short:
         return None
     first = short[0][1]
     if len(short) == 1:
-        return first
+        return first if shapes == len(short) else dataclasses.replace(
+            first, message=f"{_shape(short[0][0])}: {first.message}")
     message = first.message
     kinds = {why.rejectors: (sig, why) for sig, why in reversed(short)}  # each set's first shape
-    if len(kinds) > 1:
+    if len(kinds) > 1 or shapes > len(short):
         message = "; ".join(f"{_shape(sig)}: {why.message}" for sig, why in short if kinds[why.rejectors][0] is sig)
     return dataclasses.replace(first, message=message, limited=any(why.limited for _, why in short),
                                rejectors=frozenset().union(*(why.rejectors for _, why in short)))

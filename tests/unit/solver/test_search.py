@@ -127,6 +127,17 @@ def test_a_gang_of_the_smallest_members_is_packed_largest_first() -> None:
         or sorted((p.metadata.name, n) for p, n in plan.placements) == [("g-0", "n1"), ("g-1", "n0"), ("g-2", "n1")]
 
 
+def test_when_only_some_member_shapes_fall_short_the_reason_names_them() -> None:
+    """Members without a selector fit; those with one no node matches do not: the reason every member gets names the
+    shape refused, so a member that fits is not told the nodes refused it."""
+    pods = [*(pod(f"sel-{i}", namespace=NS, group="sel") for i in range(2)),
+            *(pod(f"sel-{i}", namespace=NS, group="sel", node_selector={"pool": "none"}) for i in range(2, 4))]
+    result = solve_one([node("n0", cpu="8"), node("n1", cpu="8")], pods, [pg("sel", 4)])
+    assert isinstance(result, Unschedulable)
+    assert result.message == ("gang sel: 2/4 placeable (minCount 4); pods like sel-2 (2): 0/2 nodes are available: "
+                              "2 node(s) didn't match Pod's node affinity/selector.")
+
+
 @pytest.mark.parametrize("k", [2, 8])
 def test_a_smallest_first_minimum_that_places_the_same_members_is_not_searched_again(k: int) -> None:
     """k gangs (minCount 2) of one member that fits nowhere and two small ones, and a sibling that cannot fit:
