@@ -40,6 +40,7 @@ metrics; no I/O, no clock.
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from scheduler.framework.node_table import BoolArray
@@ -50,7 +51,17 @@ from scheduler.model.base import first_named
 from scheduler.model.pod import NEVER, Pod
 from scheduler.preemption.group_view import GroupView
 from scheduler.preemption.selection import PodVectors, Selection, Steering, select
-from scheduler.preemption.units import RANK_ALL, NodeEntries, NodeFloors, Unit, candidates, usable_rows, windows
+from scheduler.preemption.units import (
+    RANK_ALL,
+    RANK_MEMBER,
+    RANK_POD,
+    NodeEntries,
+    NodeFloors,
+    Unit,
+    candidates,
+    usable_rows,
+    windows,
+)
 from scheduler.solver.plugins import DEFAULT_PROFILE, Profile, dynamic_resources, resources_fit
 from scheduler.solver.search import minimum_need
 
@@ -78,8 +89,8 @@ DEVICES_LIMIT = "devices are the limit, and preemption frees node resources, not
 DEVICES_TOO = "devices are a limit too, and preemption frees node resources, not the victims' devices"
 """Ours, the same when node resources were short as well."""
 FOUND = "found a placement for podgroup, preempting {victims} victims"
-"""PR #140311's message once victims are chosen; ours adds what they are (whole groups, pods on their own) and the
-budgets exceeded."""
+"""PR #140311's message once victims are chosen; ours adds what they are (whole groups, members of single-mode groups,
+pods without a group) and the budgets exceeded."""
 NAMED_VICTIMS = 3
 """How many of the lower-priority pods a not-helpful message names (the rest are counted)."""
 
@@ -235,11 +246,17 @@ def _named(pods: Sequence[Pod]) -> str:
 
 
 def _evicted(units: Sequence[Unit]) -> str:
-    """What ``units`` are, in the user's terms: ``1 group evicted whole (disruptionMode all), 2 pods on their own``."""
+    """What ``units`` are, in the user's terms: ``1 group(s) evicted whole (disruptionMode all), 2 pod(s) of PodGroup
+    ml/low (disruptionMode single), 1 pod(s) without a group`` (members of several single-mode groups: ``5 pod(s) of
+    3 groups (disruptionMode single)``)."""
     whole = sum(1 for u in units if u.rank == RANK_ALL)
-    alone = len(units) - whole
+    members = Counter(u.group for u in units if u.rank == RANK_MEMBER)
+    lone = sum(1 for u in units if u.rank == RANK_POD)
     parts = [f"{whole} group(s) evicted whole (disruptionMode all)"] if whole else []
-    return ", ".join(parts + ([f"{alone} pod(s) on their own"] if alone else []))
+    if members:
+        of = next(iter(members)) if len(members) == 1 else f"{len(members)} groups"
+        parts.append(f"{sum(members.values())} pod(s) of {of} (disruptionMode single)")
+    return ", ".join(parts + ([f"{lone} pod(s) without a group"] if lone else []))
 
 
 def _decision(tree: GroupTree, result: Unschedulable, chosen: Selection, prefix: str) -> Preemption:

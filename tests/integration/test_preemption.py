@@ -99,7 +99,7 @@ async def test_victims_are_marked_deleted_and_the_preemptor_binds_only_after_the
                     if c["type"] == "PodGroupInitiallyScheduled"]
         head = ("gang high: 0/2 placeable (minCount 2); 0/1 nodes are available: 1 Insufficient cpu. "
                 "pod group preemption: ")
-        found = head + "found a placement for podgroup, preempting 2 victims: 2 pod(s) on their own"
+        found = head + "found a placement for podgroup, preempting 2 victims: 2 pod(s) without a group"
         assert found in messages
         assert set(messages) <= {found, head + "ongoing preemption on nominated nodes"}  # the later cycles wait
         await asyncio.sleep(20)  # victims terminating: nothing is bound, nothing more is preempted

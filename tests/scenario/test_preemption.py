@@ -77,8 +77,8 @@ def test_the_preemptor_is_scheduled_where_its_victim_ran_and_the_victim_is_liste
     assert doc["preemptions"] == [{
         "preemptor": {"namespace": "ml", "name": "high", "kind": "PodGroup"},
         "victims": [{"namespace": "ml", "name": "low-1", "node": "n1"}],
-        "message": "pod group preemption: found a placement for podgroup, preempting 1 victims: 1 pod(s) on their "
-                   "own"}]
+        "message": "pod group preemption: found a placement for podgroup, preempting 1 victims: 1 pod(s) without "
+                   "a group"}]
     assert group(doc, "high")["status"] == "Scheduled" and group(doc, "high")["placements"] == {"high-0": "n1"}
 
 

@@ -55,7 +55,8 @@ def test_one_pod_gang_evicts_exactly_one_pod_of_an_eleven_pod_basic_group() -> N
     add_gang(c, "high", 1)
     decision = preemption(c)
     assert len(decision.victims) == 1 and decision.units == 1
-    found = "found a placement for podgroup, preempting 1 victims: 1 pod(s) on their own"
+    found = "found a placement for podgroup, preempting 1 victims: 1 pod(s) of PodGroup ml/basic11 " \
+            "(disruptionMode single)"
     assert decision.message == GROUP_PREFIX + found
 
 
@@ -189,7 +190,7 @@ def test_a_pdb_never_blocks_preemption_it_is_only_counted() -> None:
     add_gang(c, "high", 1)
     decision = preemption(c)
     assert names(decision.victims) == ["a"] and decision.pdb_violations == 1
-    assert decision.message.endswith("victims: 1 pod(s) on their own, 1 over a PodDisruptionBudget")
+    assert decision.message.endswith("victims: 1 pod(s) without a group, 1 over a PodDisruptionBudget")
 
 
 def test_the_youngest_of_equal_victims_goes() -> None:
@@ -352,3 +353,12 @@ def test_not_helpful_is_concluded_only_with_every_node_read() -> None:
     assert isinstance(decision, Unschedulable)
     assert decision.message.endswith(f"{NOT_HELPFUL} (no fit even with all 40 lower-priority pods evicted: ml/p0, "
                                      "ml/p1, ml/p10 and 37 more)")  # three named, in the candidates' order
+
+
+def test_members_of_several_single_mode_groups_are_counted_by_group() -> None:
+    c = Cluster(nodes=nodes(1, cpu="2"), groups=[group("low-a", 1), group("low-b", 1)])
+    c.pods += [running("a-0", "n0", "low-a"), running("b-0", "n0", "low-b")]
+    add_gang(c, "high", 2)
+    decision = preemption(c)
+    assert names(decision.victims) == ["a-0", "b-0"]
+    assert decision.message.endswith("preempting 2 victims: 2 pod(s) of 2 groups (disruptionMode single)")
