@@ -17,6 +17,7 @@ Pure: reads the cycle state, changes nothing.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -213,3 +214,10 @@ def room_short(table: NodeTable, free: IntArray, rows: IntArray, need: IntArray)
     most = f" (at most {format_units(resource, int(room[:, j].max()))} on one)" if len(rows) > 1 and have[j] else ""
     return (f": {format_units(resource, int(have[j]))} {resource} free on the {len(rows)} node(s) passing every "
             f"other filter{most}, {format_units(resource, int(need[cols[j]]))} needed")
+
+
+def clauses(parts: Iterable[str]) -> str:
+    """``parts`` (reasons) joined by ``"; "``, each but the last without its closing full stop — kube's node histogram
+    ends with one: ``…: 4 Insufficient cpu; pod b-0: 0/4 nodes are available: …``, never ``cpu.; pod b-0``."""
+    items = list(parts)
+    return "; ".join([p[:-1] if p.endswith(".") else p for p in items[:-1]] + items[-1:])

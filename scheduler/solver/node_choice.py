@@ -25,7 +25,7 @@ from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.plan import SolverConfig
 from scheduler.framework.status import Code
 from scheduler.groups.tree import Leaf
-from scheduler.solver.diagnosis import Diagnosis, diagnose
+from scheduler.solver.diagnosis import Diagnosis, clauses, diagnose
 from scheduler.solver.plugins import Profile
 from scheduler.solver.plugins.resources_fit import UNLIMITED
 from scheduler.solver.plugins.scoring import NodeOrder
@@ -233,7 +233,7 @@ def combined(short: list[tuple[Signature, Diagnosis]], shapes: int = 1) -> Diagn
     message = first.message
     kinds = {why.rejectors: (sig, why) for sig, why in reversed(short)}  # each set's first shape
     if len(kinds) > 1 or shapes > len(short):
-        message = "; ".join(f"{_shape(sig)}: {why.message}" for sig, why in short if kinds[why.rejectors][0] is sig)
+        message = clauses(f"{_shape(sig)}: {why.message}" for sig, why in short if kinds[why.rejectors][0] is sig)
     return dataclasses.replace(first, message=message, limited=any(why.limited for _, why in short),
                                rejectors=frozenset().union(*(why.rejectors for _, why in short)))
 

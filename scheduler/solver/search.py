@@ -52,7 +52,7 @@ from scheduler.framework.status import Code
 from scheduler.groups.tree import Composite, Group, GroupTree, Leaf, walk
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
-from scheduler.solver.diagnosis import Domain, describe, leaf_message, phrase, room_short
+from scheduler.solver.diagnosis import Domain, clauses, describe, leaf_message, phrase, room_short
 from scheduler.solver.domains import DomainPruning
 from scheduler.solver.failures import Failures
 from scheduler.solver.lone import place_lone
@@ -278,7 +278,7 @@ class _Search:
         parts.extend(reasons[leaf.key] for leaf in tree.root.leaves() if leaf.key != tree.key and leaf.key in reasons)
         limited = budget or self.failures.resource_limited() or self.domains.room_may_free()
         code = Code.UNSCHEDULABLE if limited else Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        message = "; ".join(dict.fromkeys(parts)) or f"{describe(tree.root)}: does not fit"
+        message = clauses(dict.fromkeys(parts)) or f"{describe(tree.root)}: does not fit"
         for key in tree.groups:
             reasons.setdefault(key, message)
         rejectors = self.failures.rejectors()
@@ -295,7 +295,7 @@ class _Search:
         with the plan's reasons: each left-over member's counts what is placed, and only groups the plan leaves
         out have a reason of their own."""
         failure = self.unschedulable(tree, budget=False)
-        message = "; ".join(dict.fromkeys(plan.unplaced.values()))
+        message = clauses(dict.fromkeys(plan.unplaced.values()))
         return dataclasses.replace(failure, message=message, group_reasons=dict(plan.group_reasons), minimum=plan)
 
     def run(self, tree: GroupTree) -> Plan | Unschedulable:

@@ -260,7 +260,7 @@ def test_every_member_shape_that_falls_short_names_its_rejector() -> None:
     failure = park(runner, queue, key)
     assert failure.rejectors == {"NodeResourcesFit", "TaintToleration"}
     assert failure.message == ("group g: 0/2 placeable; pod g-1: 0/1 nodes are available: 1 Insufficient cpu, "
-                               "1 Insufficient memory.; pod g-0: 0/1 nodes are available: 1 node(s) had untolerated "
+                               "1 Insufficient memory; pod g-0: 0/1 nodes are available: 1 node(s) had untolerated "
                                "taint {nvidia.com/gpu: present}.")
     assert moved(queue, cache.load_one("Node", node("n0", cpu="4", memory="4Gi", gpu=2)))
     again = runner.attempt(key)

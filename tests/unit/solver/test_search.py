@@ -342,3 +342,11 @@ def test_group_satisfied_by_bound_members_whose_extra_member_fits_nowhere(policy
     assert result.minimum.placements == ()
     assert GroupKey("PodGroup", NS, "g") in result.minimum.satisfied
     assert dict(result.minimum.unplaced) == {"ml/g-big": reason}
+
+
+def test_clauses_drop_the_full_stop_before_a_semicolon() -> None:
+    from scheduler.solver.diagnosis import clauses
+
+    assert clauses(["a: 0/4 nodes are available: 4 Insufficient cpu.", "b: 1/2 placed", "c: done."]) == (
+        "a: 0/4 nodes are available: 4 Insufficient cpu; b: 1/2 placed; c: done.")
+    assert clauses([]) == "" and clauses(["only."]) == "only."
