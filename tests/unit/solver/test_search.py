@@ -12,6 +12,7 @@ from scheduler.groups import TreeState, build_trees
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup
 from scheduler.model.scheduling import GroupKey
 from scheduler.solver import solve
+from scheduler.solver.diagnosis import clauses
 from tests.unit.groups.builders import NS, cpg, pg
 from tests.unit.solver.builders import node, pod
 
@@ -345,8 +346,6 @@ def test_group_satisfied_by_bound_members_whose_extra_member_fits_nowhere(policy
 
 
 def test_clauses_drop_the_full_stop_before_a_semicolon() -> None:
-    from scheduler.solver.diagnosis import clauses
-
     assert clauses(["a: 0/4 nodes are available: 4 Insufficient cpu.", "b: 1/2 placed", "c: done."]) == (
         "a: 0/4 nodes are available: 4 Insufficient cpu; b: 1/2 placed; c: done.")
     assert clauses([]) == "" and clauses(["only."]) == "only."
