@@ -411,8 +411,10 @@ class Scheduler:
         self.wake.set()
 
     async def shutdown(self) -> None:
-        """Stop scheduling, let binds finish within the grace period, release the lease, stop informers."""
+        """Stop scheduling, let binds finish within the grace period, release the lease, stop informers; logged at
+        its start and its end."""
         binds = [t for t in self.tasks if t.get_name().startswith(("bind/", "status/", "preempt/"))]
+        log.info("stopping: %d write(s) in flight get %.0f s to finish", len(binds), SHUTDOWN_GRACE_S)
         if binds:
             _, pending = await asyncio.wait(binds, timeout=SHUTDOWN_GRACE_S)
             for task in pending:
@@ -424,3 +426,4 @@ class Scheduler:
         for task in list(self.tasks):
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
+        log.info("stopped")

@@ -44,6 +44,19 @@ async def _at_least(coro, n: int):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.looptime
+async def test_stopping_is_logged_with_the_writes_in_flight(k8s, kube: KubeClient,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    await create_node(kube, "n0", cpu="4")
+    await create_gang(kube, "g", 2)
+    with caplog.at_level("INFO", logger="scheduler.live.driver"):
+        async with running(kube):
+            await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound")
+    messages = [r.getMessage() for r in caplog.records if r.name == "scheduler.live.driver"]
+    assert any(m.startswith("stopping: ") and "in flight" in m for m in messages)
+    assert messages[-1] == "stopped"
+
+
+@pytest.mark.looptime
 async def test_gang_that_does_not_fit_waits_whole_then_binds_when_a_node_arrives(k8s, kube: KubeClient) -> None:
     await create_node(kube, "n0", cpu="4")
     await create_gang(kube, "g", 6, cpu="1")
