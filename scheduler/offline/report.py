@@ -337,7 +337,7 @@ def _preemption_lines(sim: Simulation, g: GroupOutcome, indent: str) -> list[str
                 f"pods without a group in {pod.metadata.namespace}"
             by_group.setdefault(group, []).append(f"{pod.metadata.name} on {node}")
         lines.extend(f"{indent}  {group}: {', '.join(sorted(pods, key=_by_name))}"
-                     for group, pods in sorted(by_group.items()))
+                     for group, pods in sorted(by_group.items(), key=lambda item: _by_name(item[0])))
     return lines
 
 
@@ -552,7 +552,7 @@ def _utilisation(sim: Simulation, initial: Snapshot, final: Snapshot) -> str:
     header = f"{'node':<16}" + "".join(f"  {c:>30}" for c in cols)
     lines = ["Node utilisation (used/allocatable after placement; +N = added by this run, −N = evicted by its "
              "preemptions):", header]
-    for i, node in enumerate(table.nodes):
+    for i, node in sorted(enumerate(table.nodes), key=lambda row: _by_name(row[1].name)):
         cells = []
         for r in cols:
             j = table.column.get(r)

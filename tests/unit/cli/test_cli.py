@@ -519,3 +519,11 @@ def test_the_utilisation_table_shows_ephemeral_storage_a_pod_left_pending_reques
     assert header.split() == ["node", "cpu", "memory", "ephemeral-storage"]
     row = next(line for line in out.splitlines() if line.startswith("n1 "))
     assert "0/100Gi   0%" in row
+
+
+def test_utilisation_rows_are_in_the_order_of_the_node_numbers(tmp_path: Path) -> None:
+    nodes = "---".join(NODE.replace("n1", f"n{i}") for i in (10, 2, 1))
+    code, out, _ = invoke("simulate", write(tmp_path, nodes + "---" + GOOD_POD))
+    assert code == 0
+    rows = [line.split()[0] for line in out.splitlines() if line.startswith("n") and line.split()[0][1:].isdigit()]
+    assert rows == ["n1", "n2", "n10"]
