@@ -85,7 +85,9 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
     node counted under the first plugin that refuses it, as kube's framework stops at the first failing Filter
     (a plugin may count several reasons per node: one ``Insufficient <r>`` per short resource). Nodes every
     Filter allows where Reserve still placed nothing count under the profile's ``short_reserve`` reason (DRA's);
-    that plugin's detail on every node it refused (DRA's device counts) follows the histogram.
+    that plugin's detail on every node it refused (DRA's device counts) follows the histogram, and so does a
+    sentence naming the requested resources no node offers at all (``No node offers example.com/fpga.``: kube says
+    only ``Insufficient``, which reads as a shortage when the name is mistyped or no device plugin runs).
     The nodes NodeResourcesFit refuses are also asked of the Filters after it (not counted), to find whether
     room alone was short. ``need``: for a gang whose pending members are all of ``sig``'s shape, the members it
     still needs (its minimum less those bound), else 0; when a Filter's rule between copies of ``sig`` lets the
@@ -134,6 +136,8 @@ def diagnose(state: CycleState, profile: Profile, sig: Signature, mask: BoolArra
         limited = True
         short_rows.append(rows)
     message = format_histogram(int(mask.sum()), counts)
+    if sig.unknown and resources_fit.NAME in rejectors:  # "Insufficient" of what no node has: a typo, a missing plugin
+        message += f" No node offers {', '.join(sig.unknown)}."
     refused_rows = np.concatenate(short_rows)
     if short is not None and refused_rows.size and (detail := short.shortfall_detail(state, sig, refused_rows)):
         message += " " + detail

@@ -222,7 +222,8 @@ def test_spread_uses_more_nodes_than_pack() -> None:
 def test_unknown_resource_is_reported_as_insufficient() -> None:
     result = solve_one([node("n0")], gang_pods("g", 1, gpu=1), [pg("g", 1)])
     assert isinstance(result, Unschedulable)
-    assert result.message.endswith("0/1 nodes are available: 1 Insufficient nvidia.com/gpu.")
+    assert result.message.endswith("0/1 nodes are available: 1 Insufficient nvidia.com/gpu. "
+                                   "No node offers nvidia.com/gpu.")
 
 
 def test_search_budget_bounds_a_failing_search() -> None:
