@@ -93,10 +93,13 @@ def importance(unit: Unit) -> tuple[object, ...]:
 def usable_rows(snapshot: Snapshot, tree: GroupTree, static_check: object, *, allocatable: bool = True) -> BoolArray:
     """``(N,)``: the nodes where some pending pod of ``tree`` could run once every other pod is gone — it passes the
     static filters (``static_check``: the profile's, memoised per pod template on the node table) and the node's
-    allocatable holds its requests (:func:`allocatable_holds`; ``allocatable=False``: the static filters only)."""
+    allocatable holds its requests (:func:`allocatable_holds`; ``allocatable=False``: the static filters only). An
+    extended resource a node does not offer is left to DRA only when the snapshot has a device view: without one,
+    no DeviceClass can serve it, and a pod requesting a resource no node offers can run nowhere."""
     table = snapshot.table
     mask = np.zeros(len(table), dtype=bool)
     holds: dict[tuple[tuple[str, int], ...], BoolArray] = {}  # per request shape
+    dra = snapshot.dra is not None
     for leaf in tree.root.leaves():
         for pod in leaf.pending:
             static = table.static_fit(pod.spec, static_check).ok  # type: ignore[arg-type]
@@ -106,24 +109,27 @@ def usable_rows(snapshot: Snapshot, tree: GroupTree, static_check: object, *, al
             shape = tuple(pod.requests.items())
             fits = holds.get(shape)
             if fits is None:
-                vector, _ = table.request_vector(pod.requests)
-                fits = holds[shape] = allocatable_holds(table.allocatable, vector, table.resources)
+                vector, unknown = table.request_vector(pod.requests)
+                fits = holds[shape] = (allocatable_holds(table.allocatable, vector, table.resources, dra)
+                                       if dra or not unknown else np.zeros(len(table), dtype=bool))
             mask |= static & fits
     return mask
 
 
-def allocatable_holds(allocatable: IntArray, request: IntArray, resources: Sequence[str]) -> BoolArray:
+def allocatable_holds(allocatable: IntArray, request: IntArray, resources: Sequence[str],
+                      dra: bool = True) -> BoolArray:
     """``(N,)``: the nodes whose ``allocatable`` (``(N, R)``) is at least ``request`` (``(R,)``) in every resource
     the node offers or that is not an extended one. A request above a node's allocatable is kube-scheduler's
     NodeResourcesFit ``UnschedulableAndUnresolvable`` (``fitsRequest``: ``Unresolvable: podRequest >
     allocatable``, ``noderesources/fit.go``), and preemption skips such nodes (``nodesWherePreemptionMightHelp``):
     no eviction makes room there. An extended resource the node does not offer at all is left to DRA, which may
-    serve it there (KEP-5004), as :class:`~scheduler.solver.plugins.resources_fit.NodeResourcesFit` does."""
+    serve it there (KEP-5004), as :class:`~scheduler.solver.plugins.resources_fit.NodeResourcesFit` does — when
+    ``dra`` (the cluster has a device view); else such a node cannot hold it either."""
     fits = np.ones(len(allocatable), dtype=bool)
     for col in np.flatnonzero(request > 0).tolist():
         offered = allocatable[:, col]
         short = offered < request[col]
-        if is_extended(resources[col]):
+        if dra and is_extended(resources[col]):
             short &= offered > 0
         fits &= ~short
     return fits

@@ -12,6 +12,7 @@ from scheduler.preemption.plugin import GROUP_PREFIX, NOT_ELIGIBLE_NEVER, NOT_HE
 from scheduler.solver import solve
 from tests.unit.groups.builders import NS
 from tests.unit.preemption.kit import Cluster, budget, composite, group, names, nodes, pending, running
+from tests.unit.solver.builders import node
 
 
 def spread_gangs(count: int, size: int, mode: str | None, priority: int = 1) -> Cluster:
@@ -362,3 +363,18 @@ def test_members_of_several_single_mode_groups_are_counted_by_group() -> None:
     decision = preemption(c)
     assert names(decision.victims) == ["a-0", "b-0"]
     assert decision.message.endswith("preempting 2 victims: 2 pod(s) of 2 groups (disruptionMode single)")
+
+
+def test_without_a_device_view_nodes_that_do_not_offer_a_requested_extended_resource_are_no_candidates() -> None:
+    """A GPU gang; the only GPU node full of higher-priority pods, CPU nodes full of lower-priority ones. With no DRA
+    object in the cluster no DeviceClass can serve ``nvidia.com/gpu`` on the CPU nodes: evicting there cannot help,
+    so nothing is evicted and the reason does not name the CPU nodes' pods."""
+    c = Cluster(nodes=[*nodes(2, cpu="2"), node("gpu-0", cpu="8", gpu=2)])
+    c.pods += [running(f"cpu-{i}", f"n{i}", cpu="2", priority=1) for i in range(2)]
+    c.pods += [running(f"train-{i}", "gpu-0", cpu="1", gpu=1, priority=1000) for i in range(2)]
+    c.groups.append(group("high", 2, priority=100))
+    c.pods += [pending(f"high-{i}", "high", gpu=1) for i in range(2)]
+    _, decision = c.decide("high")
+    assert isinstance(decision, Unschedulable)
+    assert "cpu-0" not in decision.message and "cpu-1" not in decision.message
+    assert decision.message.endswith("pod group preemption: No preemption victims found for incoming pod.")
