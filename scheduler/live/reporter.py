@@ -58,7 +58,7 @@ class Reporter:
         self.blocked: dict[GroupKey, GroupTree] = {}
         """Waiting and Invalid trees of ours, for the queue gauges."""
         self._orphans_reported: dict[str, str] = {}
-        self.writes = StatusQueue("pod-status")
+        self.writes = StatusQueue("pod-status", retry_conflicts=True)  # each write reads the pod again
         """The pod reports (PodScheduled=False, FailedScheduling), one waiting per pod; the driver runs it."""
 
     def tree_changed(self, key: GroupKey, tree: GroupTree | None) -> None:

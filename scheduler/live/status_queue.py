@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from scheduler.client.kube import ApiError
+from scheduler.errors import Conflict
 from scheduler.live.backoff import Backoff
 
 log = logging.getLogger(__name__)
@@ -60,8 +61,11 @@ class StatusQueue:
 
     def __init__(self, name: str, *, workers: int = DEFAULT_WORKERS, max_pending: int = DEFAULT_MAX_PENDING,
                  retry_initial_s: float = 1.0, retry_max_s: float = 60.0, max_attempts: int = 6,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, retry_conflicts: bool = False) -> None:
         self.name = name
+        self.retry_conflicts = retry_conflicts
+        """A write refused with 409 (:class:`~scheduler.errors.Conflict`) is retried like a 5xx: for writes that read
+        the object again when they run (a pod's report against the pod as the cache has it then)."""
         self.workers = workers
         self.max_pending = max_pending
         self.max_attempts = max_attempts
@@ -158,7 +162,8 @@ class StatusQueue:
         """Put ``entry`` back with its backoff, unless a newer report replaced it, the error is permanent or it
         has had its attempts."""
         entry.attempt += 1
-        if key in self._pending or not exc.retryable or entry.attempt >= self.max_attempts:
+        retryable = exc.retryable or (self.retry_conflicts and isinstance(exc, Conflict))
+        if key in self._pending or not retryable or entry.attempt >= self.max_attempts:
             if key not in self._pending:
                 self.dropped += 1
                 log.warning("%s: report on %s not written after %d attempt(s): %s", self.name, key, entry.attempt,

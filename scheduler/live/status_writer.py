@@ -400,9 +400,10 @@ class StatusWriter:
         ``conditions`` list, ours replaced: the API server merges by ``type``, a list-replacing
         server gets the same result.
         API errors are logged and swallowed; a failed Event does not stop the condition patch. With
-        ``raise_errors`` a failed condition patch (other than 409: the report is stale) is not remembered as
-        written, so the same report is written again when retried, and raises :class:`ApiError` (the Event
-        is then not recorded: the retry records it).
+        ``raise_errors`` a failed condition patch is not remembered as written, so the same report is written again
+        when retried, and raises :class:`ApiError` (the Event is then not recorded: the retry records it) — a 409
+        too: the pod changed since the copy the report was made against (the scheduler's own
+        ``nominatedNodeName`` write, not yet in its cache), and the retry reads it again.
         """
         uid = pod.metadata.uid or pod.key
         note = truncate_utf8(message, NOTE_MAX_BYTES)
@@ -426,6 +427,9 @@ class StatusWriter:
                 await self.kube.patch(PODS, pod.metadata.namespace, pod.metadata.name, body, sub="status",
                                       content_type=STRATEGIC_PATCH, lane=Lane.REPORT, reply=False)
             except Conflict:
+                if raise_errors:  # the pod changed since the cache's copy (our own nomination, bound): the caller
+                    self._recent.pop(uid, None)  # tries again with the pod as the cache has it then
+                    raise
                 return  # the pod changed (bound, or a newer attempt): this report is stale; no event either
             except ApiError as exc:
                 if raise_errors:

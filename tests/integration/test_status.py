@@ -15,6 +15,7 @@ import kmock
 import pytest
 
 from scheduler.client.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, STRATEGIC_PATCH, ApiError, KubeClient, Resource
+from scheduler.errors import Conflict
 from scheduler.live.status_writer import StatusWriter
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, PodGroup
@@ -397,6 +398,22 @@ async def test_an_event_named_from_the_pod_alone_is_refused_and_the_writers_even
     assert caplog.records == []
     assert sorted(e["reason"] for e in await events(kube)) == ["FailedScheduling", "Scheduled"]
     assert all(re.fullmatch(r"fits-2\.[0-9a-f]{16}", e["metadata"]["name"]) for e in await events(kube))
+
+
+async def test_a_report_on_a_pod_changed_since_raises_for_a_retry_and_the_retry_writes_it(
+        kube: KubeClient, writer: StatusWriter) -> None:
+    """The pod changed after the copy the report was made against (the scheduler's own nominatedNodeName write, not
+    yet in its cache): the 409 is raised to the queue, nothing is remembered or recorded, and the report written
+    again against the pod as it is now lands whole, Event included."""
+    await kube.create(PODS, NS, POD_BODY)
+    stale = await pod(kube)
+    await kube.patch(PODS, NS, "worker-0", {"status": {"nominatedNodeName": "n1"}}, sub="status")
+    with pytest.raises(Conflict):
+        await writer.pod_unschedulable(stale, "Unschedulable", NO_FIT, raise_errors=True)
+    assert await events(kube) == []
+    await writer.pod_unschedulable(await pod(kube), "Unschedulable", NO_FIT, raise_errors=True)
+    assert [e["note"] for e in await events(kube)] == [NO_FIT]
+    assert conditions(await kube.get(PODS, NS, "worker-0"))["PodScheduled"]["message"] == NO_FIT
 
 
 async def test_longest_pod_name_gets_a_uuid_named_event(kube: KubeClient, writer: StatusWriter) -> None:

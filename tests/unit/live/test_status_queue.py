@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from scheduler.client.kube import ApiError
+from scheduler.errors import Conflict
 from scheduler.live.status_queue import StatusQueue
 
 
@@ -120,3 +121,14 @@ async def test_a_newer_report_waits_for_what_the_servers_retry_after_asked() -> 
         await asyncio.sleep(20)
     assert [(name, round(t - start, 2)) for name, t in log] == [("old", 0.0), ("new", 10.0)]
     assert (queue.written, queue.failed) == (1, 1)
+
+
+@pytest.mark.looptime
+@pytest.mark.parametrize("retry_conflicts", [True, False])
+async def test_a_409_is_retried_only_by_a_queue_told_to(retry_conflicts: bool) -> None:
+    queue, log = StatusQueue("t", workers=1, retry_conflicts=retry_conflicts), []
+    queue.submit("p", recorder(log, "p", [Conflict(409, "Conflict", "the object has been modified")]))
+    async with running(queue):
+        await asyncio.sleep(30)
+    assert [name for name, _ in log] == (["p", "p"] if retry_conflicts else ["p"])
+    assert queue.written == (1 if retry_conflicts else 0)
