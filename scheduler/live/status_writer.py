@@ -351,10 +351,16 @@ class StatusWriter:
         await self.events.record(victim, EVENT_NORMAL, EVENT_PREEMPTED, ACTION_PREEMPTING, note, related=preemptor)
 
     async def preempting(self, preemptor: Regarding, victims: Sequence[tuple[str, str]]) -> None:
-        """A ``Preempting`` Normal Event on the preemptor's group naming its ``victims`` (pod key, node); the note
-        is cut to 1024 bytes. API errors are logged and swallowed."""
-        listed = ", ".join(f"{key} on {node}" for key, node in victims)
-        note = truncate_utf8(f"Preempting {len(victims)} pod(s) of lower priority to make room: {listed}",
+        """A ``Preempting`` Normal Event on the preemptor's group naming its ``victims`` (pod key, node) — those of its
+        own namespace only: the others are counted, as whoever reads the preemptor's Events may not read theirs
+        (kube-scheduler names no victim to the preemptor at all). The note is cut to 1024 bytes. API errors are
+        logged and swallowed."""
+        own = f"{preemptor.metadata.namespace}/"
+        listed = [f"{key} on {node}" for key, node in victims if key.startswith(own)]
+        elsewhere = len(victims) - len(listed)
+        if elsewhere:
+            listed.append(f"{elsewhere} in other namespaces")
+        note = truncate_utf8(f"Preempting {len(victims)} pod(s) of lower priority to make room: {', '.join(listed)}",
                              NOTE_MAX_BYTES)
         await self.events.record(preemptor, EVENT_NORMAL, EVENT_PREEMPTING, ACTION_PREEMPTING, note)
 

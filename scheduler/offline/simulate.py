@@ -294,7 +294,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
                               and pod.status.phase not in ("Succeeded", "Failed"))
     forest = cache.forest()
     queue = GroupQueue(t for t in forest.trees if t.state is TreeState.READY)
-    cycle = CycleRunner(cache, config, (DefaultPreemption(CacheGroupView(cache)),) if preemption else ())
+    postfilters = (DefaultPreemption(CacheGroupView(cache), name_everywhere=True),) if preemption else ()
+    cycle = CycleRunner(cache, config, postfilters)
     decisions = OfflineDecisions(sim, cache, cycle, queue)
     try:
         while len(queue):

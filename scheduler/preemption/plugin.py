@@ -119,9 +119,13 @@ class DefaultPreemption:
 
     name = NAME
 
-    def __init__(self, view: GroupView, profile: Profile = DEFAULT_PROFILE) -> None:
+    def __init__(self, view: GroupView, profile: Profile = DEFAULT_PROFILE, *, name_everywhere: bool = False) -> None:
         self.view = view
         self.profile = profile
+        self.name_everywhere = name_everywhere
+        """Reasons name victims and candidates of every namespace (``simulate``, read by whoever dumped the cluster);
+        else only those of the root's own namespace, the others counted (``run``: a reason is read by whoever may
+        read the root's pods and groups)."""
         self.nodes = NodeEntries()
         """Running pods per node and group, memoised across calls while each node's NodeInfo is the same."""
         self.floors = NodeFloors(self.nodes)
@@ -140,6 +144,7 @@ class DefaultPreemption:
                  config: SolverConfig) -> tuple[Outcome, Decision | None]:
         """:meth:`post_filter` with the :class:`Outcome` it came to (for the caller's metrics)."""
         prefix = POD_PREFIX if tree.key.kind == "Pod" else GROUP_PREFIX
+        namespace = None if self.name_everywhere else tree.key.namespace
         if self.policy(tree) == NEVER:
             return Outcome.NOT_ELIGIBLE, result.with_postfilter(prefix + NOT_ELIGIBLE_NEVER)
         nominated = tuple((p, node) for p in _pending(tree) if (node := p.status.nominated_node_name))
@@ -158,10 +163,11 @@ class DefaultPreemption:
             return Outcome.NO_VICTIMS, result.with_postfilter(prefix + NO_VICTIMS)
         if chosen is None:
             pods = [p for u in units for p in u.pods]
-            return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} ({_no_fit(pods, result)})")
+            return Outcome.NOT_HELPFUL, result.with_postfilter(
+                f"{prefix}{NOT_HELPFUL} ({_no_fit(pods, result, namespace)})")
         if not chosen.pods:
             return Outcome.FITS, chosen.plan
-        return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix)
+        return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix, namespace)
 
     def reservation(self, tree: GroupTree, snapshot: Snapshot, config: SolverConfig) -> Plan | None:
         """The best plan of a starving root (the starvation guard's reservation): where it would go once the
@@ -229,39 +235,51 @@ def _pending(tree: GroupTree) -> Iterable[Pod]:
         yield from leaf.pending
 
 
-def _no_fit(pods: Sequence[Pod], result: Unschedulable) -> str:
+def _no_fit(pods: Sequence[Pod], result: Unschedulable, namespace: str | None) -> str:
     """Why no choice of victims helps: ``no fit even with all 3 lower-priority pods evicted: ml/a-0, …`` (``the one
     lower-priority pod`` for one), led by :data:`DEVICES_LIMIT` when DRA's claims refused nodes in ``result``
     (:data:`DEVICES_TOO` when node resources did too), since an eviction frees no device here."""
     which = "the one lower-priority pod" if len(pods) == 1 else f"all {len(pods)} lower-priority pods"
-    no_fit = f"no fit even with {which} evicted: {_named(pods)}"
+    no_fit = f"no fit even with {which} evicted: {_named(pods, namespace)}"
     if dynamic_resources.NAME not in result.rejectors:
         return no_fit
     return f"{DEVICES_TOO if resources_fit.NAME in result.rejectors else DEVICES_LIMIT}: {no_fit}"
 
 
-def _named(pods: Sequence[Pod]) -> str:
-    """The first :data:`NAMED_VICTIMS` of ``pods`` as ``ns/name``, and how many more."""
-    return first_named([p.key for p in pods], NAMED_VICTIMS)
+def _named(pods: Sequence[Pod], namespace: str | None) -> str:
+    """The first :data:`NAMED_VICTIMS` of ``pods`` in ``namespace`` (the preemptor's; None: any) as ``ns/name``, and
+    how many more; those of other namespaces counted, not named (who reads the preemptor's reasons may not read
+    them)."""
+    own = [p.key for p in pods if namespace is None or p.metadata.namespace == namespace]
+    elsewhere = len(pods) - len(own)
+    return ", ".join(([first_named(own, NAMED_VICTIMS)] if own else [])
+                     + ([f"{elsewhere} in other namespaces"] if elsewhere else []))
 
 
-def _evicted(units: Sequence[Unit]) -> str:
+def _evicted(units: Sequence[Unit], namespace: str | None) -> str:
     """What ``units`` are, in the user's terms: ``1 group(s) evicted whole (disruptionMode all), 2 pod(s) of PodGroup
     ml/low (disruptionMode single), 1 pod(s) without a group`` (members of several single-mode groups: ``5 pod(s) of
-    3 groups (disruptionMode single)``)."""
+    3 groups (disruptionMode single)``). A group is named only in the preemptor's ``namespace`` (None: any): the
+    message is the preemptor's, read by who may not read other namespaces."""
     whole = sum(1 for u in units if u.rank == RANK_ALL)
     members = Counter(u.group for u in units if u.rank == RANK_MEMBER)
     lone = sum(1 for u in units if u.rank == RANK_POD)
     parts = [f"{whole} group(s) evicted whole (disruptionMode all)"] if whole else []
+    if len(members) > 1:
+        of = f"{len(members)} groups"
+    elif members:
+        group = next(iter(members))
+        mine = namespace is None or next(u for u in units if u.group == group).pods[0].metadata.namespace == namespace
+        of = group if mine else "a group in another namespace"
     if members:
-        of = next(iter(members)) if len(members) == 1 else f"{len(members)} groups"
         parts.append(f"{sum(members.values())} pod(s) of {of} (disruptionMode single)")
     return ", ".join(parts + ([f"{lone} pod(s) without a group"] if lone else []))
 
 
-def _decision(tree: GroupTree, result: Unschedulable, chosen: Selection, prefix: str) -> Preemption:
+def _decision(tree: GroupTree, result: Unschedulable, chosen: Selection, prefix: str,
+              namespace: str | None) -> Preemption:
     victims = chosen.pods
-    text = FOUND.format(victims=len(victims)) + f": {_evicted(chosen.victims)}"
+    text = FOUND.format(victims=len(victims)) + f": {_evicted(chosen.victims, namespace)}"
     text += f", {chosen.pdb_violations} over a PodDisruptionBudget" if chosen.pdb_violations else ""
     return Preemption(tree.key, victims, chosen.plan.placements, chosen.plan, result, prefix + text,
                       units=len(chosen.victims), reprieved=chosen.reprieved, pdb_violations=chosen.pdb_violations)

@@ -516,3 +516,14 @@ async def test_report_on_a_pod_bound_meanwhile_writes_no_event(kube: KubeClient,
 
     assert await events(kube) == []
     assert conditions(await kube.get(PODS, NS, "worker-0"))["PodScheduled"]["status"] == "True"
+
+
+async def test_the_preempting_event_names_the_victims_of_its_own_namespace_only(kube: KubeClient,
+                                                                               writer: StatusWriter) -> None:
+    await kube.create(PODGROUPS, NS, PG_BODY)
+    await writer.preempting(await pod_group(kube), [(f"{NS}/low-0", "n0"), ("other/theirs-0", "n1"),
+                                                    ("other/theirs-1", "n1")])
+    [event] = await events(kube)
+    assert event["reason"] == "Preempting"
+    assert event["note"] == (f"Preempting 3 pod(s) of lower priority to make room: {NS}/low-0 on n0, "
+                             "2 in other namespaces")

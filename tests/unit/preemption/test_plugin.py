@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.framework import Plan, Preemption, Unschedulable
-from scheduler.model import PriorityClass
+from scheduler.model import Pod, PodGroup, PriorityClass
 from scheduler.model.pod import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption.plugin import GROUP_PREFIX, NOT_ELIGIBLE_NEVER, NOT_HELPFUL, ONGOING, POD_PREFIX, TOO_LARGE
@@ -378,3 +378,31 @@ def test_without_a_device_view_nodes_that_do_not_offer_a_requested_extended_reso
     assert isinstance(decision, Unschedulable)
     assert "cpu-0" not in decision.message and "cpu-1" not in decision.message
     assert decision.message.endswith("pod group preemption: No preemption victims found for incoming pod.")
+
+
+def _elsewhere(p: Pod, namespace: str = "other") -> Pod:
+    return p.model_copy(update={"metadata": p.metadata.model_copy(update={"namespace": namespace})})
+
+
+def test_run_names_no_pod_of_another_namespace_in_the_preemptors_reasons() -> None:
+    """The reasons are written on the preemptor's pods and groups, read by whoever may read its namespace: pods and
+    groups of other namespaces are counted, not named (kube-scheduler names no victim to the preemptor at all)."""
+    c = Cluster(nodes=nodes(2, cpu="2"))
+    c.pods += [running("top", "n0", cpu="2", priority=1000),
+               running("mine", "n1", cpu="1"), _elsewhere(running("theirs", "n1", cpu="1"))]
+    add_gang(c, "high", 2, cpu="2")
+    _, decision = c.decide("high")
+    assert isinstance(decision, Unschedulable)
+    assert decision.message.endswith("no fit even with all 2 lower-priority pods evicted: ml/mine, 1 in other "
+                                     "namespaces)")
+    c = Cluster(nodes=nodes(1, cpu="2"), groups=[group("low", 1)])
+    c.pods.append(_elsewhere(running("low-0", "n0", "low", cpu="2")))
+    c.groups = [_elsewhere_group(g) for g in c.groups]
+    add_gang(c, "high", 1, cpu="2")
+    decision = preemption(c)
+    assert "other/" not in decision.message and "low" not in decision.message
+    assert decision.message.endswith("1 pod(s) of a group in another namespace (disruptionMode single)")
+
+
+def _elsewhere_group(g: PodGroup) -> PodGroup:
+    return g.model_copy(update={"metadata": g.metadata.model_copy(update={"namespace": "other"})})
