@@ -230,8 +230,9 @@ class StatusWriter:
                                    terminal: bool, raise_errors: bool = False) -> bool:
         """PATCH ``new`` into ``group``'s conditions (see :meth:`group_condition`): on 409 the group is read
         again and judged once more, up to :data:`CONFLICT_ATTEMPTS` writes in all (another writer of the same
-        group — the level-triggered conditions, a reservation ending — may land in between); API errors are
-        logged and give False (``raise_errors``: raised)."""
+        group — the level-triggered conditions, a reservation ending — may land in between); a group deleted
+        meanwhile (404) gives False quietly (nothing to retry); other API errors are logged and give False
+        (``raise_errors``: raised)."""
         if isinstance(group, CoscheduledPodGroup):
             return False  # the CRD's status has no conditions: its phase says it (coscheduling_status), Events the rest
         api = None if isinstance(group, CompositePodGroup) else podgroup_api.of(group)  # the version it came from
@@ -247,6 +248,9 @@ class StatusWriter:
                                                 lane=Lane.REPORT)
                     current = from_wire(CompositePodGroup, fresh) if api is None else api.parse(fresh)
             return await self._patch_group(res, current, new, terminal, api)
+        except NotFound:  # deleted meanwhile (its owner tearing the workload down): nothing left to report on
+            logger.debug("%s is gone: condition %s not written", what, new.type)
+            return False
         except ApiError as exc:
             _warn(what, exc)
             if raise_errors:

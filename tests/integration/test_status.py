@@ -99,6 +99,18 @@ async def test_condition_written_false_then_true(kube: KubeClient, writer: Statu
     assert not k8s.errors
 
 
+@pytest.mark.refusals_expected
+async def test_a_condition_on_a_group_deleted_meanwhile_is_dropped_quietly(kube: KubeClient, writer: StatusWriter,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    await kube.create(PODGROUPS, NS, PG_BODY)
+    gone = await pod_group(kube)
+    await kube.delete(PODGROUPS, NS, "workers")
+    with caplog.at_level("INFO"):
+        assert not await writer.group_condition(gone, False, "Unschedulable", "gang workers: 1/2 placeable",
+                                                raise_errors=True)  # not raised: nothing to retry
+    assert [r for r in caplog.records if r.levelname == "WARNING"] == []
+
+
 async def test_true_is_terminal(kube: KubeClient, writer: StatusWriter, k8s: ApiServer) -> None:
     await kube.create(PODGROUPS, NS, PG_BODY)
     stale = await pod_group(kube)
