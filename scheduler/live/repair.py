@@ -195,8 +195,12 @@ class GangRepairer:
             after = f"for {self.settings.gang_repair_timeout_s:.0f} s"
             unit = teardown_unit(tree, lambda k: self.cache.group(k.kind, k.namespace, k.name))
             if unit is None:
+                missing = sum(max(0, leaf.min_count - len(leaf.bound) - leaf.succeeded - len(leaf.pending))
+                              for leaf in tree.root.leaves() if leaf.min_count is not None and not leaf.satisfied)
+                when = (f"{missing} member(s) do not exist: it is completed once they are created and fit"
+                        if missing else "it is completed when room appears")
                 message = (f"{what} {after}; disruptionMode single: left as it is (its members keep running; "
-                           "it is completed when room appears)")
+                           f"{when})")
                 log.warning("root=%s result=BelowMin %s", key, message)
                 self.metrics.gang_repair("reported")
                 if obj is not None:

@@ -84,10 +84,23 @@ async def test_a_partial_single_gang_is_reported_not_torn_down(k8s, kube: KubeCl
         await until(lambda: bound_at_least(kube, "s-", 7), what="7 of 8 bound")
         [event] = await until(lambda: group_events(kube, "s", "GangBelowMin"), timeout_s=60, what="the Event")
         assert "disruptionMode single: left as it is" in event["note"]
+        assert event["note"].endswith("it is completed when room appears)")  # s-7 exists, pending
         assert value(sched, "gang_scheduler_gang_repairs_total", result="reported") == 1
         await asyncio.sleep(10)
         assert len(await bound(kube, "s-")) == 7  # nothing evicted
         assert (await group_condition(kube, "s", "GangBelowMin"))["status"] == "True"
+
+
+@pytest.mark.looptime
+async def test_a_partial_gang_whose_missing_members_do_not_exist_says_so(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="8")
+    await create_mode_gang(kube, "s", 3, "single")
+    async with running(kube, gang_repair_timeout_s=30.0):
+        await until(lambda: bound_at_least(kube, "s-", 3), what="the gang bound")
+        await kube.delete(PODS, NS, "s-2")  # its controller does not make it again
+        [event] = await until(lambda: group_events(kube, "s", "GangBelowMin"), timeout_s=60, what="the Event")
+        assert event["note"].startswith("gang s: 2/3 members bound (minCount 3) for 30 s;")
+        assert event["note"].endswith("1 member(s) do not exist: it is completed once they are created and fit)")
 
 
 @pytest.mark.looptime
