@@ -211,6 +211,7 @@ class GroupIndex:
         dirty, self._dirty = self._dirty, set()
         known = self.structure.heads
         heads = {known[n][0] if n in known else n for n in dirty}
+        heads |= {n for n in dirty if n in self._tree_of_head}  # a head no longer (now under a parent): its tree goes
         stale = {known[n][0] if n in known else n for n in self._stale} - heads
         self._stale = set()
         gone: dict[GroupKey, int] = {}  # the priorities of the trees rebuilt, before and after

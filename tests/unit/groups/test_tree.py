@@ -348,3 +348,24 @@ def test_a_composite_whose_min_group_count_the_api_refuses_is_not_satisfied_by_n
     forest = trees(members("a", 1), [pg("a", 5, parent="top")], [CompositePodGroup.model_validate(raw)])
     (tree,) = forest.trees
     assert tree.state is TreeState.INVALID and not tree.root.satisfied
+
+
+def test_a_root_that_gets_a_parent_is_a_root_no_more() -> None:
+    """PodGroups created before their CompositePodGroup are roots of their own (Waiting for it); once it exists the
+    only root is the composite, and the children's old roots are reported changed (gone) — they stayed in the index
+    as roots beside it, counted as waiting and routable as roots of their own."""
+    index = GroupIndex(OURS)
+    index.set_podgroup((NS, "a"), pg("a", 1, parent="job"))
+    for p in members("a", 1):
+        index.set_pod(p.key, p)
+    index.refresh()
+    assert [t.key.name for t in index.forest().trees] == ["a"]
+    index.set_composite((NS, "job"), cpg("job", 1))
+    changed = index.refresh()
+    assert [t.key.name for t in index.forest().trees] == ["job"]
+    assert sorted(k.name for k in index.trees) == ["job"]
+    assert GroupKey("PodGroup", NS, "a") in changed
+    index.set_composite((NS, "job"), None)  # and back: the child waits for its parent again, a root of its own
+    changed = index.refresh()
+    assert sorted(k.name for k in index.trees) == ["a"]
+    assert {GroupKey("CompositePodGroup", NS, "job"), GroupKey("PodGroup", NS, "a")} <= changed
