@@ -15,6 +15,7 @@ Pure: changes only the cycle state, through Reserve and undo.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import cast
 
 import numpy as np
@@ -167,7 +168,9 @@ class NodeChoice:
         largest first (bin-packing order). ``smallest_first`` (with ``limit``): the ``limit`` smallest members —
         those that leave the most room to the leaf's siblings, and the likeliest to fit — placed largest first, as
         any selection is packed (placing the small ones first strands the larger: 1 + 1 + 2 cpu on nodes of 1 and
-        3 free fits only with the 2 placed first).
+        3 free fits only with the 2 placed first). When the selection falls short (a small member no node takes),
+        they are placed again smallest first, each shape up to what the ones before left of ``limit``, so the next
+        smallest stand in for the members placed nowhere.
 
         Returns (pods placed, the diagnosis for the first member that did not fit, or None).
         """
@@ -182,19 +185,34 @@ class NodeChoice:
 
     def _place_signatures(self, leaf: Leaf, mask: BoolArray, limit: int | None,
                           smallest_first: bool) -> tuple[int, Diagnosis | None]:
-        placed = 0
-        short: list[tuple[Signature, Diagnosis]] = []
         sigs = self.signatures.of(leaf)
         # a gang of one pod shape: the members it still needs, which a rule between its copies may bound (diagnose)
         need = leaf.min_count - len(leaf.bound) if leaf.min_count is not None and len(sigs) == 1 else 0
-        chosen: dict[int, int] | None = None  # smallest first: signature index → copies of the selection
-        if smallest_first and limit is not None:
-            chosen, left = {}, limit
-            for i in reversed(range(len(sigs))):
-                if left > 0:
-                    chosen[i] = left if sigs[i].rejected is not None else min(len(sigs[i].pods), left)
-                    left -= 0 if sigs[i].rejected is not None else chosen[i]
-        for i, sig in enumerate(sigs):
+        if not smallest_first or limit is None:
+            return self._place_in_turn(sigs, range(len(sigs)), mask, need, limit)
+        chosen: dict[int, int] = {}  # signature index → copies of the selection (the ``limit`` smallest)
+        left = limit
+        for i in reversed(range(len(sigs))):
+            if left > 0:
+                chosen[i] = left if sigs[i].rejected is not None else min(len(sigs[i].pods), left)
+                left -= 0 if sigs[i].rejected is not None else chosen[i]
+        mark = self.state.mark()
+        placed, why = self._place_in_turn(sigs, range(len(sigs)), mask, need, limit, chosen)
+        if placed >= limit:
+            return placed, why
+        # a member of the selection fits nowhere: the smallest first, each shape taking the place the ones before
+        # left (the next smallest stands in for a small member no node takes)
+        self.state.undo(mark)
+        return self._place_in_turn(sigs, reversed(range(len(sigs))), mask, need, limit)
+
+    def _place_in_turn(self, sigs: list[Signature], order: Iterable[int], mask: BoolArray, need: int,
+                       limit: int | None, chosen: dict[int, int] | None = None) -> tuple[int, Diagnosis | None]:
+        """Place the signatures in ``order``: ``chosen``'s copies of each (signature index → copies), or as many as
+        fit up to ``limit`` in all (None: every pod)."""
+        placed = 0
+        short: list[tuple[Signature, Diagnosis]] = []
+        for i in order:
+            sig = sigs[i]
             if chosen is not None:
                 n = min(len(sig.pods), chosen.get(i, 0))
             else:

@@ -150,8 +150,9 @@ class _Search:
            group never starve a sibling the parent needs (a gang already satisfied by its bound members may then
            place nothing);
         3. exactly the minimum of the smallest members, placed largest first, when the members differ in their
-           requests and not all of them are needed — so a group whose largest member would starve a sibling, or
-           keep the group itself below its minimum, can take its smallest. Skipped when it places the same members
+           requests and not all of them are needed (when one of them fits nowhere, smallest first, the next
+           smallest taking its place) — so a group whose largest member would starve a sibling, or keep the group
+           itself below its minimum, can take its smallest. Skipped when it places the same members
            as an alternative yielded before, so no sibling subtree is searched twice for one placement.
 
         The first attempt's shortfall is recorded as the leaf's failure (:meth:`Failures.record` keeps the best);

@@ -128,6 +128,34 @@ def test_a_gang_of_the_smallest_members_is_packed_largest_first() -> None:
         or sorted((p.metadata.name, n) for p, n in plan.placements) == [("g-0", "n1"), ("g-1", "n0"), ("g-2", "n1")]
 
 
+@pytest.mark.parametrize("sibling_first", [False, True])
+def test_a_smallest_member_that_fits_nowhere_leaves_the_next_smallest_to_the_minimum(sibling_first: bool) -> None:
+    """Gang g (minCount 2) of 4, 3, 2 and 1 cpu, the 1 selecting no node, and its sibling h of 4 cpu on one 9-cpu
+    node: g's every member that fits (4 + 3 + 2) or its two largest (4 + 3) starve h; its two smallest are 2 + 1,
+    and the 1 fits nowhere: the next smallest (3) takes its place, 2 + 3 + 4 = 9 fit (as the search found before
+    the smallest were chosen ahead of placing them)."""
+    pods = [pod(f"g-{n}", namespace=NS, group="g", cpu=cpu) for n, cpu in (("a", "4"), ("b", "3"), ("c", "2"))]
+    pods += [pod("g-d", namespace=NS, group="g", cpu="1", node_selector={"pool": "none"}),
+             pod("h-0", namespace=NS, group="h", cpu="4")]
+    order = ["h", "g"] if sibling_first else ["g", "h"]
+    pgs = [pg(name, 2 if name == "g" else 1, parent="root") for name in order]
+    plan = solve_one([node("n0", cpu="9")], pods, pgs, [cpg("root", 2)])
+    assert isinstance(plan, Plan), plan
+    assert sorted(p.metadata.name for p, _ in plan.placements) == ["g-b", "g-c", "h-0"]
+
+
+def test_a_basic_groups_smallest_member_that_fits_nowhere_leaves_its_place_to_the_next() -> None:
+    """Basic group a of 4, 3 and 1 cpu (the 1 selecting no node) and its sibling b of 5 cpu on one 8-cpu node:
+    a's largest starves b; its smallest fits nowhere; the next smallest (3) leaves b room."""
+    pods = [pod("a-0", namespace=NS, group="a", cpu="4"), pod("a-1", namespace=NS, group="a", cpu="3"),
+            pod("a-2", namespace=NS, group="a", cpu="1", node_selector={"pool": "none"}),
+            pod("b-0", namespace=NS, group="b", cpu="5")]
+    plan = solve_one([node("n0", cpu="8")], pods, [pg("a", None, parent="root"), pg("b", None, parent="root")],
+                     [cpg("root", 2)])
+    assert isinstance(plan, Plan), plan
+    assert sorted(p.metadata.name for p, _ in plan.placements) == ["a-1", "b-0"]
+
+
 def test_when_only_some_member_shapes_fall_short_the_reason_names_them() -> None:
     """Members without a selector fit; those with one no node matches do not: the reason every member gets names the
     shape refused, so a member that fits is not told the nodes refused it."""
