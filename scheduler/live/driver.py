@@ -142,7 +142,8 @@ class Scheduler:
         self.repair = GangRepairer(settings, self.cache, self.status, self.metrics, self.preemptor, self.spawn,
                                    lambda key: key in self._binding, wake=self.wake.set)
         """Partial roots, since when, and the timeout's action (gang repair)."""
-        self.reporter = Reporter(self.cache, self.status, self.conditions, self.metrics, self.spawn, self._allowed)
+        self.reporter = Reporter(self.cache, self.status, self.conditions, self.metrics, self.spawn, self._allowed,
+                                 fence=lambda: self.leading)
         """Reasons on the pods and groups of roots not placed; the queue gauges."""
         self.unhonoured = UnhonouredFields(settings.scheduler_name, self.cache, self.status, self.spawn)
         """Warning Events for what the scheduler does not honour, once per object."""
@@ -413,6 +414,7 @@ class Scheduler:
     async def shutdown(self) -> None:
         """Stop scheduling, let binds finish within the grace period, release the lease, stop informers; logged at
         its start and its end."""
+        self.reporter.close()  # the reports still waiting for their delay are not written
         binds = [t for t in self.tasks if t.get_name().startswith(("bind/", "status/", "preempt/"))]
         log.info("stopping: %d write(s) in flight get %.0f s to finish", len(binds), SHUTDOWN_GRACE_S)
         if binds:

@@ -8,8 +8,10 @@ its minimum, gated members, a group missing) — and an orphan pod (naming a gro
 kube-scheduler holds at PreEnqueue: their pods get ``PodScheduled=False`` with reason ``NotReadyForScheduling`` and
 a ``Normal`` Event of that reason (KEP-5501), and only once the state has lasted :data:`NOT_READY_DELAY_S` (the
 KEP's delay): a gang whose pods are still being created, or a pod created just before its PodGroup, gets no report
-at all. A Waiting or Invalid tree is reported once per change of its message; an orphan pod once per message. The
-writes are :class:`~scheduler.live.status_writer.StatusWriter`'s; each pod's report waits in
+at all. One report waits per root or pod, started over when the message changes and dropped when the state ends; one
+falling due on a replica that no longer leads is not written (the next term routes every tree again). A Waiting or
+Invalid tree is reported once per change of its message; an orphan pod once per message. The writes are
+:class:`~scheduler.live.status_writer.StatusWriter`'s; each pod's report waits in
 :attr:`Reporter.writes` (:class:`~scheduler.live.status_queue.StatusQueue`: one per pod, the latest wins, retried
 with backoff).
 """
@@ -42,22 +44,28 @@ created in any order) write nothing."""
 class Reporter:
     """The reasons reported per root and orphan pod, so each is written once per change (see the module docstring).
 
-    ``allowed``: whether a namespace is one this scheduler serves (``--namespaces``)."""
+    ``allowed``: whether a namespace is one this scheduler serves (``--namespaces``); ``fence``: whether this replica
+    may write (it leads) when a delayed report falls due."""
 
     def __init__(self, cache: ClusterCache, status: StatusWriter, conditions: GroupConditions, metrics: Metrics,
-                 spawn: Spawn, allowed: Callable[[str], bool]) -> None:
+                 spawn: Spawn, allowed: Callable[[str], bool], *, fence: Callable[[], bool] = lambda: True) -> None:
         self.cache = cache
         self.status = status
         self.conditions = conditions
         self.metrics = metrics
         self.spawn = spawn
         self.allowed = allowed
+        self.fence = fence
         self.reported: dict[GroupKey, str] = {}
         """Root → the message last reported for it (Waiting, Invalid, Unschedulable): a Waiting or Invalid
         tree is logged and reported on its pods once per change."""
         self.blocked: dict[GroupKey, GroupTree] = {}
         """Waiting and Invalid trees of ours, for the queue gauges."""
         self._orphans_reported: dict[str, str] = {}
+        self._waiting: dict[GroupKey, tuple[str, asyncio.TimerHandle]] = {}
+        """Root → the Waiting message whose report is due after :data:`NOT_READY_DELAY_S`, and its timer."""
+        self._orphan_timers: dict[str, asyncio.TimerHandle] = {}
+        """Orphan pod → the timer of its report due after :data:`NOT_READY_DELAY_S`."""
         self.writes = StatusQueue("pod-status", retry_conflicts=True)  # each write reads the pod again
         """The pod reports (PodScheduled=False, FailedScheduling), one waiting per pod; the driver runs it."""
 
@@ -69,15 +77,18 @@ class Reporter:
             self._report_blocked(tree)
             return
         self.blocked.pop(key, None)
+        self._not_waiting(key)
         if tree is None:
             self.reported.pop(key, None)  # a root that is gone: forget its message
 
     def scheduled(self, key: GroupKey) -> None:
         """Root ``key`` has a plan: a later failure is a change again."""
+        self._not_waiting(key)
         self.reported.pop(key, None)
 
     def unschedulable(self, tree: GroupTree, result: Unschedulable) -> None:
         """The search's reason on the tree's groups and pending pods."""
+        self._not_waiting(tree.key)
         self.reported[tree.key] = result.message  # a Waiting report after it is a change again
         self.conditions.failed(tree, "Unschedulable", result.message, result.group_reasons)
         self.pods(tree, "Unschedulable", result.message)
@@ -110,16 +121,36 @@ class Reporter:
         orphans = {o.pod.key: o for o in self.allowed_orphans()}
         for key in [k for k in self._orphans_reported if k not in orphans]:
             del self._orphans_reported[key]
+            if (timer := self._orphan_timers.pop(key, None)) is not None:
+                timer.cancel()
         for key, orphan in orphans.items():
             if self._orphans_reported.get(key) != orphan.message:
                 self._orphans_reported[key] = orphan.message
-                asyncio.get_running_loop().call_later(NOT_READY_DELAY_S, self._report_orphan, key, orphan.message)
+                if (timer := self._orphan_timers.pop(key, None)) is not None:
+                    timer.cancel()  # the delay starts over with the new message
+                self._orphan_timers[key] = asyncio.get_running_loop().call_later(
+                    NOT_READY_DELAY_S, self._report_orphan, key, orphan.message)
 
     def _report_orphan(self, key: str, message: str) -> None:
-        """Orphan pod ``key``'s report, if it is still an orphan with ``message`` (:data:`NOT_READY_DELAY_S` on)."""
-        if self._orphans_reported.get(key) == message:
-            log.info("pod=%s result=%s reason=%r", key, TreeState.WAITING.value, message)
-            self.pod(key, REASON_NOT_READY, message)
+        """Orphan pod ``key``'s report, if it is still an orphan with ``message`` (:data:`NOT_READY_DELAY_S` on)
+        and this replica leads (else forgotten: a later term reports it)."""
+        self._orphan_timers.pop(key, None)
+        if self._orphans_reported.get(key) != message:
+            return
+        if not self.fence():
+            del self._orphans_reported[key]
+            return
+        log.info("pod=%s result=%s reason=%r", key, TreeState.WAITING.value, message)
+        self.pod(key, REASON_NOT_READY, message)
+
+    def close(self) -> None:
+        """Cancel the reports still waiting for their delay (the scheduler stops)."""
+        for _, timer in self._waiting.values():
+            timer.cancel()
+        for timer in self._orphan_timers.values():
+            timer.cancel()
+        self._waiting.clear()
+        self._orphan_timers.clear()
 
     def allowed_orphans(self) -> list[OrphanPod]:
         return [o for o in self.cache.groups.orphans.values() if self.allowed(o.pod.metadata.namespace)]
@@ -138,9 +169,12 @@ class Reporter:
     def _report_blocked(self, tree: GroupTree) -> None:
         if self.reported.get(tree.key) == tree.message:
             return
+        self._not_waiting(tree.key)
         self.reported[tree.key] = tree.message
         if tree.state is TreeState.WAITING:
-            asyncio.get_running_loop().call_later(NOT_READY_DELAY_S, self._report_waiting, tree.key, tree.message)
+            timer = asyncio.get_running_loop().call_later(NOT_READY_DELAY_S, self._report_waiting, tree.key,
+                                                          tree.message)
+            self._waiting[tree.key] = (tree.message, timer)
             return
         log.info("root=%s result=%s reason=%r", tree.key, tree.state.value, tree.message)
         self.conditions.failed(tree, "SchedulerError", tree.message)
@@ -150,9 +184,23 @@ class Reporter:
         """Waiting root ``key``'s report, if it still waits with ``message`` (:data:`NOT_READY_DELAY_S` on): its
         groups' condition (``Unschedulable``, of the reasons the API lists for ``PodGroupInitiallyScheduled``) and
         its pods' (``NotReadyForScheduling``)."""
+        self._waiting.pop(key, None)
         tree = self.blocked.get(key)
         if tree is None or tree.state is not TreeState.WAITING or self.reported.get(key) != message:
+            return
+        if not self.fence():
+            del self.reported[key]  # not leading: a later term, routing every tree again, reports it
             return
         log.info("root=%s result=%s reason=%r", key, tree.state.value, message)
         self.conditions.failed(tree, "Unschedulable", message)
         self.pods(tree, REASON_NOT_READY, message)
+
+    def _not_waiting(self, key: GroupKey) -> None:
+        """Root ``key`` no longer waits with the message its pending report is for: the report is cancelled, and
+        its message forgotten (it was never written), so the same wait later is reported after its own delay."""
+        pending = self._waiting.pop(key, None)
+        if pending is not None:
+            message, timer = pending
+            timer.cancel()
+            if self.reported.get(key) == message:
+                del self.reported[key]
