@@ -34,6 +34,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.node_info import NodeInfo
 from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.snapshot import LogMark, Snapshot
@@ -94,42 +95,47 @@ def usable_rows(snapshot: Snapshot, tree: GroupTree, static_check: object, *, al
     """``(N,)``: the nodes where some pending pod of ``tree`` could run once every other pod is gone — it passes the
     static filters (``static_check``: the profile's, memoised per pod template on the node table) and the node's
     allocatable holds its requests (:func:`allocatable_holds`; ``allocatable=False``: the static filters only). An
-    extended resource a node does not offer is left to DRA only when the snapshot has a device view: without one,
-    no DeviceClass can serve it, and a pod requesting a resource no node offers can run nowhere."""
+    extended resource a node does not offer is left to DRA only when a DeviceClass serves it for the pod (its
+    resolved claims' ``extended``, as the search's DynamicResources decides): else that node cannot hold the pod,
+    and a pod requesting a resource no node offers and no DeviceClass serves can run nowhere."""
     table = snapshot.table
     mask = np.zeros(len(table), dtype=bool)
-    holds: dict[tuple[tuple[str, int], ...], BoolArray] = {}  # per request shape
-    dra = snapshot.dra is not None
+    holds: dict[tuple[tuple[tuple[str, int], ...], tuple[str, ...]], BoolArray] = {}  # per request shape
+    resolved = snapshot.dra.pods if isinstance(snapshot.dra, DraView) else {}
     for leaf in tree.root.leaves():
         for pod in leaf.pending:
             static = table.static_fit(pod.spec, static_check).ok  # type: ignore[arg-type]
             if not allocatable:
                 mask |= static
                 continue
-            shape = tuple(pod.requests.items())
+            claims = resolved.get(pod.key)
+            served = claims.extended if claims is not None else ()
+            shape = (tuple(pod.requests.items()), served)
             fits = holds.get(shape)
             if fits is None:
                 vector, unknown = table.request_vector(pod.requests)
-                fits = holds[shape] = (allocatable_holds(table.allocatable, vector, table.resources, dra)
-                                       if dra or not unknown else np.zeros(len(table), dtype=bool))
+                fits = holds[shape] = (allocatable_holds(table.allocatable, vector, table.resources, served)
+                                       if set(unknown) <= set(served) else np.zeros(len(table), dtype=bool))
             mask |= static & fits
     return mask
 
 
 def allocatable_holds(allocatable: IntArray, request: IntArray, resources: Sequence[str],
-                      dra: bool = True) -> BoolArray:
+                      served: Collection[str] | None = None) -> BoolArray:
     """``(N,)``: the nodes whose ``allocatable`` (``(N, R)``) is at least ``request`` (``(R,)``) in every resource
-    the node offers or that is not an extended one. A request above a node's allocatable is kube-scheduler's
+    the node offers or that DRA does not serve. A request above a node's allocatable is kube-scheduler's
     NodeResourcesFit ``UnschedulableAndUnresolvable`` (``fitsRequest``: ``Unresolvable: podRequest >
     allocatable``, ``noderesources/fit.go``), and preemption skips such nodes (``nodesWherePreemptionMightHelp``):
     no eviction makes room there. An extended resource the node does not offer at all is left to DRA, which may
-    serve it there (KEP-5004), as :class:`~scheduler.solver.plugins.resources_fit.NodeResourcesFit` does — when
-    ``dra`` (the cluster has a device view); else such a node cannot hold it either."""
+    serve it there (KEP-5004), as :class:`~scheduler.solver.plugins.resources_fit.NodeResourcesFit` does — when a
+    DeviceClass serves it (``served``: those resources; None: any extended resource); else such a node cannot
+    hold it either."""
     fits = np.ones(len(allocatable), dtype=bool)
     for col in np.flatnonzero(request > 0).tolist():
         offered = allocatable[:, col]
         short = offered < request[col]
-        if dra and is_extended(resources[col]):
+        resource = resources[col]
+        if is_extended(resource) and (served is None or resource in served):
             short &= offered > 0
         fits &= ~short
     return fits

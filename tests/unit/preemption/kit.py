@@ -19,6 +19,7 @@ from scheduler.cycle import schedule_one
 from scheduler.framework import Decision, SolverConfig
 from scheduler.groups import GroupTree
 from scheduler.model import CompositePodGroup, Node, Pod, PodGroup, PriorityClass
+from scheduler.model.dra import DeviceClass, ResourceSlice
 from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption import DefaultPreemption
@@ -106,11 +107,16 @@ class Cluster:
     classes: list[PriorityClass] = field(default_factory=list)
     budgets: list[PodDisruptionBudget] = field(default_factory=list)
     awaiting: set[GroupKey] = field(default_factory=set)
+    dra: bool = False
+    """A device view in the snapshot, as ``run`` always has (the DRA API served) and ``simulate`` with DRA objects."""
+    device_classes: list[DeviceClass] = field(default_factory=list)
+    slices: list[ResourceSlice] = field(default_factory=list)
 
     def cache(self) -> ClusterCache:
-        cache = ClusterCache(OURS)
+        cache = ClusterCache(OURS, dra=self.dra)
         for kind, items in (("Node", self.nodes), ("PriorityClass", self.classes), ("PodGroup", self.groups),
-                            ("CompositePodGroup", self.composites), ("Pod", self.pods),
+                            ("CompositePodGroup", self.composites), ("DeviceClass", self.device_classes),
+                            ("ResourceSlice", self.slices), ("Pod", self.pods),
                             ("PodDisruptionBudget", self.budgets)):
             cache.load(kind, items)
         return cache

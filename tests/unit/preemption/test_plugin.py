@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pytest
 
 from scheduler.framework import Plan, Preemption, Unschedulable
 from scheduler.model import Pod, PodGroup, PriorityClass
+from scheduler.model.dra import DeviceClass
 from scheduler.model.pod import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption.plugin import GROUP_PREFIX, NOT_ELIGIBLE_NEVER, NOT_HELPFUL, ONGOING, POD_PREFIX, TOO_LARGE
+from scheduler.preemption.units import usable_rows
 from scheduler.solver import solve
+from scheduler.solver.plugins import DEFAULT_PROFILE
 from tests.unit.groups.builders import NS
 from tests.unit.preemption.kit import Cluster, budget, composite, group, names, nodes, pending, running
 from tests.unit.solver.builders import node
@@ -406,3 +412,37 @@ def test_run_names_no_pod_of_another_namespace_in_the_preemptors_reasons() -> No
 
 def _elsewhere_group(g: PodGroup) -> PodGroup:
     return g.model_copy(update={"metadata": g.metadata.model_copy(update={"namespace": "other"})})
+
+
+def gpu_gang_beside_cpu_nodes(**kw: Any) -> Cluster:
+    """The cluster of the test above: CPU nodes full of lower-priority pods, the GPU node of higher-priority ones."""
+    c = Cluster(nodes=[*nodes(2, cpu="2"), node("gpu-0", cpu="8", gpu=2)], **kw)
+    c.pods += [running(f"cpu-{i}", f"n{i}", cpu="2", priority=1) for i in range(2)]
+    c.pods += [running(f"train-{i}", "gpu-0", cpu="1", gpu=1, priority=1000) for i in range(2)]
+    c.groups.append(group("high", 2, priority=100))
+    c.pods += [pending(f"high-{i}", "high", gpu=1) for i in range(2)]
+    return c
+
+
+def test_with_a_device_view_but_no_device_class_serving_the_resource_nodes_without_it_are_no_candidates() -> None:
+    """``run`` always has a device view (the DRA API served): with no DeviceClass serving ``nvidia.com/gpu`` (here no
+    DRA object at all), DRA cannot serve it on the CPU nodes either, and their pods are no candidates."""
+    _, decision = gpu_gang_beside_cpu_nodes(dra=True).decide("high")
+    assert isinstance(decision, Unschedulable)
+    assert "cpu-0" not in decision.message and "cpu-1" not in decision.message
+    assert decision.message.endswith("pod group preemption: No preemption victims found for incoming pod.")
+
+
+def test_a_device_class_serving_the_resource_keeps_nodes_without_it_usable() -> None:
+    """A DeviceClass with ``extendedResourceName: nvidia.com/gpu`` may serve the gang on the CPU nodes (KEP-5004):
+    they stay usable for preemption, as the search decides node by node."""
+    gpus = DeviceClass.model_validate({"metadata": {"name": "gpu.example.com"}, "spec": {
+        "selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}],
+        "extendedResourceName": "nvidia.com/gpu"}})
+    c = gpu_gang_beside_cpu_nodes(dra=True, device_classes=[gpus])
+    cache = c.cache()
+    tree = cache.tree(GroupKey("PodGroup", NS, "high"))
+    assert tree is not None
+    snapshot = cache.snapshot()
+    rows = usable_rows(snapshot, tree, DEFAULT_PROFILE.static_check)
+    assert sorted(snapshot.table.nodes[r].name for r in np.flatnonzero(rows)) == ["gpu-0", "n0", "n1"]
