@@ -221,7 +221,7 @@ class _Search:
             if composite.min_group_count is None:
                 message = f"{describe(composite)}: no child group fits{phrase(where, closest=True, placed=0)}"
             else:
-                message = (f"{describe(composite)}: {satisfied}/{n} child groups satisfied (minGroupCount "
+                message = (f"{describe(composite)}: {satisfied}/{n} child groups placeable (minGroupCount "
                            f"{composite.need}){phrase(where, closest=True, placed=satisfied)}")
             self.failures.record(composite, satisfied, message, self.failures.resource_limited(),
                                  self.failures.rejectors(), satisfied=self.satisfied)

@@ -237,7 +237,7 @@ def test_domain_reason_is_the_closest_domains_node_histogram(build: Callable[[],
 def test_a_leaf_without_its_own_key_names_its_parents_domain() -> None:
     result = composite_with_leaves_in_its_zone().solve()
     assert isinstance(result, Unschedulable)
-    assert result.message == (f"composite root: 1/2 child groups satisfied (minGroupCount 2) {IN_A}; "
+    assert result.message == (f"composite root: 1/2 child groups placeable (minGroupCount 2) {IN_A}; "
                               f"gang workers: 4/6 placeable (minCount 6) {IN_A}; 0/4 nodes are available: 4 {PORTS}.")
 
 
@@ -427,7 +427,7 @@ def test_a_composites_reason_does_not_list_a_child_placed_in_the_domain_it_names
     zone_a = [node("a-0", cpu="16", labels={ZONE: "a"}, taints=["x=y:NoSchedule"])]
     result = children_in_two_zones(2, zone_a).solve()
     assert isinstance(result, Unschedulable), result
-    expected = f"composite c: 1/2 child groups satisfied (minGroupCount 2) {IN_B}; {GB_IN_B}"
+    expected = f"composite c: 1/2 child groups placeable (minGroupCount 2) {IN_B}; {GB_IN_B}"
     assert result.message == expected
     assert result.group_reasons[GroupKey("PodGroup", NS, "gb")] == GB_IN_B
     assert result.group_reasons[GroupKey("PodGroup", NS, "ga")] == expected
@@ -442,6 +442,6 @@ def test_a_child_composite_placed_when_its_parent_stopped_is_not_listed_under_it
     cluster.composites = [cpg("root", 2), cpg("c", 1, parent="root", topology=ZONE)]
     result = cluster.solve()
     assert isinstance(result, Unschedulable), result
-    assert result.message == ("composite root: 1/2 child groups satisfied (minGroupCount 2); gang hz: 0/1 placeable "
+    assert result.message == ("composite root: 1/2 child groups placeable (minGroupCount 2); gang hz: 0/1 placeable "
                               "(minCount 1); 0/4 nodes are available: 4 Insufficient cpu.")
     assert result.group_reasons[GroupKey("PodGroup", NS, "gb")] == result.message

@@ -78,7 +78,7 @@ def test_composite_gang_needs_min_group_count_children() -> None:
     pods = gang_pods("a", 2, cpu="2") + gang_pods("b", 2, cpu="2")
     result = solve_one([node("n0", cpu="6")], pods, pgs, [cpg("root", 2)])
     assert isinstance(result, Unschedulable)
-    assert "composite root: 1/2 child groups satisfied (minGroupCount 2)" in result.message
+    assert "composite root: 1/2 child groups placeable (minGroupCount 2)" in result.message
 
 
 def test_composite_places_what_fits_beyond_min_group_count() -> None:
