@@ -331,7 +331,7 @@ def test_gated_pod_without_group_is_not_scheduled() -> None:
 def test_a_gang_whose_min_count_the_api_refuses_is_never_satisfied_without_a_member(min_count: int) -> None:
     """``minCount`` below 1 (the API refuses it; an emulator or an old object may hold it): the tree is Invalid, and
     its group is not satisfied by no member at all — else its condition would be ``True``/``Scheduled``, terminal."""
-    (empty,) = trees([], [pg("neg", min_count)]).empty  # no pod at all: the helper's case
+    (empty,) = trees([], [pg("neg", min_count)]).empty  # no pod at all
     assert not empty.root.satisfied
     forest = trees(members("neg", 1), [pg("neg", min_count)])
     (tree,) = forest.trees
