@@ -19,7 +19,7 @@ D = NOT_READY_DELAY_S
 
 def waiting(n: int, min_count: int = 4) -> GroupTree:
     (tree,) = build_trees(members("g", n), [pg("g", min_count)], [], scheduler_name=OURS).trees
-    assert tree.state is TreeState.WAITING if n < min_count else TreeState.READY
+    assert tree.state is (TreeState.WAITING if n < min_count else TreeState.READY)
     return tree
 
 
