@@ -54,12 +54,14 @@ class Diagnosis:
 class Domain:
     """The topology domain a group is being placed in: its ``key`` (node label), ``value``, and ``count``, how many
     domains of that key the group could choose from; ``by_room``: chosen as the closest by room, every domain being
-    short of it (``scheduler.solver.domains``), rather than one tried in turn."""
+    short of it (``scheduler.solver.domains``), rather than one tried in turn; ``together``: besides, the domains'
+    nodes hold the group's need together — the constraint, not the cluster, is what is short."""
 
     key: str
     value: str
     count: int
     by_room: bool = False
+    together: bool = False
 
 
 def phrase(where: Domain | None, closest: bool, placed: int | None = None) -> str:
@@ -194,6 +196,14 @@ def leaf_message(leaf: Leaf, placed: int, nodes: str, verb: str, context: str = 
         head += f" (minCount {leaf.min_count})"
     head += context
     return f"{head}; {nodes}" if nodes else head
+
+
+def room_together(where: Domain | None) -> str:
+    """After :func:`room_short`'s text when every domain is short but they hold the need together:
+    ``; the 2 topology.kubernetes.io/zone domains have that room together, not one of them`` (else empty)."""
+    if where is None or not where.together:
+        return ""
+    return f"; the {where.count} {where.key} domains have that room together, not one of them"
 
 
 def room_short(table: NodeTable, free: IntArray, rows: IntArray, need: IntArray) -> str:

@@ -165,7 +165,9 @@ class DomainPruning:
 
         closest = min(map(int, present), key=lambda d: (*room(d), doms.values[d]))
         by_room = any(room(int(d)) != room(closest) for d in present)  # else merely the first by name
-        return [(Domain(key, doms.values[closest], len(present), by_room=by_room), mask & (ids == closest))]
+        together = bool(cols.size) and bool((have[present].sum(axis=0) >= need[cols]).all())
+        return [(Domain(key, doms.values[closest], len(present), by_room=by_room, together=together),
+                 mask & (ids == closest))]
 
     def room_may_free(self) -> bool:
         """Whether some domain skipped for room could hold its group were the nodes its members may use emptied:

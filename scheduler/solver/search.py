@@ -52,7 +52,7 @@ from scheduler.framework.status import Code
 from scheduler.groups.tree import Composite, Group, GroupTree, Leaf, walk
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
-from scheduler.solver.diagnosis import Domain, clauses, describe, leaf_message, phrase, room_short
+from scheduler.solver.diagnosis import Domain, clauses, describe, leaf_message, phrase, room_short, room_together
 from scheduler.solver.domains import DomainPruning
 from scheduler.solver.failures import Failures
 from scheduler.solver.lone import place_lone
@@ -179,8 +179,8 @@ class _Search:
                 if placed < len(group.pending):
                     context = phrase(where, closest=True, placed=placed)
                     if where is not None and not satisfied and why is not None:
-                        context += room_short(self.table, self.state.free, why.short_of_room,
-                                                  self.domains.need(group))
+                        short = room_short(self.table, self.state.free, why.short_of_room, self.domains.need(group))
+                        context += short + (room_together(where) if short else "")
                     self.failures.record(group, placed, leaf_message(group, placed, reason, "placeable", context),
                               why is not None and why.limited, why.rejectors if why is not None else frozenset())
             if not satisfied or (smallest and members in yielded):

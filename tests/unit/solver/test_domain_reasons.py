@@ -216,7 +216,8 @@ CASES = [
     case(resources_short_behind_a_taint, UNSCHEDULABLE, 6,
          "1 node(s) had untolerated taint {dedicated: infer}, 3 Insufficient cpu",
          "arithmetic-leaves-out-a-node-another-filter-refuses",
-         room=": 6 cpu free on the 3 node(s) passing every other filter (at most 2 on one), 8 needed"),
+         room=": 6 cpu free on the 3 node(s) passing every other filter (at most 2 on one), 8 needed; the 2 "
+              "topology.kubernetes.io/zone domains have that room together, not one of them"),
 ]
 
 

@@ -294,8 +294,8 @@ def test_domain_pruning_counts_only_nodes_the_members_can_use(unusable: Node, po
     result = solve_one(nodes, gang_pods("g", 4, cpu="1", memory=None, **pod_kw), [pg("g", 4, topology=ZONE)])
     assert isinstance(result, Unschedulable)
     assert result.message == (f"gang g: 3/4 placeable (minCount 4) in {ZONE} b (best of 2 domains): 3 cpu free on "
-                              "the 1 node(s) passing every other filter, 4 needed; 0/1 nodes are available: "
-                              "1 Insufficient cpu.")
+                              f"the 1 node(s) passing every other filter, 4 needed; the 2 {ZONE} domains have that "
+                              "room together, not one of them; 0/1 nodes are available: 1 Insufficient cpu.")
     assert result.code is Code.UNSCHEDULABLE
 
 
