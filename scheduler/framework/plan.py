@@ -167,8 +167,10 @@ class Unschedulable:
 
     def with_postfilter(self, note: str) -> Unschedulable:
         """This failure with a PostFilter's ``note`` (what preemption found) after the root's summary
-        (:func:`join_postfilter`: ``… 3 Insufficient cpu. preemption: …``)."""
-        return dataclasses.replace(self, message=join_postfilter(self.message, note))
+        (:func:`join_postfilter`: ``… 3 Insufficient cpu. preemption: …``), and after each group's own reason: the
+        note is about the whole tree, and a child group's condition shows its own reason."""
+        return dataclasses.replace(self, message=join_postfilter(self.message, note),
+                                   group_reasons={k: join_postfilter(v, note) for k, v in self.group_reasons.items()})
 
 
 @dataclass(frozen=True, slots=True)
