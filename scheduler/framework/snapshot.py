@@ -146,8 +146,8 @@ class Snapshot:
         valid, else one built from the NodeInfos (O(pods)). Validity is checked on every read: once the shared
         index has moved on (the cache's next snapshot, an ``assume`` of this snapshot), this snapshot answers for
         its own pods, not for the present."""
-        view = self.__dict__.get("_pod_index") or self.index_view
-        if view is None or not view.valid:
+        view = self.built_index()
+        if view is None:
             view = IndexView.build(pod_entry(p, info.name) for info in self.infos for p in info.pods.values())
         self.__dict__["_pod_index"] = view
         return view

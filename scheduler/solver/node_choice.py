@@ -245,9 +245,6 @@ def combined(short: list[tuple[Signature, Diagnosis]], shapes: int = 1) -> Diagn
     if not short:
         return None
     first = short[0][1]
-    if len(short) == 1:
-        return first if shapes == len(short) else dataclasses.replace(
-            first, message=f"{_shape(short[0][0])}: {first.message}")
     message = first.message
     kinds = {why.rejectors: (sig, why) for sig, why in reversed(short)}  # each set's first shape
     if len(kinds) > 1 or shapes > len(short):
