@@ -122,6 +122,21 @@ _DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 """apimachinery ``dns1035LabelFmt``, with at most 63 characters (``IsDNS1035Label``)."""
 
 
+def replicas(spec: JSON) -> int:
+    """``replicas`` of ``spec`` (a LeaderWorkerSet's spec, a PyTorchJob's replica spec), default 1 (``spec`` passed its
+    kind's ``problem``)."""
+    value = spec.get("replicas")
+    return 1 if value is None else int(value)
+
+
+def head_problem(workload: JSON) -> str | None:
+    """What the API server or the workload's webhook refuses before anything of its kind is read: a ``spec`` that is
+    not an object, a name that is not a DNS-1035 label (:func:`name_problem`); else None."""
+    if not isinstance(workload.get("spec"), dict):
+        return "spec must be an object"
+    return name_problem(workload["metadata"]["name"])
+
+
 def name_problem(name: str) -> str | None:
     """Why ``metadata.name`` ``name`` is refused where a workload's name must be a DNS-1035 label (a PyTorchJob's, a
     LeaderWorkerSet's: their webhooks refuse any other), or None."""

@@ -107,20 +107,12 @@ def size(lws: JSON) -> int:
     return 1 if value is None else int(value)
 
 
-def replicas(lws: JSON) -> int:
-    """The groups: ``spec.replicas``, default 1 (``lws`` passed :func:`problem`)."""
-    value = lws["spec"].get("replicas")
-    return 1 if value is None else int(value)
-
-
 def problem(lws: JSON) -> str | None:
     """What the API server or LWS's webhook would refuse in what is read of ``lws``, or None (the module docstring
     lists it)."""
-    spec = lws.get("spec")
-    if not isinstance(spec, dict):
-        return "spec must be an object"
-    if (why := jobs.name_problem(lws["metadata"]["name"])) is not None:
+    if (why := jobs.head_problem(lws)) is not None:
         return why
+    spec = lws["spec"]
     count = spec.get("replicas")
     if count is not None and not (is_count(count) and count <= INT32_MAX):
         return f"spec.replicas must be a non-negative integer (got {count!r})"
@@ -230,7 +222,7 @@ def pods(lws: JSON) -> list[JSON]:
     unique = as_dict(spec.get("networkConfig")).get("subdomainPolicy") == UNIQUE_PER_REPLICA
     topology = as_dict(meta.get("annotations")).get(LWS_EXCLUSIVE_TOPOLOGY)
     leaders, workers = [], []
-    for group in range(replicas(lws)):
+    for group in range(jobs.replicas(lws["spec"])):
         leader = f"{name}-{group}"
         key = group_key(ns, leader)
         annotations = {SIZE: str(n), **({LWS_EXCLUSIVE_TOPOLOGY: str(topology)} if topology else {}),
@@ -297,11 +289,11 @@ def expand(lws: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
     if active_pods:  # what a dump holds: its pods are there
         return Expansion()
     if (why := jobs.not_ours(lws, _templates(lws), scheduler_name)) is not None:
-        return Expansion(foreign=why if replicas(lws) > 0 else None)  # no group: no pod to make anyway
+        return Expansion(foreign=why if jobs.replicas(lws["spec"]) > 0 else None)  # no group: no pod to make anyway
     meta = lws["metadata"]
     if (why := _unsupported(lws)) is not None:
         return Expansion(skipped=why)
-    groups, n = replicas(lws), size(lws)
+    groups, n = jobs.replicas(lws["spec"]), size(lws)
     if not groups:
         return Expansion(skipped="nothing to run: replicas 0")
     deferred = lws_workers_deferred(lws)

@@ -103,19 +103,12 @@ def _canonical(key: str) -> str:
     return next((rtype for rtype in REPLICA_TYPES if rtype.lower() == key.lower()), key)
 
 
-def replicas(spec: JSON) -> int:
-    """A replica's pod count: ``replicas``, default 1 (``spec`` passed :func:`problem`)."""
-    return 1 if spec.get("replicas") is None else int(spec["replicas"])
-
-
 def problem(job: JSON) -> str | None:
     """What the API server or the training operator's webhook would refuse in what is read of ``job``, or None (the
     module docstring lists it)."""
-    spec = job.get("spec")
-    if not isinstance(spec, dict):
-        return "spec must be an object"
-    if (why := jobs.name_problem(job["metadata"]["name"])) is not None:
+    if (why := jobs.head_problem(job)) is not None:
         return why
+    spec = job["spec"]
     given = spec.get("pytorchReplicaSpecs")
     if not isinstance(given, dict):
         return "spec.pytorchReplicaSpecs is required"
@@ -181,7 +174,7 @@ def pods(job: JSON) -> list[JSON]:
     out = []
     for rtype, spec in specs.items():
         rt = rtype.lower()
-        for index in range(replicas(spec)):
+        for index in range(jobs.replicas(spec)):
             template = copy.deepcopy(spec["template"])
             tmeta = as_dict(template.get("metadata"))
             pod_spec = template["spec"]
@@ -237,7 +230,7 @@ def expand(job: JSON, scheduler_name: str, active_pods: int, exists: Callable[[s
         return Expansion(skipped="suspended")
     if run.get("managedBy") not in (None, TRAINING_OPERATOR):
         return Expansion(skipped=f"managed by {run['managedBy']}")
-    counts = {rtype: replicas(rspec) for rtype, rspec in replica_specs(job).items()}
+    counts = {rtype: jobs.replicas(rspec) for rtype, rspec in replica_specs(job).items()}
     wanted = sum(counts.values())
     if (why := jobs.too_many(wanted)) is not None:
         return Expansion(skipped=why)
