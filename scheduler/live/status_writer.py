@@ -70,7 +70,7 @@ from scheduler.live.event_recorder import (
     micro_time,
 )
 from scheduler.live.event_recorder import warn as _warn
-from scheduler.model.base import Condition, ConditionFields, from_wire
+from scheduler.model.base import Condition, ConditionFields, from_wire, named_within
 from scheduler.model.coscheduling import (
     CoscheduledPodGroup,
     CoschedulingPodGroup,
@@ -359,12 +359,8 @@ class StatusWriter:
         own namespace only: the others are counted, as whoever reads the preemptor's Events may not read theirs
         (kube-scheduler names no victim to the preemptor at all). The note is cut to 1024 bytes. API errors are
         logged and swallowed."""
-        own = f"{preemptor.metadata.namespace}/"
-        listed = [f"{key} on {node}" for key, node in victims if key.startswith(own)]
-        elsewhere = len(victims) - len(listed)
-        if elsewhere:
-            listed.append(f"{elsewhere} in other namespaces")
-        note = truncate_utf8(f"Preempting {len(victims)} pod(s) of lower priority to make room: {', '.join(listed)}",
+        listed = named_within([(key, f"{key} on {node}") for key, node in victims], preemptor.metadata.namespace)
+        note = truncate_utf8(f"Preempting {len(victims)} pod(s) of lower priority to make room: {listed}",
                              NOTE_MAX_BYTES)
         await self.events.record(preemptor, EVENT_NORMAL, EVENT_PREEMPTING, ACTION_PREEMPTING, note)
 

@@ -159,6 +159,16 @@ def first_named(names: Sequence[str], limit: int) -> str:
     more = f" and {len(names) - limit} more" if len(names) > limit else ""
     return f"{', '.join(names[:limit])}{more}"
 
+
+def named_within(items: Sequence[tuple[str, str]], namespace: str | None, limit: int | None = None) -> str:
+    """``items`` (an object's ``ns/name`` key, its text) in a message read in ``namespace``: the texts of those in it
+    (:func:`first_named` with ``limit``; None: all), the others counted — ``ml/a on n0, 2 in other namespaces`` —
+    as who may read one namespace's objects may not read another's. ``namespace`` None: every text."""
+    own = [text for key, text in items if namespace is None or key.startswith(f"{namespace}/")]
+    elsewhere = len(items) - len(own)
+    return ", ".join(([first_named(own, len(own) if limit is None else limit)] if own else [])
+                     + ([f"{elsewhere} in other namespaces"] if elsewhere else []))
+
 def _got(value: object) -> str:
     """`` (got "-6")`` for a scalar input, as written in JSON (truncated); empty for an object or a list."""
     if not isinstance(value, str | int | float | bool) and value is not None:

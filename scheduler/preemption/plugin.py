@@ -47,7 +47,7 @@ from scheduler.framework.node_table import BoolArray
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree
-from scheduler.model.base import first_named
+from scheduler.model.base import named_within
 from scheduler.model.pod import NEVER, Pod
 from scheduler.preemption.group_view import GroupView
 from scheduler.preemption.selection import PodVectors, Selection, Steering, select
@@ -250,10 +250,7 @@ def _named(pods: Sequence[Pod], namespace: str | None) -> str:
     """The first :data:`NAMED_VICTIMS` of ``pods`` in ``namespace`` (the preemptor's; None: any) as ``ns/name``, and
     how many more; those of other namespaces counted, not named (who reads the preemptor's reasons may not read
     them)."""
-    own = [p.key for p in pods if namespace is None or p.metadata.namespace == namespace]
-    elsewhere = len(pods) - len(own)
-    return ", ".join(([first_named(own, NAMED_VICTIMS)] if own else [])
-                     + ([f"{elsewhere} in other namespaces"] if elsewhere else []))
+    return named_within([(p.key, p.key) for p in pods], namespace, NAMED_VICTIMS)
 
 
 def _evicted(units: Sequence[Unit], namespace: str | None) -> str:
