@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from scheduler.cache.cluster import ClusterCache
 from scheduler.framework.plan import Unschedulable
@@ -39,6 +40,40 @@ NOT_READY_DELAY_S = 5.0
 """Seconds a root stays Waiting (or a pod an orphan) with the same message before it is reported: KEP-5501's delay
 before kube-scheduler reports a PreEnqueue rejection, so transient states (members still being created, objects
 created in any order) write nothing."""
+
+
+K = TypeVar("K", GroupKey, str)
+
+
+class _Delayed(Generic[K]):
+    """The reports due after :data:`NOT_READY_DELAY_S`, one per key (a root, an orphan pod): the message each is for
+    and its timer; starting one for a key cancels the key's earlier one (the delay starts over)."""
+
+    def __init__(self) -> None:
+        self._due: dict[K, tuple[str, asyncio.TimerHandle]] = {}
+
+    def start(self, key: K, message: str, report: Callable[[K, str], None]) -> None:
+        """``report(key, message)`` after the delay, unless cancelled or started again before."""
+        self.cancel(key)
+        self._due[key] = (message, asyncio.get_running_loop().call_later(NOT_READY_DELAY_S, report, key, message))
+
+    def cancel(self, key: K) -> str | None:
+        """Cancel ``key``'s pending report; the message it was for (None: none pending)."""
+        pending = self._due.pop(key, None)
+        if pending is None:
+            return None
+        pending[1].cancel()
+        return pending[0]
+
+    def fired(self, key: K) -> None:
+        """``key``'s report is being made (its timer ran)."""
+        self._due.pop(key, None)
+
+    def close(self) -> None:
+        """Cancel every pending report."""
+        for _, timer in self._due.values():
+            timer.cancel()
+        self._due.clear()
 
 
 class Reporter:
@@ -62,10 +97,10 @@ class Reporter:
         self.blocked: dict[GroupKey, GroupTree] = {}
         """Waiting and Invalid trees of ours, for the queue gauges."""
         self._orphans_reported: dict[str, str] = {}
-        self._waiting: dict[GroupKey, tuple[str, asyncio.TimerHandle]] = {}
-        """Root → the Waiting message whose report is due after :data:`NOT_READY_DELAY_S`, and its timer."""
-        self._orphan_timers: dict[str, asyncio.TimerHandle] = {}
-        """Orphan pod → the timer of its report due after :data:`NOT_READY_DELAY_S`."""
+        self._waiting: _Delayed[GroupKey] = _Delayed()
+        """The Waiting roots' reports due after :data:`NOT_READY_DELAY_S`."""
+        self._orphan_reports: _Delayed[str] = _Delayed()
+        """The orphan pods' reports due after :data:`NOT_READY_DELAY_S`."""
         self.writes = StatusQueue("pod-status", retry_conflicts=True)  # each write reads the pod again
         """The pod reports (PodScheduled=False, FailedScheduling), one waiting per pod; the driver runs it."""
 
@@ -121,20 +156,16 @@ class Reporter:
         orphans = {o.pod.key: o for o in self.allowed_orphans()}
         for key in [k for k in self._orphans_reported if k not in orphans]:
             del self._orphans_reported[key]
-            if (timer := self._orphan_timers.pop(key, None)) is not None:
-                timer.cancel()
+            self._orphan_reports.cancel(key)
         for key, orphan in orphans.items():
             if self._orphans_reported.get(key) != orphan.message:
                 self._orphans_reported[key] = orphan.message
-                if (timer := self._orphan_timers.pop(key, None)) is not None:
-                    timer.cancel()  # the delay starts over with the new message
-                self._orphan_timers[key] = asyncio.get_running_loop().call_later(
-                    NOT_READY_DELAY_S, self._report_orphan, key, orphan.message)
+                self._orphan_reports.start(key, orphan.message, self._report_orphan)
 
     def _report_orphan(self, key: str, message: str) -> None:
         """Orphan pod ``key``'s report, if it is still an orphan with ``message`` (:data:`NOT_READY_DELAY_S` on)
         and this replica leads (else forgotten: a later term reports it)."""
-        self._orphan_timers.pop(key, None)
+        self._orphan_reports.fired(key)
         if self._orphans_reported.get(key) != message:
             return
         if not self.fence():
@@ -145,12 +176,8 @@ class Reporter:
 
     def close(self) -> None:
         """Cancel the reports still waiting for their delay (the scheduler stops)."""
-        for _, timer in self._waiting.values():
-            timer.cancel()
-        for timer in self._orphan_timers.values():
-            timer.cancel()
-        self._waiting.clear()
-        self._orphan_timers.clear()
+        self._waiting.close()
+        self._orphan_reports.close()
 
     def allowed_orphans(self) -> list[OrphanPod]:
         return [o for o in self.cache.groups.orphans.values() if self.allowed(o.pod.metadata.namespace)]
@@ -172,9 +199,7 @@ class Reporter:
         self._not_waiting(tree.key)
         self.reported[tree.key] = tree.message
         if tree.state is TreeState.WAITING:
-            timer = asyncio.get_running_loop().call_later(NOT_READY_DELAY_S, self._report_waiting, tree.key,
-                                                          tree.message)
-            self._waiting[tree.key] = (tree.message, timer)
+            self._waiting.start(tree.key, tree.message, self._report_waiting)
             return
         log.info("root=%s result=%s reason=%r", tree.key, tree.state.value, tree.message)
         self.conditions.failed(tree, "SchedulerError", tree.message)
@@ -184,7 +209,7 @@ class Reporter:
         """Waiting root ``key``'s report, if it still waits with ``message`` (:data:`NOT_READY_DELAY_S` on): its
         groups' condition (``Unschedulable``, of the reasons the API lists for ``PodGroupInitiallyScheduled``) and
         its pods' (``NotReadyForScheduling``)."""
-        self._waiting.pop(key, None)
+        self._waiting.fired(key)
         tree = self.blocked.get(key)
         if tree is None or tree.state is not TreeState.WAITING or self.reported.get(key) != message:
             return
@@ -198,9 +223,6 @@ class Reporter:
     def _not_waiting(self, key: GroupKey) -> None:
         """Root ``key`` no longer waits with the message its pending report is for: the report is cancelled, and
         its message forgotten (it was never written), so the same wait later is reported after its own delay."""
-        pending = self._waiting.pop(key, None)
-        if pending is not None:
-            message, timer = pending
-            timer.cancel()
-            if self.reported.get(key) == message:
-                del self.reported[key]
+        message = self._waiting.cancel(key)
+        if message is not None and self.reported.get(key) == message:
+            del self.reported[key]
