@@ -302,9 +302,7 @@ class Objects:
                 self._redefined(source, kind, ns, name)
             return
         if first is None:
-            self._seen[ident] = obj
-            self.of(row).append(obj)
-            self.v1alpha2_objects |= api_version == podgroup_v1alpha2.API_VERSION
+            self._keep(ident, row, obj, api_version)
             self.warnings += [LoadProblem(source, kind, ns, name, problem) for problem in decoded.problems]
         elif not _same(obj, first):
             self._redefined(source, kind, ns, name)
@@ -352,10 +350,15 @@ class Objects:
         if (not meta.name or not meta.uid or (row.namespaced and not meta.namespace) or ident in self._seen
                 or (created is not None and meta.creation_timestamp is None)):
             return False
+        self._keep(ident, row, obj, obj.api_version)
+        return True
+
+    def _keep(self, ident: tuple[str, str, str, str], row: Kind[Any], obj: Any, api_version: str) -> None:
+        """Keep ``obj``, the first read of ``ident``, read as ``api_version`` (its own, before any conversion): one of
+        ``scheduling.k8s.io/v1alpha2`` marks the files as Kubernetes 1.36's (:attr:`v1alpha2_objects`)."""
         self._seen[ident] = obj
         self.of(row).append(obj)
-        self.v1alpha2_objects |= obj.api_version == podgroup_v1alpha2.API_VERSION  # a v1alpha2 Workload, as add() tells
-        return True
+        self.v1alpha2_objects |= api_version == podgroup_v1alpha2.API_VERSION
 
     def _add_job(self, source: str, raw: dict[str, Any], meta: dict[str, Any]) -> None:
         """Keep a Job with its namespace filled in (``default`` when unset), as :meth:`add` fills it in, and its uid as
