@@ -5,6 +5,9 @@ cprofile`` runs ``gang-scheduler run`` so) and writes its profile to ``OUT`` (``
 exception. ``python -m cProfile`` times functions by the wall clock, which on a loaded machine charges a function
 with the time its process waited for a core; ``time.process_time`` charges only the CPU the process used.
 
+``PYTHONPATH`` comes first on the script's import path: ``python -m`` puts the working directory before it, which would
+import the working directory's ``scheduler`` package rather than the one ``bench_e2e --against DIR`` points at.
+
 At exit one line goes to standard error: the collections of each generation and their CPU seconds (``gc.callbacks``),
 which no profiler attributes to a function.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import cProfile
 import gc
+import os
 import runpy
 import sys
 import time
@@ -42,6 +46,7 @@ class CollectorClock:
 def main() -> None:
     out, script, *args = sys.argv[1:]
     sys.argv = [script, *args]
+    sys.path[:0] = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     clock = CollectorClock()
     gc.callbacks.append(clock)
     profile = cProfile.Profile(time.process_time)
