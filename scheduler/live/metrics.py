@@ -50,7 +50,9 @@ binds have all finished: ``scheduled`` if every bind succeeded, else ``error``. 
 (no PodGroup) count in the pod metrics only, as in kube-scheduler.
 
 Each instance has its own :class:`~prometheus_client.CollectorRegistry` (never the global
-default), so two schedulers in one process — and tests — do not share series. The caller
+default), so two schedulers in one process — and tests — do not share series. Counters and histograms
+export no ``*_created`` series (prometheus-client's ``disable_created_metrics``, process-wide): Prometheus'
+text format has no use for them, kube-scheduler exports none, and they would double the series. The caller
 records; the solver stays pure (style guide §5). This module does no scheduling and no I/O
 beyond serving the registry.
 """
@@ -71,6 +73,7 @@ from prometheus_client import (
     Gauge,
     GCCollector,
     Histogram,
+    disable_created_metrics,
     PlatformCollector,
     ProcessCollector,
 )
@@ -303,6 +306,7 @@ class Metrics:
 
     def __init__(self, profile: str, *, process_metrics: bool = True) -> None:
         self.profile = profile
+        disable_created_metrics()
         self.registry = CollectorRegistry()
         r = self.registry
 
@@ -361,7 +365,7 @@ class Metrics:
             "of such a plan is forgotten and its root requeued.", ["reason"], registry=r)
         self.solver_attempts = Histogram(
             "gang_scheduler_solver_attempts", "Solver search effort per solve: subtree placements tried "
-            "(Plan.attempts / Unschedulable.attempts; bounded by --search-budget per pass, and a failed search "
+            "(bounded by --search-budget per pass; a failed search "
             "that skipped whole topology domains has a second pass for its reasons), by the solve's result "
             "('scheduled' = a plan was found).", ["result"], buckets=SOLVER_ATTEMPT_BUCKETS, registry=r)
         self.informer_synced = Gauge(

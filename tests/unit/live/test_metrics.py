@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -151,6 +152,18 @@ def test_help_texts_state_the_unit_of_every_seconds_metric() -> None:
     for family in families:
         if family.name.endswith("_seconds"):
             assert "second" in family.documentation.lower(), family.name
+
+
+def test_no_created_series_are_exported_as_kube_scheduler_exports_none() -> None:
+    samples = [s.name for f in text_string_to_metric_families(generate_latest(Metrics(PROFILE).registry).decode())
+               for s in f.samples]
+    assert any(n.startswith("scheduler_schedule_attempts") for n in samples)
+    assert [n for n in samples if n.endswith("_created")] == []
+
+
+def test_help_texts_speak_of_what_is_counted_not_of_the_code() -> None:
+    for family in Metrics(PROFILE).registry.collect():
+        assert not re.search(r"\b[A-Z][a-z]+[A-Z]?[a-z]*\.[a-z_]+\b", family.documentation), family.name
 
 
 def test_counters_start_at_zero_for_every_label_value() -> None:
