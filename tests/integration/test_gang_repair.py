@@ -122,3 +122,18 @@ async def test_a_lost_member_is_replaced_off_the_failed_node_and_the_gang_counts
         assert (await bound(kube, "g-new"))["g-new"] != "n1"
         await until(lambda: _reason(kube, "g", "Satisfied"), what="GangBelowMin False once whole again")
         assert value(sched, "gang_scheduler_gang_repairs_total", result="completed") == 1
+
+
+@pytest.mark.looptime
+async def test_a_partial_gang_whose_members_are_all_deleted_shows_no_member_bound(k8s, kube: KubeClient) -> None:
+    await create_node(kube, "n0", cpu="8")
+    await create_mode_gang(kube, "s", 3, "single")
+    async with running(kube, gang_repair_timeout_s=300.0) as sched:
+        await until(lambda: bound_at_least(kube, "s-", 3), what="the gang bound")
+        await kube.delete(PODS, NS, "s-2")
+        await until(lambda: _reason(kube, "s", "BelowMinCount"), what="GangBelowMin while a member is missing")
+        for name in ("s-0", "s-1"):
+            await kube.delete(PODS, NS, name)
+        after = await until(lambda: _reason(kube, "s", "NoMembersBound"), what="GangBelowMin cleared")
+        assert after["status"] == "False"
+        assert value(sched, "gang_scheduler_gangs_below_min") == 0
