@@ -73,9 +73,9 @@ from prometheus_client import (
     Gauge,
     GCCollector,
     Histogram,
-    disable_created_metrics,
     PlatformCollector,
     ProcessCollector,
+    disable_created_metrics,
 )
 from prometheus_client.aiohttp import make_aiohttp_handler
 from prometheus_client.core import CounterMetricFamily, Metric
@@ -306,7 +306,7 @@ class Metrics:
 
     def __init__(self, profile: str, *, process_metrics: bool = True) -> None:
         self.profile = profile
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated in prometheus-client
         self.registry = CollectorRegistry()
         r = self.registry
 
