@@ -59,10 +59,19 @@ from scheduler.preemption.units import (
     NodeFloors,
     Unit,
     candidates,
+    staying,
     usable_rows,
     windows,
 )
-from scheduler.solver.plugins import DEFAULT_PROFILE, Profile, dynamic_resources, resources_fit
+from scheduler.solver.plugins import (
+    DEFAULT_PROFILE,
+    Profile,
+    dynamic_resources,
+    inter_pod,
+    inter_pod_affinity,
+    pod_topology_spread,
+    resources_fit,
+)
 from scheduler.solver.search import minimum_need
 
 NAME = "DefaultPreemption"
@@ -84,6 +93,9 @@ ONGOING = "ongoing preemption on nominated nodes"
 TOO_LARGE = "no node the pods may use has the allocatable to hold one of them"
 """Ours, after NOT_HELPFUL: every node that passes the static filters is too small for each pending pod even
 emptied (NodeResourcesFit's ``Unresolvable: podRequest > allocatable``, ``noderesources/fit.go``)."""
+RELATIONAL = frozenset({dynamic_resources.NAME, inter_pod.NAME, inter_pod_affinity.NAME, pod_topology_spread.NAME})
+"""Filters whose refusals are about other pods' placement or devices rather than a node's room: when one of them
+refused nodes, the pods that stay are not named as what holds the room (:func:`_no_fit`)."""
 DEVICES_LIMIT = "devices are the limit, and preemption frees node resources, not the victims' devices"
 """Ours, after NOT_HELPFUL's counts when only DRA's claims refused nodes: the room is in devices, not in pods."""
 DEVICES_TOO = "devices are a limit too, and preemption frees node resources, not the victims' devices"
@@ -163,8 +175,11 @@ class DefaultPreemption:
             return Outcome.NO_VICTIMS, result.with_postfilter(prefix + NO_VICTIMS)
         if chosen is None:
             pods = [p for u in units for p in u.pods]
+            room = bool((snapshot.table.allocatable[rows].sum(axis=0)
+                         >= minimum_need(tree, snapshot, config, self.profile)).all())
+            kept = staying(snapshot, tree, self.view, rows, self.nodes) if room else 0
             return Outcome.NOT_HELPFUL, result.with_postfilter(
-                f"{prefix}{NOT_HELPFUL} ({_no_fit(pods, result, namespace)})")
+                f"{prefix}{NOT_HELPFUL} ({_no_fit(pods, result, namespace, kept)})")
         if not chosen.pods:
             return Outcome.FITS, chosen.plan
         return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix, namespace)
@@ -235,13 +250,19 @@ def _pending(tree: GroupTree) -> Iterable[Pod]:
         yield from leaf.pending
 
 
-def _no_fit(pods: Sequence[Pod], result: Unschedulable, namespace: str | None) -> str:
+def _no_fit(pods: Sequence[Pod], result: Unschedulable, namespace: str | None, kept: int = 0) -> str:
     """Why no choice of victims helps: ``no fit even with all 3 lower-priority pods evicted: ml/a-0, …`` (``the one
-    lower-priority pod`` for one), led by :data:`DEVICES_LIMIT` when DRA's claims refused nodes in ``result``
-    (:data:`DEVICES_TOO` when node resources did too), since an eviction frees no device here."""
+    lower-priority pod`` for one); led by :data:`DEVICES_LIMIT` when DRA's claims refused nodes in ``result``
+    (:data:`DEVICES_TOO` when node resources did too), since an eviction frees no device here. When node resources
+    are short, no rule about other pods or devices refused nodes (:data:`RELATIONAL`) and the nodes it may use would
+    hold its minimum emptied, what else holds that room follows: ``; 2 pod(s) of its priority or higher run on the
+    nodes it may use and are not preempted`` (``kept``: :func:`~scheduler.preemption.units.staying`; 0 when the
+    nodes are too small together)."""
     which = "the one lower-priority pod" if len(pods) == 1 else f"all {len(pods)} lower-priority pods"
     no_fit = f"no fit even with {which} evicted: {_named(pods, namespace)}"
     if dynamic_resources.NAME not in result.rejectors:
+        if kept and resources_fit.NAME in result.rejectors and not result.rejectors & RELATIONAL:
+            no_fit += f"; {kept} pod(s) of its priority or higher run on the nodes it may use and are not preempted"
         return no_fit
     return f"{DEVICES_TOO if resources_fit.NAME in result.rejectors else DEVICES_LIMIT}: {no_fit}"
 

@@ -417,6 +417,24 @@ def candidates(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolA
     return found
 
 
+def staying(snapshot: Snapshot, tree: GroupTree, view: GroupView, rows: BoolArray,
+            nodes: NodeEntries | None = None) -> int:
+    """How many running pods on the nodes of ``rows`` preemption for ``tree`` never evicts: outside its tree, of
+    its priority or higher (kube-scheduler evicts strictly lower priorities only, ``podgrouppreemption.go``). Pods
+    being deleted are left out, as :class:`NodeEntries` leaves them. ``nodes``: a memo kept across calls, else one
+    for this call."""
+    nodes = nodes or NodeEntries()
+    own = {p.key for p in tree.pods()}
+    count = 0
+    for row in np.flatnonzero(rows).tolist():
+        for entry in nodes.entries(snapshot.infos[row]):
+            lone = entry.group is None and entry.priority is not None
+            priority = entry.priority if lone else view.membership(entry.pods[0]).priority
+            if priority is not None and priority >= tree.priority:
+                count += sum(1 for key in entry.keys if key not in own)
+    return count
+
+
 def _add(unit: Unit, entry: Entry, row: int, assumed: Collection[str]) -> None:
     """Add the pods of ``entry`` (on node ``row``) to an ``all`` unit, all at once unless some are assumed."""
     if not assumed:

@@ -128,7 +128,8 @@ def test_victims_are_of_strictly_lower_priority_lowest_first(priorities: tuple[i
     if evicted is None:
         assert isinstance(decision, Unschedulable)
         assert decision.message.endswith(f"{GROUP_PREFIX}{NOT_HELPFUL} (no fit even with all 2 lower-priority "
-                                         "pods evicted: ml/low0-0, ml/low0-1)")
+                                         "pods evicted: ml/low0-0, ml/low0-1; 2 pod(s) of its priority or higher "
+                                         "run on the nodes it may use and are not preempted)")
         return
     assert isinstance(decision, Preemption)
     assert {p.group_name for p in decision.victims} == {evicted}
@@ -400,7 +401,8 @@ def test_run_names_no_pod_of_another_namespace_in_the_preemptors_reasons() -> No
     _, decision = c.decide("high")
     assert isinstance(decision, Unschedulable)
     assert decision.message.endswith("no fit even with all 2 lower-priority pods evicted: ml/mine, 1 in other "
-                                     "namespaces)")
+                                     "namespaces; 1 pod(s) of its priority or higher run on the nodes it may use "
+                                     "and are not preempted)")
     c = Cluster(nodes=nodes(1, cpu="2"), groups=[group("low", 1)])
     c.pods.append(_elsewhere(running("low-0", "n0", "low", cpu="2")))
     c.groups = [_elsewhere_group(g) for g in c.groups]
@@ -446,3 +448,25 @@ def test_a_device_class_serving_the_resource_keeps_nodes_without_it_usable() -> 
     snapshot = cache.snapshot()
     rows = usable_rows(snapshot, tree, DEFAULT_PROFILE.static_check)
     assert sorted(snapshot.table.nodes[r].name for r in np.flatnonzero(rows)) == ["gpu-0", "n0", "n1"]
+
+
+def test_a_verdict_of_not_helpful_counts_the_pods_of_equal_or_higher_priority_that_hold_the_room() -> None:
+    """Evicting the one lower-priority pod frees 1 cpu of the 3 the gang needs; the pod of the preemptor's own priority
+    holds the rest and is never a victim: the reason says it is there."""
+    c = Cluster(nodes=nodes(1, cpu="3"))
+    c.pods += [running("low", "n0", cpu="1", priority=1), running("peer", "n0", cpu="2", priority=100)]
+    add_gang(c, "high", 3)
+    _, decision = c.decide("high")
+    assert isinstance(decision, Unschedulable)
+    assert decision.message.endswith("(no fit even with the one lower-priority pod evicted: ml/low; 1 pod(s) of its "
+                                     "priority or higher run on the nodes it may use and are not preempted)")
+
+
+def test_a_verdict_of_not_helpful_names_no_staying_pods_when_the_nodes_are_too_small_even_emptied() -> None:
+    """Five 1-cpu members on two 2-cpu nodes: the pod that stays is not what is in the way."""
+    c = Cluster(nodes=nodes(2, cpu="2"))
+    c.pods += [running("low", "n0", cpu="1", priority=1), running("peer", "n1", cpu="1", priority=100)]
+    add_gang(c, "high", 5)
+    _, decision = c.decide("high")
+    assert isinstance(decision, Unschedulable)
+    assert decision.message.endswith("(no fit even with the one lower-priority pod evicted: ml/low)")
