@@ -17,15 +17,15 @@ from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.scheduling import GroupKey
 
 
-def _never(_: GroupKey) -> bool:
-    return False
+def _never(_: GroupKey) -> Collection[str]:
+    return ()
 
 
 class CacheGroupView:
-    """Preemption's view of ``cache``. ``awaiting``: whether victims chosen earlier for a root are still in
-    the cluster (the live preemptor knows; ``simulate`` removes victims at once, so never)."""
+    """Preemption's view of ``cache``. ``awaiting``: the victims chosen earlier for a root still in the cluster
+    (the live preemptor knows; ``simulate`` removes victims at once, so none)."""
 
-    def __init__(self, cache: ClusterCache, awaiting: Callable[[GroupKey], bool] = _never) -> None:
+    def __init__(self, cache: ClusterCache, awaiting: Callable[[GroupKey], Collection[str]] = _never) -> None:
         self.cache = cache
         self._awaiting = awaiting
 
@@ -59,5 +59,5 @@ class CacheGroupView:
     def assumed(self) -> Collection[str]:
         return self.cache.assumed.keys()
 
-    def awaiting(self, root: GroupKey) -> bool:
+    def awaiting(self, root: GroupKey) -> Collection[str]:
         return self._awaiting(root)

@@ -186,7 +186,9 @@ class Preemption:
     without preemption (its reasons and rejecting plugins still describe the root until it fits).
     ``message``: the PostFilter's summary (``pod group preemption: …``). ``units``: how many victim
     units the victims form; ``reprieved``: candidate units the reprieve pass kept;
-    ``pdb_violations``: victim pods whose eviction exceeds a PodDisruptionBudget.
+    ``pdb_violations``: victim pods whose eviction exceeds a PodDisruptionBudget. ``awaited`` (``waiting`` only): the
+    pods it waits for, by key — the victims chosen for it earlier still in the cluster, and the pods of lower priority
+    terminating by preemption on its nominated nodes.
     """
 
     root: GroupKey
@@ -198,6 +200,7 @@ class Preemption:
     units: int = 0
     reprieved: int = 0
     pdb_violations: int = 0
+    awaited: tuple[str, ...] = ()
 
     @property
     def waiting(self) -> bool:

@@ -57,12 +57,16 @@ from scheduler.live.status_writer import StatusWriter
 from scheduler.live.tasks import Tasks
 from scheduler.live.unhonoured import UnhonouredFields
 from scheduler.live.watches import Watches
+from scheduler.model.base import named_within
 from scheduler.model.scheduling import GroupKey
 from scheduler.preemption import DefaultPreemption
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
 
 log = logging.getLogger(__name__)
+
+LOGGED_VICTIMS = 5
+"""How many victims a ``result=WaitingForVictims`` line names (the rest are counted)."""
 
 SHUTDOWN_GRACE_S = 10.0
 """How long in-flight binds may finish after SIGTERM, seconds (well inside a pod's 30 s grace)."""
@@ -339,15 +343,20 @@ class Scheduler:
 
     # -- preemption; acting is scheduler.live.preemptor's, reservations scheduler.live.reservations' ----
     def _preempting(self, tree: GroupTree, result: Preemption, elapsed_ms: float, delay: float) -> None:
-        """A root preempts (or waits for its victims): nominate and evict in the background, report, back off."""
+        """A root preempts (or waits for its victims): nominate and evict in the background, report, back off.
+        Logged with what was chosen (``victims=``, ``units=``, …), or, waiting, with the victims still awaited
+        (``awaiting=`` their count, ``victims=`` those of the root's namespace by name, the others counted)."""
         self.reservations.failed(tree, asyncio.get_running_loop().time())
-        if not result.waiting:
+        nodes = ",".join(sorted({n for _, n in result.nominations}))
+        if result.waiting:
+            awaited = named_within([(k, k) for k in result.awaited], tree.key.namespace, LOGGED_VICTIMS)
+            log.info("root=%s result=WaitingForVictims awaiting=%d victims=%r nodes=%s duration_ms=%.1f "
+                     "backoff_s=%.0f", tree.key, len(result.awaited), awaited, nodes, elapsed_ms, delay)
+        else:
             self.preemptor.start(tree, result)
-        nodes = sorted({n for _, n in result.nominations})
-        log.info("root=%s result=%s victims=%d units=%d reprieved=%d pdb_violations=%d nodes=%s duration_ms=%.1f "
-                 "backoff_s=%.0f", tree.key, "WaitingForVictims" if result.waiting else "Preempting",
-                 len(result.victims), result.units, result.reprieved, result.pdb_violations, ",".join(nodes),
-                 elapsed_ms, delay)
+            log.info("root=%s result=Preempting victims=%d units=%d reprieved=%d pdb_violations=%d nodes=%s "
+                     "duration_ms=%.1f backoff_s=%.0f", tree.key, len(result.victims), result.units,
+                     result.reprieved, result.pdb_violations, nodes, elapsed_ms, delay)
         self.reporter.unschedulable(tree, result.failure.with_postfilter(result.message))
 
     async def bind(self, attempt: Attempt, started: float, cycle: BindingCycle) -> None:

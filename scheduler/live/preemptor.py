@@ -14,8 +14,9 @@ kube-scheduler's executor does (``pkg/scheduler/framework/preemption/executor.go
    already, and nothing more is done for it; then ``DELETE`` with a uid precondition (a pod recreated
    under the same name is not touched; upstream sends no precondition) and no grace-period override
    (its own ``terminationGracePeriodSeconds`` applies); then a ``Preempted`` Event naming the preemptor.
-3. **Victim groups**: ``DisruptionTarget`` on every PodGroup that lost pods and every
-   ``disruptionMode: all`` group evicted whole.
+3. **Victim groups**: ``DisruptionTarget`` on every group the preemption evicts as a whole — each
+   ``disruptionMode: all`` unit, and each PodGroup all of whose running members are victims; a group that only
+   loses some members keeps running and gets none (its evicted pods have theirs).
 4. **The preemptor's group** gets a ``Preempting`` Event naming the victims.
 
 While the victims terminate, :meth:`Preemptor.awaiting` tells the PostFilter this root waits (no
@@ -38,7 +39,7 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.client.kube import MERGE_PATCH, PODS, ApiError, Conflict, KubeClient, Lane, NotFound
+from scheduler.client.kube import PODS, ApiError, Conflict, KubeClient, Lane, NotFound
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
@@ -120,24 +121,52 @@ class Preemptor:
         """Root → loop time after which it stops waiting for its victims (:data:`VICTIM_WAIT_MARGIN_S`)."""
 
     # -- what the PostFilter asks -------------------------------------------------------------------
-    def awaiting(self, root: GroupKey) -> bool:
-        """Whether victims chosen for ``root`` are still in the cluster (the same pod, by uid), and the root has
-        not waited for them longer than their grace period plus :data:`VICTIM_WAIT_MARGIN_S`."""
+    def awaiting(self, root: GroupKey) -> tuple[str, ...]:
+        """The victims chosen for ``root`` still in the cluster (the same pod, by uid), by key, sorted; empty once
+        they are gone, or once the root has waited for them longer than their grace period plus
+        :data:`VICTIM_WAIT_MARGIN_S`.
+
+        Past that deadline this memory no longer holds the root, and the PostFilter decides afresh: it still waits,
+        as kube-scheduler does, while victims terminating by preemption run on the nodes the root's pods are
+        nominated to (``PodTerminatingByPreemption``; KEP-5710 starts no new preemption while victims terminate) —
+        the kubelet has not confirmed their deletion (a node down, a finalizer no one removes); for the others (a
+        DELETE that did not take effect, a victim elsewhere) it no longer waits, and may preempt again. Logged once
+        at the deadline (:meth:`_overdue`)."""
         victims = self._victims.get(root)
         if not victims:
-            return False
+            return ()
         still = {key: uid for key, uid in victims.items()
                  if (pod := self.cache.pod(key)) is not None and (pod.metadata.uid or key) == uid}
         deadline = self._deadline.get(root)
         if still and deadline is not None and asyncio.get_running_loop().time() > deadline:
-            log.warning("%s: victims %s still there past their grace period; planning again", root,
-                        ", ".join(sorted(still)))
+            self._overdue(root, sorted(still))
             still = {}
         if still:
             self._victims[root] = still
-            return True
+            return tuple(sorted(still))
         self.forget(root)
-        return False
+        return ()
+
+    def _overdue(self, root: GroupKey, victims: Sequence[str]) -> None:
+        """Log what becomes of ``root``, whose ``victims`` (keys) are still there past their grace period plus the
+        margin: it waits for those terminating by preemption on its nominated nodes (the PostFilter's rule); the
+        others no longer hold it."""
+        tree = self.cache.tree(root)
+        nominated = {node for leaf in (tree.root.leaves() if tree is not None else ())
+                     for p in leaf.pending if (node := self.cache.nominated_node(p.key))}
+        held: dict[str, str] = {}
+        for key in victims:
+            pod = self.cache.pod(key)
+            if pod is not None and pod.terminating_by_preemption and pod.spec.node_name in nominated:
+                held[key] = pod.spec.node_name
+        rest = [key for key in victims if key not in held]
+        if held:
+            log.warning("%s: victims %s still terminating past their grace period; waiting for them, as no new "
+                        "preemption starts while victims terminate on the nominated nodes (check the kubelet on %s "
+                        "and the pods' finalizers)", root, ", ".join(held), ", ".join(sorted(set(held.values()))))
+        if rest:
+            log.warning("%s: victims %s still there past their grace period, not terminating on a nominated node; "
+                        "%s", root, ", ".join(rest), "no longer waiting for them" if held else "planning again")
 
     def _wait_for(self, root: GroupKey, victims: Sequence[Pod]) -> None:
         """Wait for ``victims`` on behalf of ``root``, until their longest grace period plus the margin."""
@@ -151,6 +180,7 @@ class Preemptor:
         """Act on ``decision`` (not a waiting one): nominate in memory now, then write everything in the
         background (see the module docstring)."""
         nominations = [(pod.key, node) for pod, node in decision.nominations]
+        self._nominating(nominations)
         self.on_change(self.cache.nominate(nominations))
         self._wait_for(tree.key, decision.victims)
         self.spawn(self._actuate(tree, decision), f"preempt/{tree.key}")
@@ -159,6 +189,7 @@ class Preemptor:
         """Hold the nodes of ``plan`` for a starving root without evicting anything: its pods are nominated
         there (memory now, the API in the background). Returns the nominations."""
         nominations = tuple((pod.key, node) for pod, node in plan.placements)
+        self._nominating(nominations)
         self.on_change(self.cache.nominate(nominations))
         self.spawn(self._write_nominations(nominations), f"status/nominate/{tree.key}")
         return nominations
@@ -170,6 +201,7 @@ class Preemptor:
             return
         api = [(key, None) for key, _ in cleared if (pod := self.cache.pod(key)) is not None
                and pod.status.nominated_node_name]
+        self._nominating(api)
         self.on_change(self.cache.nominate(cleared))
         if api:
             self.spawn(self._write_nominations(api), f"status/nominate/{api[0][0]}")
@@ -185,6 +217,7 @@ class Preemptor:
         shown = [(key, None) for key in done if (pod := self.cache.pod(key)) is not None
                  and pod.status.nominated_node_name]
         if shown:
+            self._nominating(shown)
             self.spawn(self._write_nominations(shown), f"status/nominate/{shown[0][0]}")
         self.release(plan.unplaced)
 
@@ -309,23 +342,29 @@ class Preemptor:
         log.warning("preemption victim %s not deleted after %d attempts answered 409", victim.key, DELETE_ATTEMPTS)
         return "error"
 
+    def _nominating(self, nominations: Iterable[tuple[str, str | None]]) -> None:
+        """The nominations about to be written (:meth:`_write_nominations`), told to the status writer now, before any
+        report on those pods is queued: a report made against a pod's copy from before the write waits for it and is
+        sent against the version it produced (:meth:`StatusWriter.nominating`), instead of being refused with 409."""
+        self.status.nominating(pod for key, _ in nominations if (pod := self.cache.pod(key)) is not None)
+
     async def _write_nominations(self, nominations: Iterable[tuple[str, str | None]]) -> None:
-        """``status.nominatedNodeName`` (None: removed) on each pod whose API copy differs (merge patch of
-        ``pods/status``); a pod gone or bound meanwhile is skipped, other errors logged."""
+        """``status.nominatedNodeName`` (None: removed) on each pod whose API copy differs
+        (:meth:`StatusWriter.pod_nomination`); a pod gone or bound meanwhile is skipped, other errors logged."""
         for key, node in nominations:
-            pod = self.cache.pod(key)
-            if pod is None or pod.status.nominated_node_name == node or (node is not None and pod.is_bound):
-                continue
-            if not self.fence():
-                return
             try:
-                await self.kube.patch(PODS, pod.metadata.namespace, pod.metadata.name,
-                                      {"status": {"nominatedNodeName": node}}, sub="status", content_type=MERGE_PATCH,
-                                      lane=Lane.URGENT, reply=False)
+                pod = self.cache.pod(key)
+                if pod is None or pod.status.nominated_node_name == node or (node is not None and pod.is_bound):
+                    continue
+                if not self.fence():
+                    continue  # not leading: nothing more is written
+                await self.status.pod_nomination(pod, node)
             except NotFound:
                 continue
             except ApiError as exc:
                 log.warning("nominatedNodeName of %s not written: %s", key, exc)
+            finally:
+                self.status.nomination_ended(key)
 
     def _object(self, key: GroupKey) -> Regarding | None:
         """The cached object a root stands for: its group, or its pod."""
@@ -334,15 +373,23 @@ class Preemptor:
         found: Regarding | None = self.cache.group(key.kind, key.namespace, key.name)
         return found
 
-    def _victim_groups(self, victims: Iterable[Pod]) -> list[Regarding]:
-        """Every PodGroup that lost pods, and every ``disruptionMode: all`` group evicted whole, once each."""
+    def _victim_groups(self, victims: Sequence[Pod]) -> list[Regarding]:
+        """The groups the preemption evicts as a whole, once each: every ``disruptionMode: all`` unit of a victim (its
+        running pods go together), and every PodGroup all of whose running members are victims. A group that loses
+        only some members (a ``single``-mode gang's spare members) keeps running and is not marked:
+        ``DisruptionTarget=True`` says the object is about to be terminated (its evicted pods carry their own)."""
+        evicted = {p.key for p in victims}
+        members = self.cache.groups.members
         keys: dict[GroupKey, None] = {}
         for pod in victims:
             if pod.group_name is None:
                 continue
             membership = self.cache.groups.chains.membership(pod)
-            for key in (membership.leaf, membership.unit):
-                if key is not None:
-                    keys[key] = None
+            if membership.unit is not None:
+                keys[membership.unit] = None
+            leaf = membership.leaf
+            if leaf is not None and leaf not in keys and all(
+                    p.key in evicted for p in members.of(leaf.namespace, leaf.name).values() if p.is_bound):
+                keys[leaf] = None
         found = [self.cache.group(k.kind, k.namespace, k.name) for k in keys]
         return [g for g in found if g is not None]

@@ -12,8 +12,8 @@ at all. One report waits per root or pod, started over when the message changes 
 falling due on a replica that no longer leads is not written (the next term routes every tree again). A Waiting or
 Invalid tree is reported once per change of its message; an orphan pod once per message. The writes are
 :class:`~scheduler.live.status_writer.StatusWriter`'s; each pod's report waits in
-:attr:`Reporter.writes` (:class:`~scheduler.live.status_queue.StatusQueue`: one per pod, the latest wins, retried
-with backoff).
+:attr:`Reporter.writes` (:class:`~scheduler.live.status_queue.StatusQueue`: one per pod, the latest condition wins,
+retried with backoff; every attempt's Event is kept and recorded, as kube-scheduler records one per attempt).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from scheduler.live.metrics import Metrics
 from scheduler.live.status_queue import StatusQueue
 from scheduler.live.status_writer import REASON_NOT_READY, StatusWriter
 from scheduler.live.tasks import Spawn
+from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
 
@@ -140,16 +141,25 @@ class Reporter:
                     self.pod(member.key, reason, message)
 
     def pod(self, key: str, reason: str, message: str) -> None:
-        """Queue ``PodScheduled=False`` with ``reason`` and its Event on pod ``key`` (replacing a report still
-        waiting for it); written with the pod as the cache has it then (its current resourceVersion), unless it
-        is gone or bound by then."""
+        """Queue ``PodScheduled=False`` with ``reason`` and its Event on pod ``key``, written with the pod as the cache
+        has it then (its current resourceVersion), unless it is gone or bound by then. The condition replaces one
+        still waiting for the pod (only the latest attempt's is worth writing); the Event is kept (each attempt
+        records its own, as kube-scheduler's ``handleSchedulingFailure``) and recorded before the pod's next
+        condition write, once, even when that write then fails (a 409 is retried against the pod read again)."""
 
-        async def write() -> None:
+        def current() -> Pod | None:
             pod = self.cache.pod(key)
-            if pod is not None and not pod.is_bound:
-                await self.status.pod_unschedulable(pod, reason, message, raise_errors=True)
+            return pod if pod is not None and not pod.is_bound else None
 
-        self.writes.submit(key, write)
+        async def event() -> None:
+            if (pod := current()) is not None:
+                await self.status.failed_scheduling_event(pod, reason, message)
+
+        async def condition() -> None:
+            if (pod := current()) is not None:
+                await self.status.unschedulable_condition(pod, reason, message, raise_errors=True)
+
+        self.writes.submit(key, condition, keep=event)
 
     def orphans(self) -> None:
         """Each orphan pod of ours (its group does not exist) gets its message once per change."""

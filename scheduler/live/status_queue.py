@@ -4,13 +4,17 @@ A scheduling decision that places nothing reports it on every pending pod (``Pod
 ``FailedScheduling`` Event). Spawned as one task per report, a busy cluster with a slow or failing API server grows
 a task — and a copy of every pod it names — per decision, without bound, and a failed write is lost. Instead each
 report is *submitted* here under its object's key; a report submitted while an older one for the same object is
-still waiting replaces it (only the latest state is worth writing). :data:`DEFAULT_WORKERS` tasks write them, oldest
-first. A write that fails with a retryable error (429, 5xx, transport) is submitted again after
-:class:`~scheduler.live.backoff.Backoff` (``retry_initial_s`` doubling to ``retry_max_s``, jittered, longer when the
-reply's ``Retry-After`` asks it), at most ``max_attempts`` times, unless a newer report replaced it meanwhile (the
-newer one is written at once — unless the failure carried ``Retry-After``: then it waits for the server's wait). At
-most ``max_pending`` reports wait: beyond that the oldest is dropped (counted, logged) — a report is repeated by the
-next decision about its pod, so dropping one loses nothing lasting.
+still waiting replaces it (only the latest state is worth writing) — all but its *kept* part: a report may carry
+writes of its own that a newer one does not replace (a decision's ``FailedScheduling`` Event: kube-scheduler records
+one per attempt, each with its own message, while the pod's condition shows only the latest). They run once, in the
+order submitted, before the object's next write, and are not retried (an Event write logs and swallows its errors).
+:data:`DEFAULT_WORKERS` tasks write them, oldest first. A write that fails with a retryable error (429, 5xx,
+transport) is submitted again after :class:`~scheduler.live.backoff.Backoff` (``retry_initial_s`` doubling to
+``retry_max_s``, jittered, longer when the reply's ``Retry-After`` asks it), at most ``max_attempts`` times, unless
+a newer report replaced it meanwhile (the newer one is written at once — unless the failure carried ``Retry-After``:
+then it waits for the server's wait). At most ``max_pending`` reports wait: beyond that the oldest is dropped
+(counted, logged) — a report is repeated by the next decision about its pod, so dropping one loses nothing lasting —
+and at most :data:`MAX_KEPT` kept writes per object.
 
 :attr:`StatusQueue.depth` and :meth:`StatusQueue.oldest_age_s` are exported as metrics
 (``gang_scheduler_status_queue_depth{queue}``, ``gang_scheduler_status_queue_oldest_age_seconds{queue}``).
@@ -25,7 +29,7 @@ import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scheduler.client.kube import ApiError
 from scheduler.errors import Conflict
@@ -38,6 +42,9 @@ DEFAULT_WORKERS = 4
 that binds (URGENT lane) are never starved of connections."""
 DEFAULT_MAX_PENDING = 20_000
 """Reports waiting at most (one per pod: a cluster's pending pods, generously)."""
+MAX_KEPT = 32
+"""Kept writes (:meth:`StatusQueue.submit`'s ``keep``) waiting at most per object: beyond that the oldest is dropped
+(a pod decided on every second while the API server does not answer keeps its latest decisions' Events)."""
 
 Write = Callable[[], Awaitable[None]]
 """One report's write: reads what it needs when it runs (the object as the cache has it then); raises
@@ -54,6 +61,9 @@ class _Entry:
     """Loop time before which it is not tried (a retry's backoff)."""
     held: bool = False
     """The server's ``Retry-After`` set :attr:`due`: a newer report of the object waits for it too."""
+    kept: list[Write] = field(default_factory=list)
+    """The writes of this report and of those it replaced that a newer report does not replace, oldest first:
+    run once before :attr:`write`."""
 
 
 class StatusQueue:
@@ -95,20 +105,24 @@ class StatusQueue:
         oldest = min(e.queued_at for queue in (self._pending, self._delayed) for e in queue.values())
         return max(0.0, now - oldest)
 
-    def submit(self, key: str, write: Write) -> None:
+    def submit(self, key: str, write: Write, keep: Write | None = None) -> None:
         """Write ``write`` soon; it replaces a report still waiting for ``key`` (its age is kept). Soon is at once,
-        or, when the report it replaces waits for what the server's ``Retry-After`` asked, when that wait ends."""
+        or, when the report it replaces waits for what the server's ``Retry-After`` asked, when that wait ends.
+        ``keep``: a write of this report that a newer one does not replace (see the module docstring): run once,
+        after the kept writes of the reports before it, before the key's next write."""
         now = asyncio.get_running_loop().time()
         held = self._delayed.get(key)
         if held is not None and held.held and held.due > now:
             held.write, held.attempt = write, 0
+            self._keep(held, keep)
             return
         entry = self._pending.get(key) or self._delayed.pop(key, None)
         if entry is not None:
             entry.write, entry.attempt, entry.due, entry.held = write, 0, 0.0, False
+            self._keep(entry, keep)
             self._pending[key] = entry
         else:
-            self._pending[key] = _Entry(write, now)
+            self._pending[key] = _Entry(write, now, kept=[keep] if keep is not None else [])
             if len(self._pending) > self.max_pending:
                 oldest = next(iter(self._pending))
                 del self._pending[oldest]
@@ -116,6 +130,13 @@ class StatusQueue:
                 log.warning("%s: more than %d reports waiting; dropped the oldest (%s)", self.name,
                             self.max_pending, oldest)
         self._wake.set()
+
+    def _keep(self, entry: _Entry, keep: Write | None) -> None:
+        if keep is None:
+            return
+        entry.kept.append(keep)
+        if len(entry.kept) > MAX_KEPT:
+            del entry.kept[0]
 
     async def run(self) -> None:
         """Write reports forever with :attr:`workers` tasks. Cancel to stop (waiting reports are dropped)."""
@@ -149,6 +170,12 @@ class StatusQueue:
             key, entry = taken
             self._inflight.add(key)
             try:
+                kept, entry.kept = entry.kept, []
+                for write in kept:  # once each, even if the report's own write then fails
+                    try:
+                        await write()
+                    except ApiError as exc:
+                        log.warning("%s: a kept write on %s failed: %s", self.name, key, exc)
                 await entry.write()
                 self.written += 1
             except ApiError as exc:

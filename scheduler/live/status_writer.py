@@ -19,14 +19,21 @@ the way kube-scheduler's recorder writes them: named ``<object>.<hex nanoseconds
 a ``series`` (see that module). Its key keeps the note (client-go's leaves it out), so a changed failure
 message shows at once as its own Event instead of hiding behind an old note.
 
-Flood control and series together: a failure report that repeats the pod's last one within
-``event_interval_s`` writes nothing; a repeated Event within ``event_interval_s`` of its last
-write is only counted in memory; the first repeat after it writes the count with one strategic merge
-PATCH of ``series`` (client-go's first-repeat PATCH). So an Event is written at most once per
-interval however often the gang is retried, and its count stays true up to one interval. A
-series ends ``max(SERIES_WINDOW_S, event_interval_s)`` after its last observation (client-go's
-6-minute ``finishTime``); a later repeat creates a new Event. An Event the server no longer has
-(404: ``--event-ttl``, 1 h by default) is created again with its series, as ``recordEvent`` does.
+A failure report is two writes, as kube-scheduler's ``handleSchedulingFailure`` makes them: the attempt's Event
+(:meth:`StatusWriter.failed_scheduling_event`, one per attempt) and ``PodScheduled=False``
+(:meth:`StatusWriter.unschedulable_condition`, the latest attempt's); the queued reports of ``run`` make them apart,
+so a condition replaced before it is written loses no Event. A condition report made just after our own
+``nominatedNodeName`` write on the pod waits for it and is sent against the version it produced
+(:meth:`StatusWriter.nominating`), so our own write does not make it 409.
+
+Flood control and series together: a condition that repeats the one last written on the pod within
+``event_interval_s`` is not written again, and an Event that repeats the pod's last within it only counts into its
+series; a repeated Event within ``event_interval_s`` of its last write is only counted in memory; the first repeat
+after it writes the count with one strategic merge PATCH of ``series`` (client-go's first-repeat PATCH). So an Event
+is written at most once per interval however often the gang is retried, and its count stays true up to one interval.
+A series ends ``max(SERIES_WINDOW_S, event_interval_s)`` after its last observation (client-go's 6-minute
+``finishTime``); a later repeat creates a new Event. An Event the server no longer has (404: ``--event-ttl``, 1 h by
+default) is created again with its series, as ``recordEvent`` does.
 The flood control of failure reports is here; the series are the recorder's.
 
 Known limitations: the observations counted after the last write of a series that then stops
@@ -41,8 +48,10 @@ the server refuse every Event (logged, not checked here).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -53,6 +62,7 @@ from scheduler.client.kube import (
     COMPOSITES,
     COSCHEDULING_PODGROUPS,
     JSON,
+    MERGE_PATCH,
     PODS,
     STRATEGIC_PATCH,
     ApiError,
@@ -105,6 +115,9 @@ POD_SCHEDULED = "PodScheduled"
 NODES_RESERVED = "NodesReserved"
 """Our PodGroup condition while the starvation guard holds the nodes of a root's best plan for it (no
 upstream equivalent: kube-scheduler has no starvation protection, and KEP-5710 specifies none)."""
+OWN_WRITE_WAIT_S = 10.0
+"""How long a pod's report waits at most for our own ``nominatedNodeName`` write on the pod to end (seconds): that
+write is in the URGENT lane, and ends in a round trip; a report that waits longer goes against its copy's version."""
 CONFLICT_ATTEMPTS = 4
 """Writes of one group condition before a 409 is given up (each after reading the group again)."""
 
@@ -155,8 +168,19 @@ class _Condition(NamedTuple):
     message: str
 
 
+@dataclass(slots=True)
+class _OwnWrite:
+    """Our ``status.nominatedNodeName`` write on a pod: ``base``, the ``resourceVersion`` of the cached copy it was
+    decided against; ``produced``, the one it produced (None: not written, failed, or the pod was bound since)."""
+
+    base: str | None
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    produced: str | None = None
+
+
 class StatusWriter:
-    """Writes group conditions, pod conditions and pod Events; never raises on API errors.
+    """Writes group conditions, pod conditions, pods' nominations and pod Events; never raises on API errors, but
+    where a method says so (:meth:`pod_nomination`, and ``raise_errors`` for the writers that retry).
 
     Longer than our ~300-line rule, on purpose: every status the scheduler writes goes through here, so that
     one place holds the rules the API server enforces on them (``metav1.Condition``'s required fields, the
@@ -179,7 +203,12 @@ class StatusWriter:
         self.scheduler_name = scheduler_name
         self.instance = instance[:REPORTING_INSTANCE_MAX]
         self.event_interval_s = event_interval_s
-        self._recent: dict[str, tuple[tuple[str, str], float]] = {}  # pod uid -> last (reason, message), loop time
+        self._recent: dict[str, tuple[tuple[str, str], float]] = {}
+        """Pod uid → the last (reason, message) whose failure Event was recorded, and the loop time."""
+        self._written: dict[str, tuple[tuple[str, str], float]] = {}
+        """Pod uid → the last (reason, message) written as its ``PodScheduled=False``, and the loop time."""
+        self._own: dict[str, _OwnWrite] = {}
+        """Pod key → our latest ``nominatedNodeName`` write on it (:meth:`nominating`)."""
         self.events = EventRecorder(kube, scheduler_name, self.instance, event_interval_s)
         """The Events (created once, repeats counted into their series)."""
 
@@ -387,62 +416,138 @@ class StatusWriter:
         for pod in pods:
             await self.pod_unschedulable(pod, reason, message)
 
-    async def pod_unschedulable(self, pod: Pod, reason: str, message: str, *, raise_errors: bool = False) -> None:
-        """Report a failed attempt on ``pod``: a ``FailedScheduling`` Warning Event and ``PodScheduled=False``.
+    async def pod_unschedulable(self, pod: Pod, reason: str, message: str) -> None:
+        """Report a failed attempt on ``pod``: ``PodScheduled=False`` (:meth:`unschedulable_condition`), then its
+        Event (:meth:`failed_scheduling_event`) — no Event when the server refused the condition because the pod
+        changed since this copy (409: bound since, the report is stale). API errors are logged and swallowed; a
+        failed Event does not stop the condition patch. The queued reports of ``run`` call the two halves on their
+        own (:class:`~scheduler.live.reporter.Reporter`): each attempt's Event, the latest attempt's condition.
+        """
+        if await self.unschedulable_condition(pod, reason, message):
+            await self.failed_scheduling_event(pod, reason, message)
 
-        ``reason``: the condition reason, ``Unschedulable`` or ``SchedulerError`` (core/v1
-        ``PodReasonUnschedulable`` / ``PodReasonSchedulerError``); or :data:`REASON_NOT_READY` for a pod not tried
-        yet, whose Event is a ``Normal`` one of that reason.
-        ``message``: the aggregated failure text; the Event note is cut to 1024 bytes ending in "…",
-        the condition message to 32768 bytes.
+    async def failed_scheduling_event(self, pod: Pod, reason: str, message: str) -> None:
+        """The Event of one failed attempt on ``pod``: a ``FailedScheduling`` Warning (action ``Scheduling``), or for
+        :data:`REASON_NOT_READY` (a pod not tried yet) a ``Normal`` Event of that reason; the note is ``message`` cut
+        to 1024 bytes ending in "…". kube-scheduler records one per attempt (``handleSchedulingFailure``), apart from
+        the condition: a later attempt's condition may replace this one's before it is written, its Event does not.
 
-        Flood control: a report equal (reason, message) to the last one written for this pod within
-        ``event_interval_s`` of event-loop time writes nothing and only counts into the Event's
-        series. Otherwise the Event is recorded (created, or counted into its series, which is
-        written at most once per interval: see the module docstring), and the condition is patched
-        only when the pod's current ``PodScheduled`` differs in status, reason, message or
-        observedGeneration (kube-scheduler's ``updatePod`` skips equal conditions). The condition
-        patch is a strategic merge PATCH of ``pods/{name}/status`` with the pod's whole
-        ``conditions`` list, ours replaced: the API server merges by ``type``, a list-replacing
-        server gets the same result.
-        API errors are logged and swallowed; a failed Event does not stop the condition patch. With
-        ``raise_errors`` a failed condition patch is not remembered as written, so the same report is written again
-        when retried, and raises :class:`ApiError` (the Event is then not recorded: the retry records it) — a 409
-        too: the pod changed since the copy the report was made against (the scheduler's own
-        ``nominatedNodeName`` write, not yet in its cache), and the retry reads it again.
+        Flood control: a report equal (reason, message) to the last one whose Event was recorded for this pod within
+        ``event_interval_s`` of event-loop time only counts into that Event's series (written at most once per
+        interval: see the module docstring); with no memory of the pod (a restart, another leader), a report the
+        pod's ``PodScheduled`` already shows records nothing — it was reported before, by the object's word. A
+        changed message is a new Event at once. API errors are logged and swallowed.
         """
         uid = pod.metadata.uid or pod.key
         note = truncate_utf8(message, NOTE_MAX_BYTES)
         kind, event = (EVENT_NORMAL, REASON_NOT_READY) if reason == REASON_NOT_READY else \
             (EVENT_WARNING, EVENT_FAILED_SCHEDULING)
-        new = _Condition(POD_SCHEDULED, "False", reason, truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
-        if uid not in self._recent and _shows(pod.status.conditions, new):
-            # Nothing in memory (a restart, another leader) but the pod already shows this very report: it
-            # was written before — by the object, not by memory — so neither the condition nor an Event again.
-            self._first_in_interval(uid, (reason, message))
+        shown = uid not in self._recent and _shows(pod.status.conditions, _unschedulable(reason, message))
+        if not _first_in_interval(self._recent, uid, (reason, message), self.event_interval_s) or shown:
+            if not shown:
+                self.events.count((uid, kind, event, ACTION_SCHEDULING, note), asyncio.get_running_loop().time())
             return
-        if not self._first_in_interval(uid, (reason, message)):
-            self.events.count((uid, kind, event, ACTION_SCHEDULING, note), asyncio.get_running_loop().time())
-            return
-        conditions = _with_condition(pod.status.conditions, new, pod.metadata.generation, terminal=False)
-        if conditions is not None:
-            body: dict[str, Any] = {"status": {"conditions": conditions}}
-            if pod.metadata.resource_version:  # the report is about this version: a pod bound since is left alone
-                body["metadata"] = {"resourceVersion": pod.metadata.resource_version}
-            try:
-                await self.kube.patch(PODS, pod.metadata.namespace, pod.metadata.name, body, sub="status",
-                                      content_type=STRATEGIC_PATCH, lane=Lane.REPORT, reply=False)
-            except Conflict:
-                if raise_errors:  # the pod changed since the cache's copy (our own nomination, bound): the caller
-                    self._recent.pop(uid, None)  # tries again with the pod as the cache has it then
-                    raise
-                return  # the pod changed (bound, or a newer attempt): this report is stale; no event either
-            except ApiError as exc:
-                if raise_errors:
-                    self._recent.pop(uid, None)
-                    raise
-                _warn(f"Pod {pod.key} condition {POD_SCHEDULED}", exc)
         await self.events.record(pod, kind, event, ACTION_SCHEDULING, note)
+
+    async def unschedulable_condition(self, pod: Pod, reason: str, message: str, *,
+                                      raise_errors: bool = False) -> bool:
+        """``PodScheduled=False`` with ``reason`` (``Unschedulable``, ``SchedulerError``, :data:`REASON_NOT_READY`:
+        core/v1 ``PodReasonUnschedulable`` / ``PodReasonSchedulerError``, KEP-5501) and ``message`` (cut to 32768
+        bytes) on ``pod``. False when the server refused it because the pod changed since this copy (409) and
+        ``raise_errors`` is not set; else True.
+
+        Written only when the pod's current ``PodScheduled`` differs in status, reason, message or
+        observedGeneration (kube-scheduler's ``updatePod`` skips equal conditions), and not again within
+        ``event_interval_s`` when it is the condition this writer last wrote on the pod, nor, with no memory of the
+        pod (a restart), when the pod already shows it. The patch is a strategic merge PATCH of
+        ``pods/{name}/status`` with the pod's whole ``conditions`` list, ours replaced (the API server merges by
+        ``type``, a list-replacing server gets the same result), with ``metadata.resourceVersion`` as precondition:
+        the report is about this version, so a pod bound since is left alone. When our own
+        ``status.nominatedNodeName`` write on the pod (:meth:`nominating`) is not in this copy yet, the report waits
+        for that write (at most :data:`OWN_WRITE_WAIT_S`) and is sent against the version it produced: our own write
+        does not make it 409, while any other change since this copy still does.
+
+        API errors are logged and swallowed; with ``raise_errors`` they are raised (:class:`ApiError`, a 409 too: the
+        caller reads the pod again and retries) and the condition is not remembered as written.
+        """
+        uid = pod.metadata.uid or pod.key
+        new = _unschedulable(reason, message)
+        if uid not in self._written and _shows(pod.status.conditions, new):
+            _first_in_interval(self._written, uid, (reason, message), self.event_interval_s)
+            return True  # nothing in memory (a restart) but the pod shows this very report: written before
+        if not _first_in_interval(self._written, uid, (reason, message), self.event_interval_s):
+            return True
+        conditions = _with_condition(pod.status.conditions, new, pod.metadata.generation, terminal=False)
+        if conditions is None:
+            return True
+        body: dict[str, Any] = {"status": {"conditions": conditions}}
+        version = await self._report_version(pod)
+        if version:
+            body["metadata"] = {"resourceVersion": version}
+        try:
+            await self.kube.patch(PODS, pod.metadata.namespace, pod.metadata.name, body, sub="status",
+                                  content_type=STRATEGIC_PATCH, lane=Lane.REPORT, reply=False)
+        except Conflict:
+            if raise_errors:  # the pod changed since this copy: the caller tries again with the pod as it is then
+                self._written.pop(uid, None)
+                raise
+            return False  # the pod changed (bound, or a newer attempt): this report is stale
+        except ApiError as exc:
+            if raise_errors:
+                self._written.pop(uid, None)
+                raise
+            _warn(f"Pod {pod.key} condition {POD_SCHEDULED}", exc)
+        return True
+
+    def nominating(self, pods: Iterable[Pod]) -> None:
+        """Our ``status.nominatedNodeName`` writes on ``pods`` (their cached copies) are decided and about to be sent
+        (:meth:`pod_nomination`): until each ends (:meth:`nomination_ended`), a report on the pod made against such a
+        copy waits for it, and is sent against the version it produced (:meth:`unschedulable_condition`). Call it
+        when the nomination is decided, before anything is queued: a report queued after it then never races it."""
+        own = self._own
+        for pod in pods:
+            self._end(own.pop(pod.key, None))
+            own[pod.key] = _OwnWrite(pod.metadata.resource_version)
+        while len(own) > MAX_REMEMBERED_FAILURES:
+            self._end(own.pop(next(iter(own))))
+
+    async def pod_nomination(self, pod: Pod, node: str | None) -> None:
+        """Write ``status.nominatedNodeName`` = ``node`` (None: removed) on ``pod``: a merge PATCH of ``pods/status``
+        in the URGENT lane (the durable form of the room held for it). The version it produced is kept for the
+        reports on the pod (:meth:`nominating`). Raises :class:`ApiError` (:class:`NotFound`: the pod is gone)."""
+        own = self._own.get(pod.key)
+        try:
+            reply = await self.kube.patch(PODS, pod.metadata.namespace, pod.metadata.name,
+                                          {"status": {"nominatedNodeName": node}}, sub="status",
+                                          content_type=MERGE_PATCH, lane=Lane.URGENT)
+            md, spec = reply.get("metadata") or {}, reply.get("spec") or {}
+            if own is not None and not own.ended.is_set() and not spec.get("nodeName"):
+                own.produced = md.get("resourceVersion")  # bound since: the report's precondition must refuse it
+        finally:
+            self._end(own)
+
+    def nomination_ended(self, key: str) -> None:
+        """The nomination write decided for pod ``key`` ended, or will not be sent: reports on it stop waiting."""
+        self._end(self._own.get(key))
+
+    @staticmethod
+    def _end(own: _OwnWrite | None) -> None:
+        if own is not None:
+            own.ended.set()
+
+    async def _report_version(self, pod: Pod) -> str | None:
+        """The ``resourceVersion`` a report about the copy ``pod`` is sent against: the one our own nomination write
+        produced when ``pod`` is the copy that write was decided against (waiting for it to end, at most
+        :data:`OWN_WRITE_WAIT_S`), else ``pod``'s."""
+        own = self._own.get(pod.key)
+        version = pod.metadata.resource_version
+        if own is None or own.base != version:
+            if own is not None and own.ended.is_set():
+                del self._own[pod.key]  # the copy shows a later version than the one the write was decided against
+            return version
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(own.ended.wait(), OWN_WRITE_WAIT_S)
+        return own.produced or version
 
     async def pod_warning(self, pod: Pod, reason: str, message: str) -> None:
         """Record a Warning Event (action ``Scheduling``) with ``reason`` and ``message`` (cut to 1024 bytes)
@@ -462,30 +567,6 @@ class StatusWriter:
         API errors are logged and swallowed."""
         await self.events.record(obj, EVENT_WARNING, reason, ACTION_SCHEDULING, truncate_utf8(message, NOTE_MAX_BYTES))
 
-    def _first_in_interval(self, uid: str, report: tuple[str, str]) -> bool:
-        """True (and remember ``report`` as pod ``uid``'s last, written now) unless it repeats the report last
-        written for this pod, within the interval.
-
-        Only the *last* report counts, so a message that changes and changes back (a Waiting gang:
-        "3/4 pods exist", a fourth pod comes and goes, "3/4 pods exist") rewrites the pod's condition
-        at once instead of leaving the middle message on it; its Event is still written at most once
-        per interval (:meth:`_event`). The memory is one entry per pod in write order: expired entries
-        are dropped from its front on every call, and the oldest beyond :data:`MAX_REMEMBERED_FAILURES`.
-        """
-        now = asyncio.get_running_loop().time()
-        recent = self._recent
-        while recent:
-            oldest, (_, stamp) = next(iter(recent.items()))
-            if now - stamp < self.event_interval_s and len(recent) < MAX_REMEMBERED_FAILURES:
-                break
-            del recent[oldest]
-        last = recent.get(uid)
-        if last is not None and last[0] == report:
-            return False
-        recent.pop(uid, None)  # re-inserted at the end: the dict stays in write order
-        recent[uid] = (report, now)
-        return True
-
 def truncate_utf8(text: str, limit_bytes: int) -> str:
     """``text`` if its UTF-8 encoding fits ``limit_bytes``, else the longest prefix that fits with "…" appended.
 
@@ -496,6 +577,36 @@ def truncate_utf8(text: str, limit_bytes: int) -> str:
         return text
     keep = raw[:max(0, limit_bytes - len(_ELLIPSIS.encode()))]
     return keep.decode(errors="ignore") + _ELLIPSIS
+
+
+def _first_in_interval(recent: dict[str, tuple[tuple[str, str], float]], uid: str, report: tuple[str, str],
+                       interval_s: float) -> bool:
+    """True (and remember ``report`` in ``recent`` as pod ``uid``'s last, written now) unless it repeats the report
+    last remembered for this pod there, within ``interval_s``.
+
+    Only the *last* report counts, so a message that changes and changes back (a Waiting gang:
+    "3/4 pods exist", a fourth pod comes and goes, "3/4 pods exist") rewrites the pod's condition
+    at once instead of leaving the middle message on it; its Event is still written at most once
+    per interval (the recorder's series). The memory is one entry per pod in write order: expired entries
+    are dropped from its front on every call, and the oldest beyond :data:`MAX_REMEMBERED_FAILURES`.
+    """
+    now = asyncio.get_running_loop().time()
+    while recent:
+        oldest, (_, stamp) = next(iter(recent.items()))
+        if now - stamp < interval_s and len(recent) < MAX_REMEMBERED_FAILURES:
+            break
+        del recent[oldest]
+    last = recent.get(uid)
+    if last is not None and last[0] == report:
+        return False
+    recent.pop(uid, None)  # re-inserted at the end: the dict stays in write order
+    recent[uid] = (report, now)
+    return True
+
+
+def _unschedulable(reason: str, message: str) -> _Condition:
+    """``PodScheduled=False`` with ``reason`` and ``message`` (cut to 32768 bytes)."""
+    return _Condition(POD_SCHEDULED, "False", reason, truncate_utf8(message, CONDITION_MESSAGE_MAX_BYTES))
 
 
 def _now() -> str:

@@ -56,9 +56,9 @@ class GroupView(Protocol):
         """Keys of the pods only *assumed* on their nodes (plans of ours still being bound): never victims."""
         ...
 
-    def awaiting(self, root: GroupKey) -> bool:
-        """Whether victims this scheduler chose for ``root`` earlier are still in the cluster (their deletion
-        sent or about to be): the root waits for them instead of preempting again."""
+    def awaiting(self, root: GroupKey) -> Collection[str]:
+        """The victims this scheduler chose for ``root`` earlier that are still in the cluster, by pod key (their
+        deletion sent or about to be; empty: none): the root waits for them instead of preempting again."""
         ...
 
 

@@ -160,8 +160,10 @@ class DefaultPreemption:
         if self.policy(tree) == NEVER:
             return Outcome.NOT_ELIGIBLE, result.with_postfilter(prefix + NOT_ELIGIBLE_NEVER)
         nominated = tuple((p, node) for p in _pending(tree) if (node := p.status.nominated_node_name))
-        if self.view.awaiting(tree.key) or self._victims_terminating(tree, snapshot, nominated):
-            return Outcome.WAITING, Preemption(tree.key, (), nominated, None, result, prefix + ONGOING)
+        awaited = {*self.view.awaiting(tree.key), *self._victims_terminating(tree, snapshot, nominated)}
+        if awaited:
+            return Outcome.WAITING, Preemption(tree.key, (), nominated, None, result, prefix + ONGOING,
+                                               awaited=tuple(sorted(awaited)))
         every = sum(1 for _ in _pending(tree))
         rows = usable_rows(snapshot, tree, self.profile.static_check)
         if not rows.any() and usable_rows(snapshot, tree, self.profile.static_check, allocatable=False).any():
@@ -233,16 +235,17 @@ class DefaultPreemption:
         return None
 
     def _victims_terminating(self, tree: GroupTree, snapshot: Snapshot,
-                             nominated: Iterable[tuple[Pod, str]]) -> bool:
-        """A pod of lower priority than the root, terminating by preemption, still runs on a nominated node."""
+                             nominated: Iterable[tuple[Pod, str]]) -> list[str]:
+        """The pods of lower priority than the root, terminating by preemption, that still run on a nominated node
+        (keys)."""
+        found: list[str] = []
         for node in sorted({n for _, n in nominated}):
             info = snapshot.info(node)
             if info is None:
                 continue
-            for pod in info.pods.values():
-                if pod.terminating_by_preemption and self.view.membership(pod).priority < tree.priority:
-                    return True
-        return False
+            found.extend(pod.key for pod in info.pods.values()
+                         if pod.terminating_by_preemption and self.view.membership(pod).priority < tree.priority)
+        return found
 
 
 def _pending(tree: GroupTree) -> Iterable[Pod]:

@@ -135,7 +135,8 @@ async def terminating(kube: KubeClient, name: str) -> bool:
 async def test_disruption_mode_podgroup_is_honoured_as_all(k8s: ApiServer, kube: KubeClient, mode: str,
                                                            evicted: set[str]) -> None:
     """A 2-cpu preemptor needs n0, where two members of the low gang run; the third runs on n1. As ``PodGroup``
-    (``all``) the gang is one victim unit and all three are evicted; as ``Pod`` (``single``) only n0's two."""
+    (``all``) the gang is one victim unit and all three are evicted, and the group gets DisruptionTarget; as ``Pod``
+    (``single``) only n0's two, and the group, still running on n1, gets none."""
     await create_node(kube, "n0", cpu="2")
     await create_node(kube, "n1", cpu="1")
     await kube.create(PODGROUPS_V1ALPHA2, NS, podgroup("low", 3, mode))
@@ -150,8 +151,12 @@ async def test_disruption_mode_podgroup_is_honoured_as_all(k8s: ApiServer, kube:
             await until(lambda n=name: terminating(kube, n), what=f"{name} deleted")  # type: ignore[misc]
         await asyncio.sleep(5)
         assert {n for n in ("low-0", "low-1", "low-2") if await terminating(kube, n)} == evicted
-        cond = await until(lambda: condition(kube, "low", DISRUPTION_TARGET), what="DisruptionTarget on the group")
-        assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
+        if mode == "PodGroup":
+            cond = await until(lambda: condition(kube, "low", DISRUPTION_TARGET), what="DisruptionTarget on the group")
+            assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
+        else:
+            await until(lambda: _preempting(kube), what="the preemption acted on")
+            assert await condition(kube, "low", DISRUPTION_TARGET) is None
     valid_136(k8s, "low")
     valid_136(k8s, "high")
 
@@ -172,6 +177,12 @@ async def test_a_partial_podgroup_mode_gang_is_torn_down_whole_after_the_timeout
         cond = await until(lambda: condition(kube, "a", DISRUPTION_TARGET), what="DisruptionTarget")
         assert (cond["status"], cond["reason"]) == ("True", "GangTornDown")
     valid_136(k8s, "a")
+
+
+async def _preempting(kube: KubeClient) -> bool:
+    """The preemptor's Preempting Event is written (after every victim and victim group is marked)."""
+    items, _ = await kube.list(EVENTS)
+    return any(e.get("reason") == "Preempting" for e in items)
 
 
 def _deleted(k8s: ApiServer, name: str) -> bool:

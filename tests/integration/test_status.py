@@ -412,20 +412,46 @@ async def test_an_event_named_from_the_pod_alone_is_refused_and_the_writers_even
     assert all(re.fullmatch(r"fits-2\.[0-9a-f]{16}", e["metadata"]["name"]) for e in await events(kube))
 
 
-async def test_a_report_on_a_pod_changed_since_raises_for_a_retry_and_the_retry_writes_it(
+async def test_a_condition_on_a_pod_changed_since_raises_for_a_retry_and_the_retry_writes_it(
         kube: KubeClient, writer: StatusWriter) -> None:
-    """The pod changed after the copy the report was made against (the scheduler's own nominatedNodeName write, not
-    yet in its cache): the 409 is raised to the queue, nothing is remembered or recorded, and the report written
-    again against the pod as it is now lands whole, Event included."""
+    """The pod changed after the copy the report was made against (another writer): the condition's 409 is raised to
+    the queue and not remembered as written; written again against the pod as it is now, it lands. The attempt's
+    Event is a write of its own: recorded whatever becomes of the condition."""
     await kube.create(PODS, NS, POD_BODY)
     stale = await pod(kube)
-    await kube.patch(PODS, NS, "worker-0", {"status": {"nominatedNodeName": "n1"}}, sub="status")
+    await kube.patch(PODS, NS, "worker-0", {"metadata": {"labels": {"team": "a"}}})
+    await writer.failed_scheduling_event(stale, "Unschedulable", NO_FIT)
     with pytest.raises(Conflict):
-        await writer.pod_unschedulable(stale, "Unschedulable", NO_FIT, raise_errors=True)
-    assert await events(kube) == []
-    await writer.pod_unschedulable(await pod(kube), "Unschedulable", NO_FIT, raise_errors=True)
+        await writer.unschedulable_condition(stale, "Unschedulable", NO_FIT, raise_errors=True)
+    assert await writer.unschedulable_condition(await pod(kube), "Unschedulable", NO_FIT, raise_errors=True)
     assert [e["note"] for e in await events(kube)] == [NO_FIT]
     assert conditions(await kube.get(PODS, NS, "worker-0"))["PodScheduled"]["message"] == NO_FIT
+
+
+async def test_a_report_made_before_our_own_nomination_write_is_sent_against_the_version_it_produced(
+        kube: KubeClient, writer: StatusWriter, k8s: ApiServer) -> None:
+    """The scheduler's own nominatedNodeName write lands between the cached copy and the report made from it: the
+    report waits for that write and goes against the version it produced, so it is not refused; a change by anyone
+    else since still refuses it (a pod bound since is left alone)."""
+    await kube.create(PODS, NS, POD_BODY)
+    copy = await pod(kube)
+    writer.nominating([copy])  # decided: the write is sent after the report is made
+    report = asyncio.create_task(writer.unschedulable_condition(copy, "Unschedulable", NO_FIT, raise_errors=True))
+    await asyncio.sleep(0.1)
+    assert not report.done() and not patches(k8s, PODS)  # it waits for our write
+    await writer.pod_nomination(copy, "n1")
+    assert await report
+    stored = await kube.get(PODS, NS, "worker-0")
+    assert stored["status"]["nominatedNodeName"] == "n1"
+    assert conditions(stored)["PodScheduled"]["message"] == NO_FIT
+    assert not k8s.errors
+
+    writer.nominating([copy])
+    await writer.pod_nomination(copy, None)
+    await kube.bind(NS, "worker-0", "node-17")  # a change that is not ours
+    with pytest.raises(Conflict):
+        await writer.unschedulable_condition(copy, "Unschedulable", "0/4 nodes are available.", raise_errors=True)
+    assert conditions(await kube.get(PODS, NS, "worker-0"))["PodScheduled"]["status"] == "True"
 
 
 async def test_longest_pod_name_gets_a_uuid_named_event(kube: KubeClient, writer: StatusWriter) -> None:

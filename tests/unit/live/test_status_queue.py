@@ -132,3 +132,38 @@ async def test_a_409_is_retried_only_by_a_queue_told_to(retry_conflicts: bool) -
         await asyncio.sleep(30)
     assert [name for name, _ in log] == (["p", "p"] if retry_conflicts else ["p"])
     assert queue.written == (1 if retry_conflicts else 0)
+
+
+@pytest.mark.looptime
+async def test_the_kept_writes_of_replaced_reports_run_once_each_in_order_before_the_latest_write() -> None:
+    """A pod decided on three times before its report is written: one condition (the latest), three Events."""
+    queue, log = StatusQueue("t", workers=1), []
+    for i in range(3):
+        queue.submit("ml/p", recorder(log, f"condition-{i}"), keep=recorder(log, f"event-{i}"))
+    async with running(queue):
+        await asyncio.sleep(1)
+    assert [name for name, _ in log] == ["event-0", "event-1", "event-2", "condition-2"]
+
+
+@pytest.mark.looptime
+async def test_a_kept_write_is_not_lost_when_its_reports_write_fails_and_a_newer_report_replaces_the_retry() -> None:
+    """The condition refused (409: the pod changed) and replaced by a newer decision's before its retry: the first
+    decision's Event was recorded all the same, once; the second decision's too."""
+    queue, log = StatusQueue("t", workers=1, retry_conflicts=True, retry_initial_s=10.0), []
+    queue.submit("ml/p", recorder(log, "condition-0", [Conflict(409, "Conflict", "the object has been modified")]),
+                 keep=recorder(log, "event-0"))
+    async with running(queue):
+        await asyncio.sleep(1)
+        queue.submit("ml/p", recorder(log, "condition-1"), keep=recorder(log, "event-1"))
+        await asyncio.sleep(1)
+    assert [name for name, _ in log] == ["event-0", "condition-0", "event-1", "condition-1"]
+    assert queue.depth == 0
+
+
+@pytest.mark.looptime
+async def test_a_failed_kept_write_does_not_stop_the_report() -> None:
+    queue, log = StatusQueue("t", workers=1), []
+    queue.submit("ml/p", recorder(log, "condition"), keep=recorder(log, "event", [ApiError(500, "InternalError", "x")]))
+    async with running(queue):
+        await asyncio.sleep(1)
+    assert [name for name, _ in log] == ["event", "condition"] and queue.written == 1

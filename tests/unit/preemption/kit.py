@@ -106,7 +106,8 @@ class Cluster:
     composites: list[CompositePodGroup] = field(default_factory=list)
     classes: list[PriorityClass] = field(default_factory=list)
     budgets: list[PodDisruptionBudget] = field(default_factory=list)
-    awaiting: set[GroupKey] = field(default_factory=set)
+    awaiting: dict[GroupKey, tuple[str, ...]] = field(default_factory=dict)
+    """Root → the victims chosen for it earlier still in the cluster (pod keys), as the live preemptor says."""
     dra: bool = False
     """A device view in the snapshot, as ``run`` always has (the DRA API served) and ``simulate`` with DRA objects."""
     device_classes: list[DeviceClass] = field(default_factory=list)
@@ -127,7 +128,7 @@ class Cluster:
         cache = self.cache()
         tree = cache.tree(key)
         assert tree is not None, f"no tree {key}"
-        plugin = DefaultPreemption(CacheGroupView(cache, lambda k: k in self.awaiting))
+        plugin = DefaultPreemption(CacheGroupView(cache, lambda k: self.awaiting.get(k, ())))
         return tree, schedule_one(tree, cache.snapshot(), config or SolverConfig(), [plugin])
 
 

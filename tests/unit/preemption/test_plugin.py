@@ -280,9 +280,10 @@ def test_ongoing_preemption_evicts_nothing_new_and_keeps_nominations(why: str) -
     c.groups.append(group("high", 1, priority=100))
     c.pods.append(pending("high-0", "high", nominated="n0"))
     if why == "awaiting":
-        c.awaiting.add(GroupKey("PodGroup", NS, "high"))
+        c.awaiting[GroupKey("PodGroup", NS, "high")] = (f"{NS}/old",)
     decision = preemption(c)
     assert decision.waiting and decision.victims == () and decision.plan is None
+    assert decision.awaited == (f"{NS}/old",)  # what the root waits for, either way
     assert [(p.metadata.name, n) for p, n in decision.nominations] == [("high-0", "n0")]
     assert decision.message == GROUP_PREFIX + ONGOING
 
