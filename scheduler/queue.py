@@ -222,6 +222,16 @@ class SchedulingQueue:
         self._leave(key)
         self.ready.discard(key)
 
+    def scheduled(self, key: GroupKey) -> None:
+        """A plan of root ``key`` was bound: its attempts start over (:meth:`done`) — unless the root was queued or
+        decided again since the plan (members it left pending, tried on the room left while it was bound): that
+        root keeps its place and its attempts, so it is neither dropped from the queue (its pending members would
+        wait for a change of their own tree) nor given a backoff that starts over while it fails the same way, as
+        kube-scheduler keeps each pending pod's own backoff when other pods of its gang are bound."""
+        if key in self.backing_off or key in self.ready:
+            return
+        self.done(key)
+
     def activate(self, keys: Iterable[GroupKey] | None, now: float) -> int:
         """Move backing-off roots back (``None``: all of them) because an event may help them; returns how many
         moved. A parked root whose backoff has not ended yet waits for its end instead (kube's move from

@@ -54,7 +54,7 @@ from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.plan import ClaimAllocation, Plan
 from scheduler.framework.snapshot import Nominated, Snapshot, bound_copy, pod_vector
 from scheduler.groups.index import GroupIndex
-from scheduler.groups.intent import intent_problem, parse_intent
+from scheduler.groups.intent import intended_node, intent_problem, parse_intent
 from scheduler.groups.tree import Forest, GroupTree
 from scheduler.model.base import NESTED_TOO_DEEP, describe
 from scheduler.model.coscheduling import CoscheduledPodGroup, label_link
@@ -121,6 +121,10 @@ def node_essence(node: Node) -> tuple[object, ...]:
 def pod_essence(pod: Pod) -> tuple[object, ...]:
     """What the scheduler reads of a pod: spec, labels, deletion, phase, nomination, generated claim names,
     requests (actuated resources included) — not its conditions (our own status writes) nor its resourceVersion.
+    The nomination only while the pod is not bound: a bound pod holds its node, not the room it was nominated to
+    (kube-scheduler's nominator drops a pod once it is assigned), so the nomination cleared on its bind — by the
+    API server (``ClearingNominatedNodeNameAfterBinding``) or by us — changes nothing, and does not decide its
+    root again.
     Of the phase only whether the pod finished (``Succeeded`` / ``Failed``: the queueing hints and every count read
     no more), unless the pod carries scheduler-plugins' PodGroup label, whose PodGroup's status counts its running
     members: the kubelet's write that starts a pod (``Pending`` → ``Running``) then changes nothing the scheduler
@@ -128,8 +132,9 @@ def pod_essence(pod: Pod) -> tuple[object, ...]:
     lets its snapshot go on every pod update). Its first :data:`ENTRY_ESSENCE` items are all its entry in the pod
     index reads (``pod_index.pod_entry``)."""
     phase = pod.status.phase if label_link(pod.metadata.labels) else pod.is_terminal
+    nominated = None if pod.spec.node_name else pod.status.nominated_node_name
     return (pod.metadata.uid, pod.spec, pod.metadata.labels, pod.metadata.deletion_timestamp, phase,
-            pod.status.nominated_node_name, pod.status.resource_claim_statuses, pod.requests)
+            nominated, pod.status.resource_claim_statuses, pod.requests)
 
 
 ENTRY_ESSENCE = 4
@@ -303,6 +308,10 @@ class ClusterCache:
         self.on_refused: Callable[[Refusal], None] = lambda refused: None
         """Told of every object refused, or taken with a part ignored (:data:`REFUSAL_REASONS`); the live
         driver counts them and posts a Warning Event on the object. Must not raise."""
+        self.on_group: Callable[[PodGroup | CompositePodGroup], None] = lambda group: None
+        """Told of every PodGroup (of the workload API) and CompositePodGroup stored, status-only updates (the
+        scheduler's own condition writes) included; the live driver judges its conditions again
+        (:meth:`~scheduler.live.group_conditions.GroupConditions.shown`). Must not raise."""
 
     def parse(self, kind: str, raw: object) -> Any | None:
         """The model of one raw object of ``kind``, or None when it cannot be taken: every exception its
@@ -410,8 +419,12 @@ class ClusterCache:
             self.groups.set_podgroup(_name(key), self.group(POD_GROUP.name, *_name(key)), quiet=quiet)
             if kind == POD_GROUP.name:
                 self.devices.changed("podgroup", key)
+                if new is not None:
+                    self.on_group(new)
         elif kind == COMPOSITE_POD_GROUP.name:
             self.groups.set_composite(_name(key), new, quiet=quiet)
+            if new is not None:
+                self.on_group(new)
         elif kind == PRIORITY_CLASS.name:
             self.groups.set_priority_class(key, new)
         elif kind == RESOURCE_SLICE.name:
@@ -437,11 +450,20 @@ class ClusterCache:
 
     def _only_unread_intent(self, name: tuple[str, str], was: tuple[object, ...], now: tuple[object, ...]) -> bool:
         """Whether two versions of PodGroup ``name``, of :func:`group_essence` ``was`` and ``now``, differ in their
-        durable intent alone while no member reads it: an intent names nodes for pending members only (a tree's
-        ``Leaf.intended``), and the group has none now — each is bound, assumed or gated. So the watch bringing the
-        intent the binder wrote for a plan it assumed rebuilds no tree and wakes nothing; a member pending later
-        has its tree rebuilt by its own event, which reads the intent then."""
-        return was[:INTENT_ESSENCE] == now[:INTENT_ESSENCE] and not self.groups.has_pending(name)
+        durable intent alone while no member reads the difference: an intent is read for pending members only (a
+        tree's ``Leaf.intended``), and it names the same node for each member pending now (none when each is bound,
+        assumed or gated: O(1) then, else O(members)). So the watch bringing the intent the binder wrote for a plan it
+        assumed rebuilds no tree and wakes nothing — also when the plan left members pending, whom it names no node
+        for; a member pending later has its tree rebuilt by its own event, which reads the intent then."""
+        if was[:INTENT_ESSENCE] != now[:INTENT_ESSENCE]:
+            return False
+        if not self.groups.has_pending(name):
+            return True
+        before, after = was[INTENT_ESSENCE], now[INTENT_ESSENCE]
+        if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+            return before == after  # a scheduler-plugins PodGroup: no intent
+        return all(intended_node(before, pod) == intended_node(after, pod)
+                   for pod in self.groups.members.of(*name).values() if pod.awaits_placement)
 
     def _set_nodes(self, nodes: dict[str, Node], event: ClusterEvent | None = None) -> list[ClusterEvent]:
         """Nodes changed (a re-list, or one event): the fast path for an allocatable-only update, else a

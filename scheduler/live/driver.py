@@ -162,6 +162,7 @@ class Scheduler:
         self.metrics.track_status_queue("groups", self.conditions)
         self.metrics.track_partial_gangs(lambda: len(self.repair.partial) if self.leading else 0)
         self.cache.on_refused = RefusalReporter(self.metrics, self.status, self.spawn, lambda: self.leading)
+        self.cache.on_group = self.conditions.shown  # a group's own watch events: its GangBelowMin judged again
 
     # -- health --------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
@@ -408,7 +409,7 @@ class Scheduler:
                            root=self.cache.group(tree.key.kind, tree.key.namespace, tree.key.name))
         self.preemptor.settled(plan, result.bound)
         if result.ok:
-            self.queue.done(tree.key)  # scheduled: its backoff starts over
+            self.queue.scheduled(tree.key)  # its backoff starts over, unless it was decided again since the plan
             return
         # The plan's assumptions — pods, devices, volume decisions — are given back without a watch event: what waits
         # for room is tried again (as kube-scheduler moves its unschedulable pods when an assumed pod is forgotten).

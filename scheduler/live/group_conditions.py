@@ -39,7 +39,11 @@ failure as a ``FailedScheduling`` Warning Event on the PodGroup (its pods get th
 group first leaves Pending.
 
 Our own condition writes come back as watch events that change no tree (a group's status is not what
-the scheduler reads), so they neither wake the queue nor mark anything dirty .
+the scheduler reads), so they neither wake the queue nor mark the tree dirty. A group object that comes in
+showing ``GangBelowMin`` True is judged again all the same (:meth:`GroupConditions.shown`), as a controller
+reconciles an object on every watch event of it: a PATCH is answered before its watch event arrives (a real API
+server's watch lags its writes), so a judgement made in between — the tree emptied by then, its last members
+deleted — sees no True to clear, and without this nothing would mark the group again.
 """
 
 from __future__ import annotations
@@ -181,18 +185,34 @@ class GroupConditions:
         self.reports.pop(root, None)
         self.observe(root)
 
+    def shown(self, group: PodGroup | CompositePodGroup) -> None:
+        """The cache took ``group`` (a watch event or a list; our own writes included): one that shows
+        ``GangBelowMin`` True — the condition of a root group alone — is judged again (see the module docstring).
+        O(its conditions); the judgement writes only where the object differs from what it should show."""
+        if isinstance(group, CoscheduledPodGroup) or not any(
+                c.type == GANG_BELOW_MIN and c.is_true for c in group.status.conditions):
+            return
+        kind = "CompositePodGroup" if isinstance(group, CompositePodGroup) else "PodGroup"
+        key = GroupKey(kind, group.metadata.namespace, group.metadata.name)
+        if key in self._dirty or key in self._retry:
+            return  # to be judged already, for the root it was marked for
+        self._mark_group(key, key, asyncio.get_running_loop().time())
+        self._wake.set()
+
     def _mark(self, tree: GroupTree) -> None:
         now = asyncio.get_running_loop().time()
         for key in tree.groups:
-            if key.kind == "Pod":
-                continue
-            if (held := self._held(key, now)) is not None:
-                held.root = tree.key  # judged when the server's Retry-After ends
-            else:
-                self._dirty.pop(key, None)
-                self._dirty[key] = tree.key
-            self._since.setdefault(key, now)
+            if key.kind != "Pod":
+                self._mark_group(key, tree.key, now)
         self._wake.set()
+
+    def _mark_group(self, key: GroupKey, root: GroupKey, now: float) -> None:
+        if (held := self._held(key, now)) is not None:
+            held.root = root  # judged when the server's Retry-After ends
+        else:
+            self._dirty.pop(key, None)
+            self._dirty[key] = root
+        self._since.setdefault(key, now)
 
     def _held(self, key: GroupKey, now: float) -> _Retry | None:
         """The retry of group ``key`` while the server's ``Retry-After`` holds its writes back (loop time ``now``),

@@ -48,10 +48,12 @@ gang's minimum, with the count; False once it is satisfied again or holds no mem
 
 @dataclass(slots=True)
 class Partial:
-    """A partial root: partial ``since`` (loop time); ``acted``: the timeout's action was taken."""
+    """A partial root: partial ``since`` (loop time); ``acted``: the timeout's action was taken; ``due``: when to act
+    (loop time; None: ``since`` plus the timeout), moved by :meth:`GangRepair.retry` while ``since`` stays."""
 
     since: float
     acted: bool = False
+    due: float | None = None
 
 
 class GangRepair:
@@ -80,7 +82,16 @@ class GangRepair:
         :data:`~scheduler.queue.CLOCK_SLACK_S` of ``now`` has passed (so ``now`` = :meth:`next_deadline`, rounded
         either way, expires it)."""
         now += CLOCK_SLACK_S
-        return [k for k, p in self.partial.items() if not p.acted and now >= p.since + self.timeout_s]
+        return [k for k, p in self.partial.items() if not p.acted and now >= self._due(p)]
+
+    def _due(self, entry: Partial) -> float:
+        return entry.since + self.timeout_s if entry.due is None else entry.due
+
+    def below_min_s(self, key: GroupKey, now: float) -> float:
+        """Seconds root ``key`` has been partial at loop time ``now`` (0: it is not): since it was first seen so —
+        after a restart, since its ``GangBelowMin`` condition's lastTransitionTime."""
+        entry = self.partial.get(key)
+        return max(0.0, now - entry.since) if entry is not None else 0.0
 
     def acted(self, key: GroupKey) -> None:
         entry = self.partial.get(key)
@@ -93,11 +104,11 @@ class GangRepair:
         entry = self.partial.get(key)
         if entry is not None:
             entry.acted = False
-            entry.since = now + after_s - self.timeout_s
+            entry.due = now + after_s
 
     def next_deadline(self) -> float | None:
         """Loop time of the next timeout, or None."""
-        return min((p.since + self.timeout_s for p in self.partial.values() if not p.acted), default=None)
+        return min((self._due(p) for p in self.partial.values() if not p.acted), default=None)
 
 
 def teardown_unit(tree: GroupTree, group_of: Callable[[GroupKey], PodGroup | CompositePodGroup | None]
@@ -181,7 +192,9 @@ class GangRepairer:
 
     def act_due(self, now: float) -> None:
         """Act on the partial roots past ``--gang-repair-timeout-s``: tear down a ``disruptionMode: all`` gang
-        whole (its bound members evicted), report a ``single`` one."""
+        whole (its bound members evicted), report a ``single`` one. The Event and the log line say how long the gang
+        has been below its minimum (:meth:`GangRepair.below_min_s`: from its ``GangBelowMin`` condition after a
+        restart), not the timeout."""
         for key in self.books.expired(now):
             tree = self.cache.tree(key)
             if tree is None or not tree.partial:
@@ -192,7 +205,7 @@ class GangRepairer:
             self.books.acted(key)
             obj = self.cache.group(key.kind, key.namespace, key.name)
             what = below_min_message(tree)
-            after = f"for {self.settings.gang_repair_timeout_s:.0f} s"
+            after = f"for {self.books.below_min_s(key, now):.0f} s"
             unit = teardown_unit(tree, lambda k: self.cache.group(k.kind, k.namespace, k.name))
             if unit is None:
                 missing = sum(max(0, leaf.min_count - len(leaf.bound) - leaf.succeeded - len(leaf.pending))

@@ -27,11 +27,16 @@ class LaggingApiServer(ApiServer):
     write, FIFO per resource."""
 
     lag_s: tuple[float, float] = (0.005, 0.06)
+    lagged: frozenset[str] | None = None
+    """The plurals whose watches lag (None: every resource's); may be changed while serving."""
     rng: random.Random = attrs.field(factory=lambda: random.Random(7))
     _queues: dict[Any, collections.deque] = attrs.field(factory=dict)
     _pumps: dict[Any, asyncio.Task] = attrs.field(factory=dict)
 
     async def _publish(self, resource, event):  # type: ignore[no-untyped-def]
+        if self.lagged is not None and resource.plural not in self.lagged and not self._queues.get(resource):
+            await super()._publish(resource, event)
+            return
         self.log.append((int(event['object']['metadata']['resourceVersion']), resource, event))
         due = asyncio.get_running_loop().time() + self.rng.uniform(*self.lag_s)
         self._queues.setdefault(resource, collections.deque()).append((due, event))

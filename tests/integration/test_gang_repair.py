@@ -8,11 +8,14 @@ half-bound gang whose room a higher-priority gang took keeps its other members f
 from __future__ import annotations
 
 import asyncio
+import datetime
+import re
 from typing import Any
 
 import pytest
 
 from scheduler.client.kube import EVENTS, NODES, PODGROUPS, PODS, KubeClient
+from tests.integration.lagging import lagging_server
 from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 from tests.integration.test_partial_gangs import Refuse
 
@@ -137,3 +140,49 @@ async def test_a_partial_gang_whose_members_are_all_deleted_shows_no_member_boun
         after = await until(lambda: _reason(kube, "s", "NoMembersBound"), what="GangBelowMin cleared")
         assert after["status"] == "False"
         assert value(sched, "gang_scheduler_gangs_below_min") == 0
+
+
+@pytest.mark.looptime
+async def test_gang_below_min_is_cleared_when_the_tree_empties_before_the_watch_shows_it() -> None:
+    """A PATCH is answered before its watch event comes (a real API server's watch lags its writes): the gang's
+    last members deleted in between, the judgement of the emptied tree sees no GangBelowMin True to clear — the
+    True that comes afterwards is judged again, and cleared (NoMembersBound)."""
+    async with lagging_server(lag_s=(0.0, 0.0)) as srv:
+        kube = KubeClient.for_host(str(srv.url))
+        try:
+            await create_node(kube, "n0", cpu="8")
+            await create_gang(kube, "g", 4, cpu="1")
+            async with running(kube):
+                await until(lambda: bound_at_least(kube, "g-", 4), what="the gang bound")
+                await asyncio.sleep(1)
+                srv.lag_s, srv.lagged = (3.0, 3.0), frozenset({"podgroups"})
+                await kube.delete(PODS, NS, "g-0", body={"gracePeriodSeconds": 0})
+                below = await until(lambda: _reason(kube, "g", "BelowMinCount"), what="GangBelowMin True written")
+                assert below["message"] == "gang g: 3/4 members bound (minCount 4)"
+                for name in ("g-1", "g-2", "g-3"):  # before the watch shows the True
+                    await kube.delete(PODS, NS, name, body={"gracePeriodSeconds": 0})
+                after = await until(lambda: _reason(kube, "g", "NoMembersBound"), timeout_s=30,
+                                    what="GangBelowMin cleared once no member is left")
+                assert after["status"] == "False"
+        finally:
+            await kube.close()
+
+
+@pytest.mark.looptime
+async def test_the_timeout_event_says_how_long_the_gang_has_been_below_min_across_a_restart(
+        k8s, kube: KubeClient) -> None:
+    """A gang found partial at start whose ``GangBelowMin`` has been True for 150 s: its clock starts there, so the
+    timeout comes at once and its Event says 150 s, not the timeout."""
+    await create_node(kube, "n0", cpu="8")
+    group = podgroup("s", 3)
+    group["spec"]["disruptionMode"] = {"single": {}}
+    await kube.create(PODGROUPS, NS, group)
+    for i in range(2):
+        await kube.create(PODS, NS, pod(f"s-{i}", "s", node_name="n0"))  # bound before the restart; s-2 is gone
+    since = (datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=150)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    await kube.patch(PODGROUPS, NS, "s", {"status": {"conditions": [{
+        "type": "GangBelowMin", "status": "True", "reason": "BelowMinCount", "lastTransitionTime": since,
+        "message": "gang s: 2/3 members bound (minCount 3)", "observedGeneration": 1}]}}, sub="status")
+    async with running(kube, gang_repair_timeout_s=20.0):
+        [event] = await until(lambda: group_events(kube, "s", "GangBelowMin"), timeout_s=10, what="the Event")
+        assert re.match(r"gang s: 2/3 members bound \(minCount 3\) for 15[0-2] s;", event["note"]), event["note"]

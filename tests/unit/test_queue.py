@@ -118,3 +118,25 @@ def test_a_backoff_that_ends_within_the_clocks_slack_has_ended() -> None:
     assert queue.next_wakeup() == end and end > 16.854466
     assert queue.pop(now=16.85446) is None
     assert queue.pop(now=16.854466) == KEY
+
+
+def test_a_plan_bound_keeps_the_wait_of_a_root_decided_again_since() -> None:
+    """A plan left members pending and the root was tried again on the room left while the plan was bound: the
+    end of the binds neither drops it from the queue nor starts its backoff over (its next failure waits longer,
+    not 1 s); a root not tried since starts over."""
+    queue = SchedulingQueue(initial_backoff_s=1.0, max_backoff_s=60.0)
+    for attempt in range(5):  # failed five times: 1 … 16 s
+        queue.backoff(tree(TreeState.READY, attempt), now=0.0)
+    queue.update(tree(TreeState.READY, 5), KEY, ready=True)  # the plan
+    assert queue.pop(now=100.0) == KEY
+    queue.update(tree(TreeState.READY, 6), KEY, ready=True)  # assumed: its pending rest, tried at once
+    assert queue.pop(now=100.0) == KEY
+    assert queue.backoff(tree(TreeState.READY, 6), 100.0, frozenset({"NodeResourcesFit"}),
+                         unschedulable=True) == 32.0
+    queue.scheduled(KEY)  # the plan's binds ended
+    assert KEY in queue.backing_off and queue.attempts[KEY] == 6
+    assert queue.pop(now=120.0) is None
+    assert queue.backoff(tree(TreeState.READY, 6), now=140.0) == 60.0
+    queue.done(KEY)
+    queue.scheduled(KEY)  # nothing queued: starts over
+    assert KEY not in queue.attempts
