@@ -25,7 +25,6 @@ coalesced per group the same way.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -159,13 +158,22 @@ class StatusQueue:
 
     async def _work(self) -> None:
         loop = asyncio.get_running_loop()
+        # The due time a wait for one last ran out at, taken as reached: asyncio runs a timer once its time is below
+        # the clock's plus ``clock_resolution`` (``BaseEventLoop._run_once``), so the wait may end before
+        # ``loop.time()`` reaches it; waiting for it again would spin while a fast-forwarded clock (moved only while
+        # the loop is idle) stands still.
+        reached = 0.0
         while True:
-            taken = self._take(loop.time())
+            taken = self._take(max(loop.time(), reached))
             if not isinstance(taken, tuple):
                 self._wake.clear()
-                timeout = None if taken is None else max(0.0, taken - loop.time())
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout)
+                if taken is None:
+                    await self._wake.wait()
+                    continue
+                try:
+                    await asyncio.wait_for(self._wake.wait(), max(0.0, taken - loop.time()))
+                except TimeoutError:
+                    reached = taken
                 continue
             key, entry = taken
             self._inflight.add(key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import random
 from collections.abc import AsyncIterator
 
 import pytest
@@ -167,3 +168,29 @@ async def test_a_failed_kept_write_does_not_stop_the_report() -> None:
     async with running(queue):
         await asyncio.sleep(1)
     assert [name for name, _ in log] == ["event", "condition"] and queue.written == 1
+
+
+class _Jitter(random.Random):
+    """A backoff's jitter source that always draws ``value``."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__()
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+@pytest.mark.looptime
+@pytest.mark.timeout(10)
+async def test_a_retry_due_within_the_clocks_resolution_of_a_tick_is_written() -> None:
+    """The retry is due at 1.2341270005 s: looptime's clock moves in whole microseconds, and asyncio runs a timer
+    once it is due within ``clock_resolution`` (1 ns) of the clock, so the worker's wait for the retry ends at
+    1.234127 s, before it is due; the retry is written then, not waited for again and again with the clock still."""
+    queue, log = StatusQueue("t", workers=1, retry_initial_s=1.0, rng=_Jitter(0.7341270005)), []
+    start = asyncio.get_running_loop().time()
+    queue.submit("ml/p", recorder(log, "p", [ApiError(503, "ServiceUnavailable", "x")]))
+    async with running(queue):
+        await asyncio.sleep(30)
+    assert [(name, round(t - start, 6)) for name, t in log] == [("p", 0.0), ("p", 1.234127)]
+    assert (queue.written, queue.failed) == (1, 1)
