@@ -10,7 +10,6 @@ to :meth:`Changes.notify`, which wakes the waiters whose kinds changed; between 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Iterable
 
 from scheduler.framework.binding_cycle import Failure
@@ -64,7 +63,9 @@ async def wait_for(condition: Condition, changes: Changes, kinds: frozenset[str]
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(wake.wait(), remaining)
+            except TimeoutError:  # the deadline, even if the loop woke up to its clock resolution (1 ns) before it
+                return condition()
         finally:
             changes.unsubscribe(wake)

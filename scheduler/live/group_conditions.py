@@ -49,7 +49,6 @@ deleted — sees no True to clear, and without this nothing would mark the group
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -273,16 +272,22 @@ class GroupConditions:
     async def run(self) -> None:
         """Write what the dirty groups should show, forever (the driver's task ``group-status``)."""
         loop = asyncio.get_running_loop()
+        reached = 0.0  # a retry time the wait for it ran out at: reached, though asyncio may wake up to 1 ns early
         while True:
-            now = loop.time()
+            now = max(loop.time(), reached)
             for key, retry in self._retry.items():
                 if retry.at <= now:
                     self._dirty.setdefault(key, retry.root)
             if not self._dirty:
                 wait = min((retry.at for retry in self._retry.values()), default=None)
                 self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), None if wait is None else max(0.0, wait - now))
+                if wait is None:
+                    await self._wake.wait()
+                    continue
+                try:
+                    await asyncio.wait_for(self._wake.wait(), max(0.0, wait - now))
+                except TimeoutError:
+                    reached = wait
                 continue
             key, root = next(iter(self._dirty.items()))
             del self._dirty[key]

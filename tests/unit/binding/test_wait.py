@@ -49,3 +49,15 @@ async def test_a_failure_ends_the_wait_and_a_condition_never_met_times_out_at_it
     failure = Failure("ml/c", "bindingFailureConditions: Unhealthy")
     assert await wait_for(lambda: failure, changes, CLAIMS, 600) is failure
     assert changes._waiters == []  # nothing left subscribed
+
+
+@pytest.mark.looptime
+@pytest.mark.timeout(10)
+async def test_a_deadline_between_two_ticks_of_the_clock_ends_the_wait() -> None:
+    """The deadline falls 0.5 ns after a whole microsecond, the step of a fast-forwarded clock; asyncio runs a timer
+    due within its clock resolution (1 ns), so the wait ends just before the deadline — it is over then, not waited
+    for again and again with the clock standing still."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    assert await wait_for(lambda: False, Changes(), CLAIMS, 1.2341270005) is False
+    assert loop.time() - start == pytest.approx(1.234127, abs=1e-6)
