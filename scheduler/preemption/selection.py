@@ -1,8 +1,9 @@
-"""Choosing victims: one pass with every candidate gone, then reprieve the most important while the tree fits.
+"""Choosing victims: one pass with every candidate gone, reprieve the most important while the tree fits, then
+consolidate the gangs broken.
 
 Upstream's single-pass-then-reprieve (kube-scheduler ``podgrouppreemption.go``, v1.37, and the per-node
 ``SelectVictimsOnNode`` of ``plugins/defaultpreemption/default_preemption.go``: reprieve in priority order), on
-our snapshots:
+our snapshots, and a consolidation step of ours after it:
 
 1. **One pass.** With every candidate unit (:mod:`scheduler.preemption.units`) removed the whole tree
    must fit; if it does not, nothing is evicted (:func:`select` returns None): preemption cannot help,
@@ -39,6 +40,35 @@ our snapshots:
    A what-if's solve is steered by :class:`PreemptionCost`; the search being a heuristic, steering can lose
    a fit the plain search finds, so a what-if fits when either finds one.
    In ``bench_preemption`` a decision has 50 to 4,000 candidate units and evicts 1 to 64 of them.
+3. **Consolidation** (beyond kube-scheduler, whose greedy reprieve stops at step 2). A gang is *broken* when the
+   victims take it below ``minCount`` — a single-mode PodGroup that loses more members than it has spare ones
+   (:attr:`~scheduler.preemption.units.Unit.spare`; counted, not read off ``essential``: the reprieve may evict an
+   essential member and keep a spare one, which leaves the gang whole) — or when it is an ``all`` unit, evicted
+   whole (:func:`broken_gangs`). The reprieve breaks gangs greedily: in its order the least important members of
+   several gangs can stay victims where the members of one gang would have done, and once a gang is below
+   ``minCount`` its other members are of little use — evicting them instead of breaking a second gang costs no
+   further job. So, when the victims break at least two gangs, for each broken gang G, most important first
+   (by its most important victim): put G's victims back, and evict instead, least important first (the reprieve
+   order read backwards), the fewest of the candidate units that are not victims, whose eviction breaks no gang
+   not broken already (members of the other gangs broken now, pods without a group, members of groups that could
+   lose every candidate and stay at ``minCount``) and that count at G's priority or below, as long as they add
+   up to no more pods than G's victims and no more budget violations (each unit's count, as step 2 orders by);
+   G is kept whole if the tree fits with them gone (the check of step 2: the room bound, the plan re-checked on
+   the units' nodes, a solve, a new plan kept), else everything is as before. Each swap keeps the victim pods
+   and the budget violations from growing and breaks exactly one gang fewer, and no pod is evicted for a gang of
+   lower priority than its own. The units a swap would evict are first weighed against the room bound's sum
+   without touching the what-if (:meth:`RoomBound.taken`: G's victims put back take at most each node's free
+   room, the units evicted free at most their requests), which refuses most hopeless swaps for O(columns);
+   then they are checked all gone, and if the tree fits, the fewest of the first of them that still fit are
+   found by a bisection — fits only grow with the units evicted, by the monotonicity step 2 assumes. When some
+   G was kept whole, step 2's reprieve runs once more over every victim (the units evicted instead may leave
+   room for others to come back), so the guarantee above holds for the final victims. Cost: O(victims) when
+   fewer than two gangs are broken; else O(pods) once for the bound's figures, the units that may be evicted
+   instead read lazily, only as far as the swaps take (:class:`_Instead`; O(units) at most in all), and per
+   broken gang a scan of those read (up to its victims' pods and budget violations, skipping its own members)
+   and at most 1 + O(log pods of its victims) checks, none when the bound refuses; after a swap, O(pods) to
+   bring the bound's figures up to date, and in the end one more reprieve (O(victims · log units) checks).
+   Deterministic: every order above is the reprieve's.
 
 What-ifs are kept by :class:`WhatIf`, in place: it holds one usage matrix and the NodeInfos, and when
 units are removed or put back it applies only those: their pods' request vectors (remembered across
@@ -72,7 +102,7 @@ from scheduler.groups.tree import GroupTree
 from scheduler.model.pod import Pod
 from scheduler.model.policy import PodDisruptionBudget
 from scheduler.preemption.budgets import violations
-from scheduler.preemption.units import Unit, importance
+from scheduler.preemption.units import RANK_ALL, RANK_MEMBER, Unit, importance
 from scheduler.solver.plugins import DEFAULT_PROFILE, Profile
 from scheduler.solver.search import minimum_need, node_local, placements_hold, solve
 
@@ -85,12 +115,17 @@ plugins (weights ≤ 10 in kube's default profile), because evicting less beats 
 @dataclass(frozen=True, slots=True)
 class Selection:
     """What :func:`select` chose: the ``victims`` units, the ``plan`` the tree gets once they are gone,
-    the candidate units ``reprieved``, and the victim pods that exceed a budget (``pdb_violations``)."""
+    the candidate units ``reprieved``, the victim pods that exceed a budget (``pdb_violations``), the gangs the
+    victims break (``broken``) and those the consolidation kept whole (``consolidated``)."""
 
     victims: tuple[Unit, ...]
     plan: Plan
     reprieved: int
     pdb_violations: int
+    broken: int = 0
+    """Gangs the victims break (:func:`broken_gangs`)."""
+    consolidated: int = 0
+    """Gangs the consolidation kept whole (each by evicting, instead, pods of gangs broken anyway)."""
 
     @property
     def pods(self) -> tuple[Pod, ...]:
@@ -195,6 +230,21 @@ class WhatIf:
         self._unreported.clear()
         return self._nodes[local], self._used[local]
 
+    def requests(self, cols: IntArray) -> IntArray:
+        """``(len(units), len(cols))``: each unit's pods' requests summed, in the columns ``cols``."""
+        out = np.zeros((len(self.units), len(cols)), dtype=np.int64)
+        np.add.at(out, self._unit, self._vec[:, cols])
+        return out
+
+    def placed(self, units: Sequence[int]) -> tuple[IntArray, IntArray, IntArray]:
+        """The pods of ``units`` (indices into :attr:`units`): per pod, the index in ``units`` of its unit, its node
+        row, and its request vector (``(pods, R)``)."""
+        where = np.full(len(self.units), -1, dtype=np.int64)
+        where[np.asarray(units, dtype=np.int64)] = np.arange(len(units), dtype=np.int64)
+        of = where[self._unit]
+        pods = np.flatnonzero(of >= 0)
+        return of[pods], self._nodes[self._local[pods]], self._vec[pods]
+
     def flat_gone(self) -> BoolArray:
         """Per candidate pod (in unit order), whether its unit is removed now."""
         return self.gone[self._unit]
@@ -282,7 +332,7 @@ class Steering:
 def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: Sequence[PodDisruptionBudget],
            config: SolverConfig, profile: Profile = DEFAULT_PROFILE, usable: BoolArray | None = None,
            want: int = 0, vectors: PodVectors | None = None, need: IntArray | None = None,
-           steering: Steering | None = None) -> Selection | None:
+           steering: Steering | None = None, *, consolidate: bool = True) -> Selection | None:
     """Choose the victims among ``units`` for ``tree`` on ``snapshot`` (see the module docstring).
 
     ``units``: the candidate units (``units.candidates``); ``budgets``: the PodDisruptionBudgets;
@@ -291,7 +341,8 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
     (beyond satisfying the tree: every pending member, when preempting for members above the minimum).
     ``vectors``: the pods' request vectors remembered across calls (the plugin's), else computed here; ``need``:
     the tree's :func:`~scheduler.solver.search.minimum_need` when the caller has it; ``steering``: the steered
-    profile kept across calls (the plugin's), else made here.
+    profile kept across calls (the plugin's), else made here. ``consolidate``: run the consolidation after the
+    reprieve (step 3 of the module docstring; False: kube-scheduler's greedy reprieve alone).
     Returns the :class:`Selection`, or None when the tree does not fit even with every candidate gone.
     """
     ordered = sorted(units, key=importance)
@@ -361,7 +412,6 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
         else:
             low = middle
     keep_least(high)
-    reprieved = total - high
     local = node_local(tree, fit[0], config, profile)
     plan = fit[1]
     index = snapshot.table.index
@@ -385,26 +435,188 @@ def select(tree: GroupTree, snapshot: Snapshot, units: Sequence[Unit], budgets: 
         plan_rows = {index[node] for _, node in plan.placements}
         return True
 
+    def reprieve(rest: list[int]) -> None:
+        """Put back what it can of the victims ``rest`` (in reprieve order): batches doubling while the tree fits,
+        halving on a miss, down to the single unit that stays a victim."""
+        at, step = 0, 1
+        while at < len(rest):
+            batch = rest[at:at + step]
+            gone[batch] = False  # try them back
+            if holds_back(batch):
+                at += len(batch)
+                step *= 2
+                continue
+            gone[batch] = True
+            if len(batch) > 1:
+                step = max(1, len(batch) // 2)
+                continue
+            at += 1  # it stays a victim
+            step = 1
+
+    def evicting(adds: IntArray, count: int, batch: list[int]) -> bool:
+        """Whether the tree fits with the first ``count`` of ``adds`` gone and the rest back (``batch``: every unit
+        whose state may differ from when the current plan was found)."""
+        gone[adds] = False
+        gone[adds[:count]] = True
+        return holds_back(batch)
+
+    def consolidate_gangs(gangs: dict[tuple[int, str], list[int]]) -> int:
+        """Step 3 of the module docstring over the broken ``gangs`` (key → their victims, most important gang first);
+        returns how many it kept whole."""
+        nonlocal plan, plan_rows
+        victims = list(gangs.values())
+        instead = _Instead(ordered, order[::-1].tolist(), counts.count(0), gone,
+                           {key: g for g, key in enumerate(gangs)})
+        unit_room = whatif.requests(bound.cols)
+
+        def shortfall() -> IntArray:
+            """``(gangs, len(cols))``: per gang, what evicting instead must free at least for the room bound to let
+            the tree fit — the room its victims take back (:meth:`RoomBound.taken`) less the bound's slack."""
+            room()  # the bound up to date with ``gone``
+            owner, rows, vec = whatif.placed([i for members in victims for i in members])
+            of = np.repeat(np.arange(len(victims)), [len(members) for members in victims])
+            return bound.taken(of[owner], rows, vec, len(victims)) - bound.slack()
+
+        short = shortfall()
+        for g, members in enumerate(victims):
+            picked = instead.pick(g, ordered[members[0]].priority, sum(len(ordered[i].pods) for i in members),
+                                  counts, sum(counts[i] for i in members))
+            if not picked or (unit_room[picked].sum(axis=0) < short[g]).any():
+                continue  # the room bound refuses it even with all of them gone
+            adds = np.array(picked, dtype=np.int64)
+            kept = plan, plan_rows
+            batch = members + picked  # every unit whose state a check below differs in from ``kept``
+            gone[members] = False
+            if not evicting(adds, len(adds), batch):
+                gone[adds] = False
+                gone[members] = True
+                plan, plan_rows = kept
+                continue
+            low, high = -1, len(adds)  # the fewest of ``adds`` that let it fit: a bisection (fits grow with count)
+            while high - low > 1:
+                middle = (low + high) // 2
+                if evicting(adds, middle, batch):
+                    high = middle
+                else:
+                    low = middle
+            gone[adds] = False
+            gone[adds[:high]] = True  # the last check that passed was this one: ``plan`` holds here
+            for i in picked[:high]:  # victims now of the gangs they belong to, which stay broken
+                if (h := instead.member_of.get(i)) is not None:
+                    victims[h].append(i)
+            instead.saved_gang(g)
+            short = shortfall()
+        return len(instead.saved)
+
     rest = order[total - high:].tolist()  # most important first
-    at, step = 0, 1
-    while at < len(rest):
-        batch = rest[at:at + step]
-        gone[batch] = False  # try them back
-        if holds_back(batch):
-            reprieved += len(batch)
-            at += len(batch)
-            step *= 2
-            continue
-        gone[batch] = True
-        if len(batch) > 1:
-            step = max(1, len(batch) // 2)
-            continue
-        at += 1  # it stays a victim
-        step = 1
+    reprieve(rest)
     chosen = np.flatnonzero(gone).tolist()
+    broken = len(gangs := _broken(ordered, chosen))
+    consolidated = consolidate_gangs(gangs) if consolidate and broken >= 2 else 0
+    if consolidated:  # the units evicted instead may leave room for others: the reprieve once more, over every victim
+        reprieve([i for i in order.tolist() if gone[i]])
+        chosen = np.flatnonzero(gone).tolist()
+        broken = len(_broken(ordered, chosen))
     victims = tuple(ordered[i] for i in chosen)  # ordered is most important first
     pdb = sum(counts[i] for i in chosen)
-    return Selection(victims, plan, reprieved, pdb)
+    return Selection(victims, plan, total - len(chosen), pdb, broken, consolidated)
+
+
+class _Instead:
+    """The units step 3 may evict instead of a broken gang's victims, read lazily: ``ordered`` units not victims
+    (``gone``) whose eviction breaks no gang not broken already — pods without a group, members of a group that can
+    lose every candidate and stay at ``minCount``, members of the ``broken`` gangs (key → gang) — least important
+    first: ``least_first`` is the reprieve order read backwards, its first ``split`` units over no budget, then the
+    others, each run by ascending priority. A swap reads only as far as it takes, so a decision whose swaps take a
+    few pods each reads a few units, whatever the number of candidates."""
+
+    def __init__(self, ordered: Sequence[Unit], least_first: list[int], split: int, gone: BoolArray,
+                 broken: dict[tuple[int, str], int]) -> None:
+        self.ordered, self.gone, self.broken = ordered, gone, broken
+        self.runs = (least_first[:split], least_first[split:])
+        self.read = [0, 0]  # per run, how far it is read
+        self.found: tuple[list[int], list[int]] = ([], [])  # per run, the units read that may be evicted instead
+        self.member_of: dict[int, int] = {}
+        """A unit found → the broken gang it is a member of."""
+        self.saved: set[int] = set()
+        """The gangs kept whole: their members are no longer evicted instead."""
+
+    def _more(self, run: int, priority: int) -> bool:
+        """Read ``run`` on to its next unit that may be evicted instead; False at the end, or at a unit above
+        ``priority`` (left unread: the runs ascend in priority)."""
+        units, at, ordered = self.runs[run], self.read[run], self.ordered
+        while at < len(units):
+            i = units[at]
+            unit = ordered[i]
+            if unit.priority > priority:
+                break
+            at += 1
+            if self.gone[i] or unit.rank == RANK_ALL:
+                continue
+            if unit.rank == RANK_MEMBER and unit.spare < unit.group_size:  # a gang that could fall below minCount
+                gang = self.broken.get((RANK_MEMBER, unit.group))
+                if gang is None:
+                    continue  # not broken: evicting it could break it
+                self.member_of[i] = gang
+            self.found[run].append(i)
+            self.read[run] = at
+            return True
+        self.read[run] = at
+        return False
+
+    def pick(self, gang: int, priority: int, pods: int, counts: Sequence[int], violations: int) -> list[int]:
+        """The first units that may be evicted instead of the victims of ``gang``: of ``priority`` or below, not of the
+        gang itself nor of one kept whole, not victims, up to ``pods`` pods and ``violations`` budget violations in all
+        (each unit's of ``counts``) — stopping at the first that would exceed either."""
+        picked: list[int] = []
+        for run in (0, 1):
+            found, k = self.found[run], 0
+            while k < len(found) or self._more(run, priority):
+                i = found[k]
+                k += 1
+                unit = self.ordered[i]
+                if unit.priority > priority:
+                    break
+                owner = self.member_of.get(i)
+                if self.gone[i] or owner == gang or owner in self.saved:
+                    continue
+                if len(unit.pods) > pods or counts[i] > violations:
+                    return picked
+                picked.append(i)
+                pods -= len(unit.pods)
+                violations -= counts[i]
+        return picked
+
+    def saved_gang(self, gang: int) -> None:
+        """``gang`` is kept whole: its members and the units now evicted leave the lists."""
+        self.saved.add(gang)
+        for found in self.found:
+            found[:] = [i for i in found if not self.gone[i] and self.member_of.get(i) not in self.saved]
+
+
+def _gang_key(unit: Unit) -> tuple[int, str] | None:
+    """The gang ``unit``'s eviction counts against: an ``all`` unit's own group, a single-mode member's PodGroup;
+    None for a pod without a group."""
+    return (unit.rank, unit.group) if unit.rank in (RANK_ALL, RANK_MEMBER) else None
+
+
+def _broken(ordered: Sequence[Unit], victims: Sequence[int]) -> dict[tuple[int, str], list[int]]:
+    """The gangs the ``victims`` (indices into ``ordered``, ascending) break, most important first, each with its
+    victims (see :func:`broken_gangs`)."""
+    found: dict[tuple[int, str], list[int]] = {}
+    for i in victims:
+        key = _gang_key(ordered[i])
+        if key is not None:
+            found.setdefault(key, []).append(i)
+    return {key: members for key, members in found.items()
+            if key[0] == RANK_ALL or len(members) > ordered[members[0]].spare}
+
+
+def broken_gangs(victims: Sequence[Unit]) -> int:
+    """How many gangs evicting ``victims`` breaks: each ``all`` unit (its whole group goes), and each single-mode
+    PodGroup more of whose members are victims than it has spare members (:attr:`Unit.spare`), so that it falls
+    below ``minCount``. A pod without a group, or a member of a group without ``minCount``, breaks none."""
+    return len(_broken(victims, range(len(victims))))
 
 
 def _on_rows(plan: Plan, index: dict[str, int], rows: Sequence[int]) -> Plan:
@@ -443,6 +655,25 @@ class RoomBound:
         free = np.maximum(self._room[rows] - used[:, self.cols], 0)
         self.total += free.sum(axis=0) - self._free[rows].sum(axis=0)
         self._free[rows] = free
+
+    def slack(self) -> IntArray:
+        """``(len(cols),)``: by how much the room summed over the usable nodes exceeds the minimum need."""
+        return self.total - self.need
+
+    def taken(self, keys: IntArray, rows: IntArray, vectors: IntArray, count: int) -> IntArray:
+        """``(count, len(cols))``: per key in ``range(count)``, the room the sum loses when the pods of that key alone
+        are put back — pods of requests ``vectors`` (``(P, R)``) on node ``rows`` (``(P,)``), keys ``keys``
+        (``(P,)``) — each node giving up at most its free room. Removing pods of requests ``a`` at the same time
+        adds at most ``a`` (a node's free room is ``max(room − used, 0)``), so the sum is then at most
+        ``total − taken + a``: below the need, the tree cannot fit."""
+        out = np.zeros((count, len(self.cols)), dtype=np.int64)
+        if not len(rows) or not self.cols.size:
+            return out
+        pairs, inverse = np.unique(keys * len(self._free) + rows, return_inverse=True)
+        back = np.zeros((len(pairs), len(self.cols)), dtype=np.int64)
+        np.add.at(back, inverse, vectors[:, self.cols])
+        np.add.at(out, pairs // len(self._free), np.minimum(back, self._free[pairs % len(self._free)]))
+        return out
 
     def may_fit(self) -> bool:
         """Whether the room left by the usage last given (at construction, then :meth:`update`) may hold the tree."""

@@ -70,6 +70,9 @@ class Unit:
     pods: list[Pod] = field(default_factory=list)
     rows: list[int] = field(default_factory=list)
     essential: bool = False
+    spare: int = 0
+    """For a member of a single-mode group: how many of its group's candidate units may be evicted with the group
+    still at ``minCount`` — its spare (not essential) units, every one of them for a group without ``minCount``."""
     start: datetime = YOUNGEST
     group_size: int = 1
     group_start: datetime = YOUNGEST
@@ -481,7 +484,7 @@ def _gather(snapshot: Snapshot, view: GroupView, whole: Iterable[Unit], assumed:
 
 
 def _order_within_groups(units: Iterable[Unit], members: dict[tuple[str, str], Membership]) -> None:
-    """Fill in group sizes and start times, and the ``essential`` flag of single-mode gang members."""
+    """Fill in group sizes and start times, and the ``essential`` flag and ``spare`` count of single-mode members."""
     by_group: dict[str, list[Unit]] = {}
     for unit in units:
         if unit.rank == RANK_POD:  # a lone pod is a group of its own (its group is its key)
@@ -492,7 +495,7 @@ def _order_within_groups(units: Iterable[Unit], members: dict[tuple[str, str], M
         size = sum(len(u.pods) for u in group_units)
         start = min(u.start for u in group_units)
         for u in group_units:
-            u.group_size, u.group_start = size, start
+            u.group_size, u.group_start, u.spare = size, start, len(group_units)
         first = group_units[0]
         if first.rank != RANK_MEMBER:
             continue
@@ -504,3 +507,4 @@ def _order_within_groups(units: Iterable[Unit], members: dict[tuple[str, str], M
         youngest_first = sorted(group_units, key=lambda u: (u.start, u.uid), reverse=True)
         for i, u in enumerate(youngest_first):
             u.essential = i >= spare
+            u.spare = min(spare, len(group_units))

@@ -12,6 +12,9 @@
    nominated and no second preemption (the search alone is heuristic and may miss the plan
    preemption proved; a Hypothesis example found one: tests/regression/test_nominated_node_first.py).
 5. An equal-priority root never preempts.
+6. The consolidation after the reprieve (:func:`~scheduler.preemption.selection.select`, step 3) never breaks more
+   gangs than the greedy reprieve alone, never evicts more pods, exceeds budgets more often or reaches a higher
+   priority; its plan still holds once its victims are gone, and no victim unit of it can be put back alone.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from scheduler.cycle import schedule_one
 from scheduler.framework import Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.model import Pod
 from scheduler.model.scheduling import GroupKey
+from scheduler.preemption.selection import broken_gangs, select
 from scheduler.preemption.units import candidates, usable_rows
 from scheduler.solver import solve
 from scheduler.solver.plugins import DEFAULT_PROFILE
@@ -149,3 +153,63 @@ def nominate(pod: Pod, node: str | None) -> Pod:
 def test_an_equal_priority_root_never_preempts(case: Case) -> None:
     _, decision = case.cluster.decide(case.root)
     assert not isinstance(decision, Preemption)
+
+
+@st.composite
+def gang_cases(draw: st.DrawFn) -> Case:
+    """2–5 nodes of 4 cpu filled by single-mode gangs (mostly at minCount = their size; some ``all``) of priority
+    0–1 and a few lone pods, and a pending gang of priority 2 needing the room of several nodes: the shape in which
+    the greedy reprieve breaks several gangs, and the consolidation may keep some whole."""
+    n = draw(st.integers(2, 5))
+    free = {f"n{i}": 4 for i in range(n)}
+    c = Cluster(nodes=[node(name, cpu="4", memory="64Gi") for name in free])
+    g = 0
+    while sum(free.values()) > draw(st.integers(0, 2)):
+        size = draw(st.integers(1, 4))
+        c.groups.append(group(f"run{g}", draw(st.sampled_from([size, size, size, 1])), priority=draw(st.integers(0, 1)),
+                              mode=draw(st.sampled_from(["single", None, None, "all"]))))
+        for j in range(size):
+            roomy = sorted(where for where, room in free.items() if room)
+            if not roomy:
+                break
+            where = draw(st.sampled_from(roomy))
+            cpu = min(free[where], draw(st.sampled_from([2, 2, 1])))
+            free[where] -= cpu
+            c.pods.append(running(f"run{g}-{j}", where, f"run{g}", cpu=str(cpu),
+                                  started=f"2026-01-01T00:{draw(st.integers(0, 59)):02d}:00Z"))
+        g += 1
+    for where, room in free.items():
+        if room:
+            c.pods.append(running(f"lone-{where}", where, cpu=str(room), priority=draw(st.integers(0, 1)),
+                                  scheduler="default-scheduler"))
+    size = draw(st.integers(2, 2 * n))
+    c.groups.append(group("high", size, priority=2))
+    c.pods += [pending(f"high-{i}", "high", cpu="2") for i in range(size)]
+    return Case(c, GroupKey("PodGroup", NS, "high"))
+
+
+@SETTINGS
+@given(st.one_of(cases(), gang_cases()))
+def test_consolidation_breaks_no_more_gangs_evicts_no_more_pods_and_stays_minimal(case: Case) -> None:
+    cache = case.cluster.cache()
+    tree = cache.tree(case.root)
+    assert tree is not None
+    snapshot = cache.snapshot()
+    usable = usable_rows(snapshot, tree, DEFAULT_PROFILE.static_check)
+    units = candidates(snapshot, tree, CacheGroupView(cache), usable)
+    budgets = case.cluster.budgets
+    greedy = select(tree, snapshot, units, budgets, SolverConfig(), usable=usable, consolidate=False)
+    chosen = select(tree, snapshot, units, budgets, SolverConfig(), usable=usable)
+    assert (greedy is None) == (chosen is None)
+    if greedy is None or chosen is None:
+        return
+    assert chosen.broken == broken_gangs(chosen.victims) <= greedy.broken == broken_gangs(greedy.victims)
+    assert chosen.broken <= greedy.broken - chosen.consolidated  # each gang kept whole is one fewer broken
+    assert len(chosen.pods) <= len(greedy.pods)
+    assert chosen.pdb_violations <= greedy.pdb_violations
+    assert max((u.priority for u in chosen.victims), default=-1) <= max((u.priority for u in greedy.victims),
+                                                                       default=-1)
+    assert placements_hold(tree, snapshot.without(list(chosen.pods)), chosen.plan)
+    for unit in chosen.victims:  # no victim unit can be put back alone while the tree still fits
+        rest = [p for u in chosen.victims if u is not unit for p in u.pods]
+        assert not isinstance(solve(tree, snapshot.without(rest)), Plan), f"{unit.key} could be reprieved"
