@@ -120,7 +120,8 @@ class Scheduler:
         self._binding: set[GroupKey] = set()
         """Roots whose plan is being bound now."""
         self.conditions = GroupConditions(self.cache, self.status, lambda key: key in self._binding,
-                                          fence=lambda: self.leading)
+                                          fence=lambda: self.leading,
+                                          evicting=lambda groups: self.preemptor.evicting(groups))
         """The level-triggered group conditions, written by the task ``group-status``."""
         self._resync = True
         """Route every tree again on the next refresh (a new term as leader starts from the cache)."""

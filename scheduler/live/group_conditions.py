@@ -12,7 +12,8 @@ remembered from what this process wrote before:
   — for an Invalid one), when there is one; otherwise nothing is written. Terminal once True (the writer
   never replaces a True).
 * ``GangBelowMin`` (ours; :mod:`scheduler.live.repair`) on the root's group: ``True/BelowMinCount`` with
-  the count while the tree is partial (members bound, root not satisfied); once it shows True, ``False``
+  the count while the tree is partial (members bound, root not satisfied) — not while members of it are being
+  evicted by a preemption of ours (judged once they are gone); once it shows True, ``False``
   with ``Satisfied`` or ``NoMembersBound`` when that is over. Never added to a group that was never partial.
 
 :meth:`GroupConditions.observe` is called for every root whose tree changed (and, on start and after a re-list, for
@@ -139,11 +140,15 @@ class GroupConditions:
 
     def __init__(self, cache: ClusterCache, writer: StatusWriter, binding: Callable[[GroupKey], bool], *,
                  fence: Callable[[], bool] = lambda: True, retry_initial_s: float = 1.0,
-                 retry_max_s: float = 60.0) -> None:
+                 retry_max_s: float = 60.0,
+                 evicting: Callable[[tuple[GroupKey, ...]], bool] = lambda groups: False) -> None:
         self.cache = cache
         self.writer = writer
         self.binding = binding
         self.fence = fence
+        self.evicting = evicting
+        """Whether a tree's groups (its keys) lose members to a preemption of ours in progress: no ``GangBelowMin``
+        is shown for it until they are gone."""
         """False (not leading) writes nothing: the next leader judges every group again from its cache."""
         self.backoff = Backoff(retry_initial_s, retry_max_s)
         self.reports: dict[GroupKey, Report] = {}
@@ -246,7 +251,7 @@ class GroupConditions:
             message = report.message if group.key == tree.key else report.per_group.get(group.key, report.message)
             out.append(Desired(ctype, False, reason, message, terminal=True))
         if group.key == tree.key:
-            if tree.partial:
+            if tree.partial and not self.evicting(tree.groups):
                 out.append(Desired(GANG_BELOW_MIN, True, BELOW_MIN_COUNT, below_min_message(tree)))
             elif any(c.type == GANG_BELOW_MIN and c.is_true for c in obj.status.conditions):
                 out.append(Desired(GANG_BELOW_MIN, False, SATISFIED if tree.root.satisfied else NONE_BOUND, ""))

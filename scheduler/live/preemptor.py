@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterable, Sequence
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
@@ -146,6 +146,20 @@ class Preemptor:
             return tuple(sorted(still))
         self.forget(root)
         return ()
+
+    def evicting(self, groups: Collection[GroupKey]) -> bool:
+        """Whether a victim of a preemption in progress (chosen, still in the cluster as the same pod) is a member of
+        one of ``groups`` (a tree's group keys): such a tree loses members by our own eviction, so until they are
+        gone it is not reported as a partial gang (gang repair, ``GangBelowMin``). O(victims in flight)."""
+        if not self._victims:
+            return False
+        for victims in self._victims.values():
+            for key, uid in victims.items():
+                pod = self.cache.pod(key)
+                if (pod is not None and pod.group_name is not None and (pod.metadata.uid or key) == uid
+                        and GroupKey("PodGroup", pod.metadata.namespace, pod.group_name) in groups):
+                    return True
+        return False
 
     def _overdue(self, root: GroupKey, victims: Sequence[str]) -> None:
         """Log what becomes of ``root``, whose ``victims`` (keys) are still there past their grace period plus the

@@ -2,8 +2,10 @@
 
 A tree is *partial* (:attr:`~scheduler.groups.tree.GroupTree.partial`) when some members are bound but the
 root is not satisfied by them: a bind failed half-way, the scheduler stopped mid-plan, or a running gang
-lost members (a pod deleted or failed, its node gone). While partial it holds the room its durable intent
-names (``cache.cluster.held_room``), is queued before every other root, and is retried like any root —
+lost members (a pod deleted or failed, its node gone) — not while members are being evicted by a preemption
+of ours (:meth:`~scheduler.live.preemptor.Preemptor.evicting`): it is judged once they are gone. While partial it
+holds the room its durable intent names (``cache.cluster.held_room``), is queued before every other root, and is
+retried like any root —
 completed on its held room, or elsewhere inside its topology domain (bound members pin the domain). A
 replacement member never goes back to a node that is not ready (NodeLifecycle).
 
@@ -179,6 +181,8 @@ class GangRepairer:
         plan is being bound is judged when its binder ends (its assumed members are not bound yet)."""
         if self.binding(key):
             return
+        if tree is not None and tree.partial and self.preemptor.evicting(tree.groups):
+            return  # members going by our own preemption: judged once they are gone
         since: datetime | None = None
         if tree is not None and tree.partial and key not in self.books.partial and key.kind != "Pod":
             obj = self.cache.group(key.kind, key.namespace, key.name)
@@ -200,8 +204,8 @@ class GangRepairer:
             if tree is None or not tree.partial:
                 self.books.observe(key, tree, now)
                 continue
-            if self.binding(key):
-                continue  # a plan is being bound: judged when it ends
+            if self.binding(key) or self.preemptor.evicting(tree.groups):
+                continue  # a plan is being bound, or our preemption is evicting members: judged when it ends
             self.books.acted(key)
             obj = self.cache.group(key.kind, key.namespace, key.name)
             what = below_min_message(tree)

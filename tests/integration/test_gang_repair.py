@@ -12,9 +12,11 @@ import datetime
 import re
 from typing import Any
 
+import kmock
 import pytest
 
 from scheduler.client.kube import EVENTS, NODES, PODGROUPS, PODS, KubeClient
+from tests.integration.apiserver import ApiServer
 from tests.integration.lagging import lagging_server
 from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 from tests.integration.test_partial_gangs import Refuse
@@ -186,3 +188,37 @@ async def test_the_timeout_event_says_how_long_the_gang_has_been_below_min_acros
     async with running(kube, gang_repair_timeout_s=20.0):
         [event] = await until(lambda: group_events(kube, "s", "GangBelowMin"), timeout_s=10, what="the Event")
         assert re.match(r"gang s: 2/3 members bound \(minCount 3\) for 15[0-2] s;", event["note"]), event["note"]
+
+
+@pytest.mark.looptime
+async def test_a_gang_our_preemption_evicts_whole_is_not_reported_partial_while_its_members_go(
+        k8s: ApiServer, kube: KubeClient, caplog: pytest.LogCaptureFixture) -> None:
+    """An ``all`` gang preempted whole: one victim's DELETE answers 5 s after the others, so for 5 s three members
+    are gone and one still runs. That is our own eviction under way, not a gang that lost members: no ``Partial``
+    warning, no ``GangBelowMin`` on the group, and the gang-repair timeout does not act on it."""
+    await create_node(kube, "n0", cpu="4")
+    low = podgroup("low", 4, priority=0)
+    low["spec"]["disruptionMode"] = {"all": {}}
+    await kube.create(PODGROUPS, NS, low)
+    for i in range(4):
+        await kube.create(PODS, NS, pod(f"low-{i}", "low", cpu="1"))
+
+    async def slow_delete(request: kmock.Request) -> Any:
+        if request.name == "low-3":
+            await asyncio.sleep(5)
+        return await k8s._serve_delete(request)
+
+    async with running(kube, gang_repair_timeout_s=2.0) as sched:
+        await until(lambda: bound_at_least(kube, "low-", 4), what="the low gang bound")
+        k8s["delete", kmock.resource("v1/pods")] << slow_delete
+        high = podgroup("high", 4, priority=100)
+        await kube.create(PODGROUPS, NS, high)
+        for i in range(4):
+            await kube.create(PODS, NS, pod(f"high-{i}", "high", cpu="1"))
+        await until(lambda: bound_at_least(kube, "high-", 4), timeout_s=60, what="the preemptor bound")
+        history = k8s.objects["scheduling.k8s.io/v1beta1/podgroups", NS, "low"].history
+        shown = [c for version in history for c in (version.get("status") or {}).get("conditions") or []
+                 if c["type"] == "GangBelowMin"]
+        assert shown == []
+        assert not [r for r in caplog.records if "root=PodGroup ml/low result=Partial" in r.getMessage()]
+        assert value(sched, "gang_scheduler_gang_repairs_total", result="torn_down") == 0
