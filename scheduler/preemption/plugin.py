@@ -43,10 +43,12 @@ import enum
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from scheduler.framework.node_table import BoolArray
+import numpy as np
+
+from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
-from scheduler.groups.tree import GroupTree
+from scheduler.groups.tree import GroupTree, walk
 from scheduler.model.base import named_within
 from scheduler.model.pod import NEVER, Pod
 from scheduler.preemption.group_view import GroupView
@@ -177,9 +179,9 @@ class DefaultPreemption:
             return Outcome.NO_VICTIMS, result.with_postfilter(prefix + NO_VICTIMS)
         if chosen is None:
             pods = [p for u in units for p in u.pods]
-            room = bool((snapshot.table.allocatable[rows].sum(axis=0)
-                         >= minimum_need(tree, snapshot, config, self.profile)).all())
-            kept = staying(snapshot, tree, self.view, rows, self.nodes) if room else 0
+            kept = staying(snapshot, tree, self.view, rows, self.nodes) if (
+                _room_is_short(result)
+                and _room_emptied(tree, snapshot, rows, minimum_need(tree, snapshot, config, self.profile))) else 0
             return Outcome.NOT_HELPFUL, result.with_postfilter(
                 f"{prefix}{NOT_HELPFUL} ({_no_fit(pods, result, namespace, kept)})")
         if not chosen.pods:
@@ -253,18 +255,40 @@ def _pending(tree: GroupTree) -> Iterable[Pod]:
         yield from leaf.pending
 
 
+def _room_is_short(result: Unschedulable) -> bool:
+    """Whether node resources refused nodes in ``result`` and no rule about other pods or devices did
+    (:data:`RELATIONAL`): then what holds the room is worth naming in a verdict of not helpful."""
+    return resources_fit.NAME in result.rejectors and not result.rejectors & RELATIONAL
+
+
+def _room_emptied(tree: GroupTree, snapshot: Snapshot, rows: BoolArray, need: IntArray) -> bool:
+    """Whether the nodes of ``rows`` would hold ``need`` (``(R,)``, the tree's minimum) once emptied: summed over them
+    all, or within one domain of the root's required topology; False under a topology constraint below the root,
+    whose domains are not weighed here."""
+    keys = {group.topology_key for group in walk(tree.root) if group.topology_key}
+    allocatable = snapshot.table.allocatable
+    if not keys:
+        return bool((allocatable[rows].sum(axis=0) >= need).all())
+    key = tree.root.topology_key
+    if key is None or keys != {key}:
+        return False
+    of_node = snapshot.table.domains(key).of_node
+    return any(bool((allocatable[rows & (of_node == domain)].sum(axis=0) >= need).all())
+               for domain in np.unique(of_node[rows & (of_node >= 0)]).tolist())
+
+
 def _no_fit(pods: Sequence[Pod], result: Unschedulable, namespace: str | None, kept: int = 0) -> str:
     """Why no choice of victims helps: ``no fit even with all 3 lower-priority pods evicted: ml/a-0, …`` (``the one
     lower-priority pod`` for one); led by :data:`DEVICES_LIMIT` when DRA's claims refused nodes in ``result``
     (:data:`DEVICES_TOO` when node resources did too), since an eviction frees no device here. When node resources
     are short, no rule about other pods or devices refused nodes (:data:`RELATIONAL`) and the nodes it may use would
     hold its minimum emptied, what else holds that room follows: ``; 2 pod(s) of its priority or higher run on the
-    nodes it may use and are not preempted`` (``kept``: :func:`~scheduler.preemption.units.staying`; 0 when the
-    nodes are too small together)."""
+    nodes it may use and are not preempted`` (``kept``: :func:`~scheduler.preemption.units.staying`, counted only
+    then: :func:`_room_is_short`, :func:`_room_emptied`)."""
     which = "the one lower-priority pod" if len(pods) == 1 else f"all {len(pods)} lower-priority pods"
     no_fit = f"no fit even with {which} evicted: {_named(pods, namespace)}"
     if dynamic_resources.NAME not in result.rejectors:
-        if kept and resources_fit.NAME in result.rejectors and not result.rejectors & RELATIONAL:
+        if kept:
             no_fit += f"; {kept} pod(s) of its priority or higher run on the nodes it may use and are not preempted"
         return no_fit
     return f"{DEVICES_TOO if resources_fit.NAME in result.rejectors else DEVICES_LIMIT}: {no_fit}"

@@ -16,7 +16,7 @@ from scheduler.preemption.plugin import GROUP_PREFIX, NOT_ELIGIBLE_NEVER, NOT_HE
 from scheduler.preemption.units import usable_rows
 from scheduler.solver import solve
 from scheduler.solver.plugins import DEFAULT_PROFILE
-from tests.unit.groups.builders import NS
+from tests.unit.groups.builders import NS, pg_dict
 from tests.unit.preemption.kit import Cluster, budget, composite, group, names, nodes, pending, running
 from tests.unit.solver.builders import node
 
@@ -471,3 +471,29 @@ def test_a_verdict_of_not_helpful_names_no_staying_pods_when_the_nodes_are_too_s
     _, decision = c.decide("high")
     assert isinstance(decision, Unschedulable)
     assert decision.message.endswith("(no fit even with the one lower-priority pod evicted: ml/low)")
+
+
+def test_a_verdict_of_not_helpful_names_no_staying_pods_when_no_domain_of_its_topology_would_hold_it_emptied() -> None:
+    """Two zones of 8 cpu; the gang needs 12 in one zone: even emptied no zone holds it, whatever stays there."""
+    zone = "topology.kubernetes.io/zone"
+    c = Cluster(nodes=[node(f"{z}{i}", cpu="4", memory="64Gi", labels={zone: z}) for z in "ab" for i in range(2)])
+    c.pods += [running("low", "a0", cpu="4", priority=1), running("peer", "b0", cpu="4", priority=100)]
+    c.groups.append(PodGroup.model_validate(pg_dict("high", 3, topology=zone, priority=100)))
+    c.pods += [pending(f"high-{i}", "high", cpu="4") for i in range(3)]
+    _, decision = c.decide("high")
+    assert isinstance(decision, Unschedulable)
+    assert decision.message.endswith("(no fit even with the one lower-priority pod evicted: ml/low)")
+
+
+def test_a_verdict_of_not_helpful_counts_the_pods_holding_room_in_the_domain_that_would_hold_the_gang() -> None:
+    """Zone a (12 cpu) would hold the 12-cpu gang emptied; a pod of the gang's priority holds 4 of it."""
+    zone = "topology.kubernetes.io/zone"
+    c = Cluster(nodes=[node(f"a{i}", cpu="4", memory="64Gi", labels={zone: "a"}) for i in range(3)]
+                + [node("b0", cpu="4", memory="64Gi", labels={zone: "b"})])
+    c.pods += [running("low", "a0", cpu="4", priority=1), running("peer", "a1", cpu="4", priority=100)]
+    c.groups.append(PodGroup.model_validate(pg_dict("high", 3, topology=zone, priority=100)))
+    c.pods += [pending(f"high-{i}", "high", cpu="4") for i in range(3)]
+    _, decision = c.decide("high")
+    assert isinstance(decision, Unschedulable)
+    assert decision.message.endswith("; 1 pod(s) of its priority or higher run on the nodes it may use and are not "
+                                     "preempted)")
