@@ -58,7 +58,7 @@ from scheduler.live.tasks import Tasks
 from scheduler.live.unhonoured import UnhonouredFields
 from scheduler.live.watches import Watches
 from scheduler.model.base import named_within
-from scheduler.model.scheduling import GroupKey
+from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup
 from scheduler.preemption import DefaultPreemption
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
@@ -163,7 +163,7 @@ class Scheduler:
         self.metrics.track_status_queue("groups", self.conditions)
         self.metrics.track_partial_gangs(lambda: len(self.repair.partial) if self.leading else 0)
         self.cache.on_refused = RefusalReporter(self.metrics, self.status, self.spawn, lambda: self.leading)
-        self.cache.on_group = self.conditions.shown  # a group's own watch events: its GangBelowMin judged again
+        self.cache.on_group = self._group_shown  # a group's own watch events: its GangBelowMin judged again
 
     # -- health --------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
@@ -269,6 +269,11 @@ class Scheduler:
             await asyncio.sleep(0)
             self._refresh(loop.time())
         self.reporter.record_queues(self.queue)
+
+    def _group_shown(self, group: PodGroup | CompositePodGroup) -> None:
+        """A group's own watch event: its ``GangBelowMin`` judged again, in the namespaces this scheduler serves."""
+        if self._allowed(group.metadata.namespace):
+            self.conditions.shown(group)
 
     def _allowed(self, namespace: str) -> bool:
         return not self.settings.namespaces or namespace in self.settings.namespaces

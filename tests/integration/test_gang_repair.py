@@ -222,3 +222,20 @@ async def test_a_gang_our_preemption_evicts_whole_is_not_reported_partial_while_
         assert shown == []
         assert not [r for r in caplog.records if "root=PodGroup ml/low result=Partial" in r.getMessage()]
         assert value(sched, "gang_scheduler_gang_repairs_total", result="torn_down") == 0
+
+
+@pytest.mark.looptime
+async def test_a_group_outside_the_namespaces_served_is_never_written(k8s: ApiServer, kube: KubeClient) -> None:
+    """A partial gang whose ``GangBelowMin`` another scheduler (of its namespace) wrote: a scheduler serving other
+    namespaces leaves it as it is."""
+    await create_node(kube, "n0", cpu="8")
+    await kube.create(PODGROUPS, NS, podgroup("s", 3))
+    for i in range(2):
+        await kube.create(PODS, NS, pod(f"s-{i}", "s", node_name="n0"))
+    theirs = {"type": "GangBelowMin", "status": "True", "reason": "BelowMinCount", "message": "written by theirs",
+              "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1}
+    await kube.patch(PODGROUPS, NS, "s", {"status": {"conditions": [theirs]}}, sub="status")
+    async with running(kube, namespaces=["elsewhere"]):
+        await asyncio.sleep(20)
+    shown = (await kube.get(PODGROUPS, NS, "s"))["status"]["conditions"]
+    assert [c["message"] for c in shown if c["type"] == "GangBelowMin"] == ["written by theirs"]
