@@ -159,7 +159,7 @@ class Reporter:
             if (pod := current()) is not None:
                 await self.status.unschedulable_condition(pod, reason, message, raise_errors=True)
 
-        self.writes.submit(key, condition, keep=event)
+        self.writes.submit(key, condition, keep=event, keep_id=(reason, message))
 
     def orphans(self) -> None:
         """Each orphan pod of ours (its group does not exist) gets its message once per change."""

@@ -7,7 +7,10 @@ report is *submitted* here under its object's key; a report submitted while an o
 still waiting replaces it (only the latest state is worth writing) — all but its *kept* part: a report may carry
 writes of its own that a newer one does not replace (a decision's ``FailedScheduling`` Event: kube-scheduler records
 one per attempt, each with its own message, while the pod's condition shows only the latest). They run once, in the
-order submitted, before the object's next write, and are not retried (an Event write logs and swallows its errors).
+order submitted, before the object's next write, and are not retried (an Event write logs and swallows its errors). A
+kept write equal to the one submitted just before it (the same ``keep_id``: a decision repeated while the object's
+reports wait) is held once and run as many times as it was submitted, so a repeated Event counts into its series
+without a copy per decision.
 :data:`DEFAULT_WORKERS` tasks write them, oldest first. A write that fails with a retryable error (429, 5xx,
 transport) is submitted again after :class:`~scheduler.live.backoff.Backoff` (``retry_initial_s`` doubling to
 ``retry_max_s``, jittered, longer when the reply's ``Retry-After`` asks it), at most ``max_attempts`` times, unless
@@ -60,9 +63,18 @@ class _Entry:
     """Loop time before which it is not tried (a retry's backoff)."""
     held: bool = False
     """The server's ``Retry-After`` set :attr:`due`: a newer report of the object waits for it too."""
-    kept: list[Write] = field(default_factory=list)
+    kept: list[_Kept] = field(default_factory=list)
     """The writes of this report and of those it replaced that a newer report does not replace, oldest first:
-    run once before :attr:`write`."""
+    run before :attr:`write`."""
+
+
+@dataclass(slots=True)
+class _Kept:
+    """A kept write, submitted ``times`` times in a row under ``id`` (None: never merged)."""
+
+    write: Write
+    id: object = None
+    times: int = 1
 
 
 class StatusQueue:
@@ -104,24 +116,25 @@ class StatusQueue:
         oldest = min(e.queued_at for queue in (self._pending, self._delayed) for e in queue.values())
         return max(0.0, now - oldest)
 
-    def submit(self, key: str, write: Write, keep: Write | None = None) -> None:
+    def submit(self, key: str, write: Write, keep: Write | None = None, keep_id: object = None) -> None:
         """Write ``write`` soon; it replaces a report still waiting for ``key`` (its age is kept). Soon is at once,
         or, when the report it replaces waits for what the server's ``Retry-After`` asked, when that wait ends.
         ``keep``: a write of this report that a newer one does not replace (see the module docstring): run once,
-        after the kept writes of the reports before it, before the key's next write."""
+        after the kept writes of the reports before it, before the key's next write; ``keep_id`` (hashable, None:
+        none): what makes it equal to the kept write submitted just before it, which then runs once more instead."""
         now = asyncio.get_running_loop().time()
         held = self._delayed.get(key)
         if held is not None and held.held and held.due > now:
             held.write, held.attempt = write, 0
-            self._keep(held, keep)
+            self._keep(held, keep, keep_id)
             return
         entry = self._pending.get(key) or self._delayed.pop(key, None)
         if entry is not None:
             entry.write, entry.attempt, entry.due, entry.held = write, 0, 0.0, False
-            self._keep(entry, keep)
+            self._keep(entry, keep, keep_id)
             self._pending[key] = entry
         else:
-            self._pending[key] = _Entry(write, now, kept=[keep] if keep is not None else [])
+            self._pending[key] = _Entry(write, now, kept=[_Kept(keep, keep_id)] if keep is not None else [])
             if len(self._pending) > self.max_pending:
                 oldest = next(iter(self._pending))
                 del self._pending[oldest]
@@ -130,10 +143,15 @@ class StatusQueue:
                             self.max_pending, oldest)
         self._wake.set()
 
-    def _keep(self, entry: _Entry, keep: Write | None) -> None:
+    @staticmethod
+    def _keep(entry: _Entry, keep: Write | None, keep_id: object) -> None:
         if keep is None:
             return
-        entry.kept.append(keep)
+        last = entry.kept[-1] if entry.kept else None
+        if last is not None and keep_id is not None and last.id == keep_id:
+            last.times += 1
+            return
+        entry.kept.append(_Kept(keep, keep_id))
         if len(entry.kept) > MAX_KEPT:
             del entry.kept[0]
 
@@ -179,11 +197,12 @@ class StatusQueue:
             self._inflight.add(key)
             try:
                 kept, entry.kept = entry.kept, []
-                for write in kept:  # once each, even if the report's own write then fails
-                    try:
-                        await write()
-                    except ApiError as exc:
-                        log.warning("%s: a kept write on %s failed: %s", self.name, key, exc)
+                for item in kept:  # even if the report's own write then fails
+                    for _ in range(item.times):
+                        try:
+                            await item.write()
+                        except ApiError as exc:
+                            log.warning("%s: a kept write on %s failed: %s", self.name, key, exc)
                 await entry.write()
                 self.written += 1
             except ApiError as exc:

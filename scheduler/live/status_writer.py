@@ -115,6 +115,9 @@ POD_SCHEDULED = "PodScheduled"
 NODES_RESERVED = "NodesReserved"
 """Our PodGroup condition while the starvation guard holds the nodes of a root's best plan for it (no
 upstream equivalent: kube-scheduler has no starvation protection, and KEP-5710 specifies none)."""
+OWN_WRITE_KEEP_S = 60.0
+"""How long the version our own ``nominatedNodeName`` write produced is kept for the reports on the pod after the write
+ended (seconds): they are queued before it ends and written within seconds; later the cache's copy shows it."""
 OWN_WRITE_WAIT_S = 10.0
 """How long a pod's report waits at most for our own ``nominatedNodeName`` write on the pod to end (seconds): that
 write is in the URGENT lane, and ends in a round trip; a report that waits longer goes against its copy's version."""
@@ -176,6 +179,8 @@ class _OwnWrite:
     base: str | None
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     produced: str | None = None
+    ended_at: float | None = None
+    """Loop time it ended (None: not yet)."""
 
 
 class StatusWriter:
@@ -508,7 +513,11 @@ class StatusWriter:
         for pod in pods:
             self._end(own.pop(pod.key, None))
             own[pod.key] = _OwnWrite(pod.metadata.resource_version)
-        while len(own) > MAX_REMEMBERED_FAILURES:
+        stale = asyncio.get_running_loop().time() - OWN_WRITE_KEEP_S
+        while own:  # in the order decided: those ended long ago, whose reports have come or will not
+            first = next(iter(own.values()))
+            if len(own) <= MAX_REMEMBERED_FAILURES and (first.ended_at is None or first.ended_at >= stale):
+                break
             self._end(own.pop(next(iter(own))))
 
     async def pod_nomination(self, pod: Pod, node: str | None) -> None:
@@ -524,16 +533,24 @@ class StatusWriter:
             if own is not None and not own.ended.is_set() and not spec.get("nodeName"):
                 own.produced = md.get("resourceVersion")  # bound since: the report's precondition must refuse it
         finally:
-            self._end(own)
+            self._ended(pod.key, own)
 
     def nomination_ended(self, key: str) -> None:
         """The nomination write decided for pod ``key`` ended, or will not be sent: reports on it stop waiting."""
-        self._end(self._own.get(key))
+        self._ended(key, self._own.get(key))
+
+    def _ended(self, key: str, own: _OwnWrite | None) -> None:
+        """``own``, the write on pod ``key``, ended; forgotten at once when it produced no version a report could use
+        (not written, failed, or the pod bound since)."""
+        self._end(own)
+        if own is not None and own.produced is None and self._own.get(key) is own:
+            del self._own[key]
 
     @staticmethod
     def _end(own: _OwnWrite | None) -> None:
-        if own is not None:
+        if own is not None and not own.ended.is_set():
             own.ended.set()
+            own.ended_at = asyncio.get_running_loop().time()
 
     async def _report_version(self, pod: Pod) -> str | None:
         """The ``resourceVersion`` a report about the copy ``pod`` is sent against: the one our own nomination write

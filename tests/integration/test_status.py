@@ -16,7 +16,7 @@ import pytest
 
 from scheduler.client.kube import COMPOSITES, EVENTS, PODGROUPS, PODS, STRATEGIC_PATCH, ApiError, KubeClient, Resource
 from scheduler.errors import Conflict
-from scheduler.live.status_writer import StatusWriter
+from scheduler.live.status_writer import OWN_WRITE_KEEP_S, StatusWriter
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, PodGroup
 from tests.integration.apiserver import ApiServer
@@ -452,6 +452,24 @@ async def test_a_report_made_before_our_own_nomination_write_is_sent_against_the
     with pytest.raises(Conflict):
         await writer.unschedulable_condition(copy, "Unschedulable", "0/4 nodes are available.", raise_errors=True)
     assert conditions(await kube.get(PODS, NS, "worker-0"))["PodScheduled"]["status"] == "True"
+
+
+@pytest.mark.looptime
+async def test_what_our_nomination_writes_produced_is_kept_only_while_a_report_may_use_it(
+        kube: KubeClient, writer: StatusWriter) -> None:
+    """A write that produced no version a report could use (the pod bound since) is forgotten as it ends; one that did
+    is kept for the reports queued before it ended, and forgotten a while after (:data:`OWN_WRITE_KEEP_S`)."""
+    await kube.create(PODS, NS, POD_BODY)
+    await kube.create(PODS, NS, {**POD_BODY, "metadata": {"name": "worker-1"}})
+    await kube.bind(NS, "worker-1", "node-17")
+    pending, bound = await pod(kube), Pod.model_validate(await kube.get(PODS, NS, "worker-1"))
+    writer.nominating([pending, bound])
+    await writer.pod_nomination(pending, "n1")
+    await writer.pod_nomination(bound, None)
+    assert list(writer._own) == [pending.key]
+    await asyncio.sleep(OWN_WRITE_KEEP_S + 1)
+    writer.nominating([])
+    assert not writer._own
 
 
 async def test_longest_pod_name_gets_a_uuid_named_event(kube: KubeClient, writer: StatusWriter) -> None:

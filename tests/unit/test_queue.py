@@ -137,6 +137,7 @@ def test_a_plan_bound_keeps_the_wait_of_a_root_decided_again_since() -> None:
     assert KEY in queue.backing_off and queue.attempts[KEY] == 6
     assert queue.pop(now=120.0) is None
     assert queue.backoff(tree(TreeState.READY, 6), now=140.0) == 60.0
-    queue.done(KEY)
+    queue.update(tree(TreeState.SCHEDULED, 7), KEY, ready=False)  # bound whole: no longer queued, its attempts kept
+    assert KEY not in queue.backing_off and KEY not in queue.ready and queue.attempts[KEY] == 7
     queue.scheduled(KEY)  # nothing queued: starts over
     assert KEY not in queue.attempts

@@ -162,6 +162,21 @@ async def test_a_kept_write_is_not_lost_when_its_reports_write_fails_and_a_newer
 
 
 @pytest.mark.looptime
+async def test_kept_writes_repeated_in_a_row_are_held_once_and_run_as_often_as_submitted() -> None:
+    """A root decided the same way 32 times while its pods' reports wait: one kept write is held per pod, not 32,
+    and it runs 32 times (an Event's repeats count into its series); a different one in between is not merged."""
+    queue, log = StatusQueue("t", workers=1), []
+    for i in range(32):
+        queue.submit("ml/p", recorder(log, f"condition-{i}"), keep=recorder(log, "event-a"), keep_id="a")
+    queue.submit("ml/p", recorder(log, "condition-b"), keep=recorder(log, "event-b"), keep_id="b")
+    queue.submit("ml/p", recorder(log, "condition-a"), keep=recorder(log, "event-a"), keep_id="a")
+    assert [(k.id, k.times) for k in queue._pending["ml/p"].kept] == [("a", 32), ("b", 1), ("a", 1)]
+    async with running(queue):
+        await asyncio.sleep(1)
+    assert [name for name, _ in log] == ["event-a"] * 32 + ["event-b", "event-a", "condition-a"]
+
+
+@pytest.mark.looptime
 async def test_a_failed_kept_write_does_not_stop_the_report() -> None:
     queue, log = StatusQueue("t", workers=1), []
     queue.submit("ml/p", recorder(log, "condition"), keep=recorder(log, "event", [ApiError(500, "InternalError", "x")]))
