@@ -15,12 +15,14 @@ elsewhere never frees room it can use. An ``all`` unit found there still brings 
 they run.
 
 Importance (:func:`importance`, most important first — the reprieve order, so the least important
-units are the ones left to evict): higher priority; then members a single-mode gang needs to stay
-at ``minCount`` before its spare members (the youngest ``running − minCount`` are spare); then a
-group before a lone pod (kube 1.38 ``MoreImportantVictim`` ranks: ``all`` unit > member of a group >
-pod); then larger units; then the earlier start (``status.startTime``; none yet counts as youngest);
-then the group, so members of one single-mode gang stay adjacent and one gang is emptied before the
-next is touched (volcano#4607); then the uid (kube 1.38's deterministic tie-break).
+units are the ones left to evict): higher priority; then what breaks a gang if evicted — an ``all`` unit (a whole
+group) and a member a single-mode gang needs to stay at ``minCount`` — before what does not: spare members (the
+youngest ``running − minCount`` are spare) and lone pods; then a group before a lone pod (kube 1.38
+``MoreImportantVictim`` ranks: ``all`` unit > member of a group > pod), so among the units that break a gang a
+single-mode gang's members go before a whole ``all`` group; then larger units; then the earlier start
+(``status.startTime``; none yet counts as youngest); then the group, so members of one single-mode gang stay adjacent
+and one gang is emptied before the next is touched (volcano#4607); then the uid (kube 1.38's deterministic
+tie-break).
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ def start_of(pod: Pod) -> datetime:
 
 def importance(unit: Unit) -> tuple[object, ...]:
     """Sort key, most important first (see the module docstring)."""
-    return (-unit.priority, not unit.essential, -unit.rank, -unit.group_size, unit.group_start, unit.group,
+    return (-unit.priority, not (unit.essential or unit.rank == RANK_ALL), -unit.rank, -unit.group_size,
+            unit.group_start, unit.group,
             -len(unit.pods), unit.start, unit.uid)
 
 

@@ -75,11 +75,23 @@ def test_consolidation_breaks_one_gang_where_the_greedy_reprieve_breaks_two() ->
     assert decision.plan is not None and len(decision.plan.placements) == 4
 
 
-def test_consolidation_saves_a_whole_unit_by_evicting_members_of_a_gang_broken_anyway() -> None:
-    """An ``all`` unit evicted is a group gone whole: it is kept when members of a gang broken anyway make the
-    same room with no more pods."""
+def test_a_whole_unit_is_kept_before_members_a_single_mode_gang_needs() -> None:
+    """An ``all`` unit evicted is a group gone whole, as a single-mode gang below its minimum is: both break a gang,
+    and the ``all`` unit ranks above a member (kube's ``MoreImportantVictim``), so y goes whole, x stays — without
+    the consolidation. The 8-pod ``all`` group is kept over 3 members of a single-mode gang the same way."""
     chosen = selection(two_gangs(x_mode="all"))
-    assert names(chosen.pods) == ["y-1", "y-2", "y-3"] and (chosen.broken, chosen.consolidated) == (1, 1)
+    assert names(chosen.pods) == ["y-1", "y-2", "y-3"] and (chosen.broken, chosen.consolidated) == (1, 0)
+    c = Cluster(nodes=nodes(4, cpu="4"))
+    c.groups += [group("nb", 8, priority=10, mode="all"), group("nc", 3, priority=10), group("nd", 3, priority=10),
+                 group("ne", 2, priority=10), group("high", 3, priority=1000)]
+    c.pods += [running(f"nb-{j}", f"n{j // 4}", "nb", cpu="1") for j in range(8)]
+    c.pods += [running(f"nc-{j}", "n2", "nc", cpu="1") for j in range(3)]
+    c.pods += [running(f"nd-{j}", "n3", "nd", cpu="1") for j in range(3)]
+    c.pods += [running("ne-0", "n2", "ne", cpu="1"), running("ne-1", "n3", "ne", cpu="1")]
+    c.pods += [pending(f"high-{i}", "high", cpu="1") for i in range(3)]
+    chosen = selection(c)
+    assert len(chosen.pods) == 3 and chosen.broken == 1
+    assert {p.group_name for p in chosen.pods} <= {"nc", "nd"}
 
 
 def test_no_consolidation_when_it_evicts_more_pods() -> None:

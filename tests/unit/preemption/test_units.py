@@ -86,7 +86,7 @@ def test_assumed_pods_are_not_victims() -> None:
                       usable_rows(snapshot, tree, DEFAULT_PROFILE.static_check)) == []
 
 
-def test_importance_orders_priority_then_spares_then_rank_then_size_then_age() -> None:
+def test_importance_orders_priority_then_what_breaks_a_gang_then_rank_then_size_then_age() -> None:
     c = Cluster(nodes=nodes(4, cpu="8"), groups=[
         group("big", 3, priority=1, mode="all"), group("small", 1, priority=1, mode="all"),
         group("gang", 2, priority=1), group("higher", 1, priority=5)])
@@ -99,9 +99,9 @@ def test_importance_orders_priority_then_spares_then_rank_then_size_then_age() -
     order = [names(u.pods) for u in sorted(units_of(c), key=importance)]
     assert order == [
         ["higher-0"],                        # highest priority
-        ["gang-0"], ["gang-1"],              # the two members gang (minCount 2) needs
-        ["big-0", "big-1", "big-2"],         # an all unit before a member, a larger one first
+        ["big-0", "big-1", "big-2"],         # what breaks a gang: an all unit before a member, a larger one first
         ["small-0"],
+        ["gang-0"], ["gang-1"],              # the two members gang (minCount 2) needs
         ["gang-2"],                          # the gang's one spare member (its youngest)
         ["old"], ["young"],                  # lone pods, older first
     ]
