@@ -10,7 +10,8 @@
     │   ├── NotFound         404
     │   ├── Conflict         409: exists, stale resourceVersion, pod already bound
     │   ├── Gone             410: a watch's resourceVersion is too old; re-list
-    │   └── TargetChanged    the bind plugin's check refused a target; nothing sent (scheduler.binding.pods)
+    │   ├── TargetChanged    the bind plugin's check refused a target; nothing sent (scheduler.binding.pods)
+    │   └── NotLeading       the replica lost its lease while a write waited for the rate limiter; nothing sent
     └── NoGroupApi           the operator finds no PodGroup API served (scheduler.operator.apis)
 
 Each class says whether a retry can help. The branches live beside the code that raises them,
@@ -85,3 +86,16 @@ class TargetChanged(ApiError):
 
     def __init__(self, message: str) -> None:
         super().__init__(0, "TargetChanged", message)
+
+
+class NotLeading(ApiError):
+    """This replica no longer holds the leader lease: a write that waited for the client's rate limiter is not sent
+    (``status`` 0; :attr:`KubeClient.fence <scheduler.client.kube.KubeClient.fence>`). Permanent for this replica: the
+    next leader writes what is still needed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "NotLeading", message)
+
+    @property
+    def retryable(self) -> bool:
+        return False

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import copy
 import enum
 import functools
 import json
 import logging
 import os
 import urllib.request
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -46,6 +47,7 @@ from scheduler.errors import ClusterConfigError
 from scheduler.errors import Conflict as Conflict
 from scheduler.errors import Gone as Gone
 from scheduler.errors import NotFound as NotFound
+from scheduler.errors import NotLeading as NotLeading
 from scheduler.model import kinds, podgroup_v1alpha2
 from scheduler.model.kinds import Kind
 
@@ -166,11 +168,13 @@ STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 class Lane(enum.IntEnum):
     """Which requests go first when the client rate limit makes them wait (lower value first).
 
-    ``URGENT``: what a gang's atomicity or the leader lease depends on — binds, claim writes, the
-    durable intent, evictions, lease renewals: a bind never waits behind reports. ``NORMAL``: reads.
-    ``REPORT``: conditions and Events, which are repaired by the next reconciliation if late.
+    ``LEASE``: the leader lease's reads and writes, ahead of everything (kube-scheduler's leader election has a client
+    and a rate limiter of its own): a gang's binds never make the leader miss its renewal. ``URGENT``: what a gang's
+    atomicity depends on — binds, claim writes, the durable intent, evictions: a bind never waits behind reports.
+    ``NORMAL``: reads. ``REPORT``: conditions and Events, which are repaired by the next reconciliation if late.
     """
 
+    LEASE = -1
     URGENT = 0
     NORMAL = 1
     REPORT = 2
@@ -240,10 +244,22 @@ class KubeClient:
     def __init__(self, api: client.ApiClient, qps: float = 50.0, burst: int = 100) -> None:
         self.api = api
         self.limiter = RateLimiter(qps, burst)
+        self.fence: Callable[[], bool] | None = None
+        """Whether this replica may write (it holds the leader lease; None: always): checked after a write's wait for
+        the rate limiter, just before it is sent, for every write but the lease's own (``Lane.LEASE``) — a write
+        queued while leading is not sent once the lease is lost (:class:`NotLeading`)."""
         self.watch_silence_s = WATCH_SILENCE_S
         """Seconds of silence after which :meth:`watch` takes a stream as dropped (:data:`WATCH_SILENCE_S`)."""
         self._session: aiohttp.ClientSession | None = None
         self._env_proxy = proxy_from_env(api.configuration.host or "")
+
+    def fenced(self, fence: Callable[[], bool]) -> KubeClient:
+        """This client for a replica that writes only while ``fence`` says it leads (:attr:`fence`): the same
+        connections, session and rate limiter (call it inside the event loop)."""
+        other = copy.copy(self)
+        other._session = self.session
+        other.fence = fence
+        return other
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -371,6 +387,8 @@ class KubeClient:
         to its end, so the connection is kept (a short reply arrives with its head, and aiohttp has then put the
         connection back already; a body still on its way is read), but not decoded, and ``{}`` is returned."""
         await self.limiter.acquire(lane)
+        if self.fence is not None and method != "GET" and lane is not Lane.LEASE and not self.fence():
+            raise NotLeading(f"{method} {path} not sent: this replica no longer holds the leader lease")
         resp = await self._send(method, path, query, body, content_type)
         try:
             if not reply:

@@ -89,6 +89,9 @@ class Scheduler:
 
     def __init__(self, settings: Settings, kube: KubeClient, *, identity: str | None = None) -> None:
         self.settings = settings
+        lease_kube = kube
+        if settings.leader_elect:  # a write queued while leading is not sent once the lease is lost
+            kube = kube.fenced(lambda: self.leading)
         self.kube = kube
         self.identity = identity or f"{socket.gethostname()}-{id(self):x}"
         self.cache = ClusterCache(settings.scheduler_name, dra=True)  # without the DRA API no claim exists
@@ -106,7 +109,7 @@ class Scheduler:
         self.status = StatusWriter(kube, settings.scheduler_name, instance=self.identity,
                                    event_interval_s=settings.event_interval_s)
         lease_namespace = settings.lease_namespace or own_namespace()
-        self.elector = (LeaderElector(kube, lease_namespace, settings.lease_name, self.identity,
+        self.elector = (LeaderElector(lease_kube, lease_namespace, settings.lease_name, self.identity,
                                       lease_duration_s=settings.lease_duration_s,
                                       renew_deadline_s=settings.renew_deadline_s,
                                       retry_period_s=settings.retry_period_s)
@@ -432,13 +435,14 @@ class Scheduler:
         its start and its end."""
         self.reporter.close()  # the reports still waiting for their delay are not written
         binds = [t for t in self.tasks if t.get_name().startswith(("bind/", "status/", "preempt/"))]
-        log.info("stopping: %d write(s) in flight get %.0f s to finish", len(binds), SHUTDOWN_GRACE_S)
+        log.info("stopping: %d bind, status and preemption task(s) get %.0f s to finish", len(binds),
+                 SHUTDOWN_GRACE_S)
         if binds:
             _, pending = await asyncio.wait(binds, timeout=SHUTDOWN_GRACE_S)
             for task in pending:
                 task.cancel()
             if pending:
-                log.warning("abandoned %d in-flight writes at shutdown", len(pending))
+                log.warning("abandoned %d bind, status and preemption task(s) at shutdown", len(pending))
         if self.elector is not None:
             await self.elector.release()
         for task in list(self.tasks):

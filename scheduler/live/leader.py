@@ -173,12 +173,12 @@ class LeaderElector:
                 now = micro_time()
                 body["spec"].update(holderIdentity="", leaseDurationSeconds=1, acquireTime=now, renewTime=now)
                 try:
-                    self._observe(await self.kube.replace(LEASES, self.namespace, self.name, body, lane=Lane.URGENT))
+                    self._observe(await self.kube.replace(LEASES, self.namespace, self.name, body, lane=Lane.LEASE))
                     logger.info("lease %s/%s: released by %s", self.namespace, self.name, self.identity)
                     return
                 except Conflict:
                     try:
-                        self._observe(await self.kube.get(LEASES, self.namespace, self.name, lane=Lane.URGENT))
+                        self._observe(await self.kube.get(LEASES, self.namespace, self.name, lane=Lane.LEASE))
                     except ApiError as exc:
                         logger.warning("lease %s/%s: release failed: %s", self.namespace, self.name, exc)
                         return
@@ -197,13 +197,13 @@ class LeaderElector:
                 # Fast path (client-go ≥ 1.26): renew the record we wrote last, without a GET.
                 try:
                     self._observe(await self.kube.replace(LEASES, self.namespace, self.name,
-                                                          self._claim(self._observed), lane=Lane.URGENT))
+                                                          self._claim(self._observed), lane=Lane.LEASE))
                     self.renewed_at = started
                     return
                 except Conflict:
                     logger.info("lease %s/%s: changed since our last renewal; re-reading", self.namespace, self.name)
             try:
-                lease = await self.kube.get(LEASES, self.namespace, self.name, lane=Lane.URGENT)
+                lease = await self.kube.get(LEASES, self.namespace, self.name, lane=Lane.LEASE)
             except NotFound:
                 await self._create(started)
                 return
@@ -214,7 +214,7 @@ class LeaderElector:
                 return  # a follower: _observe has cleared `leading` and logged the holder
             try:
                 self._observe(await self.kube.replace(LEASES, self.namespace, self.name, self._claim(lease),
-                                                      lane=Lane.URGENT))
+                                                      lane=Lane.LEASE))
             except Conflict:
                 # Someone wrote the lease between our GET and PUT: they won; the next round reads who.
                 self._lose("lost a race to write the lease")
@@ -234,7 +234,7 @@ class LeaderElector:
                      "acquireTime": now, "renewTime": now, "leaseTransitions": 0},
         }
         try:
-            self._observe(await self.kube.create(LEASES, self.namespace, body, lane=Lane.URGENT))
+            self._observe(await self.kube.create(LEASES, self.namespace, body, lane=Lane.LEASE))
         except Conflict:
             self._lose("lost a race to create the lease")
             logger.info("lease %s/%s: another candidate created it first", self.namespace, self.name)

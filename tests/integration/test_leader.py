@@ -15,7 +15,7 @@ import kmock
 import pytest
 import pytest_asyncio
 
-from scheduler.client.kube import JSON, LEASES, KubeClient
+from scheduler.client.kube import JSON, LEASES, PODS, KubeClient, Lane, NotLeading
 from scheduler.live.leader import LeaderElector
 from tests.integration.apiserver import ApiServer
 
@@ -321,3 +321,26 @@ async def test_release_while_run_still_runs_hands_over_and_never_competes_again(
     assert not task_of(a).done() and b.is_leader
     spec = (await lease(kube))["spec"]
     assert spec["holderIdentity"] == "b" and spec["leaseTransitions"] == 1
+
+
+@pytest.mark.looptime
+async def test_a_write_queued_while_leading_is_not_sent_once_the_lease_is_lost(k8s: ApiServer) -> None:
+    """At 1 request per second a bind waits for the rate limiter; the lease is lost meanwhile: the bind is refused
+    (``NotLeading``) before it is sent, while reads and the lease's own writes still go."""
+    kube = KubeClient.for_host(str(k8s.url), qps=1.0, burst=1)
+    leading = True
+    kube.fence = lambda: leading
+    try:
+        await kube.create(PODS, "ml", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                       "spec": {"containers": [{"name": "c", "image": "pause"}]}})
+        bind = asyncio.create_task(kube.bind("ml", "p", "n0"))
+        await asyncio.sleep(0.5)  # waiting for the next token
+        leading = False
+        with pytest.raises(NotLeading):
+            await bind
+        assert not [r for r in k8s if r.method == "POST" and r.resource == "v1/pods" and r.subresource == "binding"]
+        assert (await kube.get(PODS, "ml", "p"))["spec"].get("nodeName") is None
+        await kube.create(LEASES, NS, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                       "metadata": {"name": NAME}, "spec": {}}, lane=Lane.LEASE)
+    finally:
+        await kube.close()

@@ -44,7 +44,7 @@ async def _at_least(coro, n: int):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.looptime
-async def test_stopping_is_logged_with_the_writes_in_flight(k8s, kube: KubeClient,
+async def test_stopping_is_logged_with_the_tasks_still_writing(k8s, kube: KubeClient,
                                                              caplog: pytest.LogCaptureFixture) -> None:
     await create_node(kube, "n0", cpu="4")
     await create_gang(kube, "g", 2)
@@ -52,7 +52,8 @@ async def test_stopping_is_logged_with_the_writes_in_flight(k8s, kube: KubeClien
         async with running(kube):
             await until(lambda: bound_at_least(kube, "g-", 2), what="gang bound")
     messages = [r.getMessage() for r in caplog.records if r.name == "scheduler.live.driver"]
-    assert any(m.startswith("stopping: ") and "in flight" in m for m in messages)
+    assert any(m.startswith("stopping: ") and "bind, status and preemption task(s) get 10 s to finish" in m
+               for m in messages)
     assert messages[-1] == "stopped"
 
 

@@ -1,4 +1,4 @@
-"""The client rate limiter's lanes: a bind never waits behind reports."""
+"""The client rate limiter's lanes: a bind never waits behind reports, a lease renewal behind nothing."""
 
 from __future__ import annotations
 
@@ -25,6 +25,25 @@ async def test_an_urgent_request_goes_before_every_waiting_report() -> None:
     bind = asyncio.create_task(request("bind", Lane.URGENT))
     await asyncio.gather(*reports, bind)
     assert order == ["report-0@0", "bind@1", "report-1@2", "report-2@3", "report-3@4", "report-4@5"]
+
+
+@pytest.mark.looptime
+async def test_a_lease_renewal_goes_before_every_waiting_bind() -> None:
+    """A gang's binds queued at a low client QPS: the leader's renewal, asked for after them, takes the next token."""
+    limiter = RateLimiter(qps=1.0, burst=1)
+    order: list[str] = []
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
+    async def request(name: str, lane: Lane) -> None:
+        await limiter.acquire(lane)
+        order.append(f"{name}@{loop.time() - start:.0f}")
+
+    binds = [asyncio.create_task(request(f"bind-{i}", Lane.URGENT)) for i in range(4)]
+    await asyncio.sleep(0)
+    renewal = asyncio.create_task(request("renewal", Lane.LEASE))
+    await asyncio.gather(*binds, renewal)
+    assert order == ["bind-0@0", "renewal@1", "bind-1@2", "bind-2@3", "bind-3@4"]
 
 
 @pytest.mark.looptime
