@@ -15,6 +15,9 @@ remembered from what this process wrote before:
   the count while the tree is partial (members bound, root not satisfied) — not while members of it are being
   evicted by a preemption of ours (judged once they are gone); once it shows True, ``False``
   with ``Satisfied`` or ``NoMembersBound`` when that is over. Never added to a group that was never partial.
+* ``DisruptionTarget`` (written ``True`` by the preemptor and gang repair on a group evicted whole): ``False/
+  Rescheduled`` once the group is satisfied again by members bound since and no eviction of ours is under way —
+  the condition says the object is about to be terminated, which it no longer is.
 
 :meth:`GroupConditions.observe` is called for every root whose tree changed (and, on start and after a re-list, for
 every root), :meth:`GroupConditions.failed` after a decision that placed nothing. Both only mark the tree's groups
@@ -75,6 +78,7 @@ from scheduler.model.coscheduling import (
     desired_status,
     occupied_by,
 )
+from scheduler.model.pod import DISRUPTION_TARGET
 from scheduler.model.scheduling import (
     COMPOSITE_INITIALLY_SCHEDULED,
     INITIALLY_SCHEDULED,
@@ -89,6 +93,9 @@ BELOW_MIN_COUNT = "BelowMinCount"
 SATISFIED = "Satisfied"
 NONE_BOUND = "NoMembersBound"
 """``GangBelowMin`` reasons: members bound below the minimum; satisfied again; no member bound any more."""
+RESCHEDULED = "Rescheduled"
+RESCHEDULED_MESSAGE = "the group is scheduled again: members bound since it was disrupted"
+"""``DisruptionTarget=False``: a group preempted or torn down whole whose members are bound again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +257,9 @@ class GroupConditions:
                 reason = REASON_INVALID
             message = report.message if group.key == tree.key else report.per_group.get(group.key, report.message)
             out.append(Desired(ctype, False, reason, message, terminal=True))
+        if (group.satisfied and any(c.type == DISRUPTION_TARGET and c.is_true for c in obj.status.conditions)
+                and not self.evicting(tree.groups)):
+            out.append(Desired(DISRUPTION_TARGET, False, RESCHEDULED, RESCHEDULED_MESSAGE))
         if group.key == tree.key:
             if tree.partial and not self.evicting(tree.groups):
                 out.append(Desired(GANG_BELOW_MIN, True, BELOW_MIN_COUNT, below_min_message(tree)))
@@ -315,7 +325,7 @@ class GroupConditions:
             if isinstance(obj, CoscheduledPodGroup):
                 await self._write_coscheduling(key, root, obj)
             for want in wanted:
-                if want.ctype == GANG_BELOW_MIN:
+                if want.ctype in (GANG_BELOW_MIN, DISRUPTION_TARGET):
                     await self.writer.set_group_condition(obj, want.ctype, want.status, want.reason, want.message,
                                                           raise_errors=True)
                 else:

@@ -310,3 +310,38 @@ async def test_a_victim_group_is_marked_and_evicted_whole(k8s: ApiServer, kube: 
             await until(lambda n=f"low-{i}": terminating(kube, n), what="both members deleted")  # type: ignore[misc]
         cond = await until(lambda: _condition(kube, "low", DISRUPTION_TARGET), what="group DisruptionTarget")
         assert (cond["status"], cond["reason"]) == ("True", REASON_PREEMPTION_BY_SCHEDULER)
+
+
+@pytest.mark.looptime
+async def test_a_group_preempted_whole_and_scheduled_again_no_longer_shows_it_is_a_disruption_target(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    """``low`` (``disruptionMode: all``) is evicted whole for ``high`` and gets ``DisruptionTarget=True``; its Job
+    makes its pods again and, once a node is added, they are bound: the group is no longer about to be terminated,
+    so the condition turns ``False/Rescheduled``."""
+    await create_node(kube, "n0", cpu="2")
+    low = podgroup("low", 2, priority=0)
+    low["spec"]["disruptionMode"] = {"all": {}}
+    await kube.create(PODGROUPS, NS, low)
+    for i in range(2):
+        await kube.create(PODS, NS, pod(f"low-{i}", "low"))
+    async with running(kube):
+        await until(lambda: bound(kube, "low-"), what="low bound")
+        await create_gang(kube, "high", 2, priority=100)
+        await until(lambda: _target(kube, "low", "True"), what="low marked a disruption target")
+        await until(lambda: _bound_count(kube, "high-", 2), timeout_s=60, what="high bound")
+        await create_node(kube, "n1", cpu="2")
+        for i in range(2):
+            await kube.create(PODS, NS, pod(f"low-{i}", "low"))
+        await until(lambda: _bound_count(kube, "low-", 2), timeout_s=60, what="low bound again")
+        cond = await until(lambda: _target(kube, "low", "False"), what="DisruptionTarget cleared")
+        assert cond["reason"] == "Rescheduled"
+
+
+async def _target(kube: KubeClient, group: str, status: str) -> dict[str, Any] | None:
+    obj = await kube.get(PODGROUPS, NS, group)
+    cond = next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == DISRUPTION_TARGET), None)
+    return cond if cond is not None and cond["status"] == status else None
+
+
+async def _bound_count(kube: KubeClient, prefix: str, n: int) -> bool:
+    return len(await bound(kube, prefix)) >= n
