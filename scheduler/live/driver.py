@@ -293,7 +293,7 @@ class Scheduler:
             found = trees.get(key)
             tree = found if found is not None and self._allowed(key.namespace) else None
             self.queue.update(tree, key, ready=tree is not None and tree.state is TreeState.READY)
-            if tree is not None or found is None:  # judged again from the cache (a root gone: its report dropped)
+            if tree is not None or (found is None and self._allowed(key.namespace)):  # judged again from the cache
                 self.conditions.observe(key)
                 self.repair.observe(key, tree, now)
             self.reporter.tree_changed(key, tree)

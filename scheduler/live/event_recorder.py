@@ -33,7 +33,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from scheduler.client.kube import EVENTS, JSON, STRATEGIC_PATCH, ApiError, KubeClient, Lane, NotFound
+from scheduler.client.kube import EVENTS, JSON, STRATEGIC_PATCH, ApiError, KubeClient, Lane, NotFound, NotLeading
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, PodGroup
 
@@ -259,5 +259,9 @@ def _second_text(seconds: int) -> str:
 
 
 def warn(what: str, exc: Exception) -> None:
-    """One warning line for a failed status or Event write."""
+    """One warning line for a failed status or Event write; a debug line for one not sent because this replica no
+    longer leads (a failover: the next leader writes what still stands)."""
+    if isinstance(exc, NotLeading):
+        logger.debug("status write not sent: %s: %s", what, exc)
+        return
     logger.warning("status write failed: %s: %s", what, exc)

@@ -153,10 +153,10 @@ class GroupConditions:
         self.writer = writer
         self.binding = binding
         self.fence = fence
-        self.evicting = evicting
-        """Whether a tree's groups (its keys) lose members to a preemption of ours in progress: no ``GangBelowMin``
-        is shown for it until they are gone."""
         """False (not leading) writes nothing: the next leader judges every group again from its cache."""
+        self.evicting = evicting
+        """Whether a tree's groups (its keys) lose members to a preemption of ours in progress: its ``GangBelowMin``
+        is left as shown until they are going."""
         self.backoff = Backoff(retry_initial_s, retry_max_s)
         self.reports: dict[GroupKey, Report] = {}
         """Root → its last failure (dropped when the root is gone or its plan is bound)."""
@@ -261,8 +261,9 @@ class GroupConditions:
                 and not self.evicting(tree.groups)):
             out.append(Desired(DISRUPTION_TARGET, False, RESCHEDULED, RESCHEDULED_MESSAGE))
         if group.key == tree.key:
-            if tree.partial and not self.evicting(tree.groups):
-                out.append(Desired(GANG_BELOW_MIN, True, BELOW_MIN_COUNT, below_min_message(tree)))
+            if tree.partial:
+                if not self.evicting(tree.groups):  # evicting: left as shown until the victims are going
+                    out.append(Desired(GANG_BELOW_MIN, True, BELOW_MIN_COUNT, below_min_message(tree)))
             elif any(c.type == GANG_BELOW_MIN and c.is_true for c in obj.status.conditions):
                 out.append(Desired(GANG_BELOW_MIN, False, SATISFIED if tree.root.satisfied else NONE_BOUND, ""))
         return out

@@ -39,7 +39,7 @@ from collections.abc import Callable, Collection, Coroutine, Iterable, Sequence
 from typing import Any
 
 from scheduler.cache.cluster import ClusterCache
-from scheduler.client.kube import PODS, ApiError, Conflict, KubeClient, Lane, NotFound
+from scheduler.client.kube import PODS, ApiError, Conflict, KubeClient, Lane, NotFound, NotLeading
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
@@ -148,15 +148,17 @@ class Preemptor:
         return ()
 
     def evicting(self, groups: Collection[GroupKey]) -> bool:
-        """Whether a victim of a preemption in progress (chosen, still in the cluster as the same pod) is a member of
-        one of ``groups`` (a tree's group keys): such a tree loses members by our own eviction, so until they are
-        gone it is not reported as a partial gang (gang repair, ``GangBelowMin``). O(victims in flight)."""
+        """Whether a victim of a preemption in progress (chosen, still running in the cluster as the same pod: its
+        deletion not yet taken) is a member of one of ``groups`` (a tree's group keys): such a tree loses members by our
+        own eviction, so until each is terminating — which changes the tree, and has it judged again — it is not
+        reported as a partial gang (gang repair, ``GangBelowMin``). O(victims in flight)."""
         if not self._victims:
             return False
         for victims in self._victims.values():
             for key, uid in victims.items():
                 pod = self.cache.pod(key)
-                if (pod is not None and pod.group_name is not None and (pod.metadata.uid or key) == uid
+                if (pod is not None and not pod.is_terminating and pod.group_name is not None
+                        and (pod.metadata.uid or key) == uid
                         and GroupKey("PodGroup", pod.metadata.namespace, pod.group_name) in groups):
                     return True
         return False
@@ -326,6 +328,8 @@ class Preemptor:
             result = await self._delete(victim)
         except NotFound:
             return "gone"
+        except NotLeading:
+            return "error"  # as when not leading before it: the next leader decides afresh
         except ApiError as exc:
             log.warning("preemption victim %s not deleted: %s", victim.key, exc)
             return "error"

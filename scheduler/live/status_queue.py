@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from scheduler.client.kube import ApiError
-from scheduler.errors import Conflict
+from scheduler.errors import Conflict, NotLeading
 from scheduler.live.backoff import Backoff
 
 log = logging.getLogger(__name__)
@@ -201,10 +201,14 @@ class StatusQueue:
                     for _ in range(item.times):
                         try:
                             await item.write()
+                        except NotLeading:
+                            raise
                         except ApiError as exc:
                             log.warning("%s: a kept write on %s failed: %s", self.name, key, exc)
                 await entry.write()
                 self.written += 1
+            except NotLeading:  # the next leader reports what still stands: nothing is owed, nothing failed
+                log.debug("%s: report on %s not written: no longer leading", self.name, key)
             except ApiError as exc:
                 self.failed += 1
                 self._retry(key, entry, exc, loop.time())

@@ -20,6 +20,8 @@ from tests.integration.apiserver import ApiServer
 from tests.integration.lagging import lagging_server
 from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 from tests.integration.test_partial_gangs import Refuse
+from tests.integration.test_preemption import HOLD, terminating
+from tests.integration.test_preemption import create_gang as create_preempting_gang
 
 
 async def group_condition(kube: KubeClient, group: str, type_: str) -> dict[str, Any] | None:
@@ -237,5 +239,59 @@ async def test_a_group_outside_the_namespaces_served_is_never_written(k8s: ApiSe
     await kube.patch(PODGROUPS, NS, "s", {"status": {"conditions": [theirs]}}, sub="status")
     async with running(kube, namespaces=["elsewhere"]):
         await asyncio.sleep(20)
+        for i in range(2):  # its tree empties: still not this scheduler's to judge
+            await kube.delete(PODS, NS, f"s-{i}")
+        await asyncio.sleep(20)
     shown = (await kube.get(PODGROUPS, NS, "s"))["status"]["conditions"]
     assert [c["message"] for c in shown if c["type"] == "GangBelowMin"] == ["written by theirs"]
+
+
+@pytest.mark.looptime
+async def test_a_gang_a_preemption_leaves_below_min_is_reported_once_its_victim_terminates(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    """``high`` preempts one member of the single-mode gang ``g`` (minCount 2); the victim stays terminating (a
+    finalizer no one removes) and ``high`` binds on a node added meanwhile. ``g`` runs 1 of 2: a partial gang, shown
+    as one once its member is going — not hidden while the victim lingers."""
+    await create_node(kube, "n0", cpu="2")
+    await kube.create(PODGROUPS, NS, podgroup("g", 2, priority=1))
+    for i in range(2):
+        member = pod(f"g-{i}", "g", node_name="n0")
+        member["metadata"]["finalizers"] = [HOLD]
+        await kube.create(PODS, NS, member)
+    await create_preempting_gang(kube, "high", 1, priority=100)
+    async with running(kube, gang_repair_timeout_s=3600.0):
+        await until(lambda: _terminating_member(kube, "g", 2), what="a member of g deleted")
+        await create_node(kube, "n1", cpu="1")
+        await until(lambda: bound_at_least(kube, "high-", 1), timeout_s=60, what="high bound")
+        below = await until(lambda: _reason(kube, "g", "BelowMinCount"), timeout_s=60, what="g shown partial")
+        assert below["status"] == "True"
+
+
+@pytest.mark.looptime
+async def test_gang_below_min_stays_while_our_preemption_takes_one_more_member(k8s: ApiServer,
+                                                                               kube: KubeClient) -> None:
+    """``g`` (minCount 4) runs 3: ``GangBelowMin=True``. ``high`` preempts one of them, its DELETE answered 5 s late:
+    while it goes the condition is left as shown — never ``False/NoMembersBound`` with members still bound."""
+    await create_node(kube, "n0", cpu="3")
+    await kube.create(PODGROUPS, NS, podgroup("g", 4, priority=1))
+    for i in range(3):
+        await kube.create(PODS, NS, pod(f"g-{i}", "g", node_name="n0"))
+
+    async def slow_delete(request: kmock.Request) -> Any:
+        await asyncio.sleep(5)
+        return await k8s._serve_delete(request)
+
+    async with running(kube, gang_repair_timeout_s=3600.0):
+        await until(lambda: _reason(kube, "g", "BelowMinCount"), what="g shown partial")
+        k8s["delete", kmock.resource("v1/pods")] << slow_delete
+        await create_preempting_gang(kube, "high", 1, priority=100)
+        await until(lambda: bound_at_least(kube, "high-", 1), timeout_s=120, what="high bound")
+        await asyncio.sleep(5)
+    history = k8s.objects["scheduling.k8s.io/v1beta1/podgroups", NS, "g"].history
+    shown = [(c["status"], c["reason"]) for version in history
+             for c in (version.get("status") or {}).get("conditions") or [] if c["type"] == "GangBelowMin"]
+    assert ("False", "NoMembersBound") not in shown, shown
+
+
+async def _terminating_member(kube: KubeClient, group: str, n: int) -> bool:
+    return any([await terminating(kube, f"{group}-{i}") for i in range(n)])

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import random
 from collections.abc import AsyncIterator
 
 import pytest
 
 from scheduler.client.kube import ApiError
-from scheduler.errors import Conflict
+from scheduler.errors import Conflict, NotLeading
 from scheduler.live.status_queue import StatusQueue
 
 
@@ -209,3 +210,21 @@ async def test_a_retry_due_within_the_clocks_resolution_of_a_tick_is_written() -
         await asyncio.sleep(30)
     assert [(name, round(t - start, 6)) for name, t in log] == [("p", 0.0), ("p", 1.234127)]
     assert (queue.written, queue.failed) == (1, 1)
+
+
+@pytest.mark.looptime
+async def test_reports_refused_because_the_replica_no_longer_leads_are_dropped_quietly(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A failover: each write is refused before it is sent (``NotLeading``); the next leader reports what still
+    stands, so nothing is retried, counted failed or warned about, and a repeated kept write stops at the first."""
+    queue, log = StatusQueue("pod-status", workers=1), []
+    for i in range(3):
+        for _ in range(2):
+            queue.submit(f"ml/p{i}", recorder(log, f"condition-{i}", [NotLeading("not sent")]),
+                         keep=recorder(log, f"event-{i}", [NotLeading("not sent")] * 2), keep_id="x")
+    with caplog.at_level(logging.DEBUG, logger="scheduler.live.status_queue"):
+        async with running(queue):
+            await asyncio.sleep(30)
+    assert [name for name, _ in log] == ["event-0", "event-1", "event-2"]
+    assert (queue.written, queue.failed, queue.dropped, queue.depth) == (0, 0, 0, 0)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
