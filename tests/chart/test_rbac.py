@@ -53,7 +53,7 @@ VERBS: dict[str, str | None] = {
     "bind": "create",  # POST pods/{name}/binding (kube.py KubeClient.bind)
     "served": None,  # GET /apis/<group>/<version>: discovery, allowed by system:discovery
 }
-NOT_API_CALLS = {"close"}  # KubeClient methods that send no request
+NOT_API_CALLS = {"close", "fenced"}  # KubeClient methods that send no request
 
 WATCHED: tuple[Resource, ...] = (
     *(Resource.of(kind) for kind in kinds.KINDS if kind.live is not None and kind is not kinds.POD_GROUP),

@@ -58,6 +58,9 @@ class StubKube:
     async def bind(self, *a: Any, **k: Any) -> None:
         return None
 
+    def fenced(self, fence: Any) -> StubKube:
+        return self
+
 
 def _api(obj: dict[str, Any], rv: int) -> dict[str, Any]:
     md = obj["metadata"]
