@@ -170,10 +170,11 @@ class DefaultPreemption:
         rows = usable_rows(snapshot, tree, self.profile.static_check)
         if not rows.any() and usable_rows(snapshot, tree, self.profile.static_check, allocatable=False).any():
             return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} ({TOO_LARGE})")
-        units, chosen = self._choose(tree, snapshot, config, rows, inclusive=False,
+        need = minimum_need(tree, snapshot, config, self.profile)
+        units, chosen = self._choose(tree, snapshot, config, rows, inclusive=False, need=need,
                                      want=every if result.minimum is not None else 0)
         if chosen is not None and len(chosen.plan.placements) < every:  # room for all members, if victims allow
-            _, fuller = self._choose(tree, snapshot, config, rows, inclusive=False, want=every)
+            _, fuller = self._choose(tree, snapshot, config, rows, inclusive=False, want=every, need=need)
             chosen = fuller or chosen
         if not units:
             return Outcome.NO_VICTIMS, result.with_postfilter(prefix + NO_VICTIMS)
@@ -181,7 +182,7 @@ class DefaultPreemption:
             pods = [p for u in units for p in u.pods]
             kept = staying(snapshot, tree, self.view, rows, self.nodes) if (
                 _room_is_short(result)
-                and _room_emptied(tree, snapshot, rows, minimum_need(tree, snapshot, config, self.profile))) else 0
+                and _room_emptied(tree, snapshot, rows, need)) else 0
             return Outcome.NOT_HELPFUL, result.with_postfilter(
                 f"{prefix}{NOT_HELPFUL} ({_no_fit(pods, result, namespace, kept)})")
         if not chosen.pods:
@@ -197,7 +198,7 @@ class DefaultPreemption:
         return None if chosen is None else chosen.plan
 
     def _choose(self, tree: GroupTree, snapshot: Snapshot, config: SolverConfig, rows: BoolArray, *,
-                inclusive: bool, want: int = 0) -> tuple[list[Unit], Selection | None]:
+                inclusive: bool, want: int = 0, need: IntArray | None = None) -> tuple[list[Unit], Selection | None]:
         """Victims for ``tree`` on the nodes of ``rows`` (``(N,)``, its
         :func:`~scheduler.preemption.units.usable_rows`), looked for on growing windows of them
         (:func:`~scheduler.preemption.units.windows`, lowest-priority nodes first) until a window's candidates make the
@@ -209,7 +210,7 @@ class DefaultPreemption:
         limit = tree.priority + 1 if inclusive else tree.priority
         floors = self.floors.floors(snapshot, self.view)
         pending = sum(len(leaf.pending) for leaf in tree.root.leaves())
-        need = minimum_need(tree, snapshot, config, self.profile)
+        need = minimum_need(tree, snapshot, config, self.profile) if need is None else need
         units: list[Unit] = []
         budgets = self.view.budgets()
         for window in windows(floors, rows, limit, pending, snapshot.table.allocatable, need):

@@ -20,8 +20,8 @@ from tests.integration.apiserver import ApiServer
 from tests.integration.lagging import lagging_server
 from tests.integration.livekit import NS, bound, bound_at_least, create_gang, create_node, pod, podgroup, running, until
 from tests.integration.test_partial_gangs import Refuse
-from tests.integration.test_preemption import HOLD, terminating
 from tests.integration.test_preemption import create_gang as create_preempting_gang
+from tests.integration.test_preemption import create_running_gang, terminating
 
 
 async def group_condition(kube: KubeClient, group: str, type_: str) -> dict[str, Any] | None:
@@ -253,11 +253,7 @@ async def test_a_gang_a_preemption_leaves_below_min_is_reported_once_its_victim_
     finalizer no one removes) and ``high`` binds on a node added meanwhile. ``g`` runs 1 of 2: a partial gang, shown
     as one once its member is going — not hidden while the victim lingers."""
     await create_node(kube, "n0", cpu="2")
-    await kube.create(PODGROUPS, NS, podgroup("g", 2, priority=1))
-    for i in range(2):
-        member = pod(f"g-{i}", "g", node_name="n0")
-        member["metadata"]["finalizers"] = [HOLD]
-        await kube.create(PODS, NS, member)
+    await create_running_gang(kube, "g", 2, 2, "n0")
     await create_preempting_gang(kube, "high", 1, priority=100)
     async with running(kube, gang_repair_timeout_s=3600.0):
         await until(lambda: _terminating_member(kube, "g", 2), what="a member of g deleted")

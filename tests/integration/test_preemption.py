@@ -33,6 +33,17 @@ async def create_gang(kube: KubeClient, name: str, n: int, priority: int, cpu: s
         await kube.create(PODS, NS, pod(f"{name}-{i}", name, cpu=cpu))
 
 
+async def create_running_gang(kube: KubeClient, name: str, min_count: int, members: int, node: str,
+                              priority: int = 1) -> None:
+    """PodGroup ``name`` (minCount ``min_count``, ``priority``) with ``members`` pods running on ``node``, each held by
+    a finalizer (it terminates only when the test lets it)."""
+    await kube.create(PODGROUPS, NS, podgroup(name, min_count, priority=priority))
+    for i in range(members):
+        member = pod(f"{name}-{i}", name, node_name=node)
+        member["metadata"]["finalizers"] = [HOLD]
+        await kube.create(PODS, NS, member)
+
+
 async def full_node_and_preemptor(kube: KubeClient) -> None:
     """Node n0 (2 cpu) full with two 1-cpu victims ``low-0``/``low-1`` of priority 0, and the 2-pod gang ``high``
     of priority 100 that fits only once both are gone."""

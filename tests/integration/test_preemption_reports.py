@@ -12,10 +12,10 @@ import pytest
 from scheduler.client.kube import PODGROUPS, PODS, KubeClient
 from scheduler.model.pod import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from tests.integration.apiserver import ApiServer
-from tests.integration.livekit import NS, bound_at_least, create_node, pod, podgroup, running, until
+from tests.integration.livekit import NS, bound_at_least, create_node, running, until
 from tests.integration.test_preemption import (
-    HOLD,
     create_gang,
+    create_running_gang,
     events,
     full_node_and_preemptor,
     let_go,
@@ -114,11 +114,7 @@ async def test_a_group_that_loses_only_a_spare_member_is_not_marked_as_a_disrupt
     """A single-mode gang of 4 (minCount 3) loses one spare member to the preemptor: the member is marked and
     deleted, the group keeps running with 3 and gets no DisruptionTarget (it is not about to be terminated)."""
     await create_node(kube, "n0", cpu="4")
-    await kube.create(PODGROUPS, NS, podgroup("low", 3, priority=1))
-    for i in range(4):
-        member = pod(f"low-{i}", "low", node_name="n0")
-        member["metadata"]["finalizers"] = [HOLD]
-        await kube.create(PODS, NS, member)
+    await create_running_gang(kube, "low", 3, 4, "n0")
     await create_gang(kube, "high", 1, priority=100)
     async with running(kube):
         gone = await until(lambda: _terminating_members(kube), what="a member deleted")

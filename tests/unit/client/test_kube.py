@@ -9,8 +9,9 @@ import pytest
 from scheduler.client.kube import Lane, RateLimiter
 
 
-@pytest.mark.looptime
-async def test_an_urgent_request_goes_before_every_waiting_report() -> None:
+async def served(first: list[tuple[str, Lane]], late: tuple[str, Lane]) -> list[str]:
+    """``name@second`` in the order a rate limiter of 1 per second (burst 1) serves ``first``, asked for at once, and
+    ``late``, asked for once the first of them took the one saved token."""
     limiter = RateLimiter(qps=1.0, burst=1)
     order: list[str] = []
     loop = asyncio.get_running_loop()
@@ -20,29 +21,22 @@ async def test_an_urgent_request_goes_before_every_waiting_report() -> None:
         await limiter.acquire(lane)
         order.append(f"{name}@{loop.time() - start:.0f}")
 
-    reports = [asyncio.create_task(request(f"report-{i}", Lane.REPORT)) for i in range(5)]
-    await asyncio.sleep(0)  # the first report takes the one saved token; four wait
-    bind = asyncio.create_task(request("bind", Lane.URGENT))
-    await asyncio.gather(*reports, bind)
+    waiting = [asyncio.create_task(request(name, lane)) for name, lane in first]
+    await asyncio.sleep(0)
+    await asyncio.gather(*waiting, request(*late))
+    return order
+
+
+@pytest.mark.looptime
+async def test_an_urgent_request_goes_before_every_waiting_report() -> None:
+    order = await served([(f"report-{i}", Lane.REPORT) for i in range(5)], ("bind", Lane.URGENT))
     assert order == ["report-0@0", "bind@1", "report-1@2", "report-2@3", "report-3@4", "report-4@5"]
 
 
 @pytest.mark.looptime
 async def test_a_lease_renewal_goes_before_every_waiting_bind() -> None:
     """A gang's binds queued at a low client QPS: the leader's renewal, asked for after them, takes the next token."""
-    limiter = RateLimiter(qps=1.0, burst=1)
-    order: list[str] = []
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-
-    async def request(name: str, lane: Lane) -> None:
-        await limiter.acquire(lane)
-        order.append(f"{name}@{loop.time() - start:.0f}")
-
-    binds = [asyncio.create_task(request(f"bind-{i}", Lane.URGENT)) for i in range(4)]
-    await asyncio.sleep(0)
-    renewal = asyncio.create_task(request("renewal", Lane.LEASE))
-    await asyncio.gather(*binds, renewal)
+    order = await served([(f"bind-{i}", Lane.URGENT) for i in range(4)], ("renewal", Lane.LEASE))
     assert order == ["bind-0@0", "renewal@1", "bind-1@2", "bind-2@3", "bind-3@4"]
 
 
