@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, NamedTuple
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from scheduler.model.base import Condition, Int32, KubeModel, ObjectMeta, OwnedObjectMeta
 
@@ -85,9 +86,18 @@ class TopologyConstraint(KubeModel):
 
 
 class SchedulingConstraints(KubeModel):
-    """``PodGroupSchedulingConstraints`` / ``CompositePodGroupSchedulingConstraints``."""
+    """``PodGroupSchedulingConstraints`` / ``CompositePodGroupSchedulingConstraints``: ``topology`` holds at most one
+    entry (the API's ``maxItems: 1``: one topology level per group; a tree nests levels by its groups)."""
 
     topology: tuple[TopologyConstraint, ...] = ()
+
+    @field_validator("topology")
+    @classmethod
+    def _one_level(cls, topology: tuple[TopologyConstraint, ...]) -> tuple[TopologyConstraint, ...]:
+        if len(topology) > 1:  # in the API server's words
+            raise PydanticCustomError("too_many", "Too many: {count}: must have at most 1 item",
+                                      {"count": len(topology)})
+        return topology
 
 
 PreemptionPolicy = Literal["PreemptLowerPriority", "Never"]

@@ -181,6 +181,10 @@ REJECTED = [
     pytest.param(PodGroup, podgroup_with({**GANG_2, "schedulingConstraints": {"topology": [{"key": ""}]}}),
                  'spec.schedulingConstraints.topology[0].key: String should have at least 1 character (got "")',
                  id="empty-topology-key"),
+    pytest.param(PodGroup, podgroup_with({**GANG_2, "schedulingConstraints": {"topology": [
+                     {"key": "topology.kubernetes.io/zone"}, {"key": "kubernetes.io/hostname"}]}}),
+                 "spec.schedulingConstraints.topology: Too many: 2: must have at most 1 item",
+                 id="two-topology-levels-on-one-group"),
     pytest.param(PodGroup, podgroup_with({**GANG_2, "disruptionMode": {"single": {}, "all": {}}}),
                  "spec.disruptionMode: Value error, must set at most one of single, all",
                  id="both-disruption-modes"),
