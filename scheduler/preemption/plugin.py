@@ -283,14 +283,17 @@ def _no_fit(pods: Sequence[Pod], result: Unschedulable, namespace: str | None, k
     lower-priority pod`` for one); led by :data:`DEVICES_LIMIT` when DRA's claims refused nodes in ``result``
     (:data:`DEVICES_TOO` when node resources did too), since an eviction frees no device here. When node resources
     are short, no rule about other pods or devices refused nodes (:data:`RELATIONAL`) and the nodes it may use would
-    hold its minimum emptied, what else holds that room follows: ``; 2 pod(s) of its priority or higher run on the
-    nodes it may use and are not preempted`` (``kept``: :func:`~scheduler.preemption.units.staying`, counted only
-    then: :func:`_room_is_short`, :func:`_room_emptied`)."""
-    which = "the one lower-priority pod" if len(pods) == 1 else f"all {len(pods)} lower-priority pods"
+    hold its minimum emptied, what else holds that room follows: ``; 2 pod(s) of its priority or higher hold room on
+    the nodes it may use and are not preempted`` — running, or placed by plans made before (``simulate`` counts the
+    pods it placed) — (``kept``: :func:`~scheduler.preemption.units.staying`, counted only then:
+    :func:`_room_is_short`, :func:`_room_emptied`)."""
+    which = {1: "the one lower-priority pod", 2: "both lower-priority pods"}.get(len(pods),
+                                                                              f"all {len(pods)} lower-priority pods")
     no_fit = f"no fit even with {which} evicted: {_named(pods, namespace)}"
     if dynamic_resources.NAME not in result.rejectors:
         if kept:
-            no_fit += f"; {kept} pod(s) of its priority or higher run on the nodes it may use and are not preempted"
+            no_fit += (f"; {kept} pod(s) of its priority or higher hold room on the nodes it may use and are not "
+                       "preempted")
         return no_fit
     return f"{DEVICES_TOO if resources_fit.NAME in result.rejectors else DEVICES_LIMIT}: {no_fit}"
 

@@ -20,7 +20,7 @@ EVAL_REASON = ("gang eval-16x4: 1/4 placeable (minCount 4) in topology.kubernete
 """The built-in example's gang that fits in no zone: us-east-1b comes closest, short of GPUs alone."""
 EVAL_PREEMPTION = ("pod group preemption: Preemption is not helpful for scheduling (no fit even with all 3 "
                    "lower-priority pods evicted: research/finetune-lora-7-5rq2w, research/nb-research-0, "
-                   "batch/eval-suite-4-0-xk5mb; 17 pod(s) of its priority or higher run on the nodes it may use "
+                   "batch/eval-suite-4-0-xk5mb; 17 pod(s) of its priority or higher hold room on the nodes it may use "
                    "and are not preempted)")
 """What preemption found for it: the root's reason, on its pods and on the group (as ``run``'s condition says)."""
 

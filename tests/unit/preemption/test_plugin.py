@@ -127,9 +127,9 @@ def test_victims_are_of_strictly_lower_priority_lowest_first(priorities: tuple[i
     _, decision = c.decide("high")
     if evicted is None:
         assert isinstance(decision, Unschedulable)
-        assert decision.message.endswith(f"{GROUP_PREFIX}{NOT_HELPFUL} (no fit even with all 2 lower-priority "
+        assert decision.message.endswith(f"{GROUP_PREFIX}{NOT_HELPFUL} (no fit even with both lower-priority "
                                          "pods evicted: ml/low0-0, ml/low0-1; 2 pod(s) of its priority or higher "
-                                         "run on the nodes it may use and are not preempted)")
+                                         "hold room on the nodes it may use and are not preempted)")
         return
     assert isinstance(decision, Preemption)
     assert {p.group_name for p in decision.victims} == {evicted}
@@ -155,7 +155,7 @@ def test_nothing_is_evicted_when_the_room_would_come_too_short() -> None:
     add_gang(c, "high", 2, cpu="2")
     _, decision = c.decide("high")
     assert isinstance(decision, Unschedulable)
-    assert f"{NOT_HELPFUL} (no fit even with all" in decision.message
+    assert f"{NOT_HELPFUL} (no fit even with both" in decision.message
 
 
 def test_a_grouped_pod_counts_at_its_groups_priority_not_its_own() -> None:
@@ -401,8 +401,8 @@ def test_run_names_no_pod_of_another_namespace_in_the_preemptors_reasons() -> No
     add_gang(c, "high", 2, cpu="2")
     _, decision = c.decide("high")
     assert isinstance(decision, Unschedulable)
-    assert decision.message.endswith("no fit even with all 2 lower-priority pods evicted: ml/mine, 1 in other "
-                                     "namespaces; 1 pod(s) of its priority or higher run on the nodes it may use "
+    assert decision.message.endswith("no fit even with both lower-priority pods evicted: ml/mine, 1 in other "
+                                     "namespaces; 1 pod(s) of its priority or higher hold room on the nodes it may use "
                                      "and are not preempted)")
     c = Cluster(nodes=nodes(1, cpu="2"), groups=[group("low", 1)])
     c.pods.append(_elsewhere(running("low-0", "n0", "low", cpu="2")))
@@ -460,7 +460,7 @@ def test_a_verdict_of_not_helpful_counts_the_pods_of_equal_or_higher_priority_th
     _, decision = c.decide("high")
     assert isinstance(decision, Unschedulable)
     assert decision.message.endswith("(no fit even with the one lower-priority pod evicted: ml/low; 1 pod(s) of its "
-                                     "priority or higher run on the nodes it may use and are not preempted)")
+                                     "priority or higher hold room on the nodes it may use and are not preempted)")
 
 
 def test_a_verdict_of_not_helpful_names_no_staying_pods_when_the_nodes_are_too_small_even_emptied() -> None:
@@ -495,5 +495,5 @@ def test_a_verdict_of_not_helpful_counts_the_pods_holding_room_in_the_domain_tha
     c.pods += [pending(f"high-{i}", "high", cpu="4") for i in range(3)]
     _, decision = c.decide("high")
     assert isinstance(decision, Unschedulable)
-    assert decision.message.endswith("; 1 pod(s) of its priority or higher run on the nodes it may use and are not "
+    assert decision.message.endswith("; 1 pod(s) of its priority or higher hold room on the nodes it may use and are not "
                                      "preempted)")
