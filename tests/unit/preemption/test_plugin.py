@@ -495,5 +495,5 @@ def test_a_verdict_of_not_helpful_counts_the_pods_holding_room_in_the_domain_tha
     c.pods += [pending(f"high-{i}", "high", cpu="4") for i in range(3)]
     _, decision = c.decide("high")
     assert isinstance(decision, Unschedulable)
-    assert decision.message.endswith("; 1 pod(s) of its priority or higher hold room on the nodes it may use and are not "
-                                     "preempted)")
+    assert decision.message.endswith("; 1 pod(s) of its priority or higher hold room on the nodes it may use and are "
+                                     "not preempted)")
