@@ -53,6 +53,7 @@ from scheduler.framework.plan import (
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.groups.tree import Group, GroupTree, Leaf, TreeState, walk
+from scheduler.model.base import first_named
 from scheduler.model.coscheduling import CoscheduledPodGroup, unhonoured_fields
 from scheduler.model.kinds import POD
 from scheduler.model.pod import Pod
@@ -72,6 +73,8 @@ MAX_PREEMPTION_ROUNDS = 3
 """Preemptions applied for one root in one run before its decision is taken as it stands. One round is
 the normal case: the victims' room lets the root fit, on the nodes its pods were nominated for (tried
 first). A second can only happen when that room was taken meanwhile; the bound keeps a run finite."""
+NAMED_ROOTS = 3
+"""Roots named after a DRA request's problem (``; asked by PodGroup ml/a, PodGroup ml/b and 4 more``)."""
 
 
 def example_path() -> Path:
@@ -314,7 +317,9 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
         sim.synthesized = frozenset(cache.devices.synthesized)
         view = sim.snapshot.dra
         invalid = sorted({c.invalid for c in view.pods.values() if c.invalid} if isinstance(view, DraView) else ())
-        sim.dra_problems = [*cache.devices.inventory.problems, *invalid, *sorted(selector_errors)]
+        sim.dra_problems = [*cache.devices.inventory.problems, *invalid,
+                            *(f"{error}; asked by {first_named(sorted(roots), NAMED_ROOTS)}"
+                              for error, roots in sorted(selector_errors.items()))]
     rest = [t for t in forest.trees if t.state is not TreeState.READY] + forest.empty
     order += sorted(rest, key=lambda t: tuple(t.key))
 
@@ -372,7 +377,8 @@ class OfflineDecisions:
         self.binder = RecordingBinder(cache)
         self.decided: dict[GroupKey, Plan | Unschedulable] = {}
         self.order: list[GroupTree] = []
-        self.selector_errors: set[str] = set()
+        self.selector_errors: dict[str, set[str]] = {}
+        """A DRA request's problem (a selector that failed, a DeviceClass not found) → the roots that met it."""
         self.preempted: dict[GroupKey, str] = {}
         self.rounds: Counter[GroupKey] = Counter()
 
@@ -411,7 +417,9 @@ class OfflineDecisions:
         self._record(attempt, failure)
 
     def _record(self, attempt: Attempt, decision: Plan | Unschedulable) -> None:
-        self.selector_errors.update(decision.selector_errors)
+        for error in decision.selector_errors:
+            self.selector_errors.setdefault(error, set()).add(f"{attempt.tree.key.kind} {attempt.tree.key.namespace}/"
+                                                              f"{attempt.tree.key.name}")
         self.decided[attempt.tree.key] = decision
         self.order.append(attempt.tree)
         self.sim.results.append((attempt.tree, decision))

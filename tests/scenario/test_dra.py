@@ -306,7 +306,7 @@ def test_a_claim_naming_a_device_class_that_does_not_exist_is_told_so_with_the_c
     missing = "request gpu: DeviceClass gpu.nvidai.com not found (did you mean gpu.nvidia.com?)"
     reason = next(g.reason for g in sim.groups if g.key.name == "probe")
     assert reason == f"gang probe: 0/2 placeable (minCount 2); {missing}"
-    assert sim.dra_problems == [missing] and sim.preemptions == []
+    assert sim.dra_problems == [f"{missing}; asked by PodGroup ml-team/probe"] and sim.preemptions == []
 
 
 def test_a_missing_device_class_is_named_also_when_no_device_is_published(tmp_path: Path) -> None:
@@ -314,7 +314,7 @@ def test_a_missing_device_class_is_named_also_when_no_device_is_published(tmp_pa
     before any device, so the missing class is still the reason, not a bare ``cannot allocate all claims``."""
     sim = run(write(tmp_path, "pair.yaml", one_gpu_pair("n1", "gpu.nvidia.com")))
     assert status(sim) == {"pair": "Unschedulable"}
-    assert sim.dra_problems == ["request gpu: DeviceClass gpu.nvidia.com not found"]
+    assert sim.dra_problems == ["request gpu: DeviceClass gpu.nvidia.com not found; asked by PodGroup default/pair"]
     (group,) = sim.groups
     assert group.reason == "gang pair: 0/2 placeable (minCount 2); request gpu: DeviceClass gpu.nvidia.com not found"
 
