@@ -271,7 +271,7 @@ def test_gang_whose_cel_selector_matches_no_device_is_unschedulable_whole_and_th
     assert next(g.reason for g in sim.groups if g.key.name == "probe") == (
         "gang probe: 0/2 placeable (minCount 2); 0/9 nodes are available: 1 node(s) were unschedulable, "
         "8 cannot allocate all claims. request gpu: 1 wanted; 64 device(s) of class gpu.nvidia.com in the cluster, "
-        f"0 matching its selectors, at most 0 unallocated on any one of the 8 nodes. {NOT_HELPFUL_8}")
+        f"none matching its selectors. {NOT_HELPFUL_8}")
     assert status(sim)[PRETRAIN] == status(sim)["train-llm-workload-root"] == "Scheduled"
     assert sim.dra_problems == []
 
@@ -412,8 +412,8 @@ def test_netdevs_picked_by_cidr_and_find_on_the_address_dranet_publishes(tmp_pat
     assert status(three) == {"net": "Unschedulable"} and three.allocations == []
     assert three.groups[0].reason == ("gang net: 2/3 placeable (minCount 3); 0/1 nodes are available: "
                                       "1 cannot allocate all claims. request nic: 1 wanted; 3 device(s) of "
-                                      "class netdev.dra.net in the cluster, 2 matching its selectors, at most 0 "
-                                      "unallocated on the node. pod group preemption: No preemption victims found "
+                                      "class netdev.dra.net in the cluster, 2 matching its selectors, at most 0 of "
+                                      "them unallocated on the node. pod group preemption: No preemption victims found "
                                       "for incoming pod.")
 
 

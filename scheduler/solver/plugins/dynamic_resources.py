@@ -629,8 +629,9 @@ def _share_amounts(spec: ClaimSpec, result: str, device: Device) -> Amounts:
 
 
 def _device_counts(cycle: DynamicResourcesState, request: Request, rows: IntArray) -> str:
-    """``request gpu: 2 wanted; 8 device(s) of class c in the cluster, 4 matching its selectors, at most 1 unallocated
-    on any one of the 3 nodes.`` (``rows``: the nodes judged; ``on the node`` for one) — for a request none of
+    """``request gpu: 2 wanted; 8 device(s) of class c in the cluster, 4 matching its selectors, at most 1 of them
+    unallocated on any one of the 3 nodes.`` (``rows``: the nodes judged; ``on the node`` for one; ``none matching its
+    selectors.`` when none does) — for a request none of
     whose options has ``count`` devices that match and are not allocated (in the cluster, in flight, or to this
     solve's earlier members) on one node of ``rows``; empty otherwise, or for an ``All`` or admin-access request
     (their devices are not counted that way) or one whose DeviceClass does not exist (the solve's notes say so).
@@ -648,10 +649,14 @@ def _device_counts(cycle: DynamicResourcesState, request: Request, rows: IntArra
             return ""
     sub = request.options[0]
     of_class = int(inventory.usable_counts(dataclasses.replace(sub, selectors=()))[1].sum())
-    matching = f", {int(inventory.usable_counts(sub)[1].sum())} matching its selectors" if sub.selectors else ""
+    head = f"request {request.name}: {sub.count} wanted; {of_class} device(s) of class {sub.class_name} in the cluster"
     where = "the node" if len(rows) == 1 else f"any one of the {len(rows)} nodes"
-    return (f"request {request.name}: {sub.count} wanted; {of_class} device(s) of class {sub.class_name} in the "
-            f"cluster{matching}, at most {best[0]} unallocated on {where}.")
+    if not sub.selectors:
+        return f"{head}, at most {best[0]} unallocated on {where}."
+    matching = int(inventory.usable_counts(sub)[1].sum())
+    if not matching:
+        return f"{head}, none matching its selectors."
+    return f"{head}, {matching} matching its selectors, at most {best[0]} of them unallocated on {where}."
 
 
 def per_node(inventory: Inventory, devices: BoolArray) -> IntArray:

@@ -275,7 +275,7 @@ def test_cannot_allocate_all_claims_says_how_many_devices_match_and_are_unalloca
     assert isinstance(result, Unschedulable)
     assert result.message == ("gang g: 0/1 placeable (minCount 1); 0/2 nodes are available: 2 cannot allocate all "
                               "claims. request gpus: 3 wanted; 5 device(s) of class gpu.example.com in the cluster, "
-                              "3 matching its selectors, at most 2 unallocated on any one of the 2 nodes.")
+                              "3 matching its selectors, at most 2 of them unallocated on any one of the 2 nodes.")
 
 
 def test_cannot_allocate_all_claims_counts_what_earlier_members_took() -> None:
