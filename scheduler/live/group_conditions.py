@@ -70,7 +70,7 @@ from scheduler.live.status_writer import (
     REASON_SCHEDULER_ERROR,
     StatusWriter,
 )
-from scheduler.model.base import Condition
+from scheduler.model.base import Condition, true_condition
 from scheduler.model.coscheduling import (
     PENDING,
     CoscheduledPodGroup,
@@ -200,8 +200,7 @@ class GroupConditions:
         """The cache took ``group`` (a watch event or a list; our own writes included): one that shows
         ``GangBelowMin`` True — the condition of a root group alone — is judged again (see the module docstring).
         O(its conditions); the judgement writes only where the object differs from what it should show."""
-        if isinstance(group, CoscheduledPodGroup) or not any(
-                c.type == GANG_BELOW_MIN and c.is_true for c in group.status.conditions):
+        if isinstance(group, CoscheduledPodGroup) or true_condition(group.status.conditions, GANG_BELOW_MIN) is None:
             return
         kind = "CompositePodGroup" if isinstance(group, CompositePodGroup) else "PodGroup"
         key = GroupKey(kind, group.metadata.namespace, group.metadata.name)
@@ -257,14 +256,14 @@ class GroupConditions:
                 reason = REASON_INVALID
             message = report.message if group.key == tree.key else report.per_group.get(group.key, report.message)
             out.append(Desired(ctype, False, reason, message, terminal=True))
-        if (group.satisfied and any(c.type == DISRUPTION_TARGET and c.is_true for c in obj.status.conditions)
+        if (group.satisfied and true_condition(obj.status.conditions, DISRUPTION_TARGET) is not None
                 and not self.evicting(tree.groups)):
             out.append(Desired(DISRUPTION_TARGET, False, RESCHEDULED, RESCHEDULED_MESSAGE))
         if group.key == tree.key:
             if tree.partial:
                 if not self.evicting(tree.groups):  # evicting: left as shown until the victims are going
                     out.append(Desired(GANG_BELOW_MIN, True, BELOW_MIN_COUNT, below_min_message(tree)))
-            elif any(c.type == GANG_BELOW_MIN and c.is_true for c in obj.status.conditions):
+            elif true_condition(obj.status.conditions, GANG_BELOW_MIN) is not None:
                 out.append(Desired(GANG_BELOW_MIN, False, SATISFIED if tree.root.satisfied else NONE_BOUND, ""))
         return out
 

@@ -84,6 +84,7 @@ from scheduler.cache.cluster import KINDS, REFUSAL_REASONS, RefusalReason
 from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.tree import GroupTree, Leaf, TreeState
 from scheduler.live.binder import BindOutcome
+from scheduler.model.base import true_condition
 from scheduler.model.scheduling import (
     COMPOSITE_INITIALLY_SCHEDULED,
     INITIALLY_SCHEDULED,
@@ -264,7 +265,7 @@ def bind_failure_reason(status: int) -> BindFailureReason:
 def initially_scheduled(group: PodGroup | CompositePodGroup) -> bool:
     """Whether ``group`` already has ``(Composite)PodGroupInitiallyScheduled=True`` (terminal)."""
     ctype = COMPOSITE_INITIALLY_SCHEDULED if isinstance(group, CompositePodGroup) else INITIALLY_SCHEDULED
-    return any(c.type == ctype and c.is_true for c in group.status.conditions)
+    return true_condition(group.status.conditions, ctype) is not None
 
 
 def _leaves(tree: GroupTree) -> Iterator[Leaf]:

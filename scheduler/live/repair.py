@@ -35,6 +35,7 @@ from scheduler.live.metrics import Metrics
 from scheduler.live.preemptor import Preemptor
 from scheduler.live.status_writer import EVENT_GANG_BELOW_MIN, EVENT_GANG_TORN_DOWN, StatusWriter
 from scheduler.live.tasks import Spawn
+from scheduler.model.base import true_condition
 from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup
 from scheduler.queue import CLOCK_SLACK_S
 
@@ -186,8 +187,7 @@ class GangRepairer:
         since: datetime | None = None
         if tree is not None and tree.partial and key not in self.books.partial and key.kind != "Pod":
             obj = self.cache.group(key.kind, key.namespace, key.name)
-            cond = next((c for c in obj.status.conditions if c.type == GANG_BELOW_MIN and c.is_true), None) \
-                if obj is not None else None
+            cond = true_condition(obj.status.conditions, GANG_BELOW_MIN) if obj is not None else None
             since = cond.last_transition_time if cond is not None else None
             log.warning("root=%s result=Partial %s", key, below_min_message(tree))
         if self.books.observe(key, tree, now, since):

@@ -12,7 +12,7 @@ object is reported, by :func:`describe`, instead of being scheduled wrongly.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, Strict, ValidationError
@@ -120,6 +120,11 @@ class Condition(ConditionFields):
     """``metav1.Condition``, as on PodGroup / CompositePodGroup status."""
 
     observed_generation: int | None = None
+
+
+def true_condition(conditions: Iterable[Condition], ctype: str) -> Condition | None:
+    """The condition of type ``ctype`` among ``conditions`` when its status is True, else None."""
+    return next((c for c in conditions if c.type == ctype and c.is_true), None)
 
 
 def field_path(loc: Sequence[int | str]) -> str:
