@@ -225,9 +225,8 @@ class GangRepairer:
                 continue
             victims = [p for leaf in unit.leaves() for b in leaf.bound
                        if b.key not in self.cache.assumed and (p := self.cache.pod(b.key)) is not None]
-            message = (f"{self.settings.scheduler_name}: tearing down {unit.key.kind} {unit.key.namespace}/"
-                       f"{unit.key.name}: {what} {after}; its {len(victims)} bound member(s) are evicted so that "
-                       "it can be placed again whole (disruptionMode all)")
+            message = (f"{self.settings.scheduler_name}: tearing down {unit.key}: {what} {after}; its {len(victims)} "
+                       "bound member(s) are evicted so that it can be placed again whole (disruptionMode all)")
             log.warning("root=%s result=TornDown %s", key, message)
             self.metrics.gang_repair("torn_down")
             unit_obj = self.cache.group(unit.key.kind, unit.key.namespace, unit.key.name)

@@ -247,7 +247,7 @@ def render_text(sim: Simulation) -> str:
     out.append("")
     for g in sim.groups:
         indent = "  " if g.key == g.root else "    "
-        head = (f"{indent}[{MARKS[g.status]}] {g.key.kind} {g.key.namespace}/{g.key.name}  "
+        head = (f"{indent}[{MARKS[g.status]}] {g.key}  "
                 f"({g.policy}, priority {g.priority})")
         out.append(head)
         if g.placements and g.key.kind == "PodGroup":
@@ -285,7 +285,7 @@ def render_text(sim: Simulation) -> str:
         out.append("")
         out.append(f"Plans that would wait for binding conditions before binding ({len(sim.waiting)}):")
         for key, conditions in sim.waiting.items():
-            out.append(f"  {key.kind} {key.namespace}/{key.name}: {'; '.join(conditions)}")
+            out.append(f"  {key}: {'; '.join(conditions)}")
     pending = pending_by_reason(sim)
     if pending:
         out.append("")

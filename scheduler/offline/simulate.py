@@ -418,8 +418,7 @@ class OfflineDecisions:
 
     def _record(self, attempt: Attempt, decision: Plan | Unschedulable) -> None:
         for error in decision.selector_errors:
-            self.selector_errors.setdefault(error, set()).add(f"{attempt.tree.key.kind} {attempt.tree.key.namespace}/"
-                                                              f"{attempt.tree.key.name}")
+            self.selector_errors.setdefault(error, set()).add(str(attempt.tree.key))
         self.decided[attempt.tree.key] = decision
         self.order.append(attempt.tree)
         self.sim.results.append((attempt.tree, decision))
