@@ -254,8 +254,8 @@ class KubeClient:
         self._env_proxy = proxy_from_env(api.configuration.host or "")
 
     def fenced(self, fence: Callable[[], bool]) -> KubeClient:
-        """This client for a replica that writes only while ``fence`` says it leads (:attr:`fence`): the same
-        connections, session and rate limiter (call it inside the event loop)."""
+        """This client for a replica that writes only while ``fence`` says it leads (:attr:`fence`), sharing this one's
+        connections, HTTP client and rate limiter (call it inside the event loop)."""
         other = copy.copy(self)
         other._session = self.session
         other.fence = fence

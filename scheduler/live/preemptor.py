@@ -135,8 +135,7 @@ class Preemptor:
         victims = self._victims.get(root)
         if not victims:
             return ()
-        still = {key: uid for key, uid in victims.items()
-                 if (pod := self.cache.pod(key)) is not None and (pod.metadata.uid or key) == uid}
+        still = {key: uid for key, uid in victims.items() if self._still_there(key, uid) is not None}
         deadline = self._deadline.get(root)
         if still and deadline is not None and asyncio.get_running_loop().time() > deadline:
             self._overdue(root, sorted(still))
@@ -156,12 +155,16 @@ class Preemptor:
             return False
         for victims in self._victims.values():
             for key, uid in victims.items():
-                pod = self.cache.pod(key)
+                pod = self._still_there(key, uid)
                 if (pod is not None and not pod.is_terminating and pod.group_name is not None
-                        and (pod.metadata.uid or key) == uid
                         and GroupKey("PodGroup", pod.metadata.namespace, pod.group_name) in groups):
                     return True
         return False
+
+    def _still_there(self, key: str, uid: str) -> Pod | None:
+        """Victim ``key`` (chosen as the pod of ``uid``) as the cache has it, when it is still that pod; else None."""
+        pod = self.cache.pod(key)
+        return pod if pod is not None and (pod.metadata.uid or key) == uid else None
 
     def _overdue(self, root: GroupKey, victims: Sequence[str]) -> None:
         """Log what becomes of ``root``, whose ``victims`` (keys) are still there past their grace period plus the

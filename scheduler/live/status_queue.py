@@ -131,16 +131,16 @@ class StatusQueue:
         entry = self._pending.get(key) or self._delayed.pop(key, None)
         if entry is not None:
             entry.write, entry.attempt, entry.due, entry.held = write, 0, 0.0, False
-            self._keep(entry, keep, keep_id)
             self._pending[key] = entry
         else:
-            self._pending[key] = _Entry(write, now, kept=[_Kept(keep, keep_id)] if keep is not None else [])
+            self._pending[key] = entry = _Entry(write, now)
             if len(self._pending) > self.max_pending:
                 oldest = next(iter(self._pending))
                 del self._pending[oldest]
                 self.dropped += 1
                 log.warning("%s: more than %d reports waiting; dropped the oldest (%s)", self.name,
                             self.max_pending, oldest)
+        self._keep(entry, keep, keep_id)
         self._wake.set()
 
     @staticmethod

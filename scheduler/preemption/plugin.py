@@ -180,9 +180,8 @@ class DefaultPreemption:
             return Outcome.NO_VICTIMS, result.with_postfilter(prefix + NO_VICTIMS)
         if chosen is None:
             pods = [p for u in units for p in u.pods]
-            kept = staying(snapshot, tree, self.view, rows, self.nodes) if (
-                _room_is_short(result)
-                and _room_emptied(tree, snapshot, rows, need)) else 0
+            held = _room_is_short(result) and _room_emptied(tree, snapshot, rows, need)
+            kept = staying(snapshot, tree, self.view, rows, self.nodes) if held else 0
             return Outcome.NOT_HELPFUL, result.with_postfilter(
                 f"{prefix}{NOT_HELPFUL} ({_no_fit(pods, result, namespace, kept)})")
         if not chosen.pods:

@@ -93,8 +93,7 @@ def start_of(pod: Pod) -> datetime:
 def importance(unit: Unit) -> tuple[object, ...]:
     """Sort key, most important first (see the module docstring)."""
     return (-unit.priority, not (unit.essential or unit.rank == RANK_ALL), -unit.rank, -unit.group_size,
-            unit.group_start, unit.group,
-            -len(unit.pods), unit.start, unit.uid)
+            unit.group_start, unit.group, -len(unit.pods), unit.start, unit.uid)
 
 
 def usable_rows(snapshot: Snapshot, tree: GroupTree, static_check: object, *, allocatable: bool = True) -> BoolArray:
