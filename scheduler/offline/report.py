@@ -530,9 +530,9 @@ def notices(sim: Simulation) -> list[Notice]:
         out.append(Notice("warning", UNHONOURED, f"pod {pod.key}: {finding} (not honoured)", pod.key, finding.field))
     for group, finding in sim.unhonoured_groups:
         md = group.metadata
-        out.append(Notice("warning", UNHONOURED, f"{group.api_version} PodGroup {md.namespace}/{md.name}: {finding} "
-                                                 "(not honoured)", field=finding.field,
-                          group=f"{md.namespace}/{md.name}"))
+        out.append(Notice("warning", UNHONOURED,
+                          f"{group.api_version} {group.kind} {md.namespace}/{md.name}: {finding} (not honoured)",
+                          field=finding.field, group=f"{md.namespace}/{md.name}"))
     return out
 
 

@@ -65,7 +65,7 @@ from scheduler.offline.recorder import RecordingBinder
 from scheduler.offline.room import RoomTaken, room_taken
 from scheduler.preemption import DefaultPreemption
 from scheduler.queue import GroupQueue
-from scheduler.solver.unsupported import Context, Unhonoured, unhonoured
+from scheduler.solver.unsupported import Context, Unhonoured, group_priority_class, unhonoured
 
 EXAMPLE = "default-cluster.yaml"
 
@@ -169,8 +169,10 @@ class Simulation:
     ``synthesized_volume_claims``: keys of generic ephemeral volumes' claims not in the snapshot, made from
     the pods' templates. ``unhonoured``: per pending pod of ours, the fields it sets that no plugin honours
     (:mod:`scheduler.solver.unsupported`, its volume claims' included). ``unhonoured_groups``: the same for
-    scheduler-plugins PodGroups (``spec.minResources``, ``spec.scheduleTimeoutSeconds``:
-    :func:`~scheduler.model.coscheduling.unhonoured_fields`).
+    groups — scheduler-plugins PodGroups (``spec.minResources``, ``spec.scheduleTimeoutSeconds``:
+    :func:`~scheduler.model.coscheduling.unhonoured_fields`), and a PodGroup or CompositePodGroup whose
+    ``priorityClassName`` names no PriorityClass of the snapshot
+    (:func:`~scheduler.solver.unsupported.group_priority_class`).
     ``preemptions``: every preemption applied, in queue order (empty with preemption off).
     ``off_snapshot``: bound pods on a node the snapshot does not hold (``(pod key, node)``, sorted).
     ``jobs``: what was made of each workload of ours that had no pods (a Job, JobSet, PyTorchJob or LeaderWorkerSet:
@@ -202,7 +204,8 @@ class Simulation:
     volumes: list[VolumeOutcome] = field(default_factory=list)
     synthesized_volume_claims: frozenset[str] = frozenset()
     unhonoured: list[tuple[Pod, Unhonoured]] = field(default_factory=list)
-    unhonoured_groups: list[tuple[CoscheduledPodGroup, Unhonoured]] = field(default_factory=list)
+    unhonoured_groups: list[tuple[CoscheduledPodGroup | PodGroup | CompositePodGroup, Unhonoured]] = field(
+        default_factory=list)
     preemptions: list[PreemptionOutcome] = field(default_factory=list)
     off_snapshot: list[tuple[str, str]] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
@@ -357,6 +360,8 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     sim.unhonoured = [(o.pod, finding) for o in sim.pods for finding in unhonoured(o.pod, context)]
     sim.unhonoured_groups = [(g, Unhonoured(path, why)) for g in objects.coscheduling
                              for path, why in unhonoured_fields(g)]
+    ours: list[PodGroup | CompositePodGroup] = [*objects.podgroups, *objects.composites]
+    sim.unhonoured_groups += [(g, finding) for g in ours for finding in group_priority_class(g, context)]
     return sim
 
 

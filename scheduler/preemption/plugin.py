@@ -21,7 +21,9 @@ Runs once for a root that the search rejected with code UNSCHEDULABLE, for the w
    room it needs calls for more), that grows until its victims make the tree fit
    (:func:`~scheduler.preemption.units.windows`): one decision costs O(window nodes × victims on them),
    not O(cluster); "not helpful" is only concluded with every usable node holding a pod below the root read
-   (by exact floors, :meth:`~scheduler.preemption.units.NodeFloors.exact`).
+   (by exact floors, :meth:`~scheduler.preemption.units.NodeFloors.exact`) — or before any window, when the usable
+   nodes are short of a resource that no pod below the root requests there (``no pod of lower priority holds
+   nvidia.com/gpu on the nodes it may use: 4 free there, 16 needed``; :meth:`DefaultPreemption._held_above`).
 
 **Members above the minimum.** The cycle also calls the plugin when the root's plan satisfies it but leaves
 pending members out (``result.minimum`` is that plan): the same steps, one decision for the root, but a
@@ -51,8 +53,9 @@ from scheduler.framework.snapshot import Snapshot
 from scheduler.groups.tree import GroupTree, walk
 from scheduler.model.base import named_within
 from scheduler.model.pod import NEVER, Pod
+from scheduler.model.quantity import format_units
 from scheduler.preemption.group_view import GroupView
-from scheduler.preemption.selection import PodVectors, Selection, Steering, select
+from scheduler.preemption.selection import PodVectors, RoomBound, Selection, Steering, select
 from scheduler.preemption.units import (
     RANK_ALL,
     RANK_MEMBER,
@@ -171,6 +174,8 @@ class DefaultPreemption:
         if not rows.any() and usable_rows(snapshot, tree, self.profile.static_check, allocatable=False).any():
             return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} ({TOO_LARGE})")
         need = minimum_need(tree, snapshot, config, self.profile)
+        if unfreed := self._held_above(tree, snapshot, rows, need):
+            return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} ({unfreed})")
         units, chosen = self._choose(tree, snapshot, config, rows, inclusive=False, need=need,
                                      want=every if result.minimum is not None else 0)
         if chosen is not None and len(chosen.plan.placements) < every:  # room for all members, if victims allow
@@ -187,6 +192,30 @@ class DefaultPreemption:
         if not chosen.pods:
             return Outcome.FITS, chosen.plan
         return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix, namespace)
+
+    def _held_above(self, tree: GroupTree, snapshot: Snapshot, rows: BoolArray, need: IntArray) -> str:
+        """Why no eviction can make room, told from the node floors without reading a pod: ``no pod of lower
+        priority holds nvidia.com/gpu on the nodes it may use: 4 free there, 16 needed``, naming each resource some
+        node offers of which the nodes of ``rows`` have less free than ``need`` (``(R,)``, the tree's minimum;
+        :class:`~scheduler.preemption.selection.RoomBound`'s sum, room held for nominated pods of its priority or higher
+        taken off) while no pod below its priority there requests any (:meth:`NodeFloors.requested_below`) — every
+        what-if would fail that bound. Empty when there is no such resource, or no pod below its priority on those
+        nodes at all (then there are no victims, the next step's answer)."""
+        bound = RoomBound(tree, snapshot, need, rows)
+        resources, offered = snapshot.table.resources, snapshot.table.offered
+        short = [(int(col), int(free), int(needed))
+                 for col, free, needed in zip(bound.cols, bound.total, bound.need, strict=True)
+                 if free < needed and resources[col] in offered]
+        if not short or not (self.floors.exact(snapshot, self.view, rows)[rows] < tree.priority).any():
+            return ""
+        freeable = self.floors.requested_below(snapshot, self.view, rows, tree.priority)
+        held = [(resources[col], format_units(resources[col], free), format_units(resources[col], needed))
+                for col, free, needed in short if not freeable[col]]
+        if not held:
+            return ""
+        counts = (f"{held[0][1]} free there, {held[0][2]} needed" if len(held) == 1
+                  else "; ".join(f"{name} {free} free, {needed} needed" for name, free, needed in held))
+        return f"no pod of lower priority holds {' or '.join(h[0] for h in held)} on the nodes it may use: {counts}"
 
     def reservation(self, tree: GroupTree, snapshot: Snapshot, config: SolverConfig) -> Plan | None:
         """The best plan of a starving root (the starvation guard's reservation): where it would go once the

@@ -275,7 +275,10 @@ class NodeFloors:
     For ordering the nodes (:meth:`floors`, for :func:`windows`) a floor may be stale: a group's priority may have
     changed while its pods stayed put, which only makes a window less well chosen. :meth:`exact` also re-reads
     every row read before the view's membership :meth:`~scheduler.preemption.group_view.GroupView.generation`
-    last changed, so a node whose exact floor is at or above a root's priority holds no victim of it."""
+    last changed, so a node whose exact floor is at or above a root's priority holds no victim of it.
+
+    The same read keeps a floor per resource — per node row and resource column, the lowest priority of a pod on it
+    that requests some of that resource — for :meth:`requested_below`."""
 
     NO_FLOOR = np.iinfo(np.int64).max
 
@@ -287,6 +290,8 @@ class NodeFloors:
         self._floor = np.empty(0, dtype=np.int64)
         self._read_at = np.empty(0, dtype=np.int64)
         """The view's generation when each row's floor was read."""
+        self._by_resource = np.empty((0, 0), dtype=np.int64)
+        """``(N, R)``: per row and resource column, the lowest priority of a pod there requesting it (``NO_FLOOR``)."""
 
     def floors(self, snapshot: Snapshot, view: GroupView) -> IntArray:
         """``(N,)`` int64, the floor of each node row of ``snapshot`` (read-only). Re-reads the rows the snapshot's
@@ -297,32 +302,49 @@ class NodeFloors:
         if self._table is not snapshot.table or len(self._seen) != len(infos):
             self._table, self._seen, changed = snapshot.table, [None] * len(infos), None
             self._floor = np.full(len(infos), self.NO_FLOOR, dtype=np.int64)
+            self._by_resource = np.full((len(infos), len(snapshot.table.resources)), self.NO_FLOOR, dtype=np.int64)
             self._read_at = np.full(len(infos), -1, dtype=np.int64)
         self._mark = mark
         seen = self._seen
         if changed is None:
             changed = list(itertools.compress(itertools.count(), map(operator.is_not, seen, infos)))
         generation = view.generation()
+        column = snapshot.table.column
         for row in changed:
             if seen[row] is not infos[row]:
-                self._read(row, infos[row], view, generation)
+                self._read(row, infos[row], view, generation, column)
         return self._floor
 
     def exact(self, snapshot: Snapshot, view: GroupView, rows: BoolArray) -> IntArray:
         """:meth:`floors`, with every row of ``rows`` read at the view's current generation: exact for them."""
         floor = self.floors(snapshot, view)
         generation = view.generation()
-        infos = snapshot.infos
+        infos, column = snapshot.infos, snapshot.table.column
         for row in np.flatnonzero(rows & (self._read_at != generation)).tolist():
-            self._read(row, infos[row], view, generation)
+            self._read(row, infos[row], view, generation, column)
         return floor
 
-    def _read(self, row: int, info: NodeInfo, view: GroupView, generation: int) -> None:
+    def requested_below(self, snapshot: Snapshot, view: GroupView, rows: BoolArray, limit: int) -> BoolArray:
+        """``(R,)`` over ``snapshot``'s resource columns: whether a running pod counting at a priority below ``limit``,
+        on a node of ``rows``, requests some of each resource — only those pods' eviction can free it there. Exact
+        for ``rows`` (read as :meth:`exact` reads them)."""
+        self.exact(snapshot, view, rows)
+        return np.asarray((self._by_resource[rows] < limit).any(axis=0), dtype=bool)
+
+    def _read(self, row: int, info: NodeInfo, view: GroupView, generation: int, column: Mapping[str, int]) -> None:
         lowest = int(self.NO_FLOOR)
+        by_resource = [lowest] * len(column)
         for entry in self.nodes.entries(info):
             priority = entry.priority if entry.priority is not None else view.membership(entry.pods[0]).priority
-            lowest = min(lowest, priority)
+            if priority < lowest:
+                lowest = priority
+            for pod in entry.pods:
+                for name, amount in pod.requests.items():
+                    col = column.get(name)
+                    if col is not None and amount > 0 and priority < by_resource[col]:
+                        by_resource[col] = priority
         self._floor[row], self._seen[row], self._read_at[row] = lowest, info, generation
+        self._by_resource[row] = by_resource
 
 
 def windows(floors: IntArray, rows: BoolArray, limit: int, pending: int = 0, capacity: IntArray | None = None,

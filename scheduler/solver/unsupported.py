@@ -22,12 +22,15 @@ Pure: a pod in, the findings out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import difflib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from scheduler.framework.pod_terms import LABEL_OPERATORS
 from scheduler.framework.storage_view import StorageView
 from scheduler.model.pod import LabelSelector, Pod, PodAffinity
+from scheduler.model.scheduling import CompositePodGroup, PodGroup
+from scheduler.model.strict import CUTOFF
 from scheduler.solver.plugins import volume_claims
 
 WHEN_UNSATISFIABLE = ("DoNotSchedule", "ScheduleAnyway")
@@ -125,9 +128,28 @@ def priority_class(pod: Pod, context: Context) -> Iterator[Unhonoured]:
     if (context.priority_classes is not None and pod.spec.priority is None and name
             and name not in context.priority_classes):
         yield Unhonoured("spec.priorityClassName",
-                         f"no PriorityClass {name!r} is known, so the pod has the default priority (the "
-                         "globalDefault class's value, else 0); add the class to the snapshot "
-                         "(kubectl get priorityclasses -o yaml)")
+                         f"no PriorityClass {name!r} is known{_close_class(name, context.priority_classes)}, so "
+                         "the pod has the default priority (the globalDefault class's value, else 0); add the class "
+                         "to the snapshot (kubectl get priorityclasses -o yaml)")
+
+
+def group_priority_class(group: PodGroup | CompositePodGroup, context: Context) -> Iterator[Unhonoured]:
+    """The same for a PodGroup or CompositePodGroup: admission fills a group's ``spec.priority`` from its
+    ``priorityClassName`` and refuses an unknown class, so only a hand-written manifest has one; such a group has no
+    priority of its own, and its tree counts at its pods' (:mod:`scheduler.groups.priority`)."""
+    name = group.spec.priority_class_name
+    if (context.priority_classes is not None and group.spec.priority is None and name
+            and name not in context.priority_classes):
+        yield Unhonoured("spec.priorityClassName",
+                         f"no PriorityClass {name!r} is known{_close_class(name, context.priority_classes)}, so "
+                         "the group has no priority of its own and its tree counts at its pods' priority; add the "
+                         "class to the snapshot (kubectl get priorityclasses -o yaml)")
+
+
+def _close_class(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'high'?)`` when a known class name is close to ``name``, else empty."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=CUTOFF)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 RULES: tuple[Rule, ...] = (pod_affinity_selectors, spread_values, volume_claim_fields, priority_class)

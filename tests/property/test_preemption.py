@@ -49,10 +49,14 @@ class Case:
 
 @st.composite
 def cases(draw: st.DrawFn, equal: bool = False) -> Case:
-    """Nodes of 2–6 cpu filled (partly) by running groups and lone pods of priority 0–3, and one pending gang."""
+    """Nodes of 2–6 cpu filled (partly) by running groups and lone pods of priority 0–3, and one pending gang. In half
+    the cases nodes also have 0–2 GPUs, which only group members and the gang's pods may request: room the lone pods
+    and fillers never hold."""
     n = draw(st.integers(1, 5))
     free = {f"n{i}": draw(st.sampled_from([2, 4, 6])) for i in range(n)}
-    c = Cluster(nodes=[node(name, cpu=str(cap), memory="64Gi") for name, cap in free.items()])
+    gpus = draw(st.booleans())
+    free_gpu = {name: draw(st.integers(0, 2)) if gpus else 0 for name in free}
+    c = Cluster(nodes=[node(name, cpu=str(cap), memory="64Gi", gpu=free_gpu[name]) for name, cap in free.items()])
     preemptor_priority = draw(st.integers(0, 4))
     for g in range(draw(st.integers(0, 4))):
         size = draw(st.integers(1, 4))
@@ -65,7 +69,9 @@ def cases(draw: st.DrawFn, equal: bool = False) -> Case:
                 continue
             cpu = draw(st.integers(1, min(2, free[where])))
             free[where] -= cpu
-            c.pods.append(running(f"run{g}-{j}", where, f"run{g}", cpu=str(cpu),
+            gpu = draw(st.integers(0, min(1, free_gpu[where])))
+            free_gpu[where] -= gpu
+            c.pods.append(running(f"run{g}-{j}", where, f"run{g}", cpu=str(cpu), gpu=gpu,
                                   started=f"2026-01-01T00:{draw(st.integers(0, 59)):02d}:00Z"))
     for k in range(draw(st.integers(0, 3))):
         where = draw(st.sampled_from(sorted(free)))
@@ -75,7 +81,8 @@ def cases(draw: st.DrawFn, equal: bool = False) -> Case:
             c.pods.append(running(f"lone{k}", where, priority=prio, scheduler="default-scheduler"))
     size = draw(st.integers(1, 4))
     c.groups.append(group("high", draw(st.integers(1, size)), priority=preemptor_priority))
-    c.pods += [pending(f"high-{i}", "high", cpu=str(draw(st.integers(1, 3)))) for i in range(size)]
+    gpu = draw(st.integers(0, int(gpus)))  # every pod of the gang alike, as a training job's
+    c.pods += [pending(f"high-{i}", "high", cpu=str(draw(st.integers(1, 3))), gpu=gpu) for i in range(size)]
     for where, room in free.items():  # fill the rest so that the preemptor usually has to preempt
         if room and draw(st.integers(0, 3)):
             prio = preemptor_priority if equal else draw(st.integers(0, 3))

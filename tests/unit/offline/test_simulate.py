@@ -582,10 +582,40 @@ value: 1000
     found = member("found", "h").replace("schedulerName:", "priorityClassName: batch\n  schedulerName:")
     sim = run(tmp_path, known, podgroup("g", "{basic: {}}"), podgroup("h", "{basic: {}}"), missing, found)
     assert [(pod.metadata.name, str(finding)) for pod, finding in sim.unhonoured] == [
-        ("lost", "spec.priorityClassName: no PriorityClass 'batch-hi' is known, so the pod has the default "
-                 "priority (the globalDefault class's value, else 0); add the class to the snapshot "
+        ("lost", "spec.priorityClassName: no PriorityClass 'batch-hi' is known (did you mean 'batch'?), so the pod "
+                 "has the default priority (the globalDefault class's value, else 0); add the class to the snapshot "
                  "(kubectl get priorityclasses -o yaml)")]
     assert {g.key.name: g.priority for g in sim.groups} == {"g": 0, "h": 1000}
+
+
+def test_a_group_naming_a_priority_class_the_snapshot_lacks_is_warned_about(tmp_path: Path) -> None:
+    """A PodGroup whose ``priorityClassName`` is misspelled has no priority of its own: its tree counts at its pods'
+    (here the class they name), and the report says so — it would otherwise decide, silently, whether the gang may
+    preempt."""
+    from scheduler.offline.report import notices
+
+    classes = """
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: training}
+value: 1000
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: training-high}
+value: 5000
+"""
+    typo = podgroup("g", "{basic: {}}").replace("spec:\n", "spec:\n  priorityClassName: training-hihg\n")
+    pod = member("a", "g").replace("schedulerName:", "priorityClassName: training\n  schedulerName:")
+    sim = run(tmp_path, classes, typo, pod)
+    assert {g.key.name: g.priority for g in sim.groups} == {"g": 1000}
+    assert [str(finding) for _, finding in sim.unhonoured_groups] == [
+        "spec.priorityClassName: no PriorityClass 'training-hihg' is known (did you mean 'training-high'?), so the "
+        "group has no priority of its own and its tree counts at its pods' priority; add the class to the snapshot "
+        "(kubectl get priorityclasses -o yaml)"]
+    (warning,) = [n for n in notices(sim) if n.group == "ml/g"]
+    assert warning.level == "warning" and warning.message.startswith(
+        "scheduling.k8s.io/v1beta1 PodGroup ml/g: spec.priorityClassName: no PriorityClass 'training-hihg'")
 
 
 def test_pods_bound_to_a_node_the_snapshot_lacks_are_warned_about(tmp_path: Path) -> None:

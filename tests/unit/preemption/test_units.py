@@ -253,3 +253,40 @@ def test_an_extended_resource_a_node_does_not_offer_leaves_it_to_dra() -> None:
     request = np.array([2000, 4], dtype=np.int64)
     assert allocatable_holds(allocatable, request, ("cpu", "example.com/gpu")).tolist() == [False, True, False]
     assert allocatable_holds(allocatable, request, ("cpu", "memory")).tolist() == [False, False, False]
+
+
+def test_a_root_short_of_a_resource_no_lower_priority_pod_holds_is_told_so_from_the_floors() -> None:
+    """Every GPU is held by groups of priority 200 and the pods below the preemptor's 100 hold only cpu: no eviction
+    frees a GPU, which the per-resource floors tell without reading a pod once they are read; a GPU pod below it
+    landing on a node (a NodeInfo changed) and a group whose priority drops (the membership generation) are read
+    again."""
+    c = Cluster(nodes=nodes(40, cpu="4", gpu=2), groups=[group(f"g{i}", 1, priority=200) for i in range(40)])
+    c.pods += [running(f"g{i}-0", f"n{i}", f"g{i}", cpu="1", gpu=2) for i in range(40)]
+    c.pods += [running(f"web-{i}", f"n{i}", cpu="1", priority=1) for i in range(40)]
+    c.groups.append(group("high", 2, priority=100))
+    c.pods += [pending(f"high-{i}", "high", gpu=1) for i in range(2)]
+    cache = c.cache()
+    plugin = DefaultPreemption(CacheGroupView(cache))
+    key = GroupKey("PodGroup", NS, "high")
+
+    def decide() -> Decision:
+        tree = cache.tree(key)
+        assert tree is not None
+        return schedule_one(tree, cache.snapshot(), SolverConfig(), [plugin])
+
+    first = decide()
+    assert isinstance(first, Unschedulable)
+    assert first.message.endswith("Preemption is not helpful for scheduling (no pod of lower priority holds "
+                                  "nvidia.com/gpu on the nodes it may use: 0 free there, 2 needed)")
+    plugin.nodes = plugin.floors.nodes = counting = CountingEntries()
+    assert isinstance(decide(), Unschedulable) and counting.reads == 0  # nothing changed: no node's pods read
+    cache.delete_one("Pod", f"{NS}/g38-0")
+    cache.load_one("Pod", running("batch-0", "n38", cpu="1", gpu=2, priority=1))
+    decision = decide()
+    assert isinstance(decision, Preemption) and names(decision.victims) == ["batch-0"]
+    cache.delete_one("Pod", f"{NS}/batch-0")
+    cache.load_one("Pod", running("g38-0", "n38", "g38", cpu="1", gpu=2))
+    assert isinstance(decide(), Unschedulable)
+    cache.load_one("PodGroup", group("g39", 1, priority=1))  # its pod on n39 stays put
+    decision = decide()
+    assert isinstance(decision, Preemption) and names(decision.victims) == ["g39-0"]

@@ -32,7 +32,8 @@ from tests.unit.solver.builders import pod, pod_affinity, pod_term, spread
     ({}, pod_affinity(required=[pod_term({"app": "x"}, namespaceSelector={})]), Context(namespaces_known=False), ()),
     ({"priorityClassName": "batch-hi"}, None, Context(priority_classes=frozenset({"batch"})),
      (Unhonoured("spec.priorityClassName",
-                 "no PriorityClass 'batch-hi' is known, so the pod has the default priority (the globalDefault "
+                 "no PriorityClass 'batch-hi' is known (did you mean 'batch'?), so the pod has the default priority "
+                 "(the globalDefault "
                  "class's value, else 0); add the class to the snapshot (kubectl get priorityclasses -o yaml)"),)),
     ({"priorityClassName": "batch"}, None, Context(priority_classes=frozenset({"batch"})), ()),
     ({"priorityClassName": "batch-hi", "priority": 7}, None, Context(priority_classes=frozenset()), ()),
