@@ -27,6 +27,7 @@ from scheduler.model.scheduling import GroupKey
 from scheduler.solver.diagnosis import Domain, describe
 from scheduler.solver.failures import Failures
 from scheduler.solver.plugins import TOPOLOGY
+from scheduler.solver.plugins.resources_fit import copies
 from scheduler.solver.signatures import Signatures
 
 
@@ -166,6 +167,10 @@ class DomainPruning:
         closest = min(map(int, present), key=lambda d: (*room(d), doms.values[d]))
         by_room = any(room(int(d)) != room(closest) for d in present)  # else merely the first by name
         together = bool(cols.size) and bool((have[present].sum(axis=0) >= need[cols]).all())
+        if together and isinstance(group, Leaf) and group.need:  # and their nodes hold that many members, whole
+            smallest = need // group.need  # the smallest member's requests (need is that × the members needed)
+            rows = np.flatnonzero(counted & np.isin(ids, present))
+            together = int(copies(self.state.free, smallest, rows).sum()) >= group.need
         return [(Domain(key, doms.values[closest], len(present), by_room=by_room, together=together),
                  mask & (ids == closest))]
 

@@ -378,3 +378,17 @@ def test_clauses_drop_the_full_stop_before_a_semicolon() -> None:
     assert clauses(["a: 0/4 nodes are available: 4 Insufficient cpu.", "b: 1/2 placed", "c: done."]) == (
         "a: 0/4 nodes are available: 4 Insufficient cpu; b: 1/2 placed; c: done.")
     assert clauses([]) == "" and clauses(["only."]) == "only."
+
+
+def test_domains_are_said_to_hold_the_room_together_only_when_their_nodes_hold_the_members_whole() -> None:
+    """Two zones of two 3-cpu nodes hold 12 cpu together, but no node holds a 4-cpu member: the 2-member gang does not
+    fit the cluster either, so the reason does not blame its zone constraint; with 1-cpu members the zones do hold
+    them together and the reason says so."""
+    nodes = [node(f"{z}{i}", cpu="3", memory="8Gi", labels={ZONE: z}) for z in "ab" for i in range(2)]
+    big = solve_one(nodes, gang_pods("g", 2, cpu="4", memory=None), [pg("g", 2, topology=ZONE)])
+    assert isinstance(big, Unschedulable)
+    assert "have that room together" not in big.message
+    assert big.message.startswith(f"gang g: 0/2 placeable (minCount 2) in {ZONE} a (one of 2 domains): 6 cpu free")
+    small = solve_one(nodes, gang_pods("g", 7, cpu="1", memory=None), [pg("g", 7, topology=ZONE)])
+    assert isinstance(small, Unschedulable)
+    assert f"the 2 {ZONE} domains have that room together, not one of them" in small.message
