@@ -43,14 +43,14 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import numpy as np
 
 from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
-from scheduler.groups.tree import GroupTree, walk
+from scheduler.groups.tree import Group, GroupTree, Leaf, walk
 from scheduler.model.base import named_within
 from scheduler.model.pod import NEVER, Pod
 from scheduler.model.quantity import format_units
@@ -65,6 +65,7 @@ from scheduler.preemption.units import (
     Unit,
     candidates,
     staying,
+    unplaceable,
     usable_rows,
     windows,
 )
@@ -173,6 +174,8 @@ class DefaultPreemption:
         rows = usable_rows(snapshot, tree, self.profile.static_check)
         if not rows.any() and usable_rows(snapshot, tree, self.profile.static_check, allocatable=False).any():
             return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} ({TOO_LARGE})")
+        if missing := self._too_large(tree, snapshot, namespace):
+            return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} ({missing})")
         need = minimum_need(tree, snapshot, config, self.profile)
         if unfreed := self._held_above(tree, snapshot, rows, need):
             return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} ({unfreed})")
@@ -192,6 +195,21 @@ class DefaultPreemption:
         if not chosen.pods:
             return Outcome.FITS, chosen.plan
         return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix, namespace)
+
+    def _too_large(self, tree: GroupTree, snapshot: Snapshot, namespace: str | None) -> str:
+        """Why no eviction can make room when some pods fit no node even emptied and the tree cannot be satisfied
+        without them (:func:`~scheduler.preemption.units.unplaceable`; a gang left with fewer placeable pending
+        members than it needs, a composite with fewer such children): ``ml/w-0 fits no node it may use even emptied,
+        and the gang cannot reach its minimum without it``; empty otherwise. Those pods are named only in
+        ``namespace`` (None: any)."""
+        out = unplaceable(snapshot, tree, self.profile.static_check)
+        if not out or _satisfiable(tree.root, {p.key for p in out}):
+            return ""
+        if len(out) == 1:
+            return (f"{_named(out, namespace)} fits no node it may use even emptied, and the gang cannot reach its "
+                    "minimum without it")
+        return (f"{len(out)} pods fit no node they may use even emptied ({_named(out, namespace)}), and the gang "
+                "cannot reach its minimum without them")
 
     def _held_above(self, tree: GroupTree, snapshot: Snapshot, rows: BoolArray, need: IntArray) -> str:
         """Why no eviction can make room, told from the node floors without reading a pod: ``no pod of lower
@@ -282,6 +300,14 @@ class DefaultPreemption:
 def _pending(tree: GroupTree) -> Iterable[Pod]:
     for leaf in tree.root.leaves():
         yield from leaf.pending
+
+
+def _satisfiable(group: Group, left_out: Collection[str]) -> bool:
+    """Whether ``group`` could be satisfied without the pending pods ``left_out`` (keys): a gang by the rest of its
+    pending members and those bound, a composite by enough such children."""
+    if isinstance(group, Leaf):
+        return group.satisfied or sum(p.key not in left_out for p in group.pending) >= group.need
+    return group.satisfied or sum(_satisfiable(c, left_out) for c in group.children) >= max(group.need, 1)
 
 
 def _room_is_short(result: Unschedulable) -> bool:

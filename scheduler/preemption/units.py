@@ -103,15 +103,29 @@ def usable_rows(snapshot: Snapshot, tree: GroupTree, static_check: object, *, al
     extended resource a node does not offer is left to DRA only when a DeviceClass serves it for the pod (its
     resolved claims' ``extended``, as the search's DynamicResources decides): else that node cannot hold the pod,
     and a pod requesting a resource no node offers and no DeviceClass serves can run nowhere."""
+    mask = np.zeros(len(snapshot.table), dtype=bool)
+    for _, rows in _pod_rows(snapshot, tree, static_check, allocatable=allocatable):
+        mask |= rows
+    return mask
+
+
+def unplaceable(snapshot: Snapshot, tree: GroupTree, static_check: object) -> list[Pod]:
+    """The pending pods of ``tree`` that no node could hold even emptied: none passes the static filters for the pod
+    and has the allocatable to hold it (:func:`usable_rows`' rule, pod by pod)."""
+    return [pod for pod, rows in _pod_rows(snapshot, tree, static_check, allocatable=True) if not rows.any()]
+
+
+def _pod_rows(snapshot: Snapshot, tree: GroupTree, static_check: object, *,
+              allocatable: bool) -> Iterator[tuple[Pod, BoolArray]]:
+    """Each pending pod of ``tree`` with the nodes of :func:`usable_rows` for it alone (read-only)."""
     table = snapshot.table
-    mask = np.zeros(len(table), dtype=bool)
     holds: dict[tuple[tuple[tuple[str, int], ...], tuple[str, ...]], BoolArray] = {}  # per request shape
     resolved = snapshot.dra.pods if isinstance(snapshot.dra, DraView) else {}
     for leaf in tree.root.leaves():
         for pod in leaf.pending:
             static = table.static_fit(pod.spec, static_check).ok  # type: ignore[arg-type]
             if not allocatable:
-                mask |= static
+                yield pod, static
                 continue
             claims = resolved.get(pod.key)
             served = claims.extended if claims is not None else ()
@@ -121,8 +135,7 @@ def usable_rows(snapshot: Snapshot, tree: GroupTree, static_check: object, *, al
                 vector, unknown = table.request_vector(pod.requests)
                 fits = holds[shape] = (allocatable_holds(table.allocatable, vector, table.resources, served)
                                        if set(unknown) <= set(served) else np.zeros(len(table), dtype=bool))
-            mask |= static & fits
-    return mask
+            yield pod, static & fits
 
 
 def allocatable_holds(allocatable: IntArray, request: IntArray, resources: Sequence[str],

@@ -497,3 +497,21 @@ def test_a_verdict_of_not_helpful_counts_the_pods_holding_room_in_the_domain_tha
     assert isinstance(decision, Unschedulable)
     assert decision.message.endswith("; 1 pod(s) of its priority or higher hold room on the nodes it may use and are "
                                      "not preempted)")
+
+
+@pytest.mark.parametrize("min_count", [4, 3])
+def test_a_member_no_node_could_hold_even_emptied_is_named_when_the_gang_needs_it(min_count: int) -> None:
+    """One member of a 4-pod gang asks for 100 GPUs of nodes that have 8. With minCount 4 no eviction helps, and the
+    reason names that member, not the pods that hold the room; with minCount 3 the gang does without it, and the
+    lower-priority pod holding the GPUs is evicted for the other three."""
+    c = Cluster(nodes=nodes(1, cpu="8", gpu=8))
+    c.pods += [running("low", "n0", cpu="1", gpu=6, priority=1), running("peer", "n0", cpu="1", gpu=2, priority=100)]
+    c.groups.append(group("high", min_count, priority=100))
+    c.pods += [pending("high-0", "high", gpu=100)] + [pending(f"high-{i}", "high", gpu=2) for i in range(1, 4)]
+    _, decision = c.decide("high")
+    if min_count == 4:
+        assert isinstance(decision, Unschedulable)
+        assert decision.message.endswith(f"{GROUP_PREFIX}{NOT_HELPFUL} (ml/high-0 fits no node it may use even "
+                                         "emptied, and the gang cannot reach its minimum without it)")
+    else:
+        assert isinstance(decision, Preemption) and names(decision.victims) == ["low"]
