@@ -244,6 +244,9 @@ class NeededClaim:
     spec: ClaimSpec
     synthetic: bool = False
     """True for a scheduler-made extended-resource claim (created at bind time, KEP-5004)."""
+    group: bool = False
+    """The pod's PodGroup claim — its entry equals one of its PodGroup's ``spec.resourceClaims`` entries, a template or
+    a claim by name — reserved for the PodGroup, not the pod (KEP-5729)."""
     resources: tuple[str, ...] = ()
     """For a synthetic claim: the extended resource each of ``spec.requests`` serves (in their order)."""
 
@@ -439,7 +442,7 @@ class ClaimIndex:
                 if not admin_allowed(namespace):
                     _, invalid = _invalid(claim.key, template and f"{ns}/{template}", claim.key in self.synthesized)
                     return PodClaims(waiting=f"{invalid}: {ADMIN_ACCESS_FORBIDDEN}")
-            needed = NeededClaim(claim.key, entry.name, spec)
+            needed = NeededClaim(claim.key, entry.name, spec, group=is_group)
             by_name = False
             if entry.resource_claim_name:
                 by_name = self.named_by.get(claim.key, 0) > 1
@@ -496,8 +499,8 @@ class ClaimIndex:
             return (), None
         requests = tuple(Request(r.name, (SubRequest(r.name, r.class_name, count=r.amount),)) for r in wanted)
         key = f"{pod.metadata.namespace}/{pod.metadata.name}-extended-resources"
-        return tuple(dra), NeededClaim(key, "extended-resources", ClaimSpec(requests), True,
-                                       tuple(r.resource for r in wanted))
+        return tuple(dra), NeededClaim(key, "extended-resources", ClaimSpec(requests), synthetic=True,
+                                       resources=tuple(r.resource for r in wanted))
 
     def pinned_selectors(self, keys: Iterable[str]) -> list[NodeSelector | None]:
         """The ``allocation.nodeSelector`` of each allocated claim (None: usable everywhere)."""

@@ -568,7 +568,7 @@ class DynamicResources:
                 if alloc.reused:
                     continue  # written once, by the leaf that allocated it; its consumers are all gathered
                 consumers = users.get(alloc.claim.key, [])
-                if alloc.claim.entry and any(_is_group_claim(p, alloc.claim.key) for p in consumers):
+                if alloc.claim.group:
                     reserved: tuple[tuple[str, str, str], ...] = (("PodGroup", leaf_name, ""),)
                 else:
                     reserved = tuple(("Pod", p.metadata.name, p.metadata.uid) for p in consumers)
@@ -801,12 +801,6 @@ def _contested(cycle: DynamicResourcesState, chosen: Sequence[SharedAllocation])
     scope = cycle.view.inventory.scope
     ids = [d.id for alloc in chosen for _, d in alloc.results if isinstance(scope.get(d.id), str)]
     return tuple(i.encode() for i in sorted(ids))
-
-
-def _is_group_claim(pod: Pod, key: str) -> bool:
-    """Whether ``key`` is the pod's PodGroup claim (reserved for the group) rather than one shared by name."""
-    return not any(e.resource_claim_name and f"{pod.metadata.namespace}/{e.resource_claim_name}" == key
-                   for e in pod.spec.resource_claims)
 
 
 def pinned_reason(claim: str, node: str) -> str:

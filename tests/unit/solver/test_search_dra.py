@@ -477,3 +477,22 @@ def test_two_shared_claims_bound_to_nodes_with_the_same_consumers_are_bound_to_t
     assert [n for _, n in plan.placements] == ["n2", "n2"]
     assert {a.claim: a.node_selector for a in plan.allocations} == {
         f"{NS}/link-a": pinned_to("n2"), f"{NS}/link-b": pinned_to("n2")}
+
+
+def test_a_podgroup_claim_given_by_name_is_reserved_for_the_podgroup() -> None:
+    """A PodGroup's ``spec.resourceClaims`` entry may name an existing claim (``resourceClaimName``); members whose
+    entry equals it use the PodGroup's claim, reserved for the PodGroup (KEP-5729), as a template's — while the same
+    claim named by members of a group that does not list it is shared by name and reserved for each pod."""
+    entry = {"name": "gpus", "resourceClaimName": "link"}
+    listed = PodGroup.model_validate({"metadata": {"name": "g", "namespace": NS, "uid": "uid-g"}, "spec": {
+        "schedulingPolicy": {"gang": {"minCount": 2}}, "resourceClaims": [entry]}})
+    nodes = [node("n0", cpu="2")]
+    plan = run(nodes, sharing_link(2), [listed], [fabric_slice("fabric", ["link-0"])], [link_claim()], FABRIC_CLASSES)
+    assert isinstance(plan, Plan), plan
+    (alloc,) = plan.allocations
+    assert alloc.reserved_for == (("PodGroup", "g", ""),)
+    plan = run(nodes, sharing_link(2), [pg("g", 2)], [fabric_slice("fabric", ["link-0"])], [link_claim()],
+               FABRIC_CLASSES)
+    assert isinstance(plan, Plan), plan
+    (alloc,) = plan.allocations
+    assert alloc.reserved_for == (("Pod", "w-0", "uid-w-0"), ("Pod", "w-1", "uid-w-1"))
