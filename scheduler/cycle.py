@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from scheduler.cache.cluster import AssumeError, ClusterCache
+from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.binding_cycle import BindResult as BindResult
 from scheduler.framework.binding_cycle import Failure as Failure
 from scheduler.framework.events import ClusterEvent
@@ -30,15 +31,23 @@ from scheduler.framework.interface import PostFilterPlugin
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable, join_postfilter
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
-from scheduler.groups.tree import GroupTree, TreeState
+from scheduler.groups.tree import GroupTree, TreeState, satisfiable_without
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
-from scheduler.solver.plugins import NOMINATED_FIRST, node_affinity, node_unschedulable, taint_toleration
+from scheduler.solver.plugins import (
+    NOMINATED_FIRST,
+    dynamic_resources,
+    node_affinity,
+    node_unschedulable,
+    taint_toleration,
+)
 from scheduler.solver.plugins.nominated_node import nominated
 from scheduler.solver.search import solve
 
 ABOVE_MINIMUM = "{count} pending member(s) above the minimum fit nowhere"
 """The failure PostFilters get for members a plan leaves out (ours)."""
+NAMED_NOT_READY = 3
+"""How many pods not ready for scheduling a root's reason names (the rest are counted)."""
 
 
 def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
@@ -57,8 +66,10 @@ def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
     every member replaces the plan (:func:`_above_minimum`). Binding and preemption
     never happen in the same cycle (kube-scheduler's PodGroup cycle, ``schedule_one_podgroup.go``).
     """
-    pinned: Plan | None = None
     pending = [p for leaf in tree.root.leaves() for p in leaf.pending]
+    if (held := not_ready(tree, snapshot, pending)) is not None:
+        return held
+    pinned: Plan | None = None
     if nominated(pending):
         found = solve(tree, snapshot, config, NOMINATED_FIRST)
         if isinstance(found, Plan):
@@ -76,6 +87,31 @@ def schedule_one(tree: GroupTree, snapshot: Snapshot, config: SolverConfig,
     if isinstance(result, Plan) and result.unplaced and post_filters:
         return _above_minimum(tree, snapshot, result, config, post_filters)
     return result
+
+
+def not_ready(tree: GroupTree, snapshot: Snapshot, pending: Sequence[Pod]) -> Unschedulable | None:
+    """The root not tried, when ``pending`` pods it cannot do without
+    (:func:`~scheduler.groups.tree.satisfiable_without`) are not ready for scheduling: a ResourceClaim of theirs not
+    created yet or being deleted, which kube-scheduler's DynamicResources holds a pod for at PreEnqueue
+    (:attr:`~scheduler.dra.claims.PodClaims.not_ready`). The :class:`Unschedulable` says which pods (the first
+    :data:`NAMED_NOT_READY`, the rest counted) and why, with ``not_ready`` set and DynamicResources as its rejector
+    (a claim's creation wakes it); None otherwise, or when the tree can do without them (the search leaves them
+    out)."""
+    view = snapshot.dra
+    if not isinstance(view, DraView):
+        return None
+    held = {pod.key: claims.waiting for pod in pending
+            if (claims := view.pods.get(pod.key)) is not None and claims.not_ready and claims.waiting}
+    if not held or satisfiable_without(tree.root, held):
+        return None
+    if tree.key.kind == "Pod":  # a lone pod: its own wait says it
+        message = next(iter(held.values()))
+    else:
+        named = "; ".join(f"pod {key}: {why}" for key, why in sorted(held.items())[:NAMED_NOT_READY])
+        more = f"; {len(held) - NAMED_NOT_READY} more" if len(held) > NAMED_NOT_READY else ""
+        message = f"{len(held)} pod(s) not ready for scheduling: {named}{more}"
+    return Unschedulable(tree.key, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message,
+                         rejectors=frozenset({dynamic_resources.NAME}), not_ready=True)
 
 
 def _above_minimum(tree: GroupTree, snapshot: Snapshot, plan: Plan, config: SolverConfig,

@@ -16,7 +16,8 @@ Resolution rules (core/v1 ``PodSpec.resourceClaims``, ``scheduling.k8s.io/v1beta
   PodGroup's claim is allocated once for the leaf and reserved for the PodGroup;
 * a claim an in-flight plan is allocating (``in_flight``) makes the pod wait until the allocation is
   visible, so two roots never allocate one claim twice;
-* a pod whose claim does not exist yet waits, with a reason; so does a pod whose claim is malformed;
+* a pod whose claim does not exist yet waits, with a reason — not ready for scheduling, as kube-scheduler's PreEnqueue
+  holds it (so is a pod whose claim is being deleted); so does a pod whose claim is malformed;
 * a pod requesting an extended resource that a DeviceClass serves (``extendedResourceName``, or the implicit
   ``deviceclass.resource.kubernetes.io/<class>``) gets a synthesised claim with the requests of
   :func:`extended_requests` (``container-<i>-request-<j>``); it is used on the nodes that do not offer a non-zero
@@ -271,6 +272,9 @@ class PodClaims:
     shared: tuple[NeededClaim, ...] = ()
     pinned: tuple[str, ...] = ()
     waiting: str | None = None
+    not_ready: bool = False
+    """``waiting`` is for a claim not created yet or being deleted: what kube-scheduler's DynamicResources holds the pod
+    for at PreEnqueue (``dynamicresources.go``), before any attempt — the pod is not ready for scheduling."""
     extended: tuple[str, ...] = ()
     """Extended resources the pod requests that a DeviceClass serves: from the allocatable of a node offering a
     non-zero amount, through DRA (the synthetic claim in :attr:`allocate`) on every other node."""
@@ -414,9 +418,10 @@ class ClaimIndex:
                     elif f"{ns}/{template}" not in self.templates:  # the resourceclaim controller cannot make it
                         missing = f": ResourceClaimTemplate {ns}/{template} not found"
                 named = f" {ns}/{name}" if name else ""
-                return PodClaims(waiting=f"waiting for ResourceClaim{named} of {what}{source} to be created{missing}")
-            if claim.metadata.deletion_timestamp is not None:  # DynamicResources PreFilter: "being deleted"
-                return PodClaims(waiting=f"ResourceClaim {claim.key} is being deleted")
+                return PodClaims(waiting=f"waiting for ResourceClaim{named} of {what}{source} to be created{missing}",
+                                 not_ready=True)
+            if claim.metadata.deletion_timestamp is not None:  # DynamicResources PreEnqueue: "being deleted"
+                return PodClaims(waiting=f"ResourceClaim {claim.key} is being deleted", not_ready=True)
             if claim.is_allocated:
                 consumers = claim.status.reserved_for
                 if len(consumers) >= RESERVED_FOR_MAX and not claim.is_reserved_for(pod.metadata.uid) and not (
@@ -451,7 +456,7 @@ class ClaimIndex:
         extended, ext_claim = self._extended(pod)
         if ext_claim is not None:
             allocate.append(ext_claim)
-        return PodClaims(tuple(allocate), tuple(shared), tuple(pinned), None, extended)
+        return PodClaims(tuple(allocate), tuple(shared), tuple(pinned), extended=extended)
 
     def _synthesize(self, ns: str, owner: str, entry: str, template_name: str,
                     reads: list[Read]) -> ResourceClaim | None:

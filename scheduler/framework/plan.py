@@ -160,6 +160,9 @@ class Unschedulable:
     wakes the root only on cluster events that one of them says may help (queueing hints)."""
     selector_errors: tuple[str, ...] = ()
     """CEL selector errors this solve met (DRA), for the reports; each solve has its own."""
+    not_ready: bool = False
+    """The root was not tried: pods it cannot do without are not ready for scheduling (a claim not created yet), as
+    kube-scheduler holds a pod at PreEnqueue — reported as a root waiting for its members is, not as a failure."""
     minimum: Plan | None = None
     """Set when the root's minimum *does* fit — this plan — but pending members above it fit nowhere: the
     failure is theirs, and preemption, if it helps, must place every pending member (upstream preempts for

@@ -25,7 +25,7 @@ It does no I/O and imports no Kubernetes client.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -242,6 +242,14 @@ def depth_problem(depth: int) -> str | None:
     if depth > MAX_DEPTH:
         return f"tree depth {depth} exceeds {MAX_DEPTH}"
     return None
+
+
+def satisfiable_without(group: Group, left_out: Collection[str]) -> bool:
+    """Whether ``group`` could be satisfied without its pending pods ``left_out`` (keys): a gang by the rest of its
+    pending members and those bound, a composite by enough such children."""
+    if isinstance(group, Leaf):
+        return group.satisfied or sum(p.key not in left_out for p in group.pending) >= group.need
+    return group.satisfied or sum(satisfiable_without(c, left_out) for c in group.children) >= max(group.need, 1)
 
 
 def waiting_message(group: Group) -> str:

@@ -344,6 +344,10 @@ class Scheduler:
     def on_unschedulable(self, attempt: Attempt, failure: Unschedulable) -> None:
         tree, now = attempt.tree, asyncio.get_running_loop().time()
         delay = self.queue.backoff(tree, now, failure.rejectors, unschedulable=True)
+        if failure.not_ready:  # not tried: reported as Waiting, after the delay, by the reporter (which logs it)
+            log.debug("root=%s pods not ready for scheduling: %s", tree.key, failure.message)
+            self.reporter.not_ready(tree, failure)
+            return
         retry = "event" if self.queue.backing_off[tree.key].parked else "backoff"
         log.info("root=%s result=Unschedulable code=%s attempts=%d duration_ms=%.1f backoff_s=%.0f retry=%s reason=%r",
                  tree.key, failure.code.value, failure.attempts, (time.perf_counter() - self._started) * 1000, delay,

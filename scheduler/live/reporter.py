@@ -4,9 +4,10 @@ A root tried and not placed — Unschedulable (the search's reason), Invalid (a 
 failed — gets ``PodScheduled=False`` with a ``FailedScheduling`` Warning Event on its pending pods (kube-scheduler's
 ``handleSchedulingFailure``) and its reason in the group conditions
 (:class:`~scheduler.live.group_conditions.GroupConditions`). A root not tried yet — Waiting (fewer members than
-its minimum, gated members, a group missing) — and an orphan pod (naming a group that does not exist) are what
-kube-scheduler holds at PreEnqueue: their pods get ``PodScheduled=False`` with reason ``NotReadyForScheduling`` and
-a ``Normal`` Event of that reason (KEP-5501), and only once the state has lasted :data:`NOT_READY_DELAY_S` (the
+its minimum, gated members, a group missing; members whose ResourceClaim is not created yet) — and an orphan pod
+(naming a group that does not exist) are what kube-scheduler holds at PreEnqueue: their pods get
+``PodScheduled=False`` with reason ``NotReadyForScheduling`` and a ``Normal`` Event of that reason (KEP-5501), and
+only once the state has lasted :data:`NOT_READY_DELAY_S` (the
 KEP's delay): a gang whose pods are still being created, or a pod created just before its PodGroup, gets no report
 at all. One report waits per root or pod, started over when the message changes and dropped when the state ends; one
 falling due on a replica that no longer leads is not written (the next term routes every tree again). A Waiting or
@@ -129,6 +130,16 @@ class Reporter:
         self.conditions.failed(tree, "Unschedulable", result.message, result.group_reasons)
         self.pods(tree, "Unschedulable", result.message)
 
+    def not_ready(self, tree: GroupTree, result: Unschedulable) -> None:
+        """A root not tried because pods it needs are not ready for scheduling (``result.not_ready``: a claim not
+        created yet): reported as a Waiting root is, once the state has lasted :data:`NOT_READY_DELAY_S` with the
+        same message — a pod whose claim the resourceclaim controller creates just after it gets no report."""
+        if self.reported.get(tree.key) == result.message:
+            return
+        self._not_waiting(tree.key)
+        self.reported[tree.key] = result.message
+        self._waiting.start(tree.key, result.message, self._report_waiting)
+
     def pods(self, tree: GroupTree, reason: str, message: str, keys: frozenset[str] | None = None) -> None:
         """``PodScheduled=False`` with ``reason`` and its Event on the tree's pending pods (``keys``: only those),
         queued per pod (:meth:`pod`). Only on pods of ours: a tree whose pods name several schedulers (Invalid)
@@ -216,12 +227,13 @@ class Reporter:
         self.pods(tree, "SchedulerError", tree.message)
 
     def _report_waiting(self, key: GroupKey, message: str) -> None:
-        """Waiting root ``key``'s report, if it still waits with ``message`` (:data:`NOT_READY_DELAY_S` on): its
+        """Waiting root ``key``'s report (or one whose pods are not ready, :meth:`not_ready`), if it still waits with
+        ``message`` (:data:`NOT_READY_DELAY_S` on): its
         groups' condition (``Unschedulable``, of the reasons the API lists for ``PodGroupInitiallyScheduled``) and
         its pods' (``NotReadyForScheduling``)."""
         self._waiting.fired(key)
-        tree = self.blocked.get(key)
-        if tree is None or tree.state is not TreeState.WAITING or self.reported.get(key) != message:
+        tree = self.blocked.get(key) or self.cache.groups.trees.get(key)  # Waiting, or its pods not ready
+        if tree is None or tree.state not in (TreeState.WAITING, TreeState.READY) or self.reported.get(key) != message:
             return
         if not self.fence():
             del self.reported[key]  # not leading: a later term, routing every tree again, reports it

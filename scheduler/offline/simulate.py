@@ -489,6 +489,8 @@ def _group_status(tree: GroupTree, group: Group, result: Plan | Unschedulable | 
             return SCHEDULED, None
         return UNSCHEDULABLE, result.group_reasons.get(group.key, "not satisfied")
     if isinstance(result, Unschedulable):
+        if result.not_ready:  # not tried: pods not ready for scheduling, as a root waiting for its members
+            return WAITING, result.message
         if result.minimum is not None and group.key in result.minimum.satisfied:
             return SCHEDULED, None  # satisfied by its bound members; only members above the minimum are pending
         if group.key == tree.key:  # the root: its whole reason, a PostFilter's verdict included, as run's condition

@@ -43,14 +43,14 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, Unschedulable
 from scheduler.framework.snapshot import Snapshot
-from scheduler.groups.tree import Group, GroupTree, Leaf, walk
+from scheduler.groups.tree import GroupTree, satisfiable_without, walk
 from scheduler.model.base import named_within
 from scheduler.model.pod import NEVER, Pod
 from scheduler.model.quantity import format_units
@@ -203,7 +203,7 @@ class DefaultPreemption:
         and the gang cannot reach its minimum without it``; empty otherwise. Those pods are named only in
         ``namespace`` (None: any)."""
         out = unplaceable(snapshot, tree, self.profile.static_check)
-        if not out or _satisfiable(tree.root, {p.key for p in out}):
+        if not out or satisfiable_without(tree.root, {p.key for p in out}):
             return ""
         if len(out) == 1:
             return (f"{_named(out, namespace)} fits no node it may use even emptied, and the gang cannot reach its "
@@ -300,14 +300,6 @@ class DefaultPreemption:
 def _pending(tree: GroupTree) -> Iterable[Pod]:
     for leaf in tree.root.leaves():
         yield from leaf.pending
-
-
-def _satisfiable(group: Group, left_out: Collection[str]) -> bool:
-    """Whether ``group`` could be satisfied without the pending pods ``left_out`` (keys): a gang by the rest of its
-    pending members and those bound, a composite by enough such children."""
-    if isinstance(group, Leaf):
-        return group.satisfied or sum(p.key not in left_out for p in group.pending) >= group.need
-    return group.satisfied or sum(_satisfiable(c, left_out) for c in group.children) >= max(group.need, 1)
 
 
 def _room_is_short(result: Unschedulable) -> bool:

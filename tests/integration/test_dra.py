@@ -25,6 +25,7 @@ from scheduler.client.kube import (
     RESOURCE_SLICES,
     KubeClient,
 )
+from scheduler.live.reporter import NOT_READY_DELAY_S
 from tests.integration.apiserver import ApiServer
 from tests.integration.livekit import NS, bound, bound_at_least, create_node, podgroup, running, until
 from tests.unit.dra.example_devices import OVER_COST_LIMIT
@@ -477,9 +478,10 @@ async def test_without_the_dra_api_pods_with_claims_wait_and_the_rest_is_schedul
     async with running(kube) as sched:
         assert not sched.cache.objects["ResourceClaim"]
         await until(lambda: bound_at_least(kube, "plain", 1), what="plain pod bound")
-        note = await until(lambda: event_with(kube, "FailedScheduling", "waiting for ResourceClaim"),
+        note = await until(lambda: event_with(kube, "NotReadyForScheduling", "waiting for ResourceClaim"),
                            what="pod with a claim waits")
         assert "claim 'gpu' (template gpu-tpl) to be created" in note
+        assert await events(kube, "FailedScheduling") == []  # not tried: its claim cannot exist
         assert {i.resource.plural for i in sched.watches.informers}.isdisjoint({"resourceslices", "resourceclaims"})
     assert await bound(kube, "with-claim") == {}
 
@@ -831,3 +833,33 @@ async def test_selectors_using_cidr_and_find_pick_the_devices_live(kube: KubeCli
     assert placed == {"net-0": "n0", "net-1": "n0"}
     taken = sorted([*devices(await claim(kube, "net-0-nic")), *devices(await claim(kube, "net-1-nic"))])
     assert taken == ["pci-0000-21-01-0", "pci-0000-22-01-0"]  # 198.51.100.12 and .13
+
+
+@pytest.mark.looptime
+async def test_a_pod_whose_claim_is_created_just_after_it_is_not_told_it_failed(k8s: ApiServer,
+                                                                               kube: KubeClient) -> None:
+    """The resourceclaim controller makes a template's claim just after the pod: until then kube-scheduler holds
+    the pod at PreEnqueue. Nothing is reported within the delay, and the pod is bound once its claim exists; a gang
+    member whose template does not exist gets, after the delay, a NotReadyForScheduling report (a Normal Event),
+    never FailedScheduling or an Unschedulable condition (which a cluster autoscaler reads as "no room")."""
+    await gpu_cluster(kube)
+    await kube.create(PODGROUPS, NS, podgroup("late", 1))
+    late = await kube.create(PODS, NS, dra_pod("late-0", "late", {"gpu": "late-0-gpu"}))
+    await kube.create(PODGROUPS, NS, podgroup("lost", 2))
+    await create_claim(kube, "lost-0-gpu", owner=await kube.create(PODS, NS, dra_pod("lost-0", "lost",
+                                                                                     {"gpu": "lost-0-gpu"})))
+    await kube.create(PODS, NS, dra_pod("lost-1", "lost", {"gpu": "lost-1-gpu"}, template_name="no-such-tpl"))
+    async with running(kube):
+        await asyncio.sleep(NOT_READY_DELAY_S / 2)
+        await create_claim(kube, "late-0-gpu", owner=late)
+        await until(lambda: bound_at_least(kube, "late-0", 1), what="late-0 bound once its claim exists")
+        note = await until(lambda: event_with(kube, "NotReadyForScheduling", "lost-1"), what="lost waits")
+        assert note == ("1 pod(s) not ready for scheduling: pod ml/lost-1: waiting for ResourceClaim ml/lost-1-gpu "
+                        "of claim 'gpu' (template no-such-tpl) to be created: ResourceClaimTemplate ml/no-such-tpl "
+                        "not found")
+        await asyncio.sleep(NOT_READY_DELAY_S * 2)
+    assert await events(kube, "FailedScheduling") == []
+    assert [e["regarding"]["name"] for e in await events(kube, "NotReadyForScheduling")] == ["lost-0", "lost-1"]
+    for name in ("late-0", "lost-0"):
+        conditions = (await kube.get(PODS, NS, name)).get("status", {}).get("conditions", [])
+        assert not [c for c in conditions if c.get("reason") == "Unschedulable"]

@@ -649,3 +649,18 @@ def test_a_podgroup_whose_parent_is_not_there_says_why(tmp_path: Path, parent: s
     sim = run(tmp_path, *docs, *([parent] if parent else []))
     assert group(sim, "a") == ("Waiting", "gang minCount 1", reason)
     assert pod_reasons(sim)["ml/a-0"] == f"Waiting: {reason}"
+
+
+def test_a_gang_whose_member_claim_does_not_exist_is_waiting_not_unschedulable(tmp_path: Path) -> None:
+    """A member naming a ResourceClaim the snapshot lacks is not ready for scheduling (kube-scheduler holds it at
+    PreEnqueue): its gang, which needs it, is Waiting, not tried; with minCount 1 the gang does without it."""
+    missing = member("a", "g").replace("  containers:", "  resourceClaims: [{name: gpu, resourceClaimName: nope}]\n"
+                                                        "  containers:")
+    sim = dra_run(tmp_path, NODE, GPU_CLASS, podgroup("g", "{gang: {minCount: 2}}"), missing, member("b", "g"))
+    status, _, reason = group(sim, "g")
+    assert (status, reason) == ("Waiting", "1 pod(s) not ready for scheduling: pod ml/a: waiting for ResourceClaim "
+                                           "ml/nope of claim 'gpu' to be created")
+    assert sim.preemptions == []
+    sim = dra_run(tmp_path, NODE, GPU_CLASS, podgroup("g", "{gang: {minCount: 1}}"), missing, member("b", "g"))
+    assert group(sim, "g")[0] == "Scheduled"
+    assert pod_reasons(sim)["ml/a"] is not None and "to be created" in str(pod_reasons(sim)["ml/a"])
