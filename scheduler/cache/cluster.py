@@ -236,6 +236,13 @@ def refusal_of(kind: str, raw: object, exc: BaseException) -> Refusal:
     return refused
 
 
+_GROUP_KINDS: Mapping[str, tuple[str, str]] = {
+    POD_GROUP.name: ("PodGroup", "PodGroup"), COMPOSITE_POD_GROUP.name: ("CompositePodGroup", "CompositePodGroup"),
+    COSCHEDULING_POD_GROUP.name: ("PodGroup", f"{COSCHEDULING_POD_GROUP.group} PodGroup")}
+"""Cache kind of a group → the kind its members wait for (:attr:`~scheduler.groups.index.GroupIndex.absent`) and how
+a message names it."""
+
+
 def _parse(kind: str, raw: Mapping[str, Any]) -> Any:
     """The model of ``raw`` as the cache keeps it; raises what its model's validation or our derived
     properties raise (see :func:`refusal_of`)."""
@@ -324,8 +331,8 @@ class ClusterCache:
                 return _derived(raw)
             except Exception as exc:  # the decoding boundary, as below
                 meta = raw.metadata  # type: ignore[union-attr]
-                self.on_refused(refusal_of(kind, {"metadata": {"name": meta.name, "namespace": meta.namespace,
-                                                               "uid": meta.uid}}, exc))
+                self._refused(refusal_of(kind, {"metadata": {"name": meta.name, "namespace": meta.namespace,
+                                                             "uid": meta.uid}}, exc))
                 return None
         try:
             if not isinstance(raw, Mapping):
@@ -334,12 +341,22 @@ class ClusterCache:
                 raise RecursionError("nested too deeply to decode")
             obj = _parse(kind, raw)
         except Exception as exc:  # the decoding boundary: whatever one object makes a decoder raise
-            self.on_refused(refusal_of(kind, raw, exc))
+            self._refused(refusal_of(kind, raw, exc))
             return None
         if isinstance(obj, PodGroup) and (problem := intent_problem(obj)) is not None:
             log.warning("%s %s/%s: %s; read as no intent", kind, obj.metadata.namespace, obj.metadata.name, problem)
             self.on_refused(refusal(kind, raw, "invalid_intent", problem))
         return obj
+
+    def _refused(self, refused: Refusal) -> None:
+        """Tell :attr:`on_refused`; a group refused is, for the pods and groups that name it, a group that is invalid,
+        not one that does not exist (:meth:`~scheduler.groups.index.GroupIndex.set_absent`), until it is stored or
+        deleted."""
+        self.on_refused(refused)
+        shown = _GROUP_KINDS.get(refused.kind)
+        if shown is not None and refused.name:
+            self.groups.set_absent(shown[0], (refused.namespace, refused.name),
+                                   f"{shown[1]} {refused.namespace}/{refused.name} is invalid: {refused.message}")
 
     # -- feeding -------------------------------------------------------------------------------
     def replace(self, kind: str, raws: Iterable[Mapping[str, Any]]) -> list[ClusterEvent]:
@@ -382,6 +399,10 @@ class ClusterCache:
         (:meth:`parse`) changes nothing."""
         obj = self.parse(kind, raw)
         if obj is None:
+            shown = _GROUP_KINDS.get(kind)
+            meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+            if event_type == "DELETED" and shown is not None and isinstance(meta, Mapping):  # a refused group gone
+                self.groups.set_absent(shown[0], (str(meta.get("namespace") or ""), str(meta.get("name") or "")), None)
             return []
         key = key_of(obj)
         old = self.objects[kind].get(key)

@@ -69,8 +69,9 @@ class GroupIndex:
         told to the pods that link to one of its PodGroups instead of "waiting for it to appear"."""
         self.absent: dict[tuple[str, str, str], str] = {}
         """``(kind, namespace, name)`` → why that PodGroup or CompositePodGroup is not there although it was given
-        (``simulate``: refused as invalid, or of an API version not read; set before the groups are fed), told to the
-        pods and groups that wait for it instead of "waiting for it to appear"."""
+        (``simulate``: refused as invalid, or of an API version not read, set before the groups are fed; ``run``:
+        refused as invalid, :meth:`set_absent`), told to the pods and groups that wait for it instead of "waiting
+        for it to appear"."""
         self.quiet: set[GroupKey] = set()
         """Roots whose trees were rebuilt by quiet updates only (not reported as changed), until a caller takes them
         (:meth:`~scheduler.cache.cluster.ClusterCache.take_quiet_roots`): what holds such a root's old tree takes
@@ -145,6 +146,7 @@ class GroupIndex:
             self.pgs[name] = pg
             return
         self.chains.forget()
+        self.absent.pop(("PodGroup", *name), None)
         if pg is None:
             self.pgs.pop(name, None)
             self.members.group_deleted(name)
@@ -160,11 +162,28 @@ class GroupIndex:
             self.cpgs[name] = cpg
             return
         self.chains.forget()
+        self.absent.pop(("CompositePodGroup", *name), None)
         if cpg is None:
             self.cpgs.pop(name, None)
         else:
             self.cpgs[name] = cpg
         self._group_changed(("CompositePodGroup", name), old, cpg)
+
+    def set_absent(self, kind: str, name: Name, why: str | None) -> None:
+        """Why the PodGroup or CompositePodGroup ``name`` (``kind``) is not there although it exists — refused as
+        invalid — or None when that no longer holds (:attr:`absent`): what waits for it is judged again on the next
+        :meth:`refresh`. A group stored or deleted is no longer absent (:meth:`set_podgroup`, :meth:`set_composite`)."""
+        key = (kind, *name)
+        if self.absent.get(key) == why:
+            return
+        if why is None:
+            del self.absent[key]
+        else:
+            self.absent[key] = why
+        if kind == "PodGroup":
+            self._dirty_orphans.add(name)
+        else:  # the heads that name it as their parent (rare: every head is looked at again)
+            self._dirty.update(head for head, _ in self.structure.heads.values())
 
     def set_unread_apis(self, apis: dict[str, str]) -> None:
         """The PodGroup APIs not read now, and why (:attr:`unread_apis`): the pods waiting for a group are judged

@@ -59,3 +59,32 @@ def test_a_negative_request_frees_no_capacity_on_its_node() -> None:
     cache.replace("Pod", [pod("ok", "1"), pod("hog", "-6")])
     snapshot = cache.snapshot()
     assert int(snapshot.free()[0, snapshot.table.column[GPU]]) == 1
+
+
+def member(name: str, group: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ml"},
+            "spec": {"schedulerName": "gang-scheduler", "schedulingGroup": {"podGroupName": group},
+                     "containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"phase": "Pending"}}
+
+
+def test_the_pods_of_a_refused_podgroup_are_told_it_is_invalid_until_it_is_fixed_or_deleted() -> None:
+    """The API server refused nothing (a newer or laxer one), the cache refused the PodGroup: its pods wait for it,
+    and say it is invalid, not that it does not exist; deleted, it is awaited again; fixed, they are its members."""
+    cache = ClusterCache("gang-scheduler")
+    cache.replace("Pod", [member("w-0", "g")])
+    cache.apply("PodGroup", "ADDED", podgroup("g", "2"))
+
+    def orphan() -> str | None:
+        cache.take_changed_roots()
+        found = cache.groups.orphans.get("ml/w-0")
+        return found.message if found is not None else None
+
+    assert orphan() == ('PodGroup ml/g is invalid: spec.schedulingPolicy.gang.minCount: Input should be a valid '
+                        'integer (got "2")')
+    cache.apply("PodGroup", "DELETED", podgroup("g", "2"))
+    assert orphan() == "waiting for PodGroup ml/g to appear"
+    cache.apply("PodGroup", "ADDED", podgroup("g", "2"))
+    cache.apply("PodGroup", "MODIFIED", podgroup("g", 1))
+    assert orphan() is None
+    assert cache.groups.absent == {}
