@@ -79,6 +79,9 @@ class DeviceCache:
         self._held_uses: tuple[DeviceUse, ...] | None = ()
         """:meth:`held_uses`, until a hold is added or ended."""
         self._logged_problems: set[str] = set()
+        self._problems_stale = False
+        """Slices or nodes changed since the inventory's problems were last logged: logged at the next :meth:`view`,
+        so a pool whose slices arrive one by one (a list, a driver publishing) is not called incomplete meanwhile."""
         self.synthesized: dict[str, ResourceClaim] = {}
         """Claims made from their template (``synthesize``), kept across snapshots: made once, by key."""
         self.refused: dict[tuple[str, str], str] = {}
@@ -110,7 +113,7 @@ class DeviceCache:
             self.inventory.set_slice(new, old)
         elif old is not None:
             self.inventory.remove_slice(old)
-        self._log_problems()
+        self._problems_stale = True
 
     def set_class(self, name: str, klass: DeviceClass | None) -> None:
         if klass is None:
@@ -120,7 +123,7 @@ class DeviceCache:
 
     def set_table(self, table: NodeTable) -> None:
         self.inventory.set_table(table)
-        self._log_problems()
+        self._problems_stale = True
 
     def set_claim(self, key: str, claim: ResourceClaim | None) -> None:
         """A claim was added, changed or deleted (``claim`` None): how its allocation uses its devices; the holds
@@ -180,6 +183,8 @@ class DeviceCache:
         self.pending.changed(what, key)
 
     def _log_problems(self) -> None:
+        """Log the inventory's problems not logged yet (once each while they last)."""
+        self._problems_stale = False
         problems = set(self.inventory.problems)
         for problem in sorted(problems - self._logged_problems):
             log.warning("DRA: %s", problem)
@@ -310,6 +315,8 @@ class DeviceCache:
         With no pending pod to resolve, no device published, none allocated and none held, the view is the
         same for every snapshot until the nodes or the slices change: it is built once (a cluster without
         DRA then pays nothing per cycle)."""
+        if self._problems_stale:
+            self._log_problems()
         pending = self.pending
         index = self.claim_index(classes)
         resolved = pending.resolve(index)

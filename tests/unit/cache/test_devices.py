@@ -223,3 +223,25 @@ def test_a_node_that_stops_offering_an_extended_resource_may_serve_it_through_dr
     assert may_help(cache.apply("Node", "MODIFIED", relabelled))
     cordoned = relabelled | {"spec": {"unschedulable": True}}
     assert not may_help(cache.apply("Node", "MODIFIED", cordoned))
+
+
+def test_a_pool_of_two_slices_listed_together_is_not_called_incomplete(caplog: pytest.LogCaptureFixture) -> None:
+    """A pool published as two slices reaches the cache one slice at a time (a list, a driver publishing): it is
+    judged when a snapshot is next taken, so only a pool still incomplete then is warned about."""
+    halves = []
+    for part in range(2):
+        half = gpu_slice("n0", 2)
+        half["metadata"]["name"] = f"n0-gpus-{part}"
+        half["spec"]["pool"]["resourceSliceCount"] = 2
+        half["spec"]["devices"] = [{"name": f"gpu-{2 * part + i}"} for i in range(2)]
+        halves.append(half)
+    cache = ClusterCache("gang-scheduler", dra=True)
+    cache.replace("Node", [node("n0")])
+    with caplog.at_level("WARNING", logger="scheduler.cache.devices"):
+        cache.replace("ResourceSlice", halves)
+        cache.snapshot()
+        assert caplog.messages == []
+        assert free_devices(cache) == ids("gpu-0", "gpu-1", "gpu-2", "gpu-3")
+        cache.apply("ResourceSlice", "DELETED", halves[1])
+        cache.snapshot()
+    assert caplog.messages == [f"DRA: pool {DRIVER}/n0: 1/2 slices of generation 1 seen; not used until complete"]
