@@ -75,6 +75,10 @@ INVALID_POOLS = "invalid resource pools were encountered"
 """Node reason when a claim cannot be allocated on a node that an invalid pool reaches (kube-scheduler's
 structured allocator wording, ``allocator.go``, v1.37)."""
 
+INCOMPLETE_POOLS = "resource pools were incomplete (not all their slices published yet)"
+"""Node reason when a claim cannot be allocated on a node that an incomplete pool reaches: its devices are not used
+until every slice of its newest generation is seen (ours; kube-scheduler's allocator skips such a pool silently)."""
+
 CLASS_CUTOFF = 0.8
 """How alike an existing DeviceClass name must be to be offered for a missing one (``difflib`` ratio). Class
 names share domain suffixes: ``gpu.nvidai.com`` is offered ``gpu.nvidia.com`` (0.93), ``gpu.nvidia.com`` is not
@@ -195,6 +199,10 @@ class Inventory:
     invalid: dict[PoolKey, BoolArray] = field(default_factory=dict)
     """Invalid pools (:func:`pool_error`) → the nodes their slices reach: none of their devices is used, and a
     node they reach that cannot allocate a claim is refused with :data:`INVALID_POOLS`."""
+    incomplete: dict[PoolKey, BoolArray] = field(default_factory=dict)
+    """Incomplete pools (fewer slices of their newest generation than ``resourceSliceCount``) → the nodes the slices
+    seen reach: none of their devices is used, and such a node that cannot allocate a claim is refused with
+    :data:`INCOMPLETE_POOLS`."""
     _slices: dict[PoolKey, dict[str, ResourceSlice]] = field(default_factory=dict)
     _pool_devices: dict[PoolKey, list[str]] = field(default_factory=dict)
     _pool_counters: dict[PoolKey, list[str]] = field(default_factory=dict)
@@ -296,6 +304,7 @@ class Inventory:
             self.counters.pop(set_id, None)
         self._pool_problems.pop(key, None)
         self.invalid.pop(key, None)
+        self.incomplete.pop(key, None)
         self._changed()
         members = list(self._slices.get(key, {}).values())
         if not members:
@@ -308,6 +317,7 @@ class Inventory:
         if len(current) < want:
             self._pool_problems[key] = [f"pool {driver}/{pool}: {len(current)}/{want} slices of generation "
                                         f"{newest} seen; not used until complete"]
+            self.incomplete[key] = self._pool_reach(current)
             return
         if err := pool_error(current):
             self._pool_problems[key] = [f"pool {driver}/{pool}: {INVALID_POOLS}: {err}; none of its devices is used"]
@@ -356,8 +366,15 @@ class Inventory:
 
     def invalid_reach(self) -> BoolArray:
         """(N,) bool: the nodes some invalid pool reaches."""
+        return self._reach_of(self.invalid.values())
+
+    def incomplete_reach(self) -> BoolArray:
+        """(N,) bool: the nodes some incomplete pool reaches."""
+        return self._reach_of(self.incomplete.values())
+
+    def _reach_of(self, masks: Iterable[BoolArray]) -> BoolArray:
         reach = np.zeros(len(self.table), dtype=bool)
-        for mask in self.invalid.values():
+        for mask in masks:
             reach |= mask
         return reach
 

@@ -988,3 +988,20 @@ def test_a_gang_larger_than_the_device_plugin_nodes_also_uses_the_dra_nodes(tmp_
     assert pods["late"].get("node") is None  # 1 GPU left on each node, by either means
     sim = run(write(tmp_path, "mixed-small.yaml", mixed_cluster(late_pod("1"))))
     assert {p["name"]: p.get("node") for p in to_json(sim)["pods"]}["late"] is not None
+
+
+def test_a_pool_with_a_slice_missing_is_named_as_why_its_node_cannot_serve_the_gang(tmp_path: Path) -> None:
+    """dra-example-driver's slice saying its pool has two slices, one published: the pool is incomplete, none of its
+    GPUs is used until the other arrives, and the gang's reason says so rather than that the node's devices are all
+    allocated."""
+    (item,) = yaml.safe_load((DATA / "resourceslices" / "dra-example-driver-gpu.yaml").read_text())["items"]
+    item["spec"]["pool"]["resourceSliceCount"] = 2
+    node = item["spec"]["nodeName"]
+    slices = tmp_path / "slices.yaml"
+    slices.write_text(yaml.safe_dump_all([item]))
+    sim = run(slices, write(tmp_path, "pair.yaml", one_gpu_pair(node, "gpu.example.com")))
+    assert status(sim) == {"pair": "Unschedulable"}
+    (group,) = sim.groups
+    assert "1 resource pools were incomplete (not all their slices published yet)" in (group.reason or "")
+    assert sim.dra_problems == [f"pool gpu.example.com/{node}: 1/2 slices of generation 0 seen; not used until "
+                                "complete"]

@@ -57,7 +57,7 @@ from scheduler.dra.allocator import (
 from scheduler.dra.capacity import Amounts
 from scheduler.dra.claims import NeededClaim, PodClaims
 from scheduler.dra.device_snapshot import DraView
-from scheduler.dra.inventory import INVALID_POOLS, Inventory
+from scheduler.dra.inventory import INCOMPLETE_POOLS, INVALID_POOLS, Inventory
 from scheduler.framework.cycle_state import CycleState, Placement, StateKey
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.interface import Rejections, Signature
@@ -301,16 +301,21 @@ class DynamicResources:
     def rejections(self, state: CycleState, sig: Signature, rows: IntArray) -> Rejections:
         """Nodes the Filter refused: under :data:`~scheduler.dra.inventory.INVALID_POOLS` where an invalid pool
         reaches the node (its devices might have served the claim: kube-scheduler's allocator reports the
-        invalid pools instead of a plain failure), under :func:`pinned_reason` where a held shared claim of the
+        invalid pools instead of a plain failure), under :data:`~scheduler.dra.inventory.INCOMPLETE_POOLS` where an
+        incomplete one does, under :func:`pinned_reason` where a held shared claim of the
         pods is bound to another node (bindsToNode), else under :data:`REASON`."""
         if not len(rows):
             return Rejections(Counter())
         cycle = state.get(DEVICES)
         if cycle is None:
             return Rejections(Counter({REASON: len(rows)}))
-        counted = cycle.view.inventory.invalid_reach()[rows] if cycle.view.inventory.invalid \
-            else np.zeros(len(rows), dtype=bool)
+        inventory = cycle.view.inventory
+        counted = inventory.invalid_reach()[rows] if inventory.invalid else np.zeros(len(rows), dtype=bool)
         counts = Counter({INVALID_POOLS: int(counted.sum())})
+        if inventory.incomplete:
+            incomplete = inventory.incomplete_reach()[rows] & ~counted
+            counts[INCOMPLETE_POOLS] = int(incomplete.sum())
+            counted |= incomplete
         for key in sig.data.get(SHARED.name, ()):
             held = _held(cycle, key)
             if held is not None and held.node is not None:
