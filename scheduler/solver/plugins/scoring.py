@@ -1,8 +1,9 @@
 """Node order for the copies of one signature: the ``--scoring`` strategy behind the Score plugins.
 
-``pack`` (default): if one node can take every remaining copy, take the tightest such node, else the
-node that takes the most; penalise accelerator nodes (idle ones twice) for pods that need no
-accelerator; break ties toward partly used nodes, then by row (node name order). ``spread``: one
+``pack`` (default): for pods that need no accelerator, nodes without one first, then partly used accelerator
+nodes, idle ones last (each tier only for the copies the one before cannot take); within a tier, if one node can take
+every remaining copy, take the tightest such node, else the node that takes the most; break ties toward partly used
+nodes, then by row (node name order). ``spread``: one
 copy at a time onto the node with the most room.
 
 Score plugins' weighted sum comes first: a node preferred by a pod's preferred affinities (or
@@ -62,6 +63,8 @@ class NodeOrder:
             j = sub[np.argmin(base - c * 2 - self.idle[sub])]
             return int(j), 1
         fits = c >= remaining
+        if preference is None:
+            fits &= base == base.min()  # a node that takes them all, of the best accelerator tier
         if fits.any():
             if preference is None:
                 cand = sub[fits]
@@ -78,9 +81,25 @@ class NodeOrder:
         chose and nothing else changes: a node used is left with no room (a pick takes all of a node's
         copies unless it takes all that remain). ``sub``: candidate indices in ascending order with
         ``caps > 0``. Returns (index, copies) in pick order; identical to repeated :meth:`pick`, ties
-        included (lowest index first). When every candidate takes the same number of copies, the picks are
-        simply the first nodes in key order (no pass for the last pick)."""
+        included (lowest index first): the nodes of the best accelerator tier first (non-accelerator nodes, for
+        pods that need none), each tier's as :meth:`_run_tier` picks them, the next tier only for the copies the
+        one before could not take."""
         assert not self.spread
+        tier = self.base.take(sub)
+        if len(sub) and tier.min() == tier.max():
+            return self._run_tier(sub, caps, remaining)
+        out: list[tuple[int, int]] = []
+        for value in np.unique(tier).tolist():
+            picks = self._run_tier(sub[tier == value], caps, remaining)
+            out += picks
+            remaining -= sum(copies for _, copies in picks)
+            if remaining <= 0:
+                break
+        return out
+
+    def _run_tier(self, sub: IntArray, caps: IntArray, remaining: int) -> list[tuple[int, int]]:
+        """:meth:`run` over candidates ``sub`` of one accelerator tier. When every candidate takes the same number
+        of copies, the picks are simply the first nodes in key order (no pass for the last pick)."""
         c = caps.take(sub)
         count = min(len(sub), remaining)
         if count <= 0:

@@ -392,3 +392,17 @@ def test_domains_are_said_to_hold_the_room_together_only_when_their_nodes_hold_t
     small = solve_one(nodes, gang_pods("g", 7, cpu="1", memory=None), [pg("g", 7, topology=ZONE)])
     assert isinstance(small, Unschedulable)
     assert f"the 2 {ZONE} domains have that room together, not one of them" in small.message
+
+
+def test_pack_keeps_a_gang_that_needs_no_accelerator_off_an_idle_accelerator_node_that_would_take_it_whole() -> None:
+    """Four 4-cpu members: the idle GPU node alone would take them all (fewest nodes), the two CPU nodes take two
+    each. Accelerators are the scarce resource: the CPU nodes are used, and the GPU node only for what they cannot
+    take."""
+    nodes = [node("cpu-a1", cpu="8", memory="32Gi"), node("cpu-a2", cpu="8", memory="32Gi"),
+             node("gpu-b1", cpu="32", memory="128Gi", gpu=4)]
+    plan = solve_one(nodes, gang_pods("g", 4, cpu="4", memory=None), [pg("g", 4)])
+    assert isinstance(plan, Plan)
+    assert sorted(n for _, n in plan.placements) == ["cpu-a1", "cpu-a1", "cpu-a2", "cpu-a2"]
+    plan = solve_one(nodes, gang_pods("g", 6, cpu="4", memory=None), [pg("g", 6)])
+    assert isinstance(plan, Plan)
+    assert sorted(n for _, n in plan.placements) == ["cpu-a1", "cpu-a1", "cpu-a2", "cpu-a2", "gpu-b1", "gpu-b1"]
