@@ -82,7 +82,7 @@ from scheduler.model.kinds import (
 from scheduler.model.lean_pod import LeanPod, lean_pod
 from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
-from scheduler.model.pod import Pod
+from scheduler.model.pod import Pod, raw_group_name
 from scheduler.model.policy import PodDisruptionBudget
 from scheduler.model.quantity import is_extended
 from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup
@@ -206,6 +206,8 @@ class Refusal:
     uid: str
     reason: RefusalReason
     message: str
+    group: str = ""
+    """For a pod: the PodGroup it names (:func:`~scheduler.model.pod.raw_group_name`; empty: none)."""
 
 
 def refusal(kind: str, raw: object, reason: RefusalReason, message: str) -> Refusal:
@@ -217,7 +219,8 @@ def refusal(kind: str, raw: object, reason: RefusalReason, message: str) -> Refu
         value = meta.get(name)
         return value if isinstance(value, str) else ""
 
-    return Refusal(kind, field("namespace"), field("name"), field("uid"), reason, message)
+    return Refusal(kind, field("namespace"), field("name"), field("uid"), reason, message,
+                   raw_group_name(raw) if kind == POD.name else "")
 
 
 def refusal_of(kind: str, raw: object, exc: BaseException) -> Refusal:
@@ -353,10 +356,21 @@ class ClusterCache:
         not one that does not exist (:meth:`~scheduler.groups.index.GroupIndex.set_absent`), until it is stored or
         deleted."""
         self.on_refused(refused)
+        if refused.group and refused.name:  # a gang's member: its gang, short of it, says why
+            self.groups.set_refused_member((refused.namespace, refused.group), refused.name, refused.message)
         shown = _GROUP_KINDS.get(refused.kind)
         if shown is not None and refused.name:
             self.groups.set_absent(shown[0], (refused.namespace, refused.name),
                                    f"{shown[1]} {refused.namespace}/{refused.name} is invalid: {refused.message}")
+
+    def _refused_gone(self, kind: str, raw: object) -> None:
+        """An object refused as invalid was deleted: it is no longer the reason a gang or a pod waits."""
+        gone = refusal(kind, raw, "invalid", "")
+        if gone.group and gone.name:
+            self.groups.set_refused_member((gone.namespace, gone.group), gone.name, None)
+        shown = _GROUP_KINDS.get(kind)
+        if shown is not None and gone.name:
+            self.groups.set_absent(shown[0], (gone.namespace, gone.name), None)
 
     # -- feeding -------------------------------------------------------------------------------
     def replace(self, kind: str, raws: Iterable[Mapping[str, Any]]) -> list[ClusterEvent]:
@@ -399,10 +413,8 @@ class ClusterCache:
         (:meth:`parse`) changes nothing."""
         obj = self.parse(kind, raw)
         if obj is None:
-            shown = _GROUP_KINDS.get(kind)
-            meta = raw.get("metadata") if isinstance(raw, Mapping) else None
-            if event_type == "DELETED" and shown is not None and isinstance(meta, Mapping):  # a refused group gone
-                self.groups.set_absent(shown[0], (str(meta.get("namespace") or ""), str(meta.get("name") or "")), None)
+            if event_type == "DELETED":  # a refused object gone: what waits for it, or for a member, is told so
+                self._refused_gone(kind, raw)
             return []
         key = key_of(obj)
         old = self.objects[kind].get(key)

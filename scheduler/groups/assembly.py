@@ -37,15 +37,19 @@ from scheduler.model.coscheduling import POD_GROUP_LABEL, api_group_of
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup, policy_error, topology_key
 
+NAMED_REFUSED = 3
+"""How many members refused as invalid a waiting gang's message names (the rest are counted)."""
+
 
 class TreeAssembler:
     """Builds trees from the index's groups (``pgs``, ``cpgs``), members, structure and priority classes, as they
-    are when asked (see the module docstring). ``scheduler_name``: our ``spec.schedulerName``; ``absent``: the index's
-    :attr:`~scheduler.groups.index.GroupIndex.absent`."""
+    are when asked (see the module docstring). ``scheduler_name``: our ``spec.schedulerName``; ``absent`` and
+    ``refused_members``: the index's (:attr:`~scheduler.groups.index.GroupIndex.absent`,
+    :attr:`~scheduler.groups.index.GroupIndex.refused_members`)."""
 
     def __init__(self, scheduler_name: str, pgs: dict[Name, PodGroup], cpgs: dict[Name, CompositePodGroup],
                  members: Members, structure: Structure, priorities: PriorityClasses,
-                 absent: dict[tuple[str, str, str], str]) -> None:
+                 absent: dict[tuple[str, str, str], str], refused_members: dict[Name, dict[str, str]]) -> None:
         self.scheduler_name = scheduler_name
         self.pgs = pgs
         self.cpgs = cpgs
@@ -53,6 +57,7 @@ class TreeAssembler:
         self.structure = structure
         self.priorities = priorities
         self.absent = absent
+        self.refused_members = refused_members
 
     def single(self, pod: Pod) -> GroupTree:
         """The one-pod tree of a lone pod of ours (no schedulingGroup): always READY, at the pod's priority."""
@@ -93,7 +98,7 @@ class TreeAssembler:
         if not pods:  # nobody's yet: kept apart (Forest.empty), never tried
             if problems:
                 return tree(TreeState.INVALID, "; ".join(problems)), True
-            return tree(TreeState.WAITING, missing or waiting_message(group)), True
+            return tree(TreeState.WAITING, missing or self._waiting(group)), True
         if problems:
             return tree(TreeState.INVALID, "; ".join(problems)), False
         if missing:
@@ -101,8 +106,16 @@ class TreeAssembler:
         if not any(leaf.pending for leaf in group.leaves()) and all(leaf.admissible for leaf in group.leaves()):
             return tree(TreeState.SCHEDULED), False
         if not group.admissible:
-            return tree(TreeState.WAITING, waiting_message(group)), False
+            return tree(TreeState.WAITING, self._waiting(group)), False
         return tree(TreeState.READY), False
+
+    def _waiting(self, group: Group) -> str:
+        """:func:`~scheduler.groups.tree.waiting_message`, followed by the members refused as invalid of its gangs
+        short of members (the first :data:`NAMED_REFUSED`, the rest counted): ``…; pod ml/w-0 is invalid: …``."""
+        refused = [f"pod {leaf.key.namespace}/{pod} is invalid: {why}" for leaf in group.leaves() if not leaf.admissible
+                   for pod, why in sorted(self.refused_members.get((leaf.key.namespace, leaf.key.name), {}).items())]
+        more = [f"{len(refused) - NAMED_REFUSED} more pod(s) invalid"] if len(refused) > NAMED_REFUSED else []
+        return "; ".join([waiting_message(group), *refused[:NAMED_REFUSED], *more])
 
     def group(self, node: Node, problems: list[str], keys: list[GroupKey], depth: int,
               path: frozenset[Node]) -> tuple[Group, int]:

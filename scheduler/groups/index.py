@@ -85,8 +85,12 @@ class GroupIndex:
         self._orphans_of: dict[Name, list[str]] = {}
         """The keys in :attr:`orphans` by the PodGroup they wait for."""
         self._tree_of_head: dict[Node, GroupKey] = {}
+        self.refused_members: dict[Name, dict[str, str]] = {}
+        """PodGroup → the pods naming it that were refused as invalid (pod name → why): a gang short of members says
+        which were refused, not only how many exist (``simulate``: set before the pods are fed; ``run``:
+        :meth:`set_refused_member`)."""
         self.assembler = TreeAssembler(scheduler_name, self.pgs, self.cpgs, self.members, self.structure,
-                                       self.priorities, self.absent)
+                                       self.priorities, self.absent, self.refused_members)
         self.chains = GroupChains(self.pgs, self.cpgs, self.trees, self.members, self.structure, self.priorities)
 
     # -- feeding -------------------------------------------------------------------------------
@@ -100,6 +104,10 @@ class GroupIndex:
         """
         if pod is not None and not pod.spec.node_name:
             _ = pod.asks
+        if self.refused_members and pod is not None and pod.group_name is not None:  # taken now: not refused
+            refused = self.refused_members.get((pod.metadata.namespace, pod.group_name))
+            if refused is not None and pod.metadata.name in refused:
+                self.set_refused_member((pod.metadata.namespace, pod.group_name), pod.metadata.name, None)
         succeeded = self.members.finished(key, pod)
         if succeeded is not None:
             self._touch_group(succeeded)
@@ -184,6 +192,20 @@ class GroupIndex:
             self._dirty_orphans.add(name)
         else:  # the heads that name it as their parent (rare: every head is looked at again)
             self._dirty.update(head for head, _ in self.structure.heads.values())
+
+    def set_refused_member(self, group: Name, pod: str, why: str | None) -> None:
+        """Pod ``pod`` (a name) naming PodGroup ``group`` was refused as invalid (``why``), or no longer is (None: it
+        was stored or deleted): the group's tree is judged again (:attr:`refused_members`)."""
+        refused = self.refused_members.get(group, {})
+        if refused.get(pod) == why:
+            return
+        if why is None:
+            del refused[pod]
+            if not refused:
+                del self.refused_members[group]
+        else:
+            self.refused_members.setdefault(group, {})[pod] = why
+        self._touch_group(group)
 
     def set_unread_apis(self, apis: dict[str, str]) -> None:
         """The PodGroup APIs not read now, and why (:attr:`unread_apis`): the pods waiting for a group are judged

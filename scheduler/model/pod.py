@@ -8,6 +8,7 @@ that starts after them), plus ``spec.overhead``; every pod also uses one ``pods`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated
 
@@ -434,6 +435,15 @@ def spec_asks(spec: PodSpec) -> frozenset[str]:
         if node is not None and node.preferred_during_scheduling_ignored_during_execution:
             found.append(ASKS_PREFERRED_NODE_AFFINITY)
     return frozenset(found)
+
+
+def raw_group_name(raw: object) -> str:
+    """The PodGroup a raw pod's ``spec.schedulingGroup.podGroupName`` names, read defensively — a pod that could not
+    be decoded still says which gang it was for (empty: none, or not a string)."""
+    spec = raw.get("spec") if isinstance(raw, Mapping) else None
+    link = spec.get("schedulingGroup") if isinstance(spec, Mapping) else None
+    name = link.get("podGroupName") if isinstance(link, Mapping) else None
+    return name if isinstance(name, str) else ""
 
 
 def effective_requests(spec: PodSpec, status: PodStatus | None = None) -> ResourceList:

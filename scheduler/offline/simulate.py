@@ -291,6 +291,10 @@ def simulate(objects: Objects, scheduler_name: str, config: SolverConfig, preemp
     cache.devices.refused.update({(kind, f"{ns}/{name}"): why for (kind, ns, name), why in refused.items()
                                   if kind in ("ResourceClaim", "ResourceClaimTemplate")})
     cache.groups.absent.update(_absent_groups(refused, objects.unread))
+    for problem in objects.problems:
+        if problem.group:
+            cache.groups.refused_members.setdefault((problem.namespace, problem.group), {}).setdefault(
+                problem.name, problem.message)
     for kind, items in objects.by_kind().items():
         cache.load(kind, items)
     sim.initial = cache.snapshot()

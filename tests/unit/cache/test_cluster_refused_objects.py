@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.cache.cluster import ClusterCache
+from scheduler.model.scheduling import GroupKey
 
 GPU = "nvidia.com/gpu"
 
@@ -88,3 +89,28 @@ def test_the_pods_of_a_refused_podgroup_are_told_it_is_invalid_until_it_is_fixed
     cache.apply("PodGroup", "MODIFIED", podgroup("g", 1))
     assert orphan() is None
     assert cache.groups.absent == {}
+
+
+def test_a_gang_short_of_a_member_the_cache_refused_names_it_until_it_is_fixed_or_deleted() -> None:
+    """A member refused as invalid (a request the API server would refuse) leaves its gang short: the gang's reason
+    names it, not only how many pods exist; fixed, it is a member; deleted, the gang is merely short."""
+    bad = member("w-0", "g")
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "-1"
+    cache = ClusterCache("gang-scheduler")
+    cache.replace("PodGroup", [podgroup("g", 2)])
+    cache.replace("Pod", [member("w-1", "g")])
+    cache.apply("Pod", "ADDED", bad)
+
+    def reason() -> str:
+        tree = cache.tree(GroupKey("PodGroup", "ml", "g"))
+        assert tree is not None
+        return tree.message
+
+    assert reason() == ('gang g: 1/2 pods exist (minCount 2); pod ml/w-0 is invalid: spec.containers[0].resources.'
+                        'requests.cpu: must be greater than or equal to 0 (got "-1")')
+    cache.apply("Pod", "DELETED", bad)
+    assert reason() == "gang g: 1/2 pods exist (minCount 2)"
+    cache.apply("Pod", "ADDED", bad)
+    cache.apply("Pod", "MODIFIED", member("w-0", "g"))
+    assert cache.groups.refused_members == {}
+    assert reason() == ""

@@ -664,3 +664,13 @@ def test_a_gang_whose_member_claim_does_not_exist_is_waiting_not_unschedulable(t
     sim = dra_run(tmp_path, NODE, GPU_CLASS, podgroup("g", "{gang: {minCount: 1}}"), missing, member("b", "g"))
     assert group(sim, "g")[0] == "Scheduled"
     assert pod_reasons(sim)["ml/a"] is not None and "to be created" in str(pod_reasons(sim)["ml/a"])
+
+
+def test_a_gang_short_of_an_invalid_member_names_it_and_the_field(tmp_path: Path) -> None:
+    """A member whose request is no quantity is listed among the invalid objects by its field, and its gang, short
+    of it, says so rather than only that one pod fewer exists."""
+    bad = member("a", "g").replace('cpu: "1"', 'cpu: "1e3m"')
+    sim = run(tmp_path, podgroup("g", "{gang: {minCount: 2}}"), bad, member("b", "g"))
+    why = "spec.containers[0].resources.requests.cpu: invalid quantity '1e3m': does not match <signedNumber><suffix>"
+    assert [str(p) for p in sim.problems] == [f"{tmp_path / 'snap.yaml'}: Pod ml/a: {why}"]
+    assert group(sim, "g") == ("Waiting", "gang minCount 2", f"gang g: 1/2 pods exist (minCount 2); pod ml/a is invalid: {why}")
