@@ -270,7 +270,11 @@ def waiting_message(group: Group) -> str:
             return
         ok = sum(c.admissible for c in g.children)
         if ok < g.need:
-            parts.append(f"composite {g.name}: {ok}/{len(g.children)} child groups ready (minGroupCount {g.need})")
+            exist = f"{len(g.children)} exist" if len(g.children) != 1 else "1 exists"
+            if g.min_group_count is None:
+                parts.append(f"composite {g.name}: no child group ready ({exist})")
+            else:
+                parts.append(f"composite {g.name}: {ok}/{g.need} child groups ready (minGroupCount {g.need}; {exist})")
         for c in g.children:
             walk(c)
 

@@ -191,7 +191,7 @@ def test_composite_waits_until_min_group_count_children_are_admissible() -> None
     groups = [pg("a", 2, parent="root"), pg("b", 2, parent="root")]
     (tree,) = trees(members("a", 2) + members("b", 1), groups, [cpg("root", 2)]).trees
     assert tree.state is TreeState.WAITING
-    assert tree.message == ("composite root: 1/2 child groups ready (minGroupCount 2); "
+    assert tree.message == ("composite root: 1/2 child groups ready (minGroupCount 2; 2 exist); "
                             "gang b: 1/2 pods exist (minCount 2)")
 
 
@@ -237,12 +237,15 @@ def test_cycle_message_does_not_claim_a_composite_has_no_children(
     assert (tree.key.name, tree.state, tree.message) == (root, TreeState.INVALID, message)
 
 
-def test_composite_without_any_child_is_invalid() -> None:
-    forest = trees(members("g", 1), [pg("g", 1)], [cpg("lonely", 1)])
+def test_composite_without_any_child_yet_waits_for_them() -> None:
+    """Objects are created in any order: a CompositePodGroup before its PodGroups waits for them, and says how many
+    it has against how many it needs (one child that exists is not all that is needed)."""
+    forest = trees(members("g", 1), [pg("g", 1), pg("a", 1, parent="half")], [cpg("lonely", 1), cpg("half", 2)])
     assert [t.key.name for t in forest.trees] == ["g"]
-    (empty,) = forest.empty
-    assert (empty.key.name, empty.state, empty.message) == (
-        "lonely", TreeState.INVALID, "CompositePodGroup ml/lonely has no child groups")
+    assert {(t.key.name, t.state, t.message) for t in forest.empty} == {
+        ("lonely", TreeState.WAITING, "composite lonely: 0/1 child groups ready (minGroupCount 1; 0 exist)"),
+        ("half", TreeState.WAITING, "composite half: 0/2 child groups ready (minGroupCount 2; 1 exists); "
+                                    "gang a: 0/1 pods exist (minCount 1)")}
 
 
 @pytest.mark.parametrize(
@@ -250,7 +253,7 @@ def test_composite_without_any_child_is_invalid() -> None:
     [
         pytest.param([], [pg("g", 3)], [], {"g": "gang g: 0/3 pods exist (minCount 3)"}, id="gang-without-pods"),
         pytest.param([], [pg("a", 2, parent="root"), pg("b", 1, parent="root")], [cpg("root", 2)],
-                     {"root": "composite root: 0/2 child groups ready (minGroupCount 2); "
+                     {"root": "composite root: 0/2 child groups ready (minGroupCount 2; 2 exist); "
                               "gang a: 0/2 pods exist (minCount 2); gang b: 0/1 pods exist (minCount 1)"},
                      id="composite-without-pods"),
         pytest.param([pod("x", "theirs", scheduler="default-scheduler")], [pg("theirs", 1)], [], {},

@@ -114,13 +114,13 @@ def test_composite_policy_is_reported_as_written(tmp_path: Path, policy: str, sh
                      id="empty-basic-group"),
         pytest.param([composite("root", "{gang: {minGroupCount: 1}}"),
                       podgroup("a", "{gang: {minCount: 2}}", parent="root")],
-                     {"root": ("Waiting", "composite root: 0/1 child groups ready (minGroupCount 1); "
+                     {"root": ("Waiting", "composite root: 0/1 child groups ready (minGroupCount 1; 1 exists); "
                                           "gang a: 0/2 pods exist (minCount 2)"),
-                      "a": ("Waiting", "composite root: 0/1 child groups ready (minGroupCount 1); "
+                      "a": ("Waiting", "composite root: 0/1 child groups ready (minGroupCount 1; 1 exists); "
                                        "gang a: 0/2 pods exist (minCount 2)")}, id="empty-composite-tree"),
         pytest.param([composite("lonely", "{gang: {minGroupCount: 1}}")],
-                     {"lonely": ("Invalid", "CompositePodGroup ml/lonely has no child groups")},
-                     id="empty-and-malformed-is-invalid"),
+                     {"lonely": ("Waiting", "composite lonely: 0/1 child groups ready (minGroupCount 1; 0 exist)")},
+                     id="composite-without-children-yet"),
     ],
 )
 def test_groups_with_no_pod_at_all_are_reported(tmp_path: Path, docs: list[str],
