@@ -516,7 +516,8 @@ def notices(sim: Simulation) -> list[Notice]:
                           group=ident if path and problem.kind != "Pod" else None))
     if sim.dra_problems:
         out.append(Notice("warning", "dra-problems",
-                          f"{len(sim.dra_problems)} DRA problem(s), listed under \"DRA problems\" below"))
+                          f"{len(sim.dra_problems)} DRA problem(s), listed under \"DRA problems\" (JSON: "
+                          "dra_problems)"))
     if sim.synthesized:
         out.append(Notice("note", "synthesized-claims",
                           f"{len(sim.synthesized)} ResourceClaim(s) not in the snapshot made from their "

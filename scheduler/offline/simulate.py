@@ -504,8 +504,8 @@ def _group_status(tree: GroupTree, group: Group, result: Plan | Unschedulable | 
 
 
 def _pod_reason(tree: GroupTree, leaf: Leaf, pod: Pod, result: Plan | Unschedulable | None) -> str:
-    if tree.state is not TreeState.READY:
-        return f"{tree.state.value}: {tree.message}" if tree.message else tree.state.value
+    if tree.state is not TreeState.READY:  # the reason as its group has it (the status is the group's)
+        return tree.message or tree.state.value
     if isinstance(result, Plan):
         return result.unplaced.get(pod.key, "not placed")
     if isinstance(result, Unschedulable):

@@ -289,7 +289,7 @@ def test_bad_cel_in_a_device_class_makes_that_claim_unschedulable_and_the_rest_i
     (problem,) = sim.dra_problems
     assert problem.startswith(f'DeviceClass broken.nvidia.com: selector "{selector}": ') and "compile error" in problem
     text = render_text(sim).splitlines()
-    assert text[1] == 'warning: 1 DRA problem(s), listed under "DRA problems" below'
+    assert text[1] == 'warning: 1 DRA problem(s), listed under "DRA problems" (JSON: dra_problems)'
     start = text.index("DRA problems (devices not used, selectors that failed):")
     assert text[start + 1] == f"  {problem.splitlines()[0]}"
     # the other gangs' reasons do not inherit the error

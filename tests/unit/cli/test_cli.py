@@ -309,7 +309,7 @@ def members(n: int, scheduler: str = "gang-scheduler") -> str:
             "  default/ok -> n1: gpu-0 (gpu.example.com)",
         ], id="dra-synthesised-claim-and-devices-of-a-lone-pod"),
         pytest.param(NODE + "---" + CLAIM_POD + "---" + CLAIM + "---" + SLICE.format(count=2), [], [
-            'warning: 1 DRA problem(s), listed under "DRA problems" below',
+            'warning: 1 DRA problem(s), listed under "DRA problems" (JSON: dra_problems)',
             "DRA problems (devices not used, selectors that failed):",
             "  pool gpu.example.com/n1: 1/2 slices of generation 1 seen; not used until complete",
         ], id="dra-incomplete-pool"),
