@@ -556,11 +556,15 @@ def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Ob
     names = [Path(p) for p in paths]
     for path in names:
         source = name_of(path)
+        empty = True
         for where, raw in _raw_objects(path, stdin):
+            empty = False
             if isinstance(raw, msgspec.Raw):  # an item of a JSON List
                 objects.add_json(source, raw, where, created)
             else:
                 objects.add(source, _stamped(raw, created), where)
+        if empty:  # alone it is an error (nothing usable, below); beside other files, a problem listed
+            objects.problems.append(LoadProblem(source, "", "", "", "holds no object"))
     if not names:
         raise SnapshotError("no snapshot file given")
     if not objects.usable:
