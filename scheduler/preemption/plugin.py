@@ -226,9 +226,9 @@ class DefaultPreemption:
                  if free < needed and resources[col] in offered]
         if not short or not (self.floors.exact(snapshot, self.view, rows)[rows] < tree.priority).any():
             return ""
-        freeable = self.floors.requested_below(snapshot, self.view, rows, tree.priority)
+        freeable = self.floors.requested_below(snapshot, self.view, rows, tree.priority, [col for col, _, _ in short])
         held = [(resources[col], format_units(resources[col], free), format_units(resources[col], needed))
-                for col, free, needed in short if not freeable[col]]
+                for (col, free, needed), freed in zip(short, freeable, strict=True) if not freed]
         if not held:
             return ""
         counts = (f"{held[0][1]} free there, {held[0][2]} needed" if len(held) == 1

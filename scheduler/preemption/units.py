@@ -337,12 +337,13 @@ class NodeFloors:
             self._read(row, infos[row], view, generation, column)
         return floor
 
-    def requested_below(self, snapshot: Snapshot, view: GroupView, rows: BoolArray, limit: int) -> BoolArray:
-        """``(R,)`` over ``snapshot``'s resource columns: whether a running pod counting at a priority below ``limit``,
-        on a node of ``rows``, requests some of each resource — only those pods' eviction can free it there. Exact
-        for ``rows`` (read as :meth:`exact` reads them)."""
+    def requested_below(self, snapshot: Snapshot, view: GroupView, rows: BoolArray, limit: int,
+                        cols: Sequence[int]) -> list[bool]:
+        """Per resource column of ``cols`` (of ``snapshot``'s table): whether a running pod counting at a priority below
+        ``limit``, on a node of ``rows``, requests some of it — only those pods' eviction can free it there. Exact for
+        ``rows`` (read as :meth:`exact` reads them)."""
         self.exact(snapshot, view, rows)
-        return np.asarray((self._by_resource[rows] < limit).any(axis=0), dtype=bool)
+        return [bool((self._by_resource[:, col][rows] < limit).any()) for col in cols]
 
     def _read(self, row: int, info: NodeInfo, view: GroupView, generation: int, column: Mapping[str, int]) -> None:
         lowest = int(self.NO_FLOOR)
