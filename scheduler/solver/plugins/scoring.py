@@ -86,7 +86,7 @@ class NodeOrder:
         one before could not take."""
         assert not self.spread
         tier = self.base.take(sub)
-        if len(sub) and tier.min() == tier.max():
+        if remaining == 1 or not len(sub) or tier.min() == tier.max():  # one pick, or one tier: nothing to split
             return self._run_tier(sub, caps, remaining)
         out: list[tuple[int, int]] = []
         for value in np.unique(tier).tolist():
