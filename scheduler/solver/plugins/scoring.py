@@ -85,8 +85,10 @@ class NodeOrder:
         pods that need none), each tier's as :meth:`_run_tier` picks them, the next tier only for the copies the
         one before could not take."""
         assert not self.spread
+        if remaining == 1 or not len(sub):  # one pick: the best tier's first node, as in one tier
+            return self._run_tier(sub, caps, remaining)
         tier = self.base.take(sub)
-        if remaining == 1 or not len(sub) or tier.min() == tier.max():  # one pick, or one tier: nothing to split
+        if tier.min() == tier.max():  # one tier: nothing to split
             return self._run_tier(sub, caps, remaining)
         out: list[tuple[int, int]] = []
         for value in np.unique(tier).tolist():
