@@ -124,26 +124,26 @@ def priority_class(pod: Pod, context: Context) -> Iterator[Unhonoured]:
     """A ``priorityClassName`` that names no known PriorityClass on a pod without ``spec.priority``: the
     priority admission plugin refuses such a pod (``plugin/pkg/admission/priority``), so only a hand-written
     manifest has one; it is given the default priority."""
-    name = pod.spec.priority_class_name
-    if (context.priority_classes is not None and pod.spec.priority is None and name
-            and name not in context.priority_classes):
-        yield Unhonoured("spec.priorityClassName",
-                         f"no PriorityClass {name!r} is known{_close_class(name, context.priority_classes)}, so "
-                         "the pod has the default priority (the globalDefault class's value, else 0); add the class "
-                         "to the snapshot (kubectl get priorityclasses -o yaml)")
+    yield from _unknown_class(pod.spec.priority_class_name, pod.spec.priority, context,
+                              "the pod has the default priority (the globalDefault class's value, else 0)")
 
 
 def group_priority_class(group: PodGroup | CompositePodGroup, context: Context) -> Iterator[Unhonoured]:
     """The same for a PodGroup or CompositePodGroup: admission fills a group's ``spec.priority`` from its
     ``priorityClassName`` and refuses an unknown class, so only a hand-written manifest has one; such a group has no
     priority of its own, and its tree counts at its pods' (:mod:`scheduler.groups.priority`)."""
-    name = group.spec.priority_class_name
-    if (context.priority_classes is not None and group.spec.priority is None and name
-            and name not in context.priority_classes):
+    yield from _unknown_class(group.spec.priority_class_name, group.spec.priority, context,
+                              "the group has no priority of its own and its tree counts at its pods' priority")
+
+
+def _unknown_class(name: str | None, priority: int | None, context: Context, instead: str) -> Iterator[Unhonoured]:
+    """``spec.priorityClassName`` ``name`` naming no PriorityClass of ``context`` while ``priority`` is unset, with
+    the closest known name and what holds ``instead``."""
+    known = context.priority_classes
+    if known is not None and priority is None and name and name not in known:
         yield Unhonoured("spec.priorityClassName",
-                         f"no PriorityClass {name!r} is known{_close_class(name, context.priority_classes)}, so "
-                         "the group has no priority of its own and its tree counts at its pods' priority; add the "
-                         "class to the snapshot (kubectl get priorityclasses -o yaml)")
+                         f"no PriorityClass {name!r} is known{_close_class(name, known)}, so {instead}; add the class "
+                         "to the snapshot (kubectl get priorityclasses -o yaml)")
 
 
 def _close_class(name: str, known: Iterable[str]) -> str:

@@ -673,4 +673,5 @@ def test_a_gang_short_of_an_invalid_member_names_it_and_the_field(tmp_path: Path
     sim = run(tmp_path, podgroup("g", "{gang: {minCount: 2}}"), bad, member("b", "g"))
     why = "spec.containers[0].resources.requests.cpu: invalid quantity '1e3m': does not match <signedNumber><suffix>"
     assert [str(p) for p in sim.problems] == [f"{tmp_path / 'snap.yaml'}: Pod ml/a: {why}"]
-    assert group(sim, "g") == ("Waiting", "gang minCount 2", f"gang g: 1/2 pods exist (minCount 2); pod ml/a is invalid: {why}")
+    assert group(sim, "g") == ("Waiting", "gang minCount 2",
+                               f"gang g: 1/2 pods exist (minCount 2); pod ml/a is invalid: {why}")

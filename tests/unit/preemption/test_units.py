@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
 from scheduler.cycle import schedule_one
 from scheduler.framework import Decision, Plan, Preemption, SolverConfig, Unschedulable
@@ -201,20 +204,25 @@ def test_a_floor_gone_stale_is_read_again_before_the_last_window() -> None:
     c.pods += [running(f"g{i}-0", f"n{i}", f"g{i}", cpu="2") for i in range(40)]
     preemptor(c)
     cache = c.cache()
-    plugin = DefaultPreemption(CacheGroupView(cache))
-    key = GroupKey("PodGroup", NS, "high")
-
-    def decide() -> Decision:
-        tree = cache.tree(key)
-        assert tree is not None
-        return schedule_one(tree, cache.snapshot(), SolverConfig(), [plugin])
-
+    plugin, decide = deciding(cache)
     assert isinstance(decide(), Unschedulable)  # every running group above the preemptor: no victim
     plugin.nodes = plugin.floors.nodes = counting = CountingEntries()
     assert isinstance(decide(), Unschedulable) and counting.reads == 0  # floors current: no node's pods read
     cache.load_one("PodGroup", group("g39", 1, priority=1))  # its pod on n39 stays put
     decision = decide()
     assert isinstance(decision, Preemption) and names(decision.victims) == ["g39-0"]
+
+
+def deciding(cache: ClusterCache) -> tuple[DefaultPreemption, Callable[[], Decision]]:
+    """A preemption plugin kept across decisions (its memos), and the decision of root ``high`` on ``cache`` now."""
+    plugin = DefaultPreemption(CacheGroupView(cache))
+
+    def decide() -> Decision:
+        tree = cache.tree(GroupKey("PodGroup", NS, "high"))
+        assert tree is not None
+        return schedule_one(tree, cache.snapshot(), SolverConfig(), [plugin])
+
+    return plugin, decide
 
 
 class CountingEntries(NodeEntries):
@@ -266,14 +274,7 @@ def test_a_root_short_of_a_resource_no_lower_priority_pod_holds_is_told_so_from_
     c.groups.append(group("high", 2, priority=100))
     c.pods += [pending(f"high-{i}", "high", gpu=1) for i in range(2)]
     cache = c.cache()
-    plugin = DefaultPreemption(CacheGroupView(cache))
-    key = GroupKey("PodGroup", NS, "high")
-
-    def decide() -> Decision:
-        tree = cache.tree(key)
-        assert tree is not None
-        return schedule_one(tree, cache.snapshot(), SolverConfig(), [plugin])
-
+    plugin, decide = deciding(cache)
     first = decide()
     assert isinstance(first, Unschedulable)
     assert first.message.endswith("Preemption is not helpful for scheduling (no pod of lower priority holds "
