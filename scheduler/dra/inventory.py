@@ -220,6 +220,7 @@ class Inventory:
     change (:meth:`set_class`, :meth:`remove_class`), never per device."""
     _by_node: list[list[Device]] | None = None
     _index: DeviceIndex | None = None
+    _device_nodes: BoolArray | None = None
 
     @classmethod
     def build(cls, table: NodeTable, slices: Iterable[ResourceSlice], classes: Iterable[DeviceClass],
@@ -286,6 +287,19 @@ class Inventory:
         self._usable.clear()
         self._by_node = None
         self._index = None
+        self._device_nodes = None
+
+    def device_nodes(self) -> BoolArray:
+        """(N,) bool, read-only: the nodes that some device is local to (its one node row, :attr:`home`) — the nodes
+        whose accelerators are published through DRA rather than in their allocatable. Built once per
+        :attr:`generation`."""
+        if self._device_nodes is None:
+            mask = np.zeros(len(self.table), dtype=bool)
+            rows = [row for row in self.home.values() if row >= 0]
+            mask[rows] = True
+            mask.setflags(write=False)
+            self._device_nodes = mask
+        return self._device_nodes
 
     def _index_pool(self, key: PoolKey, *, keep_memo: bool = False) -> None:
         """(Re)index one pool: drop its devices and counter sets, then add those of its newest complete

@@ -259,13 +259,14 @@ def _with_min_count(kind: WorkloadKind, body: JSON, groups: tuple[GroupSpec, ...
     if len(groups) != 1:
         shape = (f"a tree of {len(groups)} groups, each with the minimum of its role"
                  if any(g.kind == "CompositePodGroup" for g in groups) else f"{len(groups)} gangs, one per group")
-        return Desired(groups, (f"annotation {MIN_COUNT}={value!r} is not applied: this {kind.kind} is {shape}",))
+        return Desired(groups, (f"annotation {MIN_COUNT}={_shown(value)} is not applied: this {kind.kind} is "
+                                f"{shape}",))
     minimum, problem = min_count(value)
     if minimum is None:
         return Desired(groups, (f"annotation {MIN_COUNT}={_shown(value)} is not applied: {problem}",))
     (group,) = groups
     warnings = () if minimum <= group.minimum else (
-        f"annotation {MIN_COUNT}={minimum} is more than the {group.minimum} pods the {kind.kind} runs at once: "
+        f"annotation {MIN_COUNT}={_shown(value)} is more than the {group.minimum} pods the {kind.kind} runs at once: "
         f"the gang cannot be scheduled until that many pods exist",)
     return Desired((GroupSpec(group.kind, group.name, minimum),), warnings)
 

@@ -320,7 +320,9 @@ class Scheduler:
         :meth:`on_preemption`, :meth:`on_unschedulable`): bind a plan in the background, or report and back off."""
         self._started = started
         self.events.extend(attempt.events)  # routed with the watch's at the next _refresh, right after this root
-        self.metrics.solved(attempt.tree, attempt.decision, time.perf_counter() - started)
+        decision = attempt.decision
+        if not (isinstance(decision, Unschedulable) and decision.not_ready):  # not tried: no attempt to count
+            self.metrics.solved(attempt.tree, decision, time.perf_counter() - started)
         self.unhonoured.warn(attempt.tree)
         handle(attempt, self)
 
@@ -346,7 +348,7 @@ class Scheduler:
         delay = self.queue.backoff(tree, now, failure.rejectors, unschedulable=True)
         if failure.not_ready:  # not tried: reported as Waiting, after the delay, by the reporter (which logs it)
             log.debug("root=%s pods not ready for scheduling: %s", tree.key, failure.message)
-            self.reporter.not_ready(tree, failure)
+            self.reporter.root_not_ready(tree, failure)
             return
         retry = "event" if self.queue.backing_off[tree.key].parked else "backoff"
         log.info("root=%s result=Unschedulable code=%s attempts=%d duration_ms=%.1f backoff_s=%.0f retry=%s reason=%r",

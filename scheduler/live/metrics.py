@@ -236,8 +236,9 @@ def entity_type(tree: GroupTree) -> EntityType:
 def queue_counts(active: Iterable[GroupTree], backoff: Iterable[GroupTree], blocked: Iterable[GroupTree],
                  incomplete_pods: int, parked: Iterable[GroupTree] = ()) -> QueueCounts:
     """Tally the queues: ``active``/``backoff``/``parked`` roots from the scheduling queue (parked: waiting for an
-    event that may help, ``unschedulable`` as kube-scheduler's ``unschedulablePods``), ``blocked`` trees (Waiting →
-    ``gated``, Invalid → ``unschedulable``), and pods waiting for their PodGroup."""
+    event that may help, ``unschedulable`` as kube-scheduler's ``unschedulablePods``), ``blocked`` trees (Waiting,
+    and roots whose pods are not ready for scheduling → ``gated``, Invalid → ``unschedulable``), and pods waiting for
+    their PodGroup."""
     counts = QueueCounts()
     for tree in active:
         counts.add_tree(tree, "active")

@@ -98,6 +98,9 @@ class Reporter:
         tree is logged and reported on its pods once per change."""
         self.blocked: dict[GroupKey, GroupTree] = {}
         """Waiting and Invalid trees of ours, for the queue gauges."""
+        self.not_ready: set[GroupKey] = set()
+        """Roots not tried because pods they need are not ready (:meth:`root_not_ready`), until decided otherwise:
+        counted with the Waiting trees (``gated``) in the queue gauges, though the queue holds them."""
         self._orphans_reported: dict[str, str] = {}
         self._waiting: _Delayed[GroupKey] = _Delayed()
         """The Waiting roots' reports due after :data:`NOT_READY_DELAY_S`."""
@@ -116,24 +119,28 @@ class Reporter:
         self.blocked.pop(key, None)
         self._not_waiting(key)
         if tree is None:
+            self.not_ready.discard(key)
             self.reported.pop(key, None)  # a root that is gone: forget its message
 
     def scheduled(self, key: GroupKey) -> None:
         """Root ``key`` has a plan: a later failure is a change again."""
         self._not_waiting(key)
+        self.not_ready.discard(key)
         self.reported.pop(key, None)
 
     def unschedulable(self, tree: GroupTree, result: Unschedulable) -> None:
         """The search's reason on the tree's groups and pending pods."""
         self._not_waiting(tree.key)
+        self.not_ready.discard(tree.key)
         self.reported[tree.key] = result.message  # a Waiting report after it is a change again
         self.conditions.failed(tree, "Unschedulable", result.message, result.group_reasons)
         self.pods(tree, "Unschedulable", result.message)
 
-    def not_ready(self, tree: GroupTree, result: Unschedulable) -> None:
+    def root_not_ready(self, tree: GroupTree, result: Unschedulable) -> None:
         """A root not tried because pods it needs are not ready for scheduling (``result.not_ready``: a claim not
         created yet): reported as a Waiting root is, once the state has lasted :data:`NOT_READY_DELAY_S` with the
         same message — a pod whose claim the resourceclaim controller creates just after it gets no report."""
+        self.not_ready.add(tree.key)
         if self.reported.get(tree.key) == result.message:
             return
         self._not_waiting(tree.key)
@@ -209,10 +216,11 @@ class Reporter:
         active = [t for k in queue.ready.queued() if (t := trees.get(k)) is not None]
         backoff: list[GroupTree] = []
         parked: list[GroupTree] = []
+        waiting = list(self.blocked.values())
         for key, entry in queue.backing_off.items():
             if (tree := trees.get(key)) is not None:
-                (parked if entry.parked else backoff).append(tree)
-        self.metrics.set_queues(active, backoff, self.blocked.values(), len(self.allowed_orphans()), parked)
+                (waiting if key in self.not_ready else parked if entry.parked else backoff).append(tree)
+        self.metrics.set_queues(active, backoff, waiting, len(self.allowed_orphans()), parked)
 
     def _report_blocked(self, tree: GroupTree) -> None:
         if self.reported.get(tree.key) == tree.message:
@@ -238,7 +246,7 @@ class Reporter:
         if not self.fence():
             del self.reported[key]  # not leading: a later term, routing every tree again, reports it
             return
-        log.info("root=%s result=%s reason=%r", key, tree.state.value, message)
+        log.info("root=%s result=%s reason=%r", key, TreeState.WAITING.value, message)
         self.conditions.failed(tree, "Unschedulable", message)
         self.pods(tree, REASON_NOT_READY, message)
 

@@ -116,7 +116,7 @@ async def run(options: OperatorOptions, kube: KubeClient, stop: asyncio.Event, *
     kopf.on.login(registry=registry)(login_as(kube))
     settings = settings or kopf.OperatorSettings()
     configure(settings, options)
-    logging.getLogger(__name__).info("operator: writing %s groups", served.describe())
+    logging.getLogger(__name__).info("operator: writing PodGroups of %s", served.describe())
     follower = asyncio.create_task(_follow(kube, served, options.discovery_interval_s, stop),
                                    name="operator/discovery")
     try:

@@ -849,11 +849,15 @@ async def test_a_pod_whose_claim_is_created_just_after_it_is_not_told_it_failed(
     await create_claim(kube, "lost-0-gpu", owner=await kube.create(PODS, NS, dra_pod("lost-0", "lost",
                                                                                      {"gpu": "lost-0-gpu"})))
     await kube.create(PODS, NS, dra_pod("lost-1", "lost", {"gpu": "lost-1-gpu"}, template_name="no-such-tpl"))
-    async with running(kube):
+    async with running(kube) as sched:
         await asyncio.sleep(NOT_READY_DELAY_S / 2)
         await create_claim(kube, "late-0-gpu", owner=late)
         await until(lambda: bound_at_least(kube, "late-0", 1), what="late-0 bound once its claim exists")
         note = await until(lambda: event_with(kube, "NotReadyForScheduling", "lost-1"), what="lost waits")
+        sample = sched.metrics.registry.get_sample_value
+        assert sample("scheduler_pending_pods", {"queue": "gated"}) == 2  # lost's two pods, not tried
+        assert sample("scheduler_pending_pods", {"queue": "unschedulable"}) == 0
+        assert not sample("scheduler_schedule_attempts_total", {"result": "unschedulable", "profile": "gang-scheduler"})
         assert note == ("1 pod(s) not ready for scheduling: pod ml/lost-1: waiting for ResourceClaim ml/lost-1-gpu "
                         "of claim 'gpu' (template no-such-tpl) to be created: ResourceClaimTemplate ml/no-such-tpl "
                         "not found")

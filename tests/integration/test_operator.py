@@ -373,7 +373,7 @@ async def test_what_cannot_be_honoured_is_a_warning_event_or_an_admission_warnin
     assert exists[0]["message"] == f"PodGroup {NS}/taken exists and is not this workload's: left as is"
     assert exists[0]["involvedObject"]["name"] == "taken"
     assert (await podgroup_of(kube, "taken"))["spec"]["schedulingPolicy"] == {"gang": {"minCount": 7}}  # untouched
-    assert too_many[0]["message"].startswith("annotation gang-scheduler.io/min-count=5 is more than the 2 pods")
+    assert too_many[0]["message"].startswith("annotation gang-scheduler.io/min-count='5' is more than the 2 pods")
     assert await min_count(kube, "big") == 5  # honoured all the same
     assert unknown["allowed"] and "patch" not in unknown
     assert unknown["warnings"] == ["gang-scheduler.io/gang: no Job, JobSet, PyTorchJob or LeaderWorkerSet labels on "

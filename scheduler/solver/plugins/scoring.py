@@ -1,9 +1,10 @@
 """Node order for the copies of one signature: the ``--scoring`` strategy behind the Score plugins.
 
-``pack`` (default): for pods that need no accelerator, nodes without one first, then partly used accelerator
-nodes, idle ones last (each tier only for the copies the one before cannot take); within a tier, if one node can take
-every remaining copy, take the tightest such node, else the node that takes the most; break ties toward partly used
-nodes, then by row (node name order). ``spread``: one
+``pack`` (default): for pods that need no accelerator, nodes without one first (:func:`accelerators`: an extended
+resource in the allocatable, or devices published through DRA), then partly used accelerator nodes, idle ones last
+(each tier only for the copies the one before cannot take); within a tier, if one node can take every remaining copy,
+take the tightest such node, else the node that takes the most; break ties toward partly used nodes, then by row
+(node name order). ``spread``: one
 copy at a time onto the node with the most room.
 
 Score plugins' weighted sum comes first: a node preferred by a pod's preferred affinities (or
@@ -20,9 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from scheduler.dra.device_snapshot import DraView
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Signature
-from scheduler.framework.node_table import IntArray
+from scheduler.framework.node_table import BoolArray, IntArray
 from scheduler.model.quantity import PODS
 
 NAME = "NodeOrder"
@@ -35,6 +37,16 @@ PREFERENCE_UNIT = np.int64(1) << 42
 """Weight of one point of weighted score over the whole packing key (< 3·2^40)."""
 
 
+def accelerators(state: CycleState) -> BoolArray:
+    """(N,) bool: the accelerator nodes — those offering an extended resource in their allocatable (a device plugin's
+    GPUs, :attr:`~scheduler.framework.node_table.NodeTable.accelerator`) or with devices published through DRA
+    (:meth:`~scheduler.dra.inventory.Inventory.device_nodes`)."""
+    view = state.snapshot.dra
+    if isinstance(view, DraView) and view.inventory.devices:
+        return state.table.accelerator | view.inventory.device_nodes()
+    return state.table.accelerator
+
+
 class NodeOrder:
     """The packing order for ``sig`` over candidate ``rows`` (see the module docstring)."""
 
@@ -44,7 +56,7 @@ class NodeOrder:
         self.idle: IntArray = (state.free[:, col].take(rows) >= table.allocatable[:, col].take(rows)).astype(np.int64)
         # accelerator nodes (idle ones twice) are kept for pods that need one
         self.base: IntArray = (np.zeros(len(rows), dtype=np.int64) if sig.needs_accelerator
-                               else table.accelerator.take(rows) * (1 + self.idle) * _BIG)
+                               else accelerators(state).take(rows) * (1 + self.idle) * _BIG)
         """The accelerator penalty, already weighted (the part of every key that does not change)."""
         self.spread = state.config.scoring == "spread"
 

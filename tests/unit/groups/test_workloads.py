@@ -72,7 +72,7 @@ def test_min_count_annotation_overrides_a_single_group() -> None:
     pytest.param("7" * 5000, "annotation gang-scheduler.io/min-count='77777777777777777777777… (5000 characters) is "
                  "not applied: it is more than 2147483647, the largest minCount the API server accepts (int32)",
                  id="5000-digits"),
-    ("9", "annotation gang-scheduler.io/min-count=9 is more than the 5 pods the Job runs at once: "
+    ("9", "annotation gang-scheduler.io/min-count='9' is more than the 5 pods the Job runs at once: "
           "the gang cannot be scheduled until that many pods exist"),
 ])
 def test_a_min_count_annotation_that_cannot_be_honoured_as_asked_is_a_warning(value: str, warning: str) -> None:

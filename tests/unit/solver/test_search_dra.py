@@ -496,3 +496,14 @@ def test_a_podgroup_claim_given_by_name_is_reserved_for_the_podgroup() -> None:
     assert isinstance(plan, Plan), plan
     (alloc,) = plan.allocations
     assert alloc.reserved_for == (("Pod", "w-0", "uid-w-0"), ("Pod", "w-1", "uid-w-1"))
+
+
+def test_pack_keeps_a_cpu_gang_off_a_node_whose_gpus_are_published_through_dra() -> None:
+    """The GPU node offers no extended resource in its allocatable — its GPUs are DRA devices — yet it is an
+    accelerator node: a gang needing none takes the two CPU nodes' last cores rather than the idle GPU node."""
+    nodes = [node("cpu-1", cpu="1"), node("cpu-2", cpu="1"), node("dra-2", cpu="32")]
+    pods = [pod_with_claim(f"c-{i}", "g", "unused", extra={"resourceClaims": [], "containers": [
+        {"name": "main", "resources": {"requests": {"cpu": "1"}}}]}) for i in range(2)]
+    plan = run(nodes, pods, [pg("g", 2)], [gpu_slice("dra-2", ["H100"] * 4)], [])
+    assert isinstance(plan, Plan), plan
+    assert sorted(n for _, n in plan.placements) == ["cpu-1", "cpu-2"]
