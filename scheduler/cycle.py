@@ -95,15 +95,15 @@ def not_ready(tree: GroupTree, snapshot: Snapshot, pending: Sequence[Pod]) -> Un
     created yet or being deleted, which kube-scheduler's DynamicResources holds a pod for at PreEnqueue
     (:attr:`~scheduler.dra.claims.PodClaims.not_ready`). The :class:`Unschedulable` says which pods (the first
     :data:`NAMED_NOT_READY`, the rest counted) and why, with ``not_ready`` set and DynamicResources as its rejector
-    (a claim's creation wakes it); None otherwise, or when the tree can do without them (the search leaves them
-    out)."""
+    (a claim's creation wakes it) — also when they are all its pending pods, whatever its bound members satisfy;
+    None otherwise, or when the tree can do without them and has other pods to try (the search leaves them out)."""
     view = snapshot.dra
     if not isinstance(view, DraView):
         return None
     held = {pod.key: claims.waiting for pod in pending
             if (claims := view.pods.get(pod.key)) is not None and claims.not_ready and claims.waiting}
-    if not held or satisfiable_without(tree.root, held):
-        return None
+    if not held or (len(held) < len(pending) and satisfiable_without(tree.root, held)):
+        return None  # none held, or the tree does without them and has other pods to try
     if tree.key.kind == "Pod":  # a lone pod: its own wait says it
         message = next(iter(held.values()))
     else:

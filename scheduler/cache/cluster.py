@@ -84,7 +84,7 @@ from scheduler.model.namespace import Namespace
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod, raw_group_name
 from scheduler.model.policy import PodDisruptionBudget
-from scheduler.model.quantity import is_extended
+from scheduler.model.quantity import QuantityError, is_extended, locate
 from scheduler.model.scheduling import CompositePodGroup, GroupKey, PodGroup
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 
@@ -315,6 +315,9 @@ class ClusterCache:
         """Partial roots → the room they hold (:func:`held_room`), kept with their trees."""
         self.room_released = False
         """Room in :attr:`holds` was given up since :meth:`take_room_released` last said so."""
+        self._refused_now: dict[str, dict[tuple[str, str], Refusal]] = {}
+        """Kind → (namespace, name) → the refusal of each group, and each pod naming a group, refused as it is now:
+        what waits for it is told why (:meth:`_tell`) until it is stored, deleted or no longer listed."""
         self.on_refused: Callable[[Refusal], None] = lambda refused: None
         """Told of every object refused, or taken with a part ignored (:data:`REFUSAL_REASONS`); the live
         driver counts them and posts a Warning Event on the object. Must not raise."""
@@ -334,8 +337,13 @@ class ClusterCache:
                 return _derived(raw)
             except Exception as exc:  # the decoding boundary, as below
                 meta = raw.metadata  # type: ignore[union-attr]
-                self._refused(refusal_of(kind, {"metadata": {"name": meta.name, "namespace": meta.namespace,
-                                                             "uid": meta.uid}}, exc))
+                if isinstance(exc, QuantityError) and isinstance(raw, (Pod, Node)):
+                    exc = locate(exc, raw.resource_quantities())
+                refused = refusal_of(kind, {"metadata": {"name": meta.name, "namespace": meta.namespace,
+                                                         "uid": meta.uid}}, exc)
+                if isinstance(raw, Pod) and raw.group_name:
+                    refused = dataclasses.replace(refused, group=raw.group_name)
+                self._refused(refused)
                 return None
         try:
             if not isinstance(raw, Mapping):
@@ -352,25 +360,31 @@ class ClusterCache:
         return obj
 
     def _refused(self, refused: Refusal) -> None:
-        """Tell :attr:`on_refused`; a group refused is, for the pods and groups that name it, a group that is invalid,
-        not one that does not exist (:meth:`~scheduler.groups.index.GroupIndex.set_absent`), until it is stored or
-        deleted."""
+        """Tell :attr:`on_refused`. A group refused is, for the pods and groups that name it, a group that is invalid,
+        not one that does not exist, and a pod refused is a member its gang is short of: they are told so
+        (:meth:`_tell`) until it is stored, deleted, or missing from a re-list (:meth:`_no_longer_refused`)."""
         self.on_refused(refused)
-        if refused.group and refused.name:  # a gang's member: its gang, short of it, says why
-            self.groups.set_refused_member((refused.namespace, refused.group), refused.name, refused.message)
-        shown = _GROUP_KINDS.get(refused.kind)
-        if shown is not None and refused.name:
-            self.groups.set_absent(shown[0], (refused.namespace, refused.name),
-                                   f"{shown[1]} {refused.namespace}/{refused.name} is invalid: {refused.message}")
+        if refused.name and (refused.group or refused.kind in _GROUP_KINDS):
+            self._refused_now.setdefault(refused.kind, {})[(refused.namespace, refused.name)] = refused
+            self._tell(refused, refused.message)
 
-    def _refused_gone(self, kind: str, raw: object) -> None:
-        """An object refused as invalid was deleted: it is no longer the reason a gang or a pod waits."""
-        gone = refusal(kind, raw, "invalid", "")
-        if gone.group and gone.name:
-            self.groups.set_refused_member((gone.namespace, gone.group), gone.name, None)
-        shown = _GROUP_KINDS.get(kind)
-        if shown is not None and gone.name:
-            self.groups.set_absent(shown[0], (gone.namespace, gone.name), None)
+    def _tell(self, refused: Refusal, why: str | None) -> None:
+        """What waits for the object of ``refused`` is told ``why`` it is invalid (None: that no longer holds):
+        :meth:`~scheduler.groups.index.GroupIndex.set_refused_member`,
+        :meth:`~scheduler.groups.index.GroupIndex.set_absent`."""
+        if refused.group:
+            self.groups.set_refused_member((refused.namespace, refused.group), refused.name, why)
+        shown = _GROUP_KINDS.get(refused.kind)
+        if shown is not None:
+            self.groups.set_absent(shown[0], (refused.namespace, refused.name), None if why is None else
+                                   f"{shown[1]} {refused.namespace}/{refused.name} is invalid: {why}")
+
+    def _no_longer_refused(self, kind: str, namespace: str, name: str) -> None:
+        """The object ``namespace/name`` of ``kind`` was stored, deleted or not listed again: if it was refused, what
+        waited for it is no longer told it is invalid."""
+        refused = self._refused_now.get(kind, {}).pop((namespace, name), None)
+        if refused is not None:
+            self._tell(refused, None)
 
     # -- feeding -------------------------------------------------------------------------------
     def replace(self, kind: str, raws: Iterable[Mapping[str, Any]]) -> list[ClusterEvent]:
@@ -413,13 +427,18 @@ class ClusterCache:
         (:meth:`parse`) changes nothing."""
         obj = self.parse(kind, raw)
         if obj is None:
-            if event_type == "DELETED":  # a refused object gone: what waits for it, or for a member, is told so
-                self._refused_gone(kind, raw)
-            return []
+            if event_type != "DELETED":
+                return []
+            gone = refusal(kind, raw, "invalid", "")  # its metadata, read defensively
+            self._no_longer_refused(kind, gone.namespace, gone.name)
+            key = f"{gone.namespace}/{gone.name}" if gone.namespace else gone.name
+            old = self.objects[kind].get(key) if gone.name else None
+            return [] if old is None else self._set(kind, key, old, None)  # a copy stored before it went bad
         key = key_of(obj)
         old = self.objects[kind].get(key)
         new = None if event_type == "DELETED" else obj
         if old is None and new is None:
+            self._no_longer_refused(kind, obj.metadata.namespace or "", obj.metadata.name)
             return []
         return self._set(kind, key, old, new)
 
@@ -428,6 +447,9 @@ class ClusterCache:
         node is kept in its compact shape (:class:`~scheduler.model.lean_pod.LeanPod`), however it came."""
         if isinstance(new, Pod) and new.is_bound:
             new = lean_pod(new)
+        if self._refused_now and kind in self._refused_now:  # stored or deleted: no longer as it was refused
+            meta = (new if new is not None else old).metadata
+            self._no_longer_refused(kind, meta.namespace or "", meta.name)
         if new is None:
             self.objects[kind].pop(key, None)
         else:
@@ -853,6 +875,8 @@ class Relist:
         self.kind = kind
         self.seen: set[str] = set()
         self._nodes: dict[str, Any] = {}
+        self._refused: set[tuple[str, str]] = set()
+        """(namespace, name) of the objects of this list the cache refused."""
 
     def add(self, raws: Iterable[Any]) -> list[ClusterEvent]:
         """Apply one page of raw API objects (or of the kind's models, :meth:`ClusterCache.parse`); returns its
@@ -881,6 +905,9 @@ class Relist:
                 continue
             obj = self.cache.parse(self.kind, raw)
             if obj is None:
+                gone = refusal(self.kind, raw if not isinstance(raw, (BaseModel, LeanPod)) else {"metadata": {
+                    "namespace": raw.metadata.namespace, "name": raw.metadata.name}}, "invalid", "")  # type: ignore[union-attr]
+                self._refused.add((gone.namespace, gone.name))
                 continue
             key = key_of(obj)
             self.seen.add(key)
@@ -897,9 +924,16 @@ class Relist:
         if self.kind == NODE.name:
             return self.cache._set_nodes(self._nodes)
         current = self.cache.objects[self.kind]
+        refused = dict(self.cache._refused_now.get(self.kind, {}))
         events: list[ClusterEvent] = []
-        for key in sorted(k for k in current if k not in self.seen):
+        for key in sorted(k for k in current if k not in self.seen):  # a copy refused now is deleted too
             events.extend(self.cache._set(self.kind, key, current[key], None))
+        for name, was in refused.items():  # refused in this list again (told again, its valid copy deleted above),
+            if name in self._refused:  # or gone while the watch was down
+                self.cache._refused_now.setdefault(self.kind, {})[name] = was
+                self.cache._tell(was, was.message)
+            else:
+                self.cache._no_longer_refused(self.kind, *name)
         return events
 
 

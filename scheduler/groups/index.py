@@ -104,10 +104,6 @@ class GroupIndex:
         """
         if pod is not None and not pod.spec.node_name:
             _ = pod.asks
-        if self.refused_members and pod is not None and pod.group_name is not None:  # taken now: not refused
-            refused = self.refused_members.get((pod.metadata.namespace, pod.group_name))
-            if refused is not None and pod.metadata.name in refused:
-                self.set_refused_member((pod.metadata.namespace, pod.group_name), pod.metadata.name, None)
         succeeded = self.members.finished(key, pod)
         if succeeded is not None:
             self._touch_group(succeeded)

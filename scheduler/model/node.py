@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cached_property
 
 from pydantic import Field
@@ -58,6 +59,11 @@ class Node(KubeModel):
     def allocatable(self) -> ResourceList:
         """``status.allocatable`` in integer units (milli-cpu, bytes, counts)."""
         return resource_list(self.status.allocatable)
+
+    def resource_quantities(self) -> Iterator[tuple[str, str, str | int | float]]:
+        """``(field path, resource, quantity)`` of ``status.allocatable``, as written (for
+        :func:`~scheduler.model.quantity.locate`)."""
+        return ((f"status.allocatable.{r}", r, v) for r, v in self.status.allocatable.items())
 
     def condition(self, type_: str) -> NodeCondition | None:
         """The condition of that type, if the node reports it."""

@@ -8,7 +8,7 @@ that starts after them), plus ``spec.overhead``; every pod also uses one ``pods`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from typing import Annotated
 
@@ -396,6 +396,20 @@ class Pod(KubeModel, PodReads):
         """Effective requests in integer units (milli-cpu, bytes, counts), including one ``pods``."""
         return effective_requests(self.spec, self.status)
 
+    def resource_quantities(self) -> Iterator[tuple[str, str, str | int | float]]:
+        """``(field path, resource, quantity)`` of each resource quantity the spec gives — its containers' and init
+        containers' requests and limits, the pod-level resources, the overhead — as written (for
+        :func:`~scheduler.model.quantity.locate`)."""
+        spec = self.spec
+        for field_name, containers in (("containers", spec.containers), ("initContainers", spec.init_containers)):
+            for i, c in enumerate(containers):
+                for part, values in (("requests", c.resources.requests), ("limits", c.resources.limits)):
+                    yield from ((f"spec.{field_name}[{i}].resources.{part}.{r}", r, v) for r, v in values.items())
+        if spec.resources is not None:
+            for part, values in (("requests", spec.resources.requests), ("limits", spec.resources.limits)):
+                yield from ((f"spec.resources.{part}.{r}", r, v) for r, v in values.items())
+        yield from ((f"spec.overhead.{r}", r, v) for r, v in spec.overhead.items())
+
     @cached_property
     def asks(self) -> frozenset[str]:
         """Which rules beyond resources the spec asks for: :data:`ASKS_VOLUMES` (a volume the volume plugins
@@ -438,12 +452,19 @@ def spec_asks(spec: PodSpec) -> frozenset[str]:
 
 
 def raw_group_name(raw: object) -> str:
-    """The PodGroup a raw pod's ``spec.schedulingGroup.podGroupName`` names, read defensively — a pod that could not
-    be decoded still says which gang it was for (empty: none, or not a string)."""
+    """The PodGroup a raw pod names, read defensively — a pod that could not be decoded still says which gang it was
+    for: ``spec.schedulingGroup.podGroupName``, else scheduler-plugins' pod group label (:func:`label_link`, as
+    :attr:`Pod.group_name` reads them); empty when neither is a string."""
     spec = raw.get("spec") if isinstance(raw, Mapping) else None
     link = spec.get("schedulingGroup") if isinstance(spec, Mapping) else None
     name = link.get("podGroupName") if isinstance(link, Mapping) else None
-    return name if isinstance(name, str) else ""
+    if isinstance(name, str):
+        return name
+    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    if isinstance(labels, Mapping) and all(isinstance(v, str) for v in labels.values()):
+        return label_link(labels) or ""
+    return ""
 
 
 def effective_requests(spec: PodSpec, status: PodStatus | None = None) -> ResourceList:

@@ -230,3 +230,15 @@ def format_units(resource: str, units: int) -> str:
                 return (f"{value:.3g}" if abs(value) < 999.5 else f"{value:.0f}") + suffix
         return str(units)
     return str(units)
+
+
+def locate(error: QuantityError, quantities: Iterable[tuple[str, str, str | int | float]]) -> QuantityError:
+    """``error`` naming the field of the first of ``quantities`` — ``(field path, resource, quantity)``, an object's
+    own (``Pod.resource_quantities``) — that does not parse: ``spec.containers[0].resources.requests.cpu: invalid
+    quantity …``; ``error`` itself when each does."""
+    for path, resource, value in quantities:
+        try:
+            to_units(resource, value)
+        except QuantityError as exc:
+            return QuantityError(f"{path}: {exc}")
+    return error

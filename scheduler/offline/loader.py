@@ -80,7 +80,7 @@ from scheduler.model.node import Node
 from scheduler.model.pod import Pod, raw_group_name
 from scheduler.model.podgroup_v1alpha2 import Decoded
 from scheduler.model.policy import PodDisruptionBudget
-from scheduler.model.quantity import QuantityError, to_units
+from scheduler.model.quantity import QuantityError, locate
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClass, Workload
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from scheduler.model.strict import SHAPES, known_only, unknown_fields, unknown_kind
@@ -480,12 +480,10 @@ def _check_quantities(obj: BaseModel) -> None:
     """Parse the quantities the solver will read now, so a bad one is reported at load time; a pod's or node's
     error names the field (``spec.containers[0].resources.requests.cpu: invalid quantity …``)."""
     if isinstance(obj, (Pod, Node)):
-        for path, resource, value in _resource_quantities(obj):
-            try:
-                to_units(resource, value)
-            except QuantityError as exc:
-                raise QuantityError(f"{path}: {exc}") from exc
-        _ = obj.requests if isinstance(obj, Pod) else obj.allocatable
+        try:
+            _ = obj.requests if isinstance(obj, Pod) else obj.allocatable
+        except QuantityError as exc:
+            raise locate(exc, obj.resource_quantities()) from exc
     elif isinstance(obj, PersistentVolumeClaim):
         _ = obj.request_bytes
     elif isinstance(obj, PersistentVolume):
@@ -498,24 +496,6 @@ def _check_quantities(obj: BaseModel) -> None:
                 _ = cap.quantity
             for use in device.consumes_counters:
                 counter_quantities(use.counters)
-
-
-def _resource_quantities(obj: Pod | Node) -> Iterator[tuple[str, str, str | int | float]]:
-    """``(field path, resource, quantity)`` of each resource quantity a pod's containers (requests and limits),
-    pod-level resources and overhead, or a node's allocatable and capacity, give."""
-    if isinstance(obj, Node):
-        for part, values in (("allocatable", obj.status.allocatable), ("capacity", obj.status.capacity)):
-            yield from ((f"status.{part}.{r}", r, v) for r, v in values.items())
-        return
-    spec = obj.spec
-    for field_name, containers in (("containers", spec.containers), ("initContainers", spec.init_containers)):
-        for i, c in enumerate(containers):
-            for part, values in (("requests", c.resources.requests), ("limits", c.resources.limits)):
-                yield from ((f"spec.{field_name}[{i}].resources.{part}.{r}", r, v) for r, v in values.items())
-    if spec.resources is not None:
-        for part, values in (("requests", spec.resources.requests), ("limits", spec.resources.limits)):
-            yield from ((f"spec.resources.{part}.{r}", r, v) for r, v in values.items())
-    yield from ((f"spec.overhead.{r}", r, v) for r, v in spec.overhead.items())
 
 
 def _raw_objects(path: Path, stdin: BinaryIO | None) -> Iterator[tuple[str, Any]]:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.cache.cluster import ClusterCache
+from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
 
 GPU = "nvidia.com/gpu"
@@ -114,3 +115,37 @@ def test_a_gang_short_of_a_member_the_cache_refused_names_it_until_it_is_fixed_o
     cache.apply("Pod", "MODIFIED", member("w-0", "g"))
     assert cache.groups.refused_members == {}
     assert reason() == ""
+
+
+def test_a_member_decoded_before_its_bad_quantity_is_found_is_named_with_its_field() -> None:
+    """The live client decodes a pod into its model, whose quantities are read later: a request that is no quantity
+    is found then, and the refusal still names the field and the gang it leaves short."""
+    bad = member("w-0", "g")
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1e3m"
+    cache = ClusterCache("gang-scheduler")
+    cache.replace("PodGroup", [podgroup("g", 2)])
+    cache.replace("Pod", [member("w-1", "g")])
+    cache.apply("Pod", "ADDED", Pod.model_validate(bad))
+    tree = cache.tree(GroupKey("PodGroup", "ml", "g"))
+    assert tree is not None
+    assert tree.message == ("gang g: 1/2 pods exist (minCount 2); pod ml/w-0 is invalid: spec.containers[0].resources."
+                            "requests.cpu: invalid quantity '1e3m': does not match <signedNumber><suffix>")
+
+
+def test_a_relist_ends_what_it_no_longer_holds_and_keeps_what_it_refuses_again() -> None:
+    """Objects refused, then deleted while the watch was down, leave nothing behind after the re-list; a PodGroup the
+    re-list finds gone bad has its stored copy deleted and its pods told it is invalid."""
+    bad_pod = member("w-0", "g")
+    bad_pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "-1"
+    cache = ClusterCache("gang-scheduler")
+    cache.replace("PodGroup", [podgroup("g", 2), podgroup("h", "2"), podgroup("k", 1)])
+    cache.replace("Pod", [bad_pod, member("w-1", "g"), member("h-0", "h"), member("k-0", "k")])
+    assert cache.groups.refused_members and cache.groups.absent
+    cache.replace("Pod", [member("w-1", "g"), member("h-0", "h"), member("k-0", "k")])
+    cache.replace("PodGroup", [podgroup("g", 2), podgroup("k", "1")])
+    cache.take_changed_roots()
+    assert cache.groups.refused_members == {}
+    assert cache.groups.orphans["ml/h-0"].message == "waiting for PodGroup ml/h to appear"
+    assert cache.groups.orphans["ml/k-0"].message == ('PodGroup ml/k is invalid: spec.schedulingPolicy.gang.minCount: '
+                                                      'Input should be a valid integer (got "1")')
+    assert "ml/k" not in cache.objects["PodGroup"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.framework import SolverConfig
+from scheduler.framework import SolverConfig, Unschedulable
 from scheduler.offline.loader import load
 from scheduler.offline.report import render_text
 from scheduler.offline.simulate import Simulation, simulate
@@ -675,3 +675,17 @@ def test_a_gang_short_of_an_invalid_member_names_it_and_the_field(tmp_path: Path
     assert [str(p) for p in sim.problems] == [f"{tmp_path / 'snap.yaml'}: Pod ml/a: {why}"]
     assert group(sim, "g") == ("Waiting", "gang minCount 2",
                                f"gang g: 1/2 pods exist (minCount 2); pod ml/a is invalid: {why}")
+
+
+def test_a_satisfied_gang_whose_only_pending_member_waits_for_its_claim_is_not_tried(tmp_path: Path) -> None:
+    """The gang's bound member satisfies it; its one pending member's claim does not exist: that member is not ready
+    for scheduling (nothing is tried for it, no preemption), not unschedulable."""
+    bound = member("b", "g").replace("spec:\n", "spec:\n  nodeName: n1\n")
+    missing = member("a", "g").replace("  containers:", "  resourceClaims: [{name: gpu, resourceClaimName: nope}]\n"
+                                                        "  containers:")
+    sim = dra_run(tmp_path, NODE, GPU_CLASS, podgroup("g", "{gang: {minCount: 1}}"), bound, missing)
+    assert pod_reasons(sim)["ml/a"] == ("1 pod(s) not ready for scheduling: pod ml/a: waiting for ResourceClaim "
+                                        "ml/nope of claim 'gpu' to be created")
+    assert sim.preemptions == []
+    (result,) = [r for t, r in sim.results if t.key.name == "g"]
+    assert isinstance(result, Unschedulable) and result.not_ready
