@@ -84,7 +84,7 @@ from scheduler.model.quantity import QuantityError, locate
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, PriorityClass, Workload
 from scheduler.model.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from scheduler.model.strict import SHAPES, known_only, unknown_fields, unknown_kind
-from scheduler.offline.reader import documents, name_of
+from scheduler.offline.reader import STDIN, documents, name_of
 
 UNEXPANDED_WORKLOADS: dict[tuple[str, str], str] = {(w.group, w.kind): w.pod_label for w in WORKLOADS if w is not JOB}
 """(API group, kind) → the label its controller gives its pods (the workload's name), of the workloads the operator
@@ -543,8 +543,8 @@ def load(paths: Iterable[str | Path], stdin: BinaryIO | None = None, objects: Ob
                 objects.add_json(source, raw, where, created)
             else:
                 objects.add(source, _stamped(raw, created), where)
-        if empty:  # alone it is an error (nothing usable, below); beside other files, a problem listed
-            objects.problems.append(LoadProblem(source, "", "", "", "holds no object"))
+        if empty and str(path) != STDIN and not path.read_bytes().strip():  # an empty file (not an empty List)
+            objects.problems.append(LoadProblem(source, "", "", "", "is empty"))
     if not names:
         raise SnapshotError("no snapshot file given")
     if not objects.usable:

@@ -65,8 +65,8 @@ from scheduler.preemption.units import (
     Unit,
     candidates,
     staying,
-    unplaceable,
     usable_rows,
+    usable_rows_and_unplaceable,
     windows,
 )
 from scheduler.solver.plugins import (
@@ -171,10 +171,10 @@ class DefaultPreemption:
             return Outcome.WAITING, Preemption(tree.key, (), nominated, None, result, prefix + ONGOING,
                                                awaited=tuple(sorted(awaited)))
         every = sum(1 for _ in _pending(tree))
-        rows = usable_rows(snapshot, tree, self.profile.static_check)
+        rows, unplaceable = usable_rows_and_unplaceable(snapshot, tree, self.profile.static_check)
         if not rows.any() and usable_rows(snapshot, tree, self.profile.static_check, allocatable=False).any():
             return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} ({TOO_LARGE})")
-        if missing := self._too_large(tree, snapshot, namespace):
+        if missing := _too_large(tree, unplaceable, namespace):
             return Outcome.NOT_HELPFUL, result.with_postfilter(f"{prefix}{NOT_HELPFUL} ({missing})")
         need = minimum_need(tree, snapshot, config, self.profile)
         if unfreed := self._held_above(tree, snapshot, rows, need):
@@ -196,21 +196,6 @@ class DefaultPreemption:
             return Outcome.FITS, chosen.plan
         return Outcome.PREEMPTING, _decision(tree, result, chosen, prefix, namespace)
 
-    def _too_large(self, tree: GroupTree, snapshot: Snapshot, namespace: str | None) -> str:
-        """Why no eviction can make room when some pods fit no node even emptied and the tree cannot be satisfied
-        without them (:func:`~scheduler.preemption.units.unplaceable`; a gang left with fewer placeable pending
-        members than it needs, a composite with fewer such children): ``ml/w-0 fits no node it may use even emptied,
-        and the gang cannot reach its minimum without it``; empty otherwise. Those pods are named only in
-        ``namespace`` (None: any)."""
-        out = unplaceable(snapshot, tree, self.profile.static_check)
-        if not out or satisfiable_without(tree.root, {p.key for p in out}):
-            return ""
-        if len(out) == 1:
-            return (f"{_named(out, namespace)} fits no node it may use even emptied, and the gang cannot reach its "
-                    "minimum without it")
-        return (f"{len(out)} pods fit no node they may use even emptied ({_named(out, namespace)}), and the gang "
-                "cannot reach its minimum without them")
-
     def _held_above(self, tree: GroupTree, snapshot: Snapshot, rows: BoolArray, need: IntArray) -> str:
         """Why no eviction can make room, told from the node floors without reading a pod: ``no pod of lower
         priority holds nvidia.com/gpu on the nodes it may use: 4 free there, 16 needed``, naming each resource some
@@ -219,12 +204,14 @@ class DefaultPreemption:
         taken off) while no pod below its priority there requests any (:meth:`NodeFloors.requested_below`) — every
         what-if would fail that bound. Empty when there is no such resource, or no pod below its priority on those
         nodes at all (then there are no victims, the next step's answer)."""
+        if not (self.floors.exact(snapshot, self.view, rows)[rows] < tree.priority).any():
+            return ""
         bound = RoomBound(tree, snapshot, need, rows)
         resources, offered = snapshot.table.resources, snapshot.table.offered
         short = [(int(col), int(free), int(needed))
                  for col, free, needed in zip(bound.cols, bound.total, bound.need, strict=True)
                  if free < needed and resources[col] in offered]
-        if not short or not (self.floors.exact(snapshot, self.view, rows)[rows] < tree.priority).any():
+        if not short:
             return ""
         freeable = self.floors.requested_below(snapshot, self.view, rows, tree.priority, [col for col, _, _ in short])
         held = [(resources[col], format_units(resources[col], free), format_units(resources[col], needed))
@@ -300,6 +287,21 @@ class DefaultPreemption:
 def _pending(tree: GroupTree) -> Iterable[Pod]:
     for leaf in tree.root.leaves():
         yield from leaf.pending
+
+
+def _too_large(tree: GroupTree, unplaceable: Sequence[Pod], namespace: str | None) -> str:
+    """Why no eviction can make room when some pending pods fit no node even emptied (``unplaceable``:
+    :func:`~scheduler.preemption.units.usable_rows_and_unplaceable`) and the tree cannot be satisfied without them (a
+    gang left with fewer placeable pending members than it needs, a composite with fewer such children): ``ml/w-0 fits
+    no node it may use even emptied, and the group cannot be satisfied without it``; empty otherwise. Those pods are
+    named only in ``namespace`` (None: any)."""
+    if not unplaceable or satisfiable_without(tree.root, {p.key for p in unplaceable}):
+        return ""
+    if len(unplaceable) == 1:
+        return (f"{_named(unplaceable, namespace)} fits no node it may use even emptied, and the group cannot be "
+                "satisfied without it")
+    return (f"{len(unplaceable)} pods fit no node they may use even emptied ({_named(unplaceable, namespace)}), and "
+            "the group cannot be satisfied without them")
 
 
 def _room_is_short(result: Unschedulable) -> bool:

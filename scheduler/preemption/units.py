@@ -109,10 +109,17 @@ def usable_rows(snapshot: Snapshot, tree: GroupTree, static_check: object, *, al
     return mask
 
 
-def unplaceable(snapshot: Snapshot, tree: GroupTree, static_check: object) -> list[Pod]:
-    """The pending pods of ``tree`` that no node could hold even emptied: none passes the static filters for the pod
-    and has the allocatable to hold it (:func:`usable_rows`' rule, pod by pod)."""
-    return [pod for pod, rows in _pod_rows(snapshot, tree, static_check, allocatable=True) if not rows.any()]
+def usable_rows_and_unplaceable(snapshot: Snapshot, tree: GroupTree, static_check: object
+                                ) -> tuple[BoolArray, list[Pod]]:
+    """:func:`usable_rows`, and the pending pods of ``tree`` that no node could hold even emptied — none passes the
+    static filters for the pod and has the allocatable to hold it (the same rule, pod by pod) — in one pass."""
+    mask = np.zeros(len(snapshot.table), dtype=bool)
+    out: list[Pod] = []
+    for pod, rows in _pod_rows(snapshot, tree, static_check, allocatable=True):
+        mask |= rows
+        if not rows.any():
+            out.append(pod)
+    return mask, out
 
 
 def _pod_rows(snapshot: Snapshot, tree: GroupTree, static_check: object, *,

@@ -55,7 +55,8 @@ class Domain:
     """The topology domain a group is being placed in: its ``key`` (node label), ``value``, and ``count``, how many
     domains of that key the group could choose from; ``by_room``: chosen as the closest by room, every domain being
     short of it (``scheduler.solver.domains``), rather than one tried in turn; ``together``: besides, the domains'
-    nodes hold the group's need together — for a gang, as many of its smallest member whole as it needs — so the
+    nodes hold the group's need together — for a gang, as many copies of its members' smallest requests (per
+    resource) as it needs members, each on one node — so the
     constraint, not the cluster, is what is short."""
 
     key: str

@@ -168,7 +168,7 @@ class DomainPruning:
         by_room = any(room(int(d)) != room(closest) for d in present)  # else merely the first by name
         together = bool(cols.size) and bool((have[present].sum(axis=0) >= need[cols]).all())
         if together and isinstance(group, Leaf) and group.need:  # and their nodes hold that many members, whole
-            smallest = need // group.need  # the smallest member's requests (need is that × the members needed)
+            smallest = need // group.need  # the members' smallest requests per resource (need is that × the count)
             rows = np.flatnonzero(counted & np.isin(ids, present))
             together = int(copies(self.state.free, smallest, rows).sum()) >= group.need
         return [(Domain(key, doms.values[closest], len(present), by_room=by_room, together=together),

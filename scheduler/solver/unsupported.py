@@ -17,7 +17,10 @@ Volumes (``spec.volumes``) are honoured by VolumeBinding, VolumeZone, VolumeRest
 NodeVolumeLimits; what their claims ask for beyond that (:func:`~scheduler.solver.plugins.volume_claims.not_honoured`)
 is one more rule, read against the storage view when there is one.
 
-Pure: a pod in, the findings out.
+A PodGroup's or CompositePodGroup's ``priorityClassName`` is judged the same way, by its own rule
+(:func:`group_priority_class`), outside :data:`RULES` (which take a pod).
+
+Pure: a pod (or a group) in, the findings out.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ packing order alone.
 
 Pure and vectorised: each pick is one ``argmin`` over the candidate rows; :meth:`NodeOrder.run` makes
 the whole sequence of ``pack`` picks at once when nothing changes between them but the nodes used
-(no preference, no rule between members), as one partition instead of one pass per pick.
+(no preference, no rule between members), as one partition per accelerator tier instead of one pass per pick.
 """
 
 from __future__ import annotations

@@ -175,17 +175,19 @@ def test_bad_snapshot_exits_2_with_an_error_naming_the_file(tmp_path: Path, cont
 
 
 def test_exit_2_rule_applies_to_the_whole_set_of_files(tmp_path: Path) -> None:
-    """One usable file beside one with nothing usable and an empty one: rc 0, the bad document is listed by position
-    and the empty file as holding no object (a file given by mistake is not passed over in silence)."""
+    """One usable file beside one with nothing usable, an empty one and an empty list: rc 0, the bad document is
+    listed by position and the empty file as empty (a file given by mistake is not passed over in silence); an empty
+    list, as kubectl prints a kind with no object, is no problem."""
     good, bad = write(tmp_path, NODE + "---" + GOOD_POD, "good.yaml"), write(tmp_path, "42\n", "bad.yaml")
     empty = write(tmp_path, "", "empty.yaml")
-    code, out, _ = invoke("simulate", "-o", "json", good, bad, empty)
+    none = write(tmp_path, "apiVersion: v1\nkind: List\nitems: []\n", "none.yaml")
+    code, out, _ = invoke("simulate", "-o", "json", good, bad, empty, none)
     assert code == 0
     doc = json.loads(out)
     assert doc["pods"][0]["node"] == "n1"
     assert doc["invalid"] == [{"file": bad, "kind": "", "namespace": "", "name": "",
                                "reason": "document 1 is a number ('42'), not an object"},
-                              {"file": empty, "kind": "", "namespace": "", "name": "", "reason": "holds no object"}]
+                              {"file": empty, "kind": "", "namespace": "", "name": "", "reason": "is empty"}]
 
 
 def test_list_item_that_is_not_an_object_is_named_by_position(tmp_path: Path) -> None:

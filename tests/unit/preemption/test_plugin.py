@@ -512,6 +512,6 @@ def test_a_member_no_node_could_hold_even_emptied_is_named_when_the_gang_needs_i
     if min_count == 4:
         assert isinstance(decision, Unschedulable)
         assert decision.message.endswith(f"{GROUP_PREFIX}{NOT_HELPFUL} (ml/high-0 fits no node it may use even "
-                                         "emptied, and the gang cannot reach its minimum without it)")
+                                         "emptied, and the group cannot be satisfied without it)")
     else:
         assert isinstance(decision, Preemption) and names(decision.victims) == ["low"]
