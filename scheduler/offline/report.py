@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -243,7 +244,7 @@ def render_text(sim: Simulation) -> str:
     placed = sum(p.node is not None for p in sim.pods)
     out.append(f"Groups: {scheduled}/{len(sim.groups)} scheduled{f', {preempted} preempted' if preempted else ''}; "
                f"pods: {placed}/{len(sim.pods)} placed")
-    out.extend(f"{n.level}: {n.message}" for n in notices(sim))
+    out.extend(_notice_lines(notices(sim)))
     out.append("")
     for g in sim.groups:
         indent = "  " if g.key == g.root else "    "
@@ -430,6 +431,33 @@ class Notice:
     pod: str | None = None
     field: str | None = None
     group: str | None = None
+
+
+def _notice_lines(found: Sequence[Notice]) -> list[str]:
+    """The summary's lines: one per notice, but one per finding for the same field not honoured on several pods — the
+    members of one gang written alike — naming the first :data:`MAX_NAMED` (``warning: pods ml/w-0, ml/w-1 and 58
+    more: spec.priorityClassName: …``). The JSON keeps a warning per pod."""
+    by_finding: dict[tuple[str, str], list[str]] = {}
+    order: list[Notice | tuple[str, str]] = []
+    for n in found:
+        prefix = f"pod {n.pod}: "
+        if n.kind == UNHONOURED and n.pod is not None and n.message.startswith(prefix):
+            finding = (n.level, n.message.removeprefix(prefix))
+            if finding not in by_finding:
+                by_finding[finding] = []
+                order.append(finding)
+            by_finding[finding].append(n.pod)
+        else:
+            order.append(n)
+    lines = []
+    for item in order:
+        if isinstance(item, Notice):
+            lines.append(f"{item.level}: {item.message}")
+            continue
+        pods = by_finding[item]
+        who = f"pod {pods[0]}" if len(pods) == 1 else f"pods {first_named(pods, MAX_NAMED)}"
+        lines.append(f"{item[0]}: {who}: {item[1]}")
+    return lines
 
 
 MAX_NAMED = 5

@@ -89,9 +89,10 @@ def test_without_the_namespaces_the_cache_namespace_selector_matches_nothing_and
     sim = simulate(load([stripped, NEAR_CACHE]), "gang-scheduler", SolverConfig())
     assert {g.key.name: g.status for g in sim.groups} == {"embed-batch": "Unschedulable"}
     text = render_text(sim)
-    assert ("warning: pod ml-team/embed-batch-0: spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuring"
-            "Execution[0].namespaceSelector: no Namespace objects are known, so it matches no namespace (add "
-            "namespaces to the snapshot: kubectl get namespaces -o yaml) (not honoured)") in text.splitlines()
+    assert ("warning: pods ml-team/embed-batch-0, ml-team/embed-batch-1, ml-team/embed-batch-2: spec.affinity."
+            "podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector: no Namespace objects are "
+            "known, so it matches no namespace (add namespaces to the snapshot: kubectl get namespaces -o yaml) (not "
+            "honoured)") in text.splitlines()
     warnings = [w for w in json.loads(render_json(sim))["warnings"] if w["kind"] == "unhonoured-field"]
     assert [w["pod"] for w in warnings] == [f"ml-team/embed-batch-{i}" for i in range(3)]
     assert warnings[0]["field"].endswith(".namespaceSelector") and warnings[0]["level"] == "warning"

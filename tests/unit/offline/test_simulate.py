@@ -689,3 +689,19 @@ def test_a_satisfied_gang_whose_only_pending_member_waits_for_its_claim_is_not_t
     assert sim.preemptions == []
     (result,) = [r for t, r in sim.results if t.key.name == "g"]
     assert isinstance(result, Unschedulable) and result.not_ready
+
+
+def test_one_field_not_honoured_on_a_whole_gang_is_one_line_of_the_text_report(tmp_path: Path) -> None:
+    """Every member of a gang written from one template sets the same field the scheduler does not honour: the text
+    says it once, naming the first pods and counting the rest; the JSON keeps a warning per pod."""
+    from scheduler.offline.report import notices
+
+    pods = [member(f"w-{i}", "g").replace("schedulerName:", "priorityClassName: batch-hi\n  schedulerName:")
+            for i in range(7)]
+    sim = run(tmp_path, podgroup("g", "{basic: {}}"), *pods)
+    lines = [line for line in render_text(sim).splitlines() if "priorityClassName" in line]
+    assert lines == ["warning: pods ml/w-0, ml/w-1, ml/w-2, ml/w-3, ml/w-4 and 2 more: spec.priorityClassName: no "
+                     "PriorityClass 'batch-hi' is known, so the pod has the default priority (the globalDefault "
+                     "class's value, else 0); add the class to the snapshot (kubectl get priorityclasses -o yaml) "
+                     "(not honoured)"]
+    assert len([n for n in notices(sim) if n.field == "spec.priorityClassName"]) == 7
