@@ -424,7 +424,7 @@ class ClusterCache:
 
     def apply(self, kind: str, event_type: str, raw: Any) -> list[ClusterEvent]:
         """Apply one watch event (``ADDED`` / ``MODIFIED`` / ``DELETED``); an object that cannot be taken
-        (:meth:`parse`) changes nothing."""
+        (:meth:`parse`) changes nothing, unless it was deleted: then a copy stored before it went bad goes too."""
         obj = self.parse(kind, raw)
         if obj is None:
             if event_type != "DELETED":
