@@ -149,3 +149,17 @@ def test_a_relist_ends_what_it_no_longer_holds_and_keeps_what_it_refuses_again()
     assert cache.groups.orphans["ml/k-0"].message == ('PodGroup ml/k is invalid: spec.schedulingPolicy.gang.minCount: '
                                                       'Input should be a valid integer (got "1")')
     assert "ml/k" not in cache.objects["PodGroup"]
+
+
+def test_a_group_deleted_after_it_went_bad_leaves_no_copy_behind() -> None:
+    """A PodGroup stored, then changed into something the cache refuses (the stored copy stays), then deleted: the
+    DELETED event, which carries the bad object, still deletes the stored copy; its pod waits for it to appear."""
+    cache = ClusterCache("gang-scheduler")
+    cache.replace("Pod", [member("w-0", "g")])
+    cache.apply("PodGroup", "ADDED", podgroup("g", 1))
+    cache.apply("PodGroup", "MODIFIED", podgroup("g", "1"))
+    assert "ml/g" in cache.objects["PodGroup"]
+    cache.apply("PodGroup", "DELETED", podgroup("g", "1"))
+    cache.take_changed_roots()
+    assert "ml/g" not in cache.objects["PodGroup"]
+    assert cache.groups.orphans["ml/w-0"].message == "waiting for PodGroup ml/g to appear"
