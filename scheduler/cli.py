@@ -288,6 +288,7 @@ def _settings(flags: dict[str, Any]) -> Settings:
     from pydantic_settings import SettingsError
 
     from scheduler.config import Settings
+    from scheduler.field_errors import plain_message
 
     given = {k: list(v) if isinstance(v, tuple) else v for k, v in flags.items() if v is not None and v != ()}
     try:
@@ -295,7 +296,7 @@ def _settings(flags: dict[str, Any]) -> Settings:
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             if not err["loc"]:
-                click.echo(f"error: {err['msg']}", err=True)
+                click.echo(f"error: {plain_message(err)}", err=True)
                 continue
             name = str(err["loc"][0])
             flag, variable = f"--{name.replace('_', '-')}", f"{ENV_PREFIX}{name.upper()}"
@@ -304,7 +305,7 @@ def _settings(flags: dict[str, Any]) -> Settings:
             value = err["input"]
             value = ",".join(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else value
             default = "" if name in given or from_env else " (the default)"
-            click.echo(f"error: {source} {value!r}{default}: {err['msg']}", err=True)
+            click.echo(f"error: {source} {value!r}{default}: {plain_message(err)}", err=True)
     except SettingsError as exc:  # a variable pydantic-settings could not decode; the message names it
         click.echo(f"error: {exc}", err=True)
     sys.exit(2)

@@ -18,6 +18,8 @@ from typing import Annotated, Any, TypeVar
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, Strict, ValidationError
 from pydantic.alias_generators import to_camel
 
+from scheduler.field_errors import plain_message
+
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 Int32 = Annotated[int, Strict(), Field(ge=INT32_MIN, le=INT32_MAX)]
@@ -144,14 +146,15 @@ def describe(exc: Exception) -> str:
     """One line saying why an object could not be used.
 
     ``exc``: a pydantic ``ValidationError`` from ``model_validate`` — each error as
-    ``<field path>: <message> (got <value as JSON>)`` (the value only when it is a scalar), up
+    ``<field path>: <message> (got <value as JSON>)`` (the message in the API server's words,
+    :func:`~scheduler.field_errors.plain_message`; the value only when it is a scalar), up
     to :data:`MAX_MESSAGE_ERRORS` joined by ``; `` — or any other error (a ``QuantityError``
     raised while converting), as the first line of its message.
     """
     if not isinstance(exc, ValidationError):
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     errors = exc.errors(include_url=False)
-    parts = [f"{field_path(e['loc'])}: {e['msg']}{_got(e['input'])}" for e in errors[:MAX_MESSAGE_ERRORS]]
+    parts = [f"{field_path(e['loc'])}: {plain_message(e)}{_got(e['input'])}" for e in errors[:MAX_MESSAGE_ERRORS]]
     if len(errors) > MAX_MESSAGE_ERRORS:
         parts.append(f"and {len(errors) - MAX_MESSAGE_ERRORS} more")
     return "; ".join(parts)

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from scheduler.field_errors import plain_message
 from scheduler.groups.index import GroupIndex
 from scheduler.model.base import from_wire
 from scheduler.model.scheduling import CompositePodGroup, PodGroup, policy_error, topology_key
@@ -39,7 +40,8 @@ def problems(kind: str, body: JSON, podgroups: Iterable[JSON], composites: Itera
     try:
         obj = _parsed(kind, body)
     except ValidationError as exc:
-        return [f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors(include_url=False)]
+        return [f"{'.'.join(str(p) for p in err['loc'])}: {plain_message(err)}"
+                for err in exc.errors(include_url=False)]
     ns, name = obj.metadata.namespace, obj.metadata.name
     found = []
     if err := policy_error(obj.spec.scheduling_policy):

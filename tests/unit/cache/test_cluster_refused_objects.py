@@ -41,7 +41,7 @@ def podgroup(name: str, min_count: Any) -> dict[str, Any]:
                      'ignoring malformed Node /n1: status.allocatable.cpu: must be greater than or equal to 0 '
                      '(got "-4")', id="node-with-negative-allocatable"),
         pytest.param("PodGroup", podgroup("g", 2), podgroup("h", "2"),
-                     'ignoring malformed PodGroup ml/h: spec.schedulingPolicy.gang.minCount: Input should be a valid '
+                     'ignoring malformed PodGroup ml/h: spec.schedulingPolicy.gang.minCount: must be a valid '
                      'integer (got "2")', id="podgroup-with-a-string-min-count"),
     ],
 )
@@ -82,7 +82,7 @@ def test_the_pods_of_a_refused_podgroup_are_told_it_is_invalid_until_it_is_fixed
         found = cache.groups.orphans.get("ml/w-0")
         return found.message if found is not None else None
 
-    assert orphan() == ('PodGroup ml/g is invalid: spec.schedulingPolicy.gang.minCount: Input should be a valid '
+    assert orphan() == ('PodGroup ml/g is invalid: spec.schedulingPolicy.gang.minCount: must be a valid '
                         'integer (got "2")')
     cache.apply("PodGroup", "DELETED", podgroup("g", "2"))
     assert orphan() == "waiting for PodGroup ml/g to appear"
@@ -147,7 +147,7 @@ def test_a_relist_ends_what_it_no_longer_holds_and_keeps_what_it_refuses_again()
     assert cache.groups.refused_members == {}
     assert cache.groups.orphans["ml/h-0"].message == "waiting for PodGroup ml/h to appear"
     assert cache.groups.orphans["ml/k-0"].message == ('PodGroup ml/k is invalid: spec.schedulingPolicy.gang.minCount: '
-                                                      'Input should be a valid integer (got "1")')
+                                                      'must be a valid integer (got "1")')
     assert "ml/k" not in cache.objects["PodGroup"]
 
 

@@ -202,12 +202,12 @@ def test_list_item_that_is_not_an_object_is_named_by_position(tmp_path: Path) ->
     ("variable", "value", "expected"),
     [
         pytest.param("GANG_SCHEDULER_SCORING", "bogus",
-                     "error: GANG_SCHEDULER_SCORING 'bogus': Input should be 'pack' or 'spread'\n", id="scoring"),
+                     "error: GANG_SCHEDULER_SCORING 'bogus': must be 'pack' or 'spread'\n", id="scoring"),
         pytest.param("GANG_SCHEDULER_SEARCH_BUDGET", "abc",
-                     "error: GANG_SCHEDULER_SEARCH_BUDGET 'abc': Input should be a valid integer, unable to parse "
+                     "error: GANG_SCHEDULER_SEARCH_BUDGET 'abc': must be a valid integer, unable to parse "
                      "string as an integer\n", id="budget-not-a-number"),
         pytest.param("GANG_SCHEDULER_SEARCH_BUDGET", "0",
-                     "error: GANG_SCHEDULER_SEARCH_BUDGET '0': Input should be greater than or equal to 1\n",
+                     "error: GANG_SCHEDULER_SEARCH_BUDGET '0': must be greater than or equal to 1\n",
                      id="budget-below-one"),
         pytest.param("GANG_SCHEDULER_BACKOFF_INITIAL_S", "100",
                      "error: GANG_SCHEDULER_BACKOFF_MAX_S 60.0 (the default): must not be below the first backoff "

@@ -30,7 +30,7 @@ def test_bad_flags_exit_2_with_one_line(tmp_path: Path, args: list[str], message
 def test_a_bad_setting_variable_is_named(tmp_path: Path) -> None:
     result = operator([], tmp_path, GANG_SCHEDULER_CLIENT_BURST="0")
     assert result.exit_code == 2
-    assert result.stderr == "error: GANG_SCHEDULER_CLIENT_BURST '0': Input should be greater than or equal to 1\n"
+    assert result.stderr == "error: GANG_SCHEDULER_CLIENT_BURST '0': must be greater than or equal to 1\n"
 
 
 def test_no_cluster_configuration_exits_2(tmp_path: Path) -> None:

@@ -176,14 +176,14 @@ NAMESPACE_RULE = "is not a namespace name (lowercase letters, digits and '-', at
                      "error: GANG_SCHEDULER_NAMESPACES '[\"ml\", 7]': a JSON value must be a list of strings\n",
                      id="json-list-of-non-strings"),
         pytest.param([], {"GANG_SCHEDULER_BACKOFF_MAX_S": "abc"},
-                     "error: GANG_SCHEDULER_BACKOFF_MAX_S 'abc': Input should be a valid number, unable to parse "
+                     "error: GANG_SCHEDULER_BACKOFF_MAX_S 'abc': must be a valid number, unable to parse "
                      "string as a number\n", id="float-variable-not-a-number"),
         pytest.param([], {"GANG_SCHEDULER_BIND_CONCURRENCY": "0"},
-                     "error: GANG_SCHEDULER_BIND_CONCURRENCY '0': Input should be greater than or equal to 1\n",
+                     "error: GANG_SCHEDULER_BIND_CONCURRENCY '0': must be greater than or equal to 1\n",
                      id="int-variable-out-of-range"),
         pytest.param([], {"GANG_SCHEDULER_LEADER_ELECT": "maybe", "GANG_SCHEDULER_SCORING": "tight"},
-                     "error: GANG_SCHEDULER_SCORING 'tight': Input should be 'pack' or 'spread'\n"
-                     "error: GANG_SCHEDULER_LEADER_ELECT 'maybe': Input should be a valid boolean, unable to "
+                     "error: GANG_SCHEDULER_SCORING 'tight': must be 'pack' or 'spread'\n"
+                     "error: GANG_SCHEDULER_LEADER_ELECT 'maybe': must be a valid boolean, unable to "
                      "interpret input\n", id="every-bad-variable-is-named"),
     ],
 )
@@ -232,12 +232,12 @@ def test_bad_settings_exit_2_naming_the_variable_or_flag_and_value(home: Path, r
                      "error: --renew-deadline-s 10.0 (the default): must be shorter than the lease duration (5 s)",
                      id="lease-shorter-than-the-default-renew-deadline"),
         pytest.param(["--bind-concurrency", "0"], {},
-                     "error: --bind-concurrency '0': Input should be greater than or equal to 1",
+                     "error: --bind-concurrency '0': must be greater than or equal to 1",
                      id="flag-checked-as-its-variable"),
         pytest.param(["--client-qps", "fast"], {},
-                     "error: --client-qps 'fast': Input should be a valid number, unable to parse string as a number",
+                     "error: --client-qps 'fast': must be a valid number, unable to parse string as a number",
                      id="flag-not-a-number"),
-        pytest.param(["--scoring", "tight"], {}, "error: --scoring 'tight': Input should be 'pack' or 'spread'",
+        pytest.param(["--scoring", "tight"], {}, "error: --scoring 'tight': must be 'pack' or 'spread'",
                      id="flag-not-a-choice"),
         pytest.param(["--scheduler-name", "Gang_Scheduler"], {},
                      "error: --scheduler-name 'Gang_Scheduler': not a DNS subdomain name (lowercase letters, digits, "

@@ -51,12 +51,12 @@ def test_describe_joins_the_first_three_errors_and_counts_the_rest() -> None:
 
 def test_describe_truncates_a_long_value() -> None:
     exc = errors_of({"spec": {"priority": "9" * 100}})
-    assert describe(exc) == f'spec.priority: Input should be a valid integer (got "{"9" * 59}…)'
+    assert describe(exc) == f'spec.priority: must be a valid integer (got "{"9" * 59}…)'
 
 
 def test_describe_leaves_out_a_value_that_is_an_object() -> None:
     exc = errors_of({"spec": {"containers": [{"name": "c", "resources": {"requests": []}}]}})
-    assert describe(exc) == "spec.containers[0].resources.requests: Input should be a valid dictionary"
+    assert describe(exc) == "spec.containers[0].resources.requests: must be an object"
 
 
 def test_describe_of_another_error_is_its_first_line() -> None:

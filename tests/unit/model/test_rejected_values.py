@@ -87,7 +87,7 @@ REJECTED = [
                      {"name": "c", "allocatedResources": {"cpu": False}}]}),
                  "status.containerStatuses[0].allocatedResources.cpu: must be a quantity (a string or a number) "
                  "(got false)", id="boolean-quantity-in-a-container-status"),
-    pytest.param(Pod, pod_with({"priority": "1000"}), 'spec.priority: Input should be a valid integer (got "1000")',
+    pytest.param(Pod, pod_with({"priority": "1000"}), 'spec.priority: must be a valid integer (got "1000")',
                  id="pod-priority-string"),
     pytest.param(Node, node_with({"allocatable": {"cpu": "-4", "memory": "8Gi"}}),
                  'status.allocatable.cpu: must be greater than or equal to 0 (got "-4")', id="negative-allocatable"),
@@ -97,30 +97,30 @@ REJECTED = [
                  "status.allocatable.pods: must be a quantity (a string or a number) (got true)",
                  id="boolean-allocatable"),
     pytest.param(PodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minCount": "2"}}}),
-                 'spec.schedulingPolicy.gang.minCount: Input should be a valid integer (got "2")',
+                 'spec.schedulingPolicy.gang.minCount: must be a valid integer (got "2")',
                  id="min-count-string"),
     pytest.param(PodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minCount": True}}}),
-                 "spec.schedulingPolicy.gang.minCount: Input should be a valid integer (got true)",
+                 "spec.schedulingPolicy.gang.minCount: must be a valid integer (got true)",
                  id="min-count-boolean"),
     pytest.param(PodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minCount": 10**30}}}),
-                 "spec.schedulingPolicy.gang.minCount: Input should be less than or equal to 2147483647 "
+                 "spec.schedulingPolicy.gang.minCount: must be less than or equal to 2147483647 "
                  "(got 1000000000000000000000000000000)", id="min-count-beyond-int32"),
     pytest.param(PodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minCount": 2.5}}}),
-                 "spec.schedulingPolicy.gang.minCount: Input should be a valid integer (got 2.5)",
+                 "spec.schedulingPolicy.gang.minCount: must be a valid integer (got 2.5)",
                  id="min-count-fraction"),
     pytest.param(PodGroup, podgroup_with({**GANG_2, "priority": 1_000_000_001}),
-                 "spec.priority: Input should be less than or equal to 1000000000 (got 1000000001)",
+                 "spec.priority: must be less than or equal to 1000000000 (got 1000000001)",
                  id="group-priority-above-1e9"),
     pytest.param(PodGroup, podgroup_with({**GANG_2, "priority": "10"}),
-                 'spec.priority: Input should be a valid integer (got "10")', id="group-priority-string"),
+                 'spec.priority: must be a valid integer (got "10")', id="group-priority-string"),
     pytest.param(CompositePodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minGroupCount": "2"}}}),
-                 'spec.schedulingPolicy.gang.minGroupCount: Input should be a valid integer (got "2")',
+                 'spec.schedulingPolicy.gang.minGroupCount: must be a valid integer (got "2")',
                  id="min-group-count-string"),
     pytest.param(CompositePodGroup, podgroup_with({"schedulingPolicy": {"gang": {"minGroupCount": -(2**31) - 1}}}),
-                 "spec.schedulingPolicy.gang.minGroupCount: Input should be greater than or equal to -2147483648 "
+                 "spec.schedulingPolicy.gang.minGroupCount: must be greater than or equal to -2147483648 "
                  "(got -2147483649)", id="min-group-count-below-int32"),
     pytest.param(PriorityClass, {"metadata": {"name": "high"}, "value": "1000"},
-                 'value: Input should be a valid integer (got "1000")', id="priority-class-value-string"),
+                 'value: must be a valid integer (got "1000")', id="priority-class-value-string"),
     pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {
                      "driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1"},
                      "devices": [{"name": "gpu-0", "capacity": {"memory": {"value": True}}}]}},
@@ -132,52 +132,52 @@ REJECTED = [
                  id="negative-claim-size"),
     pytest.param(PersistentVolumeClaim, {"metadata": {"name": "data", "namespace": "ml"}, "spec": {
                      "accessModes": ["ReadWriteSometimes"]}},
-                 "spec.accessModes[0]: Input should be 'ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany' or "
+                 "spec.accessModes[0]: must be 'ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany' or "
                  "'ReadWriteOncePod' (got \"ReadWriteSometimes\")", id="unknown-access-mode"),
     pytest.param(PersistentVolume, {"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "-10Gi"}}},
                  'spec.capacity.storage: must be greater than or equal to 0 (got "-10Gi")', id="negative-pv-capacity"),
     pytest.param(PersistentVolume, {"metadata": {"name": "pv"}, "spec": {"volumeMode": "Raw"}},
-                 "spec.volumeMode: Input should be 'Filesystem' or 'Block' (got \"Raw\")", id="unknown-volume-mode"),
+                 "spec.volumeMode: must be 'Filesystem' or 'Block' (got \"Raw\")", id="unknown-volume-mode"),
     pytest.param(StorageClass, {"metadata": {"name": "fast"}, "provisioner": "ebs.csi.aws.com",
                                 "volumeBindingMode": "Later"},
-                 "volumeBindingMode: Input should be 'Immediate' or 'WaitForFirstConsumer' (got \"Later\")",
+                 "volumeBindingMode: must be 'Immediate' or 'WaitForFirstConsumer' (got \"Later\")",
                  id="unknown-binding-mode"),
     pytest.param(CSINode, {"metadata": {"name": "n1"}, "spec": {"drivers": [
                      {"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": -1}}]}},
-                 "spec.drivers[0].allocatable.count: Input should be greater than or equal to 0 (got -1)",
+                 "spec.drivers[0].allocatable.count: must be greater than or equal to 0 (got -1)",
                  id="negative-attach-count"),
     pytest.param(CSINode, {"metadata": {"name": "n1"}, "spec": {"drivers": [
                      {"name": "ebs.csi.aws.com", "nodeID": "i-1", "allocatable": {"count": "25"}}]}},
-                 'spec.drivers[0].allocatable.count: Input should be a valid integer (got "25")',
+                 'spec.drivers[0].allocatable.count: must be a valid integer (got "25")',
                  id="attach-count-string"),
     pytest.param(Pod, pod_with({"containers": [container()], "resourceClaims": [
                      {"name": "gpu", "resourceClaimTemplateName": "t"}, {"name": "gpu", "resourceClaimName": "c"}]}),
-                 "spec.resourceClaims: Value error, entry name 'gpu' is used more than once",
+                 "spec.resourceClaims: entry name 'gpu' is used more than once",
                  id="claim-entry-name-twice"),
     pytest.param(Pod, pod_with({"containers": [container()]}) | {"metadata": {
                      "name": "p", "namespace": "ml", "creationTimestamp": "2026-01-01T00:00:00"}},
-                 'metadata.creationTimestamp: Input should have timezone info (got "2026-01-01T00:00:00")',
+                 'metadata.creationTimestamp: must have timezone info (got "2026-01-01T00:00:00")',
                  id="time-without-a-zone"),
     pytest.param(Pod, pod_with({"containers": [container({"nvidia.com/gpu": "500m"})]}),
-                 "spec.containers[0].resources.requests: Value error, nvidia.com/gpu: must be an integer (got '500m')",
+                 "spec.containers[0].resources.requests: nvidia.com/gpu: must be an integer (got '500m')",
                  id="fractional-extended-resource"),
     pytest.param(Pod, pod_with({"containers": [container()], "affinity": {"podAntiAffinity": {
                      "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {}}]}}}),
                  "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: "
-                 "Field required", id="affinity-term-without-topology-key"),
+                 "Required value", id="affinity-term-without-topology-key"),
     pytest.param(Pod, pod_with({"containers": [container()], "topologySpreadConstraints": [
                      {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}),
-                 "spec.topologySpreadConstraints[0].maxSkew: Input should be greater than or equal to 1 (got 0)",
+                 "spec.topologySpreadConstraints[0].maxSkew: must be greater than or equal to 1 (got 0)",
                  id="spread-max-skew-zero"),
     pytest.param(Pod, pod_with({"containers": [container()], "topologySpreadConstraints": [
                      {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 2}]}),
-                 "spec.topologySpreadConstraints[0]: Value error, minDomains can only be set when whenUnsatisfiable "
+                 "spec.topologySpreadConstraints[0]: minDomains can only be set when whenUnsatisfiable "
                  "is DoNotSchedule", id="spread-min-domains-with-schedule-anyway"),
     pytest.param(Pod, pod_with({"containers": [container()], "preemptionPolicy": "Sometimes"}),
-                 "spec.preemptionPolicy: Input should be 'PreemptLowerPriority' or 'Never' (got \"Sometimes\")",
+                 "spec.preemptionPolicy: must be 'PreemptLowerPriority' or 'Never' (got \"Sometimes\")",
                  id="unknown-preemption-policy"),
     pytest.param(Pod, pod_with({"containers": [container()], "schedulingGroup": {}}),
-                 "spec.schedulingGroup.podGroupName: Field required", id="empty-scheduling-group"),
+                 "spec.schedulingGroup.podGroupName: Required value", id="empty-scheduling-group"),
     pytest.param(PodGroup, podgroup_with({**GANG_2, "schedulingConstraints": {"topology": [{"key": ""}]}}),
                  'spec.schedulingConstraints.topology[0].key: String should have at least 1 character (got "")',
                  id="empty-topology-key"),
@@ -186,34 +186,34 @@ REJECTED = [
                  "spec.schedulingConstraints.topology: Too many: 2: must have at most 1 item",
                  id="two-topology-levels-on-one-group"),
     pytest.param(PodGroup, podgroup_with({**GANG_2, "disruptionMode": {"single": {}, "all": {}}}),
-                 "spec.disruptionMode: Value error, must set at most one of single, all",
+                 "spec.disruptionMode: must set at most one of single, all",
                  id="both-disruption-modes"),
     pytest.param(DeviceClass, {"metadata": {"name": "gpu"}, "spec": {"selectors": [{"cel": None}]}},
-                 "spec.selectors[0].cel: Input should be a valid dictionary or instance of CELDeviceSelector (got "
+                 "spec.selectors[0].cel: must be an object (got "
                  "null)", id="device-selector-without-cel"),
     pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {"driver": "", "pool": {"name": "p"},
                                                                      "allNodes": True}},
-                 "spec.driver: Value error, must be a DNS subdomain (lower-case letters, digits, '-', '.'), at most 63 "
+                 "spec.driver: must be a DNS subdomain (lower-case letters, digits, '-', '.'), at most 63 "
                  'characters (got "")', id="slice-without-a-driver"),
     pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {"driver": "d", "pool": {"name": "p//q"},
                                                                      "allNodes": True}},
-                 "spec.pool.name: Value error, must be DNS subdomains (lower-case letters, digits, '-', '.') joined by "
+                 "spec.pool.name: must be DNS subdomains (lower-case letters, digits, '-', '.') joined by "
                  "'/', at most 253 characters (got \"p//q\")", id="slice-pool-name-not-dns-subdomains"),
     pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {"driver": "d", "pool": {"name": "p"},
                                                                      "allNodes": True, "devices": [{"name": "a/b"}]}},
-                 "spec.devices[0].name: Value error, must be a DNS label (lower-case letters, digits, '-'), at most 63 "
+                 "spec.devices[0].name: must be a DNS label (lower-case letters, digits, '-'), at most 63 "
                  'characters (got "a/b")', id="device-name-with-a-slash"),
     pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {"driver": "d", "pool": {"name": "p"},
                                                                      "allNodes": True, "devices": [{"name": "g\n"}]}},
-                 "spec.devices[0].name: Value error, must be a DNS label (lower-case letters, digits, '-'), at most 63 "
+                 "spec.devices[0].name: must be a DNS label (lower-case letters, digits, '-'), at most 63 "
                  'characters (got "g\\n")', id="device-name-with-a-trailing-newline"),
     pytest.param(ResourceSlice, {"metadata": {"name": "s"}, "spec": {
                      "driver": "d", "pool": {"name": "p", "resourceSliceCount": 0}, "allNodes": True}},
-                 "spec.pool.resourceSliceCount: Input should be greater than or equal to 1 (got 0)",
+                 "spec.pool.resourceSliceCount: must be greater than or equal to 1 (got 0)",
                  id="pool-of-no-slice"),
     pytest.param(ResourceClaim, {"metadata": {"name": "c", "namespace": "ml"}, "spec": {"devices": {"requests": [
                      {"name": "r", "exactly": {"deviceClassName": "gpu", "count": "2"}}]}}},
-                 'spec.devices.requests[0].exactly.count: Input should be a valid integer (got "2")',
+                 'spec.devices.requests[0].exactly.count: must be a valid integer (got "2")',
                  id="device-count-string"),
 ]
 

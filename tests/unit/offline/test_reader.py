@@ -296,9 +296,9 @@ def test_times_without_a_zone_and_a_condition_type_that_is_no_string_make_invali
         "spec: {schedulingPolicy: {gang: {minCount: 1}}}\nstatus: {conditions: [{type: []}]}\n"]))
     objects = load([path])
     assert sorted(str(p).split(": ", 1)[1] for p in objects.problems) == [
-        "Pod default/dated: metadata.creationTimestamp: Input should have timezone info",
-        'Pod default/local: metadata.creationTimestamp: Input should have timezone info (got "2026-01-01T00:00:00")',
-        "PodGroup default/g: status.conditions[0].type: Input should be a valid string"]
+        "Pod default/dated: metadata.creationTimestamp: must have timezone info",
+        'Pod default/local: metadata.creationTimestamp: must have timezone info (got "2026-01-01T00:00:00")',
+        "PodGroup default/g: status.conditions[0].type: must be a valid string"]
     sim = simulate(objects, "gang-scheduler", SolverConfig())
     assert [(p.pod.key, p.node) for p in sim.pods] == [("default/zoned", "n1")]
 

@@ -140,7 +140,7 @@ def test_group_with_only_another_schedulers_pods_is_not_reported(tmp_path: Path)
     ("docs", "expected"),
     [
         pytest.param([podgroup("x", '{gang: {minCount: "three"}}'), member("x-0", "x")],
-                     "PodGroup ml/x is invalid: spec.schedulingPolicy.gang.minCount: Input should be a valid "
+                     "PodGroup ml/x is invalid: spec.schedulingPolicy.gang.minCount: must be a valid "
                      'integer (got "three")', id="invalid-podgroup"),
         pytest.param([podgroup("x", '{gang: {minCount: "three"}}', namespace="other"), member("x-0", "x")],
                      "waiting for PodGroup ml/x to appear", id="invalid-podgroup-in-another-namespace"),
@@ -271,11 +271,11 @@ spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.ex
                                                            "{value: '-'}}}]\n  devices:"),
                      "ResourceSlice n1-gpus: invalid quantity '-'", id="bad-shared-counter"),
         pytest.param(gpu_slice("n1").replace("  driver: gpu.example.com\n", ""),
-                     "ResourceSlice n1-gpus: spec.driver: Field required", id="slice-without-driver"),
+                     "ResourceSlice n1-gpus: spec.driver: Required value", id="slice-without-driver"),
         pytest.param(shared_claim().replace("requests: [", "requests: [7, "),
                      "ResourceClaim ml/shared: spec.devices.requests[0]", id="claim-request-not-an-object"),
         pytest.param(shared_claim().replace("gpu.example.com", "gpu.example.com, tolerations: [{key: k, operator: X}]"),
-                     "ResourceClaim ml/shared: spec.devices.requests[0].exactly.tolerations[0].operator: Input should "
+                     "ResourceClaim ml/shared: spec.devices.requests[0].exactly.tolerations[0].operator: must "
                      "be 'Equal', 'Exists' or '' (got \"X\")", id="toleration-operator-the-api-refuses"),
         pytest.param(GPU_CLASS + "---" + GPU_CLASS.replace("'gpu.example.com'", "'other'"),
                      "DeviceClass gpu.example.com: defined again with different content; the first is kept",
@@ -304,8 +304,8 @@ def test_claim_shared_by_name_is_allocated_once_and_pins_a_later_root(tmp_path: 
 def test_pod_whose_claim_failed_to_load_waits_and_says_why(tmp_path: Path) -> None:
     sim = dra_run(tmp_path, NODE, shared_claim().replace("requests: [", "requests: [7, "), claim_user("a"))
     assert [(p.pod.key, p.node, p.reason) for p in sim.pods] == [
-        ("ml/a", None, "ResourceClaim ml/shared of claim 'gpu' is invalid: spec.devices.requests[0]: Input should be "
-                       "a valid dictionary or instance of DeviceRequest (got 7)")]
+        ("ml/a", None, "ResourceClaim ml/shared of claim 'gpu' is invalid: spec.devices.requests[0]: must be "
+                       "an object (got 7)")]
 
 
 def test_pod_whose_claim_template_failed_to_load_waits_and_says_why(tmp_path: Path) -> None:
@@ -319,7 +319,7 @@ spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.ex
     sim = dra_run(tmp_path, NODE, template, user)
     assert [(p.pod.key, p.node, p.reason) for p in sim.pods] == [
         ("ml/a", None, "waiting for ResourceClaim of claim 'gpu' (template tpl) to be created: ResourceClaimTemplate "
-                       "ml/tpl is invalid: spec.spec.devices.requests[0].exactly.count: Input should be a valid "
+                       "ml/tpl is invalid: spec.spec.devices.requests[0].exactly.count: must be a valid "
                        "integer (got \"two\")")]
 
 
@@ -379,8 +379,8 @@ EIGHT_GPU_GANG = [podgroup("train", "{gang: {minCount: 8}}"), *(gpu_pod(f"w{i}",
         pytest.param([podgroup("s", '{gang: {minCount: "2"}}'), member("s-0", "s"), member("s-1", "s"),
                       podgroup("t", "{gang: {minCount: true}}"), member("t-0", "t")], {},
                      {"ml/s-0": None, "ml/s-1": None, "ml/t-0": None},
-                     ['PodGroup ml/s: spec.schedulingPolicy.gang.minCount: Input should be a valid integer (got "2")',
-                      "PodGroup ml/t: spec.schedulingPolicy.gang.minCount: Input should be a valid integer (got true)"],
+                     ['PodGroup ml/s: spec.schedulingPolicy.gang.minCount: must be a valid integer (got "2")',
+                      "PodGroup ml/t: spec.schedulingPolicy.gang.minCount: must be a valid integer (got true)"],
                      id="min-count-that-is-not-a-json-integer"),
     ],
 )
@@ -638,7 +638,7 @@ def test_pods_bound_to_a_node_the_snapshot_lacks_are_warned_about(tmp_path: Path
 
 @pytest.mark.parametrize(("parent", "reason"), [
     pytest.param(composite("job", "{gang: {minGroupCount: \"2\"}}"),
-                 "CompositePodGroup ml/job is invalid: spec.schedulingPolicy.gang.minGroupCount: Input should be a "
+                 "CompositePodGroup ml/job is invalid: spec.schedulingPolicy.gang.minGroupCount: must be a "
                  "valid integer (got \"2\")", id="refused"),
     pytest.param(composite("job", "{gang: {minGroupCount: 1}}").replace("v1alpha3", "v1alpha2"),
                  "CompositePodGroup ml/job is scheduling.k8s.io/v1alpha2, an API version not read", id="not-read"),

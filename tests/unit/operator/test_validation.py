@@ -46,7 +46,7 @@ def test_the_same_words_as_the_scheduler_reports() -> None:
 
 def test_values_the_model_refuses_are_refused() -> None:
     assert problems("PodGroup", pg_dict("g", policy={"gang": {"minCount": "2"}}), [], []) == [
-        "spec.schedulingPolicy.gang.minCount: Input should be a valid integer"]
+        "spec.schedulingPolicy.gang.minCount: must be a valid integer"]
 
 
 def test_a_cycle_it_can_see_is_refused() -> None:
