@@ -317,7 +317,8 @@ class ClusterCache:
         """Room in :attr:`holds` was given up since :meth:`take_room_released` last said so."""
         self._refused_now: dict[str, dict[tuple[str, str], Refusal]] = {}
         """Kind → (namespace, name) → the refusal of each group, and each pod naming a group, refused as it is now:
-        what waits for it is told why (:meth:`_tell`) until it is stored, deleted or no longer listed."""
+        what waits for it is told why (:meth:`_tell`) until it is stored, deleted, or not refused again by a re-list
+        (:class:`Relist`)."""
         self.on_refused: Callable[[Refusal], None] = lambda refused: None
         """Told of every object refused, or taken with a part ignored (:data:`REFUSAL_REASONS`); the live
         driver counts them and posts a Warning Event on the object. Must not raise."""
@@ -437,9 +438,10 @@ class ClusterCache:
         key = key_of(obj)
         old = self.objects[kind].get(key)
         new = None if event_type == "DELETED" else obj
-        if old is None and new is None:
+        if new is None:
             self._no_longer_refused(kind, obj.metadata.namespace or "", obj.metadata.name)
-            return []
+            if old is None:
+                return []
         return self._set(kind, key, old, new)
 
     def _set(self, kind: str, key: str, old: Any, new: Any) -> list[ClusterEvent]:
@@ -447,9 +449,8 @@ class ClusterCache:
         node is kept in its compact shape (:class:`~scheduler.model.lean_pod.LeanPod`), however it came."""
         if isinstance(new, Pod) and new.is_bound:
             new = lean_pod(new)
-        if self._refused_now and kind in self._refused_now:  # stored or deleted: no longer as it was refused
-            meta = (new if new is not None else old).metadata
-            self._no_longer_refused(kind, meta.namespace or "", meta.name)
+        if new is not None and self._refused_now and kind in self._refused_now:  # stored: no longer refused
+            self._no_longer_refused(kind, new.metadata.namespace or "", new.metadata.name)
         if new is None:
             self.objects[kind].pop(key, None)
         else:
@@ -875,8 +876,8 @@ class Relist:
         self.kind = kind
         self.seen: set[str] = set()
         self._nodes: dict[str, Any] = {}
-        self._refused: set[tuple[str, str]] = set()
-        """(namespace, name) of the objects of this list the cache refused."""
+        self._refused_before: dict[tuple[str, str], Refusal] = cache._refused_now.pop(kind, {})
+        """The kind's refusals before this list: those it does not refuse again end at :meth:`finish`."""
 
     def add(self, raws: Iterable[Any]) -> list[ClusterEvent]:
         """Apply one page of raw API objects (or of the kind's models, :meth:`ClusterCache.parse`); returns its
@@ -905,9 +906,6 @@ class Relist:
                 continue
             obj = self.cache.parse(self.kind, raw)
             if obj is None:
-                gone = refusal(self.kind, raw if not isinstance(raw, (BaseModel, LeanPod)) else {"metadata": {
-                    "namespace": raw.metadata.namespace, "name": raw.metadata.name}}, "invalid", "")  # type: ignore[union-attr]
-                self._refused.add((gone.namespace, gone.name))
                 continue
             key = key_of(obj)
             self.seen.add(key)
@@ -924,16 +922,13 @@ class Relist:
         if self.kind == NODE.name:
             return self.cache._set_nodes(self._nodes)
         current = self.cache.objects[self.kind]
-        refused = dict(self.cache._refused_now.get(self.kind, {}))
         events: list[ClusterEvent] = []
         for key in sorted(k for k in current if k not in self.seen):  # a copy refused now is deleted too
             events.extend(self.cache._set(self.kind, key, current[key], None))
-        for name, was in refused.items():  # refused in this list again (told again, its valid copy deleted above),
-            if name in self._refused:  # or gone while the watch was down
-                self.cache._refused_now.setdefault(self.kind, {})[name] = was
-                self.cache._tell(was, was.message)
-            else:
-                self.cache._no_longer_refused(self.kind, *name)
+        refused_now = self.cache._refused_now.get(self.kind, {})
+        for name, was in self._refused_before.items():  # taken in this list, or gone while the watch was down
+            if name not in refused_now:
+                self.cache._tell(was, None)
         return events
 
 

@@ -150,7 +150,6 @@ class GroupIndex:
             self.pgs[name] = pg
             return
         self.chains.forget()
-        self.absent.pop(("PodGroup", *name), None)
         if pg is None:
             self.pgs.pop(name, None)
             self.members.group_deleted(name)
@@ -166,7 +165,6 @@ class GroupIndex:
             self.cpgs[name] = cpg
             return
         self.chains.forget()
-        self.absent.pop(("CompositePodGroup", *name), None)
         if cpg is None:
             self.cpgs.pop(name, None)
         else:
@@ -175,8 +173,8 @@ class GroupIndex:
 
     def set_absent(self, kind: str, name: Name, why: str | None) -> None:
         """Why the PodGroup or CompositePodGroup ``name`` (``kind``) is not there although it exists — refused as
-        invalid — or None when that no longer holds (:attr:`absent`): what waits for it is judged again on the next
-        :meth:`refresh`. A group stored or deleted is no longer absent (:meth:`set_podgroup`, :meth:`set_composite`)."""
+        invalid — or None when that no longer holds (:attr:`absent`; the cache says when: the group stored, deleted,
+        or listed again without it): what waits for it is judged again on the next :meth:`refresh`."""
         key = (kind, *name)
         if self.absent.get(key) == why:
             return
