@@ -220,7 +220,7 @@ class Inventory:
     change (:meth:`set_class`, :meth:`remove_class`), never per device."""
     _by_node: list[list[Device]] | None = None
     _index: DeviceIndex | None = None
-    _device_nodes: BoolArray | None = None
+    _accelerator_nodes: tuple[object, BoolArray] | None = None
 
     @classmethod
     def build(cls, table: NodeTable, slices: Iterable[ResourceSlice], classes: Iterable[DeviceClass],
@@ -287,19 +287,20 @@ class Inventory:
         self._usable.clear()
         self._by_node = None
         self._index = None
-        self._device_nodes = None
+        self._accelerator_nodes = None
 
-    def device_nodes(self) -> BoolArray:
-        """(N,) bool, read-only: the nodes that some device is local to (its one node row, :attr:`home`) — the nodes
-        whose accelerators are published through DRA rather than in their allocatable. Built once per
-        :attr:`generation`."""
-        if self._device_nodes is None:
-            mask = np.zeros(len(self.table), dtype=bool)
-            rows = [row for row in self.home.values() if row >= 0]
-            mask[rows] = True
+    def accelerator_nodes(self, table: NodeTable) -> BoolArray:
+        """(N,) bool, read-only: ``table``'s accelerator nodes (:attr:`~scheduler.framework.node_table.NodeTable.
+        accelerator`: an extended resource in their allocatable) and the nodes some device is local to (its one node
+        row, :attr:`home`: accelerators published through DRA). Built once per table and :attr:`generation`, not per
+        cycle."""
+        hit = self._accelerator_nodes
+        if hit is None or hit[0] is not table:
+            mask = table.accelerator.copy()
+            mask[[row for row in self.home.values() if row >= 0]] = True
             mask.setflags(write=False)
-            self._device_nodes = mask
-        return self._device_nodes
+            hit = self._accelerator_nodes = (table, mask)
+        return hit[1]
 
     def _index_pool(self, key: PoolKey, *, keep_memo: bool = False) -> None:
         """(Re)index one pool: drop its devices and counter sets, then add those of its newest complete

@@ -235,10 +235,9 @@ class Reporter:
         self.pods(tree, "SchedulerError", tree.message)
 
     def _report_waiting(self, key: GroupKey, message: str) -> None:
-        """Waiting root ``key``'s report (or one whose pods are not ready, :meth:`not_ready`), if it still waits with
-        ``message`` (:data:`NOT_READY_DELAY_S` on): its
-        groups' condition (``Unschedulable``, of the reasons the API lists for ``PodGroupInitiallyScheduled``) and
-        its pods' (``NotReadyForScheduling``)."""
+        """Waiting root ``key``'s report (or one whose pods are not ready, :meth:`root_not_ready`), if it still waits
+        with ``message`` (:data:`NOT_READY_DELAY_S` on): its groups' condition (``Unschedulable``, of the reasons the
+        API lists for ``PodGroupInitiallyScheduled``) and its pods' (``NotReadyForScheduling``)."""
         self._waiting.fired(key)
         tree = self.blocked.get(key) or self.cache.groups.trees.get(key)  # Waiting, or its pods not ready
         if tree is None or tree.state not in (TreeState.WAITING, TreeState.READY) or self.reported.get(key) != message:

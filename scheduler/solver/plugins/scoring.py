@@ -40,10 +40,10 @@ PREFERENCE_UNIT = np.int64(1) << 42
 def accelerators(state: CycleState) -> BoolArray:
     """(N,) bool: the accelerator nodes — those offering an extended resource in their allocatable (a device plugin's
     GPUs, :attr:`~scheduler.framework.node_table.NodeTable.accelerator`) or with devices published through DRA
-    (:meth:`~scheduler.dra.inventory.Inventory.device_nodes`)."""
+    (:meth:`~scheduler.dra.inventory.Inventory.accelerator_nodes`, memoised)."""
     view = state.snapshot.dra
     if isinstance(view, DraView) and view.inventory.devices:
-        return state.table.accelerator | view.inventory.device_nodes()
+        return view.inventory.accelerator_nodes(state.table)
     return state.table.accelerator
 
 
