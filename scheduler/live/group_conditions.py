@@ -70,6 +70,7 @@ from scheduler.live.status_writer import (
     REASON_SCHEDULER_ERROR,
     StatusWriter,
 )
+from scheduler.live.tasks import woken_or_due
 from scheduler.model.base import Condition, true_condition
 from scheduler.model.coscheduling import (
     PENDING,
@@ -287,22 +288,16 @@ class GroupConditions:
     async def run(self) -> None:
         """Write what the dirty groups should show, forever (the driver's task ``group-status``)."""
         loop = asyncio.get_running_loop()
-        reached = 0.0  # a retry time the wait for it ran out at: reached, though asyncio may wake up to 1 ns early
+        reached = 0.0  # the retry time a wait last ran out at, taken as reached (:func:`woken_or_due`)
         while True:
             now = max(loop.time(), reached)
             for key, retry in self._retry.items():
                 if retry.at <= now:
                     self._dirty.setdefault(key, retry.root)
             if not self._dirty:
-                wait = min((retry.at for retry in self._retry.values()), default=None)
-                self._wake.clear()
-                if wait is None:
-                    await self._wake.wait()
-                    continue
-                try:
-                    await asyncio.wait_for(self._wake.wait(), max(0.0, wait - now))
-                except TimeoutError:
-                    reached = wait
+                due = min((retry.at for retry in self._retry.values()), default=None)
+                if (ran_out := await woken_or_due(self._wake, due)) is not None:
+                    reached = ran_out
                 continue
             key, root = next(iter(self._dirty.items()))
             del self._dirty[key]

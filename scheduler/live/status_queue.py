@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from scheduler.client.kube import ApiError
 from scheduler.errors import Conflict, NotLeading
 from scheduler.live.backoff import Backoff
+from scheduler.live.tasks import woken_or_due
 
 log = logging.getLogger(__name__)
 
@@ -176,22 +177,12 @@ class StatusQueue:
 
     async def _work(self) -> None:
         loop = asyncio.get_running_loop()
-        # The due time a wait for one last ran out at, taken as reached: asyncio runs a timer once its time is below
-        # the clock's plus ``clock_resolution`` (``BaseEventLoop._run_once``), so the wait may end before
-        # ``loop.time()`` reaches it; waiting for it again would spin while a fast-forwarded clock (moved only while
-        # the loop is idle) stands still.
-        reached = 0.0
+        reached = 0.0  # the due time a wait last ran out at, taken as reached (:func:`woken_or_due`)
         while True:
             taken = self._take(max(loop.time(), reached))
             if not isinstance(taken, tuple):
-                self._wake.clear()
-                if taken is None:
-                    await self._wake.wait()
-                    continue
-                try:
-                    await asyncio.wait_for(self._wake.wait(), max(0.0, taken - loop.time()))
-                except TimeoutError:
-                    reached = taken
+                if (ran_out := await woken_or_due(self._wake, taken)) is not None:
+                    reached = ran_out
                 continue
             key, entry = taken
             self._inflight.add(key)
