@@ -4,6 +4,12 @@ Architecture §6: each member is bound on its own; there is no group bind. What 
 the plan was complete and assumed before the first write, that every PreBind step succeeded for every member
 first, and that the caller forgets the rest of the plan as soon as one member cannot be bound.
 
+**The durable intent** (``scheduler.groups.intent``, architecture §14): the Bindings of a plan that places
+members of a group carry the plan as the annotation ``gang-scheduler.io/intent``, which the API server merges
+into each pod as it binds it — every Binding when the plan is small (the binds go out side by side), else the
+first member's alone, and the other binds start once it has landed. So no member is bound without the plan
+that placed it on record, and a restarted scheduler holds the rest of its room.
+
 **Check before each bind** (``cycle.precheck``): just before a member's bind, the check of its target against
 the cache as it is *now* — the node still exists, is not cordoned, has no NoSchedule/NoExecute taint the pod
 does not tolerate, still has the labels the pod's node selection needs and the allocatable the plan's pods on
@@ -20,12 +26,18 @@ bind starts, the members not bound are forgotten, and the root is requeued.
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from scheduler.errors import ApiError, Conflict, TargetChanged
 from scheduler.framework.binding_cycle import BindingCycle, BindOutcome, Precheck
 from scheduler.framework.interface import ApiWriter
+from scheduler.groups.intent import INTENT_ANNOTATION, SHARED_MAX_BYTES, intent_annotation
 from scheduler.model.kinds import POD
 from scheduler.model.pod import Pod
+
+log = logging.getLogger(__name__)
 
 NAME = "DefaultBinder"
 
@@ -36,17 +48,21 @@ class DefaultBinder:
     name = NAME
 
     async def bind(self, cycle: BindingCycle, writer: ApiWriter) -> None:
-        await bind_plan(cycle.plan.placements, writer, cycle.outcome, cycle.precheck)
+        await bind_plan(cycle.plan.placements, writer, cycle.outcome, cycle.precheck, cycle.token)
 
 
-async def bind_plan(placements: tuple[tuple[Pod, str], ...] | list[tuple[Pod, str]], writer: ApiWriter,
-                    outcome: BindOutcome | None = None, precheck: Precheck | None = None) -> BindOutcome:
+async def bind_plan(placements: Sequence[tuple[Pod, str]], writer: ApiWriter, outcome: BindOutcome | None = None,
+                    precheck: Precheck | None = None, token: str | None = None) -> BindOutcome:
     """Bind every (pod, node); stop starting new binds after a permanent failure or a refusal of ``precheck``.
-    ``outcome`` (returned) is filled in as each bind lands."""
+    ``outcome`` (returned) is filled in as each bind lands. ``token``: the plan's name in the cache; a plan that
+    places members of a group then carries its durable intent on its Bindings (the module docstring; None: no
+    intent)."""
     outcome = outcome if outcome is not None else BindOutcome()
     stop = asyncio.Event()
+    carried = _intents(placements, token) if token is not None else {}
+    shared = all(len(value) <= SHARED_MAX_BYTES for value in carried.values())
 
-    async def one(pod: Pod, node: str) -> None:
+    async def one(pod: Pod, node: str, intent: str | None) -> None:
         async with writer.slot():
             if stop.is_set() or not writer.leading():
                 outcome.skipped.append(pod.key)
@@ -59,7 +75,7 @@ async def bind_plan(placements: tuple[tuple[Pod, str], ...] | list[tuple[Pod, st
                 stop.set()
                 return
             try:
-                await _bind(pod, node, writer)
+                await _bind(pod, node, writer, {INTENT_ANNOTATION: intent} if intent is not None else None)
             except ApiError as exc:
                 if outcome.failed is None:
                     outcome.failed = (pod.key, exc)
@@ -68,15 +84,42 @@ async def bind_plan(placements: tuple[tuple[Pod, str], ...] | list[tuple[Pod, st
             outcome.bound.append((pod, node))
 
     if len(placements) == 1:  # a lone pod: no task of its own
-        await one(*placements[0])
-    else:
-        await asyncio.gather(*(one(pod, node) for pod, node in placements))
+        pod, node = placements[0]
+        await one(pod, node, carried.get(pod.metadata.namespace))
+    elif shared:
+        await asyncio.gather(*(one(pod, node, carried.get(pod.metadata.namespace)) for pod, node in placements))
+    else:  # the first Binding carries the plan and lands before any other starts
+        (first, first_node), rest = placements[0], placements[1:]
+        await one(first, first_node, carried.get(first.metadata.namespace))
+        await asyncio.gather(*(one(pod, node, None) for pod, node in rest))
     return outcome
 
 
-async def _bind(pod: Pod, node: str, writer: ApiWriter) -> None:
+def _intents(placements: Sequence[tuple[Pod, str]], token: str) -> dict[str, str]:
+    """Namespace → the intent annotation value of its members in ``placements`` (a plan's members share one
+    namespace), for a plan that places members of a group (nothing for lone pods: no gang to hold room for). A plan
+    too large to record (``groups.intent``, over ~9,000 members) is bound without one, with a warning."""
+    if not any(pod.group_name is not None for pod, _ in placements):
+        return {}
+    at = datetime.now(UTC).isoformat(timespec="microseconds")
+    by_namespace: dict[str, list[tuple[Pod, str]]] = {}
+    for pod, node in placements:
+        by_namespace.setdefault(pod.metadata.namespace, []).append((pod, node))
+    values: dict[str, str] = {}
+    for namespace, members in by_namespace.items():
+        value = intent_annotation(token, at, members)
+        if value is None:
+            log.warning("plan %s: the placements of its %d members in namespace %s are too large to record as its "
+                        "intent; they are bound without one (a restart cannot hold their room)", token,
+                        len(members), namespace)
+        else:
+            values[namespace] = value
+    return values
+
+
+async def _bind(pod: Pod, node: str, writer: ApiWriter, annotations: dict[str, str] | None) -> None:
     try:
-        await writer.bind(pod, node)
+        await writer.bind(pod, node, annotations)
     except ApiError as exc:
         # A 409, or a failure whose reply may have been lost (5xx, timeout): an attempt of ours may have
         # landed ("already assigned" to our node is success) — ask the server.

@@ -1,10 +1,10 @@
 """The binding cycle's runner: every PreBind plugin in order, then the Bind plugin; rollback on failure.
 
-One transaction per plan (architecture §6): the durable intent, the claims' allocations, the volumes, then the
-binds. A PreBind failure binds no member: every plugin whose ``pre_bind`` started is rolled back, in reverse
-order. A failed bind stops the plan's remaining binds; the members not bound are forgotten and each PreBind
-plugin rolls back what it wrote only for them, so the next plan may choose other devices. The result says
-what the cache must give back (:class:`~scheduler.framework.binding_cycle.BindResult`).
+One transaction per plan (architecture §6): the claims' allocations, the volumes, then the binds, which carry
+the plan's durable intent. A PreBind failure binds no member: every plugin whose ``pre_bind`` started is rolled
+back, in reverse order. A failed bind stops the plan's remaining binds; the members not bound are forgotten and
+each PreBind plugin rolls back what it wrote only for them, so the next plan may choose other devices. The result
+says what the cache must give back (:class:`~scheduler.framework.binding_cycle.BindResult`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scheduler.binding.claims import BINDING_TIMEOUT_S, DynamicResourcesPreBind
-from scheduler.binding.intent import DurableIntent
 from scheduler.binding.pods import DefaultBinder
 from scheduler.binding.volumes import ClaimSource, VolumeBindingPreBind
 from scheduler.cache.cluster import ClusterCache
@@ -36,11 +35,11 @@ class BindingPlugins:
 
 def default_plugins(cache: ClusterCache | None, volumes: ClaimSource | None, *,
                     volume_timeout_s: float, binding_timeout_s: float = BINDING_TIMEOUT_S) -> BindingPlugins:
-    """The one profile ``run`` and ``simulate`` bind with: the durable intent, DynamicResources' claim writes
+    """The one profile ``run`` and ``simulate`` bind with: DynamicResources' claim writes
     (built from ``cache``; None: the cycle carries them) and its wait for binding conditions (at most
     ``binding_timeout_s``), VolumeBinding (``volumes``: the claims it reads; None fails a plan with claim
-    bindings), then ``DefaultBinder``."""
-    return BindingPlugins((DurableIntent(), DynamicResourcesPreBind(cache, binding_timeout_s=binding_timeout_s),
+    bindings), then ``DefaultBinder`` (its Bindings carry the durable intent)."""
+    return BindingPlugins((DynamicResourcesPreBind(cache, binding_timeout_s=binding_timeout_s),
                            VolumeBindingPreBind(volumes, timeout_s=volume_timeout_s)), DefaultBinder())
 
 

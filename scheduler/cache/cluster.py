@@ -25,7 +25,7 @@ Everything derived is **incremental**: an event updates what it touches and noth
 * :class:`~scheduler.cache.volumes.StorageCache`: which pods use which PVC, plans' PVC decisions in
   flight, the storage view of the snapshot;
 * :attr:`ClusterCache.holds`: the room each *partial* tree (members bound below its minCount) holds on
-  the nodes its PodGroups' durable intent names (:func:`held_room`, architecture §14), recomputed with
+  the nodes the durable intent on its bound members names (:func:`held_room`, architecture §14), recomputed with
   its tree and added to every snapshot's nominated room.
 
 Every change is returned as typed :class:`~scheduler.framework.events.ClusterEvent` values; a change
@@ -54,7 +54,7 @@ from scheduler.framework.events import Action, ClusterEvent
 from scheduler.framework.plan import ClaimAllocation, Plan
 from scheduler.framework.snapshot import Nominated, Snapshot, bound_copy, pod_vector
 from scheduler.groups.index import GroupIndex
-from scheduler.groups.intent import intended_node, intent_problem, parse_intent
+from scheduler.groups.intent import INTENT_ANNOTATION, held_intent, intended_node, intent_problem
 from scheduler.groups.tree import Forest, GroupTree
 from scheduler.model.base import NESTED_TOO_DEEP, describe
 from scheduler.model.coscheduling import CoscheduledPodGroup, label_link
@@ -143,17 +143,10 @@ a pod whose status alone changed (its phase as the kubelet starts it) keeps its 
 
 
 def group_essence(group: PodGroup | CompositePodGroup) -> tuple[object, ...]:
-    """What the scheduler reads of a group: spec, deletion and (PodGroup) generated claim names and durable
-    intent, last (:data:`INTENT_ESSENCE`) — not its conditions, which the scheduler writes itself."""
-    if isinstance(group, PodGroup):  # the intent as the trees read it: pods → (node, uid), not the plan token
-        claims, intent = group.status.resource_claim_statuses, parse_intent(group)
-    else:
-        claims, intent = (), None
-    return group.metadata.uid, group.spec, group.metadata.deletion_timestamp, claims, intent
-
-
-INTENT_ESSENCE = 4
-"""How many of :func:`group_essence`'s items come before the durable intent (uid, spec, deletion, claim names)."""
+    """What the scheduler reads of a group: spec, deletion and (PodGroup) generated claim names — not its
+    conditions, which the scheduler writes itself."""
+    claims = group.status.resource_claim_statuses if isinstance(group, PodGroup) else ()
+    return group.metadata.uid, group.spec, group.metadata.deletion_timestamp, claims
 
 
 def claim_essence(claim: PersistentVolumeClaim) -> tuple[object, ...]:
@@ -190,8 +183,8 @@ REFUSAL_REASONS: tuple[RefusalReason, ...] = ("invalid", "too_deep", "undecodabl
   missing required field) — the object is left out of the cache;
 - ``too_deep``: decoding it hit the interpreter's nesting limit (:class:`RecursionError`) — left out;
 - ``undecodable``: its decoding raised anything else — left out, and the traceback logged;
-- ``invalid_intent``: a PodGroup whose durable intent annotation is invalid
-  (:func:`~scheduler.groups.intent.intent_problem`) — the PodGroup is kept, read as having no intent.
+- ``invalid_intent``: a pod whose durable intent annotation is invalid
+  (:func:`~scheduler.groups.intent.intent_problem`) — the pod is kept, read as having no intent.
 """
 
 
@@ -330,12 +323,12 @@ class ClusterCache:
     def parse(self, kind: str, raw: object) -> Any | None:
         """The model of one raw object of ``kind``, or None when it cannot be taken: every exception its
         decoding can raise is caught here, per object, and reported to :attr:`on_refused`, so no object
-        can stop an informer. A PodGroup with an invalid durable intent is taken (read as having none)
+        can stop an informer. A pod with an invalid durable intent is taken (read as having none)
         and reported too. ``raw`` may be the kind's model already (the client decoded it from the reply's bytes,
         ``scheduler.client.decoding``; never a converted kind's): only its derived properties are checked."""
         if isinstance(raw, (BaseModel, LeanPod)):
             try:
-                return _derived(raw)
+                return self._intent_checked(kind, _derived(raw))
             except Exception as exc:  # the decoding boundary, as below
                 meta = raw.metadata  # type: ignore[union-attr]
                 if isinstance(exc, QuantityError) and isinstance(raw, (Pod, Node)):
@@ -355,9 +348,16 @@ class ClusterCache:
         except Exception as exc:  # the decoding boundary: whatever one object makes a decoder raise
             self._refused(refusal_of(kind, raw, exc))
             return None
-        if isinstance(obj, PodGroup) and (problem := intent_problem(obj)) is not None:
-            log.warning("%s %s/%s: %s; read as no intent", kind, obj.metadata.namespace, obj.metadata.name, problem)
-            self.on_refused(refusal(kind, raw, "invalid_intent", problem))
+        return self._intent_checked(kind, obj)
+
+    def _intent_checked(self, kind: str, obj: Any) -> Any:
+        """``obj``, reported to :attr:`on_refused` first when it is a pod whose durable intent annotation is invalid
+        (it is taken, read as having none)."""
+        if (kind == POD.name and INTENT_ANNOTATION in obj.metadata.annotations
+                and (problem := intent_problem(obj)) is not None):
+            meta = obj.metadata
+            log.warning("%s %s/%s: %s; read as no intent", kind, meta.namespace, meta.name, problem)
+            self.on_refused(Refusal(kind, meta.namespace, meta.name, meta.uid, "invalid_intent", problem))
         return obj
 
     def _refused(self, refused: Refusal) -> None:
@@ -471,7 +471,6 @@ class ClusterCache:
             old = shown  # as the scheduler showed it: an assumed pod's delete frees its room (handleAssumedPodDeletion)
             self._snapshot = None  # it holds the pod objects, whose unread fields preemption may read (startTime)
         elif kind in (POD_GROUP.name, COSCHEDULING_POD_GROUP.name):  # the index holds each name's group (group())
-            quiet = quiet or (bool(now) and self._only_unread_intent(_name(key), was, now))
             self.groups.set_podgroup(_name(key), self.group(POD_GROUP.name, *_name(key)), quiet=quiet)
             if kind == POD_GROUP.name:
                 self.devices.changed("podgroup", key)
@@ -503,23 +502,6 @@ class ClusterCache:
             self.usage.invalidate()  # nominated room is held at the group's priority
         self._bump()
         return [ClusterEvent(kind, action, old, new)]
-
-    def _only_unread_intent(self, name: tuple[str, str], was: tuple[object, ...], now: tuple[object, ...]) -> bool:
-        """Whether two versions of PodGroup ``name``, of :func:`group_essence` ``was`` and ``now``, differ in their
-        durable intent alone while no member reads the difference: an intent is read for pending members only (a
-        tree's ``Leaf.intended``), and it names the same node for each member pending now (none when each is bound,
-        assumed or gated: O(1) then, else O(members)). So the watch bringing the intent the binder wrote for a plan it
-        assumed rebuilds no tree and wakes nothing — also when the plan left members pending, whom it names no node
-        for; a member pending later has its tree rebuilt by its own event, which reads the intent then."""
-        if was[:INTENT_ESSENCE] != now[:INTENT_ESSENCE]:
-            return False
-        if not self.groups.has_pending(name):
-            return True
-        before, after = was[INTENT_ESSENCE], now[INTENT_ESSENCE]
-        if not isinstance(before, Mapping) or not isinstance(after, Mapping):
-            return before == after  # a scheduler-plugins PodGroup: no intent
-        return all(intended_node(before, pod) == intended_node(after, pod)
-                   for pod in self.groups.members.of(*name).values() if pod.awaits_placement)
 
     def _set_nodes(self, nodes: dict[str, Node], event: ClusterEvent | None = None) -> list[ClusterEvent]:
         """Nodes changed (a re-list, or one event): the fast path for an allocatable-only update, else a
@@ -738,13 +720,11 @@ class ClusterCache:
         return self.groups.forest()
 
     def _refresh_groups(self) -> None:
-        """Rebuild the trees that changed; note their roots as changed and recompute their held room."""
-        changed = self.groups.refresh()
-        if not changed:
-            return
-        self._changed_roots |= changed
+        """Rebuild the trees that changed; note their roots as changed and recompute the held room of every tree
+        rebuilt (a quiet pod update may bring or withdraw the durable intent its Binding carried)."""
+        self._changed_roots |= self.groups.refresh()
         trees, touched = self.groups.trees, False
-        for key in changed:
+        for key in self.groups.rebuilt:
             tree = trees.get(key)
             held = held_room(tree) if tree is not None else ()
             before = self.holds.pop(key, ())
@@ -933,7 +913,8 @@ class Relist:
 
 
 def held_room(tree: GroupTree) -> tuple[tuple[Pod, str, int], ...]:
-    """The room a partial tree holds: (pending pod, the node its durable intent names, the root's priority).
+    """The room a partial tree holds: (pending pod, the node the durable intent on its bound members names, the
+    root's priority) (:func:`~scheduler.groups.intent.held_intent`: the latest plan naming each pod).
 
     A gang with members bound below its minCount keeps the nodes its plan chose for the rest,
     against every root of lower or equal priority (as nominated room, kube-scheduler's
@@ -942,13 +923,12 @@ def held_room(tree: GroupTree) -> tuple[tuple[Pod, str, int], ...]:
     """
     if not tree.partial:
         return ()
-    held: list[tuple[Pod, str, int]] = []
-    for leaf in tree.root.leaves():
-        if leaf.intended:
-            nodes = dict(leaf.intended)
-            held += [(pod, nodes[pod.key], tree.priority) for pod in leaf.pending
-                     if pod.key in nodes and not pod.status.nominated_node_name]
-    return tuple(held)
+    leaves = tuple(tree.root.leaves())
+    intent = held_intent(pod for leaf in leaves for pod in leaf.bound)
+    if not intent:
+        return ()
+    return tuple((pod, node, tree.priority) for leaf in leaves for pod in leaf.pending
+                 if not pod.status.nominated_node_name and (node := intended_node(intent, pod)) is not None)
 
 
 def _name(key: str) -> tuple[str, str]:

@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -170,7 +170,8 @@ class Lane(enum.IntEnum):
 
     ``LEASE``: the leader lease's reads and writes, ahead of everything (kube-scheduler's leader election has a client
     and a rate limiter of its own): a gang's binds never make the leader miss its renewal. ``URGENT``: what a gang's
-    atomicity depends on — binds, claim writes, the durable intent, evictions: a bind never waits behind reports.
+    atomicity depends on — binds (which carry the durable intent), claim writes, evictions: a bind never waits behind
+    reports.
     ``NORMAL``: reads. ``REPORT``: conditions and Events, which are repaired by the next reconciliation if late.
     """
 
@@ -566,8 +567,10 @@ class KubeClient:
             body = {"apiVersion": "v1", "kind": "DeleteOptions", **(body or {}), "preconditions": {"uid": uid}}
         return await self.request("DELETE", res.path(namespace, name), body=body, lane=lane)
 
-    async def bind(self, namespace: str, name: str, node: str, uid: str | None = None) -> None:
-        """``POST pods/{name}/binding`` (v1 Binding to a Node), in the URGENT lane. The 201 reply is a
+    async def bind(self, namespace: str, name: str, node: str, uid: str | None = None,
+                   annotations: Mapping[str, str] | None = None) -> None:
+        """``POST pods/{name}/binding`` (v1 Binding to a Node), in the URGENT lane; ``annotations``: the Binding's,
+        which the API server merges into the pod's in the same update that sets its node. The 201 reply is a
         ``Status``, ignored.
 
         Raises :class:`Conflict` (already bound, gated, being deleted, stale uid) or :class:`NotFound`.
@@ -575,6 +578,8 @@ class KubeClient:
         meta: JSON = {"name": name, "namespace": namespace}
         if uid:
             meta["uid"] = uid
+        if annotations:
+            meta["annotations"] = dict(annotations)
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         await self.request("POST", PODS.path(namespace, name, "binding"), body=body, lane=Lane.URGENT, reply=False)

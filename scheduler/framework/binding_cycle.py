@@ -12,7 +12,7 @@ are the Protocols :class:`~scheduler.framework.interface.PreBindPlugin` and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -26,8 +26,6 @@ T = TypeVar("T")
 
 Precheck = Callable[[Pod, str], str | None]
 """Asked just before binding (pod, node): None to go ahead, else why the target no longer fits."""
-RecordedIntent = Callable[[str, str], Mapping[str, tuple[str, str]]]
-"""The intent a PodGroup (namespace, name) shows now: pod name → (node, uid prefix) (``groups.intent.parse_intent``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +92,10 @@ class Undone:
 class BindingCycle:
     """One plan's binding cycle.
 
-    ``plan``: what to bind. ``token``: the plan's token in the cache (the durable intent names it; None writes
-    no intent). ``snapshot``: the snapshot the plan was made on (None where a caller has only the plan).
-    ``precheck``: the check just before each bind (None: none). ``recorded``: the intent a PodGroup shows
-    already (None: unknown, always written). ``outcome``: the members' outcome, filled in by the Bind plugin.
+    ``plan``: what to bind. ``token``: the plan's token in the cache (the durable intent its Bindings carry names
+    it; None writes no intent). ``snapshot``: the snapshot the plan was made on (None where a caller has only the
+    plan). ``precheck``: the check just before each bind (None: none). ``outcome``: the members' outcome, filled in
+    by the Bind plugin.
     ``waiting``: the conditions a PreBind plugin would still wait for where the writer cannot wait
     (``simulate``): one phrase each. ``data``: per-plugin values written by ``pre_flight`` or ``pre_bind``.
     """
@@ -106,7 +104,6 @@ class BindingCycle:
     token: str | None = None
     snapshot: Snapshot | None = None
     precheck: Precheck | None = None
-    recorded: RecordedIntent | None = None
     outcome: BindOutcome = field(default_factory=BindOutcome)
     waiting: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)

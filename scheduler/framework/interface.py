@@ -42,7 +42,7 @@ code, never on the message.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -339,8 +339,9 @@ class ApiWriter(Protocol):
 
     async def delete(self, kind: Kind[Any], namespace: str | None, name: str) -> None: ...
 
-    async def bind(self, pod: Pod, node: str) -> None:
-        """``POST pods/{name}/binding`` with the pod's uid as precondition."""
+    async def bind(self, pod: Pod, node: str, annotations: Mapping[str, str] | None = None) -> None:
+        """``POST pods/{name}/binding`` with the pod's uid as precondition; ``annotations``: the Binding's, which the
+        API server merges into the pod's as it binds it."""
         ...
 
     def waits(self) -> bool:

@@ -1,7 +1,7 @@
 """Assembling one group tree: the groups under a head, their members, the tree's state, priority and message.
 
 A PodGroup becomes a :class:`~scheduler.groups.tree.Leaf` (its pending members in priority, then creation order;
-its bound ones; its durable intent), a CompositePodGroup a :class:`~scheduler.groups.tree.Composite` of its
+its bound ones), a CompositePodGroup a :class:`~scheduler.groups.tree.Composite` of its
 children in creation order. The tree is Invalid for a bad policy, a cycle, a depth over
 :data:`~scheduler.groups.tree.MAX_DEPTH`, a childless composite, pods of several schedulers or pods linked by the
 other PodGroup API; Waiting while it is not admissible (members or groups missing) or its head's parent
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from scheduler.groups.intent import intended_node, parse_intent
 from scheduler.groups.members import NO_PODS, Members
 from scheduler.groups.priority import PriorityClasses
 from scheduler.groups.structure import Name, Node, Structure
@@ -139,9 +138,6 @@ class TreeAssembler:
                 (p for p in members if p.awaits_placement),
                 key=lambda p: (-pod_priority(p), created_at(p.metadata.creation_timestamp), p.metadata.name),
             )
-            intent = parse_intent(pg)
-            intended = tuple((p.key, n) for p in pending if (n := intended_node(intent, p)) is not None) \
-                if intent else ()
             leaf = Leaf(
                 key=key,
                 min_count=gang.min_count if gang is not None and gang.min_count else (None if gang is None else 1),
@@ -151,7 +147,6 @@ class TreeAssembler:
                 gated=sum(1 for p in members if p.is_gated and not p.is_bound),
                 created=created_at(pg.metadata.creation_timestamp),
                 succeeded=sum(1 for k in self.members.succeeded.get((ns, name), ()) if k not in by_key),
-                intended=intended,
             )
             return leaf, depth
         cpg = self.cpgs[(ns, name)]

@@ -76,6 +76,9 @@ class GroupIndex:
         """Roots whose trees were rebuilt by quiet updates only (not reported as changed), until a caller takes them
         (:meth:`~scheduler.cache.cluster.ClusterCache.take_quiet_roots`): what holds such a root's old tree takes
         the new one, so the replaced pod objects are let go."""
+        self.rebuilt: set[GroupKey] = set()
+        """Roots whose trees the last :meth:`refresh` rebuilt, changed or quietly (what derives from a tree's pod
+        objects, such as the room a partial tree holds, is read again from them)."""
         self.trees: dict[GroupKey, GroupTree] = {}
         """Trees of ours by root key: group trees and lone-pod trees."""
         self.empty: dict[GroupKey, GroupTree] = {}
@@ -239,8 +242,9 @@ class GroupIndex:
     # -- refreshing ----------------------------------------------------------------------------
     def refresh(self) -> set[GroupKey]:
         """Rebuild what changed since the last call; returns the root keys whose tree appeared, changed
-        or disappeared (lone-pod trees included)."""
+        or disappeared (lone-pod trees included); :attr:`rebuilt` names them and those rebuilt quietly."""
         changed: set[GroupKey] = set()
+        quietly: set[GroupKey] = set()
         self.structure.ensure()
         self._dirty |= self.structure.take_changed()
         dirty, self._dirty = self._dirty, set()
@@ -272,7 +276,7 @@ class GroupIndex:
             if head in heads:
                 changed.add(tree.key)
             elif not is_empty:
-                self.quiet.add(tree.key)
+                quietly.add(tree.key)
         if gone != came:  # the priority a group's pods count at (GroupChains.chain_priority) changed
             self.chains.forget()
         # Every dirty group's orphans are dropped before any is judged again: a pod that moved from one
@@ -292,9 +296,11 @@ class GroupIndex:
             if key in self._dirty_singles:
                 changed.add(tree_key)
             elif pod is not None:
-                self.quiet.add(tree_key)
+                quietly.add(tree_key)
         self._stale_singles.clear()
         self._dirty_singles.clear()
+        self.quiet |= quietly
+        self.rebuilt = changed | quietly
         return changed
 
     def forest(self) -> Forest:

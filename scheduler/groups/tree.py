@@ -63,8 +63,6 @@ class Leaf:
     in-group order); ``bound`` are members already on a node (they count toward minCount);
     ``gated`` counts members held by ``schedulingGates``; ``succeeded`` counts members seen finished
     with phase Succeeded (they did their part: a gang whose members complete is not *below* minCount).
-    ``intended``: (pending pod key, node) for each pending member the PodGroup's durable intent names a
-    node for (:mod:`scheduler.groups.intent`).
     """
 
     key: GroupKey
@@ -75,7 +73,6 @@ class Leaf:
     gated: int = 0
     created: datetime = _EPOCH
     succeeded: int = 0
-    intended: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -176,7 +173,8 @@ class GroupTree:
     def partial(self) -> bool:
         """Some members are bound but the root is not satisfied by them: the gang holds nodes it cannot use
         yet (a bind failed, the scheduler stopped mid-plan, or a running gang lost members). Such a
-        tree's intended room is held for it and it is tried before every other root."""
+        tree's intended room (:mod:`scheduler.groups.intent`) is held for it and it is tried before every other
+        root."""
         return self.bound_count > 0 and not self.root.satisfied
 
 

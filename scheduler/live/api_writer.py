@@ -19,16 +19,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
 from scheduler.binding.wait import Changes, wait_for
-from scheduler.client.kube import JSON, PODGROUPS, ApiError, KubeClient, Lane, Resource
+from scheduler.client.kube import JSON, ApiError, KubeClient, Lane, Resource
 from scheduler.framework.binding_cycle import Failure
 from scheduler.framework.interface import Condition
 from scheduler.live.backoff import Backoff
-from scheduler.model.kinds import POD_GROUP, Kind
+from scheduler.model.kinds import Kind
 from scheduler.model.pod import Pod
 
 log = logging.getLogger(__name__)
@@ -37,15 +37,13 @@ T = TypeVar("T")
 
 
 class KubeWriter:
-    """See the module docstring. ``podgroups``: the PodGroup resource chosen by API discovery (v1alpha2 on
-    Kubernetes 1.36; :attr:`podgroups` may be set later); ``fence``: whether this replica leads;
+    """See the module docstring. ``fence``: whether this replica leads;
     ``changes``: what wakes :meth:`wait` (None: a wait reads its condition once)."""
 
     def __init__(self, kube: KubeClient, *, concurrency: int = 16, max_attempts: int = 5,
                  retry_initial_s: float = 0.2, retry_max_s: float = 5.0, rng: random.Random | None = None,
                  fence: Callable[[], bool] | None = None, changes: Changes | None = None) -> None:
         self.kube = kube
-        self.podgroups = PODGROUPS
         self.fence = fence or (lambda: True)
         self.semaphore = asyncio.Semaphore(concurrency)
         self.max_attempts = max_attempts
@@ -59,7 +57,7 @@ class KubeWriter:
         return self.semaphore
 
     def resource(self, kind: Kind[Any]) -> Resource:
-        return self.podgroups if kind is POD_GROUP else Resource.of(kind)
+        return Resource.of(kind)
 
     async def get(self, kind: Kind[Any], namespace: str | None, name: str) -> JSON:
         return await self.retry(f"read {kind.name} {namespace}/{name}", lambda: self.kube.get(
@@ -89,9 +87,9 @@ class KubeWriter:
         await self.retry(f"delete {kind.name} {namespace}/{name}", lambda: self.kube.delete(
             self.resource(kind), namespace, name, lane=Lane.URGENT))
 
-    async def bind(self, pod: Pod, node: str) -> None:
+    async def bind(self, pod: Pod, node: str, annotations: Mapping[str, str] | None = None) -> None:
         await self.retry(f"bind {pod.key} -> {node}", lambda: self.kube.bind(
-            pod.metadata.namespace, pod.metadata.name, node, uid=pod.metadata.uid or None))
+            pod.metadata.namespace, pod.metadata.name, node, uid=pod.metadata.uid or None, annotations=annotations))
 
     def waits(self) -> bool:
         return self.changes is not None

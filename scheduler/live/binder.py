@@ -1,7 +1,8 @@
 """The binder of ``run``: one plan's binding cycle (``scheduler.binding``) against the API server.
 
 :class:`Binder` joins the binding profile every caller uses (:func:`~scheduler.binding.transaction.
-default_plugins`: the durable intent, DynamicResources' claim writes, VolumeBinding, then ``DefaultBinder``) to
+default_plugins`: DynamicResources' claim writes, VolumeBinding, then ``DefaultBinder``, whose Bindings carry the
+durable intent) to
 the live :class:`~scheduler.live.api_writer.KubeWriter` (retries, the urgent lane, the leadership fence, the
 bounded writes in flight, the wait on the cache's changes). What each step writes, and how it is rolled back,
 is said by its plugin; the transaction's order and its result by ``scheduler.binding.transaction``.
@@ -13,23 +14,19 @@ import random
 from collections.abc import Callable, Sequence
 
 from scheduler.binding.claims import BINDING_TIMEOUT_S, ClaimOutcome, DynamicResourcesPreBind, WrittenClaim
-from scheduler.binding.intent import write_intent
 from scheduler.binding.pods import bind_plan
 from scheduler.binding.transaction import BindingRunner, default_plugins
 from scheduler.binding.volumes import ClaimSource
 from scheduler.binding.wait import Changes
 from scheduler.cache.cluster import ClusterCache
-from scheduler.client.kube import KubeClient, Resource
+from scheduler.client.kube import KubeClient
 from scheduler.dra.writes import ClaimWrite
-from scheduler.errors import ApiError
 from scheduler.framework.binding_cycle import (
     BindingCycle,
     BindOutcome,
     BindResult,
     Precheck,
-    RecordedIntent,
 )
-from scheduler.framework.plan import Plan
 from scheduler.live.api_writer import KubeWriter
 from scheduler.model.pod import Pod
 
@@ -54,22 +51,12 @@ class Binder:
                                                     binding_timeout_s=binding_timeout_s))
         self._claims = DynamicResourcesPreBind(None)
 
-    @property
-    def podgroups(self) -> Resource:
-        """The PodGroup resource the durable intent is written to: the version API discovery chose
-        (``scheduler.client.podgroup_api``; v1alpha2 on Kubernetes 1.36)."""
-        return self.writer.podgroups
-
-    @podgroups.setter
-    def podgroups(self, resource: Resource) -> None:
-        self.writer.podgroups = resource
-
     def start(self, cycle: BindingCycle) -> BindingCycle:
         """The PreBind plugins' pre-flight: call when the plan was assumed, before any await."""
         return self.runner.start(cycle)
 
     async def commit(self, cycle: BindingCycle) -> BindResult:
-        """Run a started cycle (:meth:`start`): intent, claims, volumes, binds — one transaction. Returns what
+        """Run a started cycle (:meth:`start`): claims, volumes, binds — one transaction. Returns what
         the cache must give back; ``cycle.outcome`` holds the per-member outcome (filled in as binds land, so a
         caller whose transaction raised still knows which members are bound)."""
         return await self.runner.run(cycle, self.writer)
@@ -83,12 +70,7 @@ class Binder:
         """Undo claim writes as DynamicResources' rollback does; the keys not released."""
         return await self._claims.release_claims(written, self.writer)
 
-    async def write_intent(self, plan: Plan, token: str, recorded: RecordedIntent | None = None
-                           ) -> tuple[str, ApiError] | None:
-        """Record ``plan`` on its PodGroups as the durable-intent PreBind step does."""
-        return await write_intent(plan, token, self.writer, recorded)
-
     async def bind_plan(self, placements: Sequence[tuple[Pod, str]], outcome: BindOutcome | None = None,
-                        precheck: Precheck | None = None) -> BindOutcome:
-        """Bind members as ``DefaultBinder`` does."""
-        return await bind_plan(list(placements), self.writer, outcome, precheck)
+                        precheck: Precheck | None = None, token: str | None = None) -> BindOutcome:
+        """Bind members as ``DefaultBinder`` does (``token``: the plan's, whose intent the Bindings carry)."""
+        return await bind_plan(list(placements), self.writer, outcome, precheck, token)

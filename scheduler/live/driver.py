@@ -29,19 +29,17 @@ import asyncio
 import logging
 import socket
 import time
-from collections.abc import Mapping
 
 from scheduler.binding.volumes import ClaimSource
 from scheduler.binding.wait import Changes
 from scheduler.cache.cluster import ClusterCache
 from scheduler.cache.group_view import CacheGroupView
-from scheduler.client.kube import KubeClient, Resource
+from scheduler.client.kube import KubeClient
 from scheduler.config import Settings, own_namespace
 from scheduler.cycle import Attempt, CycleRunner, handle
 from scheduler.framework.binding_cycle import BindingCycle, BindOutcome, BindResult, Failure
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.plan import Plan, Preemption, Unschedulable
-from scheduler.groups.intent import parse_intent
 from scheduler.groups.tree import GroupTree, TreeState
 from scheduler.live.binder import Binder
 from scheduler.live.group_conditions import GroupConditions
@@ -155,12 +153,8 @@ class Scheduler:
         """Reasons on the pods and groups of roots not placed; the queue gauges."""
         self.unhonoured = UnhonouredFields(settings.scheduler_name, self.cache, self.status, self.spawn)
         """Warning Events for what the scheduler does not honour, once per object."""
-
-        def on_groups(podgroups: Resource) -> None:
-            self.binder.podgroups = podgroups
-
         self.watches = Watches(settings, kube, self.cache, self.metrics, self.unhonoured, self.spawn, self.on_change,
-                               on_groups, self.wake.set)
+                               self.wake.set)
         """The informers and the APIs they read, found at start and looked for again."""
         self.metrics.track_status_queue("pods", self.reporter.writes)
         self.metrics.track_status_queue("groups", self.conditions)
@@ -332,7 +326,7 @@ class Scheduler:
         log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
                  len(plan.placements), ",".join(nodes), plan.attempts, (time.perf_counter() - started) * 1000)
         cycle = self.binder.start(BindingCycle(
-            plan, attempt.token, attempt.snapshot, recorded=self._intent_of,
+            plan, attempt.token, attempt.snapshot,
             precheck=lambda pod, node: self.cycle.target_problem(plan, pod, node)))
         self.reporter.scheduled(tree.key)
         self._binding.add(tree.key)
@@ -403,11 +397,6 @@ class Scheduler:
         self._finish(attempt, result, outcome, started)
         if result.bound:  # the Scheduled Events, in this task: after the bind, outside its slot
             await self.status.pods_scheduled(result.bound)
-
-    def _intent_of(self, namespace: str, name: str) -> Mapping[str, tuple[str, str]]:
-        """The durable intent PodGroup ``namespace/name`` shows in the cache (empty: none, or not known)."""
-        group = self.cache.group("PodGroup", namespace, name)
-        return parse_intent(group) if group is not None else {}
 
     def _finish(self, attempt: Attempt, result: BindResult, outcome: BindOutcome, started: float) -> None:
         """The one place a plan ends: settle the cache, record, report, and requeue a failed root."""

@@ -418,7 +418,7 @@ class Metrics:
             "gang_scheduler_objects_refused", "Objects received from the API server that the cache could not take "
             "as they are, by kind and reason: 'invalid' (fails its kind's validation), 'too_deep' (nested too "
             "deeply to decode), 'undecodable' (its decoding failed otherwise) — each left out of the cache; "
-            "'invalid_intent' (a PodGroup whose gang-scheduler.io/intent annotation is invalid: kept, read as "
+            "'invalid_intent' (a pod whose gang-scheduler.io/intent annotation is invalid: kept, read as "
             "having no intent). Counts object versions received: a list and each watch event count again.",
             ["kind", "reason"], registry=r)
         for kind in sorted(KINDS):

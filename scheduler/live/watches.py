@@ -49,12 +49,11 @@ until the next discovery, seconds (its lists at 15,000 nodes take a few seconds)
 
 class Watches:
     """The informers of ``run`` and the APIs they read (see the module docstring). ``on_change``: the informers'
-    callback (the cache's events); ``on_groups``: told the workload API's PodGroup resource whenever the APIs read
-    change (the binder writes the durable intent there); ``wake``: wakes the scheduling loop."""
+    callback (the cache's events); ``wake``: wakes the scheduling loop."""
 
     def __init__(self, settings: Settings, kube: KubeClient, cache: ClusterCache, metrics: Metrics,
                  unhonoured: UnhonouredFields, spawn: Spawn, on_change: Callable[[list[ClusterEvent]], None],
-                 on_groups: Callable[[Resource], None], wake: Callable[[], None]) -> None:
+                 wake: Callable[[], None]) -> None:
         self.settings = settings
         self.kube = kube
         self.cache = cache
@@ -62,7 +61,6 @@ class Watches:
         self.unhonoured = unhonoured
         self.spawn = spawn
         self.on_change = on_change
-        self.on_groups = on_groups
         self.wake = wake
         self.informers: list[Informer] = []
         self.api_problem: str | None = "API discovery has not run yet"
@@ -180,9 +178,8 @@ class Watches:
         return [res for res in added if res not in dropped]
 
     def _apis_read(self) -> None:
-        """Tell the binder which PodGroup resource the workload API is read as, and the group index which PodGroup
-        APIs are not read and why (not served, or served but not listable: :attr:`unlistable`)."""
-        self.on_groups(self.podgroups.resource)
+        """Tell the group index which PodGroup APIs are not read and why (not served, or served but not listable:
+        :attr:`unlistable`)."""
         unlisted = {res.group: why for res, (_, why, _) in self.unlistable.items() if res.kind in GROUP_KINDS}
         self.cache.groups.set_unread_apis(unread_apis(self.groups, self.settings.api_discovery_interval_s, unlisted))
 

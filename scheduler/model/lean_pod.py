@@ -25,7 +25,8 @@ memoised by what its model reads (:class:`_Items`), so the pods of a template st
 their volumes but that one. Decoding a pod field by field still costs, so :func:`decode_pod` remembers each pod it
 decodes without a node (:data:`_PENDING`); when the same pod (its uid) comes back with a node — the watch event of a
 bind — and its metadata and spec are byte for byte those it had but for the per-pod strings (``nodeName``,
-``resourceVersion``, read from the new bytes), its parts, requests and asks are taken from the pod decoded before
+``resourceVersion``, read from the new bytes) and its annotations (validated afresh: a gang's Bindings add the plan's
+durable intent to them), its parts, requests and asks are taken from the pod decoded before
 instead of being validated and computed again.
 
 The kubelet then writes the pod's status as it starts it (its containers being created, then running; again on every
@@ -388,23 +389,37 @@ without container statuses (its requests then read its spec alone), until it is 
 order they came. An ``OrderedDict``: letting go of the oldest of a plain dict walks the slots its deletions left."""
 
 
-def _picker(struct: type[msgspec.Struct], fields: tuple[tuple[str, str, bool, bool], ...]) -> Callable[[Any], tuple[
-        Any, ...]]:
-    """The values, from ``msgspec.structs.astuple`` of a ``struct``, of its ``fields`` that are not per-pod strings."""
+def _picker(struct: type[msgspec.Struct], fields: tuple[tuple[str, str, bool, bool], ...],
+            apart: tuple[str, ...] = ()) -> Callable[[Any], tuple[Any, ...]]:
+    """The values, from ``msgspec.structs.astuple`` of a ``struct``, of its ``fields`` that are not per-pod strings
+    nor compared ``apart``."""
     names = [f.encode_name for f in msgspec.structs.fields(struct)]
-    picked = [names.index(wire) for wire, _, per_pod, _ in fields if not per_pod]
+    picked = [names.index(wire) for wire, _, per_pod, _ in fields if not per_pod and wire not in apart]
     get = operator.itemgetter(*picked)
     return lambda values: get(values) if len(picked) > 1 else (get(values),)
 
 
-_META_COMPARED = _picker(_META, _META_FIELDS)
+_META_COMPARED = _picker(_META, _META_FIELDS, apart=("annotations",))
+_ANNOTATIONS = _ADAPTERS[ObjectMeta, "annotations"]
+
+
+def _meta_per_pod(meta: Any) -> dict[str, Any]:
+    """What a pod's metadata holds of its own: the per-pod strings (:func:`_per_pod`) and its annotations, validated
+    afresh — the Binding of a gang's member adds the plan's durable intent to them (``scheduler.groups.intent``),
+    so a pod whose annotations alone changed as it was bound still takes its other parts from the version before,
+    and each gang's intent, its own, is not memoised."""
+    values: dict[str, Any] = _per_pod(meta, _META_FIELDS)
+    values["annotations"] = _ANNOTATIONS.validate_json(bytes(meta.annotations), by_alias=True, by_name=False) \
+        if meta.annotations else {}
+    return values
 _SPEC_COMPARED = _picker(_SPEC, _SPEC_FIELDS)
 
 
 def _compared(wire: Any) -> bytes:
     """The raw JSON of ``wire``'s metadata and spec fields but the per-pod strings (name, namespace, uid,
-    resourceVersion, nodeName), in field order, joined by a NUL byte (an absent field as nothing): raw JSON holds no
-    NUL (JSON escapes control characters), so two pods with equal results have equal fields."""
+    resourceVersion, nodeName) and the annotations (:func:`_meta_per_pod`), in field order, joined by a NUL byte
+    (an absent field as nothing): raw JSON holds no NUL (JSON escapes control characters), so two pods with equal
+    results have equal fields."""
     astuple = msgspec.structs.astuple
     return b"\0".join((*_META_COMPARED(astuple(wire.metadata)), *_SPEC_COMPARED(astuple(wire.spec))))
 
@@ -490,7 +505,7 @@ def _remembered(wire: Any, deleted: bool) -> LeanPod:
             requests = pod.requests
         else:
             requests = _requests(spec, actuated)
-        lean = LeanPod(msgspec.structs.replace(pod.metadata, **_per_pod(wire.metadata, _META_FIELDS)), spec,
+        lean = LeanPod(msgspec.structs.replace(pod.metadata, **_meta_per_pod(wire.metadata)), spec,
                        _status(wire), requests, pod.asks)
     else:
         lean = _bound(wire, compared, actuated)
@@ -519,7 +534,7 @@ def _bound(wire: Any, compared: bytes | None = None, actuated: _Actuated | None 
     if (prior is not None and not wire.status.containerStatuses and not wire.status.initContainerStatuses
             and prior[0] == (compared if compared is not None else _compared(wire))):
         pod = prior[1]
-        return LeanPod(LeanMeta(**{**pod.metadata.__dict__, **_per_pod(wire.metadata, _META_FIELDS)}),
+        return LeanPod(LeanMeta(**{**pod.metadata.__dict__, **_meta_per_pod(wire.metadata)}),
                        LeanSpec(**{**pod.spec.__dict__, **_per_pod(wire.spec, _SPEC_FIELDS)}), status,
                        pod.requests, pod.asks)
     seen: dict[str, bytes] = {}

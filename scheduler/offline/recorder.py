@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -128,10 +129,13 @@ class CacheWriter:
         self.made.discard(key)
         self.cache.delete_one(kind.name, key)
 
-    async def bind(self, pod: Pod, node: str) -> None:
+    async def bind(self, pod: Pod, node: str, annotations: Mapping[str, str] | None = None) -> None:
         current = self.cache.pod(pod.key)
         if current is None:
             raise NotFound(404, "NotFound", f'pods "{pod.metadata.name}" not found')
+        if annotations:  # merged into the pod's, as the API server's binding storage does
+            meta = current.metadata.model_copy(update={"annotations": {**current.metadata.annotations, **annotations}})
+            current = current.model_copy(update={"metadata": meta})
         self.cache.load_one(POD.name, bound_copy(current, node))
 
     def waits(self) -> bool:

@@ -22,8 +22,8 @@
   the node label keys from kopf indices. On CREATE only: what they add to the API server's own
   validation is cross-object (cycles, depth), and the parent link is immutable (PodGroup and
   CompositePodGroup ``spec.parentCompositePodGroupName``); an UPDATE can change only ``minCount``, which
-  the API server checks itself — and the scheduler patches its groups on every bind (the intent
-  annotation, architecture §6), which must not wait on the operator.
+  the API server checks itself — and the scheduler writes its groups' status conditions as it binds, which must
+  not wait on the operator.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from typing import Any, Literal
 import kopf
 
 from scheduler.client.kube import COMPOSITES, PODS, ApiError, Conflict, KubeClient, NotFound, Resource
-from scheduler.groups.intent import INTENT_ANNOTATION
 from scheduler.groups.workloads import (
     JOB,
     JOBSET_NAME,
@@ -153,26 +152,23 @@ class Reconciler:
 
     async def _recreate(self, spec: GroupSpec, raw: JSON, body: kopf.Body, have: JSON) -> None:
         """Kubernetes 1.36: ``minCount`` is immutable (the whole v1alpha2 ``PodGroupSpec`` is), so a PodGroup
-        whose minimum moved is deleted and made again with the new one — but only while nothing is placed:
-        no member bound (``spec.nodeName``) and no placement recorded by the scheduler (its intent
-        annotation, written before the first claim write or bind of a plan, architecture §14). The delete
-        is preconditioned on the uid and resourceVersion read, so an intent written since answers 409 and
-        kopf retries the whole pass. The pods keep their link (by name; core/v1 ``spec.schedulingGroup``:
+        whose minimum moved is deleted and made again with the new one — but only while no member is bound
+        (``spec.nodeName``; the scheduler's plan is on record from its first bind on, architecture §14). The
+        delete is preconditioned on the uid and resourceVersion read, so a change since answers 409 and kopf
+        retries the whole pass; a plan being bound as the object is deleted binds its members under the new
+        object (they link it by name), which holds the room of the rest as for any gang bound below its
+        minimum. The pods keep their link (by name; core/v1 ``spec.schedulingGroup``:
         "a group object with the same name may be recreated with different policies") and wait for the new
         object, as kube-scheduler's pods wait for a PodGroup to appear. Otherwise the group keeps its minimum,
         with a Warning Event saying so."""
         res, namespace, name = self.served.podgroups, raw["metadata"]["namespace"], spec.name
         meta = have.get("metadata") or {}
-        placed = ""
         if bound := await self._bound_members(namespace, name):
-            placed = f"{bound} of its pods are bound"
-        elif INTENT_ANNOTATION in (meta.get("annotations") or {}):
-            placed = f"the scheduler is placing it (annotation {INTENT_ANNOTATION})"
-        if placed:
             kopf.warn(body, reason="GangImmutable",
                       message=f"PodGroup {namespace}/{name} keeps minCount {minimum_of(have)}, not the {spec.minimum} "
                               f"the workload now asks for: minCount is immutable in {res.group_version} (Kubernetes "
-                              f"1.36) and {placed}, so it is not made again; delete it to have it made again")
+                              f"1.36) and {bound} of its pods are bound, so it is not made again; delete it to have "
+                              "it made again")
             return
         preconditions = {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}
         await self.kube.delete(res, namespace, name, body={"apiVersion": "v1", "kind": "DeleteOptions",
@@ -277,14 +273,14 @@ def build_registry(connect: Connect, served: Served, scheduler_name: str) -> kop
     return registry
 
 
-OWNED_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels", "annotations")
+OWNED_METADATA = ("name", "namespace", "uid", "resourceVersion", "labels")
 """What the owned-groups index keeps of a group's metadata: what a reconcile reads (names, the delete's uid and
-resourceVersion preconditions, the intent annotation)."""
+resourceVersion preconditions)."""
 
 
 def _register_owned(registry: kopf.OperatorRegistry, resources: list[Resource]) -> tuple[str, ...]:
     """One kopf index per group resource of the groups the operator made (label :data:`WORKLOAD_UID`): workload
-    uid → (resource, {metadata: name, uid, resourceVersion, labels, annotations; spec}). kopf keeps it from a
+    uid → (resource, {metadata: name, uid, resourceVersion, labels; spec}). kopf keeps it from a
     watch, so a reconcile reads it instead of listing every group of the namespace. Returns the index ids."""
     ids = []
     for res in resources:

@@ -76,8 +76,7 @@ PATHS: dict[str, tuple[Path, ...]] = {
                  ("spec", "schedulingConstraints", "topology"), ("spec", "schedulingConstraints", "topology", 0, "key"),
                  ("spec", "priority"), ("spec", "priorityClassName"), ("spec", "disruptionMode"),
                  ("spec", "preemptionPolicy"), ("spec", "resourceClaims"), ("spec", "workloadRef"), ("spec",),
-                 ("status",), ("status", "conditions"), ("status", "conditions", 0), ("metadata", "annotations"),
-                 ("metadata", "annotations", "gang-scheduler.io/intent")),
+                 ("status",), ("status", "conditions"), ("status", "conditions", 0), ("metadata", "annotations")),
     "composite": (("spec", "schedulingPolicy"), ("spec", "schedulingPolicy", "gang", "minGroupCount"),
                   ("spec", "schedulingPolicy", "basic"), ("spec", "parentCompositePodGroupName"),
                   ("spec", "schedulingConstraints"), ("spec", "priority"), ("spec", "workloadRef"), ("spec",),
@@ -94,7 +93,8 @@ PATHS: dict[str, tuple[Path, ...]] = {
             ("spec", "schedulingGates"), ("spec", "resourceClaims"), ("spec", "topologySpreadConstraints"),
             ("spec", "schedulerName"), ("spec",), ("status",), ("status", "phase"),
             ("status", "resourceClaimStatuses"), ("status", "nominatedNodeName"), ("metadata", "annotations"),
-            ("metadata", "ownerReferences"), ("metadata", "labels")),
+            ("metadata", "annotations", "gang-scheduler.io/intent"), ("metadata", "ownerReferences"),
+            ("metadata", "labels")),
 }
 
 

@@ -70,7 +70,8 @@ class Kind(enum.StrEnum):
     COMPOSITE_STATUS = "composite-status"
     EVENT = "event"
     PODGROUP_PATCH = "podgroup-patch"
-    """A PATCH/PUT of a PodGroup itself (not ``/status``): the durable-intent annotation."""
+    """A PATCH/PUT of a PodGroup itself (not ``/status``): the scheduler sends none (its conditions go to
+    ``/status``, its durable intent rides on the Bindings)."""
     LEASE = "lease"
     WATCH = "watch"
     READ = "read"

@@ -1,6 +1,6 @@
-"""Variant (a): SIGKILL at exact, seeded points — after the Nth bind (or the first write of a plan, its durable
-intent once there is one), between claim writes and binds, during status writes — then restart; 20 kills in
-all. Capacity is ample, so every gang must end fully bound.
+"""Variant (a): SIGKILL at exact, seeded points — after the Nth bind (the first one, whose Binding puts the plan's
+durable intent on record, every fourth round), between claim writes and binds, during status writes — then restart;
+20 kills in all. Capacity is ample, so every gang must end fully bound.
 
 Each round creates a wave of gangs, arms a :class:`~tests.chaos.server.KillSwitch` on the next
 Nth write of a kind, (re)starts the scheduler and waits for the kill; after a short downtime the
@@ -69,9 +69,8 @@ async def test_kill_after_the_nth_bind(chaos: OpenVariant) -> None:
         await create_nodes(h.kube, "kb", 10, cpu="16")
 
         def arm(i: int, proc: SchedulerProcess) -> KillSwitch:
-            if i % 4 == 3:  # the durable intent: a PodGroup patch before the first bind, if there is one
-                return KillSwitch("first PodGroup patch or bind", kinds_of(Kind.PODGROUP_PATCH, Kind.BIND), 1,
-                                  proc.kill)
+            if i % 4 == 3:  # the first bind of a run: the first member on record with the plan's durable intent
+                return KillSwitch("bind #1", kinds_of(Kind.BIND), 1, proc.kill)
             n = h.rng.randint(1, 15)
             return KillSwitch(f"bind #{n}", kinds_of(Kind.BIND), n, proc.kill)
 

@@ -301,6 +301,8 @@ class ApiServer(kmock.KubernetesEmulator):
             if uid and uid != pod['metadata'].get('uid'):
                 raise _conflict(f"Precondition failed: UID in precondition: {uid}, UID in object meta: {pod['metadata'].get('uid')}")
             spec['nodeName'] = req.data['target']['name']
+            if annotations := (req.data.get('metadata') or {}).get('annotations'):   # BindingREST merges them
+                pod['metadata'].setdefault('annotations', {}).update(annotations)
             conds = [c for c in pod.setdefault('status', {}).get('conditions', []) if c.get('type') != 'PodScheduled']
             pod['status']['conditions'] = conds + [{'type': 'PodScheduled', 'status': 'True', 'lastTransitionTime': _now()}]
             pod['status'].pop('nominatedNodeName', None)

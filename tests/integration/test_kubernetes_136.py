@@ -82,7 +82,9 @@ async def test_a_gang_is_bound_whole_and_its_conditions_carry_the_v136_names(k8s
         assert (cond["status"], cond["reason"]) == ("True", "Scheduled")
         assert "PodGroupInitiallyScheduled" not in await conditions(kube, "g")
     stored = k8s.objects[PATH, NS, "g"]
-    assert INTENT_ANNOTATION in stored["metadata"]["annotations"]  # the durable intent, on the v1alpha2 object
+    members = [await kube.get(PODS, NS, f"g-{i}") for i in range(6)]  # the durable intent, carried by each Binding
+    assert all(INTENT_ANNOTATION in p["metadata"]["annotations"] for p in members)
+    assert INTENT_ANNOTATION not in (stored["metadata"].get("annotations") or {})
     assert stored["spec"] == podgroup("g", 6, "Pod")["spec"]  # the spec is never written
     valid_136(k8s, "g")
     assert not [r for r in k8s if r.resource is not None and r.resource.plural and r.resource.version == "v1beta1"]

@@ -74,7 +74,7 @@ async def test_kopf_manages_the_webhook_configurations(served, kube: KubeClient)
     checks = {h["rules"][0]["resources"][0]: h for h in validating["webhooks"] if h["rules"]}
     assert checks.keys() == {"podgroups", "compositepodgroups"}
     assert all(h["failurePolicy"] == "Ignore" for h in checks.values())
-    # CREATE only: the scheduler's own PodGroup patches (intent, on every bind) never wait on the operator
+    # CREATE only: the scheduler's own PodGroup writes (conditions, as it binds) never wait on the operator
     assert all(h["rules"][0]["operations"] == ["CREATE"] for h in checks.values())
 
 
@@ -423,22 +423,22 @@ async def _all(coro, n: int):  # type: ignore[no-untyped-def]
 
 @pytest.mark.kubernetes("1.36")
 @pytest.mark.looptime
-async def test_v136_podgroup_being_placed_is_not_made_again(served, kube: KubeClient) -> None:
-    """The scheduler records its placement on the PodGroup (the intent annotation) before the first bind: a
-    PodGroup carrying one is placed, or about to be, even with no member bound yet — its minimum is kept."""
+async def test_v136_podgroup_with_a_member_bound_is_not_made_again(served, kube: KubeClient) -> None:
+    """A PodGroup with a member bound is placed (the scheduler's plan is on record from its first bind on): its
+    minimum is kept, with a Warning saying why."""
     async with operating(served, kube):
         await kube.create(JOBS, NS, job("train", 2))
         made = await until(lambda: _first(kube.list(PODGROUPS_V1ALPHA2, NS)), what="PodGroup made")
-        intent = '{"plan": "p1", "pods": {"train-a": {"node": "n0", "uid": "0123abcd"}}}'
-        await kube.patch(PODGROUPS_V1ALPHA2, NS, "train", {"metadata": {"annotations": {
-            "gang-scheduler.io/intent": intent}}})
+        await kube.create(PODS, NS, {"metadata": {"name": "train-a", "namespace": NS},
+                                     "spec": {"nodeName": "n0", "schedulingGroup": {"podGroupName": "train"},
+                                              "containers": [{"name": "main", "image": "busybox"}]}})
         await kube.patch(JOBS, NS, "train", {"spec": {"parallelism": 3}})
         (warning,) = await until(lambda: warning_events(kube, "GangImmutable"), what="GangImmutable event")
         kept = await kube.get(PODGROUPS_V1ALPHA2, NS, "train")
     assert kept["metadata"]["uid"] == made["metadata"]["uid"]
     assert kept["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
-    assert warning["message"].endswith("and the scheduler is placing it (annotation gang-scheduler.io/intent), so it "
-                                       "is not made again; delete it to have it made again")
+    assert warning["message"].endswith("and 1 of its pods are bound, so it is not made again; delete it to have it "
+                                       "made again")
 
 
 @pytest.mark.looptime

@@ -29,7 +29,6 @@ from scheduler.client.kube import (
     KubeClient,
     Resource,
 )
-from scheduler.groups.intent import INTENT_ANNOTATION
 from scheduler.model.coscheduling import POD_GROUP_LABEL
 from tests.integration.apiserver import ApiServer
 from tests.integration.conftest import RESOURCES, RESOURCES_1_36, VERBS
@@ -67,12 +66,6 @@ async def condition_true(kube: KubeClient, res: Resource, name: str, type_: str)
     return any(c["type"] == type_ and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions") or [])
 
 
-def intent_written(k8s: ApiServer, path: str, name: str) -> bool:
-    """Whether some stored version of PodGroup ``name`` at ``path`` carried the durable intent."""
-    return any(INTENT_ANNOTATION in (v.get("metadata", {}).get("annotations") or {})
-               for v in filter(None, k8s.objects[path, NS, name].history))
-
-
 def crd_podgroup(name: str, min_member: int) -> dict[str, Any]:
     return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": NS}, "spec": {"minMember": min_member}}
@@ -104,7 +97,7 @@ async def test_a_crd_installed_after_start_is_watched_and_its_gang_bound(
 @pytest.mark.looptime
 async def test_the_workload_api_enabled_after_start_is_watched_and_written(k8s: ApiServer, kube: KubeClient) -> None:
     """Only scheduler-plugins' CRD was served at start: the workload API's PodGroups are read once it is served,
-    and the gang's durable intent and conditions are written to that API."""
+    and the gang's conditions are written to that API."""
     del k8s.resources[PODGROUPS_PATH]
     await create_node(kube, "n0", cpu="4")
     for i in range(2):
@@ -119,11 +112,10 @@ async def test_the_workload_api_enabled_after_start_is_watched_and_written(k8s: 
         await asyncio.sleep(INTERVAL_S)  # loop time: the next discovery
         placed = await until(lambda: bound_at_least(kube, "g-", 2), what="the gang bound")
         assert placed == {"g-0": "n0", "g-1": "n0"}
-        assert sched.watches.podgroups is podgroup_api.V1BETA1 and sched.binder.podgroups is PODGROUPS
+        assert sched.watches.podgroups is podgroup_api.V1BETA1
         assert sched.cache.groups.unread_apis == {}
         await until(lambda: condition_true(kube, PODGROUPS, "g", "PodGroupInitiallyScheduled"),
                     what="the PodGroup's condition")
-    assert intent_written(k8s, PODGROUPS_PATH, "g"), "the durable intent was written to the workload API's PodGroup"
 
 
 @pytest.mark.looptime
@@ -196,8 +188,8 @@ async def test_a_crd_served_before_its_podgroup_exists_turns_the_reason_into_wai
 @pytest.mark.looptime
 async def test_v136_podgroups_served_after_the_crd_are_written_in_their_own_version(
         k8s: ApiServer, kube: KubeClient) -> None:
-    """Only scheduler-plugins' CRD at start, then v1.36's v1alpha2 PodGroups: the gang's durable intent and its
-    condition go to v1alpha2, the version found, and the condition carries v1.36's name."""
+    """Only scheduler-plugins' CRD at start, then v1.36's v1alpha2 PodGroups: the gang's condition goes to
+    v1alpha2, the version found, and carries v1.36's name."""
     kind, namespaced, subresources = RESOURCES_1_36[V1ALPHA2_PATH]
     del k8s.resources[V1ALPHA2_PATH]
     serve(k8s, CRD_PATH)
@@ -215,7 +207,6 @@ async def test_v136_podgroups_served_after_the_crd_are_written_in_their_own_vers
         assert sched.watches.podgroups is podgroup_api.V1ALPHA2
         await until(lambda: condition_true(kube, PODGROUPS_V1ALPHA2, "g", "PodGroupScheduled"),
                     what="the v1alpha2 PodGroup's condition")
-    assert intent_written(k8s, V1ALPHA2_PATH, "g"), "the durable intent was written to the v1alpha2 PodGroup"
 
 
 @pytest.mark.looptime

@@ -19,11 +19,11 @@ from scheduler.cycle import CycleRunner
 from scheduler.framework import Plan, SolverConfig, Unschedulable
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.groups.intent import INTENT_ANNOTATION, intent_annotation
-from scheduler.model import PodGroup
+from scheduler.model import Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
-from tests.unit.groups.builders import pg, pg_dict
+from tests.unit.groups.builders import pg
 from tests.unit.preemption.kit import OURS, group, pending
 from tests.unit.solver.builders import HOSTNAME, node, pod, pod_term
 
@@ -106,22 +106,30 @@ def test_a_node_uncordoned_in_a_domain_moves_a_root_topology_placement_rejected(
     assert again is not None and isinstance(again.decision, Plan)
 
 
-def partial_gang() -> ClusterCache:
-    """``p`` (minCount 2) has ``p-0`` running on ``n0`` and holds ``n0``'s other half for ``p-1`` (its durable
-    intent); ``q-0`` needs that half."""
-    running_p0 = pod("p-0", namespace=NS, group="p", cpu="4", node_name="n0", phase="Running", uid="uid-p-0")
+def running_p0(*, with_intent: bool = True) -> Pod:
+    """``p-0`` running on ``n0``, bound (``with_intent``) by a Binding carrying its gang's durable intent: ``p-1`` on
+    ``n0`` too."""
+    p0 = pod("p-0", namespace=NS, group="p", cpu="4", node_name="n0", phase="Running", uid="uid-p-0")
+    if not with_intent:
+        return p0
     pending_p1 = pod("p-1", namespace=NS, group="p", cpu="4", uid="uid-p-1")
-    body = pg_dict("p", 2)
-    body["metadata"]["annotations"] = {INTENT_ANNOTATION: intent_annotation("t1", [(running_p0, "n0"),
-                                                                                   (pending_p1, "n0")])}
-    held = PodGroup.model_validate(body)
-    return cache_of(("Node", [node("n0", cpu="8")]), ("PodGroup", [held, group("q", 1)]),
-                    ("Pod", [running_p0, pending_p1, pod("q-0", namespace=NS, group="q", cpu="4")]))
+    value = intent_annotation("t1", "2026-01-01T00:00:00.000000+00:00", [(p0, "n0"), (pending_p1, "n0")])
+    assert value is not None
+    meta = p0.metadata.model_copy(update={"annotations": {INTENT_ANNOTATION: value}})
+    return p0.model_copy(update={"metadata": meta})
+
+
+def partial_gang() -> ClusterCache:
+    """``p`` (minCount 2) has ``p-0`` running on ``n0`` and holds ``n0``'s other half for ``p-1`` (the durable
+    intent its bound member carries); ``q-0`` needs that half."""
+    return cache_of(("Node", [node("n0", cpu="8")]), ("PodGroup", [pg("p", 2), group("q", 1)]),
+                    ("Pod", [running_p0(), pod("p-1", namespace=NS, group="p", cpu="4", uid="uid-p-1"),
+                             pod("q-0", namespace=NS, group="q", cpu="4")]))
 
 
 @pytest.mark.parametrize("release", [
     lambda cache: cache.delete_one("Pod", f"{NS}/p-1"),
-    lambda cache: cache.load_one("PodGroup", group("p", 2)),
+    lambda cache: cache.load_one("Pod", running_p0(with_intent=False)),
     lambda cache: cache.delete_one("PodGroup", f"{NS}/p"),
 ], ids=["pending-member-deleted", "intent-removed", "group-deleted"])
 def test_room_a_partial_gang_gives_up_is_said_once(release: Callable[[ClusterCache], object]) -> None:

@@ -18,7 +18,7 @@ class Refusing:
     def __init__(self, current: dict[str, Any]) -> None:
         self.current = current
 
-    async def bind(self, pod: Pod, node: str) -> None:
+    async def bind(self, pod: Pod, node: str, annotations: Any = None) -> None:
         raise Conflict(409, "Conflict", "Operation cannot be fulfilled: Precondition failed: UID in precondition")
 
     async def get(self, kind: Any, namespace: str, name: str) -> dict[str, Any]:
@@ -37,7 +37,7 @@ POD = Pod.model_validate({"metadata": {"name": "w-0", "namespace": "ml", "uid": 
 async def test_a_409_is_success_only_for_this_pod_on_this_node(uid: str, node: str, bound: bool) -> None:
     writer = Refusing({"metadata": {"name": "w-0", "namespace": "ml", "uid": uid}, "spec": {"nodeName": node}})
     if bound:
-        await _bind(POD, "n1", writer)  # type: ignore[arg-type]
+        await _bind(POD, "n1", writer, None)  # type: ignore[arg-type]
     else:
         with pytest.raises(Conflict):
-            await _bind(POD, "n1", writer)  # type: ignore[arg-type]
+            await _bind(POD, "n1", writer, None)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from scheduler.framework.plan import Plan
 from scheduler.framework.pod_index import IndexView, PodEntry, pod_entry
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
-from tests.unit.cache.test_quiet_rebuilds import assume, gang, intent, member, podgroup
+from tests.unit.cache.test_quiet_rebuilds import assume, bound_member, gang, intent
 
 ROOT = GroupKey("Pod", "ns", "p")
 NODES = [{"metadata": {"name": f"n{i}", "labels": {"zone": f"z{i % 2}"}},
@@ -148,11 +148,7 @@ def test_the_index_of_a_snapshot_with_held_room_is_carried_forward() -> None:
     (O(pods)) for as long as some gang holds room."""
     cache = gang(["g-0", "g-1", "g-2"])
     assume(cache, "g-0", "g-1", "g-2")
-    cache.apply("PodGroup", "MODIFIED", podgroup("2", intent("g-0", "g-1", "g-2")))
-    bound = member("g-0")
-    bound["spec"]["nodeName"] = "n0"
-    bound["metadata"]["resourceVersion"] = "2"
-    cache.apply("Pod", "MODIFIED", bound)
+    cache.apply("Pod", "MODIFIED", bound_member("g-0", intent("g-0", "g-1", "g-2")))
     cache.forget(["ml/g-1", "ml/g-2"])
     first = cache.snapshot()
     assert cache.holds and len(first.nominated) == 2

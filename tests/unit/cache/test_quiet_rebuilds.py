@@ -13,7 +13,6 @@ import pytest
 from scheduler.cache.cluster import ClusterCache
 from scheduler.framework.plan import Plan
 from scheduler.groups.intent import INTENT_ANNOTATION
-from scheduler.groups.tree import TreeState
 from scheduler.model.coscheduling import CACHE_KIND, POD_GROUP_LABEL
 from scheduler.model.scheduling import GroupKey
 
@@ -62,15 +61,25 @@ def gang(pods: list[str]) -> ClusterCache:
     return cache
 
 
-def podgroup(rv: str, intent: dict[str, Any] | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": "g", "namespace": "ml", "uid": "uid-g", "resourceVersion": rv}
-    if intent is not None:
-        meta["annotations"] = {INTENT_ANNOTATION: json.dumps(intent)}
-    return {"metadata": meta, "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+def podgroup(rv: str) -> dict[str, Any]:
+    return {"metadata": {"name": "g", "namespace": "ml", "uid": "uid-g", "resourceVersion": rv},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
 
 
-def intent(*names: str) -> dict[str, Any]:
-    return {"plan": "t1", "pods": {name: {"node": "n0", "uid": f"uid-{name}"[:8]} for name in names}}
+def intent(*names: str, at: str = "2026-01-01T00:00:00.000000+00:00", node: str = "n0") -> str:
+    """The durable intent a Binding carries (``scheduler.groups.intent``) naming ``node`` for each of ``names``."""
+    return json.dumps({"plan": "t1", "at": at,
+                       "pods": {name: {"node": node, "uid": f"uid-{name}"[:8]} for name in names}})
+
+
+def bound_member(name: str, value: str | None, node: str = "n0") -> dict[str, Any]:
+    """``member(name)`` bound to ``node`` by a Binding carrying the intent ``value`` (None: none)."""
+    pod = member(name)
+    pod["spec"]["nodeName"] = node
+    pod["metadata"]["resourceVersion"] = "2"
+    if value is not None:
+        pod["metadata"]["annotations"] = {INTENT_ANNOTATION: value}
+    return pod
 
 
 def assume(cache: ClusterCache, *names: str) -> None:
@@ -82,85 +91,27 @@ def assume(cache: ClusterCache, *names: str) -> None:
     cache.assume(Plan(ROOT, tuple(placements), frozenset({ROOT})), token="t1")
 
 
-def test_the_intent_of_a_plan_assumed_whole_rebuilds_no_tree() -> None:
-    """The watch bringing the intent the binder wrote for a plan that placed every member changes nothing a tree reads
-    (an intent names nodes for pending members only): no root changed, no tree rebuilt, the new PodGroup kept."""
-    cache = gang(["g-0", "g-1"])
-    assume(cache, "g-0", "g-1")
-    assert cache.take_changed_roots() == {ROOT}
-    before = cache.tree(ROOT)
-    assert before is not None and before.state is TreeState.SCHEDULED
-
-    cache.apply("PodGroup", "MODIFIED", podgroup("2", intent("g-0", "g-1")))
-
-    assert cache.take_changed_roots() == set()
-    assert cache.take_quiet_roots() == set()
-    assert cache.tree(ROOT) is before
-    group = cache.group("PodGroup", "ml", "g")
-    assert group is not None and group.metadata.resource_version == "2"
-
-
-def test_an_intent_naming_a_pending_member_rebuilds_its_tree() -> None:
-    """A member left pending (a plan that placed only some, or a restart between binds) reads the intent: the tree is
-    rebuilt and holds the node the intent names for it."""
-    cache = gang(["g-0", "g-1", "g-2"])
-    assume(cache, "g-0", "g-1")
-    cache.take_changed_roots()
-
-    cache.apply("PodGroup", "MODIFIED", podgroup("2", intent("g-0", "g-1", "g-2")))
-
-    assert cache.take_changed_roots() == {ROOT}
-    tree = cache.tree(ROOT)
-    assert tree is not None and next(tree.root.leaves()).intended == (("ml/g-2", "n0"),)
-
-
-def test_a_gated_member_does_not_read_the_intent() -> None:
-    cache = gang(["g-0", "g-1"])
-    gated = member("g-2")
-    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
-    cache.apply("Pod", "ADDED", gated)
-    assume(cache, "g-0", "g-1")
-    cache.take_changed_roots()
-
-    cache.apply("PodGroup", "MODIFIED", podgroup("2", intent("g-0", "g-1")))
-
-    assert cache.take_changed_roots() == set()
-
-
-def test_a_spec_change_beside_the_intent_still_rebuilds_the_tree() -> None:
-    """Only the intent may change unread: a new minCount on a gang assumed whole makes it want more members."""
-    cache = gang(["g-0", "g-1"])
-    assume(cache, "g-0", "g-1")
-    cache.take_changed_roots()
-
-    changed = podgroup("2", intent("g-0", "g-1"))
-    changed["spec"]["schedulingPolicy"]["gang"]["minCount"] = 3
-    cache.apply("PodGroup", "MODIFIED", changed)
-
-    assert cache.take_changed_roots() == {ROOT}
-    tree = cache.tree(ROOT)
-    assert tree is not None and tree.state is not TreeState.SCHEDULED
-
-
-def test_members_forgotten_after_an_unread_intent_read_it() -> None:
-    """The PodGroup an unread intent came with is kept: members pending again later (their plan forgotten after one
-    bind) are held the nodes it names."""
+def test_members_forgotten_after_a_bind_are_held_the_nodes_its_intent_names() -> None:
+    """The bind's watch event brings the plan the Binding carried: members pending again later (their plan
+    forgotten after one bind) are held the nodes it names."""
     cache = gang(["g-0", "g-1", "g-2"])
     assume(cache, "g-0", "g-1", "g-2")
     cache.take_changed_roots()
-    cache.apply("PodGroup", "MODIFIED", podgroup("2", intent("g-0", "g-1", "g-2")))
-    assert cache.take_changed_roots() == set()
 
-    bound = member("g-0")
-    bound["spec"]["nodeName"] = "n0"
-    bound["metadata"]["resourceVersion"] = "2"
-    cache.apply("Pod", "MODIFIED", bound)
+    cache.apply("Pod", "MODIFIED", bound_member("g-0", intent("g-0", "g-1", "g-2")))
     cache.forget(["ml/g-1", "ml/g-2"])
 
     tree = cache.tree(ROOT)
     assert tree is not None and tree.partial
-    assert sorted(next(tree.root.leaves()).intended) == [("ml/g-1", "n0"), ("ml/g-2", "n0")]
-    assert {p.key for p, _, _ in cache.holds[ROOT]} == {"ml/g-1", "ml/g-2"}
+    assert sorted((p.key, node) for p, node, _ in cache.holds[ROOT]) == [("ml/g-1", "n0"), ("ml/g-2", "n0")]
+
+
+def test_a_member_bound_without_an_intent_holds_nothing() -> None:
+    """A gang bound below its minimum by someone else (no intent on its bound member) holds no room."""
+    cache = gang(["g-0", "g-1"])
+    cache.apply("Pod", "MODIFIED", bound_member("g-0", None))
+    tree = cache.tree(ROOT)
+    assert tree is not None and tree.partial and ROOT not in cache.holds
 
 
 def running(name: str, phase: str, rv: str, *, coscheduling: bool = False, both: bool = False) -> dict[str, Any]:

@@ -73,13 +73,12 @@ def test_simulate_runs_the_live_plugin_list_intent_included() -> None:
     cache.load_one(POD.name, member)
     binder = RecordingBinder(cache)
     names = [p.name for p in binder.runner.plugins.pre_bind] + [binder.runner.plugins.bind.name]
-    assert names == ["DurableIntent", "DynamicResources", "VolumeBinding", "DefaultBinder"]
+    assert names == ["DynamicResources", "VolumeBinding", "DefaultBinder"]
     plan = Plan(GroupKey("PodGroup", NS, "g"), ((member, "n1"),), frozenset())
     try:
         result, made = binder.commit(BindingCycle(plan, token="PodGroup/ml/g#1"))
     finally:
         binder.close()
     assert result.ok and made == set()
-    stored = cache.group("PodGroup", NS, "g")
-    assert stored is not None and INTENT_ANNOTATION in stored.metadata.annotations
-    assert cache.pods[f"{NS}/g-0"].spec.node_name == "n1"
+    stored = cache.pods[f"{NS}/g-0"]
+    assert stored.spec.node_name == "n1" and INTENT_ANNOTATION in stored.metadata.annotations
