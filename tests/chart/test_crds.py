@@ -53,5 +53,5 @@ def test_rbac_covers_scheduler_plugins_podgroups_either_way(install: bool) -> No
     (role,) = [o for o in objects(render({"crds": {"install": install}})) if o["kind"] == "ClusterRole"]
     granted = {(r, v) for rule in role["rules"] if coscheduling.API_GROUP in rule["apiGroups"]
                for r in rule["resources"] for v in rule["verbs"]}
-    assert granted == {("podgroups", "get"), ("podgroups", "list"), ("podgroups", "watch"), ("podgroups", "patch"),
+    assert granted == {("podgroups", "get"), ("podgroups", "list"), ("podgroups", "watch"),
                        ("podgroups/status", "patch")}

@@ -76,15 +76,14 @@ DYNAMIC: dict[tuple[str, str, str], tuple[str | Resource, ...]] = {
     # api_writer.py KubeWriter: the binding cycle's writer (scheduler/binding/). `self.resource(kind)` is the
     # resource of the row the plugin names: reads of claims (DynamicResources: a re-read after a 409), pods
     # (DefaultBinder: a 409 decided by the pod), PVCs and PVs (VolumeBinding); a scheduler-made claim created and
-    # deleted on rollback; patches of the durable intent on PodGroups (the version watches.py Watches.discover
-    # chose, or scheduler-plugins' CRD) and of PVC annotations / PV claimRefs; status patches of claims
-    # (allocation, reservedFor) and of pods (extendedResourceClaimStatus).
+    # deleted on rollback; patches of PVC annotations / PV claimRefs; status patches of claims (allocation,
+    # reservedFor) and of pods (extendedResourceClaimStatus).
     ("live/api_writer.py", "KubeWriter.get", "self.resource(kind)"): (
         "RESOURCE_CLAIMS", "PODS", "PERSISTENT_VOLUME_CLAIMS", "PERSISTENT_VOLUMES"),
     ("live/api_writer.py", "KubeWriter.create", "self.resource(kind)"): ("RESOURCE_CLAIMS",),
     ("live/api_writer.py", "KubeWriter.delete", "self.resource(kind)"): ("RESOURCE_CLAIMS",),
     ("live/api_writer.py", "KubeWriter._patch", "self.resource(kind)"): (
-        "PODGROUPS", "PODGROUPS_V1ALPHA2", "COSCHEDULING_PODGROUPS", "PERSISTENT_VOLUME_CLAIMS", "PERSISTENT_VOLUMES"),
+        "PERSISTENT_VOLUME_CLAIMS", "PERSISTENT_VOLUMES"),
     ("live/api_writer.py", "KubeWriter._patch_status", "self.resource(kind)"): ("RESOURCE_CLAIMS", "PODS"),
     # operator/handlers.py Reconciler: `res` is groups.resource_of(spec, served) (COMPOSITES for a
     # CompositePodGroup, else Served.podgroups: PODGROUPS, PODGROUPS_V1ALPHA2 or COSCHEDULING_PODGROUPS), or the
