@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -32,6 +32,7 @@ from scheduler.framework.plan import Decision, Plan, Preemption, SolverConfig, U
 from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.groups.tree import GroupTree, TreeState, satisfiable_without
+from scheduler.model.kinds import POD_GROUP
 from scheduler.model.pod import Pod
 from scheduler.model.scheduling import GroupKey
 from scheduler.solver.plugins import (
@@ -219,9 +220,24 @@ class CycleRunner:
             return Attempt(tree, snapshot, Unschedulable(tree.key, Code.ERROR, f"plan not assumed: {exc}"))
         return Attempt(tree, snapshot, decision, token, events)
 
-    def target_problem(self, plan: Plan, pod: Pod, node: str) -> str | None:
+    def group_uids(self, plan: Plan) -> dict[tuple[str, str], str]:
+        """(namespace, PodGroup name) → its uid in the cache now, for each PodGroup ``plan`` places members of (what
+        :meth:`target_problem` compares with later)."""
+        uids: dict[tuple[str, str], str] = {}
+        for pod, _ in plan.placements:
+            if pod.group_name is not None and (pod.metadata.namespace, pod.group_name) not in uids:
+                group = self.cache.group(POD_GROUP.name, pod.metadata.namespace, pod.group_name)
+                if group is not None:
+                    uids[pod.metadata.namespace, pod.group_name] = group.metadata.uid
+        return uids
+
+    def target_problem(self, plan: Plan, pod: Pod, node: str,
+                       groups: Mapping[tuple[str, str], str] | None = None) -> str | None:
         """Why binding ``pod`` to ``node`` no longer fits the cache as it is now, or None (the
         check the Bind plugin makes just before each bind).
+
+        Refused first, given ``groups`` (:meth:`group_uids` when the plan was made): the pod's PodGroup is gone, or
+        was deleted and created again (another uid) — its spec may ask for another gang than the plan placed.
 
         Refused: the node is gone; cordoned (``spec.unschedulable``, unless the pod tolerates
         kube's ``node.kubernetes.io/unschedulable`` taint); tainted NoSchedule/NoExecute against the pod
@@ -231,6 +247,12 @@ class CycleRunner:
         mid-plan is refused before any further bind, NodeResourcesFit's rule); a claim the plan allocates for
         the pod is gone, being deleted, or allocated to other devices than the plan's.
         """
+        if groups is not None and pod.group_name is not None:
+            planned = groups.get((pod.metadata.namespace, pod.group_name))
+            group = self.cache.group(POD_GROUP.name, pod.metadata.namespace, pod.group_name)
+            if planned is not None and (group is None or group.metadata.uid != planned):
+                return (f"PodGroup {pod.metadata.namespace}/{pod.group_name} was "
+                        f"{'deleted' if group is None else 'deleted and created again'} since the plan was made")
         obj = self.cache.nodes.get(node)
         if obj is None:
             return f"node {node} no longer exists"

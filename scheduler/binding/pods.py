@@ -6,9 +6,12 @@ first, and that the caller forgets the rest of the plan as soon as one member ca
 
 **The durable intent** (``scheduler.groups.intent``, architecture §14): the Bindings of a plan that places
 members of a group carry the plan as the annotation ``gang-scheduler.io/intent``, which the API server merges
-into each pod as it binds it — every Binding when the plan is small (the binds go out side by side), else the
-first member's alone, and the other binds start once it has landed. So no member is bound without the plan
-that placed it on record, and a restarted scheduler holds the rest of its room.
+into each pod as it binds it — every Binding when the plan is small (the binds go out side by side); else the
+first member's alone, and once that Binding has landed the other binds start, the next :data:`CARRIERS` − 1 of
+them carrying it too (so one member lost — failed, evicted, its node gone — does not take the plan off record). A
+member found bound already by an earlier attempt (a 409 for our node) does not count as landed: its pod may carry
+another plan, so the next member's Binding carries this one, alone, until one lands. So no member is bound without
+the plan that placed it on record, and a restarted scheduler holds the rest of its room.
 
 **Check before each bind** (``cycle.precheck``): just before a member's bind, the check of its target against
 the cache as it is *now* — the node still exists, is not cordoned, has no NoSchedule/NoExecute taint the pod
@@ -41,6 +44,9 @@ log = logging.getLogger(__name__)
 
 NAME = "DefaultBinder"
 
+CARRIERS = 3
+"""Bindings that carry a large plan's intent (a small plan's ride on every one)."""
+
 
 class DefaultBinder:
     """See the module docstring."""
@@ -62,36 +68,40 @@ async def bind_plan(placements: Sequence[tuple[Pod, str]], writer: ApiWriter, ou
     carried = _intents(placements, token) if token is not None else {}
     shared = all(len(value) <= SHARED_MAX_BYTES for value in carried.values())
 
-    async def one(pod: Pod, node: str, intent: str | None) -> None:
+    async def one(pod: Pod, node: str, intent: str | None) -> bool:
+        """Bind ``pod``; whether a Binding of ours landed (False: skipped, refused, failed, or found bound)."""
         async with writer.slot():
             if stop.is_set() or not writer.leading():
                 outcome.skipped.append(pod.key)
                 stop.set()
-                return
+                return False
             refused = precheck(pod, node) if precheck is not None else None
             if refused is not None:
                 if outcome.failed is None:
                     outcome.failed = (pod.key, TargetChanged(refused))
                 stop.set()
-                return
+                return False
             try:
-                await _bind(pod, node, writer, {INTENT_ANNOTATION: intent} if intent is not None else None)
+                landed = await _bind(pod, node, writer, {INTENT_ANNOTATION: intent} if intent is not None else None)
             except ApiError as exc:
                 if outcome.failed is None:
                     outcome.failed = (pod.key, exc)
                 stop.set()
-                return
+                return False
             outcome.bound.append((pod, node))
+            return landed
 
     if len(placements) == 1:  # a lone pod: no task of its own
         pod, node = placements[0]
         await one(pod, node, carried.get(pod.metadata.namespace))
     elif shared:
         await asyncio.gather(*(one(pod, node, carried.get(pod.metadata.namespace)) for pod, node in placements))
-    else:  # the first Binding carries the plan and lands before any other starts
-        (first, first_node), rest = placements[0], placements[1:]
-        await one(first, first_node, carried.get(first.metadata.namespace))
-        await asyncio.gather(*(one(pod, node, None) for pod, node in rest))
+    else:  # the plan on record first: one Binding carrying it lands before any other starts
+        rest = list(placements)
+        while rest and not await one(*rest[0], carried.get(rest[0][0].metadata.namespace)):
+            rest.pop(0)
+        await asyncio.gather(*(one(pod, node, carried.get(pod.metadata.namespace) if 0 < i < CARRIERS else None)
+                               for i, (pod, node) in enumerate(rest) if i > 0))
     return outcome
 
 
@@ -117,15 +127,19 @@ def _intents(placements: Sequence[tuple[Pod, str]], token: str) -> dict[str, str
     return values
 
 
-async def _bind(pod: Pod, node: str, writer: ApiWriter, annotations: dict[str, str] | None) -> None:
+async def _bind(pod: Pod, node: str, writer: ApiWriter, annotations: dict[str, str] | None) -> bool:
+    """Bind ``pod`` to ``node`` with the Binding's ``annotations``; True when this Binding landed, False when the pod
+    was found bound to ``node`` already (by an earlier attempt, whose annotations it carries). Raises
+    :class:`ApiError` when it is not bound there."""
     try:
         await writer.bind(pod, node, annotations)
     except ApiError as exc:
         # A 409, or a failure whose reply may have been lost (5xx, timeout): an attempt of ours may have
         # landed ("already assigned" to our node is success) — ask the server.
         if (isinstance(exc, Conflict) or exc.retryable) and await _bound_to(pod, node, writer):
-            return
+            return False
         raise
+    return True
 
 
 async def _bound_to(pod: Pod, node: str, writer: ApiWriter) -> bool:

@@ -325,9 +325,10 @@ class Scheduler:
         nodes = sorted({n for _, n in plan.placements})
         log.info("root=%s result=Scheduled pods=%d nodes=%s attempts=%d duration_ms=%.1f", tree.key,
                  len(plan.placements), ",".join(nodes), plan.attempts, (time.perf_counter() - started) * 1000)
+        groups = self.cycle.group_uids(plan)
         cycle = self.binder.start(BindingCycle(
             plan, attempt.token, attempt.snapshot,
-            precheck=lambda pod, node: self.cycle.target_problem(plan, pod, node)))
+            precheck=lambda pod, node: self.cycle.target_problem(plan, pod, node, groups)))
         self.reporter.scheduled(tree.key)
         self._binding.add(tree.key)
         self.reservations.placed(tree)

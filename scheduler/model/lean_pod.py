@@ -25,8 +25,8 @@ memoised by what its model reads (:class:`_Items`), so the pods of a template st
 their volumes but that one. Decoding a pod field by field still costs, so :func:`decode_pod` remembers each pod it
 decodes without a node (:data:`_PENDING`); when the same pod (its uid) comes back with a node — the watch event of a
 bind — and its metadata and spec are byte for byte those it had but for the per-pod strings (``nodeName``,
-``resourceVersion``, read from the new bytes) and its annotations (validated afresh: a gang's Bindings add the plan's
-durable intent to them), its parts, requests and asks are taken from the pod decoded before
+``resourceVersion``, read from the new bytes) and its annotations (read from the new bytes too: a gang's Bindings add
+the plan's durable intent to them), its parts, requests and asks are taken from the pod decoded before
 instead of being validated and computed again.
 
 The kubelet then writes the pod's status as it starts it (its containers being created, then running; again on every
@@ -400,17 +400,15 @@ def _picker(struct: type[msgspec.Struct], fields: tuple[tuple[str, str, bool, bo
 
 
 _META_COMPARED = _picker(_META, _META_FIELDS, apart=("annotations",))
-_ANNOTATIONS = _ADAPTERS[ObjectMeta, "annotations"]
 
 
 def _meta_per_pod(meta: Any) -> dict[str, Any]:
-    """What a pod's metadata holds of its own: the per-pod strings (:func:`_per_pod`) and its annotations, validated
-    afresh — the Binding of a gang's member adds the plan's durable intent to them (``scheduler.groups.intent``),
-    so a pod whose annotations alone changed as it was bound still takes its other parts from the version before,
-    and each gang's intent, its own, is not memoised."""
+    """What a pod's metadata holds of its own: the per-pod strings (:func:`_per_pod`) and its annotations, read from
+    these bytes (memoised as every field: the members of a small gang carry the same) — the Binding of a gang's
+    member adds the plan's durable intent to them (``scheduler.groups.intent``), so a pod whose annotations alone
+    changed as it was bound still takes its other parts from the version before."""
     values: dict[str, Any] = _per_pod(meta, _META_FIELDS)
-    values["annotations"] = _ANNOTATIONS.validate_json(bytes(meta.annotations), by_alias=True, by_name=False) \
-        if meta.annotations else {}
+    values["annotations"] = _field(ObjectMeta, "annotations", bytes(meta.annotations)) if meta.annotations else {}
     return values
 _SPEC_COMPARED = _picker(_SPEC, _SPEC_FIELDS)
 

@@ -16,8 +16,11 @@ from typing import Any
 import kmock
 import pytest
 
+from scheduler.cache.cluster import ClusterCache
 from scheduler.client.kube import NODES, PODGROUPS, PODS, KubeClient
 from scheduler.groups.intent import INTENT_ANNOTATION
+from scheduler.live.binder import Binder
+from scheduler.model import Pod
 from scheduler.model.scheduling import GroupKey
 from tests.integration.livekit import (
     NS,
@@ -86,6 +89,27 @@ async def test_every_binding_of_a_small_gang_carries_its_intent_and_nothing_is_w
     stored = await kube.get(PODS, NS, "g-1")  # the API server merged the Binding's annotations into the pod
     assert json.loads(stored["metadata"]["annotations"][INTENT_ANNOTATION]) == carried["g-1"]
     assert [line.split()[1] for line in order[:3]] == ["pods/binding"] * 3, order  # no write before the binds
+
+
+@pytest.mark.parametrize("n", [3, 40], ids=["every-binding", "first-bindings"])
+async def test_a_fresh_cache_holds_the_room_of_the_member_not_bound(k8s, kube: KubeClient, n: int) -> None:
+    """The plan the Bindings carried, read back by a cache that never saw it made (a restart, the next leader):
+    the member whose bind failed is held the node the plan chose for it."""
+    await create_node(kube, "n0", cpu="64")
+    await create_gang(kube, "g", n, cpu="1")
+    last = f"g-{n - 1}"
+    Refuse(last).on_binds(k8s)
+    pods = [Pod.model_validate(await kube.get(PODS, NS, f"g-{i}")) for i in range(n)]
+    outcome = await Binder(kube, concurrency=1).bind_plan([(p, "n0") for p in pods], token="PodGroup/ml/g#1")
+    assert outcome.failed is not None and outcome.failed[0] == f"{NS}/{last}"
+    fresh = ClusterCache("gang-scheduler")
+    fresh.replace("Node", [await kube.get(NODES, None, "n0")])
+    fresh.replace("PodGroup", [await kube.get(PODGROUPS, NS, "g")])
+    fresh.replace("Pod", [await kube.get(PODS, NS, f"g-{i}") for i in range(n)])
+    root = GroupKey("PodGroup", NS, "g")
+    tree = fresh.tree(root)
+    assert tree is not None and tree.partial
+    assert [(p.key, node) for p, node, _ in fresh.holds.get(root, ())] == [(f"{NS}/{last}", "n0")]
 
 
 @pytest.mark.looptime

@@ -19,11 +19,11 @@ from scheduler.cycle import CycleRunner
 from scheduler.framework import Plan, SolverConfig, Unschedulable
 from scheduler.framework.events import Action, ClusterEvent
 from scheduler.groups.intent import INTENT_ANNOTATION, intent_annotation
-from scheduler.model import Pod
+from scheduler.model import Pod, PodGroup
 from scheduler.model.scheduling import GroupKey
 from scheduler.queue import SchedulingQueue
 from scheduler.solver.plugins import QUEUEING_HINTS
-from tests.unit.groups.builders import pg
+from tests.unit.groups.builders import pg, pg_dict
 from tests.unit.preemption.kit import OURS, group, pending
 from tests.unit.solver.builders import HOSTNAME, node, pod, pod_term
 
@@ -290,3 +290,29 @@ def test_a_nomination_withdrawn_in_memory_frees_its_room_for_a_parked_root() -> 
     assert moved(queue, withdrawn)
     again = runner.attempt(low)
     assert again is not None and isinstance(again.decision, Plan)
+
+
+@pytest.mark.parametrize("change", ["deleted", "recreated"])
+def test_a_bind_stops_at_a_podgroup_deleted_or_made_again_since_the_plan(change: str) -> None:
+    """The check before each bind compares the member's PodGroup with the one the plan was made for: a PodGroup made
+    again (say, with another minCount, as the operator does on Kubernetes 1.36) may ask for another gang."""
+    made = pg_dict("p", 2)
+    made["metadata"]["uid"] = "uid-p-1"
+    cache = cache_of(("Node", [node("n0", cpu="8")]), ("PodGroup", [PodGroup.model_validate(made)]),
+                     ("Pod", [pod(f"p-{i}", namespace=NS, group="p", cpu="1") for i in range(2)]))
+    runner = CycleRunner(cache, SolverConfig())
+    attempt = runner.attempt(GroupKey("PodGroup", NS, "p"))
+    assert attempt is not None and isinstance(attempt.decision, Plan)
+    plan = attempt.decision
+    groups = runner.group_uids(plan)
+    member, target = plan.placements[0]
+    assert groups == {(NS, "p"): "uid-p-1"} and runner.target_problem(plan, member, target, groups) is None
+    if change == "deleted":
+        cache.delete_one("PodGroup", f"{NS}/p")
+    else:
+        again = pg_dict("p", 3)
+        again["metadata"]["uid"] = "uid-p-2"
+        cache.load_one("PodGroup", PodGroup.model_validate(again))
+    expected = "deleted" if change == "deleted" else "deleted and created again"
+    said = runner.target_problem(plan, member, target, groups)
+    assert said == f"PodGroup {NS}/p was {expected} since the plan was made"

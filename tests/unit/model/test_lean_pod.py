@@ -640,3 +640,43 @@ def test_a_container_alike_but_for_a_snake_case_key_is_shared(change: Any) -> No
     decoded, made = both(body)
     assert decoded == made
     assert decoded.spec.containers == lean_pod(from_wire(Pod, json.dumps(first).encode())).spec.containers
+
+
+def _bound_bytes(uid: str, annotations: dict[str, Any], rv: str, node: str = "n1") -> bytes:
+    return json.dumps({"metadata": {"name": "w-0", "namespace": "ml", "uid": uid, "resourceVersion": rv,
+                                    "annotations": annotations},
+                       "spec": {"nodeName": node, "schedulingGroup": {"podGroupName": "g"},
+                                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+                       "status": {"phase": "Running"}}).encode()
+
+
+INTENT = "gang-scheduler.io/intent"
+
+
+def test_the_bind_adding_an_annotation_reuses_the_pending_pods_parts() -> None:
+    """The Binding of a gang's member adds the plan's durable intent to its annotations: its watch event still takes
+    the parts of the pod decoded pending, and the annotations from its own bytes."""
+    uid = "uid-bind-annotated"
+    pending = json.loads(_bound_bytes(uid, {}, "1"))
+    del pending["spec"]["nodeName"]
+    before = decode_pod(json.dumps(pending).encode(), watched=True)
+    bound = decode_pod(_bound_bytes(uid, {INTENT: '{"at":"a","pods":{}}'}, "2"), watched=True)
+    assert dict(bound.metadata.annotations) == {INTENT: '{"at":"a","pods":{}}'}
+    assert bound.spec.containers is before.spec.containers and bound.spec.node_name == "n1"
+
+
+@pytest.mark.parametrize("after", [{}, {INTENT: '{"at":"b","pods":{}}'}, {"other": "x"}],
+                         ids=["removed", "replaced", "another"])
+def test_an_annotation_edit_on_a_bound_pod_is_read(after: dict[str, str]) -> None:
+    uid = f"uid-edit-{len(after)}-{sorted(after)}"
+    first = decode_pod(_bound_bytes(uid, {INTENT: '{"at":"a","pods":{}}'}, "1"), watched=True)
+    again = decode_pod(_bound_bytes(uid, dict(after), "2"), watched=True)
+    assert dict(again.metadata.annotations) == after
+    assert again.spec.containers is first.spec.containers and again.requests is first.requests  # the fast path
+
+
+def test_a_non_string_annotation_is_refused_on_the_fast_path() -> None:
+    uid = "uid-non-string-annotation"
+    decode_pod(_bound_bytes(uid, {}, "1"), watched=True)
+    with pytest.raises(ValueError):
+        decode_pod(_bound_bytes(uid, {"x": 1}, "2"), watched=True)
