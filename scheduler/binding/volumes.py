@@ -1,7 +1,7 @@
 """VolumeBinding's PreBind: write a plan's claim bindings, then wait until every claim is bound.
 
 kube-scheduler's VolumeBinding PreBind (``binder.go`` ``BindPodVolumes``, v1.37) does this per pod;
-here it is one PreBind step of the gang's binding cycle (intent, claims, **volumes**, then the binds),
+here it is one PreBind step of the gang's binding cycle (claims, **volumes**, then the binds),
 so no pod of the plan is bound before every WaitForFirstConsumer claim of the plan is:
 
 1. **Write** each :class:`~scheduler.framework.plan.VolumeClaimBinding` (concurrently, bounded by the

@@ -6,7 +6,7 @@ that serves ``podgroups`` — v1beta1 first, so a 1.37 cluster that still serves
 1.37 (as kube-scheduler reads the newest version it knows). The chosen :class:`PodGroupApi` is where
 the two shapes meet the one internal model (:mod:`scheduler.model.podgroup_v1alpha2`): the informer
 decodes every v1alpha2 object it receives, the status writer encodes the conditions it writes, and
-both — and the binder's intent annotation — use its resource path. A decoded object keeps its
+both use its resource path. A decoded object keeps its
 ``apiVersion``, so :func:`of` tells from a cached PodGroup which API it came from.
 
 There is no CompositePodGroup in 1.36 (it is ``v1alpha3``, 1.37 only): on such a cluster the

@@ -107,7 +107,7 @@ class CoscheduledPodGroup(PodGroup):
 
 def to_podgroup(obj: CoschedulingPodGroup) -> CoscheduledPodGroup:
     """The PodGroup the scheduler reads for ``obj`` (module docstring): gang ``minCount = minMember`` when
-    ``minMember`` ≥ 1, else ``basic``; same metadata (the durable intent annotation included)."""
+    ``minMember`` ≥ 1, else ``basic``; same metadata."""
     policy = (PodGroupSchedulingPolicy(gang=GangPolicy(min_count=obj.spec.min_member)) if obj.spec.min_member >= 1
               else PodGroupSchedulingPolicy(basic=Empty()))
     return CoscheduledPodGroup(api_version=obj.api_version, kind=KIND, metadata=obj.metadata,

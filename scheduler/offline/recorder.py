@@ -1,16 +1,16 @@
 """The recording binder: ``simulate``'s stand-in for the API server, so offline runs the live binding cycle.
 
 After the cycle assumed a plan, :meth:`RecordingBinder.commit` runs the binding plugins ``run`` runs
-(:func:`~scheduler.binding.transaction.default_plugins`: the durable intent, DynamicResources' claim writes,
-VolumeBinding, ``DefaultBinder``) against a :class:`CacheWriter`: each write is applied to the
-:class:`~scheduler.cache.cluster.ClusterCache` the way the API server would show it to the watch — a merge
+(:func:`~scheduler.binding.transaction.default_plugins`: DynamicResources' claim writes, VolumeBinding,
+``DefaultBinder``, whose Bindings carry the durable intent) against a :class:`CacheWriter`: each write is applied
+to the :class:`~scheduler.cache.cluster.ClusterCache` the way the API server would show it to the watch — a merge
 patch merged into the object, a created claim named as its ``generateName`` without the random suffix, a bind
-setting ``spec.nodeName`` — and the controllers' answers follow at once: a PersistentVolumeClaim annotated
-with ``volume.kubernetes.io/selected-node``, or whose PV got its ``claimRef``, shows bound
-(:func:`bound_claim`: what the PV controller and the external provisioner would make of it). So a PreBind
-wait for a condition ends at its first read, unless the condition is one nothing offline would set. The cache
-then ends the plan's assumptions exactly as it does live: a claim allocated by one plan pins the pods of later
-plans to it, never allocated twice.
+setting ``spec.nodeName`` and merging the Binding's annotations into the pod's — and the controllers' answers
+follow at once: a PersistentVolumeClaim annotated with ``volume.kubernetes.io/selected-node``, or whose PV got its
+``claimRef``, shows bound (:func:`bound_claim`: what the PV controller and the external provisioner would make of
+it). So a PreBind wait for a condition ends at its first read, unless the condition is one nothing offline would
+set. The cache then ends the plan's assumptions exactly as it does live: a claim allocated by one plan pins the pods
+of later plans to it, never allocated twice.
 """
 
 from __future__ import annotations

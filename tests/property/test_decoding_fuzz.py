@@ -109,9 +109,9 @@ def _put(raw: Any, path: tuple[Any, ...], value: Any) -> Any:
 @st.composite
 def hostile_objects(draw: st.DrawFn) -> tuple[str, tuple[Any, ...], tuple[str, Any]]:
     """(kind, where in its sample object, the recipe of what is put there); the path ``("intent",)`` is the
-    PodGroup's durable intent annotation."""
+    durable intent annotation a bound pod carries."""
     kind = draw(st.sampled_from(sorted(SAMPLES)))
-    if kind == "PodGroup" and draw(st.booleans()):
+    if kind == "Pod" and draw(st.booleans()):
         return kind, ("intent",), draw(intents)
     return kind, draw(st.sampled_from(json_paths(SAMPLES[kind]))), draw(hostile)
 
