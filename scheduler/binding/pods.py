@@ -13,11 +13,12 @@ member found bound already by an earlier attempt (a 409 for our node) does not c
 another plan, so the next member's Binding carries this one, alone, until one lands. So no member is bound without
 the plan that placed it on record, and a restarted scheduler holds the rest of its room.
 
-**Check before each bind** (``cycle.precheck``): just before a member's bind, the check of its target against
-the cache as it is *now* — the node still exists, is not cordoned, has no NoSchedule/NoExecute taint the pod
-does not tolerate, still has the labels the pod's node selection needs and the allocatable the plan's pods on
-it need, the pod's claims still stand. A refusal stops the plan like a failed bind: no further
-bind starts, the members not bound are forgotten, and the root is requeued.
+**Check before each bind** (``cycle.precheck``): just before a member's bind, the check of its target against the cache
+as it is *now* — the member's PodGroup is the one the plan was made for (not deleted, nor made again under another uid:
+its spec may ask for another gang), the node still exists, is not cordoned, has no NoSchedule/NoExecute taint the pod
+does not tolerate, still has the labels the pod's node selection needs and the allocatable the plan's pods on it need,
+the pod's claims still stand. A refusal stops the plan like a failed bind: no further bind starts, the members not bound
+are forgotten, and the root is requeued.
 
 * 409 for a pod that turns out to be bound to our node is success (an earlier attempt landed; decided by
   reading the pod, not by parsing the message); so is a lost answer (5xx, transport) after which the pod

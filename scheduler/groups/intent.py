@@ -8,7 +8,8 @@ a plan carries the annotation :data:`INTENT_ANNOTATION` holding
 and the API server merges a Binding's annotations into the pod in the same storage update that sets its node
 (``BindingREST``, ``pkg/registry/core/pod/storage``): no member is bound without the plan on it. A plan whose
 annotation is at most :data:`SHARED_MAX_BYTES` goes on every Binding, and its binds go out side by side; a larger one
-goes on the first member's Binding alone, and the other binds start once that one has landed (``binding.pods``). An
+goes on the first member's Binding alone, and the other binds start once that one has landed, the next two carrying it
+too (``binding.pods``). An
 intent matters only once a member is bound (a gang with none bound holds nothing), so none is written before.
 
 A restarted scheduler, or the next leader, reads it back from the bound members (:func:`held_intent`): a tree with

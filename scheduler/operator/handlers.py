@@ -151,14 +151,14 @@ class Reconciler:
         await self.kube.patch(res, namespace, spec.name, minimum_patch(spec, self.served))
 
     async def _recreate(self, spec: GroupSpec, raw: JSON, body: kopf.Body, have: JSON) -> None:
-        """Kubernetes 1.36: ``minCount`` is immutable (the whole v1alpha2 ``PodGroupSpec`` is), so a PodGroup
-        whose minimum moved is deleted and made again with the new one — but only while no member is bound
-        (``spec.nodeName``; the scheduler's plan is on record from its first bind on, architecture §14). The
-        delete is preconditioned on the uid and resourceVersion read, so a change since answers 409 and kopf
-        retries the whole pass; a plan being bound as the object is deleted binds its members under the new
-        object (they link it by name), which holds the room of the rest as for any gang bound below its
-        minimum. The pods keep their link (by name; core/v1 ``spec.schedulingGroup``:
-        "a group object with the same name may be recreated with different policies") and wait for the new
+        """Kubernetes 1.36: ``minCount`` is immutable (the whole v1alpha2 ``PodGroupSpec`` is), so a PodGroup whose
+        minimum moved is deleted and made again with the new one — but only while no member is bound (``spec.nodeName``;
+        the scheduler's plan is on record from its first bind on, architecture §14). The delete is preconditioned on the
+        uid and resourceVersion read, so a change since answers 409 and kopf retries the whole pass; a plan being bound
+        as the object is made again stops at its next bind (the scheduler's check before each bind refuses a PodGroup
+        with another uid than the plan was made for), and members bound before count toward the new object, a gang below
+        its minimum. The pods keep their link (by name; core/v1 ``spec.schedulingGroup``: "a group object with the same
+        name may be recreated with different policies") and wait for the new
         object, as kube-scheduler's pods wait for a PodGroup to appear. Otherwise the group keeps its minimum,
         with a Warning Event saying so."""
         res, namespace, name = self.served.podgroups, raw["metadata"]["namespace"], spec.name
