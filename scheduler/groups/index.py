@@ -138,14 +138,6 @@ class GroupIndex:
         self.members.add(name, key, pod)
         self._touch_group(name)
 
-    def has_pending(self, name: Name) -> bool:
-        """Whether PodGroup ``name`` has a live member neither bound (or assumed) nor gated: one its tree lists as
-        pending. O(1) when every member is bound, else O(members)."""
-        live = self.members.live.get(name, NO_PODS)
-        if self.members.bound(*name) == len(live):
-            return False
-        return any(p.awaits_placement for p in live.values())
-
     def set_podgroup(self, name: Name, pg: PodGroup | None, *, quiet: bool = False) -> None:
         """The PodGroup ``name`` is now ``pg`` (None: deleted); ``quiet``: only what trees do not read changed."""
         old = self.pgs.get(name)
