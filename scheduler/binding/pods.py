@@ -10,8 +10,11 @@ into each pod as it binds it — every Binding when the plan is small (the binds
 first member's alone, and once that Binding has landed the other binds start, the next :data:`CARRIERS` − 1 of
 them carrying it too (so one member lost — failed, evicted, its node gone — does not take the plan off record). A
 member found bound already by an earlier attempt (a 409 for our node) does not count as landed: its pod may carry
-another plan, so the next member's Binding carries this one, alone, until one lands. So no member is bound without
-the plan that placed it on record, and a restarted scheduler holds the rest of its room.
+another plan, so the next member's Binding carries this one, alone, until one lands. A member whose annotations leave
+no room for it within the API server's 256 KiB for all of a pod's (``groups.intent.room_for``; past it every later
+update of the pod, its kubelet's included, is refused) carries none, and of a large plan the members with room go
+first. So no member is bound without the plan that placed it on record, and a restarted scheduler holds the rest
+of its room.
 
 **Check before each bind** (``cycle.precheck``): just before a member's bind, the check of its target against the cache
 as it is *now* — the member's PodGroup is the one the plan was made for (not deleted, nor made again under another uid:
@@ -37,7 +40,7 @@ from datetime import UTC, datetime
 from scheduler.errors import ApiError, Conflict, TargetChanged
 from scheduler.framework.binding_cycle import BindingCycle, BindOutcome, Precheck
 from scheduler.framework.interface import ApiWriter
-from scheduler.groups.intent import INTENT_ANNOTATION, SHARED_MAX_BYTES, intent_annotation
+from scheduler.groups.intent import INTENT_ANNOTATION, SHARED_MAX_BYTES, intent_annotation, room_for
 from scheduler.model.kinds import POD
 from scheduler.model.pod import Pod
 
@@ -69,6 +72,11 @@ async def bind_plan(placements: Sequence[tuple[Pod, str]], writer: ApiWriter, ou
     carried = _intents(placements, token) if token is not None else {}
     shared = all(len(value) <= SHARED_MAX_BYTES for value in carried.values())
 
+    def intent_of(pod: Pod) -> str | None:
+        """The intent ``pod``'s Binding carries: its namespace's, unless the pod has no room left for it."""
+        value = carried.get(pod.metadata.namespace)
+        return value if value is not None and room_for(pod, value) else None
+
     async def one(pod: Pod, node: str, intent: str | None) -> bool:
         """Bind ``pod``; whether a Binding of ours landed (False: skipped, refused, failed, or found bound)."""
         async with writer.slot():
@@ -94,15 +102,18 @@ async def bind_plan(placements: Sequence[tuple[Pod, str]], writer: ApiWriter, ou
 
     if len(placements) == 1:  # a lone pod: no task of its own
         pod, node = placements[0]
-        await one(pod, node, carried.get(pod.metadata.namespace))
+        await one(pod, node, intent_of(pod))
     elif shared:
-        await asyncio.gather(*(one(pod, node, carried.get(pod.metadata.namespace)) for pod, node in placements))
+        await asyncio.gather(*(one(pod, node, intent_of(pod)) for pod, node in placements))
     else:  # the plan on record first: one Binding carrying it lands before any other starts
-        rest = list(placements)
-        while rest and not await one(*rest[0], carried.get(rest[0][0].metadata.namespace)):
+        rest = sorted(placements, key=lambda pn: intent_of(pn[0]) is None)  # members with room for it first
+        if intent_of(rest[0][0]) is None:
+            log.warning("plan %s: no member has room among its annotations for the plan's intent; its members are "
+                        "bound without one (a restart cannot hold their room)", token)
+        while rest and intent_of(rest[0][0]) is not None and not await one(*rest[0], intent_of(rest[0][0])):
             rest.pop(0)
-        await asyncio.gather(*(one(pod, node, carried.get(pod.metadata.namespace) if 0 < i < CARRIERS else None)
-                               for i, (pod, node) in enumerate(rest) if i > 0))
+        await asyncio.gather(*(one(pod, node, intent_of(pod) if 0 < i < CARRIERS else None)
+                               for i, (pod, node) in enumerate(rest) if i > 0 or intent_of(pod) is None))
     return outcome
 
 

@@ -66,7 +66,10 @@ SHARED_MAX_BYTES = 1024
 """An intent up to this size (about 20 members) is carried by every Binding of its plan, else by the first only."""
 PLAIN_MAX_BYTES = 32 * 1024
 """An intent up to this size is stored as readable JSON, a larger one compressed."""
-INTENT_MAX_BYTES = 128 * 1024
+ANNOTATIONS_MAX_BYTES = 256 * 1024
+"""The most all annotations of an object may hold together, keys and values (apimachinery
+``TotalAnnotationSizeLimitB``): a pod past it has every later update refused, its kubelet's status included."""
+INTENT_MAX_BYTES = ANNOTATIONS_MAX_BYTES // 2
 """The largest intent recorded: half of the API server's 256 KiB for all annotations of an object."""
 COMPRESSED = "zlib:"
 """Prefix of a compressed intent: base64 of the zlib-compressed JSON follows."""
@@ -147,6 +150,14 @@ def _text(value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"expected a string, got {type(value).__name__}")
     return value
+
+
+def room_for(pod: PodReads, value: str) -> bool:
+    """Whether ``pod`` can carry the intent ``value``: its annotations with it stay within
+    :data:`ANNOTATIONS_MAX_BYTES` (an intent it carries already is replaced)."""
+    used = sum(len(key.encode()) + len(text.encode()) for key, text in pod.metadata.annotations.items()
+               if key != INTENT_ANNOTATION)
+    return used + len(INTENT_ANNOTATION) + len(value.encode()) <= ANNOTATIONS_MAX_BYTES
 
 
 def intended_node(intent: Mapping[str, tuple[str, str]], pod: PodReads) -> str | None:

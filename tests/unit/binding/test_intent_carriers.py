@@ -18,9 +18,14 @@ LARGE = 40
 """Members of a plan whose intent is over :data:`SHARED_MAX_BYTES`."""
 
 
-def member(i: int) -> Pod:
-    return Pod.model_validate({"metadata": {"name": f"w-{i}", "namespace": "ml", "uid": f"{i:08d}-uid"},
+def member(i: int, annotations: dict[str, str] | None = None) -> Pod:
+    return Pod.model_validate({"metadata": {"name": f"w-{i}", "namespace": "ml", "uid": f"{i:08d}-uid",
+                                            "annotations": annotations or {}},
                                "spec": {"schedulingGroup": {"podGroupName": "g"}, "containers": [{"name": "c"}]}})
+
+
+FULL = {"example.com/config": "x" * (256 * 1024 - 200)}
+"""Annotations that leave no room for an intent within the API server's 256 KiB for all of a pod's."""
 
 
 class Writer:
@@ -106,3 +111,17 @@ async def test_a_member_found_bound_already_is_not_the_plan_on_record() -> None:
     assert len(outcome.bound) >= 2
     intent = writer.intent_of("w-1")
     assert intent is not None and f"ml/w-{LARGE - 1}" in intent.pods
+
+
+async def test_a_member_without_room_for_the_intent_is_bound_without_it() -> None:
+    """A pod whose annotations leave no room for the plan (past 256 KiB the API server refuses its every later
+    update, the kubelet's included) is bound without it; of a large plan another member carries it first."""
+    small = [(member(0, FULL), "n1"), *plan(4)[1:]]
+    writer = Writer()
+    assert (await bind_plan(small, writer, token="t#1")).ok
+    assert sorted(writer.carriers()) == ["w-1", "w-2", "w-3"]
+    large = [(member(0, FULL), "n1"), *plan(LARGE)[1:]]
+    writer = Writer()
+    assert (await bind_plan(large, writer, token="t#2")).ok
+    assert writer.log[:2] == [("start", "w-1"), ("end", "w-1")]
+    assert sorted(writer.carriers()) == ["w-1", "w-2", "w-3"] and "w-0" in writer.stored
