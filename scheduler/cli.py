@@ -572,3 +572,7 @@ async def _operate(settings: Settings, options: Any) -> None:
 def version() -> None:
     """Print the version."""
     click.echo(__version__)
+
+
+if __name__ == "__main__":  # ``python -m scheduler.cli``, as the ``gang-scheduler`` command
+    main()

@@ -89,6 +89,9 @@ class Intent(NamedTuple):
 
 NO_INTENT: Mapping[str, tuple[str, str]] = MappingProxyType({})
 
+SHAPE = '{"at": string, "pods": {pod name: {"node": string, "uid": string}}}'
+"""The shape an intent must have (``"plan"``, the plan's name, and any other key are not read)."""
+
 
 def parse_intent(pod: PodReads) -> Intent | None:
     """The intent recorded on ``pod`` (its namespace is the plan's); None when there is none.
@@ -135,13 +138,16 @@ def _decode(namespace: str, text: str) -> tuple[Intent | None, str | None]:
                 return None, f"{INTENT_ANNOTATION} inflates past {INFLATED_MAX_BYTES} bytes"
             text = raw.decode()
         value = json.loads(text)
-        at = _text(value.get("at") or "")
-        pods = value.get("pods") or {}
-        intent = {f"{namespace}/{name}": (_text(v["node"]), _text(v.get("uid") or "")) for name, v in pods.items()}
     except RecursionError:
         return None, f"{INTENT_ANNOTATION} is nested too deeply"
-    except (ValueError, TypeError, KeyError, AttributeError, binascii.Error, zlib.error) as exc:
-        return None, f"{INTENT_ANNOTATION} is not a valid intent ({type(exc).__name__})"
+    except (ValueError, binascii.Error, zlib.error):
+        return None, (f"{INTENT_ANNOTATION} is not base64 of zlib-compressed JSON after {COMPRESSED!r}"
+                      if text.startswith(COMPRESSED) else f"{INTENT_ANNOTATION} is not JSON")
+    try:
+        at = _text(value["at"])
+        intent = {f"{namespace}/{name}": (_text(v["node"]), _text(v["uid"])) for name, v in value["pods"].items()}
+    except (TypeError, KeyError, AttributeError):
+        return None, f"{INTENT_ANNOTATION} does not have the shape {SHAPE}"
     return Intent(at, MappingProxyType(intent)), None
 
 

@@ -85,6 +85,7 @@ from scheduler.framework.plan import Plan, Preemption, Unschedulable
 from scheduler.groups.tree import GroupTree, Leaf, TreeState
 from scheduler.live.binder import BindOutcome
 from scheduler.model.base import true_condition
+from scheduler.model.kinds import POD
 from scheduler.model.scheduling import (
     COMPOSITE_INITIALLY_SCHEDULED,
     INITIALLY_SCHEDULED,
@@ -423,7 +424,8 @@ class Metrics:
             ["kind", "reason"], registry=r)
         for kind in sorted(KINDS):
             for refusal_reason in REFUSAL_REASONS:
-                self.objects_refused.labels(kind, refusal_reason)
+                if refusal_reason != "invalid_intent" or kind == POD.name:  # only a pod carries an intent
+                    self.objects_refused.labels(kind, refusal_reason)
         self.status_queue_depth = Gauge(
             "gang_scheduler_status_queue_depth", "Status writes waiting (or being written), by queue: 'pods' "
             "(PodScheduled=False and FailedScheduling reports, one per pod: the latest wins), 'groups' (PodGroup "

@@ -96,13 +96,24 @@ def test_members_of_one_plan_read_it_once_and_none_reads_as_no_intent() -> None:
 
 
 @pytest.mark.parametrize("value", [
-    "not json", '["a list"]', '{"pods": {"p": {"uid": "x"}}}', '{"at": 7, "pods": {}}', COMPRESSED + "!!!not base64",
+    "not json", '["a list"]', '{"pods": {"p": {"uid": "x"}}}', '{"at": 7, "pods": {}}', "{}",
+    '{"at": "a", "pods": {"p": {"node": "n1"}}}', COMPRESSED + "!!!not base64",
     COMPRESSED + base64.b64encode(b"not zlib").decode(),
     COMPRESSED + base64.b64encode(zlib.compress(b"{" + b" " * (32 * 1024 * 1024) + b"}")).decode(),
     "[" * 60_000, "x" * (INTENT_MAX_BYTES + 1),
-], ids=["text", "list", "no-node", "at-not-a-string", "bad-base64", "bad-zlib", "inflates-past-16-mib", "too-deep",
-        "too-large"])
+], ids=["text", "list", "no-node", "at-not-a-string", "empty", "no-uid", "bad-base64", "bad-zlib",
+        "inflates-past-16-mib", "too-deep", "too-large"])
 def test_anything_else_reads_as_no_intent(value: str) -> None:
     pod = carrying(value)
     assert parse_intent(pod) is None and held_intent([pod]) is NO_INTENT
     assert intent_problem(pod) is not None
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("not json", "is not JSON"),
+    ('{"at": "a", "pods": {"p": {"node": "n1"}}}',
+     'does not have the shape {"at": string, "pods": {pod name: {"node": string, "uid": string}}}'),
+    (COMPRESSED + "!!!", "is not base64 of zlib-compressed JSON after 'zlib:'"),
+])
+def test_why_an_intent_is_invalid_is_said_in_words(value: str, said: str) -> None:
+    assert intent_problem(carrying(value)) == f"{INTENT_ANNOTATION} {said}"
