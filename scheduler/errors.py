@@ -87,6 +87,10 @@ class TargetChanged(ApiError):
     def __init__(self, message: str) -> None:
         super().__init__(0, "TargetChanged", message)
 
+    @property
+    def retryable(self) -> bool:
+        return False
+
 
 class NotLeading(ApiError):
     """This replica no longer holds the leader lease: a write that waited for the client's rate limiter is not sent

@@ -20,7 +20,8 @@ of its room.
 as it is *now* — the member's PodGroup is the one the plan was made for (not deleted, nor made again under another uid:
 its spec may ask for another gang), the node still exists, is not cordoned, has no NoSchedule/NoExecute taint the pod
 does not tolerate, still has the labels the pod's node selection needs and the allocatable the plan's pods on it need,
-the pod's claims still stand. A refusal stops the plan like a failed bind: no further bind starts, the members not bound
+the pod's claims still stand; asked again just before each attempt is sent, after the client's rate limiter or a
+retry's backoff let it go. A refusal stops the plan like a failed bind: no further bind starts, the members not bound
 are forgotten, and the root is requeued.
 
 * 409 for a pod that turns out to be bound to our node is success (an earlier attempt landed; decided by
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from scheduler.errors import ApiError, Conflict, TargetChanged
@@ -91,7 +92,8 @@ async def bind_plan(placements: Sequence[tuple[Pod, str]], writer: ApiWriter, ou
                 stop.set()
                 return False
             try:
-                landed = await _bind(pod, node, writer, {INTENT_ANNOTATION: intent} if intent is not None else None)
+                landed = await _bind(pod, node, writer, {INTENT_ANNOTATION: intent} if intent is not None else None,
+                                     (lambda: precheck(pod, node)) if precheck is not None else None)
             except ApiError as exc:
                 if outcome.failed is None:
                     outcome.failed = (pod.key, exc)
@@ -139,12 +141,14 @@ def _intents(placements: Sequence[tuple[Pod, str]], token: str) -> dict[str, str
     return values
 
 
-async def _bind(pod: Pod, node: str, writer: ApiWriter, annotations: dict[str, str] | None) -> bool:
-    """Bind ``pod`` to ``node`` with the Binding's ``annotations``; True when this Binding landed, False when the pod
-    was found bound to ``node`` already (by an earlier attempt, whose annotations it carries). Raises
-    :class:`ApiError` when it is not bound there."""
+async def _bind(pod: Pod, node: str, writer: ApiWriter, annotations: dict[str, str] | None,
+                check: Callable[[], str | None] | None = None) -> bool:
+    """Bind ``pod`` to ``node`` with the Binding's ``annotations``, ``check`` asked again just before each attempt is
+    sent (``ApiWriter.bind``); True when this Binding landed, False when the pod was found bound to ``node`` already
+    (by an earlier attempt, whose annotations it carries). Raises :class:`ApiError` when it is not bound there
+    (:class:`TargetChanged` when ``check`` refused)."""
     try:
-        await writer.bind(pod, node, annotations)
+        await writer.bind(pod, node, annotations, check)
     except ApiError as exc:
         # A 409, or a failure whose reply may have been lost (5xx, timeout): an attempt of ours may have
         # landed ("already assigned" to our node is success) — ask the server.

@@ -43,7 +43,7 @@ from pydantic import BaseModel
 
 from scheduler.client import decoding
 from scheduler.errors import ApiError as ApiError
-from scheduler.errors import ClusterConfigError
+from scheduler.errors import ClusterConfigError, TargetChanged
 from scheduler.errors import Conflict as Conflict
 from scheduler.errors import Gone as Gone
 from scheduler.errors import NotFound as NotFound
@@ -382,14 +382,18 @@ class KubeClient:
 
     async def request(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
                       body: Any = None, content_type: str = "application/json", lane: Lane = Lane.NORMAL,
-                      reply: bool = True) -> JSON:
+                      reply: bool = True, check: Callable[[], str | None] | None = None) -> JSON:
         """One rate-limited request in ``lane``; returns the decoded JSON body. Raises :class:`ApiError`.
+        ``check``: asked once the rate limiter let the request go, just before it is sent: a reason not to send it
+        raises :class:`~scheduler.errors.TargetChanged` (a bind's target re-checked after its wait).
         ``reply=False``: the caller does not read the answer (a bind's ``Status``, a created Event): it is received
         to its end, so the connection is kept (a short reply arrives with its head, and aiohttp has then put the
         connection back already; a body still on its way is read), but not decoded, and ``{}`` is returned."""
         await self.limiter.acquire(lane)
         if self.fence is not None and method != "GET" and lane is not Lane.LEASE and not self.fence():
             raise NotLeading(f"{method} {path} not sent: this replica no longer holds the leader lease")
+        if check is not None and (why := check()) is not None:
+            raise TargetChanged(why)
         resp = await self._send(method, path, query, body, content_type)
         try:
             if not reply:
@@ -568,9 +572,10 @@ class KubeClient:
         return await self.request("DELETE", res.path(namespace, name), body=body, lane=lane)
 
     async def bind(self, namespace: str, name: str, node: str, uid: str | None = None,
-                   annotations: Mapping[str, str] | None = None) -> None:
+                   annotations: Mapping[str, str] | None = None, check: Callable[[], str | None] | None = None) -> None:
         """``POST pods/{name}/binding`` (v1 Binding to a Node), in the URGENT lane; ``annotations``: the Binding's,
-        which the API server merges into the pod's in the same update that sets its node. The 201 reply is a
+        which the API server merges into the pod's in the same update that sets its node; ``check``: the target's
+        check, asked again once the rate limiter let the bind go (:meth:`request`). The 201 reply is a
         ``Status``, ignored.
 
         Raises :class:`Conflict` (already bound, gated, being deleted, stale uid) or :class:`NotFound`.
@@ -582,7 +587,8 @@ class KubeClient:
             meta["annotations"] = dict(annotations)
         body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta,
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
-        await self.request("POST", PODS.path(namespace, name, "binding"), body=body, lane=Lane.URGENT, reply=False)
+        await self.request("POST", PODS.path(namespace, name, "binding"), body=body, lane=Lane.URGENT, reply=False,
+                           check=check)
 
     async def served(self, group_version: str) -> set[str]:
         """Plural resource names served under ``group_version`` (``"scheduling.k8s.io/v1beta1"``); empty if none. An

@@ -339,9 +339,12 @@ class ApiWriter(Protocol):
 
     async def delete(self, kind: Kind[Any], namespace: str | None, name: str) -> None: ...
 
-    async def bind(self, pod: Pod, node: str, annotations: Mapping[str, str] | None = None) -> None:
+    async def bind(self, pod: Pod, node: str, annotations: Mapping[str, str] | None = None,
+                   check: Callable[[], str | None] | None = None) -> None:
         """``POST pods/{name}/binding`` with the pod's uid as precondition; ``annotations``: the Binding's, which the
-        API server merges into the pod's as it binds it."""
+        API server merges into the pod's as it binds it; ``check``: why the target no longer fits (None: it does),
+        asked just before each attempt is sent — after any wait for the rate limiter or a retry's backoff — and
+        raising :class:`~scheduler.errors.TargetChanged` instead of sending."""
         ...
 
     def waits(self) -> bool:

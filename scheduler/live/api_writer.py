@@ -87,9 +87,11 @@ class KubeWriter:
         await self.retry(f"delete {kind.name} {namespace}/{name}", lambda: self.kube.delete(
             self.resource(kind), namespace, name, lane=Lane.URGENT))
 
-    async def bind(self, pod: Pod, node: str, annotations: Mapping[str, str] | None = None) -> None:
+    async def bind(self, pod: Pod, node: str, annotations: Mapping[str, str] | None = None,
+                   check: Callable[[], str | None] | None = None) -> None:
         await self.retry(f"bind {pod.key} -> {node}", lambda: self.kube.bind(
-            pod.metadata.namespace, pod.metadata.name, node, uid=pod.metadata.uid or None, annotations=annotations))
+            pod.metadata.namespace, pod.metadata.name, node, uid=pod.metadata.uid or None, annotations=annotations,
+            check=check))
 
     def waits(self) -> bool:
         return self.changes is not None

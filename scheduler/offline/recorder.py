@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from scheduler.binding.transaction import BindingRunner, default_plugins
 from scheduler.binding.volumes import ClaimSource
 from scheduler.cache.cluster import ClusterCache
-from scheduler.errors import Conflict, NotFound
+from scheduler.errors import Conflict, NotFound, TargetChanged
 from scheduler.framework.binding_cycle import BindingCycle, BindResult, Failure
 from scheduler.framework.interface import JSON, Condition
 from scheduler.framework.plan import VolumeClaimBinding
@@ -129,7 +129,10 @@ class CacheWriter:
         self.made.discard(key)
         self.cache.delete_one(kind.name, key)
 
-    async def bind(self, pod: Pod, node: str, annotations: Mapping[str, str] | None = None) -> None:
+    async def bind(self, pod: Pod, node: str, annotations: Mapping[str, str] | None = None,
+                   check: Callable[[], str | None] | None = None) -> None:
+        if check is not None and (why := check()) is not None:
+            raise TargetChanged(why)
         current = self.cache.pod(pod.key)
         if current is None:
             raise NotFound(404, "NotFound", f'pods "{pod.metadata.name}" not found')

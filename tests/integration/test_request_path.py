@@ -169,3 +169,27 @@ def test_the_environment_proxy_is_client_gos(no_proxy_env: Path, monkeypatch: py
         monkeypatch.setenv(name, value)
     assert proxy_from_env(url) == proxy
 
+
+
+@pytest.mark.looptime
+async def test_a_bind_waiting_for_the_rate_limiter_checks_its_target_again_before_it_is_sent(
+        k8s: ApiServer, kube: KubeClient) -> None:
+    """The check before a bind is asked again once the client's rate limiter lets the bind go: a node deleted while
+    the bind waited for its turn is not bound to (the Binding is never sent)."""
+    await kube.create(NODES, None, node("n1"))
+    member = await created_pod(kube, "p-0")
+    limited = KubeClient.for_host(str(k8s.url), qps=1, burst=1)
+    try:
+        await limited.list(NAMESPACES)  # the one token in the bucket: the bind waits a second for the next
+        asked: list[str | None] = []
+
+        def check() -> str | None:
+            asked.append(None if not asked else "node n1 no longer exists")  # the node went while it waited
+            return asked[-1]
+
+        outcome = await Binder(limited).bind_plan([(member, "n1")], precheck=lambda pod, node: check())
+    finally:
+        await limited.close()
+    assert asked == [None, "node n1 no longer exists"]  # before the wait, then after it
+    assert outcome.failed is not None and outcome.failed[1].reason == "TargetChanged"
+    assert bindings(list(k8s)) == []

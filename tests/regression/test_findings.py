@@ -435,7 +435,7 @@ async def test_no_bind_is_issued_after_leadership_is_lost() -> None:
 
     class BlockingKube(StubKube):
         async def bind(self, namespace: str, name: str, node: str, uid: str | None = None,
-                       annotations: Any = None) -> None:
+                       annotations: Any = None, check: Any = None) -> None:
             binds.append((name, sched.leading))
             if len(binds) == 1:
                 await release.wait()  # the first call is slow (API server latency, retries)

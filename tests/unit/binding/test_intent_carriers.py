@@ -44,7 +44,7 @@ class Writer:
     def slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
         return contextlib.nullcontext()
 
-    async def bind(self, pod: Pod, node: str, annotations: dict[str, str] | None = None) -> None:
+    async def bind(self, pod: Pod, node: str, annotations: dict[str, str] | None = None, check: Any = None) -> None:
         name = pod.metadata.name
         self.log.append(("start", name))
         await asyncio.sleep(0.01)

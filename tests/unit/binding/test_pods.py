@@ -18,7 +18,7 @@ class Refusing:
     def __init__(self, current: dict[str, Any]) -> None:
         self.current = current
 
-    async def bind(self, pod: Pod, node: str, annotations: Any = None) -> None:
+    async def bind(self, pod: Pod, node: str, annotations: Any = None, check: Any = None) -> None:
         raise Conflict(409, "Conflict", "Operation cannot be fulfilled: Precondition failed: UID in precondition")
 
     async def get(self, kind: Any, namespace: str, name: str) -> dict[str, Any]:
