@@ -108,14 +108,15 @@ async def bind_plan(placements: Sequence[tuple[Pod, str]], writer: ApiWriter, ou
     elif shared:
         await asyncio.gather(*(one(pod, node, intent_of(pod)) for pod, node in placements))
     else:  # the plan on record first: one Binding carrying it lands before any other starts
-        rest = sorted(placements, key=lambda pn: intent_of(pn[0]) is None)  # members with room for it first
-        if intent_of(rest[0][0]) is None:
+        rest = sorted(((pod, node, intent_of(pod)) for pod, node in placements),
+                      key=lambda member: member[2] is None)  # members with room for it first
+        if rest[0][2] is None:
             log.warning("plan %s: no member has room among its annotations for the plan's intent; its members are "
                         "bound without one (a restart cannot hold their room)", token)
-        while rest and intent_of(rest[0][0]) is not None and not await one(*rest[0], intent_of(rest[0][0])):
+        while rest and rest[0][2] is not None and not await one(*rest[0]):
             rest.pop(0)
-        await asyncio.gather(*(one(pod, node, intent_of(pod) if 0 < i < CARRIERS else None)
-                               for i, (pod, node) in enumerate(rest) if i > 0 or intent_of(pod) is None))
+        await asyncio.gather(*(one(pod, node, intent if 0 < i < CARRIERS else None)
+                               for i, (pod, node, intent) in enumerate(rest) if i > 0 or intent is None))
     return outcome
 
 

@@ -159,17 +159,18 @@ def _text(value: object) -> str:
 
 
 def room_for(pod: PodReads, value: str) -> bool:
-    """Whether ``pod`` can carry the intent ``value``: its annotations with it stay within
+    """Whether ``pod`` can carry the intent ``value`` (of :func:`intent_annotation`: ASCII, as ``json.dumps`` and
+    base64 write it, so its length is its size in bytes): its annotations with it stay within
     :data:`ANNOTATIONS_MAX_BYTES` (an intent it carries already is replaced)."""
     used = sum(len(key.encode()) + len(text.encode()) for key, text in pod.metadata.annotations.items()
                if key != INTENT_ANNOTATION)
-    return used + len(INTENT_ANNOTATION) + len(value.encode()) <= ANNOTATIONS_MAX_BYTES
+    return used + len(INTENT_ANNOTATION) + len(value) <= ANNOTATIONS_MAX_BYTES
 
 
 def intended_node(intent: Mapping[str, tuple[str, str]], pod: PodReads) -> str | None:
     """The node ``intent`` (:func:`held_intent`) names for ``pod``; None when it names no pod of that key, or another
     incarnation."""
-    entry = intent.get(f"{pod.metadata.namespace}/{pod.metadata.name}")
+    entry = intent.get(pod.key)
     if entry is None or (entry[1] and pod.metadata.uid and not pod.metadata.uid.startswith(entry[1])):
         return None
     return entry[0]
